@@ -7,4 +7,5 @@ Each module and the notebook it comes from:
 - `lcompiler.addlang`: notebooks/01_addlang.ipynb
 - `lcompiler.errors`: notebooks/01_addlang.ipynb
 - `lcompiler.cli`: notebooks/01_addlang.ipynb
+- `lcompiler.union_find`: notebooks/02_union_find.ipynb
 """

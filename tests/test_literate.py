@@ -1,0 +1,92 @@
+"""The literate workflow: the package is what the notebooks generate, pairs agree, the site builds."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import literate  # noqa: E402
+
+
+def test_the_package_is_exactly_what_the_notebooks_generate():
+    assert literate.stale_modules() == []
+
+
+def test_every_notebook_agrees_with_its_text_twin():
+    assert literate.unpaired_notebooks() == []
+
+
+def test_every_generated_module_names_its_notebook():
+    for path in (ROOT / "lcompiler").glob("*.py"):
+        first = path.read_text().splitlines()[0]
+        assert first.startswith(literate.MARK), f"{path.name} was not generated"
+        if path.name != "__init__.py":
+            assert "notebooks/" in first and ".ipynb" in first
+
+
+def test_every_notebook_is_a_chapter_of_the_site():
+    nav = json.dumps(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    for notebook in literate.notebook_paths():
+        assert f"notebooks/{notebook.name}" in nav, f"{notebook.name} is missing from mkdocs.yml's nav"
+
+
+def test_notebooks_store_outputs_and_no_execution_timings():
+    for path in literate.notebook_paths():
+        cells = json.loads(path.read_text())["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert any(c["outputs"] for c in code), f"{path.name} has no stored outputs"
+        assert all(c.get("execution_count") is not None for c in code if c["outputs"]), \
+            f"{path.name} was not executed top to bottom"
+        assert not any("execution" in c["metadata"] for c in code), f"{path.name} records timings"
+
+
+@pytest.fixture
+def copy_of_the_book(tmp_path, monkeypatch):
+    """The notebooks and the package, copied where the checks can be fooled safely."""
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    monkeypatch.setattr(literate, "NOTEBOOKS", tmp_path / "notebooks")
+    monkeypatch.setattr(literate, "PACKAGE", tmp_path / "lcompiler")
+    literate.export()
+    assert literate.stale_modules() == [] and literate.unpaired_notebooks() == []
+    return tmp_path
+
+
+def test_a_hand_edit_of_the_package_is_detected(copy_of_the_book):
+    module = copy_of_the_book / "lcompiler" / "union_find.py"
+    module.write_text(module.read_text().replace("p1.rank += 1", "p1.rank += 2"))
+    assert literate.stale_modules() == ["%s differs from what its notebook generates" % module]
+
+
+def test_a_module_written_by_hand_is_detected(copy_of_the_book):
+    (copy_of_the_book / "lcompiler" / "extra.py").write_text("x = 1\n")
+    assert any("extra.py is not generated" in p for p in literate.stale_modules())
+
+
+def test_an_edit_of_one_side_of_a_pair_is_detected(copy_of_the_book):
+    twin = copy_of_the_book / "notebooks" / "02_union_find.py"
+    twin.write_text(twin.read_text().replace("p1.rank += 1", "p1.rank += 2"))
+    (problem,) = literate.unpaired_notebooks()
+    assert "02_union_find.ipynb and 02_union_find.py differ from cell" in problem
+
+
+def test_an_export_directive_moves_code_and_nothing_else():
+    directives, code = literate.split_directives("#| export cli\n#| hide\nx = 1\n# a comment\n")
+    assert directives == [("export", "cli"), ("hide", "")] and code == "x = 1\n# a comment"
+    assert literate.public_names("def f(): pass\n_g = 1\nclass C: pass\nh: int = 2") == ["f", "C", "h"]
+
+
+def test_the_site_builds_strictly(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+                           "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    chapter = (tmp_path / "site" / "notebooks" / "01_addlang" / "index.html").read_text()
+    assert "Run(output=" in chapter, "the chapter page shows the notebook's stored outputs"
+    assert "highlight-ipynb" in chapter, "code cells are highlighted"
+    assert not (tmp_path / "site" / "notebooks" / "01_addlang.py").exists(), "twins are not pages"
