@@ -98,7 +98,7 @@ class Llvm:
         value: object
 
 
-# --- `compile`, with a continuation ------------------------------------
+# --- Compiling with a continuation -------------------------------------
 
 def compile(e, k: Callable) -> object:
     """The program that computes e and continues with k(value of e)."""

@@ -6,7 +6,7 @@
 __all__ = ['COMMANDS', 'arg', 'command', 'main', 'add_command']
 
 
-# --- `lc add`: the chapter from the shell ------------------------------
+# --- The chapter from the shell: lc add --------------------------------
 
 import argparse
 import sys

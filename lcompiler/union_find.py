@@ -42,7 +42,7 @@ class Partition:
         return f"<partition {self.desc!r}, rank {self.rank}{state}>"
 
 
-# --- `Fast`: the algorithm and nothing else ----------------------------
+# --- Fast: the algorithm and nothing else ------------------------------
 
 class UnionFind:
     """The interface shared by Fast and Safe; see those classes."""
@@ -104,7 +104,7 @@ class Fast(UnionFind):
         p.desc = description
 
 
-# --- `Safe`: the same interface, every misuse detected -----------------
+# --- Safe: the same interface, every misuse detected -------------------
 
 class UnionFindError(Exception):
     """A misuse of a union-find structure, detected by Safe."""

@@ -309,7 +309,7 @@ class Llvm:
 
 
 # %% [markdown]
-# ## `compile`, with a continuation
+# ## Compiling with a continuation
 #
 # Now `compile` takes, besides the expression, a function `k` from the value
 # of the expression to the rest of the program — its **continuation**. It
@@ -858,7 +858,7 @@ for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
 # a limit the command line reports instead of crashing on (below). L's parser
 # in chapter 4 has the same concern at a larger scale.
 #
-# ## `lc add`: the chapter from the shell
+# ## The chapter from the shell: lc add
 #
 # The package installs a command, `lc`. Each chapter that has something to
 # run adds a sub-command to it, in a cell marked `#| export cli`; this is

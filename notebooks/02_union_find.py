@@ -162,7 +162,7 @@ class Partition:
 # re-links only the element `find` was called with, not the whole path. Our
 # version compresses the whole path, which is what the bound above assumes.)
 #
-# ## `Fast`: the algorithm and nothing else
+# ## Fast: the algorithm and nothing else
 
 # %%
 #| export
@@ -234,7 +234,7 @@ class Fast(UnionFind):
 # winner's root, and the winner's handle gets the new description and,
 # when the ranks were equal, a rank one higher.
 #
-# ### Why `union` takes partitions and consumes them
+# ### Why union takes partitions and consumes them
 #
 # `union` could take two elements and find their roots itself. It takes
 # partitions because its callers already hold them: a `singleton` just created
@@ -251,7 +251,7 @@ class Fast(UnionFind):
 # linear types the compiler would enforce this; in OCaml and Python, `Safe`
 # does, at run time.
 #
-# ## `Safe`: the same interface, every misuse detected
+# ## Safe: the same interface, every misuse detected
 #
 # The misuses, each with its own exception, all subclasses of
 # `UnionFindError` so that a caller can catch them together:
