@@ -8,4 +8,5 @@ Each module and the notebook it comes from:
 - `lcompiler.errors`: notebooks/01_addlang.ipynb
 - `lcompiler.cli`: notebooks/01_addlang.ipynb
 - `lcompiler.union_find`: notebooks/02_union_find.ipynb
+- `lcompiler.anf`: notebooks/03_anf.ipynb
 """

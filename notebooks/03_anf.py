@@ -1,0 +1,1047 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 3. From trees to A-normal form: C0 … C5
+#
+# Six small compilers, each a little better than the one before, lower a tiny
+# expression language to *A-normal form*: a form in which every intermediate
+# result has a name and the order of evaluation is written down. The last of
+# them, C5, makes no useless copies of code, keeps every tail call a tail call,
+# and is the plan of the conversion from L to CPS in chapter 7.
+#
+# The chapter re-tells, in Python, a gist by Milo Turner (iitalics, seed 004 of
+# this book) that takes these six steps in OCaml. We keep its names — the
+# languages `S`, `A1`, `A2`, the compilers `C0` to `C5`, the constructors
+# `Let`, `If0`, `LetJoin`, `Join` — so the two can be read side by side, and we
+# check that each of our compilers prints what the gist prints.
+#
+# Chapter 1 compiled expressions with a continuation, but its language had no
+# branches, so each continuation was used exactly once. Here the language has
+# a conditional, `If0`, and the question this chapter answers is what to do
+# with "the rest of the program" when two branches both need it.
+
+# %%
+#| default_exp anf
+
+# %% [markdown]
+# ## The languages
+#
+# The **source language S** is a tree of expressions:
+#
+# ```text
+# s ::= x                    Var: a variable
+#     | n                    Int: an integer
+#     | s1 ⊕ s2              Bop: a binary operation
+#     | let x = s1 in s2     Let
+#     | if0 s1 then s2 else s3     If0: s2 if s1 is zero, else s3
+# ```
+#
+# The gist leaves the operator `⊕` abstract. To run programs we must choose
+# one, and we choose **subtraction**: it is not commutative, so a compiler that
+# swapped the operands of a `Bop` would be caught by the tests, where `+` would
+# hide the mistake.
+#
+# The **target language A1** is *A-normal form*. It splits the grammar in
+# two: *expressions* are flat, their operands are names; *terms* say what
+# happens in order.
+#
+# ```text
+# e ::= Var x | Int n | Bop (x1, x2)       expressions: no nesting
+# t ::= Return e                           the result of the whole term
+#     | Let (x, e, t)                      compute e, call it x, go on with t
+#     | If0 (x, t1, t2)                    branch on a name
+# ```
+#
+# `Bop` and `If0` take *names*, never sub-expressions, so every intermediate
+# result must be named by a `Let`; and a `Let` can only bind an expression,
+# never a term, so `Let`s cannot nest on their right-hand side: a term is a
+# straight line of `Let`s ending in a `Return` or an `If0`.
+#
+# **A2** adds *join points*, which we meet in C4:
+#
+# ```text
+# t ::= …
+#     | LetJoin (j, x, t_j, t)             j is the code t_j with parameter x; go on with t
+#     | Join (j, e)                        jump to j with the value of e
+# ```
+#
+# A join point is a local function that is only ever *jumped to*, from tail
+# position, never called and returned from: in a compiler's back end it
+# becomes a labelled block, and `Join` a jump with an argument.
+#
+# As in chapter 1, a class serves as a namespace, one small dataclass per
+# constructor, so that `S.Let` and `A1.Let` can both exist. `A2` extends `A1`:
+# every A1 term is an A2 term.
+
+# %%
+#| export
+from dataclasses import dataclass, fields, is_dataclass
+
+
+class S:
+    """The source language: s ::= x | n | s ⊕ s | let x = s in s | if0 s then s else s."""
+
+    @dataclass(slots=True)
+    class Var:
+        name: str
+
+    @dataclass(slots=True)
+    class Int:
+        value: int
+
+    @dataclass(slots=True)
+    class Bop:
+        left: object
+        right: object
+
+    @dataclass(slots=True)
+    class Let:
+        name: str
+        bound: object
+        body: object
+
+    @dataclass(slots=True)
+    class If0:
+        test: object
+        then: object
+        orelse: object
+
+
+class A1:
+    """A-normal form. Expressions e ::= Var x | Int n | Bop (x, x);
+    terms t ::= Return e | Let (x, e, t) | If0 (x, t, t)."""
+
+    @dataclass(slots=True)
+    class Var:
+        name: str
+
+    @dataclass(slots=True)
+    class Int:
+        value: int
+
+    @dataclass(slots=True)
+    class Bop:
+        left: str
+        right: str
+
+    @dataclass(slots=True)
+    class Return:
+        exp: object
+
+    @dataclass(slots=True)
+    class Let:
+        name: str
+        exp: object
+        body: object
+
+    @dataclass(slots=True)
+    class If0:
+        name: str
+        then: object
+        orelse: object
+
+
+class A2(A1):
+    """A1 with join points: t ::= … | LetJoin (j, x, t_j, t) | Join (j, e)."""
+
+    @dataclass(slots=True)
+    class LetJoin:
+        join: str
+        param: str
+        join_body: object
+        body: object
+
+    @dataclass(slots=True)
+    class Join:
+        join: str
+        exp: object
+
+
+# %% [markdown]
+# The dataclasses are not frozen (freezing makes each construction several
+# times slower, and one measurement below builds millions of terms), but no
+# code in this book changes a term after building it.
+#
+# ### A printer
+#
+# The gist shows every result in OCaml's constructor syntax, and so do we:
+# `Let ("x", Int 1, Return (Var "x"))`. A term that fits on a line is printed
+# on one line. Otherwise its fields go on separate lines, indented — except the
+# *body* of a binding (`Let`, `LetJoin`), which stays at the indentation of
+# the binding, so that a chain of `Let`s reads top to bottom like a program.
+
+# %%
+#| export
+_BODY_LAST = {"Let", "LetJoin"}     # constructors whose last field is the rest of the program
+
+
+def _inline(node) -> str:
+    if isinstance(node, str):
+        return f'"{node}"'
+    if isinstance(node, int):
+        return str(node)
+    name = type(node).__name__
+    args = [_inline(getattr(node, f.name)) for f in fields(node)]
+    if len(args) == 1:
+        arg = getattr(node, fields(node)[0].name)
+        return f"{name} ({args[0]})" if is_dataclass(arg) and fields(arg) else f"{name} {args[0]}"
+    return f"{name} ({', '.join(args)})"
+
+
+def show(node, width: int = 78, indent: int = 0, trailing: int = 0) -> str:
+    """A term of S, A1 or A2 in the gist's constructor syntax, broken into lines to fit width.
+
+    indent is the column the term starts at; trailing, how many characters
+    (closing parentheses, a comma) will follow its last line."""
+    flat = _inline(node)
+    if indent + len(flat) + trailing <= width or not is_dataclass(node):
+        return flat
+    name = type(node).__name__
+    values = [getattr(node, f.name) for f in fields(node)]
+    if len(values) == 1:
+        return f"{name} (" + show(values[0], width, indent + len(name) + 2, trailing + 1) + ")"
+    pad = " " * (indent + 2)
+    if name in _BODY_LAST:                  # Let (x, e, body), LetJoin (j, x, t_j, body)
+        *init, last = values
+        head = f"{name} (" + ", ".join(_inline(v) for v in init) + ","
+        if len(head) + indent > width:      # names on the first line, terms below them
+            head = f"{name} (" + ", ".join(_inline(v) for v in init if not is_dataclass(v)) + ","
+            head += "".join(f"\n{pad}{show(v, width, indent + 2, 1)}," for v in init if is_dataclass(v))
+        return f"{head}\n{' ' * indent}{show(last, width, indent, trailing + 1)})"
+    *init, last = values
+    parts = [show(v, width, indent + 2, 1) for v in init] + [show(last, width, indent + 2, trailing + 1)]
+    return f"{name} (" + (",\n" + pad).join(parts) + ")"
+
+
+# %% [markdown]
+# ### The gist's two example programs
+#
+# The gist runs its compilers on two programs. The first has nested
+# operations; the second has a conditional whose result feeds another
+# conditional — the case that makes code duplication appear.
+
+# %%
+#| export
+P1 = S.Let("x", S.Bop(S.Int(1), S.Bop(S.Int(2), S.Int(3))), S.Bop(S.Var("x"), S.Int(4)))
+P2 = S.Let("x", S.If0(S.Int(0), S.Int(1), S.Int(2)),
+           S.If0(S.Bop(S.Var("x"), S.Int(3)), S.Int(4), S.Int(5)))
+
+# %%
+print(show(P1))
+print(show(P2))
+
+# %% [markdown]
+# ### What the programs mean
+#
+# Each language gets an evaluator. They define what "correct" means for every
+# compiler in this chapter: the lowered program must evaluate to the same
+# number as the source.
+#
+# `evaluate_s` is the obvious recursive definition. `evaluate_a` runs A1 and
+# A2 terms with a loop instead of recursion, which is possible precisely
+# because of A-normal form: after a `Let` the evaluator simply continues with
+# the body, after an `If0` with one branch, and a `Join` goes to the join
+# point's code with its parameter bound — a jump, not a call. A join point's
+# code sees the variables that were in scope where it was defined
+# (`LetJoin`), plus its parameter; the evaluator keeps, for each join point,
+# that environment along with the code.
+
+# %%
+#| export
+def evaluate_s(s, env: dict | None = None) -> int:
+    """The value of a source program (⊕ is subtraction)."""
+    env = env or {}
+    match s:
+        case S.Var(x):
+            return env[x]
+        case S.Int(n):
+            return n
+        case S.Bop(l, r):
+            return evaluate_s(l, env) - evaluate_s(r, env)
+        case S.Let(x, bound, body):
+            return evaluate_s(body, {**env, x: evaluate_s(bound, env)})
+        case S.If0(test, then, orelse):
+            return evaluate_s(then if evaluate_s(test, env) == 0 else orelse, env)
+    raise TypeError(f"not an S term: {s!r}")
+
+
+def evaluate_exp(e, env: dict) -> int:
+    match e:
+        case A1.Var(x):
+            return env[x]
+        case A1.Int(n):
+            return n
+        case A1.Bop(x1, x2):
+            return env[x1] - env[x2]
+    raise TypeError(f"not an A expression: {e!r}")
+
+
+def evaluate_a(t, env: dict | None = None) -> int:
+    """The value of an A1 or A2 term."""
+    env, joins = dict(env or {}), {}
+    while True:
+        match t:
+            case A1.Return(e):
+                return evaluate_exp(e, env)
+            case A1.Let(x, e, body):
+                env = {**env, x: evaluate_exp(e, env)}
+                t = body
+            case A1.If0(x, then, orelse):
+                t = then if env[x] == 0 else orelse
+            case A2.LetJoin(j, x, join_body, body):
+                joins = {**joins, j: (x, join_body, env, joins)}
+                t = body
+            case A2.Join(j, e):
+                x, join_body, join_env, join_joins = joins[j]
+                env, joins = {**join_env, x: evaluate_exp(e, env)}, join_joins
+                t = join_body
+            case _:
+                raise TypeError(f"not an A term: {t!r}")
+
+
+# %%
+evaluate_s(P1), evaluate_s(P2)
+
+# %% [markdown]
+# P1 is (1 − (2 − 3)) − 4 = −2. In P2, `x` is 1 (the test is 0), and
+# 1 − 3 is not zero, so the result is 5.
+#
+# ### Sizes, and a scope checker
+#
+# Two more tools measure and check the compilers' output. `size` counts the
+# constructors of a term, iteratively, visiting only the fields that hold
+# sub-terms (C3's outputs get large: millions of constructors, below). `check_scopes`
+# verifies what a good lowering promises: every variable and every join point
+# is bound before it is used, is used only where it is in scope, a `Join`
+# targets a join point (not a variable) and an expression names variables (not
+# join points), and **every name is bound once** in the whole term — the
+# property that lets later stages treat a name as a unique identity.
+
+# %%
+#| export
+_SUBTERMS: dict[type, tuple[str, ...]] = {}
+
+
+def _subterm_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a constructor that hold terms or expressions (not names or numbers)."""
+    if cls not in _SUBTERMS:
+        _SUBTERMS[cls] = tuple(f.name for f in fields(cls) if f.type not in (str, int))
+    return _SUBTERMS[cls]
+
+
+def size(node) -> int:
+    """The number of constructors in a term of any of the three languages."""
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        count += 1
+        stack.extend(getattr(n, f) for f in _subterm_fields(type(n)))
+    return count
+
+
+class ScopeError(Exception):
+    """A lowered term that uses a name out of scope, or binds one twice."""
+
+
+def check_scopes(t, variables=frozenset()) -> None:
+    """Raise ScopeError unless every name in the A2 term is bound once and used in scope."""
+    bound = set(variables)
+    stack = [(t, frozenset(variables), frozenset())]
+
+    def bind(name):
+        if name in bound:
+            raise ScopeError(f"{name} is bound twice")
+        bound.add(name)
+
+    def use(e, vs):
+        names = {A1.Var: lambda: [e.name], A1.Int: lambda: [],
+                 A1.Bop: lambda: [e.left, e.right]}[type(e)]()
+        for x in names:
+            if x not in vs:
+                raise ScopeError(f"variable {x} used out of scope")
+
+    while stack:
+        t, vs, js = stack.pop()
+        match t:
+            case A1.Return(e):
+                use(e, vs)
+            case A1.Let(x, e, body):
+                use(e, vs)
+                bind(x)
+                stack.append((body, vs | {x}, js))
+            case A1.If0(x, then, orelse):
+                use(A1.Var(x), vs)
+                stack += [(orelse, vs, js), (then, vs, js)]
+            case A2.LetJoin(j, x, join_body, body):
+                bind(j)
+                bind(x)
+                stack += [(body, vs, js | {j}), (join_body, vs | {x}, js)]
+            case A2.Join(j, e):
+                if j not in js:
+                    raise ScopeError(f"join point {j} used out of scope")
+                use(e, vs)
+            case _:
+                raise TypeError(f"not an A term: {t!r}")
+
+
+# %% [markdown]
+# ## C0: a template that changes nothing
+#
+# All six compilers have the same shape, which is the point of the gist: a
+# recursive `lower` that visits the source tree and calls one *helper* per
+# constructor, `var`, `int`, `bop`, `let_` and `if0`, on the results of
+# lowering the sub-trees. Each step changes only the helpers (and what a
+# "lowered term" is); `lower` itself never changes. C0's helpers rebuild the
+# same tree, so C0 is the identity.
+#
+# The gist writes each compiler as an OCaml module. Ours are classes: the
+# helpers are methods, a compilation is an instance, and the instance holds
+# the counter for fresh names, so numbering restarts at `%1` for every
+# program. (The gist's counter is global and never restarts.)
+
+# %%
+#| export
+class Compiler:
+    """The shape shared by C0 … C5: a helper per constructor, and lower."""
+
+    def __init__(self, right_to_left: bool = False):
+        self.counter = 0
+        self.right_to_left = right_to_left
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"%{self.counter}"
+
+    @classmethod
+    def lower(cls, s, right_to_left: bool = False):
+        """Lower a whole source program, with fresh names numbered from %1."""
+        return cls(right_to_left).start(s)
+
+    def start(self, s):
+        return self.lower_(s)
+
+    def lower_(self, s):
+        match s:
+            case S.Var(x):
+                return self.var(x)
+            case S.Int(i):
+                return self.int(i)
+            case S.Bop(s1, s2):
+                return self.bop(*self.lower_all(s1, s2))
+            case S.Let(x, s1, s2):
+                return self.let_(x, *self.lower_all(s1, s2))
+            case S.If0(s1, s2, s3):
+                return self.if0(*self.lower_all(s1, s2, s3))
+        raise TypeError(f"not an S term: {s!r}")
+
+    def lower_all(self, *subterms) -> list:
+        """Lower the sub-terms left to right, as Python evaluates arguments,
+        or right to left, as OCaml does (see C1)."""
+        if self.right_to_left:
+            return [self.lower_(s) for s in reversed(subterms)][::-1]
+        return [self.lower_(s) for s in subterms]
+
+
+class C0(Compiler):
+    """The identity: each helper rebuilds its constructor."""
+
+    def var(self, x):
+        return S.Var(x)
+
+    def int(self, i):
+        return S.Int(i)
+
+    def bop(self, t1, t2):
+        return S.Bop(t1, t2)
+
+    def let_(self, x, t1, t2):
+        return S.Let(x, t1, t2)
+
+    def if0(self, t1, t2, t3):
+        return S.If0(t1, t2, t3)
+
+
+# %%
+C0.lower(P1) == P1, C0.lower(P2) == P2
+
+# %% [markdown]
+# ## C1: name every intermediate result
+#
+# The first real step: a `Bop` or an `If0` must not have a compound operand,
+# so give each operand a fresh name with a `Let`. C1 changes only the helpers
+# that take several terms:
+#
+# - `bop(t1, t2)` becomes `let %a = t1 in let %b = t2 in %a ⊕ %b`;
+# - `if0(t1, t2, t3)` becomes `let %a = t1 in if0 %a then t2 else t3`.
+
+# %%
+#| export
+class C1(C0):
+    """Naive let-insertion: operands get names, the result is still an S term."""
+
+    def bop(self, t1, t2):
+        x1, x2 = self.fresh(), self.fresh()
+        return S.Let(x1, t1, S.Let(x2, t2, S.Bop(S.Var(x1), S.Var(x2))))
+
+    def if0(self, t1, t2, t3):
+        x1 = self.fresh()
+        return S.Let(x1, t1, S.If0(S.Var(x1), t2, t3))
+
+
+# %%
+print(show(C1.lower(P1)))
+
+# %% [markdown]
+# Every operand of `⊕` is now a variable, but the `Let`s have landed at all
+# levels: the right-hand side of `let x = …` is itself a `Let`, whose
+# right-hand side is another. That is not a straight line of instructions.
+# (Even a variable is copied into a fresh one, `let %5 = x`: C1 names
+# everything, whether it needs a name or not.)
+#
+# ### Why our numbers differ from the gist's
+#
+# The gist prints the same term with other numbers: its first `Let` binds
+# `%5` where ours binds `%1`. Nothing is wrong. In `bop (lower s1) (lower s2)`,
+# OCaml evaluates the *arguments of a function call from right to left*, so
+# the gist lowers `s2` before `s1` and hands out fresh numbers in that order;
+# Python evaluates arguments left to right. The terms are the same up to a
+# consistent renaming of the `%n` names, and `lower_all` can follow OCaml's
+# order instead, which reproduces the gist's numbers exactly:
+
+# %%
+print(show(C1.lower(P1, right_to_left=True)))
+
+# %% [markdown]
+# To compare our output with the gist's listings whatever the numbering,
+# `same_up_to_renaming` checks that two terms have the same shape and that
+# their `%n` names correspond one to one (the names from the source, like `x`,
+# must be equal). The gist's six listings are transcribed below as terms, and
+# the tests compare each compiler with them in both evaluation orders.
+
+# %%
+#| export
+def same_up_to_renaming(a, b) -> bool:
+    """Equal terms, up to a one-to-one renaming of the fresh names %n."""
+    forward, backward = {}, {}
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, str) and isinstance(y, str):
+            if x.startswith("%") and y.startswith("%"):
+                if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
+                    return False
+            elif x != y:
+                return False
+        elif is_dataclass(x) and type(x) is type(y):
+            stack += [(getattr(x, f.name), getattr(y, f.name)) for f in fields(x)]
+        elif x != y or type(x) is not type(y):
+            return False
+    return True
+
+
+# %% [markdown]
+# The gist's listings, as terms with the gist's own numbers (C1, C2 and C3 on
+# P1; C3, C4 and C5 on P2):
+
+# %%
+#| export
+def _lets(bindings, last, let):
+    """Nest (name, bound) pairs in Lets around the last term."""
+    for x, bound in reversed(bindings):
+        last = let(x, bound, last)
+    return last
+
+
+def _gist_listings() -> dict:
+    V, I, B = S.Var, S.Int, lambda a, b: S.Bop(S.Var(a), S.Var(b))
+    AV, AI, AB, Ret, If0, Join = A1.Var, A1.Int, A1.Bop, A1.Return, A1.If0, A2.Join
+    p2_rest = lambda: _lets([("%1", AV("x")), ("%2", AI(3)), ("%3", AB("%1", "%2"))],
+                            If0("%3", Ret(AI(4)), Ret(AI(5))), A1.Let)
+    first_if0 = A1.Let("%4", AI(0), If0("%4", Join("%5", AI(1)), Join("%5", AI(2))))
+    return {
+        ("C1", "P1"): S.Let("x", S.Let("%5", I(1), S.Let("%6", S.Let("%3", I(2), S.Let("%4", I(3), B("%3", "%4"))),
+                                                      B("%5", "%6"))),
+                            S.Let("%1", V("x"), S.Let("%2", I(4), B("%1", "%2")))),
+        ("C2", "P1"): _lets([("%5", I(1)), ("%3", I(2)), ("%4", I(3)), ("%6", B("%3", "%4")),
+                             ("x", B("%5", "%6")), ("%1", V("x")), ("%2", I(4))], B("%1", "%2"), S.Let),
+        ("C3", "P1"): _lets([("%5", AI(1)), ("%3", AI(2)), ("%4", AI(3)), ("%6", AB("%3", "%4")),
+                             ("x", AB("%5", "%6")), ("%1", AV("x")), ("%2", AI(4))], Ret(AB("%1", "%2")), A1.Let),
+        ("C3", "P2"): A1.Let("%4", AI(0), If0("%4", A1.Let("x", AI(1), p2_rest()), A1.Let("x", AI(2), p2_rest()))),
+        ("C4", "P2"): A2.LetJoin("%5", "%6",
+                                 A1.Let("x", AV("%6"), A2.LetJoin(
+                                     "%7", "%8", Ret(AV("%8")),
+                                     _lets([("%1", AV("x")), ("%2", AI(3)), ("%3", AB("%1", "%2"))],
+                                           If0("%3", Join("%7", AI(4)), Join("%7", AI(5))), A1.Let))),
+                                 first_if0),
+        ("C5", "P2"): A2.LetJoin("%5", "%6", A1.Let("x", AV("%6"), p2_rest()), first_if0),
+    }
+
+
+GIST_LISTINGS = _gist_listings()
+
+# %%
+same_up_to_renaming(C1.lower(P1), GIST_LISTINGS["C1", "P1"]), C1.lower(P1, right_to_left=True) == GIST_LISTINGS["C1", "P1"]
+
+# %% [markdown]
+# ## C2: the continuation trick flattens the lets
+#
+# The nested `Let`s of C1 come from building each operand's code *inside* the
+# `Let` that names it. The fix is the idea of chapter 1: instead of returning a
+# term, a lowered sub-tree takes a continuation `k` — "what to build around my
+# value" — and calls it with a small expression, after wrapping the result in
+# whatever `Let`s it needs. The lowered type changes from `S.t` to
+# `(S.t → S.t) → S.t`, and the helpers become:
+#
+# - `var` and `int` give their expression to `k` directly;
+# - `bop(t1, t2)` builds `k(%a ⊕ %b)` — the rest of the program, using the
+#   result — then asks `t2` to put its value in `%b` *around that*, then asks
+#   `t1` to put its value in `%a` around *that*. The `Let`s come out in order,
+#   each on the body of the previous one;
+# - `let_ x t1 t2` asks `t1` for its value and binds it to `x` around `t2`
+#   lowered with the same `k`;
+# - `if0` names its test the same way and lowers both branches with `k`.
+#
+# The whole program is started with the identity continuation.
+
+# %%
+#| export
+class C2(Compiler):
+    """Lowered terms take a continuation: (S.t -> S.t) -> S.t. Lets come out flat."""
+
+    def start(self, s):
+        return self.lower_(s)(lambda e: e)
+
+    def var(self, x):
+        return lambda k: k(S.Var(x))
+
+    def int(self, i):
+        return lambda k: k(S.Int(i))
+
+    def bop(self, t1, t2):
+        x1, x2 = self.fresh(), self.fresh()
+
+        def lowered(k):
+            rest = k(S.Bop(S.Var(x1), S.Var(x2)))
+            with_x2 = t2(lambda e2: S.Let(x2, e2, rest))
+            return t1(lambda e1: S.Let(x1, e1, with_x2))
+        return lowered
+
+    def let_(self, x, t1, t2):
+        return lambda k: t1(lambda e1: S.Let(x, e1, t2(k)))
+
+    def if0(self, t1, t2, t3):
+        x1 = self.fresh()
+
+        def lowered(k):
+            branch = S.If0(S.Var(x1), t2(k), t3(k))
+            return t1(lambda e1: S.Let(x1, e1, branch))
+        return lowered
+
+
+# %%
+print(show(C2.lower(P1)))
+
+# %% [markdown]
+# A straight line of `Let`s, with the same names as C1 (the fresh names are
+# still chosen when `lower` visits the tree, in the same order). It is the
+# gist's listing up to renaming:
+
+# %%
+same_up_to_renaming(C2.lower(P1), GIST_LISTINGS["C2", "P1"]), C2.lower(P1, right_to_left=True) == GIST_LISTINGS["C2", "P1"]
+
+# %% [markdown]
+# One detail of `bop`: the rest of the program, `k(…)`, is built *first*, and
+# the `Let`s are wrapped around it from the inside out. That is the way to
+# build a linked list from its end, and it is also why the names chosen
+# earlier appear later: `%1` and `%2` belong to the *outer* `Bop` (visited
+# first), whose `Let`s come last.
+#
+# ## C3: a type that makes flatness a promise
+#
+# C2's output is flat, but its type, `S`, does not say so: nothing stops a
+# helper from building a nested `Let`. C3 is C2 with A1 as its target, where
+# `Bop` and `If0` take names and a `Let` binds only an expression; a mistake
+# that nests would not even type-check in OCaml. (In Python the dataclasses
+# do not enforce their field types, but `check_scopes` and the evaluator reject
+# anything that is not A1.) The program now ends with `Return`, the initial
+# continuation.
+
+# %%
+#| export
+class C3(Compiler):
+    """C2 with A-normal form as its target type: (A1.exp -> A1.t) -> A1.t."""
+
+    def start(self, s):
+        return self.lower_(s)(A1.Return)
+
+    def var(self, x):
+        return lambda k: k(A1.Var(x))
+
+    def int(self, i):
+        return lambda k: k(A1.Int(i))
+
+    def bop(self, t1, t2):
+        x1, x2 = self.fresh(), self.fresh()
+
+        def lowered(k):
+            rest = k(A1.Bop(x1, x2))
+            with_x2 = t2(lambda e2: A1.Let(x2, e2, rest))
+            return t1(lambda e1: A1.Let(x1, e1, with_x2))
+        return lowered
+
+    def let_(self, x, t1, t2):
+        return lambda k: t1(lambda e1: A1.Let(x, e1, t2(k)))
+
+    def if0(self, t1, t2, t3):
+        x1 = self.fresh()
+
+        def lowered(k):
+            branch = A1.If0(x1, t2(k), t3(k))
+            return t1(lambda e1: A1.Let(x1, e1, branch))
+        return lowered
+
+
+# %%
+print(show(C3.lower(P1)))
+same_up_to_renaming(C3.lower(P1), GIST_LISTINGS["C3", "P1"])
+
+# %% [markdown]
+# ### The duplication problem
+#
+# Now P2, whose `let x = if0 … in …` puts a conditional where a value is
+# expected:
+
+# %%
+print(show(C3.lower(P2)))
+same_up_to_renaming(C3.lower(P2), GIST_LISTINGS["C3", "P2"])
+
+# %% [markdown]
+# The whole rest of the program — `let %1 = x … if0 %3 …` — appears twice,
+# once in each branch of the first `If0`. The reason is in `if0`: it calls the
+# continuation `k` once per branch, `t2(k)` and `t3(k)`, and each call builds
+# the rest of the program anew. Two things go wrong. The code is copied, and
+# a chain of n such conditionals is copied 2ⁿ times (we measure it below).
+# And the copies bind the same names (`%1`, `%2`, `%3`, `x` twice each), so a
+# name no longer identifies one place in the program. C1 had the same flaw;
+# P1 simply had no `If0` to show it.
+#
+# ## C4: a join point for every `If0`
+#
+# The cure is the one every compiler uses: put the rest of the program in one
+# place, give it a name, and make both branches *jump* there with their value.
+# That named place is a **join point** (a basic block with a parameter, in the
+# vocabulary of chapter 10). C4 targets A2 and changes only `if0`: it builds
+# the rest of the program once, `k(Var x0)`, with a fresh parameter `x0`
+# standing for the value of the conditional; binds it as join point `j` with
+# `LetJoin`; and lowers both branches with the continuation "jump to `j`".
+
+# %%
+#| export
+class C4(C3):
+    """Join points: if0 never duplicates its continuation. Targets A2."""
+
+    def if0(self, t1, t2, t3):
+        x1 = self.fresh()
+
+        def lowered(k0):
+            j, x0 = self.fresh(), self.fresh()
+            rest = k0(A1.Var(x0))
+            k = lambda e: A2.Join(j, e)
+            branch = A1.If0(x1, t2(k), t3(k))
+            with_test = t1(lambda e1: A1.Let(x1, e1, branch))
+            return A2.LetJoin(j, x0, rest, with_test)
+        return lowered
+
+
+# %%
+print(show(C4.lower(P2)))
+same_up_to_renaming(C4.lower(P2), GIST_LISTINGS["C4", "P2"]), C4.lower(P2, right_to_left=True) == GIST_LISTINGS["C4", "P2"]
+
+# %% [markdown]
+# No more copies: the join point `%5` holds the rest of the program after the
+# first conditional, and both branches `Join` it. Every name is bound once:
+
+# %%
+check_scopes(C4.lower(P2))
+evaluate_a(C4.lower(P2)), evaluate_s(P2)
+
+# %% [markdown]
+# ### … and the tail positions it loses
+#
+# But look at the second conditional, the last thing the program does. Its
+# branches used to be `Return (Int 4)` and `Return (Int 5)`: the program's
+# result, in *tail position*. C4 made them `Join ("%7", Int 4)`, jumps to a
+# join point `%7` whose only job is `Return (Var "%8")`. C4 creates a join
+# point for *every* `If0`, even when the continuation is just "return", which
+# costs nothing to copy. In this little language that is an extra jump; in a
+# language with functions it is worse: a call in a branch that returns its
+# result is a *tail call* (the caller's frame can be reused), and the same call
+# followed by a jump to a join point is not. A loop written as tail recursion
+# would then grow the stack. L promises proper tail calls, so this matters.
+#
+# ## C5: continuations you can look at
+#
+# C4 cannot tell a cheap continuation from an expensive one because a
+# continuation is a Python function, and a function can only be called, not
+# inspected. C5 *defunctionalises* the continuations: it lists every kind of
+# continuation the compiler ever creates, and makes each a data constructor
+# that can be inspected, with one function, `apply` (the gist's `$`), to use
+# it. There are only three:
+#
+# | constructor | stands for the function | copyable? |
+# |---|---|---|
+# | `Cont.Return()` | `e ↦ Return e` | yes: one small node |
+# | `Cont.Join(j)` | `e ↦ Join (j, e)` | yes: one small node |
+# | `Cont.Let(x, t)` | `e ↦ Let (x, e, t)` — with the rest of the program `t` inside | **no** |
+#
+# Now `if0` can decide: if `k` is copyable, lower both branches with `k`
+# itself, exactly as C3 did; only a `Let` continuation, which carries a whole
+# term, is bound once to a join point.
+
+# %%
+#| export
+class Cont:
+    """C5's defunctionalised continuations."""
+
+    @dataclass(slots=True)
+    class Return:
+        pass
+
+    @dataclass(slots=True)
+    class Join:
+        join: str
+
+    @dataclass(slots=True)
+    class Let:
+        name: str
+        body: object
+
+
+def apply(k, e):
+    """Use a continuation: the gist's k $ e."""
+    match k:
+        case Cont.Return():
+            return A1.Return(e)
+        case Cont.Join(j):
+            return A2.Join(j, e)
+        case Cont.Let(x, t):
+            return A1.Let(x, e, t)
+    raise TypeError(f"not a continuation: {k!r}")
+
+
+def is_copyable(k) -> bool:
+    """May k be used in two places without copying a term?"""
+    return not isinstance(k, Cont.Let)
+
+
+class C5(Compiler):
+    """Defunctionalised continuations: a join point only where one is needed."""
+
+    def start(self, s):
+        return self.lower_(s)(Cont.Return())
+
+    def var(self, x):
+        return lambda k: apply(k, A1.Var(x))
+
+    def int(self, i):
+        return lambda k: apply(k, A1.Int(i))
+
+    def bop(self, t1, t2):
+        x1, x2 = self.fresh(), self.fresh()
+
+        def lowered(k):
+            rest = apply(k, A1.Bop(x1, x2))
+            with_x2 = t2(Cont.Let(x2, rest))
+            return t1(Cont.Let(x1, with_x2))
+        return lowered
+
+    def let_(self, x, t1, t2):
+        return lambda k: t1(Cont.Let(x, t2(k)))
+
+    def if0(self, t1, t2, t3):
+        x1 = self.fresh()
+
+        def lowered(k):
+            if is_copyable(k):
+                branch = A1.If0(x1, t2(k), t3(k))
+                return t1(Cont.Let(x1, branch))
+            j, x0 = self.fresh(), self.fresh()
+            rest = apply(k, A1.Var(x0))
+            branch = A1.If0(x1, t2(Cont.Join(j)), t3(Cont.Join(j)))
+            with_test = t1(Cont.Let(x1, branch))
+            return A2.LetJoin(j, x0, rest, with_test)
+        return lowered
+
+
+# %%
+print(show(C5.lower(P2)))
+(same_up_to_renaming(C5.lower(P2), GIST_LISTINGS["C5", "P2"]),
+ C5.lower(P2, right_to_left=True) == GIST_LISTINGS["C5", "P2"])
+
+# %% [markdown]
+# The first conditional still gets its join point `%5` — its continuation is
+# `let x = [·] in …`, the whole rest of the program. The second conditional's
+# continuation is `Return`, so its branches are `Return (Int 4)` and
+# `Return (Int 5)` again: in tail position, with no join point. And nothing is
+# copied:
+
+# %%
+check_scopes(C5.lower(P2))
+evaluate_a(C5.lower(P2)), size(C3.lower(P2)), size(C4.lower(P2)), size(C5.lower(P2))
+
+# %% [markdown]
+# Two small things about C5 beyond the gist. `bop` and `let_` now build
+# `Cont.Let` values where C3 built lambdas: the same continuations, but
+# inspectable. And when `k` is copyable, calling it twice is safe because
+# applying `Cont.Return` or `Cont.Join` makes one node; the *rest of the
+# program* is never rebuilt, so no name is bound twice.
+#
+# ## Measuring the duplication
+#
+# To see the difference grow, take a chain of n conditionals, each testing
+# the result of the previous one:
+#
+# ```text
+# let x1 = if0 0 then 1 else 2 in
+# let x2 = if0 x1 then 1 else 2 in
+# …
+# let xn = if0 x(n-1) then 1 else 2 in
+# xn
+# ```
+#
+# and count the constructors in each compiler's output, for n = 1 … 20.
+
+# %%
+#| export
+def if0_chain(n: int):
+    """let x1 = if0 0 then 1 else 2 in … let xn = if0 x(n-1) then 1 else 2 in xn"""
+    body = S.Var(f"x{n}")
+    for i in range(n, 0, -1):
+        test = S.Int(0) if i == 1 else S.Var(f"x{i - 1}")
+        body = S.Let(f"x{i}", S.If0(test, S.Int(1), S.Int(2)), body)
+    return body
+
+
+# %%
+print(show(C5.lower(if0_chain(2))))
+
+# %% [markdown]
+# For n = 20, C3's output has over nine million constructors. Building it
+# takes a few seconds, and it is by far the largest thing this notebook makes;
+# Python's cyclic garbage collector is paused meanwhile, as it would otherwise
+# walk those millions of objects over and over while they are built (none of
+# them forms a cycle, so nothing is lost).
+
+# %%
+import gc
+
+chain_sizes = {"source": [], "C3": [], "C4": [], "C5": []}
+gc.disable()
+try:
+    for n in range(1, 21):
+        s = if0_chain(n)
+        chain_sizes["source"].append(size(s))
+        for name, compiler in (("C3", C3), ("C4", C4), ("C5", C5)):
+            chain_sizes[name].append(size(compiler.lower(s)))
+finally:
+    gc.enable()
+print(f"{'n':>3} {'source':>7} {'C3':>10} {'C4':>6} {'C5':>6}")
+for n in (1, 2, 3, 4, 5, 10, 15, 20):
+    print(f"{n:>3}", *(f"{chain_sizes[k][n - 1]:>{w}}" for k, w in
+                       (("source", 7), ("C3", 10), ("C4", 6), ("C5", 6))))
+
+# %%
+import matplotlib.pyplot as plt
+
+ns = range(1, 21)
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
+for name in ("C3", "C4", "C5"):
+    left.plot(ns, chain_sizes[name], marker=".", label=name)
+    right.plot(ns, chain_sizes[name], marker=".", label=name)
+left.set_yscale("log")
+left.set_title("output size (log scale)")
+right.set_ylim(0, max(chain_sizes["C4"]) * 1.3)
+right.set_title("output size (linear scale, C3 off the chart)")
+for ax in (left, right):
+    ax.set_xlabel("conditionals in the chain, n")
+    ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# On the logarithmic scale C3 is a straight line: its size doubles with each
+# conditional (each one copies everything after it into both of its
+# branches). C4 and C5 grow by the same few constructors per conditional: a
+# straight line on the linear scale: ten constructors per conditional (C4's
+# line is hidden under C5's). On
+# this chain C5's output is exactly as large as C4's, because every
+# conditional's continuation is a `let` (`let xi = [·] in …`), the one kind C5
+# must bind to a join point too. C5 differs from C4 only where a conditional's
+# continuation is `Return` or a jump, as in P2 above, and there it is smaller
+# by the join point it does not make — and keeps the branches in tail
+# position.
+#
+# ## From C5 to CPS
+#
+# C5 is the plan of chapter 7, where L is converted to a CPS language after
+# Kennedy's *Compiling with continuations, continued*. Each of C5's three
+# continuations has a counterpart there:
+#
+# | C5 | in the CPS language (chapter 6) |
+# |---|---|
+# | `Cont.Return()` | the function's *return continuation*: the continuation variable every function receives, to which `Apply_cont` sends its result. Using it twice is free: it is a name. |
+# | `Cont.Join(j)` | a *continuation variable* bound by `Let_cont`: again a name, free to use twice. A `Join (j, e)` is an `Apply_cont (j, e)`. |
+# | `Cont.Let(x, t)` | a *meta-continuation*: a Python function, in the converter, that builds the rest of the program around a value. It cannot be used twice; before two branches can both need it, the converter binds it with `Let_cont` to a fresh continuation variable, and the branches `Apply_cont` to that. That is C5's `LetJoin`. |
+#
+# A `Case` or an `if` in tail position is then converted with the return
+# continuation itself, so calls in its branches remain tail calls: `Apply`
+# with the function's own return continuation. Administrative redexes do not
+# appear, because a value is handed to a meta-continuation directly, as in
+# chapter 1, rather than first bound and then passed on.
+#
+# ## What the tests check
+#
+# `tests/test_anf.py` holds this chapter's promises:
+#
+# - each of the gist's six listings equals our output up to renaming, and
+#   exactly when the compiler follows OCaml's right-to-left order;
+# - for random well-scoped S programs (generated by Hypothesis), the output of
+#   every compiler C1 … C5 evaluates to the value of the source;
+# - C4's and C5's outputs pass `check_scopes`: every name bound once, every use
+#   in scope, joins only to join points;
+# - C5's output is never more than four times the size of its input. Count
+#   what each source constructor adds to the output: a variable or a literal,
+#   its expression and the node that applying its continuation makes (a
+#   `Return`, a `Join` or a `Let`): 2. A `Bop`, its expression and one
+#   application: 2 (the `Let`s naming its operands are made by the operands'
+#   own applications). A `let`, nothing of its own. An `If0`, its `If0` node,
+#   and when its continuation must be bound, a `LetJoin`, the parameter's
+#   `Var` and one application: at most 4. Nothing is ever built twice, so the
+#   total is at most 4 per source constructor (random programs stay below 2.5);
+# - C5 never makes a join point whose code merely returns its parameter —
+#   the join points that cost C4 its tail positions;
+# - a chain of conditionals makes C3's output double and C5's grow by a
+#   constant.
+#
+# ## Exercises
+#
+# 1. Give C5 a fourth continuation, `Cont.Bind(x, k)`, for `let x = [·] in x`
+#    patterns that merely rename. Which copies does it let you avoid?
+# 2. C1 and C3 copy a variable into a fresh one (`let %1 = x`). Change `bop`
+#    in C5 so that an operand that is already a variable is used directly.
+#    What happens to the sizes in the measurement above?
+# 3. Add a `Call (f, x)` expression to S and A2. In which of C4's outputs on
+#    P2-like programs would a call that was in tail position stop being one?
+# 4. Write C6 where `If0` tests an arbitrary expression (`If0 of exp * t * t`),
+#    avoiding the `let %n = …` that names the test.
