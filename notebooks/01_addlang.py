@@ -688,9 +688,11 @@ env = {"x": 10, "y": 20}
 #
 # That format is the contract for every later stage, so its pieces go into a
 # module of their own, `lcompiler.errors`: a `Source` (a name and its text),
-# a `Span` (a stretch of a source), and `CompileError`, the one exception
-# the compiler raises for a mistake in its input. Chapter 4 builds L's
-# front end on them.
+# a `Span` (a stretch of a source), and `Diagnostic`, an exception that knows
+# where the mistake is and how to show it. Its subclass `CompileError` is the
+# one exception the compiler raises for a mistake in its input; chapter 4 adds
+# a second subclass for errors that happen while an L program runs, printed as
+# `runtime error` instead of `error`, and builds L's front end on them.
 
 # %%
 #| export errors
@@ -738,10 +740,11 @@ class Span:
         return Span(self.source, self.start, other.end)
 
 
-class CompileError(Exception):
-    """A mistake in a program, found before it runs, with where it is."""
+class Diagnostic(Exception):
+    """A mistake in a program, with where it is; render() shows it to a person."""
 
-    kind = "error"
+    kind = "error"     # what the message calls it
+    status = 1         # the exit status of lc when it stops on this
 
     def __init__(self, message: str, span: Span):
         super().__init__(message)
@@ -759,6 +762,10 @@ class CompileError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+class CompileError(Diagnostic):
+    """A mistake found before the program runs: the compiler's one error type."""
 
 
 # %% [markdown]
@@ -881,7 +888,7 @@ import argparse
 import sys
 from typing import Callable
 
-from lcompiler.errors import CompileError
+from lcompiler.errors import CompileError, Diagnostic
 
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
 
@@ -911,9 +918,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except CompileError as error:
+    except Diagnostic as error:
+        sys.stdout.flush()             # what the program printed comes first
         print(error.render(), file=sys.stderr)
-        return 1
+        return error.status
     except RecursionError:
         print("lc: error: the input is nested too deeply for this compiler", file=sys.stderr)
         return 1

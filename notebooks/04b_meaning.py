@@ -1,0 +1,1325 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 4b. What L means: a core language and a reference interpreter
+#
+# The syntax tree of [chapter 4a](04a_syntax.ipynb) is faithful to what the
+# programmer wrote, sugar included. This chapter shrinks it to a small **core
+# language**, checks that every name refers to something, and defines what a
+# core program *does* with an interpreter written to be read, not to be fast.
+# Every later stage — type inference, conversion to CPS, closure conversion,
+# the LLVM back end — is tested against this interpreter: when the native
+# code of chapter 10 prints something different from what the interpreter
+# prints, the native code is wrong.
+#
+# Three steps, three promises:
+#
+# - `desugar(program)` turns a syntax tree into a core program, removing
+#   every form of sugar. It cannot fail except on a `_` used as a value or a
+#   misused `print`/`assert`.
+# - `resolve(core)` checks names: unknown variables and constructors, wrong
+#   constructor arity, assignment to something that is not a `var`, a name
+#   defined twice, a top-level definition read before it can have run. Each
+#   is a `CompileError` at the offending name. It also records, on each
+#   variable, what kind of thing it names.
+# - `run(core)` executes the program, printing to standard output, and stops
+#   with a `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on a
+#   failed assertion, a match failure, a division by zero, a read of a
+#   definition that has not run yet, or a stack overflow.
+
+# %%
+#| default_exp core
+
+# %% [markdown]
+# ## The core language
+#
+# ```text
+# e ::= n | "s" | () | true | false          Lit
+#     | x                                    Var
+#     | C(e1, …, en)                         Con: always with all its fields
+#     | (e1, …, en)                          Tuple, n ≥ 2
+#     | { x -> e }                           Lambda: one parameter, a variable
+#     | e1(e2)                               App: one argument
+#     | op(e1, …)                            Prim: + - * / % == != < <= > >=, neg, not
+#     | if (e1) e2 else e3                   If: always with else
+#     | match (e) { p1 -> e1 … }             Match
+#     | let x = e1; e2                       Let: binds a variable, not a pattern
+#     | var x := e1; e2                      LetVar
+#     | x := e                               Assign
+#     | while (e1) e2                        While
+#     | e1; e2                               Seq
+#     | print(e1, …, en) | assert(e)         Print, Assert
+# ```
+#
+# and a program is a list of `def x = e`, `data` declarations, and
+# expression statements. Patterns are those of the syntax, which have no
+# sugar.
+#
+# What disappears, and how:
+#
+# | sugar | core |
+# |---|---|
+# | `def f(a, b) = e` | `def f = { (a, b) -> e }`, then as a function |
+# | `{ a, b -> e }` | `{ (a, b) -> e }` |
+# | `{ p -> q -> e }` | `{ p -> { q -> e } }` |
+# | a function `{ p1 -> e1 … pn -> en }` | `{ %1 -> match (%1) { p1 -> e1 … } }` — a single clause with a variable pattern stays `{ x -> e }` |
+# | `f()`, `f(a)`, `f(a, b)` | `f(())`, `f(a)`, `f((a, b))` |
+# | `e.f`, `e.f(a, b)`, `e.f{ … }` | `f(e)`, `f((e, a, b))`, `f((e, { … }))` |
+# | `e.{ clauses }` | `match (e) { clauses }` |
+# | `a && b`, `a \|\| b` | `if (a) b else false`, `if (a) true else b` |
+# | `-e`, `!e` | `neg(e)`, `not(e)`; `-5` is the literal −5 |
+# | `if (c) e` | `if (c) e else ()` |
+# | `{ s1 … sn }` | nested `Let`, `LetVar`, `Seq`; a block ending in `let`, `var` or an assignment ends with `()` |
+# | `let p = e` with p not a variable | `match (e) { p -> … }`, failing at the `let` |
+#
+# The fresh names the desugaring invents, `%1`, `%2`, …, cannot be written in
+# L, so they never clash with the programmer's; they are numbered from 1 for
+# each program.
+#
+# Every node keeps a span, pointing at the source text it came from, and the
+# spans are chosen so that a runtime error lands where the contract says:
+# a failed `match` at its keyword, a failed `.{` at the `.`, a failed
+# multi-clause function at its `{`, a failed `let` pattern at the `let`.
+
+# %%
+#| export
+from dataclasses import dataclass, field
+
+from lcompiler import syntax as s
+from lcompiler.errors import CompileError, Span
+from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
+
+
+def _span():
+    return field(default=None, compare=False, repr=False)
+
+
+@dataclass(slots=True)
+class Lit:
+    value: object            # an int, a str, a bool, or () for the unit value
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Var:
+    name: str
+    span: Span = _span()
+    kind: str = field(default="", compare=False)   # set by resolve: local, mutable, global, builtin
+
+
+@dataclass(slots=True)
+class Con:
+    name: str
+    args: list
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Tuple:
+    items: list
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Lambda:
+    param: str
+    body: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class App:
+    fn: object
+    arg: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Prim:
+    op: str                  # + - * / % == != < <= > >= neg not
+    args: list
+    span: Span = _span()     # the operator: where a division by zero is reported
+
+
+@dataclass(slots=True)
+class If:
+    cond: object
+    then: object
+    orelse: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Match:
+    scrutinee: object
+    clauses: list            # [(pattern, body)]
+    span: Span = _span()     # where a match failure is reported
+
+
+@dataclass(slots=True)
+class Let:
+    name: str
+    value: object
+    body: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class LetVar:
+    name: str
+    value: object
+    body: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Assign:
+    target: Var
+    value: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class While:
+    cond: object
+    body: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Seq:
+    first: object
+    second: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Print:
+    args: list
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Assert:
+    cond: object
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Def:
+    name: Var
+    value: object
+    is_function: bool        # its right-hand side is a function: it exists before anything runs
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class Program:
+    items: list              # Def, syntax.Data, or an expression (a top-level statement)
+    span: Span = _span()
+
+
+# %% [markdown]
+# ## Desugaring
+#
+# `Desugar` is a class only to hold the counter of fresh names. Each method
+# follows one table row above. The surface tree is read through the module
+# `syntax`, imported as `s`, so that `s.If` (surface) and `If` (core) can be
+# told apart at a glance.
+#
+# `print` and `assert` are built-in forms: `print(a, b)` prints two values
+# and `print((a, b))` one tuple, a difference a function taking one argument
+# could not see. So they are recognised here, by name, where they are called,
+# and this implementation reserves the two names: a program cannot bind them
+# (`resolve` says so), and using them as values is an error.
+
+# %%
+#| export
+BUILTIN_FORMS = ("print", "assert")
+
+
+def check_bindable(name: str, span: Span):
+    """A program may not bind the names of the built-in forms."""
+    if name in BUILTIN_FORMS:
+        raise CompileError(f"{name} is a built-in form and cannot be bound: choose another name", span)
+
+
+class Desugar:
+    def __init__(self):
+        self.counter = 0
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"%{self.counter}"
+
+    # -- expressions ------------------------------------------------------
+    def expr(self, e):
+        match e:
+            case s.Int(v, span):
+                return Lit(v, span)
+            case s.Str(v, span):
+                return Lit(v, span)
+            case s.Unit(span):
+                return Lit((), span)
+            case s.Var(name, span):
+                if name in BUILTIN_FORMS:
+                    raise CompileError(f"{name} is a built-in form, not a value: call it, as in {name}(x)", span)
+                return Var(name, span)
+            case s.Wildcard(span):
+                raise CompileError("_ can only be used in a pattern", span)
+            case s.Con(name, args, span):
+                return Con(name, [self.expr(a) for a in args or []], span)
+            case s.Tuple(items, span):
+                return Tuple([self.expr(i) for i in items], span)
+            case s.Call(fn, args, span):
+                return self.call(fn, args, span)
+            case s.Dot(receiver, name, args, span):
+                return self.call(name, [receiver] + (args or []), span)
+            case s.DotMatch(receiver, clauses, span):
+                return Match(self.expr(receiver), self.clauses(clauses), span)
+            case s.Unary("-", s.Int(v), span):
+                return Lit(-v, span)
+            case s.Unary(op, operand, span):
+                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span)
+            case s.Binary("&&", left, right, span):
+                return If(self.expr(left), self.expr(right), Lit(False, span), span)
+            case s.Binary("||", left, right, span):
+                return If(self.expr(left), Lit(True, span), self.expr(right), span)
+            case s.Binary(op, left, right, span):
+                return Prim(op, [self.expr(left), self.expr(right)], self._operator(left, right, span))
+            case s.If(cond, then, orelse, span):
+                otherwise = Lit((), span) if orelse is None else self.expr(orelse)
+                return If(self.expr(cond), self.expr(then), otherwise, span)
+            case s.Match(scrutinee, clauses, span):
+                return Match(self.expr(scrutinee), self.clauses(clauses), span)
+            case s.While(cond, body, span):
+                return While(self.expr(cond), self.expr(body), span)
+            case s.Assign(target, value, span):
+                return Assign(Var(target.name, target.span), self.expr(value), span)
+            case s.Block(statements, span):
+                return self.block(statements, span)
+            case s.Function(clauses, span):
+                return self.function(clauses, span)
+        raise TypeError(f"not an expression: {e!r}")
+
+    @staticmethod
+    def _operator(left, right, span: Span) -> Span:
+        """The span of a binary operator: the text between its operands, trimmed."""
+        text = span.source.text
+        start, end = left.span.end, right.span.start
+        while start < end and text[start] in " \t\r\n":
+            start += 1
+        while end > start and text[end - 1] in " \t\r\n":
+            end -= 1
+        return Span(span.source, start, end) if start < end else span
+
+    def call(self, fn, args: list, span: Span):
+        if isinstance(fn, s.Var) and fn.name == "print":
+            return Print([self.expr(a) for a in args], fn.span)
+        if isinstance(fn, s.Var) and fn.name == "assert":
+            if len(args) != 1:
+                raise CompileError(f"assert takes one condition, given {len(args)}", fn.span)
+            return Assert(self.expr(args[0]), fn.span)
+        arg = (Lit((), span) if not args else self.expr(args[0]) if len(args) == 1
+               else Tuple([self.expr(a) for a in args], span))
+        return App(self.expr(fn), arg, span)
+
+    # -- functions and clauses ----------------------------------------------
+    def clause_pattern(self, clause: s.Clause):
+        ps = clause.patterns
+        return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
+
+    def clause_body(self, clause: s.Clause):
+        if isinstance(clause.body, s.Clause):          # p -> q -> e: a function returning a function
+            return self.function([clause.body], clause.body.span)
+        return self.block(clause.body, clause.span)
+
+    def clauses(self, clauses: list) -> list:
+        return [(self.clause_pattern(c), self.clause_body(c)) for c in clauses]
+
+    def function(self, clauses: list, span: Span):
+        if len(clauses) == 1 and isinstance(p := self.clause_pattern(clauses[0]), PVar):
+            check_bindable(p.name, p.span)
+            return Lambda(p.name, self.clause_body(clauses[0]), span)
+        param = self.fresh()
+        return Lambda(param, Match(Var(param, span), self.clauses(clauses), span), span)
+
+    # -- blocks --------------------------------------------------------------
+    def block(self, statements: list, span: Span):
+        *init, last = statements
+        if isinstance(last, (s.Let, s.VarDecl)):
+            body = self.bind(last, Lit((), last.span))
+        else:
+            body = self.expr(last)
+        for statement in reversed(init):
+            body = self.bind(statement, body)
+        return body
+
+    def bind(self, statement, rest):
+        """The core of `statement; rest`."""
+        match statement:
+            case s.Let(PVar(name, name_span), value, span):
+                check_bindable(name, name_span)
+                return Let(name, self.expr(value), rest, span)
+            case s.Let(pattern, value, span):
+                return Match(self.expr(value), [(pattern, rest)], Span(span.source, span.start, span.start + 3))
+            case s.VarDecl(name, value, span):
+                check_bindable(name.name, name.span)
+                return LetVar(name.name, self.expr(value), rest, span)
+        return Seq(self.expr(statement), rest, statement.span)
+
+    # -- programs ------------------------------------------------------------
+    def program(self, program: s.Program) -> Program:
+        items = []
+        for item in program.items:
+            match item:
+                case s.Def(name, params, value, span):
+                    if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
+                        value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
+                                           name.span.to(value.span))
+                    items.append(Def(Var(name.name, name.span), self.expr(value),
+                                     isinstance(value, s.Function), span))
+                case s.Data():
+                    items.append(item)
+                case _:
+                    items.append(self.expr(item))
+        return Program(items, program.span)
+
+
+def desugar(program: s.Program) -> Program:
+    """The core program of a syntax tree; fresh names are numbered from %1."""
+    return Desugar().program(program)
+
+
+# %% [markdown]
+# A subtle line: `def f(p) = e` is `{ p -> e }`, but `def f(a, b) = e` is
+# `{ (a, b) -> e }` — the parameter list's patterns become a clause with one
+# pattern per parameter, which is the tuple sugar, and a clause with no
+# pattern at all (`def f() = e`) gets the unit pattern `()`.
+#
+# To look at a core program we print it as L. The core is a subset of L (but
+# for the fresh names `%n`), so printing it is a matter of turning core nodes
+# back into syntax nodes and reusing chapter 4a's printer. A chain of `let`,
+# `var` and `;` becomes one block.
+
+# %%
+#| export
+def to_syntax(e):
+    """A core expression as a syntax tree, for printing."""
+    match e:
+        case Lit(bool(b)):
+            return s.Var("true" if b else "false")
+        case Lit(int(n)) if n < 0:
+            return s.Unary("-", s.Int(-n))
+        case Lit(int(n)):
+            return s.Int(n)
+        case Lit(str(text)):
+            return s.Str(text)
+        case Lit(()):
+            return s.Unit()
+        case Var(name):
+            return s.Var(name)
+        case Con(name, args):
+            return s.Con(name, [to_syntax(a) for a in args] or None)
+        case Tuple(items):
+            return s.Tuple([to_syntax(i) for i in items])
+        case Lambda(param, body):
+            return s.Function([s.Clause([PVar(param)], _statements(body))])
+        case App(fn, arg):
+            return s.Call(to_syntax(fn), [to_syntax(arg)])
+        case Prim("neg", [a]):
+            return s.Unary("-", to_syntax(a))
+        case Prim("not", [a]):
+            return s.Unary("!", to_syntax(a))
+        case Prim(op, [a, b]):
+            return s.Binary(op, to_syntax(a), to_syntax(b))
+        case If(cond, then, orelse):
+            return s.If(to_syntax(cond), to_syntax(then), to_syntax(orelse))
+        case Match(scrutinee, clauses):
+            return s.Match(to_syntax(scrutinee), [s.Clause([p], _statements(b)) for p, b in clauses])
+        case Let() | LetVar() | Seq():
+            return s.Block(_statements(e))
+        case Assign(target, value):
+            return s.Assign(s.Var(target.name), to_syntax(value))
+        case While(cond, body):
+            return s.While(to_syntax(cond), to_syntax(body))
+        case Print(args):
+            return s.Call(s.Var("print"), [to_syntax(a) for a in args])
+        case Assert(cond):
+            return s.Call(s.Var("assert"), [to_syntax(cond)])
+    raise TypeError(f"not a core expression: {e!r}")
+
+
+def _statements(e) -> list:
+    out = []
+    while True:
+        match e:
+            case Let(name, value, body):
+                out.append(s.Let(PVar(name), to_syntax(value)))
+            case LetVar(name, value, body):
+                out.append(s.VarDecl(s.Var(name), to_syntax(value)))
+            case Seq(first, body):
+                out.append(to_syntax(first))
+            case _:
+                return out + [to_syntax(e)]
+        e = body
+
+
+def pretty_core(program: Program) -> str:
+    """A core program as L text."""
+    lines = []
+    for item in program.items:
+        match item:
+            case Def(name, value):
+                lines.append(f"def {name.name} = " + s.pretty_expr(to_syntax(value)))
+            case s.Data():
+                lines.append(s.pretty(item))
+            case _:
+                lines.append(s.pretty_expr(to_syntax(item)))
+    return "\n".join(lines) + "\n"
+
+
+# %% [markdown]
+# Here is a program with most of the sugar, and its core:
+
+# %%
+from lcompiler.errors import Source
+from lcompiler.syntax import parse
+
+sugared = Source("sugar.l", """\
+data List<t> { Cons(t, List<t>); Nil }
+def length = {
+  Cons(_, tail) -> 1 + length(tail)
+  Nil -> 0
+}
+def add(a, b) = a + b
+def twice = { f -> x -> f(f(x)) }
+def sum_to(n) = {
+  var i := 0
+  var s := 0
+  while (i <= n) { s := s + i; i := i + 1 }
+  s
+}
+let_demo(1)
+def let_demo(p) = { let (a, b) = (p, -p); if (a > 0 && b < 0) print(a, b) }
+print(Cons(1, Cons(2, Nil)).length, add(1, 2), twice{ x -> x * 2 }(5), sum_to(100))
+""")
+print(pretty_core(desugar(parse(sugared))))
+
+# %% [markdown]
+# Every function now takes one parameter, every call passes one argument,
+# every `if` has an `else`, and `&&` has become an `if` whose `else` is the
+# literal `false` (which the programmer cannot rebind: it is a literal in the
+# core, not the variable `false`).
+#
+# ## Names: scope analysis
+#
+# `resolve` walks the core program with a *scope*: which names are visible
+# here, and what each one is. Four kinds of name:
+#
+# | kind | bound by | read as |
+# |---|---|---|
+# | `local` | a lambda's parameter, `let`, a pattern | its value |
+# | `mutable` | `var` | the current content of its cell; the only kind `:=` may change |
+# | `global` | a top-level `def` | its value, once the definition has run |
+# | `builtin` | nothing: `true` and `false` | their value (a program may rebind them) |
+#
+# The top level is visible everywhere, in any order, since function
+# definitions exist before anything runs. One order rule remains, from the
+# contract: a non-function definition or a top-level statement that reads a
+# non-function definition *below* it — outside any function body — is a
+# compile error, since it would always read it before it has run. (Inside a
+# function, the read may or may not come too early depending on when the
+# function is called; the interpreter checks at run time.)
+#
+# Constructors come from the `data` declarations, also visible everywhere.
+# A constructor with n fields is applied to exactly n arguments, in
+# expressions and in patterns.
+
+# %%
+#| export
+BUILTIN_VALUES = {"true": True, "false": False}
+
+
+class Resolver:
+    def __init__(self, program: Program):
+        self.program = program
+        self.constructors: dict[str, int] = {}     # name -> number of fields
+        self.types: dict[str, Span] = {}
+        self.globals: dict[str, int] = {}          # name -> index of its item
+        self.functions: set[str] = set()
+
+    def declare(self):
+        for index, item in enumerate(self.program.items):
+            if isinstance(item, s.Data):
+                if item.name in self.types or item.name in ("Int", "Bool", "Unit", "String"):
+                    raise CompileError(f"the type {item.name} is declared twice", item.span)
+                self.types[item.name] = item.span
+                for c in item.constructors:
+                    if c.name in self.constructors:
+                        raise CompileError(f"the constructor {c.name} is declared twice", c.span)
+                    self.constructors[c.name] = len(c.fields or [])
+            elif isinstance(item, Def):
+                name = item.name
+                check_bindable(name.name, name.span)
+                if name.name in self.globals:
+                    raise CompileError(f"{name.name} is defined twice at the top level", name.span)
+                self.globals[name.name] = index
+                if item.is_function:
+                    self.functions.add(name.name)
+
+    def resolve(self) -> Program:
+        self.declare()
+        for index, item in enumerate(self.program.items):
+            if isinstance(item, Def):
+                # code outside function bodies runs in order: it may read definitions above it only
+                self.expr(item.value, {}, index if not item.is_function else None)
+            elif not isinstance(item, s.Data):
+                self.expr(item, {}, index)
+        return self.program
+
+    def con(self, name: str, count: int, span: Span):
+        if name not in self.constructors:
+            raise CompileError(f"unknown constructor {name}", span)
+        fields_ = self.constructors[name]
+        if count != fields_:
+            if fields_ == 0:
+                raise CompileError(f"{name} has no fields: it is written {name}, without arguments", span)
+            raise CompileError(f"{name} takes {fields_} argument{'s' * (fields_ > 1)}, given {count}", span)
+
+    def pattern(self, p, bound: dict) -> dict:
+        """Check a pattern; add the names it binds to bound."""
+        match p:
+            case PVar(name, span):
+                check_bindable(name, span)
+                if name in bound:
+                    raise CompileError(f"{name} is bound twice in this pattern", span)
+                bound[name] = "local"
+            case PTuple(items):
+                for i in items:
+                    self.pattern(i, bound)
+            case PCon(name, args, span):
+                args = args or []
+                self.con(name, len(args), span)
+                for a in args:
+                    self.pattern(a, bound)
+        return bound
+
+    def var(self, v: Var, scope: dict, position):
+        if v.name in scope:
+            v.kind = scope[v.name]
+        elif v.name in self.globals:
+            v.kind = "global"
+            index = self.globals[v.name]
+            if position is not None and v.name not in self.functions and index >= position:
+                where = "below" if index > position else "by this very definition"
+                raise CompileError(f"{v.name} is read before its definition has run "
+                                   f"(it is defined {where}; only functions may be used before their definition)",
+                                   v.span)
+        elif v.name in BUILTIN_VALUES:
+            v.kind = "builtin"
+        else:
+            raise CompileError(f"unknown variable {v.name}", v.span)
+
+    def expr(self, e, scope: dict, position):
+        """position: the index of the top-level item running this code, or None inside a function."""
+        while True:
+            match e:
+                case Lit():
+                    return
+                case Var():
+                    return self.var(e, scope, position)
+                case Con(name, args, span):
+                    self.con(name, len(args), span)
+                    for a in args:
+                        self.expr(a, scope, position)
+                    return
+                case Tuple(items) | Print(items) | Prim(_, items):
+                    for i in items:
+                        self.expr(i, scope, position)
+                    return
+                case Lambda(param, body, span):
+                    check_bindable(param, span)
+                    scope, position, e = {**scope, param: "local"}, None, body
+                case App(fn, arg):
+                    self.expr(fn, scope, position)
+                    e = arg
+                case If(cond, then, orelse):
+                    self.expr(cond, scope, position)
+                    self.expr(then, scope, position)
+                    e = orelse
+                case Match(scrutinee, clauses):
+                    self.expr(scrutinee, scope, position)
+                    for pattern, body in clauses:
+                        self.expr(body, {**scope, **self.pattern(pattern, {})}, position)
+                    return
+                case Let(name, value, body, span) | LetVar(name, value, body, span):
+                    check_bindable(name, span)
+                    self.expr(value, scope, position)
+                    kind = "mutable" if isinstance(e, LetVar) else "local"
+                    scope, e = {**scope, name: kind}, body
+                case Assign(target, value):
+                    self.var(target, scope, position)
+                    if target.kind != "mutable":
+                        raise CompileError(f"{target.name} is not a var: only variables declared "
+                                           f"with var can be assigned with :=", target.span)
+                    e = value
+                case While(cond, body) | Seq(cond, body):
+                    self.expr(cond, scope, position)
+                    e = body
+                case Assert(cond):
+                    e = cond
+                case _:
+                    raise TypeError(f"not a core expression: {e!r}")
+
+
+def resolve(program: Program) -> Program:
+    """Check the names of a core program; record each variable's kind. Returns the program."""
+    return Resolver(program).resolve()
+
+
+# %% [markdown]
+# `resolve` loops instead of recursing where it can (a lambda's body, the
+# rest of a `let`), so a long block does not cost Python stack. The errors it
+# finds, each at the name:
+
+# %%
+def first_error(name: str, text: str) -> str:
+    try:
+        resolve(desugar(parse(Source(name, text))))
+    except CompileError as error:
+        return error.render()
+    return "no error!"
+
+
+for name, text in {
+    "unknown.l": "def f(x) = x + y",
+    "constructor.l": "data T { A(Int) }\ndef t = B(1)",
+    "arity.l": "data List<t> { Cons(t, List<t>); Nil }\ndef l = Cons(1)",
+    "assign.l": "def f(x) = { x := 1 }",
+    "order.l": "def a = b + 1\ndef b = 2",
+    "twice.l": "def f = 1\ndef f = 2",
+    "reserved.l": "def g = { print -> 1 }",
+}.items():
+    print(first_error(name, text), end="\n\n")
+
+# %% [markdown]
+# ## The reference interpreter
+#
+# The interpreter's values are Python values: an L `Int` is a Python `int`
+# kept within 64 bits, a `Bool` a `bool`, a `String` a `str`, the unit value
+# the empty tuple `()`, a tuple a Python tuple. Three small classes complete
+# the set: a data value (a constructor and its fields), a closure (a lambda
+# and the environment it was created in), and a cell (the mutable box of a
+# `var`, shared by the closures that capture it).
+#
+# The interpreter is written to be read, and to be the standard every later
+# stage is compared with: it follows the core language's definition case by
+# case. Two requirements give it its shape — proper tail calls, and speed
+# enough to run the test corpus's loops of a million iterations — and both
+# are explained where the code meets them. Runtime errors are a second kind
+# of `Diagnostic` (chapter 1), printed as `runtime error`, with exit status 2:
+
+# %%
+from lcompiler.errors import Diagnostic
+
+# %%
+#| export errors
+class RunError(Diagnostic):
+    """An error while an L program runs: printed as 'runtime error', exit status 2."""
+
+    kind = "runtime error"
+    status = 2
+
+
+# %% [markdown]
+# The interpreter is a module of its own, `lcompiler.interp`. Its values
+# first, and how they print — the contract's rules: at the top level of
+# `print` a string prints as it is, nested inside a tuple or a constructor it
+# prints quoted, with its escapes.
+
+# %%
+#| export interp
+"""The reference interpreter of L's core language (chapter 4b)."""
+
+import sys
+from dataclasses import dataclass
+
+from lcompiler.core import (
+    App, Assert, Assign, BUILTIN_VALUES, Con, Def, If, Lambda, Let, LetVar, Lit, Match, Prim, Print,
+    Program, Seq, Tuple, Var, While)
+from lcompiler import syntax
+from lcompiler.errors import RunError, Span
+from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, pretty_expr, Str
+
+
+@dataclass(slots=True, eq=False)
+class Data:
+    """A constructed value: C(v1, …, vn), or C alone."""
+    name: str
+    fields: tuple
+
+
+@dataclass(slots=True, eq=False)
+class Closure:
+    """A function value: its parameter, its compiled body, and the locals it was created with."""
+    param: str
+    body: object
+    env: dict
+
+
+@dataclass(slots=True, eq=False)
+class Cell:
+    """The box of a var."""
+    value: object
+
+
+def show_value(v, nested: bool = False) -> str:
+    """How print writes a value."""
+    if v is True or v is False:
+        return "true" if v else "false"
+    if type(v) is int:
+        return str(v)
+    if type(v) is str:
+        return pretty_expr(Str(v)) if nested else v
+    if type(v) is tuple:
+        return "(" + ", ".join(show_value(x, True) for x in v) + ")"
+    if type(v) is Data:
+        return v.name + ("(" + ", ".join(show_value(x, True) for x in v.fields) + ")" if v.fields else "")
+    if type(v) is Closure:
+        return "<function>"
+    raise TypeError(f"not an L value: {v!r}")
+
+
+# %% [markdown]
+# ### Staging: from expressions to Python functions
+#
+# The interpreter does not walk the tree each time an expression runs.
+# Instead it first translates every core expression, once, into a Python
+# function of an environment — a *closure* — that computes the expression's
+# value: `compile(Prim("+", [a, b]))` is, roughly, `lambda env: a_code(env) +
+# b_code(env)`. Running the program is then calling functions. Each case of
+# the translation still says, in one place, what a construct means; but the
+# questions "which construct is this?" and "where are its parts?" are
+# answered once, not at every execution. That makes the interpreter several
+# times faster than a `match` over the tree, which matters: the tests run
+# loops of millions of iterations through it.
+#
+# Patterns are translated the same way, into functions that take a value and
+# a dictionary, add the pattern's variables to it, and say whether the value
+# matched.
+
+# %%
+#| export interp
+def compile_pattern(p):
+    """A function (value, bindings) -> bool that matches p and records its variables."""
+    match p:
+        case PVar(name):
+            def match_var(v, out):
+                out[name] = v
+                return True
+            return match_var
+        case PWild() | PUnit():
+            return lambda v, out: True
+        case PInt(n):
+            return lambda v, out: type(v) is int and v == n
+        case PTuple(items):
+            matchers, size = [compile_pattern(i) for i in items], len(items)
+
+            def match_tuple(v, out):
+                if type(v) is not tuple or len(v) != size:
+                    return False
+                for m, x in zip(matchers, v):
+                    if not m(x, out):
+                        return False
+                return True
+            return match_tuple
+        case PCon(name, args):
+            matchers = [compile_pattern(a) for a in args or []]
+
+            def match_con(v, out):
+                if type(v) is not Data or v.name != name:
+                    return False
+                for m, x in zip(matchers, v.fields):
+                    if not m(x, out):
+                        return False
+                return True
+            return match_con
+    raise TypeError(f"not a pattern: {p!r}")
+
+
+# %% [markdown]
+# ### Tail calls: a trampoline
+#
+# The contract promises that a call in tail position runs in constant stack:
+# a loop written as tail recursion must run ten million times. In our
+# translation a call is a Python call, and a Python call grows Python's stack;
+# ten million of them would exceed any limit. The standard remedy is a
+# **trampoline**. A function body is translated knowing which of its calls are
+# in *tail position* — the last thing the body does: in a branch of an `if`,
+# the body of a `let`, the second half of `;`, a clause of a `match`. A tail
+# call does not call; it returns a small request, `TailCall(function,
+# argument)`. Whoever made the (non-tail) call that started this runs a loop,
+# `call`: apply the function; if the result is a `TailCall`, apply *that*
+# function to *that* argument, and so on, until a real value comes back. A
+# chain of ten million tail calls is ten million turns of one loop, at
+# constant depth.
+#
+# Non-tail calls, like the one in `1 + length(tail)`, do grow the stack, as
+# they must. CPython 3.11 runs Python-to-Python calls without using the C
+# stack, so the interpreter raises Python's recursion limit while it runs
+# (to 400,000 frames: recursion tens of thousands of L calls deep), and a
+# program that goes deeper gets a clean runtime error, "stack overflow", at
+# the call it was making.
+
+# %%
+#| export interp
+MIN_INT, MAX_INT = -2**63, 2**63 - 1
+STACK_LIMIT = 400_000      # Python frames the interpreter may use
+
+
+@dataclass(slots=True)
+class TailCall:
+    """What a call in tail position returns instead of calling."""
+    fn: object
+    arg: object
+
+
+class Interpreter:
+    """Translates a core program into Python closures, then runs it."""
+
+    def __init__(self, out=None, stack_limit: int = STACK_LIMIT):
+        self.out = out or sys.stdout
+        self.stack_limit = stack_limit
+        self.globals: dict = {}
+        self.call_site: Span | None = None     # the last call made, for "stack overflow"
+
+    def call(self, f, arg, span: Span):
+        """Apply a function value, running the tail calls it returns until a value comes."""
+        self.call_site = span
+        while True:
+            if type(f) is not Closure:
+                raise RunError("this is not a function", span)
+            result = f.body({**f.env, f.param: arg})
+            if type(result) is not TailCall:
+                return result
+            f, arg = result.fn, result.arg
+
+
+# %% [markdown]
+# Now the translation, one case per construct. `compile(e, tail)` returns a
+# function of the local environment `env` (a dictionary from names to values,
+# or to cells for `var`s); top-level definitions live in `self.globals`.
+# `tail` says whether `e` is in tail position in its function body.
+
+# %%
+#| export interp
+class Interpreter(Interpreter):
+    def compile(self, e, tail: bool = False):
+        match e:
+            case Lit(value):
+                return lambda env: value
+            case Var(name, span, kind):
+                return self.variable(name, span, kind)
+            case Prim(op, args, span):
+                return self.primitive(op, [self.compile(a) for a in args], span)
+            case App(fn, arg, span):
+                fn, arg = self.compile(fn), self.compile(arg)
+                if tail:
+                    return lambda env: TailCall(fn(env), arg(env))
+                return lambda env: self.call(fn(env), arg(env), span)
+            case If(cond, then, orelse):
+                cond, then, orelse = self.compile(cond), self.compile(then, tail), self.compile(orelse, tail)
+                return lambda env: then(env) if cond(env) else orelse(env)
+            case Let(name, value, body):
+                value, body = self.compile(value), self.compile(body, tail)
+                return lambda env: body({**env, name: value(env)})
+            case Seq(first, second):
+                first, second = self.compile(first), self.compile(second, tail)
+                return lambda env: (first(env), second(env))[1]
+            case Match(scrutinee, clauses, span):
+                return self.match(self.compile(scrutinee),
+                                  [(compile_pattern(p), self.compile(b, tail)) for p, b in clauses], span)
+            case Lambda(param, body):
+                body = self.compile(body, tail=True)
+                return lambda env: Closure(param, body, env)
+            case Con(name, args):
+                args = [self.compile(a) for a in args]
+                return lambda env: Data(name, tuple(a(env) for a in args))
+            case Tuple(items):
+                items = [self.compile(i) for i in items]
+                return lambda env: tuple(i(env) for i in items)
+            case LetVar(name, value, body):
+                value, body = self.compile(value), self.compile(body, tail)
+                return lambda env: body({**env, name: Cell(value(env))})
+            case Assign(target, value):
+                name, value = target.name, self.compile(value)
+
+                def assign(env):
+                    env[name].value = value(env)
+                    return ()
+                return assign
+            case While(cond, body):
+                cond, body = self.compile(cond), self.compile(body)
+
+                def loop(env):
+                    while cond(env):
+                        body(env)
+                    return ()
+                return loop
+            case Print(args):
+                args, out = [self.compile(a) for a in args], self.out
+
+                def print_(env):
+                    out.write(" ".join([show_value(a(env)) for a in args]) + "\n")
+                    return ()
+                return print_
+            case Assert(cond, span):
+                cond = self.compile(cond)
+
+                def assert_(env):
+                    if not cond(env):
+                        raise RunError("assertion failed", span)
+                    return ()
+                return assert_
+        raise TypeError(f"not a core expression: {e!r}")
+
+
+# %% [markdown]
+# Reading a variable depends on its kind, which `resolve` recorded: a local
+# is in the environment, a `var` is a cell in the environment, a global may
+# not have been defined *yet* — the one runtime check on names the contract
+# asks for.
+
+# %%
+#| export interp
+class Interpreter(Interpreter):
+    def variable(self, name: str, span: Span, kind: str):
+        if kind == "local":
+            return lambda env: env[name]
+        if kind == "mutable":
+            return lambda env: env[name].value
+        if kind == "builtin":
+            value = BUILTIN_VALUES[name]
+            return lambda env: value
+        globals_ = self.globals
+
+        def read_global(env):
+            try:
+                return globals_[name]
+            except KeyError:
+                raise RunError(f"{name} is read before its definition has run", span) from None
+        return read_global
+
+    def match(self, scrutinee, clauses: list, span: Span):
+        def run_match(env):
+            v = scrutinee(env)
+            for matches, body in clauses:
+                inner = env.copy()           # the clause's variables are added to a copy
+                if matches(v, inner):
+                    return body(inner)
+            raise RunError(f"no clause matches the value {show_value(v, True)}", span)
+        return run_match
+
+
+# %% [markdown]
+# Arithmetic on 64-bit integers: `+`, `-`, `*` and negation wrap around;
+# `/` and `%` truncate towards zero as C does (Python's `//` rounds towards
+# minus infinity, so `-7 // 2` is `-4` where C gives `-3`); dividing the
+# smallest Int by −1 wraps to itself, and its remainder is 0; dividing by zero
+# is a runtime error at the operator. The interpreter trusts the type checker
+# of chapter 5 that the operands have the right types; should they not (the
+# checker does not exist yet in this chapter), Python's own `TypeError`
+# becomes a runtime error at the operator instead of escaping.
+
+# %%
+#| export interp
+def wrap(n: int) -> int:
+    """n as a signed 64-bit integer (modulo 2**64)."""
+    return n if MIN_INT <= n <= MAX_INT else (n + 2**63) % 2**64 - 2**63
+
+
+def c_div(a: int, b: int) -> int:
+    """a / b, truncated towards zero, wrapped to 64 bits."""
+    q = abs(a) // abs(b)
+    return wrap(q if (a < 0) == (b < 0) else -q)
+
+
+def c_rem(a: int, b: int) -> int:
+    """a % b with the sign of a, so that (a / b) * b + a % b == a."""
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+BINARY_OPS = {
+    "+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
+    "/": c_div, "%": c_rem,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
+
+
+class Interpreter(Interpreter):
+    def primitive(self, op: str, args: list, span: Span):
+        def wrong_types():
+            return RunError(f"the operands of {op} have the wrong types", span)
+
+        if op in UNARY_OPS:
+            f, (a,) = UNARY_OPS[op], args
+
+            def unary(env):
+                try:
+                    return f(a(env))
+                except TypeError:
+                    raise wrong_types() from None
+            return unary
+        f, (a, b) = BINARY_OPS[op], args
+        if op in ("/", "%"):
+            def divide(env):
+                x, y = a(env), b(env)
+                if y == 0:
+                    raise RunError("division by zero", span)
+                try:
+                    return f(x, y)
+                except TypeError:
+                    raise wrong_types() from None
+            return divide
+
+        def binary(env):
+            try:
+                return f(a(env), b(env))
+            except TypeError:
+                raise wrong_types() from None
+        return binary
+
+    def run(self, program: Program) -> None:
+        """Run a resolved core program: function definitions first, then everything in order."""
+        code = [(item, self.compile(item.value if type(item) is Def else item))
+                for item in program.items if not isinstance(item, syntax.Data)]
+        for item, run in code:
+            if type(item) is Def and item.is_function:
+                self.globals[item.name.name] = run({})
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(self.stack_limit)
+        try:
+            for item, run in code:
+                if type(item) is not Def:
+                    run({})
+                elif not item.is_function:
+                    self.globals[item.name.name] = run({})
+        except RecursionError:
+            raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
+        finally:
+            sys.setrecursionlimit(limit)
+            self.out.flush()
+
+
+# %% [markdown]
+# A function definition's right-hand side is a lambda, and evaluating a
+# lambda only makes a closure, so creating all of them first cannot run any
+# code; their bodies read other globals only when called. That is how
+# definitions "exist before anything runs".
+#
+# A deliberate weakness: `Assign` and `Var` trust `resolve` (a `mutable`
+# variable holds a cell), and `Prim` trusts the type checker (the operands of
+# `+` are integers). Until chapter 5 exists an ill-typed program can still
+# reach the interpreter; it then stops with a runtime error rather than a
+# Python exception, or — `1 + true`, since a Python `bool` is an `int` —
+# computes something meaningless. The type checker closes that door.
+#
+# ## Running programs
+#
+# `run_source` is the whole front end in one call: parse, desugar, resolve,
+# interpret. Here is the sugared program from above:
+
+# %%
+#| export interp
+from lcompiler.core import desugar, resolve
+from lcompiler.errors import CompileError, Source
+from lcompiler.syntax import parse
+
+
+def check(source: Source) -> Program:
+    """Parse, desugar and resolve a program: its core, or a CompileError."""
+    program = parse(source)
+    try:
+        with syntax.recursion_limit(syntax.NESTING_LIMIT):
+            return resolve(desugar(program))
+    except RecursionError:
+        raise CompileError("the program is nested too deeply for this compiler", program.span) from None
+
+
+def run_source(source: Source, out=None) -> None:
+    """Run an L program with the reference interpreter; CompileError or RunError on failure."""
+    Interpreter(out).run(check(source))
+
+
+# %%
+from lcompiler.interp import run_source
+
+run_source(sugared)
+
+# %% [markdown]
+# `let_demo(1)` runs first, since it is the first top-level statement, and
+# it can call `let_demo`, which is a function defined below it. The seeds'
+# sample program, where `true` and `false` are rebound to functions, runs
+# and its assertion holds:
+
+# %%
+seeds_program = Source("seeds.l", """\
+assert( { let true = { (x,y) -> x }
+          let false = { (x,y) -> y }
+          let pair = { (first,second) -> boolean -> boolean( first, second) }
+          let first = { p -> p( true)}
+          let second = { p -> p( false)}
+          let p = pair( 7, 5)
+          second( p) * (first( p) + second( p)) } == 60)
+print("the sample program of the seeds: its assertion holds")
+""")
+run_source(seeds_program)
+
+# %% [markdown]
+# Runtime errors, each at its place in the source, after what was printed
+# before it:
+
+# %%
+from lcompiler.errors import RunError
+
+
+def run_text(name: str, text: str) -> None:
+    try:
+        run_source(Source(name, text))
+    except RunError as error:
+        print(error.render())
+
+
+run_text("div.l", "print(1)\ndef d(x) = 10 / x\nprint(d(0))")
+run_text("match.l", "def f = {\n  0 -> \"zero\"\n  1 -> \"one\"\n}\nprint(f(2))")
+run_text("assert.l", "assert(1 + 1 == 3)")
+run_text("early.l", "def f() = limit + 1\ndef x = f()\ndef limit = 10")
+run_text("deep.l", "def down(n) = 1 + down(n + 1)\nprint(down(0))")
+
+# %% [markdown]
+# ### Tail calls, measured
+#
+# A loop of a million iterations written as tail recursion runs in constant
+# stack — here with Python's recursion limit lowered to 200 frames for the
+# duration, which a non-tail recursion of that length would exceed five
+# thousand times over. (The tests run the same loop ten million times.) The
+# cell is a timing, so nbval does not compare its output.
+
+# %% tags=["nbval-ignore-output"]
+import io
+import time
+
+from lcompiler.interp import Interpreter, check
+
+loop = Source("loop.l", """\
+def loop(i, acc) = if (i == 0) acc else loop(i - 1, acc + i)
+print(loop(1000000, 0))
+""")
+out = io.StringIO()
+start = time.perf_counter()
+Interpreter(out, stack_limit=200).run(check(loop))
+elapsed = time.perf_counter() - start
+print(out.getvalue().strip(), f"in {elapsed:.1f} s, {elapsed / 1e6 * 1e6:.2f} µs per iteration")
+
+# %% [markdown]
+# Two to three microseconds per iteration: this interpreter is some hundred
+# times slower than the native code of chapter 10 will be, which is what it
+# is for — a definition to compare with, not a way to run programs fast.
+#
+# ## `lc run` and `lc show core`
+#
+# `lc run FILE.l` runs a program. Until the native back end exists, it uses
+# this interpreter; afterwards, `lc run --interp` will still choose it. Exit
+# status 0 on success, 1 for a compile error, 2 for a runtime error, as the
+# contract says.
+
+# %% [markdown]
+# As in chapter 4a, the cells for `lc` need the names of `lcompiler.cli` to
+# run in this notebook:
+
+# %%
+import sys
+from typing import Callable
+
+from lcompiler.cli import InputError, arg, command, read_source, stage
+
+# %%
+#| export cli
+from lcompiler import core, interp
+
+
+@command("run", "run an L program",
+         arg("file", help="an L source file"),
+         arg("--interp", action="store_true",
+             help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
+def run_command(args) -> int:
+    try:
+        source = read_source(args.file)
+    except InputError as error:
+        print(f"lc: error: {error}", file=sys.stderr)
+        return 1
+    interp.run_source(source)
+    return 0
+
+
+@stage("core")
+def show_core_stage(source: Source) -> str:
+    return core.pretty_core(interp.check(source)).rstrip("\n")
+
+
+# %%
+import contextlib
+import tempfile
+from pathlib import Path
+
+from lcompiler.cli import lc
+
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    Path("fact.l").write_text("def fact = {\n  0 -> 1\n  n -> n * fact(n - 1)\n}\n"
+                              "print(fact(20))\nprint(10 / 0)\n")
+    print("exit status", lc("run", "fact.l"))
+    print("exit status", lc("show", "core", "fact.l"))
+
+# %% [markdown]
+# ## What the tests check
+#
+# `tests/test_interp.py` holds this chapter's promises, on the corpus
+# `tests/corpus/`: every program of `run/` prints exactly its `.out` file;
+# every program of `fail/` prints its `.out` and then stops with a runtime
+# error at the line and column its first line names, exit status 2; every
+# program of `reject/` is rejected with exit status 1 at its line and column;
+# every example of `examples/` prints what `tests/examples/` says. Beside the
+# corpus:
+#
+# - division and remainder agree with LLVM's `sdiv` and `srem`, run natively
+#   through chapter 1's JIT, on random 64-bit operands;
+# - a ten-million-iteration tail loop runs with Python's recursion limit at a
+#   few hundred frames;
+# - non-tail recursion ten thousand deep works, and infinite recursion is a
+#   "stack overflow" runtime error;
+# - the desugared core of every corpus program prints as L that parses,
+#   desugars and resolves again to the same core.
+#
+# ## Exercises
+#
+# 1. Add string concatenation `++` to L: which of the lexer, the parser, the
+#    printer, the core and the interpreter change?
+# 2. `evaluate` copies the environment dictionary at every `let`. Replace it
+#    with a linked list of frames and measure the tail loop again.
+# 3. Make the interpreter count the calls of each top-level function and
+#    print a profile at the end.

@@ -1,0 +1,112 @@
+"""The reference interpreter (chapter 4b): arithmetic against LLVM, tail calls, stack, core."""
+
+import io
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from lcompiler.addlang import run_i64_function
+from lcompiler.core import desugar, pretty_core
+from lcompiler.errors import CompileError, RunError, Source
+from lcompiler.interp import MAX_INT, MIN_INT, Interpreter, c_div, c_rem, check, run_source, show_value
+from lcompiler.syntax import parse
+
+I64 = st.integers(MIN_INT, MAX_INT)
+SDIV = "define i64 @q(i64 %a, i64 %b) {\n  %r = sdiv i64 %a, %b\n  ret i64 %r\n}\n"
+SREM = "define i64 @r(i64 %a, i64 %b) {\n  %r = srem i64 %a, %b\n  ret i64 %r\n}\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(I64, I64 | st.integers(-5, 5))
+def test_division_and_remainder_agree_with_llvm_sdiv_and_srem(a, b):
+    if b == 0 or (a == MIN_INT and b == -1):     # undefined in LLVM, defined by L below
+        return
+    assert c_div(a, b) == run_i64_function(SDIV, "q", a, b)
+    assert c_rem(a, b) == run_i64_function(SREM, "r", a, b)
+
+
+def output(text: str) -> str:
+    out = io.StringIO()
+    Interpreter(out).run(check(Source("t.l", text)))
+    return out.getvalue()
+
+
+def test_the_edge_cases_of_64_bit_arithmetic():
+    assert output("def m = -9223372036854775807 - 1\nprint(m / -1, m % -1, m - 1, -m, m * -1)") == \
+        f"{MIN_INT} 0 {MAX_INT} {MIN_INT} {MIN_INT}\n"
+    assert output("print(-7 / 2, -7 % 2, 7 / -2, 7 % -2)") == "-3 -1 -3 1\n"
+    with pytest.raises(RunError, match="division by zero"):
+        output("print(1 % 0)")
+
+
+def test_a_ten_million_iteration_tail_loop_runs_in_constant_stack():
+    program = check(Source("loop.l", "def loop(i, acc) = if (i == 0) acc else loop(i - 1, acc + i)\n"
+                                     "print(loop(10000000, 0))"))
+    out = io.StringIO()
+    Interpreter(out, stack_limit=300).run(program)
+    assert out.getvalue() == "50000005000000\n"
+
+
+def test_mutual_tail_recursion_and_tail_calls_through_closures_run_in_constant_stack():
+    out = io.StringIO()
+    Interpreter(out, stack_limit=300).run(check(Source("even.l", """
+def even(n) = if (n == 0) true else odd(n - 1)
+def odd(n) = if (n == 0) false else even(n - 1)
+def apply(f, x) = f(x)
+def countdown = { n -> if (n == 0) "done" else apply(countdown, n - 1) }
+print(even(100001), odd(100001), countdown(100000))
+""")))
+    assert out.getvalue() == "false true done\n"
+
+
+def test_deep_non_tail_recursion_works_and_infinite_recursion_is_a_runtime_error():
+    assert output("def count(n) = if (n == 0) 0 else 1 + count(n - 1)\nprint(count(20000))") == "20000\n"
+    with pytest.raises(RunError, match="stack overflow") as caught:
+        output("def down(n) = 1 + down(n + 1)\nprint(down(0))")
+    assert caught.value.span.source.line_col(caught.value.span.start) == (1, 19)
+
+
+def test_evaluation_is_left_to_right():
+    assert output('def p(x) = { print(x); x }\nprint(p(1) + p(2) * p(3), (p(4), p(5)), p({ y -> y })(p(6)))') == \
+        "1\n2\n3\n4\n5\n<function>\n6\n7 (4, 5) 6\n"
+
+
+def test_ill_typed_programs_stop_with_a_runtime_error_not_a_python_exception():
+    for text in ['print(1 + "a")', "print(1(2))", 'print("a" < 1)', "def f = { (a, b) -> a }\nprint(f(1))"]:
+        try:
+            output(text)
+        except (RunError, CompileError):
+            pass
+
+
+def test_printing_values():
+    from lcompiler.interp import Closure, Data
+    assert show_value(("a\n", (1, True), Data("Cons", (1, Data("Nil", ()))), ())) == \
+        '("a\\n", (1, true), Cons(1, Nil), ())'
+    assert show_value("a\n") == "a\n"
+    assert show_value(Closure("x", None, {})) == "<function>"
+
+
+def test_print_and_assert_are_reserved():
+    for text in ["def print = 1", "def f = { assert -> 1 }", "def g(x) = { let print = x; 1 }", "def h = print"]:
+        with pytest.raises(CompileError, match="built-in form"):
+            check(Source("t.l", text))
+
+
+def test_the_core_has_no_sugar_left():
+    core = pretty_core(desugar(parse(Source("t.l", """
+def f(a, b) = a.g(b) && !b.{ 0 -> true; _ -> false }
+def g = { x -> y -> if (x) y }
+""")))).replace(" ", "")
+    for sugar in [".", "&&", "->y->"]:
+        assert sugar not in core, sugar
+    assert "match(%" in core and "else()" in core and "else" in core
+
+
+@pytest.mark.parametrize("text, output_", [
+    ("def x = 1\nprint(x)", "1\n"),
+    ('def f() = limit\ndef limit = 3\nprint(f())', "3\n"),
+    ("def a = { var n := 0; def_helper(); n }\ndef def_helper() = 0\nprint(a)", "0\n"),
+])
+def test_top_level_order(text, output_):
+    assert output(text) == output_
