@@ -1298,22 +1298,26 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # %% [markdown]
 # ## What the tests check
 #
-# `tests/test_interp.py` holds this chapter's promises, on the corpus
-# `tests/corpus/`: every program of `run/` prints exactly its `.out` file;
-# every program of `fail/` prints its `.out` and then stops with a runtime
-# error at the line and column its first line names, exit status 2; every
-# program of `reject/` is rejected with exit status 1 at its line and column;
-# every example of `examples/` prints what `tests/examples/` says. Beside the
-# corpus:
+# `tests/test_corpus.py` runs the corpus `tests/corpus/` through this
+# chapter: every program of `run/` prints exactly its `.out` file; every
+# program of `fail/` prints its `.out` and then stops with a runtime error at
+# the line and column its first line names, with exit status 2 from `lc`;
+# every program of `reject/` is rejected with exit status 1 at its line and
+# column; every example of `examples/` prints what `tests/examples/` says.
+# The corpus was written by hand from the language's contract, with its
+# expected outputs worked out independently of this interpreter.
+# `tests/test_interp.py` adds:
 #
 # - division and remainder agree with LLVM's `sdiv` and `srem`, run natively
 #   through chapter 1's JIT, on random 64-bit operands;
-# - a ten-million-iteration tail loop runs with Python's recursion limit at a
-#   few hundred frames;
-# - non-tail recursion ten thousand deep works, and infinite recursion is a
-#   "stack overflow" runtime error;
-# - the desugared core of every corpus program prints as L that parses,
-#   desugars and resolves again to the same core.
+# - a ten-million-iteration tail loop, and mutual tail recursion and tail
+#   calls through closures a hundred thousand deep, run with Python's
+#   recursion limit at three hundred frames;
+# - non-tail recursion twenty thousand deep works, and infinite recursion is
+#   a "stack overflow" runtime error at the recursive call;
+# - arguments and operands are evaluated left to right;
+# - ill-typed programs stop with an L error, never a Python exception;
+# - `print` and `assert` cannot be bound, and the core has no sugar left.
 #
 # ## Exercises
 #
