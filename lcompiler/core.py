@@ -28,10 +28,16 @@ def _span():
     return field(default=None, compare=False, repr=False)
 
 
+def _type():
+    """Where chapter 5's type inference records each node's type."""
+    return field(default=None, compare=False, repr=False)
+
+
 @dataclass(slots=True)
 class Lit:
     value: object            # an int, a str, a bool, or () for the unit value
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -39,6 +45,7 @@ class Var:
     name: str
     span: Span = _span()
     kind: str = field(default="", compare=False)   # set by resolve: local, mutable, global, builtin
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -46,12 +53,14 @@ class Con:
     name: str
     args: list
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Tuple:
     items: list
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -59,6 +68,7 @@ class Lambda:
     param: str
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -66,13 +76,16 @@ class App:
     fn: object
     arg: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Prim:
     op: str                  # + - * / % == != < <= > >= neg not
     args: list
-    span: Span = _span()     # the operator: where a division by zero is reported
+    span: Span = _span()
+    type: object = _type()
+    op_span: Span = _span()  # the operator: where a division by zero is reported
 
 
 @dataclass(slots=True)
@@ -81,6 +94,8 @@ class If:
     then: object
     orelse: object
     span: Span = _span()
+    type: object = _type()
+    form: str = field(default="if", compare=False)   # "if", "if without else", "&&" or "||"
 
 
 @dataclass(slots=True)
@@ -88,6 +103,7 @@ class Match:
     scrutinee: object
     clauses: list            # [(pattern, body)]
     span: Span = _span()     # where a match failure is reported
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -96,6 +112,7 @@ class Let:
     value: object
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -104,6 +121,7 @@ class LetVar:
     value: object
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -111,6 +129,7 @@ class Assign:
     target: Var
     value: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -118,6 +137,7 @@ class While:
     cond: object
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -125,18 +145,21 @@ class Seq:
     first: object
     second: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Print:
     args: list
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Assert:
     cond: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -200,16 +223,19 @@ class Desugar:
             case s.Unary("-", s.Int(v), span):
                 return Lit(-v, span)
             case s.Unary(op, operand, span):
-                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span)
+                op_span = Span(span.source, span.start, span.start + 1)
+                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
             case s.Binary("&&", left, right, span):
-                return If(self.expr(left), self.expr(right), Lit(False, span), span)
+                return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
             case s.Binary("||", left, right, span):
-                return If(self.expr(left), Lit(True, span), self.expr(right), span)
+                return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
             case s.Binary(op, left, right, span):
-                return Prim(op, [self.expr(left), self.expr(right)], self._operator(left, right, span))
+                return Prim(op, [self.expr(left), self.expr(right)], span,
+                            op_span=self._operator(left, right, span))
+            case s.If(cond, then, None, span):
+                return If(self.expr(cond), self.expr(then), Lit((), span), span, form="if without else")
             case s.If(cond, then, orelse, span):
-                otherwise = Lit((), span) if orelse is None else self.expr(orelse)
-                return If(self.expr(cond), self.expr(then), otherwise, span)
+                return If(self.expr(cond), self.expr(then), self.expr(orelse), span)
             case s.Match(scrutinee, clauses, span):
                 return Match(self.expr(scrutinee), self.clauses(clauses), span)
             case s.While(cond, body, span):

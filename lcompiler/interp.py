@@ -136,8 +136,8 @@ class Interpreter(Interpreter):
                 return lambda env: value
             case Var(name, span, kind):
                 return self.variable(name, span, kind)
-            case Prim(op, args, span):
-                return self.primitive(op, [self.compile(a) for a in args], span)
+            case Prim(op, args, span, _, op_span):
+                return self.primitive(op, [self.compile(a) for a in args], op_span or span)
             case App(fn, arg, span):
                 fn, arg = self.compile(fn), self.compile(arg)
                 if tail:
@@ -319,7 +319,7 @@ def check(source: Source) -> Program:
     """Parse, desugar and resolve a program: its core, or a CompileError."""
     program = parse(source)
     try:
-        with syntax.recursion_limit(syntax.NESTING_LIMIT):
+        with syntax.recursion_limit(syntax.NESTING_LIMIT), syntax.collector_paused():
             return resolve(desugar(program))
     except RecursionError:
         raise CompileError("the program is nested too deeply for this compiler", program.span) from None

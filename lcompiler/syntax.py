@@ -311,28 +311,33 @@ class Clause:
 class PVar:
     name: str
     span: Span = _span()
+    type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
 
 @dataclass(slots=True)
 class PWild:
     span: Span = _span()
+    type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
 
 @dataclass(slots=True)
 class PInt:
     value: int
     span: Span = _span()
+    type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
 
 @dataclass(slots=True)
 class PUnit:
     span: Span = _span()
+    type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
 
 @dataclass(slots=True)
 class PTuple:
     items: list
     span: Span = _span()
+    type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
 
 @dataclass(slots=True)
@@ -340,6 +345,7 @@ class PCon:                    # C, or C(p1, …, pn)
     name: str
     args: list | None
     span: Span = _span()
+    type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
 
 @dataclass(slots=True)

@@ -90,7 +90,12 @@
 # Every node keeps a span, pointing at the source text it came from, and the
 # spans are chosen so that a runtime error lands where the contract says:
 # a failed `match` at its keyword, a failed `.{` at the `.`, a failed
-# multi-clause function at its `{`, a failed `let` pattern at the `let`.
+# multi-clause function at its `{`, a failed `let` pattern at the `let`, a
+# division by zero at its operator (`Prim.op_span`). Two more fields serve
+# chapter 5: every node has a `type`, empty until type inference fills it,
+# and an `If` remembers whether it was written as an `if`, an `if` without
+# `else`, `&&` or `||`, so that a type error in `a && 1` can be reported at
+# the `1` the programmer wrote rather than at a `false` they did not.
 
 # %%
 #| export
@@ -105,10 +110,16 @@ def _span():
     return field(default=None, compare=False, repr=False)
 
 
+def _type():
+    """Where chapter 5's type inference records each node's type."""
+    return field(default=None, compare=False, repr=False)
+
+
 @dataclass(slots=True)
 class Lit:
     value: object            # an int, a str, a bool, or () for the unit value
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -116,6 +127,7 @@ class Var:
     name: str
     span: Span = _span()
     kind: str = field(default="", compare=False)   # set by resolve: local, mutable, global, builtin
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -123,12 +135,14 @@ class Con:
     name: str
     args: list
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Tuple:
     items: list
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -136,6 +150,7 @@ class Lambda:
     param: str
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -143,13 +158,16 @@ class App:
     fn: object
     arg: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Prim:
     op: str                  # + - * / % == != < <= > >= neg not
     args: list
-    span: Span = _span()     # the operator: where a division by zero is reported
+    span: Span = _span()
+    type: object = _type()
+    op_span: Span = _span()  # the operator: where a division by zero is reported
 
 
 @dataclass(slots=True)
@@ -158,6 +176,8 @@ class If:
     then: object
     orelse: object
     span: Span = _span()
+    type: object = _type()
+    form: str = field(default="if", compare=False)   # "if", "if without else", "&&" or "||"
 
 
 @dataclass(slots=True)
@@ -165,6 +185,7 @@ class Match:
     scrutinee: object
     clauses: list            # [(pattern, body)]
     span: Span = _span()     # where a match failure is reported
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -173,6 +194,7 @@ class Let:
     value: object
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -181,6 +203,7 @@ class LetVar:
     value: object
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -188,6 +211,7 @@ class Assign:
     target: Var
     value: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -195,6 +219,7 @@ class While:
     cond: object
     body: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -202,18 +227,21 @@ class Seq:
     first: object
     second: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Print:
     args: list
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
 class Assert:
     cond: object
     span: Span = _span()
+    type: object = _type()
 
 
 @dataclass(slots=True)
@@ -291,16 +319,19 @@ class Desugar:
             case s.Unary("-", s.Int(v), span):
                 return Lit(-v, span)
             case s.Unary(op, operand, span):
-                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span)
+                op_span = Span(span.source, span.start, span.start + 1)
+                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
             case s.Binary("&&", left, right, span):
-                return If(self.expr(left), self.expr(right), Lit(False, span), span)
+                return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
             case s.Binary("||", left, right, span):
-                return If(self.expr(left), Lit(True, span), self.expr(right), span)
+                return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
             case s.Binary(op, left, right, span):
-                return Prim(op, [self.expr(left), self.expr(right)], self._operator(left, right, span))
+                return Prim(op, [self.expr(left), self.expr(right)], span,
+                            op_span=self._operator(left, right, span))
+            case s.If(cond, then, None, span):
+                return If(self.expr(cond), self.expr(then), Lit((), span), span, form="if without else")
             case s.If(cond, then, orelse, span):
-                otherwise = Lit((), span) if orelse is None else self.expr(orelse)
-                return If(self.expr(cond), self.expr(then), otherwise, span)
+                return If(self.expr(cond), self.expr(then), self.expr(orelse), span)
             case s.Match(scrutinee, clauses, span):
                 return Match(self.expr(scrutinee), self.clauses(clauses), span)
             case s.While(cond, body, span):
@@ -932,8 +963,8 @@ class Interpreter(Interpreter):
                 return lambda env: value
             case Var(name, span, kind):
                 return self.variable(name, span, kind)
-            case Prim(op, args, span):
-                return self.primitive(op, [self.compile(a) for a in args], span)
+            case Prim(op, args, span, _, op_span):
+                return self.primitive(op, [self.compile(a) for a in args], op_span or span)
             case App(fn, arg, span):
                 fn, arg = self.compile(fn), self.compile(arg)
                 if tail:
@@ -1155,7 +1186,7 @@ def check(source: Source) -> Program:
     """Parse, desugar and resolve a program: its core, or a CompileError."""
     program = parse(source)
     try:
-        with syntax.recursion_limit(syntax.NESTING_LIMIT):
+        with syntax.recursion_limit(syntax.NESTING_LIMIT), syntax.collector_paused():
             return resolve(desugar(program))
     except RecursionError:
         raise CompileError("the program is nested too deeply for this compiler", program.span) from None

@@ -1,0 +1,1213 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 5. Types: Hindley–Milner inference on union-find
+#
+# L is statically typed, and its programmers write no types except in `data`
+# declarations: the compiler *infers* every type. This chapter builds that
+# inference — the classic algorithm of Hindley and Milner, as ML compilers do
+# it — on the union-find structure of chapter 2. A program that passes it
+# cannot go wrong for a reason of types when it runs: no `1 + true`, no call
+# of a number, no `match` of a list against a tuple pattern. The back end will
+# also read the types it records on every node to choose how to represent
+# values in memory.
+#
+# What this chapter promises:
+#
+# - `infer_program(core)` checks a resolved core program (chapter 4b), records
+#   on every expression and pattern node its type (in the field `type`), and
+#   returns the *type scheme* of every top-level definition — or raises a
+#   `CompileError` at the first ill-typed expression, saying what type was
+#   expected there and what type was found, in L's syntax.
+# - `show_scheme` prints a scheme as L would write it: `List<a> -> Int`.
+# - `lc show types FILE.l` prints every definition with its scheme, and
+#   `lc run` now refuses an ill-typed program before running anything.
+
+# %%
+#| default_exp types
+
+# %% [markdown]
+# ## What the types of L are
+#
+# ```text
+# τ ::= Int | Bool | Unit | String           base types
+#     | (τ1, …, τn)                          tuples, n ≥ 2
+#     | τ1 -> τ2                             functions (one argument: several make a tuple)
+#     | Name<τ1, …, τn>                      data types, with their parameters
+#     | a, b, …                              type variables
+# σ ::= ∀ a1 … an. τ                         type schemes: the types of polymorphic definitions
+# ```
+#
+# A type is a tree of *constructors* — `Int`, `->`, `List` — with type
+# variables at some leaves. We represent the constructors uniformly, as a name
+# and a tuple of arguments (`TCon("->", (a, b))`, `TCon("*", (a, b))` for a
+# pair), so that unification needs a single case for all of them. A type
+# variable is an element of a union-find structure, as the seed's author did
+# in l-lang: variables that must be equal are merged into one partition, and
+# the *description* of the partition says what they stand for — a type
+# constructor, once inference has learnt it, or "still unknown" (with a
+# *level*, explained below).
+
+# %%
+#| export
+from dataclasses import dataclass, fields, is_dataclass
+
+from lcompiler import core as c
+from lcompiler import syntax as s
+from lcompiler.errors import CompileError, Span
+from lcompiler.union_find import Safe
+
+
+@dataclass(frozen=True, slots=True)
+class TCon:
+    """A type constructor applied to its arguments: Int, (a, b), a -> b, List<a>."""
+    name: str            # "Int", "Bool", "Unit", "String", "->", "*" for tuples, or a data type
+    args: tuple = ()
+
+
+class TVar:
+    """A type variable: an element of the union-find structure of its inference."""
+    __slots__ = ("link",)
+
+    def __init__(self):
+        self.link = None
+
+
+class Unknown:
+    """The description of a partition of variables that stand for a type not known yet."""
+    __slots__ = ("level",)
+
+    def __init__(self, level: int):
+        self.level = level
+
+
+GENERIC = 1 << 62        # the level of a quantified ("for all") variable
+INT, BOOL, UNIT, STRING = TCon("Int"), TCon("Bool"), TCon("Unit"), TCon("String")
+BASE_TYPES = {"Int": INT, "Bool": BOOL, "Unit": UNIT, "String": STRING}
+
+
+def fn(param, result) -> TCon:
+    return TCon("->", (param, result))
+
+
+def tuple_of(items) -> TCon:
+    return TCon("*", tuple(items))
+
+
+# %% [markdown]
+# ## How inference works, on small examples
+#
+# Inference walks the program once. It gives every expression a type, using
+# *fresh* variables where nothing is known yet, and it **unifies** — makes
+# equal — the types that the program's structure says must be equal:
+#
+# - in `{ x -> x + 1 }`, `x` gets a fresh variable `a`; `+` needs an `Int`
+#   on each side, so `a` is unified with `Int`; the result of `+` is `Int`; the
+#   function's type is `Int -> Int`;
+# - in `{ f -> f(1) }`, `f` gets `a`; a call needs a function, so `a` is
+#   unified with `b -> c` for fresh `b`, `c`; the argument `1` makes `b` be
+#   `Int`; the result is `c`: the type is `(Int -> c) -> c`, and `c` is still
+#   unknown. It stays a variable: this function works for every `c`;
+# - in `{ x -> x(x) }`, `x` gets `a`, and the call makes `a = a -> b`: `a`
+#   would have to contain itself. The **occurs check** refuses, and the
+#   program is ill-typed.
+#
+# Unification is the union-find operation of chapter 2. To make a variable
+# equal to a type constructor, set the description of its partition; to make
+# two variables equal, `union` their partitions; to make two constructors
+# equal, check that they are the same constructor and unify their arguments
+# pairwise. When the constructors differ — `Int` against `Bool` — the program
+# is ill-typed, and the error says where.
+#
+# **Let-polymorphism.** `def id(x) = x` has type `a -> a` *for every* `a`: it
+# may be used as `Int -> Int` in one place and `Bool -> Bool` in another.
+# After inferring a definition, its remaining unknown variables are
+# **generalised** — turned into quantified variables of a scheme
+# `∀a. a -> a` — and each *use* of the name **instantiates** the scheme with
+# fresh variables. But not every unknown variable may be generalised: in
+# `{ x -> { let y = x; y } }`, `y`'s type is `x`'s type, which is still being
+# worked out by the enclosing function; generalising it would let `y` be used
+# at two different types while `x` has only one.
+#
+# **Levels** say which variables may be generalised, cheaply. Inference
+# counts how deeply it is nested in definitions being inferred: the *level*.
+# A fresh variable is born at the current level. When a variable is unified
+# with a type, every unknown variable in that type has its level lowered to
+# the variable's level, if it was higher — it is now tied to something that
+# lives that far out. When the right-hand side of a `let` at level n + 1 has
+# been inferred, its unknown variables still at level n + 1 or deeper are
+# exactly those that appear nowhere in the enclosing scope: those are
+# generalised. The textbook alternative computes the free variables of the
+# whole environment at every `let`, which costs time proportional to the size
+# of the environment each time and makes inference quadratic on long
+# programs; levels make generalisation proportional to the size of the type
+# generalised (Rémy 1992; it is how OCaml does it).
+#
+# ## Unification on union-find
+#
+# An `Inference` holds one `Safe` union-find structure for its type
+# variables (chapter 2's checked variant: a mistake in this chapter would be
+# reported where it happens), the current level, and the names in scope.
+# `shallow` looks through a variable: it returns the type constructor the
+# variable stands for, or the variable itself if it is still unknown.
+
+# %%
+#| export
+class Mismatch(Exception):
+    """Two types that cannot be made equal (occurs: one would contain the other)."""
+
+    def __init__(self, occurs: bool = False):
+        self.occurs = occurs
+
+
+class Inference:
+    def __init__(self):
+        self.uf = Safe()
+        self.level = 1
+
+    def fresh(self) -> TVar:
+        v = TVar()
+        self.uf.singleton(v, Unknown(self.level))
+        return v
+
+    def shallow(self, t):
+        """The constructor a type is, or the variable if it is still unknown."""
+        if type(t) is TVar:
+            known = self.uf.description(self.uf.find(t))
+            if type(known) is TCon:
+                return known
+        return t
+
+    def unify(self, a, b) -> None:
+        """Make two types equal, or raise Mismatch."""
+        pairs = [(a, b)]
+        while pairs:
+            a, b = pairs.pop()
+            a, b = self.shallow(a), self.shallow(b)
+            if type(a) is TVar and type(b) is TVar:
+                pa, pb = self.uf.find(a), self.uf.find(b)
+                if pa is not pb:
+                    level = min(self.uf.description(pa).level, self.uf.description(pb).level)
+                    self.uf.union(pa, pb, Unknown(level))
+            elif type(a) is TVar:
+                self.bind(a, b)
+            elif type(b) is TVar:
+                self.bind(b, a)
+            elif a.name != b.name or len(a.args) != len(b.args):
+                raise Mismatch()
+            else:
+                pairs.extend(zip(a.args, b.args))
+
+    def bind(self, v: TVar, t: TCon) -> None:
+        """Make the unknown v stand for t: the occurs check, and the levels."""
+        p = self.uf.find(v)
+        level = self.uf.description(p).level
+        todo = [t]
+        while todo:
+            x = self.shallow(todo.pop())
+            if type(x) is TVar:
+                px = self.uf.find(x)
+                if px is p:
+                    raise Mismatch(occurs=True)
+                unknown = self.uf.description(px)
+                unknown.level = min(unknown.level, level)
+            else:
+                todo.extend(x.args)
+        self.uf.set_description(p, t)
+
+
+# %% [markdown]
+# `unify` keeps a list of pairs still to equate instead of recursing, so a
+# deep type cannot exhaust Python's stack. `bind` walks the type once, doing
+# the occurs check and lowering levels together.
+#
+# Generalising and instantiating: a generalised variable keeps its partition
+# but gets the level `GENERIC`; `instantiate` copies a type, replacing each
+# generic variable by a fresh one — the same fresh one for every occurrence of
+# the same generic variable.
+
+# %%
+#| export
+class Inference(Inference):
+    def generalize(self, t) -> None:
+        """Quantify the unknown variables of t born deeper than the current level."""
+        todo = [t]
+        while todo:
+            x = self.shallow(todo.pop())
+            if type(x) is TVar:
+                unknown = self.uf.description(self.uf.find(x))
+                if self.level < unknown.level < GENERIC:
+                    unknown.level = GENERIC
+            else:
+                todo.extend(x.args)
+
+    def instantiate(self, t):
+        """A copy of t with fresh variables for its generic ones."""
+        copies = {}
+
+        def copy(t):
+            x = self.shallow(t)
+            if type(x) is TVar:
+                p = self.uf.find(x)
+                if self.uf.description(p).level != GENERIC:
+                    return x
+                if p not in copies:
+                    copies[p] = self.fresh()
+                return copies[p]
+            return TCon(x.name, tuple(copy(a) for a in x.args)) if x.args else x
+        return copy(t)
+
+
+# %% [markdown]
+# ## Types in L's syntax
+#
+# Types are printed as the programmer would write them. In an error message,
+# variables are named `a`, `b`, `c`, … in order of appearance within the
+# message. (After inference, schemes are printed by `show_type`, further down,
+# which also marks *weak* variables — unknown but not generalised, see the
+# value restriction — with a leading underscore: `_a`.)
+
+# %%
+#| export
+class Namer:
+    """Names the type variables of the types it prints, in order of appearance."""
+
+    def __init__(self, inference: Inference):
+        self.inference, self.names = inference, {}
+
+    def name(self, v: TVar) -> str:
+        p = self.inference.uf.find(v)
+        if p not in self.names:
+            n = len(self.names)
+            self.names[p] = chr(ord("a") + n % 26) + (str(n // 26) if n >= 26 else "")
+        return self.names[p]
+
+    def show(self, t) -> str:
+        x = self.inference.shallow(t)
+        if type(x) is TVar:
+            return self.name(x)
+        if x.name == "->":
+            param, result = x.args
+            left = self.show(param)
+            if type(self.inference.shallow(param)) is TCon and self.inference.shallow(param).name == "->":
+                left = f"({left})"
+            return f"{left} -> {self.show(result)}"
+        if x.name == "*":
+            return "(" + ", ".join(self.show(a) for a in x.args) + ")"
+        if x.args:
+            return f"{x.name}<" + ", ".join(self.show(a) for a in x.args) + ">"
+        return x.name
+
+
+# %% [markdown]
+# ## Errors a programmer can act on
+#
+# Every check in inference is "this expression, here, must have that type".
+# `unify_at` makes the two types equal or raises a `CompileError` at the
+# expression: `expected T1, found T2`, where T1 is what the context requires
+# and T2 the expression's own type, both printed in full with one naming of
+# their variables. The conventions, which the corpus `tests/corpus/types/`
+# checks one by one:
+#
+# | situation | reported at | expected |
+# |---|---|---|
+# | an operand of `+`, `&&`, `!`, … | the operand | what the operator needs |
+# | `a == b` | `b` | the type of `a` |
+# | an argument of a call | the argument (for several, the one that is wrong) | the parameter's type |
+# | a branch of `if` | the `else` branch | the `then` branch's type |
+# | `if` without `else` | the branch | `Unit` |
+# | clauses of a `match` or a function | the later clause's pattern or body | the scrutinee's type, the first body's type |
+# | `x := e` | `e` | the `var`'s type |
+# | a constructor's argument | the argument | the field's type |
+#
+# In a call, the message also says which argument of which function it is.
+
+# %%
+#| export
+class Inference(Inference):
+    def unify_at(self, expected, found, span: Span, context: str = "") -> None:
+        try:
+            self.unify(expected, found)
+        except Mismatch as mismatch:
+            namer = Namer(self)
+            message = f"expected {namer.show(expected)}, found {namer.show(found)}"
+            notes = [context] if context else []
+            if mismatch.occurs:
+                notes.append("a type that would have to contain itself")
+            if notes:
+                message += f" ({'; '.join(notes)})"
+            raise CompileError(message, span) from None
+
+
+# %% [markdown]
+# ## Inferring expressions
+#
+# `infer(e, env)` returns the type of `e` and records it in `e.type`; `env`
+# maps the names in scope to pairs (type, generalised?). `check(e, expected)`
+# is `infer` followed by `unify_at` — except for a tuple checked against a
+# tuple type, which is checked component by component, so that the error in
+# `f(1, true)` lands on the `true`.
+#
+# Each case is the typing rule of one construct of the core language
+# (chapter 4b):
+
+# %%
+#| export
+def is_value(e) -> bool:
+    """A syntactic value: the right-hand sides that may be generalised."""
+    match e:
+        case c.Lambda() | c.Lit() | c.Var():
+            return True
+        case c.Con(_, args) | c.Tuple(args):
+            return all(map(is_value, args))
+    return False
+
+
+def _callee(fn) -> str:
+    return fn.name if isinstance(fn, c.Var) and not fn.name.startswith("%") else "the function"
+
+
+class Inference(Inference):
+    globals: dict
+    constructors: dict          # name -> (result type, field types), with generic parameters
+
+    def check(self, e, expected, env: dict, context: str = "") -> None:
+        x = self.shallow(expected)
+        if type(e) is c.Tuple and type(x) is TCon and x.name == "*" and len(x.args) == len(e.items):
+            for item, t in zip(e.items, x.args):
+                self.check(item, t, env, context)
+            e.type = expected
+            return
+        self.unify_at(expected, self.infer(e, env), e.span, context)
+
+    def variable(self, v: c.Var, env: dict):
+        if v.kind == "builtin":
+            return BOOL
+        t, generic = env[v.name] if v.kind in ("local", "mutable") else self.globals[v.name]
+        return self.instantiate(t) if generic else t
+
+    def infer(self, e, env: dict):
+        t = self._infer(e, env)
+        e.type = t
+        return t
+
+    def _infer(self, e, env: dict):
+        match e:
+            case c.Lit(value):
+                return (BOOL if type(value) is bool else INT if type(value) is int
+                        else STRING if type(value) is str else UNIT)
+            case c.Var():
+                return self.variable(e, env)
+            case c.Con(name, args):
+                result, field_types = self.instantiate_constructor(name)
+                for i, (arg, t) in enumerate(zip(args, field_types), 1):
+                    self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}")
+                return result
+            case c.Tuple(items):
+                return tuple_of(self.infer(i, env) for i in items)
+            case c.Lambda(param, body):
+                v = self.fresh()
+                return fn(v, self.infer(body, {**env, param: (v, False)}))
+            case c.App(callee, arg):
+                return self.application(callee, arg, env)
+            case c.Prim(op, args):
+                return self.primitive(op, args, env)
+            case c.If():
+                return self.conditional(e, env)
+            case c.Match(scrutinee, clauses):
+                return self.match(self.infer(scrutinee, env), clauses, env)
+            case c.Let(name, value, body):
+                return self.infer(body, {**env, name: self.let_bound(value, env)})
+            case c.LetVar(name, value, body):
+                return self.infer(body, {**env, name: (self.infer(value, env), False)})
+            case c.Assign(target, value):
+                target_type = self.variable(target, env)
+                target.type = target_type
+                self.check(value, target_type, env, f"the assignment to {target.name}")
+                return UNIT
+            case c.While(cond, body):
+                self.check(cond, BOOL, env)
+                self.infer(body, env)
+                return UNIT
+            case c.Seq(first, second):
+                self.infer(first, env)
+                return self.infer(second, env)
+            case c.Print(args):
+                for a in args:
+                    self.infer(a, env)
+                return UNIT
+            case c.Assert(cond):
+                self.check(cond, BOOL, env)
+                return UNIT
+        raise TypeError(f"not a core expression: {e!r}")
+
+
+# %% [markdown]
+# The cases that need more than a line:
+#
+# - **A call** infers the function first. If its type is not yet known, it
+#   becomes `a -> b`; if it is known and is not a function, the error says
+#   so at the callee. Then the argument is checked against the parameter's
+#   type.
+# - **Operators**: arithmetic and `<`, `<=`, `>`, `>=` need `Int` operands;
+#   `!` a `Bool`. `==` and `!=` need two operands of the same type, and the
+#   contract allows only `Int`, `Bool` and `String` there. A type may not be
+#   known yet when the comparison is met (`def same(a, b) = a == b`), so the
+#   requirement is remembered and checked when the enclosing definition is
+#   generalised: if the type is still unknown then, it becomes `Int`, as the
+#   contract says; if it is another type, the comparison is an error.
+# - **`if`**: the condition is a `Bool`; without `else`, the branch must be
+#   `Unit`; with it, the `else` branch must have the `then` branch's type.
+#   `a && b` and `a || b` are `if`s in the core; their `b` must be a `Bool`.
+# - **`match`**: each pattern is checked against the scrutinee's type, and
+#   every body after the first against the first body's type.
+
+# %%
+#| export
+ARITHMETIC = {"+", "-", "*", "/", "%"}
+ORDERING = {"<", "<=", ">", ">="}
+
+
+class Inference(Inference):
+    pending_equalities: list     # (type, span) of == and != operands, checked at generalisation
+
+    def application(self, callee, arg, env: dict):
+        f = self.shallow(self.infer(callee, env))
+        if type(f) is TVar:
+            param, result = self.fresh(), self.fresh()
+            self.unify(f, fn(param, result))
+        elif f.name == "->":
+            param, result = f.args
+        else:
+            raise CompileError(f"expected a function, found {Namer(self).show(f)}", callee.span)
+        name = _callee(callee)
+        p = self.shallow(param)
+        if type(arg) is c.Tuple and type(p) is TCon and p.name == "*" and len(p.args) == len(arg.items):
+            for i, (item, t) in enumerate(zip(arg.items, p.args), 1):
+                self.check(item, t, env, f"argument {i} of {name}")
+            arg.type = param
+        else:
+            self.check(arg, param, env, f"the argument of {name}")
+        return result
+
+    def primitive(self, op: str, args: list, env: dict):
+        if op in ARITHMETIC or op == "neg":
+            for a in args:
+                self.check(a, INT, env)
+            return INT
+        if op in ORDERING:
+            for a in args:
+                self.check(a, INT, env)
+            return BOOL
+        if op == "not":
+            self.check(args[0], BOOL, env)
+            return BOOL
+        left, right = args                      # == and !=
+        t = self.infer(left, env)
+        self.check(right, t, env)
+        self.pending_equalities.append((t, left.span))
+        return BOOL
+
+    def conditional(self, e: c.If, env: dict):
+        self.check(e.cond, BOOL, env)
+        if e.form == "if without else":
+            self.check(e.then, UNIT, env, "an if without else")
+            self.infer(e.orelse, env)
+            return UNIT
+        if e.form == "&&":
+            self.check(e.then, BOOL, env)
+            self.infer(e.orelse, env)
+            return BOOL
+        if e.form == "||":
+            self.infer(e.then, env)
+            self.check(e.orelse, BOOL, env)
+            return BOOL
+        t = self.infer(e.then, env)
+        self.check(e.orelse, t, env)
+        return t
+
+    def match(self, scrutinee, clauses: list, env: dict):
+        result = None
+        for pattern, body in clauses:
+            bound = self.pattern(pattern, scrutinee, {})
+            if result is None:
+                result = self.infer(body, {**env, **bound})
+            else:
+                self.check(body, result, {**env, **bound})
+        return result
+
+    def pattern(self, p, expected, bound: dict) -> dict:
+        """Check a pattern against the type of the value it matches; add its variables to bound."""
+        p.type = expected
+        match p:
+            case s.PVar(name):
+                bound[name] = (expected, False)
+            case s.PWild():
+                pass
+            case s.PInt():
+                self.unify_at(expected, INT, p.span)
+            case s.PUnit():
+                self.unify_at(expected, UNIT, p.span)
+            case s.PTuple(items):
+                x = self.shallow(expected)
+                if not (type(x) is TCon and x.name == "*" and len(x.args) == len(items)):
+                    x = tuple_of(self.fresh() for _ in items)
+                    self.unify_at(expected, x, p.span)
+                for item, t in zip(items, x.args):
+                    self.pattern(item, t, bound)
+            case s.PCon(name, args):
+                result, field_types = self.instantiate_constructor(name)
+                self.unify_at(expected, result, p.span)
+                for item, t in zip(args or [], field_types):
+                    self.pattern(item, t, bound)
+            case _:
+                raise TypeError(f"not a pattern: {p!r}")
+        return bound
+
+
+# %% [markdown]
+# ## `let`, generalisation, and the value restriction
+#
+# A `let` infers its right-hand side one level deeper, then generalises what
+# is left unknown at that level — if the right-hand side is a *syntactic
+# value*: a function, a literal, a variable, or a constructor or tuple of
+# values. Otherwise the type is used as it is, unknowns included, and the
+# first use that settles them settles them for every use.
+#
+# Why the restriction? Because of mutable state. Imagine L had no
+# restriction, and this program:
+#
+# ```l
+# def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
+# def swap = make_cell()                    // swap : a -> List<b>?  suppose ∀a.
+# swap(Cons(1, Nil))                        // stores a List<Int>
+# swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
+# ```
+#
+# `make_cell()` returns a closure sharing one `var`. If `swap` were
+# generalised, the second call could use it at `List<String>` and get back
+# the `List<Int>` the first call stored, as a list of strings — and the
+# program would add 1 to a string. The right-hand side `make_cell()` is a
+# call, not a syntactic value, so the restriction keeps `swap`'s type
+# *weak*: one type, not yet known, which the first call fixes at `List<Int>`
+# and the second call then contradicts — a type error, where it belongs. A
+# `var` itself is never generalised, for the same reason. A function, on the
+# other hand, computes nothing until it is called, so its type is safe to
+# generalise; that is why every `def f(x) = …` is polymorphic.
+#
+# `let_bound` returns the pair (type, generalised?) that the environment
+# stores for the name. The equality requirements of `==` met inside the
+# right-hand side are settled here, just before generalisation.
+
+# %%
+#| export
+class Inference(Inference):
+    def let_bound(self, value, env: dict) -> tuple:
+        if not is_value(value):
+            return self.infer(value, env), False
+        self.level += 1
+        t = self.infer(value, env)
+        self.level -= 1
+        self.settle_equalities()
+        self.generalize(t)
+        return t, True
+
+    def settle_equalities(self, final: bool = False) -> None:
+        """Check the pending requirements of == and != whose type is known, or about to be
+        generalised (it then defaults to Int); keep the others for an outer definition."""
+        waiting = []
+        for t, span in self.pending_equalities:
+            x = self.shallow(t)
+            if type(x) is TVar:
+                if final or self.uf.description(self.uf.find(x)).level > self.level:
+                    self.unify(x, INT)
+                else:
+                    waiting.append((t, span))
+            elif x.name not in ("Int", "Bool", "String"):
+                raise CompileError(f"expected Int, Bool or String, found {Namer(self).show(x)} "
+                                   "(only those can be compared with == and !=)", span)
+        self.pending_equalities = waiting
+
+
+# %% [markdown]
+# ## `data` declarations
+#
+# A declaration `data List<t> { Cons(t, List<t>); Nil }` gives each
+# constructor a type: `Cons` takes a `t` and a `List<t>` and makes a
+# `List<t>`, for every `t`. The checks: each type name used in a field
+# exists and has the right number of parameters, each type variable is a
+# parameter of the declaration, and no parameter is declared twice.
+# Declarations may refer to each other in any order.
+
+# %%
+#| export
+class Inference(Inference):
+    def declare_data(self, declarations: list) -> None:
+        arities = {name: 0 for name in BASE_TYPES}
+        for d in declarations:
+            arities[d.name] = len(d.params)
+        self.constructors = {}
+        for d in declarations:
+            params = {}
+            for p in d.params:
+                if p.name in params:
+                    raise CompileError(f"the type parameter {p.name} is declared twice", p.span)
+                params[p.name] = self.fresh()
+            result = TCon(d.name, tuple(params.values()))
+            for con in d.constructors:
+                field_types = tuple(self.syntax_type(f.type, params, arities) for f in con.fields or [])
+                self.constructors[con.name] = (result, field_types)
+            for v in params.values():
+                self.uf.description(self.uf.find(v)).level = GENERIC
+
+    def syntax_type(self, t, params: dict, arities: dict):
+        match t:
+            case s.TVar(name, span):
+                if name not in params:
+                    raise CompileError(f"unknown type variable {name}: declare it as a parameter, "
+                                       f"as in data Name<{name}>", span)
+                return params[name]
+            case s.TName(name, args, span):
+                if name not in arities:
+                    raise CompileError(f"unknown type {name}", span)
+                if len(args) != arities[name]:
+                    raise CompileError(f"{name} takes {arities[name]} type argument"
+                                       f"{'s' * (arities[name] != 1)}, given {len(args)}", span)
+                if not args:
+                    return BASE_TYPES.get(name) or TCon(name)
+                return TCon(name, tuple(self.syntax_type(a, params, arities) for a in args))
+            case s.TTuple(items):
+                return tuple_of(self.syntax_type(i, params, arities) for i in items)
+            case s.TFun(arg, result):
+                return fn(self.syntax_type(arg, params, arities), self.syntax_type(result, params, arities))
+        raise TypeError(f"not a type: {t!r}")
+
+    def instantiate_constructor(self, name: str) -> tuple:
+        result, field_types = self.constructors[name]
+        both = self.instantiate(TCon("", (result,) + field_types))
+        return both.args[0], both.args[1:]
+
+
+# %% [markdown]
+# ## The top level: strongly connected components
+#
+# Top-level definitions may refer to each other in any order, and
+# recursively. Typing them one by one in textual order would not do: a
+# function used before its definition would be met with an unknown type. And
+# typing *all* of them together as one recursive group would make them all
+# monomorphic within the group: a polymorphic helper `id` used at `Int` by one
+# definition and at `Bool` by another would be unified with both.
+#
+# The standard solution: build the graph of references between definitions,
+# split it into **strongly connected components** — groups of definitions
+# that refer to each other, directly or not — and type the components in
+# dependency order. Within a component the definitions are monomorphic
+# (their recursive uses share one type); once the component is done, each
+# definition is generalised, and the components that use it later see a
+# polymorphic scheme.
+#
+# Tarjan's algorithm finds the components in one depth-first traversal, and
+# emits each component after all the components it depends on: exactly the
+# order we need. It is written with an explicit stack, since a program of a
+# hundred thousand definitions would exceed Python's recursion limit.
+
+# %%
+#| export
+def references(e) -> set:
+    """The top-level names an expression reads."""
+    found, todo = set(), [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, c.Var):
+            if x.kind == "global":
+                found.add(x.name)
+        elif isinstance(x, c.Assign):
+            todo.append(x.value)
+        elif isinstance(x, c.Match):
+            todo.append(x.scrutinee)
+            todo.extend(body for _, body in x.clauses)
+        elif isinstance(x, list):
+            todo.extend(x)
+        elif is_dataclass(x):
+            todo.extend(getattr(x, f.name) for f in fields(x)
+                        if f.name not in ("span", "type", "op_span") and not isinstance(getattr(x, f.name), str))
+    return found
+
+
+def strongly_connected(graph: dict) -> list[list]:
+    """Tarjan's algorithm, iterative: the components of graph, dependencies first."""
+    index, low, on_stack, stack, components = {}, {}, set(), [], []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for succ in successors:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(graph[succ])))
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    components.append(component[::-1])
+    return components
+
+
+# %% [markdown]
+# The program: declarations first, then the components of the definitions,
+# then the top-level statements (which define nothing, and so may be typed
+# last). The equality requirements that are still pending at the end default
+# their unknown types to `Int`.
+
+# %%
+#| export
+class Inference(Inference):
+    def program(self, program: c.Program) -> dict:
+        self.declare_data([i for i in program.items if isinstance(i, s.Data)])
+        self.globals, self.pending_equalities = {}, []
+        defs = {i.name.name: i for i in program.items if isinstance(i, c.Def)}
+        graph = {name: sorted(references(d.value) & defs.keys()) for name, d in defs.items()}
+        for component in strongly_connected(graph):
+            group = [defs[name] for name in component]
+            self.level += 1
+            for d in group:
+                self.globals[d.name.name] = (self.fresh(), False)
+            for d in group:
+                self.check(d.value, self.globals[d.name.name][0], {}, f"the definition of {d.name.name}")
+            self.level -= 1
+            generalise = all(is_value(d.value) for d in group)
+            if generalise:
+                self.settle_equalities()
+            for d in group:
+                t = self.globals[d.name.name][0]
+                if generalise:
+                    self.generalize(t)
+                self.globals[d.name.name] = (t, generalise)
+                d.name.type = t
+        for item in program.items:
+            if not isinstance(item, (c.Def, s.Data)):
+                self.infer(item, {})
+        self.settle_equalities(final=True)
+        return {name: t for name, (t, _) in self.globals.items()}
+
+
+# %% [markdown]
+# ## After inference: plain types for the later stages
+#
+# During inference a node's type may be a variable that unification later
+# binds; the back end wants the final answer. `infer_program` therefore ends
+# by *resolving* every recorded type — following every variable to what it
+# stands for — into an immutable tree of `TCon`s, where a variable still
+# unknown becomes a `TParam`: a type the program leaves open (the `a` of
+# `length : List<a> -> Int`), which the back end must represent uniformly.
+
+# %%
+#| export
+@dataclass(frozen=True, slots=True)
+class TParam:
+    """A type variable left open by inference: a parameter of a polymorphic type."""
+    number: int
+    generic: bool = True     # False: a weak variable, fixed by nothing in the program
+
+
+@dataclass
+class Typing:
+    """The result of inference: each definition's scheme, and how to print types."""
+    schemes: dict            # name -> resolved type (TParams are its quantified variables)
+
+    def show(self, name: str) -> str:
+        return show_type(self.schemes[name])
+
+
+def show_type(t, names: dict | None = None) -> str:
+    """A resolved type in L syntax; weak variables get a leading underscore."""
+    names = {} if names is None else names
+    match t:
+        case TParam(number, generic):
+            if number not in names:
+                n = len(names)
+                names[number] = chr(ord("a") + n % 26) + (str(n // 26) if n >= 26 else "")
+            return names[number] if generic else "_" + names[number]
+        case TCon("->", (param, result)):
+            left = show_type(param, names)
+            if isinstance(param, TCon) and param.name == "->":
+                left = f"({left})"
+            return f"{left} -> {show_type(result, names)}"
+        case TCon("*", items):
+            return "(" + ", ".join(show_type(i, names) for i in items) + ")"
+        case TCon(name, ()):
+            return name
+        case TCon(name, args):
+            return f"{name}<" + ", ".join(show_type(a, names) for a in args) + ">"
+    raise TypeError(f"not a type: {t!r}")
+
+
+class Inference(Inference):
+    def resolve(self, t, cache: dict):
+        x = self.shallow(t)
+        if type(x) is TVar:
+            p = self.uf.find(x)
+            if p not in cache:
+                cache[p] = TParam(len(cache), self.uf.description(p).level == GENERIC)
+            return cache[p]
+        if not x.args:
+            return x
+        key = id(x)
+        if key not in cache:
+            cache[key] = (x, TCon(x.name, tuple(self.resolve(a, cache) for a in x.args)))
+        return cache[key][1]
+
+    def resolve_all(self, program: c.Program) -> None:
+        """Replace every recorded type in the program by its resolved form."""
+        cache, todo = {}, [program.items]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, (list, tuple)):
+                todo.extend(x)
+            elif is_dataclass(x) and not isinstance(x, (TCon, TParam, s.Data)):
+                for f in fields(x):
+                    v = getattr(x, f.name)
+                    if f.name == "type":
+                        if v is not None:
+                            setattr(x, "type", self.resolve(v, cache))
+                    elif f.name not in ("span", "op_span") and not isinstance(v, (str, int)):
+                        todo.append(v)
+
+
+def infer_program(program: c.Program) -> Typing:
+    """Infer and record the types of a resolved core program; CompileError if ill-typed."""
+    with s.collector_paused():          # as in chapter 4a: millions of objects, no garbage cycles to find
+        inference = Inference()
+        schemes = inference.program(program)
+        inference.resolve_all(program)
+        cache = {}
+        return Typing({name: inference.resolve(t, cache) for name, t in schemes.items()})
+
+
+# %% [markdown]
+# `resolve` keeps, for each constructor node it has resolved, the original
+# node next to the result, so that the `id` it uses as a key stays valid; and
+# one cache serves the whole program, so that a type shared by many nodes is
+# resolved once.
+#
+# ## Inference at work
+#
+# `types_of` runs the front end of chapter 4 and this chapter on a program,
+# and prints each definition's scheme. First the examples from the start of
+# the chapter:
+
+# %%
+#| export
+from lcompiler.errors import Source
+from lcompiler.interp import check as check_names
+
+
+def check_types(source: Source) -> tuple[c.Program, Typing]:
+    """Parse, desugar, resolve and type a program: its typed core, or a CompileError."""
+    program = check_names(source)
+    return program, infer_program(program)
+
+
+def show_types(source: Source) -> str:
+    """Every top-level definition with its type scheme, in program order."""
+    program, typing = check_types(source)
+    return "\n".join(f"{d.name.name} : {typing.show(d.name.name)}"
+                     for d in program.items if isinstance(d, c.Def))
+
+
+# %%
+def types_of(text: str) -> None:
+    try:
+        print(show_types(Source("example.l", text)))
+    except CompileError as error:
+        print(error.render())
+
+
+types_of("""\
+def inc = { x -> x + 1 }
+def call_with_one = { f -> f(1) }
+def self_apply = { x -> x(x) }
+""")
+
+# %% [markdown]
+# Inference stops at the first error: `self_apply`'s call would need a type
+# that contains itself. Without it, and with more examples:
+
+# %%
+types_of("""\
+data List<t> { Cons(t, List<t>); Nil }
+def inc = { x -> x + 1 }
+def call_with_one = { f -> f(1) }
+def id(x) = x
+def pair = (id(1), id(true))
+def compose(f, g) = { x -> f(g(x)) }
+def same(a, b) = a == b
+def length = {
+  Cons(_, tail) -> 1 + length(tail)
+  Nil -> 0
+}
+def map(f, list) = match (list) {
+  Cons(x, rest) -> Cons(f(x), map(f, rest))
+  Nil -> Nil
+}
+def lengths = map(length, Cons(Cons(1, Nil), Cons(Nil, Nil)))
+def empty = map(id, Nil)
+""")
+
+# %% [markdown]
+# `same` compares values of an unknown type, so that type defaulted to `Int`.
+# `lengths` is not a syntactic value (it is a call), so it is not
+# generalised, but its type is fully known. `empty` is a call too: its
+# element type, unknown and not generalised, is *weak*, `_a` — the first use
+# of `empty` at some list type will fix it.
+#
+# The mutually recursive definitions `even` and `odd` form one component, and
+# `id` is used at two types by other components:
+
+# %%
+types_of("""\
+def id(x) = x
+def even(n) = if (n == 0) id(true) else odd(n - 1)
+def odd(n) = if (n == 0) id(false) else even(n - 1)
+def both = (even(id(10)), odd(3))
+""")
+
+# %% [markdown]
+# ### The seeds' sample program, step by step
+#
+# The sample program of the seeds rebinds `true` and `false` to functions —
+# Church booleans — and builds pairs from them. Here is how inference goes
+# through it, with the type each name gets (the block is the argument of an
+# `==`, inside an `assert`):
+#
+# 1. `let true = { (x,y) -> x }`: a function of a pair; `x : a`, `y : b`;
+#    result `a`. A syntactic value, generalised: `true : ∀a b. (a, b) -> a`.
+# 2. `let false = { (x,y) -> y }`: likewise `false : ∀a b. (a, b) -> b`.
+# 3. `let pair = { (first,second) -> boolean -> boolean(first, second) }`:
+#    `first : a`, `second : b`, `boolean : c`; the call makes
+#    `c = (a, b) -> d`. So `pair : ∀a b d. (a, b) -> ((a, b) -> d) -> d`: give
+#    it two values, and it returns a function that passes both to a chooser.
+# 4. `let first = { p -> p(true) }`: `p : e`, applied to `true`, which is
+#    instantiated as `(f, g) -> f`; so `e = ((f, g) -> f) -> h`, and
+#    `first : ∀f g h. (((f, g) -> f) -> h) -> h`. `second` is the same with
+#    `g`.
+# 5. `let p = pair(7, 5)`: `pair` instantiated with `a = Int`, `b = Int`:
+#    `p : ((Int, Int) -> d) -> d`. A call, not a value: `d` is *not*
+#    generalised — it is weak.
+# 6. `second(p)`: `second`'s parameter type `((f, g) -> g) -> h` meets `p`'s
+#    type: `f = g = Int`, `d = Int`, `h = Int`. So `second(p) : Int`, and that
+#    fixed `d`, `p`'s weak variable, at `Int` for good.
+# 7. `first(p)`: `first` needs `((f', g') -> f') -> h'` — unified with
+#    `((Int, Int) -> Int) -> Int`: fine, `Int`. The block's value,
+#    `second(p) * (first(p) + second(p))`, is an `Int`, compared with `60`.
+#
+# Step 7 works *because* `first` and `second` both choose an `Int` from a
+# pair of `Int`s. Had the program built `pair(7, "five")`, `d` would be fixed
+# by whichever selector came first, and the other would be a type error: `p`
+# is not polymorphic. The program passes, and the types recorded on its nodes
+# are what steps 1–7 said:
+
+# %%
+seeds = Source("seeds.l", """\
+assert( { let true = { (x,y) -> x }
+          let false = { (x,y) -> y }
+          let pair = { (first,second) -> boolean -> boolean( first, second) }
+          let first = { p -> p( true)}
+          let second = { p -> p( false)}
+          let p = pair( 7, 5)
+          second( p) * (first( p) + second( p)) } == 60)
+""")
+program, typing = check_types(seeds)
+
+node = program.items[0].cond.args[0]       # the block, in core: nested lets
+while isinstance(node, c.Let):
+    print(f"{node.name:6} : {show_type(node.value.type)}")
+    node = node.body
+print(f"{'result':6} : {show_type(node.type)}")
+
+# %% [markdown]
+# (The schemes of the `let`-bound functions print with their quantified
+# variables; `p`'s variable has been fixed to `Int` by the time inference
+# ends.)
+#
+# ## Errors
+#
+# Some ill-typed programs, and what the programmer is told. The function
+# `unused` is never called: it is rejected all the same, since every
+# definition is checked.
+
+# %%
+for name, text in {
+    "args.l": "def add(a, b) = a + b\nprint(add(1, true))",
+    "cond.l": "def f(n) = if (n + 1) 1 else 2",
+    "branch.l": "def f(c) = if (c) 1 else \"one\"",
+    "restriction.l": "def id(x) = x\ndef f() = {\n  let g = id(id)\n  print(g(1), g(true))\n}",
+    "unused.l": "def unused(x) = {\n  let y = x + 1\n  y && true\n}",
+    "compare.l": "print((1, 2) == (1, 2))",
+    "data.l": "data Tree<a> { Leaf; Node(Tree<a>, b, Tree<a>) }",
+    "not_fn.l": "def x = 3\nprint(x(1))",
+    "infinite.l": "def loop = { f -> f(f) }",
+}.items():
+    try:
+        check_types(Source(name, text))
+        print(f"{name}: accepted!")
+    except CompileError as error:
+        print(error.render(), end="\n\n")
+
+# %% [markdown]
+# ## `lc show types`, and `lc run` checks types first
+#
+# From this chapter on, `lc run` type-checks a program before running it: an
+# ill-typed program is refused with exit status 1, and nothing runs.
+
+# %%
+import sys
+
+from lcompiler import interp
+from lcompiler.cli import InputError, arg, command, read_source, stage
+
+# %%
+#| export cli
+from lcompiler import types
+
+
+@stage("types")
+def show_types_stage(source: Source) -> str:
+    return types.show_types(source)
+
+
+@command("run", "run an L program (type-checked first)",
+         arg("file", help="an L source file"),
+         arg("--interp", action="store_true",
+             help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
+def run_command(args) -> int:
+    try:
+        source = read_source(args.file)
+    except InputError as error:
+        print(f"lc: error: {error}", file=sys.stderr)
+        return 1
+    program, _ = types.check_types(source)
+    interp.Interpreter().run(program)
+    return 0
+
+
+# %%
+import contextlib
+import tempfile
+from pathlib import Path
+
+from lcompiler.cli import lc
+
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    Path("lists.l").write_text("""\
+data List<t> { Cons(t, List<t>); Nil }
+def length = { Cons(_, tail) -> 1 + length(tail); Nil -> 0 }
+def map(f, l) = l.{ Cons(x, r) -> Cons(f(x), map(f, r)); Nil -> Nil }
+print(map({ x -> x * x }, Cons(1, Cons(2, Nil))), length(Cons("a", Nil)))
+""")
+    print("exit status", lc("show", "types", "lists.l"))
+    print("exit status", lc("run", "lists.l"))
+    Path("bad.l").write_text('print("before")\nprint(1 + "one")\n')
+    print("exit status", lc("run", "bad.l"))
+
+# %% [markdown]
+# `bad.l` prints nothing at all: the type error is found before anything
+# runs.
+#
+# ## How inference scales, and where it does not
+#
+# Inference visits each node once, and each unification costs the size of
+# the types it compares, with union-find's nearly constant finds; so on
+# ordinary programs, whose types stay small, it is linear in the size of the
+# program. `bench/infer_speed.py` measures it on generated programs of 1,000
+# to 100,000 definitions (each definition a few lines, using polymorphic
+# helpers at several types); on the machine that wrote this book,
+# `python bench/infer_speed.py` printed:
+#
+# ```text
+# BENCHMARK_TABLE
+# ```
+#
+# Types do not always stay small. Each `let`-bound function below doubles
+# the size of the type of the one before: `double(x)` is a pair of two `x`s,
+# so the type of `d3` has 2³ = 8 copies of `a`, and `dn`'s has 2ⁿ. Hindley–
+# Milner typing is known to be exponential in the worst case, for exactly
+# this reason (Mairson 1990; Kfoury, Tiuryn and Urzyczyn 1990): the *printed*
+# type of a program of n lines can have 2ⁿ symbols. Our representation shares
+# the unified parts, so memory grows linearly here, but instantiating a
+# scheme copies the type it instantiates:
+
+# %%
+import time
+
+
+def doubling(n: int) -> str:
+    lines = ["def double(x) = (x, x)", "def d0(x) = double(x)"]
+    lines += [f"def d{i}(x) = double(d{i - 1}(x))" for i in range(1, n + 1)]
+    return "\n".join(lines)
+
+
+for n in (3, 6, 9, 12):
+    program, typing = check_types(Source("doubling.l", doubling(n)))
+    shown = typing.show(f"d{n}")
+    print(f"n = {n:2}: the type of d{n} prints with {len(shown):6} characters: {shown[:40]}…")
+
+# %% [markdown]
+# The printed size doubles with each line of the program: 2ⁿ. (No real program
+# meets this; but it is why no compiler promises linear-time type inference
+# for ML, and why the benchmark above uses types of bounded size.)
+#
+# ## What the tests check
+#
+# `tests/test_types.py`:
+#
+# - every program of the corpus that must run (`tests/corpus/run`, `fail`,
+#   and `examples/`) is well-typed;
+# - every program of `tests/corpus/types/` is rejected at the line and column
+#   its first line names, with the expected and found types it names;
+# - Hypothesis generates random well-typed programs *from types* — an
+#   expression is built to have a chosen type, using literals, variables in
+#   scope, operators, `if`, `let`, functions, calls, tuples, lists and
+#   `match` — and checks that inference accepts them, infers the chosen type
+#   for the printed expression, and that the interpreter runs them without a
+#   runtime error of any kind: no type confusion at run time;
+# - the value-restriction program above, `even`/`odd`, the seeds' program and
+#   the doubling types infer as this chapter says.
+#
+# ## Exercises
+#
+# 1. Generalise the variables bound by a tuple pattern in `let (a, b) =
+#    (id, id)`, as OCaml does. What must `is_value` say about the pattern?
+# 2. Replace levels by the textbook test "is this variable free in the
+#    environment?" and run `bench/infer_speed.py`. How does the time grow?
+# 3. Make error messages point at *both* places: where the expected type came
+#    from, and where the conflicting one was found.

@@ -1,0 +1,223 @@
+"""Type inference (chapter 5): the corpus, random well-typed programs, and the chapter's claims."""
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from lcompiler.errors import CompileError, RunError, Source
+from lcompiler.interp import Interpreter
+from lcompiler.types import check_types, show_types
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+WELL_TYPED = sorted((CORPUS / "run").glob("*.l")) + sorted((CORPUS / "fail").glob("*.l")) + \
+    sorted((ROOT / "examples").glob("*.l"))
+ILL_TYPED = sorted((CORPUS / "types").glob("*.l"))
+
+
+@pytest.mark.parametrize("path", WELL_TYPED, ids=[p.parent.name + "/" + p.stem for p in WELL_TYPED])
+def test_programs_that_run_are_well_typed(path):
+    check_types(Source(path.name, path.read_text()))
+
+
+@pytest.mark.parametrize("path", ILL_TYPED, ids=[p.stem for p in ILL_TYPED])
+def test_ill_typed_programs_are_rejected_where_and_as_expected(path):
+    text = path.read_text()
+    m = re.match(r"//\s*error\s+(\d+):(\d+)\s+(expected .+, found .+?)\s*$", text.splitlines()[0])
+    assert m, "first line: // error LINE:COL expected T1, found T2"
+    with pytest.raises(CompileError) as caught:
+        check_types(Source(path.name, text))
+    error = caught.value
+    assert error.span.source.line_col(error.span.start) == (int(m.group(1)), int(m.group(2))), error.render()
+    assert error.message.startswith(m.group(3)), error.render()
+
+
+def schemes(text: str) -> dict:
+    return dict(line.split(" : ") for line in show_types(Source("t.l", text)).splitlines())
+
+
+def test_polymorphism_value_restriction_and_components():
+    found = schemes("""
+data List<t> { Cons(t, List<t>); Nil }
+def id(x) = x
+def pair = (id(1), id(true))
+def even(n) = if (n == 0) true else odd(n - 1)
+def odd(n) = if (n == 0) false else even(n - 1)
+def map(f, l) = match (l) { Cons(x, r) -> Cons(f(x), map(f, r)); Nil -> Nil }
+def empty = map(id, Nil)
+def same(a, b) = a == b
+def cell = { var c := Nil; { x -> { let old = c; c := x; old } } }
+""")
+    assert found == {"id": "a -> a", "pair": "(Int, Bool)", "even": "Int -> Bool", "odd": "Int -> Bool",
+                     "map": "(a -> b, List<a>) -> List<b>", "empty": "List<_a>",
+                     "same": "(Int, Int) -> Bool",
+                     "cell": "List<_a> -> List<_a>"}   # a block, not a syntactic value: weak
+
+
+def test_the_unsound_program_of_the_chapter_is_rejected():
+    program = """
+data List<t> { Cons(t, List<t>); Nil }
+def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
+def swap = make_cell()
+swap(Cons(1, Nil))
+swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
+"""
+    with pytest.raises(CompileError, match=r"expected List<Int>, found List<String> \(the argument of swap\)"):
+        check_types(Source("t.l", program))
+
+
+def test_equality_needs_int_bool_or_string():
+    with pytest.raises(CompileError, match="expected Int, Bool or String, found"):
+        check_types(Source("t.l", "print((1, 2) == (1, 2))"))
+    with pytest.raises(CompileError, match=r"expected Int, found a -> a \(argument 1 of same\)"):
+        check_types(Source("t.l", "def same(a, b) = a == b\nprint(same({ x -> x }, { x -> x }))"))
+    assert schemes('def eq(a, b) = a == b\ndef s = (eq(1, 2), "x" == "y", true != false)') == \
+        {"eq": "(Int, Int) -> Bool", "s": "(Bool, Bool, Bool)"}
+
+
+def test_data_declarations_are_checked():
+    for text, message in [("data T { A(U) }", "unknown type U"), ("data T { A(List) }", "unknown type List"),
+                          ("data L<a> { C(L) }", "L takes 1 type argument, given 0"),
+                          ("data T { A(b) }", "unknown type variable b"),
+                          ("data T<a, a> { A }", "declared twice")]:
+        with pytest.raises(CompileError, match=message):
+            check_types(Source("t.l", text))
+
+
+def test_every_node_gets_a_resolved_type():
+    from lcompiler import core as c
+    from lcompiler.types import TCon, TParam
+    program, _ = check_types(Source("t.l", "def f(x) = { let y = (x, 1); print(y); y }\nprint(f(true))"))
+    todo, count = [program.items], 0
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif isinstance(x, c.Def):
+            todo.append(x.value)
+        elif type(x).__module__ == c.__name__:
+            assert isinstance(x.type, (TCon, TParam)), x
+            count += 1
+            todo.extend(getattr(x, f) for f in x.__slots__ if f not in ("span", "type", "op_span", "kind", "form"))
+    assert count > 10
+
+
+# -- random well-typed programs, generated from their types ------------------------------------
+
+PRELUDE = """\
+data List<t> { Cons(t, List<t>); Nil }
+def id(x) = x
+def twice(f, x) = f(f(x))
+def length = { Cons(_, t) -> 1 + length(t); Nil -> 0 }
+def map(f, l) = l.{ Cons(x, r) -> Cons(f(x), map(f, r)); Nil -> Nil }
+"""
+
+BASE = ["Int", "Bool", "String", "Unit"]
+
+
+@st.composite
+def types(draw, depth=2):
+    if depth == 0:
+        return draw(st.sampled_from(BASE))
+    kind = draw(st.sampled_from(["base", "base", "tuple", "fn", "list"]))
+    if kind == "base":
+        return draw(st.sampled_from(BASE))
+    if kind == "tuple":
+        return ("*", draw(types(depth - 1)), draw(types(depth - 1)))
+    if kind == "fn":
+        return ("->", draw(types(depth - 1)), draw(types(depth - 1)))
+    return ("List", draw(types(depth - 1)))
+
+
+def show(t) -> str:
+    if isinstance(t, str):
+        return t
+    if t[0] == "*":
+        return f"({show(t[1])}, {show(t[2])})"
+    if t[0] == "->":
+        left = show(t[1])
+        return f"{'(' + left + ')' if isinstance(t[1], tuple) and t[1][0] == '->' else left} -> {show(t[2])}"
+    return f"List<{show(t[1])}>"
+
+
+@st.composite
+def expression(draw, t, env, depth):
+    """L text of an expression of type t, using the variables of env (name -> type)."""
+    names = [x for x, tx in env.items() if tx == t]
+    leaf = depth <= 0
+    options = ["literal"] + ["var"] * bool(names) + ([] if leaf else ["let", "if", "call", "id", "shape"])
+    kind = draw(st.sampled_from(options))
+    sub = lambda ty, e=env: draw(expression(ty, e, depth - 1))
+    if kind == "var":
+        return draw(st.sampled_from(names))
+    if kind == "let":
+        x = f"v{len(env)}"
+        tx = draw(types(1))
+        return f"{{ let {x} = {sub(tx)}; {sub(t, {**env, x: tx})} }}"
+    if kind == "if":
+        return f"(if ({sub('Bool')}) {sub(t)} else {sub(t)})"
+    if kind == "call":
+        arg = draw(types(1))
+        return f"({sub(('->', arg, t))})({sub(arg)})"
+    if kind == "id":
+        return f"id({sub(t)})"
+    # literal or shape: build a value of the type from its structure
+    if t == "Int":
+        if kind == "shape":
+            op = draw(st.sampled_from(["+", "-", "*"]))
+            return f"({sub('Int')} {op} {sub('Int')})" if draw(st.booleans()) else f"length({sub(('List', 'Bool'))})"
+        return str(draw(st.integers(0, 99)))
+    if t == "Bool":
+        if kind == "shape":
+            choice = draw(st.sampled_from(["<", "==", "&&", "!", "eqs"]))
+            if choice == "!":
+                return f"!{sub('Bool')}"
+            if choice == "&&":
+                return f"({sub('Bool')} && {sub('Bool')})"
+            if choice == "eqs":
+                return f"({sub('String')} == {sub('String')})"
+            return f"({sub('Int')} {choice} {sub('Int')})"
+        return draw(st.sampled_from(["true", "false"]))
+    if t == "String":
+        return '"' + draw(st.sampled_from(["", "a", "b c", "x\\n"])) + '"'
+    if t == "Unit":
+        return "()" if kind == "literal" else f"print({sub('Int')})"
+    if t[0] == "*":
+        return f"({sub(t[1])}, {sub(t[2])})"
+    if t[0] == "->":
+        x = f"p{len(env)}"
+        return f"{{ {x} -> {sub(t[2], {**env, x: t[1]})} }}"
+    if kind == "shape":
+        return f"map({{ y -> y }}, {sub(t)})" if draw(st.booleans()) else f"twice({{ l -> l }}, {sub(t)})"
+    return "Nil" if draw(st.booleans()) else f"Cons({sub(t[1])}, {sub(t)})"
+
+
+def instance_of(t, scheme, mapping: dict) -> bool:
+    """Is the chosen type t an instance of the inferred type (its parameters mapped consistently)?"""
+    from lcompiler.types import TParam
+    if isinstance(scheme, TParam):
+        return mapping.setdefault(scheme, t) == t
+    if isinstance(t, str):
+        return scheme.name == t and not scheme.args
+    name = {"*": "*", "->": "->", "List": "List"}[t[0]]
+    return scheme.name == name and len(scheme.args) == len(t) - 1 and \
+        all(instance_of(x, y, mapping) for x, y in zip(t[1:], scheme.args))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_well_typed_programs_are_accepted_and_never_go_wrong(data):
+    t = data.draw(types(2), label="type")
+    e = data.draw(expression(t, {}, 4), label="expression")
+    text = PRELUDE + f"def value = {e}\nprint(value)\n"
+    source = Source("random.l", text)
+    program, typing = check_types(source)
+    assert instance_of(t, typing.schemes["value"], {}), (typing.show("value"), show(t))
+    out = io.StringIO()
+    try:
+        Interpreter(out).run(program)
+    except RunError as error:       # every kind of runtime error is a failure here: there is no /, no partial match
+        raise AssertionError(f"{error.render()}\n{text}")
