@@ -221,3 +221,23 @@ def test_random_well_typed_programs_are_accepted_and_never_go_wrong(data):
         Interpreter(out).run(program)
     except RunError as error:       # every kind of runtime error is a failure here: there is no /, no partial match
         raise AssertionError(f"{error.render()}\n{text}")
+
+
+CORPUS_TEXTS = [p.read_text() for p in sorted(CORPUS.glob("*/*.l"))]
+TOKENS = ["1", "true", '"s"', "()", "x", "f", "Nil", "Cons(1, Nil)", "(1, 2)", "{ x -> x }", "==", "+", "&&",
+          "if (true) 1 else 2", "print", "(", ")", ";", "\n"]
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_inference_never_raises_anything_but_a_located_compile_error(data):
+    words = data.draw(st.sampled_from(CORPUS_TEXTS)).split(" ")
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(words) - 1))
+        words[at] = data.draw(st.sampled_from(TOKENS + words))
+    source = Source("mutant.l", " ".join(words))
+    try:
+        check_types(source)
+    except CompileError as error:
+        line, col = error.span.source.line_col(error.span.start)
+        assert error.render().startswith(f"mutant.l:{line}:{col}: error: ")
