@@ -239,6 +239,24 @@ def sync(names: list[str]) -> list[Path]:
     return twins
 
 
+def coalesce_streams(ipynb: Path) -> None:
+    """Merge adjacent outputs of the same stream: how the kernel happened to chunk a cell's
+    printing changes from run to run, and would otherwise change the stored notebook."""
+    import nbformat
+    notebook = nbformat.read(ipynb, as_version=4)
+    for cell in notebook.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            if (merged and out.output_type == "stream" and merged[-1].output_type == "stream"
+                    and merged[-1].name == out.name):
+                merged[-1].text += out.text
+            else:
+                merged.append(out)
+        if "outputs" in cell:
+            cell.outputs = merged
+    nbformat.write(notebook, ipynb)
+
+
 def run(names: list[str]) -> None:
     """Rebuild notebooks from their text twins, export, execute them in place."""
     env = dict(os.environ, PYTHONHASHSEED="0")
@@ -249,6 +267,7 @@ def run(names: list[str]) -> None:
                         "--execute", "--inplace", "--ExecutePreprocessor.record_timing=False",
                         "--ExecutePreprocessor.timeout=600", "--ExecutePreprocessor.kernel_name=python3",
                         str(ipynb)], check=True, cwd=NOTEBOOKS, env=env)
+        coalesce_streams(ipynb)
         print(f"executed {rel(ipynb)}")
     for path in export():
         print(f"wrote {rel(path)}")
