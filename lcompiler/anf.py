@@ -467,7 +467,7 @@ class C3(Compiler):
         return lowered
 
 
-# --- C4: a join point for every `If0` ----------------------------------
+# --- C4: a join point for every If0 ------------------------------------
 
 class C4(C3):
     """Join points: if0 never duplicates its continuation. Targets A2."""

@@ -93,7 +93,7 @@ def add_command(args) -> int:
 # ======================================================================
 
 
-# --- `lc show tokens` and `lc show ast` --------------------------------
+# --- Showing tokens and trees from the shell ---------------------------
 
 from pathlib import Path
 
@@ -163,7 +163,7 @@ def show_ast_stage(source: Source) -> str:
 # ======================================================================
 
 
-# --- `lc run` and `lc show core` ---------------------------------------
+# --- Running programs from the shell -----------------------------------
 
 from lcompiler import core, interp
 
@@ -192,7 +192,7 @@ def show_core_stage(source: Source) -> str:
 # ======================================================================
 
 
-# --- `lc show types`, and `lc run` checks types first ------------------
+# --- Showing types, and running only well-typed programs ---------------
 
 from lcompiler import types
 

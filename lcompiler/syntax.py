@@ -787,7 +787,7 @@ class Parser(Parser):
         return self.expression()
 
 
-# --- Top-level items and `data` ----------------------------------------
+# --- Top-level items and data declarations -----------------------------
 
 class Parser(Parser):
     def program(self) -> Program:

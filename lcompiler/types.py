@@ -395,7 +395,7 @@ class Inference(Inference):
         return bound
 
 
-# --- `let`, generalisation, and the value restriction ------------------
+# --- Let, generalisation, and the value restriction --------------------
 
 class Inference(Inference):
     def let_bound(self, value, env: dict) -> tuple:
@@ -425,7 +425,7 @@ class Inference(Inference):
         self.pending_equalities = waiting
 
 
-# --- `data` declarations -----------------------------------------------
+# --- Data declarations -------------------------------------------------
 
 class Inference(Inference):
     def declare_data(self, declarations: list) -> None:

@@ -736,7 +736,7 @@ same_up_to_renaming(C3.lower(P2), GIST_LISTINGS["C3", "P2"])
 # name no longer identifies one place in the program. C1 had the same flaw;
 # P1 simply had no `If0` to show it.
 #
-# ## C4: a join point for every `If0`
+# ## C4: a join point for every If0
 #
 # The cure is the one every compiler uses: put the rest of the program in one
 # place, give it a name, and make both branches *jump* there with their value.

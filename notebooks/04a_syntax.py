@@ -1064,7 +1064,7 @@ class Parser(Parser):
 # the chapter present the parser a piece at a time; the package gets the same
 # code in the same order, so its final `Parser` is the complete one.
 #
-# ### Top-level items and `data`
+# ### Top-level items and data declarations
 #
 # A program is a sequence of items separated by line breaks or `;`:
 # definitions, `data` declarations, and statements other than `let` and
@@ -1574,7 +1574,7 @@ type(get_lexer_by_name("l")).__name__
 # print(fact(10))   // 3628800
 # ```
 #
-# ## `lc show tokens` and `lc show ast`
+# ## Showing tokens and trees from the shell
 #
 # The command line gets a `show` sub-command, which prints one stage of the
 # compiler for a file. Stages are a registry, like the sub-commands: this

@@ -1272,7 +1272,7 @@ print(out.getvalue().strip(), f"in {elapsed:.1f} s, {elapsed / 1e6 * 1e6:.2f} µ
 # times slower than the native code of chapter 10 will be, which is what it
 # is for — a definition to compare with, not a way to run programs fast.
 #
-# ## `lc run` and `lc show core`
+# ## Running programs from the shell
 #
 # `lc run FILE.l` runs a program. Until the native back end exists, it uses
 # this interpreter; afterwards, `lc run --interp` will still choose it. Exit

@@ -30,7 +30,7 @@
 #   returns the *type scheme* of every top-level definition — or raises a
 #   `CompileError` at the first ill-typed expression, saying what type was
 #   expected there and what type was found, in L's syntax.
-# - `show_scheme` prints a scheme as L would write it: `List<a> -> Int`.
+# - `show_type` prints a type or scheme as L would write it: `List<a> -> Int`.
 # - `lc show types FILE.l` prints every definition with its scheme, and
 #   `lc run` now refuses an ill-typed program before running anything.
 
@@ -577,7 +577,7 @@ class Inference(Inference):
 
 
 # %% [markdown]
-# ## `let`, generalisation, and the value restriction
+# ## Let, generalisation, and the value restriction
 #
 # A `let` infers its right-hand side one level deeper, then generalises what
 # is left unknown at that level — if the right-hand side is a *syntactic
@@ -641,7 +641,7 @@ class Inference(Inference):
 
 
 # %% [markdown]
-# ## `data` declarations
+# ## Data declarations
 #
 # A declaration `data List<t> { Cons(t, List<t>); Nil }` gives each
 # constructor a type: `Cons` takes a `t` and a `List<t>` and makes a
@@ -1084,7 +1084,7 @@ for name, text in {
         print(error.render(), end="\n\n")
 
 # %% [markdown]
-# ## `lc show types`, and `lc run` checks types first
+# ## Showing types, and running only well-typed programs
 #
 # From this chapter on, `lc run` type-checks a program before running it: an
 # ill-typed program is refused with exit status 1, and nothing runs.
