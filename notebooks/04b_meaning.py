@@ -77,7 +77,7 @@
 # | `f()`, `f(a)`, `f(a, b)` | `f(())`, `f(a)`, `f((a, b))` |
 # | `e.f`, `e.f(a, b)`, `e.f{ … }` | `f(e)`, `f((e, a, b))`, `f((e, { … }))` |
 # | `e.{ clauses }` | `match (e) { clauses }` |
-# | `a && b`, `a \|\| b` | `if (a) b else false`, `if (a) true else b` |
+# | `a && b`, <code>a &#124;&#124; b</code> | `if (a) b else false`, `if (a) true else b` |
 # | `-e`, `!e` | `neg(e)`, `not(e)`; `-5` is the literal −5 |
 # | `if (c) e` | `if (c) e else ()` |
 # | `{ s1 … sn }` | nested `Let`, `LetVar`, `Seq`; a block ending in `let`, `var` or an assignment ends with `()` |

@@ -90,3 +90,12 @@ def test_the_site_builds_strictly(tmp_path):
     assert "Run(output=" in chapter, "the chapter page shows the notebook's stored outputs"
     assert "highlight-ipynb" in chapter, "code cells are highlighted"
     assert not (tmp_path / "site" / "notebooks" / "01_addlang.py").exists(), "twins are not pages"
+
+
+def test_no_heading_has_inline_code():
+    # mkdocs-jupyter drops inline code from the table of contents: "`lc run` and …" shows as " and …"
+    for notebook in literate.notebook_paths():
+        for cell in json.loads(notebook.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                for line in "".join(cell["source"]).splitlines():
+                    assert not (line.startswith("#") and "`" in line), f"{notebook.name}: {line}"
