@@ -3,7 +3,7 @@
 """The `lc` command: one sub-command per chapter that has something to run.
 """
 
-__all__ = ['COMMANDS', 'arg', 'command', 'main', 'add_command', 'STAGES', 'stage', 'InputError', 'read_source', 'show_command', 'lc', 'show_tokens_stage', 'show_ast_stage', 'run_command', 'show_core_stage', 'show_types_stage']
+__all__ = ['COMMANDS', 'UsageError', 'arg', 'command', 'main', 'add_command', 'STAGES', 'stage', 'read_source', 'show_command', 'lc', 'show_tokens_stage', 'show_ast_stage', 'run_command', 'show_core_stage', 'show_types_stage']
 
 
 # ======================================================================
@@ -20,6 +20,10 @@ from typing import Callable
 from lcompiler.errors import CompileError, Diagnostic
 
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
+
+
+class UsageError(Exception):
+    """A problem with how lc was called, not with a program: a file it cannot read, say."""
 
 
 def arg(*names, **options) -> tuple:
@@ -51,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()             # what the program printed comes first
         print(error.render(), file=sys.stderr)
         return error.status
+    except UsageError as error:
+        print(f"lc: error: {error}", file=sys.stderr)
+        return 1
     except RecursionError:
         print("lc: error: the input is nested too deeply for this compiler", file=sys.stderr)
         return 1
@@ -110,15 +117,12 @@ def stage(name: str) -> Callable:
     return register
 
 
-class InputError(Exception):
-    """A file lc cannot read."""
-
-
 def read_source(path: str) -> Source:
+    """The text of an L file, or a UsageError that says why it cannot be read."""
     try:
         return Source(path, Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+        raise UsageError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
 
 
 @command("show", "print one stage of the compiler for an L file",
@@ -126,15 +130,8 @@ def read_source(path: str) -> Source:
          arg("file", help="an L source file"))
 def show_command(args) -> int:
     if args.stage not in STAGES:
-        print(f"lc: error: unknown stage {args.stage!r}; the stages are: {', '.join(STAGES)}",
-              file=sys.stderr)
-        return 1
-    try:
-        source = read_source(args.file)
-    except InputError as error:
-        print(f"lc: error: {error}", file=sys.stderr)
-        return 1
-    print(STAGES[args.stage](source))
+        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(STAGES)}")
+    print(STAGES[args.stage](read_source(args.file)))
     return 0
 
 import contextlib
@@ -173,12 +170,7 @@ from lcompiler import core, interp
          arg("--interp", action="store_true",
              help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
 def run_command(args) -> int:
-    try:
-        source = read_source(args.file)
-    except InputError as error:
-        print(f"lc: error: {error}", file=sys.stderr)
-        return 1
-    interp.run_source(source)
+    interp.run_source(read_source(args.file))
     return 0
 
 
@@ -207,11 +199,6 @@ def show_types_stage(source: Source) -> str:
          arg("--interp", action="store_true",
              help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
 def run_command(args) -> int:
-    try:
-        source = read_source(args.file)
-    except InputError as error:
-        print(f"lc: error: {error}", file=sys.stderr)
-        return 1
-    program, _ = types.check_types(source)
+    program, _ = types.check_types(read_source(args.file))
     interp.Interpreter().run(program)
     return 0

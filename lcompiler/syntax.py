@@ -1015,6 +1015,8 @@ def pretty_expr(e, indent: int = 0) -> str:
         case Tuple(items):
             return "(" + ", ".join(pretty_expr(i, indent) for i in items) + ")"
         case Call(fn, args):
+            if isinstance(fn, (Con, Dot)) and fn.args is None:   # x.f() and C() would read differently
+                return f"({pretty_expr(fn, indent)})" + _args(args)
             return _operand(fn, POSTFIX_BP - 1) + _args(args)
         case Dot(receiver, name, args):
             return _operand(receiver, POSTFIX_BP - 1) + "." + name.name + ("" if args is None else _args(args))
@@ -1028,7 +1030,8 @@ def pretty_expr(e, indent: int = 0) -> str:
             return f"{_operand(left, bp - 1)} {op} {_operand(right, bp)}"
         case If(cond, then, orelse):
             head = f"if ({pretty_expr(cond, indent)}) "
-            then_text = _operand(then, 0) if isinstance(then, If) else pretty_expr(then, indent)
+            # a then-branch that extends as far as it can (if, while, :=) could swallow the else
+            then_text = _operand(then, 0) if orelse is not None else pretty_expr(then, indent)
             if orelse is None:
                 return head + then_text
             return head + then_text + " else " + pretty_expr(orelse, indent)

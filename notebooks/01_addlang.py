@@ -878,7 +878,8 @@ for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
 # The command line is a small registry: `command` records a sub-command's
 # help text, its arguments and the function that runs it; `main` builds the
 # `argparse` parser from the registry and turns errors into messages and exit
-# statuses.
+# statuses: a `Diagnostic` (a mistake in the program) is shown with its
+# place, a `UsageError` (a file that cannot be read, say) as `lc: error: …`.
 
 # %%
 #| export cli
@@ -891,6 +892,10 @@ from typing import Callable
 from lcompiler.errors import CompileError, Diagnostic
 
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
+
+
+class UsageError(Exception):
+    """A problem with how lc was called, not with a program: a file it cannot read, say."""
 
 
 def arg(*names, **options) -> tuple:
@@ -922,6 +927,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()             # what the program printed comes first
         print(error.render(), file=sys.stderr)
         return error.status
+    except UsageError as error:
+        print(f"lc: error: {error}", file=sys.stderr)
+        return 1
     except RecursionError:
         print("lc: error: the input is nested too deeply for this compiler", file=sys.stderr)
         return 1

@@ -1284,10 +1284,7 @@ print(out.getvalue().strip(), f"in {elapsed:.1f} s, {elapsed / 1e6 * 1e6:.2f} µ
 # run in this notebook:
 
 # %%
-import sys
-from typing import Callable
-
-from lcompiler.cli import InputError, arg, command, read_source, stage
+from lcompiler.cli import arg, command, read_source, stage
 
 # %%
 #| export cli
@@ -1299,12 +1296,7 @@ from lcompiler import core, interp
          arg("--interp", action="store_true",
              help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
 def run_command(args) -> int:
-    try:
-        source = read_source(args.file)
-    except InputError as error:
-        print(f"lc: error: {error}", file=sys.stderr)
-        return 1
-    interp.run_source(source)
+    interp.run_source(read_source(args.file))
     return 0
 
 

@@ -1090,10 +1090,8 @@ for name, text in {
 # ill-typed program is refused with exit status 1, and nothing runs.
 
 # %%
-import sys
-
 from lcompiler import interp
-from lcompiler.cli import InputError, arg, command, read_source, stage
+from lcompiler.cli import arg, command, read_source, stage
 
 # %%
 #| export cli
@@ -1110,12 +1108,7 @@ def show_types_stage(source: Source) -> str:
          arg("--interp", action="store_true",
              help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
 def run_command(args) -> int:
-    try:
-        source = read_source(args.file)
-    except InputError as error:
-        print(f"lc: error: {error}", file=sys.stderr)
-        return 1
-    program, _ = types.check_types(source)
+    program, _ = types.check_types(read_source(args.file))
     interp.Interpreter().run(program)
     return 0
 

@@ -67,6 +67,15 @@ def test_precedence_and_associativity():
     assert expr("if (c) a else f(x) + 1").orelse == s.Binary("+", s.Call(s.Var("f"), [s.Var("x")]), s.Int(1))
 
 
+def test_the_printer_resolves_the_ambiguities_the_round_trip_test_found():
+    for tree in [s.Call(s.Dot(s.Int(0), s.Var("a"), None), []), s.Dot(s.Int(0), s.Var("a"), []),
+                 s.Call(s.Con("Nil", None), [s.Int(1)]),
+                 s.If(s.Int(0), s.While(s.Var("a"), s.If(s.Var("b"), s.Int(1), None)), s.Int(2)),
+                 s.If(s.Int(0), s.Assign(s.Var("x"), s.If(s.Var("b"), s.Int(1), None)), s.Int(2))]:
+        program = s.Program([tree])
+        assert parse(Source("t.l", pretty(program))) == program, pretty(program)
+
+
 def test_blocks_functions_clauses_and_curried_sugar():
     assert isinstance(expr("{ a; b }"), s.Block)
     f = expr("{ a, b -> a }")
