@@ -112,6 +112,6 @@ def test_lc_run_exit_statuses_and_messages():
     assert "Traceback" not in failing.stderr + rejected.stderr
     missing = lc("run", "no/such/file.l")
     assert missing.returncode == 1 and "cannot read no/such/file.l" in missing.stderr
-    for stage in ("tokens", "ast", "core"):
+    for stage in ("tokens", "ast", "core", "types"):
         shown = lc("show", stage, f"run/{RUN[0].name}")
         assert shown.returncode == 0 and shown.stdout.strip()
