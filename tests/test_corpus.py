@@ -113,5 +113,8 @@ def test_lc_run_exit_statuses_and_messages():
     missing = lc("run", "no/such/file.l")
     assert missing.returncode == 1 and "cannot read no/such/file.l" in missing.stderr
     for stage in ("tokens", "ast", "core", "types"):
-        shown = lc("show", stage, f"run/{RUN[0].name}")
-        assert shown.returncode == 0 and shown.stdout.strip()
+        shown = lc("show", stage, str(EXAMPLES / "lists.l"))
+        assert shown.returncode == 0 and shown.stdout.strip() and shown.stderr == ""
+    assert "length : List<a> -> Int" in lc("show", "types", str(EXAMPLES / "lists.l")).stdout
+    unknown = lc("show", "bytecode", str(EXAMPLES / "lists.l"))
+    assert unknown.returncode == 1 and "unknown stage 'bytecode'" in unknown.stderr
