@@ -1137,8 +1137,9 @@ class Interpreter(Interpreter):
 
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
-        code = [(item, self.compile(item.value if type(item) is Def else item))
-                for item in program.items if not isinstance(item, syntax.Data)]
+        with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
+            code = [(item, self.compile(item.value if type(item) is Def else item))
+                    for item in program.items if not isinstance(item, syntax.Data)]
         for item, run in code:
             if type(item) is Def and item.is_function:
                 self.globals[item.name.name] = run({})

@@ -905,12 +905,15 @@ class Inference(Inference):
 
 def infer_program(program: c.Program) -> Typing:
     """Infer and record the types of a resolved core program; CompileError if ill-typed."""
-    with s.collector_paused():          # as in chapter 4a: millions of objects, no garbage cycles to find
-        inference = Inference()
-        schemes = inference.program(program)
-        inference.resolve_all(program)
-        cache = {}
-        return Typing({name: inference.resolve(t, cache) for name, t in schemes.items()})
+    try:                                # as in chapter 4a: millions of objects, no garbage cycles
+        with s.collector_paused(), s.recursion_limit(s.NESTING_LIMIT):
+            inference = Inference()
+            schemes = inference.program(program)
+            inference.resolve_all(program)
+            cache = {}
+            return Typing({name: inference.resolve(t, cache) for name, t in schemes.items()})
+    except RecursionError:
+        raise CompileError("the program is nested too deeply for this compiler", program.span) from None
 
 
 # %% [markdown]

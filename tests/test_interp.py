@@ -110,3 +110,12 @@ def g = { x -> y -> if (x) y }
 ])
 def test_top_level_order(text, output_):
     assert output(text) == output_
+
+
+def test_a_long_chain_of_operators_is_checked_typed_and_run():
+    from lcompiler.types import check_types
+    text = "print(" + " + ".join(["1"] * 3000) + ")"
+    program, _ = check_types(Source("chain.l", text))
+    out = io.StringIO()
+    Interpreter(out).run(program)
+    assert out.getvalue() == "3000\n"
