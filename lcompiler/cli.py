@@ -3,7 +3,7 @@
 """The `lc` command: one sub-command per chapter that has something to run.
 """
 
-__all__ = ['COMMANDS', 'UsageError', 'arg', 'command', 'main', 'add_command', 'STAGES', 'stage', 'read_source', 'show_command', 'lc', 'show_tokens_stage', 'show_ast_stage', 'run_command', 'show_core_stage', 'show_types_stage']
+__all__ = ['COMMANDS', 'UsageError', 'arg', 'command', 'main', 'add_command', 'STAGES', 'stage', 'read_source', 'show_command', 'lc', 'show_tokens_stage', 'show_ast_stage', 'run_command', 'show_core_stage', 'show_types_stage', 'run_typed_command']
 
 
 # ======================================================================
@@ -198,7 +198,7 @@ def show_types_stage(source: Source) -> str:
          arg("file", help="an L source file"),
          arg("--interp", action="store_true",
              help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
-def run_command(args) -> int:
+def run_typed_command(args) -> int:
     program, _ = types.check_types(read_source(args.file))
     interp.Interpreter().run(program)
     return 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from lcompiler import syntax as s
 from lcompiler.errors import CompileError, Span
-from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
+from lcompiler.syntax import PCon, PTuple, PUnit, PVar
 
 
 def _span():

@@ -106,7 +106,7 @@ def tokenize(source: Source) -> list[Token]:
 
 
 def _tokenize(source: Source) -> list[Token]:
-    text, tokens, pos = source.text, [], 0
+    text, tokens = source.text, []
     sep = Sep.NEWLINE             # the start of the file separates like a line break
     brackets = []                 # open brackets: inside '(' a line break is only whitespace
     for m in _LEXEME.finditer(text):

@@ -103,7 +103,7 @@ from dataclasses import dataclass, field
 
 from lcompiler import syntax as s
 from lcompiler.errors import CompileError, Span
-from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
+from lcompiler.syntax import PCon, PTuple, PUnit, PVar
 
 
 def _span():
@@ -1347,7 +1347,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #
 # 1. Add string concatenation `++` to L: which of the lexer, the parser, the
 #    printer, the core and the interpreter change?
-# 2. `evaluate` copies the environment dictionary at every `let`. Replace it
+# 2. The translated code copies the environment dictionary at every `let`
+#    and every call. Replace it
 #    with a linked list of frames and measure the tail loop again.
 # 3. Make the interpreter count the calls of each top-level function and
 #    print a profile at the end.

@@ -1091,6 +1091,8 @@ for name, text in {
 #
 # From this chapter on, `lc run` type-checks a program before running it: an
 # ill-typed program is refused with exit status 1, and nothing runs.
+# Registering the command `run` again replaces chapter 4b's version in the
+# registry of `lc`; the package keeps both functions, and the later one wins.
 
 # %%
 from lcompiler import interp
@@ -1110,7 +1112,7 @@ def show_types_stage(source: Source) -> str:
          arg("file", help="an L source file"),
          arg("--interp", action="store_true",
              help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
-def run_command(args) -> int:
+def run_typed_command(args) -> int:
     program, _ = types.check_types(read_source(args.file))
     interp.Interpreter().run(program)
     return 0

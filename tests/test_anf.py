@@ -86,7 +86,7 @@ def trivial_join_points(t) -> int:
     count, stack = 0, [t]
     while stack:
         match stack.pop():
-            case A2.LetJoin(j, x, A1.Return(A1.Var(y)), body) if x == y:
+            case A2.LetJoin(_, x, A1.Return(A1.Var(y)), body) if x == y:
                 count += 1
                 stack.append(body)
             case A2.LetJoin(_, _, join_body, body):

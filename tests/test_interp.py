@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from lcompiler.addlang import run_i64_function
 from lcompiler.core import desugar, pretty_core
 from lcompiler.errors import CompileError, RunError, Source
-from lcompiler.interp import MAX_INT, MIN_INT, Interpreter, c_div, c_rem, check, run_source, show_value
+from lcompiler.interp import MAX_INT, MIN_INT, Interpreter, c_div, c_rem, check, show_value
 from lcompiler.syntax import parse
 
 I64 = st.integers(MIN_INT, MAX_INT)

@@ -1,6 +1,5 @@
 """Lexer and parser (chapter 4a): separation, round trips on random trees, fuzzing."""
 
-import random
 from pathlib import Path
 
 import pytest
