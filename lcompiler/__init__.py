@@ -14,4 +14,5 @@ Each module and the notebook it comes from:
 - `lcompiler.core`: notebooks/04b_meaning.ipynb
 - `lcompiler.interp`: notebooks/04b_meaning.ipynb
 - `lcompiler.types`: notebooks/05_types.ipynb
+- `lcompiler.cps`: notebooks/06_cps.ipynb
 """

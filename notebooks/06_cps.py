@@ -1,0 +1,2127 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 6. The CPS language
+#
+# Every stage after this one reads and rewrites programs in one intermediate
+# language: a *continuation-passing* language whose every intermediate value
+# has a name, whose every jump is explicit, and in which a function never
+# returns — it is handed a *continuation* to jump to instead. This chapter
+# defines that language and the small framework that every later pass uses to
+# build, inspect, check, change, print, parse and run its terms. It follows
+# Andrew Kennedy's paper *Compiling with continuations, continued* (2007) as
+# the seed documents describe it: the `Cpsast` interface of the original L
+# compiler (seed 002), the framework modules of its author's blog (seed 000),
+# and OCamlPro's account of the same design inside Flambda2 (seed 001).
+#
+# What this chapter promises, in the module `lcompiler.cps`:
+#
+# - **Representation.** Terms `LetPrim`, `LetCont`, `ApplyCont`, `Apply`,
+#   `Case`, `Halt`; values (constants, tuples, injections, lambdas,
+#   externals) and primitive operations; top-level `Definition`s with a
+#   visibility. Variables are separate from their occurrences, continuation
+#   variables separate from ordinary ones, and every occurrence finds its
+#   variable in amortised constant time through chapter 2's union-find.
+#   Every term, variable and occurrence knows what encloses it.
+# - **Build** terms without touching a link (`let_prim`, `let_cont`, … in
+#   the higher-order style, and `Seq` for long straight-line code);
+#   **Traverse** them (`subterms`, `occurrences`, `fold`, `free_variables`);
+#   **Change** them in place (`replace`, `substitute`, `delete_binding`,
+#   `move`); **Check** every invariant (`check`); **Print** and **Parse**
+#   a readable text with `parse(show(p))` printing as `show(p)`;
+#   **Interpret** them (`run`), the reference semantics for every later pass.
+# - Everything is linear: no operation walks a term recursively on the
+#   Python stack, so a term of a million nodes is as easy as one of ten.
+
+# %%
+#| default_exp cps
+
+# %% [markdown]
+# ## Why continuations, and why second-class ones
+#
+# Compare two ways to write `map` in L. The direct one,
+#
+# ```l
+# def map(f, l) = l.{ Nil -> Nil; Cons(x, r) -> Cons(f(x), map(f, r)) }
+# ```
+#
+# leaves implicit *where* each call returns to and *what happens next*: after
+# `f(x)` we must still call `map`, then build the `Cons`. A CPS program says
+# it. Each "what happens next" becomes a named **continuation**, `k(v)` is a
+# jump that passes `v` to it, and a call names the continuation it returns
+# to. In the language of this chapter (its syntax is defined below) `map` is:
+#
+# ```text
+# private map_1 = fun ret_2(f_3, l_4) {
+#   t_5 = tag l_4
+#   cont empty_6() {
+#     nil_7 = inj 0 Nil()
+#     ret_2(nil_7)
+#   }
+#   cont nonempty_8() {
+#     x_9 = l_4[0]
+#     r_10 = l_4[1]
+#     cont after_f_11(fx_12) {
+#       cont after_map_13(m_14) {
+#         result_15 = inj 1 Cons(fx_12, m_14)
+#         ret_2(result_15)
+#       }
+#       call map_1(f_3, r_10) -> after_map_13
+#     }
+#     call closure f_3(x_9) -> after_f_11
+#   }
+#   case t_5 { 0 -> empty_6; 1 -> nonempty_8 }
+# }
+# ```
+#
+# This is *second-class* CPS, the kind Kennedy proposed and Flambda2 uses:
+# continuations are not values. They are bound by `cont` (the term
+# `LetCont`), jumped to (`ApplyCont`) or handed to a call as its return
+# point (`Apply`), and nothing else: they cannot be stored in a tuple or
+# passed as an ordinary argument. Three things follow, and the whole back end
+# stands on them.
+#
+# 1. **A continuation is a block of code, not a closure.** Since it never
+#    escapes the function that binds it, it needs no heap allocation: it is a
+#    label. `cont` is a basic block, a jump to it is a branch, and a function
+#    body is a control-flow graph — the graph Flambda2's post draws for this
+#    very `map`, boxes nested by scope. Chapter 10 compiles it exactly so.
+# 2. **Calls use the machine stack.** The return continuation of a call is a
+#    continuation of the *caller*, so "call `map`, then continue at
+#    `after_map`" is an ordinary call instruction followed by a branch, and a
+#    call whose return continuation is the function's own `ret` is a tail call.
+#    First-class CPS (continuations as closures, the `map_cps` of seed 001)
+#    would instead allocate a closure per call.
+# 3. **Control flow is explicit and rewritable.** Inlining a continuation,
+#    deleting an unused one, turning a tail-recursive function into a loop:
+#    each is a local rewrite of a term, done in place by the Change functions
+#    below, while an SSA-based compiler would rebuild a graph.
+#
+# The language is also in *administrative normal form*: every operand is a
+# variable, including constants (`one = 1` before `x + one`). Every value
+# has one name, given once — the property chapter 3 obtained for expressions.
+
+# %% [markdown]
+# ## The terms
+#
+# A **term** is one of six forms. Below, `x` is an ordinary variable,
+# `k` a continuation variable, `p` a primitive (defined next) and `t` a term.
+#
+# | term | printed | meaning |
+# |---|---|---|
+# | `LetPrim(x, p, t)` | `x = p` then `t` | compute `p`, name the result `x`, continue with `t` |
+# | `LetCont(k, [x1…xn], t1, t2)` | `cont k(x1, …, xn) { t1 }` then `t2` | bind the block `t1` with parameters `x1…xn` to `k`, in `t1` (so it can loop) and in `t2`; continue with `t2` |
+# | `ApplyCont(k, [y1…yn])` | `k(y1, …, yn)` | jump to `k`, binding its parameters to `y1…yn` |
+# | `Apply(kind, f, k, [y1…yn])` | `call f(y1, …, yn) -> k` | call the function `f`; it will jump to `k` with its result |
+# | `Case(x, {i: k…}, kd)` | `case x { i -> k; …; _ -> kd }` | jump to the continuation whose integer matches the value of `x`, or to `kd` |
+# | `Halt(x)` | `halt x` | stop; `x` is the value of the computation |
+#
+# **Continuations take several parameters** (`cont k(x1, …, xn)`), as in
+# Flambda2, where the seed's `Let_cont` takes exactly one. The choice costs
+# nothing in the framework and pays in three places later. A join point
+# after an `if` that assigned two `var`s must pass two values; with one
+# parameter they would travel in a tuple, allocated on the heap and unpacked
+# by the back end's optimiser if it can. A loop (`while` with its loop
+# variables) is a continuation with one parameter per variable. And a
+# continuation parameter becomes an LLVM `phi` node, of which a block has as
+# many as it likes. A `Case` arm continuation takes no parameter, and a
+# return continuation takes exactly one: the function's result.
+#
+# **`Case` switches on an integer.** The seed's `Case` takes an injection
+# apart — it compares the tag and hands the field to the arm. Here `Case`
+# only chooses where to jump, by the value of an integer or boolean variable
+# (`false` is 0, `true` is 1), and taking a value apart is separate: the
+# primitive `tag x` reads the constructor number of an injection, `x[i]` reads
+# field `i`. So `Case` is exactly LLVM's `switch`, an `if` is a `Case` on a
+# boolean, and matching integer literals needs nothing new.
+#
+# **Function kinds.** A lambda and a call are marked `closure` or `direct`
+# (the seed's `No_environment`). Before closure conversion (chapter 8),
+# every L function is a `closure`: it may mention variables of the enclosing
+# code. Afterwards, a `direct` function mentions only its parameters and the
+# top-level definitions, and a `closure` receives its environment explicitly.
+
+# %% [markdown]
+# ## Values and primitives
+#
+# A **value** is something that can be computed without running code, which
+# is why a top-level definition can hold one *statically* (chapter 10 puts it
+# in the executable's data section):
+#
+# | value | printed | |
+# |---|---|---|
+# | `Const(c)` | `42`, `true`, `()`, `"text"` | an Int, Bool, Unit or String constant |
+# | `TupleValue([x1…xn])` | `tuple(x1, …, xn)` | a block of n fields; n may be 1 (a mutable *cell*) or 0 |
+# | `Inject(tag, name, [x1…xn])` | `inj 1 Cons(x1, x2)` | constructor number `tag` (of its type) applied to fields |
+# | `Lambda(kind, k, [x1…xn], t)` | `fun k(x1, …) { t }` or `closure k(x1, …) { t }` | a function with return continuation `k` |
+# | `External(name)` | `external "name"` | a value defined outside the program (the runtime) |
+#
+# A **primitive** is a value or an operation on variables:
+#
+# | primitive | printed | |
+# |---|---|---|
+# | `Proj(i, x)` | `x[i]` | field `i` of a tuple or injection |
+# | `Tag(x)` | `tag x` | the constructor number of an injection |
+# | `Op(op, [x, y])` | `x + y`, `x <= y` … | `+ - * / %` (64-bit, C division; `/` and `%` fail on zero) and `== != < <= > >=` |
+# | `Op(op, [x])` | `-x`, `!x` | negation (wrapping), boolean not |
+# | `SetField(i, x, y)` | `x[i] := y` | store into field `i` (the cells of captured `var`s); the result is `()` |
+# | `Print([x1…xn])` | `print(x1, …)` | L's `print`: the values separated by spaces, then a newline; the result is `()` |
+# | `Fail(message, [x], loc)` | `fail "message" x @3:7` | stop with a runtime error at L source line 3, column 7, the message followed by the printed value of `x` if there is one |
+#
+# This is the list the L back end needs: arithmetic and comparison for the
+# operators, projections and tags for pattern matching, cells for captured
+# variables, printing, and located failures for `assert`, unmatched patterns
+# and reading a definition before it has run. `/`, `%`, `Fail` and calls carry
+# the source location of the L expression they come from (`@line:col`), so
+# that a runtime error can say where it happened.
+
+# %% [markdown]
+# ## Top-level definitions
+#
+# A program is a list of **definitions**, as in seed 002. A definition binds a
+# global variable to either a *static* value (a lambda, a constant, a tuple of
+# other globals) or a *dynamic* one, a term computed when the program starts,
+# whose `halt x` gives the value. Its **visibility** is `public` (other
+# compilation units may use it; the L compiler marks the program's entry
+# this way), `private` (used by this program only) or `unused` (no variable
+# at all: a computation run for its effects, like a top-level `print`).
+#
+# ```text
+# private square_1 = fun ret_2(x_3) {
+#   y_4 = x_3 * x_3
+#   ret_2(y_4)
+# }
+# unused = do {
+#   seven_5 = 7
+#   cont k_6(r_7) {
+#     u_8 = print(r_7)
+#     halt u_8
+#   }
+#   call square_1(seven_5) -> k_6
+# }
+# ```
+#
+# Static values exist before anything runs, so every function can call every
+# other, in any order (L's mutual recursion); dynamic definitions then run top
+# to bottom. A global is therefore in scope everywhere, and reading one whose
+# dynamic definition has not run yet is the program's business to prevent
+# (the L → CPS conversion inserts the check and its `fail`).
+
+# %% [markdown]
+# ## Variables and occurrences
+#
+# Kennedy's representation separates a **variable** — the object made once,
+# where the name is bound — from its **occurrences**, one object per use. An
+# occurrence must lead to its variable quickly (to ask "what is bound
+# here?"), and a variable must list its occurrences quickly (to ask "is it
+# used? once? where?"). The interesting operation is **substitution**: after
+# `x = y` has been found redundant, every occurrence of `x` must become an
+# occurrence of `y` — and a shrinking pass (chapter 9) does this thousands of
+# times, so it must not cost a walk over the occurrences.
+#
+# The seed's answer, which we follow, is chapter 2's union-find. The
+# occurrences of one variable form one partition, whose *description* is the
+# variable. Then:
+#
+# - *occurrence → variable* is `find`, amortised constant time;
+# - *substitute y for x* is one `union` of x's and y's partitions, with
+#   description `y`: every occurrence of `x` now finds `y`, and none was
+#   visited.
+#
+# For the other direction, each variable also threads its occurrences on a
+# circular doubly linked list with the variable itself as the list head.
+# Two such rings splice into one in constant time, so substitution stays
+# constant, and removing one occurrence (when the term holding it is
+# deleted) is constant too. The variable keeps the count of its
+# occurrences, which the shrinking reductions read constantly (dead: 0;
+# inline: 1).
+#
+# Continuation variables are a separate class from ordinary variables, with
+# their own occurrence class: the two never mix, and the checker enforces
+# it. Names are unique by construction — a variable is an object, and two
+# objects are never confused — so no pass ever renames anything
+# ("alpha-conversion"). The `hint` of a variable is only for printing.
+
+# %%
+#| export
+from lcompiler.union_find import Fast
+
+OCCURRENCES = Fast("link")        # one structure for every occurrence of every program
+
+
+class Var:
+    """An ordinary variable: where a name is bound. Also the head of its ring of occurrences."""
+    __slots__ = ("hint", "partition", "binder", "type", "count", "next", "prev")
+    is_cont = False
+
+    def __init__(self, hint: str = "x", type=None):
+        self.hint, self.type = hint, type
+        self.partition = None          # the union-find partition of its occurrences
+        self.binder = None             # the term, lambda or definition that binds it
+        self.count = 0                 # how many occurrences it has
+        self.next = self.prev = self   # the ring of occurrences, empty
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.hint}>"
+
+
+class ContVar(Var):
+    """A continuation variable."""
+    __slots__ = ()
+    is_cont = True
+
+    def __init__(self, hint: str = "k"):
+        super().__init__(hint)
+
+
+class Occ:
+    """One use of a variable: an element of the union-find partition of its variable."""
+    __slots__ = ("link", "next", "prev", "enclosing")
+    is_cont = False
+
+    @property
+    def var(self) -> Var:
+        """The variable this occurrence refers to: a find, amortised constant time."""
+        return OCCURRENCES.find(self).desc
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self.var.hint}>"
+
+
+class ContOcc(Occ):
+    """One use of a continuation variable."""
+    __slots__ = ()
+    is_cont = True
+
+
+def occur(var: Var) -> Occ:
+    """A new occurrence of var, not yet placed in a term."""
+    o = (ContOcc if var.is_cont else Occ)()
+    o.enclosing = None
+    p = OCCURRENCES.singleton(o, var)
+    var.partition = p if var.partition is None else OCCURRENCES.union(var.partition, p, var)
+    o.prev, o.next = var, var.next                  # insert at the head of the ring
+    var.next.prev = o
+    var.next = o
+    var.count += 1
+    return o
+
+
+def _forget(o: Occ) -> None:
+    """Take an occurrence out of its variable's ring (its term is being deleted)."""
+    var = o.var
+    o.prev.next, o.next.prev = o.next, o.prev
+    o.next = o.prev = None
+    var.count -= 1
+    if var.count == 0:
+        var.partition = None           # no occurrence left: start afresh on the next one
+
+
+def occurrences(var: Var):
+    """The occurrences of var, most recent first."""
+    o = var.next
+    while o is not var:
+        nxt = o.next                   # so the caller may change o
+        yield o
+        o = nxt
+
+# %% [markdown]
+# The node classes are plain Python objects with `__slots__`. The field
+# `enclosing` of a term is its **uplink**: the term, lambda or definition it
+# sits in. The fields holding occurrences are named after their role, and the
+# tuple `OCC_FIELDS` of each class says which fields hold occurrences, so the
+# generic functions below (traversal, deletion, checking) handle every node
+# without a case per class. The same goes for `SUBTERMS` (fields holding
+# terms) and `BINDS` (fields holding the variables a node binds).
+
+# %%
+#| export
+class Node:
+    """Terms, values and primitives: a few fields and an uplink."""
+    __slots__ = ("enclosing",)
+    OCC_FIELDS = ()       # fields holding an occurrence or a list of occurrences
+    SUBTERMS = ()         # fields holding a term
+    BINDS = ()            # fields holding a variable or a list of variables it binds
+
+    def occs(self):
+        """The occurrences held directly by this node, in order."""
+        for f in self.OCC_FIELDS:
+            v = getattr(self, f)
+            if type(v) is list:
+                yield from v
+            elif v is not None:
+                yield v
+
+    def bound(self):
+        """The variables this node binds, in order."""
+        for f in self.BINDS:
+            v = getattr(self, f)
+            if type(v) is list:
+                yield from v
+            else:
+                yield v
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+# Terms
+class Term(Node):
+    __slots__ = ()
+
+class LetPrim(Term):
+    __slots__ = ("var", "prim", "body")
+    SUBTERMS, BINDS = ("body",), ("var",)
+
+class LetCont(Term):
+    __slots__ = ("cont", "params", "handler", "body")
+    SUBTERMS, BINDS = ("handler", "body"), ("cont", "params")
+
+class ApplyCont(Term):
+    __slots__ = ("cont", "args")
+    OCC_FIELDS = ("cont", "args")
+
+class Apply(Term):
+    __slots__ = ("kind", "func", "cont", "args", "loc")
+    OCC_FIELDS = ("func", "args", "cont")
+
+class Case(Term):
+    __slots__ = ("scrutinee", "arms", "default")   # arms: list of (int, ContOcc), sorted
+    OCC_FIELDS = ("scrutinee", "default")
+
+    def occs(self):
+        yield self.scrutinee
+        for _, k in self.arms:
+            yield k
+        if self.default is not None:
+            yield self.default
+
+class Halt(Term):
+    __slots__ = ("arg",)
+    OCC_FIELDS = ("arg",)
+
+
+# Primitives, and the values among them
+class Prim(Node):
+    __slots__ = ()
+
+class Value(Prim):
+    __slots__ = ()
+
+class Const(Value):
+    __slots__ = ("value",)            # int, bool, str, or () for Unit
+
+class TupleValue(Value):
+    __slots__ = ("fields",)
+    OCC_FIELDS = ("fields",)
+
+class Inject(Value):
+    __slots__ = ("tag", "name", "fields")
+    OCC_FIELDS = ("fields",)
+
+class Lambda(Value):
+    __slots__ = ("kind", "cont", "params", "body")
+    SUBTERMS, BINDS = ("body",), ("cont", "params")
+
+class External(Value):
+    __slots__ = ("name",)
+
+class Proj(Prim):
+    __slots__ = ("index", "arg")
+    OCC_FIELDS = ("arg",)
+
+class Tag(Prim):
+    __slots__ = ("arg",)
+    OCC_FIELDS = ("arg",)
+
+class Op(Prim):
+    __slots__ = ("op", "args", "loc")
+    OCC_FIELDS = ("args",)
+
+class SetField(Prim):
+    __slots__ = ("index", "target", "value")
+    OCC_FIELDS = ("target", "value")
+
+class Print(Prim):
+    __slots__ = ("args",)
+    OCC_FIELDS = ("args",)
+
+class Fail(Prim):
+    __slots__ = ("message", "args", "loc")
+    OCC_FIELDS = ("args",)
+
+
+class Definition(Node):
+    """A top-level binding: visibility, variable (None when unused), static value or dynamic term."""
+    __slots__ = ("visibility", "var", "value", "body")
+    SUBTERMS, BINDS = ("body",), ("var",)
+
+    def bound(self):
+        if self.var is not None:
+            yield self.var
+
+    def occs(self):
+        return iter(())
+
+
+class Program:
+    """A whole compilation unit: its definitions, in order."""
+    __slots__ = ("definitions",)
+
+    def __init__(self, definitions=None):
+        self.definitions = [] if definitions is None else definitions
+
+# %% [markdown]
+# `LetPrim` holds its primitive in `prim`, and a `Lambda` is a primitive
+# whose body is a term; so the node tree alternates terms and primitives.
+# `SUBTERMS` of a `LetPrim` is only its `body`: the lambda inside its `prim`
+# is reached through `prim`, and the functions below treat "a `LetPrim`
+# whose primitive is a `Lambda`" where it matters.
+#
+# What the uplinks are, precisely:
+#
+# - a **term**'s `enclosing` is the term, `Lambda` or `Definition` it is a
+#   direct part of (`None` only while it is being built);
+# - a **primitive**'s `enclosing` is its `LetPrim` (or the `Definition` of a
+#   static value);
+# - an **occurrence**'s `enclosing` is the term, primitive or definition
+#   holding it;
+# - a **variable**'s `binder` is the `LetPrim`, `LetCont`, `Lambda` or
+#   `Definition` that binds it.
+
+# %% [markdown]
+# ## Build
+#
+# Nobody should set those links by hand. The Build functions create a node,
+# turn the variables they are given into fresh occurrences, and set every
+# uplink. Binding forms take a Python function that receives the freshly
+# made variables and returns the body — *higher-order abstract syntax*, as in
+# the seed's Build module: the binding structure of the CPS term is the
+# binding structure of the Python code that builds it.
+#
+# ```python
+# let_prim(const(2), lambda two:
+#     let_cont(lambda k, x: let_prim(op("+", two, x), lambda y: apply_cont(k, y)),
+#              lambda k: apply_cont(k, two)))
+# ```
+#
+# builds the seed's loop `let k(x) = k(2 + x) in k(2)`. The nesting of that
+# Python code follows the nesting of the term, which is what we want for
+# handlers and lambdas but not for a long run of `LetPrim`s: a straight-line
+# block of ten thousand instructions would nest ten thousand Python calls.
+# For those, `Seq` builds a chain of bindings one statement at a time, the
+# way an assembler emits instructions: `s.let(p)` appends a `LetPrim` and
+# returns its variable, `s.cont(…)` appends a `LetCont` whose handler is built
+# by a function, and `s.end(t)` closes the chain with its last term.
+
+# %%
+#| export
+def _attach(parent, field: str, child):
+    """Put child (a node or None) in parent.field and point its uplink at parent."""
+    setattr(parent, field, child)
+    if child is not None:
+        child.enclosing = parent
+
+
+def _own(node):
+    """Point the uplinks of the occurrences held by node at it."""
+    for o in node.occs():
+        o.enclosing = node
+    return node
+
+
+def _occs(vars_) -> list:
+    return [occur(v) for v in vars_]
+
+
+def _names(params, default: str) -> list:
+    """Parameter hints: a count of default names, or a list of hints."""
+    return [default] * params if type(params) is int else list(params)
+
+
+def _bind(binder, *variables):
+    for v in variables:
+        if type(v) is list:
+            for w in v:
+                w.binder = binder
+        elif v is not None:
+            v.binder = binder
+
+
+def _new(cls, **fields):
+    node = cls.__new__(cls)
+    node.enclosing = None
+    for name, value in fields.items():
+        setattr(node, name, value)
+    return node
+
+
+# Values and primitives: they take variables and make the occurrences.
+def const(value) -> Const:
+    return _new(Const, value=value)
+
+def tuple_(*fields: Var) -> TupleValue:
+    return _own(_new(TupleValue, fields=_occs(fields)))
+
+def inject(tag: int, name: str, *fields: Var) -> Inject:
+    return _own(_new(Inject, tag=tag, name=name, fields=_occs(fields)))
+
+def external(name: str) -> External:
+    return _new(External, name=name)
+
+def proj(index: int, x: Var) -> Proj:
+    return _own(_new(Proj, index=index, arg=occur(x)))
+
+def tag(x: Var) -> Tag:
+    return _own(_new(Tag, arg=occur(x)))
+
+BINARY = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=")
+UNARY = ("-", "!")
+
+def op(operator: str, *args: Var, loc=None) -> Op:
+    if not ((len(args) == 2 and operator in BINARY) or (len(args) == 1 and operator in UNARY)):
+        raise ValueError(f"no primitive {operator} of {len(args)} operands")
+    return _own(_new(Op, op=operator, args=_occs(args), loc=loc))
+
+def set_field(index: int, target: Var, value: Var) -> SetField:
+    return _own(_new(SetField, index=index, target=occur(target), value=occur(value)))
+
+def print_(*args: Var) -> Print:
+    return _own(_new(Print, args=_occs(args)))
+
+def fail(message: str, *args: Var, loc=None) -> Fail:
+    return _own(_new(Fail, message=message, args=_occs(args), loc=loc))
+
+def lam(body, params=1, kind: str = "closure", names=None, cont: str = "ret") -> Lambda:
+    """A function: body(k, x1, …, xn) returns its body; params is a count or a list of hints."""
+    k = ContVar(cont)
+    xs = [Var(h) for h in _names(params, "x")]
+    node = _new(Lambda, kind=kind, cont=k, params=xs, body=None)
+    _bind(node, k, xs)
+    _attach(node, "body", body(k, *xs))
+    return node
+
+
+# Terms
+def let_prim(prim: Prim, body, name: str = "x") -> LetPrim:
+    """x = prim, then body(x)."""
+    x = Var(name)
+    t = _new(LetPrim, var=x, prim=None, body=None)
+    x.binder = t
+    _attach(t, "prim", prim)
+    _attach(t, "body", body(x))
+    return t
+
+def let_cont(handler, body, params=1, name: str = "k") -> LetCont:
+    """cont k(x1…xn) { handler(k, x1…xn) }, then body(k)."""
+    k = ContVar(name)
+    xs = [Var(h) for h in _names(params, "x")]
+    t = _new(LetCont, cont=k, params=xs, handler=None, body=None)
+    _bind(t, k, xs)
+    _attach(t, "handler", handler(k, *xs))
+    _attach(t, "body", body(k))
+    return t
+
+def apply_cont(k: ContVar, *args: Var) -> ApplyCont:
+    return _own(_new(ApplyCont, cont=occur(k), args=_occs(args)))
+
+def apply(f: Var, k: ContVar, *args: Var, kind: str = "closure", loc=None) -> Apply:
+    return _own(_new(Apply, kind=kind, func=occur(f), cont=occur(k), args=_occs(args), loc=loc))
+
+def case(x: Var, arms: dict, default: ContVar = None) -> Case:
+    """Jump to arms[value of x], or to default."""
+    return _own(_new(Case, scrutinee=occur(x), arms=[(i, occur(arms[i])) for i in sorted(arms)],
+                     default=None if default is None else occur(default)))
+
+def halt(x: Var) -> Halt:
+    return _own(_new(Halt, arg=occur(x)))
+
+
+class Seq:
+    """Build a straight chain of bindings one at a time; end() closes it with a term."""
+
+    def __init__(self):
+        self.first = self.last = None
+
+    def _append(self, t: Term) -> None:
+        if self.last is None:
+            self.first = t
+        else:
+            _attach(self.last, "body", t)
+        self.last = t
+
+    def let(self, prim: Prim, name: str = "x") -> Var:
+        """Append x = prim; return x."""
+        x = Var(name)
+        t = _new(LetPrim, var=x, prim=None, body=None)
+        x.binder = t
+        _attach(t, "prim", prim)
+        self._append(t)
+        return x
+
+    def cont(self, handler, params=1, name: str = "k") -> ContVar:
+        """Append cont k(x1…xn) { handler(k, x1…xn) }; return k for the rest of the chain."""
+        k = ContVar(name)
+        xs = [Var(h) for h in _names(params, "x")]
+        t = _new(LetCont, cont=k, params=xs, handler=None, body=None)
+        _bind(t, k, xs)
+        _attach(t, "handler", handler(k, *xs))
+        self._append(t)
+        return k
+
+    def end(self, last: Term) -> Term:
+        """Close the chain with its final term; return the whole chain."""
+        self._append(last)
+        first, self.first, self.last = self.first, None, None
+        return first
+
+# %% [markdown]
+# Definitions are built the same way, on a `Program`. A function can call
+# a definition that comes later, so `declare` makes the global variable first
+# and `define` gives it its value afterwards; `define` alone does both.
+
+# %%
+#| export
+class Program(Program):
+    def declare(self, name: str = "g") -> Var:
+        """A global variable, to be given a definition by define()."""
+        return Var(name)
+
+    def define(self, value, visibility: str = "private", var: Var = None, name: str = "g"):
+        """Add a definition: a Value (static) or a Term (dynamic); returns its variable."""
+        if visibility not in ("public", "private", "unused"):
+            raise ValueError(f"visibility {visibility!r}")
+        if visibility == "unused":
+            var = None
+        elif var is None:
+            var = Var(name)
+        d = _new(Definition, visibility=visibility, var=var, value=None, body=None)
+        _bind(d, var)
+        if isinstance(value, Value):
+            _attach(d, "value", value)
+        else:
+            _attach(d, "body", value)
+        d.enclosing = None
+        self.definitions.append(d)
+        return var
+
+# %% [markdown]
+# The seed's loop, built with both styles, and the `square` example above:
+
+# %%
+loop = let_prim(const(2), lambda two:
+    let_cont(lambda k, x: let_prim(op("+", two, x), lambda y: apply_cont(k, y), "y"),
+             lambda k: apply_cont(k, two), params=["x"]), "two")
+
+s = Seq()
+two = s.let(const(2), "two")
+k = s.cont(lambda k, x: let_prim(op("+", two, x), lambda y: apply_cont(k, y), "y"), ["x"])
+loop2 = s.end(apply_cont(k, two))
+type(loop).__name__, type(loop.body).__name__, loop.body.cont.count, two.count
+
+# %% [markdown]
+# ## Traverse
+#
+# Later passes never look inside a node class for its fields: they use the
+# functions of this section. `children` gives the direct parts of a node —
+# for a `LetPrim` its primitive then its body, for a `LetCont` its handler
+# then its body, for a `Lambda` its body — and `walk` visits a whole tree in
+# that order (depth first, handlers before what follows them: the order the
+# printer writes them). `walk` uses an explicit stack, not recursion, so a
+# chain of a million bindings is no problem.
+
+# %%
+#| export
+def children(node) -> list:
+    """The direct parts of a node (terms and primitives), in printing order."""
+    t = type(node)
+    if t is LetPrim:
+        return [node.prim, node.body]
+    if t is LetCont:
+        return [node.handler, node.body]
+    if t is Lambda:
+        return [node.body]
+    if t is Definition:
+        return [node.body if node.value is None else node.value]
+    if t is Program:
+        return list(node.definitions)
+    return []
+
+
+def walk(root):
+    """Every node under root (a node, a definition or a program), root first, in printing order."""
+    stack = [root]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if node is None:
+            continue
+        yield node
+        parts = children(node)
+        if parts:
+            parts.reverse()
+            push(parts)
+
+
+def subterms(root):
+    """The terms under root, in printing order."""
+    return (n for n in walk(root) if isinstance(n, Term))
+
+
+def all_occurrences(root):
+    """Every occurrence under root, in printing order."""
+    for node in walk(root):
+        yield from node.occs()
+
+
+def binders(root):
+    """Every variable bound under root, in printing order."""
+    for node in walk(root):
+        t = type(node)
+        if t is LetPrim or t is LetCont or t is Lambda or t is Definition:
+            yield from node.bound()
+
+
+def fold(f, acc, root):
+    """f(...f(f(acc, n1), n2)..., nk) over the nodes under root, in printing order."""
+    for node in walk(root):
+        acc = f(acc, node)
+    return acc
+
+
+def size(root) -> int:
+    """The number of nodes (terms, primitives, definitions) under root."""
+    return sum(1 for _ in walk(root))
+
+
+def free_variables(root) -> list:
+    """The variables occurring under root and bound outside it (globals included), in order of
+    first occurrence."""
+    bound = set(binders(root))
+    seen, free = set(), []
+    for o in all_occurrences(root):
+        v = o.var
+        if v not in bound and v not in seen:
+            seen.add(v)
+            free.append(v)
+    return free
+
+
+def enclosing_lambda(node):
+    """The innermost Lambda around node (a node or an occurrence), or None at top level."""
+    node = node.enclosing
+    while node is not None and type(node) is not Lambda:
+        node = node.enclosing
+    return node
+
+
+def is_global(var: Var) -> bool:
+    return type(var.binder) is Definition
+
+
+EFFECTS = (Print, SetField, Fail)
+
+def has_effect(prim: Prim) -> bool:
+    """Whether computing prim does more than produce its value (so it may not be deleted)."""
+    return isinstance(prim, EFFECTS) or (type(prim) is Op and prim.op in ("/", "%"))
+
+# %% [markdown]
+# ## Change
+#
+# A pass changes a term *in place*, with four operations that keep every link
+# right — the uplinks, and each variable's occurrences and count:
+#
+# - `substitute(x, y)`: every occurrence of `x` becomes an occurrence of `y`.
+#   One union-find `union` and one ring splice; constant time, whatever the
+#   number of occurrences.
+# - `replace(old, new)`: put the term `new` where `old` was, and delete what
+#   is left of `old` (its occurrences leave their variables' rings).
+# - `move(part, dest)`: take the term `part` out of its place and put it where
+#   `dest` was — `replace(dest, part)`; the place `part` left becomes a *hole*
+#   that must be filled or deleted before the term is checked again.
+# - `delete_binding(t)`: remove a `LetPrim` or `LetCont` whose variable is
+#   no longer used, putting its body in its place.
+#
+# Deleting a sub-tree costs its size: each of its occurrences is taken out of
+# its ring, so that "how many uses has `x`?" stays a field read.
+
+# %%
+#| export
+class ChangeError(Exception):
+    """A change that would break the representation's invariants."""
+
+
+def _slot(node):
+    """The parent of a term and the name of the field that holds it."""
+    parent = node.enclosing
+    if parent is None:
+        raise ChangeError("the term is not placed anywhere")
+    for f in (parent.SUBTERMS if type(parent) is not Definition else ("body",)):
+        if getattr(parent, f) is node:
+            return parent, f
+    raise ChangeError("the term's uplink does not lead to a parent holding it")
+
+
+def delete(node) -> None:
+    """Forget every occurrence under node (which is being thrown away)."""
+    for n in walk(node):
+        for o in n.occs():
+            if o.next is not None:
+                _forget(o)
+
+
+def substitute(x: Var, y: Var) -> None:
+    """Make every occurrence of x an occurrence of y, in constant time."""
+    if x is y:
+        return
+    if x.is_cont != y.is_cont:
+        raise ChangeError("a continuation variable and an ordinary variable cannot replace each other")
+    if x.count == 0:
+        return
+    if y.partition is None:
+        y.partition = x.partition
+        OCCURRENCES.set_description(y.partition, y)
+    else:
+        y.partition = OCCURRENCES.union(x.partition, y.partition, y)
+    x.partition = None
+    first, last = x.next, x.prev                   # splice x's ring into y's
+    first.prev, last.next = y, y.next
+    y.next.prev = last
+    y.next = first
+    x.next = x.prev = x
+    y.count += x.count
+    x.count = 0
+
+
+def take(part: Term) -> Term:
+    """Detach a term from its place, leaving a hole there; return it."""
+    parent, f = _slot(part)
+    setattr(parent, f, None)
+    part.enclosing = None
+    return part
+
+
+def replace(old: Term, new: Term) -> Term:
+    """Put new where old is, and delete what remains of old."""
+    if new.enclosing is not None:
+        take(new)
+    parent, f = _slot(old)
+    _attach(parent, f, new)
+    old.enclosing = None
+    delete(old)
+    return new
+
+
+def move(part: Term, dest: Term) -> Term:
+    """Take part from its place (leaving a hole) and put it where dest is, deleting dest."""
+    return replace(dest, take(part))
+
+
+def delete_binding(t: Term) -> Term:
+    """Remove an unused LetPrim or LetCont (its body takes its place); return the body."""
+    if type(t) is LetPrim:
+        if t.var.count:
+            raise ChangeError(f"{t.var.hint} is still used {t.var.count} time(s)")
+        if has_effect(t.prim):
+            raise ChangeError("the primitive has an effect")
+        dead = t.prim
+    elif type(t) is LetCont:
+        inside = sum(1 for o in occurrences(t.cont) if _within(o, t.handler))
+        if t.cont.count > inside:
+            raise ChangeError(f"{t.cont.hint} is still used outside its handler")
+        dead = t.handler
+    else:
+        raise ChangeError(f"a {type(t).__name__} binds nothing")
+    body = take(t.body)
+    replace(t, body)
+    if dead is not None:
+        delete(dead)
+    return body
+
+
+def _within(o: Occ, node) -> bool:
+    """Whether occurrence o lies under node (walks the uplinks)."""
+    n = o.enclosing
+    while n is not None:
+        if n is node:
+            return True
+        n = n.enclosing
+    return False
+
+# %% [markdown]
+# One subtlety of `delete_binding` on a `LetCont`: the continuation may still
+# be used — by its own handler, a loop that nothing enters any more. Those
+# uses go with the handler, so they do not keep it alive.
+#
+# ## Print
+#
+# The printed form is the seed's: one binding per line, like assembly or SSA,
+# which stays readable on long terms where nested `let … in` would march off
+# the right margin. Handlers and function bodies are indented blocks in
+# braces. Variables are printed `hint_n`, numbered 1, 2, 3, … in the order in
+# which they first appear in the text, so the same term always prints the
+# same, in any process, and two terms that differ only in the identity of
+# their variable objects print identically.
+
+# %%
+#| export
+import re
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Namer:
+    """Names for variables, numbered in order of first appearance."""
+
+    def __init__(self):
+        self.names, self.count = {}, 0
+
+    def __call__(self, var: Var) -> str:
+        name = self.names.get(var)
+        if name is None:
+            self.count += 1
+            hint = var.hint if _IDENT.match(var.hint or "") else "x"
+            name = self.names[var] = f"{hint}_{self.count}"
+        return name
+
+
+def line_col(loc) -> tuple:
+    """(line, column) of a source location: a Span of an L source, or a parsed Pos."""
+    if isinstance(loc, Pos):
+        return loc.line, loc.col
+    return loc.source.line_col(loc.start)
+
+
+class Pos:
+    """A location read back from printed CPS: a line and a column of the L source."""
+    __slots__ = ("line", "col")
+
+    def __init__(self, line: int, col: int):
+        self.line, self.col = line, col
+
+    def __repr__(self) -> str:
+        return f"Pos({self.line}, {self.col})"
+
+
+def _at(loc) -> str:
+    return "" if loc is None else " @%d:%d" % line_col(loc)
+
+
+def quote(s: str) -> str:
+    """A string constant as L (and the CPS text) writes it."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+def show_const(c) -> str:
+    if c is True or c is False:
+        return "true" if c else "false"
+    if type(c) is int:
+        return str(c)
+    if type(c) is str:
+        return quote(c)
+    if c == ():
+        return "()"
+    raise ValueError(f"not a constant: {c!r}")
+
+
+class Printer:
+    def __init__(self):
+        self.name = Namer()
+        self.lines = []
+
+    def args(self, occs) -> str:
+        return ", ".join(self.name(o.var) for o in occs)
+
+    def prim(self, p) -> str:
+        """A primitive other than a Lambda, on one line."""
+        t, n = type(p), self.name
+        if t is Const:
+            return show_const(p.value)
+        if t is TupleValue:
+            return f"tuple({self.args(p.fields)})"
+        if t is Inject:
+            return f"inj {p.tag} {p.name}({self.args(p.fields)})"
+        if t is External:
+            return f"external {quote(p.name)}"
+        if t is Proj:
+            return f"{n(p.arg.var)}[{p.index}]"
+        if t is Tag:
+            return f"tag {n(p.arg.var)}"
+        if t is Op:
+            if len(p.args) == 1:
+                return f"{p.op}{n(p.args[0].var)}"
+            return f"{n(p.args[0].var)} {p.op} {n(p.args[1].var)}{_at(p.loc)}"
+        if t is SetField:
+            return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
+        if t is Print:
+            return f"print({self.args(p.args)})"
+        if t is Fail:
+            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc)
+        if p is None:
+            return "<hole>"
+        raise TypeError(f"not a primitive: {p!r}")
+
+    def header(self, lam: Lambda) -> str:
+        kind = "fun" if lam.kind == "closure" else "fun direct"
+        k = self.name(lam.cont)
+        params = ", ".join(self.name(x) for x in lam.params)
+        return f"{kind} {k}({params}) {{"
+
+    def terminator(self, t) -> str:
+        n = self.name
+        if type(t) is ApplyCont:
+            return f"{n(t.cont.var)}({self.args(t.args)})"
+        if type(t) is Apply:
+            kind = "call" if t.kind == "closure" else "call direct"
+            return f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)}{_at(t.loc)}"
+        if type(t) is Case:
+            arms = [f"{i} -> {n(k.var)}" for i, k in t.arms]
+            if t.default is not None:
+                arms.append(f"_ -> {n(t.default.var)}")
+            return f"case {n(t.scrutinee.var)} {{ {'; '.join(arms)} }}"
+        if type(t) is Halt:
+            return f"halt {n(t.arg.var)}"
+        return "<hole>"
+
+    def block(self, term, depth: int) -> None:
+        """Print a term at an indentation, iteratively: handlers and lambdas are pushed as work."""
+        out, n = self.lines, self.name
+        work = [(term, depth)]
+        while work:
+            t, depth = work.pop()
+            pad = "  " * depth
+            if type(t) is str:                   # a closing brace
+                out.append(pad + t)
+            elif type(t) is LetPrim:
+                if type(t.prim) is Lambda:
+                    out.append(f"{pad}{n(t.var)} = {self.header(t.prim)}")
+                    work += [(t.body, depth), ("}", depth), (t.prim.body, depth + 1)]
+                else:
+                    out.append(f"{pad}{n(t.var)} = {self.prim(t.prim)}")
+                    work.append((t.body, depth))
+            elif type(t) is LetCont:
+                k = n(t.cont)
+                params = ", ".join(n(x) for x in t.params)
+                out.append(f"{pad}cont {k}({params}) {{")
+                work += [(t.body, depth), ("}", depth), (t.handler, depth + 1)]
+            else:
+                out.append(pad + self.terminator(t))
+
+    def definition(self, d: Definition) -> None:
+        head = d.visibility if d.var is None else f"{d.visibility} {self.name(d.var)}"
+        if d.body is not None or d.value is None:
+            self.lines.append(f"{head} = do {{")
+            self.block(d.body, 1)
+            self.lines.append("}")
+        elif type(d.value) is Lambda:
+            self.lines.append(f"{head} = {self.header(d.value)}")
+            self.block(d.value.body, 1)
+            self.lines.append("}")
+        else:
+            self.lines.append(f"{head} = {self.prim(d.value)}")
+
+
+def show(node) -> str:
+    """The text of a program, a definition or a term."""
+    p = Printer()
+    if type(node) is Program:
+        for d in node.definitions:
+            p.definition(d)
+    elif type(node) is Definition:
+        p.definition(node)
+    else:
+        p.block(node, 0)
+    return "\n".join(p.lines) + "\n"
+
+# %% [markdown]
+# The seed's loop, and a function:
+
+# %%
+print(show(loop), end="")
+
+# %% [markdown]
+# ## Parse
+#
+# The seed's author designed his printed form to be parsable but never wrote
+# the parser. We need one: tests and the chapters can then *write* CPS terms
+# instead of building them, and `parse(show(t))` printing the same as `t` is a
+# strong test of both directions. The grammar, one statement per line:
+#
+# ```text
+# program    ::= definition*
+# definition ::= ("public" | "private") NAME "=" (value | "do" block)
+#              | "unused" "=" "do" block
+# block      ::= "{" (NAME "=" prim | "cont" NAME "(" names ")" block)* last "}"
+# last       ::= NAME "(" names ")"                         jump to a continuation
+#              | "call" ["direct"] NAME "(" names ")" "->" NAME [loc]
+#              | "case" NAME "{" (INT "->" NAME ";")* ["_" "->" NAME] "}"
+#              | "halt" NAME
+# prim       ::= value | NAME "[" INT "]" [":=" NAME] | "tag" NAME
+#              | NAME OP NAME [loc] | ("-" | "!") NAME | "print" "(" names ")"
+#              | "fail" STRING [NAME] [loc]
+# value      ::= INT | "-" INT | "true" | "false" | "()" | STRING
+#              | "tuple" "(" names ")" | "inj" INT NAME "(" names ")"
+#              | "external" STRING | "fun" ["direct"] NAME "(" names ")" block
+# loc        ::= "@" INT ":" INT                           a line and column of the L source
+# ```
+#
+# (`;` inside a `case` separates arms; `#` starts a comment.) A name is an
+# identifier; the printer's `_n` suffix is not required, and what precedes the
+# last `_` becomes the variable's hint. Every name must be bound exactly once
+# in the whole text — the representation has no shadowing — and used where
+# its binding is in scope: a global anywhere, a continuation only inside the
+# function that binds it. Each violation is a `CompileError` with the line and
+# column, rendered like the L front end's errors.
+
+# %%
+#| export
+from lcompiler.errors import CompileError, Source, Span
+from lcompiler.syntax import recursion_limit, NESTING_LIMIT, collector_paused
+
+_TOKEN = re.compile(r"""
+    (?P<space>[ \t\r]+|\#[^\n]*)
+  | (?P<newline>\n)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<int>[0-9]+)
+  | (?P<string>"(?:[^"\\\n]|\\[nt\\"])*")
+  | (?P<punct>:=|->|==|!=|<=|>=|[-=(){}\[\],;:+*/%<>!@])
+""", re.VERBOSE)
+
+_UNESCAPE = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+_KEYWORDS = {"public", "private", "unused", "do", "cont", "call", "direct", "case", "halt",
+             "tag", "print", "fail", "tuple", "inj", "external", "fun", "true", "false"}
+
+
+class Parser:
+    def __init__(self, source: Source, l_source: Source = None):
+        self.source, self.l_source = source, l_source
+        self.tokens = self.lex(source.text)
+        self.i = 0
+        self.vars = {}         # name -> variable, for every binding seen (names are unique)
+        self.scope = set()     # ordinary variables in scope
+        self.conts = set()     # continuation variables in scope (only the current function's)
+        self.globals = {}
+
+    def lex(self, text: str) -> list:
+        tokens, pos = [], 0
+        for m in _TOKEN.finditer(text):
+            if m.start() != pos:
+                break
+            pos = m.end()
+            kind = m.lastgroup
+            if kind != "space":
+                tokens.append((kind, m.group(), m.start()))
+        if pos != len(text):
+            raise self.error_at(pos, f"unexpected character {text[pos]!r}")
+        tokens.append(("eof", "", len(text)))
+        return tokens
+
+    # --- token helpers
+    def error_at(self, offset: int, message: str, length: int = 1) -> CompileError:
+        end = min(offset + length, len(self.source.text))
+        return CompileError(message, Span(self.source, offset, max(end, offset)))
+
+    def error(self, message: str) -> CompileError:
+        kind, text, offset = self.tokens[self.i]
+        found = "the end of the text" if kind == "eof" else "a line break" if kind == "newline" else repr(text)
+        return self.error_at(offset, f"{message}, found {found}", len(text))
+
+    def peek(self, value: str = None, kind: str = None) -> bool:
+        k, text, _ = self.tokens[self.i]
+        return (value is None or text == value and k in ("name", "punct")) and (kind is None or k == kind)
+
+    def accept(self, value: str) -> bool:
+        if self.peek(value):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, value: str, what: str = None) -> None:
+        if not self.accept(value):
+            raise self.error(f"expected {what or repr(value)}")
+
+    def newlines(self, required: bool = True) -> None:
+        if required and not self.peek(kind="newline") and not self.peek(kind="eof"):
+            raise self.error("expected the end of the line")
+        while self.peek(kind="newline"):
+            self.i += 1
+
+    def integer(self) -> int:
+        negative = self.accept("-")
+        if not self.peek(kind="int"):
+            raise self.error("expected an integer")
+        value = int(self.tokens[self.i][1])
+        self.i += 1
+        return -value if negative else value
+
+    def string(self) -> str:
+        if not self.peek(kind="string"):
+            raise self.error("expected a string")
+        text = self.tokens[self.i][1][1:-1]
+        self.i += 1
+        return re.sub(r"\\(.)", lambda m: _UNESCAPE[m.group(1)], text)
+
+    def name(self, what: str = "a name") -> tuple:
+        k, text, offset = self.tokens[self.i]
+        if k != "name" or text in _KEYWORDS:
+            raise self.error(f"expected {what}")
+        self.i += 1
+        return text, offset
+
+    # --- names and scopes
+    @staticmethod
+    def hint(name: str) -> str:
+        base, sep, number = name.rpartition("_")
+        return base if sep and number.isdigit() and base else name
+
+    def use(self, cont: bool = False) -> Var:
+        name, offset = self.name("a continuation" if cont else "a variable")
+        v = self.vars.get(name)
+        if v is None:
+            raise self.error_at(offset, f"{name} is not bound")
+        if v.is_cont != cont:
+            raise self.error_at(offset, f"{name} is {'a continuation' if v.is_cont else 'not a continuation'}"
+                                        f"; a {'continuation' if cont else 'variable'} is expected here")
+        if v not in (self.conts if cont else self.scope):
+            where = "outside the function that binds it" if cont else "out of its scope"
+            raise self.error_at(offset, f"{name} is used {where}")
+        return v
+
+    def uses(self) -> list:
+        self.expect("(")
+        vs = []
+        if not self.accept(")"):
+            vs.append(self.use())
+            while self.accept(","):
+                vs.append(self.use())
+            self.expect(")", "',' or ')'")
+        return vs
+
+    def params(self) -> list:
+        self.expect("(")
+        names = []
+        if not self.accept(")"):
+            names.append(self.name("a parameter"))
+            while self.accept(","):
+                names.append(self.name("a parameter"))
+            self.expect(")", "',' or ')'")
+        return names
+
+    def loc(self):
+        if not self.accept("@"):
+            return None
+        line = self.integer()
+        self.expect(":")
+        col = self.integer()
+        if self.l_source is None:
+            return Pos(line, col)
+        starts = self.l_source.line_starts
+        if not 1 <= line <= len(starts):
+            raise self.error("the location is outside the L source")
+        return Span(self.l_source, starts[line - 1] + col - 1, starts[line - 1] + col)
+
+# %% [markdown]
+# Parsing a block builds it with `Seq`, one statement at a time, so that a
+# long block costs no Python recursion; only a handler or a function body —
+# text in braces — recurses. Scopes are sets updated on entry and exit: a
+# handler's parameters leave the scope when its closing brace is read, a
+# function body starts with no continuation in scope but its own.
+
+# %%
+#| export
+class Parser(Parser):
+    def block(self) -> Term:
+        self.expect("{")
+        self.newlines()
+        return self.sequence("}")
+
+    def sequence(self, closing: str) -> Term:
+        """Statements up to the closing brace (or the end of the text), as one chain."""
+        s, bound = Seq(), []
+        while True:
+            if self.peek(kind="name") and self.tokens[self.i + 1][1] == "=" \
+                    and self.tokens[self.i][1] not in _KEYWORDS:
+                name, offset = self.name()
+                self.i += 1
+                prim = self.prim()
+                x = s.let(prim, self.hint(name))
+                self.register(name, offset, x)
+                bound.append(x)
+            elif self.accept("cont"):
+                name, offset = self.name("a continuation name")
+                params = self.params()
+                def handler(k, *xs, name=name, offset=offset, params=params):
+                    self.register(name, offset, k)
+                    for (pname, poffset), x in zip(params, xs):
+                        self.register(pname, poffset, x)
+                    body = self.block()
+                    self.scope.difference_update(xs)
+                    return body
+                k = s.cont(handler, [self.hint(p) for p, _ in params], self.hint(name))
+                bound.append(k)
+            else:
+                last = self.last()
+                self.newlines()
+                if closing == "eof":
+                    if not self.peek(kind="eof"):
+                        raise self.error("expected the end of the text after the last term")
+                else:
+                    self.expect(closing, "'}' after the block's last term")
+                for v in bound:
+                    (self.conts if v.is_cont else self.scope).discard(v)
+                return s.end(last)
+            self.newlines()
+
+    def register(self, name: str, offset: int, var: Var) -> None:
+        """Bind a name to a variable made by Build."""
+        if name in self.vars:
+            raise self.error_at(offset, f"{name} is bound twice (every name must be bound once)")
+        self.vars[name] = var
+        (self.conts if var.is_cont else self.scope).add(var)
+
+    def last(self) -> Term:
+        if self.accept("call"):
+            kind = "direct" if self.accept("direct") else "closure"
+            f = self.use()
+            args = self.uses()
+            self.expect("->")
+            k = self.use(cont=True)
+            return apply(f, k, *args, kind=kind, loc=self.loc())
+        if self.accept("case"):
+            x = self.use()
+            self.expect("{")
+            arms, default = {}, None
+            while not self.accept("}"):
+                if self.accept("_"):
+                    self.expect("->")
+                    default = self.use(cont=True)
+                else:
+                    _, _, offset = self.tokens[self.i]
+                    i = self.integer()
+                    if i in arms:
+                        raise self.error_at(offset, f"case {i} appears twice")
+                    self.expect("->")
+                    arms[i] = self.use(cont=True)
+                if not self.accept(";"):
+                    self.expect("}", "';' or '}'")
+                    break
+            return case(x, arms, default)
+        if self.accept("halt"):
+            return halt(self.use())
+        if self.peek(kind="name") and self.tokens[self.i + 1][1] == "(":
+            k = self.use(cont=True)
+            return apply_cont(k, *self.uses())
+        raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
+
+    def prim(self) -> Prim:
+        if self.peek(kind="int") or (self.peek("-") and self.tokens[self.i + 1][0] == "int"):
+            return const(self.integer())
+        if self.peek(kind="string"):
+            return const(self.string())
+        for word, value in (("true", True), ("false", False)):
+            if self.accept(word):
+                return const(value)
+        if self.accept("("):
+            self.expect(")", "')' (the only constant in parentheses is ())")
+            return const(())
+        if self.accept("tuple"):
+            return tuple_(*self.uses())
+        if self.accept("inj"):
+            tag_ = self.integer()
+            name, _ = self.name("a constructor name")
+            return inject(tag_, name, *self.uses())
+        if self.accept("external"):
+            return external(self.string())
+        if self.accept("fun"):
+            return self.function()
+        if self.accept("tag"):
+            return tag(self.use())
+        if self.accept("print"):
+            return print_(*self.uses())
+        if self.accept("fail"):
+            message = self.string()
+            args = [self.use()] if self.peek(kind="name") else []
+            return fail(message, *args, loc=self.loc())
+        if self.peek("-") or self.peek("!"):
+            operator = self.tokens[self.i][1]
+            self.i += 1
+            return op(operator, self.use())
+        x = self.use()
+        if self.accept("["):
+            index = self.integer()
+            self.expect("]")
+            if self.accept(":="):
+                return set_field(index, x, self.use())
+            return proj(index, x)
+        operator = self.tokens[self.i][1]
+        if self.tokens[self.i][0] != "punct" or operator not in BINARY:
+            raise self.error("expected an operator, '[' or the end of the line")
+        self.i += 1
+        y = self.use()
+        return op(operator, x, y, loc=self.loc())
+
+    def function(self) -> Lambda:
+        kind = "direct" if self.accept("direct") else "closure"
+        name, offset = self.name("the function's return continuation")
+        params = self.params()
+        saved, self.conts = self.conts, set()
+        def body(k, *xs):
+            self.register(name, offset, k)
+            for (pname, poffset), x in zip(params, xs):
+                self.register(pname, poffset, x)
+            b = self.block()
+            self.scope.difference_update(xs)
+            return b
+        f = lam(body, [self.hint(p) for p, _ in params], kind, cont=self.hint(name))
+        self.conts = saved
+        return f
+
+    def program(self) -> Program:
+        self.newlines(False)
+        self.declare_globals()
+        prog = Program()
+        while not self.peek(kind="eof"):
+            if not (self.peek("public") or self.peek("private") or self.peek("unused")):
+                raise self.error("expected a definition: 'public', 'private' or 'unused'")
+            visibility = self.tokens[self.i][1]
+            self.i += 1
+            var = None
+            if visibility != "unused":
+                name, offset = self.name("the defined name")
+                var = self.globals[name]
+            self.expect("=")
+            if self.accept("do"):
+                value = self.block()
+            else:
+                value = self.prim()
+                if not isinstance(value, Value):
+                    raise self.error_at(self.tokens[self.i - 1][2],
+                                        "a static definition must be a value; use 'do { … }' to compute it")
+            prog.define(value, visibility, var)
+            self.newlines()
+        return prog
+
+    def declare_globals(self) -> None:
+        """Every global is in scope in the whole program: find them all first."""
+        depth, toks = 0, self.tokens
+        for j, (kind, text, offset) in enumerate(toks):
+            if text in "{}" and kind == "punct":
+                depth += 1 if text == "{" else -1
+            elif depth == 0 and kind == "name" and text in ("public", "private") \
+                    and (j == 0 or toks[j - 1][0] == "newline") and toks[j + 1][0] == "name":
+                name, noffset = toks[j + 1][1], toks[j + 1][2]
+                if name in self.vars:
+                    raise self.error_at(noffset, f"{name} is defined twice")
+                v = self.vars[name] = self.globals[name] = Var(self.hint(name))
+                self.scope.add(v)
+
+
+def parse(text: str, name: str = "<cps>", source: Source = None) -> Program:
+    """Read a program printed by show(); source is the L program its @line:col refer to."""
+    p = Parser(Source(name, text), source)
+    with recursion_limit(NESTING_LIMIT), collector_paused():
+        try:
+            return p.program()
+        except RecursionError:
+            raise p.error("the text is nested too deeply") from None
+
+
+def parse_term(text: str, name: str = "<cps>", source: Source = None) -> Term:
+    """Read a term: the statements of a block, without its braces."""
+    p = Parser(Source(name, text), source)
+    with recursion_limit(NESTING_LIMIT), collector_paused():
+        try:
+            p.newlines(False)
+            return p.sequence("eof")
+        except RecursionError:
+            raise p.error("the text is nested too deeply") from None
+
+# %% [markdown]
+# ## Check
+#
+# Much of the representation is redundant — an uplink repeats a downlink, a
+# variable's ring repeats where its occurrences are, its count repeats the
+# ring's length — and redundancy is what makes it fast. `check` verifies that
+# all of it agrees, and that the term means something:
+#
+# 1. **Structure**: every field holds what it should (a term, a primitive, an
+#    occurrence of the right class); no hole is left by `take`.
+# 2. **Uplinks**: every term, primitive and occurrence points at its parent;
+#    every variable's `binder` is the node that binds it.
+# 3. **Unique binders**: no variable is bound twice.
+# 4. **Scope**: every occurrence's variable (found through the union-find) is
+#    in scope there. A continuation is in scope only inside the function that
+#    binds it: continuations are second-class, they never cross a `fun`.
+# 5. **Occurrence links**: every occurrence met in the term is in its
+#    variable's ring, every ring holds only occurrences of the term, and every
+#    count is right.
+# 6. **Arity and placement**: a jump passes as many arguments as its
+#    continuation has parameters (exactly one to a return continuation, none
+#    to a `case` arm); `case` values are distinct; `halt` appears only in a
+#    dynamic definition, outside every function.
+# 7. With `closed=True` — the back end's precondition, after closure
+#    conversion — **no function has a free variable** other than globals.
+#
+# The first violation raises `CheckError`, whose message names the place with
+# the printer's names (the checker meets variables in the printer's order):
+# `in definition f_1, in fun ret_2: x_7 is used out of its scope`.
+
+# %%
+#| export
+class CheckError(Exception):
+    """A broken invariant of a CPS term."""
+
+
+class Checker:
+    def __init__(self, closed: bool = False):
+        self.closed = closed
+        self.name = Namer()
+        self.bound = {}          # variable -> the function (Lambda, or None at top level) binding it
+        self.scope = set()       # variables in scope
+        self.seen = {}           # variable -> occurrences met
+        self.occs = set()        # ids of every occurrence met
+
+    def where(self, node) -> str:
+        """The chain of enclosing binders of a node, for an error message."""
+        parts = []
+        while node is not None:
+            t = type(node)
+            if t is Definition:
+                parts.append("in definition " + (self.name(node.var) if node.var else "(unused)"))
+            elif t is Lambda:
+                parts.append(f"in fun {self.name(node.cont)}")
+            elif t is LetCont and parts and parts[-1] != "":
+                pass
+            node = getattr(node, "enclosing", None)
+        return ", ".join(reversed(parts))
+
+    def fail(self, node, message: str):
+        where = self.where(node)
+        raise CheckError(f"{where}: {message}" if where else message)
+
+    def bind(self, node, var, cont: bool, function) -> None:
+        if not isinstance(var, Var) or var.is_cont != cont:
+            self.fail(node, f"a {'continuation' if cont else 'variable'} was expected as binder, not {var!r}")
+        if var in self.bound:
+            self.fail(node, f"{self.name(var)} is bound twice")
+        if var.binder is not node:
+            self.fail(node, f"the binder link of {self.name(var)} does not point at its binding")
+        self.name(var)
+        self.bound[var] = function
+        self.scope.add(var)
+
+    def occurrence(self, node, o, cont: bool, function) -> None:
+        if not isinstance(o, Occ) or o.is_cont != cont:
+            self.fail(node, f"a {'continuation' if cont else 'variable'} occurrence was expected, not {o!r}")
+        if o.enclosing is not node:
+            self.fail(node, "an occurrence's uplink does not point at the node holding it")
+        if o.next is None:
+            self.fail(node, "an occurrence that was deleted is still in the term")
+        var = o.var
+        name = self.name(var)
+        if var not in self.scope:
+            self.fail(node, f"{name} is used out of its scope" if var in self.bound or var.binder is None
+                      else f"{name} is used out of its scope")
+        owner = self.bound[var]
+        if owner is not function and (cont or (self.closed and not is_global(var))):
+            what = "continuation" if cont else "variable"
+            self.fail(node, f"{name} is a free {what} of the function (bound outside it)")
+        self.seen[var] = self.seen.get(var, 0) + 1
+        self.occs.add(id(o))
+
+    def arity(self, node, k: Var, n: int) -> None:
+        expected = 1 if type(k.binder) in (Lambda,) and k.binder.cont is k else len(k.binder.params)
+        if expected != n:
+            self.fail(node, f"{self.name(k)} expects {expected} argument(s), and is given {n}")
+
+# %% [markdown]
+# The walk itself keeps a stack of work, like `walk`, with two more kinds of
+# item: "bind these variables now" and "these variables leave the scope now".
+# A `LetPrim`'s variable enters the scope after its primitive is checked (a
+# `LetPrim` is not recursive); a `LetCont`'s continuation enters before its
+# handler (it is); parameters leave when their handler or body is done.
+
+# %%
+#| export
+class Checker(Checker):
+    def where(self, node) -> str:
+        parts, prev, steps = [], None, 0
+        while node is not None and steps < 1_000_000:
+            t = type(node)
+            if t is Definition:
+                parts.append("in definition " + (self.name(node.var) if node.var else "(unused)"))
+            elif t is Lambda:
+                parts.append(f"in fun {self.name(node.cont)}")
+            elif t is LetCont and prev is not None and prev is node.handler:
+                parts.append(f"in cont {self.name(node.cont)}")
+            prev, node, steps = node, getattr(node, "enclosing", None), steps + 1
+        return ", ".join(reversed(parts))
+
+    def program(self, prog: Program) -> None:
+        for d in prog.definitions:
+            if type(d) is not Definition:
+                raise CheckError(f"not a definition: {d!r}")
+            if (d.var is None) != (d.visibility == "unused") or \
+                    d.visibility not in ("public", "private", "unused"):
+                self.fail(d, f"visibility {d.visibility} with {'no' if d.var is None else 'a'} variable")
+            if d.var is not None:
+                self.bind(d, d.var, False, None)
+        for d in prog.definitions:
+            self.definition(d)
+
+    def definition(self, d: Definition) -> None:
+        if d.enclosing is not None:
+            self.fail(d, "a definition's uplink must be empty")
+        if (d.value is None) == (d.body is None):
+            self.fail(d, "a definition holds either a static value or a dynamic term")
+        if d.value is not None:
+            if not isinstance(d.value, Value):
+                self.fail(d, f"a static definition holds a value, not {d.value!r}")
+            self.visit(d.value, d, None)
+        else:
+            self.visit(d.body, d, None)
+
+    def visit(self, root, parent, function) -> None:
+        work = [("node", root, parent, function)]
+        while work:
+            item = work.pop()
+            if item[0] == "unbind":
+                self.scope.difference_update(item[1])
+                continue
+            if item[0] == "bind":
+                _, node, var, function = item
+                self.bind(node, var, False, function)
+                continue
+            _, node, parent, function = item
+            if node is None:
+                self.fail(parent, "a hole: a part of this term was taken out and not replaced")
+            if not isinstance(node, Node) or isinstance(node, Definition):
+                self.fail(parent, f"not a term or primitive: {node!r}")
+            if node.enclosing is not parent:
+                self.fail(parent, f"the uplink of a {type(node).__name__} does not point at its parent")
+            t = type(node)
+            if t is LetPrim:
+                if not isinstance(node.prim, Prim):
+                    self.fail(node, f"a binding holds a primitive, not {node.prim!r}")
+                self.term_field(node, "body")
+                work += [("unbind", [node.var]), ("node", node.body, node, function),
+                         ("bind", node, node.var, function), ("node", node.prim, node, function)]
+            elif t is LetCont:
+                self.term_field(node, "handler")
+                self.term_field(node, "body")
+                self.bind(node, node.cont, True, function)
+                for x in node.params:
+                    self.bind(node, x, False, function)
+                work += [("unbind", [node.cont]), ("node", node.body, node, function),
+                         ("unbind", list(node.params)), ("node", node.handler, node, function)]
+            elif t is Lambda:
+                if node.kind not in ("closure", "direct"):
+                    self.fail(node, f"a function kind is closure or direct, not {node.kind!r}")
+                self.term_field(node, "body")
+                self.bind(node, node.cont, True, node)
+                for x in node.params:
+                    self.bind(node, x, False, node)
+                work += [("unbind", [node.cont, *node.params]), ("node", node.body, node, node)]
+            else:
+                self.leaf(node, function)
+
+    def term_field(self, node, field: str) -> None:
+        part = getattr(node, field)
+        if part is not None and not isinstance(part, Term):
+            self.fail(node, f"the {field} of a {type(node).__name__} must be a term, not {part!r}")
+
+    def leaf(self, node, function) -> None:
+        """A node without sub-terms: check its occurrences, and the terminators' rules."""
+        t = type(node)
+        conts = ()
+        if t is ApplyCont:
+            conts = (node.cont,)
+        elif t is Apply:
+            conts = (node.cont,)
+            if node.kind not in ("closure", "direct"):
+                self.fail(node, f"a call kind is closure or direct, not {node.kind!r}")
+        elif t is Case:
+            conts = tuple(k for _, k in node.arms) + ((node.default,) if node.default else ())
+            values = [i for i, _ in node.arms]
+            if any(type(i) is not int for i in values) or values != sorted(set(values)):
+                self.fail(node, "the values of a case must be distinct integers, in order")
+        elif t is Halt and function is not None:
+            self.fail(node, "halt inside a function (a function returns through its continuation)")
+        for o in node.occs():
+            self.occurrence(node, o, any(o is k for k in conts), function)
+        if t is ApplyCont:
+            self.arity(node, node.cont.var, len(node.args))
+        elif t is Apply:
+            self.arity(node, node.cont.var, 1)
+        elif t is Case:
+            for k in conts:
+                self.arity(node, k.var, 0)
+
+    def links(self) -> None:
+        """Rings and counts agree with the occurrences met."""
+        for var in self.bound:
+            met = self.seen.get(var, 0)
+            if var.count != met:
+                self.fail(var.binder, f"{self.name(var)} counts {var.count} occurrence(s), "
+                                      f"and the term has {met}")
+            n = 0
+            for o in occurrences(var):
+                n += 1
+                if id(o) not in self.occs or n > met:
+                    self.fail(var.binder, f"the ring of {self.name(var)} holds an occurrence "
+                                          "that is not in the term")
+            if n != met:
+                self.fail(var.binder, f"the ring of {self.name(var)} misses occurrences")
+
+
+def check(root, closed: bool = False) -> None:
+    """Verify every invariant of a program, definition or term; CheckError at the first violation."""
+    c = Checker(closed)
+    with collector_paused():
+        if type(root) is Program:
+            c.program(root)
+        elif type(root) is Definition:
+            c.program(Program([root]))
+        else:
+            c.visit(root, root.enclosing, None)
+        c.links()
+
+# %% [markdown]
+# ## Interpret
+#
+# The interpreter is the meaning of CPS terms, and the judge of every later
+# pass: a pass is right when the interpreter gives the same output before and
+# after it. It translates each term once into Python closures (like chapter
+# 4b's interpreter) and runs them on a *trampoline*: running a block returns
+# the next block to run with its environment, instead of calling it, so a
+# loop or a chain of tail calls never grows Python's stack.
+#
+# - An **activation** of a function is a dictionary from variables to values.
+#   A continuation bound by `cont` is a pair (compiled handler, activation):
+#   jumping to it stores the arguments in the activation and runs the
+#   handler. That is exactly why continuations need no heap in compiled code:
+#   they only ever run in the activation that made them.
+# - A **function value** copies the values of its free variables when it is
+#   created (a flat closure), so a function made in a loop keeps the values of
+#   *that* iteration. Calling it makes a new activation from that copy, its
+#   parameters, and its return continuation.
+# - A call whose return continuation is the caller's own is a **tail call**:
+#   the new activation replaces the caller's at the same depth. Any other call
+#   goes one deeper; past `stack_limit` the program stops with L's "stack
+#   overflow" runtime error at the call.
+#
+# Runtime values: Python `int`, `bool`, `str`, `()` for Unit, a `list` for a
+# tuple (lists, because `SetField` writes into cells), `Injected` for an
+# injection, `Function` for a function.
+
+# %%
+#| export
+import sys
+from lcompiler.errors import RunError
+from lcompiler.interp import wrap, c_div, c_rem
+
+STACK_LIMIT = 100_000     # nested non-tail calls before "stack overflow"
+
+
+class Injected:
+    __slots__ = ("tag", "name", "fields")
+
+    def __init__(self, tag, name, fields):
+        self.tag, self.name, self.fields = tag, name, fields
+
+
+class Function:
+    __slots__ = ("code", "params", "cont", "captured")
+
+    def __init__(self, code, params, cont, captured):
+        self.code, self.params, self.cont, self.captured = code, params, cont, captured
+
+
+class Continuation:
+    __slots__ = ("code", "params", "env")
+
+    def __init__(self, code, params, env):
+        self.code, self.params, self.env = code, params, env
+
+
+class Stop(Exception):
+    """A runtime error at a location of a parsed CPS text, which has no L source to show."""
+
+    def __init__(self, message: str, loc: Pos):
+        super().__init__(f"{loc.line}:{loc.col}: runtime error: {message}" if loc else
+                         f"runtime error: {message}")
+        self.message, self.loc = message, loc
+
+
+def runtime_error(message: str, loc):
+    return RunError(message, loc) if isinstance(loc, Span) else Stop(message, loc)
+
+
+def show_value(v, nested: bool = False) -> str:
+    """A value as L's print writes it."""
+    if v is True or v is False:
+        return "true" if v else "false"
+    t = type(v)
+    if t is int:
+        return str(v)
+    if t is str:
+        return quote(v) if nested else v
+    if t is list or t is tuple:
+        return "(" + ", ".join(show_value(x, True) for x in v) + ")"
+    if t is Injected:
+        return v.name + ("(" + ", ".join(show_value(x, True) for x in v.fields) + ")" if v.fields else "")
+    if t is Function:
+        return "<function>"
+    raise TypeError(f"not an L value: {v!r}")
+
+# %% [markdown]
+# The primitives, each a function of the activation:
+
+# %%
+#| export
+_ARITH = {"+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
+          "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+          "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+class Interpreter:
+    def __init__(self, out=None, stack_limit: int = STACK_LIMIT, externals=None):
+        self.out = sys.stdout if out is None else out
+        self.stack_limit = stack_limit
+        self.externals = externals or {}
+        self.globals = {}
+        self.free = {}          # Lambda -> its free local variables
+
+    def get(self, o: Occ):
+        """A function reading an occurrence's value from an activation."""
+        v = o.var
+        if is_global(v):
+            g = self.globals
+            def read_global(env):
+                try:
+                    return g[v]
+                except KeyError:
+                    raise runtime_error(f"the definition of {v.hint} has not run yet", None) from None
+            return read_global
+        return lambda env: env[v]
+
+    def prim(self, p):
+        t = type(p)
+        if t is Const:
+            value = p.value
+            return lambda env: value
+        if t is TupleValue:
+            gets = [self.get(o) for o in p.fields]
+            return lambda env: [g(env) for g in gets]
+        if t is Inject:
+            gets, tag_, name = [self.get(o) for o in p.fields], p.tag, p.name
+            return lambda env: Injected(tag_, name, [g(env) for g in gets])
+        if t is External:
+            name, table = p.name, self.externals
+            def ext(env):
+                if name not in table:
+                    raise runtime_error(f"unknown external {name}", None)
+                return table[name]
+            return ext
+        if t is Lambda:
+            return self.function(p)
+        if t is Proj:
+            g, i = self.get(p.arg), p.index
+            def projection(env):
+                v = g(env)
+                return v.fields[i] if type(v) is Injected else v[i]
+            return projection
+        if t is Tag:
+            g = self.get(p.arg)
+            return lambda env: g(env).tag
+        if t is Op:
+            return self.operation(p)
+        if t is SetField:
+            gt, gv, i = self.get(p.target), self.get(p.value), p.index
+            def store(env):
+                gt(env)[i] = gv(env)
+                return ()
+            return store
+        if t is Print:
+            gets, out = [self.get(o) for o in p.args], self.out
+            def print_values(env):
+                out.write(" ".join(show_value(g(env)) for g in gets) + "\n")
+                return ()
+            return print_values
+        if t is Fail:
+            gets, message, loc = [self.get(o) for o in p.args], p.message, p.loc
+            def failure(env):
+                text = " ".join([message] + [show_value(g(env), True) for g in gets])
+                raise runtime_error(text, loc)
+            return failure
+        raise TypeError(f"not a primitive: {p!r}")
+
+    def operation(self, p: Op):
+        gets, loc = [self.get(o) for o in p.args], p.loc
+        if len(gets) == 1:
+            g = gets[0]
+            if p.op == "-":
+                return lambda env: wrap(-g(env))
+            return lambda env: not g(env)
+        ga, gb = gets
+        if p.op in ("/", "%"):
+            f = c_div if p.op == "/" else c_rem
+            def divide(env):
+                b = gb(env)
+                if b == 0:
+                    raise runtime_error("division by zero", loc)
+                return f(ga(env), b)
+            return divide
+        f = _ARITH[p.op]
+        return lambda env: f(ga(env), gb(env))
+
+# %% [markdown]
+# Terms. A block — a chain of `LetPrim`s and `LetCont`s ending in a
+# terminator — is compiled into a list of steps and a final function; the
+# chain is followed with a loop, so only the nesting of handlers and function
+# bodies recurses during compilation. A terminator returns the pair (next
+# code, activation) to the trampoline, or `(None, value)` for `halt`.
+
+# %%
+#| export
+class Interpreter(Interpreter):
+    def block(self, term):
+        steps = []
+        while type(term) in (LetPrim, LetCont):
+            if type(term) is LetPrim:
+                steps.append((term.var, self.prim(term.prim)))
+            else:
+                steps.append((term.cont, self.continuation(term)))
+            term = term.body
+        last = self.terminator(term)
+        if not steps:
+            return last
+        def run(env):
+            for var, compute in steps:
+                env[var] = compute(env)
+            return last(env)
+        return run
+
+    def continuation(self, t: LetCont):
+        params = t.params
+        cell = []                                    # the handler, compiled after the closure exists
+        def make(env):
+            return Continuation(cell[0], params, env)
+        cell.append(self.block(t.handler))
+        return make
+
+    def function(self, lam_: Lambda):
+        free = [v for v in free_variables(lam_) if not v.is_cont and not is_global(v)]
+        body = self.block(lam_.body)
+        params, cont = lam_.params, lam_.cont
+        return lambda env: Function(body, params, cont, {v: env[v] for v in free})
+
+    def terminator(self, t):
+        if type(t) is ApplyCont:
+            k, gets = t.cont.var, [self.get(o) for o in t.args]
+            def jump(env):
+                c = env[k]
+                target = c.env
+                for x, g in zip(c.params, gets):
+                    target[x] = g(env)
+                return c.code, target
+            return jump
+        if type(t) is Apply:
+            return self.call(t)
+        if type(t) is Case:
+            g, table = self.get(t.scrutinee), {i: k.var for i, k in t.arms}
+            default = None if t.default is None else t.default.var
+            def branch(env):
+                k = table.get(g(env), default)
+                if k is None:
+                    raise runtime_error("no case for the value", None)
+                c = env[k]
+                return c.code, c.env
+            return branch
+        if type(t) is Halt:
+            g = self.get(t.arg)
+            return lambda env: (None, g(env))
+        raise TypeError(f"not a term: {t!r}")
+
+    def call(self, t: Apply):
+        gf, gets, k, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.loc
+        lam_ = enclosing_lambda(t)
+        tail = lam_ is not None and lam_.cont is k
+        limit = self.stack_limit
+        def call(env):
+            f = gf(env)
+            if type(f) is not Function:
+                raise runtime_error("this is not a function", loc)
+            new = dict(f.captured)
+            for x, g in zip(f.params, gets):
+                new[x] = g(env)
+            ret = env[k]
+            new[f.cont] = ret
+            depth = env[None] if tail else env[None] + 1
+            if depth > limit:
+                raise runtime_error("stack overflow: the program nested calls too deeply", loc)
+            new[None] = depth
+            return f.code, new
+        return call
+
+# %% [markdown]
+# A call's return continuation is a `Continuation` of the caller's
+# activation, stored under the callee's return-continuation variable; so
+# `ret(x)` in the callee is an ordinary jump that lands in the caller. The
+# activation's depth is stored under the key `None`.
+#
+# Running a program: every static value is made first — functions first, so
+# that a static tuple may hold any function — then each dynamic definition
+# runs, top to bottom, and its `halt` value becomes the global's value.
+
+# %%
+#| export
+class Interpreter(Interpreter):
+    def run(self, prog: Program) -> dict:
+        with recursion_limit(NESTING_LIMIT):
+            code = [(d, self.prim(d.value) if d.value is not None else self.block(d.body))
+                    for d in prog.definitions]
+        order = sorted(range(len(code)), key=lambda i: type(code[i][0].value) is not Lambda)
+        for i in order:
+            d, c = code[i]
+            if d.value is not None:
+                self.store(d, c({None: 0}))
+        try:
+            for d, c in code:
+                if d.body is not None:
+                    self.store(d, self.trampoline(c, {None: 0}))
+        finally:
+            self.out.flush()
+        return self.globals
+
+    def store(self, d: Definition, value) -> None:
+        if d.var is not None:
+            self.globals[d.var] = value
+
+    @staticmethod
+    def trampoline(code, env):
+        while code is not None:
+            code, env = code(env)
+        return env
+
+
+def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
+    """Run a program: its output goes to out (stdout); returns the globals' values.
+    A runtime error is a RunError (or Stop, for a parsed text without its L source)."""
+    return Interpreter(out, stack_limit).run(prog)
+
+
+def evaluate(term: Term, out=None):
+    """The value a closed term halts with."""
+    return Interpreter(out).trampoline(Interpreter(out).block(term), {None: 0})
