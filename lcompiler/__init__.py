@@ -15,4 +15,5 @@ Each module and the notebook it comes from:
 - `lcompiler.interp`: notebooks/04b_meaning.ipynb
 - `lcompiler.types`: notebooks/05_types.ipynb
 - `lcompiler.cps`: notebooks/06_cps.ipynb
+- `lcompiler.cps_convert`: notebooks/07_cps_convert.ipynb
 """

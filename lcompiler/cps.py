@@ -14,7 +14,7 @@ compiler (seed 002), the framework modules of its author's blog (seed 000),
 and OCamlPro's account of the same design inside Flambda2 (seed 001).
 """
 
-__all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate']
+__all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate', 'diagram']
 
 
 # --- Variables and occurrences -----------------------------------------
@@ -1633,3 +1633,66 @@ def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
 def evaluate(term: Term, out=None):
     """The value a closed term halts with."""
     return Interpreter(out).trampoline(Interpreter(out).block(term), {None: 0})
+
+
+# --- A picture of a term -----------------------------------------------
+
+from html import escape as _escape
+
+_HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|fun)\b|\w+ = (fun)\b)")
+_TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(")
+
+
+def diagram(node, width_chars: int = None) -> str:
+    """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows."""
+    lines = show(node).rstrip("\n").split("\n")
+    ch, lh, left = 7.2, 17, 8                           # character width, line height, margin
+    text_w = max(len(l) for l in lines) if width_chars is None else width_chars
+    boxes, open_, heads = [], [], {}
+    for i, line in enumerate(lines):
+        m = _HEADER.match(line)
+        if line.endswith("{") and m:
+            kind = "cont" if m.group(1) else "fun" if (m.group(3) == "fun" or m.group(4)) else "do"
+            open_.append((i, len(line) - len(line.lstrip()), kind))
+            if m.group(2):
+                heads[m.group(2)] = i
+        elif line.strip() == "}" and open_:
+            start, indent, kind = open_.pop()
+            boxes.append((start, i, indent, kind))
+    arrows = []
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("{"):
+            continue
+        body = line.strip()
+        found = [m.group(1) or m.group(2) for m in _TARGETS.finditer(line)]
+        if body.startswith("case"):
+            found = re.findall(r"-> (\w+)", body)
+        for name in found:
+            if name in heads:
+                arrows.append((i, heads[name], len(line)))
+    gutter = left + text_w * ch + 16
+    width = gutter + 14 * len(arrows) + 24
+    height = lh * len(lines) + 12
+    fill = {"fun": "#dbeafe", "cont": "#fef9c3", "do": "#f1f5f9"}
+    stroke = {"fun": "#3b82f6", "cont": "#ca8a04", "do": "#64748b"}
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+           f'font-family="monospace" font-size="12">',
+           '<defs><marker id="a" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+           '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>']
+    for start, end, indent, kind in sorted(boxes):
+        x = left + indent * ch - 4
+        out.append(f'<rect x="{x:.1f}" y="{start * lh + 3}" width="{gutter - x - 6:.1f}" '
+                   f'height="{(end - start + 1) * lh + 2}" rx="5" fill="{fill[kind]}" '
+                   f'stroke="{stroke[kind]}" fill-opacity="0.6"/>')
+    for i, line in enumerate(lines):
+        out.append(f'<text x="{left}" y="{(i + 1) * lh}" xml:space="preserve">{_escape(line)}</text>')
+    for n, (src, dst, length) in enumerate(arrows):
+        gx = gutter + 14 * n + 8
+        y1, y2 = src * lh + lh / 2 + 4, dst * lh + lh / 2 + 4
+        colour = "#dc2626" if dst < src and any(s <= src <= e and s == dst for s, e, _, _ in boxes) \
+            else "#16a34a"
+        x1 = left + length * ch + 4
+        out.append(f'<path d="M{x1:.1f},{y1:.1f} H{gx:.1f} V{y2:.1f} H{gutter - 8:.1f}" fill="none" '
+                   f'stroke="{colour}" stroke-width="1.3" marker-end="url(#a)"/>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -79,7 +79,7 @@
 #       }
 #       call map_1(f_3, r_10) -> after_map_13
 #     }
-#     call closure f_3(x_9) -> after_f_11
+#     call f_3(x_9) -> after_f_11
 #   }
 #   case t_5 { 0 -> empty_6; 1 -> nonempty_8 }
 # }
@@ -123,7 +123,7 @@
 # | `LetPrim(x, p, t)` | `x = p` then `t` | compute `p`, name the result `x`, continue with `t` |
 # | `LetCont(k, [x1…xn], t1, t2)` | `cont k(x1, …, xn) { t1 }` then `t2` | bind the block `t1` with parameters `x1…xn` to `k`, in `t1` (so it can loop) and in `t2`; continue with `t2` |
 # | `ApplyCont(k, [y1…yn])` | `k(y1, …, yn)` | jump to `k`, binding its parameters to `y1…yn` |
-# | `Apply(kind, f, k, [y1…yn])` | `call f(y1, …, yn) -> k` | call the function `f`; it will jump to `k` with its result |
+# | `Apply(kind, f, k, [y1…yn])` | `call f(y1, …, yn) -> k` | call the function `f`; it will jump to `k` with its result (`call direct` for a `direct` call) |
 # | `Case(x, {i: k…}, kd)` | `case x { i -> k; …; _ -> kd }` | jump to the continuation whose integer matches the value of `x`, or to `kd` |
 # | `Halt(x)` | `halt x` | stop; `x` is the value of the computation |
 #
@@ -164,7 +164,7 @@
 # | `Const(c)` | `42`, `true`, `()`, `"text"` | an Int, Bool, Unit or String constant |
 # | `TupleValue([x1…xn])` | `tuple(x1, …, xn)` | a block of n fields; n may be 1 (a mutable *cell*) or 0 |
 # | `Inject(tag, name, [x1…xn])` | `inj 1 Cons(x1, x2)` | constructor number `tag` (of its type) applied to fields |
-# | `Lambda(kind, k, [x1…xn], t)` | `fun k(x1, …) { t }` or `closure k(x1, …) { t }` | a function with return continuation `k` |
+# | `Lambda(kind, k, [x1…xn], t)` | `fun k(x1, …) { t }`, `fun direct k(x1, …) { t }` | a function with return continuation `k` |
 # | `External(name)` | `external "name"` | a value defined outside the program (the runtime) |
 #
 # A **primitive** is a value or an operation on variables:
@@ -2125,3 +2125,301 @@ def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
 def evaluate(term: Term, out=None):
     """The value a closed term halts with."""
     return Interpreter(out).trampoline(Interpreter(out).block(term), {None: 0})
+
+# %% [markdown]
+# ## A picture of a term
+#
+# Flambda2's post draws `map` as nested boxes: each continuation is a block
+# of code, boxes nest as scopes do (a variable bound in an outer box is
+# visible in the inner ones), and arrows are the jumps. `diagram` draws the
+# same picture of any printed term, as an SVG image: a box per function
+# (blue), per continuation handler (yellow) and per dynamic definition
+# (grey); an arrow from every jump, call return point and `case` arm to the
+# continuation it targets — green when it goes forward, red when it goes
+# back up (a loop). It works from the printed text, so it shows exactly what
+# `show` shows.
+
+# %%
+#| export
+from html import escape as _escape
+
+_HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|fun)\b|\w+ = (fun)\b)")
+_TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(")
+
+
+def diagram(node, width_chars: int = None) -> str:
+    """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows."""
+    lines = show(node).rstrip("\n").split("\n")
+    ch, lh, left = 7.2, 17, 8                           # character width, line height, margin
+    text_w = max(len(l) for l in lines) if width_chars is None else width_chars
+    boxes, open_, heads = [], [], {}
+    for i, line in enumerate(lines):
+        m = _HEADER.match(line)
+        if line.endswith("{") and m:
+            kind = "cont" if m.group(1) else "fun" if (m.group(3) == "fun" or m.group(4)) else "do"
+            open_.append((i, len(line) - len(line.lstrip()), kind, len(open_)))
+            if m.group(2):
+                heads[m.group(2)] = (i, len(open_) - 1)
+        elif line.strip() == "}" and open_:
+            start, indent, kind, depth = open_.pop()
+            boxes.append((start, i, indent, kind, depth))
+    arrows = []
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("{"):
+            continue
+        body = line.strip()
+        found = [m.group(1) or m.group(2) for m in _TARGETS.finditer(line)]
+        if body.startswith("case"):
+            found = re.findall(r"-> (\w+)", body)
+        for name in found:
+            if name in heads:
+                arrows.append((i, *heads[name], len(line)))
+    gutter = left + text_w * ch + 16
+    width = gutter + 14 * len(arrows) + 24
+    height = lh * len(lines) + 12
+    fill = {"fun": "#dbeafe", "cont": "#fef9c3", "do": "#f1f5f9"}
+    stroke = {"fun": "#3b82f6", "cont": "#ca8a04", "do": "#64748b"}
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+           f'font-family="monospace" font-size="12">',
+           '<defs><marker id="a" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+           '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>']
+    for start, end, indent, kind, depth in sorted(boxes):
+        x = left + indent * ch - 4
+        out.append(f'<rect x="{x:.1f}" y="{start * lh + 3}" width="{gutter - x - 6 - 5 * depth:.1f}" '
+                   f'height="{(end - start + 1) * lh + 2}" rx="5" fill="{fill[kind]}" '
+                   f'stroke="{stroke[kind]}" fill-opacity="0.6"/>')
+    for i, line in enumerate(lines):
+        out.append(f'<text x="{left}" y="{(i + 1) * lh}" xml:space="preserve">{_escape(line)}</text>')
+    for n, (src, dst, depth, length) in enumerate(arrows):
+        gx = gutter + 14 * n + 8
+        y1, y2 = src * lh + lh / 2 + 2 + 3 * (n % 3), dst * lh + lh / 2 + 4
+        loop_back = any(s == dst and s <= src <= e for s, e, *_ in boxes)
+        colour = "#dc2626" if loop_back else "#16a34a"
+        x1 = left + length * ch + 4
+        out.append(f'<path d="M{x1:.1f},{y1:.1f} H{gx:.1f} V{y2:.1f} H{gutter - 6 - 5 * depth:.1f}" fill="none" '
+                   f'stroke="{colour}" stroke-width="1.3" marker-end="url(#a)"/>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+# %% [markdown]
+# ## The framework at work
+#
+# ### `map`, second-class
+#
+# The `map` of the first section, as a program: `parse` reads it, `check`
+# accepts it, and `run` applies it to a function and the list `[1, 2, 3]`.
+# (Before closure conversion every function and call is of the `closure`
+# kind, printed `fun` and `call`.)
+
+# %%
+MAP = '''
+private map_1 = fun ret_2(f_3, l_4) {
+  t_5 = tag l_4
+  cont empty_6() {
+    nil_7 = inj 0 Nil()
+    ret_2(nil_7)
+  }
+  cont nonempty_8() {
+    x_9 = l_4[0]
+    r_10 = l_4[1]
+    cont after_f_11(fx_12) {
+      cont after_map_13(m_14) {
+        result_15 = inj 1 Cons(fx_12, m_14)
+        ret_2(result_15)
+      }
+      call map_1(f_3, r_10) -> after_map_13
+    }
+    call f_3(x_9) -> after_f_11
+  }
+  case t_5 { 0 -> empty_6; 1 -> nonempty_8 }
+}
+private square_16 = fun ret_17(x_18) {
+  y_19 = x_18 * x_18
+  ret_17(y_19)
+}
+unused = do {
+  nil_20 = inj 0 Nil()
+  three_21 = 3
+  l3_22 = inj 1 Cons(three_21, nil_20)
+  two_23 = 2
+  l2_24 = inj 1 Cons(two_23, l3_22)
+  one_25 = 1
+  l1_26 = inj 1 Cons(one_25, l2_24)
+  cont done_27(squares_28) {
+    u_29 = print(l1_26, squares_28)
+    halt u_29
+  }
+  call map_1(square_16, l1_26) -> done_27
+}
+'''
+map_program = parse(MAP)
+check(map_program)
+assert show(map_program) == MAP.lstrip()
+values = run(map_program)
+
+# %% [markdown]
+# Its picture: the function boxes, the continuation boxes nested in them,
+# and the arrows of `case`, of the two calls' return points, and of the
+# final jumps. No arrow leaves a function box: that is what second-class
+# continuations mean.
+
+# %%
+from IPython.display import SVG
+SVG(diagram(map_program.definitions[0]))
+
+# %% [markdown]
+# ### The seed's loop
+#
+# `let k(x) = k(2 + x) in k(2)` is the seed's example of why a continuation
+# is in scope in its own handler. Built earlier with `let_prim`/`let_cont`
+# as `loop`, and with `Seq` as `loop2` — the two print the same:
+
+# %%
+print(show(loop2), end="")
+assert show(loop) == show(loop2)
+SVG(diagram(loop))
+
+# %% [markdown]
+# It never stops, so we do not run it; a loop that counts to three and then
+# halts is the same shape with a `case` on its test:
+
+# %%
+COUNT = '''
+zero_1 = 0
+cont loop_2(i_3) {
+  three_4 = 3
+  done_5 = i_3 >= three_4
+  cont exit_6() {
+    halt i_3
+  }
+  cont again_7() {
+    u_8 = print(i_3)
+    one_9 = 1
+    next_10 = i_3 + one_9
+    loop_2(next_10)
+  }
+  case done_5 { 0 -> again_7; 1 -> exit_6 }
+}
+loop_2(zero_1)
+'''
+evaluate(parse_term(COUNT))
+
+# %% [markdown]
+# ### Graph compaction, step by step
+#
+# Seed 001's second example shows why a CPS intermediate language makes
+# optimisation local. The OCaml function
+#
+# ```ocaml
+# let f cond = let v = if cond then raise Failure else 0 in (v, v)
+# ```
+#
+# converts naively to a join point `k_after_if` that both branches would
+# reach. Ours has no exceptions, so the `raise` is a `fail` (a runtime
+# error), but the rest is the same:
+
+# %%
+STEP1 = '''
+private f_1 = fun ret_2(cond_3) {
+  cont after_if_4(v_5) {
+    result_6 = tuple(v_5, v_5)
+    ret_2(result_6)
+  }
+  cont then_7() {
+    u_8 = fail "Failure"
+    ret_2(u_8)
+  }
+  cont else_9() {
+    zero_10 = 0
+    after_if_4(zero_10)
+  }
+  case cond_3 { 0 -> else_9; 1 -> then_7 }
+}
+'''
+f_program = parse(STEP1)
+check(f_program)
+f_lambda = f_program.definitions[0].value
+after_if = f_lambda.body                       # the LetCont of after_if_4
+print(after_if.cont.hint, "is used", after_if.cont.count, "time(s)")
+
+# %% [markdown]
+# `after_if` is used once: only `fail`'s branch does not reach it. A
+# continuation used once can be *inlined*: its handler moves to the place of
+# the one jump, with the jump's arguments in place of its parameters. With
+# the Change functions, that is three steps, each keeping the term valid or,
+# in between, reporting exactly what is missing.
+#
+# **Step 1: substitute the argument for the parameter.** Every occurrence of
+# `v_5` becomes an occurrence of `zero_10` — one union, whatever the number
+# of occurrences. The term does not check any more: `zero_10` is now used
+# in `after_if`'s handler, outside its scope. That is expected; the next
+# step moves those uses into the scope.
+
+# %%
+jump = next(o.enclosing for o in occurrences(after_if.cont))    # the only jump: after_if_4(zero_10)
+(arg,) = [o.var for o in jump.args]
+substitute(after_if.params[0], arg)
+try:
+    check(f_program)
+except CheckError as e:
+    print("CheckError:", e)
+
+# %% [markdown]
+# **Step 2: move the handler to the jump.** `move` takes the handler out
+# of the `LetCont` (leaving a hole there) and puts it in place of the jump,
+# deleting the jump and its occurrences:
+
+# %%
+moved = move(after_if.handler, jump)
+try:
+    check(f_program)
+except CheckError as e:
+    print("CheckError:", e)
+
+# %% [markdown]
+# **Step 3: delete the binding**, which is dead now — `after_if_4` has no
+# occurrence left — and its hole with it:
+
+# %%
+delete_binding(after_if)
+check(f_program)
+print(show(f_program), end="")
+
+# %% [markdown]
+# This is the seed's "step 2": the else branch computes `(0, 0)` and returns
+# it, the then branch fails, and the join point is gone. The picture, before
+# and after:
+
+# %%
+SVG(diagram(parse(STEP1)))
+
+# %%
+SVG(diagram(f_program))
+
+# %% [markdown]
+# Both versions behave the same: each is run on `false` (the pair) and on
+# `true` (the failure).
+
+# %%
+def call_f(program_text: str, argument: str) -> str:
+    import io
+    out = io.StringIO()
+    text = program_text + f'''unused = do {{
+  c_100 = {argument}
+  cont k_101(r_102) {{
+    u_103 = print(r_102)
+    halt u_103
+  }}
+  call f_1(c_100) -> k_101
+}}
+'''
+    try:
+        run(parse(text), out)
+    except Stop as e:
+        out.write(str(e) + "\n")
+    return out.getvalue()
+
+compacted = show(f_program)
+for argument in ("false", "true"):
+    print(argument, "→", call_f(STEP1, argument), end="")
+    assert call_f(STEP1, argument) == call_f(compacted, argument)

@@ -1,0 +1,642 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 7. From L to CPS
+#
+# This chapter translates a typed L program (the core of chapter 4b, with the
+# types of chapter 5 on every node) into the CPS language of chapter 6, in one
+# pass. It is chapter 3's compiler C5 grown up: the same higher-order style,
+# where the translation of an expression is handed "what to do with its
+# value", so that no administrative redex is ever built and a continuation
+# is bound by `cont` only where two branches would otherwise each get a copy
+# of it.
+#
+# What this chapter promises, in the module `lcompiler.cps_convert`:
+#
+# - `convert(core, typing)` returns a CPS `Program` that means what the L
+#   program means: run by chapter 6's interpreter, it prints the same output
+#   and stops with the same runtime error, at the same place, as chapter 4b's
+#   reference interpreter. The result passes `check`.
+# - A call in tail position is an `Apply` to the enclosing function's return
+#   continuation; `if`, `match`, `&&` and `||` make a join point only when
+#   their context is not already a continuation variable; `while` is a
+#   recursive continuation; a `var` that no function captures lives in
+#   continuation parameters, a captured one in a heap cell.
+# - Every CPS variable bound for an L value carries that value's type
+#   (`var.type`), for the back end's choice of representation.
+# - `lc show cps FILE.l` prints the result.
+
+# %%
+#| default_exp cps_convert
+
+# %% [markdown]
+# ## Contexts: what to do with a value
+#
+# The translation of an expression `e` is a function `expr(e, env, store,
+# ctx)` that returns a CPS term. Its last argument, the *context*, says what
+# the term must do with the value of `e` once it is in a variable. There are
+# two kinds, as in chapter 3's C5 (`Cont.Join` and `Cont.Return` there, the
+# meta-continuation and the continuation variable here):
+#
+# - `Then(fn)`: a Python function that, given the CPS variable holding the
+#   value, builds the rest of the term. The translation of `a + b` in
+#   `Then(fn)` is "translate `a` in a context that translates `b` in a context
+#   that binds `x = a + b` and calls `fn(x)`" — no continuation is built for
+#   the intermediate steps, so none has to be reduced away later.
+# - `Return(k)`: a continuation variable. The value is passed by a jump
+#   `k(x)`. The body of a function is translated in `Return(ret)`, so a call
+#   in that context becomes `call f(a) -> ret`: a tail call.
+#
+# A `Then` context may be used once only — using it twice copies the rest of
+# the term. Where an expression has two ways to finish (the branches of `if`,
+# the clauses of `match`) and its context is a `Then`, the translation binds
+# the context once as a continuation, the *join point*, and gives each branch
+# a `Return` to it. When the context is already a `Return`, the branches
+# simply jump there: that is C5's lesson, that no join point is needed in
+# tail position.
+#
+# The two other arguments are the environment `env` (which CPS variable holds
+# each L variable in scope) and the `store`, explained with `var` below.
+
+# %%
+#| export
+from lcompiler import core as c, syntax as s
+from lcompiler.cps import (
+    Var, Program, Lambda, Seq, let_prim, let_cont, lam, apply, apply_cont, case, halt,
+    const, tuple_, inject, proj, tag, op, set_field, print_, fail)
+from lcompiler.errors import CompileError
+from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, recursion_limit, collector_paused
+
+
+class Then:
+    """A meta-continuation: fn(value variable, store) builds the rest of the term."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+class Return:
+    """A continuation variable, and the mutable variables it also receives (see var, below)."""
+    __slots__ = ("cont", "carried")
+
+    def __init__(self, cont, carried=()):
+        self.cont, self.carried = cont, tuple(carried)
+
+
+def give(ctx, x: Var, store: dict):
+    """The term that hands the value in x to the context."""
+    if type(ctx) is Then:
+        return ctx.fn(x, store)
+    return apply_cont(ctx.cont, x, *[store[r] for r in ctx.carried])
+
+
+class Mutable:
+    """An uncaptured var: the key of its current value in the store."""
+    __slots__ = ("name", "type")
+
+    def __init__(self, name: str, type_):
+        self.name, self.type = name, type_
+
+
+class Scope:
+    """The environment: a linked list of L names and what holds them."""
+    __slots__ = ("name", "kind", "var", "parent")
+
+    def __init__(self, name, kind, var, parent):
+        self.name, self.kind, self.var, self.parent = name, kind, var, parent
+
+    def find(self, name: str):
+        scope = self
+        while scope is not None:
+            if scope.name == name:
+                return scope
+            scope = scope.parent
+        raise KeyError(name)
+
+# %% [markdown]
+# An L variable is held in one of three ways, the `kind` of its scope entry:
+#
+# - `value`: an immutable variable (`let`, a parameter, a pattern variable)
+#   is a CPS variable, `var`;
+# - `ssa`: a `var` that no function captures; its current value is in the
+#   store (below), under the key `var`, a `Mutable` record made for it;
+# - `cell`: a `var` that some function captures; `var` is the CPS variable of
+#   its one-field cell.
+
+# %% [markdown]
+# ## Mutable variables: continuation parameters or cells
+#
+# `var x := 0; while (x < 10) x := x + 1` assigns `x`. CPS variables are
+# assigned once, like SSA registers, so an assignment cannot change the CPS
+# variable holding `x`; it changes *which* CPS variable holds `x` from then
+# on. That is what the **store** records: a dictionary from each uncaptured
+# `var` in scope to the CPS variable holding its current value. `x := e`
+# translates `e` into some `v` and continues with a store where `x` is `v`.
+#
+# The store is threaded through the contexts (a `Then` receives it with the
+# value), and where control flow merges, the values of the variables
+# assigned on the way become *continuation parameters*: a join point after an
+# `if` that assigns `x` is `cont join(r, x2)`, and each branch jumps to it with
+# its own value of `x`; a loop is `cont loop(x1) { … loop(x2) }`. This is
+# exactly SSA construction, with continuation parameters as phi nodes — and
+# chapter 10 will turn them into phi nodes. Which variables a merge carries
+# is decided by a pass before the translation: the names assigned inside each
+# `if`, `match` and `while`.
+#
+# A function that captures `x` cannot see the store: it may run long after
+# the store has changed, or run when `x` is changed by its caller. So a
+# captured `var` is translated differently, as a heap **cell** — a one-field
+# tuple — read with `x[0]` and written with `x[0] := v`, and the function
+# captures the cell. Deciding which `var`s are captured is the same
+# pre-pass: a use of `x` inside a `Lambda` nested in `x`'s `var` is a
+# capture. Only captured variables pay for a heap cell; loop counters and
+# accumulators stay in registers.
+
+# %%
+#| export
+def _children(e) -> list:
+    """The core sub-expressions of e, in evaluation order."""
+    t = type(e)
+    if t is c.Con:
+        return list(e.args or [])
+    if t is c.Tuple:
+        return list(e.items)
+    if t is c.Lambda:
+        return [e.body]
+    if t is c.App:
+        return [e.fn, e.arg]
+    if t is c.Prim or t is c.Print:
+        return list(e.args)
+    if t is c.If:
+        return [e.cond, e.then, e.orelse]
+    if t is c.Match:
+        return [e.scrutinee] + [body for _, body in e.clauses]
+    if t is c.Let or t is c.LetVar:
+        return [e.value, e.body]
+    if t is c.Assign:
+        return [e.value]
+    if t is c.While:
+        return [e.cond, e.body]
+    if t is c.Seq:
+        return [e.first, e.second]
+    if t is c.Assert:
+        return [e.cond]
+    return []
+
+
+class Analysis:
+    """Which vars are captured by a function; which names each if/match/while assigns;
+    which non-function definitions are read inside functions."""
+
+    def __init__(self, program: c.Program):
+        self.captured = set()        # ids of captured LetVar nodes
+        self.assigned = {}           # id(If/Match/While) -> names assigned inside, outside lambdas
+        self.late_globals = set()    # names of non-function definitions read inside functions
+        self.functions = {d.name.name for d in program.items if type(d) is c.Def and d.is_function}
+        for item in program.items:
+            if type(item) is c.Def:
+                self.expr(item.value, 0, {})
+            elif not isinstance(item, s.Data):
+                self.expr(item, 0, {})
+
+    def expr(self, e, depth: int, mutables: dict) -> set:
+        """Names assigned in e (outside functions); records captures. mutables: name -> (node, depth)."""
+        t = type(e)
+        if t is c.Var:
+            if e.kind == "mutable":
+                self.capture(e.name, depth, mutables)
+            elif e.kind == "global" and depth > 0 and e.name not in self.functions:
+                self.late_globals.add(e.name)
+            return set()
+        if t is c.Assign:
+            self.capture(e.target.name, depth, mutables)
+            names = self.expr(e.value, depth, mutables)
+            names.add(e.target.name)
+            return names
+        if t is c.Lambda:
+            self.expr(e.body, depth + 1, mutables)
+            return set()
+        if t is c.LetVar:
+            names = self.expr(e.value, depth, mutables)
+            inner = dict(mutables)
+            inner[e.name] = (e, depth)
+            return names | self.expr(e.body, depth, inner)
+        names = set()
+        for part in _children(e):
+            names |= self.expr(part, depth, mutables)
+        if t is c.If or t is c.Match or t is c.While:
+            self.assigned[id(e)] = frozenset(names)
+        return names
+
+    def capture(self, name: str, depth: int, mutables: dict) -> None:
+        node, bound_at = mutables.get(name, (None, depth))
+        if node is not None and bound_at < depth:
+            self.captured.add(id(node))
+
+# %% [markdown]
+# ## The rules
+#
+# Each rule is a case of `expr`. Sub-expressions are translated left to
+# right (L's order of evaluation), each in a `Then` context that translates
+# the next. The table says what each form becomes; the section after it
+# prints each on an example.
+#
+# | L (core) | CPS |
+# |---|---|
+# | literal `42`, `"s"`, `()`, `true` | `x = 42`, given to the context |
+# | variable | its CPS variable (no code); a `var`: its current value in the store, or `cell[0]` |
+# | `C(e1, …, en)`, `(e1, …, en)` | the fields, then `x = inj tag C(…)` / `x = tuple(…)` |
+# | `e1 op e2`, `-e`, `!e` | the operands, then `x = a op b` (with `@line:col` on `/` and `%`) |
+# | `{ p -> e }` (a function) | `f = fun ret(p) { e in Return(ret) }` |
+# | `f(a)` | `f`, `a`, then `call f(a) -> k`: `k` is the context if it is a `Return`, else a new `cont k(r) { context(r) }` — the return point |
+# | `if (c) a else b`, `&&`, <code>&#124;&#124;</code> | `c`, then a join point if needed, `cont then() {…}`, `cont else() {…}`, `case c { 0 -> else; 1 -> then }` |
+# | `match (e) { p1 -> b1 … }` | `e`, a join point if needed, then one test per clause, each falling back to the next clause's continuation; the last is `fail "no clause matches the value" x` |
+# | `let x = e; b` | `e` in a context that translates `b` with `x` bound to `e`'s variable |
+# | `var x := e; b` | `e`, then `b` with `x` in the store — or `cell = tuple(v)` if captured |
+# | `x := e` | `e`, then a new store (or `cell[0] := v`); the value is `()` |
+# | `while (c) b` | `cont loop(vars…) { c; case … }`, the body jumping back to `loop` with the new values of the vars it assigned |
+# | `e1; e2` | `e1` in a context that ignores its value and translates `e2` |
+# | `print(e1, …)` | the arguments, then `u = print(…)` |
+# | `assert(c)` | `c`, then `case` to `ok` or to `bad`, where `bad` is `fail "assertion failed" @line:col` |
+#
+# A call in a `Return` context whose continuation receives extra values
+# (a join point carrying `var`s) cannot be the call's return point, because
+# a function returns one value; it gets a return point of its own, which
+# then jumps to the join point with the values.
+
+# %%
+#| export
+UNIT = ()
+
+
+class Converter:
+    def __init__(self, program: c.Program, join_points: bool = True):
+        self.analysis = Analysis(program)
+        self.join_points = join_points       # False: copy contexts instead (to measure the difference)
+        self.constructors = {}               # name -> (tag, number of constructors of its type)
+        for item in program.items:
+            if isinstance(item, s.Data):
+                for i, con in enumerate(item.constructors):
+                    self.constructors[con.name] = (i, len(item.constructors))
+        self.globals = {}                    # L name -> CPS global variable
+        self.ready = {}                      # L name -> the cell that says its definition has run
+        self.depth = 0                       # how many functions we are inside
+
+    # --- small helpers
+    def let(self, prim, hint: str, type_, rest):
+        """x = prim, with x typed, then rest(x)."""
+        def body(x):
+            x.type = type_
+            return rest(x)
+        return let_prim(prim, body, hint)
+
+    def unit(self, rest):
+        return let_prim(const(UNIT), rest, "u")
+
+    def exprs(self, es: list, env, store, rest):
+        """Translate es left to right; rest(variables, store) builds what follows."""
+        out = []
+        def step(i, store):
+            if i == len(es):
+                return rest(out, store)
+            def got(x, store2):
+                out.append(x)
+                return step(i + 1, store2)
+            return self.expr(es[i], env, store, Then(got))
+        return step(0, store)
+
+    def join(self, e, ctx, store, build, hint: str = "join"):
+        """build(ctx2) for an expression with several ends: bind a join point if ctx is a Then."""
+        if type(ctx) is Return or not self.join_points:
+            return build(ctx)
+        names = self.analysis.assigned.get(id(e), ())
+        carried = [r for r in store if r.name in names]
+        def handler(j, r, *values):
+            r.type = e.type
+            inner = dict(store)
+            for rec, v in zip(carried, values):
+                v.type = rec.type
+                inner[rec] = v
+            return ctx.fn(r, inner)
+        return let_cont(handler, lambda j: build(Return(j, carried)),
+                        ["r"] + [r.name for r in carried], hint)
+
+# %% [markdown]
+# `expr` itself, one case per core form:
+
+# %%
+#| export
+class Converter(Converter):
+    def expr(self, e, env, store, ctx, hint: str = None):
+        t = type(e)
+        if t is c.Lit:
+            return self.let(const(e.value), hint or "c", e.type, lambda x: give(ctx, x, store))
+        if t is c.Var:
+            return self.variable(e, env, store, ctx)
+        if t is c.Con:
+            tag_, _ = self.constructors[e.name]
+            return self.exprs(e.args or [], env, store, lambda xs, st:
+                self.let(inject(tag_, e.name, *xs), hint or e.name.lower(), e.type,
+                         lambda x: give(ctx, x, st)))
+        if t is c.Tuple:
+            return self.exprs(e.items, env, store, lambda xs, st:
+                self.let(tuple_(*xs), hint or "t", e.type, lambda x: give(ctx, x, st)))
+        if t is c.Prim:
+            operator = {"neg": "-", "not": "!"}.get(e.op, e.op)
+            loc = (e.op_span or e.span) if operator in ("/", "%") else None
+            return self.exprs(e.args, env, store, lambda xs, st:
+                self.let(op(operator, *xs, loc=loc), hint or "v", e.type, lambda x: give(ctx, x, st)))
+        if t is c.Lambda:
+            return self.let(self.function(e, env), hint or "f", e.type, lambda f: give(ctx, f, store))
+        if t is c.App:
+            return self.exprs([e.fn, e.arg], env, store, lambda xs, st: self.call(e, xs, st, ctx, hint))
+        if t is c.If:
+            return self.expr(e.cond, env, store, Then(lambda cond, st:
+                self.join(e, ctx, st, lambda ctx2: self.branches(e, cond, env, st, ctx2))))
+        if t is c.Match:
+            return self.expr(e.scrutinee, env, store, Then(lambda x, st:
+                self.join(e, ctx, st, lambda ctx2: self.clauses(e, x, 0, env, st, ctx2))))
+        if t is c.Let:
+            return self.expr(e.value, env, store, Then(lambda x, st:
+                self.expr(e.body, Scope(e.name, "value", x, env), st, ctx, hint)), e.name)
+        if t is c.LetVar:
+            return self.expr(e.value, env, store, Then(lambda x, st: self.declare(e, x, env, st, ctx)),
+                             e.name)
+        if t is c.Assign:
+            return self.expr(e.value, env, store, Then(lambda x, st: self.assign(e, x, env, st, ctx)),
+                             e.target.name)
+        if t is c.While:
+            return self.loop(e, env, store, ctx)
+        if t is c.Seq:
+            return self.expr(e.first, env, store, Then(lambda _, st:
+                self.expr(e.second, env, st, ctx, hint)))
+        if t is c.Print:
+            return self.exprs(e.args, env, store, lambda xs, st:
+                self.let(print_(*xs), "u", e.type, lambda u: give(ctx, u, st)))
+        if t is c.Assert:
+            return self.expr(e.cond, env, store, Then(lambda cond, st:
+                self.guard(cond, "assertion failed", e.span, lambda: self.unit(lambda u: give(ctx, u, st)))))
+        raise TypeError(f"not a core expression: {e!r}")
+
+    def guard(self, cond: Var, message: str, span, rest):
+        """If cond is true continue with rest(), else fail with message at span."""
+        return let_cont(lambda ok: rest(), lambda ok:
+            let_cont(lambda bad: let_prim(fail(message, loc=span), lambda u: apply_cont(ok), "u"),
+                     lambda bad: case(cond, {0: bad, 1: ok}), 0, "bad"), 0, "ok")
+
+# %% [markdown]
+# `guard` writes the shape shared by `assert` and the check of a definition
+# read too early: `cont ok() {…} cont bad() { u = fail …; ok() } case c {0 ->
+# bad; 1 -> ok}`. The jump after `fail` is never taken (`fail` stops the
+# program); it is there because every block must end with a jump, and it
+# keeps the continuation used once by each path.
+#
+# Variables, calls and functions:
+
+# %%
+#| export
+class Converter(Converter):
+    def variable(self, e: c.Var, env, store, ctx):
+        if e.kind == "builtin":
+            return self.let(const(c.BUILTIN_VALUES[e.name]), e.name, e.type, lambda x: give(ctx, x, store))
+        if e.kind == "global":
+            g = self.globals[e.name]
+            if self.depth > 0 and e.name in self.ready:          # may run before the definition
+                def read(st=store):
+                    return give(ctx, g, st)
+                return self.let(proj(0, self.ready[e.name]), "ready", None, lambda r:
+                    self.guard(r, f"{e.name} is read before its definition has run", e.span, read))
+            return give(ctx, g, store)
+        scope = env.find(e.name)
+        if scope.kind == "value":
+            return give(ctx, scope.var, store)
+        if scope.kind == "ssa":
+            return give(ctx, store[scope.var], store)
+        return self.let(proj(0, scope.var), e.name, e.type, lambda x: give(ctx, x, store))
+
+    def call(self, e: c.App, xs: list, store, ctx, hint):
+        f, a = xs
+        if type(ctx) is Return and not ctx.carried:
+            return apply(f, ctx.cont, a, loc=e.span)
+        def after(k, r):
+            r.type = e.type
+            return give(ctx, r, store)
+        return let_cont(after, lambda k: apply(f, k, a, loc=e.span), [hint or "r"], "k")
+
+    def function(self, e: c.Lambda, env) -> Lambda:
+        self.depth += 1
+        def body(ret, x):
+            x.type = e.type.args[0] if e.type is not None else None
+            return self.expr(e.body, Scope(e.param, "value", x, env), {}, Return(ret))
+        f = lam(body, [e.param], "closure")
+        self.depth -= 1
+        return f
+
+# %% [markdown]
+# Conditionals and loops. `branches` is the body of an `if` once its
+# condition is in a variable; `loop` builds the recursive continuation of a
+# `while`, with one parameter per `var` its condition or body assigns.
+
+# %%
+#| export
+class Converter(Converter):
+    def branches(self, e: c.If, cond: Var, env, store, ctx):
+        return let_cont(lambda kt: self.expr(e.then, env, store, ctx),
+            lambda kt: let_cont(lambda ke: self.expr(e.orelse, env, store, ctx),
+                lambda ke: case(cond, {0: ke, 1: kt}), 0, "else"), 0, "then")
+
+    def loop(self, e: c.While, env, store, ctx):
+        names = self.analysis.assigned.get(id(e), ())
+        carried = [r for r in store if r.name in names]
+        def handler(loop_k, *values):
+            inner = dict(store)
+            for rec, v in zip(carried, values):
+                v.type = rec.type
+                inner[rec] = v
+            def test(cond, st):
+                def body(kb):
+                    return self.expr(e.body, env, st, Then(lambda _, st2:
+                        apply_cont(loop_k, *[st2[r] for r in carried])))
+                def leave(kx):
+                    return self.unit(lambda u: give(ctx, u, st))
+                return let_cont(leave, lambda kx: let_cont(body, lambda kb:
+                    case(cond, {0: kx, 1: kb}), 0, "body"), 0, "exit")
+            return self.expr(e.cond, env, inner, Then(test))
+        return let_cont(handler, lambda k: apply_cont(k, *[store[r] for r in carried]),
+                        [r.name for r in carried], "loop")
+
+    def declare(self, e: c.LetVar, x: Var, env, store, ctx):
+        if id(e) in self.analysis.captured:
+            return self.let(tuple_(x), e.name + "_cell", None, lambda cell:
+                self.expr(e.body, Scope(e.name, "cell", cell, env), store, ctx))
+        rec = Mutable(e.name, e.value.type)
+        inner = dict(store)
+        inner[rec] = x
+        return self.expr(e.body, Scope(e.name, "ssa", rec, env), inner, ctx)
+
+    def assign(self, e: c.Assign, x: Var, env, store, ctx):
+        scope = env.find(e.target.name)
+        if scope.kind == "cell":
+            return let_prim(set_field(0, scope.var, x), lambda u: give(ctx, u, store), "u")
+        inner = dict(store)
+        inner[scope.var] = x
+        return self.unit(lambda u: give(ctx, u, inner))
+
+# %% [markdown]
+# ## Pattern matching
+#
+# A `match` tries its clauses top to bottom. We translate it as a
+# *backtracking automaton*: each clause becomes a sequence of tests on the
+# scrutinee, and every failing test jumps to one continuation, `next`, that
+# tries the following clause; the last clause's `next` fails with "no clause
+# matches the value". A test is a `case`: on the tag of a constructor (read
+# with `tag x`), or directly on an integer for an integer pattern; tuple
+# and constructor fields are read with projections, only for sub-patterns
+# that look at them.
+#
+# The other classic scheme is a *decision tree* (Maranget's "Compiling
+# pattern matching to good decision trees", in the spirit of the original
+# l-lang compiler's pattern compiler): it examines each part of the value at
+# most once, choosing at every node which column to test, and copies the
+# clauses that remain possible into every branch. It never tests anything
+# twice, but its size can grow exponentially with the number of columns in
+# the worst case. The automaton is the opposite trade: its size is linear in
+# the size of the patterns — each clause is translated once — while a value
+# may be tested more than once (clauses `Cons(0, _)` then `Cons(x, r)` both
+# read the tag). For a compiler whose later chapters count code size, and for
+# L's typical matches (a few clauses, one column), linear size wins; the
+# repeated tests are cheap comparisons on values already in registers.
+#
+# A clause whose pattern cannot fail (a variable, `_`, `()`, a tuple of such
+# patterns, a constructor of a one-constructor type) makes the clauses after
+# it unreachable; they are not translated at all.
+
+# %%
+#| export
+class Converter(Converter):
+    def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx):
+        if i == len(e.clauses):
+            return let_prim(fail("no clause matches the value", x, loc=e.span),
+                            lambda u: give(ctx, u, store), "u")
+        pattern, body = e.clauses[i]
+        success = lambda env2: self.expr(body, env2, store, ctx)
+        if self.irrefutable(pattern):
+            return self.pattern(pattern, x, None, env, success)
+        return let_cont(lambda nxt: self.clauses(e, x, i + 1, env, store, ctx),
+                        lambda nxt: self.pattern(pattern, x, nxt, env, success), 0, "next")
+
+    def irrefutable(self, p) -> bool:
+        t = type(p)
+        if t is PVar or t is PWild or t is PUnit:
+            return True
+        if t is PTuple:
+            return all(self.irrefutable(q) for q in p.items)
+        if t is PCon:
+            return self.constructors[p.name][1] == 1 and all(self.irrefutable(q) for q in p.args or [])
+        return False
+
+    def pattern(self, p, x: Var, fail_k, env, success):
+        """Test x against p; jump to fail_k if it does not match, else success(env with p's variables)."""
+        t = type(p)
+        if t is PVar:
+            return success(Scope(p.name, "value", x, env))
+        if t is PWild or t is PUnit:
+            return success(env)
+        if t is PInt:
+            return let_cont(lambda ok: success(env), lambda ok: case(x, {p.value: ok}, fail_k), 0, "ok")
+        if t is PTuple:
+            return self.fields(p.items, x, fail_k, env, success)
+        if t is PCon:
+            tag_, count = self.constructors[p.name]
+            fields = lambda: self.fields(p.args or [], x, fail_k, env, success)
+            if count == 1:
+                return fields()
+            return self.let(tag(x), "tag", None, lambda t_:
+                let_cont(lambda ok: fields(), lambda ok: case(t_, {tag_: ok}, fail_k), 0, p.name))
+        raise TypeError(f"not a pattern: {p!r}")
+
+    def fields(self, patterns: list, x: Var, fail_k, env, success, i: int = 0):
+        """Match field i, i+1, … of x against patterns."""
+        if i == len(patterns):
+            return success(env)
+        p = patterns[i]
+        rest = lambda env2: self.fields(patterns, x, fail_k, env2, success, i + 1)
+        if type(p) is PWild or type(p) is PUnit:
+            return rest(env)
+        hint = p.name if type(p) is PVar else "y"
+        return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
+
+# %% [markdown]
+# ## Programs
+#
+# Following seed 002, each top-level item becomes a definition:
+#
+# - a function definition (`def f(x) = …`) becomes a **static** definition
+#   holding a `fun`: it exists before anything runs, so the functions of a
+#   program may call each other in any order — mutual recursion costs
+#   nothing, since every global is in scope everywhere;
+# - any other definition (`def limit = 10 * 10`) becomes a **dynamic**
+#   definition, a term run in program order, whose `halt` gives the value;
+# - a top-level statement becomes an `unused` dynamic definition, run for its
+#   effect.
+#
+# All are `private`: an L program is one compilation unit, and nothing is
+# exported. A function may be called before a non-function definition it
+# reads has run (L's contract makes that a runtime error); for each
+# definition read inside a function, the translation adds a static cell
+# `ready = tuple(false)`, set to `true` at the end of the definition's term,
+# and the read checks it with a `guard`.
+
+# %%
+#| export
+class Converter(Converter):
+    def program(self, program: c.Program) -> Program:
+        out = Program()
+        defs = [item for item in program.items if type(item) is c.Def]
+        for d in defs:
+            self.globals[d.name.name] = g = out.declare(d.name.name)
+            g.type = d.value.type
+        late = [d.name.name for d in defs if d.name.name in self.analysis.late_globals]
+        if late:
+            false = out.define(const(False), "private", name="false")
+            for name in late:
+                self.ready[name] = out.define(tuple_(false), "private", name="ready_" + name)
+        for item in program.items:
+            if type(item) is c.Def:
+                name = item.name.name
+                if item.is_function:
+                    out.define(self.function(item.value, None), "private", self.globals[name])
+                else:
+                    out.define(self.expr(item.value, None, {}, Then(lambda x, st, name=name:
+                        self.finish(name, x)), name), "private", self.globals[name])
+            elif not isinstance(item, s.Data):
+                out.define(self.expr(item, None, {}, Then(lambda x, st: halt(x))), "unused")
+        return out
+
+    def finish(self, name: str, x: Var):
+        """The end of a dynamic definition: mark it ready if a function reads it, give its value."""
+        if name not in self.ready:
+            return halt(x)
+        return self.let(const(True), "true", None, lambda t:
+            let_prim(set_field(0, self.ready[name], t), lambda u: halt(x), "u"))
+
+
+def convert(program: c.Program, join_points: bool = True) -> Program:
+    """The CPS program of a typed core program (chapter 5 has recorded its types)."""
+    with recursion_limit(max(NESTING, 50 * s.NESTING_LIMIT)), collector_paused():
+        return Converter(program, join_points).program(program)
+
+
+NESTING = 1_000_000
