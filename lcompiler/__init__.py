@@ -16,4 +16,5 @@ Each module and the notebook it comes from:
 - `lcompiler.types`: notebooks/05_types.ipynb
 - `lcompiler.cps`: notebooks/06_cps.ipynb
 - `lcompiler.cps_convert`: notebooks/07_cps_convert.ipynb
+- `lcompiler.closure`: notebooks/08_closure.ipynb
 """

@@ -14,7 +14,7 @@ compiler (seed 002), the framework modules of its author's blog (seed 000),
 and OCamlPro's account of the same design inside Flambda2 (seed 001).
 """
 
-__all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate', 'diagram']
+__all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'MakeClosure', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'closure', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'redirect', 'swap_prim', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'ClosureRecord', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate', 'diagram']
 
 
 # --- Variables and occurrences -----------------------------------------
@@ -179,6 +179,10 @@ class TupleValue(Value):
     __slots__ = ("fields",)
     OCC_FIELDS = ("fields",)
 
+class MakeClosure(TupleValue):
+    """A tuple whose field 0 is a function's code: a closure (made by chapter 8)."""
+    __slots__ = ()
+
 class Inject(Value):
     __slots__ = ("tag", "name", "fields")
     OCC_FIELDS = ("fields",)
@@ -284,6 +288,9 @@ def const(value) -> Const:
 
 def tuple_(*fields: Var) -> TupleValue:
     return _own(_new(TupleValue, fields=_occs(fields)))
+
+def closure(code: Var, *environment: Var) -> MakeClosure:
+    return _own(_new(MakeClosure, fields=_occs((code,) + environment)))
 
 def inject(tag: int, name: str, *fields: Var) -> Inject:
     return _own(_new(Inject, tag=tag, name=name, fields=_occs(fields)))
@@ -611,6 +618,33 @@ def delete_binding(t: Term) -> Term:
     return body
 
 
+def redirect(o: Occ, y: Var) -> Occ:
+    """Make the single occurrence o an occurrence of y (a new occurrence takes its place)."""
+    node = o.enclosing
+    new = occur(y)
+    new.enclosing = node
+    if type(node) is Case:
+        node.arms = [(i, new if k is o else k) for i, k in node.arms]
+        if node.default is o:
+            node.default = new
+    for f in node.OCC_FIELDS:
+        v = getattr(node, f)
+        if v is o:
+            setattr(node, f, new)
+        elif type(v) is list:
+            setattr(node, f, [new if x is o else x for x in v])
+    _forget(o)
+    return new
+
+
+def swap_prim(t: LetPrim, prim: Prim) -> Prim:
+    """Put a new primitive in a LetPrim; return the old one, detached (not deleted)."""
+    old = t.prim
+    _attach(t, "prim", prim)
+    old.enclosing = None
+    return old
+
+
 def _within(o: Occ, node) -> bool:
     """Whether occurrence o lies under node (walks the uplinks)."""
     n = o.enclosing
@@ -697,6 +731,8 @@ class Printer:
             return show_const(p.value)
         if t is TupleValue:
             return f"tuple({self.args(p.fields)})"
+        if t is MakeClosure:
+            return f"closure({self.args(p.fields)})"
         if t is Inject:
             return f"inj {p.tag} {p.name}({self.args(p.fields)})"
         if t is External:
@@ -808,7 +844,7 @@ _TOKEN = re.compile(r"""
 
 _UNESCAPE = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _KEYWORDS = {"public", "private", "unused", "do", "cont", "call", "direct", "case", "halt",
-             "tag", "print", "fail", "tuple", "inj", "external", "fun", "true", "false"}
+             "tag", "print", "fail", "tuple", "closure", "inj", "external", "fun", "true", "false"}
 
 
 class Parser:
@@ -1036,6 +1072,11 @@ class Parser(Parser):
             return const(())
         if self.accept("tuple"):
             return tuple_(*self.uses())
+        if self.accept("closure"):
+            code, *environment = self.uses() or [None]
+            if code is None:
+                raise self.error_at(self.tokens[self.i - 1][2], "a closure needs its code")
+            return closure(code, *environment)
         if self.accept("inj"):
             tag_ = self.integer()
             name, _ = self.name("a constructor name")
@@ -1382,6 +1423,11 @@ class Function:
         self.code, self.params, self.cont, self.captured = code, params, cont, captured
 
 
+class ClosureRecord(list):
+    """A closure at run time: its code, then its environment."""
+    __slots__ = ()
+
+
 class Continuation:
     __slots__ = ("code", "params", "env")
 
@@ -1415,7 +1461,7 @@ def show_value(v, nested: bool = False) -> str:
         return "(" + ", ".join(show_value(x, True) for x in v) + ")"
     if t is Injected:
         return v.name + ("(" + ", ".join(show_value(x, True) for x in v.fields) + ")" if v.fields else "")
-    if t is Function:
+    if t is Function or t is ClosureRecord:
         return "<function>"
     raise TypeError(f"not an L value: {v!r}")
 
@@ -1453,6 +1499,9 @@ class Interpreter:
         if t is TupleValue:
             gets = [self.get(o) for o in p.fields]
             return lambda env: [g(env) for g in gets]
+        if t is MakeClosure:
+            gets = [self.get(o) for o in p.fields]
+            return lambda env: ClosureRecord([g(env) for g in gets])
         if t is Inject:
             gets, tag_, name = [self.get(o) for o in p.fields], p.tag, p.name
             return lambda env: Injected(tag_, name, [g(env) for g in gets])
@@ -1581,11 +1630,14 @@ class Interpreter(Interpreter):
         limit = self.stack_limit
         def call(env):
             f = gf(env)
+            args = [g(env) for g in gets]
+            if type(f) is ClosureRecord:            # (code, environment…)
+                f, args = f[0], [f] + args
             if type(f) is not Function:
                 raise runtime_error("this is not a function", loc)
             new = dict(f.captured)
-            for x, g in zip(f.params, gets):
-                new[x] = g(env)
+            for x, a in zip(f.params, args):
+                new[x] = a
             ret = env[k]
             new[f.cont] = ret
             depth = env[None] if tail else env[None] + 1
@@ -1653,12 +1705,12 @@ def diagram(node, width_chars: int = None) -> str:
         m = _HEADER.match(line)
         if line.endswith("{") and m:
             kind = "cont" if m.group(1) else "fun" if (m.group(3) == "fun" or m.group(4)) else "do"
-            open_.append((i, len(line) - len(line.lstrip()), kind))
+            open_.append((i, len(line) - len(line.lstrip()), kind, len(open_)))
             if m.group(2):
-                heads[m.group(2)] = i
+                heads[m.group(2)] = (i, len(open_) - 1)
         elif line.strip() == "}" and open_:
-            start, indent, kind = open_.pop()
-            boxes.append((start, i, indent, kind))
+            start, indent, kind, depth = open_.pop()
+            boxes.append((start, i, indent, kind, depth))
     arrows = []
     for i, line in enumerate(lines):
         if line.rstrip().endswith("{"):
@@ -1669,7 +1721,7 @@ def diagram(node, width_chars: int = None) -> str:
             found = re.findall(r"-> (\w+)", body)
         for name in found:
             if name in heads:
-                arrows.append((i, heads[name], len(line)))
+                arrows.append((i, *heads[name], len(line)))
     gutter = left + text_w * ch + 16
     width = gutter + 14 * len(arrows) + 24
     height = lh * len(lines) + 12
@@ -1679,20 +1731,20 @@ def diagram(node, width_chars: int = None) -> str:
            f'font-family="monospace" font-size="12">',
            '<defs><marker id="a" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
            '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>']
-    for start, end, indent, kind in sorted(boxes):
+    for start, end, indent, kind, depth in sorted(boxes):
         x = left + indent * ch - 4
-        out.append(f'<rect x="{x:.1f}" y="{start * lh + 3}" width="{gutter - x - 6:.1f}" '
+        out.append(f'<rect x="{x:.1f}" y="{start * lh + 3}" width="{gutter - x - 6 - 5 * depth:.1f}" '
                    f'height="{(end - start + 1) * lh + 2}" rx="5" fill="{fill[kind]}" '
                    f'stroke="{stroke[kind]}" fill-opacity="0.6"/>')
     for i, line in enumerate(lines):
         out.append(f'<text x="{left}" y="{(i + 1) * lh}" xml:space="preserve">{_escape(line)}</text>')
-    for n, (src, dst, length) in enumerate(arrows):
+    for n, (src, dst, depth, length) in enumerate(arrows):
         gx = gutter + 14 * n + 8
-        y1, y2 = src * lh + lh / 2 + 4, dst * lh + lh / 2 + 4
-        colour = "#dc2626" if dst < src and any(s <= src <= e and s == dst for s, e, _, _ in boxes) \
-            else "#16a34a"
+        y1, y2 = src * lh + lh / 2 + 2 + 3 * (n % 3), dst * lh + lh / 2 + 4
+        loop_back = any(s == dst and s <= src <= e for s, e, *_ in boxes)
+        colour = "#dc2626" if loop_back else "#16a34a"
         x1 = left + length * ch + 4
-        out.append(f'<path d="M{x1:.1f},{y1:.1f} H{gx:.1f} V{y2:.1f} H{gutter - 8:.1f}" fill="none" '
+        out.append(f'<path d="M{x1:.1f},{y1:.1f} H{gx:.1f} V{y2:.1f} H{gutter - 6 - 5 * depth:.1f}" fill="none" '
                    f'stroke="{colour}" stroke-width="1.3" marker-end="url(#a)"/>')
     out.append("</svg>")
     return "\n".join(out)

@@ -163,6 +163,7 @@
 # |---|---|---|
 # | `Const(c)` | `42`, `true`, `()`, `"text"` | an Int, Bool, Unit or String constant |
 # | `TupleValue([x1…xn])` | `tuple(x1, …, xn)` | a block of n fields; n may be 1 (a mutable *cell*) or 0 |
+# | `MakeClosure([f, x1…xn])` | `closure(f, x1, …, xn)` | a tuple holding a function's code `f` and its environment (made by chapter 8) |
 # | `Inject(tag, name, [x1…xn])` | `inj 1 Cons(x1, x2)` | constructor number `tag` (of its type) applied to fields |
 # | `Lambda(kind, k, [x1…xn], t)` | `fun k(x1, …) { t }`, `fun direct k(x1, …) { t }` | a function with return continuation `k` |
 # | `External(name)` | `external "name"` | a value defined outside the program (the runtime) |
@@ -426,6 +427,10 @@ class TupleValue(Value):
     __slots__ = ("fields",)
     OCC_FIELDS = ("fields",)
 
+class MakeClosure(TupleValue):
+    """A tuple whose field 0 is a function's code: a closure (made by chapter 8)."""
+    __slots__ = ()
+
 class Inject(Value):
     __slots__ = ("tag", "name", "fields")
     OCC_FIELDS = ("fields",)
@@ -573,6 +578,9 @@ def const(value) -> Const:
 
 def tuple_(*fields: Var) -> TupleValue:
     return _own(_new(TupleValue, fields=_occs(fields)))
+
+def closure(code: Var, *environment: Var) -> MakeClosure:
+    return _own(_new(MakeClosure, fields=_occs((code,) + environment)))
 
 def inject(tag: int, name: str, *fields: Var) -> Inject:
     return _own(_new(Inject, tag=tag, name=name, fields=_occs(fields)))
@@ -852,6 +860,13 @@ def has_effect(prim: Prim) -> bool:
 #   that must be filled or deleted before the term is checked again.
 # - `delete_binding(t)`: remove a `LetPrim` or `LetCont` whose variable is
 #   no longer used, putting its body in its place.
+# - `redirect(o, y)`: make one occurrence refer to `y` — for the rare pass
+#   that changes some uses of a variable and not others (closure conversion
+#   does, in chapter 8). A union-find element cannot leave its partition, so
+#   a new occurrence of `y` takes the place of `o`, which leaves its ring.
+# - `swap_prim(t, p)`: give a `LetPrim` a new primitive, returning the old
+#   one detached, so that it can be moved elsewhere (a lambda hoisted to the
+#   top level, in chapter 8).
 #
 # Deleting a sub-tree costs its size: each of its occurrences is taken out of
 # its ring, so that "how many uses has `x`?" stays a field read.
@@ -948,6 +963,33 @@ def delete_binding(t: Term) -> Term:
     if dead is not None:
         delete(dead)
     return body
+
+
+def redirect(o: Occ, y: Var) -> Occ:
+    """Make the single occurrence o an occurrence of y (a new occurrence takes its place)."""
+    node = o.enclosing
+    new = occur(y)
+    new.enclosing = node
+    if type(node) is Case:
+        node.arms = [(i, new if k is o else k) for i, k in node.arms]
+        if node.default is o:
+            node.default = new
+    for f in node.OCC_FIELDS:
+        v = getattr(node, f)
+        if v is o:
+            setattr(node, f, new)
+        elif type(v) is list:
+            setattr(node, f, [new if x is o else x for x in v])
+    _forget(o)
+    return new
+
+
+def swap_prim(t: LetPrim, prim: Prim) -> Prim:
+    """Put a new primitive in a LetPrim; return the old one, detached (not deleted)."""
+    old = t.prim
+    _attach(t, "prim", prim)
+    old.enclosing = None
+    return old
 
 
 def _within(o: Occ, node) -> bool:
@@ -1050,6 +1092,8 @@ class Printer:
             return show_const(p.value)
         if t is TupleValue:
             return f"tuple({self.args(p.fields)})"
+        if t is MakeClosure:
+            return f"closure({self.args(p.fields)})"
         if t is Inject:
             return f"inj {p.tag} {p.name}({self.args(p.fields)})"
         if t is External:
@@ -1200,7 +1244,7 @@ _TOKEN = re.compile(r"""
 
 _UNESCAPE = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _KEYWORDS = {"public", "private", "unused", "do", "cont", "call", "direct", "case", "halt",
-             "tag", "print", "fail", "tuple", "inj", "external", "fun", "true", "false"}
+             "tag", "print", "fail", "tuple", "closure", "inj", "external", "fun", "true", "false"}
 
 
 class Parser:
@@ -1437,6 +1481,11 @@ class Parser(Parser):
             return const(())
         if self.accept("tuple"):
             return tuple_(*self.uses())
+        if self.accept("closure"):
+            code, *environment = self.uses() or [None]
+            if code is None:
+                raise self.error_at(self.tokens[self.i - 1][2], "a closure needs its code")
+            return closure(code, *environment)
         if self.accept("inj"):
             tag_ = self.integer()
             name, _ = self.name("a constructor name")
@@ -1816,6 +1865,10 @@ def check(root, closed: bool = False) -> None:
 #   created (a flat closure), so a function made in a loop keeps the values of
 #   *that* iteration. Calling it makes a new activation from that copy, its
 #   parameters, and its return continuation.
+# - After closure conversion (chapter 8) a function value is a
+#   `ClosureRecord`, a tuple whose field 0 is its code; calling it calls that
+#   code with the record itself as first argument. The interpreter accepts both forms, so it can run a program
+#   before and after that chapter.
 # - A call whose return continuation is the caller's own is a **tail call**:
 #   the new activation replaces the caller's at the same depth. Any other call
 #   goes one deeper; past `stack_limit` the program stops with L's "stack
@@ -1823,7 +1876,8 @@ def check(root, closed: bool = False) -> None:
 #
 # Runtime values: Python `int`, `bool`, `str`, `()` for Unit, a `list` for a
 # tuple (lists, because `SetField` writes into cells), `Injected` for an
-# injection, `Function` for a function.
+# injection, `Function` for a function, `ClosureRecord` (a list) for a
+# closure.
 
 # %%
 #| export
@@ -1846,6 +1900,11 @@ class Function:
 
     def __init__(self, code, params, cont, captured):
         self.code, self.params, self.cont, self.captured = code, params, cont, captured
+
+
+class ClosureRecord(list):
+    """A closure at run time: its code, then its environment."""
+    __slots__ = ()
 
 
 class Continuation:
@@ -1881,7 +1940,7 @@ def show_value(v, nested: bool = False) -> str:
         return "(" + ", ".join(show_value(x, True) for x in v) + ")"
     if t is Injected:
         return v.name + ("(" + ", ".join(show_value(x, True) for x in v.fields) + ")" if v.fields else "")
-    if t is Function:
+    if t is Function or t is ClosureRecord:
         return "<function>"
     raise TypeError(f"not an L value: {v!r}")
 
@@ -1924,6 +1983,9 @@ class Interpreter:
         if t is TupleValue:
             gets = [self.get(o) for o in p.fields]
             return lambda env: [g(env) for g in gets]
+        if t is MakeClosure:
+            gets = [self.get(o) for o in p.fields]
+            return lambda env: ClosureRecord([g(env) for g in gets])
         if t is Inject:
             gets, tag_, name = [self.get(o) for o in p.fields], p.tag, p.name
             return lambda env: Injected(tag_, name, [g(env) for g in gets])
@@ -2061,11 +2123,14 @@ class Interpreter(Interpreter):
         limit = self.stack_limit
         def call(env):
             f = gf(env)
+            args = [g(env) for g in gets]
+            if type(f) is ClosureRecord:            # (code, environment…)
+                f, args = f[0], [f] + args
             if type(f) is not Function:
                 raise runtime_error("this is not a function", loc)
             new = dict(f.captured)
-            for x, g in zip(f.params, gets):
-                new[x] = g(env)
+            for x, a in zip(f.params, args):
+                new[x] = a
             ret = env[k]
             new[f.cont] = ret
             depth = env[None] if tail else env[None] + 1

@@ -1,0 +1,197 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 8. Closure conversion
+#
+# After chapter 7, an L function is a CPS `fun` that may mention any variable
+# in scope where it is written. A machine function cannot: LLVM code sees its
+# parameters and the globals, nothing else. **Closure conversion** makes every
+# function *closed* — free of free variables — by passing it explicitly the
+# values it used to find in its surroundings, and by hoisting every function
+# to the top level, where the back end expects it.
+#
+# What this chapter promises, in the module `lcompiler.closure`:
+#
+# - `closure_convert(program)` changes a CPS program in place so that
+#   `check(program, closed=True)` holds — no function has a free variable or a
+#   free continuation variable (the precondition of chapter 10, as in seed
+#   000) — and every function is a top-level definition;
+# - the program means the same: chapter 6's interpreter prints the same
+#   output, before and after;
+# - a function with free variables becomes a *closure*: a tuple of its code
+#   and the values of its free variables; a function without free variables
+#   stays a plain (`direct`) function and its known calls are direct calls,
+#   with no closure built unless the function is also used as a value;
+# - `lc show closure FILE.l` prints the result.
+
+# %%
+#| default_exp closure
+
+# %% [markdown]
+# ## Closures, flat
+#
+# Take `def adder(n) = { x -> x + n }`. The inner function uses `n`, a
+# parameter of `adder`: after `adder(1)` has returned, the function it
+# returned must still know that `n` was 1. The standard answer is a
+# **closure**: a heap tuple holding a pointer to the function's code and the
+# values of its free variables. The CPS writes it `closure(code, …)`: a
+# `tuple` in all but name, a heap block whose field 0 is the code, marked so
+# that the interpreter can print it as `<function>` —
+#
+# ```text
+# private code_5 = fun ret_6(env_7, x_8) {      # the code: a closed function
+#   n_9 = env_7[1]                               # its free variable, from the tuple
+#   v_10 = x_8 + n_9
+#   ret_6(v_10)
+# }
+# …
+#   f_4 = closure(code_5, n_3)                   # where the function was: build the closure
+# ```
+#
+# The code receives the closure itself as an extra first parameter, its
+# *environment*, and reads its free variables out of it. A call of an
+# unknown function `call f(a) -> k` — `f` may be any closure — becomes, in
+# the back end, "load `f[0]`, call it with `(f, a)`"; the CPS keeps writing
+# it `call f(a) -> k`, of the `closure` kind, and chapter 6's interpreter
+# does exactly that when `f` is a tuple.
+#
+# These are *flat* closures: each holds copies of all its free variables.
+# (The alternative, *linked* closures that point to the enclosing function's
+# environment, shares more but keeps whole environments alive and makes
+# every access a chain of loads.) Copies are safe because CPS variables never
+# change; a mutable `var` that a function captures is a heap cell since
+# chapter 7, and the closure copies the pointer to that cell.
+#
+# ## Direct functions and known calls
+#
+# A closure costs an allocation and an indirect call. Most functions of an
+# L program do not need one: every top-level `def` mentions only its
+# parameters and other globals, which are in scope everywhere. Such a
+# function with no free variables becomes a **direct** function (the seed's
+# `No_environment`), and every call that names it — `call f(a)` where `f` is
+# the variable bound to it — becomes `call direct f(a) -> k`: a plain call
+# instruction, no tuple, no load.
+#
+# A direct function may still be used as a value (`map(square, l)`): there,
+# the caller of the value expects a closure. For those uses only, the pass
+# makes one static closure per such function — a closure holding an *entry*
+# code that takes the environment parameter and tail-calls the direct
+# function — and redirects those uses to it. Known calls stay direct.
+#
+# ## The pass
+#
+# The functions are processed innermost first (reverse pre-order), so that
+# when a function is processed, the functions nested in it have already
+# become tuples built in its body, and its free variables include theirs.
+# For each function `L`, bound to `f`:
+#
+# 1. compute its free variables (globals excepted) with the framework's
+#    `free_variables`;
+# 2. if there are none: make it `direct`; hoist it to a definition of its own
+#    (if it was local); turn each call of `f` into a direct call of it; send
+#    the other uses of `f` to its static closure;
+# 3. otherwise: add the parameter `env`; at the start of the body bind
+#    `v' = env[i]` for each free variable `v` and redirect the body's uses
+#    of `v` to `v'`; hoist the function to a definition `code`; and put
+#    `closure(code, v1, …, vn)` where it was.
+#
+# Every step is one of chapter 6's Change operations (`redirect`,
+# `swap_prim`, `substitute`, `delete_binding`), so the links stay right, and
+# the cost is linear in the size of each function body outside the
+# functions nested in it.
+
+# %%
+#| export
+from lcompiler.cps import (
+    Var, Lambda, LetPrim, Apply, Definition, Program, Seq, lam, apply, proj, closure, const,
+    walk, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
+    swap_prim, delete_binding, take, _attach, check)
+from lcompiler.syntax import collector_paused
+
+
+class ClosureConverter:
+    def __init__(self, program: Program):
+        self.program = program
+        self.entries = {}          # direct function's global -> its static closure
+
+    def run(self) -> Program:
+        functions = [n for n in walk(self.program) if type(n) is Lambda]
+        for f in reversed(functions):            # innermost first
+            self.function(f)
+        return self.program
+
+    def function(self, f: Lambda) -> None:
+        free = [v for v in free_variables(f) if not v.is_cont and not is_global(v)]
+        site = f.enclosing
+        if not free:
+            f.kind = "direct"
+            if type(site) is Definition:
+                code = site.var
+            else:                                # hoist: the local binding goes
+                code = Var(site.var.hint)
+                code.type = site.var.type
+                substitute(site.var, code)
+                swap_prim(site, const(()))
+                delete_binding(site)
+                self.program.define(f, "private", code)
+            self.calls(code)
+        else:
+            self.environment(f, free)
+            code = Var(site.var.hint + "_code")
+            swap_prim(site, closure(code, *free))
+            self.program.define(f, "private", code)
+
+    def calls(self, code: Var) -> None:
+        """Known calls of a direct function become direct; other uses get its static closure."""
+        for o in list(occurrences(code)):
+            node = o.enclosing
+            if type(node) is Apply and node.func is o:
+                node.kind = "direct"
+            else:
+                redirect(o, self.closure_of(code))
+
+    def closure_of(self, code: Var) -> Var:
+        """The static closure of a direct function: closure(entry), entry(env, x…) = code(x…)."""
+        if code not in self.entries:
+            arity = len(code.binder.value.params)
+            entry = lam(lambda ret, env, *xs: apply(code, ret, *xs, kind="direct"),
+                        ["env"] + ["x"] * arity, "closure")
+            entry_var = self.program.define(entry, "private", name=code.hint + "_entry")
+            self.entries[code] = self.program.define(closure(entry_var), "private",
+                                                      name=code.hint + "_closure")
+            self.entries[code].type = code.type
+        return self.entries[code]
+
+    def environment(self, f: Lambda, free: list) -> None:
+        """Add the env parameter; read each free variable from it at the start of the body."""
+        env = Var("env")
+        env.binder = f
+        f.params.insert(0, env)
+        wanted = set(free)
+        uses = [o for o in all_occurrences(f.body) if o.var in wanted]
+        s = Seq()
+        inner = {}
+        for i, v in enumerate(free, 1):
+            inner[v] = s.let(proj(i, env), v.hint)
+            inner[v].type = v.type
+        body = s.end(take(f.body))
+        _attach(f, "body", body)
+        for o in uses:
+            redirect(o, inner[o.var])
+
+
+def closure_convert(program: Program) -> Program:
+    """Make every function of a CPS program closed and top-level, in place; return it."""
+    with collector_paused():
+        return ClosureConverter(program).run()
