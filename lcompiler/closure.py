@@ -10,16 +10,32 @@ values it used to find in its surroundings, and by hoisting every function
 to the top level, where the back end expects it.
 """
 
-__all__ = ['ClosureConverter', 'closure_convert']
+__all__ = ['functions_inside_out', 'ClosureConverter', 'closure_convert']
 
 
 # --- The pass ----------------------------------------------------------
 
 from lcompiler.cps import (
     Var, Lambda, LetPrim, Apply, Definition, Program, Seq, lam, apply, proj, closure, const,
-    walk, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
+    children, walk, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
     swap_prim, delete_binding, take, _attach, check)
 from lcompiler.syntax import collector_paused
+
+
+def functions_inside_out(program: Program) -> list:
+    """The Lambdas of a program in post-order: nested functions before the function holding
+    them, and earlier functions before later ones."""
+    order, stack = [], [(program, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if type(node) is Lambda:
+            stack.append((node, True))
+        parts = children(node)
+        stack.extend((p, False) for p in reversed(parts) if p is not None)
+    return order
 
 
 class ClosureConverter:
@@ -28,8 +44,7 @@ class ClosureConverter:
         self.entries = {}          # direct function's global -> its static closure
 
     def run(self) -> Program:
-        functions = [n for n in walk(self.program) if type(n) is Lambda]
-        for f in reversed(functions):            # innermost first
+        for f in functions_inside_out(self.program):
             self.function(f)
         return self.program
 
