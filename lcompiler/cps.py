@@ -239,6 +239,12 @@ class Program:
     def __init__(self, definitions=None):
         self.definitions = [] if definitions is None else definitions
 
+    def occs(self):
+        return iter(())
+
+    def bound(self):
+        return iter(())
+
 
 # --- Build -------------------------------------------------------------
 
@@ -593,6 +599,11 @@ def replace(old: Term, new: Term) -> Term:
 
 def move(part: Term, dest: Term) -> Term:
     """Take part from its place (leaving a hole) and put it where dest is, deleting dest."""
+    n = dest
+    while n is not None:
+        if n is part:
+            raise ChangeError("cannot move a term into itself")
+        n = n.enclosing
     return replace(dest, take(part))
 
 
@@ -611,6 +622,7 @@ def delete_binding(t: Term) -> Term:
         dead = t.handler
     else:
         raise ChangeError(f"a {type(t).__name__} binds nothing")
+    _slot(t)                                       # fails, changing nothing, if t has no place
     body = take(t.body)
     replace(t, body)
     if dead is not None:
@@ -963,6 +975,7 @@ class Parser:
         return names
 
     def loc(self):
+        at = self.tokens[self.i][2]
         if not self.accept("@"):
             return None
         line = self.integer()
@@ -971,8 +984,8 @@ class Parser:
         if self.l_source is None:
             return Pos(line, col)
         starts = self.l_source.line_starts
-        if not 1 <= line <= len(starts):
-            raise self.error("the location is outside the L source")
+        if not 1 <= line <= len(starts) or col < 1:
+            raise self.error_at(at, f"the location {line}:{col} is outside the L source")
         return Span(self.l_source, starts[line - 1] + col - 1, starts[line - 1] + col)
 
 class Parser(Parser):
@@ -1091,7 +1104,9 @@ class Parser(Parser):
             return print_(*self.uses())
         if self.accept("fail"):
             message = self.string()
-            args = [self.use()] if self.peek(kind="name") else []
+            args = []
+            while self.peek(kind="name"):
+                args.append(self.use())
             return fail(message, *args, loc=self.loc())
         if self.peek("-") or self.peek("!"):
             operator = self.tokens[self.i][1]
@@ -1228,7 +1243,7 @@ class Checker:
             self.fail(node, f"{self.name(var)} is bound twice")
         if var.binder is not node:
             self.fail(node, f"the binder link of {self.name(var)} does not point at its binding")
-        self.name(var)
+        self.name(var)                   # named where the printer names it: at its binding
         self.bound[var] = function
         self.scope.add(var)
 
@@ -1278,11 +1293,18 @@ class Checker(Checker):
                     d.visibility not in ("public", "private", "unused"):
                 self.fail(d, f"visibility {d.visibility} with {'no' if d.var is None else 'a'} variable")
             if d.var is not None:
-                self.bind(d, d.var, False, None)
+                if d.var in self.bound:
+                    self.fail(d, f"{self.name(d.var)} is bound twice")
+                if d.var.binder is not d:
+                    self.fail(d, "the binder link of a global does not point at its definition")
+                self.bound[d.var] = None             # in scope everywhere; named where printed
+                self.scope.add(d.var)
         for d in prog.definitions:
             self.definition(d)
 
     def definition(self, d: Definition) -> None:
+        if d.var is not None:
+            self.name(d.var)
         if d.enclosing is not None:
             self.fail(d, "a definition's uplink must be empty")
         if (d.value is None) == (d.body is None):
@@ -1317,6 +1339,7 @@ class Checker(Checker):
                 if not isinstance(node.prim, Prim):
                     self.fail(node, f"a binding holds a primitive, not {node.prim!r}")
                 self.term_field(node, "body")
+                self.name(node.var)              # the printer writes "x = …" before the primitive
                 work += [("unbind", [node.var]), ("node", node.body, node, function),
                          ("bind", node, node.var, function), ("node", node.prim, node, function)]
             elif t is LetCont:
@@ -1602,8 +1625,9 @@ class Interpreter(Interpreter):
             def jump(env):
                 c = env[k]
                 target = c.env
-                for x, g in zip(c.params, gets):
-                    target[x] = g(env)
+                values = [g(env) for g in gets]          # all read before any is written
+                for x, v in zip(c.params, values):
+                    target[x] = v
                 return c.code, target
             return jump
         if type(t) is Apply:
@@ -1684,7 +1708,10 @@ def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
 
 def evaluate(term: Term, out=None):
     """The value a closed term halts with."""
-    return Interpreter(out).trampoline(Interpreter(out).block(term), {None: 0})
+    interpreter = Interpreter(out)
+    with recursion_limit(NESTING_LIMIT):
+        code = interpreter.block(term)
+    return interpreter.trampoline(code, {None: 0})
 
 
 # --- A picture of a term -----------------------------------------------
