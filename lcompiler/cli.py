@@ -209,7 +209,7 @@ def run_typed_command(args) -> int:
 # ======================================================================
 
 
-# --- Showing the CPS: `lc show cps` ------------------------------------
+# --- Showing the CPS from the command line -----------------------------
 
 from lcompiler import cps, cps_convert
 
@@ -225,7 +225,7 @@ def show_cps_stage(source: Source) -> str:
 # ======================================================================
 
 
-# --- `lc show closure` -------------------------------------------------
+# --- Showing closure-converted CPS from the command line ---------------
 
 from lcompiler import closure as closure_conversion
 

@@ -2302,7 +2302,7 @@ def diagram(node, width_chars: int = None) -> str:
 # %% [markdown]
 # ## The framework at work
 #
-# ### `map`, second-class
+# ### Map, second-class
 #
 # The `map` of the first section, as a program: `parse` reads it, `check`
 # accepts it, and `run` applies it to a function and the list `[1, 2, 3]`.

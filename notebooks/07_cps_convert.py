@@ -302,20 +302,19 @@ class Converter:
             return rest(x)
         return let_prim(prim, body, hint)
 
-    def unit(self, rest):
-        return let_prim(const(UNIT), rest, "u")
+    def unit(self, type_, rest):
+        """u = (), of the L type Unit (type_, the node's type), then rest(u)."""
+        return self.let(const(UNIT), "u", type_, rest)
 
     def exprs(self, es: list, env, store, rest):
         """Translate es left to right; rest(variables, store) builds what follows."""
-        out = []
-        def step(i, store):
+        def step(i, store, done):
             if i == len(es):
-                return rest(out, store)
-            def got(x, store2):
-                out.append(x)
-                return step(i + 1, store2)
+                return rest(list(done), store)
+            def got(x, store2):                  # may run more than once (join_points=False)
+                return step(i + 1, store2, done + (x,))
             return self.expr(es[i], env, store, Then(got))
-        return step(0, store)
+        return step(0, store, ())
 
     def join(self, e, ctx, store, build, hint: str = "join"):
         """build(ctx2) for an expression with several ends: bind a join point if ctx is a Then."""
@@ -387,7 +386,8 @@ class Converter(Converter):
                 self.let(print_(*xs), "u", e.type, lambda u: give(ctx, u, st)))
         if t is c.Assert:
             return self.expr(e.cond, env, store, Then(lambda cond, st:
-                self.guard(cond, "assertion failed", e.span, lambda: self.unit(lambda u: give(ctx, u, st)))))
+                self.guard(cond, "assertion failed", e.span,
+                           lambda: self.unit(e.type, lambda u: give(ctx, u, st)))))
         raise TypeError(f"not a core expression: {e!r}")
 
     def guard(self, cond: Var, message: str, span, rest):
@@ -470,7 +470,7 @@ class Converter(Converter):
                     return self.expr(e.body, env, st, Then(lambda _, st2:
                         apply_cont(loop_k, *[st2[r] for r in carried])))
                 def leave(kx):
-                    return self.unit(lambda u: give(ctx, u, st))
+                    return self.unit(e.type, lambda u: give(ctx, u, st))
                 return let_cont(leave, lambda kx: let_cont(body, lambda kb:
                     case(cond, {0: kx, 1: kb}), 0, "body"), 0, "exit")
             return self.expr(e.cond, env, inner, Then(test))
@@ -489,10 +489,10 @@ class Converter(Converter):
     def assign(self, e: c.Assign, x: Var, env, store, ctx):
         scope = env.find(e.target.name)
         if scope.kind == "cell":
-            return let_prim(set_field(0, scope.var, x), lambda u: give(ctx, u, store), "u")
+            return self.let(set_field(0, scope.var, x), "u", e.type, lambda u: give(ctx, u, store))
         inner = dict(store)
         inner[scope.var] = x
-        return self.unit(lambda u: give(ctx, u, inner))
+        return self.unit(e.type, lambda u: give(ctx, u, inner))
 
 # %% [markdown]
 # ## Pattern matching
@@ -528,8 +528,8 @@ class Converter(Converter):
 class Converter(Converter):
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx):
         if i == len(e.clauses):
-            return let_prim(fail("no clause matches the value", x, loc=e.span),
-                            lambda u: give(ctx, u, store), "u")
+            return self.let(fail("no clause matches the value", x, loc=e.span), "u", e.type,
+                            lambda u: give(ctx, u, store))
         pattern, body = e.clauses[i]
         success = lambda env2: self.expr(body, env2, store, ctx)
         if self.irrefutable(pattern):
@@ -791,7 +791,7 @@ plt.show()
 # With join points, each conditional adds the same number of nodes; copying,
 # each doubles the total. Both programs print the same.
 #
-# ## Showing the CPS: `lc show cps`
+# ## Showing the CPS from the command line
 
 # %%
 from lcompiler.cli import arg, command, read_source, stage, lc

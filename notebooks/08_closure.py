@@ -313,7 +313,7 @@ print(cps.show(to_closed(SEEDS)), end="")
 print("output:", repr(run_all(SEEDS)), "— the assertion held, three times")
 
 # %% [markdown]
-# ## `lc show closure`
+# ## Showing closure-converted CPS from the command line
 
 # %%
 from lcompiler.cli import arg, command, read_source, stage, lc

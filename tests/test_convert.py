@@ -1,0 +1,796 @@
+"""CPS conversion (chapter 7) and closure conversion (chapter 8), judged against the reference interpreter.
+
+Every corpus program and example goes three ways: the reference interpreter of chapter 4b, the CPS
+interpreter of chapter 6 on the converted program, and again after closure conversion. The three must
+print the same thing and stop (or not) with the same runtime error, and each pass must leave a program
+that passes chapter 6's checker. The converted programs must also survive printing and parsing. Random
+well-typed programs (a generator grown from tests/test_types.py's: vars, while loops, assignments,
+matches on constructors, integers and tuples, && and ||, closures capturing vars, prints, asserts,
+divisions, nested functions and top-level definitions read early) go the same three ways. Then a few
+claims of the chapters, each checked by a test that fails if the claim does: proper tail calls, join
+points only where needed, cells only for captured vars, types carried over, direct calls and closures,
+a linear output size. Last, `lc show cps` and `lc show closure`.
+"""
+
+import io
+import re
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import lcompiler.cli
+from lcompiler import cps
+from lcompiler.closure import closure_convert
+from lcompiler.cps import (
+    Apply, CheckError, Const, Definition, Lambda, LetCont, LetPrim, MakeClosure, Op, SetField,
+    TupleValue, check, is_global, parse, show, size, walk)
+from lcompiler.cps_convert import convert
+from lcompiler.errors import RunError, Source
+from lcompiler.interp import Interpreter
+from lcompiler.types import check_types, show_type
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+PROGRAMS = sorted((CORPUS / "run").glob("*.l")) + sorted((CORPUS / "fail").glob("*.l")) + \
+    sorted((ROOT / "examples").glob("*.l"))
+IDS = [p.parent.name + "/" + p.stem for p in PROGRAMS]
+
+# The two programs of a million tail calls take seconds on each interpreter. They go the three ways once
+# (their reference output is their .out file, which tests/test_corpus.py checks the reference interpreter
+# prints); the round trip checks only their text.
+SLOW = {"tail_sum_million", "tail_mutual_million"}
+
+
+# --- Running a program three ways ---------------------------------------------------------------
+
+def source(path: Path) -> Source:
+    return Source(path.name, path.read_text(encoding="utf-8"))
+
+
+def outcome(run) -> tuple:
+    """(what run(out) printed, the rendered runtime error or None)."""
+    out = io.StringIO()
+    try:
+        run(out)
+        error = None
+    except RunError as e:
+        error = e.render()
+    return out.getvalue(), error
+
+
+def reference(core) -> tuple:
+    return outcome(lambda out: Interpreter(out).run(core))
+
+
+def on_cps(program, **options) -> tuple:
+    return outcome(lambda out: cps.run(program, out, **options))
+
+
+def located(result: tuple) -> tuple:
+    """The outcome with the error as its message line, source line and caret column: a program read back
+    from text keeps where an error happens (@line:col), not the width of the L expression under it."""
+    printed, error = result
+    if error is None:
+        return printed, None
+    lines = error.split("\n")
+    return printed, lines[0], lines[1], lines[2].index("^")
+
+
+def lambdas_are_top_level(program) -> None:
+    definitions = set(map(id, program.definitions))
+    for node in walk(program):
+        if type(node) is Lambda:
+            assert type(node.enclosing) is Definition and id(node.enclosing) in definitions, \
+                "a function is left inside another term after closure conversion"
+
+
+def calls_are_consistent(program) -> None:
+    """After closure conversion: a call to a top-level function is direct, and a direct call calls one."""
+    for node in walk(program):
+        if type(node) is Apply:
+            f = node.func.var
+            known = is_global(f) and type(f.binder.value) is Lambda
+            assert (node.kind == "direct") == (known and f.binder.value.kind == "direct"), show(node)
+
+
+def three_ways(src: Source, expected=None) -> tuple:
+    """Run a program three ways, checking each pass's output on the way; return the CPS program (closure
+    converted) and the common outcome."""
+    core, _ = check_types(src)
+    want = reference(core) if expected is None else expected
+    program = convert(core)
+    check(program)
+    converted = on_cps(program)
+    assert converted == want, f"after CPS conversion:\n{converted}\nreference:\n{want}"
+    closure_convert(program)
+    check(program, closed=True)
+    lambdas_are_top_level(program)
+    calls_are_consistent(program)
+    closed = on_cps(program)
+    assert closed == want, f"after closure conversion:\n{closed}\nreference:\n{want}"
+    return program, want
+
+
+@lru_cache(maxsize=None)
+def expected_outcome(path: Path) -> tuple:
+    if path.stem in SLOW:
+        return path.with_suffix(".out").read_text(encoding="utf-8"), None
+    return reference(check_types(source(path))[0])
+
+
+# --- 1. The corpus, three ways ------------------------------------------------------------------
+
+def test_the_corpus_is_there():
+    assert len(PROGRAMS) >= 60 and SLOW <= {p.stem for p in PROGRAMS}
+    assert sum(p.parent.name == "fail" for p in PROGRAMS) >= 10
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_corpus_programs_mean_the_same_after_each_pass(path):
+    _, result = three_ways(source(path), expected_outcome(path))
+    if path.parent.name == "fail":
+        assert result[1] is not None and result[1].startswith(f"{path.name}:")
+    else:
+        assert result[1] is None
+
+
+# --- 2. Printing and parsing the converted programs ---------------------------------------------
+
+def round_trip(program, src: Source, closed: bool, want, run: bool) -> None:
+    text = show(program)
+    again = parse(text, "again.cps", source=src)
+    assert show(again) == text
+    check(again, closed=closed)
+    if closed:
+        lambdas_are_top_level(again)
+    if run:
+        assert located(on_cps(again)) == located(want)
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_converted_programs_print_parse_and_run_again(path):
+    src = source(path)
+    want = expected_outcome(path)
+    program = convert(check_types(src)[0])
+    round_trip(program, src, False, want, path.stem not in SLOW)
+    closure_convert(program)
+    round_trip(program, src, True, want, path.stem not in SLOW)
+
+
+def test_a_parsed_runtime_error_is_where_the_original_is():
+    src = Source("t.l", "def f(x) = 10 / x\nprint(f(2))\nprint(f(0))\n")
+    program = convert(check_types(src)[0])
+    _, error = on_cps(parse(show(program), source=src))
+    assert error.startswith("t.l:1:15: runtime error: division by zero\ndef f(x) = 10 / x\n")
+    with pytest.raises(cps.Stop, match=r"^1:15: runtime error: division by zero"):
+        cps.run(parse(show(program)), io.StringIO())
+
+
+# --- 3. Random well-typed programs --------------------------------------------------------------
+
+PRELUDE = """\
+data List<t> { Cons(t, List<t>); Nil }
+data Shape { Dot; Circle(Int); Rect(Int, Int) }
+def id(x) = x
+def twice(f, x) = f(f(x))
+def length = { Cons(_, t) -> 1 + length(t); Nil -> 0 }
+def map(f, l) = l.{ Cons(x, r) -> Cons(f(x), map(f, r)); Nil -> Nil }
+def count(n, acc) = if (n <= 0) acc else count(n - 1, acc + 1)
+def area = {
+  Dot -> 0
+  Circle(r) -> 3 * r * r
+  Rect(w, h) -> w * h
+}
+"""
+
+BASE = ["Int", "Bool", "String", "Unit"]
+INTS = [0, 1, 2, 3, 7, 42, 99, 4611686018427387904, 9223372036854775807]
+
+
+@st.composite
+def types(draw, depth=2):
+    if depth == 0:
+        return draw(st.sampled_from(BASE))
+    kind = draw(st.sampled_from(["base", "base", "base", "tuple", "fn", "list", "shape"]))
+    if kind == "base":
+        return draw(st.sampled_from(BASE))
+    if kind == "shape":
+        return "Shape"
+    if kind == "tuple":
+        return ("*", draw(types(depth - 1)), draw(types(depth - 1)))
+    if kind == "fn":
+        return ("->", draw(types(depth - 1)), draw(types(depth - 1)))
+    return ("List", draw(types(depth - 1)))
+
+
+def arrow_free(t) -> bool:
+    return isinstance(t, str) or (t[0] != "->" and all(arrow_free(x) for x in t[1:]))
+
+
+def fresh(draw, env: dict, prefix: str) -> str:
+    """A new name, or now and then the name of a variable in scope (which it shadows)."""
+    if env and draw(st.integers(0, 4)) == 0:
+        return draw(st.sampled_from(sorted(env)))
+    return f"{prefix}{len(env)}"
+
+
+@st.composite
+def pattern(draw, t, env: dict, depth=2):
+    """(text, {name: type}) of a pattern of type t; names are fresh and distinct."""
+    bound = {}
+
+    def go(t, depth):
+        kind = draw(st.sampled_from(["var", "var", "wild", "shape", "shape"] if depth > 0 else ["var", "wild"]))
+        if kind == "var":
+            name = f"q{len(env) + len(bound)}"
+            bound[name] = t
+            return name
+        if kind == "wild":
+            return "_"
+        if t == "Int":
+            return str(draw(st.integers(0, 3)))
+        if t == "Unit":
+            return "()"
+        if t == "Shape":
+            which = draw(st.sampled_from(["Dot", "Circle", "Rect"]))
+            return {"Dot": lambda: "Dot", "Circle": lambda: f"Circle({go('Int', depth - 1)})",
+                    "Rect": lambda: f"Rect({go('Int', depth - 1)}, {go('Int', depth - 1)})"}[which]()
+        if isinstance(t, str) or t[0] == "->":
+            name = f"q{len(env) + len(bound)}"
+            bound[name] = t
+            return name
+        if t[0] == "*":
+            return f"({go(t[1], depth - 1)}, {go(t[2], depth - 1)})"
+        return "Nil" if draw(st.booleans()) else f"Cons({go(t[1], depth - 1)}, {go(t, depth - 1)})"
+
+    return go(t, depth), bound
+
+
+@st.composite
+def clauses(draw, s, t, env: dict, depth: int) -> list:
+    """'pattern -> body' clauses for a scrutinee of type s, results of type t; usually exhaustive."""
+    out = []
+    for _ in range(draw(st.integers(0, 3))):
+        p, bound = draw(pattern(s, env))
+        out.append(f"{p} -> {draw(expression(t, {**env, **{x: (tx, 'val') for x, tx in bound.items()}}, depth - 1))}")
+    if not out or draw(st.integers(0, 9)) > 0:           # a last clause that always matches
+        x = fresh(draw, env, "q")
+        out.append(f"{x} -> {draw(expression(t, {**env, x: (s, 'val')}, depth - 1))}")
+    return out
+
+
+@st.composite
+def statements(draw, env: dict, depth: int, count: int):
+    """Statements of a block, and the environment after them."""
+    out = []
+    assignable = sorted(x for x, (_, mode) in env.items() if mode == "mut")
+    if assignable and draw(st.booleans()):       # most blocks change a var of the blocks around them
+        x = draw(st.sampled_from(assignable))
+        out.append(f"{x} := {draw(expression(env[x][0], env, depth - 1))}")
+    for _ in range(count):
+        assignable = sorted(x for x, (_, mode) in env.items() if mode == "mut")
+        functions = sorted(x for x, (t, _) in env.items() if not isinstance(t, str) and t[0] == "->")
+        kind = draw(st.sampled_from(["var", "var", "assign", "assign", "assign", "loop", "loop", "print", "let",
+                                     "effect", "branch", "branch", "closure", "closure", "call", "call"]))
+        if kind == "assign" and assignable:
+            x = draw(st.sampled_from(assignable))
+            out.append(f"{x} := {draw(expression(env[x][0], env, depth - 1))}")
+        elif kind == "loop" and depth > 0:
+            i = fresh(draw, env, "i")
+            body_env = {**env, i: ("Int", "ro")}
+            body, _ = draw(statements(body_env, depth - 1, draw(st.integers(1, 3))))
+            out.append(f"var {i} := 0")
+            out.append(f"while ({i} < {draw(st.integers(0, 3))}) {{ {'; '.join([f'{i} := {i} + 1'] + body)} }}")
+            env = body_env
+        elif kind == "branch" and depth > 0:      # an if or a match statement, its value unused
+            arms = [draw(statements(env, depth - 1, draw(st.integers(1, 2))))[0] + ["()"] for _ in range(2)]
+            then, orelse = ("{ " + "; ".join(arm) + " }" for arm in arms)
+            form = draw(st.sampled_from(["if", "if", "if without else", "match"]))
+            if form == "if":
+                out.append(f"if ({draw(expression('Bool', env, depth - 1))}) {then} else {orelse}")
+            elif form == "if without else":
+                out.append(f"if ({draw(expression('Bool', env, depth - 1))}) {then}")
+            else:
+                out.append(f"match ({draw(expression('Int', env, depth - 1))}) {{ 0 -> {then}; _ -> {orelse} }}")
+        elif kind == "closure" and depth > 0:    # a function whose body may assign the vars around it
+            param, result = draw(types(1)), draw(types(1))
+            x, p = fresh(draw, env, "g"), f"p{len(env)}"
+            inner = {**env, p: (param, "val")}
+            body, inner = draw(statements(inner, depth - 1, draw(st.integers(1, 2))))
+            body.append(draw(expression(result, inner, depth - 1)))
+            out.append(f"let {x} = {{ {p} -> {'; '.join(body)} }}")
+            env = {**env, x: (("->", param, result), "val")}
+        elif kind == "call" and functions:
+            f = draw(st.sampled_from(functions))
+            out.append(f"{f}({draw(expression(env[f][0][1], env, depth - 1))})")
+        elif kind == "print":
+            args = [draw(expression(draw(types(1)), env, depth - 1)) for _ in range(draw(st.integers(1, 2)))]
+            out.append(f"print({', '.join(args)})")
+        elif kind == "let":
+            t = draw(types(1))
+            x = fresh(draw, env, "v")
+            out.append(f"let {x} = {draw(expression(t, env, depth - 1))}")
+            env = {**env, x: (t, "val")}
+        elif kind == "effect":
+            out.append(draw(expression(draw(types(1)), env, depth - 1)))
+        else:                    # a var: never of a function type, so no function can reach itself
+            t = draw(types(1).filter(arrow_free))
+            x = fresh(draw, env, "m")
+            out.append(f"var {x} := {draw(expression(t, env, depth - 1))}")
+            env = {**env, x: (t, "mut")}
+    return out, env
+
+
+@st.composite
+def expression(draw, t, env: dict, depth: int):
+    """L text of an expression of type t; env maps a name to (type, 'val' | 'mut' | 'ro')."""
+    names = sorted(x for x, (tx, _) in env.items() if tx == t)
+    callees = sorted(x for x, (tx, _) in env.items() if not isinstance(tx, str) and tx[0] == "->" and tx[2] == t)
+    leaf = depth <= 0
+    options = ["literal"] + ["var"] * 2 * bool(names) + (
+        [] if leaf else ["let", "if", "call", "id", "shape", "shape", "block", "block", "match"] +
+        ["callee"] * 2 * bool(callees))
+    kind = draw(st.sampled_from(options))
+    sub = lambda ty, e=env: draw(expression(ty, e, depth - 1))
+    if kind == "var":
+        return draw(st.sampled_from(names))
+    if kind == "callee":
+        f = draw(st.sampled_from(callees))
+        param = env[f][0][1]
+        if not isinstance(param, str) and param[0] == "*" and draw(st.booleans()):
+            return f"{f}({sub(param[1])}, {sub(param[2])})"
+        return f"{f}({sub(param)})"
+    if kind == "let":
+        x = fresh(draw, env, "v")
+        tx = draw(types(1))
+        return f"{{ let {x} = {sub(tx)}; {sub(t, {**env, x: (tx, 'val')})} }}"
+    if kind == "if":
+        if t == "Unit" and draw(st.booleans()):
+            return f"(if ({sub('Bool')}) {sub(t)})"
+        return f"(if ({sub('Bool')}) {sub(t)} else {sub(t)})"
+    if kind == "call":
+        arg = draw(types(1))
+        return f"({sub(('->', arg, t))})({sub(arg)})"
+    if kind == "id":
+        return f"id({sub(t)})"
+    if kind == "block":
+        declared = []
+        if draw(st.integers(0, 2)) > 0:            # most blocks start with a var
+            tx = draw(types(1).filter(arrow_free))
+            x = fresh(draw, env, "m")
+            declared = [f"var {x} := {sub(tx)}"]
+            env = {**env, x: (tx, "mut")}
+        body, inner = draw(statements(env, depth - 1, draw(st.integers(1, 3))))
+        body = declared + body
+        return "{ " + "; ".join(body + [draw(expression(t, inner, depth - 1))]) + " }"
+    if kind == "match":
+        s = draw(st.sampled_from(["Int", "Int", "Shape", ("*", "Int", "Int"), ("List", "Int"),
+                                  ("*", ("List", "Bool"), "Int"), draw(types(1))]))
+        arms = draw(clauses(s, t, env, depth))
+        form = draw(st.sampled_from(["match", "dot", "function"]))
+        if form == "match":
+            return f"match ({sub(s)}) {{ {'; '.join(arms)} }}"
+        if form == "dot":
+            return f"({sub(s)}).{{ {'; '.join(arms)} }}"
+        return f"({{ {'; '.join(arms)} }})({sub(s)})"
+    # literal or shape: build a value of the type from its structure
+    if t == "Int":
+        if kind == "shape":
+            choice = draw(st.sampled_from(["+", "-", "*", "/", "%", "neg", "length", "count", "area"]))
+            if choice == "neg":
+                return f"-{sub('Int')}"
+            if choice == "length":
+                return f"length({sub(('List', 'Bool'))})"
+            if choice == "count":
+                return f"count({sub('Int')} % 20, 0)"
+            if choice == "area":
+                return f"area({sub('Shape')})"
+            return f"({sub('Int')} {choice} {sub('Int')})"
+        return str(draw(st.sampled_from(INTS)))
+    if t == "Bool":
+        if kind == "shape":
+            choice = draw(st.sampled_from(["<", ">=", "==", "!=", "&&", "&&", "||", "||", "!", "eqs", "eqb"]))
+            if choice == "!":
+                return f"!{sub('Bool')}"
+            if choice in ("&&", "||"):
+                return f"({sub('Bool')} {choice} {sub('Bool')})"
+            if choice == "eqs":      # the if and the && fix the operands' types: == on an unknown type is on Int
+                return f"((if (true) {sub('String')} else \"\") == {sub('String')})"
+            if choice == "eqb":
+                return f"(({sub('Bool')} && true) != {sub('Bool')})"
+            return f"({sub('Int')} {choice} {sub('Int')})"
+        return draw(st.sampled_from(["true", "false"]))
+    if t == "String":
+        return '"' + draw(st.sampled_from(["", "a", "b c", "x\\n", 'q\\"'])) + '"'
+    if t == "Unit":
+        if kind == "shape":
+            choice = draw(st.sampled_from(["print", "print", "assert"]))
+            if choice == "assert":
+                return f"assert({sub('Bool')})"
+            return f"print({', '.join(sub(draw(types(1))) for _ in range(draw(st.integers(1, 3))))})"
+        return "()"
+    if t == "Shape":
+        which = draw(st.sampled_from(["Dot", "Circle", "Rect"]))
+        return {"Dot": lambda: "Dot", "Circle": lambda: f"Circle({sub('Int')})",
+                "Rect": lambda: f"Rect({sub('Int')}, {sub('Int')})"}[which]()
+    if t[0] == "*":
+        return f"({sub(t[1])}, {sub(t[2])})"
+    if t[0] == "->":
+        if kind == "shape" and t[1] == "Int" and t[2] == "Int":
+            return f"{{ 0 -> {sub('Int')}; n{len(env)} -> {sub('Int', {**env, f'n{len(env)}': ('Int', 'val')})} }}"
+        x = fresh(draw, env, "p")
+        return f"{{ {x} -> {sub(t[2], {**env, x: (t[1], 'val')})} }}"
+    if kind == "shape":
+        return f"map({{ y -> y }}, {sub(t)})" if draw(st.booleans()) else f"twice({{ l -> l }}, {sub(t)})"
+    return "Nil" if draw(st.booleans()) else f"Cons({sub(t[1])}, {sub(t)})"
+
+
+@st.composite
+def programs(draw):
+    """A program of functions, definitions and statements. A function calls only the functions above it
+    and reads only definitions without functions in them (so nothing recurses for ever), perhaps ones
+    that have not run yet when it is called."""
+    plan = []
+    for i in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["fun", "fun", "def", "def", "stmt"]))
+        if kind == "fun":
+            params = [draw(types(1)) for _ in range(draw(st.integers(1, 2)))]
+            plan.append(("fun", f"f{i}", params, draw(types(1))))
+        elif kind == "def":
+            plan.append(("def", f"d{i}", None, draw(types(2))))
+        else:
+            plan.append(("stmt", None, None, None))
+    values = {name: (t, "val") for kind, name, _, t in plan if kind == "def" and arrow_free(t)}
+    items, functions, above = [], {}, {}
+    for kind, name, params, t in plan:
+        if kind == "fun":
+            env = {**functions, **values}
+            for j, p in enumerate(params):
+                env[f"a{j}"] = (p, "val")
+            ftype = ("->", params[0] if len(params) == 1 else ("*", *params), t)
+            items.append(f"def {name}({', '.join(f'a{j}' for j in range(len(params)))}) = "
+                         f"{draw(expression(t, env, 3))}")
+            functions[name] = (ftype, "val")
+        elif kind == "def":
+            items.append(f"def {name} = {draw(expression(t, {**functions, **above}, 3))}")
+            above[name] = (t, "val")
+        else:
+            items.append(draw(expression("Unit", {**functions, **above}, 3)))
+    shown = [name for kind, name, _, _ in plan if kind == "def"]
+    if shown:
+        items.append(f"print({', '.join(shown)})")
+    for name, (ftype, _) in functions.items():
+        items.append(f"print({draw(expression(ftype[2], {**functions, **above}, 2))}, "
+                     f"{name}({draw(expression(ftype[1], {**functions, **above}, 1))}))")
+    return PRELUDE + "\n".join(items) + "\n"
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(programs())
+def test_random_programs_mean_the_same_after_each_pass(text):
+    src = Source("random.l", text)
+    program, want = three_ways(src)
+    round_trip(program, src, True, want, run=True)
+
+
+# --- 4. What the chapters claim about the conversion ------------------------------------------
+
+def converted(text: str, join_points: bool = True):
+    return convert(check_types(Source("t.l", text))[0], join_points=join_points)
+
+
+def closed(text: str):
+    program = converted(text)
+    closure_convert(program)
+    check(program, closed=True)
+    return program
+
+
+def function(program, name: str) -> Lambda:
+    """The Lambda of the top-level function name."""
+    found = [d.value for d in program.definitions if d.var is not None and d.var.hint == name]
+    assert len(found) == 1 and type(found[0]) is Lambda, show(program)
+    return found[0]
+
+
+def nodes(root, cls) -> list:
+    return [n for n in walk(root) if type(n) is cls]
+
+
+def return_points(lam: Lambda) -> list:
+    """The continuations bound inside lam that some call returns to."""
+    bound = {id(t.cont) for t in nodes(lam, LetCont)}
+    return [a for a in nodes(lam, Apply) if id(a.cont.var) in bound]
+
+
+LOOP = "def loop(n) = if (n == 0) 0 else loop(n - 1)\n"
+COUNT = "def count(n) = if (n == 0) 0 else 1 + count(n - 1)\n"
+
+
+def test_a_call_in_tail_position_returns_through_the_callers_continuation():
+    program = converted(LOOP)
+    check(program)
+    lam = function(program, "loop")
+    calls = nodes(lam, Apply)
+    assert len(calls) == 1 and calls[0].cont.var is lam.cont and calls[0].func.var.hint == "loop"
+    assert return_points(lam) == [] and all(t.cont.hint != "k" for t in nodes(lam, LetCont))
+    # the non-tail call of count is the opposite case: it needs a return point
+    count = function(converted(COUNT), "count")
+    assert [a.cont.var.hint for a in return_points(count)] == ["k"]
+    assert all(a.cont.var is not count.cont for a in nodes(count, Apply))
+
+
+def test_tail_calls_run_in_constant_depth():
+    deep = cps.STACK_LIMIT + 50_000
+    for program in (converted(LOOP + f"print(loop({deep}))"), closed(LOOP + f"print(loop({deep}))")):
+        assert on_cps(program) == ("0\n", None)
+    # the same depth limit stops the non-tail recursion: the limit is there, tail calls stay under it
+    for program in (converted(COUNT + "print(count(3000))"), closed(COUNT + "print(count(3000))")):
+        printed, error = on_cps(program, stack_limit=1000)
+        assert printed == "" and "stack overflow" in error
+    for program in (converted(LOOP + "print(loop(3000))"), closed(LOOP + "print(loop(3000))")):
+        assert on_cps(program, stack_limit=1000) == ("0\n", None)
+
+
+def joins(program) -> int:
+    return sum(1 for t in nodes(program, LetCont) if t.cont.hint == "join")
+
+
+def test_join_points_only_where_a_value_comes_back_from_several_branches():
+    assert joins(converted("def f(x) = if (x > 0) 1 else 2")) == 0
+    assert joins(converted("def g(x) = (if (x > 0) 1 else 2) + 1")) == 1
+    shape = "data C { A; B; D(Int) }\n"
+    assert joins(converted(shape + "def h(c) = match (c) { A -> 1; B -> 2; D(n) -> n }")) == 0
+    assert joins(converted(shape + "def h(c) = 1 + match (c) { A -> 1; B -> 2; D(n) -> n }")) == 1
+    assert joins(converted("def a(x, y) = x > 0 || y > 0 && x < y")) == 0     # the && is in tail position
+    assert joins(converted("def a(x, y) = !(x > 0 && y > 0)")) == 1
+    # one join per if in an operand, not one per branch below it
+    assert joins(converted("def g(x) = (if (x > 0) (if (x > 1) 1 else 2) else 3) + 1")) == 1
+    program = converted("def g(x) = { let y = if (x > 0) 1 else 2; y + 1 }", join_points=False)
+    assert joins(program) == 0 and len(nodes(program, Op)) == 3         # x > 0, and + 1 twice
+
+
+def test_a_join_point_carries_the_vars_its_branches_assign():
+    program = converted("def f(c) = { var m := 0; var z := 5; let r = (if (c) { m := 1; 10 } else 20); (r, m, z) }")
+    [join] = [t for t in nodes(program, LetCont) if t.cont.hint == "join"]
+    assert [x.hint for x in join.params] == ["r", "m"]
+
+
+SUM = "def s(n) = { var i := 0; var t := 0; while (i < n) { i := i + 1; t := t + i }; t }\n"
+CAPTURED = "def c() = { var x := 0; let inc = { u -> x := x + 1 }; inc(()); inc(()); x }\n"
+
+
+def cells(program) -> list:
+    return [n for n in walk(program) if type(n) is TupleValue and len(n.fields) == 1]
+
+
+def test_a_var_no_function_captures_lives_in_continuation_parameters():
+    program = converted(SUM)
+    assert cells(program) == [] and nodes(program, SetField) == []
+    [loop] = [t for t in nodes(program, LetCont) if t.cont.hint == "loop"]
+    assert [x.hint for x in loop.params] == ["i", "t"]
+    assert on_cps(converted(SUM + "print(s(10))")) == ("55\n", None)
+
+
+def test_a_captured_var_lives_in_a_cell():
+    program = converted(CAPTURED)
+    assert len(cells(program)) == 1 and len(nodes(program, SetField)) == 1
+    [cell] = cells(program)
+    assert cell.enclosing.var.hint == "x_cell"
+    assert on_cps(converted(CAPTURED + "print(c())")) == ("2\n", None)
+    # only the captured one of two vars gets a cell
+    both = converted("def c() = { var x := 0; var y := 0; let inc = { u -> x := x + 1 }; y := 4; inc(()); x + y }")
+    assert [c.enclosing.var.hint for c in cells(both)] == ["x_cell"] and len(nodes(both, SetField)) == 1
+
+
+def test_types_travel_to_the_variables():
+    program = converted("def f(x) = x + 1\ndef g(p) = { let (a, b) = p; !(a == \"s\" && b) }")
+    f = function(program, "f")
+    assert show_type(f.params[0].type) == "Int"
+    assert show_type(f.enclosing.var.type) == "Int -> Int"
+    [sum_] = [t for t in nodes(f, LetPrim) if type(t.prim) is Op]
+    assert show_type(sum_.var.type) == "Int"
+    g = function(program, "g")
+    assert show_type(g.params[0].type) == "(String, Bool)"
+    assert {show_type(t.var.type) for t in nodes(g, LetPrim) if t.var.hint in ("a", "b")} == {"String", "Bool"}
+    [join] = [t for t in nodes(program, LetCont) if t.cont.hint == "join"]     # the value of the &&
+    assert show_type(join.params[0].type) == "Bool"
+    closure_convert(program)
+    assert show_type(function(program, "f").params[0].type) == "Int"
+
+
+def bookkeeping(v) -> bool:
+    """A variable the conversion binds for itself, not for an L value: a tag, a cell, a ready flag."""
+    b = v.binder
+    if type(b) is Definition:
+        return type(b.value) in (Const, TupleValue) and v.type is None and \
+            (v.hint == "false" or v.hint.startswith("ready_"))
+    prim = b.prim
+    if type(prim) in (cps.Tag, SetField, cps.Fail):
+        return True
+    if type(prim) is TupleValue:
+        return len(prim.fields) == 1 and v.hint.endswith("_cell")
+    if type(prim) is cps.Proj:
+        return v.hint == "ready" and is_global(prim.arg.var)
+    if type(prim) is Const:      # the mark a definition read early sets; the u = () of an assignment, a while
+        # or an assert is an L value, but has no type: see test_every_value_returned_carries_its_type
+        return (prim.value is True and v.hint == "true") or (prim.value == () and v.hint == "u")
+    return False
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_variables_for_l_values_carry_their_types(path):
+    program = convert(check_types(source(path))[0])
+    for v in cps.binders(program):
+        if not v.is_cont:
+            assert v.type is not None or bookkeeping(v), f"{v.hint} bound by {type(v.binder).__name__}"
+    for node in walk(program):
+        if type(node) is Lambda:
+            assert all(x.type is not None for x in node.params)
+
+
+# The units the conversion makes for the value of an assignment, a while loop or an assert, and the variable
+# standing for the value of a match no clause matched, are L values handed to a continuation (here, returned):
+# they carry their type too. name -> (program, the type of what f returns, where the variable is made).
+UNTYPED = {
+    "assignment": ("def f(x) = { var y := x; y := 2 }", "Unit", "Converter.assign: self.unit(...)"),
+    "captured assignment": ("def f(x) = { var y := x; let g = { u -> y := 2 }; g(()) }", "Unit",
+                            "Converter.assign: let_prim(set_field(...), ..., 'u')"),
+    "while": ("def f(n) = { var i := 0; while (i < n) i := i + 1 }", "Unit", "Converter.loop, leave: self.unit(...)"),
+    "assert": ("def f(b) = assert(b)", "Unit", "Converter.expr, c.Assert: self.unit(...)"),
+    "match failure": ("def f(n) = match (n) { 0 -> 1 }", "Int",
+                      "Converter.clauses: let_prim(fail(...), ..., 'u') stands for the match's value"),
+}
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param(text, expected, id=name) for name, (text, expected, origin) in UNTYPED.items()] + [
+    pytest.param("def f(x) = { var y := x; y := 2; y }", "Int", id="read after assignment"),
+    pytest.param("def f(x) = print(x, 1)", "Unit", id="print"),
+    pytest.param("def f(n) = (if (n > 0) 1 else 2) * 3", "Int", id="join"),
+    pytest.param("def f(g) = g(1) + 1", "Int", id="return point"),
+])
+def test_every_value_returned_carries_its_type(text, expected):
+    program = converted(text)
+    returned = [t.args[0].var for lam in nodes(program, Lambda) for t in nodes(lam, cps.ApplyCont)
+                if t.cont.var is lam.cont]
+    assert returned
+    for v in returned:
+        assert v.type is not None, f"{v.hint}, returned by {text!r}, has no type"
+        assert show_type(v.type) == expected
+
+
+def test_closure_conversion_makes_known_calls_direct_and_closures_flat():
+    program = closed("def adder(n) = { x -> x + n }\nprint(adder(1)(2))")
+    adder = function(program, "adder")
+    assert adder.kind == "direct"
+    [make] = nodes(adder, MakeClosure)
+    code, n = [o.var for o in make.fields]
+    assert n is adder.params[0]
+    assert is_global(code) and type(code.binder.value) is Lambda and code.binder.value.kind == "closure"
+    assert [x.hint for x in code.binder.value.params] == ["env", "x"]
+    calls = nodes(program, Apply)
+    assert sorted(a.kind for a in calls) == ["closure", "direct"]
+    assert on_cps(program) == ("3\n", None)
+
+
+def test_a_top_level_function_passed_as_a_value_gets_a_static_closure():
+    text = PRELUDE + "def square(x) = x * x\nprint(map(square, Cons(2, Cons(3, Nil))), square(4))\n"
+    program = closed(text)
+    square = function(program, "square")
+    static = [d for d in program.definitions if type(d.value) is MakeClosure]
+    assert [d.var.hint for d in static] == ["square_closure"]
+    entry = static[0].value.fields[0].var.binder.value
+    [inner] = nodes(entry, Apply)
+    assert inner.kind == "direct" and inner.func.var is square.enclosing.var and inner.cont.var is entry.cont
+    direct = [a for a in nodes(program, Apply) if a.func.var is square.enclosing.var]
+    assert len(direct) == 2 and all(a.kind == "direct" for a in direct)     # square(4), and in the entry
+    assert on_cps(program) == ("Cons(4, Cons(9, Nil)) 16\n", None)
+
+
+def test_a_local_function_without_free_variables_is_hoisted_and_called_directly():
+    program = closed("def f(y) = { let g = { x -> x * 2 }; g(y) + g(1) }\nprint(f(5))")
+    assert nodes(program, MakeClosure) == []
+    assert all(a.kind == "direct" for a in nodes(program, Apply))
+    assert len([d for d in program.definitions if type(d.value) is Lambda]) == 2
+    assert on_cps(program) == ("12\n", None)
+    # functions are closed inside out and in order: g is global by the time h and k are closed, so h's
+    # closure holds only y, k needs none, and every call of g, k and f is direct
+    program = closed("def f(y) = { let g = { x -> x * 2 }; let h = { z -> g(z) + y }; let k = { w -> g(w) }\n"
+                     "  h(k(y)) }\nprint(f(5))")
+    [make] = nodes(program, MakeClosure)
+    assert [o.var.hint for o in make.fields] == ["h_code", "y"]
+    assert sorted(a.kind for a in nodes(program, Apply)) == ["closure"] + ["direct"] * 4
+    assert on_cps(program) == ("25\n", None)
+
+
+def operands(n: int) -> str:
+    """A function adding n ifs, each an operand (not in tail position)."""
+    return "def f(x) = " + " + ".join(f"(if (x > {i}) {i} else {i + 1})" for i in range(n)) + "\nprint(f(3))\n"
+
+
+def chain(n: int) -> str:
+    """A function of n lets, each bound to an if whose context is the rest of the function (chapter 7's)."""
+    lets = "".join(f"  let a{i} = if (x > {i}) a{i - 1} + 1 else {i}\n" for i in range(1, n + 1))
+    return f"def f(x) = {{\n  let a0 = x\n{lets}  a{n}\n}}\nprint(f(3), f(-1))\n"
+
+
+def test_the_output_grows_linearly_with_join_points_and_exponentially_without():
+    for program in (operands, chain):
+        small, large = size(converted(program(10))), size(converted(program(20)))
+        assert large / small < 2.5, program.__name__
+    small, large = size(converted(chain(4), False)), size(converted(chain(12), False))
+    assert large / small > 100
+    # copying the contexts changes the size, not the meaning
+    for n in (3, 8):
+        copying = converted(chain(n), False)
+        check(copying)
+        assert on_cps(copying) == on_cps(converted(chain(n))) == reference(check_types(Source("t.l", chain(n)))[0])
+    # f(3) = 0 + 1 + 2 + 4 + 5 + 6 + 7 + 8
+    assert on_cps(converted(operands(8))) == ("33\n", None)
+
+
+@pytest.mark.parametrize("text", [
+    "def g(x) = (if (x > 0) 1 else 2) + 1\nprint(g(0))",
+    "def g(x) = 1 + (if (x > 0) 1 else 2)\nprint(g(0))",
+    "def g(x) = print(if (x > 0) 1 else 2)\ng(0)",
+    "data O { Some(Int); None }\ndef g(x) = Some(if (x > 0) 1 else 2)\nprint(g(0))",
+    "def g(f, x) = f(if (x > 0) 1 else 2)\nprint(g({ y -> y }, 0))",
+], ids=["left operand", "right operand", "print argument", "constructor argument", "call argument"])
+def test_copying_contexts_keeps_the_meaning_of_an_if_among_operands(text):
+    copying = converted(text, join_points=False)
+    check(copying)
+    assert on_cps(copying) == on_cps(converted(text))
+
+
+def test_the_checker_would_catch_a_broken_conversion():
+    program = converted(SUM)
+    check(program)
+    [loop] = [t for t in nodes(program, LetCont) if t.cont.hint == "loop"]
+    loop.params.pop()          # a continuation that forgets a parameter: check must see it
+    with pytest.raises(CheckError):
+        check(program)
+
+
+# --- 5. The command line -----------------------------------------------------------------------
+
+def lc(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "lc"), *args], capture_output=True, text=True,
+                          cwd=cwd)
+
+
+needs = lambda stage: pytest.mark.skipif(stage not in lcompiler.cli.STAGES,
+                                         reason=f"lc show {stage} is not written yet")
+LISTS = ROOT / "examples" / "lists.l"
+
+
+@pytest.mark.parametrize("stage", [pytest.param("cps", marks=needs("cps")),
+                                   pytest.param("closure", marks=needs("closure"))])
+def test_lc_show_prints_a_program_that_parses_checks_and_runs(stage, tmp_path):
+    shown = lc("show", stage, str(LISTS))
+    assert shown.returncode == 0 and shown.stderr == ""
+    src = source(LISTS)
+    program = parse(shown.stdout, "shown.cps", source=src)
+    check(program, closed=stage == "closure")
+    expected = convert(check_types(src)[0])
+    if stage == "closure":
+        closure_convert(expected)
+        lambdas_are_top_level(program)
+    assert show(program) == show(expected)
+    assert on_cps(program) == expected_outcome(LISTS)
+
+    bad = tmp_path / "bad.l"
+    bad.write_text('def f(x) = x + 1\nprint(f("one"))\n')
+    failing = lc("show", stage, "bad.l", cwd=tmp_path)
+    assert failing.returncode == 1 and failing.stdout == ""
+    assert re.match(r"bad\.l:2:\d+: error: expected Int, found String", failing.stderr), failing.stderr
+    assert "Traceback" not in failing.stderr
+    unparsable = tmp_path / "syntax.l"
+    unparsable.write_text("def f(x) = (x +\n")
+    failing = lc("show", stage, "syntax.l", cwd=tmp_path)
+    assert failing.returncode == 1 and re.match(r"syntax\.l:\d+:\d+: error: ", failing.stderr), failing.stderr
