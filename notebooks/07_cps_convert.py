@@ -837,8 +837,17 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # calls). A run on this book's machine (`python bench/convert_speed.py`):
 #
 # ```text
-# BENCH_CONVERT
+# source nodes  CPS nodes  CPS/src  convert s  µs/node  closure s  µs/node
+#          984       1909     1.94      0.014    14.00      0.005     4.90
+#         2979       5759     1.93      0.049    16.31      0.016     5.42
+#         9990      19289     1.93      0.234    23.39      0.055     5.53
+#        29997      57899     1.93      0.649    21.65      0.122     4.06
+#        99993     192979     1.93      2.176    21.76      0.400     4.00
+# time per source node, largest / smallest: conversion 1.55, closure conversion 0.82 (1.00 is linear)
 # ```
 #
-# The CPS is 1.93 nodes per source node at every size, and the time per
-# node stays within the noise of the machine: the conversion is linear.
+# The CPS is 1.93 nodes per source node at every size. The time per node
+# is flat from 10⁴ nodes up (21.6 to 23.4 µs); the smallest programs run
+# faster per node (14 µs), as everything then fits in the processor's caches
+# — the same effect chapter 2 measured on union-find. Nothing in the
+# conversion visits a node more than a fixed number of times: it is linear.

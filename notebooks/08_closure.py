@@ -351,5 +351,15 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # `bench/convert_speed.py` times this pass next to chapter 7's:
 #
 # ```text
-# BENCH_CONVERT
+# source nodes  CPS nodes  CPS/src  convert s  µs/node  closure s  µs/node
+#          984       1909     1.94      0.014    14.00      0.005     4.90
+#         2979       5759     1.93      0.049    16.31      0.016     5.42
+#         9990      19289     1.93      0.234    23.39      0.055     5.53
+#        29997      57899     1.93      0.649    21.65      0.122     4.06
+#        99993     192979     1.93      2.176    21.76      0.400     4.00
+# time per source node, largest / smallest: conversion 1.55, closure conversion 0.82 (1.00 is linear)
 # ```
+#
+# Closure conversion costs 4 to 5.5 µs per source node at every size: each
+# function's body is walked a fixed number of times, and the functions
+# nested in it are not walked again once hoisted.
