@@ -616,7 +616,7 @@ def delete_binding(t: Term) -> Term:
             raise ChangeError("the primitive has an effect")
         dead = t.prim
     elif type(t) is LetCont:
-        inside = sum(1 for o in occurrences(t.cont) if _within(o, t.handler))
+        inside = sum(1 for o in all_occurrences(t.handler) if o.var is t.cont)
         if t.cont.count > inside:
             raise ChangeError(f"{t.cont.hint} is still used outside its handler")
         dead = t.handler
@@ -655,16 +655,6 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
     _attach(t, "prim", prim)
     old.enclosing = None
     return old
-
-
-def _within(o: Occ, node) -> bool:
-    """Whether occurrence o lies under node (walks the uplinks)."""
-    n = o.enclosing
-    while n is not None:
-        if n is node:
-            return True
-        n = n.enclosing
-    return False
 
 
 # --- Print -------------------------------------------------------------
@@ -1649,8 +1639,7 @@ class Interpreter(Interpreter):
 
     def call(self, t: Apply):
         gf, gets, k, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.loc
-        lam_ = enclosing_lambda(t)
-        tail = lam_ is not None and lam_.cont is k
+        tail = type(k.binder) is Lambda and k.binder.cont is k    # k: its own function's return
         limit = self.stack_limit
         def call(env):
             f = gf(env)
