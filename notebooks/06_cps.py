@@ -2545,5 +2545,54 @@ for argument in ("false", "true"):
 # book's machine (`python bench/cps_speed.py`):
 #
 # ```text
-# BENCH_CPS
+# µs per node (min of `runs` runs, wall clock); subst: µs per substitution (min of 4 batches of K per run); touch: µs to read the same fields of K other pairs
+#    nodes   lines depth runs  build  check   show  parse   walk   occs    run  subst  touch     K
+#     9693    5297    16    9   1.88   3.18   1.39   6.33   0.25   0.89   2.30   0.85   0.59   609
+#    29506   16127    33    9   1.80   3.25   1.44   8.17   0.26   0.84   2.56   1.03   0.70  1000
+#    99275   54212    41    3   2.42   3.53   1.47   8.88   0.24   0.73   2.11   1.02   0.81  1000
+#   299268  163085    39    3   2.83   4.62   1.43   8.09   0.22   0.84   2.19   1.08   0.87  1000
+#   999145  544113    42    3   2.32   4.95   1.86   9.56   0.24   0.84   2.79   1.34   1.26  1000
+# time per node, largest program / smallest (1.00 is linear; in brackets, the slowest size / the fastest, for the noise):
+#    build: 1.24   (1.57)
+#    check: 1.56   (1.56)
+#     show: 1.34   (1.34)
+#    parse: 1.51   (1.51)
+#     walk: 0.94   (1.19)
+#     occs: 0.94   (1.23)
+#      run: 1.21   (1.32)
+# time per substitution, largest program / smallest (1.00 is constant):
+#    subst: 1.58   (touch, the same objects only read: 2.12; subst - touch: 0.25 -> 0.08 µs)
+#
+# substitution against the occurrences of x (10000 substitutions x -> t1 -> t2 …, min of 3):
+# occurrences  µs/subst  µs/find after
+#          10      0.41          0.435
+#        1000      0.41          0.432
+#      100000      0.49          0.480
+# time per substitution, most occurrences / fewest: 1.18 (1.00 is constant time)
 # ```
+#
+# Over a hundredfold growth of the program, the time per node of every phase
+# changes by a factor between 0.94 and 1.56, and not steadily: on this shared
+# two-core machine, repeated runs move each ratio by ±0.4. A profile of each
+# phase at 10⁵ and at 10⁶ nodes shows every function called exactly ten
+# times as often; what grows a little is the cost of each dictionary and set
+# lookup once those tables hold a million entries and no longer fit in the
+# processor's caches — the effect chapter 2 measured on union-find. The
+# algorithms are linear.
+#
+# Substitution costs about 1 µs at every size, and the same with 10 or
+# 100,000 occurrences of the variable substituted: it is one `union` and one
+# splice. Its slight growth with the program's size is matched by the
+# "touch" column, which only reads the objects a substitution writes: that
+# is the price of reaching scattered objects in a larger heap, not work the
+# substitution does.
+#
+# One phase was not linear in the first version of this chapter, and the
+# benchmark found it: the interpreter decided whether a call is a tail call
+# by climbing the uplinks to the enclosing function, a walk as long as the
+# chain of bindings above the call — quadratic on a long straight-line
+# `main`, 6.7 µs per node at 10⁶ nodes against 2 µs at 10⁴. A continuation
+# variable is only visible in the function that binds it, so the call's
+# return continuation says it directly: the call is a tail call when that
+# continuation is the return continuation of the `fun` that binds it, which
+# is one field read.
