@@ -2596,3 +2596,19 @@ for argument in ("false", "true"):
 # return continuation says it directly: the call is a tail call when that
 # continuation is the return continuation of the `fun` that binds it, which
 # is one field read.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. Write `inline_once(k)`: inline a continuation that is jumped to exactly
+#    once, as the graph compaction above did by hand, and use it on every
+#    continuation of `map_program` that qualifies. Which ones do, and why not
+#    the others?
+# 2. `substitute` costs one `union`. What would it cost if each occurrence
+#    pointed straight at its variable, without union-find? Measure it with
+#    `bench/cps_speed.py`'s last table.
+# 3. Give `Case` a form that passes the fields of the matched constructor to
+#    the arm, as the seed's `Case` does. What changes in `check`, in `show`
+#    and `parse`, and in chapter 7's pattern matching?
+# 4. Make `check` report *all* the violations it finds, not only the first.
+#    Which invariants can still be checked once an earlier one fails?

@@ -851,3 +851,19 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # faster per node (14 µs), as everything then fits in the processor's caches
 # — the same effect chapter 2 measured on union-find. Nothing in the
 # conversion visits a node more than a fixed number of times: it is linear.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. Compile `match` to a decision tree instead of the backtracking
+#    automaton, and compare the two on `examples/queens.l` and on a `match`
+#    over a tuple of three lists: code size (`cps.size`) and the number of
+#    `tag` reads executed.
+# 2. A join point that carries a `var` nobody assigned in the branches
+#    receives the same value from every jump. Find such a case in the
+#    generated code, and make the pre-pass precise enough to avoid it.
+# 3. `print(if (c) a else b)` binds a join point for the `if`'s value. When is
+#    copying the context cheaper than the join point? Write the rule and
+#    measure with the `chain` programs above.
+# 4. Translate `&&` and `||` directly, without going through `if`. Is the
+#    result any different?

@@ -363,3 +363,17 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # Closure conversion costs 4 to 5.5 µs per source node at every size: each
 # function's body is walked a fixed number of times, and the functions
 # nested in it are not walked again once hoisted.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. A call of a known closure (`let f = { x -> x + n }; f(1)`) still loads
+#    the code from the closure. Make it a direct call of the code, passing the
+#    closure as its environment. How many calls does that change in
+#    `examples/closures.l`?
+# 2. Implement *linked* closures (an environment that points to the
+#    enclosing function's environment) and compare the number of words
+#    allocated on the seeds' program and on a function nested five deep.
+# 3. A closure whose free variables are all globals needs no environment at
+#    all. Which functions of the corpus are in that case after this pass, and
+#    what does the pass do with them?
