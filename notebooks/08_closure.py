@@ -374,6 +374,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # 2. Implement *linked* closures (an environment that points to the
 #    enclosing function's environment) and compare the number of words
 #    allocated on the seeds' program and on a function nested five deep.
-# 3. A closure whose free variables are all globals needs no environment at
-#    all. Which functions of the corpus are in that case after this pass, and
-#    what does the pass do with them?
+# 3. Every closure and every cell is allocated on the heap. Which closures of
+#    the corpus never outlive the call of the function that makes them (so
+#    that the back end could put them on the stack)? Write the analysis with
+#    the framework's Traverse functions.
