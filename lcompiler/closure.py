@@ -16,9 +16,9 @@ __all__ = ['functions_inside_out', 'ClosureConverter', 'closure_convert']
 # --- The pass ----------------------------------------------------------
 
 from lcompiler.cps import (
-    Var, Lambda, LetPrim, Apply, Definition, Program, Seq, lam, apply, proj, closure, const,
-    children, walk, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
-    swap_prim, delete_binding, take, _attach, check)
+    Var, Lambda, Apply, Definition, Program, Seq, lam, apply, proj, closure, const,
+    children, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
+    swap_prim, delete_binding, take, _attach)
 from lcompiler.syntax import collector_paused
 
 

@@ -327,7 +327,7 @@ def print_(*args: Var) -> Print:
 def fail(message: str, *args: Var, loc=None) -> Fail:
     return _own(_new(Fail, message=message, args=_occs(args), loc=loc))
 
-def lam(body, params=1, kind: str = "closure", names=None, cont: str = "ret") -> Lambda:
+def lam(body, params=1, kind: str = "closure", cont: str = "ret") -> Lambda:
     """A function: body(k, x1, …, xn) returns its body; params is a count or a list of hints."""
     k = ContVar(cont)
     xs = [Var(h) for h in _names(params, "x")]
@@ -660,6 +660,7 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
 # --- Print -------------------------------------------------------------
 
 import re
+from lcompiler.syntax import Str, pretty_expr
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -702,8 +703,8 @@ def _at(loc) -> str:
 
 
 def quote(s: str) -> str:
-    """A string constant as L (and the CPS text) writes it."""
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    """A string constant as L (and the CPS text) writes it: chapter 4a's printer does it."""
+    return pretty_expr(Str(s))
 
 
 def show_const(c) -> str:
@@ -1208,20 +1209,6 @@ class Checker:
         self.seen = {}           # variable -> occurrences met
         self.occs = set()        # ids of every occurrence met
 
-    def where(self, node) -> str:
-        """The chain of enclosing binders of a node, for an error message."""
-        parts = []
-        while node is not None:
-            t = type(node)
-            if t is Definition:
-                parts.append("in definition " + (self.name(node.var) if node.var else "(unused)"))
-            elif t is Lambda:
-                parts.append(f"in fun {self.name(node.cont)}")
-            elif t is LetCont and parts and parts[-1] != "":
-                pass
-            node = getattr(node, "enclosing", None)
-        return ", ".join(reversed(parts))
-
     def fail(self, node, message: str):
         where = self.where(node)
         raise CheckError(f"{where}: {message}" if where else message)
@@ -1247,8 +1234,7 @@ class Checker:
         var = o.var
         name = self.name(var)
         if var not in self.scope:
-            self.fail(node, f"{name} is used out of its scope" if var in self.bound or var.binder is None
-                      else f"{name} is used out of its scope")
+            self.fail(node, f"{name} is used out of its scope")
         owner = self.bound[var]
         if owner is not function and (cont or (self.closed and not is_global(var))):
             what = "continuation" if cont else "variable"
@@ -1263,6 +1249,7 @@ class Checker:
 
 class Checker(Checker):
     def where(self, node) -> str:
+        """The chain of enclosing definitions, functions and handlers of a node, for a message."""
         parts, prev, steps = [], None, 0
         while node is not None and steps < 1_000_000:
             t = type(node)

@@ -11,16 +11,15 @@ is bound by `cont` only where two branches would otherwise each get a copy
 of it.
 """
 
-__all__ = ['Then', 'Return', 'give', 'Mutable', 'Scope', 'Analysis', 'UNIT', 'Converter', 'convert', 'NESTING']
+__all__ = ['Then', 'Return', 'give', 'Mutable', 'Scope', 'Analysis', 'UNIT', 'Converter', 'NESTING', 'convert']
 
 
 # --- Contexts: what to do with a value ---------------------------------
 
 from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
-    Var, Program, Lambda, Seq, let_prim, let_cont, lam, apply, apply_cont, case, halt,
+    Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
     const, tuple_, inject, proj, tag, op, set_field, print_, fail)
-from lcompiler.errors import CompileError
 from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, recursion_limit, collector_paused
 
 
@@ -439,10 +438,10 @@ class Converter(Converter):
             let_prim(set_field(0, self.ready[name], t), lambda u: halt(x), "u"))
 
 
+NESTING = 1_000_000      # Python frames the higher-order translation may nest
+
+
 def convert(program: c.Program, join_points: bool = True) -> Program:
     """The CPS program of a typed core program (chapter 5 has recorded its types)."""
     with recursion_limit(max(NESTING, 50 * s.NESTING_LIMIT)), collector_paused():
         return Converter(program, join_points).program(program)
-
-
-NESTING = 1_000_000

@@ -73,9 +73,8 @@
 #| export
 from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
-    Var, Program, Lambda, Seq, let_prim, let_cont, lam, apply, apply_cont, case, halt,
+    Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
     const, tuple_, inject, proj, tag, op, set_field, print_, fail)
-from lcompiler.errors import CompileError
 from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, recursion_limit, collector_paused
 
 
@@ -633,13 +632,13 @@ class Converter(Converter):
             let_prim(set_field(0, self.ready[name], t), lambda u: halt(x), "u"))
 
 
+NESTING = 1_000_000      # Python frames the higher-order translation may nest
+
+
 def convert(program: c.Program, join_points: bool = True) -> Program:
     """The CPS program of a typed core program (chapter 5 has recorded its types)."""
     with recursion_limit(max(NESTING, 50 * s.NESTING_LIMIT)), collector_paused():
         return Converter(program, join_points).program(program)
-
-
-NESTING = 1_000_000
 
 # %% [markdown]
 # ## The rules at work
