@@ -185,6 +185,8 @@ class ClosureConverter:
             arity = len(code.binder.value.params)
             entry = lam(lambda ret, env, *xs: apply(code, ret, *xs, kind="direct"),
                         ["env"] + ["x"] * arity, "closure")
+            for x, param in zip(entry.params[1:], code.binder.value.params):
+                x.type = param.type              # the back end (chapter 10) reads parameter types
             entry_var = self.program.define(entry, "private", name=code.hint + "_entry")
             self.entries[code] = self.program.define(closure(entry_var), "private",
                                                       name=code.hint + "_closure")

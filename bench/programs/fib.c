@@ -1,0 +1,10 @@
+#define N 40
+/* fib: the naive doubly recursive Fibonacci function. */
+#include <stdio.h>
+
+static long fib(long n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+int main(void) {
+    printf("%ld\n", fib(N));
+    return 0;
+}

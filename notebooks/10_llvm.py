@@ -1,0 +1,2185 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 10. CPS to SSA: LLVM code, data, and the runtime
+#
+# Chapter 8 left us a CPS program whose functions are all closed and all at
+# the top level. This chapter turns it into LLVM IR — the static single
+# assignment (SSA) language that LLVM optimises and compiles to machine code
+# — and supplies the small C *runtime* the code calls: printing, runtime
+# errors, allocation with a garbage collector, and the detection of a stack
+# that overflows.
+#
+# What this chapter promises, in the module `lcompiler.llvm_backend`:
+#
+# - `to_llvm(source)` compiles a well-typed L program to an LLVM module (an
+#   `llvmlite.ir.Module`) that passes LLVM's verifier; `optimise(module)`
+#   runs LLVM's O2 pipeline through llvmlite's pass builder and verifies the
+#   result again;
+# - the module's `main` runs the program on the runtime of this chapter: it
+#   prints what chapter 4b's reference interpreter prints, and stops with the
+#   same rendered runtime error and exit status 2 where the interpreter does;
+# - every call in tail position is a real tail call (constant stack), a
+#   program that allocates without end in a loop runs in bounded memory, and
+#   a recursion that exhausts the stack is a runtime error, not a crash;
+# - `lc show llvm FILE.l` prints the module before and after optimisation.
+#
+# Chapter 11 runs these modules (JIT and native executables); chapter 12
+# measures them.
+
+# %%
+#| default_exp llvm_backend
+
+# %% [markdown]
+# ## The mapping
+#
+# Seed 000 (the l-lang compiler) translates its CPS to LLVM with a handful of
+# rules, and the reason they are so few is that CPS and SSA are two notations
+# for the same thing (Kelsey; Appel, *SSA is functional programming*): a
+# continuation bound by `Let_cont` is a basic block, its parameters are the
+# block's φ-nodes, and a jump `Apply_cont k(x)` is a branch that feeds `x` to
+# those φ-nodes. Our rules, for chapter 6's terms:
+#
+# | CPS | LLVM |
+# |---|---|
+# | a top-level `fun ret(x1, …, xn) { body }` | `define internal tailcc i64 @f(i64 %x1, …, i64 %xn)` |
+# | `v = prim` (`let_prim`) | one or a few instructions defining `%v` |
+# | `cont k(y1, …) = handler` (`let_cont`) | a basic block `k:` starting with one `phi` per parameter |
+# | `k(a1, …)` (`apply_cont`), `k` a block | `br label %k`, adding `a1, …` to the φ-nodes |
+# | `ret(a)`, `ret` the function's return continuation | `ret i64 %a` |
+# | `call f(a…) -> ret` (the function's own return) | `%r = tail call tailcc i64 @f(…)` then `ret i64 %r` |
+# | `call f(a…) -> k` (any other continuation) | `%r = call tailcc i64 @f(…)` then `br label %k` with `%r` for its φ |
+# | `case x [0: k0, 1: k1] default kd` | `switch i64 %x, label %kd [i64 0, label %k0 …]` |
+# | `halt(a)` | `ret i64 %a` from the definition's initialiser |
+#
+# A *direct* call names its LLVM function; a *closure* call loads the code
+# pointer from field 0 of the closure and calls it with the closure as the
+# first argument, as chapter 8 arranged. A `case` without a default gets a
+# default block holding LLVM's `unreachable`: the converter covers every tag,
+# so that block is never reached, and saying so lets LLVM drop the test.
+#
+# **Tail calls are guaranteed, not hoped for.** The contract of L says every
+# call in tail position runs in constant stack — direct, mutual, or through a
+# closure whose code has a different number of parameters from the caller.
+# A C compiler may or may not turn such calls into jumps. LLVM makes the
+# promise for one calling convention, `tailcc`: "a call marked `tail` in tail
+# position with the `tailcc` convention is always a tail call", even when
+# caller and callee have different parameter lists (the callee pops its own
+# arguments). So every L function is declared `tailcc`, every call uses
+# `tailcc`, and the calls in tail position carry the `tail` marker; a test
+# below runs ten million iterations of a loop through a closure, and
+# chapter 11 runs a hundred million under a small stack.
+
+# %% [markdown]
+# ## Data: one word per value
+#
+# Every L value is one 64-bit word, an `i64`:
+#
+# - an `Int` is itself — unboxed, always, with the full 64 bits the contract
+#   asks for (so nothing in a word says whether it is an integer or a
+#   pointer: keep that in mind for the garbage collector);
+# - a `Bool` is 0 or 1, the unit value `()` is 0;
+# - a `String` is the address of a NUL-terminated constant (L builds no
+#   strings at run time: they are all literals);
+# - a tuple, a closure and a constructor with fields are the address of a
+#   **heap block**:
+#
+# ```text
+#   word 0: header = number of fields  |  tag << 32      (bits 62, 63: the collector's)
+#   word 1: field 0
+#   …
+#   word n: field n-1
+# ```
+#
+#   The tag is the constructor's number in its `data` declaration (0 for a
+#   tuple or a closure); `tag x` loads the header and shifts it right by 32.
+#   A closure is a block whose field 0 is the address of its code.
+# - A constructor without fields (`Nil`, `None`) is the address of one
+#   constant block per tag, made once in the module: it has no fields to
+#   fill, and L cannot tell two `Nil`s apart, so nothing needs allocating.
+#
+# One word for every value is the *uniform representation* of ML
+# implementations: a polymorphic function such as `length` works on lists of
+# anything because every element is a word, and no code needs to know what
+# the word means — except one: `print`, which must write `3` for an `Int`,
+# `true` for a `Bool` and `Cons(1, Nil)` for a list, and the "no clause
+# matches the value …" error, which prints the value. Inside
+# `def show(x) = print(x)` the type of `x` is a type variable. Two ways out:
+#
+# 1. *runtime type information*: tag every word (OCaml steals a bit from its
+#    integers, which then have 63 bits — the contract forbids that), or pass
+#    a description of the type as a hidden argument to every polymorphic
+#    function that may print (dictionary passing, as Haskell does for type
+#    classes), which reaches through every higher-order call;
+# 2. *monomorphisation*: make one copy of each polymorphic definition per
+#    type it is used at, so that after the copy every type is known (MLton
+#    and Rust do this).
+#
+# We monomorphise. Every type is then known at compile time, printing is
+# type-directed with no cost at run time, and the price — more code — is
+# measured below on the whole corpus.
+
+# %%
+#| export
+import llvmlite.ir as ir
+
+from lcompiler import closure, cps, cps_convert, syntax as s, types
+from lcompiler.mono import monomorphise
+from lcompiler import core as c
+from lcompiler.errors import RunError, Source
+from lcompiler.types import TCon, TParam, show_type
+
+# %% [markdown]
+# ## Monomorphisation
+#
+# Monomorphisation is a pass over chapter 5's typed core program, before
+# CPS conversion, in its own module `lcompiler.mono`. Its contract:
+#
+# - `monomorphise(program)` returns a *new* core program (the input is left
+#   as it was: `lc show cps` still shows the polymorphic program) in which no
+#   type anywhere — of an expression, a pattern, a variable — contains a type
+#   variable, and which means the same: same output, same runtime errors at
+#   the same places;
+# - a polymorphic binding — a top-level `def`, or a `let`, whose type still
+#   has type variables — is replaced by one copy per type it is used at, its
+#   *instances*; the first keeps the name, the others are called `name_1`,
+#   `name_2`, … (numbers no name of the program uses);
+# - a type variable fixed by nothing (`print(Nil)`: the element type of a
+#   list that stays empty) becomes `Unit`. No value has such a type, so any
+#   choice is right: a list of it is always `Nil`, which prints the same at
+#   every type.
+#
+# The algorithm is a copy driven by a worklist. Copying starts at the
+# monomorphic roots — the top-level statements and monomorphic definitions —
+# with an empty *substitution* (a map from type variables to types). At
+# each use of a polymorphic binding, the binding's type is matched against
+# the type of the use: `def show(x) = print(x)` has type `a -> Unit`, the use
+# `show(3)` has type `Int -> Unit`, so this use wants the instance `a = Int`.
+# Each (binding, instance) is copied once, under the substitution extended
+# with the instance, and that copy may ask for more instances. It ends
+# because Hindley–Milner has no polymorphic recursion: inside its own
+# definition a function is used at the very type being copied.
+#
+# Chapter 4's value restriction makes this safe: only a syntactic value (a
+# function, a constructor of values, …) is ever generalised, and building a
+# value has no effect, so copying it cannot duplicate an effect. (One
+# subtlety, from the helper that wrote this pass with its tests: a function
+# may read a non-function definition before it has run, and the runtime
+# error names the definition; so a use of the copy `empty_1` first reads
+# `empty`, which runs at the same place, and the error stays the same.)
+
+# %%
+#| export mono
+"""Monomorphisation: one copy of each polymorphic definition per type it is used at.
+
+The back end represents every value as one 64-bit word, so at run time it cannot tell an Int
+from a list or a string. Yet `print` is type-directed: `def show(x) = print(x)` must print
+`3` when called with an Int and `Cons(3, Nil)` when called with a list. After this pass no
+type in the program is a type variable any more: each polymorphic binding is replaced by
+one copy per type it is used at (its *instances*), each copy typed at that type, so every
+`print`, and every match failure that shows a value, knows the exact type of that value.
+
+The pass copies the typed core program of chapter 5; the input is left untouched.
+- Polymorphic bindings are the top-level `def`s and the `let`s whose type, under the
+  substitution in force where they are bound, still has generic type variables. The value
+  restriction makes their right-hand sides syntactic values (checked below with `is_value`):
+  building one has no effect, except that it may read a definition that has not run yet,
+  which every copy does at the same place, with the same error.
+- Copying starts from the monomorphic roots (top-level statements and monomorphic
+  definitions) with the empty substitution. A variable that names a polymorphic binding is
+  matched against the binding's type: that gives the binding's type parameters at this use,
+  the key of an instance. Each (binding, key) is copied once; the first instance keeps the
+  binding's name, the others are named `name_k` with the smallest k no name of the program
+  has. Hindley–Milner has no polymorphic recursion: a definition calls itself, and the
+  other members of its group, at the instance being copied, so the worklist ends.
+- An unused polymorphic def is dropped (building it has no effect); an unused polymorphic
+  let keeps one copy, whose value may read a definition that has not run.
+- A type variable fixed by nothing (`print(Nil)`, the element type of a list that stays
+  empty) is defaulted to Unit. No value has such a type, so the choice is sound: a list of
+  it is always `Nil`, which prints the same at every type.
+"""
+
+from collections import deque
+from dataclasses import dataclass, field, fields
+
+from lcompiler import core as c, syntax as s
+from lcompiler.types import TCon, TParam, is_value
+
+UNIT = TCon("Unit")
+EXPRESSIONS = (c.Lit, c.Var, c.Con, c.Tuple, c.Lambda, c.App, c.Prim, c.If, c.Match, c.Let,
+               c.LetVar, c.Assign, c.While, c.Seq, c.Print, c.Assert)
+PATTERNS = (s.PVar, s.PWild, s.PInt, s.PUnit, s.PTuple, s.PCon)
+
+
+# --- Types under a substitution ----------------------------------------
+
+def substitute(t, subst: dict, default=UNIT):
+    """t with each TParam replaced by its image in subst (TParam number -> ground type);
+    a TParam subst does not map becomes default, or stays if default is None."""
+    if type(t) is TParam:
+        return subst.get(t.number, t if default is None else default)
+    if type(t) is TCon and t.args:
+        args = tuple(substitute(a, subst, default) for a in t.args)
+        return t if all(a is b for a, b in zip(args, t.args)) else TCon(t.name, args)
+    return t
+
+
+def params(t) -> list:
+    """The TParams of a type."""
+    if type(t) is TParam:
+        return [t]
+    return [p for a in t.args for p in params(a)] if type(t) is TCon else []
+
+
+def match_type(general, ground, out: dict) -> dict:
+    """Extend out so that substitute(general, out) == ground: how a use instantiates a scheme."""
+    if type(general) is TParam:
+        assert out.setdefault(general.number, ground) == ground, "a use at two types"
+    else:
+        assert general.name == ground.name and len(general.args) == len(ground.args)
+        for g, x in zip(general.args, ground.args):
+            match_type(g, x, out)
+    return out
+
+# %% [markdown]
+# Copying a core node is the same for almost every class: a new node of
+# the same class, its type under the substitution, its sub-nodes copied, the
+# rest (names, spans, the resolver's `kind`s) shared. `rebuild` does that
+# for any dataclass; the pass only says what differs.
+
+# %%
+#| export mono
+def rebuild(node, subst: dict, copy, **given):
+    """A new node of node's class: the fields in given as given, its type under subst, its
+    sub-nodes (alone or in a list) passed through copy, and the rest (names, spans, kinds,
+    forms, literal values) shared."""
+    parts = {}
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if f.name in given:
+            v = given[f.name]
+        elif f.name == "type":
+            v = substitute(v, subst)
+        elif type(v) is list:
+            v = [copy(x) for x in v]
+        elif isinstance(v, EXPRESSIONS + PATTERNS):
+            v = copy(v)
+        parts[f.name] = v
+    return type(node)(**parts)
+
+
+def pattern(p, subst: dict):
+    return rebuild(p, subst, lambda q: pattern(q, subst))
+
+
+def bound_by(p) -> set:
+    """The variables a pattern binds."""
+    if type(p) is s.PVar:
+        return {p.name}
+    return set().union(*map(bound_by, getattr(p, "items", None) or getattr(p, "args", None) or []))
+
+
+def hide(env: dict, names) -> dict:
+    """env without the polymorphic lets that names shadow."""
+    return {k: v for k, v in env.items() if k not in names} if any(n in env for n in names) else env
+
+# %% [markdown]
+# A polymorphic binding is a `Poly`: its right-hand side, its type (whose
+# type variables are its parameters), the substitution in force where it is
+# bound; an `Instance` is one of its copies.
+
+# %%
+#| export mono
+@dataclass(eq=False)
+class Instance:
+    name: str
+    type: object             # the binding's type at this instance: ground
+    value: object = None     # the copy: a Def for a top-level binding, an expression for a let
+
+
+@dataclass(eq=False)
+class Poly:
+    """A polymorphic binding: a top-level def, or a let met while copying."""
+    name: str
+    value: object            # its right-hand side in the input program
+    scheme: object           # its type under `subst`: the TParams left are its parameters
+    subst: dict              # the substitution in force where it is bound
+    env: dict                # the polymorphic lets in scope there
+    definition: c.Def = None     # the Def, for a top-level binding
+    span: object = None
+    instances: dict = field(default_factory=dict)    # key -> Instance, in order of creation
+
+
+class Monomorphiser:
+    def __init__(self, program: c.Program):
+        self.program = program
+        self.taken = names_in(program)       # fresh names avoid every name of the program
+        self.globals = {}                    # name -> Poly, the polymorphic top-level defs
+        self.todo = deque()                  # (Poly, Instance, substitution) of defs to copy
+        self.bindings = []                   # every Poly, for statistics
+
+    def fresh(self, name: str) -> str:
+        k = 1
+        while f"{name}_{k}" in self.taken:
+            k += 1
+        self.taken.add(f"{name}_{k}")
+        return f"{name}_{k}"
+
+    def scheme(self, value, t, subst: dict):
+        """The type to instantiate if a binding of value, of type t, is polymorphic under
+        subst, else None. A non-value is never generalised: it is computed once and shared."""
+        if not is_value(value):
+            return None
+        t = substitute(t, subst, None)
+        return t if any(p.generic for p in params(t)) else None
+
+    def instance(self, poly: Poly, t) -> Instance:
+        """poly's instance at the ground type t, made on first demand."""
+        own = match_type(poly.scheme, t, {})
+        key = tuple(sorted(own.items()))
+        if key not in poly.instances:
+            name = self.fresh(poly.name) if poly.instances else poly.name
+            inst = poly.instances[key] = Instance(name, t)
+            subst = {**poly.subst, **own}
+            if poly.definition is not None:          # a def may use itself: copy it later
+                self.todo.append((poly, inst, subst))
+            else:                                    # a let cannot: copy it now
+                inst.value = self.expr(poly.value, subst, poly.env)
+        return poly.instances[key]
+
+# %%
+#| export mono
+class Monomorphiser(Monomorphiser):
+    # -- expressions: copy e, its types under subst; env: the polymorphic lets in scope
+    def expr(self, e, subst: dict, env: dict):
+        t = type(e)
+        if t is c.Var:
+            return self.var(e, subst, env)
+        copy = lambda x: self.expr(x, subst, env)
+        if t is c.Let and (scheme := self.scheme(e.value, e.value.type, subst)) is not None:
+            return self.poly_let(e, scheme, subst, env)
+        if t is c.Lambda:
+            return rebuild(e, subst, copy, body=self.expr(e.body, subst, hide(env, [e.param])))
+        if t is c.Let or t is c.LetVar:
+            return rebuild(e, subst, copy, body=self.expr(e.body, subst, hide(env, [e.name])))
+        if t is c.Match:
+            clauses = [(pattern(p, subst), self.expr(body, subst, hide(env, bound_by(p))))
+                       for p, body in e.clauses]
+            return rebuild(e, subst, copy, clauses=clauses)
+        return rebuild(e, subst, copy)
+
+    def var(self, v: c.Var, subst: dict, env: dict):
+        poly = (env.get(v.name) if v.kind == "local" else
+                self.globals.get(v.name) if v.kind == "global" else None)
+        if poly is None:                                 # a monomorphic binding
+            return rebuild(v, subst, None)
+        t = substitute(v.type, subst)
+        inst = self.instance(poly, t)
+        use = c.Var(inst.name, v.span, v.kind, t)
+        if poly.definition is not None and not poly.definition.is_function and inst.name != poly.name:
+            # A function may read a non-function definition before it has run, and the error
+            # names it: read the instance that kept its name first. All instances run together.
+            first = next(iter(poly.instances.values()))
+            return c.Seq(c.Var(poly.name, v.span, "global", first.type), use, v.span, t)
+        return use
+
+    def poly_let(self, e: c.Let, scheme, subst: dict, env: dict):
+        """let x = v; body  becomes  let x_2 = v2; let x_1 = v1; let x = v0; body."""
+        poly = Poly(e.name, e.value, scheme, subst, env, span=e.span)
+        self.bindings.append(poly)
+        body = self.expr(e.body, subst, {**env, e.name: poly})
+        if not poly.instances:       # unused: its value may still read a def not yet run
+            self.instance(poly, substitute(scheme, {}))
+        # The instance keeping the name x is innermost, so the other values still see an
+        # outer x where the original value did.
+        for inst in poly.instances.values():
+            body = c.Let(inst.name, inst.value, body, e.span, body.type)
+        return body
+
+    # -- the program
+    def definition(self, d: c.Def, name: str, subst: dict) -> c.Def:
+        var = rebuild(d.name, subst, None, name=name)
+        return c.Def(var, self.expr(d.value, subst, {}), d.is_function, d.span)
+
+    def run(self) -> c.Program:
+        with s.recursion_limit(50 * s.NESTING_LIMIT), s.collector_paused():   # as chapter 7
+            return self.program_copy()
+
+    def program_copy(self) -> c.Program:
+        items = self.program.items
+        for d in items:
+            if type(d) is c.Def and (scheme := self.scheme(d.value, d.name.type, {})) is not None:
+                poly = Poly(d.name.name, d.value, scheme, {}, {}, definition=d, span=d.span)
+                self.globals[d.name.name] = poly
+                self.bindings.append(poly)
+        roots = {}                   # index of a monomorphic item -> its copy
+        for i, item in enumerate(items):
+            if type(item) is c.Def and item.name.name not in self.globals:
+                roots[i] = self.definition(item, item.name.name, {})
+            elif not isinstance(item, (c.Def, s.Data)):
+                roots[i] = self.expr(item, {}, {})
+        while self.todo:             # the instances of polymorphic defs, and those they use
+            poly, inst, subst = self.todo.popleft()
+            inst.value = self.definition(poly.definition, inst.name, subst)
+        out = []                     # each def's instances at its place; an unused one is gone
+        for i, item in enumerate(items):
+            if i in roots:
+                out.append(roots[i])
+            elif isinstance(item, s.Data):
+                out.append(item)
+            else:
+                out.extend(inst.value for inst in self.globals[item.name.name].instances.values())
+        return c.Program(out, self.program.span)
+
+def names_in(program: c.Program) -> set:
+    """Every name bound or used in a program."""
+    names, todo = set(), list(program.items)
+    while todo:
+        x = todo.pop()
+        if type(x) is list or type(x) is tuple:
+            todo.extend(x)
+        elif isinstance(x, EXPRESSIONS + PATTERNS + (c.Def,)):
+            for f in fields(x):
+                v = getattr(x, f.name)
+                if f.name in ("name", "param") and type(v) is str:
+                    names.add(v)
+                elif f.name not in ("span", "type", "op_span"):
+                    todo.append(v)
+    return names
+
+
+def monomorphise(program: c.Program) -> c.Program:
+    """A copy of a typed core program where no type has a type variable, meaning the same."""
+    return Monomorphiser(program).run()
+
+# %% [markdown]
+# ### What monomorphisation costs
+#
+# `measure` counts definitions, function literals and core nodes before
+# and after, and the instances of each polymorphic binding.
+
+# %%
+#| export mono
+@dataclass
+class Statistics:
+    definitions: tuple       # top-level definitions (before, after)
+    functions: tuple         # function literals, top-level or not (before, after)
+    nodes: tuple             # core expression nodes (before, after)
+    instances: dict          # polymorphic binding -> how many copies of it the result holds
+
+
+def census(program: c.Program) -> tuple:
+    """(definitions, function literals, expression nodes) of a core program."""
+    counts, todo = [0, 0, 0], list(program.items)
+    while todo:
+        x = todo.pop()
+        if type(x) is list or type(x) is tuple:
+            todo.extend(x)
+        elif isinstance(x, c.Def):
+            counts[0] += 1
+            todo.append(x.value)
+        elif isinstance(x, EXPRESSIONS):
+            counts[1] += type(x) is c.Lambda
+            counts[2] += 1
+            todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span"))
+    return tuple(counts)
+
+
+def measure(program: c.Program) -> tuple:
+    """monomorphise(program), and its Statistics."""
+    mono = Monomorphiser(program)
+    result = mono.run()
+    instances = {}
+    for poly in mono.bindings:       # a let's instances, summed over the copies of its function
+        line, col = poly.span.source.line_col(poly.span.start)
+        label = poly.name if poly.definition is not None else f"{poly.name} (let, {line}:{col})"
+        instances[label] = instances.get(label, 0) + len(poly.instances)
+    before, after = census(program), census(result)
+    return result, Statistics(*zip(before, after), instances)
+
+
+# %% [markdown]
+# Here is the pass at work on a program that uses `show` at three types, a
+# polymorphic `pair` at two, and prints an empty list:
+
+# %%
+from lcompiler.core import pretty_core
+from lcompiler.mono import measure
+
+SHOW = """data List<a> { Cons(a, List<a>)
+  Nil }
+def show(x) = print(x)
+def pair(x) = (x, x)
+show(3)
+show(Cons("a", Nil))
+show(pair(true))
+show(pair(Nil))
+print(Nil)
+"""
+typed, _ = types.check_types(Source("show.l", SHOW))
+print(pretty_core(monomorphise(typed)), end="")
+
+# %% [markdown]
+# `show` has three instances, `pair` two; `Nil`'s element type, fixed by
+# nothing, became `Unit`. Over the whole corpus and the examples (74
+# programs), the cost is small — most programs are monomorphic already, and
+# most polymorphic helpers are used at one or two types:
+
+# %%
+from pathlib import Path
+from collections import Counter
+
+corpus = sorted(Path("../tests/corpus/run").glob("*.l")) + sorted(Path("../tests/corpus/fail").glob("*.l")) \
+    + sorted(Path("../examples").glob("*.l"))
+totals, copies, grown = Counter(), Counter(), 0
+for path in corpus:
+    typed, _ = types.check_types(Source(path.name, path.read_text()))
+    _, stats = measure(typed)
+    for what in ("definitions", "functions", "nodes"):
+        before, after = getattr(stats, what)
+        totals[what, "before"] += before
+        totals[what, "after"] += after
+    copies.update(stats.instances.values())
+    grown += stats.nodes[1] > stats.nodes[0]
+print(f"{len(corpus)} programs, {grown} of which grow")
+for what in ("definitions", "functions", "nodes"):
+    b, a = totals[what, "before"], totals[what, "after"]
+    print(f"{what:12} {b:5} -> {a:5}  (+{100 * (a - b) / b:.1f}%)")
+print("instances per polymorphic binding:", dict(sorted(copies.items())))
+
+# %% [markdown]
+# Five per cent more core code for the corpus, and no cost at run time: that
+# is the measurement behind the choice. The alternative, passing type
+# descriptions to polymorphic functions, would cost an extra argument on
+# every call of every polymorphic function, a lookup at every `print` of a
+# type variable, and a second calling convention through closures. What
+# monomorphisation gives up is separate compilation (the whole program must
+# be known — it always is for `lc`) and, in theory, size: a function used at
+# k types is copied k times, and a chain of such functions multiplies. The
+# growth is measured again on large programs in chapter 12.
+
+# %% [markdown]
+# ## The back end, from the top
+#
+# `Backend(program, datas, name)` translates one closure-converted CPS program
+# into one LLVM module; `datas` gives each `data` type's constructors and
+# field types, which the printers need. It starts by declaring what the code
+# will call in the runtime (below): the slow path of allocation, the
+# printing functions, string equality and the two functions that stop the
+# program with a runtime error — and the two words of the allocator that the
+# code reads and bumps inline, `lc_hp` and `lc_hl`.
+#
+# The top-level definitions come in three kinds (chapter 6):
+#
+# - a static `fun` becomes an LLVM function, `internal` (nothing outside the
+#   module calls it) and `tailcc`;
+# - any other static value (a literal, or a tuple, closure or constructor of
+#   static values) becomes an LLVM constant: a literal is its word, a block
+#   is a global array of words laid out as above, made by the compiler — the
+#   static closures of chapter 8 cost nothing at run time;
+# - a dynamic definition (a term that must run) gets a slot in the global
+#   array `lc_globals`, and its term becomes an initialiser function run in
+#   program order. The collector treats `lc_globals` as roots.
+#
+# LLVM names are the names `lc show closure` prints (chapter 6's `Namer`),
+# so the two listings can be read side by side.
+
+# %%
+#| export
+I64, I32, I8 = ir.IntType(64), ir.IntType(32), ir.IntType(8)
+I8P, VOID = I8.as_pointer(), ir.VoidType()
+WORD = 8                       # bytes per word
+TAG_SHIFT = 32                 # a block's tag sits above its field count in the header
+
+
+def word(n: int) -> ir.Constant:
+    return ir.Constant(I64, n)
+
+
+def header(fields: int, tag: int = 0) -> int:
+    """The first word of a heap block: its number of fields, and its tag above bit 32."""
+    return fields | tag << TAG_SHIFT
+
+
+RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
+    "lc_alloc_slow": (I64, [I64]),
+    "lc_print_int": (VOID, [I64]),
+    "lc_print_bool": (VOID, [I64]),
+    "lc_print_unit": (VOID, [I64]),
+    "lc_print_str": (VOID, [I64]),
+    "lc_print_quoted": (VOID, [I64]),
+    "lc_print_char": (VOID, [I64]),
+    "lc_str_eq": (I64, [I64, I64]),
+    "lc_fail_begin": (VOID, [I8P]),
+    "lc_fail": (VOID, [I8P]),
+}
+
+
+def written(var) -> bool:
+    """Is var the target of a `x[i] := y` somewhere?"""
+    return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
+
+
+class Backend:
+    """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
+
+    def __init__(self, program: cps.Program, datas: dict, source_name: str = "program"):
+        self.program, self.datas, self.source_name = program, datas, source_name
+        self.module = ir.Module(name=source_name)
+        self.rt = {}
+        for name, (result, params) in RUNTIME_FUNCTIONS.items():
+            self.rt[name] = ir.Function(self.module, ir.FunctionType(result, params), name)
+        self.rt["lc_fail"].attributes.add("noreturn")
+        self.rt["lc_fail"].attributes.add("cold")
+        for name in ("lc_hp", "lc_hl"):     # the allocation pointer and limit, owned by the runtime
+            self.rt[name] = ir.GlobalVariable(self.module, I64, name)
+        self.strings, self.printers = {}, {}
+        printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
+        for d in program.definitions:
+            printer.definition(d)
+        self.name = printer.name
+        self.declare()
+
+    def declare(self):
+        self.functions, self.statics, self.slots = {}, {}, {}
+        dynamic = [d for d in self.program.definitions if d.body is not None and d.var is not None]
+        self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, len(dynamic))), "lc_globals")
+        self.globals.initializer = ir.Constant(self.globals.type.pointee, None)
+        for i, d in enumerate(dynamic):
+            self.slots[d.var] = i
+        for d in self.program.definitions:
+            if type(d.value) is cps.Lambda:
+                lam = d.value
+                words = sum(arity(p) for p in lam.params)
+                f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
+                f.calling_convention, f.linkage = "tailcc", "internal"
+                names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
+                         for p in lam.params for i in range(arity(p))]
+                for a, name in zip(f.args, names):
+                    a.name = name
+                self.functions[d.var] = f
+        for d in self.program.definitions:      # in order: a static value refers to earlier ones
+            if d.value is not None and type(d.value) is not cps.Lambda:
+                self.statics[d.var] = self.static(d.var, d.value)
+
+    def static(self, var, p) -> ir.Constant:
+        """The word of a static value: a literal, or the address of a block made by the compiler."""
+        if type(p) is cps.Const:
+            return self.const(p.value)
+        if type(p) in (cps.TupleValue, cps.MakeClosure, cps.Inject):
+            tag = p.tag if type(p) is cps.Inject else 0
+            fields = [self.constant_of(o.var) for o in p.fields]
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I64, len(fields) + 1), self.name(var))
+            g.initializer = ir.Constant(g.type.pointee, [word(header(len(fields), tag))] + fields)
+            g.linkage = "internal"
+            g.global_constant = not written(var)   # a static cell (chapter 7's `ready`) is written
+            return g.ptrtoint(I64)
+        raise TypeError(f"not a static value: {p!r}")
+
+    def constant_of(self, var) -> ir.Constant:
+        if var in self.functions:
+            return self.functions[var].ptrtoint(I64)
+        return self.statics[var]
+
+    def const(self, value) -> ir.Constant:
+        if type(value) is str:
+            return self.string(value).ptrtoint(I64)
+        return word(0 if value == () else int(value))
+
+    def string(self, text: str) -> ir.GlobalVariable:
+        if text not in self.strings:
+            data = bytearray(text.encode()) + b"\0"
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I8, len(data)), f"str.{len(self.strings)}")
+            g.initializer = ir.Constant(g.type.pointee, data)
+            g.global_constant, g.linkage, g.unnamed_addr = True, "private", True
+            self.strings[text] = g
+        return self.strings[text]
+
+    def cstring(self, b: ir.IRBuilder, text: str) -> ir.Value:
+        return b.bitcast(self.string(text), I8P)
+
+    def slot(self, b: ir.IRBuilder, var) -> ir.Value:
+        return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.slots[var])])
+
+# %% [markdown]
+# ## Terms: blocks, φ-nodes, calls
+#
+# A function body is a chain of `let_prim`s and `let_cont`s ending in a jump.
+# `body` walks the chain with a loop, emitting each primitive into the
+# current block; at a `let_cont` it creates the continuation's block with its
+# φ-nodes and puts the handler on a worklist, to be emitted into that block
+# later (no recursion: a function may be deeply nested). A continuation that
+# nothing jumps to gets no block at all — LLVM rejects a φ-node without
+# incoming values, and the block would be dead anyway.
+#
+# A variable's value is its LLVM value if the function defined it (a
+# parameter, a primitive's result, a φ-node), a load from its slot if it is
+# a dynamic global, and a constant otherwise (a function or a static value).
+
+# %%
+#| export
+class Backend(Backend):
+    def body(self, f: ir.Function, term, values: dict, ret, params: list = ()):
+        """Translate term into the blocks of f; ret is f's return continuation (None: a definition)."""
+        blocks = {}                                    # continuation -> (its block, its phis)
+        self.parameters(params, list(f.args), values)
+        work = [(f.append_basic_block("entry"), term)]
+        while work:
+            block, t = work.pop()
+            b = ir.IRBuilder(block)
+            while True:
+                if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
+                    values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
+                    t = t.body
+                elif type(t) is cps.LetPrim:
+                    v = self.prim(b, t.prim, values)
+                    values[t.var] = v
+                    if t.var.count and not isinstance(v, ir.Constant) and not v.name:
+                        v.name = self.name(t.var)
+                    t = t.body
+                elif type(t) is cps.LetCont:
+                    if t.cont.count:                   # a continuation nobody jumps to has no block
+                        handler = f.append_basic_block(self.name(t.cont))
+                        hb = ir.IRBuilder(handler)
+                        phis = [hb.phi(I64, self.name(x)) for x in t.params]
+                        values.update(zip(t.params, phis))
+                        blocks[t.cont] = (handler, phis)
+                        work.append((handler, t.handler))
+                    t = t.body
+                else:
+                    self.jump(b, t, values, blocks, ret)
+                    break
+
+    def value(self, b: ir.IRBuilder, o: cps.Occ, values: dict) -> ir.Value:
+        v = o.var
+        if v in values:
+            if type(values[v]) is Fields:              # a flattened tuple needed whole: build it
+                return self.alloc(b, header(len(values[v])), values[v])
+            return values[v]
+        if v in self.slots:
+            return b.load(self.slot(b, v), self.name(v))
+        return self.constant_of(v)
+
+    def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
+        block, phis = blocks[k]
+        for phi, a in zip(phis, args):
+            phi.add_incoming(a, b.block)
+        b.branch(block)
+
+    def jump(self, b: ir.IRBuilder, t, values: dict, blocks: dict, ret):
+        get = lambda o: self.value(b, o, values)
+        if type(t) is cps.ApplyCont:
+            args = [get(o) for o in t.args]
+            if t.cont.var is ret:
+                b.ret(args[0])
+            else:
+                self.goto(b, t.cont.var, args, blocks)
+        elif type(t) is cps.Apply:
+            args = [w for o in t.args for w in self.words(b, o, values)]
+            if t.kind == "direct":
+                callee = self.functions[t.func.var]
+            else:                                      # a closure: its code is its field 0
+                record = get(t.func)
+                code = b.load(self.field(b, record, 0), "code")
+                fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
+                callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
+            tail = t.cont.var is ret
+            result = b.call(callee, args, cconv="tailcc", tail=tail)
+            if tail:
+                b.ret(result)
+            else:
+                self.goto(b, t.cont.var, [result], blocks)
+        elif type(t) is cps.Case:
+            if t.default is not None:
+                default = blocks[t.default.var][0]
+            else:
+                default = b.function.append_basic_block("impossible")
+                ir.IRBuilder(default).unreachable()
+            switch = b.switch(get(t.scrutinee), default)
+            for n, k in t.arms:
+                switch.add_case(word(n), blocks[k.var][0])
+        elif type(t) is cps.Halt:
+            b.ret(get(t.arg))
+        else:
+            raise TypeError(f"not a term: {t!r}")
+
+# %% [markdown]
+# ## Primitives, and allocation inline
+#
+# Most primitives are one instruction: a projection `x[i]` loads word `i + 1`
+# of the block (`inttoptr` turns the word into an address first), `tag x`
+# loads the header and shifts it, `x[i] := y` stores, arithmetic is `add`,
+# `sub`, `mul`, a comparison is `icmp` widened to a word with `zext`.
+#
+# Allocation is the one that matters for speed. The runtime keeps the
+# current free region of the heap in two words, `lc_hp` (the next free
+# address) and `lc_hl` (the end of the region). Allocating `n` words is, in
+# the generated code, *bump the pointer*: load `lc_hp`, add `8n`, compare
+# with `lc_hl`; if it fits, store the new pointer back and the block is
+# ours; if not, call the runtime's `lc_alloc_slow(n)`, which finds another
+# free region or collects garbage. Five instructions on the common path, and
+# LLVM may keep `lc_hp` in a register across a function between calls.
+#
+# Division checks its divisor: zero is the runtime error "division by zero"
+# at the operator, and `min / -1` — which traps in the x86 instruction — is
+# computed as the contract says (`-min`, which wraps to `min`, and 0 for
+# `%`) by dividing by 1 instead and selecting the right answer.
+
+# %%
+#| export
+class Backend(Backend):
+    def field(self, b: ir.IRBuilder, block: ir.Value, i: int) -> ir.Value:
+        """The address of field i of a heap block (word i + 1: word 0 is the header)."""
+        return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
+
+    def alloc(self, b: ir.IRBuilder, hdr: int, fields: list) -> ir.Value:
+        """A new heap block: bump lc_hp inline; the runtime's slow path when the region is full."""
+        size = len(fields) + 1
+        hp = b.load(self.rt["lc_hp"], "hp")
+        new = b.add(hp, word(size * WORD))
+        full = b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl"))
+        with b.if_else(full, likely=False) as (slow, fast):
+            with slow:
+                from_runtime = b.call(self.rt["lc_alloc_slow"], [word(size)])
+                slow_block = b.block
+            with fast:
+                b.store(new, self.rt["lc_hp"])
+                fast_block = b.block
+        p = b.phi(I64)
+        p.add_incoming(from_runtime, slow_block)
+        p.add_incoming(hp, fast_block)
+        ptr = b.inttoptr(p, I64.as_pointer())
+        b.store(word(hdr), ptr)
+        for i, v in enumerate(fields, 1):
+            b.store(v, b.gep(ptr, [word(i)]))
+        return p
+
+    def nullary(self, tag: int) -> ir.Constant:
+        """The one constant block of a constructor without fields."""
+        name = f"nullary.{tag}"
+        if name not in self.module.globals:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I64, 1), name)
+            g.initializer = ir.Constant(g.type.pointee, [word(header(0, tag))])
+            g.global_constant, g.linkage = True, "internal"
+        return self.module.globals[name].ptrtoint(I64)
+
+    def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
+        t = type(p)
+        get = lambda o: self.value(b, o, values)
+        if t is cps.Const:
+            return self.const(p.value)
+        if t in (cps.TupleValue, cps.MakeClosure):
+            return self.alloc(b, header(len(p.fields)), [get(o) for o in p.fields])
+        if t is cps.Inject:
+            if not p.fields:
+                return self.nullary(p.tag)
+            return self.alloc(b, header(len(p.fields), p.tag), [get(o) for o in p.fields])
+        if t is cps.Proj:
+            fields = values.get(p.arg.var)
+            if type(fields) is Fields:                 # a flattened tuple: no load
+                return fields[p.index]
+            return b.load(self.field(b, get(p.arg), p.index))
+        if t is cps.Tag:
+            return b.lshr(b.load(b.inttoptr(get(p.arg), I64.as_pointer())), word(TAG_SHIFT))
+        if t is cps.SetField:
+            b.store(get(p.value), self.field(b, get(p.target), p.index))
+            return word(0)
+        if t is cps.Op:
+            return self.op(b, p, [get(o) for o in p.args])
+        if t is cps.Print:
+            for n, o in enumerate(p.args):
+                if n:
+                    b.call(self.rt["lc_print_char"], [word(ord(" "))])
+                b.call(self.printer(o.var.type), [get(o), word(0)])
+            b.call(self.rt["lc_print_char"], [word(ord("\n"))])
+            return word(0)
+        if t is cps.Fail:
+            self.fail(b, p, [get(o) for o in p.args])
+            return word(0)
+        raise TypeError(f"not a primitive the back end knows: {p!r}")
+
+    def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
+        o = p.op
+        if len(args) == 1:
+            return b.neg(args[0]) if o == "-" else b.xor(args[0], word(1))
+        x, y = args
+        if o in ("+", "-", "*"):
+            return {"+": b.add, "-": b.sub, "*": b.mul}[o](x, y)
+        if o in ("/", "%"):
+            with b.if_then(b.icmp_signed("==", y, word(0)), likely=False):
+                b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError("division by zero", p.loc)))])
+            minus_one = b.icmp_signed("==", y, word(-1))
+            safe = b.select(minus_one, word(1), y)
+            q = b.sdiv(x, safe) if o == "/" else b.srem(x, safe)
+            return b.select(minus_one, b.neg(x) if o == "/" else word(0), q)
+        if o in ("==", "!=") and p.args[0].var.type == types.STRING:
+            eq = b.call(self.rt["lc_str_eq"], [x, y])
+            return eq if o == "==" else b.xor(eq, word(1))
+        return b.zext(b.icmp_signed(o, x, y), I64)
+
+# %% [markdown]
+# ## Arguments in registers: flattening tuples
+#
+# An L function of several parameters, `def ack(m, n) = …`, is a function
+# of *one* tuple (chapter 4: `{ (m, n) -> … }`), and a call `ack(m - 1, 1)`
+# builds that tuple. Translated as it is, every call allocates three words
+# on the heap, and the callee loads its parameters back from them. On the
+# Ackermann benchmark of chapter 12 that made the compiled code 20 times
+# slower than C.
+#
+# Types fix it. After monomorphisation, the type of a function's parameter
+# is known wherever the function is called — directly or through a closure —
+# because the argument has the same type. So the back end adopts one
+# calling convention for every function: **a parameter whose type is a
+# tuple of n components is passed as n words**, in n LLVM parameters (which
+# LLVM puts in registers). At a call, a tuple argument is passed as its
+# components; inside the function, a projection `x[i]` of such a parameter
+# is just the i-th of those words.
+#
+# And the tuple itself is only built when it is needed whole. A `let_prim
+# t = tuple(a, b)` whose every use is a projection or an argument of a call
+# is *virtual*: the back end records its components (`Fields`) and emits
+# nothing; each use takes the component it needs. A tuple used otherwise —
+# stored in a list, printed, returned — is allocated as before. A tuple
+# parameter is always kept as its components, and built only where it is
+# used whole (`value` below): typically on the cold path of a match failure,
+# which prints the argument of the function.
+
+# %%
+#| export
+class Fields(list):
+    """The components of a tuple the back end keeps in registers instead of allocating it."""
+
+
+def arity(var) -> int:
+    """How many words a value of var's type takes as an argument: n for an n-tuple, else 1."""
+    t = var.type
+    return len(t.args) if isinstance(t, TCon) and t.name == "*" and len(t.args) > 1 else 1
+
+
+def only_taken_apart(var) -> bool:
+    """Is every use of var a projection, or an argument of a call (which flattens it)?"""
+    for o in cps.occurrences(var):
+        node = o.enclosing
+        if not (type(node) is cps.Proj or (type(node) is cps.Apply and o is not node.func)):
+            return False
+    return True
+
+
+class Backend(Backend):
+    def virtual(self, var, prim) -> bool:
+        return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
+                and only_taken_apart(var))
+
+    def parameters(self, params, args: list, values: dict):
+        """Bind a function's parameters to its LLVM arguments, n of them for an n-tuple."""
+        for p in params:
+            n = arity(p)
+            mine, args[:n] = args[:n], []
+            values[p] = mine[0] if n == 1 else Fields(mine)
+
+    def words(self, b: ir.IRBuilder, o: cps.Occ, values: dict) -> list:
+        """An argument of a call, as the words it is passed in."""
+        n = arity(o.var)
+        if n == 1:
+            return [self.value(b, o, values)]
+        if type(values.get(o.var)) is Fields:
+            return list(values[o.var])
+        block = self.value(b, o, values)
+        return [b.load(self.field(b, block, i)) for i in range(n)]
+
+# %% [markdown]
+# ## Runtime errors, rendered by the compiler
+#
+# A runtime error must look exactly like the interpreter's: `FILE:LINE:COL:
+# runtime error: message`, the source line, a caret. Everything in it but
+# one thing is known at compile time, so the compiler renders it — with
+# chapter 4b's `RunError.render` — into a string constant, and the code
+# calls `lc_fail(text)`, which flushes what the program printed, writes the
+# text to stderr and exits with status 2. The one thing not known is the
+# value in "no clause matches the value V": for that error the code calls
+# `lc_fail_begin(first part)`, which sends the printing functions to stderr,
+# prints V with the printer of its type (nested, so a string is quoted), then
+# `lc_fail(rest)`.
+
+# %%
+#| export
+def render(error: RunError) -> str:
+    return error.render() + "\n"
+
+
+class Backend(Backend):
+    def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
+        text = render(RunError(p.message, p.loc))
+        if not args:
+            b.call(self.rt["lc_fail"], [self.cstring(b, text)])
+            return
+        first, rest = text.split("\n", 1)
+        b.call(self.rt["lc_fail_begin"], [self.cstring(b, first + " ")])
+        b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
+        b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
+
+# %% [markdown]
+# ## Printing, directed by types
+#
+# After monomorphisation every CPS variable has a type without variables, so
+# `print(x)` knows what `x` is. The back end makes one LLVM function per type
+# printed, `print.T(value, nested)`, once per module: for the base types a
+# call into the runtime; for a function the text `<function>`; for a tuple,
+# the printers of its components between parentheses; for a data type, a
+# `switch` on the tag with one arm per constructor, each printing the
+# constructor's name and its fields with the printers of the field types —
+# which come from the `data` declaration with the type's arguments put in for
+# its parameters (`List<Int>`: the fields of `Cons` are `Int` and
+# `List<Int>`). `nested` says whether the value is inside a tuple or a data
+# value, where a string prints quoted. A recursive type gets a recursive
+# printer.
+
+# %%
+#| export
+class Backend(Backend):
+    def printer(self, t) -> ir.Function:
+        key = show_type(t)
+        if key in self.printers:
+            return self.printers[key]
+        f = ir.Function(self.module, ir.FunctionType(VOID, [I64, I64]), f"print.{key}")
+        f.linkage = "internal"
+        self.printers[key] = f
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        v, nested = f.args
+        v.name, nested.name = "value", "nested"
+        text = lambda chars: [b.call(self.rt["lc_print_char"], [word(ord(ch))]) for ch in chars]
+        if t.name in ("Int", "Bool", "Unit"):
+            b.call(self.rt["lc_print_" + t.name.lower()], [v])
+        elif t.name == "String":
+            with b.if_else(b.icmp_signed("!=", nested, word(0))) as (quoted, plain):
+                with quoted:
+                    b.call(self.rt["lc_print_quoted"], [v])
+                with plain:
+                    b.call(self.rt["lc_print_str"], [v])
+        elif t.name == "->":
+            text("<function>")
+        elif t.name == "*":
+            text("(")
+            for i, ft in enumerate(t.args):
+                if i:
+                    text(", ")
+                b.call(self.printer(ft), [b.load(self.field(b, v, i)), word(1)])
+            text(")")
+        else:
+            params, constructors = self.datas[t.name]
+            subst = dict(zip(params, t.args))
+            done = f.append_basic_block("done")
+            switch = b.switch(b.lshr(b.load(b.inttoptr(v, I64.as_pointer())), word(TAG_SHIFT)), done)
+            for tag, (name, fields) in enumerate(constructors):
+                arm = f.append_basic_block(name)
+                switch.add_case(word(tag), arm)
+                b.position_at_end(arm)
+                text(name)
+                if fields:
+                    text("(")
+                    for i, st in enumerate(fields):
+                        if i:
+                            text(", ")
+                        b.call(self.printer(field_type(st, subst)), [b.load(self.field(b, v, i)), word(1)])
+                    text(")")
+                b.branch(done)
+            b.position_at_end(done)
+        b.ret_void()
+        return f
+
+
+def data_declarations(core_program: c.Program) -> dict:
+    """Each data type's parameters and constructors (name, field types), from the core program."""
+    datas = {}
+    for item in core_program.items:
+        if isinstance(item, s.Data):
+            datas[item.name] = ([p.name for p in item.params],
+                                [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
+    return datas
+
+
+def field_type(t, subst: dict):
+    """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
+    if isinstance(t, s.TVar):
+        return subst[t.name]
+    if isinstance(t, s.TName):
+        return TCon(t.name, tuple(field_type(a, subst) for a in t.args))
+    if isinstance(t, s.TTuple):
+        return TCon("*", tuple(field_type(i, subst) for i in t.items))
+    if isinstance(t, s.TFun):
+        return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
+    raise TypeError(f"not a field type: {t!r}")
+
+# %% [markdown]
+# ## The whole module
+#
+# `compile()` emits every function, then one initialiser function per
+# dynamic definition and top-level statement, and `lc_program`, which calls
+# the initialisers in program order and stores each definition's value in its
+# slot. Last comes `main`, the C entry point, which hands `lc_program` to the
+# runtime's `lc_run` together with the roots (`lc_globals`) and the two
+# messages the runtime prints itself — stack overflow and memory exhaustion,
+# the runtime errors that have no source location.
+
+# %%
+#| export
+class Backend(Backend):
+    def compile(self) -> ir.Module:
+        for d in self.program.definitions:
+            if type(d.value) is cps.Lambda:
+                f = self.functions[d.var]
+                self.body(f, d.value.body, {}, d.value.cont, d.value.params)
+        entry = ir.Function(self.module, ir.FunctionType(I64, []), "lc_program")
+        b = ir.IRBuilder(entry.append_basic_block("entry"))
+        for i, d in enumerate(self.program.definitions):
+            if d.body is not None:
+                name = self.name(d.var) if d.var is not None else f"statement.{i}"
+                f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
+                f.calling_convention, f.linkage = "tailcc", "internal"
+                self.body(f, d.body, {}, None)
+                result = b.call(f, [], cconv="tailcc")
+                if d.var is not None:
+                    b.store(result, self.slot(b, d.var))
+        b.ret(word(0))
+        self.main(entry)
+        return self.module
+
+    def main(self, program: ir.Function):
+        """int main(): the runtime's lc_run starts the program on a big stack, with its roots."""
+        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P])
+        lc_run = ir.Function(self.module, run_type, "lc_run")
+        main = ir.Function(self.module, ir.FunctionType(I32, []), "main")
+        b = ir.IRBuilder(main.append_basic_block("entry"))
+        where = f"{self.source_name}: runtime error: "
+        overflow = where + "stack overflow: the program nested calls too deeply\n"
+        memory = where + "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)\n"
+        roots = b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        n = word(self.globals.type.pointee.count)
+        b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory)]))
+
+# %% [markdown]
+# ## From source to module, verified and optimised
+#
+# The whole pipeline of the compiler, so far: parse, name, type (chapters
+# 4–5), monomorphise, convert to CPS (7), closure-convert (8), translate.
+# `to_llvm` returns the module as llvmlite builds it: a Python object that
+# prints as LLVM assembly. `optimise` hands the text to LLVM, runs the
+# *verifier* (a module that breaks an SSA rule — a use not dominated by its
+# definition, a φ-node that disagrees with the predecessors of its block, a
+# type mismatch — is a bug of this compiler, and we want to hear about it
+# here, not as a crash later), then LLVM's standard O2 pipeline through the
+# new pass manager that llvmlite exposes (`create_pass_builder` with
+# `speed_level=2`: inlining, SROA, instruction combining, GVN, loop
+# optimisations, tail-call elimination of self-recursion into loops…), and
+# verifies again.
+
+# %%
+#| export
+import llvmlite.binding as llvm
+
+from lcompiler import addlang
+
+
+def to_cps(source: Source) -> tuple[cps.Program, dict]:
+    """The closure-converted CPS of a monomorphised program, and its data declarations."""
+    program, _ = types.check_types(source)
+    datas = data_declarations(program)
+    p = cps_convert.convert(monomorphise(program))
+    closure.closure_convert(p)
+    return p, datas
+
+
+def to_llvm(source: Source) -> ir.Module:
+    """The LLVM module of a well-typed L program (CompileError if it is not one)."""
+    program, datas = to_cps(source)
+    return Backend(program, datas, source.name).compile()
+
+
+def verified(module) -> llvm.ModuleRef:
+    """LLVM's own form of a module (text or llvmlite.ir), checked by LLVM's verifier."""
+    ref = addlang.load(str(module))             # parses and verifies (chapter 1)
+    ref.name = getattr(module, "name", "module")
+    return ref
+
+
+def optimise(module, level: int = 2) -> llvm.ModuleRef:
+    """Verify, run LLVM's O<level> pipeline, verify again."""
+    ref = verified(module)
+    if level:
+        options = llvm.create_pipeline_tuning_options(speed_level=level)
+        passes = llvm.create_pass_builder(addlang.target_machine(), options)
+        passes.getModulePassManager().run(ref, passes)
+        ref.verify()
+    return ref
+
+# %% [markdown]
+# ## The runtime
+#
+# The generated code calls a small runtime written in C: the slow path
+# of allocation and the garbage collector, printing, the delivery of runtime
+# errors, and the entry point `lc_run`, which also catches stack overflow.
+# It was written against the interface the code generator needs — the block
+# layout above, `lc_hp`/`lc_hl`, and the functions declared in
+# `RUNTIME_FUNCTIONS` — and tested on its own in C before it met the
+# generated code.
+
+# %% [markdown]
+# The runtime is one C file, shown here whole, in seven parts, each with the
+# reason for its choices. In the package it is the string `RUNTIME_C`,
+# compiled when first needed (next section). First the layout of values and
+# heap blocks, which the code generator above and the collector below must
+# agree on.
+
+# %%
+#| export
+RUNTIME_C = r"""
+/* runtime.c -- the run-time system of L.
+ *
+ * Compiled L code calls this file for four things: allocation when its
+ * inline bump allocator runs out of room, printing, runtime errors, and
+ * starting the program (lc_run).  Everything else is generated code.
+ *
+ *   gcc -O2 -Wall -Wextra -shared -fPIC -pthread runtime.c -o lcrt.so
+ *   gcc -O2 -Wall -Wextra -c -fPIC -pthread runtime.c -o runtime.o
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>              /* snprintf, for the statistics line only */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ==== 1. Values and the heap-block layout ============================
+ *
+ * Every L value is one 64-bit word.  An Int uses all 64 bits, so nothing
+ * tells an Int from a pointer: the collector has to be conservative and
+ * treat any word that points into a heap block as a reference to it.
+ *
+ * A heap block is a header word followed by n fields.  The header holds
+ *     bits  0..31  n, the number of fields (the block is n + 1 words)
+ *     bits 32..61  the tag: the constructor number, 0 for tuples, closures
+ *     bit  62      FREE: not a block but a free gap (a "filler")
+ *     bit  63      reserved (this collector keeps its marks in a bitmap)
+ * Free gaps have headers of the same shape, so the heap can always be
+ * walked from its first word to its end, one block or gap at a time.
+ */
+#define FIELDS_MASK 0xFFFFFFFFull
+#define FREE_BIT    (1ull << 62)
+
+static inline uint64_t block_words(uint64_t header) { return (header & FIELDS_MASK) + 1; }
+static inline uint64_t filler_header(uint64_t words) { return FREE_BIT | (words - 1); }
+
+/* Compiled code holds addresses as int64_t; the runtime as word pointers. */
+static inline uint64_t *as_ptr(int64_t address) { return (uint64_t *)(uintptr_t)address; }
+static inline int64_t as_int(const uint64_t *p) { return (int64_t)(uintptr_t)p; }
+"""
+
+# %% [markdown]
+# Output is buffered by the runtime itself, not by C's stdio, for one
+# reason: when the stack overflows, the signal handler must still write out
+# what the program printed before, and only `write` may be called there.
+
+# %%
+#| export
+RUNTIME_C += r"""
+/* ==== 2. Output buffering and printing ===============================
+ *
+ * Program output goes into our own buffer, written to fd 1 with write(2)
+ * when it is full and at the end.  Not stdio: the stack-overflow signal
+ * handler must flush the output, and write(2) -- unlike fflush -- may be
+ * called from a signal handler.
+ */
+static char out_buf[1 << 16];
+static size_t out_len;
+static int out_fd = 1;                  /* 2 after lc_fail_begin */
+
+static void write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, s, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return;              /* nowhere left to report it */
+        s += k, n -= (size_t)k;
+    }
+}
+
+static void write_str(int fd, const char *s) { write_all(fd, s, strlen(s)); }
+
+static void flush_output(void)
+{
+    write_all(out_fd, out_buf, out_len);
+    out_len = 0;
+}
+
+static void out_bytes(const char *s, size_t n)
+{
+    if (n > sizeof out_buf - out_len) {
+        flush_output();
+        if (n > sizeof out_buf) { write_all(out_fd, s, n); return; }
+    }
+    memcpy(out_buf + out_len, s, n);
+    out_len += n;
+}
+
+void lc_print_int(int64_t v)
+{
+    char digits[24], *p = digits + sizeof digits;
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;  /* unsigned: -INT64_MIN overflows */
+    do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
+    if (v < 0) *--p = '-';
+    out_bytes(p, (size_t)(digits + sizeof digits - p));
+}
+
+void lc_print_bool(int64_t b) { if (b) out_bytes("true", 4); else out_bytes("false", 5); }
+void lc_print_unit(int64_t u) { (void)u; out_bytes("()", 2); }
+void lc_print_char(int64_t c) { char b = (char)c; out_bytes(&b, 1); }
+void lc_print_str(int64_t s) { out_bytes((const char *)s, strlen((const char *)s)); }
+
+void lc_print_quoted(int64_t s)
+{
+    out_bytes("\"", 1);
+    for (const char *t = (const char *)s; *t; t++) {
+        switch (*t) {
+        case '\n': out_bytes("\\n", 2); break;
+        case '\t': out_bytes("\\t", 2); break;
+        case '\\': out_bytes("\\\\", 2); break;
+        case '"':  out_bytes("\\\"", 2); break;
+        default:   out_bytes(t, 1);
+        }
+    }
+    out_bytes("\"", 1);
+}
+
+int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const char *)b) == 0; }
+"""
+
+# %% [markdown]
+# Runtime errors: the compiler rendered the message; the runtime writes it
+# after the program's output and exits with status 2.
+
+# %%
+#| export
+RUNTIME_C += r"""
+/* ==== 3. Runtime errors ==============================================
+ *
+ * The compiler renders the messages; we deliver them: program output
+ * first (flushed to stdout), then the message on stderr, then exit
+ * status 2.  We call _exit, not exit: lc_run may run in a child forked
+ * from Python, whose atexit handlers and stdio buffers are the parent's.
+ */
+static const char *stack_overflow_text, *out_of_memory_text;
+
+_Noreturn void lc_fail(const char *text)
+{
+    flush_output();                     /* to stdout, or stderr after lc_fail_begin */
+    write_str(2, text);
+    _exit(2);
+}
+
+/* The start of a message that shows a value: the compiled code then
+ * prints the value with lc_print_* (now to stderr) and calls lc_fail
+ * with the rest of the message. */
+void lc_fail_begin(const char *prefix)
+{
+    flush_output();
+    out_fd = 2;
+    write_str(2, prefix);
+}
+
+static _Noreturn void out_of_memory(void) { lc_fail(out_of_memory_text); }
+"""
+
+# %% [markdown]
+# ### The heap
+#
+# Allocation is inline bump allocation in the generated code; this is the
+# slow path behind it, and the policy for growing the heap.
+
+# %%
+#| export
+RUNTIME_C += r"""
+/* ==== 4. The heap and allocation =====================================
+ *
+ * The heap lives in one virtual region the size of the heap limit,
+ * reserved at start-up with MAP_NORESERVE, so that pages cost memory only
+ * once touched.  The used part is [heap_start, heap_end); it grows by
+ * moving heap_end up.  Blocks never move: a conservative collector cannot
+ * update pointers it is not sure are pointers.
+ *
+ * Compiled code allocates inline by bumping lc_hp towards lc_hl, the
+ * ends of the current *region*, some free stretch of the heap.  When a
+ * request does not fit, it calls lc_alloc_slow, which finds a new region:
+ *   1. the next gap (in address order) that the last sweep left;
+ *   2. else fresh memory at heap_end, while the heap is under its target
+ *      size (16 MB at first, then set by each collection: see collect);
+ *   3. else it collects, and tries 1 and 2 again;
+ *   4. else it grows the heap past the target, up to the limit;
+ *   5. else the program is out of memory.
+ * A large request (over LARGE_WORDS) does not replace the current region,
+ * which would waste it, but is carved out of the first gap that holds it,
+ * or from heap_end.  Gaps of LARGE_WORDS or more are kept in a list of
+ * their own, so that this search does not crawl through the small ones.
+ */
+int64_t lc_hp, lc_hl;
+
+#define MIN_TARGET_BYTES (16ull << 20)
+#define CHUNK_WORDS      (64 * 1024 / 8)    /* regions: 64 KB, up to 128 KB from gaps */
+#define LARGE_WORDS      1024
+
+static uint64_t *heap_start, *heap_end, *heap_target_end, *heap_limit_end;
+static uint64_t *small_gaps, *big_gaps;    /* linked through each gap's word 1 */
+static uint64_t *start_bits;               /* known block starts: see section 5 */
+static int64_t region_start;               /* for the statistics */
+static uint64_t gc_count, max_heap_bytes, allocated_bytes;
+static double gc_seconds;
+
+static void collect(void);
+
+static void note_block_start(const uint64_t *p)
+{
+    uint64_t i = (uint64_t)(p - heap_start);
+    start_bits[i / 64] |= 1ull << (i % 64);
+}
+
+static void set_heap_end(uint64_t *end)
+{
+    uint64_t bytes = (uint64_t)(end - heap_start) * 8;
+    heap_end = end;
+    if (bytes > max_heap_bytes) max_heap_bytes = bytes;
+}
+
+/* Leave the current region: count what was used of it, and cover the
+ * rest with a filler so that the heap stays parseable. */
+static void retire_region(void)
+{
+    allocated_bytes += (uint64_t)(lc_hp - region_start);
+    if (lc_hl > lc_hp) *as_ptr(lc_hp) = filler_header((uint64_t)(lc_hl - lc_hp) / 8);
+    lc_hp = lc_hl = region_start = 0;
+}
+
+static void set_region(uint64_t *start, uint64_t *end)
+{
+    retire_region();
+    lc_hp = region_start = as_int(start);
+    lc_hl = as_int(end);
+    note_block_start(start);
+}
+
+/* Step 1: take gaps off *list until one holds `words`.  The ones too
+ * small are dropped: they stay in the heap as fillers, and the next
+ * sweep merges them with their neighbours.  A big gap is handed out one
+ * chunk at a time, the rest going back to the list, so that the starts
+ * of regions the collector knows of are never far apart (section 5). */
+static bool take_gap_region(uint64_t **list, uint64_t words)
+{
+    while (*list != NULL) {
+        uint64_t *gap = *list, size = block_words(gap[0]);
+        *list = as_ptr((int64_t)gap[1]);
+        if (size < words) continue;
+        if (size > 2 * CHUNK_WORDS) {
+            uint64_t *rest = gap + CHUNK_WORDS;
+            rest[0] = filler_header(size - CHUNK_WORDS);
+            rest[1] = (uint64_t)as_int(*list);
+            *list = rest;
+            size = CHUNK_WORDS;
+        }
+        set_region(gap, gap + size);
+        return true;
+    }
+    return false;
+}
+
+/* Steps 2 and 4: a region of fresh memory at heap_end, up to cap. */
+static bool grow_region(uint64_t words, uint64_t *cap)
+{
+    if (cap < heap_end || (uint64_t)(cap - heap_end) < words) return false;
+    set_region(heap_end, cap - heap_end > CHUNK_WORDS ? heap_end + CHUNK_WORDS : cap);
+    set_heap_end(as_ptr(lc_hl));
+    return true;
+}
+
+/* A large block from the first big gap that holds it.  The rest of the
+ * gap stays in the list, in the same place. */
+static uint64_t *take_gap_block(uint64_t words)
+{
+    for (uint64_t *prev = NULL, *gap = big_gaps; gap != NULL; prev = gap, gap = as_ptr((int64_t)gap[1])) {
+        uint64_t size = block_words(gap[0]);
+        if (size < words) continue;
+        uint64_t *next = as_ptr((int64_t)gap[1]), *rest = gap + words;
+        if (size - words >= 1) rest[0] = filler_header(size - words);
+        if (size - words >= 2) {               /* room for a link: keep it listed */
+            rest[1] = (uint64_t)as_int(next);
+            next = rest;
+        }
+        if (prev) prev[1] = (uint64_t)as_int(next); else big_gaps = next;
+        allocated_bytes += words * 8;
+        return gap;
+    }
+    return NULL;
+}
+
+static uint64_t *grow_block(uint64_t words, uint64_t *cap)
+{
+    if (cap < heap_end || (uint64_t)(cap - heap_end) < words) return NULL;
+    uint64_t *block = heap_end;
+    note_block_start(block);
+    set_heap_end(heap_end + words);
+    allocated_bytes += words * 8;
+    return block;
+}
+
+/* One attempt to find `words` words without moving heap_end past cap.
+ * Returns the address, or 0. */
+static int64_t try_alloc(uint64_t words, uint64_t *cap)
+{
+    if (words > LARGE_WORDS) {
+        uint64_t *block = take_gap_block(words);
+        return as_int(block ? block : grow_block(words, cap));
+    }
+    bool fits = (uint64_t)(lc_hl - lc_hp) / 8 >= words;   /* for callers that skip the inline test */
+    if (!fits && !take_gap_region(&small_gaps, words) && !take_gap_region(&big_gaps, words)
+        && !grow_region(words, cap))
+        return 0;
+    int64_t p = lc_hp;
+    lc_hp += 8 * (int64_t)words;
+    return p;
+}
+
+/* The address of `words` fresh words.  The caller must write the header
+ * at once, before it allocates again: a collection needs every block in
+ * the heap to have its header. */
+int64_t lc_alloc_slow(int64_t words)
+{
+    uint64_t w = words < 1 ? 1 : (uint64_t)words;
+    int64_t p = try_alloc(w, heap_target_end);
+    if (p == 0) {
+        collect();
+        p = try_alloc(w, heap_target_end);
+    }
+    if (p == 0) p = try_alloc(w, heap_limit_end);
+    if (p == 0) out_of_memory();
+    return p;
+}
+"""
+
+# %% [markdown]
+# ### The garbage collector
+#
+# The contract asks that a program allocating 10^8 short-lived cells run in
+# bounded memory, and the seed's runtime — `malloc` and never `free` — does
+# not. The collector is a *conservative, non-moving mark-and-sweep*, the
+# design of Boehm, Demers and Weiser, small enough to read in a page:
+#
+# - *conservative*, because a word does not say whether it is an `Int` or a
+#   pointer (all 64 bits of an `Int` are its own). Any word on the stack, in
+#   the registers, in `lc_globals` or in a reachable block that points into a
+#   heap block — even into its middle — keeps that block alive. An integer
+#   that happens to look like a pointer keeps some garbage alive: a leak,
+#   never an error;
+# - *non-moving*, because a pointer the collector is not sure is a pointer
+#   cannot be updated; so free space is reused in place, as gaps between
+#   live blocks, and the bump allocator allocates inside them;
+# - *mark and sweep*: marking starts from the roots and follows fields with
+#   an explicit stack (a list of ten million cells must not overflow the C
+#   stack); the sweep walks the heap block by block, frees the unmarked, and
+#   merges neighbouring free blocks into gaps.
+#
+# Precise collection would need the code generator to tell the collector
+# where the pointers are (LLVM's statepoints, or a shadow stack), which costs
+# either a lot of machinery or a store per pointer per call. The measured
+# cost of being conservative is in chapter 12.
+
+# %%
+#| export
+RUNTIME_C += r"""
+/* ==== 5. The garbage collector =======================================
+ *
+ * Mark-sweep, conservative, non-moving.  The roots are the registered
+ * globals array and every word on the stack of the thread that runs L
+ * code, from the current stack pointer to the top.  Any word -- root or
+ * field -- that points anywhere into a block, header or fields (compiled
+ * code may hold interior pointers), keeps the block alive.
+ *
+ * To find the block around an address, the collector keeps a bitmap of
+ * block starts, start_bits, with one bit per heap word.  Not every start
+ * is recorded -- the mutator's inline fast path does not record the
+ * blocks it allocates -- but every recorded one is a real block start:
+ * after a sweep, the live blocks and the gaps; since then, the start of
+ * each region handed out.  Since blocks and gaps tile the heap, the block
+ * around an address can be found by walking forward, block by block, from
+ * the nearest recorded start below it, recording the starts it passes.
+ * So the collector parses only the parts of the heap that some pointer
+ * points into, each at most once per collection, and never far, as a
+ * region is at most two chunks long.  A heap full of garbage is cheap to
+ * collect: its cost is mostly the live data.
+ *
+ * Marks go in a second bitmap, mark_bits.  Marking uses an explicit stack:
+ * recursion would overflow the C stack on a long list.
+ */
+static uint64_t *mark_bits;                /* one bit per heap word */
+static uint64_t **mark_stack;
+static size_t mark_len, mark_cap;
+static int64_t *global_roots, n_global_roots;
+static uintptr_t stack_top;                /* top of the L thread's stack */
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The block (or gap) that contains address v, or NULL if v is outside
+ * the heap.  When v points at a recorded start -- the usual case, as L
+ * values point at headers -- there is no walk, and no header to read. */
+static inline uint64_t *find_block(uint64_t v)
+{
+    if (v < (uintptr_t)heap_start || v >= (uintptr_t)heap_end) return NULL;
+    uint64_t i = (v - (uintptr_t)heap_start) / 8, w = i / 64;
+    uint64_t bits = start_bits[w] & ((2ull << (i % 64)) - 1);   /* bits 0..i%64 */
+    while (bits == 0) bits = start_bits[--w];    /* ends: word 0 starts a block */
+    uint64_t s = w * 64 + 63 - (uint64_t)__builtin_clzll(bits), next;
+    for (; s < i && (next = s + block_words(heap_start[s])) <= i; s = next)
+        note_block_start(heap_start + next);
+    return heap_start + s;
+}
+
+/* Mark the block v points into, and push it to have its fields scanned.
+ * We do not read its header here: that read is likely to miss the cache,
+ * and drain_mark_stack overlaps such misses.  So a stray word that points
+ * into a free gap marks the gap too; scan_block and sweep ignore gaps. */
+static void mark_value(uint64_t v)
+{
+    uint64_t *block = find_block(v);
+    if (block == NULL) return;
+    uint64_t i = (uint64_t)(block - heap_start), bit = 1ull << (i % 64);
+    if (mark_bits[i / 64] & bit) return;
+    mark_bits[i / 64] |= bit;
+    if (mark_len == mark_cap) {
+        mark_cap *= 2;
+        mark_stack = realloc(mark_stack, mark_cap * sizeof *mark_stack);
+        if (mark_stack == NULL) out_of_memory();
+    }
+    mark_stack[mark_len++] = block;
+}
+
+static void mark_range(const uint64_t *from, const uint64_t *to)
+{
+    for (const uint64_t *p = from; p < to; p++) mark_value(*p);
+}
+
+static void scan_block(const uint64_t *block)
+{
+    if (!(*block & FREE_BIT)) mark_range(block + 1, block + block_words(*block));
+}
+
+/* Scan pushed blocks until none is left.  A block popped off the stack is
+ * prefetched and waits in a small queue while the blocks before it are
+ * scanned, so that its header is in the cache when its turn comes; this
+ * makes marking nearly twice as fast as waiting for one miss at a time. */
+#define PREFETCH_QUEUE 8
+
+static void drain_mark_stack(void)
+{
+    uint64_t *queue[PREFETCH_QUEUE];
+    unsigned first = 0, count = 0;
+    for (;;) {
+        if (mark_len > 0 && count < PREFETCH_QUEUE) {
+            uint64_t *block = mark_stack[--mark_len];
+            __builtin_prefetch(block);
+            queue[(first + count++) % PREFETCH_QUEUE] = block;
+        } else if (count > 0) {
+            scan_block(queue[first]);
+            first = (first + 1) % PREFETCH_QUEUE, count--;
+        } else {
+            return;
+        }
+    }
+}
+
+/* Scan the stack from this function's frame up to the top, and return
+ * its size in words.  Not inlined, so that its frame lies below collect's,
+ * where the registers were put. */
+static __attribute__((noinline)) uint64_t mark_thread_stack(void)
+{
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)7;
+    mark_range((const uint64_t *)sp, (const uint64_t *)stack_top);
+    return (stack_top - sp) / 8;
+}
+
+/* Append a gap to its free list; the sweep finds gaps in address order. */
+static uint64_t *small_tail, *big_tail;
+
+static void add_gap(uint64_t *gap, uint64_t words)
+{
+    gap[0] = filler_header(words);
+    note_block_start(gap);
+    if (words < 2) return;                 /* no room for a link: filler only */
+    gap[1] = 0;
+    bool big = words >= LARGE_WORDS;
+    uint64_t **tail = big ? &big_tail : &small_tail;
+    if (*tail) (*tail)[1] = (uint64_t)as_int(gap); else *(big ? &big_gaps : &small_gaps) = gap;
+    *tail = gap;
+}
+
+/* The space between the end of one live block and the start of the next
+ * becomes one gap, whatever dead blocks and old gaps it held; free space
+ * at the very end goes back to heap_end instead.  Walking the mark bits,
+ * not the heap, the sweep never touches a dead block: its cost is the
+ * live blocks plus a bitmap word per 64 heap words.  It also resets the
+ * recorded starts to the live blocks and the new gaps.  Returns the
+ * number of live words. */
+static uint64_t sweep(void)
+{
+    uint64_t n = (uint64_t)(heap_end - heap_start), live = 0, free_from = 0;
+    small_gaps = big_gaps = small_tail = big_tail = NULL;
+    for (uint64_t w = 0; w < (n + 63) / 64; w++) {
+        start_bits[w] = mark_bits[w];
+        for (uint64_t bits = mark_bits[w]; bits != 0; bits &= bits - 1) {
+            uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(bits), header = heap_start[i];
+            if (header & FREE_BIT) {           /* a gap, marked by a stray word */
+                start_bits[w] &= ~(1ull << (i % 64));
+                continue;
+            }
+            if (i > free_from) add_gap(heap_start + free_from, i - free_from);
+            live += block_words(header);
+            free_from = i + block_words(header);
+        }
+    }
+    heap_end = heap_start + free_from;
+    return live;
+}
+
+static __attribute__((noinline)) void collect(void)
+{
+    double t0 = now_seconds();
+    /* Spill the callee-saved registers into this frame, where the stack
+     * scan sees them: L code may keep a pointer only in a register.
+     * (setjmp would not do: glibc scrambles the saved rbp, which LLVM may
+     * use as an ordinary register.) */
+    __builtin_unwind_init();
+    retire_region();                       /* now the whole heap is parseable */
+    memset(mark_bits, 0, (size_t)(heap_end - heap_start + 63) / 64 * 8);
+    note_block_start(heap_start);          /* a start below every address */
+    mark_range((const uint64_t *)global_roots, (const uint64_t *)(global_roots + n_global_roots));
+    uint64_t stack_words = mark_thread_stack();
+    drain_mark_stack();
+    /* A collection takes time in proportion to the live data and stack it
+     * traces.  Letting the heap grow to 2 * live + stack words before the
+     * next one leaves live + stack words to allocate meanwhile, so each
+     * collection is paid for by at least that much allocation. */
+    uint64_t live = sweep(), limit = (uint64_t)(heap_limit_end - heap_start);
+    /* Near the limit, each collection would free less than the one before:
+     * rather than thrash, give up once live data fill 15/16 of the limit. */
+    if (live > limit - limit / 16) out_of_memory();
+    uint64_t target = 2 * live + stack_words;
+    if (target < MIN_TARGET_BYTES / 8) target = MIN_TARGET_BYTES / 8;
+    heap_target_end = heap_start + (target < limit ? target : limit);
+    gc_count++;
+    gc_seconds += now_seconds() - t0;
+}
+"""
+
+# %% [markdown]
+# ### Stack overflow
+#
+# A deep non-tail recursion must end in a runtime error, not a segmentation
+# fault. The program runs on a thread of its own whose stack is large
+# (256 MiB by default, `LC_STACK_SIZE`) and ends in a guard page; touching
+# the guard page raises `SIGSEGV`, which a handler running on an
+# *alternative* signal stack (the normal one is full) recognises by the
+# faulting address, and turns into the runtime error. No check is compiled
+# into the functions: the overflow costs nothing until it happens.
+
+# %%
+#| export
+RUNTIME_C += r"""
+/* ==== 6. Stack overflow detection ====================================
+ *
+ * L code runs on a thread whose stack we map ourselves, with a 1 MB
+ * guard zone without access below it.  Too deep a recursion runs into the
+ * guard zone and gets a SIGSEGV there.  The handler runs on an alternate
+ * signal stack (the normal one is exhausted), sees that the faulting
+ * address is in the guard zone, and reports a stack overflow like any
+ * runtime error.  Any other fault is a bug in the compiler or here.
+ */
+#define GUARD_BYTES (1ul << 20)
+
+static char *stack_map;                    /* the guard zone, then the stack */
+static _Alignas(16) char alt_stack[64 * 1024];
+static int64_t (*l_program)(void);
+
+static void on_fault(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    char *addr = info->si_addr;
+    flush_output();
+    if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
+        write_str(2, stack_overflow_text);
+        _exit(2);
+    }
+    write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
+    _exit(3);
+}
+
+/* The L thread.  An alternate signal stack belongs to one thread, so it
+ * is set up here. */
+static void *l_thread(void *unused)
+{
+    (void)unused;
+    stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    l_program();
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+    return NULL;
+}
+
+static _Noreturn void internal_error(const char *what)
+{
+    write_str(2, what);
+    _exit(3);
+}
+
+/* Run l_program on a fresh thread with a stack of stack_bytes. */
+static void run_on_big_stack(size_t stack_bytes)
+{
+    stack_map = mmap(NULL, GUARD_BYTES + stack_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (stack_map == MAP_FAILED || mprotect(stack_map, GUARD_BYTES, PROT_NONE) != 0)
+        internal_error("internal error: cannot allocate the stack\n");
+    stack_top = (uintptr_t)(stack_map + GUARD_BYTES + stack_bytes);
+
+    struct sigaction sa, old_segv, old_bus;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &old_segv);
+    sigaction(SIGBUS, &sa, &old_bus);
+
+    pthread_attr_t attr;
+    pthread_t thread;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
+    if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
+        internal_error("internal error: cannot start the program thread\n");
+    pthread_join(thread, NULL);
+    pthread_attr_destroy(&attr);
+
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
+    munmap(stack_map, GUARD_BYTES + stack_bytes);
+}
+"""
+
+# %% [markdown]
+# ### Starting the program
+#
+# `lc_run` is what the generated `main` calls: it sets up the heap and the
+# handler, runs the program on its big-stack thread, and cleans up, so that
+# it can be called again in the same process — as the notebooks and the
+# tests do.
+
+# %%
+#| export
+RUNTIME_C += r"""
+/* ==== 7. The entry point =============================================
+ *
+ * lc_run may be called several times in one process (the JIT does so,
+ * one call at a time), so it sets up all the state afresh each time and
+ * releases the memory at the end.
+ */
+
+/* A size from the environment: bytes, with an optional K, M or G. */
+static uint64_t env_size(const char *name, uint64_t fallback)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9') return fallback;
+    uint64_t v = strtoull(s, &end, 10);
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    }
+    return *end == '\0' ? v : fallback;
+}
+
+static void *map_noreserve(uint64_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* The limit is at most 32 GB, so that even a gap spanning the whole heap
+ * (2^32 words) has a size that fits the header's 32-bit n. */
+static void heap_init(void)
+{
+    uint64_t limit = env_size("LC_HEAP_LIMIT", 4ull << 30);
+    if (limit > (32ull << 30)) limit = 32ull << 30;
+    if (limit < (64u << 10)) limit = 64u << 10;
+    limit &= ~4095ull;
+    /* Where the system will not reserve that much (strict overcommit),
+     * settle for less rather than fail at once. */
+    while ((heap_start = map_noreserve(limit)) == NULL)
+        if ((limit /= 2) < (64u << 20)) out_of_memory();
+    start_bits = map_noreserve(limit / 64 + 8);
+    mark_bits = map_noreserve(limit / 64 + 8);
+    mark_cap = 4096, mark_len = 0;
+    mark_stack = malloc(mark_cap * sizeof *mark_stack);
+    if (start_bits == NULL || mark_bits == NULL || mark_stack == NULL) out_of_memory();
+    heap_end = heap_start;
+    heap_limit_end = heap_start + limit / 8;
+    heap_target_end = heap_start + (limit < MIN_TARGET_BYTES ? limit : MIN_TARGET_BYTES) / 8;
+    small_gaps = big_gaps = NULL;
+    lc_hp = lc_hl = region_start = 0;     /* empty region: the first allocation is slow */
+    gc_count = max_heap_bytes = allocated_bytes = 0, gc_seconds = 0;
+}
+
+static void heap_free(void)
+{
+    uint64_t limit = (uint64_t)(heap_limit_end - heap_start) * 8;
+    munmap(heap_start, limit);
+    munmap(start_bits, limit / 64 + 8);
+    munmap(mark_bits, limit / 64 + 8);
+    free(mark_stack);
+    lc_hp = lc_hl = region_start = 0;
+}
+
+int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
+           const char *stack_overflow_message, const char *out_of_memory_message)
+{
+    out_len = 0, out_fd = 1;
+    stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
+    global_roots = globals, n_global_roots = nglobals;
+    l_program = program;
+    heap_init();
+    uint64_t stack_bytes = (env_size("LC_STACK_SIZE", 256u << 20) + 4095) & ~4095ull;
+    run_on_big_stack(stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
+    flush_output();
+
+    const char *stats = getenv("LC_GC_STATS");
+    if (stats != NULL && strcmp(stats, "1") == 0) {
+        char line[160];
+        int n = snprintf(line, sizeof line,
+                         "gc: %llu collections, max heap %.1f MB, allocated %.1f MB, gc time %.3f s\n",
+                         (unsigned long long)gc_count, (double)max_heap_bytes / (1 << 20),
+                         (double)(allocated_bytes + (uint64_t)(lc_hp - region_start)) / (1 << 20),
+                         gc_seconds);
+        write_all(2, line, (size_t)n);
+    }
+    heap_free();
+    return 0;
+}
+"""
+
+# %% [markdown]
+# ## Compiling the runtime
+#
+# The runtime is C, compiled by the system's C compiler (`cc`, or `$CC`) in
+# two forms: a shared library for the JIT of chapter 11, which loads it into
+# the Python process, and an object file that `lc build` links into
+# executables. Both are cached in a directory named after a hash of the C
+# text (under `$LC_CACHE`, by default `~/.cache/lcompiler`), so they are
+# compiled once per version of this chapter, and a change to the C above is
+# picked up the next time.
+
+# %%
+#| export
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+def c_compiler() -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise RuntimeError("no C compiler found: the runtime of L needs one (set CC, or install gcc)")
+    return cc
+
+
+def cache_directory() -> Path:
+    base = os.environ.get("LC_CACHE") or Path.home() / ".cache" / "lcompiler"
+    try:
+        Path(base).mkdir(parents=True, exist_ok=True)
+        return Path(base)
+    except OSError:                      # a read-only home: a private directory in /tmp
+        fallback = Path(tempfile.gettempdir()) / f"lcompiler-{os.getuid()}"
+        fallback.mkdir(exist_ok=True)
+        return fallback
+
+
+def runtime_library(kind: str = "shared") -> Path:
+    """The runtime compiled as a shared library ("shared") or an object file ("object")."""
+    digest = hashlib.sha256(RUNTIME_C.encode()).hexdigest()[:16]
+    folder = cache_directory() / digest
+    target = folder / ("lcrt.so" if kind == "shared" else "lcrt.o")
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "runtime.c"
+    source.write_text(RUNTIME_C)
+    flags = ["-shared", "-fPIC"] if kind == "shared" else ["-c", "-fPIC"]
+    partial = folder / f"{target.name}.{os.getpid()}"
+    done = subprocess.run([c_compiler(), "-O2", "-pthread", *flags, str(source), "-o", str(partial)],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"the C compiler failed on the runtime:\n{done.stderr}")
+    partial.replace(target)              # atomic: a concurrent build never sees half a file
+    return target
+
+# %% [markdown]
+# ## Showing LLVM from the command line
+#
+# `lc show llvm FILE.l` prints the module as the back end makes it, then as
+# LLVM's O2 pipeline leaves it.
+
+# %%
+from lcompiler.cli import arg, command, read_source, stage, lc
+
+# %%
+#| export cli
+from lcompiler import llvm_backend
+
+
+@stage("llvm")
+def show_llvm_stage(source: Source) -> str:
+    module = llvm_backend.to_llvm(source)
+    optimised = llvm_backend.optimise(module)
+    return (f"; ---- {source.name}: the module from the back end\n{module}\n"
+            f"; ---- {source.name}: after LLVM's O2 pipeline\n{optimised}").rstrip("\n")
+
+# %% [markdown]
+# ## A worked example: a loop, a recursion, a list
+#
+# Here is a program with a `while` loop, a non-tail recursion and a list,
+# and the LLVM the back end makes for its functions (`main`, the printers
+# and the initialisers are left out here; `lc show llvm` shows everything):
+
+# %%
+EXAMPLE = """data List<a> { Cons(a, List<a>)
+  Nil }
+def sum_to(n) = {
+  var i := 0
+  var total := 0
+  while (i < n) { i := i + 1; total := total + i }
+  total
+}
+def length(l) = match (l) { Nil -> 0
+  Cons(_, rest) -> 1 + length(rest) }
+def count(n, acc) = if (n == 0) acc else count(n - 1, Cons(n, acc))
+print(sum_to(100), length(count(3, Nil)), count(2, Nil))
+"""
+import re
+
+module = to_llvm(Source("example.l", EXAMPLE))
+
+
+def show_functions(module, names):
+    """The LLVM text of the functions of a module whose L names are given."""
+    text = str(module)
+    for name in names:
+        start = re.search(rf"@\"?{name}_\d+\"?\(", text).start()
+        start = text.rindex("\ndefine", 0, start) + 1
+        print(text[start:text.index("\n}\n", start) + 3])
+
+
+show_functions(module, ["sum_to", "length"])
+
+# %% [markdown]
+# Read `sum_to` against the rules: the `while` loop of chapter 7 is a
+# recursive continuation, so it is a block (`loop_…`) whose φ-nodes are the
+# two variables the loop assigns — SSA construction without an algorithm of
+# its own, because the continuation parameters *are* the φ-nodes. The loop
+# jumps back to its own block; the test `i < n` is a Bool, and `if` on a
+# Bool is a `switch` on 0 and 1 like any `case`. `length` switches on the tag
+# of its argument — twice, since chapter 7's automaton tests one clause at a
+# time — and its recursive call is not in tail position: a `call`, then a
+# branch to the continuation block that adds one. A failed match prints the
+# value with the printer of `List<Int>`. And `count`, whose parameter is a
+# pair, takes two words (the flattening above); its tail call is a `tail
+# call` followed by `ret`.
+#
+# That is naive code, and LLVM's O2 pipeline makes short work of it. After
+# optimisation, nothing is left of the module but the printer of
+# `List<Int>`, `main` and `lc_program` — here it is:
+
+# %%
+optimised = optimise(module)
+text = str(optimised)
+print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @main")])
+
+# %% [markdown]
+# Every function was called once, so LLVM inlined them all into the
+# initialiser of the `print` statement and that into `lc_program`. The loop
+# of `sum_to(100)` was run at compile time: the program prints the constant
+# 5050. `count(3, Nil)` and `count(2, Nil)` were unrolled into five inline
+# allocations of a `Cons` (header 2, then the two fields; `Nil` is the
+# address of `@nullary.1`). And `length`, whose recursive call is *not* a
+# tail call, became a loop anyway: LLVM's tail-recursion elimination saw
+# that the pending `1 + …` is an associative operation and introduced an
+# accumulator (`%accumulator.tr`). The program runs in chapter 11; here,
+# chapter 1's `run_in_child` and the runtime suffice to check its output:
+
+# %%
+import ctypes
+
+llvm.load_library_permanently(str(runtime_library("shared")))
+engine = llvm.create_mcjit_compiler(optimised, addlang.target_machine())
+engine.finalize_object()
+main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
+print(addlang.run_in_child(main))
+
+# %% [markdown]
+# ## The seeds' program
+#
+# The program of seed 000, which builds a pair out of functions alone, and
+# its assertion `second(p) * (first(p) + second(p)) == 60`. After closure
+# conversion it allocates one closure (chapter 8); the static closures of
+# `true` and `false` are constant globals, so LLVM knows their code, calls
+# it directly, inlines it — and folds the whole computation. What remains of
+# the program after O2 is below: no test, no call; only the allocation of
+# the one closure (header 3, the code, 7 and 5), which LLVM cannot remove
+# because allocating moves `lc_hp`, a global that the runtime reads.
+
+# %%
+SEEDS = Source("seeds.l", open("../examples/seeds.l").read())
+text = str(optimise(to_llvm(SEEDS)))
+print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @main")])
+
+# %% [markdown]
+# ## The promises, tested
+#
+# `tests/test_mono.py` checks monomorphisation on every corpus program and
+# example: no type variable is left anywhere, the result is well typed at
+# the types it records, the input is unchanged, and the reference
+# interpreter, an interpreter whose `print` works from the static types, and
+# the CPS interpreter after chapters 7 and 8 all agree with the original.
+# `tests/test_native.py` checks this chapter and the next one together:
+# every corpus program and example, and random well-typed programs, give the
+# same output, errors and exit status compiled as interpreted; tail calls
+# through closures run in a stack of 256 KiB; ten million short-lived lists
+# run in a heap of 8 MiB; a heap limit and a runaway recursion are runtime
+# errors; the verifier catches a broken module.

@@ -1,0 +1,520 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 11. Running L: JIT, executables, lc, the REPL, %%L
+#
+# Chapter 10 ends with a verified, optimised LLVM module and a C runtime.
+# This chapter runs them, four ways:
+#
+# - **in this process**, through llvmlite's JIT: LLVM compiles the module to
+#   machine code in memory, and Python calls its `main` — what `lc run` does;
+# - **in a child process** of this one, for a host that must survive
+#   whatever the program does: a notebook kernel, the REPL, the tests;
+# - **as a native executable**: LLVM writes an object file, the system's C
+#   compiler links it with the runtime, and the result runs without Python
+#   (`lc build FILE.l -o EXE`);
+# - **one line at a time**, in `lc repl`, and one cell at a time with the
+#   `%%L` cell magic in a notebook.
+#
+# What this chapter promises, in the module `lcompiler.driver` and the
+# commands of `lcompiler.cli`:
+#
+# - `lc run FILE.l` compiles to native code and runs it; the output, the
+#   runtime errors and the exit status are the reference interpreter's
+#   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
+# - `lc build FILE.l -o EXE` writes an executable that behaves the same;
+# - `run_l(text)` and the `%%L` magic run a program in a child process and
+#   show its output and its errors; nothing an L program does — a runtime
+#   error, an infinite recursion, exhausting memory — takes the kernel down;
+# - `lc repl` reads definitions and expressions one at a time and prints
+#   each expression's value with its type: `9 : Int`.
+
+# %%
+#| default_exp driver
+
+# %% [markdown]
+# ## Just in time, in this process
+#
+# llvmlite's MCJIT engine takes a module, compiles it to machine code in
+# this process's memory, and resolves the module's external names — the
+# runtime's `lc_print_int`, `lc_hp`, `lc_run` — among the symbols of the
+# libraries loaded into the process. So the runtime is compiled once into a
+# shared library (chapter 10's `runtime_library("shared")`, cached on disk)
+# and loaded with `load_library_permanently`; then `main` is a plain C
+# function that `ctypes` can call.
+#
+# Running in this process is what `lc run` wants: the program's output goes
+# straight to the terminal, and when the program stops with a runtime error
+# the runtime exits the process with status 2 — which is `lc run`'s exit
+# status. Python's own buffered output is flushed first, so nothing comes out
+# of order.
+
+# %%
+#| export
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from lcompiler import addlang, llvm_backend
+from lcompiler.errors import CompileError, Diagnostic, Source
+
+_runtime_loaded = False
+
+
+def jit(ref: llvm.ModuleRef):
+    """An execution engine holding the machine code of a module, and its main as a C function."""
+    global _runtime_loaded
+    if not _runtime_loaded:
+        llvm.load_library_permanently(str(llvm_backend.runtime_library("shared")))
+        _runtime_loaded = True
+    engine = llvm.create_mcjit_compiler(ref, addlang.target_machine())
+    engine.finalize_object()
+    main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
+    return engine, main
+
+
+def compile_source(source: Source, level: int = 2) -> llvm.ModuleRef:
+    """Source to optimised, verified LLVM (CompileError for a program the compiler rejects)."""
+    return llvm_backend.optimise(llvm_backend.to_llvm(source), level)
+
+
+def run_here(source: Source) -> int:
+    """Compile and run in this process; a runtime error exits the process with status 2."""
+    engine, main = jit(compile_source(source))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return main()
+
+# %% [markdown]
+# ## In a child process: nothing reaches the host
+#
+# A notebook kernel, the REPL and the test suite must outlive the programs
+# they run. So they run them in a forked child: the parent compiles (a
+# `CompileError` is reported in the parent, as usual), forks, and the child
+# calls `main` with its standard output and error sent to two temporary
+# files; the parent waits, reads the files, and returns what happened as a
+# `Result`. Whatever the program does — exit with a runtime error, overflow
+# its stack, exhaust its heap, even crash — ends the child, never the parent.
+# A program that never stops is stopped by `timeout` (seconds), or by an
+# interrupt (the notebook's stop button), either of which kills the child.
+
+# %%
+#| export
+@dataclass(frozen=True)
+class Result:
+    """How a program ran: what it wrote, and its exit status (-N: killed by signal N)."""
+    stdout: str
+    stderr: str
+    status: int
+
+
+def run_in_child(main, timeout: float | None = None) -> Result:
+    addlang._libc.fflush(None)                # nothing buffered may be written twice
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:                              # the child: never returns
+            status = 70
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                status = main()
+            finally:
+                os._exit(status)
+        try:
+            status = wait(pid, timeout)
+        except BaseException:                     # an interrupt: the child goes with it
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+        out.seek(0)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+        if status == -signal.SIGKILL and timeout is not None:
+            stderr += f"stopped: the program ran longer than {timeout:g} s\n"
+        return Result(out.read().decode(errors="replace"), stderr, status)
+
+
+def wait(pid: int, timeout: float | None) -> int:
+    """The exit status of child pid; kill it after timeout seconds."""
+    if timeout is None:
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        time.sleep(0.005)
+
+
+def run_source(source: Source, timeout: float | None = None, level: int = 2) -> Result:
+    """Compile and run a program in a child process; a compile error is a Result with status 1."""
+    try:
+        ref = compile_source(source, level)
+    except CompileError as error:
+        return Result("", error.render() + "\n", 1)
+    engine, main = jit(ref)
+    return run_in_child(main, timeout)
+
+# %% [markdown]
+# A program that prints, then fails; and one that never stops, stopped after
+# half a second:
+
+# %%
+print(run_source(Source("half.l", 'print("one")\nprint(1 / (1 - 1))\n')))
+print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), timeout=0.5))
+
+# %% [markdown]
+# ## Native executables
+#
+# `lc build` asks LLVM for an object file — machine code for this machine,
+# position independent so that the system linker may make a PIE — and links
+# it with the runtime's object file, compiled by the system C compiler
+# (`cc`), which also links the C library and POSIX threads. The executable
+# needs nothing else: not Python, not LLVM.
+
+# %%
+#| export
+def build(source: Source, exe: str | Path, level: int = 2) -> Path:
+    """Compile a program to a native executable (CompileError for a rejected program)."""
+    ref = compile_source(source, level)
+    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", opt=2)
+    exe = Path(exe)
+    with tempfile.TemporaryDirectory() as tmp:
+        obj = Path(tmp) / "program.o"
+        obj.write_bytes(machine.emit_object(ref))
+        runtime = llvm_backend.runtime_library("object")
+        linked = subprocess.run([llvm_backend.c_compiler(), str(obj), str(runtime), "-o", str(exe), "-lpthread"],
+                                capture_output=True, text=True)
+        if linked.returncode:
+            raise RuntimeError(f"linking failed: {linked.stderr.strip()}")
+    return exe
+
+# %% [markdown]
+# The examples of the book, built and run as executables (the runtime's
+# object file is compiled once and cached; each build is an LLVM compilation
+# and a link):
+
+# %%
+import contextlib
+
+with tempfile.TemporaryDirectory() as tmp:
+    exe = build(Source("queens.l", open("../examples/queens.l").read()), Path(tmp) / "queens")
+    done = subprocess.run([str(exe)], capture_output=True, text=True)
+    print(done.stdout, end="")
+    print("exit status", done.returncode)
+
+# %% [markdown]
+# ## L in a notebook: run_l and the %%L magic
+#
+# `run_l(text)` compiles a program given as text and runs it in a child: it
+# prints the program's output, then its errors (compile or runtime, rendered
+# as `lc` renders them), and returns the `Result`. The cell magic `%%L` does
+# the same with the text of its cell, after `%load_ext lcompiler.driver`; its
+# line may give a name for the cell's source (`%%L fib.l`, used in error
+# messages) and a time limit (`--timeout 10`).
+
+# %%
+#| export
+def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
+    """Compile and run an L program given as text, safely; show its output and errors."""
+    result = run_source(Source(name, text), timeout)
+    print(result.stdout, end="")
+    if result.stderr:
+        print(result.stderr, end="", file=sys.stdout)   # in a notebook: right under the output
+    if result.status not in (0, 1, 2) and "stopped:" not in result.stderr:
+        print(f"the program was stopped (exit status {result.status})")
+    return result
+
+
+def l_cell_magic(line: str, cell: str) -> None:
+    """%%L [NAME.l] [--timeout SECONDS]: run the cell as an L program."""
+    words, name, timeout = line.split(), "cell.l", None
+    while words:
+        w = words.pop(0)
+        if w == "--timeout" and words:
+            timeout = float(words.pop(0))
+        else:
+            name = w
+    run_l(cell, name, timeout)
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext lcompiler.driver` registers the %%L cell magic."""
+    ipython.register_magic_function(l_cell_magic, magic_kind="cell", magic_name="L")
+
+# %%
+# %load_ext lcompiler.driver
+
+# %%
+# %%L fib.l
+def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)
+print(fib(30))
+print((1, "two", Cons(3, Nil)))
+data List<a> { Cons(a, List<a>)
+  Nil }
+
+# %% [markdown]
+# An error, and the same kernel carries on. (The recursion is
+# `2 * down(n + 1) + 1` rather than `1 + down(n + 1)` on purpose: LLVM's
+# tail-recursion elimination turns the latter into a loop with an
+# accumulator — chapter 10 showed it on `length` — and the program then runs
+# forever in constant stack, which is also a correct way to not terminate.)
+
+# %%
+# %%L deep.l
+def down(n) = 2 * down(n + 1) + 1
+print("going down")
+print(down(0))
+
+# %%
+# %%L --timeout 1
+def spin(n) = spin(n + 1)
+spin(0)
+
+# %%
+# %%L
+print(1 + true)
+
+# %%
+_ = run_l("print(\"the kernel is still here\")")
+
+# %% [markdown]
+# ## The REPL
+#
+# `lc repl` reads an entry — a definition, a `data` declaration, or an
+# expression — compiles it with everything accepted before, and runs it. An
+# expression's value is printed with its type, `9 : Int`; a definition is
+# kept (and its type shown) if it compiles and runs; an entry with an error
+# shows the error and is forgotten. An entry may span lines: while what has
+# been typed is an unfinished program (the parser stops at its end), the
+# REPL asks for more with `...`.
+#
+# How it works, in the simplest way that is right: the REPL keeps the text
+# of the definitions accepted so far. For an expression `e` it compiles
+# those definitions followed by `def it = e` and `print(it)`, and looks up
+# the type of `it` among the type schemes of chapter 5. Everything runs in a
+# child process, so a runtime error or an infinite recursion costs the entry
+# and never the session. Since the earlier definitions run again at every
+# entry, the REPL remembers how much output they produce (L programs read no
+# input, so they print the same thing every time) and shows only what is
+# new. The cost is that each entry recompiles the whole session: fine for a
+# session typed by hand.
+
+# %%
+#| export
+import re
+
+from lcompiler import syntax, types
+
+
+class Repl:
+    """A session: the definitions accepted so far, and how much they print."""
+
+    NAME = "it"
+
+    def __init__(self, timeout: float | None = None):
+        self.definitions, self.printed, self.timeout = "", 0, timeout
+
+    def enter(self, text: str) -> str:
+        """What the session shows for one complete entry."""
+        try:
+            parsed = syntax.parse(Source("<repl>", text))
+        except CompileError as error:
+            return error.render() + "\n"
+        items = parsed.items
+        if items and all(isinstance(i, (syntax.Def, syntax.Data)) for i in items):
+            return self.define(text, [i.name.name for i in items if isinstance(i, syntax.Def)])
+        return self.evaluate(text)
+
+    def run(self, before: str, entry: str, after: str = "\n"):
+        """Compile and run the session's definitions, then before + entry + after: (result, typing)."""
+        source = Source("<repl>", self.definitions + before + entry + after)
+        self.lines_before = (self.definitions + before).count("\n")
+        try:
+            _, typing = types.check_types(source)
+        except CompileError as error:
+            return Result("", self.locate(error, len(self.definitions + before)), 1), None
+        return run_source(source, self.timeout), typing
+
+    @staticmethod
+    def locate(error: CompileError, offset: int) -> str:
+        """Render an error in the entry as if the entry were the whole source."""
+        span = error.span
+        if span.start >= offset:
+            entry = Source("<repl>", span.source.text[offset:])
+            span = type(span)(entry, span.start - offset, span.end - offset)
+            error = CompileError(error.message, span)
+        return error.render() + "\n"
+
+    def new_output(self, result: Result) -> str:
+        """What this entry printed, and its error with line numbers counted from the entry."""
+        def relocate(m):
+            line = int(m.group(1)) - self.lines_before
+            return f"<repl>:{line}:" if line > 0 else m.group(0)
+        return result.stdout[self.printed:] + re.sub(r"^<repl>:(\d+):", relocate, result.stderr, flags=re.M)
+
+    def define(self, text: str, names: list) -> str:
+        result, typing = self.run("", text)
+        shown = self.new_output(result)
+        if result.status == 0:
+            self.definitions += text + "\n"
+            self.printed = len(result.stdout)
+            shown += "".join(f"{n} : {typing.show(n)}\n" for n in names)
+        return shown
+
+    def evaluate(self, text: str) -> str:
+        result, typing = self.run(f"def {self.NAME} = {{\n", text, f"\n}}\nprint({self.NAME})\n")
+        if result.status != 0:
+            return self.new_output(result)
+        *before, value = result.stdout[self.printed:].split("\n")[:-1] or [""]
+        return "".join(line + "\n" for line in before) + f"{value} : {typing.show(self.NAME)}\n"
+
+
+def unfinished(text: str) -> bool:
+    """Is text the beginning of a program, cut short (an error at its very end)?"""
+    try:
+        syntax.parse(Source("<repl>", text))
+    except CompileError as error:
+        return error.span.start >= len(text.rstrip())
+    return False
+
+
+def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> None:
+    """Read entries from an iterator of lines; write what the session shows."""
+    session, entry = Repl(timeout), ""
+    if prompt:
+        write("L> ")
+    for line in lines:
+        entry += line if line.endswith("\n") else line + "\n"
+        if entry.strip() and unfinished(entry):
+            if prompt:
+                write("... ")
+            continue
+        if entry.strip():
+            write(session.enter(entry.rstrip("\n")))
+        entry = ""
+        if prompt:
+            write("L> ")
+    if prompt:
+        write("\n")
+
+# %% [markdown]
+# A session, driven from a list of lines as the tests drive it:
+
+# %%
+session = ["def square(x) = x * x",
+           "square(12)",
+           "data Shape { Circle(Int)",
+           "  Rect(Int, Int) }",
+           "def area = { Circle(r) -> 3 * square(r); Rect(w, h) -> w * h }",
+           "(area(Circle(2)), area(Rect(2, 5)))",
+           "def id(x) = x",
+           "id(Rect(1, 2))",
+           "area(true)",
+           "square(1 / 0)",
+           "print(\"printed\")"]
+repl(iter(session), lambda text: print(text, end=""), prompt=False)
+
+# %% [markdown]
+# ## The commands
+#
+# `lc run` now compiles natively; the reference interpreter stays one flag
+# away, for comparison and for debugging the compiler. `lc build` writes an
+# executable. `lc repl` starts a session on the terminal (with a prompt when
+# its input is a terminal, and without when it reads a file or a pipe — the
+# way the tests drive it).
+
+# %%
+from lcompiler.cli import arg, command, read_source, stage, lc
+
+# %%
+#| export cli
+from lcompiler import driver
+
+
+@command("run", "compile an L program to native code and run it",
+         arg("file", help="an L source file"),
+         arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"))
+def run_native_command(args) -> int:
+    source = read_source(args.file)
+    if args.interp:
+        program, _ = types.check_types(source)
+        interp.Interpreter().run(program)
+        return 0
+    return driver.run_here(source)
+
+
+@command("build", "compile an L program to a native executable",
+         arg("file", help="an L source file"),
+         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"))
+def build_command(args) -> int:
+    driver.build(read_source(args.file), args.output)
+    return 0
+
+
+@command("repl", "read L definitions and expressions, and run them one at a time")
+def repl_command(args) -> int:
+    interactive = sys.stdin.isatty()
+    if interactive:
+        print("L, compiled to native code one entry at a time. End with Ctrl-D.")
+    driver.repl(sys.stdin, lambda text: print(text, end="", flush=True), prompt=interactive)
+    return 0
+
+# %% [markdown]
+# From the shell — here through `subprocess`, because a program run by
+# `lc run` writes to the process's own standard output, below Python:
+
+# %%
+lc_path = str(Path(sys.executable).parent / "lc")
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    Path("hello.l").write_text('print("Hello from native code", 6 * 7)\nassert(1 > 2)\n')
+    for argv in (["run", "hello.l"], ["run", "--interp", "hello.l"], ["build", "hello.l", "-o", "hello"]):
+        done = subprocess.run([lc_path, *argv], capture_output=True, text=True)
+        print(f"$ lc {' '.join(argv)}\n{done.stdout}{done.stderr}(exit status {done.returncode})\n")
+    done = subprocess.run(["./hello"], capture_output=True, text=True)
+    print(f"$ ./hello\n{done.stdout}{done.stderr}(exit status {done.returncode})")
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    done = subprocess.run([lc_path, "repl"], input="def x = 6\nx * 7\nx.{ 6 -> \"six\"; _ -> \"other\" }\n",
+                          capture_output=True, text=True)
+    print(done.stdout, end="")
+
+# %% [markdown]
+# ## The promises, tested
+#
+# `tests/test_native.py` runs every corpus program and example compiled —
+# in a child through the JIT, and a third of them as executables — and
+# requires the reference interpreter's output, errors and exit status; the
+# same for sixty random well-typed programs per run (the generator of
+# chapter 7's tests). It checks that `lc run` reports rejected programs
+# exactly as the interpreter does, that `lc build` makes an executable that
+# behaves like `lc run`, the REPL's answers, and the notebook-safety
+# promise: it executes a notebook whose `%%L` cells run an infinite non-tail
+# recursion, a failing assertion and a program that fills its heap, and
+# requires each cell to show the error and the kernel to answer the next
+# cells.

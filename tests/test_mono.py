@@ -1,0 +1,543 @@
+"""Monomorphisation, judged against the reference interpreter and the later stages.
+
+Every corpus program (run and fail) and every example is monomorphised, then:
+- no `.type` field anywhere (expressions, patterns, variables, definitions) holds a TParam;
+- the result is well typed at the types it records (a checker of the monomorphic rules);
+- the input program is left as it was;
+- the reference interpreter prints the same and stops with the same rendered error, on the
+  result, and an interpreter whose print and match failures are driven by the *static* types
+  (as the back end's are) prints the same too;
+- CPS conversion, closure conversion and chapter 6's checker accept the result, and the CPS
+  interpreter agrees.
+Then programs written for the cases that matter, and random programs from tests/test_convert.py.
+"""
+
+import importlib.util
+import io
+import sys
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+import pytest
+
+from lcompiler import core as c, cps, syntax as s
+from lcompiler.closure import closure_convert
+from lcompiler.core import pretty_core
+from lcompiler.cps_convert import convert
+from lcompiler.errors import RunError, Source
+from lcompiler.interp import Closure, Data, Interpreter, show_value
+from lcompiler.types import TCon, TParam, check_types, show_type
+
+from lcompiler.mono import measure, monomorphise
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+PROGRAMS = sorted((CORPUS / "run").glob("*.l")) + sorted((CORPUS / "fail").glob("*.l")) + \
+    sorted((ROOT / "examples").glob("*.l"))
+IDS = [p.parent.name + "/" + p.stem for p in PROGRAMS]
+SLOW = {"tail_sum_million", "tail_mutual_million"}      # seconds per run: run once, on the result only
+
+
+# --- Running -------------------------------------------------------------------------------------
+
+def outcome(run) -> tuple:
+    """(what run(out) printed, the rendered runtime error or None)."""
+    out = io.StringIO()
+    try:
+        run(out)
+        error = None
+    except RunError as e:
+        error = e.render()
+    return out.getvalue(), error
+
+
+def reference(core) -> tuple:
+    return outcome(lambda out: Interpreter(out).run(core))
+
+
+def typed(core) -> tuple:
+    return outcome(lambda out: TypedInterpreter(core, out).run(core))
+
+
+def on_cps(program) -> tuple:
+    return outcome(lambda out: cps.run(program, out))
+
+
+def compile_text(text: str, name: str = "x.l"):
+    return check_types(Source(name, text))[0]
+
+
+# --- What the result must be: no type variable, well typed ----------------------------------------
+
+def walk(x):
+    """Every dataclass node reachable from x (lists and tuples included), types excepted."""
+    todo = [x]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif is_dataclass(x) and not isinstance(x, (TCon, TParam, s.Data)):
+            yield x
+            todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "op_span", "type"))
+
+
+def type_params(t) -> list:
+    if isinstance(t, TParam):
+        return [t]
+    return [p for a in t.args for p in type_params(a)] if isinstance(t, TCon) else []
+
+
+def no_type_variables(program) -> None:
+    for node in walk(program.items):
+        if hasattr(node, "type"):
+            assert node.type is not None or isinstance(node, c.Def), f"untyped {node!r}"
+            assert not type_params(node.type), f"{show_type(node.type)} on {node!r}"
+
+
+def snapshot(program) -> tuple:
+    """The text and every recorded type of a program: to check that it was not changed."""
+    return pretty_core(program), [(type(n).__name__, getattr(n, "type", None)) for n in walk(program.items)]
+
+
+INT, BOOL, UNIT, STRING = TCon("Int"), TCon("Bool"), TCon("Unit"), TCon("String")
+
+
+def constructors(program) -> dict:
+    """Constructor -> (type name, parameter names, field syntax types)."""
+    return {con.name: (d.name, [p.name for p in d.params], [f.type for f in con.fields or []])
+            for d in program.items if isinstance(d, s.Data) for con in d.constructors}
+
+
+def field_type(t, params: dict) -> TCon:
+    """A data declaration's field type, its parameters given by params."""
+    if isinstance(t, s.TVar):
+        return params[t.name]
+    if isinstance(t, s.TName):
+        return TCon(t.name, tuple(field_type(a, params) for a in t.args))
+    if isinstance(t, s.TTuple):
+        return TCon("*", tuple(field_type(i, params) for i in t.items))
+    return TCon("->", (field_type(t.arg, params), field_type(t.result, params)))
+
+
+def field_types(cons: dict, name: str, t: TCon) -> list:
+    data, params, fields_ = cons[name]
+    assert t.name == data and len(t.args) == len(params), f"{name} at {show_type(t)}"
+    return [field_type(f, dict(zip(params, t.args))) for f in fields_]
+
+
+class WellTyped:
+    """Checks the typing rules of the core language on a monomorphic program's recorded types."""
+
+    def __init__(self, program):
+        self.cons = constructors(program)
+        self.globals = {d.name.name: d.name.type for d in program.items if isinstance(d, c.Def)}
+        with s.recursion_limit(50 * s.NESTING_LIMIT):
+            for item in program.items:
+                if isinstance(item, c.Def):
+                    assert item.value.type == item.name.type, item.name.name
+                    self.expr(item.value, {})
+                elif not isinstance(item, s.Data):
+                    self.expr(item, {})
+
+    def pattern(self, p, t, env: dict) -> None:
+        assert p.type == t, f"pattern {p!r}: {show_type(p.type)} against {show_type(t)}"
+        if isinstance(p, s.PVar):
+            env[p.name] = t
+        elif isinstance(p, s.PInt):
+            assert t == INT
+        elif isinstance(p, s.PUnit):
+            assert t == UNIT
+        elif isinstance(p, s.PTuple):
+            assert t.name == "*" and len(t.args) == len(p.items)
+            for q, u in zip(p.items, t.args):
+                self.pattern(q, u, env)
+        elif isinstance(p, s.PCon):
+            for q, u in zip(p.args or [], field_types(self.cons, p.name, t)):
+                self.pattern(q, u, env)
+
+    def expr(self, e, env: dict) -> None:
+        t, kind = e.type, type(e)
+        assert not type_params(t)
+        if kind is c.Lit:
+            v = e.value
+            assert t == (BOOL if type(v) is bool else INT if type(v) is int else STRING if type(v) is str else UNIT)
+        elif kind is c.Var:
+            want = BOOL if e.kind == "builtin" else self.globals[e.name] if e.kind == "global" else env[e.name]
+            assert t == want, f"{e.name}: {show_type(t)}, bound at {show_type(want)}"
+        elif kind is c.Con:
+            for a, u in zip(e.args, field_types(self.cons, e.name, t)):
+                assert a.type == u, f"a field of {e.name}"
+                self.expr(a, env)
+        elif kind is c.Tuple:
+            assert t == TCon("*", tuple(i.type for i in e.items))
+            for i in e.items:
+                self.expr(i, env)
+        elif kind is c.Lambda:
+            assert t.name == "->"
+            self.expr(e.body, {**env, e.param: t.args[0]})
+            assert e.body.type == t.args[1]
+        elif kind is c.App:
+            assert e.fn.type == TCon("->", (e.arg.type, t)), "a call"
+            self.expr(e.fn, env)
+            self.expr(e.arg, env)
+        elif kind is c.Prim:
+            for a in e.args:
+                self.expr(a, env)
+            if e.op in ("==", "!="):
+                assert e.args[0].type == e.args[1].type and e.args[0].type in (INT, BOOL, STRING) and t == BOOL
+            elif e.op == "not":
+                assert e.args[0].type == BOOL and t == BOOL
+            else:
+                assert all(a.type == INT for a in e.args) and t == (BOOL if e.op in "< <= > >=".split() else INT)
+        elif kind is c.If:
+            assert e.cond.type == BOOL
+            want = {"if": t, "if without else": UNIT, "&&": BOOL, "||": BOOL}[e.form]
+            assert e.then.type == e.orelse.type == want == t
+            for part in (e.cond, e.then, e.orelse):
+                self.expr(part, env)
+        elif kind is c.Match:
+            self.expr(e.scrutinee, env)
+            for p, body in e.clauses:
+                inner = dict(env)
+                self.pattern(p, e.scrutinee.type, inner)
+                assert body.type == t
+                self.expr(body, inner)
+        elif kind is c.Let or kind is c.LetVar:
+            self.expr(e.value, env)
+            assert e.body.type == t
+            self.expr(e.body, {**env, e.name: e.value.type})
+        elif kind is c.Assign:
+            assert e.target.type == env[e.target.name] == e.value.type and t == UNIT
+            self.expr(e.value, env)
+        elif kind is c.While:
+            assert e.cond.type == BOOL and t == UNIT
+            self.expr(e.cond, env)
+            self.expr(e.body, env)
+        elif kind is c.Seq:
+            assert t == e.second.type
+            self.expr(e.first, env)
+            self.expr(e.second, env)
+        elif kind is c.Print:
+            assert t == UNIT
+            for a in e.args:
+                self.expr(a, env)
+        elif kind is c.Assert:
+            assert e.cond.type == BOOL and t == UNIT
+            self.expr(e.cond, env)
+        else:
+            raise AssertionError(f"not a core expression: {e!r}")
+
+
+# --- An interpreter whose print reads the static types, as the back end's must ---------------------
+
+class TypedInterpreter(Interpreter):
+    """The reference interpreter, but `print` and the value of a match failure are written from the
+    type recorded on the node (checking on the way that the value has that type)."""
+
+    def __init__(self, program, out):
+        super().__init__(out)
+        self.cons = constructors(program)
+
+    def show(self, v, t, nested: bool = False) -> str:
+        assert isinstance(t, TCon), f"print at the type {t!r}"
+        if t == INT:
+            assert type(v) is int
+        elif t == BOOL:
+            assert type(v) is bool
+        elif t == UNIT:
+            assert v == ()
+        elif t == STRING:
+            assert type(v) is str
+        elif t.name == "->":
+            assert type(v) is Closure
+        elif t.name == "*":
+            assert type(v) is tuple and len(v) == len(t.args)
+            return "(" + ", ".join(self.show(x, u, True) for x, u in zip(v, t.args)) + ")"
+        else:
+            assert type(v) is Data and self.cons[v.name][0] == t.name
+            items = [self.show(x, u, True) for x, u in zip(v.fields, field_types(self.cons, v.name, t))]
+            return v.name + ("(" + ", ".join(items) + ")" if items else "")
+        return show_value(v, nested)
+
+    def compile(self, e, tail: bool = False):
+        if type(e) is c.Print:
+            args, types_, out = [self.compile(a) for a in e.args], [a.type for a in e.args], self.out
+
+            def print_(env):
+                out.write(" ".join([self.show(a(env), t) for a, t in zip(args, types_)]) + "\n")
+                return ()
+            return print_
+        if type(e) is c.Match:
+            plain = super().compile(e, tail)
+            scrutinee, t, span = self.compile(e.scrutinee), e.scrutinee.type, e.span
+
+            def run_match(env):
+                try:
+                    return plain(env)
+                except RunError as error:
+                    if error.span is span and error.message.startswith("no clause matches"):
+                        raise RunError(f"no clause matches the value {self.show(scrutinee(env), t, True)}",
+                                       span) from None
+                    raise
+            return run_match
+        return super().compile(e, tail)
+
+
+# --- 1. The corpus and the examples --------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_corpus_means_the_same_monomorphised(path):
+    core = compile_text(path.read_text(encoding="utf-8"), path.name)
+    before = snapshot(core)
+    mono = monomorphise(core)
+    assert snapshot(core) == before, "the input was changed"
+    no_type_variables(mono)
+    WellTyped(mono)
+    program = convert(mono)
+    cps.check(program)
+    closure_convert(program)
+    cps.check(program, closed=True)
+    if path.stem in SLOW:         # their .out files are checked against the reference by test_corpus.py
+        assert reference(mono) == (path.with_suffix(".out").read_text(encoding="utf-8"), None)
+        return
+    want = reference(core)
+    assert reference(mono) == want
+    assert typed(mono) == want
+    assert on_cps(program) == want
+    if path.parent.name == "fail":
+        assert want[1] is not None
+
+
+def test_the_corpus_is_there():
+    assert len(PROGRAMS) >= 70
+
+
+# --- 2. The cases that matter --------------------------------------------------------------------
+
+LIST = "data List<t> { Cons(t, List<t>); Nil }\n"
+
+
+def same(text: str, printed: str = None, error: str = None):
+    """Monomorphise text; check everything above; return the result and its statistics."""
+    core = compile_text(text)
+    before = snapshot(core)
+    mono, stats = measure(core)
+    assert snapshot(core) == before
+    no_type_variables(mono)
+    WellTyped(mono)
+    want = reference(core)
+    assert reference(mono) == want and typed(mono) == want
+    program = convert(mono)
+    cps.check(program)
+    closure_convert(program)
+    cps.check(program, closed=True)
+    assert on_cps(program) == want
+    if printed is not None:
+        assert want[0] == printed
+    if error is not None:
+        assert want[1] is not None and error in want[1], want[1]
+    else:
+        assert want[1] is None, want[1]
+    return mono, stats
+
+
+def definitions(mono) -> dict:
+    return {d.name.name: d.name.type for d in mono.items if isinstance(d, c.Def)}
+
+
+def test_show_at_four_types():
+    mono, stats = same(LIST + 'def show(x) = print(x)\nshow(1)\nshow("a")\nshow(Cons(1, Nil))\nshow((2, "b"))\n',
+                       '1\na\nCons(1, Nil)\n(2, "b")\n')
+    assert stats.instances == {"show": 4}
+    assert {n: show_type(t) for n, t in definitions(mono).items()} == {
+        "show": "Int -> Unit", "show_1": "String -> Unit", "show_2": "List<Int> -> Unit",
+        "show_3": "(Int, String) -> Unit"}
+
+
+def test_a_polymorphic_let_inside_a_polymorphic_function():
+    _, stats = same(LIST + """
+def f(x) = {
+  let pair = { y -> (x, y) }
+  print(pair(1), pair("s"))
+  let unused = { z -> z }
+  x
+}
+f(true)
+f(Cons(Nil, Nil))
+print(f(3) + 1)
+""", '(true, 1) (true, "s")\n(Cons(Nil, Nil), 1) (Cons(Nil, Nil), "s")\n(3, 1) (3, "s")\n4\n')
+    assert stats.instances["f"] == 3
+    assert stats.instances["pair (let, 4:3)"] == 6           # two per copy of f
+    assert stats.instances["unused (let, 6:3)"] == 3         # kept once per copy, at the default type
+
+
+def test_mutually_recursive_polymorphic_definitions():
+    _, stats = same(LIST + """
+def even(l) = l.{ Nil -> true; Cons(x, r) -> { print(x); odd(r) } }
+def odd(l) = l.{ Nil -> false; Cons(x, r) -> { print(x); even(r) } }
+print(even(Cons(1, Cons(2, Nil))))
+print(odd(Cons("a", Nil)))
+print(even(Cons((1, 2), Nil)))
+""", "1\n2\ntrue\na\ntrue\n(1, 2)\nfalse\n")
+    assert stats.instances == {"even": 3, "odd": 3}
+    # a group member's type parameter the other member's type does not mention (b, below)
+    _, stats = same(LIST + """
+def ping(n) = if (n == 0) 0 else pong(n - 1, Nil)
+def pong(n, l) = { print(n, l); ping(n) }
+print(pong(2, Cons("x", Nil)), pong(1, Cons(1, Nil)))
+""", '2 Cons("x", Nil)\n1 Nil\n0 Nil\n1 Cons(1, Nil)\n0 Nil\n0 0\n')
+    assert stats.instances == {"pong": 3}
+
+
+def test_a_polymorphic_function_passed_as_an_argument():
+    mono, stats = same(LIST + """
+def id(x) = x
+def apply(f, x) = f(x)
+def twice(f, x) = f(f(x))
+print(apply(id, 1), apply(id, "a"), twice(id, Cons(true, Nil)))
+def map(f, l) = l.{ Nil -> Nil; Cons(x, r) -> Cons(f(x), map(f, r)) }
+print(map(id, Cons(1, Nil)), map({ l -> map(id, l) }, Cons(Cons("a", Nil), Nil)))
+""", '1 a Cons(true, Nil)\nCons(1, Nil) Cons(Cons("a", Nil), Nil)\n')
+    assert stats.instances["id"] == 3 and stats.instances["apply"] == 2 and stats.instances["twice"] == 1
+
+
+def test_print_of_a_type_fixed_by_nothing():
+    mono, _ = same(LIST + "print(Nil)\nprint(Cons(Nil, Nil), (Nil, 1))\ndef id(x) = x\nprint(id(Nil))\n"
+                   "def f() = { var v := Nil; v := v; v }\nprint(f())\n",
+                   "Nil\nCons(Nil, Nil) (Nil, 1)\nNil\nNil\n")
+    # the element type is defaulted to Unit
+    assert show_type(mono.items[1].args[0].type) == "List<Unit>"
+    assert show_type(definitions(mono)["id"]) == "List<Unit> -> List<Unit>"
+
+
+def test_a_polymorphic_non_function_definition():
+    mono, stats = same(LIST + """
+def empty = Nil
+def pair = (empty, { x -> x })
+print(Cons(1, empty), Cons("a", empty), empty)
+print(pair.{ (l, f) -> Cons(f(1), l) }, pair.{ (l, f) -> Cons(f("a"), l) })
+def unused = Nil
+""", 'Cons(1, Nil) Cons("a", Nil) Nil\nCons(1, Nil) Cons("a", Nil)\n')
+    assert stats.instances == {"empty": 3, "pair": 2, "unused": 0}
+    assert "unused" not in definitions(mono)                 # an unused value without effect is dropped
+    # outside the first instance, a read first reads the definition that kept the name
+    assert "def pair_1 = ({ empty; empty_1 }, { x -> x })" in pretty_core(mono)
+
+
+def test_a_non_function_definition_read_too_early_is_still_named():
+    # In a function, a read of an instance other than the first first reads the one that kept the name.
+    text = LIST + """
+def f() = (Cons(1, empty), Cons("a", empty))
+print(f())
+def empty = Nil
+"""
+    mono, _ = same(text, "", error='empty is read before its definition has run')
+    core = compile_text(text)
+    assert reference(core)[1] == reference(mono)[1]
+
+
+def test_a_match_failure_inside_a_polymorphic_function():
+    mono, stats = same(LIST + """
+def head(l) = l.{ Cons(x, _) -> x }
+print(head(Cons(1, Nil)), head(Cons("a", Nil)))
+print(head(Cons(Cons(1, Nil), Nil)))
+def pairs = Cons(("x", Nil), Nil)
+print(head(pairs))
+print(head(Cons(true, Nil)), head(Nil) + 1)
+""", '1 a\nCons(1, Nil)\n("x", Nil)\n', error="x.l:3:16: runtime error: no clause matches the value Nil")
+    assert stats.instances["head"] == 5
+
+
+def test_a_match_failure_prints_the_value_at_its_type():
+    same(LIST + 'def first(l) = match (l) { Cons(x, Nil) -> x }\nprint(first(Cons("a", Nil)))\n'
+         'first(Cons(("q", Nil), Cons(("r", Cons(1, Nil)), Nil)))\n',
+         "a\n", error='no clause matches the value Cons(("q", Nil), Cons(("r", Cons(1, Nil)), Nil))')
+
+
+def test_names_do_not_collide():
+    mono, _ = same(LIST + """
+def f(x) = x
+def f_1 = 7
+def g(y) = { let f_2 = 3; (f(y), f_2) }
+print(f(1), f("a"), f_1, g(true), g(Nil))
+""", '1 a 7 (true, 3) (Nil, 3)\n')
+    assert list(definitions(mono)) == ["f", "f_3", "f_4", "f_5", "f_1", "g", "g_1"]
+
+
+def test_shadowing_and_a_let_named_like_an_outer_one():
+    same(LIST + """
+def id(x) = x
+def h(n) = {
+  let id = { y -> (id(y), n) }
+  let k = { id -> id }
+  print(id(1), id("a"), k(2))
+  match (n) { id -> print(id) }
+}
+h(5)
+h("n")
+""", '(1, 5) ("a", 5) 2\n5\n(1, "n") ("a", "n") 2\nn\n')
+    # a let of the same name as an outer polymorphic let, whose value uses the outer one
+    mono, stats = same("""
+def main() = {
+  let f = { x -> x }
+  let f = { y -> (f(y), f(true)) }
+  print(f(1), f("a"))
+}
+main()
+""", '(1, true) ("a", true)\n')
+    assert stats.instances == {"f (let, 3:3)": 3, "f (let, 4:3)": 2}
+
+
+def test_statistics():
+    _, stats = same(LIST + "def id(x) = x\ndef k = 1\nprint(id(1), id(true), k)\n", "1 true 1\n")
+    assert stats.definitions == (2, 3) and stats.functions == (1, 2)
+    assert stats.nodes[1] > stats.nodes[0]
+
+
+def test_a_weak_type_variable_leaked_by_the_type_checker():
+    """Chapter 5 lets a later definition generalise a variable of a definition it did not
+    generalise (xs below: List<a>). The result still runs the same and has no type variable,
+    but xs is shared at List<Unit> while f's copies read it at List<Int> and List<String>."""
+    text = LIST + """
+def id(x) = x
+def xs = id(Nil)
+def f(y) = (y, xs)
+def a = f(2)
+match (a) { (n, Cons(s, _)) -> print(s + 1); (n, Nil) -> print("nil") }
+match (f(3)) { (n, Cons(s, _)) -> print(s == "x"); (n, Nil) -> print(n) }
+"""
+    core = compile_text(text)
+    mono = monomorphise(core)
+    no_type_variables(mono)
+    assert reference(mono) == reference(core) == typed(mono) == ("nil\n3\n", None)
+    with pytest.raises(AssertionError, match="xs"):
+        WellTyped(mono)
+
+
+# --- 3. Random programs (the generator of tests/test_convert.py) ----------------------------------
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("lc_test_convert", ROOT / "tests" / "test_convert.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.programs()
+
+
+try:
+    from hypothesis import HealthCheck, given, settings
+
+    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(_generator())
+    def test_random_programs(text):
+        core = compile_text(text)
+        mono = monomorphise(core)
+        no_type_variables(mono)
+        WellTyped(mono)
+        want = reference(core)
+        assert reference(mono) == want and typed(mono) == want
+        program = convert(mono)
+        closure_convert(program)
+        cps.check(program, closed=True)
+        assert on_cps(program) == want
+except ImportError:          # hypothesis is optional
+    pass

@@ -1,0 +1,232 @@
+"""Chapters 10 and 11: L compiled to LLVM and run natively (JIT in a child, and executables).
+
+Differential: every corpus program and example, and random well-typed programs, give the same
+stdout, stderr and exit status compiled as under the reference interpreter of chapter 4b.
+"""
+
+import io
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from lcompiler import driver, llvm_backend
+from lcompiler.errors import CompileError, RunError, Source
+from lcompiler.interp import Interpreter, check
+
+from test_convert import programs as random_programs
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+LC = [str(Path(sys.executable).parent / "lc")]
+PROGRAMS = sorted((CORPUS / "run").glob("*.l")) + sorted((CORPUS / "fail").glob("*.l")) \
+    + sorted((ROOT / "examples").glob("*.l"))
+REJECTED = sorted((CORPUS / "reject").glob("*.l"))
+
+
+def reference(src: Source) -> tuple:
+    """(stdout, stderr, status) under the reference interpreter."""
+    out = io.StringIO()
+    try:
+        Interpreter(out).run(check(src))
+    except RunError as error:
+        return out.getvalue(), error.render() + "\n", 2
+    return out.getvalue(), "", 0
+
+
+def native(src: Source) -> tuple:
+    r = driver.run_source(src, timeout=60)
+    return r.stdout, r.stderr, r.status
+
+
+def source(path: Path) -> Source:
+    return Source(path.name, path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def expected(path: Path) -> tuple:
+    return reference(source(path))
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_compiled_programs_behave_as_interpreted(path):
+    assert native(source(path)) == expected(path)
+
+
+@pytest.fixture(scope="module")
+def lc_env(tmp_path_factory):
+    return dict(os.environ)
+
+
+@pytest.mark.parametrize("path", PROGRAMS[::3], ids=[p.stem for p in PROGRAMS[::3]])
+def test_executables_behave_as_interpreted(path, tmp_path):
+    exe = driver.build(source(path), tmp_path / "program")
+    done = subprocess.run([str(exe)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert (done.stdout, done.stderr, done.returncode) == expected(path)
+
+
+@pytest.mark.parametrize("path", REJECTED[::4], ids=[p.stem for p in REJECTED[::4]])
+def test_rejected_programs_are_compile_errors_for_lc_run(path):
+    native_run = subprocess.run(LC + ["run", str(path)], capture_output=True, text=True)
+    interpreted = subprocess.run(LC + ["run", "--interp", str(path)], capture_output=True, text=True)
+    assert native_run.returncode == interpreted.returncode == 1
+    assert native_run.stderr == interpreted.stderr
+    assert re.match(r".+:\d+:\d+: error: ", native_run.stderr)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs())
+def test_random_programs_behave_as_interpreted(text):
+    src = Source("random.l", text)
+    assert native(src) == reference(src)
+
+
+def run(text: str, name: str = "test.l", env: dict | None = None) -> driver.Result:
+    """Run in a child, with some environment variables set for the runtime."""
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    try:
+        return driver.run_source(Source(name, textwrap.dedent(text)), timeout=120)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_tail_calls_through_closures_run_in_constant_stack():
+    r = run("""
+        def even(n, k) = if (n == 0) k(true) else odd(n - 1, k)
+        def odd(n, k) = if (n == 0) k(false) else even(n - 1, k)
+        def loop(f, i, acc) = if (i == 0) acc else loop(f, i - 1, f(acc))
+        print(even(10000001, { b -> b }), loop({ x -> x + 2 }, 10000000, 0))
+        """, env={"LC_STACK_SIZE": "256K"})
+    assert (r.stdout, r.stderr, r.status) == ("false 20000000\n", "", 0)
+
+
+def test_a_runaway_recursion_is_a_runtime_error():
+    r = run("""
+        def down(n) = 2 * down(n + 1) + 1
+        print("before")
+        print(down(0))
+        """, name="deep.l")
+    assert r.status == 2 and r.stdout == "before\n"
+    assert r.stderr == "deep.l: runtime error: stack overflow: the program nested calls too deeply\n"
+
+
+def test_short_lived_allocation_runs_in_bounded_memory():
+    r = run("""
+        data List<a> { Cons(a, List<a>)
+          Nil }
+        def loop(i, acc) = if (i == 0) acc else match (Cons(i, Cons(i, Nil))) {
+          Cons(x, _) -> loop(i - 1, acc + x)
+          Nil -> 0 }
+        print(loop(10000000, 0))
+        """, env={"LC_HEAP_LIMIT": "8M"})
+    assert (r.stdout, r.stderr, r.status) == ("50000005000000\n", "", 0)
+
+
+def test_exhausting_the_heap_is_a_runtime_error():
+    r = run("""
+        data List<a> { Cons(a, List<a>)
+          Nil }
+        def grow(i, l) = if (i == 0) l else grow(i - 1, Cons(i, l))
+        print(grow(100000000, Nil))
+        """, name="big.l", env={"LC_HEAP_LIMIT": "32M"})
+    assert r.status == 2 and r.stdout == ""
+    assert r.stderr.startswith("big.l: runtime error: out of memory")
+
+
+def test_the_module_is_verified_and_uses_guaranteed_tail_calls():
+    module = llvm_backend.to_llvm(Source("t.l", "def f(n) = if (n == 0) 0 else f(n - 1)\nprint(f(3))\n"))
+    text = str(module)
+    assert "define internal tailcc i64" in text and "tail call tailcc i64" in text
+    optimised = str(llvm_backend.optimise(module))
+    assert "define i32 @main()" in optimised
+
+
+def test_a_broken_module_is_caught_by_the_verifier():
+    bad = "define i64 @f() {\nentry:\n  ret i64 %x\n}\n"
+    with pytest.raises(RuntimeError):
+        llvm_backend.verified(bad)
+
+
+def test_lc_run_compiles_and_lc_build_writes_an_executable(tmp_path):
+    program = tmp_path / "p.l"
+    program.write_text("def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(20))\nassert(fib(5) == 6)\n")
+    done = subprocess.run(LC + ["run", str(program)], capture_output=True, text=True)
+    assert done.stdout == "6765\n" and done.returncode == 2
+    assert done.stderr.startswith(f"{program}:3:1: runtime error: assertion failed")
+    assert subprocess.run(LC + ["build", str(program), "-o", str(tmp_path / "p")]).returncode == 0
+    exe = subprocess.run([str(tmp_path / "p")], capture_output=True, text=True)
+    assert (exe.stdout, exe.stderr, exe.returncode) == (done.stdout, done.stderr, done.returncode)
+
+
+def test_lc_show_llvm_shows_both_modules(tmp_path):
+    program = tmp_path / "p.l"
+    program.write_text("print(1 + 2)\n")
+    done = subprocess.run(LC + ["show", "llvm", str(program)], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "the module from the back end" in done.stdout and "after LLVM's O2 pipeline" in done.stdout
+
+
+def test_the_repl_prints_values_with_their_types():
+    lines = ["def square(x) = x * x", "square(3)", "data T { A", "  B(Int) }", "B(square(4))",
+             "print(\"hi\")", "1 + true", "assert(false)", "def id(x) = x", "id", "square(2)"]
+    shown = []
+    driver.repl(iter(lines), shown.append, prompt=False)
+    assert "".join(shown) == (
+        "square : Int -> Int\n"
+        "9 : Int\n"
+        "B(16) : T\n"
+        "hi\n() : Unit\n"
+        "<repl>:1:5: error: expected Int, found Bool\n1 + true\n    ^~~~\n"
+        "<repl>:1:1: runtime error: assertion failed\nassert(false)\n^~~~~~\n"
+        "id : a -> a\n"
+        "<function> : a -> a\n"
+        "4 : Int\n")
+
+
+def test_lc_repl_reads_its_input(tmp_path):
+    done = subprocess.run(LC + ["repl"], input="def x = 2\nx * 21\n", capture_output=True, text=True)
+    assert done.stdout == "x : Int\n42 : Int\n" and done.returncode == 0
+
+
+NOTEBOOK_CELLS = [
+    "%load_ext lcompiler.driver",
+    "%%L down.l\ndef down(n) = 2 * down(n + 1) + 1\nprint(down(0))",
+    "%%L\nassert(1 == 2)",
+    "%%L big.l\ndata L { C(Int, L)\n N }\ndef grow(i, l) = grow(i + 1, C(i, l))\nprint(grow(0, N))",
+    "%%L\nprint(\"still here\")",
+    "print(6 * 7)",
+]
+
+
+def test_a_notebook_kernel_survives_what_l_programs_do(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS])
+    os.environ["LC_HEAP_LIMIT_TEST"] = "1"
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    env = {"LC_HEAP_LIMIT": "64M"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client.execute()
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    texts = ["".join(o.get("text", "") for o in cell.outputs) for cell in nb.cells]
+    assert texts[1] == "down.l: runtime error: stack overflow: the program nested calls too deeply\n"
+    assert texts[2].startswith("cell.l:1:1: runtime error: assertion failed")
+    assert texts[3].startswith("big.l: runtime error: out of memory")
+    assert texts[4] == "still here\n"
+    assert texts[5] == "42\n"
