@@ -122,7 +122,7 @@ def run_source(source: Source, timeout: float | None = None, level: int = 2) -> 
 def build(source: Source, exe: str | Path, level: int = 2) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program)."""
     ref = compile_source(source, level)
-    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", opt=2)
+    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         obj = Path(tmp) / "program.o"

@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'Fields', 'arity', 'only_taken_apart', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'makes_no_tail_calls', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Data: one word per value ------------------------------------------
@@ -92,7 +92,10 @@ class Backend:
                 lam = d.value
                 words = sum(arity(p) for p in lam.params)
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
-                f.calling_convention, f.linkage = "tailcc", "internal"
+                f.linkage = "internal"
+                f.calling_convention = "fastcc" if makes_no_tail_calls(d.var, lam) else "tailcc"
+                if f.calling_convention == "fastcc":
+                    saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
                          for p in lam.params for i in range(arity(p))]
                 for a, name in zip(f.args, names):
@@ -145,11 +148,23 @@ class Backend:
 # --- Terms: blocks, φ-nodes, calls -------------------------------------
 
 class Backend(Backend):
-    def body(self, f: ir.Function, term, values: dict, ret, params: list = ()):
-        """Translate term into the blocks of f; ret is f's return continuation (None: a definition)."""
+    def body(self, f: ir.Function, term, values: dict, ret, params: list = (), me=None):
+        """Translate term into the blocks of f; ret is f's return continuation (None: a definition).
+
+        me is the variable naming f, if f calls itself in tail position: such calls become jumps
+        back to a block `recur` whose phis stand for the parameters."""
         blocks = {}                                    # continuation -> (its block, its phis)
-        self.parameters(params, list(f.args), values)
-        work = [(f.append_basic_block("entry"), term)]
+        start = f.append_basic_block("entry")
+        args = list(f.args)
+        if me is not None:
+            recur = f.append_basic_block("recur")
+            ir.IRBuilder(start).branch(recur)
+            phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
+            for phi, a in zip(phis, args):
+                phi.add_incoming(a, start)
+            blocks[me], start, args = (recur, phis), recur, list(phis)
+        self.parameters(params, args, values)
+        work = [(start, term)]
         while work:
             block, t = work.pop()
             b = ir.IRBuilder(block)
@@ -202,6 +217,10 @@ class Backend(Backend):
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
             args = [w for o in t.args for w in self.words(b, o, values)]
+            tail = t.cont.var is ret
+            if t.kind == "direct" and tail and t.func.var in blocks:
+                self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
+                return
             if t.kind == "direct":
                 callee = self.functions[t.func.var]
             else:                                      # a closure: its code is its field 0
@@ -209,8 +228,8 @@ class Backend(Backend):
                 code = b.load(self.field(b, record, 0), "code")
                 fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
                 callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
-            tail = t.cont.var is ret
-            result = b.call(callee, args, cconv="tailcc", tail=tail)
+            cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+            result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
             if tail:
                 b.ret(result)
             else:
@@ -228,6 +247,31 @@ class Backend(Backend):
             b.ret(get(t.arg))
         else:
             raise TypeError(f"not a term: {t!r}")
+
+
+# --- Tail calls: three kinds, three translations -----------------------
+
+def tail_calls(var, lam: cps.Lambda):
+    """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
+    for node in cps.walk(lam.body):
+        if type(node) is cps.Apply and node.cont.var is lam.cont:
+            yield node
+
+
+def self_tail_calls(var, lam: cps.Lambda) -> bool:
+    return any(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
+
+
+def makes_no_tail_calls(var, lam: cps.Lambda) -> bool:
+    """A direct function whose only tail calls are to itself (loops): it can be fastcc."""
+    return lam.kind == "direct" and all(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
+
+
+# --- Registers and the conservative collector --------------------------
+
+def saves_no_registers(f: ir.Function) -> None:
+    """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
+    set.add(f.attributes, '"no_callee_saved_registers"')
 
 
 # --- Primitives, and allocation inline ---------------------------------
@@ -469,7 +513,8 @@ class Backend(Backend):
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
                 f = self.functions[d.var]
-                self.body(f, d.value.body, {}, d.value.cont, d.value.params)
+                me = d.var if self_tail_calls(d.var, d.value) else None
+                self.body(f, d.value.body, {}, d.value.cont, d.value.params, me)
         entry = ir.Function(self.module, ir.FunctionType(I64, []), "lc_program")
         b = ir.IRBuilder(entry.append_basic_block("entry"))
         for i, d in enumerate(self.program.definitions):
@@ -477,6 +522,7 @@ class Backend(Backend):
                 name = self.name(d.var) if d.var is not None else f"statement.{i}"
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", "internal"
+                saves_no_registers(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
                 if d.var is not None:

@@ -663,7 +663,10 @@ class Backend:
                 lam = d.value
                 words = sum(arity(p) for p in lam.params)
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
-                f.calling_convention, f.linkage = "tailcc", "internal"
+                f.linkage = "internal"
+                f.calling_convention = "fastcc" if makes_no_tail_calls(d.var, lam) else "tailcc"
+                if f.calling_convention == "fastcc":
+                    saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
                          for p in lam.params for i in range(arity(p))]
                 for a, name in zip(f.args, names):
@@ -730,11 +733,23 @@ class Backend:
 # %%
 #| export
 class Backend(Backend):
-    def body(self, f: ir.Function, term, values: dict, ret, params: list = ()):
-        """Translate term into the blocks of f; ret is f's return continuation (None: a definition)."""
+    def body(self, f: ir.Function, term, values: dict, ret, params: list = (), me=None):
+        """Translate term into the blocks of f; ret is f's return continuation (None: a definition).
+
+        me is the variable naming f, if f calls itself in tail position: such calls become jumps
+        back to a block `recur` whose phis stand for the parameters."""
         blocks = {}                                    # continuation -> (its block, its phis)
-        self.parameters(params, list(f.args), values)
-        work = [(f.append_basic_block("entry"), term)]
+        start = f.append_basic_block("entry")
+        args = list(f.args)
+        if me is not None:
+            recur = f.append_basic_block("recur")
+            ir.IRBuilder(start).branch(recur)
+            phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
+            for phi, a in zip(phis, args):
+                phi.add_incoming(a, start)
+            blocks[me], start, args = (recur, phis), recur, list(phis)
+        self.parameters(params, args, values)
+        work = [(start, term)]
         while work:
             block, t = work.pop()
             b = ir.IRBuilder(block)
@@ -787,6 +802,10 @@ class Backend(Backend):
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
             args = [w for o in t.args for w in self.words(b, o, values)]
+            tail = t.cont.var is ret
+            if t.kind == "direct" and tail and t.func.var in blocks:
+                self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
+                return
             if t.kind == "direct":
                 callee = self.functions[t.func.var]
             else:                                      # a closure: its code is its field 0
@@ -794,8 +813,8 @@ class Backend(Backend):
                 code = b.load(self.field(b, record, 0), "code")
                 fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
                 callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
-            tail = t.cont.var is ret
-            result = b.call(callee, args, cconv="tailcc", tail=tail)
+            cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+            result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
             if tail:
                 b.ret(result)
             else:
@@ -813,6 +832,81 @@ class Backend(Backend):
             b.ret(get(t.arg))
         else:
             raise TypeError(f"not a term: {t!r}")
+
+# %% [markdown]
+# ## Tail calls: three kinds, three translations
+#
+# `tailcc` has a price. To pop its own arguments and keep the stack aligned
+# for any caller, a `tailcc` function returns with `ret $8` and its caller
+# re-adjusts the stack after every call — a few instructions and a
+# microcoded return per call, which chapter 12 measured at up to twice the
+# time of C on `fib` and Ackermann, two benchmarks that are nothing but
+# calls. So the back end pays it only where the guarantee needs it:
+#
+# 1. **a tail call of a function to itself** is a loop, and the back end
+#    writes it as one: the function's parameters become φ-nodes of a block
+#    `recur` after the entry, and the self tail call is a jump back to it —
+#    guaranteed constant stack, at any optimisation level;
+# 2. **a direct function that makes no other tail call** gets LLVM's `fastcc`
+#    (arguments in registers, an ordinary return). Calling it, even from a
+#    tail position, is an ordinary `call` then `ret`: the caller's frame stays
+#    during the call, but the callee cannot extend a chain of tail calls (it
+#    makes none), so at most one frame is added, not one per iteration;
+# 3. **every other function** — every closure's code, and each direct
+#    function that makes a tail call to another function — is `tailcc`, and
+#    its tail calls are `tail call tailcc`: the loops that go through
+#    closures or through mutual recursion run in constant stack.
+
+# %%
+#| export
+def tail_calls(var, lam: cps.Lambda):
+    """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
+    for node in cps.walk(lam.body):
+        if type(node) is cps.Apply and node.cont.var is lam.cont:
+            yield node
+
+
+def self_tail_calls(var, lam: cps.Lambda) -> bool:
+    return any(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
+
+
+def makes_no_tail_calls(var, lam: cps.Lambda) -> bool:
+    """A direct function whose only tail calls are to itself (loops): it can be fastcc."""
+    return lam.kind == "direct" and all(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
+
+# %% [markdown]
+# ### Registers and the conservative collector
+#
+# One more attribute on every L function, and the reason for it is the
+# garbage collector of the runtime (below), which finds the live heap
+# blocks by scanning the stack *conservatively*: every word on it that
+# looks like a pointer keeps a block alive. Normally a function saves, in
+# its own stack frame, the *callee-saved* registers it wants to use, holding
+# whatever its caller had left in them — often a value the caller no longer
+# needs. Chapter 12's `primes` benchmark showed where that leads: the
+# recursive `sieve` left its dead input list in a callee-saved register, each
+# deeper call saved it again, and the collector kept every intermediate list
+# alive — 424 MB of heap instead of 16, three times slower than C instead of
+# faster. LLVM's function attribute `"no_callee_saved_registers"` turns
+# the convention around: the function saves no register for its caller, so a
+# caller keeps what it needs across a call in its *own* frame, and only
+# that. With it, `primes` runs in 16 MB again; the cost on the call-heavy
+# benchmarks is within the noise (chapter 12).
+#
+# The attribute goes on the `fastcc` functions and the initialisers, which
+# make no tail calls, and not on the `tailcc` ones: on a function that
+# tail-calls a closure it broke the tail-call guarantee — the `fold`
+# benchmark, which loops through composed closures, overflowed its stack —
+# presumably because a tail call cannot hand over to a callee that does
+# preserve registers on behalf of a caller that does not. Deep non-tail
+# recursion, where stale registers pile up, happens in functions of the
+# first kind.
+
+# %%
+#| export
+def saves_no_registers(f: ir.Function) -> None:
+    """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
+    set.add(f.attributes, '"no_callee_saved_registers"')
 
 # %% [markdown]
 # ## Primitives, and allocation inline
@@ -1140,7 +1234,8 @@ class Backend(Backend):
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
                 f = self.functions[d.var]
-                self.body(f, d.value.body, {}, d.value.cont, d.value.params)
+                me = d.var if self_tail_calls(d.var, d.value) else None
+                self.body(f, d.value.body, {}, d.value.cont, d.value.params, me)
         entry = ir.Function(self.module, ir.FunctionType(I64, []), "lc_program")
         b = ir.IRBuilder(entry.append_basic_block("entry"))
         for i, d in enumerate(self.program.definitions):
@@ -1148,6 +1243,7 @@ class Backend(Backend):
                 name = self.name(d.var) if d.var is not None else f"statement.{i}"
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", "internal"
+                saves_no_registers(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
                 if d.var is not None:
@@ -2106,7 +2202,7 @@ def show_functions(module, names):
         print(text[start:text.index("\n}\n", start) + 3])
 
 
-show_functions(module, ["sum_to", "length"])
+show_functions(module, ["sum_to", "length", "count"])
 
 # %% [markdown]
 # Read `sum_to` against the rules: the `while` loop of chapter 7 is a
@@ -2119,8 +2215,10 @@ show_functions(module, ["sum_to", "length"])
 # time — and its recursive call is not in tail position: a `call`, then a
 # branch to the continuation block that adds one. A failed match prints the
 # value with the printer of `List<Int>`. And `count`, whose parameter is a
-# pair, takes two words (the flattening above); its tail call is a `tail
-# call` followed by `ret`.
+# pair, takes two words (the flattening above), and its tail call to itself
+# is a jump back to `recur`, where two φ-nodes receive the new arguments.
+# None of the three makes a tail call to another function, so all three are
+# `fastcc`.
 #
 # That is naive code, and LLVM's O2 pipeline makes short work of it. After
 # optimisation, nothing is left of the module but the printer of

@@ -201,7 +201,7 @@ print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), ti
 def build(source: Source, exe: str | Path, level: int = 2) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program)."""
     ref = compile_source(source, level)
-    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", opt=2)
+    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         obj = Path(tmp) / "program.o"

@@ -145,10 +145,18 @@ def test_exhausting_the_heap_is_a_runtime_error():
 
 
 def test_the_module_is_verified_and_uses_guaranteed_tail_calls():
-    module = llvm_backend.to_llvm(Source("t.l", "def f(n) = if (n == 0) 0 else f(n - 1)\nprint(f(3))\n"))
-    text = str(module)
-    assert "define internal tailcc i64" in text and "tail call tailcc i64" in text
-    optimised = str(llvm_backend.optimise(module))
+    text = """
+        def f(n) = if (n == 0) 0 else f(n - 1)
+        def even(n) = if (n == 0) true else odd(n - 1)
+        def odd(n) = if (n == 0) false else even(n - 1)
+        def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)
+        print(f(3), even(10), fib(10))
+        """
+    module = str(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text))))
+    functions = {m.group(2): m.group(1) for m in re.finditer(r"define internal (\w+) i64 @\"(\w+)_\d+\"", module)}
+    assert functions == {"f": "fastcc", "even": "tailcc", "odd": "tailcc", "fib": "fastcc"}
+    assert "tail call tailcc i64" in module and 'br label %"recur"' in module
+    optimised = str(llvm_backend.optimise(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text)))))
     assert "define i32 @main()" in optimised
 
 
@@ -230,3 +238,9 @@ def test_a_notebook_kernel_survives_what_l_programs_do(tmp_path):
     assert texts[3].startswith("big.l: runtime error: out of memory")
     assert texts[4] == "still here\n"
     assert texts[5] == "42\n"
+
+
+def test_loops_through_composed_closures_run_in_constant_stack():
+    text = (ROOT / "bench" / "programs" / "fold.l").read_text().replace("def n = 10000", "def n = 300", 1)
+    r = run(text, name="fold.l", env={"LC_STACK_SIZE": "256K"})
+    assert (r.stdout, r.stderr, r.status) == ("630221 68257 35432\n", "", 0)
