@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'makes_no_tail_calls', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'makes_no_tail_calls', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Data: one word per value ------------------------------------------
@@ -40,6 +40,13 @@ def header(fields: int, tag: int = 0) -> int:
     """The first word of a heap block: its number of fields, and its tag above bit 32."""
     return fields | tag << TAG_SHIFT
 
+
+# The linkage of L functions: as `internal` ("static" in C) they could be dropped when unused,
+# but LLVM then inlines every function called once, whatever its size, and a chain of such
+# calls grows into one huge function that the optimiser takes quadratic time over (chapter
+# 12 measured it). `linkonce_odr` functions may still be dropped when unused, and are
+# inlined on their merits.
+LINKAGE = "linkonce_odr"
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
     "lc_alloc_slow": (I64, [I64]),
@@ -92,7 +99,7 @@ class Backend:
                 lam = d.value
                 words = sum(arity(p) for p in lam.params)
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
-                f.linkage = "internal"
+                f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if makes_no_tail_calls(d.var, lam) else "tailcc"
                 if f.calling_convention == "fastcc":
                     saves_no_registers(f)
@@ -521,7 +528,7 @@ class Backend(Backend):
             if d.body is not None:
                 name = self.name(d.var) if d.var is not None else f"statement.{i}"
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
-                f.calling_convention, f.linkage = "tailcc", "internal"
+                f.calling_convention, f.linkage = "tailcc", LINKAGE
                 saves_no_registers(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")

@@ -53,7 +53,7 @@
 #
 # | CPS | LLVM |
 # |---|---|
-# | a top-level `fun ret(x1, …, xn) { body }` | `define internal tailcc i64 @f(i64 %x1, …, i64 %xn)` |
+# | a top-level `fun ret(x1, …, xn) { body }` | `define linkonce_odr tailcc i64 @f(i64 %x1, …, i64 %xn)` (or `fastcc`: see below) |
 # | `v = prim` (`let_prim`) | one or a few instructions defining `%v` |
 # | `cont k(y1, …) = handler` (`let_cont`) | a basic block `k:` starting with one `phi` per parameter |
 # | `k(a1, …)` (`apply_cont`), `k` a block | `br label %k`, adding `a1, …` to the φ-nodes |
@@ -582,8 +582,10 @@ print("instances per polymorphic binding:", dict(sorted(copies.items())))
 #
 # The top-level definitions come in three kinds (chapter 6):
 #
-# - a static `fun` becomes an LLVM function, `internal` (nothing outside the
-#   module calls it) and `tailcc`;
+# - a static `fun` becomes an LLVM function, with the linkage
+#   `linkonce_odr` (LLVM may drop it if nothing calls it; why not `internal`,
+#   "static" in C, is told in chapter 12) and the calling convention `tailcc`
+#   or `fastcc` (below);
 # - any other static value (a literal, or a tuple, closure or constructor of
 #   static values) becomes an LLVM constant: a literal is its word, a block
 #   is a global array of words laid out as above, made by the compiler — the
@@ -611,6 +613,13 @@ def header(fields: int, tag: int = 0) -> int:
     """The first word of a heap block: its number of fields, and its tag above bit 32."""
     return fields | tag << TAG_SHIFT
 
+
+# The linkage of L functions: as `internal` ("static" in C) they could be dropped when unused,
+# but LLVM then inlines every function called once, whatever its size, and a chain of such
+# calls grows into one huge function that the optimiser takes quadratic time over (chapter
+# 12 measured it). `linkonce_odr` functions may still be dropped when unused, and are
+# inlined on their merits.
+LINKAGE = "linkonce_odr"
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
     "lc_alloc_slow": (I64, [I64]),
@@ -663,7 +672,7 @@ class Backend:
                 lam = d.value
                 words = sum(arity(p) for p in lam.params)
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
-                f.linkage = "internal"
+                f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if makes_no_tail_calls(d.var, lam) else "tailcc"
                 if f.calling_convention == "fastcc":
                     saves_no_registers(f)
@@ -1242,7 +1251,7 @@ class Backend(Backend):
             if d.body is not None:
                 name = self.name(d.var) if d.var is not None else f"statement.{i}"
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
-                f.calling_convention, f.linkage = "tailcc", "internal"
+                f.calling_convention, f.linkage = "tailcc", LINKAGE
                 saves_no_registers(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
@@ -2222,7 +2231,8 @@ show_functions(module, ["sum_to", "length", "count"])
 #
 # That is naive code, and LLVM's O2 pipeline makes short work of it. After
 # optimisation, nothing is left of the module but the printer of
-# `List<Int>`, `main` and `lc_program` — here it is:
+# `List<Int>`, `main`, `lc_program` and the initialiser of the `print`
+# statement — here are the last two:
 
 # %%
 optimised = optimise(module)
@@ -2230,8 +2240,8 @@ text = str(optimised)
 print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @main")])
 
 # %% [markdown]
-# Every function was called once, so LLVM inlined them all into the
-# initialiser of the `print` statement and that into `lc_program`. The loop
+# Every function is small or called once, so LLVM inlined them all into
+# the initialiser of the `print` statement, and dropped them. The loop
 # of `sum_to(100)` was run at compile time: the program prints the constant
 # 5050. `count(3, Nil)` and `count(2, Nil)` were unrolled into five inline
 # allocations of a `Cons` (header 2, then the two fields; `Nil` is the

@@ -153,7 +153,7 @@ def test_the_module_is_verified_and_uses_guaranteed_tail_calls():
         print(f(3), even(10), fib(10))
         """
     module = str(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text))))
-    functions = {m.group(2): m.group(1) for m in re.finditer(r"define internal (\w+) i64 @\"(\w+)_\d+\"", module)}
+    functions = {m.group(2): m.group(1) for m in re.finditer(r"define linkonce_odr (\w+) i64 @\"(\w+)_\d+\"", module)}
     assert functions == {"f": "fastcc", "even": "tailcc", "odd": "tailcc", "fib": "fastcc"}
     assert "tail call tailcc i64" in module and 'br label %"recur"' in module
     optimised = str(llvm_backend.optimise(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text)))))
