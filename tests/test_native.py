@@ -244,3 +244,10 @@ def test_loops_through_composed_closures_run_in_constant_stack():
     text = (ROOT / "bench" / "programs" / "fold.l").read_text().replace("def n = 10000", "def n = 300", 1)
     r = run(text, name="fold.l", env={"LC_STACK_SIZE": "256K"})
     assert (r.stdout, r.stderr, r.status) == ("630221 68257 35432\n", "", 0)
+
+
+def test_the_benchmarks_agree_in_l_c_and_python():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--small"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count(": ok C L Python") == 8
