@@ -1275,6 +1275,16 @@ int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
                          (double)(allocated_bytes + (uint64_t)(lc_hp - region_start)) / (1 << 20),
                          gc_seconds);
         write_all(2, line, (size_t)n);
+        /* The peak resident memory of this process since it started (Linux):
+         * VmHWM counts this program's own memory, not the parent it was
+         * forked from, as getrusage's ru_maxrss would. */
+        FILE *status = fopen("/proc/self/status", "r");
+        if (status != NULL) {
+            while (fgets(line, sizeof line, status) != NULL)
+                if (strncmp(line, "VmHWM:", 6) == 0)
+                    write_str(2, "gc: peak resident memory"), write_str(2, line + 6);
+            fclose(status);
+        }
     }
     heap_free();
     return 0;
