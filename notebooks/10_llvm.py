@@ -888,8 +888,9 @@ def makes_no_tail_calls(var, lam: cps.Lambda) -> bool:
 # %% [markdown]
 # ### Registers and the conservative collector
 #
-# One more attribute on every L function, and the reason for it is the
-# garbage collector of the runtime (below), which finds the live heap
+# One more attribute, on the functions that make no tail call, and the
+# reason for it is the garbage collector of the runtime (below), which finds
+# the live heap
 # blocks by scanning the stack *conservatively*: every word on it that
 # looks like a pointer keeps a block alive. Normally a function saves, in
 # its own stack frame, the *callee-saved* registers it wants to use, holding
@@ -1040,7 +1041,7 @@ class Backend(Backend):
 # of *one* tuple (chapter 4: `{ (m, n) -> … }`), and a call `ack(m - 1, 1)`
 # builds that tuple. Translated as it is, every call allocates three words
 # on the heap, and the callee loads its parameters back from them. On the
-# Ackermann benchmark of chapter 12 that made the compiled code 20 times
+# Ackermann benchmark of chapter 12 that made the compiled code 6.5 times
 # slower than C.
 #
 # Types fix it. After monomorphisation, the type of a function's parameter
@@ -2331,3 +2332,17 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 # through closures run in a stack of 256 KiB; ten million short-lived lists
 # run in a heap of 8 MiB; a heap limit and a runaway recursion are runtime
 # errors; the verifier catches a broken module.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. `if` on a Bool is a `switch` on a zero-extended comparison, which LLVM
+#    turns back into a branch. Emit `br i1` directly when the scrutinee of a
+#    two-armed `case` is a comparison made in the same block, and measure the
+#    size of the IR and the compile time (chapter 12's `compile_speed.py`).
+# 2. Flattening stops at one level: a parameter of type `((Int, Int), Int)`
+#    takes two words, the first a pointer. Flatten nested tuples, and find
+#    a program of the corpus where it matters.
+# 3. Make the stack-overflow error say where: give the runtime a table of
+#    the functions' start addresses and source locations, and look up the
+#    faulting instruction's address in the signal handler.

@@ -518,3 +518,16 @@ with tempfile.TemporaryDirectory() as tmp:
 # recursion, a failing assertion and a program that fills its heap, and
 # requires each cell to show the error and the kernel to answer the next
 # cells.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. The REPL recompiles and re-runs every earlier definition at each entry.
+#    Keep the JIT's compiled module of each entry instead, and link new
+#    entries against it (MCJIT can hold several modules). What must happen to
+#    the definitions' global slots?
+# 2. `run_in_child` reads the program's output only when it ends. Stream it
+#    to the notebook as it is written, so that a long-running cell shows its
+#    progress.
+# 3. `lc build` always optimises at O2. Add `-O0` and `-O1`, and compare the
+#    compile time and the speed of the benchmarks of chapter 12.

@@ -71,7 +71,15 @@ def test_executables_behave_as_interpreted(path, tmp_path):
     assert (done.stdout, done.stderr, done.returncode) == expected(path)
 
 
-@pytest.mark.parametrize("path", REJECTED[::4], ids=[p.stem for p in REJECTED[::4]])
+@pytest.mark.parametrize("path", REJECTED, ids=[p.stem for p in REJECTED])
+def test_rejected_programs_are_reported_as_the_interpreter_reports_them(path):
+    src = source(path)
+    with pytest.raises(CompileError) as error:
+        check(src)
+    assert native(src) == ("", error.value.render() + "\n", 1)
+
+
+@pytest.mark.parametrize("path", REJECTED[::8], ids=[p.stem for p in REJECTED[::8]])
 def test_rejected_programs_are_compile_errors_for_lc_run(path):
     native_run = subprocess.run(LC + ["run", str(path)], capture_output=True, text=True)
     interpreted = subprocess.run(LC + ["run", "--interp", str(path)], capture_output=True, text=True)
@@ -80,7 +88,7 @@ def test_rejected_programs_are_compile_errors_for_lc_run(path):
     assert re.match(r".+:\d+:\d+: error: ", native_run.stderr)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs())
 def test_random_programs_behave_as_interpreted(text):
     src = Source("random.l", text)
