@@ -59,11 +59,6 @@ def test_compiled_programs_behave_as_interpreted(path):
     assert native(source(path)) == expected(path)
 
 
-@pytest.fixture(scope="module")
-def lc_env(tmp_path_factory):
-    return dict(os.environ)
-
-
 @pytest.mark.parametrize("path", PROGRAMS[::3], ids=[p.stem for p in PROGRAMS[::3]])
 def test_executables_behave_as_interpreted(path, tmp_path):
     exe = driver.build(source(path), tmp_path / "program")
@@ -93,6 +88,15 @@ def test_rejected_programs_are_compile_errors_for_lc_run(path):
 def test_random_programs_behave_as_interpreted(text):
     src = Source("random.l", text)
     assert native(src) == reference(src)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(random_programs())
+def test_random_programs_behave_as_interpreted_as_executables(tmp_path, text):
+    src = Source("random.l", text)
+    exe = driver.build(src, tmp_path / "random")
+    done = subprocess.run([str(exe)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert (done.stdout, done.stderr, done.returncode) == reference(src)
 
 
 def run(text: str, name: str = "test.l", env: dict | None = None) -> driver.Result:
