@@ -241,6 +241,14 @@ class Backend(Backend):
                 b.ret(result)
             else:
                 self.goto(b, t.cont.var, [result], blocks)
+        elif type(t) is cps.Case and sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
+            x = get(t.scrutinee)                       # a Bool: a conditional branch
+            if isinstance(x, ir.CastInstr) and x.opname == "zext":
+                test = x.operands[0]                   # the i1 of a comparison, before widening
+            else:
+                test = b.icmp_unsigned("!=", x, word(0))
+            arms = dict(t.arms)
+            b.cbranch(test, blocks[arms[1].var][0], blocks[arms[0].var][0])
         elif type(t) is cps.Case:
             if t.default is not None:
                 default = blocks[t.default.var][0]
@@ -288,22 +296,27 @@ class Backend(Backend):
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
 
-    def alloc(self, b: ir.IRBuilder, hdr: int, fields: list) -> ir.Value:
-        """A new heap block: bump lc_hp inline; the runtime's slow path when the region is full."""
-        size = len(fields) + 1
+    def allocator(self) -> ir.Function:
+        """lc_alloc(words), made once per module: bump lc_hp, or call the runtime's slow path."""
+        if "lc_alloc" in self.module.globals:
+            return self.module.globals["lc_alloc"]
+        f = ir.Function(self.module, ir.FunctionType(I64, [I64]), "lc_alloc")
+        f.linkage = "internal"
+        f.attributes.add("alwaysinline")              # inlined at every call, then constants fold
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        words = f.args[0]
+        words.name = "words"
         hp = b.load(self.rt["lc_hp"], "hp")
-        new = b.add(hp, word(size * WORD))
-        full = b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl"))
-        with b.if_else(full, likely=False) as (slow, fast):
-            with slow:
-                from_runtime = b.call(self.rt["lc_alloc_slow"], [word(size)])
-                slow_block = b.block
-            with fast:
-                b.store(new, self.rt["lc_hp"])
-                fast_block = b.block
-        p = b.phi(I64)
-        p.add_incoming(from_runtime, slow_block)
-        p.add_incoming(hp, fast_block)
+        new = b.add(hp, b.mul(words, word(WORD)), "new")
+        with b.if_then(b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl")), likely=False):
+            b.ret(b.call(self.rt["lc_alloc_slow"], [words]))
+        b.store(new, self.rt["lc_hp"])
+        b.ret(hp)
+        return f
+
+    def alloc(self, b: ir.IRBuilder, hdr: int, fields: list) -> ir.Value:
+        """A new heap block with its header and fields."""
+        p = b.call(self.allocator(), [word(len(fields) + 1)])
         ptr = b.inttoptr(p, I64.as_pointer())
         b.store(word(hdr), ptr)
         for i, v in enumerate(fields, 1):
@@ -361,6 +374,8 @@ class Backend(Backend):
         x, y = args
         if o in ("+", "-", "*"):
             return {"+": b.add, "-": b.sub, "*": b.mul}[o](x, y)
+        if o in ("/", "%") and isinstance(y, ir.Constant) and y.constant not in (0, -1):
+            return b.sdiv(x, y) if o == "/" else b.srem(x, y)     # a constant divisor needs no test
         if o in ("/", "%"):
             with b.if_then(b.icmp_signed("==", y, word(0)), likely=False):
                 b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError("division by zero", p.loc)))])

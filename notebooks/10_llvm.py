@@ -830,6 +830,14 @@ class Backend(Backend):
                 b.ret(result)
             else:
                 self.goto(b, t.cont.var, [result], blocks)
+        elif type(t) is cps.Case and sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
+            x = get(t.scrutinee)                       # a Bool: a conditional branch
+            if isinstance(x, ir.CastInstr) and x.opname == "zext":
+                test = x.operands[0]                   # the i1 of a comparison, before widening
+            else:
+                test = b.icmp_unsigned("!=", x, word(0))
+            arms = dict(t.arms)
+            b.cbranch(test, blocks[arms[1].var][0], blocks[arms[0].var][0])
         elif type(t) is cps.Case:
             if t.default is not None:
                 default = blocks[t.default.var][0]
@@ -934,13 +942,22 @@ def saves_no_registers(f: ir.Function) -> None:
 # the generated code, *bump the pointer*: load `lc_hp`, add `8n`, compare
 # with `lc_hl`; if it fits, store the new pointer back and the block is
 # ours; if not, call the runtime's `lc_alloc_slow(n)`, which finds another
-# free region or collects garbage. Five instructions on the common path, and
-# LLVM may keep `lc_hp` in a register across a function between calls.
+# free region or collects garbage. Those instructions live in one function
+# of the module, `lc_alloc`, marked `alwaysinline`: every allocation is a
+# call of it in the code the back end writes (short to read, and quick to
+# build), and LLVM inlines it at every call before it optimises, so the
+# machine code has the five instructions of the common path in place.
 #
 # Division checks its divisor: zero is the runtime error "division by zero"
 # at the operator, and `min / -1` — which traps in the x86 instruction — is
 # computed as the contract says (`-min`, which wraps to `min`, and 0 for
-# `%`) by dividing by 1 instead and selecting the right answer.
+# `%`) by dividing by 1 instead and selecting the right answer. A constant
+# divisor other than 0 and -1 needs neither test, and gets none: LLVM would
+# remove them, but only after spending time on them, and chapter 12 found
+# that the size of the IR handed to LLVM is what the compilation time
+# depends on. For the same reason a `case` on a Bool (an `if`) is a
+# conditional branch `br i1` on the comparison itself, rather than a
+# `switch` on the comparison widened to a word.
 
 # %%
 #| export
@@ -949,22 +966,27 @@ class Backend(Backend):
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
 
-    def alloc(self, b: ir.IRBuilder, hdr: int, fields: list) -> ir.Value:
-        """A new heap block: bump lc_hp inline; the runtime's slow path when the region is full."""
-        size = len(fields) + 1
+    def allocator(self) -> ir.Function:
+        """lc_alloc(words), made once per module: bump lc_hp, or call the runtime's slow path."""
+        if "lc_alloc" in self.module.globals:
+            return self.module.globals["lc_alloc"]
+        f = ir.Function(self.module, ir.FunctionType(I64, [I64]), "lc_alloc")
+        f.linkage = "internal"
+        f.attributes.add("alwaysinline")              # inlined at every call, then constants fold
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        words = f.args[0]
+        words.name = "words"
         hp = b.load(self.rt["lc_hp"], "hp")
-        new = b.add(hp, word(size * WORD))
-        full = b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl"))
-        with b.if_else(full, likely=False) as (slow, fast):
-            with slow:
-                from_runtime = b.call(self.rt["lc_alloc_slow"], [word(size)])
-                slow_block = b.block
-            with fast:
-                b.store(new, self.rt["lc_hp"])
-                fast_block = b.block
-        p = b.phi(I64)
-        p.add_incoming(from_runtime, slow_block)
-        p.add_incoming(hp, fast_block)
+        new = b.add(hp, b.mul(words, word(WORD)), "new")
+        with b.if_then(b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl")), likely=False):
+            b.ret(b.call(self.rt["lc_alloc_slow"], [words]))
+        b.store(new, self.rt["lc_hp"])
+        b.ret(hp)
+        return f
+
+    def alloc(self, b: ir.IRBuilder, hdr: int, fields: list) -> ir.Value:
+        """A new heap block with its header and fields."""
+        p = b.call(self.allocator(), [word(len(fields) + 1)])
         ptr = b.inttoptr(p, I64.as_pointer())
         b.store(word(hdr), ptr)
         for i, v in enumerate(fields, 1):
@@ -1022,6 +1044,8 @@ class Backend(Backend):
         x, y = args
         if o in ("+", "-", "*"):
             return {"+": b.add, "-": b.sub, "*": b.mul}[o](x, y)
+        if o in ("/", "%") and isinstance(y, ir.Constant) and y.constant not in (0, -1):
+            return b.sdiv(x, y) if o == "/" else b.srem(x, y)     # a constant divisor needs no test
         if o in ("/", "%"):
             with b.if_then(b.icmp_signed("==", y, word(0)), likely=False):
                 b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError("division by zero", p.loc)))])
@@ -2232,13 +2256,15 @@ show_functions(module, ["sum_to", "length", "count"])
 # two variables the loop assigns — SSA construction without an algorithm of
 # its own, because the continuation parameters *are* the φ-nodes. The loop
 # jumps back to its own block; the test `i < n` is a Bool, and `if` on a
-# Bool is a `switch` on 0 and 1 like any `case`. `length` switches on the tag
+# Bool is a conditional branch on the comparison (the `zext` that widened
+# it to a word is dead, and left for LLVM to delete). `length` switches on the tag
 # of its argument — twice, since chapter 7's automaton tests one clause at a
 # time — and its recursive call is not in tail position: a `call`, then a
 # branch to the continuation block that adds one. A failed match prints the
 # value with the printer of `List<Int>`. And `count`, whose parameter is a
-# pair, takes two words (the flattening above), and its tail call to itself
-# is a jump back to `recur`, where two φ-nodes receive the new arguments.
+# pair, takes two words (the flattening above), allocates its `Cons` with a
+# call of `lc_alloc`, and its tail call to itself is a jump back to
+# `recur`, where two φ-nodes receive the new arguments.
 # None of the three makes a tail call to another function, so all three are
 # `fastcc`.
 #
@@ -2336,9 +2362,8 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 # %% [markdown]
 # ## Exercises
 #
-# 1. `if` on a Bool is a `switch` on a zero-extended comparison, which LLVM
-#    turns back into a branch. Emit `br i1` directly when the scrutinee of a
-#    two-armed `case` is a comparison made in the same block, and measure the
+# 1. Every projection converts its word to a pointer again (`inttoptr`).
+#    Cache the pointer of each block per LLVM basic block, and measure the
 #    size of the IR and the compile time (chapter 12's `compile_speed.py`).
 # 2. Flattening stops at one level: a parameter of type `((Int, Int), Int)`
 #    takes two words, the first a pointer. Flatten nested tuples, and find

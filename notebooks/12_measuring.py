@@ -198,11 +198,11 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # ```text
 # lines     front end  monomorphise        to CPS      closures       to LLVM       LLVM O2  machine code      total  µs/line
-#  1252         0.271         0.078         0.170         0.042         0.576         1.323         0.743       3.20     2558
-#  2502         0.650         0.154         0.387         0.080         1.995         3.518         1.544       8.33     3328
-#  5002         1.271         0.357         0.760         0.165         4.653         5.751         2.602      15.56     3111
-# 10002         2.179         0.847         1.543         0.236         6.987        12.425         6.298      30.52     3051
-# time per line, largest / smallest program: 1.19 (1.00 is linear)
+#  1252         0.280         0.108         0.137         0.045         0.385         1.378         0.518       2.85     2277
+#  2502         0.395         0.136         0.280         0.091         1.235         2.538         1.259       5.93     2372
+#  5002         0.824         0.877         0.640         0.118         2.488         5.750         2.554      13.25     2649
+# 10002         2.322         0.609         1.346         0.238         5.752        11.236         4.869      26.37     2637
+# time per line, largest / smallest program: 1.16 (1.00 is linear)
 # ```
 #
 # Compilation grows linearly — it was not linear at first: with `internal`
@@ -212,16 +212,21 @@ with tempfile.TemporaryDirectory() as tmp:
 # lines and 73 s for 10,000. `linkonce_odr` linkage (chapter 10) removed
 # that bonus and made the optimiser linear, with no loss on the benchmarks.
 #
-# But a 10,000-line program takes 30 seconds, not the 5 the project aims
-# at. Where the time goes: two thirds in LLVM (optimisation and code
-# generation, 1.9 ms per line), because the back end hands LLVM about 28
-# lines of IR per line of L — every allocation inline, every division
-# guarded, every `if` a `switch` on a zero-extended comparison — and
-# 0.7 ms per line building that IR with llvmlite's Python objects. The
-# remedies are known and not done yet: chapter 9's shrinking reductions
-# would hand LLVM less to do; a cheaper pipeline (O1) for large programs, or
-# optimising functions one at a time; and printing the IR directly as text
-# instead of through llvmlite's object model.
+# But a 10,000-line program takes 26 seconds, not the 5 the project aims
+# at. Where the time goes: more than half in LLVM (optimisation and code
+# generation, 1.6 ms per line), because the back end hands LLVM about 25
+# lines of IR per line of L; 0.6 ms per line building that IR with
+# llvmlite's Python objects; and 0.45 ms per line in the front and middle of
+# the compiler, which alone is near the budget of 0.5 ms per line. Three
+# changes to the back end have already cut the time by a seventh (from
+# 30.5 s): a constant divisor gets no runtime tests, an `if` is a branch on
+# the comparison instead of a `switch` on a widened Bool, and allocation is
+# a call of the module's `alwaysinline` function `lc_alloc` instead of ten
+# instructions built in Python. The rest needs work that is not done yet:
+# chapter 9's shrinking reductions would hand LLVM less to do; a cheaper
+# pipeline for large programs, or one module per group of functions
+# compiled in parallel; printing the IR as text directly instead of through
+# llvmlite's object model; and a faster front end.
 
 # %% [markdown]
 # ## Exercises
