@@ -1249,7 +1249,8 @@ run_text("deep.l", "def down(n) = 1 + down(n + 1)\nprint(down(0))")
 # A loop of a million iterations written as tail recursion runs in constant
 # stack — here with Python's recursion limit lowered to 200 frames for the
 # duration, which a non-tail recursion of that length would exceed five
-# thousand times over. (The tests run the same loop ten million times.) The
+# thousand times over. (The tests run the same loop a million times under a
+# limit of 300 frames.) The
 # cell is a timing, so nbval does not compare its output.
 
 # %% tags=["nbval-ignore-output"]
@@ -1334,7 +1335,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #
 # - division and remainder agree with LLVM's `sdiv` and `srem`, run natively
 #   through chapter 1's JIT, on random 64-bit operands;
-# - a ten-million-iteration tail loop, and mutual tail recursion and tail
+# - a million-iteration tail loop, and mutual tail recursion and tail
 #   calls through closures a hundred thousand deep, run with Python's
 #   recursion limit at three hundred frames;
 # - non-tail recursion twenty thousand deep works, and infinite recursion is
