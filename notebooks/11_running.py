@@ -54,6 +54,9 @@
 # and loaded with `load_library_permanently`; then `main` is a plain C
 # function that `ctypes` can call.
 #
+# (The library is loaded once per process: after changing the runtime's C in
+# chapter 10, restart the kernel, or the old functions stay in use.)
+#
 # Running in this process is what `lc run` wants: the program's output goes
 # straight to the terminal, and when the program stops with a runtime error
 # the runtime exits the process with status 2 — which is `lc run`'s exit
