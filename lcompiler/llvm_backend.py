@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'makes_no_tail_calls', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'makes_no_tail_calls', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Data: one word per value ------------------------------------------
@@ -78,9 +78,9 @@ class Backend:
             self.rt[name] = ir.Function(self.module, ir.FunctionType(result, params), name)
         self.rt["lc_fail"].attributes.add("noreturn")
         self.rt["lc_fail"].attributes.add("cold")
-        for name in ("lc_hp", "lc_hl"):     # the allocation pointer and limit, owned by the runtime
+        for name in ("lc_hp", "lc_hl", "lc_call_site"):     # words owned by the runtime
             self.rt[name] = ir.GlobalVariable(self.module, I64, name)
-        self.strings, self.printers = {}, {}
+        self.strings, self.printers, self.call_sites = {}, {}, []
         printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
         for d in program.definitions:
             printer.definition(d)
@@ -236,6 +236,9 @@ class Backend(Backend):
                 fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
                 callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
             cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+            if not tail and t.loc is not None:         # where a stack overflow will be reported
+                b.store(word(len(self.call_sites)), self.rt["lc_call_site"])
+                self.call_sites.append(render(RunError(OVERFLOW, t.loc)))
             result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
             if tail:
                 b.ret(result)
@@ -435,6 +438,9 @@ class Backend(Backend):
 
 # --- Runtime errors, rendered by the compiler --------------------------
 
+OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
+
+
 def render(error: RunError) -> str:
     return error.render() + "\n"
 
@@ -555,16 +561,21 @@ class Backend(Backend):
 
     def main(self, program: ir.Function):
         """int main(): the runtime's lc_run starts the program on a big stack, with its roots."""
-        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P])
+        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64])
         lc_run = ir.Function(self.module, run_type, "lc_run")
         main = ir.Function(self.module, ir.FunctionType(I32, []), "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
         where = f"{self.source_name}: runtime error: "
-        overflow = where + "stack overflow: the program nested calls too deeply\n"
+        overflow = where + OVERFLOW + "\n"
         memory = where + "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)\n"
         roots = b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
         n = word(self.globals.type.pointee.count)
-        b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory)]))
+        sites = ir.GlobalVariable(self.module, ir.ArrayType(I8P, max(1, len(self.call_sites))), "lc_call_sites")
+        texts = [self.string(s).bitcast(I8P) for s in self.call_sites] or [ir.Constant(I8P, None)]
+        sites.initializer, sites.global_constant = ir.Constant(sites.type.pointee, texts), True
+        first = b.gep(sites, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory),
+                              first, word(len(self.call_sites))]))
 
 
 # --- From source to module, verified and optimised ---------------------
@@ -1138,13 +1149,22 @@ static char *stack_map;                    /* the guard zone, then the stack */
 static _Alignas(16) char alt_stack[64 * 1024];
 static int64_t (*l_program)(void);
 
+/* Where: before each call that is not a tail call, the compiled code
+ * stores the number of the call site in lc_call_site; lc_run receives one
+ * rendered message per call site.  So a stack overflow is reported at the
+ * last call made, as the reference interpreter reports it. */
+int64_t lc_call_site = -1;
+static const char *const *call_site_texts;
+static int64_t n_call_sites;
+
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
     (void)context;
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        write_str(2, stack_overflow_text);
+        int64_t site = lc_call_site;
+        write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
         _exit(2);
     }
     write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
@@ -1270,10 +1290,12 @@ static void heap_free(void)
 }
 
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
-           const char *stack_overflow_message, const char *out_of_memory_message)
+           const char *stack_overflow_message, const char *out_of_memory_message,
+           const char *const *call_site_messages, int64_t ncall_sites)
 {
     out_len = 0, out_fd = 1;
     stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
+    call_site_texts = call_site_messages, n_call_sites = ncall_sites, lc_call_site = -1;
     global_roots = globals, n_global_roots = nglobals;
     l_program = program;
     heap_init();

@@ -653,9 +653,9 @@ class Backend:
             self.rt[name] = ir.Function(self.module, ir.FunctionType(result, params), name)
         self.rt["lc_fail"].attributes.add("noreturn")
         self.rt["lc_fail"].attributes.add("cold")
-        for name in ("lc_hp", "lc_hl"):     # the allocation pointer and limit, owned by the runtime
+        for name in ("lc_hp", "lc_hl", "lc_call_site"):     # words owned by the runtime
             self.rt[name] = ir.GlobalVariable(self.module, I64, name)
-        self.strings, self.printers = {}, {}
+        self.strings, self.printers, self.call_sites = {}, {}, []
         printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
         for d in program.definitions:
             printer.definition(d)
@@ -825,6 +825,9 @@ class Backend(Backend):
                 fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
                 callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
             cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+            if not tail and t.loc is not None:         # where a stack overflow will be reported
+                b.store(word(len(self.call_sites)), self.rt["lc_call_site"])
+                self.call_sites.append(render(RunError(OVERFLOW, t.loc)))
             result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
             if tail:
                 b.ret(result)
@@ -1145,6 +1148,9 @@ class Backend(Backend):
 
 # %%
 #| export
+OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
+
+
 def render(error: RunError) -> str:
     return error.render() + "\n"
 
@@ -1259,9 +1265,17 @@ def field_type(t, subst: dict):
 # dynamic definition and top-level statement, and `lc_program`, which calls
 # the initialisers in program order and stores each definition's value in its
 # slot. Last comes `main`, the C entry point, which hands `lc_program` to the
-# runtime's `lc_run` together with the roots (`lc_globals`) and the two
-# messages the runtime prints itself — stack overflow and memory exhaustion,
-# the runtime errors that have no source location.
+# runtime's `lc_run` together with the roots (`lc_globals`) and the messages
+# the runtime prints itself: memory exhaustion, which has no source
+# location, and stack overflow, which is reported at the last call made —
+# the reference interpreter's choice. Before each call that is not a tail
+# call, the code stores the call site's number in the runtime's word
+# `lc_call_site` — one store per call, whose cost chapter 12 could not tell
+# from the noise even on `fib`, a benchmark that does nothing but call; `lc_run`
+# receives the table `lc_call_sites` of the rendered messages, one per call
+# site, and the signal handler prints the one the word points at. A stack
+# overflow before any call (or in the runtime's own code) gets the message
+# without a location.
 
 # %%
 #| export
@@ -1290,16 +1304,21 @@ class Backend(Backend):
 
     def main(self, program: ir.Function):
         """int main(): the runtime's lc_run starts the program on a big stack, with its roots."""
-        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P])
+        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64])
         lc_run = ir.Function(self.module, run_type, "lc_run")
         main = ir.Function(self.module, ir.FunctionType(I32, []), "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
         where = f"{self.source_name}: runtime error: "
-        overflow = where + "stack overflow: the program nested calls too deeply\n"
+        overflow = where + OVERFLOW + "\n"
         memory = where + "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)\n"
         roots = b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
         n = word(self.globals.type.pointee.count)
-        b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory)]))
+        sites = ir.GlobalVariable(self.module, ir.ArrayType(I8P, max(1, len(self.call_sites))), "lc_call_sites")
+        texts = [self.string(s).bitcast(I8P) for s in self.call_sites] or [ir.Constant(I8P, None)]
+        sites.initializer, sites.global_constant = ir.Constant(sites.type.pointee, texts), True
+        first = b.gep(sites, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory),
+                              first, word(len(self.call_sites))]))
 
 # %% [markdown]
 # ## From source to module, verified and optimised
@@ -1959,13 +1978,22 @@ static char *stack_map;                    /* the guard zone, then the stack */
 static _Alignas(16) char alt_stack[64 * 1024];
 static int64_t (*l_program)(void);
 
+/* Where: before each call that is not a tail call, the compiled code
+ * stores the number of the call site in lc_call_site; lc_run receives one
+ * rendered message per call site.  So a stack overflow is reported at the
+ * last call made, as the reference interpreter reports it. */
+int64_t lc_call_site = -1;
+static const char *const *call_site_texts;
+static int64_t n_call_sites;
+
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
     (void)context;
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        write_str(2, stack_overflow_text);
+        int64_t site = lc_call_site;
+        write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
         _exit(2);
     }
     write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
@@ -2098,10 +2126,12 @@ static void heap_free(void)
 }
 
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
-           const char *stack_overflow_message, const char *out_of_memory_message)
+           const char *stack_overflow_message, const char *out_of_memory_message,
+           const char *const *call_site_messages, int64_t ncall_sites)
 {
     out_len = 0, out_fd = 1;
     stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
+    call_site_texts = call_site_messages, n_call_sites = ncall_sites, lc_call_site = -1;
     global_roots = globals, n_global_roots = nglobals;
     l_program = program;
     heap_init();
@@ -2368,6 +2398,7 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 # 2. Flattening stops at one level: a parameter of type `((Int, Int), Int)`
 #    takes two words, the first a pointer. Flatten nested tuples, and find
 #    a program of the corpus where it matters.
-# 3. Make the stack-overflow error say where: give the runtime a table of
-#    the functions' start addresses and source locations, and look up the
-#    faulting instruction's address in the signal handler.
+# 3. Make the location of a stack overflow free: instead of a store before
+#    every call, give the runtime a table of the return addresses of the
+#    call sites, and look up the return address found on the stack in the
+#    signal handler. What does LLVM need to tell you, and how?
