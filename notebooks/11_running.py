@@ -318,7 +318,8 @@ _ = run_l("print(\"the kernel is still here\")")
 #
 # How it works, in the simplest way that is right: the REPL keeps the text
 # of the definitions accepted so far. For an expression `e` it compiles
-# those definitions followed by `def it = e` and `print(it)`, and looks up
+# those definitions followed by `def it = { e }` and `print(it)` (the
+# braces make any statement an expression), and looks up
 # the type of `it` among the type schemes of chapter 5. Everything runs in a
 # child process, so a runtime error or an infinite recursion costs the entry
 # and never the session. Since the earlier definitions run again at every
@@ -513,8 +514,8 @@ with tempfile.TemporaryDirectory() as tmp:
 # `tests/test_native.py` runs every corpus program and example compiled —
 # in a child through the JIT, and a third of them as executables — and
 # requires the reference interpreter's output, errors and exit status; the
-# same for sixty random well-typed programs per run (the generator of
-# chapter 7's tests). It checks that `lc run` reports rejected programs
+# same for forty random well-typed programs per run through the JIT and
+# eight as executables (the generator of chapter 7's tests). It checks that `lc run` reports rejected programs
 # exactly as the interpreter does, that `lc build` makes an executable that
 # behaves like `lc run`, the REPL's answers, and the notebook-safety
 # promise: it executes a notebook whose `%%L` cells run an infinite non-tail
