@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'makes_no_tail_calls', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Data: one word per value ------------------------------------------
@@ -89,6 +89,7 @@ class Backend:
 
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
+        fast = short_tail_chains(self.program)
         dynamic = [d for d in self.program.definitions if d.body is not None and d.var is not None]
         self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, len(dynamic))), "lc_globals")
         self.globals.initializer = ir.Constant(self.globals.type.pointee, None)
@@ -100,7 +101,7 @@ class Backend:
                 words = sum(arity(p) for p in lam.params)
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
                 f.linkage = LINKAGE
-                f.calling_convention = "fastcc" if makes_no_tail_calls(d.var, lam) else "tailcc"
+                f.calling_convention = "fastcc" if d.var in fast else "tailcc"
                 if f.calling_convention == "fastcc":
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
@@ -280,9 +281,34 @@ def self_tail_calls(var, lam: cps.Lambda) -> bool:
     return any(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
 
 
-def makes_no_tail_calls(var, lam: cps.Lambda) -> bool:
-    """A direct function whose only tail calls are to itself (loops): it can be fastcc."""
-    return lam.kind == "direct" and all(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
+def short_tail_chains(program: cps.Program) -> set:
+    """The direct functions from which every chain of tail calls is finite: they can be fastcc."""
+    successors = {}
+    for d in program.definitions:
+        if type(d.value) is cps.Lambda and d.value.kind == "direct":
+            calls = list(tail_calls(d.var, d.value))
+            if all(a.kind == "direct" for a in calls):     # a tail call of a closure: unknown
+                successors[d.var] = {a.func.var for a in calls} - {d.var}
+    short, state = set(), {}                      # state: "open" while on the search path, then "done"
+    for root in successors:
+        if root in state:
+            continue
+        state[root] = "open"
+        stack = [(root, iter(successors[root]))]
+        while stack:
+            var, todo = stack[-1]
+            nxt = next(todo, None)
+            if nxt is None:                       # every successor examined
+                stack.pop()
+                state[var] = "done"
+                if successors[var] <= short:
+                    short.add(var)
+            elif nxt in successors and nxt not in state:
+                state[nxt] = "open"
+                stack.append((nxt, iter(successors[nxt])))
+            # a successor that is open (a cycle), done but not short, or not direct
+            # keeps var out of `short`, since then successors[var] <= short fails
+    return short
 
 
 # --- Registers and the conservative collector --------------------------

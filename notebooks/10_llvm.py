@@ -664,6 +664,7 @@ class Backend:
 
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
+        fast = short_tail_chains(self.program)
         dynamic = [d for d in self.program.definitions if d.body is not None and d.var is not None]
         self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, len(dynamic))), "lc_globals")
         self.globals.initializer = ir.Constant(self.globals.type.pointee, None)
@@ -675,7 +676,7 @@ class Backend:
                 words = sum(arity(p) for p in lam.params)
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
                 f.linkage = LINKAGE
-                f.calling_convention = "fastcc" if makes_no_tail_calls(d.var, lam) else "tailcc"
+                f.calling_convention = "fastcc" if d.var in fast else "tailcc"
                 if f.calling_convention == "fastcc":
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
@@ -869,15 +870,28 @@ class Backend(Backend):
 #    writes it as one: the function's parameters become φ-nodes of a block
 #    `recur` after the entry, and the self tail call is a jump back to it —
 #    guaranteed constant stack, at any optimisation level;
-# 2. **a direct function that makes no other tail call** gets LLVM's `fastcc`
-#    (arguments in registers, an ordinary return). Calling it, even from a
-#    tail position, is an ordinary `call` then `ret`: the caller's frame stays
-#    during the call, but the callee cannot extend a chain of tail calls (it
-#    makes none), so at most one frame is added, not one per iteration;
-# 3. **every other function** — every closure's code, and each direct
-#    function that makes a tail call to another function — is `tailcc`, and
-#    its tail calls are `tail call tailcc`: the loops that go through
-#    closures or through mutual recursion run in constant stack.
+# 2. **a direct function from which every chain of tail calls is short**
+#    gets LLVM's `fastcc` (arguments in registers, an ordinary return).
+#    "Short" means: the function makes tail calls only to itself and to
+#    direct functions that are short in the same sense, and no cycle of tail
+#    calls passes through it — `fib`, which makes none, or `solutions` in
+#    chapter 12's `nqueens`, which tail-calls `columns`, which only loops.
+#    Calling such a function, even from a tail position, is an ordinary
+#    `call` then `ret`: the caller's frame stays during the call, but the
+#    chain of tail calls it starts visits each function at most once, so at
+#    most one frame per function of the program is added, not one per
+#    iteration;
+# 3. **every other function** — every closure's code, each direct function
+#    that tail-calls a closure, and each one on a cycle of tail calls, like
+#    `even` and `odd` calling each other — is `tailcc`, and its tail calls
+#    are `tail call tailcc`: the loops that go through closures or through
+#    mutual recursion run in constant stack.
+#
+# `short_tail_chains` finds the functions of the second kind with a
+# depth-first search of the graph of direct tail calls, iterative (a
+# program may chain thousands of functions): a function is short once all
+# its successors are known to be short, and it is not if it reaches a
+# closure call or a function still on the search path — a cycle.
 
 # %%
 #| export
@@ -892,16 +906,40 @@ def self_tail_calls(var, lam: cps.Lambda) -> bool:
     return any(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
 
 
-def makes_no_tail_calls(var, lam: cps.Lambda) -> bool:
-    """A direct function whose only tail calls are to itself (loops): it can be fastcc."""
-    return lam.kind == "direct" and all(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
+def short_tail_chains(program: cps.Program) -> set:
+    """The direct functions from which every chain of tail calls is finite: they can be fastcc."""
+    successors = {}
+    for d in program.definitions:
+        if type(d.value) is cps.Lambda and d.value.kind == "direct":
+            calls = list(tail_calls(d.var, d.value))
+            if all(a.kind == "direct" for a in calls):     # a tail call of a closure: unknown
+                successors[d.var] = {a.func.var for a in calls} - {d.var}
+    short, state = set(), {}                      # state: "open" while on the search path, then "done"
+    for root in successors:
+        if root in state:
+            continue
+        state[root] = "open"
+        stack = [(root, iter(successors[root]))]
+        while stack:
+            var, todo = stack[-1]
+            nxt = next(todo, None)
+            if nxt is None:                       # every successor examined
+                stack.pop()
+                state[var] = "done"
+                if successors[var] <= short:
+                    short.add(var)
+            elif nxt in successors and nxt not in state:
+                state[nxt] = "open"
+                stack.append((nxt, iter(successors[nxt])))
+            # a successor that is open (a cycle), done but not short, or not direct
+            # keeps var out of `short`, since then successors[var] <= short fails
+    return short
 
 # %% [markdown]
 # ### Registers and the conservative collector
 #
-# One more attribute, on the functions that make no tail call, and the
-# reason for it is the garbage collector of the runtime (below), which finds
-# the live heap
+# One more attribute, on the `fastcc` functions, and the reason for it is
+# the garbage collector of the runtime (below), which finds the live heap
 # blocks by scanning the stack *conservatively*: every word on it that
 # looks like a pointer keeps a block alive. Normally a function saves, in
 # its own stack frame, the *callee-saved* registers it wants to use, holding
@@ -917,7 +955,8 @@ def makes_no_tail_calls(var, lam: cps.Lambda) -> bool:
 # benchmarks is within the noise (chapter 12).
 #
 # The attribute goes on the `fastcc` functions and the initialisers, which
-# make no tail calls, and not on the `tailcc` ones: on a function that
+# make no `tail call` in LLVM's sense, and not on the `tailcc` ones: on a
+# function that
 # tail-calls a closure it broke the tail-call guarantee — the `fold`
 # benchmark, which loops through composed closures, overflowed its stack —
 # presumably because a tail call cannot hand over to a callee that does

@@ -150,7 +150,7 @@ print(optimised[start:optimised.index("\n}\n", start) + 3])
 # |---|---|---|---|
 # | every argument tuple allocated on the heap, every function `tailcc` | — | 2.7 | 6.5 |
 # | tuple arguments flattened into registers | 2.1 | 1.1 | 3.3 |
-# | … self tail calls as loops, `fastcc` where no other tail call is made, the small code model | 1.4 | 1.0 | 1.3 |
+# | … self tail calls as loops, `fastcc` where no other tail call was made, the small code model | 1.4 | 1.0 | 1.3 |
 #
 # (The first row was measured with the first version of the back end while
 # the runtime was being written, at smaller sizes.) `tailcc`'s guarantee

@@ -159,11 +159,14 @@ def test_the_module_is_verified_and_uses_guaranteed_tail_calls():
         def even(n) = if (n == 0) true else odd(n - 1)
         def odd(n) = if (n == 0) false else even(n - 1)
         def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)
-        print(f(3), even(10), fib(10))
+        def g(n) = f(n)
+        def h(k, n) = k(n)
+        print(f(3), even(10), fib(10), g(2), h(g, 1))
         """
     module = str(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text))))
     functions = {m.group(2): m.group(1) for m in re.finditer(r"define linkonce_odr (\w+) i64 @\"(\w+)_\d+\"", module)}
-    assert functions == {"f": "fastcc", "even": "tailcc", "odd": "tailcc", "fib": "fastcc"}
+    assert functions == {"f": "fastcc", "even": "tailcc", "odd": "tailcc", "fib": "fastcc",
+                         "g": "fastcc", "h": "tailcc", "g_entry": "tailcc"}
     assert "tail call tailcc i64" in module and 'br label %"recur"' in module
     optimised = str(llvm_backend.optimise(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text)))))
     assert "define i32 @main()" in optimised
