@@ -17,13 +17,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, llvm_backend
-from lcompiler.errors import CompileError, Diagnostic, Source
+from lcompiler.errors import CompileError, Source
 
 _runtime_loaded = False
 
@@ -95,7 +96,6 @@ def wait(pid: int, timeout: float | None) -> int:
     """The exit status of child pid; kill it after timeout seconds."""
     if timeout is None:
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    import time
     deadline = time.monotonic() + timeout
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)

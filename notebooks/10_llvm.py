@@ -140,7 +140,7 @@ from lcompiler import closure, cps, cps_convert, syntax as s, types
 from lcompiler.mono import monomorphise
 from lcompiler import core as c
 from lcompiler.errors import RunError, Source
-from lcompiler.types import TCon, TParam, show_type
+from lcompiler.types import TCon, show_type
 
 # %% [markdown]
 # ## Monomorphisation

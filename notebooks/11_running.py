@@ -71,13 +71,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, llvm_backend
-from lcompiler.errors import CompileError, Diagnostic, Source
+from lcompiler.errors import CompileError, Source
 
 _runtime_loaded = False
 
@@ -110,7 +111,10 @@ def run_here(source: Source) -> int:
 # ## In a child process: nothing reaches the host
 #
 # A notebook kernel, the REPL and the test suite must outlive the programs
-# they run. So they run them in a forked child: the parent compiles (a
+# they run. So they run them in a forked child, as chapter 1's
+# `run_in_child` did — extended here to capture standard error as well (a
+# runtime error is written there) and to stop a program that runs too long:
+# the parent compiles (a
 # `CompileError` is reported in the parent, as usual), forks, and the child
 # calls `main` with its standard output and error sent to two temporary
 # files; the parent waits, reads the files, and returns what happened as a
@@ -161,7 +165,6 @@ def wait(pid: int, timeout: float | None) -> int:
     """The exit status of child pid; kill it after timeout seconds."""
     if timeout is None:
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    import time
     deadline = time.monotonic() + timeout
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)

@@ -12,13 +12,11 @@ Every corpus program (run and fail) and every example is monomorphised, then:
 Then programs written for the cases that matter, and random programs from tests/test_convert.py.
 """
 
-import importlib.util
-import io
-import sys
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from lcompiler import core as c, cps, syntax as s
 from lcompiler.closure import closure_convert
@@ -28,7 +26,10 @@ from lcompiler.errors import RunError, Source
 from lcompiler.interp import Closure, Data, Interpreter, show_value
 from lcompiler.types import TCon, TParam, check_types, show_type
 
+from lcompiler.llvm_backend import field_type
 from lcompiler.mono import measure, monomorphise
+
+from test_convert import on_cps, outcome, programs, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
@@ -40,27 +41,8 @@ SLOW = {"tail_sum_million", "tail_mutual_million"}      # seconds per run: run o
 
 # --- Running -------------------------------------------------------------------------------------
 
-def outcome(run) -> tuple:
-    """(what run(out) printed, the rendered runtime error or None)."""
-    out = io.StringIO()
-    try:
-        run(out)
-        error = None
-    except RunError as e:
-        error = e.render()
-    return out.getvalue(), error
-
-
-def reference(core) -> tuple:
-    return outcome(lambda out: Interpreter(out).run(core))
-
-
 def typed(core) -> tuple:
     return outcome(lambda out: TypedInterpreter(core, out).run(core))
-
-
-def on_cps(program) -> tuple:
-    return outcome(lambda out: cps.run(program, out))
 
 
 def compile_text(text: str, name: str = "x.l"):
@@ -106,17 +88,6 @@ def constructors(program) -> dict:
     """Constructor -> (type name, parameter names, field syntax types)."""
     return {con.name: (d.name, [p.name for p in d.params], [f.type for f in con.fields or []])
             for d in program.items if isinstance(d, s.Data) for con in d.constructors}
-
-
-def field_type(t, params: dict) -> TCon:
-    """A data declaration's field type, its parameters given by params."""
-    if isinstance(t, s.TVar):
-        return params[t.name]
-    if isinstance(t, s.TName):
-        return TCon(t.name, tuple(field_type(a, params) for a in t.args))
-    if isinstance(t, s.TTuple):
-        return TCon("*", tuple(field_type(i, params) for i in t.items))
-    return TCon("->", (field_type(t.arg, params), field_type(t.result, params)))
 
 
 def field_types(cons: dict, name: str, t: TCon) -> list:
@@ -516,28 +487,16 @@ match (f(3)) { (n, Cons(s, _)) -> print(s == "x"); (n, Nil) -> print(n) }
 
 # --- 3. Random programs (the generator of tests/test_convert.py) ----------------------------------
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("lc_test_convert", ROOT / "tests" / "test_convert.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.programs()
-
-
-try:
-    from hypothesis import HealthCheck, given, settings
-
-    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(_generator())
-    def test_random_programs(text):
-        core = compile_text(text)
-        mono = monomorphise(core)
-        no_type_variables(mono)
-        WellTyped(mono)
-        want = reference(core)
-        assert reference(mono) == want and typed(mono) == want
-        program = convert(mono)
-        closure_convert(program)
-        cps.check(program, closed=True)
-        assert on_cps(program) == want
-except ImportError:          # hypothesis is optional
-    pass
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_random_programs(text):
+    core = compile_text(text)
+    mono = monomorphise(core)
+    no_type_variables(mono)
+    WellTyped(mono)
+    want = reference(core)
+    assert reference(mono) == want and typed(mono) == want
+    program = convert(mono)
+    closure_convert(program)
+    cps.check(program, closed=True)
+    assert on_cps(program) == want
