@@ -1,25 +1,31 @@
 """How long lc takes to compile a program, stage by stage, as the program grows.
 
-    python bench/compile_speed.py [--lines 1250 2500 5000 10000] [--repeat 3]
+    python bench/compile_speed.py [--lines 1250 2500 5000 10000] [--repeat 3] [--parts N] [--gcc]
 
 Generates L programs of the given numbers of lines (blocks of ten lines, each
 with a data type, a match, a closure, a `while` loop, and calls between blocks)
-and times each stage of the compiler on them: the front end (parse, names,
-types), monomorphisation, CPS conversion, closure conversion, the back end
-(CPS to LLVM IR), LLVM's verifier and O2 pipeline, and the machine code
-(an object file). Prints seconds per stage, the total, and microseconds per
-line: linear growth keeps the last column flat.
+and times each stage of the compiler on them, as `lc` runs them (Python's
+cycle collector paused): the front end (parse, names, types),
+monomorphisation, CPS conversion, closure conversion, the back end (CPS to
+llvmlite's IR), and machine code: the module printed as LLVM text (split into
+parts when it is big), then verified, optimised at O2 and compiled to object
+files, the parts in parallel (chapter 11's `machine_code`). Prints seconds per
+stage, the total, microseconds per line (linear growth keeps that column
+flat), and the number of parts; `--parts 1` compiles every module whole.
+With `--gcc`, also times `gcc -O2 -c` on the same programs written in C.
 """
 import argparse
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-import llvmlite.binding as llvm
-
-from lcompiler import addlang, closure, cps_convert, llvm_backend, types
+from lcompiler import addlang, closure, cps_convert, driver, llvm_backend, types
 from lcompiler.errors import Source
 from lcompiler.mono import monomorphise
+from lcompiler.syntax import collector_paused
 
 BLOCK = """data Shape{i} {{ Circle{i}(Int); Rect{i}(Int, Int) }}
 def area{i}(s) = match (s) {{ Circle{i}(r) -> 3 * r * r; Rect{i}(w, h) -> w * h }}
@@ -34,6 +40,40 @@ def prev{i}(n) = if (n < 1000) step{j}(n, 3) else n / 2
 """
 
 
+C_BLOCK = """typedef struct {{ long tag, a, b; }} Shape{i};
+static long area{i}(Shape{i} *s) {{ switch (s->tag) {{ case 0: return 3 * s->a * s->a; default: return s->a * s->b; }} }}
+long prev{i}(long n);
+typedef struct add{i} {{ long (*code)(struct add{i} *, long); long *acc; }} Add{i};
+static long add{i}_code(Add{i} *env, long z) {{ return z + *env->acc; }}
+long step{i}(long x, long y) {{
+  long *acc = malloc(sizeof *acc), k = 0;
+  *acc = x;
+  while (k < y) {{ Shape{i} *r = malloc(sizeof *r); r->tag = 1; r->a = k; r->b = {i}; *acc += area{i}(r); k++; }}
+  Add{i} *add = malloc(sizeof *add); add->code = add{i}_code; add->acc = acc;
+  if (*acc % 2 == 0) return add->code(add, prev{i}(*acc));
+  Shape{i} *c = malloc(sizeof *c); c->tag = 0; c->a = y; return add->code(add, area{i}(c));
+}}
+long prev{i}(long n) {{ return n < 1000 ? step{j}(n, 3) : n / 2; }}
+"""
+
+
+def c_program(lines: int) -> str:
+    """The same program in C, block for block, for a C compiler to compile."""
+    blocks = max(1, lines // 10)
+    text = "#include <stdio.h>\n#include <stdlib.h>\nlong step0(long x, long y) { return x + y; }\n"
+    text += "".join(C_BLOCK.format(i=i, j=i - 1) for i in range(1, blocks + 1))
+    return text + f"int main(void) {{ printf(\"%ld\\n\", step{blocks}(1, 5)); return 0; }}\n"
+
+
+def gcc_seconds(text: str) -> float:
+    """Seconds `gcc -O2 -c` takes on a C program."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "p.c").write_text(text)
+        start = time.perf_counter()
+        subprocess.run(["gcc", "-O2", "-c", "p.c", "-o", "p.o"], cwd=tmp, check=True)
+        return time.perf_counter() - start
+
+
 def program(lines: int) -> str:
     blocks = max(1, lines // 10)
     text = "def step0(x, y) = x + y\n"
@@ -41,8 +81,8 @@ def program(lines: int) -> str:
     return text + f"print(step{blocks}(1, 5))\n"
 
 
-def stages(text: str) -> dict:
-    """Seconds per stage of compiling text to an object file."""
+def stages(text: str, parts: int | None) -> tuple[dict, int]:
+    """Seconds per stage of compiling text to object files, and the number of parts."""
     times, clock = {}, time.perf_counter
 
     def timed(name, f, *args):
@@ -52,22 +92,24 @@ def stages(text: str) -> dict:
         return result
 
     source = Source("generated.l", text)
-    core, _ = timed("front end", types.check_types, source)
-    datas = llvm_backend.data_declarations(core)
-    mono = timed("monomorphise", monomorphise, core)
-    cps = timed("to CPS", cps_convert.convert, mono)
-    timed("closures", closure.closure_convert, cps)
-    module = timed("to LLVM", lambda: llvm_backend.Backend(cps, datas, source.name).compile())
-    ref = timed("LLVM O2", llvm_backend.optimise, module)
-    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
-    timed("machine code", machine.emit_object, ref)
-    return times
+    with collector_paused():
+        core, _ = timed("front end", types.check_types, source)
+        datas = llvm_backend.data_declarations(core)
+        mono = timed("monomorphise", monomorphise, core)
+        cps = timed("to CPS", cps_convert.convert, mono)
+        timed("closures", closure.closure_convert, cps)
+        module = timed("to LLVM", lambda: llvm_backend.Backend(cps, datas, source.name).compile())
+    parts = parts or driver.parts_for(module)
+    timed("machine code", driver.machine_code, module, 2, True, parts)
+    return times, parts
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, nargs="+", default=[1250, 2500, 5000, 10000])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--parts", type=int, default=None, help="compile in this many parts (default: by size)")
+    ap.add_argument("--gcc", action="store_true", help="also time gcc -O2 on the same programs written in C")
     args = ap.parse_args(argv)
     addlang.target_machine()                     # initialise LLVM outside the timings
     sys.setrecursionlimit(100_000)
@@ -75,17 +117,24 @@ def main(argv=None) -> int:
     for lines in args.lines:
         text = program(lines)
         real_lines = text.count("\n")
-        runs = [stages(text) for _ in range(args.repeat)]
-        median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        rows.append((real_lines, median))
+        runs = [stages(text, args.parts) for _ in range(args.repeat)]
+        median = {k: statistics.median(r[k] for r, _ in runs) for k in runs[0][0]}
+        rows.append((real_lines, median, runs[0][1]))
     names = list(rows[0][1])
-    print("lines  " + "  ".join(f"{n:>12}" for n in names) + "      total  µs/line")
-    for lines, m in rows:
+    print("lines  " + "  ".join(f"{n:>12}" for n in names) + "      total  µs/line  parts")
+    for lines, m, parts in rows:
         total = sum(m.values())
-        print(f"{lines:5}  " + "  ".join(f"{m[n]:12.3f}" for n in names) + f"  {total:9.2f}  {1e6 * total / lines:7.0f}")
+        print(f"{lines:5}  " + "  ".join(f"{m[n]:12.3f}" for n in names)
+              + f"  {total:9.2f}  {1e6 * total / lines:7.0f}  {parts:5}")
     first, last = rows[0], rows[-1]
     ratio = (sum(last[1].values()) / last[0]) / (sum(first[1].values()) / first[0])
     print(f"time per line, largest / smallest program: {ratio:.2f} (1.00 is linear)")
+    if args.gcc:
+        print("\nthe same programs in C, gcc -O2 -c (seconds):")
+        for lines in args.lines:
+            text = c_program(lines)
+            seconds = statistics.median(gcc_seconds(text) for _ in range(args.repeat))
+            print(f"{text.count(chr(10)):5} lines of C  {seconds:6.2f}")
     return 0
 
 

@@ -351,16 +351,26 @@ class Converter(Converter):
 # --- Pattern matching --------------------------------------------------
 
 class Converter(Converter):
-    def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx):
+    def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
+        """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
             return self.let(fail("no clause matches the value", x, loc=e.span), "u", e.type,
                             lambda u: give(ctx, u, store))
         pattern, body = e.clauses[i]
         success = lambda env2: self.expr(body, env2, store, ctx)
-        if self.irrefutable(pattern):
-            return self.pattern(pattern, x, None, env, success)
-        return let_cont(lambda nxt: self.clauses(e, x, i + 1, env, store, ctx),
-                        lambda nxt: self.pattern(pattern, x, nxt, env, success), 0, "next")
+        test = lambda nxt: self.pattern(pattern, x, nxt, env, success)
+        if type(pattern) is PCon:
+            tag_, count = self.constructors[pattern.name]
+            args = pattern.args or []
+            if len(excluded | {tag_}) == count:      # the one constructor left: no tag to test
+                test = lambda nxt: self.fields(args, x, nxt, env, success)
+                if all(self.irrefutable(q) for q in args):
+                    return test(None)
+            elif all(self.irrefutable(q) for q in args):
+                excluded = excluded | {tag_}          # past this clause, x's tag is not tag_
+        elif self.irrefutable(pattern):
+            return test(None)
+        return let_cont(lambda nxt: self.clauses(e, x, i + 1, env, store, ctx, excluded), test, 0, "next")
 
     def irrefutable(self, p) -> bool:
         t = type(p)

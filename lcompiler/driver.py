@@ -6,44 +6,167 @@ Chapter 10 ends with a verified, optimised LLVM module and a C runtime.
 This chapter runs them, four ways:
 """
 
-__all__ = ['jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
+__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'split', 'declaration', 'target', 'object_code', 'parts_for', 'machine_code', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
 
 
-# --- Just in time, in this process -------------------------------------
+# --- Machine code, in parts and in parallel ----------------------------
 
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 import llvmlite.binding as llvm
+import llvmlite.ir as ir
 
 from lcompiler import addlang, llvm_backend
 from lcompiler.errors import CompileError, Source
+from lcompiler.syntax import collector_paused
+
+PART_SIZE = 10_000                                # instructions per part, at least
+REFERENCE = re.compile(r'@"([^"]*)"')            # llvmlite quotes every global name
+
+
+def declared(g) -> bool:
+    return g.is_declaration if isinstance(g, ir.Function) else g.initializer is None
+
+
+def copied(g) -> bool:
+    return g.linkage in ("internal", "private") and (isinstance(g, ir.Function) or g.global_constant)
+
+
+def instructions(g) -> int:
+    return sum(len(block.instructions) for block in g.blocks) if isinstance(g, ir.Function) else 1
+
+
+def split(module: ir.Module, parts: int) -> list[str]:
+    """The LLVM text of `parts` modules that together define what module defines."""
+    values = list(module.globals.values())
+    texts = {g.name: str(g) for g in values}
+    uses = {g.name: {r for r in REFERENCE.findall(texts[g.name]) if r in texts and r != g.name}
+            for g in values if not declared(g)}
+    homed = [g for g in values if not declared(g) and not copied(g)]
+    total, running, home = sum(map(instructions, homed)), 0, {}
+    for g in homed:                               # runs of definitions of about equal size
+        home[g.name] = min(parts - 1, running * parts // max(total, 1))
+        running += instructions(g)
+    contents, exported = [], set()
+    for part in range(parts):
+        todo = [name for name, p in home.items() if p == part]
+        has = set(todo)
+        while todo:                               # what the part's definitions use, transitively
+            for used in uses[todo.pop()]:
+                if used not in has:
+                    has.add(used)
+                    if used in home:
+                        if home[used] != part:
+                            exported.add(used)
+                    elif used in uses:            # a copy: what it uses, it needs too
+                        todo.append(used)
+        contents.append(has)
+    for name in exported:                         # external linkage, defined once
+        texts[name] = re.sub(r'^(define |@"[^"]*" = )(?:linkonce_odr |internal )', r"\1", texts[name], count=1)
+    types = [t.get_declaration() for t in module.get_identified_types().values()]
+    metadata = module._get_metadata_lines()
+    result = []
+    for part, has in enumerate(contents):
+        lines = [f'; ModuleID = "{module.name}, part {part + 1} of {parts}"'] + types
+        for g in values:
+            if declared(g):
+                lines.append(texts[g.name])
+            elif g.name in has and home.get(g.name, part) == part:
+                lines.append(texts[g.name])
+            elif g.name in has:
+                lines.append(declaration(g, texts[g.name]))
+        result.append("\n".join(lines + metadata))
+    return result
+
+
+def declaration(g, text: str) -> str:
+    """A declaration of g with its calling convention and attributes."""
+    if isinstance(g, ir.Function):
+        return "declare " + text.split("\n", 1)[0].removeprefix("define ")
+    return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
+
+def target(executable: bool) -> llvm.TargetMachine:
+    addlang.target_machine()                      # LLVM initialised
+    triple = llvm.Target.from_default_triple()
+    if executable:                                # position independent, small code model
+        return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
+    return triple.create_target_machine(opt=2)    # what MCJIT uses by default
+
+
+def object_code(text: str, level: int, executable: bool) -> bytes:
+    """An object file from LLVM text: verified, optimised at O<level>, compiled."""
+    return target(executable).emit_object(llvm_backend.optimise(text, level))
+
+
+def parts_for(module: ir.Module) -> int:
+    size = sum(map(instructions, module.functions))
+    return max(1, min(len(os.sched_getaffinity(0)), size // PART_SIZE))
+
+
+def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
+                 parts: int | None = None) -> list[bytes]:
+    """Object files that together hold the module's machine code."""
+    parts = parts or parts_for(module)
+    with collector_paused():
+        texts = [str(module)] if parts == 1 else split(module, parts)
+    with tempfile.TemporaryDirectory() as tmp:
+        children = []
+        for i, text in enumerate(texts[:-1]):
+            pid = os.fork()
+            if pid == 0:                          # a child: compile, write the object, exit
+                status = 1
+                try:
+                    result = Path(tmp, f"{i}.o")
+                    result.write_bytes(object_code(text, level, executable))
+                    status = 0
+                except BaseException:
+                    Path(tmp, f"{i}.err").write_text(traceback.format_exc())
+                finally:
+                    os._exit(status)
+            children.append(pid)
+        last = object_code(texts[-1], level, executable)
+        objects = []
+        for i, pid in enumerate(children):
+            if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+                error = Path(tmp, f"{i}.err")
+                raise RuntimeError(f"compiling part {i + 1}: " + (error.read_text() if error.exists() else "crashed"))
+            objects.append(Path(tmp, f"{i}.o").read_bytes())
+        return objects + [last]
+
+
+# --- Just in time, in this process -------------------------------------
 
 _runtime_loaded = False
 
 
-def jit(ref: llvm.ModuleRef):
-    """An execution engine holding the machine code of a module, and its main as a C function."""
+def jit(objects: list[bytes]):
+    """An execution engine holding machine code, and its main as a C function."""
     global _runtime_loaded
     if not _runtime_loaded:
         llvm.load_library_permanently(str(llvm_backend.runtime_library("shared")))
         _runtime_loaded = True
-    engine = llvm.create_mcjit_compiler(ref, addlang.target_machine())
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), addlang.target_machine())
+    for code in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
     engine.finalize_object()
     main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
     return engine, main
 
 
-def compile_source(source: Source, level: int = 2) -> llvm.ModuleRef:
-    """Source to optimised, verified LLVM (CompileError for a program the compiler rejects)."""
-    return llvm_backend.optimise(llvm_backend.to_llvm(source), level)
+def compile_source(source: Source, level: int = 2, executable: bool = False,
+                   parts: int | None = None) -> list[bytes]:
+    """Source to machine code, in object files (CompileError for a program the compiler rejects)."""
+    return machine_code(llvm_backend.to_llvm(source), level, executable, parts)
 
 
 def run_here(source: Source) -> int:
@@ -110,25 +233,25 @@ def wait(pid: int, timeout: float | None) -> int:
 def run_source(source: Source, timeout: float | None = None, level: int = 2) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
     try:
-        ref = compile_source(source, level)
+        objects = compile_source(source, level)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
-    engine, main = jit(ref)
+    engine, main = jit(objects)
     return run_in_child(main, timeout)
 
 
 # --- Native executables ------------------------------------------------
 
-def build(source: Source, exe: str | Path, level: int = 2) -> Path:
+def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program)."""
-    ref = compile_source(source, level)
-    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
+    objects = compile_source(source, level, executable=True, parts=parts)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
-        obj = Path(tmp) / "program.o"
-        obj.write_bytes(machine.emit_object(ref))
+        files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
+        for file, code in zip(files, objects):
+            file.write_bytes(code)
         runtime = llvm_backend.runtime_library("object")
-        linked = subprocess.run([llvm_backend.c_compiler(), str(obj), str(runtime), "-o", str(exe), "-lpthread"],
+        linked = subprocess.run([llvm_backend.c_compiler(), *map(str, files), str(runtime), "-o", str(exe), "-lpthread"],
                                 capture_output=True, text=True)
         if linked.returncode:
             raise RuntimeError(f"linking failed: {linked.stderr.strip()}")

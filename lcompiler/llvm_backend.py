@@ -496,7 +496,11 @@ class Backend(Backend):
         b = ir.IRBuilder(f.append_basic_block("entry"))
         v, nested = f.args
         v.name, nested.name = "value", "nested"
-        text = lambda chars: [b.call(self.rt["lc_print_char"], [word(ord(ch))]) for ch in chars]
+        def text(chars):                        # a character, or a whole constant string
+            if len(chars) == 1:
+                b.call(self.rt["lc_print_char"], [word(ord(chars))])
+            else:
+                b.call(self.rt["lc_print_str"], [self.const(chars)])
         if t.name in ("Int", "Bool", "Unit"):
             b.call(self.rt["lc_print_" + t.name.lower()], [v])
         elif t.name == "String":
@@ -523,9 +527,8 @@ class Backend(Backend):
                 arm = f.append_basic_block(name)
                 switch.add_case(word(tag), arm)
                 b.position_at_end(arm)
-                text(name)
+                text(name + "(" if fields else name)
                 if fields:
-                    text("(")
                     for i, st in enumerate(fields):
                         if i:
                             text(", ")
@@ -609,6 +612,7 @@ class Backend(Backend):
 import llvmlite.binding as llvm
 
 from lcompiler import addlang
+from lcompiler.syntax import collector_paused
 
 
 def to_cps(source: Source) -> tuple[cps.Program, dict]:
@@ -622,13 +626,16 @@ def to_cps(source: Source) -> tuple[cps.Program, dict]:
 
 def to_llvm(source: Source) -> ir.Module:
     """The LLVM module of a well-typed L program (CompileError if it is not one)."""
-    program, datas = to_cps(source)
-    return Backend(program, datas, source.name).compile()
+    with collector_paused():
+        program, datas = to_cps(source)
+        return Backend(program, datas, source.name).compile()
 
 
 def verified(module) -> llvm.ModuleRef:
     """LLVM's own form of a module (text or llvmlite.ir), checked by LLVM's verifier."""
-    ref = addlang.load(str(module))             # parses and verifies (chapter 1)
+    with collector_paused():
+        text = str(module)
+    ref = addlang.load(text)                    # parses and verifies (chapter 1)
     ref.name = getattr(module, "name", "module")
     return ref
 

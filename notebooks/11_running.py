@@ -44,15 +44,229 @@
 #| default_exp driver
 
 # %% [markdown]
+# ## Machine code, in parts and in parallel
+#
+# Everything below starts from the same step: LLVM turns the back end's
+# module into machine code — verify, optimise at O2, select instructions,
+# allocate registers, emit an object file. For a small program that is a
+# few milliseconds. For a large one it is most of the compile time, and it
+# grows with the amount of IR: on the generated 10,000-line program of
+# chapter 12 (200,000 lines of IR), O2 takes about 10 s and code generation
+# another 8 to 10 s, on one core. LLVM itself compiles a module on one
+# thread, and llvmlite serialises its calls into LLVM with one lock, so
+# Python threads would not help.
+#
+# What does help is what C compilers get from `make -j`: compile separate
+# *parts* in separate processes. `split(module, parts)` cuts the module into
+# parts and `machine_code` compiles each part in a forked child (the last in
+# this process), all at the same time, and returns one object file per
+# part. A module is split only when it is big — two parts need at least
+# `2 × PART_SIZE` instructions — and into no more parts than there are
+# cores, so the programs of the book and the tests, all small, are still
+# compiled whole, in this process.
+#
+# Splitting a module is not cutting its text in two. Every name a part
+# uses must be either defined in it or declared in it, and every name must
+# be defined once in the program. So each thing the module defines is one
+# of three kinds:
+#
+# - **homed** — the program's functions, `main`, `lc_program`, the globals
+#   that are written (`lc_globals`, a static cell) or that the runtime finds
+#   by name (`lc_call_sites`): defined in exactly one part, chosen in module
+#   order so that the parts have about the same number of instructions. A
+#   part that uses a name homed elsewhere gets a *declaration*, and the name
+#   becomes *exported*: its linkage goes from `linkonce_odr` or `internal`
+#   to external, or its home part would be free to delete it after
+#   inlining it everywhere there;
+# - **copied** — private and internal things whose identity does not
+#   matter: the printers, `lc_alloc`, string constants, static closures and
+#   constructor values (no L program can tell two copies apart; L has no
+#   physical equality): each part that uses one, directly or through
+#   another copy, gets its own copy;
+# - **declared** — what the runtime defines (`lc_print_int`, `lc_hp`, …):
+#   declared in every part.
+#
+# A declaration carries the calling convention *and the attributes* of the
+# definition. Forgetting either is a silent miscompilation, not an error: a
+# call through a declaration without `fastcc` passes its arguments where the
+# callee does not look for them, and a call to a function declared without
+# `"no_callee_saved_registers"` assumes that the callee preserves `rbx` and
+# friends, which it does not. Taking the first line of the definition's
+# text, with `define` turned into `declare`, keeps both.
+#
+# What a split costs: a call from one part to another cannot be inlined,
+# since LLVM sees only a declaration there. Parts are runs of consecutive
+# definitions, and programs mostly call what is near them, so few calls
+# cross: in the generated program, one.
+
+# %%
+#| export
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from lcompiler import addlang, llvm_backend
+from lcompiler.errors import CompileError, Source
+from lcompiler.syntax import collector_paused
+
+PART_SIZE = 10_000                                # instructions per part, at least
+REFERENCE = re.compile(r'@"([^"]*)"')            # llvmlite quotes every global name
+
+
+def declared(g) -> bool:
+    return g.is_declaration if isinstance(g, ir.Function) else g.initializer is None
+
+
+def copied(g) -> bool:
+    return g.linkage in ("internal", "private") and (isinstance(g, ir.Function) or g.global_constant)
+
+
+def instructions(g) -> int:
+    return sum(len(block.instructions) for block in g.blocks) if isinstance(g, ir.Function) else 1
+
+
+def split(module: ir.Module, parts: int) -> list[str]:
+    """The LLVM text of `parts` modules that together define what module defines."""
+    values = list(module.globals.values())
+    texts = {g.name: str(g) for g in values}
+    uses = {g.name: {r for r in REFERENCE.findall(texts[g.name]) if r in texts and r != g.name}
+            for g in values if not declared(g)}
+    homed = [g for g in values if not declared(g) and not copied(g)]
+    total, running, home = sum(map(instructions, homed)), 0, {}
+    for g in homed:                               # runs of definitions of about equal size
+        home[g.name] = min(parts - 1, running * parts // max(total, 1))
+        running += instructions(g)
+    contents, exported = [], set()
+    for part in range(parts):
+        todo = [name for name, p in home.items() if p == part]
+        has = set(todo)
+        while todo:                               # what the part's definitions use, transitively
+            for used in uses[todo.pop()]:
+                if used not in has:
+                    has.add(used)
+                    if used in home:
+                        if home[used] != part:
+                            exported.add(used)
+                    elif used in uses:            # a copy: what it uses, it needs too
+                        todo.append(used)
+        contents.append(has)
+    for name in exported:                         # external linkage, defined once
+        texts[name] = re.sub(r'^(define |@"[^"]*" = )(?:linkonce_odr |internal )', r"\1", texts[name], count=1)
+    types = [t.get_declaration() for t in module.get_identified_types().values()]
+    metadata = module._get_metadata_lines()
+    result = []
+    for part, has in enumerate(contents):
+        lines = [f'; ModuleID = "{module.name}, part {part + 1} of {parts}"'] + types
+        for g in values:
+            if declared(g):
+                lines.append(texts[g.name])
+            elif g.name in has and home.get(g.name, part) == part:
+                lines.append(texts[g.name])
+            elif g.name in has:
+                lines.append(declaration(g, texts[g.name]))
+        result.append("\n".join(lines + metadata))
+    return result
+
+
+def declaration(g, text: str) -> str:
+    """A declaration of g with its calling convention and attributes."""
+    if isinstance(g, ir.Function):
+        return "declare " + text.split("\n", 1)[0].removeprefix("define ")
+    return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
+
+# %% [markdown]
+# The parts are compiled by `object_code`: parse, verify, optimise (chapter
+# 10's `optimise`), emit. The target machine differs between the JIT and
+# executables only in its code model (next sections). `machine_code`
+# decides how many parts, forks one child per part but the last, compiles
+# the last itself meanwhile, and collects the children's object files
+# through temporary files. A child that fails — a bug of this compiler —
+# sends back its traceback, which the parent raises.
+
+# %%
+#| export
+def target(executable: bool) -> llvm.TargetMachine:
+    addlang.target_machine()                      # LLVM initialised
+    triple = llvm.Target.from_default_triple()
+    if executable:                                # position independent, small code model
+        return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
+    return triple.create_target_machine(opt=2)    # what MCJIT uses by default
+
+
+def object_code(text: str, level: int, executable: bool) -> bytes:
+    """An object file from LLVM text: verified, optimised at O<level>, compiled."""
+    return target(executable).emit_object(llvm_backend.optimise(text, level))
+
+
+def parts_for(module: ir.Module) -> int:
+    size = sum(map(instructions, module.functions))
+    return max(1, min(len(os.sched_getaffinity(0)), size // PART_SIZE))
+
+
+def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
+                 parts: int | None = None) -> list[bytes]:
+    """Object files that together hold the module's machine code."""
+    parts = parts or parts_for(module)
+    with collector_paused():
+        texts = [str(module)] if parts == 1 else split(module, parts)
+    with tempfile.TemporaryDirectory() as tmp:
+        children = []
+        for i, text in enumerate(texts[:-1]):
+            pid = os.fork()
+            if pid == 0:                          # a child: compile, write the object, exit
+                status = 1
+                try:
+                    result = Path(tmp, f"{i}.o")
+                    result.write_bytes(object_code(text, level, executable))
+                    status = 0
+                except BaseException:
+                    Path(tmp, f"{i}.err").write_text(traceback.format_exc())
+                finally:
+                    os._exit(status)
+            children.append(pid)
+        last = object_code(texts[-1], level, executable)
+        objects = []
+        for i, pid in enumerate(children):
+            if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+                error = Path(tmp, f"{i}.err")
+                raise RuntimeError(f"compiling part {i + 1}: " + (error.read_text() if error.exists() else "crashed"))
+            objects.append(Path(tmp, f"{i}.o").read_bytes())
+        return objects + [last]
+
+# %% [markdown]
+# A small program split into three parts by force, to see the kinds at
+# work: `twice` and `main` are homed in different parts, so `twice` is
+# exported and declared where it is called; the printer of `Int` is copied.
+
+# %%
+two = llvm_backend.to_llvm(Source("two.l", "def twice(n) = 2 * n\ndef show(n) = print(twice(n))\nshow(21)\n"))
+for i, text in enumerate(split(two, 3)):
+    print("\n".join(line for line in text.splitlines()
+                    if line.startswith(("define", "declare", "; Module")) and "lc_" not in line), "\n")
+
+# %% [markdown]
 # ## Just in time, in this process
 #
-# llvmlite's MCJIT engine takes a module, compiles it to machine code in
-# this process's memory, and resolves the module's external names — the
-# runtime's `lc_print_int`, `lc_hp`, `lc_run` — among the symbols of the
-# libraries loaded into the process. So the runtime is compiled once into a
-# shared library (chapter 10's `runtime_library("shared")`, cached on disk)
-# and loaded with `load_library_permanently`; then `main` is a plain C
-# function that `ctypes` can call.
+# llvmlite's MCJIT engine takes machine code — here the object files of
+# `machine_code` — loads it into this process's memory, and resolves the
+# external names of each — the runtime's `lc_print_int`, `lc_hp`, `lc_run`,
+# and the names one part exports to another — among the objects it holds
+# and the symbols of the libraries loaded into the process. So the runtime
+# is compiled once into a shared library (chapter 10's
+# `runtime_library("shared")`, cached on disk) and loaded with
+# `load_library_permanently`; then `main` is a plain C function that
+# `ctypes` can call.
 #
 # (The library is loaded once per process: after changing the runtime's C in
 # chapter 10, restart the kernel, or the old functions stay in use.)
@@ -65,39 +279,27 @@
 
 # %%
 #| export
-import ctypes
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from dataclasses import dataclass
-from pathlib import Path
-
-import llvmlite.binding as llvm
-
-from lcompiler import addlang, llvm_backend
-from lcompiler.errors import CompileError, Source
-
 _runtime_loaded = False
 
 
-def jit(ref: llvm.ModuleRef):
-    """An execution engine holding the machine code of a module, and its main as a C function."""
+def jit(objects: list[bytes]):
+    """An execution engine holding machine code, and its main as a C function."""
     global _runtime_loaded
     if not _runtime_loaded:
         llvm.load_library_permanently(str(llvm_backend.runtime_library("shared")))
         _runtime_loaded = True
-    engine = llvm.create_mcjit_compiler(ref, addlang.target_machine())
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), addlang.target_machine())
+    for code in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
     engine.finalize_object()
     main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
     return engine, main
 
 
-def compile_source(source: Source, level: int = 2) -> llvm.ModuleRef:
-    """Source to optimised, verified LLVM (CompileError for a program the compiler rejects)."""
-    return llvm_backend.optimise(llvm_backend.to_llvm(source), level)
+def compile_source(source: Source, level: int = 2, executable: bool = False,
+                   parts: int | None = None) -> list[bytes]:
+    """Source to machine code, in object files (CompileError for a program the compiler rejects)."""
+    return machine_code(llvm_backend.to_llvm(source), level, executable, parts)
 
 
 def run_here(source: Source) -> int:
@@ -179,10 +381,10 @@ def wait(pid: int, timeout: float | None) -> int:
 def run_source(source: Source, timeout: float | None = None, level: int = 2) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
     try:
-        ref = compile_source(source, level)
+        objects = compile_source(source, level)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
-    engine, main = jit(ref)
+    engine, main = jit(objects)
     return run_in_child(main, timeout)
 
 # %% [markdown]
@@ -204,16 +406,16 @@ print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), ti
 
 # %%
 #| export
-def build(source: Source, exe: str | Path, level: int = 2) -> Path:
+def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program)."""
-    ref = compile_source(source, level)
-    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
+    objects = compile_source(source, level, executable=True, parts=parts)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
-        obj = Path(tmp) / "program.o"
-        obj.write_bytes(machine.emit_object(ref))
+        files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
+        for file, code in zip(files, objects):
+            file.write_bytes(code)
         runtime = llvm_backend.runtime_library("object")
-        linked = subprocess.run([llvm_backend.c_compiler(), str(obj), str(runtime), "-o", str(exe), "-lpthread"],
+        linked = subprocess.run([llvm_backend.c_compiler(), *map(str, files), str(runtime), "-o", str(exe), "-lpthread"],
                                 capture_output=True, text=True)
         if linked.returncode:
             raise RuntimeError(f"linking failed: {linked.stderr.strip()}")

@@ -709,6 +709,25 @@ def test_a_local_function_without_free_variables_is_hoisted_and_called_directly(
     assert on_cps(program) == ("25\n", None)
 
 
+SHAPES = "data Shape { Circle(Int); Rect(Int, Int); Dot }\n"
+
+
+@pytest.mark.parametrize("clauses, tests, fails", [
+    ("Circle(r) -> r; Rect(w, h) -> w * h; Dot -> 0", 2, 0),     # the last constructor is not tested
+    ("Dot -> 0; Rect(w, h) -> w * h; Circle(r) -> r; _ -> 9", 2, 0),  # nor what follows it translated
+    ("Circle(r) -> r; Rect(w, 1) -> w; Dot -> 0", 3, 1),           # Rect(w, 1) may fail on its field
+    ("Circle(r) -> r; Rect(w, h) -> w * h", 2, 1),                  # not exhaustive
+    ("Circle(1) -> 1; Circle(r) -> r; Rect(w, h) -> w; Dot -> 0", 3, 0),
+])
+def test_a_match_tests_no_tag_it_knows_and_fails_only_if_it_can(clauses, tests, fails):
+    text = SHAPES + f"def f(s) = match (s) {{ {clauses} }}\nprint(f(Circle(2)), f(Rect(3, 1)), f(Dot))\n"
+    program = converted(text)
+    cases = [p for p in nodes(program, LetPrim) if type(p.prim) is cps.Tag]
+    failing = [p for p in nodes(program, LetPrim) if type(p.prim) is cps.Fail]
+    assert (len(cases), len(failing)) == (tests, fails)
+    assert on_cps(program) == reference(check_types(Source("t.l", text))[0])
+
+
 def operands(n: int) -> str:
     """A function adding n ifs, each an operand (not in tail position)."""
     return "def f(x) = " + " + ".join(f"(if (x > {i}) {i} else {i + 1})" for i in range(n)) + "\nprint(f(3))\n"

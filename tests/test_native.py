@@ -68,6 +68,52 @@ def test_executables_behave_as_interpreted(path, tmp_path):
     assert (done.stdout, done.stderr, done.returncode) == expected(path)
 
 
+def split_run(src: Source, parts: int) -> tuple:
+    """Run src compiled in `parts` parts (in a child, through the JIT)."""
+    objects = driver.compile_source(src, parts=parts)
+    assert len(objects) == parts
+    engine, main = driver.jit(objects)
+    r = driver.run_in_child(main, timeout=60)
+    return r.stdout, r.stderr, r.status
+
+
+@pytest.mark.parametrize("path", PROGRAMS[1::2], ids=[p.stem for p in PROGRAMS[1::2]])
+def test_programs_compiled_in_parts_behave_as_interpreted(path):
+    assert split_run(source(path), 2 + PROGRAMS.index(path) % 3) == expected(path)
+
+
+@pytest.mark.parametrize("path", PROGRAMS[2::12], ids=[p.stem for p in PROGRAMS[2::12]])
+def test_executables_linked_from_parts_behave_as_interpreted(path, tmp_path):
+    exe = driver.build(source(path), tmp_path / "program", parts=3)
+    done = subprocess.run([str(exe)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert (done.stdout, done.stderr, done.returncode) == expected(path)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs())
+def test_random_programs_compiled_in_parts_behave_as_interpreted(text):
+    src = Source("random.l", text)
+    assert split_run(src, 3) == reference(src)
+
+
+def test_each_name_is_defined_in_one_part_and_declared_as_defined():
+    module = llvm_backend.to_llvm(source(ROOT / "examples" / "queens.l"))
+    texts = driver.split(module, 3)
+    defined = [re.findall(r'^define [^@]*@"([^"]+)"', t, re.M)
+               + re.findall(r'^@"([^"]+)" = (?!external)', t, re.M) for t in texts]
+    local = {g.name for g in module.globals.values() if g.linkage in ("internal", "private")}
+    everywhere = [name for names in defined for name in names if name not in local]
+    assert sorted(everywhere) == sorted(set(everywhere))          # defined once, copies aside
+    heads = {f.name: str(f).split("\n", 1)[0] for f in module.functions if f.blocks}
+    declarations = [line for t in texts for line in t.splitlines() if line.startswith("declare")
+                    and not line.split("@")[1].startswith('"lc_')]
+    assert declarations                                              # some calls cross parts
+    for line in declarations:
+        name = re.search(r'@"([^"]+)"', line).group(1)
+        assert line.removeprefix("declare ") == re.sub(r"^define (linkonce_odr )?", "", heads[name])
+    assert driver.parts_for(module) == 1                             # a small program is compiled whole
+
+
 @pytest.mark.parametrize("path", REJECTED, ids=[p.stem for p in REJECTED])
 def test_rejected_programs_are_reported_as_the_interpreter_reports_them(path):
     src = source(path)
