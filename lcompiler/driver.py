@@ -30,7 +30,7 @@ from lcompiler import addlang, llvm_backend
 from lcompiler.errors import CompileError, Source
 from lcompiler.syntax import collector_paused
 
-PART_SIZE = 10_000                                # instructions per part, at least
+PART_SIZE = 5_000                                 # instructions per part, at least
 REFERENCE = re.compile(r'@"([^"]*)"')            # llvmlite quotes every global name
 
 
@@ -50,13 +50,22 @@ def split(module: ir.Module, parts: int) -> list[str]:
     """The LLVM text of `parts` modules that together define what module defines."""
     values = list(module.globals.values())
     texts = {g.name: str(g) for g in values}
-    uses = {g.name: {r for r in REFERENCE.findall(texts[g.name]) if r in texts and r != g.name}
+    uses = {g.name: [r for r in dict.fromkeys(REFERENCE.findall(texts[g.name])) if r in texts and r != g.name]
             for g in values if not declared(g)}
-    homed = [g for g in values if not declared(g) and not copied(g)]
-    total, running, home = sum(map(instructions, homed)), 0, {}
-    for g in homed:                               # runs of definitions of about equal size
-        home[g.name] = min(parts - 1, running * parts // max(total, 1))
-        running += instructions(g)
+    homed = {g.name: g for g in values if not declared(g) and not copied(g)}
+    order, seen = [], set()
+    for root in homed:                            # each definition followed by what it uses first
+        stack = [root]
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                order.append(name)
+                stack.extend(reversed([u for u in uses[name] if u in homed and u not in seen]))
+    total, running, home = sum(map(instructions, homed.values())), 0, {}
+    for name in order:                            # runs of about equal size
+        home[name] = min(parts - 1, running * parts // max(total, 1))
+        running += instructions(homed[name])
     contents, exported = [], set()
     for part in range(parts):
         todo = [name for name, p in home.items() if p == part]

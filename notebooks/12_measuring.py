@@ -96,15 +96,16 @@ plt.show()
 # %% [markdown]
 # Both targets of the project on speed relative to C are met: on the four
 # benchmarks that are nothing but calls and arithmetic, the compiled L is
-# close to C on the geometric mean (between 0.97 and 1.23 over the runs made
+# close to C on the geometric mean (between 0.97 and 1.24 over the runs made
 # while writing this chapter); on the four that allocate lists and
 # closures, it is *faster* than C, by about a factor of two. The third
-# target, thirty times faster than CPython, is met by six benchmarks (from
-# 37 to 480 times) and missed by two, `nqueens` (27 times) and, in this run,
-# `tak` (30 times, 34 to 58 in others) — where C itself is only 27 to 30
-# times faster than CPython, so the target cannot be met there by being as
-# fast as C. The
-# sections below take the gaps one at a time, with the compiler's output.
+# target, thirty times faster than CPython, is met by seven benchmarks
+# (from 33 to 460 times) and missed by one, `nqueens` (24 times) — where C
+# itself is only 28 times faster than CPython, so the target cannot be met
+# there by being as fast as C. `tak` is close to the line too (33 times
+# here, 30 to 58 in other runs), for the same reason: C is 28 times faster
+# than CPython on it. The sections below take the gaps one at a time, with
+# the compiler's output.
 
 # %% [markdown]
 # ## Calls: fib and ack
@@ -227,40 +228,73 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # `bench/compile_speed.py` generates programs of blocks of ten lines — a
 # `data` type, a `match`, a closure, a `while` loop, calls to the previous
-# block — and times every stage of `lc build` on them (seconds, one run
-# each):
+# block — and times every stage of `lc build` on them, as `lc` runs them;
+# with `--gcc` it also times `gcc -O2 -c` on the same programs written in
+# C, block for block (a struct for the data type, a `switch`, a struct of a
+# function pointer and an environment for the closure). Seconds, medians of
+# three runs:
 #
 # ```text
-# lines     front end  monomorphise        to CPS      closures       to LLVM       LLVM O2  machine code      total  µs/line
-#  1252         0.280         0.108         0.137         0.045         0.385         1.378         0.518       2.85     2277
-#  2502         0.395         0.136         0.280         0.091         1.235         2.538         1.259       5.93     2372
-#  5002         0.824         0.877         0.640         0.118         2.488         5.750         2.554      13.25     2649
-# 10002         2.322         0.609         1.346         0.238         5.752        11.236         4.869      26.37     2637
-# time per line, largest / smallest program: 1.16 (1.00 is linear)
+# lines     front end  monomorphise        to CPS      closures       to LLVM  machine code      total  µs/line  parts
+#  1252         0.233         0.084         0.086         0.028         0.126         0.987       1.54     1234      2
+#  2502         0.482         0.218         0.220         0.083         0.378         2.216       3.60     1437      2
+#  5002         1.055         0.389         0.349         0.153         0.612         4.545       7.10     1420      2
+# 10002         1.471         0.550         0.649         0.200         0.919         6.594      10.38     1038      2
+# time per line, largest / smallest program: 0.84 (1.00 is linear)
+#
+# the same programs in C, gcc -O2 -c (seconds):
+#  1754 lines of C    1.03
+#  3504 lines of C    2.07
+#  7004 lines of C    4.17
+# 14004 lines of C    8.83
 # ```
 #
-# Compilation grows linearly — it was not linear at first: with `internal`
-# linkage, LLVM's inliner treats a function called once as free to inline,
-# whatever its size, and the chain of calls between the generated blocks
-# grew into one enormous function; the O2 pipeline then took 8.3 s for 1,250
-# lines and 73 s for 10,000. `linkonce_odr` linkage (chapter 10) removed
-# that bonus and made the optimiser linear, with no loss on the benchmarks.
+# The project's target is a 10,000-line program in under 5 seconds. The
+# compiler takes twice that: 10.4 s, about what `gcc -O2` takes on the
+# same program written in C (8.8 s here). It grows linearly — the time per
+# line does not grow with the program.
 #
-# But a 10,000-line program takes 26 seconds, not the 5 the project aims
-# at. Where the time goes: more than half in LLVM (optimisation and code
-# generation, 1.6 ms per line), because the back end hands LLVM about 25
-# lines of IR per line of L; 0.6 ms per line building that IR with
-# llvmlite's Python objects; and 0.45 ms per line in the front and middle of
-# the compiler, which alone is near the budget of 0.5 ms per line. Three
-# changes to the back end have already cut the time by a seventh (from
-# 30.5 s): a constant divisor gets no runtime tests, an `if` is a branch on
-# the comparison instead of a `switch` on a widened Bool, and allocation is
-# a call of the module's `alwaysinline` function `lc_alloc` instead of ten
-# instructions built in Python. The rest needs work that is not done yet:
-# chapter 9's shrinking reductions would hand LLVM less to do; a cheaper
-# pipeline for large programs, or one module per group of functions
-# compiled in parallel; printing the IR as text directly instead of through
-# llvmlite's object model; and a faster front end.
+# It was neither linear nor this fast at first. With `internal` linkage,
+# LLVM's inliner treats a function called once as free to inline, whatever
+# its size, and the chain of calls between the generated blocks grew into
+# one enormous function: the O2 pipeline took 73 s for 10,000 lines.
+# `linkonce_odr` linkage (chapter 10) removed that bonus and made the
+# optimiser linear, with no loss on the benchmarks: 30.5 s. Then, in
+# order:
+#
+# - leaner IR from the back end (chapter 10): a constant divisor gets no
+#   runtime tests, an `if` is a branch on the comparison itself, allocation
+#   is a call of the module's `alwaysinline` function `lc_alloc` rather
+#   than ten instructions built in Python: 26.4 s;
+# - Python's cycle collector paused in the back end, as it already was in
+#   the stages before (chapter 10): building and printing the IR went from
+#   6.9 s to 2.4 s;
+# - no failing path for a `match` that names every constructor (chapter 7),
+#   and printers that print constant text in one call: a quarter less IR;
+# - machine code in parallel parts (chapter 11): the module is split in two,
+#   and LLVM optimises and compiles the halves at the same time, on the two
+#   cores of this machine. Compiled whole, the same program takes
+#
+# ```text
+# 10002         1.240         0.525         0.528         0.205         0.955        13.043      16.50     1649      1
+# ```
+#
+#   — the last column but one is LLVM's work, 13 s on one core against
+#   6.6 s on two.
+#
+# Where the 10.4 s go now: 3.4 s in Python (the front end 1.5 s,
+# monomorphisation, CPS and closure conversion 1.4 s, building the IR with
+# llvmlite 0.9 s), and 6.6 s in `machine code` — 1.2 s printing and
+# splitting the module, then LLVM's O2 and code generation on two parts at
+# once. Even without optimising at all (O0), LLVM's code generation alone
+# takes 3.4 s for this program. So 5 s would take both a front and middle
+# end several times faster than this Python, and less work for LLVM:
+# fewer lines of IR per line of L (25 today: allocation inline, the
+# call-site numbers for stack overflow messages), or a cheaper pipeline
+# than O2 for large programs — which this book does not choose, since the
+# benchmarks above are its other promise. On a machine with more cores the
+# LLVM part shrinks with them (a part per core, when the program is big
+# enough); the Python part does not.
 
 # %% [markdown]
 # ## Exercises
