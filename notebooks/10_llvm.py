@@ -110,6 +110,12 @@
 # - A constructor without fields (`Nil`, `None`) is the address of one
 #   constant block per tag, made once in the module: it has no fields to
 #   fill, and L cannot tell two `Nil`s apart, so nothing needs allocating.
+#   Since that address is the only one a `Nil` can have, a type of two
+#   constructors, one of them without fields — `List`, `Option`, a tree
+#   with a `Leaf` — needs no load to find a value's tag: it is `Nil`'s when
+#   the word is `Nil`'s address, and the other constructor's otherwise.
+#   Walking a list then reads only its fields, as C reads a linked list
+#   that ends in `NULL`.
 #
 # One word for every value is the *uniform representation* of ML
 # implementations: a polymorphic function such as `length` works on lists of
@@ -692,6 +698,8 @@ class Backend:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
             return self.const(p.value)
+        if type(p) is cps.Inject and not p.fields:     # `def empty = Nil`: Nil's one block
+            return self.nullary(p.tag)
         if type(p) in (cps.TupleValue, cps.MakeClosure, cps.Inject):
             tag = p.tag if type(p) is cps.Inject else 0
             fields = [self.constant_of(o.var) for o in p.fields]
@@ -1036,13 +1044,24 @@ class Backend(Backend):
         return p
 
     def nullary(self, tag: int) -> ir.Constant:
-        """The one constant block of a constructor without fields."""
+        """The one constant block of a constructor without fields (its address is its identity:
+        not internal, so that a module split into parts (chapter 11) still has only one)."""
         name = f"nullary.{tag}"
         if name not in self.module.globals:
             g = ir.GlobalVariable(self.module, ir.ArrayType(I64, 1), name)
             g.initializer = ir.Constant(g.type.pointee, [word(header(0, tag))])
-            g.global_constant, g.linkage = True, "internal"
+            g.global_constant, g.linkage = True, LINKAGE
         return self.module.globals[name].ptrtoint(I64)
+
+    def tag(self, b: ir.IRBuilder, x: ir.Value, t) -> ir.Value:
+        """The tag of x, of type t: a comparison with the address of the nullary constructor
+        when t has two constructors and one has no fields, else the header's upper half."""
+        constructors = self.datas[t.name][1] if type(t) is TCon and t.name in self.datas else ()
+        if len(constructors) == 2 and sum(not fields for _, fields in constructors) == 1:
+            empty = 0 if not constructors[0][1] else 1
+            is_empty = b.icmp_unsigned("==", x, self.nullary(empty))
+            return b.select(is_empty, word(empty), word(1 - empty))
+        return b.lshr(b.load(b.inttoptr(x, I64.as_pointer())), word(TAG_SHIFT))
 
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
@@ -1061,7 +1080,7 @@ class Backend(Backend):
                 return fields[p.index]
             return b.load(self.field(b, get(p.arg), p.index))
         if t is cps.Tag:
-            return b.lshr(b.load(b.inttoptr(get(p.arg), I64.as_pointer())), word(TAG_SHIFT))
+            return self.tag(b, get(p.arg), p.arg.var.type)
         if t is cps.SetField:
             b.store(get(p.value), self.field(b, get(p.target), p.index))
             return word(0)

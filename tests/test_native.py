@@ -220,6 +220,25 @@ def test_the_module_is_verified_and_uses_guaranteed_tail_calls():
     assert "define i32 @main()" in optimised
 
 
+def test_the_tag_of_a_list_is_a_comparison_with_the_one_nil():
+    text = """
+        data List<t> { Cons(t, List<t>); Nil }
+        data Three { A; B(Int); C(Int) }
+        def empty = Nil
+        def len(l, n) = match (l) { Cons(_, r) -> len(r, n + 1); Nil -> n }
+        def sum(l) = match (l) { Nil -> 0; Cons(x, r) -> x + sum(r) }
+        def three(t) = match (t) { A -> 0; B(x) -> x; C(x) -> 2 * x }
+        print(len(Cons(1, Cons(2, empty)), 0), sum(Cons(3, Cons(4, Nil))), three(C(5)), three(A))
+        """
+    src = Source("t.l", textwrap.dedent(text))
+    module = str(llvm_backend.to_llvm(src))
+    body = lambda name: re.search(rf'define [^\n]*@"{name}_\d+"[^{{]*{{(.*?)\n}}', module, re.S).group(1)
+    for name in ("len", "sum"):                   # no header loaded, whichever clause comes first
+        assert "lshr" not in body(name) and '@"nullary.1"' in body(name)
+    assert "lshr" in body("three")                # three constructors: the tag is in the header
+    assert native(src) == ("2 7 10 0\n", "", 0)
+
+
 def test_a_broken_module_is_caught_by_the_verifier():
     bad = "define i64 @f() {\nentry:\n  ret i64 %x\n}\n"
     with pytest.raises(RuntimeError):
