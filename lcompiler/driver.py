@@ -3,7 +3,8 @@
 """Chapter 11. Running L: JIT, executables, lc, the REPL, %%L
 
 Chapter 10 ends with a verified, optimised LLVM module and a C runtime.
-This chapter runs them, four ways:
+This chapter turns the module into machine code — a big one in parts,
+compiled in parallel — and runs it, four ways:
 """
 
 __all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'split', 'declaration', 'target', 'object_code', 'parts_for', 'machine_code', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']

@@ -15,7 +15,8 @@
 # # Chapter 11. Running L: JIT, executables, lc, the REPL, %%L
 #
 # Chapter 10 ends with a verified, optimised LLVM module and a C runtime.
-# This chapter runs them, four ways:
+# This chapter turns the module into machine code — a big one in parts,
+# compiled in parallel — and runs it, four ways:
 #
 # - **in this process**, through llvmlite's JIT: LLVM compiles the module to
 #   machine code in memory, and Python calls its `main` — what `lc run` does;
@@ -30,6 +31,9 @@
 # What this chapter promises, in the module `lcompiler.driver` and the
 # commands of `lcompiler.cli`:
 #
+# - a module is compiled whole, or, when it is big, split into parts that
+#   are optimised and compiled at the same time on the machine's cores; the
+#   program behaves the same either way;
 # - `lc run FILE.l` compiles to native code and runs it; the output, the
 #   runtime errors and the exit status are the reference interpreter's
 #   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
@@ -735,7 +739,11 @@ with tempfile.TemporaryDirectory() as tmp:
 # in a child through the JIT, and a third of them as executables — and
 # requires the reference interpreter's output, errors and exit status; the
 # same for forty random well-typed programs per run through the JIT and
-# eight as executables (the generator of chapter 7's tests). It checks that `lc run` reports rejected programs
+# eight as executables (the generator of chapter 7's tests). Half of the
+# corpus, fifteen random programs and a few executables are compiled again
+# split into two to four parts by force, and must still behave as
+# interpreted; the split itself is checked to define every name once and
+# to declare it exactly as it is defined. It checks that `lc run` reports rejected programs
 # exactly as the interpreter does, that `lc build` makes an executable that
 # behaves like `lc run`, the REPL's answers, and the notebook-safety
 # promise: it executes a notebook whose `%%L` cells run an infinite non-tail

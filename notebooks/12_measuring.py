@@ -96,21 +96,20 @@ plt.show()
 # %% [markdown]
 # Both targets of the project on speed relative to C are met: on the four
 # benchmarks that are nothing but calls and arithmetic, the compiled L is
-# close to C on the geometric mean (between 0.97 and 1.24 over the runs made
+# close to C on the geometric mean (between 0.97 and 1.34 over the runs made
 # while writing this chapter); on the four that allocate lists and
 # closures, it is *faster* than C, by about a factor of two. The third
-# target, thirty times faster than CPython, is met by seven benchmarks
-# (from 33 to 460 times) and missed by one, `nqueens` (24 times) — where C
-# itself is only 28 times faster than CPython, so the target cannot be met
-# there by being as fast as C. `tak` is close to the line too (33 times
-# here, 30 to 58 in other runs), for the same reason: C is 28 times faster
-# than CPython on it. The sections below take the gaps one at a time, with
-# the compiler's output.
+# target, thirty times faster than CPython, is met by six benchmarks (from
+# about 40 to 570 times in this run) and missed by `nqueens` (24 to 28 times over
+# the runs) and, in some runs, `tak` (29.6 here, 33 to 58 in others). On
+# both, C itself is only 27 to 30 times faster than CPython: L is as fast
+# as C there, and the target would need it to be faster. The sections
+# below take the gaps one at a time, with the compiler's output.
 
 # %% [markdown]
 # ## Calls: fib and ack
 #
-# `fib` and `ack` are the benchmarks where L is slower than C (1.2 to 2.3
+# `fib` and `ack` are the benchmarks where L is slower than C (1.2 to 2.6
 # times over the runs). Here is what LLVM makes of `fib`:
 
 # %%
@@ -236,23 +235,24 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # ```text
 # lines     front end  monomorphise        to CPS      closures       to LLVM  machine code      total  µs/line  parts
-#  1252         0.233         0.084         0.086         0.028         0.126         0.987       1.54     1234      2
-#  2502         0.482         0.218         0.220         0.083         0.378         2.216       3.60     1437      2
-#  5002         1.055         0.389         0.349         0.153         0.612         4.545       7.10     1420      2
-# 10002         1.471         0.550         0.649         0.200         0.919         6.594      10.38     1038      2
-# time per line, largest / smallest program: 0.84 (1.00 is linear)
+#  1252         0.262         0.105         0.105         0.040         0.183         1.095       1.79     1430      2
+#  2502         0.561         0.212         0.221         0.085         0.381         2.130       3.59     1435      2
+#  5002         1.092         0.414         0.440         0.159         0.708         4.572       7.38     1476      2
+# 10002         2.061         0.811         0.836         0.337         1.413         8.546      14.00     1400      2
+# time per line, largest / smallest program: 0.98 (1.00 is linear)
 #
 # the same programs in C, gcc -O2 -c (seconds):
-#  1754 lines of C    1.03
-#  3504 lines of C    2.07
-#  7004 lines of C    4.17
-# 14004 lines of C    8.83
+#  1754 lines of C    1.38
+#  3504 lines of C    2.47
+#  7004 lines of C    5.74
+# 14004 lines of C   11.37
 # ```
 #
 # The project's target is a 10,000-line program in under 5 seconds. The
-# compiler takes twice that: 10.4 s, about what `gcc -O2` takes on the
-# same program written in C (8.8 s here). It grows linearly — the time per
-# line does not grow with the program.
+# compiler takes two to three times that: 14.0 s in this run, 10.4 s in a
+# quieter one — a little more than `gcc -O2` takes on the same program
+# written in C (11.4 s and 8.8 s in the same two runs). It grows linearly:
+# the time per line does not grow with the program.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
 # LLVM's inliner treats a function called once as free to inline, whatever
@@ -276,21 +276,21 @@ with tempfile.TemporaryDirectory() as tmp:
 #   cores of this machine. Compiled whole, the same program takes
 #
 # ```text
-# 10002         1.240         0.525         0.528         0.205         0.955        13.043      16.50     1649      1
+# 10002         1.999         0.754         0.670         0.225         1.208        14.416      19.27     1927      1
 # ```
 #
-#   — the last column but one is LLVM's work, 13 s on one core against
-#   6.6 s on two.
+#   — the last column but one is LLVM's work: 14.4 s on one core, 8.5 s
+#   on two.
 #
-# Where the 10.4 s go now: 3.4 s in Python (the front end 1.5 s,
-# monomorphisation, CPS and closure conversion 1.4 s, building the IR with
-# llvmlite 0.9 s), and 6.6 s in `machine code` — 1.2 s printing and
+# Where the 14 s go: 5.5 s in Python (the front end 2.1 s,
+# monomorphisation, CPS and closure conversion 1.8 s, building the IR with
+# llvmlite 1.4 s), and 8.5 s in `machine code` — 1.2 to 1.5 s printing and
 # splitting the module, then LLVM's O2 and code generation on two parts at
 # once. Even without optimising at all (O0), LLVM's code generation alone
 # takes 3.4 s for this program. So 5 s would take both a front and middle
 # end several times faster than this Python, and less work for LLVM:
-# fewer lines of IR per line of L (25 today: allocation inline, the
-# call-site numbers for stack overflow messages), or a cheaper pipeline
+# fewer lines of IR per line of L (13 as the back end writes them, 17
+# after LLVM has inlined allocation and small functions), or a cheaper pipeline
 # than O2 for large programs — which this book does not choose, since the
 # benchmarks above are its other promise. On a machine with more cores the
 # LLVM part shrinks with them (a part per core, when the program is big
