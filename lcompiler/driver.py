@@ -7,11 +7,12 @@ This chapter turns the module into machine code — a big one in parts,
 compiled in parallel — and runs it, four ways:
 """
 
-__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'split', 'declaration', 'target', 'object_code', 'parts_for', 'machine_code', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
+__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'split', 'declaration', 'target', 'object_code', 'cores', 'parts_for', 'machine_code', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
 
 
 # --- Machine code, in parts and in parallel ----------------------------
 
+import contextlib
 import ctypes
 import os
 import re
@@ -118,9 +119,17 @@ def object_code(text: str, level: int, executable: bool) -> bytes:
     return target(executable).emit_object(llvm_backend.optimise(text, level))
 
 
+def cores() -> int:
+    """How many cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                        # not Linux
+        return os.cpu_count() or 1
+
+
 def parts_for(module: ir.Module) -> int:
     size = sum(map(instructions, module.functions))
-    return max(1, min(len(os.sched_getaffinity(0)), size // PART_SIZE))
+    return max(1, min(cores(), size // PART_SIZE))
 
 
 def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
@@ -131,23 +140,30 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
         texts = [str(module)] if parts == 1 else split(module, parts)
     with tempfile.TemporaryDirectory() as tmp:
         children = []
-        for i, text in enumerate(texts[:-1]):
-            pid = os.fork()
-            if pid == 0:                          # a child: compile, write the object, exit
-                status = 1
-                try:
-                    result = Path(tmp, f"{i}.o")
-                    result.write_bytes(object_code(text, level, executable))
-                    status = 0
-                except BaseException:
-                    Path(tmp, f"{i}.err").write_text(traceback.format_exc())
-                finally:
-                    os._exit(status)
-            children.append(pid)
-        last = object_code(texts[-1], level, executable)
+        try:
+            for i, text in enumerate(texts[:-1]):
+                pid = os.fork()
+                if pid == 0:                      # a child: compile, write the object, exit
+                    status = 1
+                    try:
+                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable))
+                        status = 0
+                    except BaseException:
+                        Path(tmp, f"{i}.err").write_text(traceback.format_exc())
+                    finally:
+                        os._exit(status)
+                children.append(pid)
+            last = object_code(texts[-1], level, executable)
+            statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+        except BaseException:                     # an error or an interrupt here: the children go too
+            for pid in children:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+            raise
         objects = []
-        for i, pid in enumerate(children):
-            if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0:
+        for i, status in enumerate(statuses):
+            if status != 0:
                 error = Path(tmp, f"{i}.err")
                 raise RuntimeError(f"compiling part {i + 1}: " + (error.read_text() if error.exists() else "crashed"))
             objects.append(Path(tmp, f"{i}.o").read_bytes())

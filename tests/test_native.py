@@ -220,6 +220,15 @@ def test_the_module_is_verified_and_uses_guaranteed_tail_calls():
     assert "define i32 @main()" in optimised
 
 
+def test_a_part_that_fails_to_compile_is_an_error_raised_in_the_parent(monkeypatch):
+    module = llvm_backend.to_llvm(source(ROOT / "examples" / "queens.l"))
+    compile_part = driver.object_code
+    broken = lambda text, *rest: compile_part(text.replace("define", "defne", 1) if "part 1 of" in text else text, *rest)
+    monkeypatch.setattr(driver, "object_code", broken)     # the forked child runs it too
+    with pytest.raises(RuntimeError, match=r"compiling part 1: (?s:.*)defne"):
+        driver.machine_code(module, parts=2)
+
+
 def test_the_tag_of_a_list_is_a_comparison_with_the_one_nil():
     text = """
         data List<t> { Cons(t, List<t>); Nil }
