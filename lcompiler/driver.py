@@ -107,11 +107,11 @@ def declaration(g, text: str) -> str:
     return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
 
 def target(executable: bool) -> llvm.TargetMachine:
-    addlang.target_machine()                      # LLVM initialised
-    triple = llvm.Target.from_default_triple()
-    if executable:                                # position independent, small code model
-        return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
-    return triple.create_target_machine(opt=2)    # what MCJIT uses by default
+    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
+    if not executable:
+        return machine
+    triple = llvm.Target.from_default_triple()    # position independent, small code model
+    return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
 
 
 def object_code(text: str, level: int, executable: bool) -> bytes:

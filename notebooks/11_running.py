@@ -219,11 +219,11 @@ def declaration(g, text: str) -> str:
 # %%
 #| export
 def target(executable: bool) -> llvm.TargetMachine:
-    addlang.target_machine()                      # LLVM initialised
-    triple = llvm.Target.from_default_triple()
-    if executable:                                # position independent, small code model
-        return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
-    return triple.create_target_machine(opt=2)    # what MCJIT uses by default
+    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
+    if not executable:
+        return machine
+    triple = llvm.Target.from_default_triple()    # position independent, small code model
+    return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
 
 
 def object_code(text: str, level: int, executable: bool) -> bytes:
@@ -295,9 +295,8 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 two = llvm_backend.to_llvm(Source("two.l", "def twice(n) = 2 * n\ndef show(n) = print(twice(n))\n"
                                            "show(21)\nprint(twice(4))\n"))
 for text in split(two, 3):
-    print("\n".join(line for line in text.splitlines()
-                    if line.startswith(("define", "declare", "; Module")) and '@"lc_' not in line.split("(")[0]
-                    or line.startswith("define i64 @\"lc_program")), "\n")
+    print("\n".join(line for line in text.splitlines() if line.startswith(("define", "declare", "; Module"))
+                    and not (line.startswith("declare") and '@"lc_' in line)), "\n")
 
 # %% [markdown]
 # ## Just in time, in this process

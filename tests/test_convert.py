@@ -33,6 +33,8 @@ from lcompiler.errors import RunError, Source
 from lcompiler.interp import Interpreter
 from lcompiler.types import check_types, show_type
 
+from test_types import types as type_trees
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 PROGRAMS = sorted((CORPUS / "run").glob("*.l")) + sorted((CORPUS / "fail").glob("*.l")) + \
@@ -187,24 +189,12 @@ def area = {
 }
 """
 
-BASE = ["Int", "Bool", "String", "Unit"]
 INTS = [0, 1, 2, 3, 7, 42, 99, 4611686018427387904, 9223372036854775807]
 
 
-@st.composite
-def types(draw, depth=2):
-    if depth == 0:
-        return draw(st.sampled_from(BASE))
-    kind = draw(st.sampled_from(["base", "base", "base", "tuple", "fn", "list", "shape"]))
-    if kind == "base":
-        return draw(st.sampled_from(BASE))
-    if kind == "shape":
-        return "Shape"
-    if kind == "tuple":
-        return ("*", draw(types(depth - 1)), draw(types(depth - 1)))
-    if kind == "fn":
-        return ("->", draw(types(depth - 1)), draw(types(depth - 1)))
-    return ("List", draw(types(depth - 1)))
+def types(depth=2):
+    """tests/test_types.py's types, with more base types and the prelude's Shape."""
+    return type_trees(depth, ("base", "base", "base", "tuple", "fn", "list", "shape"))
 
 
 def arrow_free(t) -> bool:

@@ -119,17 +119,21 @@ BASE = ["Int", "Bool", "String", "Unit"]
 
 
 @st.composite
-def types(draw, depth=2):
+def types(draw, depth=2, kinds=("base", "base", "tuple", "fn", "list")):
+    """A type: a base type's name, or a tuple (constructor, arguments…); kinds weighs what a level
+    may be ("shape", the Shape of tests/test_convert.py's prelude, only where kinds says so)."""
     if depth == 0:
         return draw(st.sampled_from(BASE))
-    kind = draw(st.sampled_from(["base", "base", "tuple", "fn", "list"]))
+    kind = draw(st.sampled_from(kinds))
     if kind == "base":
         return draw(st.sampled_from(BASE))
+    if kind == "shape":
+        return "Shape"
     if kind == "tuple":
-        return ("*", draw(types(depth - 1)), draw(types(depth - 1)))
+        return ("*", draw(types(depth - 1, kinds)), draw(types(depth - 1, kinds)))
     if kind == "fn":
-        return ("->", draw(types(depth - 1)), draw(types(depth - 1)))
-    return ("List", draw(types(depth - 1)))
+        return ("->", draw(types(depth - 1, kinds)), draw(types(depth - 1, kinds)))
+    return ("List", draw(types(depth - 1, kinds)))
 
 
 def show(t) -> str:
