@@ -3,7 +3,7 @@
 """The reference interpreter of L's core language (chapter 4b).
 """
 
-__all__ = ['Data', 'Closure', 'Cell', 'show_value', 'compile_pattern', 'STACK_LIMIT', 'TailCall', 'Interpreter', 'wrap', 'c_div', 'c_rem', 'BINARY_OPS', 'UNARY_OPS', 'check', 'run_source']
+__all__ = ['Data', 'Closure', 'Cell', 'show_value', 'compile_pattern', 'STACK_LIMIT', 'DEPTH_LIMIT', 'THREAD_STACK', 'TailCall', 'Interpreter', 'wrap', 'c_div', 'c_rem', 'BINARY_OPS', 'UNARY_OPS', 'on_big_stack', 'Discard', 'check', 'run_source']
 
 
 # --- The reference interpreter -----------------------------------------
@@ -42,19 +42,34 @@ class Cell:
 
 def show_value(v, nested: bool = False) -> str:
     """How print writes a value."""
-    if v is True or v is False:
-        return "true" if v else "false"
-    if type(v) is int:
-        return str(v)
-    if type(v) is str:
-        return pretty_expr(Str(v)) if nested else v
-    if type(v) is tuple:
-        return "(" + ", ".join(show_value(x, True) for x in v) + ")"
-    if type(v) is Data:
-        return v.name + ("(" + ", ".join(show_value(x, True) for x in v.fields) + ")" if v.fields else "")
-    if type(v) is Closure:
-        return "<function>"
-    raise TypeError(f"not an L value: {v!r}")
+    pieces, todo = [], [(v, nested)]
+    while todo:                     # a stack of values still to show, and of text (nested is None)
+        v, nested = todo.pop()
+        if nested is None:
+            pieces.append(v)
+        elif v is True or v is False:
+            pieces.append("true" if v else "false")
+        elif type(v) is int:
+            pieces.append(str(v))
+        elif type(v) is str:
+            pieces.append(pretty_expr(Str(v)) if nested else v)
+        elif type(v) is Closure:
+            pieces.append("<function>")
+        elif type(v) is tuple or type(v) is Data:
+            items = v if type(v) is tuple else v.fields
+            if type(v) is Data:
+                pieces.append(v.name)
+                if not items:
+                    continue
+            pieces.append("(")
+            todo.append((")", None))
+            for i in reversed(range(len(items))):
+                todo.append((items[i], True))
+                if i:
+                    todo.append((", ", None))
+        else:
+            raise TypeError(f"not an L value: {v!r}")
+    return "".join(pieces)
 
 
 # --- Staging: from expressions to Python functions ---------------------
@@ -98,8 +113,14 @@ def compile_pattern(p):
 
 # --- Tail calls: a trampoline ------------------------------------------
 
+import contextvars
+import ctypes
+import threading
+
 MIN_INT, MAX_INT = -2**63, 2**63 - 1
-STACK_LIMIT = 400_000      # Python frames the interpreter may use
+STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
+DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
+THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
 
 
 @dataclass(slots=True)
@@ -112,22 +133,29 @@ class TailCall:
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
-    def __init__(self, out=None, stack_limit: int = STACK_LIMIT):
+    def __init__(self, out=None, stack_limit: int = STACK_LIMIT, depth_limit: int = DEPTH_LIMIT):
         self.out = out or sys.stdout
-        self.stack_limit = stack_limit
+        self.stack_limit, self.depth_limit = stack_limit, depth_limit
         self.globals: dict = {}
+        self.depth = 0                          # nested calls running
         self.call_site: Span | None = None     # the last call made, for "stack overflow"
 
     def call(self, f, arg, span: Span):
         """Apply a function value, running the tail calls it returns until a value comes."""
         self.call_site = span
-        while True:
-            if type(f) is not Closure:
-                raise RunError("this is not a function", span)
-            result = f.body({**f.env, f.param: arg})
-            if type(result) is not TailCall:
-                return result
-            f, arg = result.fn, result.arg
+        if self.depth >= self.depth_limit:
+            raise RecursionError
+        self.depth += 1
+        try:
+            while True:
+                if type(f) is not Closure:
+                    raise RunError("this is not a function", span)
+                result = f.body({**f.env, f.param: arg})
+                if type(result) is not TailCall:
+                    return result
+                f, arg = result.fn, result.arg
+        finally:
+            self.depth -= 1
 
 class Interpreter(Interpreter):
     def compile(self, e, tail: bool = False):
@@ -160,10 +188,10 @@ class Interpreter(Interpreter):
                 return lambda env: Closure(param, body, env)
             case Con(name, args):
                 args = [self.compile(a) for a in args]
-                return lambda env: Data(name, tuple(a(env) for a in args))
+                return lambda env: Data(name, tuple([a(env) for a in args]))   # a list: no C recursion
             case Tuple(items):
                 items = [self.compile(i) for i in items]
-                return lambda env: tuple(i(env) for i in items)
+                return lambda env: tuple([i(env) for i in items])
             case LetVar(name, value, body):
                 value, body = self.compile(value), self.compile(body, tail)
                 return lambda env: body({**env, name: Cell(value(env))})
@@ -183,10 +211,10 @@ class Interpreter(Interpreter):
                     return ()
                 return loop
             case Print(args):
-                args, out = [self.compile(a) for a in args], self.out
+                args, write = [self.compile(a) for a in args], self.write
 
                 def print_(env):
-                    out.write(" ".join([show_value(a(env)) for a in args]) + "\n")
+                    write(" ".join([show_value(a(env)) for a in args]) + "\n")
                     return ()
                 return print_
             case Assert(cond, span):
@@ -286,6 +314,53 @@ class Interpreter(Interpreter):
                 raise wrong_types() from None
         return binary
 
+
+# --- Running a program, on a stack of its own --------------------------
+
+def on_big_stack(run, *args):
+    """run(*args) on a thread with a THREAD_STACK-byte C stack: its result, or its exception."""
+    outcome = {}
+
+    def thread_main():
+        try:
+            outcome["value"] = run(*args)
+        except BaseException as error:
+            outcome["error"] = error
+
+    old = threading.stack_size(THREAD_STACK)
+    try:
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(thread_main,), daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(old)
+    try:
+        thread.join()
+    except KeyboardInterrupt:                   # stop the program too, then report the interrupt
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(KeyboardInterrupt))
+        thread.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+class Discard:
+    """Where the output goes once its reader has gone."""
+
+    def write(self, text: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+class Interpreter(Interpreter):
+    def write(self, text: str) -> None:
+        try:
+            self.out.write(text)
+        except BrokenPipeError:
+            self.out = Discard()
+
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
         with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
@@ -294,6 +369,9 @@ class Interpreter(Interpreter):
         for item, run in code:
             if type(item) is Def and item.is_function:
                 self.globals[item.name.name] = run({})
+        on_big_stack(self.execute, code)
+
+    def execute(self, code: list) -> None:
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(self.stack_limit)
         try:
@@ -306,7 +384,10 @@ class Interpreter(Interpreter):
             raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
         finally:
             sys.setrecursionlimit(limit)
-            self.out.flush()
+            try:
+                self.out.flush()
+            except BrokenPipeError:
+                self.out = Discard()
 
 
 # --- Running programs --------------------------------------------------

@@ -779,6 +779,14 @@ class RunError(Diagnostic):
 # first, and how they print — the contract's rules: at the top level of
 # `print` a string prints as it is, nested inside a tuple or a constructor it
 # prints quoted, with its escapes.
+#
+# A list of a hundred thousand elements is a value nested a hundred thousand
+# deep, `Cons(1, Cons(2, …))`, and an L program builds one easily. So the
+# printer does not call itself on the fields of a value: it keeps a stack of
+# what is still to be shown — values, and pieces of text such as `, ` and
+# `)` — and pops one at a time. (A printer that recursed through
+# `", ".join(…)` would also recurse in C, inside `join`, and a long enough
+# list would crash the process instead of printing.)
 
 # %%
 #| export interp
@@ -818,19 +826,34 @@ class Cell:
 
 def show_value(v, nested: bool = False) -> str:
     """How print writes a value."""
-    if v is True or v is False:
-        return "true" if v else "false"
-    if type(v) is int:
-        return str(v)
-    if type(v) is str:
-        return pretty_expr(Str(v)) if nested else v
-    if type(v) is tuple:
-        return "(" + ", ".join(show_value(x, True) for x in v) + ")"
-    if type(v) is Data:
-        return v.name + ("(" + ", ".join(show_value(x, True) for x in v.fields) + ")" if v.fields else "")
-    if type(v) is Closure:
-        return "<function>"
-    raise TypeError(f"not an L value: {v!r}")
+    pieces, todo = [], [(v, nested)]
+    while todo:                     # a stack of values still to show, and of text (nested is None)
+        v, nested = todo.pop()
+        if nested is None:
+            pieces.append(v)
+        elif v is True or v is False:
+            pieces.append("true" if v else "false")
+        elif type(v) is int:
+            pieces.append(str(v))
+        elif type(v) is str:
+            pieces.append(pretty_expr(Str(v)) if nested else v)
+        elif type(v) is Closure:
+            pieces.append("<function>")
+        elif type(v) is tuple or type(v) is Data:
+            items = v if type(v) is tuple else v.fields
+            if type(v) is Data:
+                pieces.append(v.name)
+                if not items:
+                    continue
+            pieces.append("(")
+            todo.append((")", None))
+            for i in reversed(range(len(items))):
+                todo.append((items[i], True))
+                if i:
+                    todo.append((", ", None))
+        else:
+            raise TypeError(f"not an L value: {v!r}")
+    return "".join(pieces)
 
 
 # %% [markdown]
@@ -908,16 +931,42 @@ def compile_pattern(p):
 # constant depth.
 #
 # Non-tail calls, like the one in `1 + length(tail)`, do grow the stack, as
-# they must. CPython 3.11 runs Python-to-Python calls without using the C
-# stack, so the interpreter raises Python's recursion limit while it runs
-# (to 400,000 frames: recursion tens of thousands of L calls deep), and a
-# program that goes deeper gets a clean runtime error, "stack overflow", at
-# the call it was making.
+# they must: each is a few nested Python calls (`call`, then the functions of
+# the body that lead to the next call). How deep may they go? As deep as the
+# compiled code of chapter 10 goes by default, which runs a non-tail
+# recursion a million calls deep; the interpreter must run every program the
+# compiled code runs. Three things make that possible:
+#
+# - CPython 3.11 runs a call from Python code to Python code without using
+#   the C stack: the new frame is a small record on a stack of its own, on
+#   the heap. So the interpreter raises Python's recursion limit while it
+#   runs, to `STACK_LIMIT` frames — eight million, enough for a million L
+#   calls of up to eight Python frames each;
+# - the interpreter counts the L calls in progress, and stops at
+#   `DEPTH_LIMIT`, 2²⁰ = 1,048,576 of them, whatever the number of frames
+#   each takes;
+# - the translation never lets C code call back into the interpreter (a
+#   `tuple(…)` of a generator would: the generator's frame then runs on the
+#   C stack, one C frame per level of L recursion), and the program runs on
+#   a thread of its own with a C stack of 256 MiB, as the compiled code does,
+#   for whatever C recursion remains.
+#
+# A program that goes deeper than either limit stops with a runtime error,
+# "stack overflow", at the last call it made — the same message, at the same
+# place, as the compiled code's. A million nested calls cost about 700 MB of
+# memory here (frames and environments), where the compiled code needs some
+# tens of megabytes: the interpreter is the reference, not the fast way.
 
 # %%
 #| export interp
+import contextvars
+import ctypes
+import threading
+
 MIN_INT, MAX_INT = -2**63, 2**63 - 1
-STACK_LIMIT = 400_000      # Python frames the interpreter may use
+STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
+DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
+THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
 
 
 @dataclass(slots=True)
@@ -930,22 +979,29 @@ class TailCall:
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
-    def __init__(self, out=None, stack_limit: int = STACK_LIMIT):
+    def __init__(self, out=None, stack_limit: int = STACK_LIMIT, depth_limit: int = DEPTH_LIMIT):
         self.out = out or sys.stdout
-        self.stack_limit = stack_limit
+        self.stack_limit, self.depth_limit = stack_limit, depth_limit
         self.globals: dict = {}
+        self.depth = 0                          # nested calls running
         self.call_site: Span | None = None     # the last call made, for "stack overflow"
 
     def call(self, f, arg, span: Span):
         """Apply a function value, running the tail calls it returns until a value comes."""
         self.call_site = span
-        while True:
-            if type(f) is not Closure:
-                raise RunError("this is not a function", span)
-            result = f.body({**f.env, f.param: arg})
-            if type(result) is not TailCall:
-                return result
-            f, arg = result.fn, result.arg
+        if self.depth >= self.depth_limit:
+            raise RecursionError
+        self.depth += 1
+        try:
+            while True:
+                if type(f) is not Closure:
+                    raise RunError("this is not a function", span)
+                result = f.body({**f.env, f.param: arg})
+                if type(result) is not TailCall:
+                    return result
+                f, arg = result.fn, result.arg
+        finally:
+            self.depth -= 1
 
 
 # %% [markdown]
@@ -987,10 +1043,10 @@ class Interpreter(Interpreter):
                 return lambda env: Closure(param, body, env)
             case Con(name, args):
                 args = [self.compile(a) for a in args]
-                return lambda env: Data(name, tuple(a(env) for a in args))
+                return lambda env: Data(name, tuple([a(env) for a in args]))   # a list: no C recursion
             case Tuple(items):
                 items = [self.compile(i) for i in items]
-                return lambda env: tuple(i(env) for i in items)
+                return lambda env: tuple([i(env) for i in items])
             case LetVar(name, value, body):
                 value, body = self.compile(value), self.compile(body, tail)
                 return lambda env: body({**env, name: Cell(value(env))})
@@ -1010,10 +1066,10 @@ class Interpreter(Interpreter):
                     return ()
                 return loop
             case Print(args):
-                args, out = [self.compile(a) for a in args], self.out
+                args, write = [self.compile(a) for a in args], self.write
 
                 def print_(env):
-                    out.write(" ".join([show_value(a(env)) for a in args]) + "\n")
+                    write(" ".join([show_value(a(env)) for a in args]) + "\n")
                     return ()
                 return print_
             case Assert(cond, span):
@@ -1135,6 +1191,78 @@ class Interpreter(Interpreter):
                 raise wrong_types() from None
         return binary
 
+
+# %% [markdown]
+# ### Running a program, on a stack of its own
+#
+# `run` translates the program, creates the closures of the function
+# definitions, then runs the other items in order. The running happens on a
+# thread of its own, made with a C stack of `THREAD_STACK` bytes (Python's
+# own threads get 8 MiB): `on_big_stack` starts it, waits for it, and hands
+# back its result or its exception. Two details make the thread invisible to
+# the caller. The thread runs in a copy of the caller's *context* (Python's
+# `contextvars`), where Jupyter keeps the cell that output belongs to. And an
+# interrupt — Ctrl-C, or the stop button of a notebook — reaches only the
+# main thread, which is waiting; it passes the `KeyboardInterrupt` on to the
+# running program's thread, so that an L program that loops for ever can
+# still be stopped.
+
+# %%
+#| export interp
+def on_big_stack(run, *args):
+    """run(*args) on a thread with a THREAD_STACK-byte C stack: its result, or its exception."""
+    outcome = {}
+
+    def thread_main():
+        try:
+            outcome["value"] = run(*args)
+        except BaseException as error:
+            outcome["error"] = error
+
+    old = threading.stack_size(THREAD_STACK)
+    try:
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(thread_main,), daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(old)
+    try:
+        thread.join()
+    except KeyboardInterrupt:                   # stop the program too, then report the interrupt
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(KeyboardInterrupt))
+        thread.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+# %% [markdown]
+# The output goes through `write`. When the reader of the output goes away
+# early — `lc run --interp fizzbuzz.l | head -1` — writing fails with a
+# `BrokenPipeError`; the compiled code of chapter 10 carries on in that
+# case, its output discarded, and ends as it would have ended, so the
+# interpreter does the same.
+
+# %%
+#| export interp
+class Discard:
+    """Where the output goes once its reader has gone."""
+
+    def write(self, text: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+class Interpreter(Interpreter):
+    def write(self, text: str) -> None:
+        try:
+            self.out.write(text)
+        except BrokenPipeError:
+            self.out = Discard()
+
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
         with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
@@ -1143,6 +1271,9 @@ class Interpreter(Interpreter):
         for item, run in code:
             if type(item) is Def and item.is_function:
                 self.globals[item.name.name] = run({})
+        on_big_stack(self.execute, code)
+
+    def execute(self, code: list) -> None:
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(self.stack_limit)
         try:
@@ -1155,7 +1286,10 @@ class Interpreter(Interpreter):
             raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
         finally:
             sys.setrecursionlimit(limit)
-            self.out.flush()
+            try:
+                self.out.flush()
+            except BrokenPipeError:
+                self.out = Discard()
 
 
 # %% [markdown]
