@@ -104,7 +104,7 @@ def add_command(args) -> int:
 
 from pathlib import Path
 
-from lcompiler.errors import Source
+from lcompiler.errors import CompileError, Source, Span
 
 STAGES: dict[str, Callable[[Source], str]] = {}
 
@@ -118,11 +118,18 @@ def stage(name: str) -> Callable:
 
 
 def read_source(path: str) -> Source:
-    """The text of an L file, or a UsageError that says why it cannot be read."""
+    """The text of an L file; a UsageError if it cannot be read, a CompileError if it is not UTF-8."""
     try:
-        return Source(path, Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        return Source(path, data.decode("utf-8"))
+    except UnicodeDecodeError as error:        # located: the line is shown with the bad byte replaced
+        source = Source(path, data.decode("utf-8", errors="replace"))
+        at = len(data[:error.start].decode("utf-8", errors="replace"))
+        raise CompileError(f"this file is not UTF-8: byte 0x{data[error.start]:02x} cannot appear here "
+                           "(L source files are UTF-8)", Span(source, at, at + 1)) from None
 
 
 @command("show", "print one stage of the compiler for an L file",

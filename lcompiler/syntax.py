@@ -11,7 +11,7 @@ Every node of the tree remembers where in the text it came from, so that
 every error — here and in every later stage — can point at it.
 """
 
-__all__ = ['Sep', 'Token', 'KEYWORDS', 'OPERATORS', 'MAX_INT', 'ESCAPES', 'collector_paused', 'tokenize', 'SEP_MARK', 'show_tokens', 'Int', 'Str', 'Unit', 'Var', 'Wildcard', 'Con', 'Tuple', 'Call', 'Dot', 'DotMatch', 'Unary', 'Binary', 'If', 'Match', 'While', 'Assign', 'Block', 'Function', 'Clause', 'PVar', 'PWild', 'PInt', 'PUnit', 'PTuple', 'PCon', 'Let', 'VarDecl', 'TName', 'TVar', 'TTuple', 'TFun', 'Field', 'Constructor', 'Data', 'Def', 'Program', 'dump', 'BINARY', 'PREFIX_BP', 'POSTFIX_BP', 'ASSIGN_BP', 'Parser', 'to_pattern', 'NESTING_LIMIT', 'recursion_limit', 'parse', 'pretty_pattern', 'pretty_expr', 'pretty_statement', 'pretty_type', 'pretty']
+__all__ = ['Sep', 'Token', 'KEYWORDS', 'OPERATORS', 'MAX_INT', 'ESCAPES', 'collector_paused', 'tokenize', 'SEP_MARK', 'show_tokens', 'Int', 'Str', 'Unit', 'Var', 'Wildcard', 'Con', 'Tuple', 'Call', 'Dot', 'DotMatch', 'Unary', 'Binary', 'If', 'Match', 'While', 'Assign', 'Block', 'Function', 'Clause', 'PVar', 'PWild', 'PInt', 'PUnit', 'PTuple', 'PCon', 'Let', 'VarDecl', 'TName', 'TVar', 'TTuple', 'TFun', 'Field', 'Constructor', 'Data', 'Def', 'Program', 'dump', 'BINARY', 'PREFIX_BP', 'POSTFIX_BP', 'ASSIGN_BP', 'Parser', 'to_pattern', 'BRACKETS', 'STARTERS', 'NESTING_LIMIT', 'recursion_limit', 'parse', 'pretty_pattern', 'pretty_expr', 'pretty_statement', 'pretty_type', 'pretty']
 
 
 # --- Separation --------------------------------------------------------
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import IntEnum
 
-from lcompiler.errors import CompileError, Source, Span
+from lcompiler.errors import CompileError, Note, Source, Span, raise_errors
 
 
 class Sep(IntEnum):
@@ -71,15 +71,15 @@ _LEXEME = re.compile("|".join([
 ]))
 
 
-def _decode_string(text: str, span: Span) -> str:
+def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
         c = text[i]
         if c == "\\":
             if text[i + 1] not in ESCAPES:
                 at = Span(span.source, span.start + i, span.start + i + 2)
-                raise CompileError(f"unknown escape \\{text[i + 1]} (the escapes are \\n \\t \\\\ \\\")", at)
-            out.append(ESCAPES[text[i + 1]])
+                errors.append(CompileError(f"unknown escape \\{text[i + 1]} (the escapes are \\n \\t \\\\ \\\")", at))
+            out.append(ESCAPES.get(text[i + 1], ""))
             i += 2
         else:
             out.append(c)
@@ -101,21 +101,28 @@ def collector_paused():
 
 def tokenize(source: Source) -> list[Token]:
     """The tokens of a source, each with its separation before and after; then 'eof'."""
+    errors = []
     with collector_paused():
-        return _tokenize(source)
+        tokens = _tokenize(source, errors)
+    raise_errors(errors)
+    return tokens
 
 
-def _tokenize(source: Source) -> list[Token]:
+def _tokenize(source: Source, errors: list) -> list[Token]:
+    """The tokens of a source; its lexical mistakes are added to errors, and lexing goes on."""
     text, tokens = source.text, []
     sep = Sep.NEWLINE             # the start of the file separates like a line break
     brackets = []                 # open brackets: inside '(' a line break is only whitespace
-    for m in _LEXEME.finditer(text):
-        kind, lexeme = m.lastgroup, m.group()
+    pos, line_break = 0, False    # line_break: a line break since the last token
+    while pos < len(text):
+        m = _LEXEME.match(text, pos)
+        kind, lexeme, pos = m.lastgroup, m.group(), m.end()
         span = Span(source, m.start(), m.end())
         if kind in ("newline", "line_comment"):
             if kind == "newline":
                 in_parens = brackets and brackets[-1] == "("
                 sep = max(sep, Sep.WHITESPACE if in_parens else Sep.NEWLINE)
+                line_break = True
             else:
                 sep = max(sep, Sep.WHITESPACE)
             continue
@@ -125,25 +132,37 @@ def _tokenize(source: Source) -> list[Token]:
         if kind == "semicolon":
             sep = Sep.EXPLICIT
             continue
-        if kind == "open_comment":
-            raise CompileError("this comment is never closed with */", Span(source, m.start(), m.start() + 2))
-        if kind == "open_string":
-            raise CompileError("this string is not closed on its line", Span(source, m.start(), m.start() + 1))
+        if kind == "open_comment":    # the rest of the file is a comment
+            errors.append(CompileError("this comment is never closed with */", span))
+            break
         if kind == "bad":
-            raise CompileError(f"unexpected character {lexeme!r}", span)
+            errors.append(CompileError(f"unexpected character {lexeme!r}", span))
+            sep = max(sep, Sep.WHITESPACE)
+            continue
         value = None
-        if kind == "int":
+        if kind == "open_string":     # a string to the end of the line
+            errors.append(CompileError("this string is not closed on its line", span))
+            end = text.find("\n", pos)
+            pos = len(text) if end < 0 else end
+            kind, lexeme, value = "string", text[span.start:pos], ""
+            span = Span(source, span.start, pos)
+        elif kind == "int":
+            value = 0
             if not lexeme.isdigit():
-                raise CompileError(f"{lexeme} is not a number (a number is made of digits only)", span)
-            if len(lexeme) > 1 and lexeme[0] == "0":
-                raise CompileError("a number cannot start with 0", span)
-            value = int(lexeme)
-            if value > MAX_INT:
-                raise CompileError("this number does not fit in a 64-bit integer", span)
+                errors.append(CompileError(f"{lexeme} is not a number (a number is made of digits only)", span))
+            elif len(lexeme) > 1 and lexeme[0] == "0":
+                errors.append(CompileError("a number cannot start with 0", span))
+            elif int(lexeme) > MAX_INT:
+                errors.append(CompileError("this number does not fit in a 64-bit integer", span))
+            else:
+                value = int(lexeme)
         elif kind == "string":
-            value = _decode_string(lexeme, span)
+            value = _decode_string(lexeme, span, errors)
         elif kind == "name":
             kind = lexeme if lexeme in KEYWORDS else "_" if lexeme == "_" else "name"
+            if kind in ("def", "data") and line_break and brackets:   # they begin an item: close what
+                brackets.clear()                                       # a mistake left open
+                sep = max(sep, Sep.NEWLINE)
         elif kind == "op":
             kind = lexeme
             if lexeme in "({":
@@ -153,7 +172,7 @@ def _tokenize(source: Source) -> list[Token]:
         if tokens:
             tokens[-1].after = sep
         tokens.append(Token(kind, lexeme, span, before=sep, value=value))
-        sep = Sep.STUCK
+        sep, line_break = Sep.STUCK, False
     end = len(text)
     eof = Token("eof", "", Span(source, end, end), before=max(sep, Sep.NEWLINE))
     if tokens:
@@ -499,14 +518,16 @@ class Parser:
     def at(self, *kinds: str) -> bool:
         return self.peek().kind in kinds
 
-    def error(self, message: str, token: Token | None = None):
-        raise CompileError(message, (token or self.peek()).span)
+    def error(self, message: str, token: Token | None = None, notes: list = ()):
+        raise CompileError(message, (token or self.peek()).span, notes)
 
-    def expect(self, kind: str, context: str = "") -> Token:
+    def expect(self, kind: str, context: str = "", opened: Token | None = None) -> Token:
+        """The next token, which must be of this kind; opened: the bracket it would close."""
         t = self.peek()
         if t.kind != kind:
             wanted = {"name": "a name", "Name": "a capitalised name"}.get(kind, f"'{kind}'")
-            self.error(f"expected {wanted}{context}, found {_describe(t)}")
+            notes = [Note(f"the '{opened.text}' is opened here", opened.span)] if opened else []
+            self.error(f"expected {wanted}{context}, found {_describe(t)}", notes=notes)
         return self.advance()
 
     def span_from(self, start: Token) -> Span:
@@ -589,6 +610,8 @@ class Parser(Parser):
             self.error(f"expected an expression, found '{t.text}'", t)
         if kind == "else":
             self.error("else without an if before it", t)
+        if kind in ("def", "data") and t.before >= Sep.NEWLINE:
+            self.error(f"'{kind}' begins a top-level item, but the item before it is unfinished", t)
         if kind in ("let", "var", "def", "data"):
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
@@ -604,7 +627,7 @@ class Parser(Parser):
             if self.at(","):
                 self.advance()
                 continue
-            self.expect(")", f" to close the '(' at {open_.span!r}")
+            self.expect(")", " to close the '('", open_)
             return args
 
     def call(self, fn):
@@ -699,6 +722,7 @@ class Parser(Parser):
             return Function(self.clauses(open_, "'{'", first), self.span_from(open_))
         statements = [first]
         while not self.at("}"):
+            self.expect_more("}", " to close the block", open_)
             self.separator("}")
             statements.append(self.statement())
             if self.at("->", ","):
@@ -706,6 +730,11 @@ class Parser(Parser):
                            "since its first statement is not followed by ->")
         self.advance()
         return Block(statements, self.span_from(open_))
+
+    def expect_more(self, closing: str, context: str, open_: Token):
+        """Inside brackets, before the next statement: the end of the file is a missing closing."""
+        if self.at("eof"):
+            self.expect(closing, context, open_)
 
     def separator(self, closing: str):
         """Between two statements: a line break or ';', unless the closing token comes."""
@@ -737,13 +766,13 @@ class Parser(Parser):
                 if self.at("}"):
                     self.error(f"{what} needs at least one clause", open_)
                 first = self.expression()
-            clauses.append(self.clause(first, what))
+            clauses.append(self.clause(first, what, open_))
             first = None
             if self.pending is None:
-                self.expect("}", f" to close the {what} opened at {open_.span!r}")
+                self.expect("}", f" to close the {what}", open_)
                 return clauses
 
-    def clause(self, first, what: str) -> Clause:
+    def clause(self, first, what: str, open_: Token) -> Clause:
         patterns = [to_pattern(first)]
         while self.at(","):
             self.advance()
@@ -756,10 +785,11 @@ class Parser(Parser):
         if self.at("->", ","):
             if not same_line:           # a pattern on the next line: this clause is empty
                 self.error("a clause needs statements after ->", arrow)
-            inner = self.clause(start, what)    # p -> q -> s: the curried sugar
+            inner = self.clause(start, what, open_)    # p -> q -> s: the curried sugar
             return Clause(patterns, inner, first.span.to(inner.span))
         body = [start]
         while not self.at("}"):
+            self.expect_more("}", f" to close the {what}", open_)
             self.separator("}")
             s = self.statement()
             if self.at("->", ","):      # a pattern starting a line: the next clause
@@ -791,12 +821,22 @@ class Parser(Parser):
 
 class Parser(Parser):
     def program(self) -> Program:
-        items = []
-        start = self.peek()
+        """The items of the program; the mistakes found, with where their items start, in self.errors."""
+        items, self.errors = [], []
+        start, resumed = self.peek(), True
         while not self.at("eof"):
-            if items:
-                self.separator("eof")
-            items.append(self.item())
+            first = self.pos
+            try:
+                if not resumed:            # after an item, a separator (after a mistake: a new line)
+                    self.separator("eof")
+                resumed = False
+                items.append(self.item())
+            except (CompileError, RecursionError) as error:
+                if isinstance(error, RecursionError):
+                    error = CompileError("the program is nested too deeply for this parser", self.peek().span)
+                self.errors.append((error, self.tokens[first].span.start))
+                self.resynchronise(first, error)
+                resumed = True
         return Program(items, start.span.to(self.peek().span))
 
     def item(self):
@@ -846,6 +886,7 @@ class Parser(Parser):
         open_ = self.expect("{", f" or '(' after data {name.text}")
         constructors = []
         while not self.at("}"):
+            self.expect_more("}", f" to close data {name.text}", open_)
             if constructors:
                 self.separator("}")
             c = self.expect("Name", " (a constructor)")
@@ -875,7 +916,7 @@ class Parser(Parser):
             if not self.at(","):
                 break
             self.advance()
-        self.expect(")", f" to close the fields opened at {open_.span!r}")
+        self.expect(")", " to close the fields", open_)
         return out
 
     def type_(self):
@@ -913,6 +954,33 @@ class Parser(Parser):
         self.error(f"expected a type, found {_describe(t)}", t)
 
 
+# --- After a mistake: on to the next item ------------------------------
+
+import bisect
+
+BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
+STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var"}
+
+
+class Parser(Parser):
+    def first_on_its_line(self, t: Token) -> bool:
+        text = t.span.source.text
+        return text[text.rfind("\n", 0, t.span.start) + 1:t.span.start].strip() == ""
+
+    def resynchronise(self, first: int, error: CompileError) -> None:
+        """Move to the next token that can begin an item, after a mistake in the item at tokens[first]."""
+        starts = [t.span.start for t in self.tokens]
+        pos = max(bisect.bisect_left(starts, error.span.start), first + 1)
+        depth = sum(BRACKETS.get(t.kind, 0) for t in self.tokens[first:pos])
+        while self.tokens[pos].kind != "eof":
+            t = self.tokens[pos]
+            if self.first_on_its_line(t) and (t.kind in ("def", "data") or depth <= 0 and t.kind in STARTERS):
+                break
+            depth += BRACKETS.get(t.kind, 0)
+            pos += 1
+        self.pos = pos
+
+
 # --- The entry point, and the promise of no other exception ------------
 
 import sys
@@ -933,15 +1001,16 @@ def recursion_limit(limit: int):
 
 
 def parse(source: Source) -> Program:
-    """The syntax tree of a whole L program, or a CompileError at its first mistake."""
+    """The syntax tree of a whole L program, or a CompileError with every mistake found."""
+    lexical = []
     with collector_paused():
-        parser = Parser(tokenize(source))
-        try:
-            with recursion_limit(NESTING_LIMIT):
-                return parser.program()
-        except RecursionError:
-            raise CompileError("the program is nested too deeply for this parser",
-                               parser.peek().span) from None
+        parser = Parser(_tokenize(source, lexical))
+        with recursion_limit(NESTING_LIMIT):
+            program = parser.program()
+    # a syntax error in an item after a lexical one is likely the lexer's making: leave it out
+    raise_errors(lexical + [error for error, item_start in parser.errors
+                            if not any(item_start <= e.span.start <= error.span.start for e in lexical)])
+    return program
 
 
 # --- Printing L back ---------------------------------------------------

@@ -40,9 +40,10 @@
 #   named text), ending with an `eof` token. Each token has a kind, its text,
 #   its `Span`, and its separation from the token before and after it.
 # - `parse(source)` returns a `Program`: a list of top-level items whose every
-#   node is a dataclass carrying its span. Or it raises a `CompileError` at the
-#   first mistake, with a message that says what was expected — and never any
-#   other exception, whatever the input.
+#   node is a dataclass carrying its span. Or it raises a `CompileError` that
+#   reports every mistake it found — after a mistake it skips to the next
+#   top-level item and goes on — each with a message that says what was
+#   expected; and never any other exception, whatever the input.
 # - `pretty(program)` prints the tree back as L text, and parsing that text
 #   gives the same tree again (spans aside).
 # - `dump(node)` shows the tree's structure, for `lc show ast`.
@@ -88,7 +89,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import IntEnum
 
-from lcompiler.errors import CompileError, Source, Span
+from lcompiler.errors import CompileError, Note, Source, Span, raise_errors
 
 
 class Sep(IntEnum):
@@ -111,6 +112,86 @@ class Token:
     def __repr__(self) -> str:
         return f"Token({self.kind!r}, {self.text!r}, {self.span!r})"
 
+
+# %% [markdown]
+# ## Mistakes, several at a time
+#
+# Chapter 1 made one kind of error, `CompileError`: a message and a span,
+# rendered as `FILE:LINE:COL: error: message`, the line, and a caret. Two
+# things make errors easier to act on, and every stage from here on uses
+# them:
+#
+# - **notes**: a second place in the program that explains the first. When
+#   the two branches of an `if` disagree, the error is at one branch and a
+#   note points at the other, where the other type came from. A note renders
+#   like an error, with `note` for `error`;
+# - **several errors per run**: a programmer who fixes one mistake and
+#   compiles again, only to be shown the next, wastes a round trip per
+#   mistake. Where it is safe — where going on cannot invent mistakes that
+#   are not there — a stage collects its errors and reports them all, in the
+#   order of the source. `CompileErrors` is such a group; its own message and
+#   span are those of the first error, so code that looks at "the" error of
+#   a run sees the first one.
+#
+# The cell extends chapter 1's `CompileError` in place (a subclass that takes
+# its name, as the parser's cells do below), so that every stage, chapter 1's
+# included, makes errors that can carry notes.
+
+# %%
+from lcompiler.errors import Diagnostic
+
+# %%
+#| export errors
+class Note(Diagnostic):
+    """A remark attached to an error: another place in the program, that explains it."""
+
+    kind = "note"
+
+
+class CompileError(CompileError):
+    """A mistake found before the program runs, with notes that point at other places."""
+
+    def __init__(self, message: str, span: Span, notes: list | tuple = ()):
+        super().__init__(message, span)
+        self.notes = list(notes)
+
+    def render(self) -> str:
+        return "\n".join([super().render()] + [note.render() for note in self.notes])
+
+
+class CompileErrors(CompileError):
+    """Several mistakes of one program, in the order of the source."""
+
+    def __init__(self, errors: list):
+        self.errors = sorted(errors, key=lambda e: e.span.start)
+        first = self.errors[0]
+        super().__init__(first.message, first.span, first.notes)
+
+    def render(self) -> str:
+        return "\n".join(error.render() for error in self.errors)
+
+
+def raise_errors(errors: list) -> None:
+    """Raise the errors found, if any: one alone, or several as a group."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise CompileErrors([e for error in errors for e in getattr(error, "errors", [error])])
+
+
+# %% [markdown]
+# Here is one error with a note, then two errors of the same text as a
+# group:
+
+# %%
+from lcompiler.errors import CompileError, CompileErrors, Note, Source, Span
+
+text = Source("two.l", 'def f(n) = if (n > 0) "pos" else 0\ndef g = h(1)\n')
+branch = CompileError("expected String, found Int (the branches of an if have the same type)",
+                      Span(text, 33, 34), [Note("the other branch has type String", Span(text, 22, 27))])
+unknown = CompileError("unknown variable h", Span(text, 43, 44))
+print(branch.render(), end="\n\n")
+print(CompileErrors([unknown, branch]).render())
 
 # %% [markdown]
 # ## The lexer
@@ -155,15 +236,15 @@ _LEXEME = re.compile("|".join([
 ]))
 
 
-def _decode_string(text: str, span: Span) -> str:
+def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
         c = text[i]
         if c == "\\":
             if text[i + 1] not in ESCAPES:
                 at = Span(span.source, span.start + i, span.start + i + 2)
-                raise CompileError(f"unknown escape \\{text[i + 1]} (the escapes are \\n \\t \\\\ \\\")", at)
-            out.append(ESCAPES[text[i + 1]])
+                errors.append(CompileError(f"unknown escape \\{text[i + 1]} (the escapes are \\n \\t \\\\ \\\")", at))
+            out.append(ESCAPES.get(text[i + 1], ""))
             i += 2
         else:
             out.append(c)
@@ -185,21 +266,28 @@ def collector_paused():
 
 def tokenize(source: Source) -> list[Token]:
     """The tokens of a source, each with its separation before and after; then 'eof'."""
+    errors = []
     with collector_paused():
-        return _tokenize(source)
+        tokens = _tokenize(source, errors)
+    raise_errors(errors)
+    return tokens
 
 
-def _tokenize(source: Source) -> list[Token]:
+def _tokenize(source: Source, errors: list) -> list[Token]:
+    """The tokens of a source; its lexical mistakes are added to errors, and lexing goes on."""
     text, tokens = source.text, []
     sep = Sep.NEWLINE             # the start of the file separates like a line break
     brackets = []                 # open brackets: inside '(' a line break is only whitespace
-    for m in _LEXEME.finditer(text):
-        kind, lexeme = m.lastgroup, m.group()
+    pos, line_break = 0, False    # line_break: a line break since the last token
+    while pos < len(text):
+        m = _LEXEME.match(text, pos)
+        kind, lexeme, pos = m.lastgroup, m.group(), m.end()
         span = Span(source, m.start(), m.end())
         if kind in ("newline", "line_comment"):
             if kind == "newline":
                 in_parens = brackets and brackets[-1] == "("
                 sep = max(sep, Sep.WHITESPACE if in_parens else Sep.NEWLINE)
+                line_break = True
             else:
                 sep = max(sep, Sep.WHITESPACE)
             continue
@@ -209,25 +297,37 @@ def _tokenize(source: Source) -> list[Token]:
         if kind == "semicolon":
             sep = Sep.EXPLICIT
             continue
-        if kind == "open_comment":
-            raise CompileError("this comment is never closed with */", Span(source, m.start(), m.start() + 2))
-        if kind == "open_string":
-            raise CompileError("this string is not closed on its line", Span(source, m.start(), m.start() + 1))
+        if kind == "open_comment":    # the rest of the file is a comment
+            errors.append(CompileError("this comment is never closed with */", span))
+            break
         if kind == "bad":
-            raise CompileError(f"unexpected character {lexeme!r}", span)
+            errors.append(CompileError(f"unexpected character {lexeme!r}", span))
+            sep = max(sep, Sep.WHITESPACE)
+            continue
         value = None
-        if kind == "int":
+        if kind == "open_string":     # a string to the end of the line
+            errors.append(CompileError("this string is not closed on its line", span))
+            end = text.find("\n", pos)
+            pos = len(text) if end < 0 else end
+            kind, lexeme, value = "string", text[span.start:pos], ""
+            span = Span(source, span.start, pos)
+        elif kind == "int":
+            value = 0
             if not lexeme.isdigit():
-                raise CompileError(f"{lexeme} is not a number (a number is made of digits only)", span)
-            if len(lexeme) > 1 and lexeme[0] == "0":
-                raise CompileError("a number cannot start with 0", span)
-            value = int(lexeme)
-            if value > MAX_INT:
-                raise CompileError("this number does not fit in a 64-bit integer", span)
+                errors.append(CompileError(f"{lexeme} is not a number (a number is made of digits only)", span))
+            elif len(lexeme) > 1 and lexeme[0] == "0":
+                errors.append(CompileError("a number cannot start with 0", span))
+            elif int(lexeme) > MAX_INT:
+                errors.append(CompileError("this number does not fit in a 64-bit integer", span))
+            else:
+                value = int(lexeme)
         elif kind == "string":
-            value = _decode_string(lexeme, span)
+            value = _decode_string(lexeme, span, errors)
         elif kind == "name":
             kind = lexeme if lexeme in KEYWORDS else "_" if lexeme == "_" else "name"
+            if kind in ("def", "data") and line_break and brackets:   # they begin an item: close what
+                brackets.clear()                                       # a mistake left open
+                sep = max(sep, Sep.NEWLINE)
         elif kind == "op":
             kind = lexeme
             if lexeme in "({":
@@ -237,7 +337,7 @@ def _tokenize(source: Source) -> list[Token]:
         if tokens:
             tokens[-1].after = sep
         tokens.append(Token(kind, lexeme, span, before=sep, value=value))
-        sep = Sep.STUCK
+        sep, line_break = Sep.STUCK, False
     end = len(text)
     eof = Token("eof", "", Span(source, end, end), before=max(sep, Sep.NEWLINE))
     if tokens:
@@ -247,11 +347,19 @@ def _tokenize(source: Source) -> list[Token]:
 
 
 # %% [markdown]
-# Two small decisions hide in there. An integer lexeme is matched together
+# A few decisions hide in there. An integer lexeme is matched together
 # with any letters glued to it (`12ab`), so that the error names the whole
-# thing instead of splitting it into `12` and `ab`. And the bracket stack is
+# thing instead of splitting it into `12` and `ab`. The bracket stack is
 # only advisory: a `)` without its `(` is not the lexer's problem, the parser
-# will say what it expected instead.
+# will say what it expected instead. And a lexical mistake does not stop the
+# lexer: it records the error and carries on with something harmless in the
+# place of the mistake — nothing for a stray character, the number 0 for a
+# malformed number, a string running to the end of the line for an unclosed
+# one — so that the parser can still look for mistakes further on. For the
+# same reason, a `def` or `data` at the start of a line closes whatever
+# brackets are still open: they can only begin a top-level item, so a
+# bracket open before them was left open by mistake, and without this rule
+# every line break after it would count as mere whitespace.
 #
 # Here are the tokens of a small function, with their separations before and
 # after (`·` stuck, `_` whitespace, `⏎` newline, `;` explicit):
@@ -717,14 +825,16 @@ class Parser:
     def at(self, *kinds: str) -> bool:
         return self.peek().kind in kinds
 
-    def error(self, message: str, token: Token | None = None):
-        raise CompileError(message, (token or self.peek()).span)
+    def error(self, message: str, token: Token | None = None, notes: list = ()):
+        raise CompileError(message, (token or self.peek()).span, notes)
 
-    def expect(self, kind: str, context: str = "") -> Token:
+    def expect(self, kind: str, context: str = "", opened: Token | None = None) -> Token:
+        """The next token, which must be of this kind; opened: the bracket it would close."""
         t = self.peek()
         if t.kind != kind:
             wanted = {"name": "a name", "Name": "a capitalised name"}.get(kind, f"'{kind}'")
-            self.error(f"expected {wanted}{context}, found {_describe(t)}")
+            notes = [Note(f"the '{opened.text}' is opened here", opened.span)] if opened else []
+            self.error(f"expected {wanted}{context}, found {_describe(t)}", notes=notes)
         return self.advance()
 
     def span_from(self, start: Token) -> Span:
@@ -814,6 +924,8 @@ class Parser(Parser):
             self.error(f"expected an expression, found '{t.text}'", t)
         if kind == "else":
             self.error("else without an if before it", t)
+        if kind in ("def", "data") and t.before >= Sep.NEWLINE:
+            self.error(f"'{kind}' begins a top-level item, but the item before it is unfinished", t)
         if kind in ("let", "var", "def", "data"):
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
@@ -829,7 +941,7 @@ class Parser(Parser):
             if self.at(","):
                 self.advance()
                 continue
-            self.expect(")", f" to close the '(' at {open_.span!r}")
+            self.expect(")", " to close the '('", open_)
             return args
 
     def call(self, fn):
@@ -956,6 +1068,7 @@ class Parser(Parser):
             return Function(self.clauses(open_, "'{'", first), self.span_from(open_))
         statements = [first]
         while not self.at("}"):
+            self.expect_more("}", " to close the block", open_)
             self.separator("}")
             statements.append(self.statement())
             if self.at("->", ","):
@@ -963,6 +1076,11 @@ class Parser(Parser):
                            "since its first statement is not followed by ->")
         self.advance()
         return Block(statements, self.span_from(open_))
+
+    def expect_more(self, closing: str, context: str, open_: Token):
+        """Inside brackets, before the next statement: the end of the file is a missing closing."""
+        if self.at("eof"):
+            self.expect(closing, context, open_)
 
     def separator(self, closing: str):
         """Between two statements: a line break or ';', unless the closing token comes."""
@@ -994,13 +1112,13 @@ class Parser(Parser):
                 if self.at("}"):
                     self.error(f"{what} needs at least one clause", open_)
                 first = self.expression()
-            clauses.append(self.clause(first, what))
+            clauses.append(self.clause(first, what, open_))
             first = None
             if self.pending is None:
-                self.expect("}", f" to close the {what} opened at {open_.span!r}")
+                self.expect("}", f" to close the {what}", open_)
                 return clauses
 
-    def clause(self, first, what: str) -> Clause:
+    def clause(self, first, what: str, open_: Token) -> Clause:
         patterns = [to_pattern(first)]
         while self.at(","):
             self.advance()
@@ -1013,10 +1131,11 @@ class Parser(Parser):
         if self.at("->", ","):
             if not same_line:           # a pattern on the next line: this clause is empty
                 self.error("a clause needs statements after ->", arrow)
-            inner = self.clause(start, what)    # p -> q -> s: the curried sugar
+            inner = self.clause(start, what, open_)    # p -> q -> s: the curried sugar
             return Clause(patterns, inner, first.span.to(inner.span))
         body = [start]
         while not self.at("}"):
+            self.expect_more("}", f" to close the {what}", open_)
             self.separator("}")
             s = self.statement()
             if self.at("->", ","):      # a pattern starting a line: the next clause
@@ -1076,12 +1195,22 @@ class Parser(Parser):
 #| export
 class Parser(Parser):
     def program(self) -> Program:
-        items = []
-        start = self.peek()
+        """The items of the program; the mistakes found, with where their items start, in self.errors."""
+        items, self.errors = [], []
+        start, resumed = self.peek(), True
         while not self.at("eof"):
-            if items:
-                self.separator("eof")
-            items.append(self.item())
+            first = self.pos
+            try:
+                if not resumed:            # after an item, a separator (after a mistake: a new line)
+                    self.separator("eof")
+                resumed = False
+                items.append(self.item())
+            except (CompileError, RecursionError) as error:
+                if isinstance(error, RecursionError):
+                    error = CompileError("the program is nested too deeply for this parser", self.peek().span)
+                self.errors.append((error, self.tokens[first].span.start))
+                self.resynchronise(first, error)
+                resumed = True
         return Program(items, start.span.to(self.peek().span))
 
     def item(self):
@@ -1131,6 +1260,7 @@ class Parser(Parser):
         open_ = self.expect("{", f" or '(' after data {name.text}")
         constructors = []
         while not self.at("}"):
+            self.expect_more("}", f" to close data {name.text}", open_)
             if constructors:
                 self.separator("}")
             c = self.expect("Name", " (a constructor)")
@@ -1160,7 +1290,7 @@ class Parser(Parser):
             if not self.at(","):
                 break
             self.advance()
-        self.expect(")", f" to close the fields opened at {open_.span!r}")
+        self.expect(")", " to close the fields", open_)
         return out
 
     def type_(self):
@@ -1199,6 +1329,54 @@ class Parser(Parser):
 
 
 # %% [markdown]
+# ### After a mistake: on to the next item
+#
+# When an item has a mistake, `program` records the error and looks for a
+# place to start again: the next token that can begin a top-level item,
+# skipping everything in between. Where to start again decides whether the
+# errors that follow are real or invented by the skipping, so the rule is
+# cautious. A token qualifies when it is the first thing on its line, and
+# either it is `def` or `data` — which can only begin an item, wherever they
+# stand — or it could begin a statement and every bracket the failed item
+# opened has been closed before it. Counting the brackets keeps the parser
+# from starting again at the lines inside a broken function body, each of
+# which would then be misread as a top-level statement, and its `}` as a
+# bracket closing nothing.
+#
+# Skipping starts at the token where the error was reported, or just after
+# the first token of the item, whichever is later: an error at a `def` that
+# begins a line (`expected an expression, found 'def'`, when the previous
+# line was cut short) starts again at that `def`, and the skipping always
+# moves forward.
+
+# %%
+#| export
+import bisect
+
+BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
+STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var"}
+
+
+class Parser(Parser):
+    def first_on_its_line(self, t: Token) -> bool:
+        text = t.span.source.text
+        return text[text.rfind("\n", 0, t.span.start) + 1:t.span.start].strip() == ""
+
+    def resynchronise(self, first: int, error: CompileError) -> None:
+        """Move to the next token that can begin an item, after a mistake in the item at tokens[first]."""
+        starts = [t.span.start for t in self.tokens]
+        pos = max(bisect.bisect_left(starts, error.span.start), first + 1)
+        depth = sum(BRACKETS.get(t.kind, 0) for t in self.tokens[first:pos])
+        while self.tokens[pos].kind != "eof":
+            t = self.tokens[pos]
+            if self.first_on_its_line(t) and (t.kind in ("def", "data") or depth <= 0 and t.kind in STARTERS):
+                break
+            depth += BRACKETS.get(t.kind, 0)
+            pos += 1
+        self.pos = pos
+
+
+# %% [markdown]
 # ### The entry point, and the promise of no other exception
 #
 # `parse` tokenises and parses a whole program. The parser is recursive, and
@@ -1207,7 +1385,13 @@ class Parser(Parser):
 # calls without the C stack, so `parse` raises the limit while it works, to
 # twenty thousand frames — thousands of levels of nesting. A program nested
 # deeper still exhausts it; that becomes a `CompileError` at the token the
-# parser had reached, like any other mistake in the input.
+# parser had reached, like any other mistake in the input (`program` catches
+# the `RecursionError` with the other errors, and starts again after it).
+#
+# The lexical mistakes come first, then the syntax errors. One of each in
+# the same item are likely one mistake: a string left open swallows the rest
+# of its line, and the parser then misses a bracket. So a syntax error is
+# left out when a lexical error comes before it in the same item.
 #
 # `parse` (like `tokenize`) also pauses Python's cyclic garbage collector. Tokens, spans and
 # tree nodes never form reference cycles, so the collector has nothing to
@@ -1238,15 +1422,16 @@ def recursion_limit(limit: int):
 
 
 def parse(source: Source) -> Program:
-    """The syntax tree of a whole L program, or a CompileError at its first mistake."""
+    """The syntax tree of a whole L program, or a CompileError with every mistake found."""
+    lexical = []
     with collector_paused():
-        parser = Parser(tokenize(source))
-        try:
-            with recursion_limit(NESTING_LIMIT):
-                return parser.program()
-        except RecursionError:
-            raise CompileError("the program is nested too deeply for this parser",
-                               parser.peek().span) from None
+        parser = Parser(_tokenize(source, lexical))
+        with recursion_limit(NESTING_LIMIT):
+            program = parser.program()
+    # a syntax error in an item after a lexical one is likely the lexer's making: leave it out
+    raise_errors(lexical + [error for error, item_start in parser.errors
+                            if not any(item_start <= e.span.start <= error.span.start for e in lexical)])
+    return program
 
 
 # %%
@@ -1522,6 +1707,29 @@ for name, text in mistakes.items():
         print(error.render(), end="\n\n")
 
 # %% [markdown]
+# And a file with several mistakes: each is reported, in order. The first
+# item leaves a `(` open, so the parser, which reads on past the line break,
+# stops at `y`; it skips the rest of the item — still inside its brackets —
+# and starts again at the `def` of line 4. The line of `print(2 +)` is
+# reported and skipped, up to the next line. The `$` is a lexical mistake,
+# and does not keep the last line from being checked.
+
+# %%
+several = Source("several.l", """\
+def f(x) = {
+  let y = (x * 2
+  y }
+def g(x) = x + 1
+print(2 +)
+print(g(1)) $
+def h = 09
+""")
+try:
+    parse(several)
+except CompileError as error:
+    print(error.render())
+
+# %% [markdown]
 # ## Highlighting L
 #
 # The book shows L code in Markdown cells and pages (fenced blocks marked
@@ -1587,8 +1795,10 @@ type(get_lexer_by_name("l")).__name__
 # The command line gets a `show` sub-command, which prints one stage of the
 # compiler for a file. Stages are a registry, like the sub-commands: this
 # chapter registers `tokens` and `ast`, chapter 4b adds `core`, later chapters
-# add theirs. Reading a file that does not exist, or is not UTF-8, is a
-# `UsageError` (exit status 1), not a traceback.
+# add theirs. Reading a file that does not exist, or a directory, or one
+# `lc` may not read, is a `UsageError` (exit status 1), not a traceback. A file
+# that is not UTF-8 is a mistake in the program's text, so it is a
+# `CompileError` at the first byte that cannot be decoded, with its line.
 
 # %% [markdown]
 # The cells marked `#| export cli` belong to the module `lcompiler.cli`,
@@ -1605,7 +1815,7 @@ from lcompiler.cli import UsageError, arg, command, main
 #| export cli
 from pathlib import Path
 
-from lcompiler.errors import Source
+from lcompiler.errors import CompileError, Source, Span
 
 STAGES: dict[str, Callable[[Source], str]] = {}
 
@@ -1619,11 +1829,18 @@ def stage(name: str) -> Callable:
 
 
 def read_source(path: str) -> Source:
-    """The text of an L file, or a UsageError that says why it cannot be read."""
+    """The text of an L file; a UsageError if it cannot be read, a CompileError if it is not UTF-8."""
     try:
-        return Source(path, Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        return Source(path, data.decode("utf-8"))
+    except UnicodeDecodeError as error:        # located: the line is shown with the bad byte replaced
+        source = Source(path, data.decode("utf-8", errors="replace"))
+        at = len(data[:error.start].decode("utf-8", errors="replace"))
+        raise CompileError(f"this file is not UTF-8: byte 0x{data[error.start]:02x} cannot appear here "
+                           "(L source files are UTF-8)", Span(source, at, at + 1)) from None
 
 
 @command("show", "print one stage of the compiler for an L file",
@@ -1681,6 +1898,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
     lc("show", "tokens", "small.l")
     lc("show", "ast", "small.l")
     lc("show", "tokens", "missing.l")
+    Path("latin1.l").write_bytes(b'print("caf\xe9")\n')    # written in Latin-1, not UTF-8
+    lc("show", "tokens", "latin1.l")
 
 # %% [markdown]
 # ## What the tests check
@@ -1734,8 +1953,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # 1. Add a `>>` operator (reverse composition, `f >> g`), with a binding
 #    power of your choice. Which tables change? What happens to `List<List<a>>`
 #    in a `data` declaration, and how would you fix it?
-# 2. The parser stops at the first error. Make `program` report several: skip
-#    to the next top-level item after an error. Where would it produce
-#    misleading follow-up errors?
+# 2. After a mistake, the parser skips to the next top-level item. Make it
+#    start again at the next *statement* inside a block instead, as rustc
+#    does. Which mistakes then produce misleading follow-up errors?
 # 3. Make `print (x)` a warning instead of an error, and think about what a
 #    programmer who wrote `f (x)` most likely meant.
