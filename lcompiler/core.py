@@ -12,7 +12,7 @@ code of chapter 10 prints something different from what the interpreter
 prints, the native code is wrong.
 """
 
-__all__ = ['Lit', 'Var', 'Con', 'Tuple', 'Lambda', 'App', 'Prim', 'If', 'Match', 'Let', 'LetVar', 'Assign', 'While', 'Seq', 'Print', 'Assert', 'Def', 'Program', 'BUILTIN_FORMS', 'check_bindable', 'Desugar', 'desugar', 'to_syntax', 'pretty_core', 'BUILTIN_VALUES', 'Resolver', 'resolve']
+__all__ = ['Lit', 'Var', 'Con', 'Tuple', 'Lambda', 'App', 'Prim', 'If', 'Match', 'Let', 'LetVar', 'Assign', 'While', 'Seq', 'Print', 'Assert', 'Def', 'Program', 'BUILTIN_FORMS', 'check_bindable', 'Desugar', 'desugar', 'to_syntax', 'pretty_core', 'edit_distance', 'did_you_mean', 'BUILTIN_VALUES', 'Resolver', 'resolve']
 
 
 # --- The core language -------------------------------------------------
@@ -20,7 +20,7 @@ __all__ = ['Lit', 'Var', 'Con', 'Tuple', 'Lambda', 'App', 'Prim', 'If', 'Match',
 from dataclasses import dataclass, field
 
 from lcompiler import syntax as s
-from lcompiler.errors import CompileError, Span
+from lcompiler.errors import CompileError, Note, Span, raise_errors
 from lcompiler.syntax import PCon, PTuple, PUnit, PVar
 
 
@@ -316,20 +316,25 @@ class Desugar:
 
     # -- programs ------------------------------------------------------------
     def program(self, program: s.Program) -> Program:
-        items = []
+        items, errors = [], []
         for item in program.items:
-            match item:
-                case s.Def(name, params, value, span):
-                    if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
-                        value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
-                                           name.span.to(value.span))
-                    items.append(Def(Var(name.name, name.span), self.expr(value),
-                                     isinstance(value, s.Function), span))
-                case s.Data():
-                    items.append(item)
-                case _:
-                    items.append(self.expr(item))
+            try:
+                items.append(self.item(item))
+            except CompileError as error:      # one mistake per item; the other items are checked too
+                errors.append(error)
+        raise_errors(errors)
         return Program(items, program.span)
+
+    def item(self, item):
+        match item:
+            case s.Def(name, params, value, span):
+                if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
+                    value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
+                                       name.span.to(value.span))
+                return Def(Var(name.name, name.span), self.expr(value), isinstance(value, s.Function), span)
+            case s.Data():
+                return item
+        return self.expr(item)
 
 
 def desugar(program: s.Program) -> Program:
@@ -413,6 +418,25 @@ def pretty_core(program: Program) -> str:
 
 # --- Names: scope analysis ---------------------------------------------
 
+def edit_distance(a: str, b: str) -> int:
+    """Insertions, deletions, replacements and swaps of neighbours that turn a into b."""
+    before, row = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        earlier, before, row = before, row, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(before[j] + 1, row[j - 1] + 1, before[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], earlier[j - 2] + 1)
+    return row[len(b)]
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """'; did you mean NAME?' for the closest candidate within reach, or nothing."""
+    reach = max(1, len(name) // 3)
+    scored = sorted((edit_distance(name, c), c) for c in set(candidates)
+                    if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)
+    return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
+
 BUILTIN_VALUES = {"true": True, "false": False}
 
 
@@ -423,39 +447,57 @@ class Resolver:
         self.types: dict[str, Span] = {}
         self.globals: dict[str, int] = {}          # name -> index of its item
         self.functions: set[str] = set()
+        self.errors: list[CompileError] = []
 
     def declare(self):
+        first = {}                                 # name -> where it was declared first
         for index, item in enumerate(self.program.items):
             if isinstance(item, s.Data):
-                if item.name in self.types or item.name in ("Int", "Bool", "Unit", "String"):
-                    raise CompileError(f"the type {item.name} is declared twice", item.span)
-                self.types[item.name] = item.span
-                for c in item.constructors:
-                    if c.name in self.constructors:
-                        raise CompileError(f"the constructor {c.name} is declared twice", c.span)
-                    self.constructors[c.name] = len(c.fields or [])
+                names = [(item.name, "the type", item.span)] + [(c.name, "the constructor", c.span)
+                                                                  for c in item.constructors]
             elif isinstance(item, Def):
-                name = item.name
-                check_bindable(name.name, name.span)
-                if name.name in self.globals:
-                    raise CompileError(f"{name.name} is defined twice at the top level", name.span)
-                self.globals[name.name] = index
-                if item.is_function:
-                    self.functions.add(name.name)
+                names = [(item.name.name, "", item.name.span)]
+            else:
+                continue
+            for name, what, span in names:
+                key = (what == "the type", name)
+                if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String"):
+                    notes = [Note("first defined here", first[key])] if key in first else []
+                    message = f"{what} {name} is declared twice" if what else \
+                        f"{name} is defined twice at the top level"
+                    self.errors.append(CompileError(message, span, notes))
+                    continue
+                first[key] = span
+                try:
+                    if what == "the type":
+                        self.types[name] = span
+                    elif what:
+                        self.constructors[name] = len(next(c for c in item.constructors if c.name == name).fields or [])
+                    else:
+                        check_bindable(name, span)
+                        self.globals[name] = index
+                        if item.is_function:
+                            self.functions.add(name)
+                except CompileError as error:
+                    self.errors.append(error)
 
     def resolve(self) -> Program:
         self.declare()
         for index, item in enumerate(self.program.items):
-            if isinstance(item, Def):
-                # code outside function bodies runs in order: it may read definitions above it only
-                self.expr(item.value, {}, index if not item.is_function else None)
-            elif not isinstance(item, s.Data):
-                self.expr(item, {}, index)
+            try:
+                if isinstance(item, Def):
+                    # code outside function bodies runs in order: it may read definitions above it only
+                    self.expr(item.value, {}, index if not item.is_function else None)
+                elif not isinstance(item, s.Data):
+                    self.expr(item, {}, index)
+            except CompileError as error:
+                self.errors.append(error)
+        raise_errors(self.errors)
         return self.program
 
     def con(self, name: str, count: int, span: Span):
         if name not in self.constructors:
-            raise CompileError(f"unknown constructor {name}", span)
+            raise CompileError(f"unknown constructor {name}{did_you_mean(name, self.constructors)}", span)
         fields_ = self.constructors[name]
         if count != fields_:
             if fields_ == 0:
@@ -494,7 +536,8 @@ class Resolver:
         elif v.name in BUILTIN_VALUES:
             v.kind = "builtin"
         else:
-            raise CompileError(f"unknown variable {v.name}", v.span)
+            known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
+            raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""

@@ -102,7 +102,7 @@
 from dataclasses import dataclass, field
 
 from lcompiler import syntax as s
-from lcompiler.errors import CompileError, Span
+from lcompiler.errors import CompileError, Note, Span, raise_errors
 from lcompiler.syntax import PCon, PTuple, PUnit, PVar
 
 
@@ -412,20 +412,25 @@ class Desugar:
 
     # -- programs ------------------------------------------------------------
     def program(self, program: s.Program) -> Program:
-        items = []
+        items, errors = [], []
         for item in program.items:
-            match item:
-                case s.Def(name, params, value, span):
-                    if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
-                        value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
-                                           name.span.to(value.span))
-                    items.append(Def(Var(name.name, name.span), self.expr(value),
-                                     isinstance(value, s.Function), span))
-                case s.Data():
-                    items.append(item)
-                case _:
-                    items.append(self.expr(item))
+            try:
+                items.append(self.item(item))
+            except CompileError as error:      # one mistake per item; the other items are checked too
+                errors.append(error)
+        raise_errors(errors)
         return Program(items, program.span)
+
+    def item(self, item):
+        match item:
+            case s.Def(name, params, value, span):
+                if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
+                    value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
+                                       name.span.to(value.span))
+                return Def(Var(name.name, name.span), self.expr(value), isinstance(value, s.Function), span)
+            case s.Data():
+                return item
+        return self.expr(item)
 
 
 def desugar(program: s.Program) -> Program:
@@ -578,6 +583,52 @@ print(pretty_core(desugar(parse(sugared))))
 # A constructor with n fields is applied to exactly n arguments, in
 # expressions and in patterns.
 
+# %% [markdown]
+# A misspelt name is the most common mistake of all, so the error for an
+# unknown name suggests the closest name that exists, when one is close
+# enough: `unknown variable sqare; did you mean square?`. "Close" is the edit
+# distance of Damerau and Levenshtein — how many characters must be
+# inserted, deleted, replaced, or two neighbours swapped, to turn one name
+# into the other — and close enough is at most one edit for every three
+# characters of the name (at least one), the threshold rustc uses. The
+# candidates are the names that could be meant there: the variables in
+# scope, the top-level definitions, `true`, `false`, `print` and `assert`
+# for a variable; the declared constructors for a constructor.
+
+# %%
+#| export
+def edit_distance(a: str, b: str) -> int:
+    """Insertions, deletions, replacements and swaps of neighbours that turn a into b."""
+    before, row = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        earlier, before, row = before, row, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(before[j] + 1, row[j - 1] + 1, before[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], earlier[j - 2] + 1)
+    return row[len(b)]
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """'; did you mean NAME?' for the closest candidate within reach, or nothing."""
+    reach = max(1, len(name) // 3)
+    scored = sorted((edit_distance(name, c), c) for c in set(candidates)
+                    if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)
+    return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
+
+
+# %%
+print([edit_distance(a, b) for a, b in [("sqare", "square"), ("lenght", "length"), ("x", "y"), ("map", "pam")]])
+print(repr(did_you_mean("sqare", ["square", "sum", "print"])), repr(did_you_mean("prnt", ["print", "assert"])),
+      repr(did_you_mean("foo", ["bar", "baz"])))
+
+# %% [markdown]
+# The resolver itself. Each top-level item is checked on its own, and a
+# mistake in one does not stop the others from being checked: `resolve`
+# collects the errors and reports them all, in the order of the source. (An
+# item's own checking stops at its first mistake.) A name defined twice is
+# reported at its second definition, with a note at the first.
+
 # %%
 #| export
 BUILTIN_VALUES = {"true": True, "false": False}
@@ -590,39 +641,57 @@ class Resolver:
         self.types: dict[str, Span] = {}
         self.globals: dict[str, int] = {}          # name -> index of its item
         self.functions: set[str] = set()
+        self.errors: list[CompileError] = []
 
     def declare(self):
+        first = {}                                 # name -> where it was declared first
         for index, item in enumerate(self.program.items):
             if isinstance(item, s.Data):
-                if item.name in self.types or item.name in ("Int", "Bool", "Unit", "String"):
-                    raise CompileError(f"the type {item.name} is declared twice", item.span)
-                self.types[item.name] = item.span
-                for c in item.constructors:
-                    if c.name in self.constructors:
-                        raise CompileError(f"the constructor {c.name} is declared twice", c.span)
-                    self.constructors[c.name] = len(c.fields or [])
+                names = [(item.name, "the type", item.span)] + [(c.name, "the constructor", c.span)
+                                                                  for c in item.constructors]
             elif isinstance(item, Def):
-                name = item.name
-                check_bindable(name.name, name.span)
-                if name.name in self.globals:
-                    raise CompileError(f"{name.name} is defined twice at the top level", name.span)
-                self.globals[name.name] = index
-                if item.is_function:
-                    self.functions.add(name.name)
+                names = [(item.name.name, "", item.name.span)]
+            else:
+                continue
+            for name, what, span in names:
+                key = (what == "the type", name)
+                if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String"):
+                    notes = [Note("first defined here", first[key])] if key in first else []
+                    message = f"{what} {name} is declared twice" if what else \
+                        f"{name} is defined twice at the top level"
+                    self.errors.append(CompileError(message, span, notes))
+                    continue
+                first[key] = span
+                try:
+                    if what == "the type":
+                        self.types[name] = span
+                    elif what:
+                        self.constructors[name] = len(next(c for c in item.constructors if c.name == name).fields or [])
+                    else:
+                        check_bindable(name, span)
+                        self.globals[name] = index
+                        if item.is_function:
+                            self.functions.add(name)
+                except CompileError as error:
+                    self.errors.append(error)
 
     def resolve(self) -> Program:
         self.declare()
         for index, item in enumerate(self.program.items):
-            if isinstance(item, Def):
-                # code outside function bodies runs in order: it may read definitions above it only
-                self.expr(item.value, {}, index if not item.is_function else None)
-            elif not isinstance(item, s.Data):
-                self.expr(item, {}, index)
+            try:
+                if isinstance(item, Def):
+                    # code outside function bodies runs in order: it may read definitions above it only
+                    self.expr(item.value, {}, index if not item.is_function else None)
+                elif not isinstance(item, s.Data):
+                    self.expr(item, {}, index)
+            except CompileError as error:
+                self.errors.append(error)
+        raise_errors(self.errors)
         return self.program
 
     def con(self, name: str, count: int, span: Span):
         if name not in self.constructors:
-            raise CompileError(f"unknown constructor {name}", span)
+            raise CompileError(f"unknown constructor {name}{did_you_mean(name, self.constructors)}", span)
         fields_ = self.constructors[name]
         if count != fields_:
             if fields_ == 0:
@@ -661,7 +730,8 @@ class Resolver:
         elif v.name in BUILTIN_VALUES:
             v.kind = "builtin"
         else:
-            raise CompileError(f"unknown variable {v.name}", v.span)
+            known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
+            raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""
@@ -726,7 +796,7 @@ def resolve(program: Program) -> Program:
 # finds, each at the name:
 
 # %%
-def first_error(name: str, text: str) -> str:
+def errors(name: str, text: str) -> str:
     try:
         resolve(desugar(parse(Source(name, text))))
     except CompileError as error:
@@ -736,14 +806,28 @@ def first_error(name: str, text: str) -> str:
 
 for name, text in {
     "unknown.l": "def f(x) = x + y",
-    "constructor.l": "data T { A(Int) }\ndef t = B(1)",
+    "misspelt.l": "def square(x) = x * x\ndef f(y) = sqare(y) + 1",
+    "constructor.l": "data T { A(Int); Bee }\ndef t = Be",
     "arity.l": "data List<t> { Cons(t, List<t>); Nil }\ndef l = Cons(1)",
     "assign.l": "def f(x) = { x := 1 }",
     "order.l": "def a = b + 1\ndef b = 2",
     "twice.l": "def f = 1\ndef f = 2",
     "reserved.l": "def g = { print -> 1 }",
 }.items():
-    print(first_error(name, text), end="\n\n")
+    print(errors(name, text), end="\n\n")
+
+# %% [markdown]
+# Three mistakes in three items, all reported:
+
+# %%
+print(errors("three.l", """\
+data List<t> { Cons(t, List<t>); Nil }
+data Shape { Circle(Int); Square(Int) }
+def total(list) = lenght(list) * 2
+def length(l) = l.{ Cons(_, t) -> 1 + length(t); Nil -> 0 }
+def shape = Circel(3)
+print(prnt(shape))
+"""))
 
 # %% [markdown]
 # ## The reference interpreter
