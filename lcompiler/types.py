@@ -17,11 +17,13 @@ __all__ = ['TCon', 'TVar', 'Unknown', 'GENERIC', 'BASE_TYPES', 'fn', 'tuple_of',
 
 # --- What the types of L are -------------------------------------------
 
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, is_dataclass
 
 from lcompiler import core as c
 from lcompiler import syntax as s
-from lcompiler.errors import CompileError, Span
+from lcompiler.core import did_you_mean
+from lcompiler.errors import CompileError, Note, Span, raise_errors
 from lcompiler.union_find import Safe
 
 
@@ -190,18 +192,24 @@ class Namer:
 # --- Errors a programmer can act on ------------------------------------
 
 class Inference(Inference):
-    def unify_at(self, expected, found, span: Span, context: str = "") -> None:
+    def unify_at(self, expected, found, span: Span, context: str = "", origin: tuple | None = None) -> None:
+        """Make found (the type of the code at span) equal to expected; origin: (what, where, its type),
+        the code the expected type comes from, shown in a note."""
         try:
             self.unify(expected, found)
         except Mismatch as mismatch:
             namer = Namer(self)
             message = f"expected {namer.show(expected)}, found {namer.show(found)}"
-            notes = [context] if context else []
+            remarks = [context] if context else []
             if mismatch.occurs:
-                notes.append("a type that would have to contain itself")
-            if notes:
-                message += f" ({'; '.join(notes)})"
-            raise CompileError(message, span) from None
+                remarks.append("a type that would have to contain itself")
+            if remarks:
+                message += f" ({'; '.join(remarks)})"
+            notes = []
+            if origin is not None:
+                what, where, whole = origin
+                notes.append(Note(f"{what} has type {namer.show(whole)}", where))
+            raise CompileError(message, span, notes) from None
 
 
 # --- Inferring expressions ---------------------------------------------
@@ -224,14 +232,14 @@ class Inference(Inference):
     globals: dict
     constructors: dict          # name -> (result type, field types), with generic parameters
 
-    def check(self, e, expected, env: dict, context: str = "") -> None:
+    def check(self, e, expected, env: dict, context: str = "", origin: tuple | None = None) -> None:
         x = self.shallow(expected)
         if type(e) is c.Tuple and type(x) is TCon and x.name == "*" and len(x.args) == len(e.items):
             for item, t in zip(e.items, x.args):
-                self.check(item, t, env, context)
+                self.check(item, t, env, context, origin)
             e.type = expected
             return
-        self.unify_at(expected, self.infer(e, env), e.span, context)
+        self.unify_at(expected, self.infer(e, env), e.span, context, origin)
 
     def variable(self, v: c.Var, env: dict):
         if v.kind == "builtin":
@@ -253,8 +261,11 @@ class Inference(Inference):
                 return self.variable(e, env)
             case c.Con(name, args):
                 result, field_types = self.instantiate_constructor(name)
+                origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
+                                                             else field_types[0], result)) if args else None
                 for i, (arg, t) in enumerate(zip(args, field_types), 1):
-                    self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}")
+                    self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}",
+                               origin)
                 return result
             case c.Tuple(items):
                 return tuple_of(self.infer(i, env) for i in items)
@@ -268,7 +279,7 @@ class Inference(Inference):
             case c.If():
                 return self.conditional(e, env)
             case c.Match(scrutinee, clauses):
-                return self.match(self.infer(scrutinee, env), clauses, env)
+                return self.match(scrutinee, clauses, env)
             case c.Let(name, value, body):
                 return self.infer(body, {**env, name: self.let_bound(value, env)})
             case c.LetVar(name, value, body):
@@ -311,13 +322,16 @@ class Inference(Inference):
         else:
             raise CompileError(f"expected a function, found {Namer(self).show(f)}", callee.span)
         name = _callee(callee)
+        origin = None
+        if type(callee) is c.Var and callee.kind == "global":     # a note at its definition
+            origin = (name, self.definitions[name], fn(param, result))
         p = self.shallow(param)
         if type(arg) is c.Tuple and type(p) is TCon and p.name == "*" and len(p.args) == len(arg.items):
             for i, (item, t) in enumerate(zip(arg.items, p.args), 1):
-                self.check(item, t, env, f"argument {i} of {name}")
+                self.check(item, t, env, f"argument {i} of {name}", origin)
             arg.type = param
         else:
-            self.check(arg, param, env, f"the argument of {name}")
+            self.check(arg, param, env, f"the argument of {name}", origin)
         return result
 
     def primitive(self, op: str, args: list, env: dict):
@@ -334,7 +348,7 @@ class Inference(Inference):
             return BOOL
         left, right = args                      # == and !=
         t = self.infer(left, env)
-        self.check(right, t, env)
+        self.check(right, t, env, origin=("the left operand", left.span, t))
         self.pending_equalities.append((t, left.span))
         return BOOL
 
@@ -353,20 +367,25 @@ class Inference(Inference):
             self.check(e.orelse, BOOL, env)
             return BOOL
         t = self.infer(e.then, env)
-        self.check(e.orelse, t, env)
+        self.check(e.orelse, t, env, origin=("the then branch", e.then.span, t))
         return t
 
     def match(self, scrutinee, clauses: list, env: dict):
-        result = None
+        t = self.infer(scrutinee, env)
+        origin = ("the value matched", scrutinee.span, t)
+        if type(scrutinee) is c.Var and scrutinee.name.startswith("%"):    # a function's clauses
+            origin = ("the first pattern", clauses[0][0].span, t)
+        result, first = None, None
         for pattern, body in clauses:
-            bound = self.pattern(pattern, scrutinee, {})
+            bound = self.pattern(pattern, t, {}, origin if pattern is not clauses[0][0] or
+                                 origin[0] == "the value matched" else None)
             if result is None:
-                result = self.infer(body, {**env, **bound})
+                result, first = self.infer(body, {**env, **bound}), body
             else:
-                self.check(body, result, {**env, **bound})
+                self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
         return result
 
-    def pattern(self, p, expected, bound: dict) -> dict:
+    def pattern(self, p, expected, bound: dict, origin: tuple | None = None) -> dict:
         """Check a pattern against the type of the value it matches; add its variables to bound."""
         p.type = expected
         match p:
@@ -375,21 +394,21 @@ class Inference(Inference):
             case s.PWild():
                 pass
             case s.PInt():
-                self.unify_at(expected, INT, p.span)
+                self.unify_at(expected, INT, p.span, origin=origin)
             case s.PUnit():
-                self.unify_at(expected, UNIT, p.span)
+                self.unify_at(expected, UNIT, p.span, origin=origin)
             case s.PTuple(items):
                 x = self.shallow(expected)
                 if not (type(x) is TCon and x.name == "*" and len(x.args) == len(items)):
                     x = tuple_of(self.fresh() for _ in items)
-                    self.unify_at(expected, x, p.span)
+                    self.unify_at(expected, x, p.span, origin=origin)
                 for item, t in zip(items, x.args):
-                    self.pattern(item, t, bound)
+                    self.pattern(item, t, bound, origin)
             case s.PCon(name, args):
                 result, field_types = self.instantiate_constructor(name)
-                self.unify_at(expected, result, p.span)
+                self.unify_at(expected, result, p.span, origin=origin)
                 for item, t in zip(args or [], field_types):
-                    self.pattern(item, t, bound)
+                    self.pattern(item, t, bound, origin)
             case _:
                 raise TypeError(f"not a pattern: {p!r}")
         return bound
@@ -432,30 +451,35 @@ class Inference(Inference):
         arities = {name: 0 for name in BASE_TYPES}
         for d in declarations:
             arities[d.name] = len(d.params)
-        self.constructors = {}
+        self.constructors, self.declarations, errors = {}, {}, []
         for d in declarations:
-            params = {}
-            for p in d.params:
-                if p.name in params:
-                    raise CompileError(f"the type parameter {p.name} is declared twice", p.span)
-                params[p.name] = self.fresh()
-            result = TCon(d.name, tuple(params.values()))
-            for con in d.constructors:
-                field_types = tuple(self.syntax_type(f.type, params, arities) for f in con.fields or [])
-                self.constructors[con.name] = (result, field_types)
-            for v in params.values():
-                self.uf.description(self.uf.find(v)).level = GENERIC
+            try:
+                params = {}
+                for p in d.params:
+                    if p.name in params:
+                        raise CompileError(f"the type parameter {p.name} is declared twice", p.span)
+                    params[p.name] = self.fresh()
+                result = TCon(d.name, tuple(params.values()))
+                for con in d.constructors:
+                    field_types = tuple(self.syntax_type(f.type, params, arities) for f in con.fields or [])
+                    self.constructors[con.name] = (result, field_types)
+                    self.declarations[con.name] = con.span
+                for v in params.values():
+                    self.uf.description(self.uf.find(v)).level = GENERIC
+            except CompileError as error:      # each declaration is checked, and the mistakes reported
+                errors.append(error)
+        raise_errors(errors)
 
     def syntax_type(self, t, params: dict, arities: dict):
         match t:
             case s.TVar(name, span):
                 if name not in params:
-                    raise CompileError(f"unknown type variable {name}: declare it as a parameter, "
-                                       f"as in data Name<{name}>", span)
+                    raise CompileError(f"unknown type variable {name}{did_you_mean(name, params)}: declare it "
+                                       f"as a parameter, as in data Name<{name}>", span)
                 return params[name]
             case s.TName(name, args, span):
                 if name not in arities:
-                    raise CompileError(f"unknown type {name}", span)
+                    raise CompileError(f"unknown type {name}{did_you_mean(name, arities)}", span)
                 if len(args) != arities[name]:
                     raise CompileError(f"{name} takes {arities[name]} type argument"
                                        f"{'s' * (arities[name] != 1)}, given {len(args)}", span)
@@ -536,31 +560,63 @@ def strongly_connected(graph: dict) -> list[list]:
 class Inference(Inference):
     def program(self, program: c.Program) -> dict:
         self.declare_data([i for i in program.items if isinstance(i, s.Data)])
-        self.globals, self.pending_equalities = {}, []
+        self.globals, self.pending_equalities, errors = {}, [], []
         defs = {i.name.name: i for i in program.items if isinstance(i, c.Def)}
+        self.definitions = {name: d.name.span for name, d in defs.items()}
         graph = {name: sorted(references(d.value) & defs.keys()) for name, d in defs.items()}
         for component in strongly_connected(graph):
             group = [defs[name] for name in component]
-            self.level += 1
-            for d in group:
-                self.globals[d.name.name] = (self.fresh(), False)
-            for d in group:
-                self.check(d.value, self.globals[d.name.name][0], {}, f"the definition of {d.name.name}")
-            self.level -= 1
-            generalise = all(is_value(d.value) for d in group)
-            if generalise:
-                self.settle_equalities()
-            for d in group:
-                t = self.globals[d.name.name][0]
-                if generalise:
-                    self.generalize(t)
-                self.globals[d.name.name] = (t, generalise)
-                d.name.type = t
+            try:
+                with self.undone_on_error():
+                    self.component(group)
+            except CompileError as error:
+                errors.append(error)
+                for d in group:                   # ∀a. a: its uses cannot fail
+                    v = self.fresh()
+                    self.uf.description(self.uf.find(v)).level = GENERIC
+                    self.globals[d.name.name] = (v, True)
         for item in program.items:
             if not isinstance(item, (c.Def, s.Data)):
-                self.infer(item, {})
-        self.settle_equalities(final=True)
+                try:
+                    with self.undone_on_error():
+                        self.infer(item, {})
+                except CompileError as error:
+                    errors.append(error)
+        try:
+            self.settle_equalities(final=True)
+        except CompileError as error:
+            errors.append(error)
+        raise_errors(errors)
         return {name: t for name, (t, _) in self.globals.items()}
+
+    def component(self, group: list) -> None:
+        """Infer a group of definitions that refer to each other; generalise them if they are values."""
+        self.level += 1
+        for d in group:
+            self.globals[d.name.name] = (self.fresh(), False)
+        for d in group:
+            self.check(d.value, self.globals[d.name.name][0], {}, f"the definition of {d.name.name}")
+        self.level -= 1
+        generalise = all(is_value(d.value) for d in group)
+        if generalise:
+            self.settle_equalities()
+        for d in group:
+            t = self.globals[d.name.name][0]
+            if generalise:
+                self.generalize(t)
+            self.globals[d.name.name] = (t, generalise)
+            d.name.type = t
+
+    @contextmanager
+    def undone_on_error(self):
+        """On a CompileError, put the level and the pending requirements of == back as they were."""
+        level, pending = self.level, len(self.pending_equalities)
+        try:
+            yield
+        except CompileError:
+            self.level = level
+            del self.pending_equalities[pending:]
+            raise
 
 
 # --- After inference: plain types for the later stages -----------------

@@ -28,8 +28,10 @@
 # - `infer_program(core)` checks a resolved core program (chapter 4b), records
 #   on every expression and pattern node its type (in the field `type`), and
 #   returns the *type scheme* of every top-level definition — or raises a
-#   `CompileError` at the first ill-typed expression, saying what type was
-#   expected there and what type was found, in L's syntax.
+#   `CompileError` with the type errors of the program, one per ill-typed
+#   definition or statement, each saying what type was expected and what
+#   type was found, in L's syntax, and pointing with a note at where the
+#   expected type came from.
 # - `show_type` prints a type or scheme as L would write it: `List<a> -> Int`.
 # - `lc show types FILE.l` prints every definition with its scheme, and
 #   `lc run` now refuses an ill-typed program before running anything.
@@ -61,11 +63,13 @@
 
 # %%
 #| export
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, is_dataclass
 
 from lcompiler import core as c
 from lcompiler import syntax as s
-from lcompiler.errors import CompileError, Span
+from lcompiler.core import did_you_mean
+from lcompiler.errors import CompileError, Note, Span, raise_errors
 from lcompiler.union_find import Safe
 
 
@@ -320,34 +324,46 @@ class Namer:
 # their variables. The conventions, which the corpus `tests/corpus/types/`
 # checks one by one:
 #
-# | situation | reported at | expected |
-# |---|---|---|
-# | an operand of `+`, `&&`, `!`, … | the operand | what the operator needs |
-# | `a == b` | `b` | the type of `a` |
-# | an argument of a call | the argument (for several, the one that is wrong) | the parameter's type |
-# | a branch of `if` | the `else` branch | the `then` branch's type |
-# | `if` without `else` | the branch | `Unit` |
-# | clauses of a `match` or a function | the later clause's pattern or body | the scrutinee's type, the first body's type |
-# | `x := e` | `e` | the `var`'s type |
-# | a constructor's argument | the argument | the field's type |
+# | situation | reported at | expected | a note at |
+# |---|---|---|---|
+# | an operand of `+`, `&&`, `!`, … | the operand | what the operator needs | |
+# | `a == b` | `b` | the type of `a` | `a` |
+# | an argument of a call | the argument (for several, the one that is wrong) | the parameter's type | the definition of a top-level function |
+# | a branch of `if` | the `else` branch | the `then` branch's type | the `then` branch |
+# | `if` without `else` | the branch | `Unit` | |
+# | clauses of a `match` or a function | the later clause's pattern or body | the scrutinee's type, the first body's type | the scrutinee, the first body |
+# | `x := e` | `e` | the `var`'s type | |
+# | a constructor's argument | the argument | the field's type | the constructor's declaration |
 #
 # In a call, the message also says which argument of which function it is.
+#
+# An error shows one place, but a conflict of types has two sides: in
+# `if (n > 0) "pos" else 0`, the `0` is wrong only because the other branch
+# is a `String`. Where the expected type comes from another piece of the
+# program, the error carries a **note** at that piece, with its type (the
+# last column above): `unify_at` takes the piece as its `origin`.
 
 # %%
 #| export
 class Inference(Inference):
-    def unify_at(self, expected, found, span: Span, context: str = "") -> None:
+    def unify_at(self, expected, found, span: Span, context: str = "", origin: tuple | None = None) -> None:
+        """Make found (the type of the code at span) equal to expected; origin: (what, where, its type),
+        the code the expected type comes from, shown in a note."""
         try:
             self.unify(expected, found)
         except Mismatch as mismatch:
             namer = Namer(self)
             message = f"expected {namer.show(expected)}, found {namer.show(found)}"
-            notes = [context] if context else []
+            remarks = [context] if context else []
             if mismatch.occurs:
-                notes.append("a type that would have to contain itself")
-            if notes:
-                message += f" ({'; '.join(notes)})"
-            raise CompileError(message, span) from None
+                remarks.append("a type that would have to contain itself")
+            if remarks:
+                message += f" ({'; '.join(remarks)})"
+            notes = []
+            if origin is not None:
+                what, where, whole = origin
+                notes.append(Note(f"{what} has type {namer.show(whole)}", where))
+            raise CompileError(message, span, notes) from None
 
 
 # %% [markdown]
@@ -382,14 +398,14 @@ class Inference(Inference):
     globals: dict
     constructors: dict          # name -> (result type, field types), with generic parameters
 
-    def check(self, e, expected, env: dict, context: str = "") -> None:
+    def check(self, e, expected, env: dict, context: str = "", origin: tuple | None = None) -> None:
         x = self.shallow(expected)
         if type(e) is c.Tuple and type(x) is TCon and x.name == "*" and len(x.args) == len(e.items):
             for item, t in zip(e.items, x.args):
-                self.check(item, t, env, context)
+                self.check(item, t, env, context, origin)
             e.type = expected
             return
-        self.unify_at(expected, self.infer(e, env), e.span, context)
+        self.unify_at(expected, self.infer(e, env), e.span, context, origin)
 
     def variable(self, v: c.Var, env: dict):
         if v.kind == "builtin":
@@ -411,8 +427,11 @@ class Inference(Inference):
                 return self.variable(e, env)
             case c.Con(name, args):
                 result, field_types = self.instantiate_constructor(name)
+                origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
+                                                             else field_types[0], result)) if args else None
                 for i, (arg, t) in enumerate(zip(args, field_types), 1):
-                    self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}")
+                    self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}",
+                               origin)
                 return result
             case c.Tuple(items):
                 return tuple_of(self.infer(i, env) for i in items)
@@ -426,7 +445,7 @@ class Inference(Inference):
             case c.If():
                 return self.conditional(e, env)
             case c.Match(scrutinee, clauses):
-                return self.match(self.infer(scrutinee, env), clauses, env)
+                return self.match(scrutinee, clauses, env)
             case c.Let(name, value, body):
                 return self.infer(body, {**env, name: self.let_bound(value, env)})
             case c.LetVar(name, value, body):
@@ -492,13 +511,16 @@ class Inference(Inference):
         else:
             raise CompileError(f"expected a function, found {Namer(self).show(f)}", callee.span)
         name = _callee(callee)
+        origin = None
+        if type(callee) is c.Var and callee.kind == "global":     # a note at its definition
+            origin = (name, self.definitions[name], fn(param, result))
         p = self.shallow(param)
         if type(arg) is c.Tuple and type(p) is TCon and p.name == "*" and len(p.args) == len(arg.items):
             for i, (item, t) in enumerate(zip(arg.items, p.args), 1):
-                self.check(item, t, env, f"argument {i} of {name}")
+                self.check(item, t, env, f"argument {i} of {name}", origin)
             arg.type = param
         else:
-            self.check(arg, param, env, f"the argument of {name}")
+            self.check(arg, param, env, f"the argument of {name}", origin)
         return result
 
     def primitive(self, op: str, args: list, env: dict):
@@ -515,7 +537,7 @@ class Inference(Inference):
             return BOOL
         left, right = args                      # == and !=
         t = self.infer(left, env)
-        self.check(right, t, env)
+        self.check(right, t, env, origin=("the left operand", left.span, t))
         self.pending_equalities.append((t, left.span))
         return BOOL
 
@@ -534,20 +556,25 @@ class Inference(Inference):
             self.check(e.orelse, BOOL, env)
             return BOOL
         t = self.infer(e.then, env)
-        self.check(e.orelse, t, env)
+        self.check(e.orelse, t, env, origin=("the then branch", e.then.span, t))
         return t
 
     def match(self, scrutinee, clauses: list, env: dict):
-        result = None
+        t = self.infer(scrutinee, env)
+        origin = ("the value matched", scrutinee.span, t)
+        if type(scrutinee) is c.Var and scrutinee.name.startswith("%"):    # a function's clauses
+            origin = ("the first pattern", clauses[0][0].span, t)
+        result, first = None, None
         for pattern, body in clauses:
-            bound = self.pattern(pattern, scrutinee, {})
+            bound = self.pattern(pattern, t, {}, origin if pattern is not clauses[0][0] or
+                                 origin[0] == "the value matched" else None)
             if result is None:
-                result = self.infer(body, {**env, **bound})
+                result, first = self.infer(body, {**env, **bound}), body
             else:
-                self.check(body, result, {**env, **bound})
+                self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
         return result
 
-    def pattern(self, p, expected, bound: dict) -> dict:
+    def pattern(self, p, expected, bound: dict, origin: tuple | None = None) -> dict:
         """Check a pattern against the type of the value it matches; add its variables to bound."""
         p.type = expected
         match p:
@@ -556,21 +583,21 @@ class Inference(Inference):
             case s.PWild():
                 pass
             case s.PInt():
-                self.unify_at(expected, INT, p.span)
+                self.unify_at(expected, INT, p.span, origin=origin)
             case s.PUnit():
-                self.unify_at(expected, UNIT, p.span)
+                self.unify_at(expected, UNIT, p.span, origin=origin)
             case s.PTuple(items):
                 x = self.shallow(expected)
                 if not (type(x) is TCon and x.name == "*" and len(x.args) == len(items)):
                     x = tuple_of(self.fresh() for _ in items)
-                    self.unify_at(expected, x, p.span)
+                    self.unify_at(expected, x, p.span, origin=origin)
                 for item, t in zip(items, x.args):
-                    self.pattern(item, t, bound)
+                    self.pattern(item, t, bound, origin)
             case s.PCon(name, args):
                 result, field_types = self.instantiate_constructor(name)
-                self.unify_at(expected, result, p.span)
+                self.unify_at(expected, result, p.span, origin=origin)
                 for item, t in zip(args or [], field_types):
-                    self.pattern(item, t, bound)
+                    self.pattern(item, t, bound, origin)
             case _:
                 raise TypeError(f"not a pattern: {p!r}")
         return bound
@@ -657,30 +684,35 @@ class Inference(Inference):
         arities = {name: 0 for name in BASE_TYPES}
         for d in declarations:
             arities[d.name] = len(d.params)
-        self.constructors = {}
+        self.constructors, self.declarations, errors = {}, {}, []
         for d in declarations:
-            params = {}
-            for p in d.params:
-                if p.name in params:
-                    raise CompileError(f"the type parameter {p.name} is declared twice", p.span)
-                params[p.name] = self.fresh()
-            result = TCon(d.name, tuple(params.values()))
-            for con in d.constructors:
-                field_types = tuple(self.syntax_type(f.type, params, arities) for f in con.fields or [])
-                self.constructors[con.name] = (result, field_types)
-            for v in params.values():
-                self.uf.description(self.uf.find(v)).level = GENERIC
+            try:
+                params = {}
+                for p in d.params:
+                    if p.name in params:
+                        raise CompileError(f"the type parameter {p.name} is declared twice", p.span)
+                    params[p.name] = self.fresh()
+                result = TCon(d.name, tuple(params.values()))
+                for con in d.constructors:
+                    field_types = tuple(self.syntax_type(f.type, params, arities) for f in con.fields or [])
+                    self.constructors[con.name] = (result, field_types)
+                    self.declarations[con.name] = con.span
+                for v in params.values():
+                    self.uf.description(self.uf.find(v)).level = GENERIC
+            except CompileError as error:      # each declaration is checked, and the mistakes reported
+                errors.append(error)
+        raise_errors(errors)
 
     def syntax_type(self, t, params: dict, arities: dict):
         match t:
             case s.TVar(name, span):
                 if name not in params:
-                    raise CompileError(f"unknown type variable {name}: declare it as a parameter, "
-                                       f"as in data Name<{name}>", span)
+                    raise CompileError(f"unknown type variable {name}{did_you_mean(name, params)}: declare it "
+                                       f"as a parameter, as in data Name<{name}>", span)
                 return params[name]
             case s.TName(name, args, span):
                 if name not in arities:
-                    raise CompileError(f"unknown type {name}", span)
+                    raise CompileError(f"unknown type {name}{did_you_mean(name, arities)}", span)
                 if len(args) != arities[name]:
                     raise CompileError(f"{name} takes {arities[name]} type argument"
                                        f"{'s' * (arities[name] != 1)}, given {len(args)}", span)
@@ -787,37 +819,83 @@ def strongly_connected(graph: dict) -> list[list]:
 # then the top-level statements (which define nothing, and so may be typed
 # last). The equality requirements that are still pending at the end default
 # their unknown types to `Int`.
+#
+# A type error in one definition should not hide the errors of the others,
+# and need not: each component, and each top-level statement, is checked on
+# its own, and `program` collects the errors of all of them, then reports
+# them in the order of the source. What is safe to check after an error?
+# The other components are, if the failed one cannot make them fail in turn.
+# So the names of a component that failed get the type `∀a. a`, generalised:
+# each use instantiates a fresh variable, which agrees with anything, so no
+# error can come from a use of a definition that is already reported. (Such
+# a use may then hide an error of its own — fewer errors, never invented
+# ones.) A failed component may have left the inference half-way: deeper in
+# levels, with requirements of `==` still pending; both are put back as they
+# were before it. Within one definition, inference still stops at the first
+# error: its types after a failed unification are not worth trusting.
 
 # %%
 #| export
 class Inference(Inference):
     def program(self, program: c.Program) -> dict:
         self.declare_data([i for i in program.items if isinstance(i, s.Data)])
-        self.globals, self.pending_equalities = {}, []
+        self.globals, self.pending_equalities, errors = {}, [], []
         defs = {i.name.name: i for i in program.items if isinstance(i, c.Def)}
+        self.definitions = {name: d.name.span for name, d in defs.items()}
         graph = {name: sorted(references(d.value) & defs.keys()) for name, d in defs.items()}
         for component in strongly_connected(graph):
             group = [defs[name] for name in component]
-            self.level += 1
-            for d in group:
-                self.globals[d.name.name] = (self.fresh(), False)
-            for d in group:
-                self.check(d.value, self.globals[d.name.name][0], {}, f"the definition of {d.name.name}")
-            self.level -= 1
-            generalise = all(is_value(d.value) for d in group)
-            if generalise:
-                self.settle_equalities()
-            for d in group:
-                t = self.globals[d.name.name][0]
-                if generalise:
-                    self.generalize(t)
-                self.globals[d.name.name] = (t, generalise)
-                d.name.type = t
+            try:
+                with self.undone_on_error():
+                    self.component(group)
+            except CompileError as error:
+                errors.append(error)
+                for d in group:                   # ∀a. a: its uses cannot fail
+                    v = self.fresh()
+                    self.uf.description(self.uf.find(v)).level = GENERIC
+                    self.globals[d.name.name] = (v, True)
         for item in program.items:
             if not isinstance(item, (c.Def, s.Data)):
-                self.infer(item, {})
-        self.settle_equalities(final=True)
+                try:
+                    with self.undone_on_error():
+                        self.infer(item, {})
+                except CompileError as error:
+                    errors.append(error)
+        try:
+            self.settle_equalities(final=True)
+        except CompileError as error:
+            errors.append(error)
+        raise_errors(errors)
         return {name: t for name, (t, _) in self.globals.items()}
+
+    def component(self, group: list) -> None:
+        """Infer a group of definitions that refer to each other; generalise them if they are values."""
+        self.level += 1
+        for d in group:
+            self.globals[d.name.name] = (self.fresh(), False)
+        for d in group:
+            self.check(d.value, self.globals[d.name.name][0], {}, f"the definition of {d.name.name}")
+        self.level -= 1
+        generalise = all(is_value(d.value) for d in group)
+        if generalise:
+            self.settle_equalities()
+        for d in group:
+            t = self.globals[d.name.name][0]
+            if generalise:
+                self.generalize(t)
+            self.globals[d.name.name] = (t, generalise)
+            d.name.type = t
+
+    @contextmanager
+    def undone_on_error(self):
+        """On a CompileError, put the level and the pending requirements of == back as they were."""
+        level, pending = self.level, len(self.pending_equalities)
+        try:
+            yield
+        except CompileError:
+            self.level = level
+            del self.pending_equalities[pending:]
+            raise
 
 
 # %% [markdown]
@@ -962,8 +1040,9 @@ def self_apply = { x -> x(x) }
 """)
 
 # %% [markdown]
-# Inference stops at the first error: `self_apply`'s call would need a type
-# that contains itself. Without it, and with more examples:
+# `self_apply`'s call would need a type that contains itself: the program
+# is rejected, with that error alone, since the other definitions are
+# well-typed. Without it, and with more examples:
 
 # %%
 types_of("""\
@@ -1085,6 +1164,24 @@ for name, text in {
         print(f"{name}: accepted!")
     except CompileError as error:
         print(error.render(), end="\n\n")
+
+# %% [markdown]
+# A program with several type errors gets them all, in the order of the
+# source, though inference meets them in the order of the components
+# (`sign` is typed before `describe`, which uses it). The error in `sign`
+# does not spill over: `describe`'s use of it is not reported, and
+# `describe`'s own mistake is.
+
+# %%
+try:
+    check_types(Source("several.l", """\
+data Shape { Circle(Int); Rect(Int, Int) }
+def describe(s) = s.{ Circle(r) -> sign(r) + 1; Rect(w, h) -> "rect" }
+def sign(n) = if (n > 0) "positive" else 0
+print(Rect(1, "two"))
+"""))
+except CompileError as error:
+    print(error.render())
 
 # %% [markdown]
 # ## Showing types, and running only well-typed programs
@@ -1225,5 +1322,6 @@ for n in (3, 6, 9, 12):
 #    (id, id)`, as OCaml does. What must `is_value` say about the pattern?
 # 2. Replace levels by the textbook test "is this variable free in the
 #    environment?" and run `bench/infer_speed.py`. How does the time grow?
-# 3. Make error messages point at *both* places: where the expected type came
-#    from, and where the conflicting one was found.
+# 3. An error's note points at where the expected type came from when that
+#    is another expression. Make `x := e` point at the `var` that declared
+#    `x`: what must the environment remember?
