@@ -3,7 +3,7 @@
 """The `lc` command: one sub-command per chapter that has something to run.
 """
 
-__all__ = ['COMMANDS', 'UsageError', 'arg', 'command', 'main', 'add_command', 'STAGES', 'stage', 'read_source', 'show_command', 'lc', 'show_tokens_stage', 'show_ast_stage', 'run_command', 'show_core_stage', 'show_types_stage', 'run_typed_command', 'show_cps_stage', 'show_closure_stage', 'show_llvm_stage', 'run_native_command', 'build_command', 'repl_command']
+__all__ = ['COMMANDS', 'ENVIRONMENT', 'UsageError', 'arg', 'command', 'ArgumentParser', 'version', 'flush_output', 'main', 'add_command', 'STAGES', 'stage', 'read_source', 'show_command', 'lc', 'show_tokens_stage', 'show_ast_stage', 'run_command', 'show_core_stage', 'show_types_stage', 'run_typed_command', 'show_cps_stage', 'show_closure_stage', 'show_llvm_stage', 'run_native_command', 'build_command', 'runtime_default', 'repl_command']
 
 
 # ======================================================================
@@ -14,12 +14,16 @@ __all__ = ['COMMANDS', 'UsageError', 'arg', 'command', 'main', 'add_command', 'S
 # --- The chapter from the shell: lc add --------------------------------
 
 import argparse
+import os
 import sys
+import textwrap
+from importlib import metadata
 from typing import Callable
 
 from lcompiler.errors import CompileError, Diagnostic
 
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
+ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
 
 
 class UsageError(Exception):
@@ -39,33 +43,82 @@ def command(name: str, help: str, *arguments: tuple) -> Callable:
     return register
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):      # argparse's status is 2, a runtime error's for lc: use 1
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def version() -> str:
+    try:
+        return f"lc {metadata.version('lcompiler')} (Python {sys.version.split()[0]})"
+    except metadata.PackageNotFoundError:
+        return "lc (not installed)"
+
+
+def flush_output() -> str | None:
+    """Flush standard output; why it cannot be written, if it cannot (None for a closed pipe)."""
+    try:
+        sys.stdout.flush()
+        return None
+    except OSError as error:    # nothing more can go there: send what is buffered nowhere, quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run lc; return its exit status (0 ok, 1 error in the input, 2 failure at run time)."""
-    parser = argparse.ArgumentParser(prog="lc", description="The L compiler of the book.")
+    """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
+    time, 3 a bug in lc)."""
+    epilog = "environment variables:\n" + "\n".join(
+        textwrap.fill(text, 79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
+        for name, text in ENVIRONMENT.items())
+    parser = ArgumentParser(prog="lc", description="The L compiler of the book.",
+                            epilog=epilog if ENVIRONMENT else None,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help, arguments, run) in COMMANDS.items():
         p = sub.add_parser(name, help=help, description=help)
         for names, options in arguments:
             p.add_argument(*names, **options)
         p.set_defaults(run=run)
-    args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        args = parser.parse_args(argv)
+    except SystemExit as exit:          # --help, --version, or a mistake in the arguments
+        return exit.code
+    try:
+        status = args.run(args)
     except Diagnostic as error:
-        sys.stdout.flush()             # what the program printed comes first
+        flush_output()                 # what the program printed comes first
         print(error.render(), file=sys.stderr)
         return error.status
     except UsageError as error:
         print(f"lc: error: {error}", file=sys.stderr)
         return 1
-    except RecursionError:
-        print("lc: error: the input is nested too deeply for this compiler", file=sys.stderr)
+    except BrokenPipeError:            # the reader of the output is gone (lc … | head): stop, quietly
+        flush_output()
+        return 1
+    except OSError as error:           # the system, not the program or lc: a full disk, no C compiler
+        flush_output()
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"lc: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
+    except (RecursionError, MemoryError) as error:
+        print("lc: error: " + ("the input is nested too deeply for this compiler"
+                               if isinstance(error, RecursionError) else "out of memory"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # a bug in lc, not in the input: say so, briefly
         print(f"lc: internal compiler error: {type(error).__name__}: {error}", file=sys.stderr)
         return 3
+    if problem := flush_output():
+        print(f"lc: error: cannot write the output: {problem}", file=sys.stderr)
+        return 1
+    return status
 
 from lcompiler import addlang
 
@@ -270,6 +323,8 @@ def show_llvm_stage(source: Source) -> str:
 
 # --- The commands ------------------------------------------------------
 
+import re
+
 from lcompiler import driver
 
 
@@ -289,8 +344,36 @@ def run_native_command(args) -> int:
          arg("file", help="an L source file"),
          arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"))
 def build_command(args) -> int:
-    driver.build(read_source(args.file), args.output)
+    source, output = read_source(args.file), Path(args.output)
+    if output.is_dir():                 # checked before compiling, which may take a while
+        raise UsageError(f"cannot write {output}: it is a directory")
+    if not output.parent.is_dir():
+        raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
+    if output.exists() and output.samefile(args.file):
+        raise UsageError(f"cannot write {output}: it is the source file")
+    driver.build(source, output)
     return 0
+
+
+def runtime_default(variable: str) -> str:
+    """The default the runtime of chapter 10 gives a variable, as its C says (4ull << 30 is 4G)."""
+    m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
+    if not m:
+        return "set by the runtime"
+    size = int(m.group(1)) << int(m.group(2))
+    unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
+    return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
+
+
+ENVIRONMENT.update({
+    "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
+                     f"stops with a runtime error (bytes, or with K, M or G; default "
+                     f"{runtime_default('LC_HEAP_LIMIT')})",
+    "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
+                     f"(default {runtime_default('LC_STACK_SIZE')})",
+    "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
+    "CC": "the C compiler that compiles the runtime and links executables (default cc)",
+})
 
 
 @command("repl", "read L definitions and expressions, and run them one at a time")

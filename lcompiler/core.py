@@ -432,6 +432,8 @@ def edit_distance(a: str, b: str) -> int:
 
 def did_you_mean(name: str, candidates) -> str:
     """'; did you mean NAME?' for the closest candidate within reach, or nothing."""
+    if len(name) < 2:                 # any one-letter name is one edit from any other: no guess
+        return ""
     reach = max(1, len(name) // 3)
     scored = sorted((edit_distance(name, c), c) for c in set(candidates)
                     if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)

@@ -7,7 +7,7 @@ This chapter turns the module into machine code — a big one in parts,
 compiled in parallel — and runs it, four ways:
 """
 
-__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'split', 'declaration', 'target', 'object_code', 'cores', 'parts_for', 'machine_code', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
+__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'split', 'declaration', 'target', 'object_code', 'cores', 'parts_for', 'machine_code', 'ToolchainError', 'runtime', 'c_compiler', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
 
 
 # --- Machine code, in parts and in parallel ----------------------------
@@ -29,7 +29,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from lcompiler import addlang, llvm_backend
-from lcompiler.errors import CompileError, Source
+from lcompiler.errors import CompileError, Note, Source, Span
 from lcompiler.syntax import collector_paused
 
 PART_SIZE = 5_000                                 # instructions per part, at least
@@ -172,6 +172,25 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 
 # --- Just in time, in this process -------------------------------------
 
+class ToolchainError(OSError):
+    """The machine lacks a tool lc needs (a C compiler), or the tool failed."""
+
+
+def runtime(kind: str) -> Path:
+    """Chapter 10's runtime library or object file, compiled for this machine."""
+    try:
+        return llvm_backend.runtime_library(kind)
+    except RuntimeError as error:                 # no C compiler, or one that fails on the runtime
+        raise ToolchainError(str(error)) from None
+
+
+def c_compiler() -> str:
+    try:
+        return llvm_backend.c_compiler()
+    except RuntimeError as error:
+        raise ToolchainError(str(error)) from None
+
+
 _runtime_loaded = False
 
 
@@ -179,7 +198,7 @@ def jit(objects: list[bytes]):
     """An execution engine holding machine code, and its main as a C function."""
     global _runtime_loaded
     if not _runtime_loaded:
-        llvm.load_library_permanently(str(llvm_backend.runtime_library("shared")))
+        llvm.load_library_permanently(str(runtime("shared")))
         _runtime_loaded = True
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), addlang.target_machine())
     for code in objects:
@@ -268,19 +287,28 @@ def run_source(source: Source, timeout: float | None = None, level: int = 2) -> 
 
 # --- Native executables ------------------------------------------------
 
+import shutil
+
+
 def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
-    """Compile a program to a native executable (CompileError for a rejected program)."""
+    """Compile a program to a native executable (CompileError for a rejected program; OSError for an
+    executable that cannot be written, ToolchainError for a missing C compiler)."""
     objects = compile_source(source, level, executable=True, parts=parts)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
         for file, code in zip(files, objects):
             file.write_bytes(code)
-        runtime = llvm_backend.runtime_library("object")
-        linked = subprocess.run([llvm_backend.c_compiler(), *map(str, files), str(runtime), "-o", str(exe), "-lpthread"],
-                                capture_output=True, text=True)
-        if linked.returncode:
-            raise RuntimeError(f"linking failed: {linked.stderr.strip()}")
+        linked = Path(tmp) / "program"
+        done = subprocess.run([c_compiler(), *map(str, files), str(runtime("object")), "-o", str(linked),
+                               "-lpthread"], capture_output=True, text=True)
+        if done.returncode:
+            raise ToolchainError(f"the C compiler could not link the program: {done.stderr.strip()}")
+        try:                                      # linked where it surely can be, then copied
+            shutil.copyfile(linked, exe)
+            shutil.copymode(linked, exe)
+        except OSError as error:
+            raise OSError(error.errno, f"cannot write {exe}: {error.strerror}") from None
     return exe
 
 
@@ -302,11 +330,24 @@ def l_cell_magic(line: str, cell: str) -> None:
     words, name, timeout = line.split(), "cell.l", None
     while words:
         w = words.pop(0)
-        if w == "--timeout" and words:
-            timeout = float(words.pop(0))
+        if w == "--timeout":
+            seconds = words.pop(0) if words else ""
+            try:
+                timeout = float(seconds)
+            except ValueError:
+                timeout = -1.0
+            if not 0 < timeout < float("inf"):
+                print(f"%%L: error: --timeout needs a number of seconds, not {seconds!r}")
+                return
+        elif w.startswith("-"):
+            print(f"%%L: error: unknown option {w} (the line is: %%L [NAME.l] [--timeout SECONDS])")
+            return
         else:
             name = w
-    run_l(cell, name, timeout)
+    try:
+        run_l(cell, name, timeout)
+    except OSError as error:                      # no C compiler, say
+        print(f"%%L: error: {error.strerror or error}")
 
 
 def load_ipython_extension(ipython) -> None:
@@ -352,13 +393,13 @@ class Repl:
 
     @staticmethod
     def locate(error: CompileError, offset: int) -> str:
-        """Render an error in the entry as if the entry were the whole source."""
-        span = error.span
-        if span.start >= offset:
-            entry = Source("<repl>", span.source.text[offset:])
-            span = type(span)(entry, span.start - offset, span.end - offset)
-            error = CompileError(error.message, span)
-        return error.render() + "\n"
+        """Render the errors in the entry, and their notes, as if the entry were the whole source."""
+        def moved(span):
+            if span.start < offset:
+                return span
+            return Span(Source("<repl>", span.source.text[offset:]), span.start - offset, span.end - offset)
+        return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
+                       .render() + "\n" for e in getattr(error, "errors", [error]))
 
     def new_output(self, result: Result) -> str:
         """What this entry printed, and its error with line numbers counted from the entry."""

@@ -590,7 +590,9 @@ print(pretty_core(desugar(parse(sugared))))
 # distance of Damerau and Levenshtein — how many characters must be
 # inserted, deleted, replaced, or two neighbours swapped, to turn one name
 # into the other — and close enough is at most one edit for every three
-# characters of the name (at least one), the threshold rustc uses. The
+# characters of the name (at least one), the threshold rustc uses; a name of
+# one letter gets no suggestion, since every other one-letter name would be
+# as close. The
 # candidates are the names that could be meant there: the variables in
 # scope, the top-level definitions, `true`, `false`, `print` and `assert`
 # for a variable; the declared constructors for a constructor.
@@ -611,6 +613,8 @@ def edit_distance(a: str, b: str) -> int:
 
 def did_you_mean(name: str, candidates) -> str:
     """'; did you mean NAME?' for the closest candidate within reach, or nothing."""
+    if len(name) < 2:                 # any one-letter name is one edit from any other: no guess
+        return ""
     reach = max(1, len(name) // 3)
     scored = sorted((edit_distance(name, c), c) for c in set(candidates)
                     if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)

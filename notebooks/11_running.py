@@ -128,7 +128,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from lcompiler import addlang, llvm_backend
-from lcompiler.errors import CompileError, Source
+from lcompiler.errors import CompileError, Note, Source, Span
 from lcompiler.syntax import collector_paused
 
 PART_SIZE = 5_000                                 # instructions per part, at least
@@ -320,8 +320,35 @@ for text in split(two, 3):
 # status. Python's own buffered output is flushed first, so nothing comes out
 # of order.
 
+# %% [markdown]
+# The runtime needs a C compiler, once, to be compiled (and `lc build` needs
+# one at every build, to link). A machine without one is not a mistake in
+# the program, nor a bug of `lc`; chapter 10 raises a `RuntimeError` for
+# it, which `runtime` turns into a `ToolchainError`: an `OSError`, like the
+# other failures of the system that `lc` reports as `lc: error: …` with exit
+# status 1 (chapter 1's `main`), keeping status 3 for its own bugs.
+
 # %%
 #| export
+class ToolchainError(OSError):
+    """The machine lacks a tool lc needs (a C compiler), or the tool failed."""
+
+
+def runtime(kind: str) -> Path:
+    """Chapter 10's runtime library or object file, compiled for this machine."""
+    try:
+        return llvm_backend.runtime_library(kind)
+    except RuntimeError as error:                 # no C compiler, or one that fails on the runtime
+        raise ToolchainError(str(error)) from None
+
+
+def c_compiler() -> str:
+    try:
+        return llvm_backend.c_compiler()
+    except RuntimeError as error:
+        raise ToolchainError(str(error)) from None
+
+
 _runtime_loaded = False
 
 
@@ -329,7 +356,7 @@ def jit(objects: list[bytes]):
     """An execution engine holding machine code, and its main as a C function."""
     global _runtime_loaded
     if not _runtime_loaded:
-        llvm.load_library_permanently(str(llvm_backend.runtime_library("shared")))
+        llvm.load_library_permanently(str(runtime("shared")))
         _runtime_loaded = True
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), addlang.target_machine())
     for code in objects:
@@ -449,25 +476,37 @@ print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), ti
 
 # %%
 #| export
+import shutil
+
+
 def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
-    """Compile a program to a native executable (CompileError for a rejected program)."""
+    """Compile a program to a native executable (CompileError for a rejected program; OSError for an
+    executable that cannot be written, ToolchainError for a missing C compiler)."""
     objects = compile_source(source, level, executable=True, parts=parts)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
         for file, code in zip(files, objects):
             file.write_bytes(code)
-        runtime = llvm_backend.runtime_library("object")
-        linked = subprocess.run([llvm_backend.c_compiler(), *map(str, files), str(runtime), "-o", str(exe), "-lpthread"],
-                                capture_output=True, text=True)
-        if linked.returncode:
-            raise RuntimeError(f"linking failed: {linked.stderr.strip()}")
+        linked = Path(tmp) / "program"
+        done = subprocess.run([c_compiler(), *map(str, files), str(runtime("object")), "-o", str(linked),
+                               "-lpthread"], capture_output=True, text=True)
+        if done.returncode:
+            raise ToolchainError(f"the C compiler could not link the program: {done.stderr.strip()}")
+        try:                                      # linked where it surely can be, then copied
+            shutil.copyfile(linked, exe)
+            shutil.copymode(linked, exe)
+        except OSError as error:
+            raise OSError(error.errno, f"cannot write {exe}: {error.strerror}") from None
     return exe
 
 # %% [markdown]
-# The examples of the book, built and run as executables (the runtime's
-# object file is compiled once and cached; each build is an LLVM compilation
-# and a link):
+# The linker writes the executable into a temporary folder, from where it is
+# copied to its place: so an output that cannot be written — a folder that
+# does not exist, a file that is a folder — is an `OSError` that names the
+# output, not a failure of the linker. The examples of the book, built and
+# run as executables (the runtime's object file is compiled once and cached;
+# each build is an LLVM compilation and a link):
 
 # %%
 import contextlib
@@ -506,11 +545,24 @@ def l_cell_magic(line: str, cell: str) -> None:
     words, name, timeout = line.split(), "cell.l", None
     while words:
         w = words.pop(0)
-        if w == "--timeout" and words:
-            timeout = float(words.pop(0))
+        if w == "--timeout":
+            seconds = words.pop(0) if words else ""
+            try:
+                timeout = float(seconds)
+            except ValueError:
+                timeout = -1.0
+            if not 0 < timeout < float("inf"):
+                print(f"%%L: error: --timeout needs a number of seconds, not {seconds!r}")
+                return
+        elif w.startswith("-"):
+            print(f"%%L: error: unknown option {w} (the line is: %%L [NAME.l] [--timeout SECONDS])")
+            return
         else:
             name = w
-    run_l(cell, name, timeout)
+    try:
+        run_l(cell, name, timeout)
+    except OSError as error:                      # no C compiler, say
+        print(f"%%L: error: {error.strerror or error}")
 
 
 def load_ipython_extension(ipython) -> None:
@@ -549,6 +601,13 @@ spin(0)
 # %%
 # %%L
 print(1 + true)
+
+# %% [markdown]
+# A mistake in the magic's own line is reported as such, and nothing runs:
+
+# %%
+# %%L --timeout abc
+print("not run")
 
 # %%
 _ = run_l("print(\"the kernel is still here\")")
@@ -614,13 +673,13 @@ class Repl:
 
     @staticmethod
     def locate(error: CompileError, offset: int) -> str:
-        """Render an error in the entry as if the entry were the whole source."""
-        span = error.span
-        if span.start >= offset:
-            entry = Source("<repl>", span.source.text[offset:])
-            span = type(span)(entry, span.start - offset, span.end - offset)
-            error = CompileError(error.message, span)
-        return error.render() + "\n"
+        """Render the errors in the entry, and their notes, as if the entry were the whole source."""
+        def moved(span):
+            if span.start < offset:
+                return span
+            return Span(Source("<repl>", span.source.text[offset:]), span.start - offset, span.end - offset)
+        return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
+                       .render() + "\n" for e in getattr(error, "errors", [error]))
 
     def new_output(self, result: Result) -> str:
         """What this entry printed, and its error with line numbers counted from the entry."""
@@ -701,10 +760,14 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # way the tests drive it).
 
 # %%
-from lcompiler.cli import arg, command, read_source, stage, lc
+import re
+
+from lcompiler.cli import ENVIRONMENT, UsageError, arg, command, read_source, stage, lc
 
 # %%
 #| export cli
+import re
+
 from lcompiler import driver
 
 
@@ -724,8 +787,36 @@ def run_native_command(args) -> int:
          arg("file", help="an L source file"),
          arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"))
 def build_command(args) -> int:
-    driver.build(read_source(args.file), args.output)
+    source, output = read_source(args.file), Path(args.output)
+    if output.is_dir():                 # checked before compiling, which may take a while
+        raise UsageError(f"cannot write {output}: it is a directory")
+    if not output.parent.is_dir():
+        raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
+    if output.exists() and output.samefile(args.file):
+        raise UsageError(f"cannot write {output}: it is the source file")
+    driver.build(source, output)
     return 0
+
+
+def runtime_default(variable: str) -> str:
+    """The default the runtime of chapter 10 gives a variable, as its C says (4ull << 30 is 4G)."""
+    m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
+    if not m:
+        return "set by the runtime"
+    size = int(m.group(1)) << int(m.group(2))
+    unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
+    return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
+
+
+ENVIRONMENT.update({
+    "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
+                     f"stops with a runtime error (bytes, or with K, M or G; default "
+                     f"{runtime_default('LC_HEAP_LIMIT')})",
+    "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
+                     f"(default {runtime_default('LC_STACK_SIZE')})",
+    "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
+    "CC": "the C compiler that compiles the runtime and links executables (default cc)",
+})
 
 
 @command("repl", "read L definitions and expressions, and run them one at a time")
