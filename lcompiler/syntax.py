@@ -823,18 +823,18 @@ class Parser(Parser):
     def program(self) -> Program:
         """The items of the program; the mistakes found, with where their items start, in self.errors."""
         items, self.errors = [], []
-        start, resumed = self.peek(), True
+        start, resumed, owner = self.peek(), True, 0
         while not self.at("eof"):
             first = self.pos
             try:
                 if not resumed:            # after an item, a separator (after a mistake: a new line)
-                    self.separator("eof")
-                resumed = False
+                    self.separator("eof")  # a missing one is a mistake of the item before (owner)
+                resumed, owner = False, self.tokens[first].span.start
                 items.append(self.item())
             except (CompileError, RecursionError) as error:
                 if isinstance(error, RecursionError):
                     error = CompileError("the program is nested too deeply for this parser", self.peek().span)
-                self.errors.append((error, self.tokens[first].span.start))
+                self.errors.append((error, owner))
                 self.resynchronise(first, error)
                 resumed = True
         return Program(items, start.span.to(self.peek().span))

@@ -474,8 +474,8 @@ class Inference(Inference):
         match t:
             case s.TVar(name, span):
                 if name not in params:
-                    raise CompileError(f"unknown type variable {name}{did_you_mean(name, params)}: declare it "
-                                       f"as a parameter, as in data Name<{name}>", span)
+                    hint = did_you_mean(name, params) or f": declare it as a parameter, as in data Name<{name}>"
+                    raise CompileError(f"unknown type variable {name}{hint}", span)
                 return params[name]
             case s.TName(name, args, span):
                 if name not in arities:
