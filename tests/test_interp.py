@@ -60,11 +60,63 @@ print(even(100001), odd(100001), countdown(100000))
     assert out.getvalue() == "false true done\n"
 
 
-def test_deep_non_tail_recursion_works_and_infinite_recursion_is_a_runtime_error():
-    assert output("def count(n) = if (n == 0) 0 else 1 + count(n - 1)\nprint(count(20000))") == "20000\n"
-    with pytest.raises(RunError, match="stack overflow") as caught:
-        output("def down(n) = 1 + down(n + 1)\nprint(down(0))")
-    assert caught.value.span.source.line_col(caught.value.span.start) == (1, 19)
+def test_a_million_nested_calls_run():
+    assert output("def count(n) = if (n == 0) 0 else 1 + count(n - 1)\nprint(count(1000000))") == "1000000\n"
+
+
+LIST = "data List<a> { Cons(a, List<a>); Nil }\n"
+
+
+def test_long_lists_are_built_by_non_tail_recursion_and_printed():
+    text = output(LIST + "def range(a, b) = if (a > b) Nil else Cons(a, range(a + 1, b))\n"
+                  "def build(n, acc) = if (n == 0) acc else build(n - 1, Cons(n, acc))\n"
+                  "def length = { Cons(_, t) -> 1 + length(t); Nil -> 0 }\n"
+                  "print(length(range(1, 20000)))\nprint(build(30000, Nil))\nprint((build(3, Nil), \"x\"))\n")
+    count, printed, pair, _ = text.split("\n")
+    assert count == "20000" and pair == '(Cons(1, Cons(2, Cons(3, Nil))), "x")'
+    assert printed == "".join(f"Cons({i}, " for i in range(1, 30001)) + "Nil" + ")" * 30000
+
+
+def overflow(text: str, **limits) -> RunError:
+    out = io.StringIO()
+    with pytest.raises(RunError) as caught:
+        Interpreter(out, **limits).run(check(Source("t.l", text)))
+    assert caught.value.message == "stack overflow: the program nested calls too deeply"
+    return caught.value
+
+
+def test_infinite_recursion_is_a_stack_overflow_at_the_last_call_whichever_limit_stops_it():
+    down = "def down(n) = 1 + down(n + 1)\nprint(down(0))"
+    for limits in ({"depth_limit": 5000}, {"stack_limit": 3000}):     # calls, or Python frames
+        error = overflow(down, **limits)
+        assert error.span.source.line_col(error.span.start) == (1, 19)
+    # a body of many frames per call: the frame limit stops it first, at the same place
+    error = overflow("def f(n) = (((1 + f(n + 1)) + 1) + 1)\nprint(f(0))", stack_limit=3000, depth_limit=10 ** 6)
+    assert error.span.source.line_col(error.span.start) == (1, 19)
+
+
+def test_an_interrupt_stops_the_running_program_too():
+    import signal
+    import threading
+    before = threading.active_count()
+    timer = threading.Timer(0.5, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        output("def spin(n) = spin(n + 1)\nspin(0)")
+    timer.join()
+    for _ in range(100):                     # the program's thread is gone, not spinning on
+        if threading.active_count() == before:
+            break
+        threading.Event().wait(0.05)
+    assert threading.active_count() == before
+
+
+def test_a_closed_output_is_left_alone_and_the_program_runs_on():
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError
+    with pytest.raises(RunError, match="division by zero"):
+        Interpreter(Closed()).run(check(Source("t.l", "print(1)\nprint(2)\nprint(1 / 0)")))
 
 
 def test_evaluation_is_left_to_right():
