@@ -7,8 +7,10 @@
 3. The paths where lc meets a mistake of its user or of the machine (an output it cannot write, no C
    compiler, a closed pipe, a file that is not UTF-8 or not a file, a bad option): each a clear message
    and exit status 1 — never a traceback, never status 3, which is kept for bugs of lc.
+4. The programs of the issue that crashed the reference interpreter run, interpreted as compiled.
 """
 
+import io
 import os
 import shutil
 import subprocess
@@ -19,7 +21,8 @@ import pytest
 
 from lcompiler import driver
 from lcompiler.cli import read_source
-from lcompiler.errors import CompileError, CompileErrors, Source
+from lcompiler.errors import CompileError, CompileErrors, RunError, Source
+from lcompiler.interp import Interpreter, check
 from lcompiler.llvm_backend import RUNTIME_C
 from lcompiler.syntax import parse
 from lcompiler.types import check_types
@@ -213,3 +216,30 @@ def test_the_cell_magic_reports_a_bad_line(capsys):
         assert out.startswith("%%L: error: ") and message in out and "not run" not in out, out
     driver.l_cell_magic("ok.l --timeout 30", 'print("run")')
     assert capsys.readouterr().out == "run\n"
+
+
+# --- 4. What crashed the interpreter runs, interpreted as compiled -------------------------------
+
+DEEP = {
+    "range.l": "def range(a, b) = if (a > b) Nil else Cons(a, range(a + 1, b))\n"
+               "def length = { Cons(_, t) -> 1 + length(t); Nil -> 0 }\nprint(length(range(1, 20000)))\n",
+    "printed.l": "def build(n, acc) = if (n == 0) acc else build(n - 1, Cons(n, acc))\n"
+                 "print(build(30000, Nil).{ Cons(_, t) -> t; Nil -> Nil })\n",
+    "deep.l": "def deep(n) = if (n == 0) 0 else 1 + deep(n - 1)\nprint(deep(100000))\n",
+}
+# (A runaway recursion, a stack overflow both ways, is test_native.py's
+# test_a_runaway_recursion_is_a_runtime_error_at_the_interpreters_place.)
+
+
+@pytest.mark.parametrize("name", DEEP)
+def test_deep_programs_run_interpreted_as_compiled(name):
+    src = Source(name, "data List<a> { Cons(a, List<a>); Nil }\n" + DEEP[name])
+    out = io.StringIO()
+    try:
+        Interpreter(out).run(check(src))
+        interpreted = (out.getvalue(), "", 0)
+    except RunError as error:
+        interpreted = (out.getvalue(), error.render() + "\n", 2)
+    compiled = driver.run_source(src, timeout=120)
+    assert (compiled.stdout, compiled.stderr, compiled.status) == interpreted
+    assert interpreted[2] == 0
