@@ -5,8 +5,11 @@ interpreter of chapter 6 on the converted program, and again after closure conve
 print the same thing and stop (or not) with the same runtime error, and each pass must leave a program
 that passes chapter 6's checker. The converted programs must also survive printing and parsing. Random
 well-typed programs (a generator grown from tests/test_types.py's: vars, while loops, assignments,
-matches on constructors, integers and tuples, && and ||, closures capturing vars, prints, asserts,
-divisions, nested functions and top-level definitions read early) go the same three ways. Then a few
+matches on constructors, integers and tuples, nested patterns on user data types (a tree, an option),
+&& and ||, closures capturing vars, polymorphic helpers used at several types, mutual recursion, non-tail
+recursion thousands of calls deep, prints, asserts, divisions, nested functions and top-level definitions
+read early — so every kind of runtime error, on purpose; and, for tools/random_programs.py, a runaway
+recursion) go the same three ways. Then a few
 claims of the chapters, each checked by a test that fails if the claim does: proper tail calls, join
 points only where needed, cells only for captured vars, types carried over, direct calls and closures,
 a linear output size. Last, `lc show cps` and `lc show closure`.
@@ -187,14 +190,44 @@ def area = {
   Circle(r) -> 3 * r * r
   Rect(w, h) -> w * h
 }
+data Tree { Leaf; Node(Tree, Int, Tree) }
+data Opt<a> { None; Some(a) }
+def max(a, b) = if (a > b) a else b
+def depth = { Leaf -> 0; Node(l, _, r) -> 1 + max(depth(l), depth(r)) }
+def insert(t, v) = t.{
+  Leaf -> Node(Leaf, v, Leaf)
+  Node(l, x, r) -> if (v < x) Node(insert(l, v), x, r) else Node(l, x, insert(r, v))
+}
+def get(o, default) = o.{ Some(x) -> x; None -> default }
+def first(p) = p.{ (a, _) -> a }
+def pair(x) = (x, x)
+def even(n) = if (n <= 0) true else odd(n - 1)
+def odd(n) = if (n <= 0) false else even(n - 1)
+def ping(n) = if (n <= 0) 0 else 1 + pong(n - 1)
+def pong(n) = if (n <= 0) 0 else 2 + ping(n - 1)
+def sum_to(n) = if (n <= 0) 0 else n + sum_to(n - 1)
+def range(a, b) = if (a > b) Nil else Cons(a, range(a + 1, b))
 """
 
 INTS = [0, 1, 2, 3, 7, 42, 99, 4611686018427387904, 9223372036854775807]
 
 
-def types(depth=2):
-    """tests/test_types.py's types, with more base types and the prelude's Shape."""
-    return type_trees(depth, ("base", "base", "base", "tuple", "fn", "list", "shape"))
+def user_types(t, choices):
+    """t with each Shape replaced by one of the prelude's data types: Shape, Tree, or an Opt of a base type."""
+    if t == "Shape":
+        return next(choices)
+    if isinstance(t, str):
+        return t
+    return (t[0], *(user_types(x, choices) for x in t[1:]))
+
+
+@st.composite
+def types(draw, depth=2):
+    """tests/test_types.py's types, with more base types and the prelude's data types."""
+    t = draw(type_trees(depth, ("base", "base", "base", "tuple", "fn", "list", "shape")))
+    choices = iter(lambda: draw(st.sampled_from(["Shape", "Tree", ("Opt", "Int"), ("Opt", "String"),
+                                                 ("Opt", ("List", "Int"))])), None)
+    return user_types(t, choices)
 
 
 def arrow_free(t) -> bool:
@@ -229,6 +262,12 @@ def pattern(draw, t, env: dict, depth=2):
             which = draw(st.sampled_from(["Dot", "Circle", "Rect"]))
             return {"Dot": lambda: "Dot", "Circle": lambda: f"Circle({go('Int', depth - 1)})",
                     "Rect": lambda: f"Rect({go('Int', depth - 1)}, {go('Int', depth - 1)})"}[which]()
+        if t == "Tree":                  # nested: Node(Node(_, 1, Leaf), x, _)
+            if draw(st.booleans()):
+                return "Leaf"
+            return f"Node({go('Tree', depth - 1)}, {go('Int', depth - 1)}, {go('Tree', depth - 1)})"
+        if not isinstance(t, str) and t[0] == "Opt":
+            return "None" if draw(st.booleans()) else f"Some({go(t[1], depth - 1)})"
         if isinstance(t, str) or t[0] == "->":
             name = f"q{len(env) + len(bound)}"
             bound[name] = t
@@ -245,7 +284,7 @@ def clauses(draw, s, t, env: dict, depth: int) -> list:
     """'pattern -> body' clauses for a scrutinee of type s, results of type t; usually exhaustive."""
     out = []
     for _ in range(draw(st.integers(0, 3))):
-        p, bound = draw(pattern(s, env))
+        p, bound = draw(pattern(s, env, depth=3))
         out.append(f"{p} -> {draw(expression(t, {**env, **{x: (tx, 'val') for x, tx in bound.items()}}, depth - 1))}")
     if not out or draw(st.integers(0, 9)) > 0:           # a last clause that always matches
         x = fresh(draw, env, "q")
@@ -359,7 +398,8 @@ def expression(draw, t, env: dict, depth: int):
         return "{ " + "; ".join(body + [draw(expression(t, inner, depth - 1))]) + " }"
     if kind == "match":
         s = draw(st.sampled_from(["Int", "Int", "Shape", ("*", "Int", "Int"), ("List", "Int"),
-                                  ("*", ("List", "Bool"), "Int"), draw(types(1))]))
+                                  ("*", ("List", "Bool"), "Int"), "Tree", ("Opt", "Int"),
+                                  ("*", "Tree", ("Opt", "Bool")), draw(types(1))]))
         arms = draw(clauses(s, t, env, depth))
         form = draw(st.sampled_from(["match", "dot", "function"]))
         if form == "match":
@@ -370,9 +410,21 @@ def expression(draw, t, env: dict, depth: int):
     # literal or shape: build a value of the type from its structure
     if t == "Int":
         if kind == "shape":
-            choice = draw(st.sampled_from(["+", "-", "*", "/", "%", "neg", "length", "count", "area"]))
+            choice = draw(st.sampled_from(["+", "-", "*", "/", "%", "neg", "length", "count", "area", "depth",
+                                           "get", "first", "deep", "zero"]))
             if choice == "neg":
                 return f"-{sub('Int')}"
+            if choice == "depth":
+                return f"depth({sub('Tree')})"
+            if choice == "get":                      # the polymorphic helpers, at Int here
+                return f"get({sub(('Opt', 'Int'))}, {sub('Int')})"
+            if choice == "first":
+                return f"first(pair({sub('Int')}))"
+            if choice == "zero":                     # a runtime error on purpose, now and then
+                return f"({sub('Int')} {draw(st.sampled_from(['/', '%']))} {draw(st.sampled_from(['0', '(1 - 1)']))})"
+            if choice == "deep":                     # non-tail recursion, thousands of calls deep
+                n = f"(2000 + {sub('Int')} % 1000)"
+                return draw(st.sampled_from([f"sum_to({n})", f"length(range(1, {n}))", f"ping({n})"]))
             if choice == "length":
                 return f"length({sub(('List', 'Bool'))})"
             if choice == "count":
@@ -383,9 +435,14 @@ def expression(draw, t, env: dict, depth: int):
         return str(draw(st.sampled_from(INTS)))
     if t == "Bool":
         if kind == "shape":
-            choice = draw(st.sampled_from(["<", ">=", "==", "!=", "&&", "&&", "||", "||", "!", "eqs", "eqb"]))
+            choice = draw(st.sampled_from(["<", ">=", "==", "!=", "&&", "&&", "||", "||", "!", "eqs", "eqb",
+                                           "even", "get"]))
             if choice == "!":
                 return f"!{sub('Bool')}"
+            if choice == "even":                     # mutual tail recursion
+                return f"{draw(st.sampled_from(['even', 'odd']))}({sub('Int')} % 5000)"
+            if choice == "get":
+                return f"get({sub(('Opt', 'Bool'))}, {sub('Bool')})"
             if choice in ("&&", "||"):
                 return f"({sub('Bool')} {choice} {sub('Bool')})"
             if choice == "eqs":      # the if and the && fix the operands' types: == on an unknown type is on Int
@@ -395,6 +452,8 @@ def expression(draw, t, env: dict, depth: int):
             return f"({sub('Int')} {choice} {sub('Int')})"
         return draw(st.sampled_from(["true", "false"]))
     if t == "String":
+        if kind == "shape":
+            return f"get({sub(('Opt', 'String'))}, {sub('String')})"
         return '"' + draw(st.sampled_from(["", "a", "b c", "x\\n", 'q\\"'])) + '"'
     if t == "Unit":
         if kind == "shape":
@@ -407,7 +466,17 @@ def expression(draw, t, env: dict, depth: int):
         which = draw(st.sampled_from(["Dot", "Circle", "Rect"]))
         return {"Dot": lambda: "Dot", "Circle": lambda: f"Circle({sub('Int')})",
                 "Rect": lambda: f"Rect({sub('Int')}, {sub('Int')})"}[which]()
+    if t == "Tree":
+        if kind == "shape":
+            return f"insert({sub('Tree')}, {sub('Int')})"
+        return "Leaf" if draw(st.booleans()) else f"Node({sub('Tree')}, {sub('Int')}, {sub('Tree')})"
+    if t[0] == "Opt":
+        if kind == "shape":
+            return f"get(Some({sub(t)}), None)"      # get at Opt<Opt<…>>: one more type
+        return "None" if draw(st.booleans()) else f"Some({sub(t[1])})"
     if t[0] == "*":
+        if kind == "shape" and t[1] == t[2]:
+            return f"pair({sub(t[1])})"
         return f"({sub(t[1])}, {sub(t[2])})"
     if t[0] == "->":
         if kind == "shape" and t[1] == "Int" and t[2] == "Int":
@@ -420,10 +489,11 @@ def expression(draw, t, env: dict, depth: int):
 
 
 @st.composite
-def programs(draw):
+def programs(draw, runaway: bool = False):
     """A program of functions, definitions and statements. A function calls only the functions above it
     and reads only definitions without functions in them (so nothing recurses for ever), perhaps ones
-    that have not run yet when it is called."""
+    that have not run yet when it is called. With runaway, now and then a statement starts a recursion
+    that never ends: a stack overflow, reported at its call wherever the stack runs out."""
     plan = []
     for i in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(["fun", "fun", "def", "def", "stmt"]))
@@ -456,10 +526,12 @@ def programs(draw):
     for name, (ftype, _) in functions.items():
         items.append(f"print({draw(expression(ftype[2], {**functions, **above}, 2))}, "
                      f"{name}({draw(expression(ftype[1], {**functions, **above}, 1))}))")
+    if runaway and draw(st.integers(0, 3)) == 0:
+        items.insert(draw(st.integers(0, len(items))), "def runaway(n) = 2 * runaway(n + 1) + 1\nprint(runaway(0))")
     return PRELUDE + "\n".join(items) + "\n"
 
 
-@settings(max_examples=120, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(programs())
 def test_random_programs_mean_the_same_after_each_pass(text):
