@@ -489,11 +489,12 @@ def expression(draw, t, env: dict, depth: int):
 
 
 @st.composite
-def programs(draw, runaway: bool = False):
+def programs(draw, runaway: int = 0):
     """A program of functions, definitions and statements. A function calls only the functions above it
     and reads only definitions without functions in them (so nothing recurses for ever), perhaps ones
-    that have not run yet when it is called. With runaway, now and then a statement starts a recursion
-    that never ends: a stack overflow, reported at its call wherever the stack runs out."""
+    that have not run yet when it is called. With runaway = n, about one program in n has a statement
+    that starts a recursion that never ends: a stack overflow, reported at its call wherever the stack
+    runs out."""
     plan = []
     for i in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(["fun", "fun", "def", "def", "stmt"]))
@@ -526,7 +527,7 @@ def programs(draw, runaway: bool = False):
     for name, (ftype, _) in functions.items():
         items.append(f"print({draw(expression(ftype[2], {**functions, **above}, 2))}, "
                      f"{name}({draw(expression(ftype[1], {**functions, **above}, 1))}))")
-    if runaway and draw(st.integers(0, 3)) == 0:
+    if runaway and draw(st.integers(0, 1023)) % runaway == runaway - 1:   # Hypothesis favours 0, 1, 1023
         items.insert(draw(st.integers(0, len(items))), "def runaway(n) = 2 * runaway(n + 1) + 1\nprint(runaway(0))")
     return PRELUDE + "\n".join(items) + "\n"
 

@@ -1,0 +1,256 @@
+"""Random well-typed L programs, run every way L can run; any disagreement is a finding.
+
+    python tools/random_programs.py [-n 2000] [--seed 1] [--jobs 1] [--out DIR] [--timeout 60]
+
+Each program comes from the generator of tests/test_convert.py (every construct of the contract:
+nested patterns on user data types, polymorphic helpers at several types, vars captured by closures,
+mutual recursion, non-tail recursion thousands of calls deep, every kind of runtime error on purpose, and
+now and then a recursion that never ends). Each is run by `lc` in each way of WAYS — the reference
+interpreter, the JIT, a native executable — and what each way writes on stdout, writes on stderr, and
+its exit status must be the same, and a status the contract allows for a well-typed program: 0, or 2 with
+a located runtime error. Every program that breaks this is a finding: it is minimised (its lines, then its
+tokens, removed while the same ways still disagree in the same way) and saved in the output folder with
+what each way did. The script prints the counts as it goes and at the end.
+
+Long runs compete with other work: run them with `nice -n 10`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from lcompiler import cli  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Way:
+    """One way to run a program: the arguments of `lc` before the file (`run …`), or, with executable,
+    of `lc build` after `-o EXE`, whose executable is then run."""
+    args: tuple
+    executable: bool = False
+
+
+WAYS = {
+    "interpreter": Way(("run", "--interp")),
+    "jit": Way(("run",)),
+    "executable": Way(("build",), executable=True),
+    # a fourth way is one more line, e.g.   "jit -O0": Way(("run", "-O0")),
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    stdout: str
+    stderr: str
+    status: int          # -N: killed by signal N; None-like TIMEOUT below: ran out of time
+
+    def short(self) -> str:
+        return f"status {self.status}, {len(self.stdout)} bytes out, stderr {self.stderr[:300]!r}"
+
+
+TIMEOUT = -1000
+
+
+def lc_in_child(argv: list[str], timeout: float, cwd: Path) -> Outcome:
+    """Run `lc ARGV` as cli.main in a forked child (no interpreter start-up), its output captured."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            status = 99
+            try:
+                os.chdir(cwd)
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                status = cli.main(list(argv))
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status if isinstance(status, int) else 99)
+        status = wait(pid, timeout)
+        out.seek(0)
+        err.seek(0)
+        return Outcome(out.read().decode(errors="replace"), err.read().decode(errors="replace"), status)
+
+
+def wait(pid: int, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return TIMEOUT
+        time.sleep(0.002)
+
+
+def run_way(way: Way, path: Path, timeout: float) -> Outcome:
+    if not way.executable:
+        return lc_in_child([*way.args, path.name], timeout, path.parent)
+    exe = path.with_suffix(".exe")
+    built = lc_in_child(["build", path.name, "-o", exe.name, *way.args[1:]], timeout, path.parent)
+    if built.status != 0:
+        return built
+    try:
+        done = subprocess.run([str(exe)], capture_output=True, timeout=timeout, cwd=path.parent)
+    except subprocess.TimeoutExpired:
+        return Outcome("", "", TIMEOUT)
+    finally:
+        exe.unlink(missing_ok=True)
+    return Outcome(done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"), done.returncode)
+
+
+RUNTIME_ERROR = re.compile(r"^random\.l:\d+:\d+: runtime error: .+\n.*\n[ \t]*\^~*\n\Z")
+
+
+def problems(outcomes: dict) -> tuple:
+    """What is wrong with the outcomes of one well-typed program: () if nothing. The signature of a
+    finding, kept while it is minimised."""
+    found = []
+    reference = next(iter(outcomes.values()))
+    for name, o in outcomes.items():
+        if o != reference:
+            what = [part for part in ("stdout", "stderr", "status") if getattr(o, part) != getattr(reference, part)]
+            found.append(f"{name} differs ({', '.join(what)})")
+        if o.status == TIMEOUT:
+            found.append(f"{name} timed out")
+        elif o.status == 0 and o.stderr or o.status == 2 and not RUNTIME_ERROR.match(o.stderr) \
+                or o.status not in (0, 2):
+            found.append(f"{name}: status {o.status} against the contract")
+    return tuple(found)
+
+
+def run_all(text: str, folder: Path, timeout: float) -> dict:
+    path = folder / "random.l"
+    path.write_text(text, encoding="utf-8")
+    return {name: run_way(way, path, timeout) for name, way in WAYS.items()}
+
+
+# --- minimising -------------------------------------------------------------------------------
+
+TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*\??|[0-9]+|:=|->|==|!=|<=|>=|&&|\|\||\s+|.')
+
+
+def ddmin(chunks: list[str], interesting) -> list[str]:
+    """Zeller's delta debugging: a smaller list of chunks, still interesting when joined."""
+    n = 2
+    while len(chunks) >= 2:
+        size = max(1, len(chunks) // n)
+        for start in range(0, len(chunks), size):
+            rest = chunks[:start] + chunks[start + size:]
+            if rest and interesting(rest):
+                chunks, n = rest, max(n - 1, 2)
+                break
+        else:
+            if size == 1:
+                break
+            n = min(len(chunks), n * 2)
+    return chunks
+
+
+def minimise(text: str, interesting, budget: float = 600) -> str:
+    """Remove lines, then tokens, while interesting(text) stays true (within budget seconds)."""
+    deadline = time.monotonic() + budget
+    tries = lambda chunks: time.monotonic() < deadline and interesting("".join(chunks))
+    lines = ddmin(text.splitlines(keepends=True), tries)
+    tokens = ddmin(TOKEN.findall("".join(lines)), tries)
+    return "".join(tokens)
+
+
+def save(folder: Path, number: int, kind: str, text: str, signature, outcomes: dict, original: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{kind}-{number:04}.l"
+    path.write_text(text, encoding="utf-8")
+    report = [f"finding {number}: {'; '.join(signature)}", ""]
+    for name, o in outcomes.items():
+        report += [f"--- {name}: exit status {o.status}", "stdout:", o.stdout, "stderr:", o.stderr]
+    report += ["--- the program before minimising", original]
+    path.with_suffix(".txt").write_text("\n".join(report), encoding="utf-8")
+    return path
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+def generate(count: int, seed: int, runaway: int):
+    """count program texts from the test generator, reproducibly for a seed."""
+    from hypothesis import HealthCheck, Phase, given, settings, seed as hseed
+    from test_convert import programs
+    texts = []
+
+    @hseed(seed)
+    @settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(programs(runaway=runaway))
+    def collect(text):
+        texts.append(text)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        collect()
+    return texts[:count]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=2000, help="how many programs (default 2000)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runaway", type=int, default=12,
+                        help="the larger, the fewer programs start a recursion that never ends (12: about one in 25; 0: none)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds per way and program")
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "lc-random-findings")
+    parser.add_argument("--minimise-budget", type=float, default=600, help="seconds per finding")
+    args = parser.parse_args()
+
+    start = time.monotonic()
+    texts = generate(args.n, args.seed, args.runaway)
+    print(f"{len(texts)} programs generated (seed {args.seed}) in {time.monotonic() - start:.0f} s; "
+          f"ways: {', '.join(WAYS)}", flush=True)
+    counts = {"agree, status 0": 0, "agree, runtime error": 0, "agree, stack overflow": 0, "findings": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for i, text in enumerate(texts, 1):
+            outcomes = run_all(text, work, args.timeout)
+            signature = problems(outcomes)
+            if signature:
+                counts["findings"] += 1
+                print(f"program {i}: FINDING: {'; '.join(signature)}", flush=True)
+                small = minimise(text, lambda t: problems(run_all(t, work, args.timeout)) == signature,
+                                 args.minimise_budget)
+                saved = save(args.out, counts["findings"], "random", small, signature,
+                             run_all(small, work, args.timeout), text)
+                print(f"  minimised to {len(small.splitlines())} lines: {saved}", flush=True)
+            else:
+                o = next(iter(outcomes.values()))
+                key = "agree, status 0" if o.status == 0 else \
+                    "agree, stack overflow" if "stack overflow" in o.stderr else "agree, runtime error"
+                counts[key] += 1
+            if i % 50 == 0 or i == len(texts):
+                print(f"{i} programs, {time.monotonic() - start:.0f} s: "
+                      + ", ".join(f"{k} {v}" for k, v in counts.items()), flush=True)
+    print(f"done: {len(texts)} programs run {len(WAYS)} ways ({', '.join(WAYS)}); "
+          + ", ".join(f"{k} {v}" for k, v in counts.items()) + (f"; findings saved in {args.out}"
+                                                                   if counts["findings"] else ""))
+    return 1 if counts["findings"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
