@@ -3,7 +3,7 @@
 """The reference interpreter of L's core language (chapter 4b).
 """
 
-__all__ = ['Data', 'Closure', 'Cell', 'show_value', 'compile_pattern', 'STACK_LIMIT', 'DEPTH_LIMIT', 'THREAD_STACK', 'TailCall', 'Interpreter', 'wrap', 'c_div', 'c_rem', 'BINARY_OPS', 'UNARY_OPS', 'on_big_stack', 'Discard', 'check', 'run_source']
+__all__ = ['Data', 'Closure', 'Cell', 'show_value', 'compile_pattern', 'STACK_LIMIT', 'DEPTH_LIMIT', 'THREAD_STACK', 'TailCall', 'Interpreter', 'wrap', 'c_div', 'c_rem', 'BINARY_OPS', 'UNARY_OPS', 'on_big_stack', 'Discard', 'program_span', 'check', 'run_source']
 
 
 # --- The reference interpreter -----------------------------------------
@@ -354,6 +354,11 @@ class Discard:
         pass
 
 
+def program_span(code: list) -> Span | None:
+    """Where the program starts: its first item."""
+    return code[0][0].span if code else None
+
+
 class Interpreter(Interpreter):
     def write(self, text: str) -> None:
         try:
@@ -382,6 +387,8 @@ class Interpreter(Interpreter):
                     self.globals[item.name.name] = run({})
         except RecursionError:
             raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
+        except MemoryError:                     # Python's heap is full: the program's fault, not lc's
+            raise RunError("out of memory", self.call_site or program_span(code)) from None
         finally:
             sys.setrecursionlimit(limit)
             try:

@@ -1331,6 +1331,14 @@ def on_big_stack(run, *args):
 # `BrokenPipeError`; the compiled code of chapter 10 carries on in that
 # case, its output discarded, and ends as it would have ended, so the
 # interpreter does the same.
+#
+# Memory is the other resource a program can exhaust. The compiled code has
+# a heap of bounded size (chapter 10's `LC_HEAP_LIMIT`); the interpreter's
+# values live in Python's heap, which has no limit of its own. Where the
+# system sets one (`ulimit -v`), Python raises `MemoryError` when it is
+# reached, and the interpreter reports a runtime error, "out of memory", at
+# the last call made; elsewhere, a program that allocates without end runs
+# until the system stops it.
 
 # %%
 #| export interp
@@ -1342,6 +1350,11 @@ class Discard:
 
     def flush(self) -> None:
         pass
+
+
+def program_span(code: list) -> Span | None:
+    """Where the program starts: its first item."""
+    return code[0][0].span if code else None
 
 
 class Interpreter(Interpreter):
@@ -1372,6 +1385,8 @@ class Interpreter(Interpreter):
                     self.globals[item.name.name] = run({})
         except RecursionError:
             raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
+        except MemoryError:                     # Python's heap is full: the program's fault, not lc's
+            raise RunError("out of memory", self.call_site or program_span(code)) from None
         finally:
             sys.setrecursionlimit(limit)
             try:

@@ -172,3 +172,17 @@ def test_a_long_chain_of_operators_is_checked_typed_and_run():
     out = io.StringIO()
     Interpreter(out).run(program)
     assert out.getvalue() == "3000\n"
+
+
+def test_running_out_of_memory_is_a_runtime_error(tmp_path):
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+    program = tmp_path / "grow.l"
+    program.write_text(LIST + "def grow(l, n) = grow(Cons(n, l), n + 1)\nprint(\"growing\")\nprint(grow(Nil, 0))\n")
+    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (640 << 20, 640 << 20))   # as ulimit -v would
+    done = subprocess.run([str(Path(sys.executable).parent / "lc"), "run", "--interp", str(program)],
+                          capture_output=True, text=True, preexec_fn=limit, timeout=300)
+    assert (done.returncode, done.stdout) == (2, "growing\n"), done.stderr
+    assert done.stderr.startswith(f"{program}:4:7: runtime error: out of memory\n"), done.stderr
