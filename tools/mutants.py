@@ -1,0 +1,207 @@
+"""Mutated L programs, each outcome classified against the contract; what breaks it is a finding.
+
+    python tools/mutants.py [-n 20000] [--seed 1] [--timeout 10] [--out DIR]
+
+Each mutant is a program of the corpus (tests/corpus/) or of examples/ with one to four mutations: a
+byte inserted, deleted or replaced (any byte, or one of the characters that structure L), or a token
+deleted, doubled, swapped with the next, or replaced by another token of the program or of L. Each
+mutant is run with `lc run` (compiled, through the JIT) and classified:
+
+- rejected: exit status 1, nothing on stdout, and stderr made only of located errors —
+  `FILE:LINE:COL: error: …` (or `note`), the source line, a caret;
+- ran: exit status 0, nothing on stderr;
+- runtime error: exit status 2, stderr ending in one `FILE:LINE:COL: runtime error: …`;
+- timeout: still running after --timeout seconds (a mutant may loop for ever: allowed);
+
+and a mutant that ran, or stopped with a runtime error, runs again under the reference interpreter
+(`lc run --interp`), which must write the same stdout and stderr and end with the same status. Anything
+else — exit status 3 (an internal compiler error), a signal, a Python traceback, an error without a
+location, a message not in the contract's form, a disagreement with the interpreter — is a finding,
+minimised (lines, then tokens, removed while it is the same finding) and saved with what happened.
+
+The programs run with LC_HEAP_LIMIT=256M (compiled) and a 4 GiB address-space limit (interpreted), so
+that a mutant that allocates without end stops soon; a mutant that runs out of memory is classified as
+such, and the interpreter's words for it ("out of memory", no heap limit of its own) are not compared
+with the compiled code's. Long runs compete with other work: run them with `nice -n 10`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from random_programs import TIMEOUT, TOKEN, lc_in_child, minimise  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "tests" / "corpus").glob("*/*.l")) + sorted((ROOT / "examples").glob("*.l"))
+STRUCTURE = list(b"(){};\n\"-+.,=<>|&!:_ ")
+VOCABULARY = ["def", "data", "let", "var", "if", "else", "match", "while", "print", "assert", "true", "false",
+              "x", "f", "Cons", "Nil", "_", "0", "1", "-1", "9223372036854775807", '"s"', "()", "(", ")", "{", "}",
+              ",", ";", "\n", ".", "->", ":=", "=", "==", "!=", "<", ">", "+", "-", "*", "/", "%", "&&", "||", "!"]
+
+LOCATED = re.compile(r"^mutant\.l:\d+:\d+: (error|note|runtime error): .+$")
+CARET = re.compile(r"^[ \t]*\^~*$")
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    """One to four mutations of bytes or of tokens."""
+    for _ in range(rng.randint(1, 4)):
+        if rng.random() < 0.5:
+            data = bytearray(data)
+            at = rng.randint(0, len(data))
+            byte = rng.choice(STRUCTURE) if rng.random() < 0.6 else rng.randint(0, 255)
+            kind = rng.choice(["insert", "delete", "replace"])
+            if kind == "insert":
+                data.insert(at, byte)
+            elif at < len(data):
+                if kind == "delete":
+                    del data[at]
+                else:
+                    data[at] = byte
+            data = bytes(data)
+        else:
+            tokens = TOKEN.findall(data.decode("utf-8", errors="replace"))
+            words = [i for i, t in enumerate(tokens) if not t.isspace()]
+            if not words:
+                continue
+            i = rng.choice(words)
+            kind = rng.choice(["delete", "double", "swap", "replace", "replace"])
+            if kind == "delete":
+                del tokens[i]
+            elif kind == "double":
+                tokens.insert(i, tokens[i])
+            elif kind == "swap":
+                later = [j for j in words if j > i]
+                if later:
+                    j = later[0]
+                    tokens[i], tokens[j] = tokens[j], tokens[i]
+            else:
+                tokens[i] = rng.choice(VOCABULARY + [tokens[j] for j in words])
+            data = "".join(tokens).encode()
+    return data
+
+
+def blocks_ok(stderr: str, kinds: tuple) -> bool:
+    """Is stderr made only of located messages of these kinds, each with its line and caret?"""
+    lines = stderr.split("\n")
+    if lines[-1] != "" or len(lines) < 4:
+        return False
+    lines.pop()
+    if len(lines) % 3:
+        return False
+    for i in range(0, len(lines), 3):
+        m = LOCATED.match(lines[i])
+        if not m or m.group(1) not in kinds or not CARET.match(lines[i + 2]):
+            return False
+    return True
+
+
+def classify(compiled, interpreted=None) -> str:
+    """The class of an outcome: one of OK_CLASSES, or a finding's description."""
+    o = compiled
+    if o.status == TIMEOUT:
+        return "timeout"
+    if "Traceback" in o.stderr:
+        return "finding: a Python traceback: " + o.stderr.strip().splitlines()[-1][:120]
+    if o.status == 3 or "internal" in o.stderr:
+        return "finding: internal error: " + re.sub(r"mutant\.l:\d+:\d+", "mutant.l", o.stderr.strip())[:200]
+    if o.status < 0:
+        return f"finding: killed by signal {-o.status}"
+    if o.status == 1:
+        if o.stdout:
+            return "finding: a rejected program printed"
+        if o.stderr.startswith("lc: error: "):
+            return "finding: an error without a location: " + o.stderr.strip()[:120]
+        return "rejected" if blocks_ok(o.stderr, ("error", "note")) else "finding: a malformed compile error"
+    if o.status == 0 and o.stderr:
+        return "finding: status 0 with something on stderr"
+    if o.status == 2:
+        last = "\n".join(o.stderr.split("\n")[-4:]) if o.stderr.count("\n") >= 3 else ""
+        if not blocks_ok(last, ("runtime error",)):
+            return "finding: a malformed runtime error"
+        if "out of memory" in o.stderr:
+            return "out of memory"
+    if o.status not in (0, 2):
+        return f"finding: exit status {o.status}"
+    if interpreted is not None:
+        if interpreted.status == TIMEOUT:
+            return "interpreter timeout"
+        if "out of memory" in interpreted.stderr:
+            return "out of memory"
+        if (interpreted.stdout, interpreted.stderr, interpreted.status) != (o.stdout, o.stderr, o.status):
+            what = [p for p in ("stdout", "stderr", "status") if getattr(interpreted, p) != getattr(o, p)]
+            return f"finding: interpreted and compiled differ ({', '.join(what)})"
+    return "ran" if o.status == 0 else "runtime error"
+
+
+def run(data: bytes, work: Path, timeout: float, interpreter_timeout: float) -> str:
+    path = work / "mutant.l"
+    path.write_bytes(data)
+    compiled = lc_in_child(["run", path.name], timeout, work)
+    interpreted = None
+    if compiled.status in (0, 2) and "out of memory" not in compiled.stderr:
+        interpreted = lc_in_child(["run", "--interp", path.name], interpreter_timeout, work)
+    return classify(compiled, interpreted)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=20000, help="how many mutants (default 20000)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=10, help="seconds for the compiled run")
+    parser.add_argument("--interpreter-timeout", type=float, default=120, help="seconds for the interpreter")
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "lc-mutant-findings")
+    parser.add_argument("--minimise-budget", type=float, default=300, help="seconds per finding")
+    args = parser.parse_args()
+
+    os.environ["LC_HEAP_LIMIT"] = "256M"
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    texts = [p.read_bytes() for p in SOURCES]
+    counts, findings, seen = Counter(), 0, set()
+    start = time.monotonic()
+    print(f"{args.n} mutants of {len(SOURCES)} programs (seed {args.seed})", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for i in range(1, args.n + 1):
+            rng = random.Random(args.seed * 1_000_003 + i)
+            origin = rng.randrange(len(SOURCES))
+            data = mutate(texts[origin], rng)
+            kind = run(data, work, args.timeout, args.interpreter_timeout)
+            if kind.startswith("finding"):
+                counts["findings"] += 1
+                print(f"mutant {i} of {SOURCES[origin].relative_to(ROOT)}: {kind}", flush=True)
+                if kind not in seen:               # each kind of finding minimised and saved once
+                    seen.add(kind)
+                    findings += 1
+                    text = data.decode("utf-8", errors="replace")
+                    small = minimise(text, lambda t: run(t.encode(), work, args.timeout,
+                                                         args.interpreter_timeout) == kind, args.minimise_budget)
+                    args.out.mkdir(parents=True, exist_ok=True)
+                    saved = args.out / f"mutant-{findings:04}.l"
+                    saved.write_text(small, encoding="utf-8")
+                    saved.with_suffix(".txt").write_text(f"{kind}\nmutant {i} (seed {args.seed}) of "
+                                                         f"{SOURCES[origin].relative_to(ROOT)}\n\n{text}",
+                                                         encoding="utf-8")
+                    print(f"  minimised to {len(small)} characters: {saved}", flush=True)
+            else:
+                counts[kind] += 1
+            if i % 500 == 0 or i == args.n:
+                print(f"{i} mutants, {time.monotonic() - start:.0f} s: "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
+    print(f"done: {args.n} mutants; " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+          + (f"; {findings} kinds of finding saved in {args.out}" if findings else ""))
+    return 1 if counts["findings"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
