@@ -848,6 +848,56 @@ with tempfile.TemporaryDirectory() as tmp:
     print(done.stdout, end="")
 
 # %% [markdown]
+# ## When something goes wrong
+#
+# `lc` meets three kinds of trouble, and says which it is:
+#
+# | where the fault is | what `lc` writes | exit status |
+# |---|---|---|
+# | in the program, found before it runs | `FILE:LINE:COL: error: …`, every error found, with notes | 1 |
+# | in the program, as it runs | `FILE:LINE:COL: runtime error: …` | 2 |
+# | in how `lc` was called, or in the machine: a file it cannot read, an executable it cannot write, no C compiler, a full disk | `lc: error: …` | 1 |
+# | in `lc` itself | `lc: internal compiler error: …` | 3 |
+#
+# The last line is for bugs of this compiler, and only for them: a missing C
+# compiler or a folder that does not exist is not one, and neither is a
+# reader that goes away before the output is written (`lc run prog.l |
+# head -1`): the program runs on to its end with its output discarded, as a
+# compiled program does, and `lc` ends quietly. Chapter 1's `main` sorts
+# the exceptions into these kinds; this chapter's part is the driver's
+# `ToolchainError` and the checks `lc build` makes on its output before it
+# starts compiling. Here are the mistakes of a new user, each with its
+# answer:
+
+# %%
+def shell(*argv: str, env: dict | None = None, comment: str = "") -> None:
+    done = subprocess.run([lc_path, *argv], capture_output=True, text=True, env=env)
+    print(f"$ lc {' '.join(argv)}{comment}\n{done.stdout}{done.stderr}(exit status {done.returncode})\n")
+
+
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    Path("hello.l").write_text('print("hello")\n')
+    Path("latin1.l").write_bytes(b'print("caf\xe9")\n')
+    shell("build", "hello.l", "-o", "no/such/folder/hello")
+    shell("build", "hello.l", "-o", ".")
+    shell("run", ".")
+    shell("run", "latin1.l")
+    shell("run")
+    no_compiler = {"PATH": str(Path(sys.executable).parent), "LC_CACHE": tmp}   # and no runtime compiled yet
+    shell("run", "hello.l", env=no_compiler, comment="        # on a machine without a C compiler")
+
+# %% [markdown]
+# `lc --version` says which `lc` this is, and `lc --help` ends with the
+# environment variables that `lc` and the programs it compiles read. The
+# defaults of the two that belong to the runtime are read from chapter 10's
+# C (`env_size("LC_HEAP_LIMIT", 4ull << 30)` is `4G`), so the help stays
+# true when the runtime changes.
+
+# %%
+done = subprocess.run([lc_path, "--help"], capture_output=True, text=True)
+print(done.stdout[done.stdout.index("environment variables"):])
+
+# %% [markdown]
 # ## The promises, tested
 #
 # `tests/test_native.py` runs every corpus program and example compiled —
