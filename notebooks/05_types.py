@@ -1316,6 +1316,14 @@ for n in (3, 6, 9, 12):
 # - the value-restriction program above, `even`/`odd`, the seeds' program and
 #   the doubling types infer as this chapter says.
 #
+# `tests/test_errors.py` compares the messages of this chapter, notes and
+# "did you mean" included, with golden files (`tests/errors/`): the two
+# branches of an `if`, the clauses of a `match` and of a function, the
+# operands of `==`, the argument of a top-level function, the field of a
+# constructor; three type errors in three definitions, all reported in the
+# order of the source; a definition whose error is not reported again in
+# the definitions that use it.
+#
 # ## Exercises
 #
 # 1. Generalise the variables bound by a tuple pattern in `let (a, b) =
