@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from lcompiler import cli  # noqa: E402
+from lcompiler import cli, driver  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -91,16 +91,9 @@ def lc_in_child(argv: list[str], timeout: float, cwd: Path) -> Outcome:
 
 
 def wait(pid: int, timeout: float) -> int:
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return TIMEOUT
-        time.sleep(0.002)
+    """The child's exit status, or TIMEOUT when chapter 11's wait had to kill it."""
+    status = driver.wait(pid, timeout)
+    return TIMEOUT if status == -signal.SIGKILL else status
 
 
 def run_way(way: Way, path: Path, timeout: float) -> Outcome:
