@@ -397,6 +397,8 @@ def _callee(fn) -> str:
 class Inference(Inference):
     globals: dict
     constructors: dict          # name -> (result type, field types), with generic parameters
+    declarations: dict          # constructor name -> its span in its data declaration, for notes
+    definitions: dict           # top-level name -> the span of its name in its def, for notes
 
     def check(self, e, expected, env: dict, context: str = "", origin: tuple | None = None) -> None:
         x = self.shallow(expected)
