@@ -11,7 +11,7 @@ Every node of the tree remembers where in the text it came from, so that
 every error — here and in every later stage — can point at it.
 """
 
-__all__ = ['Sep', 'Token', 'KEYWORDS', 'OPERATORS', 'MAX_INT', 'ESCAPES', 'collector_paused', 'tokenize', 'SEP_MARK', 'show_tokens', 'Int', 'Str', 'Unit', 'Var', 'Wildcard', 'Con', 'Tuple', 'Call', 'Dot', 'DotMatch', 'Unary', 'Binary', 'If', 'Match', 'While', 'Assign', 'Block', 'Function', 'Clause', 'PVar', 'PWild', 'PInt', 'PUnit', 'PTuple', 'PCon', 'Let', 'VarDecl', 'TName', 'TVar', 'TTuple', 'TFun', 'Field', 'Constructor', 'Data', 'Def', 'Program', 'dump', 'BINARY', 'PREFIX_BP', 'POSTFIX_BP', 'ASSIGN_BP', 'Parser', 'to_pattern', 'BRACKETS', 'STARTERS', 'NESTING_LIMIT', 'recursion_limit', 'parse', 'pretty_pattern', 'pretty_expr', 'pretty_statement', 'pretty_type', 'pretty']
+__all__ = ['Sep', 'Token', 'KEYWORDS', 'OPERATORS', 'MAX_INT', 'ESCAPES', 'collector_paused', 'tokenize', 'SEP_MARK', 'show_tokens', 'Int', 'Str', 'Unit', 'Var', 'Wildcard', 'Con', 'Tuple', 'Call', 'Dot', 'DotMatch', 'Unary', 'Binary', 'If', 'Match', 'While', 'Assign', 'Block', 'Function', 'Clause', 'PVar', 'PWild', 'PInt', 'PUnit', 'PTuple', 'PCon', 'Let', 'VarDecl', 'TName', 'TVar', 'TTuple', 'TFun', 'Field', 'Constructor', 'Data', 'Def', 'Program', 'dump', 'BINARY', 'PREFIX_BP', 'POSTFIX_BP', 'ASSIGN_BP', 'Parser', 'to_pattern', 'BRACKETS', 'STARTERS', 'NESTING_LIMIT', 'stack_depth', 'recursion_limit', 'parse', 'pretty_pattern', 'pretty_expr', 'pretty_statement', 'pretty_type', 'pretty']
 
 
 # --- Separation --------------------------------------------------------
@@ -988,12 +988,20 @@ import sys
 NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
 
 
+def stack_depth() -> int:
+    """How many Python frames are running, this one's caller included."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
 @contextmanager
 def recursion_limit(limit: int):
-    """Run with Python's recursion limit at least limit (CPython 3.11 recursion in Python
+    """Run with room for at least limit more Python frames (CPython 3.11 recursion in Python
     code does not use the C stack, so this is safe for code that recurses only in Python)."""
     old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, limit))
+    sys.setrecursionlimit(max(old, stack_depth() + limit))
     try:
         yield
     finally:

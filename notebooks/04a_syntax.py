@@ -1383,10 +1383,13 @@ class Parser(Parser):
 # Python's default recursion limit (1000 frames) would stop it at a nesting
 # depth of about two hundred parentheses. CPython 3.11 runs Python-to-Python
 # calls without the C stack, so `parse` raises the limit while it works, to
-# twenty thousand frames — thousands of levels of nesting. A program nested
-# deeper still exhausts it; that becomes a `CompileError` at the token the
-# parser had reached, like any other mistake in the input (`program` catches
-# the `RecursionError` with the other errors, and starts again after it).
+# twenty thousand frames more than are running when it starts: thousands of
+# levels of nesting, counted from `parse` itself, so that a program is too
+# deep or not whoever calls `parse` (`lc run` calls it from further down
+# than `lc run --interp`). A program nested deeper still exhausts it; that
+# becomes a `CompileError` at the token the parser had reached, like any
+# other mistake in the input (`program` catches the `RecursionError` with
+# the other errors, and starts again after it).
 #
 # The lexical mistakes come first, then the syntax errors. One of each in
 # the same item are likely one mistake: a string left open swallows the rest
@@ -1409,12 +1412,20 @@ import sys
 NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
 
 
+def stack_depth() -> int:
+    """How many Python frames are running, this one's caller included."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
 @contextmanager
 def recursion_limit(limit: int):
-    """Run with Python's recursion limit at least limit (CPython 3.11 recursion in Python
+    """Run with room for at least limit more Python frames (CPython 3.11 recursion in Python
     code does not use the C stack, so this is safe for code that recurses only in Python)."""
     old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, limit))
+    sys.setrecursionlimit(max(old, stack_depth() + limit))
     try:
         yield
     finally:
