@@ -1042,8 +1042,8 @@ def compile_pattern(p):
 # A program that goes deeper than either limit stops with a runtime error,
 # "stack overflow", at the last call it made — the same message, at the same
 # place, as the compiled code's. A million nested calls cost about 700 MB of
-# memory here (frames and environments), where the compiled code needs some
-# tens of megabytes: the interpreter is the reference, not the fast way.
+# memory here (frames and environments), where the compiled code needs about
+# a hundred: the interpreter is the reference, not the fast way.
 
 # %%
 #| export interp
