@@ -75,6 +75,9 @@ def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
         c = text[i]
+        if c == "\0":
+            at = Span(span.source, span.start + i, span.start + i + 1)
+            errors.append(CompileError("a string cannot contain the character NUL (U+0000)", at))
         if c == "\\":
             if text[i + 1] not in ESCAPES:
                 at = Span(span.source, span.start + i, span.start + i + 2)

@@ -207,7 +207,8 @@ print(CompileErrors([unknown, branch]).render())
 # literals (a leading zero is an error, and so is a value that does not fit in
 # a signed 64-bit integer — even `9223372036854775808` right after a `-`; the
 # smallest Int is written `-9223372036854775807 - 1`); strings on one line
-# with the escapes `\n \t \\ \"`; variables `[a-z_][A-Za-z0-9_]*` with an
+# with the escapes `\n \t \\ \"`, and without the character NUL, which the
+# C strings of the compiled code could not hold; variables `[a-z_][A-Za-z0-9_]*` with an
 # optional final `?`; constructor and type names starting with a capital; `_`
 # alone, the wildcard; keywords; operators, longest first.
 
@@ -240,6 +241,9 @@ def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
         c = text[i]
+        if c == "\0":
+            at = Span(span.source, span.start + i, span.start + i + 1)
+            errors.append(CompileError("a string cannot contain the character NUL (U+0000)", at))
         if c == "\\":
             if text[i + 1] not in ESCAPES:
                 at = Span(span.source, span.start + i, span.start + i + 2)

@@ -113,6 +113,15 @@ def test_every_broken_item_is_reported_and_the_items_after_it_are_still_read():
             if "ok" in e.render().split("\n")[1] and not e.message.startswith("'def' begins")] == []
 
 
+def test_a_nul_character_is_refused_in_a_string_as_elsewhere():
+    # found by tools/mutants.py: the compiled code's C strings stopped at the NUL, the interpreter did not
+    with pytest.raises(CompileErrors) as caught:
+        parse(Source("nul.l", 'print("a\0b")\nprint(1\0)\n'))
+    assert [(e.span.source.line_col(e.span.start), e.message) for e in caught.value.errors] == [
+        ((1, 9), "a string cannot contain the character NUL (U+0000)"),
+        ((2, 8), "unexpected character '\\x00'")]
+
+
 def test_one_error_alone_is_a_plain_compile_error_and_a_group_starts_with_its_first():
     with pytest.raises(CompileError) as one:
         check_types(Source("t.l", "def f = 1 + true"))
