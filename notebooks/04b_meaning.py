@@ -1532,6 +1532,41 @@ print(out.getvalue().strip(), f"in {elapsed:.1f} s, {elapsed / 1e6 * 1e6:.2f} µ
 # times slower than the native code of chapter 10 will be, which is what it
 # is for — a definition to compare with, not a way to run programs fast.
 #
+# And non-tail calls, a million deep: how long they take, how much memory
+# a fresh Python process grows by (its peak resident size, before and after,
+# as Linux reports it), and how long a runaway recursion takes to be
+# reported as a stack overflow — Python unwinds every call in progress,
+# building a traceback as it goes.
+
+# %% tags=["nbval-ignore-output"]
+import subprocess
+import sys
+
+from lcompiler.errors import RunError
+
+measure = """
+import io, resource, time
+from lcompiler.errors import Source
+from lcompiler.interp import Interpreter, check
+peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+program = check(Source("deep.l", "def count(n) = if (n == 0) 0 else 1 + count(n - 1)\\nprint(count(1000000))"))
+before, start = peak(), time.perf_counter()
+Interpreter(io.StringIO()).run(program)
+print(f"a million nested calls: {time.perf_counter() - start:.1f} s, peak memory {before:.0f} -> {peak():.0f} MB")
+"""
+print(subprocess.run([sys.executable, "-c", measure], capture_output=True, text=True).stdout, end="")
+start = time.perf_counter()
+try:
+    Interpreter(io.StringIO()).run(check(Source("runaway.l", "def down(n) = 1 + down(n + 1)\nprint(down(0))\n")))
+except RunError as error:
+    print(f"{error.message}: reported after {time.perf_counter() - start:.1f} s")
+
+# %% [markdown]
+# About two seconds and 700 MB for a million nested calls, where the compiled
+# code takes a hundredth of a second and a hundred megabytes (chapter 10);
+# and several seconds to report a runaway recursion, which the compiled code
+# reports at once.
+#
 # ## Running programs from the shell
 #
 # `lc run FILE.l` runs a program. Until the native back end exists, it uses
