@@ -377,7 +377,7 @@ class Interpreter(Interpreter):
         on_big_stack(self.execute, code)
 
     def execute(self, code: list) -> None:
-        limit = sys.getrecursionlimit()
+        limit, out_of_memory = sys.getrecursionlimit(), False
         sys.setrecursionlimit(self.stack_limit)
         try:
             for item, run in code:
@@ -388,13 +388,15 @@ class Interpreter(Interpreter):
         except RecursionError:
             raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
         except MemoryError:                     # Python's heap is full: the program's fault, not lc's
-            raise RunError("out of memory", self.call_site or program_span(code)) from None
+            out_of_memory = True                # (reported below, once the program's values are freed)
         finally:
             sys.setrecursionlimit(limit)
             try:
                 self.out.flush()
             except BrokenPipeError:
                 self.out = Discard()
+        if out_of_memory:
+            raise RunError("out of memory", self.call_site or program_span(code))
 
 
 # --- Running programs --------------------------------------------------

@@ -180,15 +180,16 @@ def raise_errors(errors: list) -> None:
 
 
 # %% [markdown]
-# Here is one error with a note, then two errors of the same text as a
-# group:
+# Here is one error with a note — made by hand here, as chapter 5 will make
+# it — then two errors of the same text as a group, which come out in the
+# order of the source whatever the order they were found in:
 
 # %%
 from lcompiler.errors import CompileError, CompileErrors, Note, Source, Span
 
 text = Source("two.l", 'def f(n) = if (n > 0) "pos" else 0\ndef g = h(1)\n')
-branch = CompileError("expected String, found Int (the branches of an if have the same type)",
-                      Span(text, 33, 34), [Note("the other branch has type String", Span(text, 22, 27))])
+branch = CompileError("expected String, found Int", Span(text, 33, 34),
+                      [Note("the then branch has type String", Span(text, 22, 27))])
 unknown = CompileError("unknown variable h", Span(text, 43, 44))
 print(branch.render(), end="\n\n")
 print(CompileErrors([unknown, branch]).render())
