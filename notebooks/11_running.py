@@ -961,9 +961,10 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # ```
 #
 # (forty minutes for the programs, under twenty for each set of mutants).
-# The earlier runs found three things. A NUL character in a
-# string, `print("\0one")`, printed nothing compiled — C strings end at a
-# NUL — and ` one` interpreted: the lexer (chapter 4a) now refuses it. A
+# The earlier runs found three things. A string literal with a NUL
+# character (the byte 0) in it, between `"` and `one"`, printed an empty
+# line compiled — C strings end at a NUL — and the NUL and `one`
+# interpreted: the lexer (chapter 4a) now refuses such a string. A
 # mutant of a test, `1 + count_up(n - 11)` called on 10000, never reaches 0
 # before wrapping around the 64-bit integers, some 3·10¹⁸ calls later: the
 # interpreter reports a stack overflow, and the compiled code, which LLVM
