@@ -1041,7 +1041,7 @@ def compile_pattern(p):
 #
 # A program that goes deeper than either limit stops with a runtime error,
 # "stack overflow", at the last call it made — the same message, at the same
-# place, as the compiled code's. A million nested calls cost about 700 MB of
+# place, as the compiled code's. A million nested calls cost about 800 MB of
 # memory here (frames and environments), where the compiled code needs about
 # a hundred: the interpreter is the reference, not the fast way.
 
@@ -1538,7 +1538,7 @@ print(out.getvalue().strip(), f"in {elapsed:.1f} s, {elapsed / 1e6 * 1e6:.2f} µ
 #
 # And non-tail calls, a million deep: how long they take, how much memory
 # a fresh Python process grows by (its peak resident size, before and after,
-# as Linux reports it), and how long a runaway recursion takes to be
+# as Linux reports it in `/proc/self/status`), and how long a runaway recursion takes to be
 # reported as a stack overflow — Python unwinds every call in progress,
 # building a traceback as it goes.
 
@@ -1549,10 +1549,11 @@ import sys
 from lcompiler.errors import RunError
 
 measure = """
-import io, resource, time
+import io, re, time
+from pathlib import Path
 from lcompiler.errors import Source
 from lcompiler.interp import Interpreter, check
-peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = lambda: int(re.search(r"VmHWM:\\s*(\\d+)", Path("/proc/self/status").read_text()).group(1)) / 1024
 program = check(Source("deep.l", "def count(n) = if (n == 0) 0 else 1 + count(n - 1)\\nprint(count(1000000))"))
 before, start = peak(), time.perf_counter()
 Interpreter(io.StringIO()).run(program)
@@ -1566,7 +1567,7 @@ except RunError as error:
     print(f"{error.message}: reported after {time.perf_counter() - start:.1f} s")
 
 # %% [markdown]
-# About two seconds and 700 MB for a million nested calls, where the compiled
+# About two seconds and 800 MB for a million nested calls, where the compiled
 # code takes a hundredth of a second and a hundred megabytes (chapter 10);
 # and several seconds to report a runaway recursion, which the compiled code
 # reports at once.
