@@ -181,8 +181,8 @@ def expression(draw, t, env, depth):
                 return f"!{sub('Bool')}"
             if choice == "&&":
                 return f"({sub('Bool')} && {sub('Bool')})"
-            if choice == "eqs":
-                return f"({sub('String')} == {sub('String')})"
+            if choice == "eqs":      # the if fixes the operands' type: == on a type still unknown is on Int
+                return f"((if (true) {sub('String')} else \"\") == {sub('String')})"
             return f"({sub('Int')} {choice} {sub('Int')})"
         return draw(st.sampled_from(["true", "false"]))
     if t == "String":
