@@ -28,7 +28,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from lcompiler import addlang, llvm_backend
+from lcompiler import addlang, llvm_backend, pipeline
 from lcompiler.errors import CompileError, Source
 from lcompiler.syntax import collector_paused
 
@@ -190,14 +190,16 @@ def jit(objects: list[bytes]):
 
 
 def compile_source(source: Source, level: int = 2, executable: bool = False,
-                   parts: int | None = None) -> list[bytes]:
-    """Source to machine code, in object files (CompileError for a program the compiler rejects)."""
-    return machine_code(llvm_backend.to_llvm(source), level, executable, parts)
+                   parts: int | None = None, optimiser: bool = True) -> list[bytes]:
+    """Source to machine code, in object files (CompileError for a program the compiler rejects):
+    the pipeline's stages up to `llvm` (with chapter 9's optimiser, or without), then LLVM."""
+    module, _ = pipeline.compile_to("llvm", source, optimiser)
+    return machine_code(module, level, executable, parts)
 
 
-def run_here(source: Source) -> int:
+def run_here(source: Source, optimiser: bool = True) -> int:
     """Compile and run in this process; a runtime error exits the process with status 2."""
-    engine, main = jit(compile_source(source))
+    engine, main = jit(compile_source(source, optimiser=optimiser))
     sys.stdout.flush()
     sys.stderr.flush()
     return main()
@@ -256,10 +258,11 @@ def wait(pid: int, timeout: float | None) -> int:
         time.sleep(0.005)
 
 
-def run_source(source: Source, timeout: float | None = None, level: int = 2) -> Result:
+def run_source(source: Source, timeout: float | None = None, level: int = 2,
+               optimiser: bool = True) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
     try:
-        objects = compile_source(source, level)
+        objects = compile_source(source, level, optimiser=optimiser)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
     engine, main = jit(objects)
@@ -268,9 +271,10 @@ def run_source(source: Source, timeout: float | None = None, level: int = 2) -> 
 
 # --- Native executables ------------------------------------------------
 
-def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
+def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None,
+          optimiser: bool = True) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program)."""
-    objects = compile_source(source, level, executable=True, parts=parts)
+    objects = compile_source(source, level, executable=True, parts=parts, optimiser=optimiser)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]

@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Data: one word per value ------------------------------------------
@@ -628,20 +628,11 @@ from lcompiler import addlang
 from lcompiler.syntax import collector_paused
 
 
-def to_cps(source: Source) -> tuple[cps.Program, dict]:
-    """The closure-converted CPS of a monomorphised program, and its data declarations."""
-    program, _ = types.check_types(source)
-    datas = data_declarations(program)
-    p = cps_convert.convert(monomorphise(program))
-    closure.closure_convert(p)
-    return p, datas
-
-
-def to_llvm(source: Source) -> ir.Module:
-    """The LLVM module of a well-typed L program (CompileError if it is not one)."""
-    with collector_paused():
-        program, datas = to_cps(source)
-        return Backend(program, datas, source.name).compile()
+def to_llvm(source: Source, optimiser: bool = True) -> ir.Module:
+    """The LLVM module of a well-typed L program (CompileError if it is not one): the pipeline of
+    chapter 4a up to its stage `llvm` (below), with chapter 9's optimiser or without it."""
+    from lcompiler.pipeline import compile_to          # (the pipeline imports this module)
+    return compile_to("llvm", source, optimiser)[0]
 
 
 def verified(module) -> llvm.ModuleRef:

@@ -932,10 +932,11 @@ def recursion_limit(limit: int):
         sys.setrecursionlimit(old)
 
 
-def parse(source: Source) -> Program:
-    """The syntax tree of a whole L program, or a CompileError at its first mistake."""
+def parse(source: Source, tokens: list[Token] | None = None) -> Program:
+    """The syntax tree of a whole L program (from its tokens, if given), or a CompileError at its
+    first mistake."""
     with collector_paused():
-        parser = Parser(tokenize(source))
+        parser = Parser(tokenize(source) if tokens is None else tokens)
         try:
             with recursion_limit(NESTING_LIMIT):
                 return parser.program()

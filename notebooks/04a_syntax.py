@@ -1237,10 +1237,11 @@ def recursion_limit(limit: int):
         sys.setrecursionlimit(old)
 
 
-def parse(source: Source) -> Program:
-    """The syntax tree of a whole L program, or a CompileError at its first mistake."""
+def parse(source: Source, tokens: list[Token] | None = None) -> Program:
+    """The syntax tree of a whole L program (from its tokens, if given), or a CompileError at its
+    first mistake."""
     with collector_paused():
-        parser = Parser(tokenize(source))
+        parser = Parser(tokenize(source) if tokens is None else tokens)
         try:
             with recursion_limit(NESTING_LIMIT):
                 return parser.program()
@@ -1582,15 +1583,116 @@ type(get_lexer_by_name("l")).__name__
 # print(fact(10))   // 3628800
 # ```
 #
-# ## Showing tokens and trees from the shell
+# ## The pipeline, and the stages from the shell
 #
-# The command line gets a `show` sub-command, which prints one stage of the
-# compiler for a file. Stages are a registry, like the sub-commands: this
-# chapter registers `tokens` and `ast`, chapter 4b adds `core`, later chapters
-# add theirs. Reading a file that does not exist, or is not UTF-8, is a
-# `UsageError` (exit status 1), not a traceback.
+# The compiler is a chain of stages, each handing its output to the next:
+# the tokens of this chapter go to the parser, the syntax tree to chapter
+# 4b's desugaring, and so on down to machine code. The chain is one list,
+# `lcompiler.pipeline.STAGES`, and each chapter adds its own stage to it: a
+# name, a function from the previous stage's output to its own, and a way
+# to print that output. A stage may go anywhere in the list (chapter 9's
+# optimiser runs *before* chapter 8's closure conversion), and a stage
+# marked as an optimisation is skipped when the optimiser is off.
+#
+# - `compile_to(NAME, source)` runs the stages from the source up to NAME
+#   and returns that stage's output, with the `Unit` of the compilation
+#   (the source, the options, and the notes a stage leaves for a later one:
+#   chapter 5 leaves the types it inferred, for printing them);
+# - `show(NAME, source)` prints what NAME hands to the next stage. The
+#   command line's `lc show NAME FILE` is that function, and so, in the
+#   chapters, is every printed intermediate form.
+#
+# This chapter adds the first two stages, `tokens` and `ast`.
+
+# %%
+#| export pipeline
+"""The pipeline: the compiler's stages in order, each chapter adding its own.
+
+`compile_to(NAME, source)` runs the stages up to NAME; `show(NAME, source)` prints what the stage
+NAME hands to the next (the command `lc show NAME FILE`).
+"""
+from dataclasses import dataclass, field
+from typing import Callable
+
+from lcompiler.errors import Source
+
+
+@dataclass
+class Stage:
+    """One stage: run(value, unit) maps the previous stage's output to this one's; show prints it."""
+    name: str
+    run: Callable
+    show: Callable
+    optimisation: bool = False          # skipped when the optimiser is off (`lc … -O0`)
+
+
+@dataclass
+class Unit:
+    """One compilation: its source, its options, and what a stage notes for a later one."""
+    source: Source
+    optimise: bool = True
+    notes: dict = field(default_factory=dict)
+
+
+STAGES: list[Stage] = []
+
+
+def names() -> list[str]:
+    return [s.name for s in STAGES]
+
+
+def stage(name: str, show: Callable = str, before: str | None = None, optimisation: bool = False):
+    """Register the decorated run(value, unit) as the stage NAME: last, or just before another."""
+    def register(run: Callable) -> Callable:
+        new, known = Stage(name, run, show, optimisation), names()
+        if name in known:                            # a cell run again: the stage keeps its place
+            STAGES[known.index(name)] = new
+        else:
+            STAGES.insert(known.index(before) if before in known else len(STAGES), new)
+        return run
+    return register
+
+
+def compile_to(name: str | None, source: Source, optimise: bool = True):
+    """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
+    if name is not None and name not in names():
+        raise KeyError(name)
+    unit, value = Unit(source, optimise), source
+    for s in STAGES:
+        if optimise or not s.optimisation:
+            value = s.run(value, unit)
+        if s.name == name:
+            break
+    return value, unit
+
+
+def show(name: str, source: Source, optimise: bool = True) -> str:
+    """What the stage NAME hands to the next, as text."""
+    value, unit = compile_to(name, source, optimise)
+    return STAGES[names().index(name)].show(value, unit)
+
+
+# %%
+#| export pipeline
+from lcompiler import syntax
+
+
+@stage("tokens", show=lambda tokens, unit: syntax.show_tokens(tokens))
+def tokens_stage(source: Source, unit: Unit) -> list:
+    return syntax.tokenize(source)
+
+
+@stage("ast", show=lambda tree, unit: syntax.dump(tree))
+def ast_stage(tokens: list, unit: Unit):
+    return syntax.parse(unit.source, tokens)
+
 
 # %% [markdown]
+# The command line gets a `show` sub-command, which prints one stage for a
+# file: `lc show tokens small.l`. Reading a file that does not exist, or is
+# not UTF-8, is a `UsageError` (exit status 1), not a traceback. `-O0` asks
+# for the stages without the optimiser of chapter 9.
+#
 # The cells marked `#| export cli` belong to the module `lcompiler.cli`,
 # which chapter 1 started; to run them here, the notebook first imports the
 # names they use from that module:
@@ -1605,17 +1707,8 @@ from lcompiler.cli import UsageError, arg, command, main
 #| export cli
 from pathlib import Path
 
+from lcompiler import pipeline
 from lcompiler.errors import Source
-
-STAGES: dict[str, Callable[[Source], str]] = {}
-
-
-def stage(name: str) -> Callable:
-    """Register `lc show NAME FILE`: the decorated function maps a source to text."""
-    def register(show: Callable[[Source], str]) -> Callable:
-        STAGES[name] = show
-        return show
-    return register
 
 
 def read_source(path: str) -> Source:
@@ -1626,13 +1719,18 @@ def read_source(path: str) -> Source:
         raise UsageError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
 
 
-@command("show", "print one stage of the compiler for an L file",
-         arg("stage", help="one of: tokens, ast, core, … (the stages so far)"),
-         arg("file", help="an L source file"))
+OPTIMISE = arg("-O", dest="level", type=int, choices=(0, 1), default=1, metavar="LEVEL",
+               help="-O0: without the optimiser of chapter 9 (-O1, the default: with it)")
+
+
+@command("show", "print what one stage of the compiler hands to the next, for an L file",
+         arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
+                           "llvm-opt, asm"),
+         arg("file", help="an L source file"), OPTIMISE)
 def show_command(args) -> int:
-    if args.stage not in STAGES:
-        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(STAGES)}")
-    print(STAGES[args.stage](read_source(args.file)))
+    if args.stage not in pipeline.names():
+        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(pipeline.names())}")
+    print(pipeline.show(args.stage, read_source(args.file), optimise=args.level > 0))
     return 0
 
 
@@ -1652,21 +1750,6 @@ def lc(*argv: str) -> int:
     """Run lc with these arguments, its error output merged into standard output (for notebooks)."""
     with contextlib.redirect_stderr(sys.stdout):
         return main(list(argv))
-
-
-# %%
-#| export cli
-from lcompiler import syntax
-
-
-@stage("tokens")
-def show_tokens_stage(source: Source) -> str:
-    return syntax.show_tokens(syntax.tokenize(source))
-
-
-@stage("ast")
-def show_ast_stage(source: Source) -> str:
-    return syntax.dump(syntax.parse(source))
 
 
 # %%

@@ -812,19 +812,26 @@ plt.show()
 # each doubles the total. Both programs print the same.
 #
 # ## Showing the CPS from the command line
+#
+# The conversion is the pipeline's stage `cps`. In the whole compiler it
+# receives the core program *after* chapter 10's monomorphisation, which
+# makes one copy of each polymorphic function per type it is used at (its
+# stage comes before this one in the list, although its chapter comes
+# after): that is the program the later stages compile, so that is what
+# `lc show cps` prints.
 
 # %%
-from lcompiler.cli import arg, command, read_source, stage, lc
+from lcompiler.cli import lc
+from lcompiler.pipeline import Unit, stage
 
 # %%
-#| export cli
+#| export pipeline
 from lcompiler import cps, cps_convert
 
 
-@stage("cps")
-def show_cps_stage(source: Source) -> str:
-    program, _ = types.check_types(source)
-    return cps.show(cps_convert.convert(program)).rstrip("\n")
+@stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"))
+def cps_stage(core_program, unit: Unit) -> cps.Program:
+    return cps_convert.convert(core_program)
 
 # %%
 import contextlib

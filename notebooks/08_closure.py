@@ -316,21 +316,22 @@ print("output:", repr(run_all(SEEDS)), "— the assertion held, three times")
 
 # %% [markdown]
 # ## Showing closure-converted CPS from the command line
+#
+# Closure conversion is the pipeline's stage `closure`, after `cps` (and
+# after chapter 9's optimiser, which puts itself in between).
 
 # %%
-from lcompiler.cli import arg, command, read_source, stage, lc
+from lcompiler.cli import lc
+from lcompiler.pipeline import Unit, stage
 
 # %%
-#| export cli
+#| export pipeline
 from lcompiler import closure as closure_conversion
 
 
-@stage("closure")
-def show_closure_stage(source: Source) -> str:
-    program, _ = types.check_types(source)
-    p = cps_convert.convert(program)
-    closure_conversion.closure_convert(p)
-    return cps.show(p).rstrip("\n")
+@stage("closure", show=lambda program, unit: cps.show(program).rstrip("\n"))
+def closure_stage(program: cps.Program, unit: Unit) -> cps.Program:
+    return closure_conversion.closure_convert(program)
 
 # %%
 import contextlib

@@ -578,6 +578,27 @@ print("instances per polymorphic binding:", dict(sorted(copies.items())))
 # growth is measured again on large programs in chapter 12.
 
 # %% [markdown]
+# Monomorphisation is the pipeline's stage `mono`, between the types of
+# chapter 5 and the CPS of chapter 7. It also notes, for the back end, the
+# data declarations of the program (each type's constructors and their
+# fields), which the printers and the tag tests need.
+
+# %%
+from lcompiler.pipeline import Unit, stage
+
+# %%
+#| export pipeline
+from lcompiler.core import pretty_core
+from lcompiler.llvm_backend import data_declarations
+from lcompiler.mono import monomorphise
+
+
+@stage("mono", show=lambda program, unit: pretty_core(program).rstrip("\n"), before="cps")
+def mono_stage(program, unit: Unit):
+    unit.notes["datas"] = data_declarations(program)
+    return monomorphise(program)
+
+# %% [markdown]
 # ## The back end, from the top
 #
 # `Backend(program, datas, name)` translates one closure-converted CPS program
@@ -1389,9 +1410,10 @@ class Backend(Backend):
 # ## From source to module, verified and optimised
 #
 # The whole pipeline of the compiler, so far: parse, name, type (chapters
-# 4–5), monomorphise, convert to CPS (7), closure-convert (8), translate.
-# `to_llvm` returns the module as llvmlite builds it: a Python object that
-# prints as LLVM assembly. `optimise` hands the text to LLVM, runs the
+# 4–5), monomorphise, convert to CPS (7), optimise (9), closure-convert (8),
+# shrink again (9), translate. `to_llvm` runs those stages and returns the
+# module as llvmlite builds it: a Python object that prints as LLVM
+# assembly. `optimise` hands the text to LLVM, runs the
 # *verifier* (a module that breaks an SSA rule — a use not dominated by its
 # definition, a φ-node that disagrees with the predecessors of its block, a
 # type mismatch — is a bug of this compiler, and we want to hear about it
@@ -1417,20 +1439,11 @@ from lcompiler import addlang
 from lcompiler.syntax import collector_paused
 
 
-def to_cps(source: Source) -> tuple[cps.Program, dict]:
-    """The closure-converted CPS of a monomorphised program, and its data declarations."""
-    program, _ = types.check_types(source)
-    datas = data_declarations(program)
-    p = cps_convert.convert(monomorphise(program))
-    closure.closure_convert(p)
-    return p, datas
-
-
-def to_llvm(source: Source) -> ir.Module:
-    """The LLVM module of a well-typed L program (CompileError if it is not one)."""
-    with collector_paused():
-        program, datas = to_cps(source)
-        return Backend(program, datas, source.name).compile()
+def to_llvm(source: Source, optimiser: bool = True) -> ir.Module:
+    """The LLVM module of a well-typed L program (CompileError if it is not one): the pipeline of
+    chapter 4a up to its stage `llvm` (below), with chapter 9's optimiser or without it."""
+    from lcompiler.pipeline import compile_to          # (the pipeline imports this module)
+    return compile_to("llvm", source, optimiser)[0]
 
 
 def verified(module) -> llvm.ModuleRef:
@@ -2302,23 +2315,38 @@ def runtime_library(kind: str = "shared") -> Path:
 # %% [markdown]
 # ## Showing LLVM from the command line
 #
-# `lc show llvm FILE.l` prints the module as the back end makes it, then as
-# LLVM's O2 pipeline leaves it.
+# The back end is the pipeline's stage `llvm`; two more stages follow it,
+# both LLVM's work: `llvm-opt`, the module after the verifier and the O2
+# pipeline, and `asm`, the machine code it becomes, as assembly text. So
+# `lc show llvm FILE.l` prints the module as the back end makes it, `lc
+# show llvm-opt FILE.l` as LLVM's O2 pipeline leaves it, and `lc show asm
+# FILE.l` the instructions. (To run a program, chapter 11 does the last two
+# stages part by part, in parallel.)
 
 # %%
-from lcompiler.cli import arg, command, read_source, stage, lc
+from lcompiler.cli import lc
 
 # %%
-#| export cli
-from lcompiler import llvm_backend
+#| export pipeline
+from lcompiler import addlang
+from lcompiler.llvm_backend import Backend, optimise
+from lcompiler.syntax import collector_paused
 
 
-@stage("llvm")
-def show_llvm_stage(source: Source) -> str:
-    module = llvm_backend.to_llvm(source)
-    optimised = llvm_backend.optimise(module)
-    return (f"; ---- {source.name}: the module from the back end\n{module}\n"
-            f"; ---- {source.name}: after LLVM's O2 pipeline\n{optimised}").rstrip("\n")
+@stage("llvm", show=lambda module, unit: str(module).rstrip("\n"))
+def llvm_stage(program, unit: Unit):
+    with collector_paused():
+        return Backend(program, unit.notes["datas"], unit.source.name).compile()
+
+
+@stage("llvm-opt", show=lambda module, unit: str(module).rstrip("\n"))
+def llvm_opt_stage(module, unit: Unit):
+    return optimise(module)
+
+
+@stage("asm", show=lambda text, unit: text.rstrip("\n"))
+def asm_stage(module, unit: Unit) -> str:
+    return addlang.target_machine().emit_assembly(module)
 
 # %% [markdown]
 # ## A worked example: a loop, a recursion, a list

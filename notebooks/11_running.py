@@ -127,7 +127,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from lcompiler import addlang, llvm_backend
+from lcompiler import addlang, llvm_backend, pipeline
 from lcompiler.errors import CompileError, Source
 from lcompiler.syntax import collector_paused
 
@@ -340,14 +340,16 @@ def jit(objects: list[bytes]):
 
 
 def compile_source(source: Source, level: int = 2, executable: bool = False,
-                   parts: int | None = None) -> list[bytes]:
-    """Source to machine code, in object files (CompileError for a program the compiler rejects)."""
-    return machine_code(llvm_backend.to_llvm(source), level, executable, parts)
+                   parts: int | None = None, optimiser: bool = True) -> list[bytes]:
+    """Source to machine code, in object files (CompileError for a program the compiler rejects):
+    the pipeline's stages up to `llvm` (with chapter 9's optimiser, or without), then LLVM."""
+    module, _ = pipeline.compile_to("llvm", source, optimiser)
+    return machine_code(module, level, executable, parts)
 
 
-def run_here(source: Source) -> int:
+def run_here(source: Source, optimiser: bool = True) -> int:
     """Compile and run in this process; a runtime error exits the process with status 2."""
-    engine, main = jit(compile_source(source))
+    engine, main = jit(compile_source(source, optimiser=optimiser))
     sys.stdout.flush()
     sys.stderr.flush()
     return main()
@@ -421,10 +423,11 @@ def wait(pid: int, timeout: float | None) -> int:
         time.sleep(0.005)
 
 
-def run_source(source: Source, timeout: float | None = None, level: int = 2) -> Result:
+def run_source(source: Source, timeout: float | None = None, level: int = 2,
+               optimiser: bool = True) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
     try:
-        objects = compile_source(source, level)
+        objects = compile_source(source, level, optimiser=optimiser)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
     engine, main = jit(objects)
@@ -449,9 +452,10 @@ print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), ti
 
 # %%
 #| export
-def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
+def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None,
+          optimiser: bool = True) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program)."""
-    objects = compile_source(source, level, executable=True, parts=parts)
+    objects = compile_source(source, level, executable=True, parts=parts, optimiser=optimiser)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
@@ -701,7 +705,7 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # way the tests drive it).
 
 # %%
-from lcompiler.cli import arg, command, read_source, stage, lc
+from lcompiler.cli import OPTIMISE, arg, command, read_source, lc
 
 # %%
 #| export cli
@@ -710,21 +714,23 @@ from lcompiler import driver
 
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file"),
-         arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"))
+         arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
+         OPTIMISE)
 def run_native_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
         program, _ = types.check_types(source)
         interp.Interpreter().run(program)
         return 0
-    return driver.run_here(source)
+    return driver.run_here(source, optimiser=args.level > 0)
 
 
 @command("build", "compile an L program to a native executable",
          arg("file", help="an L source file"),
-         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"))
+         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"),
+         OPTIMISE)
 def build_command(args) -> int:
-    driver.build(read_source(args.file), args.output)
+    driver.build(read_source(args.file), args.output, optimiser=args.level > 0)
     return 0
 
 

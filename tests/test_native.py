@@ -211,12 +211,12 @@ def test_the_module_is_verified_and_uses_guaranteed_tail_calls():
         def h(k, n) = k(n)
         print(f(3), even(10), fib(10), g(2), h(g, 1))
         """
-    module = str(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text))))
+    module = str(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text)), optimiser=False))
     functions = {m.group(2): m.group(1) for m in re.finditer(r"define linkonce_odr (\w+) i64 @\"(\w+)_\d+\"", module)}
     assert functions == {"f": "fastcc", "even": "tailcc", "odd": "tailcc", "fib": "fastcc",
                          "g": "fastcc", "h": "tailcc", "g_entry": "tailcc"}
     assert "tail call tailcc i64" in module and 'br label %"recur"' in module
-    optimised = str(llvm_backend.optimise(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text)))))
+    optimised = str(llvm_backend.optimise(llvm_backend.to_llvm(Source("t.l", textwrap.dedent(text)), optimiser=False)))
     assert "define i32 @main()" in optimised
 
 
@@ -265,12 +265,16 @@ def test_lc_run_compiles_and_lc_build_writes_an_executable(tmp_path):
     assert (exe.stdout, exe.stderr, exe.returncode) == (done.stdout, done.stderr, done.returncode)
 
 
-def test_lc_show_llvm_shows_both_modules(tmp_path):
+def test_lc_show_llvm_shows_the_modules_before_and_after_llvms_optimiser(tmp_path):
     program = tmp_path / "p.l"
-    program.write_text("print(1 + 2)\n")
-    done = subprocess.run(LC + ["show", "llvm", str(program)], capture_output=True, text=True)
-    assert done.returncode == 0
-    assert "the module from the back end" in done.stdout and "after LLVM's O2 pipeline" in done.stdout
+    program.write_text("def f(x) = x + 2\nprint(f(1) + f(2))\n")
+    shown = {stage: subprocess.run(LC + ["show", "-O0", stage, str(program)], capture_output=True, text=True)
+             for stage in ("llvm", "llvm-opt", "asm")}
+    assert all(done.returncode == 0 and done.stderr == "" for done in shown.values())
+    assert 'call fastcc i64 @"f' in shown["llvm"].stdout              # as the back end made it
+    assert "call" not in shown["llvm-opt"].stdout.split("@lc_program")[1].split("\n}")[0].replace(
+        "call void @lc_print", "")                                    # after O2, inlined and folded
+    assert "lc_program:" in shown["asm"].stdout
 
 
 def test_the_repl_prints_values_with_their_types():
