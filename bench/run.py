@@ -5,7 +5,7 @@
     python bench/run.py --only fib --only tak --repeat 3
     python bench/run.py --python keep    # re-measure the compiled languages, keep CPython's times
 
-Every benchmark is a directory-less family of files programs/NAME.{l,c,ml,ss,py}.
+Every benchmark is five files, programs/NAME.{l,c,ml,ss,py}.
 The first line of each sets its size (`def n = 32`, `#define N 32`, `let n =
 32`, `(import (chezscheme)) (define n 32)`, `N = 32`); this script rewrites
 that line, so that all versions do the same work, and their outputs must be
@@ -20,12 +20,16 @@ the load of a shared machine falls on both sides of each ratio. L/peer is the
 median of the L runs paired with that peer over the median of the peer's
 runs; L/best is L over the faster of C and OCaml. CPython runs once, with a
 time limit (--python-timeout); a run that reaches it gives a lower bound.
+The benchmarks of SCALING (`live`) are also timed at other sizes, to show how
+their time per unit of size grows.
 
 A peer that is not installed is skipped with a note. Every run is recorded
 in bench/results.json (--json), merged into what the file already holds, so
 that --only re-measures some benchmarks and keeps the others. With
 `--python keep`, CPython is not run again for a benchmark whose stored
-CPython result was measured on the same program text at the same size.
+CPython result was measured on the same program text at the same size (its
+ratio to L then compares times taken at different moments: on a shared
+machine, re-run CPython for the final table).
 """
 import argparse
 import datetime
@@ -69,7 +73,7 @@ SIZES = {
     "live": (250_000, 1000),
 }
 # Benchmarks also measured at smaller sizes, to see how their time grows.
-SCALING = {"live": (62_500, 125_000)}
+SCALING = {"live": (62_500, 125_000, 500_000)}
 
 # The targets of issue 17.
 TARGET_MEAN, TARGET_EACH, TARGET_PYTHON = 1.05, 1.3, 30
@@ -438,6 +442,8 @@ def main():
                 print(f"{label}: {'ok' if ok else 'FAILED'} {ran}", flush=True)
                 for problem in problems:
                     print("  " + problem.replace("\n", "\n  "))
+                if record:
+                    record["command"] = " ".join(["python", "bench/run.py", *sys.argv[1:]])
                 if ok and kind:
                     results["scaling"].setdefault(bench, {})[str(size)] = record
                 elif ok:
