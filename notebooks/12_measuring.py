@@ -172,8 +172,8 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"{lang:7} an empty program: {best_of(command) * 1000:5.1f} ms")
 
 # %% [markdown]
-# Chez Scheme and CPython pay tens of milliseconds before the first line of
-# the program runs; the three executables, almost nothing. Against Chez, so,
+# Chez Scheme and CPython pay tens of milliseconds (more on a busy machine)
+# before the first line of the program runs; the three executables, almost nothing. Against Chez, so,
 # L starts each benchmark with a small head start, which the sizes (most
 # runs take from a few tenths of a second to a few seconds) keep small.
 
@@ -463,7 +463,8 @@ print(f"geometric mean of L/OCaml: {geometric_mean(table[n]['L/OCaml'] for n in 
 # %% [markdown]
 # L trails OCaml by about a factor of two where the program does nothing
 # but allocate closures that die at once (`cpstak`, `cpstree`), a little
-# on `fold` and `primes`, and is level or ahead on the others. Where data
+# (within the noise, in some runs) on `fold`, `primes` and `binarytrees`,
+# and is ahead on `nqueens` and `msort`. Where data
 # survive, as `msort`'s lists of 10,000 numbers survive many of OCaml's
 # minor collections, OCaml pays for copying them into its major heap, and L,
 # which never moves a block, is ahead. Allocating itself is not where the
@@ -486,8 +487,8 @@ with tempfile.TemporaryDirectory() as tmp:
 # `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
 # runtime's state, whose first word is the limit). Nor is the collector's
 # work the difference: the runtime's statistics (printed when
-# `LC_GC_STATS` is set) show that a few dozen collections take a few
-# milliseconds, against runs of tenths of seconds, each of them finding
+# `LC_GC_STATS` is set) show that a few dozen collections take from a few
+# milliseconds to a few tens of them, against runs of tenths of seconds, each of them finding
 # almost nothing alive:
 
 # %% tags=["nbval-ignore-output"]
@@ -618,12 +619,13 @@ for name, r in table.items():
 # above: integer recursion against GCC's inlining of a function into itself
 # (`fib`, `ack`), continuation closures against OCaml's minor heap
 # (`cpstak`, `cpstree`), and the two programs that divide by a top-level
-# constant (`deriv`, `live`). The third mostly where no compiler meets it
+# constant (`deriv`, `live`), and, just above the mark, `primes`. The
+# third mostly where no compiler meets it
 # either: on programs that do little but allocate and walk small blocks
 # (`binarytrees`, `live`, `msort`), CPython's reference counting frees each
 # dead tuple at once and hands its memory back, still in the cache, to the
-# next one, and on `tak` and `nqueens` C itself is less than thirty times
-# faster than CPython.
+# next one, and on `tak`, `nqueens` and `states` C itself is about thirty
+# times faster than CPython, or less.
 #
 # The work issue 17 asks for next is aimed at the first two: a
 # generational collector whose nursery stays in the cache, calls that find
