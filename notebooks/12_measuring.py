@@ -361,7 +361,7 @@ for name in ("fib", "ack", "tak"):
     print(f"{name:4} L/C {r['L/C']:.2f}   L/OCaml {r['L/OCaml']:.2f}   L/Chez {r['L/Chez']:.2f}")
 
 # %% [markdown]
-# Here is what LLVM makes of `fib`, from `lc show llvm`:
+# Here is what LLVM makes of `fib`, from `lc show llvm-opt`:
 
 # %%
 lc_path = str(Path(sys.executable).parent / "lc")
@@ -369,8 +369,8 @@ lc_path = str(Path(sys.executable).parent / "lc")
 
 def optimised_function(program, prefix):
     """The LLVM function whose definition starts with prefix, after LLVM's O2 pipeline."""
-    shown = subprocess.run([lc_path, "show", "llvm", program], capture_output=True, text=True, check=True).stdout
-    optimised = shown[shown.index("after LLVM's O2 pipeline"):]
+    optimised = subprocess.run([lc_path, "show", "llvm-opt", program], capture_output=True, text=True,
+                               check=True).stdout
     start = optimised.index(prefix)
     return optimised[start:optimised.index("\n}\n", start) + 3]
 
