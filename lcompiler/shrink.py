@@ -857,11 +857,51 @@ class Optimiser(Optimiser):
         return True
 
 
+# --- What runs before anything can call --------------------------------
+
+class Optimiser(Optimiser):
+    def early_writes(self) -> int:
+        """Writes of constants into static cells, made before anything can call a function,
+        become the cells' initial values."""
+        count = 0
+        for d in list(self.program.definitions):
+            if d.body is None:
+                continue
+            nodes = list(walk(d.body))
+            if any(type(n) is Apply for n in nodes):       # from here on, functions may run
+                break
+            for n in nodes:
+                if type(n) is LetPrim and type(n.prim) is SetField and self.early_write(n):
+                    count += 1
+        return count
+
+    def early_write(self, t: LetPrim) -> bool:
+        p = t.prim
+        cell, (ok, value) = p.target.var, constant(p.value.var)
+        record = known(cell)
+        if not ok or not is_global(cell) or type(record) is not TupleValue:
+            return False
+        for o in occurrences(cell):                 # no other write; no read but in functions
+            if o is not p.target and (type(o.enclosing) is SetField or type(home(o.enclosing)) is not Lambda):
+                return False
+        initial = self.program.define(const(value), "private", name=p.value.var.hint)
+        initial.type = p.value.var.type
+        self.program.definitions.insert(0, self.program.definitions.pop())   # statics refer backwards
+        field = record.fields[p.index]
+        record.fields[p.index] = occur(initial)
+        record.fields[p.index].enclosing = record
+        _forget(field)
+        self.swap(t, const(()))                       # the write goes; its unit result stays
+        self.known_more(cell)
+        return True
+
+
 # --- The optimiser -----------------------------------------------------
 
 class Optimiser(Optimiser):
     def run(self, rounds: int = 4) -> Counter:
         with collector_paused():
+            self.stats["early_write"] += self.early_writes()
             super().run()
             for _ in range(rounds):
                 funcs, calls = self.survey()
