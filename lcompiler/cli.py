@@ -227,7 +227,7 @@ def show_cps_stage(source: Source) -> str:
 
 # --- Showing closure-converted CPS from the command line ---------------
 
-from lcompiler import closure as closure_conversion
+from lcompiler import closure as closure_conversion, cps_convert
 
 
 @stage("closure")
@@ -263,7 +263,7 @@ def show_llvm_stage(source: Source) -> str:
 
 # --- The commands ------------------------------------------------------
 
-from lcompiler import driver
+from lcompiler import driver, interp
 
 
 @command("run", "compile an L program to native code and run it",

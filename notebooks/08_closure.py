@@ -322,7 +322,7 @@ from lcompiler.cli import arg, command, read_source, stage, lc
 
 # %%
 #| export cli
-from lcompiler import closure as closure_conversion
+from lcompiler import closure as closure_conversion, cps_convert
 
 
 @stage("closure")

@@ -705,7 +705,7 @@ from lcompiler.cli import arg, command, read_source, stage, lc
 
 # %%
 #| export cli
-from lcompiler import driver
+from lcompiler import driver, interp
 
 
 @command("run", "compile an L program to native code and run it",
