@@ -504,7 +504,7 @@ class Picture:
                 y = top + depth * LEVEL
                 height = max(height, y + BOX_H)
                 if box.name:
-                    named[box.name] = (cx, y)
+                    named[box.name] = (cx + _width(box) / 2, y)   # arrows meet a box's right side
                 fill, stroke = STYLES[box.style]
                 w = _width(box)
                 shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
@@ -523,13 +523,15 @@ class Picture:
                                       f'fill="#7c3aed">{escape(box.edge)}</text>')
                 stack += [(c, (cx, y)) for c in reversed(box.children)]
             x0 = right + 4 * GAP
+        widest = 0
         for source, target in self.arrows:
             (x1, y1), (x2, y2) = named[source], named[target]
-            bend = max(x1, x2) + 60 + abs(y1 - y2) / 4
-            shapes.append(f'<path d="M{x1 + 4:.1f},{y1 + BOX_H / 2} C{bend:.1f},{y1 + BOX_H / 2} '
-                          f'{bend:.1f},{y2 + BOX_H / 2} {x2 + 4:.1f},{y2 + BOX_H / 2}" stroke="#dc2626" '
+            bend = max(x1, x2) + 30 + abs(y1 - y2) / 5
+            shapes.append(f'<path d="M{x1:.1f},{y1 + BOX_H / 2} C{bend:.1f},{y1 + BOX_H / 2} '
+                          f'{bend:.1f},{y2 + BOX_H / 2} {x2 + 1:.1f},{y2 + BOX_H / 2}" stroke="#dc2626" '
                           f'stroke-dasharray="5,3" fill="none" marker-end="url(#arrow)"/>')
-        width, height = x0 - 4 * GAP + 10, height + 10
+            widest = max(widest, bend)
+        width, height = max(x0 - 4 * GAP, widest) + 10, height + 10
         return "\n".join(
             [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
              f'viewBox="0 0 {width:.0f} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
