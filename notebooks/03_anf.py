@@ -184,9 +184,15 @@ class A2(A1):
 
 
 # %% [markdown]
-# The dataclasses are not frozen (freezing makes each construction several
-# times slower, and one measurement below builds millions of terms), but no
-# code in this book changes a term after building it.
+# <div class="admonition note">
+# <p class="admonition-title">Design note: terms that could change, and never do</p>
+#
+# The dataclasses are not frozen: freezing makes each construction several
+# times slower, and one measurement below builds millions of terms. No code in
+# this book changes a term after building it, and the tests would notice if
+# one did, since every compiler is checked against the evaluators.
+#
+# </div>
 #
 # ### A printer
 #
@@ -420,10 +426,18 @@ def check_scopes(t, variables=frozenset()) -> None:
 # "lowered term" is); `lower` itself never changes. C0's helpers rebuild the
 # same tree, so C0 is the identity.
 #
-# The gist writes each compiler as an OCaml module. Ours are classes: the
-# helpers are methods, a compilation is an instance, and the instance holds
-# the counter for fresh names, so numbering restarts at `%1` for every
-# program. (The gist's counter is global and never restarts.)
+# <div class="admonition note">
+# <p class="admonition-title">Design note: OCaml modules as Python classes</p>
+#
+# The gist writes each compiler as an OCaml module that includes the one
+# before and overrides some helpers. Ours are classes, for the same reuse: the
+# helpers are methods, each compiler a subclass that overrides what changes, a
+# compilation an instance. The instance holds the counter for fresh names, so
+# numbering restarts at `%1` for every program, where the gist's counter is
+# global and never restarts; a program's output then depends on nothing but
+# the program, which the tests need.
+#
+# </div>
 
 # %%
 #| export
