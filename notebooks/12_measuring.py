@@ -91,7 +91,10 @@ ax.set_xticks(list(xs), names)
 ax.set_ylabel("time / time of C")
 ax.legend()
 plt.tight_layout()
-plt.show()
+display(fig, metadata={"alt": "Bars of time relative to C, on a logarithmic scale, for each benchmark: "
+                              + "; ".join(f"{n}, L {results[n]['L'] / results[n]['C']:.2f} and CPython "
+                                          f"{results[n]['Python'] / results[n]['C']:.0f}" for n in names) + "."})
+plt.close(fig)
 
 # %% [markdown]
 # Both targets of the project on speed relative to C are met: on the four
