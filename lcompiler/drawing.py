@@ -60,6 +60,35 @@ def _subtree_width(box: Box) -> float:
     inner = sum(_subtree_width(c) for c in box.children) + GAP * max(0, len(box.children) - 1)
     return max(_width(box), inner)
 
+def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
+    """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
+    arrow pointing "down" to the child, "up" to the parent, or "none"), the edge's label
+    beside it. Records in named where the boxes with a name are; returns the lowest y."""
+    bottom = 0
+    stack = [(r, None) for r in roots]
+    while stack:
+        box, parent = stack.pop()
+        cx, depth = places[id(box)]
+        y = top + depth * LEVEL
+        bottom = max(bottom, y + BOX_H)
+        if box.name:
+            named[box.name] = (cx + _width(box) / 2, y)     # arrows meet a box's right side
+        fill, stroke = STYLES[box.style]
+        w = _width(box)
+        shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
+                      f'fill="{fill}" stroke="{stroke}"/>')
+        shapes.append(f'<text x="{cx:.1f}" y="{y + 15}" text-anchor="middle">{escape(box.label)}</text>')
+        if parent is not None:
+            px, py = parent
+            line = f'M{cx:.1f},{y} L{px:.1f},{py + BOX_H}' if edges == "up" else f'M{px:.1f},{py + BOX_H} L{cx:.1f},{y}'
+            marker = '' if edges == "none" else ' marker-end="url(#arrow)"'
+            shapes.insert(0, f'<path d="{line}" stroke="#475569" fill="none"{marker}/>')   # under the boxes
+            if box.edge:
+                shapes.append(f'<text x="{(px + cx) / 2 + 6:.1f}" y="{(py + BOX_H + y) / 2 + 4:.1f}" '
+                              f'fill="#7c3aed">{escape(box.edge)}</text>')
+        stack += [(c, (cx, y)) for c in reversed(box.children)]
+    return bottom
+
 @dataclass
 class Picture:
     """Panels of trees side by side, each with a caption; edges from parent to child
@@ -82,31 +111,7 @@ class Picture:
             if caption:
                 shapes.append(f'<text x="{(x0 + right) / 2:.1f}" y="18" text-anchor="middle" '
                               f'font-weight="bold">{escape(caption)}</text>')
-            stack = [(r, None) for r in roots]
-            while stack:
-                box, parent = stack.pop()
-                cx, depth = places[id(box)]
-                y = top + depth * LEVEL
-                height = max(height, y + BOX_H)
-                if box.name:
-                    named[box.name] = (cx + _width(box) / 2, y)   # arrows meet a box's right side
-                fill, stroke = STYLES[box.style]
-                w = _width(box)
-                shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
-                              f'fill="{fill}" stroke="{stroke}"/>')
-                shapes.append(f'<text x="{cx:.1f}" y="{y + 15}" text-anchor="middle">{escape(box.label)}</text>')
-                if parent is not None:
-                    px, py = parent
-                    if self.edges == "up":
-                        line = f'M{cx:.1f},{y} L{px:.1f},{py + BOX_H}'
-                    else:
-                        line = f'M{px:.1f},{py + BOX_H} L{cx:.1f},{y}'
-                    marker = '' if self.edges == "none" else ' marker-end="url(#arrow)"'
-                    shapes.insert(0, f'<path d="{line}" stroke="#475569" fill="none"{marker}/>')
-                    if box.edge:
-                        shapes.append(f'<text x="{(px + cx) / 2 + 6:.1f}" y="{(py + BOX_H + y) / 2 + 4:.1f}" '
-                                      f'fill="#7c3aed">{escape(box.edge)}</text>')
-                stack += [(c, (cx, y)) for c in reversed(box.children)]
+            height = max(height, _draw(roots, places, top, self.edges, shapes, named))
             x0 = right + 4 * GAP
         widest = 0
         for source, target in self.arrows:

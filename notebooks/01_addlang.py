@@ -467,11 +467,47 @@ def _subtree_width(box: Box) -> float:
 
 
 # %% [markdown]
-# A `Picture` holds panels of trees side by side, each with a caption, and
-# becomes SVG text. Jupyter shows it as an image: `_repr_mimebundle_` gives
-# the SVG, and a description in words, `alt`, as its plain-text form and as
-# metadata, where the book's site finds it (for readers who do not see the
-# picture).
+# `_draw` turns laid-out trees into SVG shapes: a rectangle and a label per
+# box, a line per edge, under the boxes.
+
+# %%
+#| export drawing
+def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
+    """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
+    arrow pointing "down" to the child, "up" to the parent, or "none"), the edge's label
+    beside it. Records in named where the boxes with a name are; returns the lowest y."""
+    bottom = 0
+    stack = [(r, None) for r in roots]
+    while stack:
+        box, parent = stack.pop()
+        cx, depth = places[id(box)]
+        y = top + depth * LEVEL
+        bottom = max(bottom, y + BOX_H)
+        if box.name:
+            named[box.name] = (cx + _width(box) / 2, y)     # arrows meet a box's right side
+        fill, stroke = STYLES[box.style]
+        w = _width(box)
+        shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
+                      f'fill="{fill}" stroke="{stroke}"/>')
+        shapes.append(f'<text x="{cx:.1f}" y="{y + 15}" text-anchor="middle">{escape(box.label)}</text>')
+        if parent is not None:
+            px, py = parent
+            line = f'M{cx:.1f},{y} L{px:.1f},{py + BOX_H}' if edges == "up" else f'M{px:.1f},{py + BOX_H} L{cx:.1f},{y}'
+            marker = '' if edges == "none" else ' marker-end="url(#arrow)"'
+            shapes.insert(0, f'<path d="{line}" stroke="#475569" fill="none"{marker}/>')   # under the boxes
+            if box.edge:
+                shapes.append(f'<text x="{(px + cx) / 2 + 6:.1f}" y="{(py + BOX_H + y) / 2 + 4:.1f}" '
+                              f'fill="#7c3aed">{escape(box.edge)}</text>')
+        stack += [(c, (cx, y)) for c in reversed(box.children)]
+    return bottom
+
+
+# %% [markdown]
+# A `Picture` holds panels of trees side by side, each with a caption, adds
+# dashed arrows between named boxes, and becomes SVG text. Jupyter shows it
+# as an image: `_repr_mimebundle_` gives the SVG, and a description in words,
+# `alt`, as its plain-text form and as metadata, where the book's site finds
+# it (for readers who do not see the picture).
 
 # %%
 #| export drawing
@@ -497,31 +533,7 @@ class Picture:
             if caption:
                 shapes.append(f'<text x="{(x0 + right) / 2:.1f}" y="18" text-anchor="middle" '
                               f'font-weight="bold">{escape(caption)}</text>')
-            stack = [(r, None) for r in roots]
-            while stack:
-                box, parent = stack.pop()
-                cx, depth = places[id(box)]
-                y = top + depth * LEVEL
-                height = max(height, y + BOX_H)
-                if box.name:
-                    named[box.name] = (cx + _width(box) / 2, y)   # arrows meet a box's right side
-                fill, stroke = STYLES[box.style]
-                w = _width(box)
-                shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
-                              f'fill="{fill}" stroke="{stroke}"/>')
-                shapes.append(f'<text x="{cx:.1f}" y="{y + 15}" text-anchor="middle">{escape(box.label)}</text>')
-                if parent is not None:
-                    px, py = parent
-                    if self.edges == "up":
-                        line = f'M{cx:.1f},{y} L{px:.1f},{py + BOX_H}'
-                    else:
-                        line = f'M{px:.1f},{py + BOX_H} L{cx:.1f},{y}'
-                    marker = '' if self.edges == "none" else ' marker-end="url(#arrow)"'
-                    shapes.insert(0, f'<path d="{line}" stroke="#475569" fill="none"{marker}/>')
-                    if box.edge:
-                        shapes.append(f'<text x="{(px + cx) / 2 + 6:.1f}" y="{(py + BOX_H + y) / 2 + 4:.1f}" '
-                                      f'fill="#7c3aed">{escape(box.edge)}</text>')
-                stack += [(c, (cx, y)) for c in reversed(box.children)]
+            height = max(height, _draw(roots, places, top, self.edges, shapes, named))
             x0 = right + 4 * GAP
         widest = 0
         for source, target in self.arrows:
@@ -1006,6 +1018,13 @@ class Source:
         return self.text[start:] if end < 0 else self.text[start:end]
 
 
+# %% [markdown]
+# A `Source` numbers its lines once, when it is made, so that finding the
+# line and column of an offset is a binary search. A `Span` is a stretch of
+# a source, and prints as the place it starts, `FILE:LINE:COL`:
+
+# %%
+#| export errors
 @dataclass(frozen=True)
 class Span:
     """The characters [start, end) of a source."""
@@ -1022,6 +1041,12 @@ class Span:
         return Span(self.source, self.start, other.end)
 
 
+# %% [markdown]
+# A `Diagnostic` is an exception with a span. It knows how to show itself in
+# the format above, and which exit status `lc` should stop with:
+
+# %%
+#| export errors
 class Diagnostic(Exception):
     """A mistake in a program, with where it is; render() shows it to a person."""
 
@@ -1073,10 +1098,10 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>[0-9]+)|(?P<var>[a-z_][A-Za-z0-9_]*)|(?P<op>
 MAX_I64 = 2**63 - 1
 
 
-def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
-    """An expression from text, and the span of each variable's first use."""
+def scan(text: str, name: str = "<expression>") -> list[tuple[str, str, Span]]:
+    """The tokens of an expression: (kind, text, span), ending with ("end", "", span)."""
     source = Source(name, text)
-    tokens = []                         # (kind, text, span), ending with ("end", "", span)
+    tokens = []
     pos = 0
     while (m := _TOKEN.match(text, pos)) and m.lastgroup:
         kind = m.lastgroup
@@ -1086,6 +1111,22 @@ def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
         tokens.append((kind, m.group(kind), span))
         pos = m.end()
     tokens.append(("end", "", Span(source, len(text.rstrip()), len(text.rstrip()) + 1)))
+    return tokens
+
+
+# %%
+scan("3 + (2 + 4)")
+
+# %% [markdown]
+# The parser reads the tokens with one function per rule of the grammar,
+# `exp` and `atom`, sharing the position `i`; `expect` reports what was
+# expected and what was found instead.
+
+# %%
+#| export
+def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
+    """An expression from text, and the span of each variable's first use."""
+    tokens = scan(text, name)
     spans, i = {}, 0
 
     def expect(what: str):

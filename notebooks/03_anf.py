@@ -133,6 +133,14 @@ class S:
         orelse: object
 
 
+# %% [markdown]
+# Each constructor of `S` is a node of the source tree; the fields hold
+# sub-trees, except the names (`str`) and the literal (`int`). The target
+# language `A1` comes next: its expressions are flat, and the fields of
+# `Bop` and `If0` are names, not sub-terms.
+
+# %%
+#| export
 class A1:
     """A-normal form. Expressions e ::= Var x | Int n | Bop (x, x);
     terms t ::= Return e | Let (x, e, t) | If0 (x, t, t)."""
@@ -167,6 +175,12 @@ class A1:
         orelse: object
 
 
+# %% [markdown]
+# `A2` inherits `A1`'s constructors and adds the two of join points, so
+# that `A2.Let` is `A1.Let` and every A1 term is an A2 term.
+
+# %%
+#| export
 class A2(A1):
     """A1 with join points: t ::= … | LetJoin (j, x, t_j, t) | Join (j, e)."""
 
@@ -371,6 +385,12 @@ def size(node) -> int:
     return count
 
 
+# %% [markdown]
+# `size` visits only the fields that hold sub-terms; a table per class,
+# built on first use, says which those are. The checker comes next.
+
+# %%
+#| export
 class ScopeError(Exception):
     """A lowered term that uses a name out of scope, or binds one twice."""
 
@@ -482,6 +502,13 @@ class Compiler:
         return [self.lower_(s) for s in subterms]
 
 
+# %% [markdown]
+# `lower` is the one recursive function; `lower_all` lowers the sub-terms
+# of a node in one of two orders, which matters for the names (below). C0's
+# helpers rebuild the tree they are given:
+
+# %%
+#| export
 class C0(Compiler):
     """The identity: each helper rebuilds its constructor."""
 
@@ -883,6 +910,13 @@ def is_copyable(k) -> bool:
     return not isinstance(k, Cont.Let)
 
 
+# %% [markdown]
+# `is_copyable` is the question C4 could not ask. C5 asks it in `if0`, and
+# otherwise builds the same terms as C3, with `Cont.Let` values where C3
+# built lambdas:
+
+# %%
+#| export
 class C5(Compiler):
     """Defunctionalised continuations: a join point only where one is needed."""
 
