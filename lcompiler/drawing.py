@@ -39,26 +39,31 @@ def _width(box: Box) -> float:
 
 
 def _layout(box: Box, left: float, depth: int, places: dict) -> float:
-    """Place box and its subtree from x = left at the given depth; return the subtree's width.
-    places[id(box)] = (x of the box's centre, depth)."""
-    widths = [_subtree_width(c) for c in box.children]
-    inner = sum(widths) + GAP * max(0, len(widths) - 1)
-    total = max(_width(box), inner)
-    x = left + (total - inner) / 2
-    for child, w in zip(box.children, widths):
-        _layout(child, x, depth + 1, places)
-        x += w + GAP
-    if box.children:
-        first, last = places[id(box.children[0])][0], places[id(box.children[-1])][0]
-        places[id(box)] = ((first + last) / 2, depth)
-    else:
-        places[id(box)] = (left + total / 2, depth)
-    return total
+    """Place box and its subtree in a band of the picture that starts at x = left; return the
+    band's width. places[id(box)] = (x of the box's centre, depth)."""
+    w = _width(box)
+    if not box.children:
+        places[id(box)] = (left + w / 2, depth)
+        return w
+    x = 0.0                                        # the children's bands side by side, from 0
+    for child in box.children:
+        x += _layout(child, x, depth + 1, places) + GAP
+    inner = x - GAP
+    centre = (places[id(box.children[0])][0] + places[id(box.children[-1])][0]) / 2
+    shift = max(0.0, w / 2 - centre)               # room on the left for a parent wider than them
+    _move(box.children, left + shift, places)
+    places[id(box)] = (left + shift + centre, depth)
+    return max(inner + shift, shift + centre + w / 2)
 
 
-def _subtree_width(box: Box) -> float:
-    inner = sum(_subtree_width(c) for c in box.children) + GAP * max(0, len(box.children) - 1)
-    return max(_width(box), inner)
+def _move(boxes: list, dx: float, places: dict) -> None:
+    """Move the boxes and everything below them dx to the right."""
+    stack = list(boxes)
+    while stack:
+        box = stack.pop()
+        x, depth = places[id(box)]
+        places[id(box)] = (x + dx, depth)
+        stack += box.children
 
 def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
     """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
