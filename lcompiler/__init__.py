@@ -5,6 +5,7 @@
 Each module and the notebook it comes from:
 
 - `lcompiler.addlang`: notebooks/01_addlang.ipynb
+- `lcompiler.drawing`: notebooks/01_addlang.ipynb
 - `lcompiler.errors`: notebooks/01_addlang.ipynb, notebooks/04b_meaning.ipynb
 - `lcompiler.cli`: notebooks/01_addlang.ipynb, notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb, notebooks/05_types.ipynb, notebooks/11_running.ipynb
 - `lcompiler.union_find`: notebooks/02_union_find.ipynb

@@ -185,7 +185,7 @@ def run_typed_command(args) -> int:
 
 # --- The commands ------------------------------------------------------
 
-from lcompiler import driver
+from lcompiler import driver, interp
 
 
 @command("run", "compile an L program to native code and run it",

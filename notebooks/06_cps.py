@@ -2340,7 +2340,11 @@ values = run(map_program)
 
 # %%
 from IPython.display import SVG
-SVG(diagram(map_program.definitions[0]))
+display(SVG(diagram(map_program.definitions[0])), metadata={"alt": (
+    "Diagram of map_1: a blue box for the function holds yellow boxes for the continuations "
+    "empty_6 and nonempty_8, and inside nonempty_8 the nested after_f_11 and after_map_13; green "
+    "arrows go from the case to empty_6 and nonempty_8, and from the two calls to after_f_11 and "
+    "after_map_13. No arrow leaves the function box.")})
 
 # %% [markdown]
 # ### The seed's loop
@@ -2352,7 +2356,10 @@ SVG(diagram(map_program.definitions[0]))
 # %%
 print(show(loop2), end="")
 assert show(loop) == show(loop2)
-SVG(diagram(loop))
+display(SVG(diagram(loop)), metadata={"alt": (
+    "Diagram of the seed's loop: a yellow box for the continuation k_2, with a red arrow from its "
+    "last line, the jump k_2(y_4), back to its own header, and a green arrow to it from the jump "
+    "k_2(two_1) below the box.")})
 
 # %% [markdown]
 # It never stops, so we do not run it; a loop that counts to three and then
@@ -2466,10 +2473,15 @@ print(show(f_program), end="")
 # and after:
 
 # %%
-SVG(diagram(parse(STEP1)))
+display(SVG(diagram(parse(STEP1))), metadata={"alt": (
+    "Diagram of f_1 before the rewriting: the continuations after_if_4, then_7 and else_9 inside "
+    "the function box; the case jumps to else_9 and then_7, and else_9 jumps to the join point "
+    "after_if_4.")})
 
 # %%
-SVG(diagram(f_program))
+display(SVG(diagram(f_program)), metadata={"alt": (
+    "Diagram of f_1 after the rewriting: only the continuations then_4 and else_6 are left, each "
+    "reached from the case; the join point after_if_4 is gone.")})
 
 # %% [markdown]
 # Both versions behave the same: each is run on `false` (the pair) and on

@@ -805,7 +805,10 @@ ax.set_xlabel("conditionals in a row")
 ax.set_ylabel("CPS nodes")
 ax.legend()
 fig.tight_layout()
-plt.show()
+display(fig, metadata={"alt": "CPS nodes against the number of conditionals in a row, on a logarithmic "
+                              "scale; with join points: " + ", ".join(str(a) for _, a, _ in sizes)
+                              + "; copying the context: " + ", ".join(str(b) for _, _, b in sizes) + "."})
+plt.close(fig)
 
 # %% [markdown]
 # With join points, each conditional adds the same number of nodes; copying,

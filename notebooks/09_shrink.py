@@ -155,13 +155,15 @@ from IPython.display import HTML
 before, _ = pipeline.compile_to("cps", SEEDS)
 
 
-def side_by_side(*svgs: str) -> HTML:
-    """Pictures next to each other (chapter 6's diagrams)."""
+def side_by_side(*pictures: tuple[str, str]) -> HTML:
+    """Pictures (chapter 6's diagrams), each with its description, next to each other."""
     return HTML('<div style="display:flex;gap:2em;align-items:flex-start;overflow-x:auto">'
-                + "".join(svgs) + "</div>")
+                + "".join(f'<div role="img" aria-label="{alt}">{svg}</div>' for svg, alt in pictures)
+                + "</div>")
 
 
-side_by_side(cps.diagram(before), cps.diagram(program))
+side_by_side((cps.diagram(before), "the seeds' program before the optimiser: six functions, four calls"),
+             (cps.diagram(program), "after: one binding of the unit value and a halt"))
 
 # %% [markdown]
 # ## The rules
@@ -638,7 +640,8 @@ def demo(text: str, rule: str) -> HTML:
         print(f"{left:{width}}  │ {right}")
     print(f"\nsame output before and after: {same}" + (f" ({output(program).strip()!r})" if same else ""))
     assert same
-    return side_by_side(cps.diagram(cps.parse(before)), cps.diagram(program))
+    return side_by_side((cps.diagram(cps.parse(before)), f"the example before {rule}"),
+                        (cps.diagram(program), f"the example after {rule}"))
 
 # %% [markdown]
 # ### Dead values
@@ -1532,7 +1535,6 @@ for row in MEASURED["shrinkers"]:
     print(f"{row['program']:>9} {row['nodes']:9} {census} {1e6 * row['work_list_s'] / row['nodes']:18.2f}")
 
 # %%
-# NBVAL_IGNORE_OUTPUT
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -1550,6 +1552,10 @@ ax.set_ylabel("µs per node")
 ax.set_title("Shrinking: time per node (flat is linear)")
 ax.legend(fontsize=8)
 fig.tight_layout()
+display(fig, metadata={"alt": "Microseconds per node of the two shrinkers against the size of the program, "
+                              "log-log: the work list flat on both kinds of program, the census flat on the "
+                              "generated programs and rising on the chains"})
+plt.close(fig)
 
 # %% [markdown]
 # The work list's time per node is flat over three orders of magnitude, on

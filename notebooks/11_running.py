@@ -709,7 +709,7 @@ from lcompiler.cli import OPTIMISE, arg, command, read_source, lc
 
 # %%
 #| export cli
-from lcompiler import driver
+from lcompiler import driver, interp
 
 
 @command("run", "compile an L program to native code and run it",

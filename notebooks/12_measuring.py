@@ -282,7 +282,10 @@ ax.set_xticks(list(xs), names, rotation=30, ha="right")
 ax.set_ylabel("time of L / time of peer")
 ax.legend(ncol=3)
 plt.tight_layout()
-plt.show()
+display(fig, metadata={"alt": "Bars of L's time over each peer's, on a logarithmic scale, per benchmark: "
+                              + "; ".join(f"{n}, L/C {table[n]['L/C']:.2f}, L/OCaml {table[n]['L/OCaml']:.2f}, "
+                                          f"L/Chez {table[n]['L/Chez']:.2f}" for n in names)})
+plt.close(fig)
 
 # %% [markdown]
 # By family, the geometric mean of L/best (and the benchmarks above the
