@@ -158,19 +158,19 @@ def closure_stage(program: cps.Program, unit: Unit) -> cps.Program:
 
 # --- In the pipeline ---------------------------------------------------
 
-from lcompiler import cps, shrink
+from lcompiler import cps, shrink as shrinking
 
 
 @stage("opt", show=lambda program, unit: cps.show(program).rstrip("\n"), before="closure",
        optimisation=True)
 def optimise_stage(program: cps.Program, unit: Unit) -> cps.Program:
-    shrink.optimise(program)
+    shrinking.optimise(program)
     return program
 
 
 @stage("shrink", show=lambda program, unit: cps.show(program).rstrip("\n"), optimisation=True)
 def shrink_stage(program: cps.Program, unit: Unit) -> cps.Program:
-    shrink.shrink(program)
+    shrinking.shrink(program)
     return program
 
 

@@ -854,6 +854,7 @@ class Optimiser(Optimiser):
                 self.changed(n)
         self.put(a, body)
         self.size += s
+        self.inlined.append(a)
         return True
 
 
@@ -910,14 +911,15 @@ class Optimiser(Optimiser):
                 self.tidy()
                 if c:
                     funcs, calls = self.survey()
-                self.templates = {}
+                self.templates, self.inlined = {}, []
                 i = sum(self.inline(a) for a in calls)
                 for template, _ in self.templates.values():
                     if template is not None:
                         delete(template)          # its occurrences leave their variables' counts
                 self.stats["inline"] += i
-                if i and self.after is not None:
-                    self.after("inline", self.program)
+                if self.after is not None:
+                    for a in self.inlined:
+                        self.after("inline", a)
                 self.drain()
                 if not c and not i:
                     break

@@ -89,7 +89,7 @@ from lcompiler import cps, pipeline
 from lcompiler.errors import Source
 
 SEEDS = Source("seeds.l", Path("../examples/seeds.l").read_text())
-print(SEEDS.text[SEEDS.text.index("assert"):], end="")
+print(SEEDS.text[SEEDS.text.index("assert("):], end="")
 
 # %% [markdown]
 # Chapter 7 turns it into six functions and four calls. `lc show cps`
@@ -113,6 +113,7 @@ print(pipeline.show("cps", SEEDS))
 # %%
 from collections import Counter
 
+from lcompiler.cps import Apply
 from lcompiler.shrink import Optimiser
 
 program, unit = pipeline.compile_to("cps", SEEDS)
@@ -120,17 +121,21 @@ steps = []
 
 
 def record(rule: str, node) -> None:
+    """After each rewrite: check the whole program, and note the rule, what it was about, the size."""
     cps.check(program)
     var = getattr(node, "var", None) or getattr(node, "cont", None)
+    if type(node) is Apply:                                # a call replaced by a copy of the callee
+        var = node.func.var
     steps.append((rule, var.hint if var is not None else type(node).__name__, cps.size(program)))
 
 
 Optimiser(program, after=record).run()
 for i, (rule, about, size) in enumerate(steps, 1):
     print(f"{i:2}. {rule:26} {about:10} {size:3} nodes")
+print(len(steps), "rewrites")
 
 # %% [markdown]
-# Forty-odd rewrites, and the program is gone: the assertion is true, so
+# Forty-one rewrites, and the program is gone: the assertion is true, so
 # what remains is the unit value the statement ends with.
 
 # %%
@@ -138,16 +143,24 @@ print(cps.show(program), end="")
 
 # %% [markdown]
 # The rewrites come in a few kinds, and the rest of the chapter builds
-# each. `inline` (steps 1–7) *copies* the small functions `first`, `second`
-# and the closure `f` into their calls: the calls disappear, and what the
-# functions did happens in place, with the arguments in place of the
-# parameters. Then `inline_function_once` moves functions that have one
-# call left (`pair`, `true`, `false`) into it; `project` sees that `x[1]`
-# takes a field of a tuple it knows; `fold` computes `7 + 5`, `5 * 12` and
-# `60 == 60`; `known_case` follows the `case` on the now known `true`; and
-# `dead_value` and `dead_continuation` remove what nobody uses any more.
-# The picture of the program before, with its functions (blue), its
-# continuations (yellow) and its jumps (arrows), and after:
+# each. The first nine are *shrinking*: they never copy anything.
+# `true` and `false` each take apart their argument and use one half, so
+# the other projection is dead (1, 2). `pair` is called once, so its body
+# moves to the call (3), where the fields it reads from its argument are
+# those of the tuple `(7, 5)` built in sight (4, 5); `first`, called once
+# too, moves in (6); the tuple and the continuation that received `pair`'s
+# result go (7, 8); and the jump after the assertion's `fail`, which can
+# never run, is cut (9). Then nothing is left to shrink, and the *inliner*
+# copies the small functions still called from several places: `second`
+# into its two calls, `f` — the function `pair` returns — into the call
+# `first` made of it (10–12). The copies' arguments are known, so
+# shrinking starts again, copies again (18, 19, 21, 22), and the last
+# third is arithmetic and cleaning: `fold` computes `7 + 5`, `5 * 12` and
+# `60 == 60` (30–32), `known_case` follows the `case` on the now known
+# `true` (33), and the assertion's failing branch and every constant
+# computed on the way die (34–41). The picture of the program before, with
+# its functions (blue), its continuations (yellow) and its jumps (arrows),
+# and after:
 
 # %%
 from IPython.display import HTML
@@ -600,14 +613,17 @@ class Shrinker(Shrinker):
 # to see that they print the same.
 
 # %%
-import contextlib
+import inspect
 import io
 
 
 def first_redex(shrinker: Shrinker, rule: str):
+    """The first node, in program order, where the rule applies."""
+    method = getattr(Shrinker, rule)
+    kind = list(inspect.signature(method).parameters.values())[1].annotation   # the class it rewrites
     for d in shrinker.program.definitions:
         for n in walk(d):
-            if shrinker.visit(n, do=False) == rule:
+            if type(n) is kind and method(shrinker, n, False):
                 return n
     raise ValueError(f"no {rule} redex")
 
@@ -1528,11 +1544,13 @@ for n in (10, 100):
 import json
 
 MEASURED = json.loads(Path("../bench/optimiser.json").read_text())
-print(f"{'program':>9} {'nodes':>9} {'sweeps':>7} {'census µs/node':>15} {'work list µs/node':>18}")
+print(f"{'program':>9} {'nodes':>9} {'sweeps':>7} {'census µs/node':>15} {'work list µs/node':>18} "
+      f"{'nodes looked at, per node':>26}")
 for row in MEASURED["shrinkers"]:
     census = (f"{row['census_passes']:7} {1e6 * row['census_s'] / row['nodes']:15.2f}"
               if "census_s" in row else f"{'—':>7} {'(not run)':>15}")
-    print(f"{row['program']:>9} {row['nodes']:9} {census} {1e6 * row['work_list_s'] / row['nodes']:18.2f}")
+    print(f"{row['program']:>9} {row['nodes']:9} {census} {1e6 * row['work_list_s'] / row['nodes']:18.2f} "
+          f"{row['visits'] / row['nodes']:26.2f}")
 
 # %%
 import matplotlib.pyplot as plt
@@ -1784,6 +1802,7 @@ class Optimiser(Optimiser):
                 self.changed(n)
         self.put(a, body)
         self.size += s
+        self.inlined.append(a)
         return True
 
 # %% [markdown]
@@ -1865,14 +1884,15 @@ class Optimiser(Optimiser):
                 self.tidy()
                 if c:
                     funcs, calls = self.survey()
-                self.templates = {}
+                self.templates, self.inlined = {}, []
                 i = sum(self.inline(a) for a in calls)
                 for template, _ in self.templates.values():
                     if template is not None:
                         delete(template)          # its occurrences leave their variables' counts
                 self.stats["inline"] += i
-                if i and self.after is not None:
-                    self.after("inline", self.program)
+                if self.after is not None:
+                    for a in self.inlined:
+                        self.after("inline", a)
                 self.drain()
                 if not c and not i:
                     break
@@ -1926,8 +1946,9 @@ print(llvm_function(pipeline.show("llvm", LOOP), "init.statement"))
 # `fib` calls itself twice, not in tail position: it is not contified. Its
 # body, 25 nodes, is under the budget, and each of its two recursive calls
 # receives one copy of it. The copies' own calls stay calls (`UNROLL` is 1),
-# so the function is now four calls deep per level instead of two, and
-# every other call of the original is done in the caller's own frame:
+# so the function makes four recursive calls instead of two, each for a
+# number two or three smaller, and every other level of the recursion runs
+# in its caller's frame:
 
 # %%
 FIB = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(30))\n")
@@ -1956,33 +1977,37 @@ from lcompiler.pipeline import Unit, stage
 
 # %%
 #| export pipeline
-from lcompiler import cps, shrink
+from lcompiler import cps, shrink as shrinking
 
 
 @stage("opt", show=lambda program, unit: cps.show(program).rstrip("\n"), before="closure",
        optimisation=True)
 def optimise_stage(program: cps.Program, unit: Unit) -> cps.Program:
-    shrink.optimise(program)
+    shrinking.optimise(program)
     return program
 
 
 @stage("shrink", show=lambda program, unit: cps.show(program).rstrip("\n"), optimisation=True)
 def shrink_stage(program: cps.Program, unit: Unit) -> cps.Program:
-    shrink.shrink(program)
+    shrinking.shrink(program)
     return program
 
 # %% [markdown]
-# Why there, and not after monomorphisation on the core language, or only
-# after closure conversion? Before closure conversion, a function is still
-# a `fun` in the middle of the code that uses it, with its free variables
-# in scope: inlining it is a copy with a renaming, and a function inlined
-# or contified everywhere never becomes a closure at all. After closure
-# conversion, the same function is a top-level definition, its free
-# variables are fields of a record, and a call of it goes through the
-# record; the rules still apply, but much less is left in sight. The table
-# counts, over the corpus, the examples and the benchmark programs, the CPS
-# nodes handed to the back end and the LLVM instructions it makes, for
-# four placements:
+# Why there? Before closure conversion, a function is still a `fun` in the
+# middle of the code that uses it, with its free variables in scope:
+# inlining it is a copy with a renaming, and a function inlined or
+# contified everywhere never becomes a closure. After closure conversion,
+# the same function is a top-level definition whose free variables are
+# fields of a record that is allocated where the `fun` was; the rules can
+# still get there — a known call of the record becomes direct, the callee
+# is copied in, its reads of the record's fields fold, the record dies —
+# but in more steps, and not always. On the core language, before CPS,
+# none of the rules above is as simple: there are no names for
+# intermediate values and no explicit continuations to substitute. So the
+# candidates are the placements around closure conversion; the table counts,
+# over the corpus, the examples and the benchmark programs, the CPS nodes
+# handed to the back end, the LLVM instructions it makes from them, and the
+# closures the programs still allocate:
 
 # %%
 from lcompiler import closure as closure_conversion
@@ -1993,33 +2018,39 @@ programs = sorted(Path("../tests/corpus/run").glob("*.l")) + sorted(Path("../exa
     + sorted(Path("../bench/programs").glob("*.l"))
 
 
-def placed(source: Source, before: bool, after: bool) -> tuple[int, int]:
-    """(CPS nodes, LLVM instructions) with the optimiser before and/or after closure conversion."""
+def placed(source: Source, before: bool, after) -> tuple[int, int, int]:
+    """(CPS nodes, LLVM instructions, closures made) with the optimiser before closure conversion
+    or not, and after it the optimiser, the shrinker, or nothing."""
     program, unit = pipeline.compile_to("cps", source, optimise=False)
     with collector_paused():
         if before:
             optimise(program)
         closure_conversion.closure_convert(program)
-        if after:
-            optimise(program)
-        nodes = cps.size(program)
+        if after is not None:
+            after(program)
         module = Backend(program, unit.notes["datas"], source.name).compile()
-    return nodes, sum(len(b.instructions) for f in module.functions for b in f.blocks)
+    return (cps.size(program), sum(len(b.instructions) for f in module.functions for b in f.blocks),
+            sum(type(n) is MakeClosure for n in walk(program)))
 
 
 sources = [Source(p.name, p.read_text()) for p in programs]
-print(f"{len(sources)} programs")
-for label, before, after in (("no optimiser (-O0)", False, False), ("after closure conversion only", False, True),
-                             ("before closure conversion only", True, False), ("both", True, True)):
-    totals = [sum(x) for x in zip(*(placed(s, before, after) for s in sources))]
-    print(f"{label:32} {totals[0]:6} CPS nodes {totals[1]:7} LLVM instructions")
+print(f"{len(sources)} programs{'':30} CPS nodes  LLVM instructions  closures")
+for label, before, after in (("no optimiser (-O0)", False, None),
+                             ("optimiser after closure conversion", False, optimise),
+                             ("optimiser before it", True, None),
+                             ("optimiser before, shrinker after", True, shrink),
+                             ("optimiser before and after", True, optimise)):
+    nodes, instructions, closures = [sum(x) for x in zip(*(placed(s, before, after) for s in sources))]
+    print(f"{label:42} {nodes:9} {instructions:18} {closures:9}")
 
 # %% [markdown]
-# Before closure conversion is where the optimiser does its work; after
-# it, alone, it does about half as much; after both, the second pass finds
-# a little more. The pipeline runs the whole optimiser before and only the
-# shrinker after (the inliner's second pass costs time and finds almost
-# nothing the first one left).
+# The optimiser before closure conversion and the shrinker after it give
+# the fewest nodes, instructions and closures; the optimiser alone after
+# closure conversion comes close on the first two, and leaves more
+# closures. Running the whole optimiser twice is *worse*: its second round
+# of inlining copies, into the closure-converted program, bodies that the
+# first round had decided not to copy, and the shrinker cannot take those
+# back. The pipeline does what the fourth line does.
 
 # %% [markdown]
 # ## The seeds' program, compiled

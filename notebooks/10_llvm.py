@@ -33,7 +33,8 @@
 # - every call in tail position is a real tail call (constant stack), a
 #   program that allocates without end in a loop runs in bounded memory, and
 #   a recursion that exhausts the stack is a runtime error, not a crash;
-# - `lc show llvm FILE.l` prints the module before and after optimisation.
+# - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
+#   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 #
 # Chapter 11 runs these modules (JIT and native executables); chapter 12
 # measures them.
@@ -2438,18 +2439,33 @@ print(addlang.run_in_child(main))
 # ## The seeds' program
 #
 # The program of seed 000, which builds a pair out of functions alone, and
-# its assertion `second(p) * (first(p) + second(p)) == 60`. After closure
-# conversion it allocates one closure (chapter 8); the static closures of
-# `true` and `false` are constant globals, so LLVM knows their code, calls
-# it directly, inlines it — and folds the whole computation. What remains of
-# the program after O2 is below: no test, no call; only the allocation of
-# the one closure (header 3, the code, 7 and 5), which LLVM cannot remove
-# because allocating moves `lc_hp`, a global that the runtime reads.
+# its assertion `second(p) * (first(p) + second(p)) == 60`. Chapter 9's
+# optimiser reduces it to nothing before it reaches the back end — its CPS
+# is one unit value and a `halt` — so the module's `lc_program` calls an
+# initialiser that only returns, and LLVM's O2 pipeline inlines that too.
+# No allocation, no call, no test:
 
 # %%
 SEEDS = Source("seeds.l", open("../examples/seeds.l").read())
-text = str(optimise(to_llvm(SEEDS)))
-print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @main")])
+
+
+def lc_program(module) -> str:
+    text = str(module)
+    return text[text.index("define noundef i64 @lc_program"):text.index("define i32 @main")]
+
+
+print(lc_program(optimise(to_llvm(SEEDS))))
+
+# %% [markdown]
+# Without chapter 9 (`lc … -O0`), LLVM does most of that work itself: the
+# static closures of `true` and `false` are constant globals, so it knows
+# their code, calls it directly, inlines it and folds the arithmetic. What
+# it cannot remove is the allocation of the closure `pair` returns (header
+# 3, the code, 7 and 5): allocating moves `lc_hp`, a global the runtime
+# reads.
+
+# %%
+print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 
 # %% [markdown]
 # ## A hundred million cells in sixteen megabytes
