@@ -36,10 +36,18 @@
 # propagation, dead code elimination, loopification, unboxing. The
 # chapter does each of those, on the CPS of chapter 6.
 #
-# **Needs**: chapter 6 (the CPS language and its Change operations),
-# chapter 7 (the CPS an L program becomes), chapter 4a (the pipeline).
-# **Builds**: `lcompiler.shrink`, and the pipeline's stages `opt` and
-# `shrink`.
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 6](06_cps.ipynb), the CPS language and its Change
+# operations; [chapter 7](07_cps_convert.ipynb), the CPS an L program becomes;
+# [chapter 8](08_closure.ipynb), closure conversion; [chapter
+# 4a](04a_syntax.ipynb), the pipeline of stages.
+#
+# **Builds:** the module `lcompiler.shrink`, and the pipeline's stages `opt`
+# and `shrink`.
+#
+# </div>
 
 # %% [markdown]
 # ## What this chapter promises
@@ -2138,7 +2146,10 @@ for name, r in MEASURED["run"].items():
 # %% [markdown]
 # ## Design notes
 #
-# **Flambda 2 does it in one pass.** OCaml's Flambda 2 (seed 001) does all
+# <div class="admonition note">
+# <p class="admonition-title">Design note: Flambda 2 does it in one pass</p>
+#
+# OCaml's Flambda 2 (seed 001) does all
 # of this and more in one pass, Simplify, which goes *down* the term
 # carrying a typing environment — what is known of each variable: a
 # constant, a set of possible tags, the shape of a block, a closure's
@@ -2150,7 +2161,12 @@ for name, r in MEASURED["run"].items():
 # representation gives us the same "one pass" effect on a smaller scale:
 # the work list revisits exactly the places a rewrite affects.
 #
-# **Kennedy's graph, or a "CPS soup".** Guile's compiler keeps its CPS as a
+# </div>
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: Kennedy's graph, or a "CPS soup"</p>
+#
+# Guile's compiler keeps its CPS as a
 # flat map from labels to continuations — a *soup* — and rewrites it
 # functionally, by building new maps with persistent data structures. There
 # is no uplink, no ring of occurrences; a pass that needs uses computes them
@@ -2160,12 +2176,19 @@ for name, r in MEASURED["run"].items():
 # is a field read and every change is in place — at the price of the care
 # chapter 6 takes to keep the links right, and of a checker to prove it.
 #
-# **What is left out.** No common subexpressions, no specialisation of a
+# </div>
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: what is left out</p>
+#
+# No common subexpressions, no specialisation of a
 # function for a known argument it receives at every call, no
 # knowledge carried into the branches of a `case` (after `case t {1 -> k}`,
 # inside `k`, `t` is 1). No inlining decisions by benefit: the budget is a
 # size, not an estimate of what the copy would let fold. Each is a good
 # exercise.
+#
+# </div>
 
 # %% [markdown]
 # ## Exercises
