@@ -259,8 +259,9 @@ def run_all(text: str) -> str:
 
 # %% [markdown]
 # **A closure.** `adder`'s inner function uses `n`: it becomes the code
-# `add_code` with an `env` parameter, reading `n` from field 1, and `adder`
-# builds `closure(add_code, n)`. `adder` itself has no free variable: it is
+# `f_code_5` (a function literal has no name; chapter 7 calls its value `f`)
+# with an `env` parameter, reading `n` from field 1, and `adder` builds
+# `closure(f_code_5, n_3)`. `adder` itself has no free variable: it is
 # direct, and the call `adder(1)` is a direct call; the call of the closure
 # `inc(41)` is not, since nothing tells which function `inc` is.
 
@@ -318,7 +319,11 @@ print("output:", repr(run_all(SEEDS)), "— the assertion held, three times")
 # ## Showing closure-converted CPS from the command line
 #
 # Closure conversion is the pipeline's stage `closure`, after `cps` (and
-# after chapter 9's optimiser, which puts itself in between).
+# after [chapter 9](09_shrink.ipynb)'s optimiser, which puts itself in
+# between). The optimiser would leave nothing to convert in this small
+# example — it inlines `twice` and the closure, and computes `7 * 3 * 3` —
+# so the command below asks for the stages without it (`-O0`): `twice`
+# becomes a direct function, the closure passed to it a static one.
 
 # %%
 from lcompiler.cli import lc
@@ -340,7 +345,7 @@ from pathlib import Path
 
 with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
     Path("twice.l").write_text("def twice(f, x) = f(f(x))\nprint(twice({ y -> y * 3 }, 7))\n")
-    print("exit status", lc("show", "closure", "twice.l"))
+    print("exit status", lc("show", "-O0", "closure", "twice.l"))
 
 # %% [markdown]
 # ## The promises, tested

@@ -2354,7 +2354,10 @@ def asm_stage(module, unit: Unit) -> str:
 #
 # Here is a program with a `while` loop, a non-tail recursion and a list,
 # and the LLVM the back end makes for its functions (`main`, the printers
-# and the initialisers are left out here; `lc show llvm` shows everything):
+# and the initialisers are left out here; `lc show llvm` shows everything).
+# The program is compiled without chapter 9's optimiser (`-O0`), which
+# would have moved `sum_to` and `count`, each called once, into their
+# caller: here we want to see each function as the back end translates it.
 
 # %%
 EXAMPLE = """data List<a> { Cons(a, List<a>)
@@ -2372,7 +2375,7 @@ print(sum_to(100), length(count(3, Nil)), count(2, Nil))
 """
 import re
 
-module = to_llvm(Source("example.l", EXAMPLE))
+module = to_llvm(Source("example.l", EXAMPLE), optimiser=False)
 
 
 def show_functions(module, names):
