@@ -420,7 +420,7 @@ class Shrinker(Shrinker):
         return True
 
 
-# --- A `case` on a known value -----------------------------------------
+# --- A case on a known value -------------------------------------------
 
 class Shrinker(Shrinker):
     def known_case(self, c: Case, do: bool) -> bool:
