@@ -241,7 +241,7 @@ def test_the_tag_of_a_list_is_a_comparison_with_the_one_nil():
         print(len(Cons(1, Cons(2, empty)), 0), sum(Cons(3, Cons(4, Nil))), three(C(5)), three(A))
         """
     src = Source("t.l", textwrap.dedent(text))
-    module = str(llvm_backend.to_llvm(src))
+    module = str(llvm_backend.to_llvm(src, optimiser=False))      # the functions as the back end makes them
     body = lambda name: re.search(rf'define [^\n]*@"{name}_\d+"[^{{]*{{(.*?)\n}}', module, re.S).group(1)
     for name in ("len", "sum"):                   # no header loaded, whichever clause comes first
         assert "lshr" not in body(name) and '@"nullary.1"' in body(name)
@@ -273,8 +273,8 @@ def test_lc_show_llvm_shows_the_modules_before_and_after_llvms_optimiser(tmp_pat
              for stage in ("llvm", "llvm-opt", "asm")}
     assert all(done.returncode == 0 and done.stderr == "" for done in shown.values())
     assert 'call fastcc i64 @"f' in shown["llvm"].stdout              # as the back end made it
-    assert "call" not in shown["llvm-opt"].stdout.split("@lc_program")[1].split("\n}")[0].replace(
-        "call void @lc_print", "")                                    # after O2, inlined and folded
+    after = shown["llvm-opt"].stdout.split("@lc_program")[1].split("\n}")[0]
+    assert all(f.startswith("lc_print") for f in re.findall(r'\bcall \w+ @"?(\w+)', after))   # inlined, folded
     assert "lc_program:" in shown["asm"].stdout
 
 
