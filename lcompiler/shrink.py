@@ -834,26 +834,28 @@ class Optimiser(Optimiser):
             return False
         level = self.depth.get(a, 0)
         recursive = a.func.var.binder is self.owner.get(a)
-        if recursive:                       # copy the body as it was before this round copied into it
-            if lam not in self.templates:
-                s = size_up_to(lam.body, self.budget)
-                self.templates[lam] = (copy_term(lam.body, {}) if s <= self.budget else None, s)
-            original, s = self.templates[lam]
-        else:
-            original, s = lam.body, size_up_to(lam.body, self.budget)
+        if lam not in self.sizes:           # measured once a round (a body may grow as copies go in)
+            self.sizes[lam] = size_up_to(lam.body, self.budget)
+        s = self.sizes[lam]
         if s > self.budget or level >= (self.unroll if recursive else DEPTH) or self.size + s > self.limit:
             return False
+        if recursive:                       # copy the body as it was before this round copied into it
+            if lam not in self.templates:
+                self.templates[lam] = copy_term(lam.body, {})
+            original = self.templates[lam]
+        else:
+            original = lam.body
         renaming = {x: o.var for x, o in zip(lam.params, a.args)}
         renaming[lam.cont] = a.cont.var
         body = copy_term(original, renaming)
         for n in walk(body):
+            self.size += 1                  # what the copy really adds, for the bound
             if type(n) is Apply:
                 self.depth[n] = level + 1
                 self.owner[n] = self.owner.get(a)
             if type(n) in self.RULES:
                 self.changed(n)
         self.put(a, body)
-        self.size += s
         self.inlined.append(a)
         return True
 
@@ -911,11 +913,10 @@ class Optimiser(Optimiser):
                 self.tidy()
                 if c:
                     funcs, calls = self.survey()
-                self.templates, self.inlined = {}, []
+                self.templates, self.inlined, self.sizes = {}, [], {}
                 i = sum(self.inline(a) for a in calls)
-                for template, _ in self.templates.values():
-                    if template is not None:
-                        delete(template)          # its occurrences leave their variables' counts
+                for template in self.templates.values():
+                    delete(template)              # its occurrences leave their variables' counts
                 self.stats["inline"] += i
                 if self.after is not None:
                     for a in self.inlined:

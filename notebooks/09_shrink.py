@@ -1765,8 +1765,10 @@ class Optimiser(Optimiser):
 # bigger, and it is bounded three ways:
 #
 # - a function body is copied into a call only if it has at most `BUDGET`
-#   nodes (40: a few operations, a test, a call or two — `fib`'s body is
-#   25);
+#   nodes (40: a few operations, a test, a call or two — `fib`'s body, below,
+#   is well under it), measured once per round (a body into which the same round copies
+#   something is copied as it has become: the program's bound, below, counts
+#   what each copy really adds);
 # - a copy made inside a copy, and so on, at most `DEPTH` (3) deep; and a
 #   recursive function into *itself* at most `UNROLL` times (1): `fib`'s two
 #   recursive calls each get a copy of `fib`'s body, once, as gcc does at
@@ -1790,26 +1792,28 @@ class Optimiser(Optimiser):
             return False
         level = self.depth.get(a, 0)
         recursive = a.func.var.binder is self.owner.get(a)
-        if recursive:                       # copy the body as it was before this round copied into it
-            if lam not in self.templates:
-                s = size_up_to(lam.body, self.budget)
-                self.templates[lam] = (copy_term(lam.body, {}) if s <= self.budget else None, s)
-            original, s = self.templates[lam]
-        else:
-            original, s = lam.body, size_up_to(lam.body, self.budget)
+        if lam not in self.sizes:           # measured once a round (a body may grow as copies go in)
+            self.sizes[lam] = size_up_to(lam.body, self.budget)
+        s = self.sizes[lam]
         if s > self.budget or level >= (self.unroll if recursive else DEPTH) or self.size + s > self.limit:
             return False
+        if recursive:                       # copy the body as it was before this round copied into it
+            if lam not in self.templates:
+                self.templates[lam] = copy_term(lam.body, {})
+            original = self.templates[lam]
+        else:
+            original = lam.body
         renaming = {x: o.var for x, o in zip(lam.params, a.args)}
         renaming[lam.cont] = a.cont.var
         body = copy_term(original, renaming)
         for n in walk(body):
+            self.size += 1                  # what the copy really adds, for the bound
             if type(n) is Apply:
                 self.depth[n] = level + 1
                 self.owner[n] = self.owner.get(a)
             if type(n) in self.RULES:
                 self.changed(n)
         self.put(a, body)
-        self.size += s
         self.inlined.append(a)
         return True
 
@@ -1892,11 +1896,10 @@ class Optimiser(Optimiser):
                 self.tidy()
                 if c:
                     funcs, calls = self.survey()
-                self.templates, self.inlined = {}, []
+                self.templates, self.inlined, self.sizes = {}, [], {}
                 i = sum(self.inline(a) for a in calls)
-                for template, _ in self.templates.values():
-                    if template is not None:
-                        delete(template)          # its occurrences leave their variables' counts
+                for template in self.templates.values():
+                    delete(template)              # its occurrences leave their variables' counts
                 self.stats["inline"] += i
                 if self.after is not None:
                     for a in self.inlined:
@@ -1952,18 +1955,20 @@ print(llvm_function(pipeline.show("llvm", LOOP), "init.statement"))
 # ### fib, unrolled once
 #
 # `fib` calls itself twice, not in tail position: it is not contified. Its
-# body, 25 nodes, is under the budget, and each of its two recursive calls
-# receives one copy of it. The copies' own calls stay calls (`UNROLL` is 1),
+# body is under the budget, and each of its two recursive calls receives one
+# copy of it. The copies' own calls stay calls (`UNROLL` is 1),
 # so the function makes four recursive calls instead of two, each for a
 # number two or three smaller, and every other level of the recursion runs
 # in its caller's frame:
 
 # %%
 FIB = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(30))\n")
-optimised, _ = pipeline.compile_to("opt", FIB)
-fib_definition = next(d for d in optimised.definitions if d.var is not None and d.var.hint == "fib")
-calls = [n for n in walk(fib_definition) if type(n) is Apply]
-print(f"fib after the optimiser: {cps.size(fib_definition)} nodes, {len(calls)} recursive calls")
+for stage in ("cps", "opt"):
+    fib_program, _ = pipeline.compile_to(stage, FIB)
+    fib_definition = next(d for d in fib_program.definitions if d.var is not None and d.var.hint == "fib")
+    calls = [n for n in walk(fib_definition) if type(n) is Apply]
+    print(f"fib {'before' if stage == 'cps' else 'after'} the optimiser: its body {cps.size(fib_definition.value.body)} "
+          f"nodes, {len(calls)} recursive calls")
 
 # %% [markdown]
 # ## In the pipeline
