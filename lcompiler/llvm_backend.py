@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'SITE_TABLE', 'to_cps', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Data: one word per value ------------------------------------------
@@ -78,9 +78,10 @@ class Backend:
             self.rt[name] = ir.Function(self.module, ir.FunctionType(result, params), name)
         self.rt["lc_fail"].attributes.add("noreturn")
         self.rt["lc_fail"].attributes.add("cold")
-        for name in ("lc_hp", "lc_hl", "lc_call_site"):     # words owned by the runtime
+        for name in ("lc_hp", "lc_hl"):                # words owned by the runtime
             self.rt[name] = ir.GlobalVariable(self.module, I64, name)
         self.strings, self.printers, self.call_sites = {}, {}, []
+        self.debug_info()
         printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
         for d in program.definitions:
             printer.definition(d)
@@ -102,6 +103,7 @@ class Backend:
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
                 f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if d.var in fast else "tailcc"
+                self.subprogram(f)
                 if f.calling_convention == "fastcc":
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
@@ -239,10 +241,8 @@ class Backend(Backend):
                 fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
                 callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
             cc = callee.calling_convention if t.kind == "direct" else "tailcc"
-            if not tail and t.loc is not None:         # where a stack overflow will be reported
-                b.store(word(len(self.call_sites)), self.rt["lc_call_site"])
-                self.call_sites.append(render(RunError(OVERFLOW, t.loc)))
             result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
+            self.locate(result, None if tail else t.loc)
             if tail:
                 b.ret(result)
             else:
@@ -576,6 +576,47 @@ def field_type(t, subst: dict):
     raise TypeError(f"not a field type: {t!r}")
 
 
+# --- Where a stack overflow happened: call sites -----------------------
+
+SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
+
+
+class Backend(Backend):
+    def debug_info(self):
+        """The compile unit that the locations of calls hang from. It emits no debugging
+        information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
+        m = self.module
+        self.file = m.add_debug_info("DIFile", {"filename": self.source_name, "directory": ""})
+        self.unit = m.add_debug_info("DICompileUnit", {
+            "language": ir.DIToken("DW_LANG_C"), "file": self.file, "producer": "lcompiler",
+            "isOptimized": True, "runtimeVersion": 0, "emissionKind": ir.DIToken("NoDebug")}, is_distinct=True)
+        m.add_named_metadata("llvm.dbg.cu", self.unit)
+        m.add_named_metadata("llvm.module.flags", m.add_metadata(
+            [ir.Constant(I32, 2), ir.MetaDataString(m, "Debug Info Version"), ir.Constant(I32, 3)]))
+        self.no_type = m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])})
+        self.scopes, self.site_numbers = {}, {}
+
+    def subprogram(self, f: ir.Function):
+        """f's scope, which the locations of its calls name."""
+        self.scopes[f] = self.module.add_debug_info("DISubprogram", {
+            "name": f.name, "scope": self.file, "file": self.file, "line": 0, "type": self.no_type,
+            "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"), "unit": self.unit}, is_distinct=True)
+        f.set_metadata("dbg", self.scopes[f])
+
+    def locate(self, call: ir.CallInstr, loc):
+        """Give a call its location: line n + 1 for call site n (a call that is not a tail
+        call, at loc), line 0 for a call whose frame is not a call site of its own."""
+        line = 0
+        if loc is not None:
+            text = render(RunError(OVERFLOW, loc))
+            if text not in self.site_numbers:
+                self.site_numbers[text] = len(self.call_sites)
+                self.call_sites.append(text)
+            line = self.site_numbers[text] + 1
+        scope = self.scopes[call.parent.parent]
+        call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
+
+
 # --- The whole module --------------------------------------------------
 
 class Backend(Backend):
@@ -586,6 +627,7 @@ class Backend(Backend):
                 me = d.var if self_tail_calls(d.var, d.value) else None
                 self.body(f, d.value.body, {}, d.value.cont, d.value.params, me)
         entry = ir.Function(self.module, ir.FunctionType(I64, []), "lc_program")
+        self.subprogram(entry)
         b = ir.IRBuilder(entry.append_basic_block("entry"))
         for i, d in enumerate(self.program.definitions):
             if d.body is not None:
@@ -593,8 +635,10 @@ class Backend(Backend):
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", LINKAGE
                 saves_no_registers(f)
+                self.subprogram(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
+                self.locate(result, None)
                 if d.var is not None:
                     b.store(result, self.slot(b, d.var))
         b.ret(word(0))
@@ -603,7 +647,8 @@ class Backend(Backend):
 
     def main(self, program: ir.Function):
         """int main(): the runtime's lc_run starts the program on a big stack, with its roots."""
-        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64])
+        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64,
+                                         I64.as_pointer()])
         lc_run = ir.Function(self.module, run_type, "lc_run")
         main = ir.Function(self.module, ir.FunctionType(I32, []), "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
@@ -616,8 +661,12 @@ class Backend(Backend):
         texts = [self.string(s).bitcast(I8P) for s in self.call_sites] or [ir.Constant(I8P, None)]
         sites.initializer, sites.global_constant = ir.Constant(sites.type.pointee, texts), True
         first = b.gep(sites, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        table = ir.GlobalVariable(self.module, ir.ArrayType(I64, 2), SITE_TABLE.format(0))
+        table.initializer = ir.Constant(table.value_type, None)     # empty, until call_site_table
+        table.linkage = "weak"
         b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory),
-                              first, word(len(self.call_sites))]))
+                              first, word(len(self.call_sites)),
+                              b.gep(table, [ir.Constant(I32, 0), ir.Constant(I32, 0)])]))
 
 
 # --- From source to module, verified and optimised ---------------------
@@ -664,6 +713,69 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
     return ref
 
 
+# --- Labels, and the table of call sites -------------------------------
+
+import re
+
+SITE_SECTION = 'lc_sites,"aw",@progbits'
+CALL = re.compile(r"^( +)(.*\bcall\b.*?), !dbg (!\d+)(.*)$", re.M)
+LOCATION = re.compile(r"^(!\d+) = (?:distinct )?!DILocation\((.*)\)$", re.M)
+TAIL_CALL = re.compile(r"\b(tail call tailcc|musttail call)\b")
+
+
+def asm_string(text: str) -> str:
+    """text as an LLVM string constant."""
+    return '"' + text.replace("\\", "\\5C").replace('"', "\\22").replace("\n", "\\0A") + '"'
+
+
+def call_sites(text: str) -> dict:
+    """The call site of each location of an optimised module (LLVM text), or None: its own
+    (its line - 1), else that of the call it was inlined at."""
+    lines, parents = {}, {}
+    for node, fields in LOCATION.findall(text):
+        line = re.search(r"\bline: (\d+)", fields)
+        lines[node] = int(line.group(1)) if line else 0
+        inlined = re.search(r"\binlinedAt: (!\d+)", fields)
+        parents[node] = inlined.group(1) if inlined else None
+    sites = {}
+    for node in lines:
+        at = node
+        while at is not None and not lines[at]:
+            at = parents[at]
+        sites[node] = None if at is None else lines[at] - 1
+    return sites
+
+
+def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
+    """An optimised module made ready for machine code: a label on each side of every call that
+    belongs to a call site, and the table of those labels for the runtime (part k of parts:
+    the table links to part k + 1's)."""
+    llvm.initialize_native_asmparser()          # the labels are written in assembly
+    with collector_paused():
+        text = str(module)
+    sites = call_sites(text)
+
+    def labelled(m):
+        indent, call, node, rest = m.groups()
+        n = sites.get(node)
+        if n is None or "@llvm." in call or (TAIL_CALL.search(call) and text.startswith(" ret", m.end() + 1)):
+            return m.group(0)                   # not a call site, or a tail call that stays one
+        before = asm_string(f"771: # call site {n}")
+        after = asm_string(f"772:\n.pushsection {SITE_SECTION}\n.quad 771b, 772b, {n}\n.popsection")
+        return (f"{indent}call void asm sideeffect {before}, \"\"()\n{indent}{call}, !dbg {node}{rest}\n"
+                f"{indent}call void asm sideeffect {after}, \"\"()")
+
+    name = SITE_TABLE.format(part)
+    following = SITE_TABLE.format(part + 1) if part + 1 < parts else "0"
+    head = "\n".join([f".pushsection {SITE_SECTION}", ".p2align 3", f".globl {name}", f"{name}:",
+                      f".quad lc_sites.end, {following}", ".popsection"])
+    empty = re.compile(rf'^@"?{re.escape(SITE_TABLE.format(0))}"? = (weak|external) global .*$', re.M)
+    text = empty.sub(f'@"{SITE_TABLE.format(0)}" = external global [2 x i64]', text)   # the asm defines it
+    return addlang.load(CALL.sub(labelled, text)
+                        + f'\n@"lc_sites.end" = internal global i64 0, section "lc_sites"\n'
+                        + f"module asm {asm_string(head)}\n")
+
+
 # --- The runtime -------------------------------------------------------
 
 RUNTIME_C = r"""
@@ -687,6 +799,7 @@ RUNTIME_C = r"""
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* ==== 1. Values and the heap-block layout ============================
@@ -1195,21 +1308,96 @@ static char *stack_map;                    /* the guard zone, then the stack */
 static _Alignas(16) char alt_stack[64 * 1024];
 static int64_t (*l_program)(void);
 
-/* Where: before each call that is not a tail call, the compiled code
- * stores the number of the call site in lc_call_site; lc_run receives one
- * rendered message per call site.  So a stack overflow is reported at the
- * last call made, as the reference interpreter reports it. */
-int64_t lc_call_site = -1;
+/* Where: the compiler put a label on each side of every call that is not
+ * a tail call, and the labels in a table, one per part of the program:
+ *     word 0: the end of the entries, word 1: the next part's table or 0,
+ *     then one entry of three words per call: before, after, call site.
+ * Between the two labels lies one call instruction and nothing else that
+ * calls, so a return address in (before, after] is that call's, and a
+ * fault at an address in [before, after) happened while making it.  The
+ * handler looks at the faulting instruction, then up the stack from the
+ * faulting stack pointer, for the innermost call that is under way: the
+ * last call made, where the reference interpreter reports the overflow.
+ * lc_run receives the first part's table and one rendered message per
+ * call site; it sorts each part's entries, so that the handler can
+ * search them by halves. */
 static const char *const *call_site_texts;
 static int64_t n_call_sites;
+static uint64_t *site_tables;
+
+struct site { uint64_t before, after, number; };
+
+static int by_address(const void *a, const void *b)
+{
+    const struct site *x = a, *y = b;
+    return x->before < y->before ? -1 : x->before > y->before;
+}
+
+/* The entries of a part's table: none in the empty table that a module
+ * has until call_site_table gives it its own. */
+static size_t site_entries(uint64_t *table, struct site **first)
+{
+    *first = (struct site *)(table + 2);
+    uint64_t end = table[0], start = (uint64_t)as_int(table + 2);
+    return end > start ? (size_t)(end - start) / sizeof **first : 0;
+}
+
+static void sort_site_tables(void)
+{
+    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+        struct site *first;
+        size_t n = site_entries(t, &first);
+        for (size_t i = 1; i < n; i++)
+            if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
+    }
+}
+
+/* The call site whose call returns to address a (returning: a in
+ * (before, after]) or is being made at address a (a in [before, after)). */
+static int64_t site_at(uint64_t a, bool returning)
+{
+    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+        struct site *first;
+        size_t lo = 0, hi = site_entries(t, &first);  /* the first entry that starts after a */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (first[mid].before < a || (!returning && first[mid].before == a)) lo = mid + 1; else hi = mid;
+        }
+        /* Copies of one call site made by LLVM may share a label: look a few back. */
+        for (size_t i = lo; i > 0 && lo - i < 8; i--) {
+            struct site *s = &first[i - 1];
+            if (returning ? a <= s->after : a < s->after) return (int64_t)s->number;
+        }
+    }
+    return -1;
+}
+
+/* The call site under way at a fault: the faulting instruction's, else
+ * that of the innermost return address on the stack that has one. */
+static int64_t faulting_call_site(void *context)
+{
+    uint64_t pc, sp;
+#if defined(__x86_64__)
+    pc = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+    sp = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    pc = ((ucontext_t *)context)->uc_mcontext.pc;
+    sp = ((ucontext_t *)context)->uc_mcontext.sp;
+#else
+    return -1;
+#endif
+    int64_t site = site_at(pc, false);
+    for (uint64_t *p = as_ptr((int64_t)(sp & ~7ull)); site < 0 && (uintptr_t)p < stack_top; p++)
+        site = site_at(*p, true);
+    return site;
+}
 
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
-    (void)context;
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        int64_t site = lc_call_site;
+        int64_t site = faulting_call_site(context);
         write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
         _exit(2);
     }
@@ -1337,11 +1525,12 @@ static void heap_free(void)
 
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
-           const char *const *call_site_messages, int64_t ncall_sites)
+           const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
 {
     out_len = 0, out_fd = 1;
     stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, lc_call_site = -1;
+    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
+    sort_site_tables();
     global_roots = globals, n_global_roots = nglobals;
     l_program = program;
     heap_init();

@@ -659,9 +659,10 @@ class Backend:
             self.rt[name] = ir.Function(self.module, ir.FunctionType(result, params), name)
         self.rt["lc_fail"].attributes.add("noreturn")
         self.rt["lc_fail"].attributes.add("cold")
-        for name in ("lc_hp", "lc_hl", "lc_call_site"):     # words owned by the runtime
+        for name in ("lc_hp", "lc_hl"):                # words owned by the runtime
             self.rt[name] = ir.GlobalVariable(self.module, I64, name)
         self.strings, self.printers, self.call_sites = {}, {}, []
+        self.debug_info()
         printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
         for d in program.definitions:
             printer.definition(d)
@@ -683,6 +684,7 @@ class Backend:
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
                 f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if d.var in fast else "tailcc"
+                self.subprogram(f)
                 if f.calling_convention == "fastcc":
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
@@ -834,10 +836,8 @@ class Backend(Backend):
                 fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
                 callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
             cc = callee.calling_convention if t.kind == "direct" else "tailcc"
-            if not tail and t.loc is not None:         # where a stack overflow will be reported
-                b.store(word(len(self.call_sites)), self.rt["lc_call_site"])
-                self.call_sites.append(render(RunError(OVERFLOW, t.loc)))
             result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
+            self.locate(result, None if tail else t.loc)
             if tail:
                 b.ret(result)
             else:
@@ -1324,6 +1324,112 @@ def field_type(t, subst: dict):
     raise TypeError(f"not a field type: {t!r}")
 
 # %% [markdown]
+# ## Where a stack overflow happened: call sites
+#
+# A recursion that exhausts the stack is a runtime error, reported — as the
+# reference interpreter reports it — at the last call made: the innermost
+# call that is not a tail call and is still under way. The runtime catches
+# the overflow in a signal handler (below), so the handler must find out
+# which call that was. The first version of this back end stored the
+# number of the call site in a global word before every call: one store per
+# call, paid millions of times for an event that almost never happens.
+#
+# Debuggers answer the same question for free: the *return addresses* on
+# the stack say which calls are under way, and a table the compiler emits
+# maps addresses to source lines. We do the same, in three steps.
+#
+# 1. **Every call gets a location**, LLVM's debug location `!dbg`: line
+#    n + 1 for call site n — a call that is not a tail call, at a place in
+#    the source — and line 0 for any other call (a tail call, whose frame
+#    replaces its caller's and is no call site of its own; the calls of the
+#    initialisers). Why debug locations rather than metadata of our own:
+#    LLVM keeps them through its optimisations, and when it inlines a
+#    function into a call, the inlined instructions record where
+#    (`inlinedAt`). A tail call `f(x)` in `def apply(f, x) = f(x)`,
+#    inlined into `deep` at the call site `apply(deep, n + 1)`, is now an
+#    ordinary call of `deep`'s, whose frame stands for the call site where
+#    `apply` was called — exactly what the interpreter reports, and found by
+#    following `inlinedAt` from a line 0 to a line that is a call site. None
+#    of this becomes debugging information in the object file: the compile
+#    unit says `emissionKind: NoDebug`.
+# 2. **After optimisation, each call that belongs to a call site gets a
+#    label on either side**, written as inline assembly (`771:` before,
+#    `772:` after, LLVM's local numeric labels), and the second one adds an
+#    entry *(before, after, call site)* to a section `lc_sites`. Between the
+#    two labels lies that one call and nothing else that calls (moves of its
+#    arguments and result), so a return address in (before, after] is that
+#    call's. The labels come after optimisation, not before, because an
+#    assembly statement is opaque to LLVM: one after each call would stop,
+#    for one, the tail-recursion elimination that turns half of `fib`'s
+#    calls into a loop (chapter 12). They cost nothing at run time: a label
+#    is not an instruction.
+# 3. **The signal handler** looks at the faulting instruction — a fault
+#    while making the call, when pushing the return address or an argument,
+#    is a pc in [before, after) — then up the stack from the faulting stack
+#    pointer for the first word in an interval: the innermost call under
+#    way. No store, no check, in the generated code.
+#
+# LLVM has mechanisms of its own that we tried first and that do not fit
+# as well. `llvm.experimental.stackmap` placed after a call records the
+# address after the call *and* the moves that follow it, and lives in a
+# section, `.llvm_stackmaps`, that the JIT gives us no way to find;
+# statepoints (`gc.statepoint`) record exact return addresses, but a
+# statepoint call cannot be inlined, so they too would have to be made
+# after optimisation, and they bring precise stack maps — a collector
+# design of their own (below); a line table (DWARF `.debug_line`) would
+# have to be parsed by the runtime, and the JIT does not load it.
+#
+# Finding the tables. A program compiled in parts (chapter 11) has one
+# table per part, each at the start of its part's `lc_sites` section: a
+# header of two words — the end of the entries and the address of the next
+# part's table — written by module-level assembly (which LLVM emits before
+# the functions), the entries of the functions, then a marker of the end (a
+# global variable in the same section, which LLVM emits after the
+# functions). Part k's table is named `lc_sites.k`; `main` passes
+# `lc_sites.0` to the runtime, and each header names the next, so the
+# JIT's loader (chapter 11) or the linker joins them.
+
+# %%
+#| export
+SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
+
+
+class Backend(Backend):
+    def debug_info(self):
+        """The compile unit that the locations of calls hang from. It emits no debugging
+        information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
+        m = self.module
+        self.file = m.add_debug_info("DIFile", {"filename": self.source_name, "directory": ""})
+        self.unit = m.add_debug_info("DICompileUnit", {
+            "language": ir.DIToken("DW_LANG_C"), "file": self.file, "producer": "lcompiler",
+            "isOptimized": True, "runtimeVersion": 0, "emissionKind": ir.DIToken("NoDebug")}, is_distinct=True)
+        m.add_named_metadata("llvm.dbg.cu", self.unit)
+        m.add_named_metadata("llvm.module.flags", m.add_metadata(
+            [ir.Constant(I32, 2), ir.MetaDataString(m, "Debug Info Version"), ir.Constant(I32, 3)]))
+        self.no_type = m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])})
+        self.scopes, self.site_numbers = {}, {}
+
+    def subprogram(self, f: ir.Function):
+        """f's scope, which the locations of its calls name."""
+        self.scopes[f] = self.module.add_debug_info("DISubprogram", {
+            "name": f.name, "scope": self.file, "file": self.file, "line": 0, "type": self.no_type,
+            "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"), "unit": self.unit}, is_distinct=True)
+        f.set_metadata("dbg", self.scopes[f])
+
+    def locate(self, call: ir.CallInstr, loc):
+        """Give a call its location: line n + 1 for call site n (a call that is not a tail
+        call, at loc), line 0 for a call whose frame is not a call site of its own."""
+        line = 0
+        if loc is not None:
+            text = render(RunError(OVERFLOW, loc))
+            if text not in self.site_numbers:
+                self.site_numbers[text] = len(self.call_sites)
+                self.call_sites.append(text)
+            line = self.site_numbers[text] + 1
+        scope = self.scopes[call.parent.parent]
+        call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
+
+# %% [markdown]
 # ## The whole module
 #
 # `compile()` emits every function, then one initialiser function per
@@ -1333,14 +1439,12 @@ def field_type(t, subst: dict):
 # runtime's `lc_run` together with the roots (`lc_globals`) and the messages
 # the runtime prints itself: memory exhaustion, which has no source
 # location, and stack overflow, which is reported at the last call made —
-# the reference interpreter's choice. Before each call that is not a tail
-# call, the code stores the call site's number in the runtime's word
-# `lc_call_site` — one store per call, which costs about 10% on `fib`, a
-# benchmark that does nothing but call (chapter 12); `lc_run`
-# receives the table `lc_call_sites` of the rendered messages, one per call
-# site, and the signal handler prints the one the word points at. A stack
-# overflow before any call (or in the runtime's own code) gets the message
-# without a location.
+# the reference interpreter's choice: `lc_run` receives the messages
+# `lc_call_sites`, rendered by the compiler, one per call site, and the
+# first part's table of call sites, `lc_sites.0`. The back end defines an
+# empty one (`weak`: `call_site_table` replaces it), so that a module
+# compiled without the table still runs, and reports an overflow without
+# its location.
 
 # %%
 #| export
@@ -1352,6 +1456,7 @@ class Backend(Backend):
                 me = d.var if self_tail_calls(d.var, d.value) else None
                 self.body(f, d.value.body, {}, d.value.cont, d.value.params, me)
         entry = ir.Function(self.module, ir.FunctionType(I64, []), "lc_program")
+        self.subprogram(entry)
         b = ir.IRBuilder(entry.append_basic_block("entry"))
         for i, d in enumerate(self.program.definitions):
             if d.body is not None:
@@ -1359,8 +1464,10 @@ class Backend(Backend):
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", LINKAGE
                 saves_no_registers(f)
+                self.subprogram(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
+                self.locate(result, None)
                 if d.var is not None:
                     b.store(result, self.slot(b, d.var))
         b.ret(word(0))
@@ -1369,7 +1476,8 @@ class Backend(Backend):
 
     def main(self, program: ir.Function):
         """int main(): the runtime's lc_run starts the program on a big stack, with its roots."""
-        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64])
+        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64,
+                                         I64.as_pointer()])
         lc_run = ir.Function(self.module, run_type, "lc_run")
         main = ir.Function(self.module, ir.FunctionType(I32, []), "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
@@ -1382,8 +1490,12 @@ class Backend(Backend):
         texts = [self.string(s).bitcast(I8P) for s in self.call_sites] or [ir.Constant(I8P, None)]
         sites.initializer, sites.global_constant = ir.Constant(sites.type.pointee, texts), True
         first = b.gep(sites, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        table = ir.GlobalVariable(self.module, ir.ArrayType(I64, 2), SITE_TABLE.format(0))
+        table.initializer = ir.Constant(table.value_type, None)     # empty, until call_site_table
+        table.linkage = "weak"
         b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory),
-                              first, word(len(self.call_sites))]))
+                              first, word(len(self.call_sites)),
+                              b.gep(table, [ir.Constant(I32, 0), ir.Constant(I32, 0)])]))
 
 # %% [markdown]
 # ## From source to module, verified and optimised
@@ -1453,6 +1565,113 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
     return ref
 
 # %% [markdown]
+# ## Labels, and the table of call sites
+#
+# `call_site_table` takes an optimised module and returns the module that
+# is compiled to machine code. It reads the locations (`call_sites`: for
+# each, its call site, found through `inlinedAt` if its line is 0), then
+# labels every call whose location has one. It edits LLVM's text, because
+# llvmlite cannot insert an instruction into a parsed module; LLVM's
+# printer writes one instruction per line, with the attachment `!dbg` last
+# but for other attachments, which the pattern keeps. A `tail call tailcc`
+# followed by its `ret` stays untouched: it is a jump, and nothing may come
+# between it and the `ret`.
+
+# %%
+#| export
+import re
+
+SITE_SECTION = 'lc_sites,"aw",@progbits'
+CALL = re.compile(r"^( +)(.*\bcall\b.*?), !dbg (!\d+)(.*)$", re.M)
+LOCATION = re.compile(r"^(!\d+) = (?:distinct )?!DILocation\((.*)\)$", re.M)
+TAIL_CALL = re.compile(r"\b(tail call tailcc|musttail call)\b")
+
+
+def asm_string(text: str) -> str:
+    """text as an LLVM string constant."""
+    return '"' + text.replace("\\", "\\5C").replace('"', "\\22").replace("\n", "\\0A") + '"'
+
+
+def call_sites(text: str) -> dict:
+    """The call site of each location of an optimised module (LLVM text), or None: its own
+    (its line - 1), else that of the call it was inlined at."""
+    lines, parents = {}, {}
+    for node, fields in LOCATION.findall(text):
+        line = re.search(r"\bline: (\d+)", fields)
+        lines[node] = int(line.group(1)) if line else 0
+        inlined = re.search(r"\binlinedAt: (!\d+)", fields)
+        parents[node] = inlined.group(1) if inlined else None
+    sites = {}
+    for node in lines:
+        at = node
+        while at is not None and not lines[at]:
+            at = parents[at]
+        sites[node] = None if at is None else lines[at] - 1
+    return sites
+
+
+def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
+    """An optimised module made ready for machine code: a label on each side of every call that
+    belongs to a call site, and the table of those labels for the runtime (part k of parts:
+    the table links to part k + 1's)."""
+    llvm.initialize_native_asmparser()          # the labels are written in assembly
+    with collector_paused():
+        text = str(module)
+    sites = call_sites(text)
+
+    def labelled(m):
+        indent, call, node, rest = m.groups()
+        n = sites.get(node)
+        if n is None or "@llvm." in call or (TAIL_CALL.search(call) and text.startswith(" ret", m.end() + 1)):
+            return m.group(0)                   # not a call site, or a tail call that stays one
+        before = asm_string(f"771: # call site {n}")
+        after = asm_string(f"772:\n.pushsection {SITE_SECTION}\n.quad 771b, 772b, {n}\n.popsection")
+        return (f"{indent}call void asm sideeffect {before}, \"\"()\n{indent}{call}, !dbg {node}{rest}\n"
+                f"{indent}call void asm sideeffect {after}, \"\"()")
+
+    name = SITE_TABLE.format(part)
+    following = SITE_TABLE.format(part + 1) if part + 1 < parts else "0"
+    head = "\n".join([f".pushsection {SITE_SECTION}", ".p2align 3", f".globl {name}", f"{name}:",
+                      f".quad lc_sites.end, {following}", ".popsection"])
+    empty = re.compile(rf'^@"?{re.escape(SITE_TABLE.format(0))}"? = (weak|external) global .*$', re.M)
+    text = empty.sub(f'@"{SITE_TABLE.format(0)}" = external global [2 x i64]', text)   # the asm defines it
+    return addlang.load(CALL.sub(labelled, text)
+                        + f'\n@"lc_sites.end" = internal global i64 0, section "lc_sites"\n'
+                        + f"module asm {asm_string(head)}\n")
+
+# %% [markdown]
+# The example of step 1: `deep` calls `apply`, which tail-calls its
+# argument. After optimisation (the pipeline is a few sections below),
+# `apply` and the entry of `deep`'s closure are inlined into `deep`, and
+# the one call left carries a location of line 0 in the closure's entry,
+# inlined at line 0 in `apply` (a tail call), inlined at line 1 in `deep`:
+# call site 0, `apply(deep, n + 1)`. `call_site_table` labels that call,
+# and the assembly LLVM makes (for an executable: position-independent
+# code) shows the two labels around the `call` and the entry they add to
+# `lc_sites`.
+
+# %%
+DEEP = """def apply(f, x) = f(x)
+def deep(n) = 1 + apply(deep, n + 1) * 2
+print(deep(0))
+"""
+
+
+def call_site_example(source):
+    optimised = optimise(to_llvm(source))
+    text = str(optimised)
+    start = text.index("define linkonce_odr fastcc i64 @deep_")
+    print(text[start:text.index("}\n", start) + 2])
+    print("\n".join(line for line in text.splitlines() if "DILocation" in line), "\n")
+    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
+    assembly = machine.emit_assembly(call_site_table(optimised))
+    start = assembly.index("deep_6:\n")
+    print(assembly[start:assembly.index(".Lfunc_end", start)])
+
+
+call_site_example(Source("deep.l", DEEP))
+
+# %% [markdown]
 # ## The runtime
 #
 # The generated code calls a small runtime written in C: the slow path
@@ -1493,6 +1712,7 @@ RUNTIME_C = r"""
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* ==== 1. Values and the heap-block layout ============================
@@ -2035,7 +2255,12 @@ static __attribute__((noinline)) void collect(void)
 # the guard page raises `SIGSEGV`, which a handler running on an
 # *alternative* signal stack (the normal one is full) recognises by the
 # faulting address, and turns into the runtime error. No check is compiled
-# into the functions: the overflow costs nothing until it happens.
+# into the functions: the overflow costs nothing until it happens. Then the
+# handler finds the call under way in the tables of call sites, as the
+# section on call sites above explains: `lc_run` sorts each part's entries
+# by address once (they come sorted, in the order of the code, unless LLVM
+# moved a function), and the handler searches them by halves for the
+# faulting instruction and for each word up the stack.
 
 # %%
 #| export
@@ -2055,21 +2280,96 @@ static char *stack_map;                    /* the guard zone, then the stack */
 static _Alignas(16) char alt_stack[64 * 1024];
 static int64_t (*l_program)(void);
 
-/* Where: before each call that is not a tail call, the compiled code
- * stores the number of the call site in lc_call_site; lc_run receives one
- * rendered message per call site.  So a stack overflow is reported at the
- * last call made, as the reference interpreter reports it. */
-int64_t lc_call_site = -1;
+/* Where: the compiler put a label on each side of every call that is not
+ * a tail call, and the labels in a table, one per part of the program:
+ *     word 0: the end of the entries, word 1: the next part's table or 0,
+ *     then one entry of three words per call: before, after, call site.
+ * Between the two labels lies one call instruction and nothing else that
+ * calls, so a return address in (before, after] is that call's, and a
+ * fault at an address in [before, after) happened while making it.  The
+ * handler looks at the faulting instruction, then up the stack from the
+ * faulting stack pointer, for the innermost call that is under way: the
+ * last call made, where the reference interpreter reports the overflow.
+ * lc_run receives the first part's table and one rendered message per
+ * call site; it sorts each part's entries, so that the handler can
+ * search them by halves. */
 static const char *const *call_site_texts;
 static int64_t n_call_sites;
+static uint64_t *site_tables;
+
+struct site { uint64_t before, after, number; };
+
+static int by_address(const void *a, const void *b)
+{
+    const struct site *x = a, *y = b;
+    return x->before < y->before ? -1 : x->before > y->before;
+}
+
+/* The entries of a part's table: none in the empty table that a module
+ * has until call_site_table gives it its own. */
+static size_t site_entries(uint64_t *table, struct site **first)
+{
+    *first = (struct site *)(table + 2);
+    uint64_t end = table[0], start = (uint64_t)as_int(table + 2);
+    return end > start ? (size_t)(end - start) / sizeof **first : 0;
+}
+
+static void sort_site_tables(void)
+{
+    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+        struct site *first;
+        size_t n = site_entries(t, &first);
+        for (size_t i = 1; i < n; i++)
+            if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
+    }
+}
+
+/* The call site whose call returns to address a (returning: a in
+ * (before, after]) or is being made at address a (a in [before, after)). */
+static int64_t site_at(uint64_t a, bool returning)
+{
+    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+        struct site *first;
+        size_t lo = 0, hi = site_entries(t, &first);  /* the first entry that starts after a */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (first[mid].before < a || (!returning && first[mid].before == a)) lo = mid + 1; else hi = mid;
+        }
+        /* Copies of one call site made by LLVM may share a label: look a few back. */
+        for (size_t i = lo; i > 0 && lo - i < 8; i--) {
+            struct site *s = &first[i - 1];
+            if (returning ? a <= s->after : a < s->after) return (int64_t)s->number;
+        }
+    }
+    return -1;
+}
+
+/* The call site under way at a fault: the faulting instruction's, else
+ * that of the innermost return address on the stack that has one. */
+static int64_t faulting_call_site(void *context)
+{
+    uint64_t pc, sp;
+#if defined(__x86_64__)
+    pc = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+    sp = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    pc = ((ucontext_t *)context)->uc_mcontext.pc;
+    sp = ((ucontext_t *)context)->uc_mcontext.sp;
+#else
+    return -1;
+#endif
+    int64_t site = site_at(pc, false);
+    for (uint64_t *p = as_ptr((int64_t)(sp & ~7ull)); site < 0 && (uintptr_t)p < stack_top; p++)
+        site = site_at(*p, true);
+    return site;
+}
 
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
-    (void)context;
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        int64_t site = lc_call_site;
+        int64_t site = faulting_call_site(context);
         write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
         _exit(2);
     }
@@ -2204,11 +2504,12 @@ static void heap_free(void)
 
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
-           const char *const *call_site_messages, int64_t ncall_sites)
+           const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
 {
     out_len = 0, out_fd = 1;
     stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, lc_call_site = -1;
+    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
+    sort_site_tables();
     global_roots = globals, n_global_roots = nglobals;
     l_program = program;
     heap_init();
@@ -2475,7 +2776,8 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 # 2. Flattening stops at one level: a parameter of type `((Int, Int), Int)`
 #    takes two words, the first a pointer. Flatten nested tuples, and find
 #    a program of the corpus where it matters.
-# 3. Make the location of a stack overflow free: instead of a store before
-#    every call, give the runtime a table of the return addresses of the
-#    call sites, and look up the return address found on the stack in the
-#    signal handler. What does LLVM need to tell you, and how?
+# 3. The handler reports the innermost call site under way. Write a program
+#    that recurses through two call sites in turn (`f` calls `g` calls `f`,
+#    neither a tail call), and compare where the compiled program and the
+#    interpreter report its overflow. Why can no implementation agree with
+#    the interpreter on every such program?
