@@ -1922,7 +1922,13 @@ void lc_fail_begin(const char *prefix)
     write_str(2, prefix);
 }
 
-static _Noreturn void out_of_memory(void) { lc_fail(out_of_memory_text); }
+static void statistics(void);
+
+static _Noreturn void out_of_memory(void)
+{
+    statistics();                       /* with LC_GC_STATS=1, how the heap got there */
+    lc_fail(out_of_memory_text);
+}
 """
 
 # %% [markdown]
@@ -1942,7 +1948,7 @@ RUNTIME_C += r"""
  * moving heap_end up.  It has two generations:
  *
  * - the *nursery*, where the program allocates: a few chunks of 64 KB
- *   (LC_NURSERY bytes in all, 256 KB by default: it stays in the cache),
+ *   (LC_NURSERY bytes in all, 2 MB by default: it stays in the cache),
  *   aligned on 64 KB, reused after every minor collection (section 5);
  * - the *old generation*, everything else: the blocks that survived a
  *   minor collection, copied there.
@@ -1972,7 +1978,7 @@ int64_t lc_hp, lc_hl;
 #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
 #define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
 #define LARGE_WORDS   1024
-#define NURSERY_BYTES (256ull << 10)
+#define NURSERY_BYTES (2ull << 20)
 #define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
 
 static uint64_t *heap_start, *heap_end, *heap_limit_end;
@@ -1982,6 +1988,7 @@ static uint16_t *nursery_map;               /* per 64 KB of heap: k + 1 if it is
 static uint64_t **nursery;                  /* the nursery's chunks */
 static uint64_t (*old_bits)[CHUNK_WORDS / 64];  /* per nursery chunk: a bit per word that starts an old block */
 static size_t nursery_chunks, next_chunk;   /* how many; the next one to look for runs in */
+static size_t base_chunks, room_chunks;     /* LC_NURSERY in chunks; room in nursery and old_bits */
 static uint64_t *cursor, *chunk_end;        /* where to look for the next run, in the current chunk */
 static int64_t run_start;                   /* for the statistics */
 static struct region { uint64_t *hp, *hl; } promo;
@@ -2136,7 +2143,7 @@ static uint64_t *take_gap_block(uint64_t words)
 
 /* `words` words in the old generation, or NULL if the heap is at its
  * limit.  The block's start is recorded. */
-static uint64_t *old_alloc(uint64_t words)
+static uint64_t *old_alloc_slow(uint64_t words)
 {
     uint64_t *p;
     if (words > LARGE_WORDS) {
@@ -2153,6 +2160,16 @@ static uint64_t *old_alloc(uint64_t words)
         p = promo.hp;
         promo.hp += words;
     }
+    note_block_start(p);
+    old_bytes += words * 8;
+    return p;
+}
+
+static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline */
+{
+    if (words > LARGE_WORDS || (uint64_t)(promo.hl - promo.hp) < words) return old_alloc_slow(words);
+    uint64_t *p = promo.hp;
+    promo.hp += words;
     note_block_start(p);
     old_bytes += words * 8;
     return p;
@@ -2275,13 +2292,16 @@ static struct stack to_scan, remembered, pinned;
 static int64_t *global_roots, n_global_roots;
 static uintptr_t stack_top;                /* top of the L thread's stack */
 
-static void push(struct stack *s, uint64_t *block)
+static void grow_stack(struct stack *s)
 {
-    if (s->len == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 1024;
-        s->items = realloc(s->items, s->cap * sizeof *s->items);
-        if (s->items == NULL) out_of_memory();
-    }
+    s->cap = s->cap ? 2 * s->cap : 1024;
+    s->items = realloc(s->items, s->cap * sizeof *s->items);
+    if (s->items == NULL) out_of_memory();
+}
+
+static inline void push(struct stack *s, uint64_t *block)
+{
+    if (s->len == s->cap) grow_stack(s);
     s->items[s->len++] = block;
 }
 
@@ -2424,16 +2444,70 @@ static void sweep_nursery(void)
     cursor = chunk_end = NULL;
 }
 
+/* A minor collection costs at least the stack it scans.  When the stack
+ * is deep, the nursery grows to twice its size (up to 64 MB, and an
+ * eighth of the heap limit), so that
+ * scanning costs at most half a word per word allocated; when the stack
+ * is shallow again, the nursery shrinks back to LC_NURSERY.  A chunk that
+ * leaves the nursery goes to the old generation, with its free runs. */
+#define MAX_NURSERY_CHUNKS 1024
+
+static void resize_nursery(uint64_t stack_words)
+{
+    uint64_t want = 2 * stack_words / CHUNK_WORDS, most = (uint64_t)(heap_limit_end - heap_start) / CHUNK_WORDS / 8;
+    if (want > MAX_NURSERY_CHUNKS) want = MAX_NURSERY_CHUNKS;
+    if (want > most) want = most;                 /* and at most an eighth of the heap */
+    if (want < base_chunks) want = base_chunks;
+    if (want > room_chunks) {
+        room_chunks = want;
+        nursery = realloc(nursery, room_chunks * sizeof *nursery);
+        old_bits = realloc(old_bits, room_chunks * sizeof *old_bits);
+        if (nursery == NULL || old_bits == NULL) out_of_memory();
+    }
+    while (nursery_chunks < want && (nursery[nursery_chunks] = fresh_chunk(nursery_chunks)) != NULL)
+        nursery_chunks++;
+    while (nursery_chunks > want) {
+        uint64_t *chunk = nursery[--nursery_chunks];
+        nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
+        add_free_to_lists(chunk);
+    }
+}
+
+/* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
+ * start of the nth minor collection, after its tracing, and at its end:
+ * the data of the pictures in chapter 10.  A line per block: the stage,
+ * the chunk, the block's offset and size in words, what it is, and for a
+ * copied block, the offset of its copy from the start of the heap. */
+static uint64_t dump_at;
+
+static void dump_nursery(const char *stage)
+{
+    char line[128];
+    for (size_t k = 0; k < nursery_chunks; k++)
+        for (uint64_t *p = nursery[k], n; p < nursery[k] + CHUNK_WORDS; p += n) {
+            uint64_t h = *p;
+            n = block_words(h);
+            const char *what = h & FORWARDED_BIT ? "copied" : h & FREE_BIT ? "free" : h & OLD_BIT ? "old" : "young";
+            int length = snprintf(line, sizeof line, "%s %zu %llu %llu %s %lld\n", stage, k,
+                                  (unsigned long long)(p - nursery[k]), (unsigned long long)n, what,
+                                  h & FORWARDED_BIT ? (long long)(as_ptr((int64_t)(h & ~FORWARDED_BIT)) - heap_start) : -1ll);
+            write_all(2, line, (size_t)length);
+        }
+}
+
 static __attribute__((noinline)) void minor_collection(void)
 {
     double t0 = now_seconds();
+    bool dump = minor_count + 1 == dump_at;
+    if (dump) dump_nursery("start");
     /* Spill the callee-saved registers into this frame, where the stack
      * scan sees them: L code may keep a pointer only in a register.
      * (setjmp would not do: glibc scrambles the saved rbp, which LLVM may
      * use as an ordinary register.) */
     __builtin_unwind_init();
     for (int64_t i = 0; i < n_global_roots; i++) pin((uint64_t)global_roots[i]);
-    stack_scanned += scan_thread_stack(true);
+    uint64_t stack_words = scan_thread_stack(true);
+    stack_scanned += stack_words;
     for (size_t i = 0; i < remembered.len; i++) {
         uint64_t *block = remembered.items[i];
         if (*block & CONSERVATIVE_BIT)
@@ -2448,9 +2522,12 @@ static __attribute__((noinline)) void minor_collection(void)
         old_bytes += 8 * block_words(*pinned.items[i]);
     }
     while (to_scan.len > 0) forward_fields(to_scan.items[--to_scan.len]);
+    if (dump) dump_nursery("traced");
     pinned_count += pinned.len;
     remembered.len = pinned.len = 0;
     sweep_nursery();
+    resize_nursery(stack_words);
+    if (dump) dump_nursery("swept");
     minor_count++;
     minor_seconds += now_seconds() - t0;
 }
@@ -2461,14 +2538,25 @@ static __attribute__((noinline)) void minor_collection(void)
  * We do not read its header here: that read is likely to miss the cache,
  * and drain_mark_stack overlaps such misses.  So a stray word that points
  * into free space marks the filler too; scan_block and sweep ignore it. */
-static void mark_value(uint64_t v)
+static inline void mark_block(uint64_t *block)
 {
-    uint64_t *block = find_block(v);
-    if (block == NULL) return;
     uint64_t i = (uint64_t)(block - heap_start), bit = 1ull << (i % 64);
     if (mark_bits[i / 64] & bit) return;
     mark_bits[i / 64] |= bit;
     push(&to_scan, block);
+}
+
+static void mark_value(uint64_t v)
+{
+    uint64_t *block = find_block(v);
+    if (block != NULL) mark_block(block);
+}
+
+/* A field that the layout says may be a pointer holds an L value: the
+ * start of a block, if it is in the heap at all.  No search. */
+static inline void mark_field(uint64_t v)
+{
+    if (v - (uintptr_t)heap_start < (uintptr_t)heap_end - (uintptr_t)heap_start) mark_block(as_ptr((int64_t)v));
 }
 
 static void scan_block(const uint64_t *block)
@@ -2478,7 +2566,7 @@ static void scan_block(const uint64_t *block)
     if (header & CONSERVATIVE_BIT)
         for (uint64_t f = 1; f <= (header & FIELDS_MASK); f++) mark_value(block[f]);
     else
-        for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_value(block[1 + __builtin_ctzll(m)]);
+        for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
 }
 
 /* Scan pushed blocks until none is left.  A block popped off the stack is
@@ -2831,13 +2919,14 @@ static void *map_noreserve(uint64_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* The default heap limit: a quarter of the machine's memory, as the
- * JVM's default, but at least 256 MB and at most 4 GB. */
+/* The default heap limit: 1 GB, or a quarter of the machine's memory if
+ * that is less (but not under 64 MB).  A program that allocates without
+ * end reaches it in seconds, in memory that any machine can spare. */
 static uint64_t default_heap_limit(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : 1ull << 30;
-    return quarter < (256ull << 20) ? 256ull << 20 : quarter > (4ull << 30) ? 4ull << 30 : quarter;
+    return quarter > (1ull << 30) ? 1ull << 30 : quarter < (64ull << 20) ? 64ull << 20 : quarter;
 }
 
 /* The limit is at most 32 GB: a filler's size must fit in its header,
@@ -2859,7 +2948,7 @@ static void heap_init(void)
     start_bits = map_noreserve(limit / 64 + 8);
     mark_bits = map_noreserve(limit / 64 + 8);
     nursery_map = map_noreserve(limit / (CHUNK_WORDS * 8) * 2 + 2);
-    nursery_chunks = nursery_bytes / (CHUNK_WORDS * 8);
+    nursery_chunks = room_chunks = base_chunks = nursery_bytes / (CHUNK_WORDS * 8);
     nursery = malloc(nursery_chunks * sizeof *nursery);
     old_bits = malloc(nursery_chunks * sizeof *old_bits);
     if (start_bits == NULL || mark_bits == NULL || nursery_map == NULL || nursery == NULL || old_bits == NULL)
@@ -2874,6 +2963,7 @@ static void heap_init(void)
     minor_seconds = major_seconds = 0;
     old_bytes = 0, old_threshold = MIN_OLD_BYTES;
     gc_stress = env_size("LC_GC_STRESS", 0);
+    dump_at = env_size("LC_GC_DUMP", 0);
     to_scan.len = remembered.len = pinned.len = 0;
     for (size_t c = 0; c < nursery_chunks; c++) nursery[c] = fresh_chunk(c);
     next_chunk = 0, cursor = chunk_end = NULL;
@@ -2892,23 +2982,11 @@ static void heap_free(void)
     lc_hp = lc_hl = run_start = 0;
 }
 
-int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
-           const char *stack_overflow_message, const char *out_of_memory_message,
-           const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
+/* With LC_GC_STATS=1: what the collector did, on stderr. */
+static void statistics(void)
 {
-    out_len = 0, out_fd = 1;
-    stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
-    sort_site_tables();
-    global_roots = globals, n_global_roots = nglobals;
-    l_program = program;
-    heap_init();
-    uint64_t stack_bytes = (env_size("LC_STACK_SIZE", 256u << 20) + 4095) & ~4095ull;
-    run_on_big_stack(stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
-    flush_output();
-
-    const char *stats = getenv("LC_GC_STATS");
-    if (stats != NULL && strcmp(stats, "1") == 0) {
+    const char *wanted = getenv("LC_GC_STATS");
+    if (wanted != NULL && strcmp(wanted, "1") == 0) {
         char line[240];
         int n = snprintf(line, sizeof line,
                          "gc: %llu minor collections (%.3f s), %llu major (%.3f s); allocated %.1f MB, "
@@ -2931,6 +3009,24 @@ int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
             fclose(status);
         }
     }
+}
+
+int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
+           const char *stack_overflow_message, const char *out_of_memory_message,
+           const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
+{
+    out_len = 0, out_fd = 1;
+    stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
+    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
+    sort_site_tables();
+    global_roots = globals, n_global_roots = nglobals;
+    l_program = program;
+    heap_init();
+    uint64_t stack_bytes = (env_size("LC_STACK_SIZE", 256u << 20) + 4095) & ~4095ull;
+    run_on_big_stack(stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
+    flush_output();
+
+    statistics();
     heap_free();
     return 0;
 }
