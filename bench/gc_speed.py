@@ -80,13 +80,13 @@ def run(exe: Path, env: dict | None = None) -> dict:
     child = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment)
     out, err = child.stdout.read().decode(), child.stderr.read().decode()     # both are short
     _, status, usage = os.wait4(child.pid, 0)
-    minor = re.search(r"gc: (\d+) minor collections \(([\d.]+) s\), (\d+) major \(([\d.]+) s\)", err)
+    minor = re.search(r"gc: (\d+) minor and (\d+) major collections", err)
     heap = re.search(r"max heap ([\d.]+) MB", err)
     peak = re.search(r"gc: peak resident memory\s+(\d+) kB", err)   # ru_maxrss would count the parent's
     code = os.waitstatus_to_exitcode(status)
     return {"cpu": usage.ru_utime + usage.ru_stime, "rss_mb": int(peak.group(1)) / 1024 if peak else None,
             "status": code, "output": out, "error": err.splitlines()[-1] if code else "",
-            "minor": int(minor.group(1)) if minor else None, "major": int(minor.group(3)) if minor else None,
+            "minor": int(minor.group(1)) if minor else None, "major": int(minor.group(2)) if minor else None,
             "max_heap_mb": float(heap.group(1)) if heap else None}
 
 

@@ -1006,7 +1006,7 @@ static _Noreturn void out_of_memory(void)
 """
 
 
-# --- The heap ----------------------------------------------------------
+# --- The heap: a nursery and an old generation -------------------------
 
 RUNTIME_C += r"""
 /* ==== 4. The heap and allocation =====================================
@@ -2010,11 +2010,13 @@ static void statistics(void)
     if (wanted != NULL && strcmp(wanted, "1") == 0) {
         char line[240];
         int n = snprintf(line, sizeof line,
-                         "gc: %llu minor collections (%.3f s), %llu major (%.3f s); allocated %.1f MB, "
-                         "promoted %.1f MB, max heap %.1f MB\n",
-                         (unsigned long long)minor_count, minor_seconds, (unsigned long long)major_count,
-                         major_seconds, (double)(allocated_bytes + (uint64_t)(lc_hp - run_start)) / (1 << 20),
-                         (double)promoted_bytes / (1 << 20), (double)max_heap_bytes / (1 << 20));
+                         "gc: %llu minor and %llu major collections, max heap %.1f MB, allocated %.1f MB, "
+                         "promoted %.1f MB, gc time %.3f s (minor %.3f s, major %.3f s)\n",
+                         (unsigned long long)minor_count, (unsigned long long)major_count,
+                         (double)max_heap_bytes / (1 << 20),
+                         (double)(allocated_bytes + (uint64_t)(lc_hp - run_start)) / (1 << 20),
+                         (double)promoted_bytes / (1 << 20), minor_seconds + major_seconds, minor_seconds,
+                         major_seconds);
         write_all(2, line, (size_t)n);
         n = snprintf(line, sizeof line, "gc: %llu blocks pinned, %.1f MB of stack scanned by minor collections\n",
                      (unsigned long long)pinned_count, (double)stack_scanned * 8 / (1 << 20));
