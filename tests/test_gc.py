@@ -68,7 +68,7 @@ print(run($N))
 
 @pytest.mark.parametrize("env", STRESS, ids=lambda e: " ".join(f"{k}={v}" for k, v in e.items()))
 def test_an_old_cell_written_with_young_lists_keeps_them(env):
-    text = BARRIER.replace("$N", "3000" if "LC_GC_STRESS" in env else "300000")
+    text = BARRIER.replace("$N", "3000" if "LC_GC_STRESS" in env else "100000")
     assert run(text, env) == reference(text)
 
 
@@ -108,7 +108,7 @@ main()
 
 @pytest.mark.parametrize("env", STRESS, ids=lambda e: " ".join(f"{k}={v}" for k, v in e.items()))
 def test_blocks_without_a_layout_are_collected_and_keep_what_they_point_to(env):
-    text = WIDE.replace("$N", "200" if "LC_GC_STRESS" in env else "5000")
+    text = WIDE.replace("$N", "200" if "LC_GC_STRESS" in env else "2000")
     assert run(text, env) == reference(text)
 
 
