@@ -48,6 +48,9 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     the layout (if code, field 0 is a function's code: no pointer), and the flag OLD for a
     block made by the compiler. A block of more than LAYOUT_FIELDS fields has no layout: it is
     CONSERVATIVE, and old from the start."""
+    if tag >> TAG_BITS or len(types) >> TAG_SHIFT:
+        raise ValueError("a data type of more than 65,536 constructors, or a block of more than 2^24 fields:"
+                         " the header of a block has no room for it")
     if len(types) > LAYOUT_FIELDS:
         return len(types) | tag << TAG_SHIFT | CONSERVATIVE | OLD
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))

@@ -635,6 +635,9 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     the layout (if code, field 0 is a function's code: no pointer), and the flag OLD for a
     block made by the compiler. A block of more than LAYOUT_FIELDS fields has no layout: it is
     CONSERVATIVE, and old from the start."""
+    if tag >> TAG_BITS or len(types) >> TAG_SHIFT:
+        raise ValueError("a data type of more than 65,536 constructors, or a block of more than 2^24 fields:"
+                         " the header of a block has no room for it")
     if len(types) > LAYOUT_FIELDS:
         return len(types) | tag << TAG_SHIFT | CONSERVATIVE | OLD
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
@@ -1452,15 +1455,15 @@ def field_type(t, subst: dict):
 #    call's. The labels come after optimisation, not before, because an
 #    assembly statement is opaque to LLVM: one after each call would stop,
 #    for one, the tail-recursion elimination that turns half of `fib`'s
-#    calls into a loop (chapter 12). They cost nothing at run time: a label
-#    is not an instruction.
+#    calls into a loop (below, and chapter 12). They cost nothing at run
+#    time: a label is not an instruction.
 # 3. **The signal handler** looks at the faulting instruction — a fault
 #    while making the call, when pushing the return address or an argument,
 #    is a pc in [before, after) — then up the stack from the faulting stack
 #    pointer for the first word in an interval: the innermost call under
 #    way. No store, no check, in the generated code.
 #
-# LLVM has mechanisms of its own that we tried first and that do not fit
+# LLVM has mechanisms of its own that we considered, and that do not fit
 # as well. `llvm.experimental.stackmap` placed after a call records the
 # address after the call *and* the moves that follow it, and lives in a
 # section, `.llvm_stackmaps`, that the JIT gives us no way to find;
@@ -1761,6 +1764,22 @@ def call_site_example(source):
 
 
 call_site_example(Source("deep.l", DEEP))
+
+# %% [markdown]
+# And why after optimisation: here is `fib` optimised as it is, then with a
+# label after each of its calls *before* optimisation. With the labels in
+# the way, LLVM no longer turns the second recursive call into a loop.
+
+# %%
+FIB = Source("fib.l", open("../bench/programs/fib.l").read())
+text = str(to_llvm(FIB))
+early = re.sub(r'^(\s+)(%\S+ = call fastcc i64 @"fib_\d+"\(.*)$', r'\1\2\n\1call void asm sideeffect "772:", ""()',
+               text, flags=re.M)
+for title, module in (("labels after optimisation", text), ("labels before optimisation", early)):
+    optimised = str(optimise(module))
+    start = optimised.index("define linkonce_odr fastcc i64 @fib_")
+    body = optimised[start:optimised.index("\n}\n", start)]
+    print(f"{title}: {body.count('call fastcc i64 @fib_')} recursive call(s) in fib")
 
 # %% [markdown]
 # ## The runtime
@@ -2351,10 +2370,11 @@ int64_t lc_alloc_old(int64_t words)
 # block starts and walk from the nearest one below, block by block, as the
 # comments explain.
 #
-# A minor collection scans the whole stack, as OCaml's does. When the stack
-# is deep — a recursion that builds a list on its way back, like `range` in
-# `primes` — that scan, not the survivors, becomes its cost, so the nursery
-# grows with the stack: to twice its size, up to 64 MB.
+# A minor collection scans the whole stack, as OCaml 4's does on x86-64.
+# When the stack is deep — a recursion that builds a list on its way back,
+# like `range` in `primes` — that scan, not the survivors, becomes its cost,
+# so the nursery grows with the stack: to twice the stack's size, up to 64
+# MB, and back to its own size when the stack is shallow again.
 
 # %%
 #| export

@@ -7,43 +7,27 @@ allocation, a major one every nth), where every block is promoted as soon as the
 allocated.
 """
 
-import io
-import os
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from lcompiler import driver
-from lcompiler.errors import RunError, Source
-from lcompiler.interp import Interpreter, check
+from lcompiler.errors import Source
+
+import test_native
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(text: str, env: dict, name: str = "gc.l") -> tuple:
     """(stdout, stderr, status) of a program run in a child with these environment variables."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        r = driver.run_source(Source(name, textwrap.dedent(text)), timeout=120)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    r = test_native.run(text, name, env)
     return r.stdout, r.stderr, r.status
 
 
 def reference(text: str, name: str = "gc.l") -> tuple:
-    out = io.StringIO()
-    try:
-        Interpreter(out).run(check(Source(name, textwrap.dedent(text))))
-    except RunError as error:
-        return out.getvalue(), error.render() + "\n", 2
-    return out.getvalue(), "", 0
+    return test_native.reference(Source(name, textwrap.dedent(text)))
 
 
 LIST = "data List<a> { Cons(a, List<a>); Nil }\n"
