@@ -202,12 +202,15 @@ def split(module: ir.Module, parts: int) -> list[str]:
 def declaration(g, text: str) -> str:
     """A declaration of g with its calling convention and attributes."""
     if isinstance(g, ir.Function):
-        return "declare " + text.split("\n", 1)[0].removeprefix("define ")
+        head = text.split("\n", 1)[0].removeprefix("define ")
+        return "declare " + re.sub(r" !dbg !\d+", "", head)     # its scope (chapter 10) stays home
     return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
 
 # %% [markdown]
 # The parts are compiled by `object_code`: parse, verify, optimise (chapter
-# 10's `optimise`), emit. The target machine differs between the JIT and
+# 10's `optimise`), label the call sites and add the part's table of them
+# (chapter 10's `call_site_table`: part k's table links to part k + 1's),
+# emit. The target machine differs between the JIT and
 # executables only in its code model (next sections). `machine_code`
 # decides how many parts, forks one child per part but the last, compiles
 # the last itself meanwhile, and collects the children's object files
@@ -226,9 +229,11 @@ def target(executable: bool) -> llvm.TargetMachine:
     return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
 
 
-def object_code(text: str, level: int, executable: bool) -> bytes:
-    """An object file from LLVM text: verified, optimised at O<level>, compiled."""
-    return target(executable).emit_object(llvm_backend.optimise(text, level))
+def object_code(text: str, level: int, executable: bool, part: int = 0, parts: int = 1) -> bytes:
+    """An object file from LLVM text: verified, optimised at O<level>, given its part of the
+    call-site table (chapter 10), compiled."""
+    optimised = llvm_backend.optimise(text, level)
+    return target(executable).emit_object(llvm_backend.call_site_table(optimised, part, parts))
 
 
 def cores() -> int:
@@ -258,14 +263,14 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
                 if pid == 0:                      # a child: compile, write the object, exit
                     status = 1
                     try:
-                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable))
+                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable, i, len(texts)))
                         status = 0
                     except BaseException:
                         Path(tmp, f"{i}.err").write_text(traceback.format_exc())
                     finally:
                         os._exit(status)
                 children.append(pid)
-            last = object_code(texts[-1], level, executable)
+            last = object_code(texts[-1], level, executable, len(texts) - 1, len(texts))
             statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
         except BaseException:                     # an error or an interrupt here: the children go too
             for pid in children:

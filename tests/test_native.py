@@ -101,11 +101,11 @@ def test_each_name_is_defined_in_one_part_and_declared_as_defined():
     module = llvm_backend.to_llvm(source(ROOT / "examples" / "queens.l"))
     texts = driver.split(module, 3)
     defined = [re.findall(r'^define [^@]*@"([^"]+)"', t, re.M)
-               + re.findall(r'^@"([^"]+)" = (?!external)', t, re.M) for t in texts]
+               + re.findall(r'^@"([^"]+)" = (?!extern)', t, re.M) for t in texts]
     local = {g.name for g in module.globals.values() if g.linkage in ("internal", "private")}
     everywhere = [name for names in defined for name in names if name not in local]
     assert sorted(everywhere) == sorted(set(everywhere))          # defined once, copies aside
-    heads = {f.name: str(f).split("\n", 1)[0] for f in module.functions if f.blocks}
+    heads = {f.name: re.sub(r" !dbg !\d+", "", str(f).split("\n", 1)[0]) for f in module.functions if f.blocks}
     declarations = [line for t in texts for line in t.splitlines() if line.startswith("declare")
                     and not line.split("@")[1].startswith('"lc_')]
     assert declarations                                              # some calls cross parts
@@ -177,6 +177,50 @@ def test_a_runaway_recursion_is_a_runtime_error_at_the_interpreters_place():
     r = run(text, name="deep.l")
     assert (r.stdout, r.stderr, r.status) == reference(Source("deep.l", text))
     assert r.stderr.startswith("deep.l:1:19: runtime error: stack overflow: the program nested calls too deeply\n")
+
+
+OVERFLOWS = {        # recursions through one call site, of several shapes: where each overflows
+    "down.l": ("def down(n) = 2 * down(n + 1) + 1\nprint(\"before\")\nprint(down(0))\n", "1:19"),
+    "build.l": ("data List<a> { Cons(a, List<a>); Nil }\ndef build(n) = Cons(n, build(n + 1))\n"
+                "print(build(0))\n", "2:24"),                           # allocates in every frame
+    "apply.l": ("def apply(f, x) = f(x)\ndef deep(n) = 1 + apply(deep, n + 1) * 2\nprint(deep(0))\n",
+                "2:19"),                            # a tail call of apply's, inlined at the call site
+    "closure.l": ("def make(k) = { n -> k + 2 * make(k + 1)(n) }\nprint(make(0)(1))\n", "1:30"),
+}
+
+
+@pytest.mark.parametrize("name", OVERFLOWS)
+def test_a_stack_overflow_is_located_at_the_call_under_way(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("LC_STACK_SIZE", "8M")       # the same place, sooner
+    text, where = OVERFLOWS[name]
+    src = Source(name, text)
+    results = [native(src), split_run(src, 3)]
+    for parts in (1, 2):
+        exe = driver.build(src, tmp_path / f"program{parts}", parts=parts)
+        done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+        results.append((done.stdout, done.stderr, done.returncode))
+    message = f"{name}:{where}: runtime error: stack overflow: the program nested calls too deeply\n"
+    assert all(r == results[0] for r in results) and results[0][2] == 2
+    assert results[0][1].startswith(message)
+    if name == "apply.l":                           # down.l: test_a_runaway_recursion_… compares it
+        assert results[0] == reference(src)
+
+
+LABEL = re.compile(r"^(\.Ltmp\d+):\s*# call site (\d+)$", re.M)
+
+
+@pytest.mark.parametrize("path", PROGRAMS[::5] + sorted((ROOT / "bench" / "programs").glob("*.l")),
+                         ids=[p.stem for p in PROGRAMS[::5]] + [p.stem + "_bench" for p in sorted((ROOT / "bench" / "programs").glob("*.l"))])
+def test_one_call_lies_between_the_labels_of_a_call_site(path):
+    optimised = llvm_backend.optimise(llvm_backend.to_llvm(source(path)))
+    assembly = driver.target(True).emit_assembly(llvm_backend.call_site_table(optimised))
+    pairs = re.findall(r"^(\.Ltmp\d+):\s*# call site (\d+)\n(.*?)^(\.Ltmp\d+):\n"
+                       r"\s*\.section\s+lc_sites,\"aw\",@progbits\n\s*\.quad\s+(\S+)\n\s*\.quad\s+(\S+)\n\s*\.quad\s+(\d+)",
+                       assembly, re.M | re.S)
+    assert len(pairs) == len(LABEL.findall(assembly))            # every label has its pair
+    for before, site, between, after, first, second, number in pairs:
+        calls = [line for line in between.splitlines() if re.match(r"\s+call", line)]
+        assert len(calls) == 1 and (first, second, number) == (before, after, site)
 
 
 def test_short_lived_allocation_runs_in_bounded_memory():
