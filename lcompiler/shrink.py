@@ -16,7 +16,7 @@ function that always returns to the same place into a block of its
 caller, and *inlining*, which copies a small function into its calls.
 """
 
-__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_term', 'Shrinker', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'UNROLL', 'DEPTH', 'GROWTH', 'SLACK', 'Optimiser', 'optimise']
+__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'UNROLL', 'DEPTH', 'GROWTH', 'SLACK', 'Optimiser', 'optimise']
 
 
 # --- What is known about a variable ------------------------------------
@@ -373,8 +373,16 @@ class Shrinker(Shrinker):
         """lam's body moves to the call a, its parameters replaced by the arguments."""
         for x, o in zip(lam.params, a.args):
             self.substitute(x, o.var)
+        relocate(lam.cont, a.loc)
         self.substitute(lam.cont, a.cont.var)
         self.put(a, take(lam.body))
+
+def relocate(ret: ContVar, loc) -> None:
+    """The calls that return to ret (tail calls of its function) take the location loc."""
+    if loc is not None:
+        for o in occurrences(ret):
+            if type(o.enclosing) is Apply:
+                o.enclosing.loc = loc
 
 
 # --- A continuation used once ------------------------------------------
@@ -797,6 +805,9 @@ class Optimiser(Optimiser):
         j.binder = t
         for x in t.params:
             x.binder = t
+        outside = {a.loc for a in calls if a.cont.var is k}
+        if len(outside) == 1:                   # f's tail calls now make the frame f's call made
+            relocate(lam.cont, outside.pop())
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
         for a in calls:                         # every call becomes a jump: from outside, or a loop
             self.put(a, apply_cont(j, *[o.var for o in a.args]), made=True)
@@ -853,6 +864,8 @@ class Optimiser(Optimiser):
             if type(n) is Apply:
                 self.depth[n] = level + 1
                 self.owner[n] = self.owner.get(a)
+                if n.cont.var is a.cont.var and a.loc is not None:
+                    n.loc = a.loc           # was a tail call of the copied function: see relocate
             if type(n) in self.RULES:
                 self.changed(n)
         self.put(a, body)

@@ -848,8 +848,29 @@ class Shrinker(Shrinker):
         """lam's body moves to the call a, its parameters replaced by the arguments."""
         for x, o in zip(lam.params, a.args):
             self.substitute(x, o.var)
+        relocate(lam.cont, a.loc)
         self.substitute(lam.cont, a.cont.var)
         self.put(a, take(lam.body))
+
+# %% [markdown]
+# One detail keeps runtime errors where they were. A call in tail position
+# in the function — a call that returns to the function's own return
+# continuation — makes no stack frame of its own: it replaces the
+# function's. After inlining, it returns to the caller's continuation
+# instead, and it is the frame the inlined call used to make. So if the
+# program ever runs out of stack there, it must be reported where the
+# inlined call was written, as the reference interpreter reports it (and
+# as chapter 10's back end does for LLVM's own inlining): `relocate` gives
+# those calls the inlined call's location.
+
+# %%
+#| export
+def relocate(ret: ContVar, loc) -> None:
+    """The calls that return to ret (tail calls of its function) take the location loc."""
+    if loc is not None:
+        for o in occurrences(ret):
+            if type(o.enclosing) is Apply:
+                o.enclosing.loc = loc
 
 # %%
 demo('''
@@ -1733,6 +1754,9 @@ class Optimiser(Optimiser):
         j.binder = t
         for x in t.params:
             x.binder = t
+        outside = {a.loc for a in calls if a.cont.var is k}
+        if len(outside) == 1:                   # f's tail calls now make the frame f's call made
+            relocate(lam.cont, outside.pop())
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
         for a in calls:                         # every call becomes a jump: from outside, or a loop
             self.put(a, apply_cont(j, *[o.var for o in a.args]), made=True)
@@ -1811,6 +1835,8 @@ class Optimiser(Optimiser):
             if type(n) is Apply:
                 self.depth[n] = level + 1
                 self.owner[n] = self.owner.get(a)
+                if n.cont.var is a.cont.var and a.loc is not None:
+                    n.loc = a.loc           # was a tail call of the copied function: see relocate
             if type(n) in self.RULES:
                 self.changed(n)
         self.put(a, body)

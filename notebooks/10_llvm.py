@@ -1749,8 +1749,10 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # %% [markdown]
 # The example of step 1: `deep` calls `apply`, which tail-calls its
-# argument. After optimisation (the pipeline is a few sections below),
-# `apply` and the entry of `deep`'s closure are inlined into `deep`, and
+# argument. Compiled without chapter 9's optimiser (which would inline
+# `apply` itself, in the CPS, keeping the same location for the call that
+# is left), after LLVM's optimisation (the pipeline is a few sections
+# below), `apply` and the entry of `deep`'s closure are inlined into `deep`, and
 # the one call left carries a location of line 0 in the closure's entry,
 # inlined at line 0 in `apply` (a tail call), inlined at line 1 in `deep`:
 # call site 0, `apply(deep, n + 1)`. `call_site_table` labels that call,
@@ -1766,14 +1768,15 @@ print(deep(0))
 
 
 def call_site_example(source):
-    optimised = optimise(to_llvm(source))
+    optimised = optimise(to_llvm(source, optimiser=False))
     text = str(optimised)
     start = text.index("define linkonce_odr fastcc i64 @deep_")
+    deep = text[text.index("@", start) + 1:text.index("(", start)]
     print(text[start:text.index("}\n", start) + 2])
     print("\n".join(line for line in text.splitlines() if "DILocation" in line), "\n")
     machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
     assembly = machine.emit_assembly(call_site_table(optimised))
-    start = assembly.index("deep_6:\n")
+    start = assembly.index(f"{deep}:\n")
     print(assembly[start:assembly.index(".Lfunc_end", start)])
 
 
@@ -1783,10 +1786,12 @@ call_site_example(Source("deep.l", DEEP))
 # And why after optimisation: here is `fib` optimised as it is, then with a
 # label after each of its calls *before* optimisation. With the labels in
 # the way, LLVM no longer turns the second recursive call into a loop.
+# (Without chapter 9, whose inliner copies `fib` into itself: this is
+# about what LLVM does with the two calls.)
 
 # %%
 FIB = Source("fib.l", open("../bench/programs/fib.l").read())
-text = str(to_llvm(FIB))
+text = str(to_llvm(FIB, optimiser=False))
 early = re.sub(r'^(\s+)(%\S+ = call fastcc i64 @"fib_\d+"\(.*)$', r'\1\2\n\1call void asm sideeffect "772:", ""()',
                text, flags=re.M)
 for title, module in (("labels after optimisation", text), ("labels before optimisation", early)):
