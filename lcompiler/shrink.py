@@ -16,7 +16,7 @@ function that always returns to the same place into a block of its
 caller, and *inlining*, which copies a small function into its calls.
 """
 
-__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'UNROLL', 'DEPTH', 'GROWTH', 'SLACK', 'Optimiser', 'optimise']
+__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'UNROLL', 'DEPTH', 'GROWTH', 'SLACK', 'Optimiser', 'returns_soon', 'optimise']
 
 
 # --- What is known about a variable ------------------------------------
@@ -845,6 +845,8 @@ class Optimiser(Optimiser):
             return False
         level = self.depth.get(a, 0)
         recursive = a.func.var.binder is self.owner.get(a)
+        if recursive and returns_soon(a, lam):
+            return False                    # left for LLVM to make a loop of (see below)
         if lam not in self.sizes:           # measured once a round (a body may grow as copies go in)
             self.sizes[lam] = size_up_to(lam.body, self.budget)
         s = self.sizes[lam]
@@ -910,6 +912,16 @@ class Optimiser(Optimiser):
         self.swap(t, const(()))                       # the write goes; its unit result stays
         self.known_more(cell)
         return True
+
+def returns_soon(a: Apply, lam: Lambda) -> bool:
+    """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
+    t = a.cont.var.binder
+    if type(t) is not LetCont or t.cont is not a.cont.var:
+        return False
+    h = t.handler
+    while type(h) is LetPrim:
+        h = h.body
+    return type(h) is ApplyCont and h.cont.var is lam.cont
 
 
 # --- The optimiser -----------------------------------------------------
