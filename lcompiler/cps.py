@@ -11,8 +11,7 @@ build, inspect, check, change, print, parse and run its terms. It follows
 Andrew Kennedy's paper *Compiling with continuations, continued* (2007) as
 the seed documents describe it: the `Cpsast` interface of the original L
 compiler (seed 002), the framework modules of its author's blog (seed 000),
-and OCamlPro's account of the same design inside Flambda2 (seed 001; see
-the [bibliography](../bibliography.md)).
+and OCamlPro's account of the same design inside Flambda2 (seed 001).
 """
 
 __all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'MakeClosure', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'closure', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'redirect', 'swap_prim', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'ClosureRecord', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate', 'diagram', 'beside']

@@ -101,7 +101,6 @@ def _children(e) -> list:
         return [e.cond]
     return []
 
-
 class Analysis:
     """Which vars are captured by a function; which names each if/match/while assigns;
     which non-function definitions are read inside functions."""
@@ -261,6 +260,7 @@ class Converter(Converter):
                            lambda: self.unit(e.type, lambda u: give(ctx, u, st)))))
         raise TypeError(f"not a core expression: {e!r}")
 
+class Converter(Converter):
     def guard(self, cond: Var, message: str, span, rest):
         """If cond is true continue with rest(), else fail with message at span."""
         return let_cont(lambda ok: rest(), lambda ok:
