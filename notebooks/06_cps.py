@@ -3202,9 +3202,10 @@ for argument in ("false", "true"):
 # |---|---|
 # | **Build** | `let_prim`, `let_cont`, `lam`, `apply_cont`, `apply`, `case`, `halt`; values `const`, `tuple_`, `closure`, `inject`, `external`; primitives `proj`, `tag`, `op`, `set_field`, `print_`, `fail`; `Seq` for straight-line code; `Program.declare` / `define` |
 # | **Traverse** | `children`, `walk`, `subterms`, `all_occurrences`, `binders`, `fold`, `size`, `free_variables`, `occurrences(var)`, `var.count`, `occ.var`, `enclosing_lambda`, `is_global`, `has_effect` |
-# | **Change** | `substitute`, `replace`, `take`, `move`, `delete_binding`, `redirect`, `swap_prim` |
+# | **Change** | `substitute`, `replace`, `take`, `move`, `delete_binding`, `redirect`, `swap_prim`, `delete` |
 # | **Check** | `check(root, closed=False)` → `CheckError` |
-# | **Print / Parse** | `show(root)`, `parse(text, source=None)`, `parse_term(text)`, `diagram(root)` |
+# | **Print / Parse** | `show(root)`, `Printer` (its `name` numbers variables as `show` does), `parse(text, source=None)`, `parse_term(text)` |
+# | **Draw** | `diagram(root, marks=…, title=…)`, `beside([(caption, svg), …], title)` |
 # | **Interpret** | `run(program, out)`, `evaluate(term)` |
 #
 # ## The promises, tested
@@ -3222,61 +3223,110 @@ for argument in ("false", "true"):
 # never another exception.
 #
 # `bench/cps_speed.py` builds, checks, prints, parses, traverses and runs
-# terms of 10⁴ to 10⁶ nodes and performs substitutions on each. A run on this
-# book's machine (`python bench/cps_speed.py`):
+# terms of 10⁴ to 10⁶ nodes and performs substitutions on each, and writes
+# what it measures to `bench/cps_speed.json`. Its last run on this book's
+# machine, read from that file:
+
+# %%
+import json
+from pathlib import Path
+
+SPEED = json.loads(Path("../bench/cps_speed.json").read_text())
+phases = SPEED["phases"]
+print(SPEED["command"], f"— µs per node, {SPEED['settings']['stat']} of `runs` runs, "
+      f"{SPEED['settings']['clock']} clock; subst: µs per substitution; touch: µs to read what it writes")
+print(f"{'nodes':>8} {'lines':>7} {'depth':>5} {'runs':>4} " + " ".join(f"{p:>6}" for p in phases)
+      + f" {'subst':>6} {'touch':>6}")
+for row in SPEED["sizes"]:
+    print(f"{row['nodes']:>8} {row['lines']:>7} {row['depth']:>5} {row['runs']:>4} "
+          + " ".join(f"{row[p]:>6.2f}" for p in phases) + f" {row['subst']:>6.2f} {row['touch']:>6.2f}")
+small, large = SPEED["sizes"][0], SPEED["sizes"][-1]
+print("time per node, largest program / smallest (1.00 is linear):",
+      ", ".join(f"{p} {large[p] / small[p]:.2f}" for p in phases))
+
+# %% [markdown]
+# Over a hundredfold growth of the program, the time per node of every
+# phase grows by a factor between 1.02 and 1.45 — where a quadratic phase
+# would grow a hundredfold. Timings on a shared machine are noisy, though,
+# and a factor 1.45 could hide an algorithm that is a little worse than
+# linear. So count the work instead of timing it: the number of Python
+# function calls each phase makes per node, on generated programs of
+# 3,000 and 30,000 nodes (the same generator, at a size that takes seconds
+# here). A count does not depend on the machine or its load:
+
+# %%
+import cProfile
+import io
+import pstats
+import sys
+
+sys.path.insert(0, "../bench")
+import cps_speed
+from lcompiler import cps as exported     # the benchmark builds with the package's copy of this chapter
+
+
+def calls(action) -> tuple:
+    """(Python function calls made by action(), its result), the garbage collector paused."""
+    profile = cProfile.Profile()
+    with collector_paused():
+        profile.enable()
+        result = action()
+        profile.disable()
+    return pstats.Stats(profile).total_calls, result
+
+
+print(f"{'nodes':>6} " + " ".join(f"{p:>6}" for p in ("build", "check", "show", "parse", "walk", "run")))
+for n in (3_000, 30_000):
+    plan, globals_, _ = cps_speed.Planner(n, 6 + n).program()
+    counts = [calls(lambda: cps_speed.build(plan, globals_))]
+    program_n = counts[0][1][0]
+    counts += [calls(lambda: exported.check(program_n)), calls(lambda: exported.show(program_n))]
+    counts += [calls(lambda: exported.parse(counts[-1][1])), calls(lambda: exported.size(program_n)),
+               calls(lambda: exported.run(program_n, io.StringIO()))]
+    nodes = exported.size(program_n)
+    print(f"{nodes:>6} " + " ".join(f"{c / nodes:>6.2f}" for c, _ in counts))
+
+# %% [markdown]
+# Every phase makes the same number of calls per node at both sizes, to
+# within 1 % — except the interpreter, which runs only the path the
+# program takes, and makes 5 % fewer on the larger one. The algorithms are
+# linear; what grows a little in the timings is the cost of each
+# dictionary and set lookup once those tables hold a million entries and
+# no longer fit in the processor's caches — the effect
+# [chapter 2](02_union_find.ipynb) measured on union-find.
 #
-# ```text
-# µs per node (min of `runs` runs, wall clock); subst: µs per substitution (min of 4 batches of K per run); touch: µs to read the same fields of K other pairs
-#    nodes   lines depth runs  build  check   show  parse   walk   occs    run  subst  touch     K
-#     9693    5297    16    9   1.88   3.18   1.39   6.33   0.25   0.89   2.30   0.85   0.59   609
-#    29506   16127    33    9   1.80   3.25   1.44   8.17   0.26   0.84   2.56   1.03   0.70  1000
-#    99275   54212    41    3   2.42   3.53   1.47   8.88   0.24   0.73   2.11   1.02   0.81  1000
-#   299268  163085    39    3   2.83   4.62   1.43   8.09   0.22   0.84   2.19   1.08   0.87  1000
-#   999145  544113    42    3   2.32   4.95   1.86   9.56   0.24   0.84   2.79   1.34   1.26  1000
-# time per node, largest program / smallest (1.00 is linear; in brackets, the slowest size / the fastest, for the noise):
-#    build: 1.24   (1.57)
-#    check: 1.56   (1.56)
-#     show: 1.34   (1.34)
-#    parse: 1.51   (1.51)
-#     walk: 0.94   (1.19)
-#     occs: 0.94   (1.23)
-#      run: 1.21   (1.32)
-# time per substitution, largest program / smallest (1.00 is constant):
-#    subst: 1.58   (touch, the same objects only read: 2.12; subst - touch: 0.25 -> 0.08 µs)
+# Substitution is constant time in the number of occurrences: the last
+# table of the benchmark substitutes variables used 10 to 100,000 times,
+# each substitution moving all of them.
+
+# %%
+print(f"{'occurrences':>11} {'µs/subst':>9} {'µs/find after':>14}")
+for row in SPEED["occurrences"]:
+    print(f"{row['occurrences']:>11} {row['subst']:>9.2f} {row['find']:>14.3f}")
+print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']} nodes, "
+      f"{large['subst']:.2f} µs at {large['nodes']}; touch: {small['touch']:.2f} and {large['touch']:.2f} µs")
+
+# %% [markdown]
+# A substitution costs about 0.4 µs whether the variable has 10 or
+# 100,000 occurrences: it is one `union` and one splice. In the generated
+# programs it costs more as the program grows, from 0.5 to 1.4 µs; but so
+# does "touch", which only reads the objects a substitution writes, from
+# 0.3 to 0.9 µs. That is the price of reaching objects scattered in a
+# larger heap, not work the substitution does.
 #
-# substitution against the occurrences of x (10000 substitutions x -> t1 -> t2 …, min of 3):
-# occurrences  µs/subst  µs/find after
-#          10      0.41          0.435
-#        1000      0.41          0.432
-#      100000      0.49          0.480
-# time per substitution, most occurrences / fewest: 1.18 (1.00 is constant time)
-# ```
-#
-# Over a hundredfold growth of the program, the time per node of every phase
-# changes by a factor between 0.94 and 1.56, and not steadily: on this shared
-# two-core machine, repeated runs move each ratio by ±0.4. A profile of each
-# phase at 10⁵ and at 10⁶ nodes shows every function called exactly ten
-# times as often; what grows a little is the cost of each dictionary and set
-# lookup once those tables hold a million entries and no longer fit in the
-# processor's caches — the effect chapter 2 measured on union-find. The
-# algorithms are linear.
-#
-# Substitution costs about 1 µs at every size, and the same with 10 or
-# 100,000 occurrences of the variable substituted: it is one `union` and one
-# splice. Its slight growth with the program's size is matched by the
-# "touch" column, which only reads the objects a substitution writes: that
-# is the price of reaching scattered objects in a larger heap, not work the
-# substitution does.
+# <div class="admonition note">
+# <p class="admonition-title">Design note: the tail call that was quadratic</p>
 #
 # One phase was not linear in the first version of this chapter, and the
 # benchmark found it: the interpreter decided whether a call is a tail call
 # by climbing the uplinks to the enclosing function, a walk as long as the
 # chain of bindings above the call — quadratic on a long straight-line
-# `main`, 6.7 µs per node at 10⁶ nodes against 2 µs at 10⁴. A continuation
-# variable is only visible in the function that binds it, so the call's
-# return continuation says it directly: the call is a tail call when that
-# continuation is the return continuation of the `fun` that binds it, which
-# is one field read.
+# `main`. A continuation variable is only visible in the function that
+# binds it, so the call's return continuation says it directly: the call
+# is a tail call when that continuation is the return continuation of the
+# `fun` that binds it, which is one field read.
+#
+# </div>
 
 # %% [markdown]
 # ## Exercises
