@@ -382,6 +382,7 @@ class Converter(Converter):
             return self.constructors[p.name][1] == 1 and all(self.irrefutable(q) for q in p.args or [])
         return False
 
+class Converter(Converter):
     def pattern(self, p, x: Var, fail_k, env, success):
         """Test x against p; jump to fail_k if it does not match, else success(env with p's variables)."""
         t = type(p)

@@ -628,6 +628,16 @@ class Converter(Converter):
             return self.constructors[p.name][1] == 1 and all(self.irrefutable(q) for q in p.args or [])
         return False
 
+# %% [markdown]
+# One pattern is one chain of tests: `pattern` tests a value against a
+# pattern, jumping to the clause's `next` on the first mismatch and
+# building the clause's body, with the pattern's variables in scope, when
+# all tests pass; `fields` reads the fields that a sub-pattern looks at and
+# tests each in turn.
+
+# %%
+#| export
+class Converter(Converter):
     def pattern(self, p, x: Var, fail_k, env, success):
         """Test x against p; jump to fail_k if it does not match, else success(env with p's variables)."""
         t = type(p)
