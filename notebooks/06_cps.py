@@ -212,8 +212,9 @@
 # ## Values and primitives
 #
 # A **value** is something that can be computed without running code, which
-# is why a top-level definition can hold one *statically* (chapter 10 puts it
-# in the executable's data section):
+# is why a top-level definition can hold one *statically*
+# ([chapter 10](10_llvm.ipynb) makes it an LLVM constant, or an LLVM
+# function for a lambda):
 #
 # | value | printed | |
 # |---|---|---|
@@ -281,7 +282,8 @@
 # other, in any order (L's mutual recursion); dynamic definitions then run top
 # to bottom. A global is therefore in scope everywhere, and reading one whose
 # dynamic definition has not run yet is the program's business to prevent
-# (the L → CPS conversion inserts the check and its `fail`).
+# (the L → CPS conversion of [chapter 7](07_cps_convert.ipynb) inserts the
+# check and its `fail`).
 
 # %% [markdown]
 # ## Variables and occurrences
@@ -292,7 +294,7 @@
 # here?"), and a variable must list its occurrences quickly (to ask "is it
 # used? once? where?"). The interesting operation is **substitution**: after
 # `x = y` has been found redundant, every occurrence of `x` must become an
-# occurrence of `y` — and a shrinking pass (chapter 9) does this thousands of
+# occurrence of `y` — and a shrinking pass ([chapter 9](09_shrink.ipynb)) does this thousands of
 # times, so it must not cost a walk over the occurrences.
 #
 # The seed's answer, which we follow, is chapter 2's union-find. The
@@ -758,8 +760,8 @@ def fail(message: str, *args: Var, loc=None) -> Fail:
     return _own(_new(Fail, message=message, args=_occs(args), loc=loc))
 
 # %% [markdown]
-# `x + y` as a primitive: it holds two new occurrences, each pointing back
-# at it, and `x` now counts one use. An operator with the wrong number of
+# `a + b` as a primitive: it holds two new occurrences, each pointing back
+# at it, and `a` now counts one use. An operator with the wrong number of
 # operands is refused at once:
 
 # %%
@@ -1075,7 +1077,8 @@ Printer().prim(plus)
 
 # %% [markdown]
 # The head of a function, and the last term of a block — a jump, a call, a
-# `case` or `halt` — also print on one line each:
+# `case` or `halt` — also print on one line each (a new printer numbers the
+# names in the order it meets them):
 
 # %%
 #| export
@@ -1473,8 +1476,10 @@ print("uses of sum:", total.count)
 
 # %% [markdown]
 # `delete_binding` removes a dead binding, after checking that it is dead:
-# its variable has no use (a continuation: none outside its own handler),
-# and its primitive has no effect.
+# its variable has no use, and its primitive has no effect. One subtlety on
+# a `LetCont`: the continuation may still be used — by its own handler, a
+# loop that nothing enters any more. Those uses go with the handler, so
+# they do not keep it alive.
 
 # %%
 #| export
@@ -1563,11 +1568,6 @@ delete(old)
 print(show(term), end="")
 print("uses of a:", six.count, "of b:", seven.count)
 
-
-# %% [markdown]
-# One subtlety of `delete_binding` on a `LetCont`: the continuation may still
-# be used — by its own handler, a loop that nothing enters any more. Those
-# uses go with the handler, so they do not keep it alive.
 
 # %% [markdown]
 # ## Parse
@@ -2863,7 +2863,8 @@ def _jumps(lines: list, heads: dict) -> list:
 
 # %% [markdown]
 # The scopes of the seed's loop — one box, the handler of `k_2`, on lines
-# 1 to 4 of its text — and its two jumps, both to that header:
+# 1 to 4 of its text (counting from 0) — and its two jumps, from lines 3
+# and 5, both to that header:
 
 # %%
 loop_lines = show(loop).rstrip("\n").split("\n")

@@ -39,7 +39,7 @@
 #
 # What this chapter promises, in the module `lcompiler.cps_convert`:
 #
-# - `convert(core, typing)` returns a CPS `Program` that means what the L
+# - `convert(program)` returns a CPS `Program` that means what the L
 #   program means: run by chapter 6's interpreter, it prints the same output
 #   and stops with the same runtime error, at the same place, as chapter 4b's
 #   reference interpreter. The result passes `check`.
@@ -61,8 +61,9 @@
 # The translation of an expression `e` is a function `expr(e, env, store,
 # ctx)` that returns a CPS term. Its last argument, the *context*, says what
 # the term must do with the value of `e` once it is in a variable. There are
-# two kinds, as in chapter 3's C5 (`Cont.Join` and `Cont.Return` there, the
-# meta-continuation and the continuation variable here):
+# two kinds, as in [chapter 3](03_anf.ipynb)'s C5, where `Cont.Let` carries
+# the rest of the program (our `Then`) and `Cont.Return` and `Cont.Join`
+# name a place to jump to (our `Return`):
 #
 # - `Then(fn)`: a Python function that, given the CPS variable holding the
 #   value, builds the rest of the term. The translation of `a + b` in
@@ -165,7 +166,7 @@ class Scope:
 # `if` that assigns `x` is `cont join(r, x2)`, and each branch jumps to it with
 # its own value of `x`; a loop is `cont loop(x1) { … loop(x2) }`. This is
 # exactly SSA construction, with continuation parameters as phi nodes — and
-# chapter 10 will turn them into phi nodes. Which variables a merge carries
+# [chapter 10](10_llvm.ipynb) will turn them into phi nodes. Which variables a merge carries
 # is decided by a pass before the translation: the names assigned inside each
 # `if`, `match` and `while`.
 #
@@ -211,8 +212,8 @@ def _children(e) -> list:
 
 # %% [markdown]
 # `_children` lists the sub-expressions of a core node in the order L
-# evaluates them; the pre-pass and chapter 12's measurements walk core trees
-# with it. The pre-pass, `Analysis`, walks each definition once, keeping the
+# evaluates them; the pre-pass walks core trees with it, and so does
+# `bench/convert_speed.py`, to count a program's nodes. The pre-pass, `Analysis`, walks each definition once, keeping the
 # `var`s in scope with the depth of functions at which each was declared: a
 # use at a greater depth is a capture. On the way back up it returns the
 # names each expression assigns, and records them for every `if`, `match`
@@ -914,8 +915,10 @@ rule("data List<a> { Cons(a, List<a>); Nil }\ndef second(l) = match (l) { Cons(_
 rule("def sum_to(n) = { var i := 0; var s := 0; while (i < n) { i := i + 1; s := s + i }; s }")
 
 # %% [markdown]
-# A `var` captured by a function is a cell (`tuple(…)` of one field), read
-# with `[0]` and written with `[0] :=`, in the function and outside it:
+# A `var` captured by a function is a cell (`tuple(…)` of one field), made
+# where the `var` is declared; the function that captured it reads it with
+# `[0]` and writes it with `[0] :=` (code outside the function would do the
+# same):
 
 # %%
 rule("def counter() = { var n := 0; let next = { u -> n := n + 1; n }; next(()); next(()) }")
@@ -931,8 +934,9 @@ rule("def limit = 10 * 10\ndef below(x) = x < limit\nprint(below(5))")
 # %% [markdown]
 # ## The seeds' program
 #
-# The program of the seeds (with the definitions it needs around it) is in
-# `examples/seeds.l`; its CPS:
+# The program of the seeds is in `examples/seeds.l`: one `assert`, whose
+# functions are all `let`-bound inside it. Its CPS is one `unused`
+# definition, with the functions local to it:
 
 # %%
 SEEDS = open("../examples/seeds.l").read()

@@ -61,16 +61,17 @@
 # **closure**: a heap tuple holding a pointer to the function's code and the
 # values of its free variables. The CPS writes it `closure(code, …)`: a
 # `tuple` in all but name, a heap block whose field 0 is the code, marked so
-# that the interpreter can print it as `<function>` —
+# that the interpreter can print it as `<function>`. For `adder`, this
+# chapter makes (the whole program is printed below, with `adder`):
 #
 # ```text
-# private code_5 = fun ret_6(env_7, x_8) {      # the code: a closed function
-#   n_9 = env_7[1]                               # its free variable, from the tuple
-#   v_10 = x_8 + n_9
-#   ret_6(v_10)
-# }
+#   f_4 = closure(f_code_5, n_3)                 # where the function was: build the closure
 # …
-#   f_4 = closure(code_5, n_3)                   # where the function was: build the closure
+# private f_code_5 = fun ret_17(env_18, x_19) {  # the code: a closed function
+#   n_20 = env_18[1]                             # its free variable, from the tuple
+#   v_21 = x_19 + n_20
+#   ret_17(v_21)
+# }
 # ```
 #
 # The code receives the closure itself as an extra first parameter, its
