@@ -171,20 +171,19 @@ print(cps.show(program), end="")
 # and after:
 
 # %%
-from IPython.display import HTML
+from IPython.display import SVG, display
 
 before, _ = pipeline.compile_to("cps", SEEDS)
 
 
-def side_by_side(*pictures: tuple[str, str]) -> HTML:
-    """Pictures (chapter 6's diagrams), each with its description, next to each other."""
-    return HTML('<div style="display:flex;gap:2em;align-items:flex-start;overflow-x:auto">'
-                + "".join(f'<div role="img" aria-label="{alt}">{svg}</div>' for svg, alt in pictures)
-                + "</div>")
+def side_by_side(before, after, alt: str) -> None:
+    """Two programs drawn next to each other (chapter 6's diagrams), described by alt."""
+    display(SVG(cps.beside([("before", cps.diagram(before)), ("after", cps.diagram(after))], alt)),
+            metadata={"alt": alt})
 
 
-side_by_side((cps.diagram(before), "the seeds' program before the optimiser: six functions, four calls"),
-             (cps.diagram(program), "after: one binding of the unit value and a halt"))
+side_by_side(before, program, "The seeds' program before the optimiser, six functions and four calls "
+                              "with their continuations, and after it: one binding of the unit value and a halt")
 
 # %% [markdown]
 # ## The rules
@@ -645,7 +644,7 @@ def output(program: Program) -> str:
     return out.getvalue()
 
 
-def demo(text: str, rule: str) -> HTML:
+def demo(text: str, rule: str) -> None:
     """Rewrite text's program once by rule; print and draw it before and after."""
     program = cps.parse(text)
     before = cps.show(program)
@@ -664,8 +663,7 @@ def demo(text: str, rule: str) -> HTML:
         print(f"{left:{width}}  │ {right}")
     print(f"\nsame output before and after: {same}" + (f" ({output(program).strip()!r})" if same else ""))
     assert same
-    return side_by_side((cps.diagram(cps.parse(before)), f"the example before {rule}"),
-                        (cps.diagram(program), f"the example after {rule}"))
+    side_by_side(cps.parse(before), program, f"The example program before and after one {rule} rewrite")
 
 # %% [markdown]
 # ### Dead values
