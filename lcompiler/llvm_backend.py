@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Data: one word per value ------------------------------------------
@@ -18,7 +18,7 @@ __all__ = ['WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS'
 import llvmlite.ir as ir
 
 from lcompiler import closure, cps, cps_convert, syntax as s, types
-from lcompiler.mono import monomorphise
+from lcompiler.mono import data_declarations, field_type, monomorphise
 from lcompiler import core as c
 from lcompiler.errors import RunError, Source
 from lcompiler.types import TCon, show_type
@@ -598,29 +598,6 @@ class Backend(Backend):
             b.position_at_end(done)
         b.ret_void()
         return f
-
-
-def data_declarations(core_program: c.Program) -> dict:
-    """Each data type's parameters and constructors (name, field types), from the core program."""
-    datas = {}
-    for item in core_program.items:
-        if isinstance(item, s.Data):
-            datas[item.name] = ([p.name for p in item.params],
-                                [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
-    return datas
-
-
-def field_type(t, subst: dict):
-    """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
-    if isinstance(t, s.TVar):
-        return subst[t.name]
-    if isinstance(t, s.TName):
-        return TCon(t.name, tuple(field_type(a, subst) for a in t.args))
-    if isinstance(t, s.TTuple):
-        return TCon("*", tuple(field_type(i, subst) for i in t.items))
-    if isinstance(t, s.TFun):
-        return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
-    raise TypeError(f"not a field type: {t!r}")
 
 
 # --- Where a stack overflow happened: call sites -----------------------
