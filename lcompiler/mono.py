@@ -260,7 +260,7 @@ class Monomorphiser(Monomorphiser):
         return use
 
 
-# --- A `let` -----------------------------------------------------------
+# --- A let -------------------------------------------------------------
 
 class Monomorphiser(Monomorphiser):
     def let(self, e: c.Let, subst: dict, env: dict):
@@ -283,7 +283,7 @@ class Monomorphiser(Monomorphiser):
         return body
 
 
-# --- A function, a `var` -----------------------------------------------
+# --- A function, a var -------------------------------------------------
 
 class Monomorphiser(Monomorphiser):
     def scoped(self, e, subst: dict, env: dict, names: list):
@@ -292,7 +292,7 @@ class Monomorphiser(Monomorphiser):
         return rebuild(e, subst, lambda x: self.expr(x, subst, env), body=body)
 
 
-# --- A `match` ---------------------------------------------------------
+# --- A match -----------------------------------------------------------
 
 class Monomorphiser(Monomorphiser):
     def match(self, e: c.Match, subst: dict, env: dict):

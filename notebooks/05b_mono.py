@@ -581,7 +581,7 @@ class Monomorphiser(Monomorphiser):
         return use
 
 # %% [markdown]
-# ### A `let`
+# ### A let
 #
 # A `let` whose value is polymorphic becomes one `let` per instance, all
 # with the same body. First the body is copied with the new `Poly` in the
@@ -617,7 +617,7 @@ class Monomorphiser(Monomorphiser):
         return body
 
 # %% [markdown]
-# ### A function, a `var`
+# ### A function, a var
 #
 # A function literal `{ x -> body }` and a `var x := v; body` bind a name
 # in their body, and that name shadows any polymorphic `let` of the same
@@ -636,7 +636,7 @@ class Monomorphiser(Monomorphiser):
         return rebuild(e, subst, lambda x: self.expr(x, subst, env), body=body)
 
 # %% [markdown]
-# ### A `match`
+# ### A match
 #
 # Each clause of a `match` binds the variables of its pattern in its body.
 # Its pattern is copied with its types under the substitution, and its body

@@ -3697,7 +3697,12 @@ axes[1].set_title("the last 8 KB", fontsize=9)
 fig.legend(handles=[Patch(facecolor=c, edgecolor="black", linewidth=0.4, label=k) for k, c in COLOURS.items()],
            ncol=5, loc="upper center", frameon=False)
 plt.tight_layout(rect=(0, 0, 1, 0.9))
-plt.show()
+display(fig, metadata={"alt": f"The 64 KB nursery chunk drawn to scale before its minor collection, with "
+                              f"{count('dead')} dead, {count('copied')} copied and {count('pinned')} pinned young "
+                              f"blocks among {count('old')} old ones; after it, free runs around the old and pinned "
+                              f"blocks; and the copies side by side in the old generation. A second panel enlarges "
+                              f"the last 8 KB of the chunk, where the pinned blocks are."})
+plt.close(fig)
 
 # %% [markdown]
 # After the collection the nursery is free again but for its old blocks,
