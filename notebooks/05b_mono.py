@@ -796,9 +796,10 @@ def field_type(t, subst: dict):
 
 # %% [markdown]
 # The `Checker` knows each constructor's type and fields, and the type of
-# each global. `fail` raises the located error at a node. A node
-# without a span of its own (a few nodes that chapter 4b's desugaring adds
-# have none) is reported at the nearest node above it that has one.
+# each global. `fail` raises the located error at a node. Every node of
+# the corpus has a span, but a span is optional in chapter 4b's classes:
+# a node without one would be reported at the nearest node above it that
+# has one.
 # `ground` reads a node's type, and fails if there is none or if it has a
 # type variable.
 

@@ -1160,7 +1160,7 @@ class Backend(Backend):
 # nothing; each use takes the component it needs. A tuple used otherwise —
 # stored in a list, printed, returned — is allocated as before. A tuple
 # parameter is always kept as its components, and built only where it is
-# used whole (`value` below): typically on the cold path of a match failure,
+# used whole (`value`, above): typically on the cold path of a match failure,
 # which prints the argument of the function.
 
 # %%
@@ -1734,10 +1734,10 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 
 # %% [markdown]
 # The runtime is one C file, shown here whole, in seven numbered sections,
-# each cut into pieces with the reason for its choices. In the package it is the string `RUNTIME_C`,
-# compiled when first needed (next section). First the layout of values and
-# heap blocks, which the code generator above and the collector below must
-# agree on.
+# each cut into pieces with the reason for its choices. In the package it is
+# the string `RUNTIME_C`, compiled when first needed (the section after
+# it). First, the file's head: what it is for, how it is compiled, and what
+# it includes.
 
 # %%
 #| export
@@ -3803,7 +3803,7 @@ for r in speed["limit"]:
 # less: the list of ten million cells fits in it four times over, and a
 # runaway program fails in about two seconds. `LC_HEAP_LIMIT` sets another
 # (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MB
-# by default (`LC_STACK_SIZE`, below).
+# by default (`LC_STACK_SIZE`, above).
 
 # %% [markdown]
 # ## The promises, tested
@@ -3924,3 +3924,9 @@ except RuntimeError as error:
 #    stack, at a collection, by that of a function of the runtime that
 #    records the return and jumps to the saved address (a *stack
 #    barrier*), and scan only the frames above it.
+# 6. LLVM's verifier checks that every use of a value is *dominated* by its
+#    definition: every path from the entry to the use passes through it.
+#    Compute the dominators of a `FlowGraph`'s blocks (Cooper, Harvey and
+#    Kennedy's "A simple, fast dominance algorithm" fits in a page), and
+#    check the rule yourself on the functions of the worked example, before
+#    and after O2.

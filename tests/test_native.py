@@ -303,7 +303,7 @@ def test_a_flow_graph_has_the_blocks_and_branches_of_its_function():
     assert graph.alt == "k: block entry, 1 instructions, jumps to k_2; block k_2, 3 instructions, jumps to k_2"
     svg = graph.svg()
     ElementTree.fromstring(svg)                                        # well formed
-    assert svg.count("<path d=") == 2 and svg.count("<rect") == 3      # two branches; a card and two blocks
+    assert svg.count("stroke=\"#7c3aed\"") == 2 and svg.count("<rect") == 3     # two branches; a card, two blocks
     switch = llvm_backend.FlowGraph("define void @f() {\nentry:\n  switch i64 0, label %a [\n    i64 1, label %b\n"
                                     "  ]\na:\n  ret void\nb:\n  unreachable\n}\n", "f")
     assert [(label, successors) for label, _, successors in switch.blocks()] == [("entry", ["a", "b"]), ("a", []), ("b", [])]
