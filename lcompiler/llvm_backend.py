@@ -55,7 +55,7 @@ class FlowGraph:
             ends = code[-1].split()[0] if code else ""
             goes = ("returns" if ends == "ret" else "cannot be reached" if ends == "unreachable"
                     else "jumps to " + ", ".join(successors))
-            parts.append(f"block {label}, {len(code)} instructions, {goes}")
+            parts.append(f"block {label}, {len(code)} instruction{'s' if len(code) != 1 else ''}, {goes}")
         return f"{self.title}: " + "; ".join(parts)
 
 class FlowGraph(FlowGraph):

@@ -228,7 +228,7 @@ class FlowGraph:
             ends = code[-1].split()[0] if code else ""
             goes = ("returns" if ends == "ret" else "cannot be reached" if ends == "unreachable"
                     else "jumps to " + ", ".join(successors))
-            parts.append(f"block {label}, {len(code)} instructions, {goes}")
+            parts.append(f"block {label}, {len(code)} instruction{'s' if len(code) != 1 else ''}, {goes}")
         return f"{self.title}: " + "; ".join(parts)
 
 # %% [markdown]
@@ -1669,8 +1669,8 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 # The example of step 1: `deep` calls `apply`, which tail-calls its
 # argument. Compiled without chapter 9's optimiser (which would inline
 # `apply` itself, in the CPS, keeping the same location for the call that
-# is left), after LLVM's optimisation (the pipeline is a few sections
-# below), `apply` and the entry of `deep`'s closure are inlined into `deep`, and
+# is left), after LLVM's optimisation (`optimise`, above), `apply` and
+# the entry of `deep`'s closure are inlined into `deep`, and
 # the one call left carries a location of line 0 in the closure's entry,
 # inlined at line 0 in `apply` (a tail call), inlined at line 1 in `deep`:
 # call site 0, `apply(deep, n + 1)`. `call_site_table` labels that call,

@@ -300,14 +300,14 @@ def test_a_flow_graph_has_the_blocks_and_branches_of_its_function():
     graph = llvm_backend.FlowGraph(str(text)[start:str(text).index("\n}\n", start) + 2], "k")
     assert [(label, len(code), successors) for label, code, successors in graph.blocks()] == [
         ("entry", 1, ["k_2"]), ("k_2", 3, ["k_2"])]
-    assert graph.alt == "k: block entry, 1 instructions, jumps to k_2; block k_2, 3 instructions, jumps to k_2"
+    assert graph.alt == "k: block entry, 1 instruction, jumps to k_2; block k_2, 3 instructions, jumps to k_2"
     svg = graph.svg()
     ElementTree.fromstring(svg)                                        # well formed
     assert svg.count("stroke=\"#7c3aed\"") == 2 and svg.count("<rect") == 3     # two branches; a card, two blocks
     switch = llvm_backend.FlowGraph("define void @f() {\nentry:\n  switch i64 0, label %a [\n    i64 1, label %b\n"
                                     "  ]\na:\n  ret void\nb:\n  unreachable\n}\n", "f")
     assert [(label, successors) for label, _, successors in switch.blocks()] == [("entry", ["a", "b"]), ("a", []), ("b", [])]
-    assert "block a, 1 instructions, returns; block b, 1 instructions, cannot be reached" in switch.alt
+    assert "block a, 1 instruction, returns; block b, 1 instruction, cannot be reached" in switch.alt
 
 
 def test_a_broken_module_is_caught_by_the_verifier():
