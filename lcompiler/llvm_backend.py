@@ -10,7 +10,94 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['LABEL', 'SUCCESSOR', 'FlowGraph', 'WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+
+
+# --- Control-flow graphs -----------------------------------------------
+
+import re
+from dataclasses import dataclass
+from html import escape as _escape
+
+LABEL = re.compile(r'^"?([-\w.$]+)"?:')
+SUCCESSOR = re.compile(r'\blabel %"?([-\w.$]+)"?')
+
+
+@dataclass
+class FlowGraph:
+    """The control-flow graph of one LLVM function, from its text: shown as SVG in Jupyter,
+    blocks as boxes around their instructions and branches as arrows, described in words."""
+    text: str
+    title: str = ""
+
+    def blocks(self) -> list:
+        """[(label, instructions, successors)] in the order of the text."""
+        found = []
+        for line in self.text.strip("\n").splitlines()[1:]:
+            line = re.sub(r"\s+;.*$", "", line).rstrip()
+            if line.strip() in ("", "{", "}"):
+                continue
+            if (m := LABEL.match(line)) is not None:
+                found.append((m.group(1), [], []))
+                continue
+            if not found:
+                found.append(("entry", [], []))
+            found[-1][1].append(line.strip())
+            for target in SUCCESSOR.findall(line):
+                if target not in found[-1][2]:
+                    found[-1][2].append(target)
+        return found
+
+    @property
+    def alt(self) -> str:
+        parts = []
+        for label, code, successors in self.blocks():
+            ends = code[-1].split()[0] if code else ""
+            goes = ("returns" if ends == "ret" else "cannot be reached" if ends == "unreachable"
+                    else "jumps to " + ", ".join(successors))
+            parts.append(f"block {label}, {len(code)} instruction{'s' if len(code) != 1 else ''}, {goes}")
+        return f"{self.title}: " + "; ".join(parts)
+
+class FlowGraph(FlowGraph):
+    def svg(self, width_chars: int = 0) -> str:
+        ch, lh, left = 7.2, 17, 8                       # character width, line height, margin
+        rows, heads, ends = [], {}, []                  # text lines; block -> row of its label; branch rows
+        for label, code, successors in self.blocks():
+            if rows:
+                rows.append(("", "gap"))              # a little room between two blocks
+            heads[label] = len(rows)
+            rows.append((label + ":", "label"))
+            rows += [("  " + (line if len(line) <= 88 else line[:87] + "…"), "code") for line in code]
+            ends.append((label, len(rows) - 1, successors, code[-1].split()[0] if code else ""))
+        text_w = max([len(r) for r, _ in rows] + [width_chars])
+        gutter = left + text_w * ch + 14
+        edges = [(row, heads[s]) for _, row, successors, _ in ends for s in successors if s in heads]
+        width, height = gutter + 14 * len(edges) + 20, lh * len(rows) + 14
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+               f'font-family="monospace" font-size="12" fill="#0f172a">',
+               f"<title>{_escape(self.alt)}</title>",
+               '<defs><marker id="cfg" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+               '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+               f'<rect width="{width:.0f}" height="{height}" fill="#ffffff"/>']
+        colours = {"entry": ("#dbeafe", "#3b82f6"), "ret": ("#dcfce7", "#16a34a"),
+                   "unreachable": ("#fee2e2", "#dc2626"), "other": ("#fef9c3", "#ca8a04")}
+        for n, (label, last, _, ends_with) in enumerate(ends):
+            kind = "entry" if n == 0 else ends_with if ends_with in ("ret", "unreachable") else "other"
+            fill, stroke = colours[kind]
+            top = heads[label] * lh + 4
+            out.append(f'<rect x="{left - 4}" y="{top}" width="{gutter - left - 2:.1f}" '
+                       f'height="{(last - heads[label] + 1) * lh + 2}" rx="5" fill="{fill}" stroke="{stroke}"/>')
+        for i, (line, kind) in enumerate(rows):
+            weight = ' font-weight="bold"' if kind == "label" else ""
+            out.append(f'<text x="{left}" y="{i * lh + 17}" xml:space="preserve"{weight}>{_escape(line)}</text>')
+        for lane, (source, target) in enumerate(edges):
+            x, y1, y2 = gutter + 8 + 14 * lane, source * lh + 12, target * lh + 12
+            out.append(f'<path d="M{gutter - 6:.1f},{y1} L{x:.1f},{y1} L{x:.1f},{y2} L{gutter - 4:.1f},{y2}" '
+                       f'stroke="#7c3aed" fill="none" marker-end="url(#cfg)"/>')
+        return "\n".join(out + ["</svg>"])
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
 
 
 # --- Data: one word per value ------------------------------------------
@@ -18,7 +105,7 @@ __all__ = ['WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS'
 import llvmlite.ir as ir
 
 from lcompiler import closure, cps, cps_convert, syntax as s, types
-from lcompiler.mono import monomorphise
+from lcompiler.mono import data_declarations, field_type, monomorphise
 from lcompiler import core as c
 from lcompiler.errors import RunError, Source
 from lcompiler.types import TCon, show_type
@@ -56,13 +143,7 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
     return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
 
-
-# The linkage of L functions: as `internal` ("static" in C) they could be dropped when unused,
-# but LLVM then inlines every function called once, whatever its size, and a chain of such
-# calls grows into one huge function that the optimiser takes quadratic time over (chapter
-# 12 measured it). `linkonce_odr` functions may still be dropped when unused, and are
-# inlined on their merits.
-LINKAGE = "linkonce_odr"
+LINKAGE = "linkonce_odr"            # not internal: see above
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
     "lc_alloc_slow": (I64, [I64]),
@@ -83,7 +164,6 @@ RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all i
 def written(var) -> bool:
     """Is var the target of a `x[i] := y` somewhere?"""
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
-
 
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
@@ -106,6 +186,7 @@ class Backend:
         self.name = printer.name
         self.declare()
 
+class Backend(Backend):
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -133,6 +214,7 @@ class Backend:
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
+class Backend(Backend):
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -188,39 +270,38 @@ class Backend(Backend):
         start = f.append_basic_block("entry")
         args = list(f.args)
         if me is not None:
-            recur = f.append_basic_block("recur")
-            ir.IRBuilder(start).branch(recur)
-            phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
-            for phi, a in zip(phis, args):
-                phi.add_incoming(a, start)
-            blocks[me], start, args = (recur, phis), recur, list(phis)
+            start, args = self.recur(f, start, args, blocks, me)
         self.parameters(params, args, values)
         work = [(start, term)]
         while work:
             block, t = work.pop()
-            b = ir.IRBuilder(block)
-            while True:
-                if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
-                    values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
-                    t = t.body
-                elif type(t) is cps.LetPrim:
-                    v = self.prim(b, t.prim, values)
-                    values[t.var] = v
-                    if t.var.count and not isinstance(v, ir.Constant) and not v.name:
-                        v.name = self.name(t.var)
-                    t = t.body
-                elif type(t) is cps.LetCont:
-                    if t.cont.count:                   # a continuation nobody jumps to has no block
-                        handler = f.append_basic_block(self.name(t.cont))
-                        hb = ir.IRBuilder(handler)
-                        phis = [hb.phi(I64, self.name(x)) for x in t.params]
-                        values.update(zip(t.params, phis))
-                        blocks[t.cont] = (handler, phis)
-                        work.append((handler, t.handler))
-                    t = t.body
-                else:
-                    self.jump(b, t, values, blocks, ret)
-                    break
+            self.chain(f, ir.IRBuilder(block), t, values, blocks, work, ret)
+
+    def chain(self, f: ir.Function, b: ir.IRBuilder, t, values: dict, blocks: dict, work: list, ret):
+        """Emit a chain of let_prims and let_conts into b's block, up to and including its jump;
+        each continuation gets its block, and its handler goes on work."""
+        while True:
+            if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
+                values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
+                t = t.body
+            elif type(t) is cps.LetPrim:
+                v = self.prim(b, t.prim, values)
+                values[t.var] = v
+                if t.var.count and not isinstance(v, ir.Constant) and not v.name:
+                    v.name = self.name(t.var)
+                t = t.body
+            elif type(t) is cps.LetCont:
+                if t.cont.count:                   # a continuation nobody jumps to has no block
+                    handler = f.append_basic_block(self.name(t.cont))
+                    hb = ir.IRBuilder(handler)
+                    phis = [hb.phi(I64, self.name(x)) for x in t.params]
+                    values.update(zip(t.params, phis))
+                    blocks[t.cont] = (handler, phis)
+                    work.append((handler, t.handler))
+                t = t.body
+            else:
+                self.jump(b, t, values, blocks, ret)
+                return
 
     def value(self, b: ir.IRBuilder, o: cps.Occ, values: dict) -> ir.Value:
         v = o.var
@@ -232,6 +313,19 @@ class Backend(Backend):
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
+class Backend(Backend):
+    def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
+        """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
+        f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
+        recur = f.append_basic_block("recur")
+        ir.IRBuilder(start).branch(recur)
+        phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
+        for phi, a in zip(phis, args):
+            phi.add_incoming(a, start)
+        blocks[me] = (recur, phis)
+        return recur, list(phis)
+
+class Backend(Backend):
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -239,54 +333,62 @@ class Backend(Backend):
         b.branch(block)
 
     def jump(self, b: ir.IRBuilder, t, values: dict, blocks: dict, ret):
-        get = lambda o: self.value(b, o, values)
         if type(t) is cps.ApplyCont:
-            args = [get(o) for o in t.args]
+            args = [self.value(b, o, values) for o in t.args]
             if t.cont.var is ret:
                 b.ret(args[0])
             else:
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
-            args = [w for o in t.args for w in self.words(b, o, values)]
-            tail = t.cont.var is ret
-            if t.kind == "direct" and tail and t.func.var in blocks:
-                self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
-                return
-            if t.kind == "direct":
-                callee = self.functions[t.func.var]
-            else:                                      # a closure: its code is its field 0
-                record = get(t.func)
-                code = b.load(self.field(b, record, 0), "code")
-                fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
-                callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
-            cc = callee.calling_convention if t.kind == "direct" else "tailcc"
-            result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
-            self.locate(result, None if tail else t.loc)
-            if tail:
-                b.ret(result)
-            else:
-                self.goto(b, t.cont.var, [result], blocks)
-        elif type(t) is cps.Case and sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
-            x = get(t.scrutinee)                       # a Bool: a conditional branch
+            self.call(b, t, values, blocks, ret)
+        elif type(t) is cps.Case:
+            self.case(b, t, values, blocks)
+        elif type(t) is cps.Halt:
+            b.ret(self.value(b, t.arg, values))
+        else:
+            raise TypeError(f"not a term: {t!r}")
+
+class Backend(Backend):
+    def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
+        args = [w for o in t.args for w in self.words(b, o, values)]
+        tail = t.cont.var is ret
+        if t.kind == "direct" and tail and t.func.var in blocks:
+            self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
+            return
+        if t.kind == "direct":
+            callee = self.functions[t.func.var]
+        else:                                      # a closure: its code is its field 0
+            record = self.value(b, t.func, values)
+            code = b.load(self.field(b, record, 0), "code")
+            fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
+            callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
+        cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+        result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
+        self.locate(result, None if tail else t.loc)
+        if tail:
+            b.ret(result)
+        else:
+            self.goto(b, t.cont.var, [result], blocks)
+
+class Backend(Backend):
+    def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
+        x = self.value(b, t.scrutinee, values)
+        if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
             if isinstance(x, ir.CastInstr) and x.opname == "zext":
                 test = x.operands[0]                   # the i1 of a comparison, before widening
             else:
                 test = b.icmp_unsigned("!=", x, word(0))
             arms = dict(t.arms)
             b.cbranch(test, blocks[arms[1].var][0], blocks[arms[0].var][0])
-        elif type(t) is cps.Case:
-            if t.default is not None:
-                default = blocks[t.default.var][0]
-            else:
-                default = b.function.append_basic_block("impossible")
-                ir.IRBuilder(default).unreachable()
-            switch = b.switch(get(t.scrutinee), default)
-            for n, k in t.arms:
-                switch.add_case(word(n), blocks[k.var][0])
-        elif type(t) is cps.Halt:
-            b.ret(get(t.arg))
+            return
+        if t.default is not None:
+            default = blocks[t.default.var][0]
         else:
-            raise TypeError(f"not a term: {t!r}")
+            default = b.function.append_basic_block("impossible")
+            ir.IRBuilder(default).unreachable()
+        switch = b.switch(x, default)
+        for n, k in t.arms:
+            switch.add_case(word(n), blocks[k.var][0])
 
 
 # --- Tail calls: three kinds, three translations -----------------------
@@ -364,6 +466,7 @@ class Backend(Backend):
         b.ret(hp)
         return f
 
+class Backend(Backend):
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -377,6 +480,7 @@ class Backend(Backend):
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
+class Backend(Backend):
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -394,6 +498,7 @@ class Backend(Backend):
         b.ret_void()
         return f
 
+class Backend(Backend):
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -417,6 +522,7 @@ class Backend(Backend):
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
+class Backend(Backend):
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -456,6 +562,7 @@ class Backend(Backend):
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
+class Backend(Backend):
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         o = p.op
         if len(args) == 1:
@@ -497,7 +604,6 @@ def only_taken_apart(var) -> bool:
         if not (type(node) is cps.Proj or (type(node) is cps.Apply and o is not node.func)):
             return False
     return True
-
 
 class Backend(Backend):
     def virtual(self, var, prim) -> bool:
@@ -556,11 +662,6 @@ class Backend(Backend):
         b = ir.IRBuilder(f.append_basic_block("entry"))
         v, nested = f.args
         v.name, nested.name = "value", "nested"
-        def text(chars):                        # a character, or a whole constant string
-            if len(chars) == 1:
-                b.call(self.rt["lc_print_char"], [word(ord(chars))])
-            else:
-                b.call(self.rt["lc_print_str"], [self.const(chars)])
         if t.name in ("Int", "Bool", "Unit"):
             b.call(self.rt["lc_print_" + t.name.lower()], [v])
         elif t.name == "String":
@@ -570,57 +671,45 @@ class Backend(Backend):
                 with plain:
                     b.call(self.rt["lc_print_str"], [v])
         elif t.name == "->":
-            text("<function>")
+            self.text(b, "<function>")
         elif t.name == "*":
-            text("(")
+            self.text(b, "(")
             for i, ft in enumerate(t.args):
                 if i:
-                    text(", ")
+                    self.text(b, ", ")
                 b.call(self.printer(ft), [b.load(self.field(b, v, i)), word(1)])
-            text(")")
+            self.text(b, ")")
         else:
-            params, constructors = self.datas[t.name]
-            subst = dict(zip(params, t.args))
-            done = f.append_basic_block("done")
-            switch = b.switch(self.header_tag(b, b.load(b.inttoptr(v, I64.as_pointer()))), done)
-            for tag, (name, fields) in enumerate(constructors):
-                arm = f.append_basic_block(name)
-                switch.add_case(word(tag), arm)
-                b.position_at_end(arm)
-                text(name + "(" if fields else name)
-                if fields:
-                    for i, st in enumerate(fields):
-                        if i:
-                            text(", ")
-                        b.call(self.printer(field_type(st, subst)), [b.load(self.field(b, v, i)), word(1)])
-                    text(")")
-                b.branch(done)
-            b.position_at_end(done)
+            self.print_data(f, b, v, t)
         b.ret_void()
         return f
 
+    def text(self, b: ir.IRBuilder, chars: str):
+        """Print constant text: a character, or a whole constant string."""
+        if len(chars) == 1:
+            b.call(self.rt["lc_print_char"], [word(ord(chars))])
+        else:
+            b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-def data_declarations(core_program: c.Program) -> dict:
-    """Each data type's parameters and constructors (name, field types), from the core program."""
-    datas = {}
-    for item in core_program.items:
-        if isinstance(item, s.Data):
-            datas[item.name] = ([p.name for p in item.params],
-                                [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
-    return datas
-
-
-def field_type(t, subst: dict):
-    """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
-    if isinstance(t, s.TVar):
-        return subst[t.name]
-    if isinstance(t, s.TName):
-        return TCon(t.name, tuple(field_type(a, subst) for a in t.args))
-    if isinstance(t, s.TTuple):
-        return TCon("*", tuple(field_type(i, subst) for i in t.items))
-    if isinstance(t, s.TFun):
-        return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
-    raise TypeError(f"not a field type: {t!r}")
+class Backend(Backend):
+    def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
+        params, constructors = self.datas[t.name]
+        subst = dict(zip(params, t.args))
+        done = f.append_basic_block("done")
+        switch = b.switch(self.header_tag(b, b.load(b.inttoptr(v, I64.as_pointer()))), done)
+        for tag, (name, fields) in enumerate(constructors):
+            arm = f.append_basic_block(name)
+            switch.add_case(word(tag), arm)
+            b.position_at_end(arm)
+            self.text(b, name + "(" if fields else name)
+            if fields:
+                for i, st in enumerate(fields):
+                    if i:
+                        self.text(b, ", ")
+                    b.call(self.printer(field_type(st, subst)), [b.load(self.field(b, v, i)), word(1)])
+                self.text(b, ")")
+            b.branch(done)
+        b.position_at_end(done)
 
 
 # --- Where a stack overflow happened: call sites -----------------------
@@ -783,7 +872,6 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else lines[at] - 1
     return sites
 
-
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -839,7 +927,9 @@ RUNTIME_C = r"""
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+"""
 
+RUNTIME_C += r"""
 /* ==== 1. Values and the heap-block layout ============================
  *
  * Every L value is one 64-bit word.  An Int uses all 64 bits, so a word
@@ -930,7 +1020,9 @@ static void out_bytes(const char *s, size_t n)
     memcpy(out_buf + out_len, s, n);
     out_len += n;
 }
+"""
 
+RUNTIME_C += r"""
 void lc_print_int(int64_t v)
 {
     char digits[24], *p = digits + sizeof digits;
@@ -1036,7 +1128,9 @@ RUNTIME_C += r"""
  * the header -- are allocated in the old generation at once (lc_alloc_old).
  */
 int64_t lc_hp, lc_hl;
+"""
 
+RUNTIME_C += r"""
 #define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
 #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
 #define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
@@ -1060,7 +1154,9 @@ static uint64_t old_bytes, old_threshold;   /* about the old generation's size; 
 static uint64_t minor_count, major_count, max_heap_bytes, allocated_bytes, promoted_bytes;
 static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
 static double minor_seconds, major_seconds;
+"""
 
+RUNTIME_C += r"""
 static void collect(bool full);
 
 static void note_block_start(const uint64_t *p)
@@ -1094,7 +1190,9 @@ static void make_free(uint64_t *p, uint64_t words)
     *p = filler_header(words);
     note_block_start(p);
 }
+"""
 
+RUNTIME_C += r"""
 /* -- The nursery ---------------------------------------------------- */
 
 /* Leave the current run: count what was used of it, and cover the rest
@@ -1143,7 +1241,9 @@ int64_t lc_alloc_slow(int64_t words)
     if (gc_stress) close_run();            /* so that the next allocation comes here too */
     return p;
 }
+"""
 
+RUNTIME_C += r"""
 /* -- The old generation --------------------------------------------- */
 
 /* Take gaps off *list until one holds `words`, as the new region.  The
@@ -1184,7 +1284,9 @@ static uint64_t *grow(uint64_t words)
     set_heap_end(heap_end + words);
     return p;
 }
+"""
 
+RUNTIME_C += r"""
 /* A large block from the first big gap that holds it.  The rest of the
  * gap stays in the list, in the same place. */
 static uint64_t *take_gap_block(uint64_t words)
@@ -1203,7 +1305,9 @@ static uint64_t *take_gap_block(uint64_t words)
     }
     return NULL;
 }
+"""
 
+RUNTIME_C += r"""
 /* `words` words in the old generation, or NULL if the heap is at its
  * limit.  The block's start is recorded. */
 static uint64_t *old_alloc_slow(uint64_t words)
@@ -1237,7 +1341,9 @@ static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline
     old_bytes += words * 8;
     return p;
 }
+"""
 
+RUNTIME_C += r"""
 /* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
 static uint64_t *fresh_chunk(size_t k)
 {
@@ -1328,7 +1434,9 @@ struct stack { uint64_t **items; size_t len, cap; };
 static struct stack to_scan, remembered, pinned;
 static int64_t *global_roots, n_global_roots;
 static uintptr_t stack_top;                /* top of the L thread's stack */
+"""
 
+RUNTIME_C += r"""
 static void grow_stack(struct stack *s)
 {
     s->cap = s->cap ? 2 * s->cap : 1024;
@@ -1348,7 +1456,9 @@ static double now_seconds(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+"""
 
+RUNTIME_C += r"""
 /* The block (or filler) that contains address v, or NULL if v is outside
  * the heap.  When v points at a recorded start -- the usual case, as L
  * values point at headers -- there is no walk, and no header to read. */
@@ -1375,7 +1485,9 @@ void lc_remember(int64_t block) { remember(as_ptr(block)); }
 
 static void pin(uint64_t v);
 static void mark_value(uint64_t v);
+"""
 
+RUNTIME_C += r"""
 /* Scan the stack from this function's frame up to the top: pin (in a
  * minor collection) or mark what its words point to, and return its size
  * in words.  Not inlined, so that its frame lies below that of the
@@ -1394,7 +1506,9 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
     }
     return (stack_top - sp) / 8;
 }
+"""
 
+RUNTIME_C += r"""
 /* -- Minor collections ---------------------------------------------- */
 
 /* Phase 1: a word that may be a pointer pins the young block it points into. */
@@ -1435,7 +1549,9 @@ static void forward_fields(uint64_t *block)
 {
     for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
 }
+"""
 
+RUNTIME_C += r"""
 /* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
  * now or before), which its row of old_bits lists -- so the sweep does not
  * walk the young blocks, dead or copied; in a major collection, the old
@@ -1480,7 +1596,9 @@ static void sweep_nursery(void)
     next_chunk = 0;
     cursor = chunk_end = NULL;
 }
+"""
 
+RUNTIME_C += r"""
 /* A minor collection costs at least the stack it scans.  When the stack
  * is deep, the nursery grows to twice its size (up to 64 MB, and an
  * eighth of the heap limit), so that
@@ -1509,7 +1627,9 @@ static void resize_nursery(uint64_t stack_words)
         add_free_to_lists(chunk);
     }
 }
+"""
 
+RUNTIME_C += r"""
 /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
  * start of the nth minor collection, after its tracing, and at its end:
  * the data of the pictures in chapter 10.  A line per block: the stage,
@@ -1531,7 +1651,9 @@ static void dump_nursery(const char *stage)
             write_all(2, line, (size_t)length);
         }
 }
+"""
 
+RUNTIME_C += r"""
 static __attribute__((noinline)) void minor_collection(void)
 {
     double t0 = now_seconds();
@@ -1568,7 +1690,9 @@ static __attribute__((noinline)) void minor_collection(void)
     minor_count++;
     minor_seconds += now_seconds() - t0;
 }
+"""
 
+RUNTIME_C += r"""
 /* -- Major collections ---------------------------------------------- */
 
 /* Mark the block v points into, and push it to have its fields scanned.
@@ -1605,7 +1729,9 @@ static void scan_block(const uint64_t *block)
     else
         for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
 }
+"""
 
+RUNTIME_C += r"""
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
  * scanned, so that its header is in the cache when its turn comes; this
@@ -1629,7 +1755,9 @@ static void drain_mark_stack(void)
         }
     }
 }
+"""
 
+RUNTIME_C += r"""
 /* Append a gap to its free list; the sweep finds gaps in address order. */
 static uint64_t *small_tail, *big_tail;
 
@@ -1662,7 +1790,9 @@ static bool is_marked(const uint64_t *p)
     uint64_t i = (uint64_t)(p - heap_start);
     return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
 }
+"""
 
+RUNTIME_C += r"""
 /* The space between the end of one live block and the start of the next
  * becomes one gap, whatever dead blocks and old gaps it held; free space
  * at the very end goes back to heap_end instead.  Walking the mark bits,
@@ -1699,7 +1829,9 @@ static uint64_t sweep(void)
     heap_end = heap_start + free_from;
     return live;
 }
+"""
 
+RUNTIME_C += r"""
 static __attribute__((noinline)) void major_collection(void)
 {
     double t0 = now_seconds();
@@ -1778,7 +1910,9 @@ static int by_address(const void *a, const void *b)
     const struct site *x = a, *y = b;
     return x->before < y->before ? -1 : x->before > y->before;
 }
+"""
 
+RUNTIME_C += r"""
 /* The entries of a part's table: none in the empty table that a module
  * has until call_site_table gives it its own. */
 static size_t site_entries(uint64_t *table, struct site **first)
@@ -1797,7 +1931,9 @@ static void sort_site_tables(void)
             if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
     }
 }
+"""
 
+RUNTIME_C += r"""
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
 static int64_t site_at(uint64_t a, bool returning)
@@ -1837,7 +1973,9 @@ static int64_t faulting_call_site(void *context)
         site = site_at(*p, true);
     return site;
 }
+"""
 
+RUNTIME_C += r"""
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
     char *addr = info->si_addr;
@@ -1869,7 +2007,9 @@ static _Noreturn void internal_error(const char *what)
     write_str(2, what);
     _exit(3);
 }
+"""
 
+RUNTIME_C += r"""
 /* Run l_program on a fresh thread with a stack of stack_bytes. */
 static void run_on_big_stack(size_t stack_bytes)
 {
@@ -1943,7 +2083,9 @@ static uint64_t default_heap_limit(void)
     uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : 1ull << 30;
     return quarter > (1ull << 30) ? 1ull << 30 : quarter < (64ull << 20) ? 64ull << 20 : quarter;
 }
+"""
 
+RUNTIME_C += r"""
 /* The limit is at most 32 GB: a filler's size must fit in its header,
  * the nursery map is one byte per 64 KB.  It is at least the nursery and
  * as much again. */
@@ -1983,7 +2125,9 @@ static void heap_init(void)
     for (size_t c = 0; c < nursery_chunks; c++) nursery[c] = fresh_chunk(c);
     next_chunk = 0, cursor = chunk_end = NULL;
 }
+"""
 
+RUNTIME_C += r"""
 static void heap_free(void)
 {
     uint64_t limit = (uint64_t)(heap_limit_end - heap_start) * 8;
@@ -1996,7 +2140,9 @@ static void heap_free(void)
     to_scan = remembered = pinned = (struct stack){NULL, 0, 0};
     lc_hp = lc_hl = run_start = 0;
 }
+"""
 
+RUNTIME_C += r"""
 /* With LC_GC_STATS=1: what the collector did, on stderr. */
 static void statistics(void)
 {
@@ -2027,7 +2173,9 @@ static void statistics(void)
         }
     }
 }
+"""
 
+RUNTIME_C += r"""
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
            const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)

@@ -36,8 +36,26 @@
 # - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
 #   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 #
-# Chapter 11 runs these modules (JIT and native executables); chapter 12
-# measures them.
+# [Chapter 11](11_running.ipynb) runs these modules, in the JIT and as
+# native executables, and [chapter 12](12_measuring.ipynb) measures them.
+#
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 6](06_cps.ipynb), the CPS language; [chapter
+# 8](08_closure.ipynb), closure conversion, after which every function is
+# closed and at the top level; [chapter 9](09_shrink.ipynb), the optimiser
+# that runs before this chapter; [chapter 5b](05b_mono.ipynb), the types
+# without type variables that choose how values are laid out and printed;
+# [chapter 1](01_addlang.ipynb), for loading LLVM text and running compiled
+# code in a child process.
+#
+# **Builds:** the module `lcompiler.llvm_backend` (the back end `Backend`,
+# `to_llvm`, `optimise`, `call_site_table`, the C runtime `RUNTIME_C` and
+# `runtime_library`, and `FlowGraph`, which draws a function's control-flow
+# graph), and the pipeline's stages `llvm`, `llvm-opt` and `asm`.
+#
+# </div>
 
 # %%
 #| default_exp llvm_backend
@@ -70,7 +88,215 @@
 # default block holding LLVM's `unreachable`: the converter covers every tag,
 # so that block is never reached, and saying so lets LLVM drop the test.
 #
-# **Tail calls are guaranteed, not hoped for.** The contract of L says every
+# ### The seed's example
+#
+# Seed 000 explains its translation with one small CPS term, a loop that
+# never ends:
+#
+# ```text
+# let v = 3;
+# let k(x) = k(2 + x);
+# k(11)
+# ```
+#
+# It translates the continuation `k` to a basic block whose parameter `x`
+# is a φ-node, fed by the two jumps to `k`: the first, from the entry, with
+# 11, and the one at the end of `k` itself, with `2 + x`. The closest L
+# program is a function that calls itself in tail position for ever:
+#
+# ```text
+# def k(x) = k(2 + x)
+# k(11)
+# ```
+#
+# Chapter 9's optimiser turns the function `k`, called from one place and
+# returning to it, into a continuation: the seed's term again, but for the
+# dead `v = 3`. Here it is at each stage of its way to machine code: the CPS
+# handed to the back end (`lc show shrink k.l`), the LLVM the back end makes
+# of it (`lc show llvm`), the same after LLVM's O2 pipeline (`lc show
+# llvm-opt`), and the x86 assembly LLVM makes of that (`lc show asm`), each
+# cut down to the code of the program's one statement:
+
+# %%
+import re
+
+from IPython.display import SVG, display
+
+from lcompiler import cps, pipeline
+from lcompiler.errors import Source
+
+
+class Listings:
+    """Texts side by side, each under its caption: an HTML table in Jupyter and on the site."""
+
+    def __init__(self, *columns):
+        self.columns = columns             # (caption, text)
+
+    def _repr_html_(self):
+        escape = lambda x: x.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        head = "".join(f"<th>{escape(caption)}</th>" for caption, _ in self.columns)
+        cells = "".join(f'<td style="vertical-align: top; padding: 0 1em 0 0"><pre>{escape(text)}</pre></td>'
+                        for _, text in self.columns)
+        return f"<table><tr>{head}</tr><tr>{cells}</tr></table>"
+
+    def __repr__(self):
+        return "\n\n".join(f"{caption}:\n{text}" for caption, text in self.columns)
+
+
+def llvm_function(text: str, name: str) -> str:
+    """The definition of the LLVM function @name in a module's text, without metadata and comments."""
+    start = re.search(rf'^define .*@"?{re.escape(name)}"?\(', text, re.M).start()
+    body = text[start:text.index("\n}\n", start) + 2]
+    return re.sub(r"(,? !(dbg|prof) !\d+|\s+;.*)", "", body)
+
+
+def asm_function(text: str, name: str) -> str:
+    """The instructions of the function name in assembly text, without directives."""
+    body = text[text.index(f"\n{name}:\n") + 1:text.index(".Lfunc_end", text.index(f"\n{name}:\n"))]
+    return "\n".join(line if not line.startswith("\t") else "  " + " ".join(line.split())
+                     for line in body.splitlines() if not line.strip().startswith((".p2align", ".cfi")))
+
+
+K = Source("k.l", "def k(x) = k(2 + x)\nk(11)\n")
+k_llvm = llvm_function(pipeline.show("llvm", K), "init.statement.0")
+k_optimised = llvm_function(pipeline.show("llvm-opt", K), "lc_program")
+Listings(("CPS (lc show shrink)", pipeline.show("shrink", K)), ("LLVM (lc show llvm)", k_llvm),
+         ("after O2 (lc show llvm-opt)", k_optimised),
+         ("x86-64 (lc show asm)", asm_function(pipeline.show("asm", K), "lc_program")))
+
+# %% [markdown]
+# Read the first two columns against the seed's SSA. The continuation
+# `k_2` is the block `k_2`. Its parameter `x_3` is the φ-node `%x_3`,
+# which takes 11 when control comes from `entry` and `%.3` when it comes
+# from `k_2` itself. The jump `k_2(v_5)` is `br label %k_2`. The constant
+# `c_4 = 2` is no instruction at all: a constant in CPS is a constant
+# operand in LLVM. After O2, nothing reads `x`, because the loop never ends
+# and prints nothing. So LLVM deleted the addition and the φ-node, inlined
+# the statement into `lc_program`, and kept a block that jumps to itself.
+# The machine code is one instruction, `jmp` to itself.
+#
+# ### Control-flow graphs
+#
+# The blocks of a function and the branches between them form its
+# *control-flow graph*, which is the shape that LLVM's optimisations work
+# on. `FlowGraph` draws one from a function's LLVM text. Each block is a
+# box around its instructions, and each branch is an arrow from the
+# branch to the block it goes to. The entry block is blue, a block that
+# returns is green, a block that ends in `unreachable` is red, and every
+# other block is yellow. The description in words that comes with the
+# picture is made from the same graph.
+
+# %%
+#| export
+import re
+from dataclasses import dataclass
+from html import escape as _escape
+
+LABEL = re.compile(r'^"?([-\w.$]+)"?:')
+SUCCESSOR = re.compile(r'\blabel %"?([-\w.$]+)"?')
+
+
+@dataclass
+class FlowGraph:
+    """The control-flow graph of one LLVM function, from its text: shown as SVG in Jupyter,
+    blocks as boxes around their instructions and branches as arrows, described in words."""
+    text: str
+    title: str = ""
+
+    def blocks(self) -> list:
+        """[(label, instructions, successors)] in the order of the text."""
+        found = []
+        for line in self.text.strip("\n").splitlines()[1:]:
+            line = re.sub(r"\s+;.*$", "", line).rstrip()
+            if line.strip() in ("", "{", "}"):
+                continue
+            if (m := LABEL.match(line)) is not None:
+                found.append((m.group(1), [], []))
+                continue
+            if not found:
+                found.append(("entry", [], []))
+            found[-1][1].append(line.strip())
+            for target in SUCCESSOR.findall(line):
+                if target not in found[-1][2]:
+                    found[-1][2].append(target)
+        return found
+
+    @property
+    def alt(self) -> str:
+        parts = []
+        for label, code, successors in self.blocks():
+            ends = code[-1].split()[0] if code else ""
+            goes = ("returns" if ends == "ret" else "cannot be reached" if ends == "unreachable"
+                    else "jumps to " + ", ".join(successors))
+            parts.append(f"block {label}, {len(code)} instruction{'s' if len(code) != 1 else ''}, {goes}")
+        return f"{self.title}: " + "; ".join(parts)
+
+# %% [markdown]
+# The drawing follows chapter 6's diagrams of CPS (`cps.diagram`): the
+# text, boxes around its blocks, and the branches as arrows in a gutter on
+# the right, one lane per arrow, on a white card with dark text, so that it
+# reads the same in the site's dark mode.
+
+# %%
+#| export
+class FlowGraph(FlowGraph):
+    def svg(self, width_chars: int = 0) -> str:
+        ch, lh, left = 7.2, 17, 8                       # character width, line height, margin
+        rows, heads, ends = [], {}, []                  # text lines; block -> row of its label; branch rows
+        for label, code, successors in self.blocks():
+            if rows:
+                rows.append(("", "gap"))              # a little room between two blocks
+            heads[label] = len(rows)
+            rows.append((label + ":", "label"))
+            rows += [("  " + (line if len(line) <= 88 else line[:87] + "…"), "code") for line in code]
+            ends.append((label, len(rows) - 1, successors, code[-1].split()[0] if code else ""))
+        text_w = max([len(r) for r, _ in rows] + [width_chars])
+        gutter = left + text_w * ch + 14
+        edges = [(row, heads[s]) for _, row, successors, _ in ends for s in successors if s in heads]
+        width, height = gutter + 14 * len(edges) + 20, lh * len(rows) + 14
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+               f'font-family="monospace" font-size="12" fill="#0f172a">',
+               f"<title>{_escape(self.alt)}</title>",
+               '<defs><marker id="cfg" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+               '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+               f'<rect width="{width:.0f}" height="{height}" fill="#ffffff"/>']
+        colours = {"entry": ("#dbeafe", "#3b82f6"), "ret": ("#dcfce7", "#16a34a"),
+                   "unreachable": ("#fee2e2", "#dc2626"), "other": ("#fef9c3", "#ca8a04")}
+        for n, (label, last, _, ends_with) in enumerate(ends):
+            kind = "entry" if n == 0 else ends_with if ends_with in ("ret", "unreachable") else "other"
+            fill, stroke = colours[kind]
+            top = heads[label] * lh + 4
+            out.append(f'<rect x="{left - 4}" y="{top}" width="{gutter - left - 2:.1f}" '
+                       f'height="{(last - heads[label] + 1) * lh + 2}" rx="5" fill="{fill}" stroke="{stroke}"/>')
+        for i, (line, kind) in enumerate(rows):
+            weight = ' font-weight="bold"' if kind == "label" else ""
+            out.append(f'<text x="{left}" y="{i * lh + 17}" xml:space="preserve"{weight}>{_escape(line)}</text>')
+        for lane, (source, target) in enumerate(edges):
+            x, y1, y2 = gutter + 8 + 14 * lane, source * lh + 12, target * lh + 12
+            out.append(f'<path d="M{gutter - 6:.1f},{y1} L{x:.1f},{y1} L{x:.1f},{y2} L{gutter - 4:.1f},{y2}" '
+                       f'stroke="#7c3aed" fill="none" marker-end="url(#cfg)"/>')
+        return "\n".join(out + ["</svg>"])
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
+
+# %% [markdown]
+# The seed's loop, before and after O2:
+
+# %%
+def flow_graphs(graphs: list, title: str) -> None:
+    """Control-flow graphs side by side (chapter 6's cps.beside), described by title and by each graph."""
+    alt = title + ". " + ". ".join(g.alt for g in graphs)
+    display(SVG(cps.beside([(g.title, g.svg()) for g in graphs], alt)), metadata={"alt": alt})
+
+
+flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimised, "after O2")],
+            "The control-flow graph of the seed's loop")
+
+# %% [markdown]
+# ### Tail calls are guaranteed, not hoped for
+#
+# The contract of L says every
 # call in tail position runs in constant stack — direct, mutual, or through a
 # closure whose code has a different number of parameters from the caller.
 # A C compiler may or may not turn such calls into jumps. LLVM makes the
@@ -125,484 +351,22 @@
 #
 # One word for every value is the *uniform representation* of ML
 # implementations: a polymorphic function such as `length` works on lists of
-# anything because every element is a word, and no code needs to know what
-# the word means — except one: `print`, which must write `3` for an `Int`,
-# `true` for a `Bool` and `Cons(1, Nil)` for a list, and the "no clause
-# matches the value …" error, which prints the value. Inside
-# `def show(x) = print(x)` the type of `x` is a type variable. Two ways out:
-#
-# 1. *runtime type information*: tag every word (OCaml steals a bit from its
-#    integers, which then have 63 bits — the contract forbids that), or pass
-#    a description of the type as a hidden argument to every polymorphic
-#    function that may print (dictionary passing, as Haskell does for type
-#    classes), which reaches through every higher-order call;
-# 2. *monomorphisation*: make one copy of each polymorphic definition per
-#    type it is used at, so that after the copy every type is known (MLton
-#    and Rust do this).
-#
-# We monomorphise. Every type is then known at compile time, printing is
-# type-directed with no cost at run time, and the price — more code — is
-# measured below on the whole corpus.
+# anything because every element is a word. One part of the language must
+# still know what a word means: `print`, which writes `3` for an `Int` and
+# `Cons(1, Nil)` for a list. The back end finds out from the types, and it
+# can because [chapter 5b](05b_mono.ipynb) has *monomorphised* the program:
+# each polymorphic definition was copied once per type it is used at, so
+# that every variable of the program has a type without type variables.
 
 # %%
 #| export
 import llvmlite.ir as ir
 
 from lcompiler import closure, cps, cps_convert, syntax as s, types
-from lcompiler.mono import monomorphise
+from lcompiler.mono import data_declarations, field_type, monomorphise
 from lcompiler import core as c
 from lcompiler.errors import RunError, Source
 from lcompiler.types import TCon, show_type
-
-# %% [markdown]
-# ## Monomorphisation
-#
-# Monomorphisation is a pass over chapter 5's typed core program, before
-# CPS conversion, in its own module `lcompiler.mono`. Its contract:
-#
-# - `monomorphise(program)` returns a *new* core program (the input is left
-#   as it was: `lc show cps` still shows the polymorphic program) in which no
-#   type anywhere — of an expression, a pattern, a variable — contains a type
-#   variable, and which means the same: same output, same runtime errors at
-#   the same places;
-# - a polymorphic binding — a top-level `def`, or a `let`, whose type still
-#   has type variables — is replaced by one copy per type it is used at, its
-#   *instances*; the first keeps the name, the others are called `name_1`,
-#   `name_2`, … (numbers no name of the program uses);
-# - a type variable fixed by nothing (`print(Nil)`: the element type of a
-#   list that stays empty) becomes `Unit`. No value has such a type, so any
-#   choice is right: a list of it is always `Nil`, which prints the same at
-#   every type.
-#
-# The algorithm is a copy driven by a worklist. Copying starts at the
-# monomorphic roots — the top-level statements and monomorphic definitions —
-# with an empty *substitution* (a map from type variables to types). At
-# each use of a polymorphic binding, the binding's type is matched against
-# the type of the use: `def show(x) = print(x)` has type `a -> Unit`, the use
-# `show(3)` has type `Int -> Unit`, so this use wants the instance `a = Int`.
-# Each (binding, instance) is copied once, under the substitution extended
-# with the instance, and that copy may ask for more instances. It ends
-# because Hindley–Milner has no polymorphic recursion: inside its own
-# definition a function is used at the very type being copied.
-#
-# Chapter 4's value restriction makes this safe: only a syntactic value (a
-# function, a constructor of values, …) is ever generalised, and building a
-# value has no effect, so copying it cannot duplicate an effect. (One
-# subtlety, from the helper that wrote this pass with its tests: a function
-# may read a non-function definition before it has run, and the runtime
-# error names the definition; so a use of the copy `empty_1` first reads
-# `empty`, which runs at the same place, and the error stays the same.)
-
-# %%
-#| export mono
-"""Monomorphisation: one copy of each polymorphic definition per type it is used at.
-
-The back end represents every value as one 64-bit word, so at run time it cannot tell an Int
-from a list or a string. Yet `print` is type-directed: `def show(x) = print(x)` must print
-`3` when called with an Int and `Cons(3, Nil)` when called with a list. After this pass no
-type in the program is a type variable any more: each polymorphic binding is replaced by
-one copy per type it is used at (its *instances*), each copy typed at that type, so every
-`print`, and every match failure that shows a value, knows the exact type of that value.
-
-The pass copies the typed core program of chapter 5; the input is left untouched.
-- Polymorphic bindings are the top-level `def`s and the `let`s whose type, under the
-  substitution in force where they are bound, still has generic type variables. The value
-  restriction makes their right-hand sides syntactic values (checked below with `is_value`):
-  building one has no effect, except that it may read a definition that has not run yet,
-  which every copy does at the same place, with the same error.
-- Copying starts from the monomorphic roots (top-level statements and monomorphic
-  definitions) with the empty substitution. A variable that names a polymorphic binding is
-  matched against the binding's type: that gives the binding's type parameters at this use,
-  the key of an instance. Each (binding, key) is copied once; the first instance keeps the
-  binding's name, the others are named `name_k` with the smallest k no name of the program
-  has. Hindley–Milner has no polymorphic recursion: a definition calls itself, and the
-  other members of its group, at the instance being copied, so the worklist ends.
-- An unused polymorphic def is dropped (building it has no effect); an unused polymorphic
-  let keeps one copy, whose value may read a definition that has not run.
-- A type variable fixed by nothing (`print(Nil)`, the element type of a list that stays
-  empty) is defaulted to Unit. No value has such a type, so the choice is sound: a list of
-  it is always `Nil`, which prints the same at every type.
-"""
-
-from collections import deque
-from dataclasses import dataclass, field, fields
-
-from lcompiler import core as c, syntax as s
-from lcompiler.types import TCon, TParam, is_value
-
-UNIT = TCon("Unit")
-EXPRESSIONS = (c.Lit, c.Var, c.Con, c.Tuple, c.Lambda, c.App, c.Prim, c.If, c.Match, c.Let,
-               c.LetVar, c.Assign, c.While, c.Seq, c.Print, c.Assert)
-PATTERNS = (s.PVar, s.PWild, s.PInt, s.PUnit, s.PTuple, s.PCon)
-
-
-# --- Types under a substitution ----------------------------------------
-
-def substitute(t, subst: dict, default=UNIT):
-    """t with each TParam replaced by its image in subst (TParam number -> ground type);
-    a TParam subst does not map becomes default, or stays if default is None."""
-    if type(t) is TParam:
-        return subst.get(t.number, t if default is None else default)
-    if type(t) is TCon and t.args:
-        args = tuple(substitute(a, subst, default) for a in t.args)
-        return t if all(a is b for a, b in zip(args, t.args)) else TCon(t.name, args)
-    return t
-
-
-def params(t) -> list:
-    """The TParams of a type."""
-    if type(t) is TParam:
-        return [t]
-    return [p for a in t.args for p in params(a)] if type(t) is TCon else []
-
-
-def match_type(general, ground, out: dict) -> dict:
-    """Extend out so that substitute(general, out) == ground: how a use instantiates a scheme."""
-    if type(general) is TParam:
-        assert out.setdefault(general.number, ground) == ground, "a use at two types"
-    else:
-        assert general.name == ground.name and len(general.args) == len(ground.args)
-        for g, x in zip(general.args, ground.args):
-            match_type(g, x, out)
-    return out
-
-# %% [markdown]
-# Copying a core node is the same for almost every class: a new node of
-# the same class, its type under the substitution, its sub-nodes copied, the
-# rest (names, spans, the resolver's `kind`s) shared. `rebuild` does that
-# for any dataclass; the pass only says what differs.
-
-# %%
-#| export mono
-def rebuild(node, subst: dict, copy, **given):
-    """A new node of node's class: the fields in given as given, its type under subst, its
-    sub-nodes (alone or in a list) passed through copy, and the rest (names, spans, kinds,
-    forms, literal values) shared."""
-    parts = {}
-    for f in fields(node):
-        v = getattr(node, f.name)
-        if f.name in given:
-            v = given[f.name]
-        elif f.name == "type":
-            v = substitute(v, subst)
-        elif type(v) is list:
-            v = [copy(x) for x in v]
-        elif isinstance(v, EXPRESSIONS + PATTERNS):
-            v = copy(v)
-        parts[f.name] = v
-    return type(node)(**parts)
-
-
-def pattern(p, subst: dict):
-    return rebuild(p, subst, lambda q: pattern(q, subst))
-
-
-def bound_by(p) -> set:
-    """The variables a pattern binds."""
-    if type(p) is s.PVar:
-        return {p.name}
-    return set().union(*map(bound_by, getattr(p, "items", None) or getattr(p, "args", None) or []))
-
-
-def hide(env: dict, names) -> dict:
-    """env without the polymorphic lets that names shadow."""
-    return {k: v for k, v in env.items() if k not in names} if any(n in env for n in names) else env
-
-# %% [markdown]
-# A polymorphic binding is a `Poly`: its right-hand side, its type (whose
-# type variables are its parameters), the substitution in force where it is
-# bound; an `Instance` is one of its copies.
-
-# %%
-#| export mono
-@dataclass(eq=False)
-class Instance:
-    name: str
-    type: object             # the binding's type at this instance: ground
-    value: object = None     # the copy: a Def for a top-level binding, an expression for a let
-
-
-@dataclass(eq=False)
-class Poly:
-    """A polymorphic binding: a top-level def, or a let met while copying."""
-    name: str
-    value: object            # its right-hand side in the input program
-    scheme: object           # its type under `subst`: the TParams left are its parameters
-    subst: dict              # the substitution in force where it is bound
-    env: dict                # the polymorphic lets in scope there
-    definition: c.Def = None     # the Def, for a top-level binding
-    span: object = None
-    instances: dict = field(default_factory=dict)    # key -> Instance, in order of creation
-
-
-class Monomorphiser:
-    def __init__(self, program: c.Program):
-        self.program = program
-        self.taken = names_in(program)       # fresh names avoid every name of the program
-        self.globals = {}                    # name -> Poly, the polymorphic top-level defs
-        self.todo = deque()                  # (Poly, Instance, substitution) of defs to copy
-        self.bindings = []                   # every Poly, for statistics
-
-    def fresh(self, name: str) -> str:
-        k = 1
-        while f"{name}_{k}" in self.taken:
-            k += 1
-        self.taken.add(f"{name}_{k}")
-        return f"{name}_{k}"
-
-    def scheme(self, value, t, subst: dict):
-        """The type to instantiate if a binding of value, of type t, is polymorphic under
-        subst, else None. A non-value is never generalised: it is computed once and shared."""
-        if not is_value(value):
-            return None
-        t = substitute(t, subst, None)
-        return t if any(p.generic for p in params(t)) else None
-
-    def instance(self, poly: Poly, t) -> Instance:
-        """poly's instance at the ground type t, made on first demand."""
-        own = match_type(poly.scheme, t, {})
-        key = tuple(sorted(own.items()))
-        if key not in poly.instances:
-            name = self.fresh(poly.name) if poly.instances else poly.name
-            inst = poly.instances[key] = Instance(name, t)
-            subst = {**poly.subst, **own}
-            if poly.definition is not None:          # a def may use itself: copy it later
-                self.todo.append((poly, inst, subst))
-            else:                                    # a let cannot: copy it now
-                inst.value = self.expr(poly.value, subst, poly.env)
-        return poly.instances[key]
-
-# %%
-#| export mono
-class Monomorphiser(Monomorphiser):
-    # -- expressions: copy e, its types under subst; env: the polymorphic lets in scope
-    def expr(self, e, subst: dict, env: dict):
-        t = type(e)
-        if t is c.Var:
-            return self.var(e, subst, env)
-        copy = lambda x: self.expr(x, subst, env)
-        if t is c.Let and (scheme := self.scheme(e.value, e.value.type, subst)) is not None:
-            return self.poly_let(e, scheme, subst, env)
-        if t is c.Lambda:
-            return rebuild(e, subst, copy, body=self.expr(e.body, subst, hide(env, [e.param])))
-        if t is c.Let or t is c.LetVar:
-            return rebuild(e, subst, copy, body=self.expr(e.body, subst, hide(env, [e.name])))
-        if t is c.Match:
-            clauses = [(pattern(p, subst), self.expr(body, subst, hide(env, bound_by(p))))
-                       for p, body in e.clauses]
-            return rebuild(e, subst, copy, clauses=clauses)
-        return rebuild(e, subst, copy)
-
-    def var(self, v: c.Var, subst: dict, env: dict):
-        poly = (env.get(v.name) if v.kind == "local" else
-                self.globals.get(v.name) if v.kind == "global" else None)
-        if poly is None:                                 # a monomorphic binding
-            return rebuild(v, subst, None)
-        t = substitute(v.type, subst)
-        inst = self.instance(poly, t)
-        use = c.Var(inst.name, v.span, v.kind, t)
-        if poly.definition is not None and not poly.definition.is_function and inst.name != poly.name:
-            # A function may read a non-function definition before it has run, and the error
-            # names it: read the instance that kept its name first. All instances run together.
-            first = next(iter(poly.instances.values()))
-            return c.Seq(c.Var(poly.name, v.span, "global", first.type), use, v.span, t)
-        return use
-
-    def poly_let(self, e: c.Let, scheme, subst: dict, env: dict):
-        """let x = v; body  becomes  let x_2 = v2; let x_1 = v1; let x = v0; body."""
-        poly = Poly(e.name, e.value, scheme, subst, env, span=e.span)
-        self.bindings.append(poly)
-        body = self.expr(e.body, subst, {**env, e.name: poly})
-        if not poly.instances:       # unused: its value may still read a def not yet run
-            self.instance(poly, substitute(scheme, {}))
-        # The instance keeping the name x is innermost, so the other values still see an
-        # outer x where the original value did.
-        for inst in poly.instances.values():
-            body = c.Let(inst.name, inst.value, body, e.span, body.type)
-        return body
-
-    # -- the program
-    def definition(self, d: c.Def, name: str, subst: dict) -> c.Def:
-        var = rebuild(d.name, subst, None, name=name)
-        return c.Def(var, self.expr(d.value, subst, {}), d.is_function, d.span)
-
-    def run(self) -> c.Program:
-        with s.recursion_limit(50 * s.NESTING_LIMIT), s.collector_paused():   # as chapter 7
-            return self.program_copy()
-
-    def program_copy(self) -> c.Program:
-        items = self.program.items
-        for d in items:
-            if type(d) is c.Def and (scheme := self.scheme(d.value, d.name.type, {})) is not None:
-                poly = Poly(d.name.name, d.value, scheme, {}, {}, definition=d, span=d.span)
-                self.globals[d.name.name] = poly
-                self.bindings.append(poly)
-        roots = {}                   # index of a monomorphic item -> its copy
-        for i, item in enumerate(items):
-            if type(item) is c.Def and item.name.name not in self.globals:
-                roots[i] = self.definition(item, item.name.name, {})
-            elif not isinstance(item, (c.Def, s.Data)):
-                roots[i] = self.expr(item, {}, {})
-        while self.todo:             # the instances of polymorphic defs, and those they use
-            poly, inst, subst = self.todo.popleft()
-            inst.value = self.definition(poly.definition, inst.name, subst)
-        out = []                     # each def's instances at its place; an unused one is gone
-        for i, item in enumerate(items):
-            if i in roots:
-                out.append(roots[i])
-            elif isinstance(item, s.Data):
-                out.append(item)
-            else:
-                out.extend(inst.value for inst in self.globals[item.name.name].instances.values())
-        return c.Program(out, self.program.span)
-
-def names_in(program: c.Program) -> set:
-    """Every name bound or used in a program."""
-    names, todo = set(), list(program.items)
-    while todo:
-        x = todo.pop()
-        if type(x) is list or type(x) is tuple:
-            todo.extend(x)
-        elif isinstance(x, EXPRESSIONS + PATTERNS + (c.Def,)):
-            for f in fields(x):
-                v = getattr(x, f.name)
-                if f.name in ("name", "param") and type(v) is str:
-                    names.add(v)
-                elif f.name not in ("span", "type", "op_span"):
-                    todo.append(v)
-    return names
-
-
-def monomorphise(program: c.Program) -> c.Program:
-    """A copy of a typed core program where no type has a type variable, meaning the same."""
-    return Monomorphiser(program).run()
-
-# %% [markdown]
-# ### What monomorphisation costs
-#
-# `measure` counts definitions, function literals and core nodes before
-# and after, and the instances of each polymorphic binding.
-
-# %%
-#| export mono
-@dataclass
-class Statistics:
-    definitions: tuple       # top-level definitions (before, after)
-    functions: tuple         # function literals, top-level or not (before, after)
-    nodes: tuple             # core expression nodes (before, after)
-    instances: dict          # polymorphic binding -> how many copies of it the result holds
-
-
-def census(program: c.Program) -> tuple:
-    """(definitions, function literals, expression nodes) of a core program."""
-    counts, todo = [0, 0, 0], list(program.items)
-    while todo:
-        x = todo.pop()
-        if type(x) is list or type(x) is tuple:
-            todo.extend(x)
-        elif isinstance(x, c.Def):
-            counts[0] += 1
-            todo.append(x.value)
-        elif isinstance(x, EXPRESSIONS):
-            counts[1] += type(x) is c.Lambda
-            counts[2] += 1
-            todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span"))
-    return tuple(counts)
-
-
-def measure(program: c.Program) -> tuple:
-    """monomorphise(program), and its Statistics."""
-    mono = Monomorphiser(program)
-    result = mono.run()
-    instances = {}
-    for poly in mono.bindings:       # a let's instances, summed over the copies of its function
-        line, col = poly.span.source.line_col(poly.span.start)
-        label = poly.name if poly.definition is not None else f"{poly.name} (let, {line}:{col})"
-        instances[label] = instances.get(label, 0) + len(poly.instances)
-    before, after = census(program), census(result)
-    return result, Statistics(*zip(before, after), instances)
-
-
-# %% [markdown]
-# Here is the pass at work on a program that uses `show` at three types, a
-# polymorphic `pair` at two, and prints an empty list:
-
-# %%
-from lcompiler.core import pretty_core
-from lcompiler.mono import measure
-
-SHOW = """data List<a> { Cons(a, List<a>)
-  Nil }
-def show(x) = print(x)
-def pair(x) = (x, x)
-show(3)
-show(Cons("a", Nil))
-show(pair(true))
-show(pair(Nil))
-print(Nil)
-"""
-typed, _ = types.check_types(Source("show.l", SHOW))
-print(pretty_core(monomorphise(typed)), end="")
-
-# %% [markdown]
-# `show` has three instances, `pair` two; `Nil`'s element type, fixed by
-# nothing, became `Unit`. Over the whole corpus and the examples (74
-# programs), the cost is small — most programs are monomorphic already, and
-# most polymorphic helpers are used at one or two types:
-
-# %%
-from pathlib import Path
-from collections import Counter
-
-corpus = sorted(Path("../tests/corpus/run").glob("*.l")) + sorted(Path("../tests/corpus/fail").glob("*.l")) \
-    + sorted(Path("../examples").glob("*.l"))
-totals, copies, grown = Counter(), Counter(), 0
-for path in corpus:
-    typed, _ = types.check_types(Source(path.name, path.read_text()))
-    _, stats = measure(typed)
-    for what in ("definitions", "functions", "nodes"):
-        before, after = getattr(stats, what)
-        totals[what, "before"] += before
-        totals[what, "after"] += after
-    copies.update(stats.instances.values())
-    grown += stats.nodes[1] > stats.nodes[0]
-print(f"{len(corpus)} programs, {grown} of which grow")
-for what in ("definitions", "functions", "nodes"):
-    b, a = totals[what, "before"], totals[what, "after"]
-    print(f"{what:12} {b:5} -> {a:5}  (+{100 * (a - b) / b:.1f}%)")
-print("instances per polymorphic binding:", dict(sorted(copies.items())))
-
-# %% [markdown]
-# Five per cent more core code for the corpus, and no cost at run time: that
-# is the measurement behind the choice. The alternative, passing type
-# descriptions to polymorphic functions, would cost an extra argument on
-# every call of every polymorphic function, a lookup at every `print` of a
-# type variable, and a second calling convention through closures. What
-# monomorphisation gives up is separate compilation (the whole program must
-# be known — it always is for `lc`) and, in theory, size: a function used at
-# k types is copied k times, and a chain of such functions multiplies. The
-# growth is measured again on large programs in chapter 12.
-
-# %% [markdown]
-# Monomorphisation is the pipeline's stage `mono`, between the types of
-# chapter 5 and the CPS of chapter 7. It also notes, for the back end, the
-# data declarations of the program (each type's constructors and their
-# fields), which the printers and the tag tests need.
-
-# %%
-from lcompiler.pipeline import Unit, stage
-
-# %%
-#| export pipeline
-from lcompiler.core import pretty_core
-from lcompiler.llvm_backend import data_declarations
-from lcompiler.mono import monomorphise
-
-
-@stage("mono", show=lambda program, unit: pretty_core(program).rstrip("\n"), before="cps")
-def mono_stage(program, unit: Unit):
-    unit.notes["datas"] = data_declarations(program)
-    return monomorphise(program)
 
 # %% [markdown]
 # ## The back end, from the top
@@ -619,9 +383,8 @@ def mono_stage(program, unit: Unit):
 # The top-level definitions come in three kinds (chapter 6):
 #
 # - a static `fun` becomes an LLVM function, with the linkage
-#   `linkonce_odr` (LLVM may drop it if nothing calls it; why not `internal`,
-#   "static" in C, is told in chapter 12) and the calling convention `tailcc`
-#   or `fastcc` (below);
+#   `linkonce_odr` (below) and the calling convention `tailcc` or `fastcc`
+#   (a section of its own, below);
 # - any other static value (a literal, or a tuple, closure or constructor of
 #   static values) becomes an LLVM constant: a literal is its word, a block
 #   is a global array of words laid out as above, made by the compiler — the
@@ -632,6 +395,14 @@ def mono_stage(program, unit: Unit):
 #
 # LLVM names are the names `lc show closure` prints (chapter 6's `Namer`),
 # so the two listings can be read side by side.
+#
+# First, the words. Everything is an `i64`; a heap block's header is
+# computed by the compiler from the types of its fields (`header`), with
+# the layout described above: a field of type `Int`, `Bool`, `Unit` or
+# `String` never holds the address of a heap block (`may_point`), any
+# other may — but not field 0 of a closure, its code. A block of more than
+# 19 fields has no room for a layout: it is marked `CONSERVATIVE`, and the
+# collector treats each of its fields as it treats the stack.
 
 # %%
 #| export
@@ -665,13 +436,29 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
     return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
 
+# %% [markdown]
+# The header of a `Cons` of a `List<Int>`: two fields, tag 0, and bit 41 of
+# the layout for field 1, the rest of the list (the worked example at the
+# end of the chapter finds this number in the code):
 
-# The linkage of L functions: as `internal` ("static" in C) they could be dropped when unused,
-# but LLVM then inlines every function called once, whatever its size, and a chain of such
-# calls grows into one huge function that the optimiser takes quadratic time over (chapter
-# 12 measured it). `linkonce_odr` functions may still be dropped when unused, and are
-# inlined on their merits.
-LINKAGE = "linkonce_odr"
+# %%
+header_of_cons = header([TCon("Int"), TCon("List", (TCon("Int"),))])
+print(header_of_cons, "=", f"2 | 1 << 41 = {2 | 1 << 41}", "| fields:", header_of_cons & 0xFFFFFF,
+      "| layout:", bin(header_of_cons >> LAYOUT_SHIFT))
+
+# %% [markdown]
+# The *linkage* of L functions is `linkonce_odr`. With `internal` linkage
+# ("static" in C) LLVM could drop a function that nothing calls, but it
+# would also inline every function called once, whatever its size, and a
+# chain of such calls grows into one huge function, on which the optimiser
+# takes time that grows faster than its size. `linkonce_odr` functions may
+# still be dropped when unused, and they are inlined on their merits.
+# `RUNTIME_FUNCTIONS` lists what the generated code calls in the runtime,
+# and `written` finds the static blocks that the program writes into.
+
+# %%
+#| export
+LINKAGE = "linkonce_odr"            # not internal: see above
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
     "lc_alloc_slow": (I64, [I64]),
@@ -693,7 +480,14 @@ def written(var) -> bool:
     """Is var the target of a `x[i] := y` somewhere?"""
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
 
+# %% [markdown]
+# A `Backend` starts by declaring the runtime's functions and the two words
+# of the allocator, `lc_hp` and `lc_hl`, then the compile unit that the
+# locations of calls hang from (the section on call sites explains them),
+# and names LLVM values as `lc show closure` names CPS variables.
 
+# %%
+#| export
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
 
@@ -715,6 +509,18 @@ class Backend:
         self.name = printer.name
         self.declare()
 
+# %% [markdown]
+# `declare` makes the module's globals before any code: the array
+# `lc_globals`, with a slot per dynamic definition; an LLVM function per
+# `fun`, its parameters named and counted in words (a tuple parameter takes
+# one word per component: the section on flattening explains why), its
+# calling convention chosen by `short_tail_chains` (the section on tail
+# calls); and the constants of the static values, in program order, since a
+# static value may refer to an earlier one.
+
+# %%
+#| export
+class Backend(Backend):
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -742,6 +548,18 @@ class Backend:
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
+# %% [markdown]
+# A static value is a constant: a literal is its word, `Nil` is the address
+# of its one constant block, and a tuple, closure or constructor of static
+# values is a global array of words — its header, flagged `OLD`, then its
+# fields — made by the compiler. It is constant unless the program writes
+# into it (chapter 7's `ready` cells are static and written). Strings are
+# private constants, one per text; a dynamic definition's value is loaded
+# from its slot.
+
+# %%
+#| export
+class Backend(Backend):
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -811,39 +629,38 @@ class Backend(Backend):
         start = f.append_basic_block("entry")
         args = list(f.args)
         if me is not None:
-            recur = f.append_basic_block("recur")
-            ir.IRBuilder(start).branch(recur)
-            phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
-            for phi, a in zip(phis, args):
-                phi.add_incoming(a, start)
-            blocks[me], start, args = (recur, phis), recur, list(phis)
+            start, args = self.recur(f, start, args, blocks, me)
         self.parameters(params, args, values)
         work = [(start, term)]
         while work:
             block, t = work.pop()
-            b = ir.IRBuilder(block)
-            while True:
-                if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
-                    values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
-                    t = t.body
-                elif type(t) is cps.LetPrim:
-                    v = self.prim(b, t.prim, values)
-                    values[t.var] = v
-                    if t.var.count and not isinstance(v, ir.Constant) and not v.name:
-                        v.name = self.name(t.var)
-                    t = t.body
-                elif type(t) is cps.LetCont:
-                    if t.cont.count:                   # a continuation nobody jumps to has no block
-                        handler = f.append_basic_block(self.name(t.cont))
-                        hb = ir.IRBuilder(handler)
-                        phis = [hb.phi(I64, self.name(x)) for x in t.params]
-                        values.update(zip(t.params, phis))
-                        blocks[t.cont] = (handler, phis)
-                        work.append((handler, t.handler))
-                    t = t.body
-                else:
-                    self.jump(b, t, values, blocks, ret)
-                    break
+            self.chain(f, ir.IRBuilder(block), t, values, blocks, work, ret)
+
+    def chain(self, f: ir.Function, b: ir.IRBuilder, t, values: dict, blocks: dict, work: list, ret):
+        """Emit a chain of let_prims and let_conts into b's block, up to and including its jump;
+        each continuation gets its block, and its handler goes on work."""
+        while True:
+            if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
+                values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
+                t = t.body
+            elif type(t) is cps.LetPrim:
+                v = self.prim(b, t.prim, values)
+                values[t.var] = v
+                if t.var.count and not isinstance(v, ir.Constant) and not v.name:
+                    v.name = self.name(t.var)
+                t = t.body
+            elif type(t) is cps.LetCont:
+                if t.cont.count:                   # a continuation nobody jumps to has no block
+                    handler = f.append_basic_block(self.name(t.cont))
+                    hb = ir.IRBuilder(handler)
+                    phis = [hb.phi(I64, self.name(x)) for x in t.params]
+                    values.update(zip(t.params, phis))
+                    blocks[t.cont] = (handler, phis)
+                    work.append((handler, t.handler))
+                t = t.body
+            else:
+                self.jump(b, t, values, blocks, ret)
+                return
 
     def value(self, b: ir.IRBuilder, o: cps.Occ, values: dict) -> ir.Value:
         v = o.var
@@ -855,6 +672,35 @@ class Backend(Backend):
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
+# %% [markdown]
+# A function that calls itself in tail position gets one more block: its
+# parameters become φ-nodes of a block `recur` after the entry, and the
+# self tail call is a jump back to it (the section on tail calls explains
+# why). `recur` makes that block.
+
+# %%
+#| export
+class Backend(Backend):
+    def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
+        """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
+        f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
+        recur = f.append_basic_block("recur")
+        ir.IRBuilder(start).branch(recur)
+        phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
+        for phi, a in zip(phis, args):
+            phi.add_incoming(a, start)
+        blocks[me] = (recur, phis)
+        return recur, list(phis)
+
+# %% [markdown]
+# The end of a chain is a jump, in one of four forms. A jump to a
+# continuation `k(a…)` is a `ret` if `k` is the function's return
+# continuation, and otherwise a branch to `k`'s block that adds `a…` to its
+# φ-nodes (`goto`). A call, a `case` and a `halt` follow.
+
+# %%
+#| export
+class Backend(Backend):
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -862,54 +708,83 @@ class Backend(Backend):
         b.branch(block)
 
     def jump(self, b: ir.IRBuilder, t, values: dict, blocks: dict, ret):
-        get = lambda o: self.value(b, o, values)
         if type(t) is cps.ApplyCont:
-            args = [get(o) for o in t.args]
+            args = [self.value(b, o, values) for o in t.args]
             if t.cont.var is ret:
                 b.ret(args[0])
             else:
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
-            args = [w for o in t.args for w in self.words(b, o, values)]
-            tail = t.cont.var is ret
-            if t.kind == "direct" and tail and t.func.var in blocks:
-                self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
-                return
-            if t.kind == "direct":
-                callee = self.functions[t.func.var]
-            else:                                      # a closure: its code is its field 0
-                record = get(t.func)
-                code = b.load(self.field(b, record, 0), "code")
-                fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
-                callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
-            cc = callee.calling_convention if t.kind == "direct" else "tailcc"
-            result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
-            self.locate(result, None if tail else t.loc)
-            if tail:
-                b.ret(result)
-            else:
-                self.goto(b, t.cont.var, [result], blocks)
-        elif type(t) is cps.Case and sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
-            x = get(t.scrutinee)                       # a Bool: a conditional branch
+            self.call(b, t, values, blocks, ret)
+        elif type(t) is cps.Case:
+            self.case(b, t, values, blocks)
+        elif type(t) is cps.Halt:
+            b.ret(self.value(b, t.arg, values))
+        else:
+            raise TypeError(f"not a term: {t!r}")
+
+# %% [markdown]
+# A call passes its arguments in words (a tuple as its components). A
+# direct call in tail position to the function itself is the jump back to
+# `recur`. Otherwise the callee is the LLVM function of a direct call, or
+# for a closure the code pointer loaded from field 0 of the closure, called
+# with the closure as its first argument. A call in tail position is a
+# `tail call` followed by `ret`; any other call is followed by a branch to
+# its continuation's block, with the result for its φ-node. Each call gets
+# its location (`locate`, in the section on call sites).
+
+# %%
+#| export
+class Backend(Backend):
+    def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
+        args = [w for o in t.args for w in self.words(b, o, values)]
+        tail = t.cont.var is ret
+        if t.kind == "direct" and tail and t.func.var in blocks:
+            self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
+            return
+        if t.kind == "direct":
+            callee = self.functions[t.func.var]
+        else:                                      # a closure: its code is its field 0
+            record = self.value(b, t.func, values)
+            code = b.load(self.field(b, record, 0), "code")
+            fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
+            callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
+        cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+        result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
+        self.locate(result, None if tail else t.loc)
+        if tail:
+            b.ret(result)
+        else:
+            self.goto(b, t.cont.var, [result], blocks)
+
+# %% [markdown]
+# A `case` on a Bool — an `if` — is a conditional branch `br i1` on the
+# comparison itself when the Bool was just computed by one (the `zext`
+# that widened it to a word is then dead, and LLVM deletes it). Any other
+# `case` is a `switch` on the tag. Without a default, the default is a
+# block holding `unreachable`.
+
+# %%
+#| export
+class Backend(Backend):
+    def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
+        x = self.value(b, t.scrutinee, values)
+        if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
             if isinstance(x, ir.CastInstr) and x.opname == "zext":
                 test = x.operands[0]                   # the i1 of a comparison, before widening
             else:
                 test = b.icmp_unsigned("!=", x, word(0))
             arms = dict(t.arms)
             b.cbranch(test, blocks[arms[1].var][0], blocks[arms[0].var][0])
-        elif type(t) is cps.Case:
-            if t.default is not None:
-                default = blocks[t.default.var][0]
-            else:
-                default = b.function.append_basic_block("impossible")
-                ir.IRBuilder(default).unreachable()
-            switch = b.switch(get(t.scrutinee), default)
-            for n, k in t.arms:
-                switch.add_case(word(n), blocks[k.var][0])
-        elif type(t) is cps.Halt:
-            b.ret(get(t.arg))
+            return
+        if t.default is not None:
+            default = blocks[t.default.var][0]
         else:
-            raise TypeError(f"not a term: {t!r}")
+            default = b.function.append_basic_block("impossible")
+            ir.IRBuilder(default).unreachable()
+        switch = b.switch(x, default)
+        for n, k in t.arms:
+            switch.add_case(word(n), blocks[k.var][0])
 
 # %% [markdown]
 # ## Tail calls: three kinds, three translations
@@ -917,9 +792,9 @@ class Backend(Backend):
 # `tailcc` has a price. To pop its own arguments and keep the stack aligned
 # for any caller, a `tailcc` function returns with `ret $8` and its caller
 # re-adjusts the stack after every call — a few instructions and a
-# microcoded return per call, which chapter 12 measured at up to twice the
-# time of C on `fib` and Ackermann, two benchmarks that are nothing but
-# calls. So the back end pays it only where the guarantee needs it:
+# microcoded return per call, which weigh on programs that do little but
+# call, such as `fib` and Ackermann's function. So the back end pays it
+# only where the guarantee needs it:
 #
 # 1. **a tail call of a function to itself** is a loop, and the back end
 #    writes it as one: the function's parameters become φ-nodes of a block
@@ -1000,11 +875,11 @@ def short_tail_chains(program: cps.Program) -> set:
 # the nursery, pins it where it is). Normally a function saves, in its own
 # stack frame, the *callee-saved* registers it wants to use, holding
 # whatever its caller had left in them — often a value the caller no
-# longer needs. Chapter 12's `primes` benchmark showed where that leads: the
-# recursive `sieve` left its dead input list in a callee-saved register,
-# each deeper call saved it again, and the collector kept every
-# intermediate list alive — 424 MB of heap instead of 16, with the
-# collector this runtime had before its nursery. LLVM's function attribute
+# longer needs. The `primes` benchmark of chapter 12 shows where that
+# leads: the recursive `sieve` leaves its dead input list in a callee-saved
+# register, each deeper call saves it again, and the collector takes every
+# one of those words for a live pointer (the table below counts the
+# blocks they pin). LLVM's function attribute
 # `"no_callee_saved_registers"` turns the convention around: the function
 # saves no register for its caller, so a caller keeps what it needs across
 # a call in its *own* frame, and only that.
@@ -1069,33 +944,7 @@ def saves_no_registers(f: ir.Function) -> None:
 # of the module, `lc_alloc`, marked `alwaysinline`: every allocation is a
 # call of it in the code the back end writes (short to read, and quick to
 # build), and LLVM inlines it at every call before it optimises, so the
-# machine code has the five instructions of the common path in place. The
-# header written first is computed by the compiler from the types of the
-# fields (`header`): a field of type `Int`, `Bool`, `Unit` or `String`
-# never holds the address of a heap block, any other may, and so does not
-# field 0 of a closure, its code. A block of more than 19 fields has no
-# room for its layout in the header: it is allocated by `lc_alloc_old`, in
-# the old generation, and marked `CONSERVATIVE` (the collector treats each
-# of its fields as it treats the stack).
-#
-# `x[i] := y` stores, and when `y` may be a pointer, calls `lc_barrier(x)`
-# after the store, made once per module and inlined like `lc_alloc`: the
-# *write barrier* of the generational collector. It loads the header of `x`
-# and, if the flags say that `x` is old and not yet remembered, calls the
-# runtime's `lc_remember(x)`. Stores are rare in L — only the cells of the
-# `var`s that a function captures are ever written — and the test is two
-# instructions on a header that the store has just brought into the cache.
-#
-# Division checks its divisor: zero is the runtime error "division by zero"
-# at the operator, and `min / -1` — which traps in the x86 instruction — is
-# computed as the contract says (`-min`, which wraps to `min`, and 0 for
-# `%`) by dividing by 1 instead and selecting the right answer. A constant
-# divisor other than 0 and -1 needs neither test, and gets none: LLVM would
-# remove them, but only after spending time on them, and chapter 12 found
-# that the size of the IR handed to LLVM is what the compilation time
-# depends on. For the same reason a `case` on a Bool (an `if`) is a
-# conditional branch `br i1` on the comparison itself, rather than a
-# `switch` on the comparison widened to a word.
+# machine code has the instructions of the common path in place.
 
 # %%
 #| export
@@ -1122,6 +971,15 @@ class Backend(Backend):
         b.ret(hp)
         return f
 
+# %% [markdown]
+# `alloc` allocates a block and writes its header and fields. The header
+# is a constant (`header`, above). A block of more than 19 fields, which has
+# no room for a layout, is allocated by `lc_alloc_old` in the old
+# generation, as the collector requires.
+
+# %%
+#| export
+class Backend(Backend):
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -1135,6 +993,18 @@ class Backend(Backend):
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
+# %% [markdown]
+# `x[i] := y` stores, and when `y` may be a pointer, calls `lc_barrier(x)`
+# after the store, made once per module and inlined like `lc_alloc`: the
+# *write barrier* of the generational collector. It loads the header of `x`
+# and, if the flags say that `x` is old and not yet remembered, calls the
+# runtime's `lc_remember(x)`. Stores are rare in L — only the cells of the
+# `var`s that a function captures are ever written — and the test is two
+# instructions on a header that the store has just brought into the cache.
+
+# %%
+#| export
+class Backend(Backend):
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -1152,6 +1022,16 @@ class Backend(Backend):
         b.ret_void()
         return f
 
+# %% [markdown]
+# A value's tag is in its header, but for the types of two constructors one
+# of which has no fields — `List`, `Option` — it is found without a load:
+# the value is `Nil` exactly when it is the address of `Nil`'s one constant
+# block, `nullary.1` (made once per module, and shared by the parts of a
+# module that chapter 11 splits).
+
+# %%
+#| export
+class Backend(Backend):
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -1175,6 +1055,13 @@ class Backend(Backend):
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
+# %% [markdown]
+# `prim` translates one primitive of chapter 6 into instructions, and
+# returns its value.
+
+# %%
+#| export
+class Backend(Backend):
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -1214,6 +1101,19 @@ class Backend(Backend):
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
+# %% [markdown]
+# Arithmetic and comparisons. Division checks its divisor: zero is the
+# runtime error "division by zero" at the operator, and `min / -1` — which
+# traps in the x86 instruction — is computed as the contract says (`-min`,
+# which wraps to `min`, and 0 for `%`) by dividing by 1 instead and
+# selecting the right answer. A constant divisor other than 0 and -1 needs
+# neither test, and gets none: LLVM would remove them, but only after
+# spending time on them, and the time LLVM takes grows with the size of
+# the IR it is handed. Strings are compared by the runtime's `lc_str_eq`.
+
+# %%
+#| export
+class Backend(Backend):
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         o = p.op
         if len(args) == 1:
@@ -1241,9 +1141,9 @@ class Backend(Backend):
 # An L function of several parameters, `def ack(m, n) = …`, is a function
 # of *one* tuple (chapter 4: `{ (m, n) -> … }`), and a call `ack(m - 1, 1)`
 # builds that tuple. Translated as it is, every call allocates three words
-# on the heap, and the callee loads its parameters back from them. On the
-# Ackermann benchmark of chapter 12 that made the compiled code 6.5 times
-# slower than C.
+# on the heap, and the callee loads its parameters back from them: on a
+# benchmark such as Ackermann's function, which does little but call
+# itself, the allocation would cost more than the work.
 #
 # Types fix it. After monomorphisation, the type of a function's parameter
 # is known wherever the function is called — directly or through a closure —
@@ -1260,7 +1160,7 @@ class Backend(Backend):
 # nothing; each use takes the component it needs. A tuple used otherwise —
 # stored in a list, printed, returned — is allocated as before. A tuple
 # parameter is always kept as its components, and built only where it is
-# used whole (`value` below): typically on the cold path of a match failure,
+# used whole (`value`, above): typically on the cold path of a match failure,
 # which prints the argument of the function.
 
 # %%
@@ -1283,7 +1183,14 @@ def only_taken_apart(var) -> bool:
             return False
     return True
 
+# %% [markdown]
+# `virtual` says whether a tuple can stay in registers; `parameters` binds a
+# function's parameters to its LLVM arguments, and `words` gives an
+# argument of a call as the words it is passed in, loading them from the
+# block of a tuple that was built.
 
+# %%
+#| export
 class Backend(Backend):
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
@@ -1305,6 +1212,17 @@ class Backend(Backend):
             return list(values[o.var])
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
+
+# %% [markdown]
+# `ack`, as the back end translates it (without chapter 9's optimiser):
+# its one parameter, the tuple `x_5`, is two LLVM parameters, `x_5.0` and
+# `x_5.1`, its calls pass two words, and nothing is allocated:
+
+# %%
+ACK = Source("ack.l", open("../bench/programs/ack.l").read())
+ack = llvm_function(pipeline.show("llvm", ACK, False), "ack_3")
+print(ack)
+print("allocations in ack:", ack.count("@\"lc_alloc\""))
 
 # %% [markdown]
 # ## Runtime errors, rendered by the compiler
@@ -1347,18 +1265,14 @@ class Backend(Backend):
 # `print(x)` knows what `x` is. The back end makes one LLVM function per type
 # printed, `print.T(value, nested)`, once per module: for the base types a
 # call into the runtime; for a function the text `<function>`; for a tuple,
-# the printers of its components between parentheses; for a data type, a
-# `switch` on the tag with one arm per constructor, each printing the
-# constructor's name and its fields with the printers of the field types —
-# which come from the `data` declaration with the type's arguments put in for
-# its parameters (`List<Int>`: the fields of `Cons` are `Int` and
-# `List<Int>`). `nested` says whether the value is inside a tuple or a data
-# value, where a string prints quoted. A recursive type gets a recursive
-# printer. Fixed text — `Circle(`, `, `, `)` — goes out in one call of
-# `lc_print_str` on a constant string rather than a character at a time:
-# every data type that is matched gets a printer (a failed match prints the
-# value), so a program with a thousand data types has a thousand printers,
-# and their size shows in compile time (chapter 12).
+# the printers of its components between parentheses. `nested` says
+# whether the value is inside a tuple or a data value, where a string
+# prints quoted. Fixed text — `Circle(`, `, `, `)` — goes out in one call
+# of `lc_print_str` on a constant string rather than a character at a
+# time (`text`): every data type that is matched gets a printer (a failed
+# match prints the value), so a program with a thousand data types has a
+# thousand printers, and the fewer instructions they take, the sooner LLVM
+# is done with them.
 
 # %%
 #| export
@@ -1373,11 +1287,6 @@ class Backend(Backend):
         b = ir.IRBuilder(f.append_basic_block("entry"))
         v, nested = f.args
         v.name, nested.name = "value", "nested"
-        def text(chars):                        # a character, or a whole constant string
-            if len(chars) == 1:
-                b.call(self.rt["lc_print_char"], [word(ord(chars))])
-            else:
-                b.call(self.rt["lc_print_str"], [self.const(chars)])
         if t.name in ("Int", "Bool", "Unit"):
             b.call(self.rt["lc_print_" + t.name.lower()], [v])
         elif t.name == "String":
@@ -1387,57 +1296,55 @@ class Backend(Backend):
                 with plain:
                     b.call(self.rt["lc_print_str"], [v])
         elif t.name == "->":
-            text("<function>")
+            self.text(b, "<function>")
         elif t.name == "*":
-            text("(")
+            self.text(b, "(")
             for i, ft in enumerate(t.args):
                 if i:
-                    text(", ")
+                    self.text(b, ", ")
                 b.call(self.printer(ft), [b.load(self.field(b, v, i)), word(1)])
-            text(")")
+            self.text(b, ")")
         else:
-            params, constructors = self.datas[t.name]
-            subst = dict(zip(params, t.args))
-            done = f.append_basic_block("done")
-            switch = b.switch(self.header_tag(b, b.load(b.inttoptr(v, I64.as_pointer()))), done)
-            for tag, (name, fields) in enumerate(constructors):
-                arm = f.append_basic_block(name)
-                switch.add_case(word(tag), arm)
-                b.position_at_end(arm)
-                text(name + "(" if fields else name)
-                if fields:
-                    for i, st in enumerate(fields):
-                        if i:
-                            text(", ")
-                        b.call(self.printer(field_type(st, subst)), [b.load(self.field(b, v, i)), word(1)])
-                    text(")")
-                b.branch(done)
-            b.position_at_end(done)
+            self.print_data(f, b, v, t)
         b.ret_void()
         return f
 
+    def text(self, b: ir.IRBuilder, chars: str):
+        """Print constant text: a character, or a whole constant string."""
+        if len(chars) == 1:
+            b.call(self.rt["lc_print_char"], [word(ord(chars))])
+        else:
+            b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-def data_declarations(core_program: c.Program) -> dict:
-    """Each data type's parameters and constructors (name, field types), from the core program."""
-    datas = {}
-    for item in core_program.items:
-        if isinstance(item, s.Data):
-            datas[item.name] = ([p.name for p in item.params],
-                                [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
-    return datas
+# %% [markdown]
+# For a data type, the printer is a `switch` on the tag with one arm per
+# constructor, each printing the constructor's name and its fields with the
+# printers of the field types. These come from the `data` declaration with
+# the type's arguments put in for its parameters (chapter 5b's
+# `field_type`: in a `List<Int>`, the fields of `Cons` are `Int` and
+# `List<Int>`). A recursive type gets a recursive printer.
 
-
-def field_type(t, subst: dict):
-    """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
-    if isinstance(t, s.TVar):
-        return subst[t.name]
-    if isinstance(t, s.TName):
-        return TCon(t.name, tuple(field_type(a, subst) for a in t.args))
-    if isinstance(t, s.TTuple):
-        return TCon("*", tuple(field_type(i, subst) for i in t.items))
-    if isinstance(t, s.TFun):
-        return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
-    raise TypeError(f"not a field type: {t!r}")
+# %%
+#| export
+class Backend(Backend):
+    def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
+        params, constructors = self.datas[t.name]
+        subst = dict(zip(params, t.args))
+        done = f.append_basic_block("done")
+        switch = b.switch(self.header_tag(b, b.load(b.inttoptr(v, I64.as_pointer()))), done)
+        for tag, (name, fields) in enumerate(constructors):
+            arm = f.append_basic_block(name)
+            switch.add_case(word(tag), arm)
+            b.position_at_end(arm)
+            self.text(b, name + "(" if fields else name)
+            if fields:
+                for i, st in enumerate(fields):
+                    if i:
+                        self.text(b, ", ")
+                    b.call(self.printer(field_type(st, subst)), [b.load(self.field(b, v, i)), word(1)])
+                self.text(b, ")")
+            b.branch(done)
+        b.position_at_end(done)
 
 # %% [markdown]
 # ## Where a stack overflow happened: call sites
@@ -1477,7 +1384,7 @@ def field_type(t, subst: dict):
 #    call's. The labels come after optimisation, not before, because an
 #    assembly statement is opaque to LLVM: one after each call would stop,
 #    for one, the tail-recursion elimination that turns half of `fib`'s
-#    calls into a loop (below, and chapter 12). They cost nothing at run
+#    calls into a loop (shown below). They cost nothing at run
 #    time: a label is not an instruction.
 # 3. **The signal handler** looks at the faulting instruction — a fault
 #    while making the call, when pushing the return address or an argument,
@@ -1485,15 +1392,20 @@ def field_type(t, subst: dict):
 #    pointer for the first word in an interval: the innermost call under
 #    way. No store, no check, in the generated code.
 #
+# <div class="admonition note">
+# <p class="admonition-title">Design note: LLVM's own ways to find a call</p>
+#
 # LLVM has mechanisms of its own that we considered, and that do not fit
 # as well. `llvm.experimental.stackmap` placed after a call records the
 # address after the call *and* the moves that follow it, and lives in a
-# section, `.llvm_stackmaps`, that the JIT gives us no way to find;
-# statepoints (`gc.statepoint`) record exact return addresses, but a
+# section, `.llvm_stackmaps`, that the JIT gives us no way to find.
+# Statepoints (`gc.statepoint`) record exact return addresses, but a
 # statepoint call cannot be inlined, so they too would have to be made
 # after optimisation, and they bring precise stack maps — a collector
-# design of their own (below); a line table (DWARF `.debug_line`) would
+# design of their own (below). A line table (DWARF `.debug_line`) would
 # have to be parsed by the runtime, and the JIT does not load it.
+#
+# </div>
 #
 # Finding the tables. A program compiled in parts (chapter 11) has one
 # table per part, each at the start of its part's `lc_sites` section: a
@@ -1617,8 +1529,8 @@ class Backend(Backend):
 # ## From source to module, verified and optimised
 #
 # The whole pipeline of the compiler, so far: parse, name, type (chapters
-# 4–5), monomorphise, convert to CPS (7), optimise (9), closure-convert (8),
-# shrink again (9), translate. `to_llvm` runs those stages and returns the
+# 4a, 4b and 5), monomorphise (5b), convert to CPS (7), optimise (9),
+# closure-convert (8), shrink again (9), translate. `to_llvm` runs those stages and returns the
 # module as llvmlite builds it: a Python object that prints as LLVM
 # assembly. `optimise` hands the text to LLVM, runs the
 # *verifier* (a module that breaks an SSA rule — a use not dominated by its
@@ -1634,9 +1546,8 @@ class Backend(Backend):
 # Python's cycle collector paused (`collector_paused`): a compilation makes
 # millions of small objects that live until it ends, and the collector
 # would walk them again and again to find no cycle. It was the last stage
-# to run without the pause, and the one that needed it most: building the
-# llvmlite module of the 10,000-line program of chapter 12 and printing it
-# took 6.9 s with the collector running, 2.4 s without.
+# to run without the pause, and the one that needed it most: llvmlite
+# makes an object for every instruction, operand and name of the module.
 
 # %%
 #| export
@@ -1717,7 +1628,14 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else lines[at] - 1
     return sites
 
+# %% [markdown]
+# `call_site_table` labels the calls, then adds the table's header, as
+# module-level assembly, and the marker of its end. Part 0's table replaces
+# the empty one that the back end defined (`weak`), which the assembly now
+# defines.
 
+# %%
+#| export
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1751,8 +1669,8 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 # The example of step 1: `deep` calls `apply`, which tail-calls its
 # argument. Compiled without chapter 9's optimiser (which would inline
 # `apply` itself, in the CPS, keeping the same location for the call that
-# is left), after LLVM's optimisation (the pipeline is a few sections
-# below), `apply` and the entry of `deep`'s closure are inlined into `deep`, and
+# is left), after LLVM's optimisation (`optimise`, above), `apply` and
+# the entry of `deep`'s closure are inlined into `deep`, and
 # the one call left carries a location of line 0 in the closure's entry,
 # inlined at line 0 in `apply` (a tail call), inlined at line 1 in `deep`:
 # call site 0, `apply(deep, n + 1)`. `call_site_table` labels that call,
@@ -1815,11 +1733,11 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # forgotten pointer shows at once rather than in a long run.
 
 # %% [markdown]
-# The runtime is one C file, shown here whole, in seven parts, each with the
-# reason for its choices. In the package it is the string `RUNTIME_C`,
-# compiled when first needed (next section). First the layout of values and
-# heap blocks, which the code generator above and the collector below must
-# agree on.
+# The runtime is one C file, shown here whole, in seven numbered sections,
+# each cut into pieces with the reason for its choices. In the package it is
+# the string `RUNTIME_C`, compiled when first needed (the section after
+# it). First, the file's head: what it is for, how it is compiled, and what
+# it includes.
 
 # %%
 #| export
@@ -1846,7 +1764,16 @@ RUNTIME_C = r"""
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+"""
 
+# %% [markdown]
+# Section 1 is the layout of values and heap blocks, which the code
+# generator above and the collector below must agree on: the header's
+# fields and flags, and the size of a block from its header.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* ==== 1. Values and the heap-block layout ============================
  *
  * Every L value is one 64-bit word.  An Int uses all 64 bits, so a word
@@ -1944,7 +1871,17 @@ static void out_bytes(const char *s, size_t n)
     memcpy(out_buf + out_len, s, n);
     out_len += n;
 }
+"""
 
+# %% [markdown]
+# The printing functions that the generated code calls put their text in
+# that buffer. An `Int` is written digit by digit, from the right, with the
+# most negative number handled as an unsigned magnitude; a string nested in
+# a value is written quoted, with its escapes.
+
+# %%
+#| export
+RUNTIME_C += r"""
 void lc_print_int(int64_t v)
 {
     char digits[24], *p = digits + sizeof digits;
@@ -2028,11 +1965,10 @@ static _Noreturn void out_of_memory(void)
 # mark-and-sweep*, the design of Boehm, Demers and Weiser: any word anywhere
 # — stack, registers, globals, fields of blocks — that pointed into a block
 # kept it alive, and free space was reused in place, between live blocks. It
-# allocated by bumping a pointer through 16 MB of heap between two
-# collections, and chapter 12 found the price: the allocation-heavy
-# benchmarks streamed through 16 MB that no cache holds, where OCaml's
-# minor heap stays in the cache (an experiment with 1 MB instead made three
-# of them 6–15% faster).
+# allocated by bumping a pointer through at least 16 MB of heap between two
+# collections, and the allocation-heavy benchmarks paid for it: every new
+# block went to memory that had left the cache since it was last used,
+# where OCaml's minor heap of 2 MB stays in the cache.
 #
 # Most blocks die young — a `Cons` made to be matched at once, a closure
 # made to be called once — and a *generational* collector (Lieberman and
@@ -2053,18 +1989,27 @@ static _Noreturn void out_of_memory(void)
 #   compiler knows the type of every field it stores: that is the *layout*
 #   in the header (the section on data, above). After monomorphisation no
 #   field has a type that the compiler does not know.
-# - **Roots.** The words on the stack and in registers have no header. LLVM
-#   can describe them — *stack maps* at every call that may collect
-#   (`gc.statepoint`), which a precise collector reads to find and update
-#   the pointers of every frame — but only after a pass of its own
-#   (`RewriteStatepointsForGC`) that llvmlite's pass builder does not
-#   offer, and at a price paid by every call: each pointer live across it
-#   goes through a stack slot, and is reloaded after. We keep the stack
-#   *conservative* instead, with **Bartlett's mostly-copying** collection: a
-#   young block that a word of the stack points into is *pinned* — it does
-#   not move, and becomes old where it stands — and every other survivor is
-#   copied. The stack holds the few blocks that the running functions work
-#   on, so few blocks are pinned: the figures are below.
+# - **Roots.** The words on the stack and in registers have no header. We
+#   keep the stack *conservative*, with **Bartlett's mostly-copying**
+#   collection: a young block that a word of the stack points into is
+#   *pinned* — it does not move, and becomes old where it stands — and
+#   every other survivor is copied. The stack holds the few blocks that the
+#   running functions work on, so few blocks are pinned: the figures are
+#   below.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: why not precise roots</p>
+#
+# LLVM can describe the roots on the stack: *stack maps* at every call
+# that may collect (`gc.statepoint`), which a precise collector reads to
+# find and update the pointers of every frame. But they need a pass of
+# their own (`RewriteStatepointsForGC`) that llvmlite's pass builder does
+# not offer, and they have a price paid by every call: each pointer live
+# across it goes through a stack slot, and is reloaded after. A
+# conservative stack costs the calls nothing, and the collector pays with
+# a few pinned blocks.
+#
+# </div>
 #
 # One more problem is particular to generations. A minor collection must
 # find every pointer into the nursery without looking at the old
@@ -2128,7 +2073,16 @@ RUNTIME_C += r"""
  * the header -- are allocated in the old generation at once (lc_alloc_old).
  */
 int64_t lc_hp, lc_hl;
+"""
 
+# %% [markdown]
+# The state of the heap: the sizes of chunks and regions, the bounds of the
+# heap and its side tables (the bitmap of block starts, the map of nursery
+# chunks), and the collector's counters.
+
+# %%
+#| export
+RUNTIME_C += r"""
 #define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
 #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
 #define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
@@ -2152,7 +2106,16 @@ static uint64_t old_bytes, old_threshold;   /* about the old generation's size; 
 static uint64_t minor_count, major_count, max_heap_bytes, allocated_bytes, promoted_bytes;
 static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
 static double minor_seconds, major_seconds;
+"""
 
+# %% [markdown]
+# A few helpers: record a block's start in the bitmap, clear a stretch of
+# it, move the end of the heap, and tell whether an address is in the
+# nursery.
+
+# %%
+#| export
+RUNTIME_C += r"""
 static void collect(bool full);
 
 static void note_block_start(const uint64_t *p)
@@ -2186,7 +2149,19 @@ static void make_free(uint64_t *p, uint64_t words)
     *p = filler_header(words);
     note_block_start(p);
 }
+"""
 
+# %% [markdown]
+# The nursery's side. A minor collection leaves each chunk as free *runs*
+# between the blocks that stayed (those the stack pinned), each covered by
+# a filler. `next_run` finds the next run that is large enough, in this
+# chunk or the next; `lc_alloc_slow`, the slow path of the inline bump
+# allocation, moves to it, and collects when there is none. In stress mode
+# (`LC_GC_STRESS`) every allocation collects.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* -- The nursery ---------------------------------------------------- */
 
 /* Leave the current run: count what was used of it, and cover the rest
@@ -2235,7 +2210,17 @@ int64_t lc_alloc_slow(int64_t words)
     if (gc_stress) close_run();            /* so that the next allocation comes here too */
     return p;
 }
+"""
 
+# %% [markdown]
+# The old generation's side. Survivors are copied into a *region*: a gap
+# that the last major collection left, or fresh memory at the end of the
+# heap. Large blocks get a gap of their own, from a list of the big gaps.
+# `old_alloc` is the common case, inline in the collector's copy loop.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* -- The old generation --------------------------------------------- */
 
 /* Take gaps off *list until one holds `words`, as the new region.  The
@@ -2276,7 +2261,15 @@ static uint64_t *grow(uint64_t words)
     set_heap_end(heap_end + words);
     return p;
 }
+"""
 
+# %% [markdown]
+# A block larger than `LARGE_WORDS` takes the first big gap that holds
+# it, the rest of the gap staying in its list.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* A large block from the first big gap that holds it.  The rest of the
  * gap stays in the list, in the same place. */
 static uint64_t *take_gap_block(uint64_t words)
@@ -2295,7 +2288,15 @@ static uint64_t *take_gap_block(uint64_t words)
     }
     return NULL;
 }
+"""
 
+# %% [markdown]
+# `old_alloc_slow` puts a block in the current region, taking a new one
+# when it is full: a gap from the lists, or fresh memory.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* `words` words in the old generation, or NULL if the heap is at its
  * limit.  The block's start is recorded. */
 static uint64_t *old_alloc_slow(uint64_t words)
@@ -2329,7 +2330,18 @@ static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline
     old_bytes += words * 8;
     return p;
 }
+"""
 
+# %% [markdown]
+# A fresh nursery chunk is carved out of fresh memory, aligned on 64 KB so
+# that `nursery_map` can tell, from an address alone, whether it is in the
+# nursery. `lc_alloc_old` allocates a block too wide for a layout in the old
+# generation at once, and remembers it: its fields may come to point into
+# the nursery.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
 static uint64_t *fresh_chunk(size_t k)
 {
@@ -2453,7 +2465,15 @@ struct stack { uint64_t **items; size_t len, cap; };
 static struct stack to_scan, remembered, pinned;
 static int64_t *global_roots, n_global_roots;
 static uintptr_t stack_top;                /* top of the L thread's stack */
+"""
 
+# %% [markdown]
+# The stacks grow by doubling; `now_seconds` times the collections for the
+# statistics.
+
+# %%
+#| export
+RUNTIME_C += r"""
 static void grow_stack(struct stack *s)
 {
     s->cap = s->cap ? 2 * s->cap : 1024;
@@ -2473,7 +2493,17 @@ static double now_seconds(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+"""
 
+# %% [markdown]
+# The collector's helpers. `find_block` finds the block around an address
+# that a word of the stack holds, from the bitmap of block starts: the
+# nearest recorded start below it, then block by block. `lc_remember` is the
+# slow path of the write barrier.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* The block (or filler) that contains address v, or NULL if v is outside
  * the heap.  When v points at a recorded start -- the usual case, as L
  * values point at headers -- there is no walk, and no header to read. */
@@ -2500,7 +2530,17 @@ void lc_remember(int64_t block) { remember(as_ptr(block)); }
 
 static void pin(uint64_t v);
 static void mark_value(uint64_t v);
+"""
 
+# %% [markdown]
+# The stack is scanned word by word, from the collector's own frame (where
+# the registers were spilled) to the top of the L thread's stack. In a
+# minor collection a word pins what it points to in the nursery; in a
+# major one it marks.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* Scan the stack from this function's frame up to the top: pin (in a
  * minor collection) or mark what its words point to, and return its size
  * in words.  Not inlined, so that its frame lies below that of the
@@ -2519,7 +2559,17 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
     }
     return (stack_top - sp) / 8;
 }
+"""
 
+# %% [markdown]
+# A minor collection's first two phases: `pin` marks a young block `OLD`
+# where it stands, and records it in its chunk's row of `old_bits`;
+# `forward` copies a young block that a precise field points to, leaves the
+# address of the copy in its header, and updates the field.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* -- Minor collections ---------------------------------------------- */
 
 /* Phase 1: a word that may be a pointer pins the young block it points into. */
@@ -2560,7 +2610,17 @@ static void forward_fields(uint64_t *block)
 {
     for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
 }
+"""
 
+# %% [markdown]
+# The third phase sweeps each chunk into free runs around its old blocks,
+# which `old_bits` lists, so the dead blocks are never read. A chunk that
+# pinned blocks fill more than half goes to the old generation, and a
+# fresh chunk replaces it.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
  * now or before), which its row of old_bits lists -- so the sweep does not
  * walk the young blocks, dead or copied; in a major collection, the old
@@ -2605,7 +2665,15 @@ static void sweep_nursery(void)
     next_chunk = 0;
     cursor = chunk_end = NULL;
 }
+"""
 
+# %% [markdown]
+# The nursery grows with a deep stack, and shrinks back when the stack is
+# shallow again (the section's introduction above says why).
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* A minor collection costs at least the stack it scans.  When the stack
  * is deep, the nursery grows to twice its size (up to 64 MB, and an
  * eighth of the heap limit), so that
@@ -2634,7 +2702,15 @@ static void resize_nursery(uint64_t stack_words)
         add_free_to_lists(chunk);
     }
 }
+"""
 
+# %% [markdown]
+# `LC_GC_DUMP` describes the nursery block by block: the picture of a minor
+# collection later in this chapter is drawn from it.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
  * start of the nth minor collection, after its tracing, and at its end:
  * the data of the pictures in chapter 10.  A line per block: the stage,
@@ -2656,7 +2732,16 @@ static void dump_nursery(const char *stage)
             write_all(2, line, (size_t)length);
         }
 }
+"""
 
+# %% [markdown]
+# The minor collection itself: pin from the globals, the stack and the
+# remembered blocks without a layout; copy from the remembered and pinned
+# blocks, then from the copies; sweep; resize.
+
+# %%
+#| export
+RUNTIME_C += r"""
 static __attribute__((noinline)) void minor_collection(void)
 {
     double t0 = now_seconds();
@@ -2693,7 +2778,16 @@ static __attribute__((noinline)) void minor_collection(void)
     minor_count++;
     minor_seconds += now_seconds() - t0;
 }
+"""
 
+# %% [markdown]
+# A major collection marks from the roots with an explicit stack, and reads
+# each block's header only when it is its turn to be scanned, a few blocks
+# after it was pushed and prefetched: the misses of the cache overlap.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* -- Major collections ---------------------------------------------- */
 
 /* Mark the block v points into, and push it to have its fields scanned.
@@ -2730,7 +2824,14 @@ static void scan_block(const uint64_t *block)
     else
         for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
 }
+"""
 
+# %% [markdown]
+# `drain_mark_stack` scans the pushed blocks with a small prefetch queue.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
  * scanned, so that its header is in the cache when its turn comes; this
@@ -2754,7 +2855,15 @@ static void drain_mark_stack(void)
         }
     }
 }
+"""
 
+# %% [markdown]
+# The sweep turns the space between live blocks into gaps, walking the mark
+# bits rather than the heap, so it never touches a dead block either.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* Append a gap to its free list; the sweep finds gaps in address order. */
 static uint64_t *small_tail, *big_tail;
 
@@ -2787,7 +2896,14 @@ static bool is_marked(const uint64_t *p)
     uint64_t i = (uint64_t)(p - heap_start);
     return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
 }
+"""
 
+# %% [markdown]
+# `sweep` walks the mark bits of the whole heap.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* The space between the end of one live block and the start of the next
  * becomes one gap, whatever dead blocks and old gaps it held; free space
  * at the very end goes back to heap_end instead.  Walking the mark bits,
@@ -2824,7 +2940,16 @@ static uint64_t sweep(void)
     heap_end = heap_start + free_from;
     return live;
 }
+"""
 
+# %% [markdown]
+# `major_collection` marks and sweeps, then sets the size the old
+# generation may reach before the next one; `collect` runs a minor
+# collection, then a major one when it is due.
+
+# %%
+#| export
+RUNTIME_C += r"""
 static __attribute__((noinline)) void major_collection(void)
 {
     double t0 = now_seconds();
@@ -2865,8 +2990,8 @@ static void collect(bool full)
 #
 # A deep non-tail recursion must end in a runtime error, not a segmentation
 # fault. The program runs on a thread of its own whose stack is large
-# (256 MiB by default, `LC_STACK_SIZE`) and ends in a guard page; touching
-# the guard page raises `SIGSEGV`, which a handler running on an
+# (256 MiB by default, `LC_STACK_SIZE`) and ends in a guard zone of 1 MB;
+# touching the guard zone raises `SIGSEGV`, which a handler running on an
 # *alternative* signal stack (the normal one is full) recognises by the
 # faulting address, and turns into the runtime error. No check is compiled
 # into the functions: the overflow costs nothing until it happens. Then the
@@ -2918,7 +3043,15 @@ static int by_address(const void *a, const void *b)
     const struct site *x = a, *y = b;
     return x->before < y->before ? -1 : x->before > y->before;
 }
+"""
 
+# %% [markdown]
+# The tables of call sites: a part's entries, sorted once by address by
+# `lc_run`.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* The entries of a part's table: none in the empty table that a module
  * has until call_site_table gives it its own. */
 static size_t site_entries(uint64_t *table, struct site **first)
@@ -2937,7 +3070,16 @@ static void sort_site_tables(void)
             if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
     }
 }
+"""
 
+# %% [markdown]
+# `site_at` searches the tables by halves for the call whose interval holds
+# an address; `faulting_call_site` looks at the faulting instruction first,
+# then up the stack from the faulting stack pointer.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
 static int64_t site_at(uint64_t a, bool returning)
@@ -2977,7 +3119,17 @@ static int64_t faulting_call_site(void *context)
         site = site_at(*p, true);
     return site;
 }
+"""
 
+# %% [markdown]
+# The handler: a fault in the guard zone is a stack overflow, reported at
+# its call site, with exit status 2; any other fault is a bug of the
+# compiler or of this runtime, with exit status 3. The L thread sets up the
+# alternate stack the handler runs on.
+
+# %%
+#| export
+RUNTIME_C += r"""
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
     char *addr = info->si_addr;
@@ -3009,7 +3161,15 @@ static _Noreturn void internal_error(const char *what)
     write_str(2, what);
     _exit(3);
 }
+"""
 
+# %% [markdown]
+# `run_on_big_stack` maps the stack with its guard zone, installs the
+# handler, and runs the program on a thread of its own.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* Run l_program on a fresh thread with a stack of stack_bytes. */
 static void run_on_big_stack(size_t stack_bytes)
 {
@@ -3090,7 +3250,16 @@ static uint64_t default_heap_limit(void)
     uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : 1ull << 30;
     return quarter > (1ull << 30) ? 1ull << 30 : quarter < (64ull << 20) ? 64ull << 20 : quarter;
 }
+"""
 
+# %% [markdown]
+# `heap_init` reserves the heap and its side tables, and resets every
+# counter, so that `lc_run` can run again in the same process;
+# `heap_free` gives it all back.
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* The limit is at most 32 GB: a filler's size must fit in its header,
  * the nursery map is one byte per 64 KB.  It is at least the nursery and
  * as much again. */
@@ -3130,7 +3299,14 @@ static void heap_init(void)
     for (size_t c = 0; c < nursery_chunks; c++) nursery[c] = fresh_chunk(c);
     next_chunk = 0, cursor = chunk_end = NULL;
 }
+"""
 
+# %% [markdown]
+# `heap_free` gives back everything `heap_init` took.
+
+# %%
+#| export
+RUNTIME_C += r"""
 static void heap_free(void)
 {
     uint64_t limit = (uint64_t)(heap_limit_end - heap_start) * 8;
@@ -3143,7 +3319,16 @@ static void heap_free(void)
     to_scan = remembered = pinned = (struct stack){NULL, 0, 0};
     lc_hp = lc_hl = run_start = 0;
 }
+"""
 
+# %% [markdown]
+# `LC_GC_STATS=1` prints what the collector did, and the peak resident
+# memory of the process, at the end of the run (and at an out-of-memory
+# error).
+
+# %%
+#| export
+RUNTIME_C += r"""
 /* With LC_GC_STATS=1: what the collector did, on stderr. */
 static void statistics(void)
 {
@@ -3174,7 +3359,14 @@ static void statistics(void)
         }
     }
 }
+"""
 
+# %% [markdown]
+# `lc_run`, called by `main`, puts it all together.
+
+# %%
+#| export
+RUNTIME_C += r"""
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
            const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
@@ -3267,6 +3459,7 @@ def runtime_library(kind: str = "shared") -> Path:
 
 # %%
 from lcompiler.cli import lc
+from lcompiler.pipeline import Unit, stage
 
 # %%
 #| export pipeline
@@ -3314,8 +3507,6 @@ def length(l) = match (l) { Nil -> 0
 def count(n, acc) = if (n == 0) acc else count(n - 1, Cons(n, acc))
 print(sum_to(100), length(count(3, Nil)), count(2, Nil))
 """
-import re
-
 module = to_llvm(Source("example.l", EXAMPLE), optimiser=False)
 
 
@@ -3331,27 +3522,41 @@ def show_functions(module, names):
 show_functions(module, ["sum_to", "length", "count"])
 
 # %% [markdown]
+# Their control-flow graphs:
+
+# %%
+text = str(module)
+flow_graphs([FlowGraph(llvm_function(text, re.search(rf'@"?({name}_\d+)"?\(', text).group(1)), name)
+             for name in ("sum_to", "length", "count")],
+            "The control-flow graphs of sum_to, length and count, as the back end translates them")
+
+# %% [markdown]
 # Read `sum_to` against the rules: the `while` loop of chapter 7 is a
 # recursive continuation, so it is a block (`loop_…`) whose φ-nodes are the
 # two variables the loop assigns — SSA construction without an algorithm of
 # its own, because the continuation parameters *are* the φ-nodes. The loop
 # jumps back to its own block; the test `i < n` is a Bool, and `if` on a
 # Bool is a conditional branch on the comparison (the `zext` that widened
-# it to a word is dead, and left for LLVM to delete). `length` switches on the tag
-# of its argument — twice, since chapter 7's automaton tests one clause at a
-# time — and its recursive call is not in tail position: a `call`, then a
-# branch to the continuation block that adds one. A failed match prints the
-# value with the printer of `List<Int>`. And `count`, whose parameter is a
-# pair, takes two words (the flattening above), allocates its `Cons` with a
-# call of `lc_alloc`, and its tail call to itself is a jump back to
-# `recur`, where two φ-nodes receive the new arguments.
-# None of the three makes a tail call to another function, so all three are
-# `fastcc`.
+# it to a word is dead, and left for LLVM to delete).
+#
+# `length` tests the tag of its argument once. A `List` has two
+# constructors, one without fields, so the test is a comparison with the
+# address of `Nil`'s constant block (`@nullary.1`), then a `switch` on the
+# result, whose one case is `Nil` and whose default is the `Cons` arm
+# (`next_…`). The `match` names every constructor, so there is no path
+# for a failed match. The recursive call is not in tail position: a
+# `call`, then a branch to the continuation block that adds one.
+#
+# `count`, whose parameter is a pair, takes two words (the flattening
+# above), allocates its `Cons` with a call of `lc_alloc`, and its tail call
+# to itself is a jump back to `recur`, where two φ-nodes receive the new
+# arguments. None of the three makes a tail call to another function, so
+# all three are `fastcc`.
 #
 # That is naive code, and LLVM's O2 pipeline makes short work of it. After
-# optimisation, nothing is left of the module but the printer of
-# `List<Int>`, `main`, `lc_program` and the initialiser of the `print`
-# statement — here are the last two:
+# optimisation, the module has four functions left: `lc_program`, the
+# initialiser of the `print` statement, the printer of `List<Int>` and
+# `main`. Here are the first three:
 
 # %%
 optimised = optimise(module)
@@ -3492,7 +3697,12 @@ axes[1].set_title("the last 8 KB", fontsize=9)
 fig.legend(handles=[Patch(facecolor=c, edgecolor="black", linewidth=0.4, label=k) for k, c in COLOURS.items()],
            ncol=5, loc="upper center", frameon=False)
 plt.tight_layout(rect=(0, 0, 1, 0.9))
-plt.show()
+display(fig, metadata={"alt": f"The 64 KB nursery chunk drawn to scale before its minor collection, with "
+                              f"{count('dead')} dead, {count('copied')} copied and {count('pinned')} pinned young "
+                              f"blocks among {count('old')} old ones; after it, free runs around the old and pinned "
+                              f"blocks; and the copies side by side in the old generation. A second panel enlarges "
+                              f"the last 8 KB of the chunk, where the pinned blocks are."})
+plt.close(fig)
 
 # %% [markdown]
 # After the collection the nursery is free again but for its old blocks,
@@ -3505,7 +3715,9 @@ plt.show()
 # The contract's test of the collector: a loop that allocates 10^8
 # short-lived cells. This one makes a two-field `Cons` per iteration, a
 # hundred million times, and keeps only a running sum. It is compiled to an
-# executable (chapter 11) and run with `LC_GC_STATS=1`, which makes the
+# executable (chapter 11) without chapter 9's optimiser, which would see
+# that the `match` takes apart the `Cons` just built, and would build
+# none. It is run with `LC_GC_STATS=1`, which makes the
 # runtime report its collections and the peak resident memory of the
 # process. (The output of this cell is not compared by the tests: times and
 # memory sizes vary a little from run to run.)
@@ -3519,14 +3731,13 @@ def loop(i, total) = if (i == 0) total else match (Cons(i, Nil)) {
 print(loop(100000000, 0))
 """
 with tempfile.TemporaryDirectory() as tmp:
-    exe = driver.build(Source("cells.l", CELLS), Path(tmp) / "cells")
+    exe = driver.build(Source("cells.l", CELLS), Path(tmp) / "cells", optimiser=False)
     done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
 print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 
 # %% [markdown]
 # Every cell dies before the next minor collection: nothing is promoted,
-# nothing is pinned, and the heap is the nursery. (The first collector of
-# this runtime ran the same loop in its smallest heap, 16 MB.)
+# nothing is pinned, and the heap is the nursery.
 #
 # ### Sizes and limits
 #
@@ -3592,34 +3803,99 @@ for r in speed["limit"]:
 # less: the list of ten million cells fits in it four times over, and a
 # runaway program fails in about two seconds. `LC_HEAP_LIMIT` sets another
 # (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MB
-# by default (`LC_STACK_SIZE`, below).
+# by default (`LC_STACK_SIZE`, above).
 
 # %% [markdown]
 # ## The promises, tested
 #
-# `tests/test_mono.py` checks monomorphisation on every corpus program and
-# example: no type variable is left anywhere, the result is well typed at
-# the types it records, the input is unchanged, and the reference
-# interpreter, an interpreter whose `print` works from the static types, and
-# the CPS interpreter after chapters 7 and 8 all agree with the original.
 # `tests/test_native.py` checks this chapter and the next one together:
 # every corpus program and example, and random well-typed programs, give the
-# same output, errors and exit status compiled as interpreted; tail calls
-# through closures run in a stack of 256 KiB; ten million short-lived lists
-# run in a heap of 8 MiB; a heap limit and a runaway recursion are runtime
-# errors; recursions of several shapes (through a closure, through an
-# inlined tail call, allocating in every frame) overflow at the call site
-# the interpreter names, in the JIT, in executables, and compiled in parts;
-# one call and only one lies between the two labels of every call site; the
-# verifier catches a broken module. `tests/test_gc.py` checks the collector
-# with programs that would go wrong if it lost a block: an old cell written
-# with young lists (the write barrier), blocks of more than 19 fields that
-# are the only way to young lists (no layout: pinned neighbours), deep
-# recursions that allocate (pinning, chunks given to the old generation,
-# major collections), each with a small nursery and in the runtime's stress
-# mode, and programs of the corpus and the benchmarks under stress. Taking
-# out the barrier, the pinning through blocks without a layout, or the
-# forwarding of the fields of pinned blocks, makes these tests fail.
+# same output, errors and exit status compiled as interpreted; mutual
+# recursion and a loop through a closure run ten million times in a stack
+# of 256 KiB; ten million short-lived lists run in a heap of 8 MiB
+# (compiled without chapter 9, which would build none); a heap limit and a
+# runaway recursion are runtime errors; recursions of several shapes
+# (through a closure, through an inlined tail call, allocating in every
+# frame) overflow at the call site the interpreter names, in the JIT, in
+# executables, and compiled in parts; one call and only one lies between
+# the two labels of every call site; the verifier catches a broken module;
+# a flow graph has the blocks and branches of its function.
+# `tests/test_gc.py` checks the collector with programs that would go wrong
+# if it lost a block: an old cell written with young lists (the write
+# barrier), blocks of more than 19 fields that are the only way to young
+# lists (no layout: pinned neighbours), deep recursions that allocate
+# (pinning, chunks given to the old generation, major collections), each
+# with a small nursery and in the runtime's stress mode, and programs of
+# the corpus and the benchmarks under stress. Taking out the barrier, the
+# pinning through blocks without a layout, or the forwarding of the fields
+# of pinned blocks, makes these tests fail.
+
+# %% [markdown]
+# ## When something goes wrong: debugging hints
+#
+# The seed's back end ends with the mistakes that made it crash; ours ends
+# with how to find which stage of the compiler broke a program. The
+# compiler is a pipeline, and each stage can be looked at on its own.
+#
+# - **Compare with the reference.** `lc run --interp prog.l` runs chapter
+#   4b's interpreter, which defines what the program means. If `lc run
+#   prog.l` prints something else, the compiler is wrong.
+# - **Turn the optimiser off.** `lc run -O0 prog.l` skips chapter 9. If the
+#   program is right at `-O0`, look at the optimiser first: `lc show cps`
+#   and `lc show opt` show its input and its output.
+# - **Walk the stages.** `lc show tokens|ast|core|types|mono|cps|opt|closure|shrink|llvm|llvm-opt|asm
+#   prog.l` prints what each stage hands to the next. Each intermediate
+#   language has a checker: chapter 5b's `mono.check(program)` for the
+#   types after monomorphisation, chapter 6's `cps.check(program,
+#   closed=True)` for the CPS after closure conversion. A stage whose input
+#   passes the checker and whose output does not is the culprit.
+# - **Run the CPS.** The text `lc show cps` (or `opt`, `closure`, `shrink`)
+#   prints is chapter 6's concrete syntax: `cps.parse(text)` reads it back
+#   and `cps.run(program)` interprets it, so the output of any CPS stage
+#   can be run, and edited by hand to make a smaller failing example.
+# - **Verify the LLVM.** `optimise` runs LLVM's verifier before and after
+#   the O2 pipeline, and `verified(text)` runs it on any text. A module
+#   that breaks a rule of SSA is this back end's fault, and the verifier
+#   says which instruction and why (below). `lc show llvm` before O2 and
+#   `lc show llvm-opt` after it tell apart a mistake of the back end from a
+#   surprise of LLVM's; a picture of the function's `FlowGraph` helps with
+#   a function of many blocks.
+# - **Stress the collector.** A block that the collector frees while it is
+#   still in use shows up much later as a wrong value or a crash. With
+#   `LC_GC_STRESS=1` the runtime collects at every allocation (and fully
+#   every n-th with `LC_GC_STRESS=n`), so a forgotten pointer shows at
+#   once. `LC_NURSERY=64K` makes minor collections frequent,
+#   `LC_GC_STATS=1` reports what the collector did, `LC_GC_DUMP=n` lists
+#   the nursery at the n-th minor collection, and `LC_HEAP_LIMIT` and
+#   `LC_STACK_SIZE` change the two limits.
+# - **A crash of the runtime.** The signal handler turns a fault in the
+#   stack's guard zone into the runtime error "stack overflow". Any other
+#   fault prints `internal error: segmentation fault` and exits with status
+#   3, which is always a bug of the compiler or the runtime. `lc build
+#   prog.l -o prog` makes an executable to run under `gdb`, whose backtrace
+#   names the L functions (`f_12`, as `lc show closure` names them).
+# - **llvmlite's own traps**, as the seed found with the OCaml bindings: a
+#   call whose arguments do not match the callee's type, and a φ-node
+#   without incoming values, make a module that the verifier rejects (this
+#   is why a continuation that nothing jumps to gets no block); and LLVM
+#   must be initialised (chapter 1's `target_machine`) before anything is
+#   parsed or compiled.
+#
+# One trap is ours: a module with debug metadata (our call sites' `!dbg`
+# locations) is verified by LLVM's parser itself, which on a broken
+# module does not raise but stops the whole process with `LLVM ERROR:
+# Broken module found`. So a suspect module is best verified with its
+# metadata taken out, or in a child process. Here is the verifier on the
+# seed's loop, with one incoming value removed from its φ-node, and the
+# metadata taken out:
+
+# %%
+broken = str(to_llvm(K)).replace('[11, %"entry"], ', "")
+broken = re.sub(r"(,? !dbg !\d+|^!.*$)", "", broken, flags=re.M)      # no debug metadata
+try:
+    verified(broken)
+except RuntimeError as error:
+    print("\n".join(str(error).splitlines()[:3]))
 
 # %% [markdown]
 # ## Exercises
@@ -3648,3 +3924,9 @@ for r in speed["limit"]:
 #    stack, at a collection, by that of a function of the runtime that
 #    records the return and jumps to the saved address (a *stack
 #    barrier*), and scan only the frames above it.
+# 6. LLVM's verifier checks that every use of a value is *dominated* by its
+#    definition: every path from the entry to the use passes through it.
+#    Compute the dominators of a `FlowGraph`'s blocks (Cooper, Harvey and
+#    Kennedy's "A simple, fast dominance algorithm" fits in a page), and
+#    check the rule yourself on the functions of the worked example, before
+#    and after O2.
