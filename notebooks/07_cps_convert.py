@@ -996,7 +996,7 @@ plt.close(fig)
 # The conversion is the pipeline's stage `cps` (the pipeline is
 # [chapter 4a](04a_syntax.ipynb)'s list of stages; `lc show STAGE` prints
 # what a stage hands to the next). In the whole compiler it receives the
-# core program *after* [chapter 10](10_llvm.ipynb)'s monomorphisation,
+# core program *after* [chapter 5b](05b_mono.ipynb)'s monomorphisation,
 # which makes one copy of each polymorphic function per type it is used at
 # (its stage comes before this one in the list, although its chapter comes
 # after): that is the program the later stages compile, so that is what
