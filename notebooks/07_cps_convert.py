@@ -997,9 +997,8 @@ plt.close(fig)
 # [chapter 4a](04a_syntax.ipynb)'s list of stages; `lc show STAGE` prints
 # what a stage hands to the next). In the whole compiler it receives the
 # core program *after* [chapter 5b](05b_mono.ipynb)'s monomorphisation,
-# which makes one copy of each polymorphic function per type it is used at
-# (its stage comes before this one in the list, although its chapter comes
-# after): that is the program the later stages compile, so that is what
+# which makes one copy of each polymorphic function per type it is used at:
+# that is the program the later stages compile, so that is what
 # `lc show cps` prints — before the optimiser of
 # [chapter 9](09_shrink.ipynb), whose stage `opt` comes next.
 
