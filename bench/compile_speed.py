@@ -16,6 +16,7 @@ flat), and the number of parts; `--parts 1` compiles every module whole.
 With `--gcc`, also times `gcc -O2 -c` on the same programs written in C.
 """
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -109,6 +110,8 @@ def main(argv=None) -> int:
     ap.add_argument("--parts", type=int, default=None, help="compile in this many parts (default: by size)")
     ap.add_argument("--gcc", action="store_true", help="also time gcc -O2 on the same programs written in C")
     ap.add_argument("--O0", action="store_true", help="without the optimiser of chapter 9 (as lc -O0)")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="also record the medians in this file (chapter 12 reads bench/compile_speed.json)")
     args = ap.parse_args(argv)
     addlang.target_machine()                     # initialise LLVM outside the timings
     sys.setrecursionlimit(100_000)
@@ -128,12 +131,18 @@ def main(argv=None) -> int:
     first, last = rows[0], rows[-1]
     ratio = (sum(last[1].values()) / last[0]) / (sum(first[1].values()) / first[0])
     print(f"time per line, largest / smallest program: {ratio:.2f} (1.00 is linear)")
+    record = {"repeat": args.repeat, "optimiser": not args.O0, "cores": driver.cores(),
+              "rows": [{"lines": lines, "parts": parts, "seconds": m} for lines, m, parts in rows]}
     if args.gcc:
         print("\nthe same programs in C, gcc -O2 -c (seconds):")
+        record["gcc"] = []
         for lines in args.lines:
             text = c_program(lines)
             seconds = statistics.median(gcc_seconds(text) for _ in range(args.repeat))
+            record["gcc"].append({"lines": text.count("\n"), "seconds": seconds})
             print(f"{text.count(chr(10)):5} lines of C  {seconds:6.2f}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 
 
