@@ -17,7 +17,7 @@ of [chapter 7](07_cps_convert.ipynb). This chapter also builds a
 returns.
 """
 
-__all__ = ['UNIT', 'EXPRESSIONS', 'PATTERNS', 'substitute', 'params', 'match_type', 'rebuild', 'pattern', 'bound_by', 'hide', 'Instance', 'Poly', 'names_in', 'Monomorphiser', 'monomorphise', 'IllTyped', 'field_type', 'Checker', 'check', 'Statistics', 'census', 'measure', 'data_declarations']
+__all__ = ['UNIT', 'EXPRESSIONS', 'PATTERNS', 'NODES', 'field_names', 'substitute', 'params', 'match_type', 'rebuild', 'pattern', 'bound_by', 'hide', 'Instance', 'Poly', 'names_in', 'Monomorphiser', 'monomorphise', 'IllTyped', 'field_type', 'Checker', 'check', 'Statistics', 'census', 'measure', 'data_declarations']
 
 
 # --- Types under a substitution ----------------------------------------
@@ -32,6 +32,16 @@ UNIT = TCon("Unit")
 EXPRESSIONS = (c.Lit, c.Var, c.Con, c.Tuple, c.Lambda, c.App, c.Prim, c.If, c.Match, c.Let,
                c.LetVar, c.Assign, c.While, c.Seq, c.Print, c.Assert)
 PATTERNS = (s.PVar, s.PWild, s.PInt, s.PUnit, s.PTuple, s.PCon)
+NODES = EXPRESSIONS + PATTERNS
+_FIELD_NAMES = {}
+
+
+def field_names(cls) -> tuple:
+    """The names of a dataclass's fields, looked up once per class (`fields` is slow)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def substitute(t, subst: dict, default=UNIT):
@@ -69,17 +79,17 @@ def rebuild(node, subst: dict, copy, **given):
     sub-nodes (alone or in a list) passed through copy, and the rest (names, spans, kinds,
     forms, literal values) shared."""
     parts = {}
-    for f in fields(node):
-        v = getattr(node, f.name)
-        if f.name in given:
-            v = given[f.name]
-        elif f.name == "type":
+    for name in field_names(type(node)):
+        v = getattr(node, name)
+        if name in given:
+            v = given[name]
+        elif name == "type":
             v = substitute(v, subst)
         elif type(v) is list:
             v = [copy(x) for x in v]
-        elif isinstance(v, EXPRESSIONS + PATTERNS):
+        elif isinstance(v, NODES):
             v = copy(v)
-        parts[f.name] = v
+        parts[name] = v
     return type(node)(**parts)
 
 
@@ -129,12 +139,12 @@ def names_in(program: c.Program) -> set:
         x = todo.pop()
         if type(x) is list or type(x) is tuple:
             todo.extend(x)
-        elif isinstance(x, EXPRESSIONS + PATTERNS + (c.Def,)):
-            for f in fields(x):
-                v = getattr(x, f.name)
-                if f.name in ("name", "param") and type(v) is str:
+        elif isinstance(x, NODES) or type(x) is c.Def:
+            for name in field_names(type(x)):
+                v = getattr(x, name)
+                if name in ("name", "param") and type(v) is str:
                     names.add(v)
-                elif f.name not in ("span", "type", "op_span"):
+                elif name not in ("span", "type", "op_span"):
                     todo.append(v)
     return names
 
