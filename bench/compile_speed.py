@@ -131,7 +131,8 @@ def main(argv=None) -> int:
     first, last = rows[0], rows[-1]
     ratio = (sum(last[1].values()) / last[0]) / (sum(first[1].values()) / first[0])
     print(f"time per line, largest / smallest program: {ratio:.2f} (1.00 is linear)")
-    record = {"repeat": args.repeat, "optimiser": not args.O0, "cores": driver.cores(),
+    command = "python bench/compile_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    record = {"command": command.strip(), "repeat": args.repeat, "optimiser": not args.O0, "cores": driver.cores(),
               "rows": [{"lines": lines, "parts": parts, "seconds": m} for lines, m, parts in rows]}
     if args.gcc:
         print("\nthe same programs in C, gcc -O2 -c (seconds):")

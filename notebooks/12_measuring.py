@@ -381,16 +381,18 @@ def optimised_function(program, prefix, *options):
 print(optimised_function("../bench/programs/fib.l", "define linkonce_odr fastcc i64 @fib"))
 
 # %% [markdown]
-# It is the function a C compiler would write, but for two stores: `fib`
-# is `fastcc` (it makes no tail call), its argument and result travel in
-# registers, and LLVM's tail-recursion elimination turned the second
-# recursive call into a loop with an accumulator. Nothing of L's uniform
-# representation is left: an `Int` is an `i64`, a comparison an `icmp`.
-# The stores write the number of the call site into `lc_call_site` before
-# each call, so that a stack overflow is reported where it happened
-# (chapter 10). And the function carries the attribute
-# `"no_callee_saved_registers"`. The machine code of the executable shows
-# what both cost:
+# This is `fib` as chapter 9 hands it to the back end, and LLVM to the
+# machine: chapter 9 copied `fib`'s body into its first recursive call,
+# `fib(n - 1)`, and left the second, whose result `fib` returns after one
+# addition; LLVM's tail-recursion elimination made a loop of that one, with
+# an accumulator (`%accumulator.tr`) for the additions still to do. Each
+# turn of the loop now makes two calls, for `n - 2` and `n - 3`, and
+# covers what took three calls before. Nothing of L's uniform
+# representation is left: an `Int` is an `i64`, a comparison an `icmp`,
+# and no store marks the call sites any more (chapter 10 finds them from
+# the return addresses when a stack overflows). The function carries the
+# attribute `"no_callee_saved_registers"`; the machine code of the
+# executable shows what that costs:
 
 # %%
 import re
@@ -412,19 +414,17 @@ with tempfile.TemporaryDirectory() as tmp:
 print("\n".join(l_code["fib"]))
 
 # %% [markdown]
-# Each turn of the loop makes one call, and around it: two stores of
-# call-site numbers (each is two instructions: the address of
-# `lc_call_site`, then the store), and the accumulator and `n` written to
-# the stack before the call and read back after it. A callee-saved register would keep them
-# across the call — but then `fib` would have to save that register's old
-# value on entry and restore it on exit. Chapter 10 gave every function
-# that makes no tail call the attribute `"no_callee_saved_registers"`
-# because a dead pointer left in a callee-saved register is saved on the
-# stack by every deeper call, where the conservative collector takes it for
-# a live one (the recursive sieve of `primes` once grew its heap many times over
-# that way); here the values are integers, and the spills are pure cost.
-#
-# The rest of the gap is in what GCC does to the C version:
+# Around the two calls, `n`, the accumulator and the first result are
+# written to the stack and read back. A callee-saved register would keep
+# them across a call — but then `fib` would have to save that register's
+# old value on entry and restore it on exit. Chapter 10 gives every
+# function that makes no tail call the attribute
+# `"no_callee_saved_registers"` because a dead pointer left in a
+# callee-saved register is saved on the stack by every deeper call, where
+# the conservative scan of the stack takes it for a live one and pins what
+# it points to (chapter 10 measures it on `primes`); here the values are
+# integers, and the spills are pure cost, though a small one. The rest of
+# the gap is in what GCC does to the C version:
 
 # %%
 def calls(instructions, name):
@@ -440,15 +440,16 @@ for name in ("fib", "ack"):
           f" L {len(l_code[name]):3} instructions with {calls(l_code[name], name)}")
 
 # %% [markdown]
-# GCC inlines `fib` and `ack` into themselves several levels deep: about
-# ten times the code, so several times fewer calls, each doing more work. That
-# is a transformation of the optimiser, not of the back end: inlining a
-# recursive function into itself (and unrolling the loop LLVM made of the
-# second call) belongs to an optimiser over L's intermediate language. On
-# `tak`, whose three recursive calls in argument position give GCC's
-# unrolling less to gain, L is much closer to C. OCaml does neither — its
-# `fib` is one call per call, on tagged integers — and L is ahead of it or
-# level on all three.
+# GCC inlines `fib` and `ack` into themselves several levels deep — about
+# ten times the code — and makes a loop of one call at every level, so
+# that a single recursive call is left in the whole function, each doing
+# much more work. Chapter 9's inliner copies a function into itself once,
+# and only where LLVM's own loop-making does not need the call: deeper
+# copies made no difference on `fib` when tried, and `ack`'s body is over
+# the inliner's budget (copying bodies that large made other benchmarks
+# slower). On `tak`, whose recursive calls are copied into it, L is ahead
+# of C. OCaml does neither — its `fib` is one call per call, on tagged
+# integers — and L is ahead of it on all three.
 
 # %% [markdown]
 # ### Where L trails: allocation
@@ -464,17 +465,16 @@ for name in ALLOCATING:
 print(f"geometric mean of L/OCaml: {geometric_mean(table[n]['L/OCaml'] for n in ALLOCATING):.2f}")
 
 # %% [markdown]
-# L trails OCaml by about a factor of two where the program does nothing
-# but allocate closures that die at once (`cpstak`, `cpstree`), a little
-# (within the noise, in some runs) on `fold`, `primes` and `binarytrees`,
-# and is ahead on `nqueens` and `msort`. Where data
-# survive, as `msort`'s lists of 10,000 numbers survive many of OCaml's
-# minor collections, OCaml pays for copying them into its major heap, and L,
-# which never moves a block, is ahead. Allocating itself is not where the
-# difference lies. A `Cons` in L is a bump of a
-# heap pointer — chapter 10's `lc_alloc`, inlined: load the heap pointer,
-# add the size, compare with the limit, store it back, write the header
-# and the fields:
+# Against OCaml, L is level on these as a whole: ahead where data survive
+# — `msort`'s lists of 10,000 numbers, `binarytrees`' trees, `nqueens`'
+# boards — level on `fold` and `primes`, and behind on the two programs
+# that do nothing but allocate closures that die at once and call them
+# (`cpstak`, `cpstree`). Allocating itself is the same in both. A `Cons`
+# in L is a bump of a heap pointer — chapter 10's `lc_alloc`, inlined:
+# load the heap pointer, add the size, compare with the limit, store it
+# back, write the header (with the layout that tells the collector which
+# fields are pointers) and the fields. Here it is in `range`, compiled
+# without chapter 9 (which would have inlined so small a function):
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
@@ -489,10 +489,11 @@ with tempfile.TemporaryDirectory() as tmp:
 # register (`r15`) rather than loaded from and stored to a global:
 # `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
 # runtime's state, whose first word is the limit). Nor is the collector's
-# work the difference: the runtime's statistics (printed when
-# `LC_GC_STATS` is set) show that a few dozen collections take from a few
-# milliseconds to a few tens of them, against runs of tenths of seconds, each of them finding
-# almost nothing alive:
+# work the difference any more: since chapter 10 allocates in a nursery of
+# 2 MB that stays in the processor's cache and is reused after every minor
+# collection, the collections of these programs take a few milliseconds
+# in all, against runs of tenths of seconds (the runtime's statistics,
+# printed when `LC_GC_STATS` is set; run here, live):
 
 # %% tags=["nbval-ignore-output"]
 import os
@@ -505,41 +506,62 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"{name:12} {done.stderr.strip().splitlines()[0]}")
 
 # %% [markdown]
-# The difference is where the allocation goes. L's heap starts at 16 MB,
-# and the bump allocator streams through all of it before the first
-# collection: every new block is in memory that has left the cache since it
-# was last used, so each cache line of new objects is fetched from main
-# memory before it is written — hundreds of megabytes per run, at a few
-# gigabytes per second. OCaml allocates in a *minor heap* of 256K
-# words (2 MB), collected and reused as soon as it is full: it stays in the
-# processor's cache, and the few objects still alive are copied out. A
-# generational collector with a nursery that fits in the cache — issue 17's
-# next step for chapter 10 — is the cure; L's statically typed blocks (a
-# layout per constructor, tuple and closure) make such a copying nursery
-# possible.
+# What is left is the code around the calls. In `cpstak` every call goes
+# through a closure, and the code of a closure is a function called through
+# a pointer, with LLVM's `tailcc` convention, which keeps the registers a
+# caller expects preserved: the first and last instructions of one of
+# them, in the executable,
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    exe = driver.build(Source("cpstak.l", Path("../bench/programs/cpstak.l").read_text()), Path(tmp) / "cpstak")
+    code = machine_code(exe, "f_code")
+saves = [i for i in code if i.startswith("push")]
+restores = [i for i in code if i.startswith("pop")]
+print("\n".join(code[:len(saves) + 2]), "\n…\n" + "\n".join(code[-len(restores) - 2:]))
+print(f"{len(code)} instructions, {len(saves)} registers saved and {len(restores)} restored")
 
 # %% [markdown]
-# ### A constant that is not one
+# save six registers on entry and restore them before the jump that ends
+# them: about a third of their instructions. The body holds values across
+# the call to the collector's slow path, so LLVM keeps them in
+# callee-saved registers, and the convention makes the function preserve
+# those for its caller. OCaml's convention has no callee-saved registers at
+# all. LLVM has one too (`preserve_none`), and an experiment that gave it to
+# every L function made `cpstak` markedly faster — and `primes` and `msort`
+# markedly slower: values a function no longer needs stay in the
+# stack slots the convention makes callers spill them to, the conservative
+# scan of the stack (chapter 10) takes them for live pointers, and the
+# collector pins, and keeps, blocks it would have freed. A precise scan of
+# the stack (stack maps), which knows which slots hold pointers, would
+# allow both; chapter 10 explains why the collector does without one.
+
+# %% [markdown]
+# ### A constant that was not one
 #
 # `deriv` computes modulo `p`, and `live` draws its keys modulo `n`, both
 # top-level definitions: `def p = 1000003`. In C they are `#define`d
 # constants, and OCaml and Chez propagate a top-level binding that is
-# never assigned. L does not: a top-level definition that is not a
-# function is a global, written when the program reaches it (the
-# language's contract: reading it before that is a runtime error). So every `% p` in
-# `deriv`'s evaluator checks that `p` was initialised, loads it, and tests
-# it for 0 and -1 before an `srem` — a hardware division, tens of cycles,
-# where GCC multiplies by a magic number:
+# never assigned. For L, a top-level definition that is not a function is
+# a global, written when the program reaches it (the language's contract:
+# reading it before that is a runtime error). So without chapter 9 every
+# `% p` in `deriv`'s evaluator checks that `p` was initialised (a read of
+# its *ready* flag), loads it, and tests it for 0 and -1 before a hardware
+# division, tens of cycles. Chapter 9 sees that nothing can call a
+# function before `p` is defined, at the top of the program, so the flag
+# is always set by then; the checks go, and `p` becomes a static constant:
 
 # %%
 for options in (["-O0"], []):
     evaluator = optimised_function("../bench/programs/deriv.l", "define linkonce_odr fastcc i64 @eval", *options)
+    divisions = [line.strip() for line in evaluator.splitlines() if " srem " in line]
     print(f"eval{' without chapter 9' if options else ''}: {evaluator.count('@ready_p')} read(s) of the ready "
-          f"flag, {evaluator.count('srem')} hardware division(s), {evaluator.count('@lc_globals')} load(s) of p")
+          f"flag, {evaluator.count('@lc_globals')} load(s) of p; {divisions[0]}")
 
 # %% [markdown]
-# The fix belongs to the optimiser: a top-level definition bound to a
-# constant, never assigned, is that constant.
+# A remainder by a constant is no division at all for the processor: LLVM
+# replaces it by a multiplication by a "magic" number and shifts, as GCC
+# does in the C version.
 
 # %% [markdown]
 # ### A large structure under allocation
@@ -580,20 +602,18 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"n = {size:7}: {time.perf_counter() - start:5.2f} s, {done.stderr.strip().splitlines()[0]}")
 
 # %% [markdown]
-# Each collection marks the whole tree (five words a node) and sweeps the
-# whole heap, and chapter 10's heap is at least 16 MB: while the tree is
-# smaller than half of that, the heap stays at 16 MB, and each collection
-# frees only what the tree leaves of it. So as the tree grows towards 8 MB,
-# collections come more often *per megabyte allocated*, and each of them
-# marks more: in this range, the collector's share of each update grows
-# faster than `n`. Past 8 MB of live data, the heap is sized at twice what
-# survived the last collection, so each collection is paid for by as much
-# allocation as there is live data, and the collector's work per update
-# stops growing, but for the cache: the larger the tree, the more of the
-# marking misses it. That is linear in total, not quadratic; a generational
-# collector, which does not trace the old tree at every minor collection,
-# would do better still. (And `y % n` is a hardware division here too, as
-# the previous section showed.)
+# This program is the hard case for a generational collector, which bets
+# that most blocks die young: here a quarter to a third of what is
+# allocated survives the nursery — each new node stays in the tree until
+# an update replaces it, and updates are spread over the whole tree — and
+# is copied into the old generation, where major collections mark the
+# whole tree. As the tree grows, more of what is allocated survives and
+# each major collection marks more, so the collector's share of the time
+# grows with `n` (the statistics above); but the time per key grows in C
+# too, for the same reason as in L — the larger the tree, the fewer of the
+# nodes on a path are in the cache — and L's ratio to C stays flat: linear
+# in total, not quadratic. C frees each replaced node at once, and is
+# ahead; OCaml, whose collector makes the same bet as L's, is behind.
 
 # %% [markdown]
 # ### The targets
@@ -617,98 +637,114 @@ for name, r in table.items():
         print(f"  {name:12} Python/{fastest}: {python / b['languages'][fastest]['median']:.0f}")
 
 # %% [markdown]
-# All three are missed in this measurement. The first two by the families
-# above: integer recursion against GCC's inlining of a function into itself
-# (`fib`, `ack`), continuation closures against OCaml's minor heap
-# (`cpstak`, `cpstree`), and the two programs that divide by a top-level
-# constant (`deriv`, `live`), and, just above the mark, `primes`. The
-# third mostly where no compiler meets it
-# either: on programs that do little but allocate and walk small blocks
-# (`binarytrees`, `live`, `msort`), CPython's reference counting frees each
-# dead tuple at once and hands its memory back, still in the cache, to the
-# next one, and on `tak`, `nqueens` and `states` C itself is about thirty
-# times faster than CPython, or less.
+# All three are missed in this measurement, the first narrowly. The
+# second by the two families above: integer recursion against GCC's
+# inlining of a function into itself (`fib`, `ack`), and closures made and
+# called at every step against OCaml's calling convention (`cpstak`,
+# `cpstree`). The third on four programs, two of them where no compiler
+# meets it either: on programs that do little but allocate and walk small
+# blocks (`live`, `msort`), CPython's reference counting frees each dead
+# object at once and hands its memory back, still in the cache, to the
+# next one, and on `nqueens` and `states` L or C is less than thirty times
+# faster than CPython (`states`' loops of integer arithmetic are where
+# CPython's interpreter is at its best).
 #
-# The work issue 17 asks for next is aimed at the first two: a
-# generational collector whose nursery stays in the cache, calls that find
-# where a stack overflow happened without a store before every call
-# (chapter 10), and an optimiser that inlines and unrolls (chapter 9).
-# `python bench/run.py`, then re-running this notebook, will say how far
-# they go.
+# Against OCaml and Chez Scheme taken one at a time, L is ahead: the
+# geometric means of L/OCaml and L/Chez above are well under 1. What
+# remains to be won is in the calls themselves — registers saved for a
+# caller that does not need them, recursion unrolled deeper — and each of
+# those, this chapter found, runs into the conservative scan of the stack.
 
 # %% [markdown]
 # ## How fast is the compiler?
 #
 # `bench/compile_speed.py` generates programs of blocks of ten lines — a
 # `data` type, a `match`, a closure, a `while` loop, calls to the previous
-# block — and times every stage of `lc build` on them, as `lc` runs them;
-# with `--gcc` it also times `gcc -O2 -c` on the same programs written in
-# C, block for block (a struct for the data type, a `switch`, a struct of a
-# function pointer and an environment for the closure). Seconds, medians of
-# three runs:
+# block — and times every stage of the pipeline on them, as `lc build`
+# runs them, up to object files; with `--gcc` it also times `gcc -O2 -c`
+# on the same programs written in C, block for block (a struct for the
+# data type, a `switch`, a struct of a function pointer and an environment
+# for the closure). It records its medians in `bench/compile_speed.json`,
+# which this cell reads (seconds; the front end is the stages `tokens` to
+# `types`, "machine code" is LLVM's O2 and code generation on the parts of
+# the module, in parallel):
+
+# %%
+speed = json.loads(Path("../bench/compile_speed.json").read_text())
+print(f"{speed['command']}, {speed['cores']} cores, medians of {speed['repeat']} runs")
+front = ("tokens", "ast", "core", "types")
+columns = {"front end": front, "mono": ("mono",), "cps": ("cps",), "opt": ("opt",),
+           "closure+shrink": ("closure", "shrink"), "llvm": ("llvm",), "machine code": ("machine code",)}
+print(f"{'lines':>6} " + " ".join(f"{c:>14}" for c in columns) + "   total  µs/line  parts")
+per_line = []
+for row in speed["rows"]:
+    s = row["seconds"]
+    total = sum(s.values())
+    per_line.append(total / row["lines"])
+    print(f"{row['lines']:6} " + " ".join(f"{sum(s.get(k, 0) for k in ks):14.2f}" for ks in columns.values())
+          + f"  {total:6.2f}  {1e6 * total / row['lines']:7.0f}  {row['parts']:5}")
+print(f"time per line, largest / smallest program: {per_line[-1] / per_line[0]:.2f} (1.00 is linear)")
+print("the same programs in C, gcc -O2 -c:")
+for row in speed["gcc"]:
+    print(f"{row['lines']:6} lines of C {row['seconds']:6.2f} s")
+
+# %% [markdown]
+# The compiler grows linearly: the time per line does not grow with the
+# program. Issue 17 asked for a 10,000-line program in at most 5 seconds;
+# the last row says how far off that is. It is less than `gcc -O2` takes
+# on the same program in C (the C version of the 10,000-line program is
+# the 14,004-line one).
 #
-# ```text
-# lines     front end  monomorphise        to CPS      closures       to LLVM  machine code      total  µs/line  parts
-#  1252         0.262         0.105         0.105         0.040         0.183         1.095       1.79     1430      2
-#  2502         0.561         0.212         0.221         0.085         0.381         2.130       3.59     1435      2
-#  5002         1.092         0.414         0.440         0.159         0.708         4.572       7.38     1476      2
-# 10002         2.061         0.811         0.836         0.337         1.413         8.546      14.00     1400      2
-# time per line, largest / smallest program: 0.98 (1.00 is linear)
-#
-# the same programs in C, gcc -O2 -c (seconds):
-#  1754 lines of C    1.38
-#  3504 lines of C    2.47
-#  7004 lines of C    5.74
-# 14004 lines of C   11.37
-# ```
-#
-# The project's target is a 10,000-line program in under 5 seconds. The
-# compiler takes two to three times that: 14.0 s in this run, 10.4 s in a
-# quieter one — a little more than `gcc -O2` takes on the same program
-# written in C (11.4 s and 8.8 s in the same two runs). It grows linearly:
-# the time per line does not grow with the program.
+# Where the time goes, stage by stage, for the largest program:
+
+# %%
+largest = speed["rows"][-1]
+total = sum(largest["seconds"].values())
+python = total - largest["seconds"]["machine code"]
+for name, seconds in sorted(largest["seconds"].items(), key=lambda kv: -kv[1]):
+    print(f"{name:>13} {seconds:5.2f} s  {100 * seconds / total:3.0f} %")
+print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
+
+# %% [markdown]
+# Nearly three quarters of the time is now Python's: the stages of
+# chapters 4 to 10, each linear and each a fraction of a second, the
+# optimiser of chapter 9 the largest of them. LLVM's share is small
+# because of that optimiser, which hands LLVM a smaller program with less
+# left to inline and fold (chapter 9 counts the instructions). The same
+# command with `--O0` measures the compiler without it, as `lc -O0`
+# compiles; the figures are in `bench/compile_speed-O0.json`:
+
+# %%
+without = json.loads(Path("../bench/compile_speed-O0.json").read_text())["rows"][-1]
+for label, row in (("-O0", without), ("optimised", largest)):
+    s = row["seconds"]
+    print(f"{label:>10}: {row['lines']} lines, {sum(s.values()):5.2f} s in all: "
+          f"{sum(s.values()) - s['machine code']:5.2f} s in Python, {s['machine code']:5.2f} s in LLVM")
+
+# %% [markdown]
+# Without chapter 9 the Python stages take less time, but not by all of
+# the optimiser's, since every stage after it has a larger program to
+# carry; and LLVM takes four times as long. The optimiser pays for itself
+# several times over.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
 # LLVM's inliner treats a function called once as free to inline, whatever
 # its size, and the chain of calls between the generated blocks grew into
-# one enormous function: the O2 pipeline took 73 s for 10,000 lines.
-# `linkonce_odr` linkage (chapter 10) removed that bonus and made the
-# optimiser linear, with no loss on the benchmarks: 30.5 s. Then, in
-# order:
+# one enormous function; `linkonce_odr` linkage (chapter 10) removed that
+# bonus and made LLVM's part linear. Then, in order: leaner IR from the
+# back end (a constant divisor gets no runtime tests, an `if` branches on
+# the comparison itself, allocation is a call of an `alwaysinline`
+# function); Python's cycle collector paused while the stages build their
+# many small objects; no failing path for a `match` that names every
+# constructor; machine code in parallel parts (chapter 11); and chapter 9,
+# which shrinks what every later stage, LLVM included, has to chew.
 #
-# - leaner IR from the back end (chapter 10): a constant divisor gets no
-#   runtime tests, an `if` is a branch on the comparison itself, allocation
-#   is a call of the module's `alwaysinline` function `lc_alloc` rather
-#   than ten instructions built in Python: 26.4 s;
-# - Python's cycle collector paused in the back end, as it already was in
-#   the stages before (chapter 10): building and printing the IR went from
-#   6.9 s to 2.4 s;
-# - no failing path for a `match` that names every constructor (chapter 7),
-#   and printers that print constant text in one call: a quarter less IR;
-# - machine code in parallel parts (chapter 11): the module is split in two,
-#   and LLVM optimises and compiles the halves at the same time, on the two
-#   cores of this machine. Compiled whole, the same program takes
-#
-# ```text
-# 10002         1.999         0.754         0.670         0.225         1.208        14.416      19.27     1927      1
-# ```
-#
-#   — the last column but one is LLVM's work: 14.4 s on one core, 8.5 s
-#   on two.
-#
-# Where the 14 s go: 5.5 s in Python (the front end 2.1 s,
-# monomorphisation, CPS and closure conversion 1.8 s, building the IR with
-# llvmlite 1.4 s), and 8.5 s in `machine code` — 1.2 to 1.5 s printing and
-# splitting the module, then LLVM's O2 and code generation on two parts at
-# once. Even without optimising at all (O0), LLVM's code generation alone
-# takes 3.4 s for this program. So 5 s would take both a front and middle
-# end several times faster than this Python, and less work for LLVM:
-# fewer lines of IR per line of L (13 as the back end writes them, 17
-# after LLVM has inlined allocation and small functions), or a cheaper pipeline
-# than O2 for large programs — which this book does not choose, since the
-# benchmarks above are its other promise. On a machine with more cores the
-# LLVM part shrinks with them (a part per core, when the program is big
-# enough); the Python part does not.
+# What would reach 5 seconds? The Python stages are each linear and none
+# dominates; they would all have to be faster, for example by keeping
+# fewer objects per node (the lexer and the type checker build a Python
+# object for every token and every type variable). On a machine with more
+# cores the LLVM part shrinks with them (a part per core, when the program
+# is big enough); the Python part does not.
 
 
 # %% [markdown]
@@ -721,11 +757,12 @@ for name, r in table.items():
 #    of each file sets its size), add it to `SIZES` in `bench/run.py`, and
 #    run `python bench/run.py --only NAME`. Which family does it fall in,
 #    and does L's ratio to OCaml follow the family's?
-# 3. Rebuild the runtime with a smaller `MIN_TARGET_BYTES` (chapter 10) and
-#    measure the allocation-heavy benchmarks with `--only` and `--python
-#    keep`. What happens to `live`, whose live data are larger than the new
-#    target?
-# 4. Time `fib` built without the stores to `lc_call_site`: delete them
-#    from the LLVM that `lc show llvm` prints before optimisation, and
-#    compile and link the module as chapter 11's `driver` does. How much of
-#    the gap to C do they account for, and how much the spills?
+# 3. Run the allocation-heavy benchmarks with nurseries of other sizes
+#    (`LC_NURSERY`, chapter 10) with `--only` and `--python keep`. Where is
+#    the knee, and how does it compare with this machine's cache sizes
+#    (`lscpu`)? What happens to `live`, whose live data are larger than any
+#    of them?
+# 4. Give every L function LLVM's `preserve_none` calling convention
+#    (the experiment of the allocation section) and measure `cpstak` and
+#    `primes`. Then make the conservative scan of the stack find the
+#    callee-saved registers of the frames it walks: what does it cost?
