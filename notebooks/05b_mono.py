@@ -195,6 +195,7 @@ EXPRESSIONS = (c.Lit, c.Var, c.Con, c.Tuple, c.Lambda, c.App, c.Prim, c.If, c.Ma
                c.LetVar, c.Assign, c.While, c.Seq, c.Print, c.Assert)
 PATTERNS = (s.PVar, s.PWild, s.PInt, s.PUnit, s.PTuple, s.PCon)
 NODES = EXPRESSIONS + PATTERNS
+NODE_CLASSES = frozenset(NODES)     # `type(v) in NODE_CLASSES` is a quicker test than isinstance
 _FIELD_NAMES = {}
 
 
@@ -285,7 +286,7 @@ def rebuild(node, subst: dict, copy, **given):
             v = substitute(v, subst)
         elif type(v) is list:
             v = [copy(x) for x in v]
-        elif isinstance(v, NODES):
+        elif type(v) in NODE_CLASSES:
             v = copy(v)
         parts[name] = v
     return type(node)(**parts)
@@ -387,7 +388,7 @@ def names_in(program: c.Program) -> set:
         x = todo.pop()
         if type(x) is list or type(x) is tuple:
             todo.extend(x)
-        elif isinstance(x, NODES) or type(x) is c.Def:
+        elif type(x) in NODE_CLASSES or type(x) is c.Def:
             for name in field_names(type(x)):
                 v = getattr(x, name)
                 if name in ("name", "param") and type(v) is str:
