@@ -5,9 +5,10 @@
 Generates L programs of the given numbers of lines (blocks of ten lines, each
 with a data type, a match, a closure, a `while` loop, and calls between blocks)
 and times each stage of the compiler on them, as `lc` runs them (Python's
-cycle collector paused): the front end (parse, names, types),
-monomorphisation, CPS conversion, closure conversion, the back end (CPS to
-llvmlite's IR), and machine code: the module printed as LLVM text (split into
+cycle collector paused): the stages of the pipeline (chapter 4a) up to
+the back end — tokens, syntax tree, core, types, monomorphisation, CPS, the
+optimiser of chapter 9 (`--O0`: without it), closure conversion, the
+back end (CPS to llvmlite's IR) — and machine code: the module printed as LLVM text (split into
 parts when it is big), then verified, optimised at O2 and compiled to object
 files, the parts in parallel (chapter 11's `machine_code`). Prints seconds per
 stage, the total, microseconds per line (linear growth keeps that column
@@ -15,6 +16,7 @@ flat), and the number of parts; `--parts 1` compiles every module whole.
 With `--gcc`, also times `gcc -O2 -c` on the same programs written in C.
 """
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -22,9 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lcompiler import addlang, closure, cps_convert, driver, llvm_backend, types
+from lcompiler import addlang, driver, pipeline
 from lcompiler.errors import Source
-from lcompiler.mono import monomorphise
 from lcompiler.syntax import collector_paused
 
 BLOCK = """data Shape{i} {{ Circle{i}(Int); Rect{i}(Int, Int) }}
@@ -81,26 +82,24 @@ def program(lines: int) -> str:
     return text + f"print(step{blocks}(1, 5))\n"
 
 
-def stages(text: str, parts: int | None) -> tuple[dict, int]:
-    """Seconds per stage of compiling text to object files, and the number of parts."""
+def stages(text: str, parts: int | None, optimiser: bool = True) -> tuple[dict, int]:
+    """Seconds per stage of compiling text to object files, and the number of parts: the stages
+    of the pipeline up to `llvm`, as `lc` runs them, then machine code."""
     times, clock = {}, time.perf_counter
-
-    def timed(name, f, *args):
-        start = clock()
-        result = f(*args)
-        times[name] = clock() - start
-        return result
-
     source = Source("generated.l", text)
+    unit, value = pipeline.Unit(source, optimiser), source
     with collector_paused():
-        core, _ = timed("front end", types.check_types, source)
-        datas = llvm_backend.data_declarations(core)
-        mono = timed("monomorphise", monomorphise, core)
-        cps = timed("to CPS", cps_convert.convert, mono)
-        timed("closures", closure.closure_convert, cps)
-        module = timed("to LLVM", lambda: llvm_backend.Backend(cps, datas, source.name).compile())
-    parts = parts or driver.parts_for(module)
-    timed("machine code", driver.machine_code, module, 2, True, parts)
+        for s in pipeline.STAGES:
+            if optimiser or not s.optimisation:
+                start = clock()
+                value = s.run(value, unit)
+                times[s.name] = clock() - start
+            if s.name == "llvm":
+                break
+    parts = parts or driver.parts_for(value)
+    start = clock()
+    driver.machine_code(value, 2, True, parts)
+    times["machine code"] = clock() - start
     return times, parts
 
 
@@ -110,6 +109,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--parts", type=int, default=None, help="compile in this many parts (default: by size)")
     ap.add_argument("--gcc", action="store_true", help="also time gcc -O2 on the same programs written in C")
+    ap.add_argument("--O0", action="store_true", help="without the optimiser of chapter 9 (as lc -O0)")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="also record the medians in this file (chapter 12 reads bench/compile_speed.json)")
     args = ap.parse_args(argv)
     addlang.target_machine()                     # initialise LLVM outside the timings
     sys.setrecursionlimit(100_000)
@@ -117,7 +119,7 @@ def main(argv=None) -> int:
     for lines in args.lines:
         text = program(lines)
         real_lines = text.count("\n")
-        runs = [stages(text, args.parts) for _ in range(args.repeat)]
+        runs = [stages(text, args.parts, not args.O0) for _ in range(args.repeat)]
         median = {k: statistics.median(r[k] for r, _ in runs) for k in runs[0][0]}
         rows.append((real_lines, median, runs[0][1]))
     names = list(rows[0][1])
@@ -129,12 +131,19 @@ def main(argv=None) -> int:
     first, last = rows[0], rows[-1]
     ratio = (sum(last[1].values()) / last[0]) / (sum(first[1].values()) / first[0])
     print(f"time per line, largest / smallest program: {ratio:.2f} (1.00 is linear)")
+    command = "python bench/compile_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    record = {"command": command.strip(), "repeat": args.repeat, "optimiser": not args.O0, "cores": driver.cores(),
+              "rows": [{"lines": lines, "parts": parts, "seconds": m} for lines, m, parts in rows]}
     if args.gcc:
         print("\nthe same programs in C, gcc -O2 -c (seconds):")
+        record["gcc"] = []
         for lines in args.lines:
             text = c_program(lines)
             seconds = statistics.median(gcc_seconds(text) for _ in range(args.repeat))
+            record["gcc"].append({"lines": text.count("\n"), "seconds": seconds})
             print(f"{text.count(chr(10)):5} lines of C  {seconds:6.2f}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 
 

@@ -11,12 +11,16 @@ nodes (chapter 4b's core, counted after desugaring); the CPS size is
 `cps.size` (terms, primitives and definitions). Prints, per size, the best
 time of several runs, the time and the CPS size per source node, and the
 ratio of the largest program's time per node to the smallest's: 1.00 is
-linear.
+linear. Every figure printed is also written to bench/convert_speed.json (--json), which
+chapters 7 and 8 read.
 """
 
 import argparse
 import gc
+import json
+import sys
 import time
+from pathlib import Path
 
 from lcompiler import cps
 from lcompiler.closure import closure_convert
@@ -65,7 +69,14 @@ def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--largest", type=int, default=100_000, help="source nodes in the largest program")
     options.add_argument("--repeat", type=int, default=3, help="runs per size (the best is kept)")
+    options.add_argument("--clock", choices=("wall", "process"), default="wall",
+                         help="time.perf_counter, or time.process_time (this process's CPU time only: "
+                              "steadier on a loaded machine)")
+    options.add_argument("--json", default=str(Path(__file__).with_name("convert_speed.json")),
+                         help="where to write the figures (chapters 7 and 8 read bench/convert_speed.json); "
+                              "'' for nowhere")
     args = options.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
     per_definition = source_nodes(check_types(program(1))[0]) - source_nodes(check_types(program(0))[0])
     targets = [args.largest // 100, args.largest * 3 // 100, args.largest // 10, args.largest * 3 // 10,
                args.largest]
@@ -79,19 +90,27 @@ def main() -> None:
         best_convert = best_closure = float("inf")
         for _ in range(args.repeat):
             gc.collect()
-            start = time.perf_counter()
+            start = clock()
             p = convert(core)
-            middle = time.perf_counter()
+            middle = clock()
             closure_convert(p)
-            end = time.perf_counter()
+            end = clock()
             best_convert, best_closure = min(best_convert, middle - start), min(best_closure, end - middle)
         cps_size = cps.size(p)
-        rows.append((size, best_convert / size, best_closure / size))
+        rows.append({"source nodes": size, "cps nodes": cps_size, "convert s": best_convert,
+                     "closure s": best_closure})
         print(f"{size:>12} {cps_size:>10} {cps_size / size:>8.2f} {best_convert:>10.3f} "
               f"{best_convert / size * 1e6:>8.2f} {best_closure:>10.3f} {best_closure / size * 1e6:>8.2f}")
-    (_, c0, k0), (_, c1, k1) = rows[0], rows[-1]
-    print(f"time per source node, largest / smallest: conversion {c1 / c0:.2f}, "
-          f"closure conversion {k1 / k0:.2f} (1.00 is linear)")
+    first, last = rows[0], rows[-1]
+    ratio = {kind: (last[kind] / last["source nodes"]) / (first[kind] / first["source nodes"])
+             for kind in ("convert s", "closure s")}
+    print(f"time per source node, largest / smallest: conversion {ratio['convert s']:.2f}, "
+          f"closure conversion {ratio['closure s']:.2f} (1.00 is linear)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"command": " ".join(["python bench/convert_speed.py"] + sys.argv[1:]), "settings": {"repeat": args.repeat, "clock": args.clock},
+             "sizes": rows}, indent=1) + "\n")
+        print("written to", args.json)
 
 
 if __name__ == "__main__":

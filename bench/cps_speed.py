@@ -37,15 +37,21 @@ Last, substitution against the number of occurrences of x: chains of
 substitutions x → t1 → t2 → … where x is used 10, 1,000 and 100,000 times;
 substitute is one union and one ring splice, so its µs should not depend on
 it.
+
+Every figure printed is also written to bench/cps_speed.json (--json), which chapter 6
+reads: the chapter quotes no figure that a cell beside it does not print from that file.
 """
 
 import argparse
 import gc
 import io
+import json
 import math
 import random
 import statistics
+import sys
 import time
+from pathlib import Path
 
 from lcompiler.cps import (
     Program, Seq, all_occurrences, apply, apply_cont, case, check, const, halt, inject, lam, op,
@@ -551,6 +557,8 @@ def main() -> None:
                          help="occurrence counts of the substituted variable, for the last table")
     options.add_argument("--chain", type=int, default=10_000,
                          help="substitutions timed per occurrence count, for the last table")
+    options.add_argument("--json", default=str(Path(__file__).with_name("cps_speed.json")),
+                         help="where to write the figures (chapter 6 reads bench/cps_speed.json); '' for nowhere")
     args = options.parse_args()
     global CLOCK
     CLOCK = time.perf_counter if args.clock == "wall" else time.process_time
@@ -572,6 +580,7 @@ def main() -> None:
         row = {p: stat(times[p]) / nodes * 1e6 for p in phases}
         row["subst"], row["touch"] = stat(times["subst"]) * 1e6, stat(times["touch"]) * 1e6
         rows.append(row)
+        row.update(nodes=nodes, lines=info["lines"], depth=info["depth"], runs=info["runs"], k=info["k"])
         print(f"{nodes:>8} {info['lines']:>7} {info['depth']:>5} {info['runs']:>4} "
               + " ".join(f"{row[p]:>6.2f}" for p in phases)
               + f" {row['subst']:>6.2f} {row['touch']:>6.2f} {info['k']:>5}", flush=True)
@@ -589,7 +598,7 @@ def main() -> None:
     print(f"substitution against the occurrences of x ({args.chain} substitutions x -> t1 -> t2 …, "
           f"{args.stat} of {args.repeat}):")
     print(f"{'occurrences':>11} {'µs/subst':>9} {'µs/find after':>14}")
-    per_op = []
+    per_op, occurrence_rows = [], []
     for occ in [int(float(s)) for s in args.occurrences.split(",")]:
         subs, finds = [], []
         for _ in range(args.repeat):
@@ -606,9 +615,16 @@ def main() -> None:
                 check(term)
                 term = x = targets = last = None
         per_op.append(stat(subs))
+        occurrence_rows.append({"occurrences": occ, "subst": stat(subs) * 1e6, "find": stat(finds) * 1e6})
         print(f"{occ:>11} {stat(subs) * 1e6:>9.2f} {stat(finds) * 1e6:>14.3f}", flush=True)
     print(f"time per substitution, most occurrences / fewest: {per_op[-1] / per_op[0]:.2f} "
           "(1.00 is constant time)")
+    if args.json:
+        settings = {k: getattr(args, k) for k in ("repeat", "stat", "k", "batches", "seed", "clock", "chain")}
+        Path(args.json).write_text(json.dumps(
+            {"command": " ".join(["python bench/cps_speed.py"] + sys.argv[1:]), "settings": settings, "phases": phases,
+             "sizes": rows, "occurrences": occurrence_rows}, indent=1) + "\n")
+        print("written to", args.json)
 
 
 if __name__ == "__main__":

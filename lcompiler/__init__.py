@@ -5,19 +5,22 @@
 Each module and the notebook it comes from:
 
 - `lcompiler.addlang`: notebooks/01_addlang.ipynb
+- `lcompiler.drawing`: notebooks/01_addlang.ipynb
 - `lcompiler.errors`: notebooks/01_addlang.ipynb, notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb
-- `lcompiler.cli`: notebooks/01_addlang.ipynb, notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb, notebooks/05_types.ipynb, notebooks/07_cps_convert.ipynb, notebooks/08_closure.ipynb, notebooks/10_llvm.ipynb, notebooks/11_running.ipynb
+- `lcompiler.cli`: notebooks/01_addlang.ipynb, notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb, notebooks/05_types.ipynb, notebooks/11_running.ipynb
 - `lcompiler.union_find`: notebooks/02_union_find.ipynb
 - `lcompiler.anf`: notebooks/03_anf.ipynb
 - `lcompiler.syntax`: notebooks/04a_syntax.ipynb
 - `lcompiler.highlight`: notebooks/04a_syntax.ipynb
+- `lcompiler.pipeline`: notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb, notebooks/05_types.ipynb, notebooks/05b_mono.ipynb, notebooks/07_cps_convert.ipynb, notebooks/08_closure.ipynb, notebooks/09_shrink.ipynb, notebooks/10_llvm.ipynb
 - `lcompiler.core`: notebooks/04b_meaning.ipynb
 - `lcompiler.interp`: notebooks/04b_meaning.ipynb
 - `lcompiler.types`: notebooks/05_types.ipynb
+- `lcompiler.mono`: notebooks/05b_mono.ipynb
 - `lcompiler.cps`: notebooks/06_cps.ipynb
 - `lcompiler.cps_convert`: notebooks/07_cps_convert.ipynb
 - `lcompiler.closure`: notebooks/08_closure.ipynb
+- `lcompiler.shrink`: notebooks/09_shrink.ipynb
 - `lcompiler.llvm_backend`: notebooks/10_llvm.ipynb
-- `lcompiler.mono`: notebooks/10_llvm.ipynb
 - `lcompiler.driver`: notebooks/11_running.ipynb
 """

@@ -8,7 +8,7 @@ result; then the LLVM text is verified, JIT-compiled and run, and agrees with
 an interpreter.
 """
 
-__all__ = ['Exp', 'wrap64', 'value_of', 'Value', 'Llvm', 'compile', 'llvm_value', 'pretty', 'LLVM_HEADER', 'llvm_module', 'target_machine', 'load', 'jit', 'Run', 'run_in_child', 'jit_run', 'run_i64_function', 'evaluate', 'free_variables', 'rename', 'llvm_function', 'MAX_I64', 'parse']
+__all__ = ['Exp', 'wrap64', 'value_of', 'Value', 'Llvm', 'compile', 'llvm_value', 'pretty', 'LLVM_HEADER', 'llvm_module', 'target_machine', 'load', 'jit', 'Run', 'run_in_child', 'jit_run', 'run_i64_function', 'evaluate', 'free_variables', 'rename', 'llvm_function', 'MAX_I64', 'scan', 'parse']
 
 
 # --- Chapter 1. Compiling with continuations, in the small -------------
@@ -308,10 +308,10 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>[0-9]+)|(?P<var>[a-z_][A-Za-z0-9_]*)|(?P<op>
 MAX_I64 = 2**63 - 1
 
 
-def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
-    """An expression from text, and the span of each variable's first use."""
+def scan(text: str, name: str = "<expression>") -> list[tuple[str, str, Span]]:
+    """The tokens of an expression: (kind, text, span), ending with ("end", "", span)."""
     source = Source(name, text)
-    tokens = []                         # (kind, text, span), ending with ("end", "", span)
+    tokens = []
     pos = 0
     while (m := _TOKEN.match(text, pos)) and m.lastgroup:
         kind = m.lastgroup
@@ -321,6 +321,11 @@ def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
         tokens.append((kind, m.group(kind), span))
         pos = m.end()
     tokens.append(("end", "", Span(source, len(text.rstrip()), len(text.rstrip()) + 1)))
+    return tokens
+
+def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
+    """An expression from text, and the span of each variable's first use."""
+    tokens = scan(text, name)
     spans, i = {}, 0
 
     def expect(what: str):

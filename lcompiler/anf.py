@@ -45,7 +45,6 @@ class S:
         then: object
         orelse: object
 
-
 class A1:
     """A-normal form. Expressions e ::= Var x | Int n | Bop (x, x);
     terms t ::= Return e | Let (x, e, t) | If0 (x, t, t)."""
@@ -78,7 +77,6 @@ class A1:
         name: str
         then: object
         orelse: object
-
 
 class A2(A1):
     """A1 with join points: t ::= … | LetJoin (j, x, t_j, t) | Join (j, e)."""
@@ -220,7 +218,6 @@ def size(node) -> int:
         stack.extend(getattr(n, f) for f in _subterm_fields(type(n)))
     return count
 
-
 class ScopeError(Exception):
     """A lowered term that uses a name out of scope, or binds one twice."""
 
@@ -307,7 +304,6 @@ class Compiler:
         if self.right_to_left:
             return [self.lower_(s) for s in reversed(subterms)][::-1]
         return [self.lower_(s) for s in subterms]
-
 
 class C0(Compiler):
     """The identity: each helper rebuilds its constructor."""
@@ -519,7 +515,6 @@ def apply(k, e):
 def is_copyable(k) -> bool:
     """May k be used in two places without copying a term?"""
     return not isinstance(k, Cont.Let)
-
 
 class C5(Compiler):
     """Defunctionalised continuations: a join point only where one is needed."""

@@ -37,7 +37,6 @@ def functions_inside_out(program: Program) -> list:
         stack.extend((p, False) for p in reversed(parts) if p is not None)
     return order
 
-
 class ClosureConverter:
     def __init__(self, program: Program):
         self.program = program
@@ -69,6 +68,7 @@ class ClosureConverter:
             swap_prim(site, closure(code, *free))
             self.program.define(f, "private", code)
 
+class ClosureConverter(ClosureConverter):
     def calls(self, code: Var) -> None:
         """Known calls of a direct function become direct; other uses get its static closure."""
         for o in list(occurrences(code)):
@@ -92,6 +92,7 @@ class ClosureConverter:
             self.entries[code].type = code.type
         return self.entries[code]
 
+class ClosureConverter(ClosureConverter):
     def environment(self, f: Lambda, free: list) -> None:
         """Add the env parameter; read each free variable from it at the start of the body."""
         env = Var("env")
@@ -108,7 +109,6 @@ class ClosureConverter:
         _attach(f, "body", body)
         for o in uses:
             redirect(o, inner[o.var])
-
 
 def closure_convert(program: Program) -> Program:
     """Make every function of a CPS program closed and top-level, in place; return it."""

@@ -14,7 +14,7 @@ compiler (seed 002), the framework modules of its author's blog (seed 000),
 and OCamlPro's account of the same design inside Flambda2 (seed 001).
 """
 
-__all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'MakeClosure', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'closure', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'redirect', 'swap_prim', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'ClosureRecord', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate', 'diagram']
+__all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'MakeClosure', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'closure', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'redirect', 'swap_prim', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'ClosureRecord', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate', 'diagram', 'beside']
 
 
 # --- Variables and occurrences -----------------------------------------
@@ -48,7 +48,6 @@ class ContVar(Var):
     def __init__(self, hint: str = "k"):
         super().__init__(hint)
 
-
 class Occ:
     """One use of a variable: an element of the union-find partition of its variable."""
     __slots__ = ("link", "next", "prev", "enclosing")
@@ -67,7 +66,6 @@ class ContOcc(Occ):
     """One use of a continuation variable."""
     __slots__ = ()
     is_cont = True
-
 
 def occur(var: Var) -> Occ:
     """A new occurrence of var, not yet placed in a term."""
@@ -128,8 +126,6 @@ class Node:
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
 
-
-# Terms
 class Term(Node):
     __slots__ = ()
 
@@ -164,8 +160,6 @@ class Halt(Term):
     __slots__ = ("arg",)
     OCC_FIELDS = ("arg",)
 
-
-# Primitives, and the values among them
 class Prim(Node):
     __slots__ = ()
 
@@ -217,7 +211,6 @@ class Print(Prim):
 class Fail(Prim):
     __slots__ = ("message", "args", "loc")
     OCC_FIELDS = ("args",)
-
 
 class Definition(Node):
     """A top-level binding: visibility, variable (None when unused), static value or dynamic term."""
@@ -287,8 +280,6 @@ def _new(cls, **fields):
         setattr(node, name, value)
     return node
 
-
-# Values and primitives: they take variables and make the occurrences.
 def const(value) -> Const:
     return _new(Const, value=value)
 
@@ -337,7 +328,6 @@ def lam(body, params=1, kind: str = "closure", cont: str = "ret") -> Lambda:
     return node
 
 
-# Terms
 def let_prim(prim: Prim, body, name: str = "x") -> LetPrim:
     """x = prim, then body(x)."""
     x = Var(name)
@@ -370,7 +360,6 @@ def case(x: Var, arms: dict, default: ContVar = None) -> Case:
 
 def halt(x: Var) -> Halt:
     return _own(_new(Halt, arg=occur(x)))
-
 
 class Seq:
     """Build a straight chain of bindings one at a time; end() closes it with a term."""
@@ -434,6 +423,186 @@ class Program(Program):
         return var
 
 
+# --- Print -------------------------------------------------------------
+
+import re
+from lcompiler.syntax import Str, pretty_expr
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Namer:
+    """Names for variables, numbered in order of first appearance."""
+
+    def __init__(self):
+        self.names, self.count = {}, 0
+
+    def __call__(self, var: Var) -> str:
+        name = self.names.get(var)
+        if name is None:
+            self.count += 1
+            hint = var.hint if _IDENT.match(var.hint or "") else "x"
+            name = self.names[var] = f"{hint}_{self.count}"
+        return name
+
+def line_col(loc) -> tuple:
+    """(line, column) of a source location: a Span of an L source, or a parsed Pos."""
+    if isinstance(loc, Pos):
+        return loc.line, loc.col
+    return loc.source.line_col(loc.start)
+
+
+class Pos:
+    """A location read back from printed CPS: a line and a column of the L source."""
+    __slots__ = ("line", "col")
+
+    def __init__(self, line: int, col: int):
+        self.line, self.col = line, col
+
+    def __repr__(self) -> str:
+        return f"Pos({self.line}, {self.col})"
+
+
+def _at(loc) -> str:
+    return "" if loc is None else " @%d:%d" % line_col(loc)
+
+
+def quote(s: str) -> str:
+    """A string constant as L (and the CPS text) writes it: chapter 4a's printer does it."""
+    return pretty_expr(Str(s))
+
+
+def show_const(c) -> str:
+    if c is True or c is False:
+        return "true" if c else "false"
+    if type(c) is int:
+        return str(c)
+    if type(c) is str:
+        return quote(c)
+    if c == ():
+        return "()"
+    raise ValueError(f"not a constant: {c!r}")
+
+class Printer:
+    def __init__(self):
+        self.name = Namer()
+        self.lines = []
+
+    def args(self, occs) -> str:
+        return ", ".join(self.name(o.var) for o in occs)
+
+    def prim(self, p) -> str:
+        """A primitive other than a Lambda, on one line."""
+        t, n = type(p), self.name
+        if t is Const:
+            return show_const(p.value)
+        if t is TupleValue:
+            return f"tuple({self.args(p.fields)})"
+        if t is MakeClosure:
+            return f"closure({self.args(p.fields)})"
+        if t is Inject:
+            return f"inj {p.tag} {p.name}({self.args(p.fields)})"
+        if t is External:
+            return f"external {quote(p.name)}"
+        if t is Proj:
+            return f"{n(p.arg.var)}[{p.index}]"
+        if t is Tag:
+            return f"tag {n(p.arg.var)}"
+        if t is Op:
+            if len(p.args) == 1:
+                return f"{p.op}{n(p.args[0].var)}"
+            return f"{n(p.args[0].var)} {p.op} {n(p.args[1].var)}{_at(p.loc)}"
+        if t is SetField:
+            return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
+        if t is Print:
+            return f"print({self.args(p.args)})"
+        if t is Fail:
+            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc)
+        if p is None:
+            return "<hole>"
+        raise TypeError(f"not a primitive: {p!r}")
+
+class Printer(Printer):
+    def header(self, lam: Lambda) -> str:
+        kind = "fun" if lam.kind == "closure" else "fun direct"
+        k = self.name(lam.cont)
+        params = ", ".join(self.name(x) for x in lam.params)
+        return f"{kind} {k}({params}) {{"
+
+    def terminator(self, t) -> str:
+        n = self.name
+        if type(t) is ApplyCont:
+            return f"{n(t.cont.var)}({self.args(t.args)})"
+        if type(t) is Apply:
+            kind = "call" if t.kind == "closure" else "call direct"
+            return f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)}{_at(t.loc)}"
+        if type(t) is Case:
+            arms = [f"{i} -> {n(k.var)}" for i, k in t.arms]
+            if t.default is not None:
+                arms.append(f"_ -> {n(t.default.var)}")
+            return f"case {n(t.scrutinee.var)} {{ {'; '.join(arms)} }}"
+        if type(t) is Halt:
+            return f"halt {n(t.arg.var)}"
+        return "<hole>"
+
+class Printer(Printer):
+    def block(self, term, depth: int) -> None:
+        """Print a term at an indentation, iteratively: handlers and lambdas are pushed as work."""
+        out, n = self.lines, self.name
+        work = [(term, depth)]
+        while work:
+            t, depth = work.pop()
+            pad = "  " * depth
+            if type(t) is str:                   # a closing brace
+                out.append(pad + t)
+            elif type(t) is LetPrim:
+                if type(t.prim) is Lambda:
+                    out.append(f"{pad}{n(t.var)} = {self.header(t.prim)}")
+                    work += [(t.body, depth), ("}", depth), (t.prim.body, depth + 1)]
+                else:
+                    out.append(f"{pad}{n(t.var)} = {self.prim(t.prim)}")
+                    work.append((t.body, depth))
+            elif type(t) is LetCont:
+                k = n(t.cont)
+                params = ", ".join(n(x) for x in t.params)
+                out.append(f"{pad}cont {k}({params}) {{")
+                work += [(t.body, depth), ("}", depth), (t.handler, depth + 1)]
+            else:
+                out.append(pad + self.terminator(t))
+
+class Printer(Printer):
+    def definition(self, d: Definition) -> None:
+        head = d.visibility if d.var is None else f"{d.visibility} {self.name(d.var)}"
+        if d.body is not None or d.value is None:
+            self.lines.append(f"{head} = do {{")
+            self.block(d.body, 1)
+            self.lines.append("}")
+        elif type(d.value) is Lambda:
+            self.lines.append(f"{head} = {self.header(d.value)}")
+            self.block(d.value.body, 1)
+            self.lines.append("}")
+        else:
+            self.lines.append(f"{head} = {self.prim(d.value)}")
+
+
+def _print(node) -> Printer:
+    """The printer, after printing a program, a definition or a term: its lines and its names."""
+    p = Printer()
+    if type(node) is Program:
+        for d in node.definitions:
+            p.definition(d)
+    elif type(node) is Definition:
+        p.definition(node)
+    else:
+        p.block(node, 0)
+    return p
+
+
+def show(node) -> str:
+    """The text of a program, a definition or a term."""
+    return "\n".join(_print(node).lines) + "\n"
+
+
 # --- Traverse ----------------------------------------------------------
 
 def children(node) -> list:
@@ -466,7 +635,6 @@ def walk(root):
             parts.reverse()
             push(parts)
 
-
 def subterms(root):
     """The terms under root, in printing order."""
     return (n for n in walk(root) if isinstance(n, Term))
@@ -496,7 +664,6 @@ def fold(f, acc, root):
 def size(root) -> int:
     """The number of nodes (terms, primitives, definitions) under root."""
     return sum(1 for _ in walk(root))
-
 
 def free_variables(root) -> list:
     """The variables occurring under root and bound outside it (globals included), in order of
@@ -554,7 +721,6 @@ def delete(node) -> None:
             if o.next is not None:
                 _forget(o)
 
-
 def substitute(x: Var, y: Var) -> None:
     """Make every occurrence of x an occurrence of y, in constant time."""
     if x is y:
@@ -576,7 +742,6 @@ def substitute(x: Var, y: Var) -> None:
     x.next = x.prev = x
     y.count += x.count
     x.count = 0
-
 
 def take(part: Term) -> Term:
     """Detach a term from its place, leaving a hole there; return it."""
@@ -606,7 +771,6 @@ def move(part: Term, dest: Term) -> Term:
         n = n.enclosing
     return replace(dest, take(part))
 
-
 def delete_binding(t: Term) -> Term:
     """Remove an unused LetPrim or LetCont (its body takes its place); return the body."""
     if type(t) is LetPrim:
@@ -628,7 +792,6 @@ def delete_binding(t: Term) -> Term:
     if dead is not None:
         delete(dead)
     return body
-
 
 def redirect(o: Occ, y: Var) -> Occ:
     """Make the single occurrence o an occurrence of y (a new occurrence takes its place)."""
@@ -655,180 +818,6 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
     _attach(t, "prim", prim)
     old.enclosing = None
     return old
-
-
-# --- Print -------------------------------------------------------------
-
-import re
-from lcompiler.syntax import Str, pretty_expr
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class Namer:
-    """Names for variables, numbered in order of first appearance."""
-
-    def __init__(self):
-        self.names, self.count = {}, 0
-
-    def __call__(self, var: Var) -> str:
-        name = self.names.get(var)
-        if name is None:
-            self.count += 1
-            hint = var.hint if _IDENT.match(var.hint or "") else "x"
-            name = self.names[var] = f"{hint}_{self.count}"
-        return name
-
-
-def line_col(loc) -> tuple:
-    """(line, column) of a source location: a Span of an L source, or a parsed Pos."""
-    if isinstance(loc, Pos):
-        return loc.line, loc.col
-    return loc.source.line_col(loc.start)
-
-
-class Pos:
-    """A location read back from printed CPS: a line and a column of the L source."""
-    __slots__ = ("line", "col")
-
-    def __init__(self, line: int, col: int):
-        self.line, self.col = line, col
-
-    def __repr__(self) -> str:
-        return f"Pos({self.line}, {self.col})"
-
-
-def _at(loc) -> str:
-    return "" if loc is None else " @%d:%d" % line_col(loc)
-
-
-def quote(s: str) -> str:
-    """A string constant as L (and the CPS text) writes it: chapter 4a's printer does it."""
-    return pretty_expr(Str(s))
-
-
-def show_const(c) -> str:
-    if c is True or c is False:
-        return "true" if c else "false"
-    if type(c) is int:
-        return str(c)
-    if type(c) is str:
-        return quote(c)
-    if c == ():
-        return "()"
-    raise ValueError(f"not a constant: {c!r}")
-
-
-class Printer:
-    def __init__(self):
-        self.name = Namer()
-        self.lines = []
-
-    def args(self, occs) -> str:
-        return ", ".join(self.name(o.var) for o in occs)
-
-    def prim(self, p) -> str:
-        """A primitive other than a Lambda, on one line."""
-        t, n = type(p), self.name
-        if t is Const:
-            return show_const(p.value)
-        if t is TupleValue:
-            return f"tuple({self.args(p.fields)})"
-        if t is MakeClosure:
-            return f"closure({self.args(p.fields)})"
-        if t is Inject:
-            return f"inj {p.tag} {p.name}({self.args(p.fields)})"
-        if t is External:
-            return f"external {quote(p.name)}"
-        if t is Proj:
-            return f"{n(p.arg.var)}[{p.index}]"
-        if t is Tag:
-            return f"tag {n(p.arg.var)}"
-        if t is Op:
-            if len(p.args) == 1:
-                return f"{p.op}{n(p.args[0].var)}"
-            return f"{n(p.args[0].var)} {p.op} {n(p.args[1].var)}{_at(p.loc)}"
-        if t is SetField:
-            return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
-        if t is Print:
-            return f"print({self.args(p.args)})"
-        if t is Fail:
-            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc)
-        if p is None:
-            return "<hole>"
-        raise TypeError(f"not a primitive: {p!r}")
-
-    def header(self, lam: Lambda) -> str:
-        kind = "fun" if lam.kind == "closure" else "fun direct"
-        k = self.name(lam.cont)
-        params = ", ".join(self.name(x) for x in lam.params)
-        return f"{kind} {k}({params}) {{"
-
-    def terminator(self, t) -> str:
-        n = self.name
-        if type(t) is ApplyCont:
-            return f"{n(t.cont.var)}({self.args(t.args)})"
-        if type(t) is Apply:
-            kind = "call" if t.kind == "closure" else "call direct"
-            return f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)}{_at(t.loc)}"
-        if type(t) is Case:
-            arms = [f"{i} -> {n(k.var)}" for i, k in t.arms]
-            if t.default is not None:
-                arms.append(f"_ -> {n(t.default.var)}")
-            return f"case {n(t.scrutinee.var)} {{ {'; '.join(arms)} }}"
-        if type(t) is Halt:
-            return f"halt {n(t.arg.var)}"
-        return "<hole>"
-
-    def block(self, term, depth: int) -> None:
-        """Print a term at an indentation, iteratively: handlers and lambdas are pushed as work."""
-        out, n = self.lines, self.name
-        work = [(term, depth)]
-        while work:
-            t, depth = work.pop()
-            pad = "  " * depth
-            if type(t) is str:                   # a closing brace
-                out.append(pad + t)
-            elif type(t) is LetPrim:
-                if type(t.prim) is Lambda:
-                    out.append(f"{pad}{n(t.var)} = {self.header(t.prim)}")
-                    work += [(t.body, depth), ("}", depth), (t.prim.body, depth + 1)]
-                else:
-                    out.append(f"{pad}{n(t.var)} = {self.prim(t.prim)}")
-                    work.append((t.body, depth))
-            elif type(t) is LetCont:
-                k = n(t.cont)
-                params = ", ".join(n(x) for x in t.params)
-                out.append(f"{pad}cont {k}({params}) {{")
-                work += [(t.body, depth), ("}", depth), (t.handler, depth + 1)]
-            else:
-                out.append(pad + self.terminator(t))
-
-    def definition(self, d: Definition) -> None:
-        head = d.visibility if d.var is None else f"{d.visibility} {self.name(d.var)}"
-        if d.body is not None or d.value is None:
-            self.lines.append(f"{head} = do {{")
-            self.block(d.body, 1)
-            self.lines.append("}")
-        elif type(d.value) is Lambda:
-            self.lines.append(f"{head} = {self.header(d.value)}")
-            self.block(d.value.body, 1)
-            self.lines.append("}")
-        else:
-            self.lines.append(f"{head} = {self.prim(d.value)}")
-
-
-def show(node) -> str:
-    """The text of a program, a definition or a term."""
-    p = Printer()
-    if type(node) is Program:
-        for d in node.definitions:
-            p.definition(d)
-    elif type(node) is Definition:
-        p.definition(node)
-    else:
-        p.block(node, 0)
-    return "\n".join(p.lines) + "\n"
 
 
 # --- Parse -------------------------------------------------------------
@@ -874,7 +863,7 @@ class Parser:
         tokens.append(("eof", "", len(text)))
         return tokens
 
-    # --- token helpers
+class Parser(Parser):
     def error_at(self, offset: int, message: str, length: int = 1) -> CompileError:
         end = min(offset + length, len(self.source.text))
         return CompileError(message, Span(self.source, offset, max(end, offset)))
@@ -926,7 +915,7 @@ class Parser:
         self.i += 1
         return text, offset
 
-    # --- names and scopes
+class Parser(Parser):
     @staticmethod
     def hint(name: str) -> str:
         base, sep, number = name.rpartition("_")
@@ -1029,6 +1018,7 @@ class Parser(Parser):
         self.vars[name] = var
         (self.conts if var.is_cont else self.scope).add(var)
 
+class Parser(Parser):
     def last(self) -> Term:
         if self.accept("call"):
             kind = "direct" if self.accept("direct") else "closure"
@@ -1063,6 +1053,7 @@ class Parser(Parser):
             return apply_cont(k, *self.uses())
         raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
 
+class Parser(Parser):
     def prim(self) -> Prim:
         if self.peek(kind="int") or (self.peek("-") and self.tokens[self.i + 1][0] == "int"):
             return const(self.integer())
@@ -1117,6 +1108,7 @@ class Parser(Parser):
         y = self.use()
         return op(operator, x, y, loc=self.loc())
 
+class Parser(Parser):
     def function(self) -> Lambda:
         kind = "direct" if self.accept("direct") else "closure"
         name, offset = self.name("the function's return continuation")
@@ -1133,6 +1125,7 @@ class Parser(Parser):
         self.conts = saved
         return f
 
+class Parser(Parser):
     def program(self) -> Program:
         self.newlines(False)
         self.declare_globals()
@@ -1171,7 +1164,6 @@ class Parser(Parser):
                     raise self.error_at(noffset, f"{name} is defined twice")
                 v = self.vars[name] = self.globals[name] = Var(self.hint(name))
                 self.scope.add(v)
-
 
 def parse(text: str, name: str = "<cps>", source: Source = None) -> Program:
     """Read a program printed by show(); source is the L program its @line:col refer to."""
@@ -1224,6 +1216,7 @@ class Checker:
         self.bound[var] = function
         self.scope.add(var)
 
+class Checker(Checker):
     def occurrence(self, node, o, cont: bool, function) -> None:
         if not isinstance(o, Occ) or o.is_cont != cont:
             self.fail(node, f"a {'continuation' if cont else 'variable'} occurrence was expected, not {o!r}")
@@ -1262,6 +1255,7 @@ class Checker(Checker):
             prev, node, steps = node, getattr(node, "enclosing", None), steps + 1
         return ", ".join(reversed(parts))
 
+class Checker(Checker):
     def program(self, prog: Program) -> None:
         for d in prog.definitions:
             if type(d) is not Definition:
@@ -1293,6 +1287,7 @@ class Checker(Checker):
         else:
             self.visit(d.body, d, None)
 
+class Checker(Checker):
     def visit(self, root, parent, function) -> None:
         work = [("node", root, parent, function)]
         while work:
@@ -1338,6 +1333,7 @@ class Checker(Checker):
             else:
                 self.leaf(node, function)
 
+class Checker(Checker):
     def term_field(self, node, field: str) -> None:
         part = getattr(node, field)
         if part is not None and not isinstance(part, Term):
@@ -1370,6 +1366,7 @@ class Checker(Checker):
             for k in conts:
                 self.arity(node, k.var, 0)
 
+class Checker(Checker):
     def links(self) -> None:
         """Rings and counts agree with the occurrences met."""
         for var in self.bound:
@@ -1434,7 +1431,6 @@ class Continuation:
     def __init__(self, code, params, env):
         self.code, self.params, self.env = code, params, env
 
-
 class Stop(Exception):
     """A runtime error at a location of a parsed CPS text, which has no L source to show."""
 
@@ -1491,6 +1487,7 @@ class Interpreter:
             return read_global
         return lambda env: env[v]
 
+class Interpreter(Interpreter):
     def prim(self, p):
         t = type(p)
         if t is Const:
@@ -1514,6 +1511,12 @@ class Interpreter:
             return ext
         if t is Lambda:
             return self.function(p)
+        return self.primitive(p)
+
+class Interpreter(Interpreter):
+    def primitive(self, p):
+        """A primitive that is not a value: a read, an operation, or an effect."""
+        t = type(p)
         if t is Proj:
             g, i = self.get(p.arg), p.index
             def projection(env):
@@ -1545,6 +1548,7 @@ class Interpreter:
             return failure
         raise TypeError(f"not a primitive: {p!r}")
 
+class Interpreter(Interpreter):
     def operation(self, p: Op):
         gets, loc = [self.get(o) for o in p.args], p.loc
         if len(gets) == 1:
@@ -1596,6 +1600,7 @@ class Interpreter(Interpreter):
         params, cont = lam_.params, lam_.cont
         return lambda env: Function(body, params, cont, {v: env[v] for v in free})
 
+class Interpreter(Interpreter):
     def terminator(self, t):
         if type(t) is ApplyCont:
             k, gets = t.cont.var, [self.get(o) for o in t.args]
@@ -1624,6 +1629,7 @@ class Interpreter(Interpreter):
             return lambda env: (None, g(env))
         raise TypeError(f"not a term: {t!r}")
 
+class Interpreter(Interpreter):
     def call(self, t: Apply):
         gf, gets, k, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.loc
         tail = type(k.binder) is Lambda and k.binder.cont is k    # k: its own function's return
@@ -1698,11 +1704,9 @@ _HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|f
 _TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(")
 
 
-def diagram(node, width_chars: int = None) -> str:
-    """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows."""
-    lines = show(node).rstrip("\n").split("\n")
-    ch, lh, left = 7.2, 17, 8                           # character width, line height, margin
-    text_w = max(len(l) for l in lines) if width_chars is None else width_chars
+def _scopes(lines: list) -> tuple:
+    """The boxes of a printed term — (first line, last line, indentation, kind, depth) for each
+    function, handler and dynamic definition — and where each continuation is bound."""
     boxes, open_, heads = [], [], {}
     for i, line in enumerate(lines):
         m = _HEADER.match(line)
@@ -1714,6 +1718,11 @@ def diagram(node, width_chars: int = None) -> str:
         elif line.strip() == "}" and open_:
             start, indent, kind, depth = open_.pop()
             boxes.append((start, i, indent, kind, depth))
+    return boxes, heads
+
+
+def _jumps(lines: list, heads: dict) -> list:
+    """The arrows: (line of the jump, line of the target's header, its depth, length of the line)."""
     arrows = []
     for i, line in enumerate(lines):
         if line.rstrip().endswith("{"):
@@ -1725,6 +1734,17 @@ def diagram(node, width_chars: int = None) -> str:
         for name in found:
             if name in heads:
                 arrows.append((i, *heads[name], len(line)))
+    return arrows
+
+def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = None) -> str:
+    """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows.
+    marks: {variable: colour} for names to colour; title: a description, and a white card."""
+    printer = _print(node)
+    lines = printer.lines
+    ch, lh, left = 7.2, 17, 8                           # character width, line height, margin
+    text_w = max(len(l) for l in lines) if width_chars is None else width_chars
+    boxes, heads = _scopes(lines)
+    arrows = _jumps(lines, heads)
     gutter = left + text_w * ch + 16
     width = gutter + 14 * len(arrows) + 24
     height = lh * len(lines) + 12
@@ -1734,13 +1754,23 @@ def diagram(node, width_chars: int = None) -> str:
            f'font-family="monospace" font-size="12">',
            '<defs><marker id="a" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
            '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>']
+    if title is not None:
+        out[0] = out[0][:-1] + ' fill="#0f172a">'
+        out.insert(1, f'<title>{_escape(title)}</title>')
+        out.append(f'<rect width="{width:.0f}" height="{height}" fill="#ffffff"/>')
     for start, end, indent, kind, depth in sorted(boxes):
         x = left + indent * ch - 4
         out.append(f'<rect x="{x:.1f}" y="{start * lh + 3}" width="{gutter - x - 6 - 5 * depth:.1f}" '
                    f'height="{(end - start + 1) * lh + 2}" rx="5" fill="{fill[kind]}" '
                    f'stroke="{stroke[kind]}" fill-opacity="0.6"/>')
+    coloured = {printer.name(v): colour for v, colour in (marks or {}).items()}
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, coloured)) + r")\b") if coloured else None
     for i, line in enumerate(lines):
-        out.append(f'<text x="{left}" y="{(i + 1) * lh}" xml:space="preserve">{_escape(line)}</text>')
+        text = _escape(line)
+        if pattern:
+            text = pattern.sub(lambda m: f'<tspan fill="{coloured[m.group(1)]}" font-weight="bold">'
+                                         f'{m.group(1)}</tspan>', text)
+        out.append(f'<text x="{left}" y="{(i + 1) * lh}" xml:space="preserve">{text}</text>')
     for n, (src, dst, depth, length) in enumerate(arrows):
         gx = gutter + 14 * n + 8
         y1, y2 = src * lh + lh / 2 + 2 + 3 * (n % 3), dst * lh + lh / 2 + 4
@@ -1751,3 +1781,22 @@ def diagram(node, width_chars: int = None) -> str:
                    f'stroke="{colour}" stroke-width="1.3" marker-end="url(#a)"/>')
     out.append("</svg>")
     return "\n".join(out)
+
+_SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)"[^>]*?\bheight="([\d.]+)"')
+
+
+def beside(pictures: list, title: str, gap: float = 28) -> str:
+    """One SVG picture of several, side by side: pictures is [(caption, SVG text)]; title is
+    the description of the whole. White card, dark text, like the pictures it holds."""
+    x, parts, height = 10.0, [], 0.0
+    for caption, svg in pictures:
+        w, h = (float(v) for v in _SIZE.search(svg).groups())
+        parts.append(f'<text x="{x:.1f}" y="18" font-weight="bold">{_escape(caption)}</text>')
+        parts.append(svg.replace("<svg ", f'<svg x="{x:.1f}" y="28" ', 1))
+        x += max(w, len(caption) * 7.2) + gap
+        height = max(height, h)
+    width, height = x - gap + 10, height + 38
+    return "\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+                      f'font-family="monospace" font-size="12" fill="#0f172a">',
+                      f'<title>{_escape(title)}</title>',
+                      f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>', *parts, '</svg>'])

@@ -101,7 +101,6 @@ def _children(e) -> list:
         return [e.cond]
     return []
 
-
 class Analysis:
     """Which vars are captured by a function; which names each if/match/while assigns;
     which non-function definitions are read inside functions."""
@@ -261,6 +260,7 @@ class Converter(Converter):
                            lambda: self.unit(e.type, lambda u: give(ctx, u, st)))))
         raise TypeError(f"not a core expression: {e!r}")
 
+class Converter(Converter):
     def guard(self, cond: Var, message: str, span, rest):
         """If cond is true continue with rest(), else fail with message at span."""
         return let_cont(lambda ok: rest(), lambda ok:
@@ -382,6 +382,7 @@ class Converter(Converter):
             return self.constructors[p.name][1] == 1 and all(self.irrefutable(q) for q in p.args or [])
         return False
 
+class Converter(Converter):
     def pattern(self, p, x: Var, fail_k, env, success):
         """Test x against p; jump to fail_k if it does not match, else success(env with p's variables)."""
         t = type(p)

@@ -28,7 +28,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from lcompiler import addlang, llvm_backend
+from lcompiler import addlang, llvm_backend, pipeline
 from lcompiler.errors import CompileError, Note, Source, Span
 from lcompiler.syntax import collector_paused
 
@@ -103,7 +103,8 @@ def split(module: ir.Module, parts: int) -> list[str]:
 def declaration(g, text: str) -> str:
     """A declaration of g with its calling convention and attributes."""
     if isinstance(g, ir.Function):
-        return "declare " + text.split("\n", 1)[0].removeprefix("define ")
+        head = text.split("\n", 1)[0].removeprefix("define ")
+        return "declare " + re.sub(r" !dbg !\d+", "", head)     # its scope (chapter 10) stays home
     return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
 
 def target(executable: bool) -> llvm.TargetMachine:
@@ -114,9 +115,11 @@ def target(executable: bool) -> llvm.TargetMachine:
     return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
 
 
-def object_code(text: str, level: int, executable: bool) -> bytes:
-    """An object file from LLVM text: verified, optimised at O<level>, compiled."""
-    return target(executable).emit_object(llvm_backend.optimise(text, level))
+def object_code(text: str, level: int, executable: bool, part: int = 0, parts: int = 1) -> bytes:
+    """An object file from LLVM text: verified, optimised at O<level>, given its part of the
+    call-site table (chapter 10), compiled."""
+    optimised = llvm_backend.optimise(text, level)
+    return target(executable).emit_object(llvm_backend.call_site_table(optimised, part, parts))
 
 
 def cores() -> int:
@@ -146,14 +149,14 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
                 if pid == 0:                      # a child: compile, write the object, exit
                     status = 1
                     try:
-                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable))
+                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable, i, len(texts)))
                         status = 0
                     except BaseException:
                         Path(tmp, f"{i}.err").write_text(traceback.format_exc())
                     finally:
                         os._exit(status)
                 children.append(pid)
-            last = object_code(texts[-1], level, executable)
+            last = object_code(texts[-1], level, executable, len(texts) - 1, len(texts))
             statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
         except BaseException:                     # an error or an interrupt here: the children go too
             for pid in children:
@@ -209,14 +212,16 @@ def jit(objects: list[bytes]):
 
 
 def compile_source(source: Source, level: int = 2, executable: bool = False,
-                   parts: int | None = None) -> list[bytes]:
-    """Source to machine code, in object files (CompileError for a program the compiler rejects)."""
-    return machine_code(llvm_backend.to_llvm(source), level, executable, parts)
+                   parts: int | None = None, optimiser: bool = True) -> list[bytes]:
+    """Source to machine code, in object files (CompileError for a program the compiler rejects):
+    the pipeline's stages up to `llvm` (with chapter 9's optimiser, or without), then LLVM."""
+    module, _ = pipeline.compile_to("llvm", source, optimiser)
+    return machine_code(module, level, executable, parts)
 
 
-def run_here(source: Source) -> int:
+def run_here(source: Source, optimiser: bool = True) -> int:
     """Compile and run in this process; a runtime error exits the process with status 2."""
-    engine, main = jit(compile_source(source))
+    engine, main = jit(compile_source(source, optimiser=optimiser))
     sys.stdout.flush()
     sys.stderr.flush()
     return main()
@@ -275,10 +280,11 @@ def wait(pid: int, timeout: float | None) -> int:
         time.sleep(0.005)
 
 
-def run_source(source: Source, timeout: float | None = None, level: int = 2) -> Result:
+def run_source(source: Source, timeout: float | None = None, level: int = 2,
+               optimiser: bool = True) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
     try:
-        objects = compile_source(source, level)
+        objects = compile_source(source, level, optimiser=optimiser)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
     engine, main = jit(objects)
@@ -290,10 +296,11 @@ def run_source(source: Source, timeout: float | None = None, level: int = 2) -> 
 import shutil
 
 
-def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
+def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None,
+          optimiser: bool = True) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program; OSError for an
     executable that cannot be written, ToolchainError for a missing C compiler)."""
-    objects = compile_source(source, level, executable=True, parts=parts)
+    objects = compile_source(source, level, executable=True, parts=parts, optimiser=optimiser)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]

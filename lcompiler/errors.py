@@ -38,7 +38,6 @@ class Source:
         end = self.text.find("\n", start)
         return self.text[start:] if end < 0 else self.text[start:end]
 
-
 @dataclass(frozen=True)
 class Span:
     """The characters [start, end) of a source."""
@@ -53,7 +52,6 @@ class Span:
     def to(self, other: "Span") -> "Span":
         """The span from the start of this one to the end of other."""
         return Span(self.source, self.start, other.end)
-
 
 class Diagnostic(Exception):
     """A mistake in a program, with where it is; render() shows it to a person."""

@@ -406,9 +406,10 @@ from lcompiler.errors import CompileError, Source
 from lcompiler.syntax import parse
 
 
-def check(source: Source) -> Program:
-    """Parse, desugar and resolve a program: its core, or a CompileError."""
-    program = parse(source)
+def check(source: Source, tree=None) -> Program:
+    """Parse (unless its syntax tree is given), desugar and resolve a program: its core, or a
+    CompileError."""
+    program = parse(source) if tree is None else tree
     try:
         with syntax.recursion_limit(syntax.NESTING_LIMIT), syntax.collector_paused():
             return resolve(desugar(program))

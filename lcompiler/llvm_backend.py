@@ -10,7 +10,94 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'data_declarations', 'field_type', 'to_cps', 'to_llvm', 'verified', 'optimise', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['LABEL', 'SUCCESSOR', 'FlowGraph', 'WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+
+
+# --- Control-flow graphs -----------------------------------------------
+
+import re
+from dataclasses import dataclass
+from html import escape as _escape
+
+LABEL = re.compile(r'^"?([-\w.$]+)"?:')
+SUCCESSOR = re.compile(r'\blabel %"?([-\w.$]+)"?')
+
+
+@dataclass
+class FlowGraph:
+    """The control-flow graph of one LLVM function, from its text: shown as SVG in Jupyter,
+    blocks as boxes around their instructions and branches as arrows, described in words."""
+    text: str
+    title: str = ""
+
+    def blocks(self) -> list:
+        """[(label, instructions, successors)] in the order of the text."""
+        found = []
+        for line in self.text.strip("\n").splitlines()[1:]:
+            line = re.sub(r"\s+;.*$", "", line).rstrip()
+            if line.strip() in ("", "{", "}"):
+                continue
+            if (m := LABEL.match(line)) is not None:
+                found.append((m.group(1), [], []))
+                continue
+            if not found:
+                found.append(("entry", [], []))
+            found[-1][1].append(line.strip())
+            for target in SUCCESSOR.findall(line):
+                if target not in found[-1][2]:
+                    found[-1][2].append(target)
+        return found
+
+    @property
+    def alt(self) -> str:
+        parts = []
+        for label, code, successors in self.blocks():
+            ends = code[-1].split()[0] if code else ""
+            goes = ("returns" if ends == "ret" else "cannot be reached" if ends == "unreachable"
+                    else "jumps to " + ", ".join(successors))
+            parts.append(f"block {label}, {len(code)} instruction{'s' if len(code) != 1 else ''}, {goes}")
+        return f"{self.title}: " + "; ".join(parts)
+
+class FlowGraph(FlowGraph):
+    def svg(self, width_chars: int = 0) -> str:
+        ch, lh, left = 7.2, 17, 8                       # character width, line height, margin
+        rows, heads, ends = [], {}, []                  # text lines; block -> row of its label; branch rows
+        for label, code, successors in self.blocks():
+            if rows:
+                rows.append(("", "gap"))              # a little room between two blocks
+            heads[label] = len(rows)
+            rows.append((label + ":", "label"))
+            rows += [("  " + (line if len(line) <= 88 else line[:87] + "…"), "code") for line in code]
+            ends.append((label, len(rows) - 1, successors, code[-1].split()[0] if code else ""))
+        text_w = max([len(r) for r, _ in rows] + [width_chars])
+        gutter = left + text_w * ch + 14
+        edges = [(row, heads[s]) for _, row, successors, _ in ends for s in successors if s in heads]
+        width, height = gutter + 14 * len(edges) + 20, lh * len(rows) + 14
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+               f'font-family="monospace" font-size="12" fill="#0f172a">',
+               f"<title>{_escape(self.alt)}</title>",
+               '<defs><marker id="cfg" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+               '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+               f'<rect width="{width:.0f}" height="{height}" fill="#ffffff"/>']
+        colours = {"entry": ("#dbeafe", "#3b82f6"), "ret": ("#dcfce7", "#16a34a"),
+                   "unreachable": ("#fee2e2", "#dc2626"), "other": ("#fef9c3", "#ca8a04")}
+        for n, (label, last, _, ends_with) in enumerate(ends):
+            kind = "entry" if n == 0 else ends_with if ends_with in ("ret", "unreachable") else "other"
+            fill, stroke = colours[kind]
+            top = heads[label] * lh + 4
+            out.append(f'<rect x="{left - 4}" y="{top}" width="{gutter - left - 2:.1f}" '
+                       f'height="{(last - heads[label] + 1) * lh + 2}" rx="5" fill="{fill}" stroke="{stroke}"/>')
+        for i, (line, kind) in enumerate(rows):
+            weight = ' font-weight="bold"' if kind == "label" else ""
+            out.append(f'<text x="{left}" y="{i * lh + 17}" xml:space="preserve"{weight}>{_escape(line)}</text>')
+        for lane, (source, target) in enumerate(edges):
+            x, y1, y2 = gutter + 8 + 14 * lane, source * lh + 12, target * lh + 12
+            out.append(f'<path d="M{gutter - 6:.1f},{y1} L{x:.1f},{y1} L{x:.1f},{y2} L{gutter - 4:.1f},{y2}" '
+                       f'stroke="#7c3aed" fill="none" marker-end="url(#cfg)"/>')
+        return "\n".join(out + ["</svg>"])
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
 
 
 # --- Data: one word per value ------------------------------------------
@@ -18,7 +105,7 @@ __all__ = ['WORD', 'TAG_SHIFT', 'word', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS'
 import llvmlite.ir as ir
 
 from lcompiler import closure, cps, cps_convert, syntax as s, types
-from lcompiler.mono import monomorphise
+from lcompiler.mono import data_declarations, field_type, monomorphise
 from lcompiler import core as c
 from lcompiler.errors import RunError, Source
 from lcompiler.types import TCon, show_type
@@ -29,27 +116,39 @@ from lcompiler.types import TCon, show_type
 I64, I32, I8 = ir.IntType(64), ir.IntType(32), ir.IntType(8)
 I8P, VOID = I8.as_pointer(), ir.VoidType()
 WORD = 8                       # bytes per word
-TAG_SHIFT = 32                 # a block's tag sits above its field count in the header
+TAG_SHIFT, TAG_BITS = 24, 16   # a block's tag sits above its field count in the header
+LAYOUT_SHIFT, LAYOUT_FIELDS = 40, 19     # then which fields may hold pointers: its layout
+CONSERVATIVE, OLD, REMEMBERED = 1 << 59, 1 << 60, 1 << 61     # flags (the runtime's section 1)
 
 
 def word(n: int) -> ir.Constant:
     return ir.Constant(I64, n)
 
 
-def header(fields: int, tag: int = 0) -> int:
-    """The first word of a heap block: its number of fields, and its tag above bit 32."""
-    return fields | tag << TAG_SHIFT
+def may_point(t) -> bool:
+    """May a value of type t be the address of a heap block? Not an Int, Bool, Unit or String."""
+    return not (type(t) is TCon and t.name in ("Int", "Bool", "Unit", "String"))
 
 
-# The linkage of L functions: as `internal` ("static" in C) they could be dropped when unused,
-# but LLVM then inlines every function called once, whatever its size, and a chain of such
-# calls grows into one huge function that the optimiser takes quadratic time over (chapter
-# 12 measured it). `linkonce_odr` functions may still be dropped when unused, and are
-# inlined on their merits.
-LINKAGE = "linkonce_odr"
+def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> int:
+    """The first word of a heap block whose fields have these types: their number, the tag,
+    the layout (if code, field 0 is a function's code: no pointer), and the flag OLD for a
+    block made by the compiler. A block of more than LAYOUT_FIELDS fields has no layout: it is
+    CONSERVATIVE, and old from the start."""
+    if tag >> TAG_BITS or len(types) >> TAG_SHIFT:
+        raise ValueError("a data type of more than 65,536 constructors, or a block of more than 2^24 fields:"
+                         " the header of a block has no room for it")
+    if len(types) > LAYOUT_FIELDS:
+        return len(types) | tag << TAG_SHIFT | CONSERVATIVE | OLD
+    pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
+    return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
+
+LINKAGE = "linkonce_odr"            # not internal: see above
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
     "lc_alloc_slow": (I64, [I64]),
+    "lc_alloc_old": (I64, [I64]),
+    "lc_remember": (VOID, [I64]),
     "lc_print_int": (VOID, [I64]),
     "lc_print_bool": (VOID, [I64]),
     "lc_print_unit": (VOID, [I64]),
@@ -66,7 +165,6 @@ def written(var) -> bool:
     """Is var the target of a `x[i] := y` somewhere?"""
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
 
-
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
 
@@ -78,15 +176,17 @@ class Backend:
             self.rt[name] = ir.Function(self.module, ir.FunctionType(result, params), name)
         self.rt["lc_fail"].attributes.add("noreturn")
         self.rt["lc_fail"].attributes.add("cold")
-        for name in ("lc_hp", "lc_hl", "lc_call_site"):     # words owned by the runtime
+        for name in ("lc_hp", "lc_hl"):                # words owned by the runtime
             self.rt[name] = ir.GlobalVariable(self.module, I64, name)
         self.strings, self.printers, self.call_sites = {}, {}, []
+        self.debug_info()
         printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
         for d in program.definitions:
             printer.definition(d)
         self.name = printer.name
         self.declare()
 
+class Backend(Backend):
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -102,6 +202,7 @@ class Backend:
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
                 f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if d.var in fast else "tailcc"
+                self.subprogram(f)
                 if f.calling_convention == "fastcc":
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
@@ -113,6 +214,7 @@ class Backend:
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
+class Backend(Backend):
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -122,8 +224,9 @@ class Backend:
         if type(p) in (cps.TupleValue, cps.MakeClosure, cps.Inject):
             tag = p.tag if type(p) is cps.Inject else 0
             fields = [self.constant_of(o.var) for o in p.fields]
+            first = header([o.var.type for o in p.fields], tag, old=True, code=type(p) is cps.MakeClosure)
             g = ir.GlobalVariable(self.module, ir.ArrayType(I64, len(fields) + 1), self.name(var))
-            g.initializer = ir.Constant(g.type.pointee, [word(header(len(fields), tag))] + fields)
+            g.initializer = ir.Constant(g.type.pointee, [word(first)] + fields)
             g.linkage = "internal"
             g.global_constant = not written(var)   # a static cell (chapter 7's `ready`) is written
             return g.ptrtoint(I64)
@@ -167,50 +270,62 @@ class Backend(Backend):
         start = f.append_basic_block("entry")
         args = list(f.args)
         if me is not None:
-            recur = f.append_basic_block("recur")
-            ir.IRBuilder(start).branch(recur)
-            phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
-            for phi, a in zip(phis, args):
-                phi.add_incoming(a, start)
-            blocks[me], start, args = (recur, phis), recur, list(phis)
+            start, args = self.recur(f, start, args, blocks, me)
         self.parameters(params, args, values)
         work = [(start, term)]
         while work:
             block, t = work.pop()
-            b = ir.IRBuilder(block)
-            while True:
-                if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
-                    values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
-                    t = t.body
-                elif type(t) is cps.LetPrim:
-                    v = self.prim(b, t.prim, values)
-                    values[t.var] = v
-                    if t.var.count and not isinstance(v, ir.Constant) and not v.name:
-                        v.name = self.name(t.var)
-                    t = t.body
-                elif type(t) is cps.LetCont:
-                    if t.cont.count:                   # a continuation nobody jumps to has no block
-                        handler = f.append_basic_block(self.name(t.cont))
-                        hb = ir.IRBuilder(handler)
-                        phis = [hb.phi(I64, self.name(x)) for x in t.params]
-                        values.update(zip(t.params, phis))
-                        blocks[t.cont] = (handler, phis)
-                        work.append((handler, t.handler))
-                    t = t.body
-                else:
-                    self.jump(b, t, values, blocks, ret)
-                    break
+            self.chain(f, ir.IRBuilder(block), t, values, blocks, work, ret)
+
+    def chain(self, f: ir.Function, b: ir.IRBuilder, t, values: dict, blocks: dict, work: list, ret):
+        """Emit a chain of let_prims and let_conts into b's block, up to and including its jump;
+        each continuation gets its block, and its handler goes on work."""
+        while True:
+            if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
+                values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
+                t = t.body
+            elif type(t) is cps.LetPrim:
+                v = self.prim(b, t.prim, values)
+                values[t.var] = v
+                if t.var.count and not isinstance(v, ir.Constant) and not v.name:
+                    v.name = self.name(t.var)
+                t = t.body
+            elif type(t) is cps.LetCont:
+                if t.cont.count:                   # a continuation nobody jumps to has no block
+                    handler = f.append_basic_block(self.name(t.cont))
+                    hb = ir.IRBuilder(handler)
+                    phis = [hb.phi(I64, self.name(x)) for x in t.params]
+                    values.update(zip(t.params, phis))
+                    blocks[t.cont] = (handler, phis)
+                    work.append((handler, t.handler))
+                t = t.body
+            else:
+                self.jump(b, t, values, blocks, ret)
+                return
 
     def value(self, b: ir.IRBuilder, o: cps.Occ, values: dict) -> ir.Value:
         v = o.var
         if v in values:
             if type(values[v]) is Fields:              # a flattened tuple needed whole: build it
-                return self.alloc(b, header(len(values[v])), values[v])
+                return self.alloc(b, values[v], v.type.args)
             return values[v]
         if v in self.slots:
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
+class Backend(Backend):
+    def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
+        """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
+        f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
+        recur = f.append_basic_block("recur")
+        ir.IRBuilder(start).branch(recur)
+        phis = [ir.IRBuilder(recur).phi(I64, a.name) for a in args]
+        for phi, a in zip(phis, args):
+            phi.add_incoming(a, start)
+        blocks[me] = (recur, phis)
+        return recur, list(phis)
+
+class Backend(Backend):
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -218,56 +333,62 @@ class Backend(Backend):
         b.branch(block)
 
     def jump(self, b: ir.IRBuilder, t, values: dict, blocks: dict, ret):
-        get = lambda o: self.value(b, o, values)
         if type(t) is cps.ApplyCont:
-            args = [get(o) for o in t.args]
+            args = [self.value(b, o, values) for o in t.args]
             if t.cont.var is ret:
                 b.ret(args[0])
             else:
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
-            args = [w for o in t.args for w in self.words(b, o, values)]
-            tail = t.cont.var is ret
-            if t.kind == "direct" and tail and t.func.var in blocks:
-                self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
-                return
-            if t.kind == "direct":
-                callee = self.functions[t.func.var]
-            else:                                      # a closure: its code is its field 0
-                record = get(t.func)
-                code = b.load(self.field(b, record, 0), "code")
-                fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
-                callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
-            cc = callee.calling_convention if t.kind == "direct" else "tailcc"
-            if not tail and t.loc is not None:         # where a stack overflow will be reported
-                b.store(word(len(self.call_sites)), self.rt["lc_call_site"])
-                self.call_sites.append(render(RunError(OVERFLOW, t.loc)))
-            result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
-            if tail:
-                b.ret(result)
-            else:
-                self.goto(b, t.cont.var, [result], blocks)
-        elif type(t) is cps.Case and sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
-            x = get(t.scrutinee)                       # a Bool: a conditional branch
+            self.call(b, t, values, blocks, ret)
+        elif type(t) is cps.Case:
+            self.case(b, t, values, blocks)
+        elif type(t) is cps.Halt:
+            b.ret(self.value(b, t.arg, values))
+        else:
+            raise TypeError(f"not a term: {t!r}")
+
+class Backend(Backend):
+    def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
+        args = [w for o in t.args for w in self.words(b, o, values)]
+        tail = t.cont.var is ret
+        if t.kind == "direct" and tail and t.func.var in blocks:
+            self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
+            return
+        if t.kind == "direct":
+            callee = self.functions[t.func.var]
+        else:                                      # a closure: its code is its field 0
+            record = self.value(b, t.func, values)
+            code = b.load(self.field(b, record, 0), "code")
+            fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
+            callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
+        cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+        result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
+        self.locate(result, None if tail else t.loc)
+        if tail:
+            b.ret(result)
+        else:
+            self.goto(b, t.cont.var, [result], blocks)
+
+class Backend(Backend):
+    def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
+        x = self.value(b, t.scrutinee, values)
+        if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
             if isinstance(x, ir.CastInstr) and x.opname == "zext":
                 test = x.operands[0]                   # the i1 of a comparison, before widening
             else:
                 test = b.icmp_unsigned("!=", x, word(0))
             arms = dict(t.arms)
             b.cbranch(test, blocks[arms[1].var][0], blocks[arms[0].var][0])
-        elif type(t) is cps.Case:
-            if t.default is not None:
-                default = blocks[t.default.var][0]
-            else:
-                default = b.function.append_basic_block("impossible")
-                ir.IRBuilder(default).unreachable()
-            switch = b.switch(get(t.scrutinee), default)
-            for n, k in t.arms:
-                switch.add_case(word(n), blocks[k.var][0])
-        elif type(t) is cps.Halt:
-            b.ret(get(t.arg))
+            return
+        if t.default is not None:
+            default = blocks[t.default.var][0]
         else:
-            raise TypeError(f"not a term: {t!r}")
+            default = b.function.append_basic_block("impossible")
+            ir.IRBuilder(default).unreachable()
+        switch = b.switch(x, default)
+        for n, k in t.arms:
+            switch.add_case(word(n), blocks[k.var][0])
 
 
 # --- Tail calls: three kinds, three translations -----------------------
@@ -345,14 +466,41 @@ class Backend(Backend):
         b.ret(hp)
         return f
 
-    def alloc(self, b: ir.IRBuilder, hdr: int, fields: list) -> ir.Value:
-        """A new heap block with its header and fields."""
-        p = b.call(self.allocator(), [word(len(fields) + 1)])
+class Backend(Backend):
+    def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
+        """A new heap block with its header and fields, of these types (code: field 0 is code)."""
+        first = header(types, tag, code=code)
+        if first & OLD:                               # too many fields for a layout: old at once
+            p = b.call(self.rt["lc_alloc_old"], [word(len(fields) + 1)])
+        else:
+            p = b.call(self.allocator(), [word(len(fields) + 1)])
         ptr = b.inttoptr(p, I64.as_pointer())
-        b.store(word(hdr), ptr)
+        b.store(word(first), ptr)
         for i, v in enumerate(fields, 1):
             b.store(v, b.gep(ptr, [word(i)]))
         return p
+
+class Backend(Backend):
+    def barrier(self) -> ir.Function:
+        """lc_barrier(block), made once per module, called after a store of a pointer into a
+        block: if the block is old and not yet remembered, remember it (the write barrier)."""
+        if "lc_barrier" in self.module.globals:
+            return self.module.globals["lc_barrier"]
+        f = ir.Function(self.module, ir.FunctionType(VOID, [I64]), "lc_barrier")
+        f.linkage = "internal"
+        f.attributes.add("alwaysinline")
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        block = f.args[0]
+        block.name = "block"
+        flags = b.and_(b.load(b.inttoptr(block, I64.as_pointer()), "header"), word(OLD | REMEMBERED))
+        with b.if_then(b.icmp_unsigned("==", flags, word(OLD)), likely=False):
+            b.call(self.rt["lc_remember"], [block])
+        b.ret_void()
+        return f
+
+class Backend(Backend):
+    def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
+        return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
     def nullary(self, tag: int) -> ir.Constant:
         """The one constant block of a constructor without fields (its address is its identity:
@@ -360,7 +508,7 @@ class Backend(Backend):
         name = f"nullary.{tag}"
         if name not in self.module.globals:
             g = ir.GlobalVariable(self.module, ir.ArrayType(I64, 1), name)
-            g.initializer = ir.Constant(g.type.pointee, [word(header(0, tag))])
+            g.initializer = ir.Constant(g.type.pointee, [word(header([], tag, old=True))])
             g.global_constant, g.linkage = True, LINKAGE
         return self.module.globals[name].ptrtoint(I64)
 
@@ -372,19 +520,21 @@ class Backend(Backend):
             empty = 0 if not constructors[0][1] else 1
             is_empty = b.icmp_unsigned("==", x, self.nullary(empty))
             return b.select(is_empty, word(empty), word(1 - empty))
-        return b.lshr(b.load(b.inttoptr(x, I64.as_pointer())), word(TAG_SHIFT))
+        return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
+class Backend(Backend):
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
         if t is cps.Const:
             return self.const(p.value)
         if t in (cps.TupleValue, cps.MakeClosure):
-            return self.alloc(b, header(len(p.fields)), [get(o) for o in p.fields])
+            return self.alloc(b, [get(o) for o in p.fields], [o.var.type for o in p.fields],
+                              code=t is cps.MakeClosure)
         if t is cps.Inject:
             if not p.fields:
                 return self.nullary(p.tag)
-            return self.alloc(b, header(len(p.fields), p.tag), [get(o) for o in p.fields])
+            return self.alloc(b, [get(o) for o in p.fields], [o.var.type for o in p.fields], p.tag)
         if t is cps.Proj:
             fields = values.get(p.arg.var)
             if type(fields) is Fields:                 # a flattened tuple: no load
@@ -393,7 +543,10 @@ class Backend(Backend):
         if t is cps.Tag:
             return self.tag(b, get(p.arg), p.arg.var.type)
         if t is cps.SetField:
-            b.store(get(p.value), self.field(b, get(p.target), p.index))
+            target = get(p.target)
+            b.store(get(p.value), self.field(b, target, p.index))
+            if may_point(p.value.var.type):
+                b.call(self.barrier(), [target])
             return word(0)
         if t is cps.Op:
             return self.op(b, p, [get(o) for o in p.args])
@@ -409,6 +562,7 @@ class Backend(Backend):
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
+class Backend(Backend):
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         o = p.op
         if len(args) == 1:
@@ -450,7 +604,6 @@ def only_taken_apart(var) -> bool:
         if not (type(node) is cps.Proj or (type(node) is cps.Apply and o is not node.func)):
             return False
     return True
-
 
 class Backend(Backend):
     def virtual(self, var, prim) -> bool:
@@ -509,11 +662,6 @@ class Backend(Backend):
         b = ir.IRBuilder(f.append_basic_block("entry"))
         v, nested = f.args
         v.name, nested.name = "value", "nested"
-        def text(chars):                        # a character, or a whole constant string
-            if len(chars) == 1:
-                b.call(self.rt["lc_print_char"], [word(ord(chars))])
-            else:
-                b.call(self.rt["lc_print_str"], [self.const(chars)])
         if t.name in ("Int", "Bool", "Unit"):
             b.call(self.rt["lc_print_" + t.name.lower()], [v])
         elif t.name == "String":
@@ -523,57 +671,86 @@ class Backend(Backend):
                 with plain:
                     b.call(self.rt["lc_print_str"], [v])
         elif t.name == "->":
-            text("<function>")
+            self.text(b, "<function>")
         elif t.name == "*":
-            text("(")
+            self.text(b, "(")
             for i, ft in enumerate(t.args):
                 if i:
-                    text(", ")
+                    self.text(b, ", ")
                 b.call(self.printer(ft), [b.load(self.field(b, v, i)), word(1)])
-            text(")")
+            self.text(b, ")")
         else:
-            params, constructors = self.datas[t.name]
-            subst = dict(zip(params, t.args))
-            done = f.append_basic_block("done")
-            switch = b.switch(b.lshr(b.load(b.inttoptr(v, I64.as_pointer())), word(TAG_SHIFT)), done)
-            for tag, (name, fields) in enumerate(constructors):
-                arm = f.append_basic_block(name)
-                switch.add_case(word(tag), arm)
-                b.position_at_end(arm)
-                text(name + "(" if fields else name)
-                if fields:
-                    for i, st in enumerate(fields):
-                        if i:
-                            text(", ")
-                        b.call(self.printer(field_type(st, subst)), [b.load(self.field(b, v, i)), word(1)])
-                    text(")")
-                b.branch(done)
-            b.position_at_end(done)
+            self.print_data(f, b, v, t)
         b.ret_void()
         return f
 
+    def text(self, b: ir.IRBuilder, chars: str):
+        """Print constant text: a character, or a whole constant string."""
+        if len(chars) == 1:
+            b.call(self.rt["lc_print_char"], [word(ord(chars))])
+        else:
+            b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-def data_declarations(core_program: c.Program) -> dict:
-    """Each data type's parameters and constructors (name, field types), from the core program."""
-    datas = {}
-    for item in core_program.items:
-        if isinstance(item, s.Data):
-            datas[item.name] = ([p.name for p in item.params],
-                                [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
-    return datas
+class Backend(Backend):
+    def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
+        params, constructors = self.datas[t.name]
+        subst = dict(zip(params, t.args))
+        done = f.append_basic_block("done")
+        switch = b.switch(self.header_tag(b, b.load(b.inttoptr(v, I64.as_pointer()))), done)
+        for tag, (name, fields) in enumerate(constructors):
+            arm = f.append_basic_block(name)
+            switch.add_case(word(tag), arm)
+            b.position_at_end(arm)
+            self.text(b, name + "(" if fields else name)
+            if fields:
+                for i, st in enumerate(fields):
+                    if i:
+                        self.text(b, ", ")
+                    b.call(self.printer(field_type(st, subst)), [b.load(self.field(b, v, i)), word(1)])
+                self.text(b, ")")
+            b.branch(done)
+        b.position_at_end(done)
 
 
-def field_type(t, subst: dict):
-    """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
-    if isinstance(t, s.TVar):
-        return subst[t.name]
-    if isinstance(t, s.TName):
-        return TCon(t.name, tuple(field_type(a, subst) for a in t.args))
-    if isinstance(t, s.TTuple):
-        return TCon("*", tuple(field_type(i, subst) for i in t.items))
-    if isinstance(t, s.TFun):
-        return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
-    raise TypeError(f"not a field type: {t!r}")
+# --- Where a stack overflow happened: call sites -----------------------
+
+SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
+
+
+class Backend(Backend):
+    def debug_info(self):
+        """The compile unit that the locations of calls hang from. It emits no debugging
+        information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
+        m = self.module
+        self.file = m.add_debug_info("DIFile", {"filename": self.source_name, "directory": ""})
+        self.unit = m.add_debug_info("DICompileUnit", {
+            "language": ir.DIToken("DW_LANG_C"), "file": self.file, "producer": "lcompiler",
+            "isOptimized": True, "runtimeVersion": 0, "emissionKind": ir.DIToken("NoDebug")}, is_distinct=True)
+        m.add_named_metadata("llvm.dbg.cu", self.unit)
+        m.add_named_metadata("llvm.module.flags", m.add_metadata(
+            [ir.Constant(I32, 2), ir.MetaDataString(m, "Debug Info Version"), ir.Constant(I32, 3)]))
+        self.no_type = m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])})
+        self.scopes, self.site_numbers = {}, {}
+
+    def subprogram(self, f: ir.Function):
+        """f's scope, which the locations of its calls name."""
+        self.scopes[f] = self.module.add_debug_info("DISubprogram", {
+            "name": f.name, "scope": self.file, "file": self.file, "line": 0, "type": self.no_type,
+            "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"), "unit": self.unit}, is_distinct=True)
+        f.set_metadata("dbg", self.scopes[f])
+
+    def locate(self, call: ir.CallInstr, loc):
+        """Give a call its location: line n + 1 for call site n (a call that is not a tail
+        call, at loc), line 0 for a call whose frame is not a call site of its own."""
+        line = 0
+        if loc is not None:
+            text = render(RunError(OVERFLOW, loc))
+            if text not in self.site_numbers:
+                self.site_numbers[text] = len(self.call_sites)
+                self.call_sites.append(text)
+            line = self.site_numbers[text] + 1
+        scope = self.scopes[call.parent.parent]
+        call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
 
 # --- The whole module --------------------------------------------------
@@ -586,6 +763,7 @@ class Backend(Backend):
                 me = d.var if self_tail_calls(d.var, d.value) else None
                 self.body(f, d.value.body, {}, d.value.cont, d.value.params, me)
         entry = ir.Function(self.module, ir.FunctionType(I64, []), "lc_program")
+        self.subprogram(entry)
         b = ir.IRBuilder(entry.append_basic_block("entry"))
         for i, d in enumerate(self.program.definitions):
             if d.body is not None:
@@ -593,8 +771,10 @@ class Backend(Backend):
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", LINKAGE
                 saves_no_registers(f)
+                self.subprogram(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
+                self.locate(result, None)
                 if d.var is not None:
                     b.store(result, self.slot(b, d.var))
         b.ret(word(0))
@@ -603,7 +783,8 @@ class Backend(Backend):
 
     def main(self, program: ir.Function):
         """int main(): the runtime's lc_run starts the program on a big stack, with its roots."""
-        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64])
+        run_type = ir.FunctionType(I32, [program.type, I64.as_pointer(), I64, I8P, I8P, I8P.as_pointer(), I64,
+                                         I64.as_pointer()])
         lc_run = ir.Function(self.module, run_type, "lc_run")
         main = ir.Function(self.module, ir.FunctionType(I32, []), "main")
         b = ir.IRBuilder(main.append_basic_block("entry"))
@@ -616,8 +797,12 @@ class Backend(Backend):
         texts = [self.string(s).bitcast(I8P) for s in self.call_sites] or [ir.Constant(I8P, None)]
         sites.initializer, sites.global_constant = ir.Constant(sites.type.pointee, texts), True
         first = b.gep(sites, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        table = ir.GlobalVariable(self.module, ir.ArrayType(I64, 2), SITE_TABLE.format(0))
+        table.initializer = ir.Constant(table.value_type, None)     # empty, until call_site_table
+        table.linkage = "weak"
         b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory),
-                              first, word(len(self.call_sites))]))
+                              first, word(len(self.call_sites)),
+                              b.gep(table, [ir.Constant(I32, 0), ir.Constant(I32, 0)])]))
 
 
 # --- From source to module, verified and optimised ---------------------
@@ -628,20 +813,11 @@ from lcompiler import addlang
 from lcompiler.syntax import collector_paused
 
 
-def to_cps(source: Source) -> tuple[cps.Program, dict]:
-    """The closure-converted CPS of a monomorphised program, and its data declarations."""
-    program, _ = types.check_types(source)
-    datas = data_declarations(program)
-    p = cps_convert.convert(monomorphise(program))
-    closure.closure_convert(p)
-    return p, datas
-
-
-def to_llvm(source: Source) -> ir.Module:
-    """The LLVM module of a well-typed L program (CompileError if it is not one)."""
-    with collector_paused():
-        program, datas = to_cps(source)
-        return Backend(program, datas, source.name).compile()
+def to_llvm(source: Source, optimiser: bool = True) -> ir.Module:
+    """The LLVM module of a well-typed L program (CompileError if it is not one): the pipeline of
+    chapter 4a up to its stage `llvm` (below), with chapter 9's optimiser or without it."""
+    from lcompiler.pipeline import compile_to          # (the pipeline imports this module)
+    return compile_to("llvm", source, optimiser)[0]
 
 
 def verified(module) -> llvm.ModuleRef:
@@ -662,6 +838,68 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
         passes.getModulePassManager().run(ref, passes)
         ref.verify()
     return ref
+
+
+# --- Labels, and the table of call sites -------------------------------
+
+import re
+
+SITE_SECTION = 'lc_sites,"aw",@progbits'
+CALL = re.compile(r"^( +)(.*\bcall\b.*?), !dbg (!\d+)(.*)$", re.M)
+LOCATION = re.compile(r"^(!\d+) = (?:distinct )?!DILocation\((.*)\)$", re.M)
+TAIL_CALL = re.compile(r"\b(tail call tailcc|musttail call)\b")
+
+
+def asm_string(text: str) -> str:
+    """text as an LLVM string constant."""
+    return '"' + text.replace("\\", "\\5C").replace('"', "\\22").replace("\n", "\\0A") + '"'
+
+
+def call_sites(text: str) -> dict:
+    """The call site of each location of an optimised module (LLVM text), or None: its own
+    (its line - 1), else that of the call it was inlined at."""
+    lines, parents = {}, {}
+    for node, fields in LOCATION.findall(text):
+        line = re.search(r"\bline: (\d+)", fields)
+        lines[node] = int(line.group(1)) if line else 0
+        inlined = re.search(r"\binlinedAt: (!\d+)", fields)
+        parents[node] = inlined.group(1) if inlined else None
+    sites = {}
+    for node in lines:
+        at = node
+        while at is not None and not lines[at]:
+            at = parents[at]
+        sites[node] = None if at is None else lines[at] - 1
+    return sites
+
+def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
+    """An optimised module made ready for machine code: a label on each side of every call that
+    belongs to a call site, and the table of those labels for the runtime (part k of parts:
+    the table links to part k + 1's)."""
+    llvm.initialize_native_asmparser()          # the labels are written in assembly
+    with collector_paused():
+        text = str(module)
+    sites = call_sites(text)
+
+    def labelled(m):
+        indent, call, node, rest = m.groups()
+        n = sites.get(node)
+        if n is None or "@llvm." in call or (TAIL_CALL.search(call) and text.startswith(" ret", m.end() + 1)):
+            return m.group(0)                   # not a call site, or a tail call that stays one
+        before = asm_string(f"771: # call site {n}")
+        after = asm_string(f"772:\n.pushsection {SITE_SECTION}\n.quad 771b, 772b, {n}\n.popsection")
+        return (f"{indent}call void asm sideeffect {before}, \"\"()\n{indent}{call}, !dbg {node}{rest}\n"
+                f"{indent}call void asm sideeffect {after}, \"\"()")
+
+    name = SITE_TABLE.format(part)
+    following = SITE_TABLE.format(part + 1) if part + 1 < parts else "0"
+    head = "\n".join([f".pushsection {SITE_SECTION}", ".p2align 3", f".globl {name}", f"{name}:",
+                      f".quad lc_sites.end, {following}", ".popsection"])
+    empty = re.compile(rf'^@"?{re.escape(SITE_TABLE.format(0))}"? = (weak|external) global .*$', re.M)
+    text = empty.sub(f'@"{SITE_TABLE.format(0)}" = external global [2 x i64]', text)   # the asm defines it
+    return addlang.load(CALL.sub(labelled, text)
+                        + f'\n@"lc_sites.end" = internal global i64 0, section "lc_sites"\n'
+                        + f"module asm {asm_string(head)}\n")
 
 
 # --- The runtime -------------------------------------------------------
@@ -687,31 +925,60 @@ RUNTIME_C = r"""
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
+"""
 
+RUNTIME_C += r"""
 /* ==== 1. Values and the heap-block layout ============================
  *
- * Every L value is one 64-bit word.  An Int uses all 64 bits, so nothing
- * tells an Int from a pointer: the collector has to be conservative and
- * treat any word that points into a heap block as a reference to it.
+ * Every L value is one 64-bit word.  An Int uses all 64 bits, so a word
+ * alone does not say whether it is an Int or a pointer.  A heap block
+ * says it for its own fields: the compiler knows the type of every field
+ * it stores, and writes into each block's header which fields may hold
+ * pointers (its *layout*).  A word on the stack or in a register has no
+ * header: there the collector must stay conservative.
  *
  * A heap block is a header word followed by n fields.  The header holds
- *     bits  0..31  n, the number of fields (the block is n + 1 words)
- *     bits 32..61  the tag: the constructor number, 0 for tuples, closures
- *     bit  62      FREE: not a block but a free gap (a "filler")
- *     bit  63      reserved (this collector keeps its marks in a bitmap)
- * Free gaps have headers of the same shape, so the heap can always be
- * walked from its first word to its end, one block or gap at a time.
+ *     bits  0..23  n, the number of fields (the block is n + 1 words)
+ *     bits 24..39  the tag: the constructor number, 0 for tuples, closures
+ *     bits 40..58  the layout: bit 40 + i set if field i may be a pointer
+ *     bit  59      CONSERVATIVE: more than 19 fields, no layout; any field
+ *                  may be a pointer
+ *     bit  60      OLD: not in the nursery (promoted, pinned, or static)
+ *     bit  61      REMEMBERED: in the remembered set (section 5)
+ *     bit  62      FREE: not a block but free space (a "filler"), whose
+ *                  size - 1 is in bits 0..58
+ *     bit  63      FORWARDED: a nursery block that was copied; the rest of
+ *                  the header is the address of the copy
+ * Free space has a header of its own, so the heap can always be walked
+ * from its first word to its end, one block or filler at a time.
  */
-#define FIELDS_MASK 0xFFFFFFFFull
-#define FREE_BIT    (1ull << 62)
-
-static inline uint64_t block_words(uint64_t header) { return (header & FIELDS_MASK) + 1; }
-static inline uint64_t filler_header(uint64_t words) { return FREE_BIT | (words - 1); }
+#define FIELDS_MASK      0xFFFFFFull
+#define LAYOUT_SHIFT     40
+#define LAYOUT_FIELDS    19
+#define CONSERVATIVE_BIT (1ull << 59)
+#define OLD_BIT          (1ull << 60)
+#define REMEMBERED_BIT   (1ull << 61)
+#define FREE_BIT         (1ull << 62)
+#define FORWARDED_BIT    (1ull << 63)
+#define FREE_MASK        (CONSERVATIVE_BIT - 1)
 
 /* Compiled code holds addresses as int64_t; the runtime as word pointers. */
 static inline uint64_t *as_ptr(int64_t address) { return (uint64_t *)(uintptr_t)address; }
 static inline int64_t as_int(const uint64_t *p) { return (int64_t)(uintptr_t)p; }
+
+static inline uint64_t filler_header(uint64_t words) { return FREE_BIT | (words - 1); }
+
+/* The size in words of the block, filler or copied block with this header. */
+static inline uint64_t block_words(uint64_t header)
+{
+    if (header & FORWARDED_BIT) header = *as_ptr((int64_t)(header & ~FORWARDED_BIT));
+    return (header & FREE_BIT ? header & FREE_MASK : header & FIELDS_MASK) + 1;
+}
+
+/* The fields of a block that may hold pointers: a bit per field. */
+static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT & ((1ull << LAYOUT_FIELDS) - 1); }
 """
 
 RUNTIME_C += r"""
@@ -753,7 +1020,9 @@ static void out_bytes(const char *s, size_t n)
     memcpy(out_buf + out_len, s, n);
     out_len += n;
 }
+"""
 
+RUNTIME_C += r"""
 void lc_print_int(int64_t v)
 {
     char digits[24], *p = digits + sizeof digits;
@@ -813,11 +1082,17 @@ void lc_fail_begin(const char *prefix)
     write_str(2, prefix);
 }
 
-static _Noreturn void out_of_memory(void) { lc_fail(out_of_memory_text); }
+static void statistics(void);
+
+static _Noreturn void out_of_memory(void)
+{
+    statistics();                       /* with LC_GC_STATS=1, how the heap got there */
+    lc_fail(out_of_memory_text);
+}
 """
 
 
-# --- The heap ----------------------------------------------------------
+# --- The heap: a nursery and an old generation -------------------------
 
 RUNTIME_C += r"""
 /* ==== 4. The heap and allocation =====================================
@@ -825,42 +1100,75 @@ RUNTIME_C += r"""
  * The heap lives in one virtual region the size of the heap limit,
  * reserved at start-up with MAP_NORESERVE, so that pages cost memory only
  * once touched.  The used part is [heap_start, heap_end); it grows by
- * moving heap_end up.  Blocks never move: a conservative collector cannot
- * update pointers it is not sure are pointers.
+ * moving heap_end up.  It has two generations:
  *
- * Compiled code allocates inline by bumping lc_hp towards lc_hl, the
- * ends of the current *region*, some free stretch of the heap.  When a
- * request does not fit, it calls lc_alloc_slow, which finds a new region:
- *   1. the next gap (in address order) that the last sweep left;
- *   2. else fresh memory at heap_end, while the heap is under its target
- *      size (16 MB at first, then set by each collection: see collect);
- *   3. else it collects, and tries 1 and 2 again;
- *   4. else it grows the heap past the target, up to the limit;
- *   5. else the program is out of memory.
- * A large request (over LARGE_WORDS) does not replace the current region,
- * which would waste it, but is carved out of the first gap that holds it,
- * or from heap_end.  Gaps of LARGE_WORDS or more are kept in a list of
- * their own, so that this search does not crawl through the small ones.
+ * - the *nursery*, where the program allocates: a few chunks of 64 KB
+ *   (LC_NURSERY bytes in all, 2 MB by default: it stays in the cache),
+ *   aligned on 64 KB, reused after every minor collection (section 5);
+ * - the *old generation*, everything else: the blocks that survived a
+ *   minor collection, copied there.
+ *
+ * Compiled code allocates inline by bumping lc_hp towards lc_hl, the ends
+ * of the current *run*: free space in a nursery chunk.  After a
+ * collection a chunk is one run, unless blocks were pinned in it (section
+ * 5): then its runs are the spaces between them.  The free space of a run
+ * not yet allocated in starts with a filler header, so that the nursery,
+ * like the rest of the heap, can be walked block by block.  When a
+ * request does not fit, the code calls lc_alloc_slow, which moves to the
+ * next run, in this chunk or the next; when there is none, it collects.
+ *
+ * The old generation is filled in *regions*, some free stretch of the
+ * heap: the next gap (in address order) that the last major collection
+ * left between live blocks, else fresh memory at heap_end, up to the
+ * limit.  The collector copies survivors into the current region, promo.
+ * A large request (over LARGE_WORDS) is carved out of the first gap that
+ * holds it, or from heap_end; gaps of LARGE_WORDS or more are kept in a
+ * list of their own, so that this search does not crawl through the
+ * small ones.  Blocks of more than 19 fields -- too many for a layout in
+ * the header -- are allocated in the old generation at once (lc_alloc_old).
  */
 int64_t lc_hp, lc_hl;
+"""
 
-#define MIN_TARGET_BYTES (16ull << 20)
-#define CHUNK_WORDS      (64 * 1024 / 8)    /* regions: 64 KB, up to 128 KB from gaps */
-#define LARGE_WORDS      1024
+RUNTIME_C += r"""
+#define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
+#define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
+#define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
+#define LARGE_WORDS   1024
+#define NURSERY_BYTES (2ull << 20)
+#define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
 
-static uint64_t *heap_start, *heap_end, *heap_target_end, *heap_limit_end;
-static uint64_t *small_gaps, *big_gaps;    /* linked through each gap's word 1 */
-static uint64_t *start_bits;               /* known block starts: see section 5 */
-static int64_t region_start;               /* for the statistics */
-static uint64_t gc_count, max_heap_bytes, allocated_bytes;
-static double gc_seconds;
+static uint64_t *heap_start, *heap_end, *heap_limit_end;
+static uint64_t *small_gaps, *big_gaps;     /* linked through each gap's word 1 */
+static uint64_t *start_bits;                /* known block starts: see section 5 */
+static uint16_t *nursery_map;               /* per 64 KB of heap: k + 1 if it is nursery chunk k */
+static uint64_t **nursery;                  /* the nursery's chunks */
+static uint64_t (*old_bits)[CHUNK_WORDS / 64];  /* per nursery chunk: a bit per word that starts an old block */
+static size_t nursery_chunks, next_chunk;   /* how many; the next one to look for runs in */
+static size_t base_chunks, room_chunks;     /* LC_NURSERY in chunks; room in nursery and old_bits */
+static uint64_t *cursor, *chunk_end;        /* where to look for the next run, in the current chunk */
+static int64_t run_start;                   /* for the statistics */
+static struct region { uint64_t *hp, *hl; } promo;
+static uint64_t gc_stress;                  /* LC_GC_STRESS = n: collect at every allocation, fully every nth */
+static uint64_t old_bytes, old_threshold;   /* about the old generation's size; when to collect it */
+static uint64_t minor_count, major_count, max_heap_bytes, allocated_bytes, promoted_bytes;
+static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
+static double minor_seconds, major_seconds;
+"""
 
-static void collect(void);
+RUNTIME_C += r"""
+static void collect(bool full);
 
 static void note_block_start(const uint64_t *p)
 {
     uint64_t i = (uint64_t)(p - heap_start);
     start_bits[i / 64] |= 1ull << (i % 64);
+}
+
+/* Forget the recorded starts in [from, to), both multiples of 64 words apart from the heap's start. */
+static void clear_starts(const uint64_t *from, const uint64_t *to)
+{
+    memset(start_bits + (from - heap_start) / 64, 0, (size_t)(to - from) / 64 * 8);
 }
 
 static void set_heap_end(uint64_t *end)
@@ -870,56 +1178,115 @@ static void set_heap_end(uint64_t *end)
     if (bytes > max_heap_bytes) max_heap_bytes = bytes;
 }
 
-/* Leave the current region: count what was used of it, and cover the
- * rest with a filler so that the heap stays parseable. */
-static void retire_region(void)
+static inline bool in_nursery(uint64_t v)
 {
-    allocated_bytes += (uint64_t)(lc_hp - region_start);
+    return v >= (uintptr_t)heap_start && v < (uintptr_t)heap_end
+           && nursery_map[(v - (uintptr_t)heap_start) >> CHUNK_SHIFT];
+}
+
+/* Free space in the heap: a filler, and its start recorded. */
+static void make_free(uint64_t *p, uint64_t words)
+{
+    *p = filler_header(words);
+    note_block_start(p);
+}
+"""
+
+RUNTIME_C += r"""
+/* -- The nursery ---------------------------------------------------- */
+
+/* Leave the current run: count what was used of it, and cover the rest
+ * with a filler. */
+static void close_run(void)
+{
+    allocated_bytes += (uint64_t)(lc_hp - run_start);
     if (lc_hl > lc_hp) *as_ptr(lc_hp) = filler_header((uint64_t)(lc_hl - lc_hp) / 8);
-    lc_hp = lc_hl = region_start = 0;
+    lc_hp = lc_hl = run_start = 0;
 }
 
-static void set_region(uint64_t *start, uint64_t *end)
+/* The next run that holds `words`, after the cursor: in this chunk, else
+ * in the chunks not yet allocated in since the last collection. */
+static bool next_run(uint64_t words)
 {
-    retire_region();
-    lc_hp = region_start = as_int(start);
-    lc_hl = as_int(end);
-    note_block_start(start);
+    for (;;) {
+        while (cursor < chunk_end) {
+            uint64_t header = *cursor, n = block_words(header);
+            if ((header & FREE_BIT) && n >= words) {
+                lc_hp = run_start = as_int(cursor);
+                lc_hl = as_int(cursor + n);
+                cursor += n;
+                return true;
+            }
+            cursor += n;
+        }
+        if (next_chunk == nursery_chunks) return false;
+        cursor = nursery[next_chunk++];
+        chunk_end = cursor + CHUNK_WORDS;
+    }
 }
 
-/* Step 1: take gaps off *list until one holds `words`.  The ones too
- * small are dropped: they stay in the heap as fillers, and the next
- * sweep merges them with their neighbours.  A big gap is handed out one
- * chunk at a time, the rest going back to the list, so that the starts
- * of regions the collector knows of are never far apart (section 5). */
+/* The address of `words` fresh words in the nursery.  The caller must
+ * write the header at once, before it allocates again: a collection needs
+ * every block in the heap to have its header. */
+int64_t lc_alloc_slow(int64_t words)
+{
+    uint64_t w = words < 1 ? 1 : (uint64_t)words;
+    close_run();
+    if (gc_stress || !next_run(w)) {
+        collect(false);
+        if (!next_run(w)) out_of_memory();
+    }
+    int64_t p = lc_hp;
+    lc_hp += 8 * (int64_t)w;
+    if (gc_stress) close_run();            /* so that the next allocation comes here too */
+    return p;
+}
+"""
+
+RUNTIME_C += r"""
+/* -- The old generation --------------------------------------------- */
+
+/* Take gaps off *list until one holds `words`, as the new region.  The
+ * ones too small are dropped: they stay in the heap as fillers, and the
+ * next sweep merges them with their neighbours.  A big gap is handed out
+ * one region at a time, the rest going back to the list. */
 static bool take_gap_region(uint64_t **list, uint64_t words)
 {
     while (*list != NULL) {
         uint64_t *gap = *list, size = block_words(gap[0]);
         *list = as_ptr((int64_t)gap[1]);
         if (size < words) continue;
-        if (size > 2 * CHUNK_WORDS) {
-            uint64_t *rest = gap + CHUNK_WORDS;
-            rest[0] = filler_header(size - CHUNK_WORDS);
+        if (size > 2 * REGION_WORDS) {
+            uint64_t *rest = gap + REGION_WORDS;
+            make_free(rest, size - REGION_WORDS);
             rest[1] = (uint64_t)as_int(*list);
             *list = rest;
-            size = CHUNK_WORDS;
+            size = REGION_WORDS;
         }
-        set_region(gap, gap + size);
+        promo.hp = gap, promo.hl = gap + size;
         return true;
     }
     return false;
 }
 
-/* Steps 2 and 4: a region of fresh memory at heap_end, up to cap. */
-static bool grow_region(uint64_t words, uint64_t *cap)
+/* Leave the current region, its rest covered with a filler. */
+static void close_region(void)
 {
-    if (cap < heap_end || (uint64_t)(cap - heap_end) < words) return false;
-    set_region(heap_end, cap - heap_end > CHUNK_WORDS ? heap_end + CHUNK_WORDS : cap);
-    set_heap_end(as_ptr(lc_hl));
-    return true;
+    if (promo.hl > promo.hp) make_free(promo.hp, (uint64_t)(promo.hl - promo.hp));
+    promo.hp = promo.hl = NULL;
 }
 
+/* Fresh memory at heap_end, up to the limit: `words`, or a region if more. */
+static uint64_t *grow(uint64_t words)
+{
+    if ((uint64_t)(heap_limit_end - heap_end) < words) return NULL;
+    uint64_t *p = heap_end;
+    set_heap_end(heap_end + words);
+    return p;
+}
+"""
+
+RUNTIME_C += r"""
 /* A large block from the first big gap that holds it.  The rest of the
  * gap stays in the list, in the same place. */
 static uint64_t *take_gap_block(uint64_t words)
@@ -928,59 +1295,83 @@ static uint64_t *take_gap_block(uint64_t words)
         uint64_t size = block_words(gap[0]);
         if (size < words) continue;
         uint64_t *next = as_ptr((int64_t)gap[1]), *rest = gap + words;
-        if (size - words >= 1) rest[0] = filler_header(size - words);
+        if (size - words >= 1) make_free(rest, size - words);
         if (size - words >= 2) {               /* room for a link: keep it listed */
             rest[1] = (uint64_t)as_int(next);
             next = rest;
         }
         if (prev) prev[1] = (uint64_t)as_int(next); else big_gaps = next;
-        allocated_bytes += words * 8;
         return gap;
     }
     return NULL;
 }
+"""
 
-static uint64_t *grow_block(uint64_t words, uint64_t *cap)
+RUNTIME_C += r"""
+/* `words` words in the old generation, or NULL if the heap is at its
+ * limit.  The block's start is recorded. */
+static uint64_t *old_alloc_slow(uint64_t words)
 {
-    if (cap < heap_end || (uint64_t)(cap - heap_end) < words) return NULL;
-    uint64_t *block = heap_end;
-    note_block_start(block);
-    set_heap_end(heap_end + words);
-    allocated_bytes += words * 8;
-    return block;
-}
-
-/* One attempt to find `words` words without moving heap_end past cap.
- * Returns the address, or 0. */
-static int64_t try_alloc(uint64_t words, uint64_t *cap)
-{
+    uint64_t *p;
     if (words > LARGE_WORDS) {
-        uint64_t *block = take_gap_block(words);
-        return as_int(block ? block : grow_block(words, cap));
+        if ((p = take_gap_block(words)) == NULL && (p = grow(words)) == NULL) return NULL;
+    } else {
+        if ((uint64_t)(promo.hl - promo.hp) < words) {
+            close_region();
+            if (!take_gap_region(&small_gaps, words) && !take_gap_region(&big_gaps, words)) {
+                uint64_t n = (uint64_t)(heap_limit_end - heap_end) < REGION_WORDS ? words : REGION_WORDS;
+                if ((promo.hp = grow(n)) == NULL) return NULL;
+                promo.hl = promo.hp + n;
+            }
+        }
+        p = promo.hp;
+        promo.hp += words;
     }
-    bool fits = (uint64_t)(lc_hl - lc_hp) / 8 >= words;   /* for callers that skip the inline test */
-    if (!fits && !take_gap_region(&small_gaps, words) && !take_gap_region(&big_gaps, words)
-        && !grow_region(words, cap))
-        return 0;
-    int64_t p = lc_hp;
-    lc_hp += 8 * (int64_t)words;
+    note_block_start(p);
+    old_bytes += words * 8;
     return p;
 }
 
-/* The address of `words` fresh words.  The caller must write the header
- * at once, before it allocates again: a collection needs every block in
- * the heap to have its header. */
-int64_t lc_alloc_slow(int64_t words)
+static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline */
 {
-    uint64_t w = words < 1 ? 1 : (uint64_t)words;
-    int64_t p = try_alloc(w, heap_target_end);
-    if (p == 0) {
-        collect();
-        p = try_alloc(w, heap_target_end);
-    }
-    if (p == 0) p = try_alloc(w, heap_limit_end);
-    if (p == 0) out_of_memory();
+    if (words > LARGE_WORDS || (uint64_t)(promo.hl - promo.hp) < words) return old_alloc_slow(words);
+    uint64_t *p = promo.hp;
+    promo.hp += words;
+    note_block_start(p);
+    old_bytes += words * 8;
     return p;
+}
+"""
+
+RUNTIME_C += r"""
+/* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
+static uint64_t *fresh_chunk(size_t k)
+{
+    uint64_t *aligned = heap_start + (((uint64_t)(heap_end - heap_start) + CHUNK_WORDS - 1) & ~(CHUNK_WORDS - 1));
+    if (aligned > heap_limit_end || (uint64_t)(heap_limit_end - aligned) < CHUNK_WORDS) return NULL;
+    if (aligned > heap_end) make_free(heap_end, (uint64_t)(aligned - heap_end));
+    set_heap_end(aligned + CHUNK_WORDS);
+    nursery_map[(uint64_t)(aligned - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(k + 1);
+    memset(old_bits[k], 0, sizeof old_bits[k]);
+    make_free(aligned, CHUNK_WORDS);
+    return aligned;
+}
+
+static void remember(uint64_t *block);
+
+/* A block of more than 19 fields: in the old generation, and remembered,
+ * as its fields may be made to point into the nursery. */
+int64_t lc_alloc_old(int64_t words)
+{
+    uint64_t w = (uint64_t)words, *p;
+    if (old_bytes > old_threshold) collect(true);
+    if ((p = old_alloc(w)) == NULL) {
+        collect(true);
+        if ((p = old_alloc(w)) == NULL) out_of_memory();
+    }
+    *p = CONSERVATIVE_BIT | OLD_BIT | (w - 1);   /* until the compiled code writes the header */
+    remember(p);
+    return as_int(p);
 }
 """
 
@@ -990,33 +1381,74 @@ int64_t lc_alloc_slow(int64_t words)
 RUNTIME_C += r"""
 /* ==== 5. The garbage collector =======================================
  *
- * Mark-sweep, conservative, non-moving.  The roots are the registered
- * globals array and every word on the stack of the thread that runs L
- * code, from the current stack pointer to the top.  Any word -- root or
- * field -- that points anywhere into a block, header or fields (compiled
- * code may hold interior pointers), keeps the block alive.
+ * Generational, with a nursery that is copied and an old generation that
+ * is marked and swept.  The roots are the registered globals array and
+ * every word on the stack of the thread that runs L code, from the
+ * current stack pointer to the top, registers included: *ambiguous*
+ * roots, any of which may be an Int.  Fields of blocks are precise: the
+ * layout in the header says which may be pointers.
  *
- * To find the block around an address, the collector keeps a bitmap of
- * block starts, start_bits, with one bit per heap word.  Not every start
- * is recorded -- the mutator's inline fast path does not record the
- * blocks it allocates -- but every recorded one is a real block start:
- * after a sweep, the live blocks and the gaps; since then, the start of
- * each region handed out.  Since blocks and gaps tile the heap, the block
- * around an address can be found by walking forward, block by block, from
- * the nearest recorded start below it, recording the starts it passes.
- * So the collector parses only the parts of the heap that some pointer
- * points into, each at most once per collection, and never far, as a
- * region is at most two chunks long.  A heap full of garbage is cheap to
- * collect: its cost is mostly the live data.
+ * A minor collection empties the nursery into the old generation, in
+ * three phases (Bartlett's mostly-copying collection):
+ *   1. pin: a young block that an ambiguous root points into -- anywhere
+ *      into it: compiled code may hold interior pointers -- cannot move,
+ *      as the root cannot be updated if it is not a pointer.  It stays
+ *      where it is, and becomes old there (OLD_BIT).  The fields of
+ *      remembered blocks without a layout are ambiguous too.
+ *   2. copy: every young block that a precise root points to is copied
+ *      into the old generation, and the root updated: the fields of
+ *      remembered blocks and of pinned blocks, then the fields of each
+ *      copy, until there is none left to scan.  The block left behind is
+ *      marked FORWARDED, with the address of its copy, for the other
+ *      pointers to it.
+ *   3. sweep the nursery: every chunk becomes free runs around the pinned
+ *      blocks.  A chunk that pinned blocks fill more than half is given
+ *      to the old generation, and a fresh chunk takes its place.
+ * The old generation's blocks that may point into the nursery are the
+ * *remembered set*: compiled code, after it stores into a block whose
+ * header says OLD (and not yet REMEMBERED), calls lc_remember (the write
+ * barrier), and blocks allocated old are remembered at once.  A minor
+ * collection costs the stack, the globals, the remembered set and the
+ * survivors, not the garbage: most of the nursery is never looked at.
  *
- * Marks go in a second bitmap, mark_bits.  Marking uses an explicit stack:
- * recursion would overflow the C stack on a long list.
+ * A major collection, when the old generation has doubled since the
+ * last one, is the mark-sweep of the whole heap that this runtime had
+ * before it had a nursery: marking follows pointers from the roots with
+ * an explicit stack (recursion would overflow the C stack on a long
+ * list), and the sweep turns what is not marked into gaps, for the
+ * regions of the old generation.  It comes right after a minor
+ * collection, when the nursery holds no young block.
+ *
+ * To find the block around an address (an ambiguous root), the collector
+ * keeps a bitmap of block starts, start_bits, with one bit per heap word.
+ * Not every start is recorded -- the mutator's inline fast path does not
+ * record the blocks it allocates -- but every recorded one is a real block
+ * start: after a sweep, the live blocks and the gaps; since then, the
+ * start of each run, region and copy.  Since blocks and gaps tile the
+ * heap, the block around an address can be found by walking forward,
+ * block by block, from the nearest recorded start below it, recording the
+ * starts it passes.
  */
 static uint64_t *mark_bits;                /* one bit per heap word */
-static uint64_t **mark_stack;
-static size_t mark_len, mark_cap;
+struct stack { uint64_t **items; size_t len, cap; };
+static struct stack to_scan, remembered, pinned;
 static int64_t *global_roots, n_global_roots;
 static uintptr_t stack_top;                /* top of the L thread's stack */
+"""
+
+RUNTIME_C += r"""
+static void grow_stack(struct stack *s)
+{
+    s->cap = s->cap ? 2 * s->cap : 1024;
+    s->items = realloc(s->items, s->cap * sizeof *s->items);
+    if (s->items == NULL) out_of_memory();
+}
+
+static inline void push(struct stack *s, uint64_t *block)
+{
+    if (s->len == s->cap) grow_stack(s);
+    s->items[s->len++] = block;
+}
 
 static double now_seconds(void)
 {
@@ -1024,8 +1456,10 @@ static double now_seconds(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+"""
 
-/* The block (or gap) that contains address v, or NULL if v is outside
+RUNTIME_C += r"""
+/* The block (or filler) that contains address v, or NULL if v is outside
  * the heap.  When v points at a recorded start -- the usual case, as L
  * values point at headers -- there is no walk, and no header to read. */
 static inline uint64_t *find_block(uint64_t v)
@@ -1040,35 +1474,264 @@ static inline uint64_t *find_block(uint64_t v)
     return heap_start + s;
 }
 
+/* The write barrier's slow path. */
+static void remember(uint64_t *block)
+{
+    *block |= REMEMBERED_BIT;
+    push(&remembered, block);
+}
+
+void lc_remember(int64_t block) { remember(as_ptr(block)); }
+
+static void pin(uint64_t v);
+static void mark_value(uint64_t v);
+"""
+
+RUNTIME_C += r"""
+/* Scan the stack from this function's frame up to the top: pin (in a
+ * minor collection) or mark what its words point to, and return its size
+ * in words.  Not inlined, so that its frame lies below that of the
+ * collection, where the registers were put.  The loop is the cost of a
+ * minor collection when the stack is deep: it tests a word in a few
+ * instructions, and looks further only at a word that points into the
+ * nursery. */
+static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
+{
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)7;
+    uint64_t low = (uintptr_t)heap_start, size = (uintptr_t)heap_end - low;
+    for (const uint64_t *p = (const uint64_t *)sp; p < (const uint64_t *)stack_top; p++) {
+        uint64_t v = *p;
+        if (!minor) mark_value(v);
+        else if (v - low < size && nursery_map[(v - low) >> CHUNK_SHIFT]) pin(v);
+    }
+    return (stack_top - sp) / 8;
+}
+"""
+
+RUNTIME_C += r"""
+/* -- Minor collections ---------------------------------------------- */
+
+/* Phase 1: a word that may be a pointer pins the young block it points into. */
+static void pin(uint64_t v)
+{
+    if (!in_nursery(v)) return;
+    uint64_t *block = find_block(v);
+    if (*block & (OLD_BIT | FREE_BIT)) return;      /* old already, or free space */
+    *block |= OLD_BIT;
+    push(&pinned, block);
+    uint64_t i = (uint64_t)(block - heap_start), k = nursery_map[i / CHUNK_WORDS] - 1u;
+    old_bits[k][i % CHUNK_WORDS / 64] |= 1ull << (i % 64);
+}
+
+/* Phase 2: a field that holds a pointer into the nursery is made to point
+ * to the block's copy, made first if need be. */
+static void forward(uint64_t *field)
+{
+    uint64_t v = *field;
+    if (!in_nursery(v)) return;
+    uint64_t *block = as_ptr((int64_t)v), header = *block;
+    if (header & FORWARDED_BIT) {
+        *field = header & ~FORWARDED_BIT;
+        return;
+    }
+    if (header & OLD_BIT) return;                    /* pinned: it stays */
+    uint64_t words = (header & FIELDS_MASK) + 1, *copy = old_alloc(words);
+    if (copy == NULL) out_of_memory();
+    memcpy(copy, block, words * 8);
+    *copy = header | OLD_BIT;
+    *block = FORWARDED_BIT | (uint64_t)as_int(copy);
+    *field = (uint64_t)as_int(copy);
+    promoted_bytes += words * 8;
+    push(&to_scan, copy);
+}
+
+static void forward_fields(uint64_t *block)
+{
+    for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
+}
+"""
+
+RUNTIME_C += r"""
+/* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
+ * now or before), which its row of old_bits lists -- so the sweep does not
+ * walk the young blocks, dead or copied; in a major collection, the old
+ * blocks that are not marked go too.  Returns how many words stay. */
+static bool is_marked(const uint64_t *p);
+
+static uint64_t sweep_chunk(size_t k, bool major)
+{
+    uint64_t *chunk = nursery[k], *end = chunk + CHUNK_WORDS, *free_from = chunk, kept = 0;
+    clear_starts(chunk, end);
+    for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
+        for (uint64_t bits = old_bits[k][w]; bits != 0; bits &= bits - 1) {
+            uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(bits), *p = chunk + i, n = block_words(*p);
+            if (major && !is_marked(p)) {
+                old_bits[k][w] &= ~(1ull << (i % 64));
+                continue;
+            }
+            if (p > free_from) make_free(free_from, (uint64_t)(p - free_from));
+            note_block_start(p);
+            kept += n, free_from = p + n;
+        }
+    if (end > free_from) make_free(free_from, (uint64_t)(end - free_from));
+    return kept;
+}
+
+static void add_free_to_lists(uint64_t *chunk);
+
+static void sweep_nursery(void)
+{
+    for (size_t c = 0; c < nursery_chunks; c++) {
+        if (sweep_chunk(c, false) > CHUNK_WORDS / 2) {
+            uint64_t *full = nursery[c];          /* too full: the chunk goes to the old generation */
+            nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
+            if ((nursery[c] = fresh_chunk(c)) == NULL) {
+                nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(c + 1);
+                nursery[c] = full;                 /* no room for another: keep it */
+                continue;
+            }
+            add_free_to_lists(full);
+        }
+    }
+    next_chunk = 0;
+    cursor = chunk_end = NULL;
+}
+"""
+
+RUNTIME_C += r"""
+/* A minor collection costs at least the stack it scans.  When the stack
+ * is deep, the nursery grows to twice its size (up to 64 MB, and an
+ * eighth of the heap limit), so that
+ * scanning costs at most half a word per word allocated; when the stack
+ * is shallow again, the nursery shrinks back to LC_NURSERY.  A chunk that
+ * leaves the nursery goes to the old generation, with its free runs. */
+#define MAX_NURSERY_CHUNKS 1024
+
+static void resize_nursery(uint64_t stack_words)
+{
+    uint64_t want = 2 * stack_words / CHUNK_WORDS, most = (uint64_t)(heap_limit_end - heap_start) / CHUNK_WORDS / 8;
+    if (want > MAX_NURSERY_CHUNKS) want = MAX_NURSERY_CHUNKS;
+    if (want > most) want = most;                 /* and at most an eighth of the heap */
+    if (want < base_chunks) want = base_chunks;
+    if (want > room_chunks) {
+        room_chunks = want;
+        nursery = realloc(nursery, room_chunks * sizeof *nursery);
+        old_bits = realloc(old_bits, room_chunks * sizeof *old_bits);
+        if (nursery == NULL || old_bits == NULL) out_of_memory();
+    }
+    while (nursery_chunks < want && (nursery[nursery_chunks] = fresh_chunk(nursery_chunks)) != NULL)
+        nursery_chunks++;
+    while (nursery_chunks > want) {
+        uint64_t *chunk = nursery[--nursery_chunks];
+        nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
+        add_free_to_lists(chunk);
+    }
+}
+"""
+
+RUNTIME_C += r"""
+/* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
+ * start of the nth minor collection, after its tracing, and at its end:
+ * the data of the pictures in chapter 10.  A line per block: the stage,
+ * the chunk, the block's offset and size in words, what it is, and for a
+ * copied block, the offset of its copy from the start of the heap. */
+static uint64_t dump_at;
+
+static void dump_nursery(const char *stage)
+{
+    char line[128];
+    for (size_t k = 0; k < nursery_chunks; k++)
+        for (uint64_t *p = nursery[k], n; p < nursery[k] + CHUNK_WORDS; p += n) {
+            uint64_t h = *p;
+            n = block_words(h);
+            const char *what = h & FORWARDED_BIT ? "copied" : h & FREE_BIT ? "free" : h & OLD_BIT ? "old" : "young";
+            int length = snprintf(line, sizeof line, "%s %zu %llu %llu %s %lld\n", stage, k,
+                                  (unsigned long long)(p - nursery[k]), (unsigned long long)n, what,
+                                  h & FORWARDED_BIT ? (long long)(as_ptr((int64_t)(h & ~FORWARDED_BIT)) - heap_start) : -1ll);
+            write_all(2, line, (size_t)length);
+        }
+}
+"""
+
+RUNTIME_C += r"""
+static __attribute__((noinline)) void minor_collection(void)
+{
+    double t0 = now_seconds();
+    bool dump = minor_count + 1 == dump_at;
+    if (dump) dump_nursery("start");
+    /* Spill the callee-saved registers into this frame, where the stack
+     * scan sees them: L code may keep a pointer only in a register.
+     * (setjmp would not do: glibc scrambles the saved rbp, which LLVM may
+     * use as an ordinary register.) */
+    __builtin_unwind_init();
+    for (int64_t i = 0; i < n_global_roots; i++) pin((uint64_t)global_roots[i]);
+    uint64_t stack_words = scan_thread_stack(true);
+    stack_scanned += stack_words;
+    for (size_t i = 0; i < remembered.len; i++) {
+        uint64_t *block = remembered.items[i];
+        if (*block & CONSERVATIVE_BIT)
+            for (uint64_t f = 1; f <= (*block & FIELDS_MASK); f++) pin(block[f]);
+    }
+    for (size_t i = 0; i < remembered.len; i++) {
+        forward_fields(remembered.items[i]);
+        *remembered.items[i] &= ~REMEMBERED_BIT;
+    }
+    for (size_t i = 0; i < pinned.len; i++) {
+        forward_fields(pinned.items[i]);
+        old_bytes += 8 * block_words(*pinned.items[i]);
+    }
+    while (to_scan.len > 0) forward_fields(to_scan.items[--to_scan.len]);
+    if (dump) dump_nursery("traced");
+    pinned_count += pinned.len;
+    remembered.len = pinned.len = 0;
+    sweep_nursery();
+    resize_nursery(stack_words);
+    if (dump) dump_nursery("swept");
+    minor_count++;
+    minor_seconds += now_seconds() - t0;
+}
+"""
+
+RUNTIME_C += r"""
+/* -- Major collections ---------------------------------------------- */
+
 /* Mark the block v points into, and push it to have its fields scanned.
  * We do not read its header here: that read is likely to miss the cache,
  * and drain_mark_stack overlaps such misses.  So a stray word that points
- * into a free gap marks the gap too; scan_block and sweep ignore gaps. */
-static void mark_value(uint64_t v)
+ * into free space marks the filler too; scan_block and sweep ignore it. */
+static inline void mark_block(uint64_t *block)
 {
-    uint64_t *block = find_block(v);
-    if (block == NULL) return;
     uint64_t i = (uint64_t)(block - heap_start), bit = 1ull << (i % 64);
     if (mark_bits[i / 64] & bit) return;
     mark_bits[i / 64] |= bit;
-    if (mark_len == mark_cap) {
-        mark_cap *= 2;
-        mark_stack = realloc(mark_stack, mark_cap * sizeof *mark_stack);
-        if (mark_stack == NULL) out_of_memory();
-    }
-    mark_stack[mark_len++] = block;
+    push(&to_scan, block);
 }
 
-static void mark_range(const uint64_t *from, const uint64_t *to)
+static void mark_value(uint64_t v)
 {
-    for (const uint64_t *p = from; p < to; p++) mark_value(*p);
+    uint64_t *block = find_block(v);
+    if (block != NULL) mark_block(block);
+}
+
+/* A field that the layout says may be a pointer holds an L value: the
+ * start of a block, if it is in the heap at all.  No search. */
+static inline void mark_field(uint64_t v)
+{
+    if (v - (uintptr_t)heap_start < (uintptr_t)heap_end - (uintptr_t)heap_start) mark_block(as_ptr((int64_t)v));
 }
 
 static void scan_block(const uint64_t *block)
 {
-    if (!(*block & FREE_BIT)) mark_range(block + 1, block + block_words(*block));
+    uint64_t header = *block;
+    if (header & FREE_BIT) return;
+    if (header & CONSERVATIVE_BIT)
+        for (uint64_t f = 1; f <= (header & FIELDS_MASK); f++) mark_value(block[f]);
+    else
+        for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
 }
+"""
 
+RUNTIME_C += r"""
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
  * scanned, so that its header is in the cache when its turn comes; this
@@ -1080,8 +1743,8 @@ static void drain_mark_stack(void)
     uint64_t *queue[PREFETCH_QUEUE];
     unsigned first = 0, count = 0;
     for (;;) {
-        if (mark_len > 0 && count < PREFETCH_QUEUE) {
-            uint64_t *block = mark_stack[--mark_len];
+        if (to_scan.len > 0 && count < PREFETCH_QUEUE) {
+            uint64_t *block = to_scan.items[--to_scan.len];
             __builtin_prefetch(block);
             queue[(first + count++) % PREFETCH_QUEUE] = block;
         } else if (count > 0) {
@@ -1092,24 +1755,15 @@ static void drain_mark_stack(void)
         }
     }
 }
+"""
 
-/* Scan the stack from this function's frame up to the top, and return
- * its size in words.  Not inlined, so that its frame lies below collect's,
- * where the registers were put. */
-static __attribute__((noinline)) uint64_t mark_thread_stack(void)
-{
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)7;
-    mark_range((const uint64_t *)sp, (const uint64_t *)stack_top);
-    return (stack_top - sp) / 8;
-}
-
+RUNTIME_C += r"""
 /* Append a gap to its free list; the sweep finds gaps in address order. */
 static uint64_t *small_tail, *big_tail;
 
 static void add_gap(uint64_t *gap, uint64_t words)
 {
-    gap[0] = filler_header(words);
-    note_block_start(gap);
+    make_free(gap, words);
     if (words < 2) return;                 /* no room for a link: filler only */
     gap[1] = 0;
     bool big = words >= LARGE_WORDS;
@@ -1118,22 +1772,52 @@ static void add_gap(uint64_t *gap, uint64_t words)
     *tail = gap;
 }
 
+/* The free runs of a chunk that leaves the nursery, for the old generation. */
+static void add_free_to_lists(uint64_t *chunk)
+{
+    for (uint64_t *p = chunk, n; p < chunk + CHUNK_WORDS; p += n) {
+        n = block_words(*p);
+        if ((*p & FREE_BIT) && n >= 2) {
+            uint64_t **list = n >= LARGE_WORDS ? &big_gaps : &small_gaps;
+            p[1] = (uint64_t)as_int(*list);
+            *list = p;
+        }
+    }
+}
+
+static bool is_marked(const uint64_t *p)
+{
+    uint64_t i = (uint64_t)(p - heap_start);
+    return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
+}
+"""
+
+RUNTIME_C += r"""
 /* The space between the end of one live block and the start of the next
  * becomes one gap, whatever dead blocks and old gaps it held; free space
  * at the very end goes back to heap_end instead.  Walking the mark bits,
  * not the heap, the sweep never touches a dead block: its cost is the
  * live blocks plus a bitmap word per 64 heap words.  It also resets the
- * recorded starts to the live blocks and the new gaps.  Returns the
- * number of live words. */
+ * recorded starts to the live blocks and the new gaps.  A nursery chunk
+ * is swept as in a minor collection, its marked blocks kept, and gives
+ * no gap.  Returns the number of live words. */
 static uint64_t sweep(void)
 {
     uint64_t n = (uint64_t)(heap_end - heap_start), live = 0, free_from = 0;
     small_gaps = big_gaps = small_tail = big_tail = NULL;
     for (uint64_t w = 0; w < (n + 63) / 64; w++) {
+        uint64_t first = w * 64;
+        if (first % CHUNK_WORDS == 0 && nursery_map[first / CHUNK_WORDS]) {
+            if (first > free_from) add_gap(heap_start + free_from, first - free_from);
+            live += sweep_chunk(nursery_map[first / CHUNK_WORDS] - 1u, true);
+            free_from = first + CHUNK_WORDS;
+            w += CHUNK_WORDS / 64 - 1;
+            continue;
+        }
         start_bits[w] = mark_bits[w];
         for (uint64_t bits = mark_bits[w]; bits != 0; bits &= bits - 1) {
-            uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(bits), header = heap_start[i];
-            if (header & FREE_BIT) {           /* a gap, marked by a stray word */
+            uint64_t i = first + (uint64_t)__builtin_ctzll(bits), header = heap_start[i];
+            if (header & FREE_BIT) {           /* a filler, marked by a stray word */
                 start_bits[w] &= ~(1ull << (i % 64));
                 continue;
             }
@@ -1145,34 +1829,41 @@ static uint64_t sweep(void)
     heap_end = heap_start + free_from;
     return live;
 }
+"""
 
-static __attribute__((noinline)) void collect(void)
+RUNTIME_C += r"""
+static __attribute__((noinline)) void major_collection(void)
 {
     double t0 = now_seconds();
-    /* Spill the callee-saved registers into this frame, where the stack
-     * scan sees them: L code may keep a pointer only in a register.
-     * (setjmp would not do: glibc scrambles the saved rbp, which LLVM may
-     * use as an ordinary register.) */
-    __builtin_unwind_init();
-    retire_region();                       /* now the whole heap is parseable */
+    __builtin_unwind_init();               /* as in minor_collection */
+    close_region();                        /* now the whole heap is parseable */
     memset(mark_bits, 0, (size_t)(heap_end - heap_start + 63) / 64 * 8);
     note_block_start(heap_start);          /* a start below every address */
-    mark_range((const uint64_t *)global_roots, (const uint64_t *)(global_roots + n_global_roots));
-    uint64_t stack_words = mark_thread_stack();
+    for (int64_t i = 0; i < n_global_roots; i++) mark_value((uint64_t)global_roots[i]);
+    uint64_t stack_words = scan_thread_stack(false);
     drain_mark_stack();
     /* A collection takes time in proportion to the live data and stack it
-     * traces.  Letting the heap grow to 2 * live + stack words before the
-     * next one leaves live + stack words to allocate meanwhile, so each
-     * collection is paid for by at least that much allocation. */
+     * traces.  Letting the old generation grow to 2 * live + stack words
+     * before the next one leaves live + stack words to promote meanwhile,
+     * so each collection is paid for by at least that much. */
     uint64_t live = sweep(), limit = (uint64_t)(heap_limit_end - heap_start);
     /* Near the limit, each collection would free less than the one before:
      * rather than thrash, give up once live data fill 15/16 of the limit. */
     if (live > limit - limit / 16) out_of_memory();
-    uint64_t target = 2 * live + stack_words;
-    if (target < MIN_TARGET_BYTES / 8) target = MIN_TARGET_BYTES / 8;
-    heap_target_end = heap_start + (target < limit ? target : limit);
-    gc_count++;
-    gc_seconds += now_seconds() - t0;
+    old_bytes = live * 8;
+    old_threshold = (2 * live + stack_words) * 8;
+    if (old_threshold < MIN_OLD_BYTES) old_threshold = MIN_OLD_BYTES;
+    major_count++;
+    major_seconds += now_seconds() - t0;
+}
+
+/* A minor collection, then a major one if it is due (or full). */
+static void collect(bool full)
+{
+    close_run();                           /* now the nursery is parseable */
+    minor_collection();
+    if (full || old_bytes > old_threshold || (gc_stress && minor_count % gc_stress == 0))
+        major_collection();
 }
 """
 
@@ -1195,21 +1886,102 @@ static char *stack_map;                    /* the guard zone, then the stack */
 static _Alignas(16) char alt_stack[64 * 1024];
 static int64_t (*l_program)(void);
 
-/* Where: before each call that is not a tail call, the compiled code
- * stores the number of the call site in lc_call_site; lc_run receives one
- * rendered message per call site.  So a stack overflow is reported at the
- * last call made, as the reference interpreter reports it. */
-int64_t lc_call_site = -1;
+/* Where: the compiler put a label on each side of every call that is not
+ * a tail call, and the labels in a table, one per part of the program:
+ *     word 0: the end of the entries, word 1: the next part's table or 0,
+ *     then one entry of three words per call: before, after, call site.
+ * Between the two labels lies one call instruction and nothing else that
+ * calls, so a return address in (before, after] is that call's, and a
+ * fault at an address in [before, after) happened while making it.  The
+ * handler looks at the faulting instruction, then up the stack from the
+ * faulting stack pointer, for the innermost call that is under way: the
+ * last call made, where the reference interpreter reports the overflow.
+ * lc_run receives the first part's table and one rendered message per
+ * call site; it sorts each part's entries, so that the handler can
+ * search them by halves. */
 static const char *const *call_site_texts;
 static int64_t n_call_sites;
+static uint64_t *site_tables;
 
+struct site { uint64_t before, after, number; };
+
+static int by_address(const void *a, const void *b)
+{
+    const struct site *x = a, *y = b;
+    return x->before < y->before ? -1 : x->before > y->before;
+}
+"""
+
+RUNTIME_C += r"""
+/* The entries of a part's table: none in the empty table that a module
+ * has until call_site_table gives it its own. */
+static size_t site_entries(uint64_t *table, struct site **first)
+{
+    *first = (struct site *)(table + 2);
+    uint64_t end = table[0], start = (uint64_t)as_int(table + 2);
+    return end > start ? (size_t)(end - start) / sizeof **first : 0;
+}
+
+static void sort_site_tables(void)
+{
+    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+        struct site *first;
+        size_t n = site_entries(t, &first);
+        for (size_t i = 1; i < n; i++)
+            if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
+    }
+}
+"""
+
+RUNTIME_C += r"""
+/* The call site whose call returns to address a (returning: a in
+ * (before, after]) or is being made at address a (a in [before, after)). */
+static int64_t site_at(uint64_t a, bool returning)
+{
+    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+        struct site *first;
+        size_t lo = 0, hi = site_entries(t, &first);  /* the first entry that starts after a */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (first[mid].before < a || (!returning && first[mid].before == a)) lo = mid + 1; else hi = mid;
+        }
+        /* Copies of one call site made by LLVM may share a label: look a few back. */
+        for (size_t i = lo; i > 0 && lo - i < 8; i--) {
+            struct site *s = &first[i - 1];
+            if (returning ? a <= s->after : a < s->after) return (int64_t)s->number;
+        }
+    }
+    return -1;
+}
+
+/* The call site under way at a fault: the faulting instruction's, else
+ * that of the innermost return address on the stack that has one. */
+static int64_t faulting_call_site(void *context)
+{
+    uint64_t pc, sp;
+#if defined(__x86_64__)
+    pc = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+    sp = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    pc = ((ucontext_t *)context)->uc_mcontext.pc;
+    sp = ((ucontext_t *)context)->uc_mcontext.sp;
+#else
+    return -1;
+#endif
+    int64_t site = site_at(pc, false);
+    for (uint64_t *p = as_ptr((int64_t)(sp & ~7ull)); site < 0 && (uintptr_t)p < stack_top; p++)
+        site = site_at(*p, true);
+    return site;
+}
+"""
+
+RUNTIME_C += r"""
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
-    (void)context;
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        int64_t site = lc_call_site;
+        int64_t site = faulting_call_site(context);
         write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
         _exit(2);
     }
@@ -1235,7 +2007,9 @@ static _Noreturn void internal_error(const char *what)
     write_str(2, what);
     _exit(3);
 }
+"""
 
+RUNTIME_C += r"""
 /* Run l_program on a fresh thread with a stack of stack_bytes. */
 static void run_on_big_stack(size_t stack_bytes)
 {
@@ -1300,63 +2074,92 @@ static void *map_noreserve(uint64_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* The limit is at most 32 GB, so that even a gap spanning the whole heap
- * (2^32 words) has a size that fits the header's 32-bit n. */
+/* The default heap limit: 1 GB, or a quarter of the machine's memory if
+ * that is less (but not under 64 MB).  A program that allocates without
+ * end reaches it in seconds, in memory that any machine can spare. */
+static uint64_t default_heap_limit(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : 1ull << 30;
+    return quarter > (1ull << 30) ? 1ull << 30 : quarter < (64ull << 20) ? 64ull << 20 : quarter;
+}
+"""
+
+RUNTIME_C += r"""
+/* The limit is at most 32 GB: a filler's size must fit in its header,
+ * the nursery map is one byte per 64 KB.  It is at least the nursery and
+ * as much again. */
 static void heap_init(void)
 {
-    uint64_t limit = env_size("LC_HEAP_LIMIT", 4ull << 30);
+    uint64_t nursery_bytes = (env_size("LC_NURSERY", NURSERY_BYTES) + (CHUNK_WORDS * 8 - 1)) & ~(CHUNK_WORDS * 8 - 1);
+    if (nursery_bytes == 0) nursery_bytes = CHUNK_WORDS * 8;
+    if (nursery_bytes > (256ull << 20)) nursery_bytes = 256ull << 20;
+    uint64_t limit = env_size("LC_HEAP_LIMIT", default_heap_limit());
     if (limit > (32ull << 30)) limit = 32ull << 30;
-    if (limit < (64u << 10)) limit = 64u << 10;
-    limit &= ~4095ull;
+    if (limit < 2 * nursery_bytes + (1u << 20)) limit = 2 * nursery_bytes + (1u << 20);
+    limit &= ~(CHUNK_WORDS * 8 - 1);
     /* Where the system will not reserve that much (strict overcommit),
      * settle for less rather than fail at once. */
     while ((heap_start = map_noreserve(limit)) == NULL)
         if ((limit /= 2) < (64u << 20)) out_of_memory();
     start_bits = map_noreserve(limit / 64 + 8);
     mark_bits = map_noreserve(limit / 64 + 8);
-    mark_cap = 4096, mark_len = 0;
-    mark_stack = malloc(mark_cap * sizeof *mark_stack);
-    if (start_bits == NULL || mark_bits == NULL || mark_stack == NULL) out_of_memory();
+    nursery_map = map_noreserve(limit / (CHUNK_WORDS * 8) * 2 + 2);
+    nursery_chunks = room_chunks = base_chunks = nursery_bytes / (CHUNK_WORDS * 8);
+    nursery = malloc(nursery_chunks * sizeof *nursery);
+    old_bits = malloc(nursery_chunks * sizeof *old_bits);
+    if (start_bits == NULL || mark_bits == NULL || nursery_map == NULL || nursery == NULL || old_bits == NULL)
+        out_of_memory();
     heap_end = heap_start;
     heap_limit_end = heap_start + limit / 8;
-    heap_target_end = heap_start + (limit < MIN_TARGET_BYTES ? limit : MIN_TARGET_BYTES) / 8;
     small_gaps = big_gaps = NULL;
-    lc_hp = lc_hl = region_start = 0;     /* empty region: the first allocation is slow */
-    gc_count = max_heap_bytes = allocated_bytes = 0, gc_seconds = 0;
+    promo.hp = promo.hl = NULL;
+    lc_hp = lc_hl = run_start = 0;         /* no run: the first allocation is slow */
+    minor_count = major_count = max_heap_bytes = allocated_bytes = promoted_bytes = 0;
+    pinned_count = stack_scanned = 0;
+    minor_seconds = major_seconds = 0;
+    old_bytes = 0, old_threshold = MIN_OLD_BYTES;
+    gc_stress = env_size("LC_GC_STRESS", 0);
+    dump_at = env_size("LC_GC_DUMP", 0);
+    to_scan.len = remembered.len = pinned.len = 0;
+    for (size_t c = 0; c < nursery_chunks; c++) nursery[c] = fresh_chunk(c);
+    next_chunk = 0, cursor = chunk_end = NULL;
 }
+"""
 
+RUNTIME_C += r"""
 static void heap_free(void)
 {
     uint64_t limit = (uint64_t)(heap_limit_end - heap_start) * 8;
     munmap(heap_start, limit);
     munmap(start_bits, limit / 64 + 8);
     munmap(mark_bits, limit / 64 + 8);
-    free(mark_stack);
-    lc_hp = lc_hl = region_start = 0;
+    munmap(nursery_map, limit / (CHUNK_WORDS * 8) * 2 + 2);
+    free(nursery), free(old_bits);
+    free(to_scan.items), free(remembered.items), free(pinned.items);
+    to_scan = remembered = pinned = (struct stack){NULL, 0, 0};
+    lc_hp = lc_hl = run_start = 0;
 }
+"""
 
-int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
-           const char *stack_overflow_message, const char *out_of_memory_message,
-           const char *const *call_site_messages, int64_t ncall_sites)
+RUNTIME_C += r"""
+/* With LC_GC_STATS=1: what the collector did, on stderr. */
+static void statistics(void)
 {
-    out_len = 0, out_fd = 1;
-    stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, lc_call_site = -1;
-    global_roots = globals, n_global_roots = nglobals;
-    l_program = program;
-    heap_init();
-    uint64_t stack_bytes = (env_size("LC_STACK_SIZE", 256u << 20) + 4095) & ~4095ull;
-    run_on_big_stack(stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
-    flush_output();
-
-    const char *stats = getenv("LC_GC_STATS");
-    if (stats != NULL && strcmp(stats, "1") == 0) {
-        char line[160];
+    const char *wanted = getenv("LC_GC_STATS");
+    if (wanted != NULL && strcmp(wanted, "1") == 0) {
+        char line[240];
         int n = snprintf(line, sizeof line,
-                         "gc: %llu collections, max heap %.1f MB, allocated %.1f MB, gc time %.3f s\n",
-                         (unsigned long long)gc_count, (double)max_heap_bytes / (1 << 20),
-                         (double)(allocated_bytes + (uint64_t)(lc_hp - region_start)) / (1 << 20),
-                         gc_seconds);
+                         "gc: %llu minor and %llu major collections, max heap %.1f MB, allocated %.1f MB, "
+                         "promoted %.1f MB, gc time %.3f s (minor %.3f s, major %.3f s)\n",
+                         (unsigned long long)minor_count, (unsigned long long)major_count,
+                         (double)max_heap_bytes / (1 << 20),
+                         (double)(allocated_bytes + (uint64_t)(lc_hp - run_start)) / (1 << 20),
+                         (double)promoted_bytes / (1 << 20), minor_seconds + major_seconds, minor_seconds,
+                         major_seconds);
+        write_all(2, line, (size_t)n);
+        n = snprintf(line, sizeof line, "gc: %llu blocks pinned, %.1f MB of stack scanned by minor collections\n",
+                     (unsigned long long)pinned_count, (double)stack_scanned * 8 / (1 << 20));
         write_all(2, line, (size_t)n);
         /* The peak resident memory of this process since it started (Linux):
          * VmHWM counts this program's own memory, not the parent it was
@@ -1369,6 +2172,26 @@ int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
             fclose(status);
         }
     }
+}
+"""
+
+RUNTIME_C += r"""
+int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
+           const char *stack_overflow_message, const char *out_of_memory_message,
+           const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
+{
+    out_len = 0, out_fd = 1;
+    stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
+    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
+    sort_site_tables();
+    global_roots = globals, n_global_roots = nglobals;
+    l_program = program;
+    heap_init();
+    uint64_t stack_bytes = (env_size("LC_STACK_SIZE", 256u << 20) + 4095) & ~4095ull;
+    run_on_big_stack(stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
+    flush_output();
+
+    statistics();
     heap_free();
     return 0;
 }

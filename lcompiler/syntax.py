@@ -102,12 +102,14 @@ def collector_paused():
             gc.enable()
 
 
-def tokenize(source: Source) -> list[Token]:
-    """The tokens of a source, each with its separation before and after; then 'eof'."""
-    errors = []
+def tokenize(source: Source, errors: list | None = None) -> list[Token]:
+    """The tokens of a source, each with its separation before and after; then 'eof'. Its lexical
+    mistakes are raised, or, given a list errors, added to it while lexing goes on."""
+    found = [] if errors is None else errors
     with collector_paused():
-        tokens = _tokenize(source, errors)
-    raise_errors(errors)
+        tokens = _tokenize(source, found)
+    if errors is None:
+        raise_errors(found)
     return tokens
 
 
@@ -1011,11 +1013,13 @@ def recursion_limit(limit: int):
         sys.setrecursionlimit(old)
 
 
-def parse(source: Source) -> Program:
-    """The syntax tree of a whole L program, or a CompileError with every mistake found."""
-    lexical = []
+def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
+    """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
+    tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
+    it does not lex again."""
+    lexical = list(lexical)
     with collector_paused():
-        parser = Parser(_tokenize(source, lexical))
+        parser = Parser(tokenize(source, lexical) if tokens is None else tokens)
         with recursion_limit(NESTING_LIMIT):
             program = parser.program()
     # a syntax error in an item after a lexical one is likely the lexer's making: leave it out

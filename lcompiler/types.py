@@ -12,7 +12,7 @@ also read the types it records on every node to choose how to represent
 values in memory.
 """
 
-__all__ = ['TCon', 'TVar', 'Unknown', 'GENERIC', 'BASE_TYPES', 'fn', 'tuple_of', 'Mismatch', 'Inference', 'Namer', 'is_value', 'ARITHMETIC', 'ORDERING', 'references', 'strongly_connected', 'TParam', 'Typing', 'show_type', 'infer_program', 'check_types', 'show_types']
+__all__ = ['TCon', 'TVar', 'Unknown', 'GENERIC', 'BASE_TYPES', 'fn', 'tuple_of', 'Mismatch', 'Inference', 'Namer', 'is_value', 'ARITHMETIC', 'ORDERING', 'references', 'strongly_connected', 'TParam', 'Typing', 'show_type', 'infer_program', 'check_types', 'typing_text', 'show_types']
 
 
 # --- What the types of L are -------------------------------------------
@@ -719,8 +719,11 @@ def check_types(source: Source) -> tuple[c.Program, Typing]:
     return program, infer_program(program)
 
 
-def show_types(source: Source) -> str:
+def typing_text(program: c.Program, typing: Typing) -> str:
     """Every top-level definition with its type scheme, in program order."""
-    program, typing = check_types(source)
     return "\n".join(f"{d.name.name} : {typing.show(d.name.name)}"
                      for d in program.items if isinstance(d, c.Def))
+
+
+def show_types(source: Source) -> str:
+    return typing_text(*check_types(source))

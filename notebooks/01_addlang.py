@@ -18,14 +18,30 @@
 # `compile` function that is told, instead of asked, what to do with each
 # result; then the LLVM text is verified, JIT-compiled and run, and agrees with
 # an interpreter.
+
+# %% [markdown]
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** Python, and nothing from earlier chapters: this is the first.
+# LLVM comes with the package llvmlite.
+#
+# **Builds:** the module `lcompiler.addlang` (the compiler of this chapter);
+# `lcompiler.errors`, the error format of the whole book; the command `lc`
+# with its first sub-command, `lc add`; and `lcompiler.drawing`, which draws
+# the book's pictures.
+#
+# </div>
 #
 # This chapter re-tells, in Python, a short literate Idris post, *Writing an
-# LLVM compiler using continuation passing* (seed 003 of this book). Its
-# language is tiny on purpose: the one idea it carries, that a compiler can
-# take a **continuation** — "what to do next with the value you compute" —
-# instead of returning a result, is the idea the whole book is built on. The
-# A-normal form of chapter 3 and the conversion of L to CPS in chapter 7 are
-# this chapter's `compile`, grown up.
+# LLVM compiler using continuation passing* (seed 003 of this book; see the
+# [bibliography](../bibliography.md)). Its language is tiny on purpose: the
+# one idea it carries, that a compiler can take a **continuation** — "what to
+# do next with the value you compute" — instead of returning a result, is the
+# idea the whole book is built on, as it is the idea of Appel's *Compiling
+# with Continuations*. The A-normal form of [chapter 3](03_anf.ipynb) and the
+# conversion of L to CPS in [chapter 7](07_cps_convert.ipynb) are this
+# chapter's `compile`, grown up.
 #
 # What this chapter builds, in the order it builds it:
 #
@@ -39,6 +55,7 @@
 # | `jit_run(text)` | LLVM text → verified, JIT-compiled, run in a child process; its output |
 # | `evaluate(p)` | the same program run by an interpreter |
 # | `lc add EXPR` | all of it from the command line |
+# | `Box`, `Picture` | the book's drawings: trees of boxes, as SVG |
 #
 # and the promise it keeps, checked at the end and in `tests/test_addlang.py`:
 # for every expression, the tree's value, the interpreter's output and the
@@ -52,8 +69,9 @@
 # copied into the Python package: this notebook's cells go to
 # `lcompiler/addlang.py` (the `#| default_exp` line above names it), and a
 # cell marked `#| export cli` goes to the `lc` command. Everything else —
-# examples, pictures, checks — stays in the book. The preface explains the
-# mechanism.
+# examples, pictures, checks — stays in the book. The
+# [preface](../preface.md#how-the-code-gets-from-the-notebooks-into-the-package)
+# explains the mechanism.
 
 # %%
 #| export
@@ -109,12 +127,20 @@ prog0
 # %% [markdown]
 # What does an expression mean? Its value, of course — but we must say what
 # kind of number it is, because the native code will use machine integers.
-# We choose what L itself will use (chapter 4): **signed 64-bit integers that
-# wrap around** on overflow, so 2⁶³ − 1 + 1 is −2⁶³. (The seed's interpreter
-# used Idris's `Int` while its LLVM used 32-bit `i32` with `nsw`, under which
-# an overflowing addition has no defined result: the two disagreed on large
-# numbers. Fixing one meaning and testing both against it is the first habit
-# of this book.)
+# We choose what L itself will use ([the language reference](../language.md#arithmetic)):
+# **signed 64-bit integers that wrap around** on overflow, so 2⁶³ − 1 + 1 is
+# −2⁶³.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one meaning, tested both ways</p>
+#
+# The seed's interpreter used Idris's `Int` while its LLVM used 32-bit `i32`
+# with `nsw`, under which an overflowing addition has no defined result: the
+# two disagreed on large numbers, and nothing noticed. Fixing one meaning
+# first, and testing every implementation against it, is the first habit of
+# this book.
+#
+# </div>
 #
 # `value_of` is the meaning of an expression, written as directly as possible;
 # it is the reference everything else in the chapter is compared with.
@@ -262,15 +288,17 @@ compile2(prog0, 1)
 #
 # The seed's way out is to stop building lists. Fold the "rest of the
 # program" into each instruction, and let an instruction that produces a
-# result *bind a name* for it, the way a Python `lambda` binds its parameter:
+# result *bind a name* for it, the way a Python `lambda` binds its parameter.
+# Here is `prog0`, 3 + (2 + 4), both ways: on the left the list that
+# `compile2` returned above, followed by printing and halting; on the right
+# the same program as a chain, which is what `compile` (below) builds:
 #
 # ```text
-# explicit destinations                     continuation encoding
-# Add1("%1", Lit(2), Lit(3))                Add(Lit(2), Lit(3), lambda t1:
-# Add1("%2", Var("%1"), Lit(4))             Add(Var(t1), Lit(4), lambda t2:
-# Add1("%3", Var("%1"), Var("%2"))          Add(Var(t1), Var(t2), lambda t3:
-# Print1(Var("%3"))                         Print(Var(t3),
-# Halt1()                                   Halt()))))
+# explicit destinations                continuation encoding
+# Add1("%1", 2, 4)                     Add(Lit(2), Lit(4), lambda t1:
+# Add1("%2", 3, "%1")                  Add(Lit(3), Var(t1), lambda t2:
+# Print1("%2")                         Print(Var(t2),
+# Halt1()                              Halt())))
 # ```
 #
 # `Add(v, w, program)` reads: add `v` and `w`, call the sum `z`, and go on
@@ -278,7 +306,10 @@ compile2(prog0, 1)
 # link holds the next; the name of a result exists exactly where the rest of
 # the program can see it, and nowhere else. We add a fourth ending to the
 # seed's three: `Ret`, which returns a value from a function, so the same
-# compiler can produce functions as well as whole programs.
+# compiler can produce functions as well as whole programs. (In the book's
+# later chapters the chain grows into the CPS language of
+# [chapter 6](06_cps.ipynb): `Add` becomes a `Let_prim`, the lambda a
+# continuation, `Halt` the same `Halt`.)
 
 # %%
 #| export
@@ -358,8 +389,262 @@ type(llvm0).__qualname__, llvm0.left, llvm0.right
 # steps *administrative redexes*, and avoids them with exactly this
 # technique. Second, the continuation `k` is called exactly once in every case
 # — this language has no `if`. When a language has branches, the rest of the
-# program is needed on two paths, and calling `k` twice would copy it; chapter
-# 3 is about what to do then (*join points*).
+# program is needed on two paths, and calling `k` twice would copy it;
+# [chapter 3](03_anf.ipynb) is about what to do then (*join points*).
+#
+# ### A picture of the chain
+#
+# A program is now a chain of instructions, each holding the rest. The book
+# draws such structures — chains, trees, forests — with a small module of its
+# own, `lcompiler.drawing`, written here once and used by the later chapters.
+# A `Box` has a label, the boxes below it, a colour, and a label for the edge
+# that comes down to it:
+
+# %%
+#| export drawing
+"""Pictures of the book's data: trees of labelled boxes, drawn as SVG."""
+
+from dataclasses import dataclass, field
+from html import escape
+
+# fill and stroke of each style of box: the colours of chapter 6's diagrams
+STYLES = {
+    "plain": ("#f1f5f9", "#64748b"),
+    "blue": ("#dbeafe", "#3b82f6"),
+    "yellow": ("#fef9c3", "#ca8a04"),
+    "green": ("#dcfce7", "#16a34a"),
+    "red": ("#fee2e2", "#dc2626"),
+}
+
+
+@dataclass
+class Box:
+    """A node of a drawing: its label, the boxes below it, its style, and the label of
+    the edge that comes down to it from its parent. A name lets an arrow point at it."""
+    label: str
+    children: list = field(default_factory=list)
+    style: str = "plain"
+    edge: str = ""
+    name: str | None = None
+
+
+# %% [markdown]
+# A picture lays its trees out the classic way: a leaf takes the width of its
+# label; a parent is centred over its children, whose subtrees sit side by
+# side in bands that never overlap — a parent wider than its children makes
+# its band wider, not its neighbours' boxes hidden. Every position is
+# computed from the data, with no randomness, so the picture is the same on
+# every run and the tests can compare it like any other output
+# (`tests/test_drawing.py` checks the layout on random trees).
+
+# %%
+#| export drawing
+CHAR_W, BOX_H, GAP, LEVEL = 7.2, 22, 14, 46     # pixels: a character, a box, between boxes, between levels
+
+
+def _width(box: Box) -> float:
+    return len(box.label) * CHAR_W + 14
+
+
+def _layout(box: Box, left: float, depth: int, places: dict) -> float:
+    """Place box and its subtree in a band of the picture that starts at x = left; return the
+    band's width. places[id(box)] = (x of the box's centre, depth)."""
+    w = _width(box)
+    if not box.children:
+        places[id(box)] = (left + w / 2, depth)
+        return w
+    x = 0.0                                        # the children's bands side by side, from 0
+    for child in box.children:
+        x += _layout(child, x, depth + 1, places) + GAP
+    inner = x - GAP
+    centre = (places[id(box.children[0])][0] + places[id(box.children[-1])][0]) / 2
+    shift = max(0.0, w / 2 - centre)               # room on the left for a parent wider than them
+    _move(box.children, left + shift, places)
+    places[id(box)] = (left + shift + centre, depth)
+    return max(inner + shift, shift + centre + w / 2)
+
+
+def _move(boxes: list, dx: float, places: dict) -> None:
+    """Move the boxes and everything below them dx to the right."""
+    stack = list(boxes)
+    while stack:
+        box = stack.pop()
+        x, depth = places[id(box)]
+        places[id(box)] = (x + dx, depth)
+        stack += box.children
+
+
+# %% [markdown]
+# `_draw` turns laid-out trees into SVG shapes: a rectangle and a label per
+# box, a line per edge, under the boxes.
+
+# %%
+#| export drawing
+def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
+    """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
+    arrow pointing "down" to the child, "up" to the parent, or "none"), the edge's label
+    beside it. Records in named where the boxes with a name are; returns the lowest y."""
+    bottom = 0
+    stack = [(r, None) for r in roots]
+    while stack:
+        box, parent = stack.pop()
+        cx, depth = places[id(box)]
+        y = top + depth * LEVEL
+        bottom = max(bottom, y + BOX_H)
+        if box.name:
+            named[box.name] = (cx + _width(box) / 2, y)     # arrows meet a box's right side
+        fill, stroke = STYLES[box.style]
+        w = _width(box)
+        shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
+                      f'fill="{fill}" stroke="{stroke}"/>')
+        shapes.append(f'<text x="{cx:.1f}" y="{y + 15}" text-anchor="middle">{escape(box.label)}</text>')
+        if parent is not None:
+            px, py = parent
+            line = f'M{cx:.1f},{y} L{px:.1f},{py + BOX_H}' if edges == "up" else f'M{px:.1f},{py + BOX_H} L{cx:.1f},{y}'
+            marker = '' if edges == "none" else ' marker-end="url(#arrow)"'
+            shapes.insert(0, f'<path d="{line}" stroke="#475569" fill="none"{marker}/>')   # under the boxes
+            if box.edge:
+                shapes.append(f'<text x="{(px + cx) / 2 + 6:.1f}" y="{(py + BOX_H + y) / 2 + 4:.1f}" '
+                              f'fill="#7c3aed">{escape(box.edge)}</text>')
+        stack += [(c, (cx, y)) for c in reversed(box.children)]
+    return bottom
+
+
+# %% [markdown]
+# A `Picture` holds panels of trees side by side, each with a caption, adds
+# dashed arrows between named boxes, and becomes SVG text. Jupyter shows it
+# as an image: `_repr_mimebundle_` gives the SVG, and a description in words,
+# `alt`, as its plain-text form and as metadata, where the book's site finds
+# it (for readers who do not see the picture).
+
+# %%
+#| export drawing
+@dataclass
+class Picture:
+    """Panels of trees side by side, each with a caption; edges from parent to child
+    (arrows "down", "up" towards the parent, or "none"); extra dashed arrows between
+    named boxes. Shown in Jupyter as SVG, with alt, a description in words, for the site."""
+    panels: list                   # [(caption, [root Box, ...]), ...]
+    alt: str
+    edges: str = "down"
+    arrows: list = field(default_factory=list)   # [(name of the box it leaves, name of the box it reaches)]
+
+    def svg(self) -> str:
+        places, shapes, x0 = {}, [], 10
+        named = {}
+        height = 0
+        for caption, roots in self.panels:
+            x, top = x0, 34 if caption else 10
+            for root in roots:
+                x += _layout(root, x, 0, places) + 2 * GAP
+            right = max(x - 2 * GAP, x0 + len(caption) * CHAR_W)
+            if caption:
+                shapes.append(f'<text x="{(x0 + right) / 2:.1f}" y="18" text-anchor="middle" '
+                              f'font-weight="bold">{escape(caption)}</text>')
+            height = max(height, _draw(roots, places, top, self.edges, shapes, named))
+            x0 = right + 4 * GAP
+        widest = 0
+        for source, target in self.arrows:
+            (x1, y1), (x2, y2) = named[source], named[target]
+            bend = max(x1, x2) + 30 + abs(y1 - y2) / 5
+            shapes.append(f'<path d="M{x1:.1f},{y1 + BOX_H / 2} C{bend:.1f},{y1 + BOX_H / 2} '
+                          f'{bend:.1f},{y2 + BOX_H / 2} {x2 + 1:.1f},{y2 + BOX_H / 2}" stroke="#dc2626" '
+                          f'stroke-dasharray="5,3" fill="none" marker-end="url(#arrow)"/>')
+            widest = max(widest, bend)
+        width, height = max(x0 - 4 * GAP, widest) + 10, height + 10
+        return "\n".join(
+            [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+             f'viewBox="0 0 {width:.0f} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
+             f'<title>{escape(self.alt)}</title>',
+             '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+             '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+             f'<rect width="{width:.0f}" height="{height}" fill="#ffffff"/>', *shapes, '</svg>'])
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
+
+
+# %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: why draw by hand</p>
+#
+# Graphviz draws graphs better than eighty lines of Python, but it is a
+# program to install, its SVG changes with its version, and the book must
+# build on a machine that has only Python. Matplotlib is installed, but a
+# plot is a poor way to show boxes and arrows. Writing the SVG ourselves costs
+# one page of code, keeps every picture deterministic (the tests compare the
+# stored pictures with fresh ones, text for text) and lets a picture carry
+# its description.
+#
+# </div>
+#
+# To draw a program we walk it as the printer below will: an `Add` is called
+# with the name of its result, and its box gets a child, the rest of the
+# program, on an edge labelled with that name; a `Print` holds the rest of
+# the program directly, so its edge has no name.
+
+# %%
+def chain(program, names) -> Box:
+    """The program as a chain of boxes; names() gives the name each Add's continuation receives."""
+    def value(v) -> str:
+        return f"Lit {v.value}" if isinstance(v, Value.Lit) else f"Var {v.name}"
+
+    links = []                                   # (label, edge label, style), top to bottom
+    edge = ""
+    while True:
+        match program:
+            case Llvm.Add(v, w, rest):
+                links.append((f"Add({value(v)}, {value(w)}, ·)", edge, "blue"))
+                name = names(v, w)
+                edge, program = f"λ {name} ↦", rest(name)
+            case Llvm.Print(v, rest):
+                links.append((f"Print({value(v)}, ·)", edge, "plain"))
+                edge, program = "", rest
+            case Llvm.Halt():
+                links.append(("Halt()", edge, "red"))
+                break
+            case Llvm.Ret(v):
+                links.append((f"Ret({value(v)})", edge, "red"))
+                break
+            case _:
+                raise TypeError(f"not a program: {program!r}")
+    box = None
+    for label, edge, style in reversed(links):
+        box = Box(label, [box] if box else [], style, edge)
+    return box
+
+
+# %% [markdown]
+# Two helpers: `describe` says in words what a chain shows (the picture's
+# `alt`), and `register_names` hands out `%1`, `%2`, … as the printer will.
+
+# %%
+def describe(box: Box) -> str:
+    """A chain of boxes in words, top to bottom."""
+    steps = []
+    while box:
+        steps.append((f"then, through {box.edge} " if box.edge else "then " if steps else "") + box.label)
+        box = box.children[0] if box.children else None
+    return ", ".join(steps)
+
+
+def register_names():
+    counter = iter(range(1, 1000))
+    return lambda v, w: f"%{next(counter)}"
+
+
+# %%
+llvm0_chain = chain(llvm0, register_names())
+Picture([("llvm0, named as the printer will name it", [llvm0_chain])],
+        alt="The program llvm0 as a chain of boxes, top to bottom: " + describe(llvm0_chain))
+
+# %% [markdown]
+# Read from the top: `Add(Lit 2, Lit 4, ·)` holds a function; called with the
+# name `%1`, it returns the next box, `Add(Lit 3, Var %1, ·)`, whose function
+# called with `%2` returns `Print(Var %2, ·)`, which holds `Halt()`. The dot
+# `·` is the rest of the program, below. Until someone calls the functions,
+# the boxes below the first do not exist: they are built on demand, with the
+# names the caller chooses. That is what the next section exploits.
 #
 # ## Printing LLVM
 #
@@ -611,6 +896,22 @@ def evaluate(program) -> tuple[str, int | None]:
 evaluate(llvm0)
 
 # %% [markdown]
+# The two readings of one program, side by side: the printer passes register
+# names, the interpreter the sums themselves.
+
+# %%
+def sums(v, w) -> int:
+    """The name the interpreter gives a result: its value (a Value.Var holds a number here)."""
+    number = lambda x: x.value if isinstance(x, Value.Lit) else x.name
+    return wrap64(number(v) + number(w))
+
+
+llvm0_run = chain(llvm0, sums)
+Picture([("named by the printer", [llvm0_chain]), ("named by the interpreter", [llvm0_run])],
+        alt="The chain of llvm0 twice. Named by the printer: " + describe(llvm0_chain)
+            + ". Named by the interpreter: " + describe(llvm0_run) + ".")
+
+# %% [markdown]
 # ## Functions: the caller chooses the ending
 #
 # `compile` does not decide how a program ends: its caller does, through the
@@ -690,9 +991,10 @@ env = {"x": 10, "y": 20}
 # module of their own, `lcompiler.errors`: a `Source` (a name and its text),
 # a `Span` (a stretch of a source), and `Diagnostic`, an exception that knows
 # where the mistake is and how to show it. Its subclass `CompileError` is the
-# one exception the compiler raises for a mistake in its input; chapter 4 adds
-# a second subclass for errors that happen while an L program runs, printed as
-# `runtime error` instead of `error`, and builds L's front end on them.
+# one exception the compiler raises for a mistake in its input;
+# [chapter 4b](04b_meaning.ipynb) adds a second subclass for errors that
+# happen while an L program runs, printed as `runtime error` instead of
+# `error`, and [chapter 4a](04a_syntax.ipynb) builds L's front end on them.
 
 # %%
 #| export errors
@@ -724,6 +1026,13 @@ class Source:
         return self.text[start:] if end < 0 else self.text[start:end]
 
 
+# %% [markdown]
+# A `Source` numbers its lines once, when it is made, so that finding the
+# line and column of an offset is a binary search. A `Span` is a stretch of
+# a source, and prints as the place it starts, `FILE:LINE:COL`:
+
+# %%
+#| export errors
 @dataclass(frozen=True)
 class Span:
     """The characters [start, end) of a source."""
@@ -740,6 +1049,12 @@ class Span:
         return Span(self.source, self.start, other.end)
 
 
+# %% [markdown]
+# A `Diagnostic` is an exception with a span. It knows how to show itself in
+# the format above, and which exit status `lc` should stop with:
+
+# %%
+#| export errors
 class Diagnostic(Exception):
     """A mistake in a program, with where it is; render() shows it to a person."""
 
@@ -791,10 +1106,10 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>[0-9]+)|(?P<var>[a-z_][A-Za-z0-9_]*)|(?P<op>
 MAX_I64 = 2**63 - 1
 
 
-def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
-    """An expression from text, and the span of each variable's first use."""
+def scan(text: str, name: str = "<expression>") -> list[tuple[str, str, Span]]:
+    """The tokens of an expression: (kind, text, span), ending with ("end", "", span)."""
     source = Source(name, text)
-    tokens = []                         # (kind, text, span), ending with ("end", "", span)
+    tokens = []
     pos = 0
     while (m := _TOKEN.match(text, pos)) and m.lastgroup:
         kind = m.lastgroup
@@ -804,6 +1119,22 @@ def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
         tokens.append((kind, m.group(kind), span))
         pos = m.end()
     tokens.append(("end", "", Span(source, len(text.rstrip()), len(text.rstrip()) + 1)))
+    return tokens
+
+
+# %%
+scan("3 + (2 + 4)")
+
+# %% [markdown]
+# The parser reads the tokens with one function per rule of the grammar,
+# `exp` and `atom`, sharing the position `i`; `expect` reports what was
+# expected and what was found instead.
+
+# %%
+#| export
+def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
+    """An expression from text, and the span of each variable's first use."""
+    tokens = scan(text, name)
     spans, i = {}, 0
 
     def expect(what: str):
@@ -863,7 +1194,7 @@ for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
 # The recursion in `exp` and `atom` follows the nesting of parentheses; an
 # expression nested a thousand parentheses deep would exhaust Python's stack,
 # a limit the command line reports instead of crashing on (below). L's parser
-# in chapter 4 has the same concern at a larger scale.
+# in [chapter 4a](04a_syntax.ipynb) has the same concern at a larger scale.
 #
 # ## The chapter from the shell: lc add
 #
@@ -1090,4 +1421,6 @@ for text in cases:
 #    `compile2`, and easy with `compile`?
 # 4. Add `if0 e1 then e2 else e3` with two basic blocks. Where does the
 #    continuation `k` get called twice, and what goes wrong when the rest of
-#    the program is big? (Chapter 3 answers.)
+#    the program is big? ([Chapter 3](03_anf.ipynb) answers.)
+# 5. Draw the chain of `compile(x_y, Llvm.Ret)` with `chain` and `Picture`.
+#    Which box has the most boxes below it, and why is it the first?

@@ -18,17 +18,33 @@
 # near-constant time, tells which set an element is in, and attaches a
 # description to each set. Two variants share one interface: `Safe`, which
 # detects every misuse and says which, and `Fast`, which checks nothing.
+
+# %% [markdown]
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
 #
-# Two later chapters stand on this one. Type inference (chapter 5) represents
-# each type variable as an element; unifying two type variables is a `union`,
-# and the description of a set is what the variables stand for. The CPS
-# language (chapter 6), after Kennedy's *Compiling with continuations,
-# continued*, keeps the occurrences of each variable in one set whose
-# description is the variable itself: finding an occurrence's binder is a
-# `find`, and substituting one variable for another is a `union`.
+# **Needs:** Python only; the pictures use `lcompiler.drawing` from
+# [chapter 1](01_addlang.ipynb).
+#
+# **Builds:** the module `lcompiler.union_find`: the structures `Safe` and
+# `Fast`, the class `Partition` of their handles, `Element` for examples, and
+# one exception per misuse. [Chapter 5](05_types.ipynb) and
+# [chapter 6](06_cps.ipynb) import it.
+#
+# </div>
+#
+# Two later chapters stand on this one. Type inference
+# ([chapter 5](05_types.ipynb)) represents each type variable as an element;
+# unifying two type variables is a `union`, and the description of a set is
+# what the variables stand for. The CPS language ([chapter 6](06_cps.ipynb)),
+# after Kennedy's *Compiling with continuations, continued*, keeps the
+# occurrences of each variable in one set whose description is the variable
+# itself: finding an occurrence's binder is a `find`, and substituting one
+# variable for another is a `union`.
 #
 # The chapter follows the literate union-find module of the original L
-# compiler (seed 000, second post), re-told in Python. Its interface is
+# compiler (seed 000, second post; see the [bibliography](../bibliography.md)),
+# re-told in Python. Its interface is
 # unusual in three ways, and each has a reason given below: the structure's
 # links live *inside* the elements; *partitions* (sets) are a different thing
 # from *elements*; and `union` *consumes* its arguments.
@@ -77,7 +93,8 @@ class Element:
 
 # %% [markdown]
 # (`Element` is for examples and tests; real users, such as the type
-# variables of chapter 5, are their own classes with a `link` field.)
+# variables of [chapter 5](05_types.ipynb), are their own classes with a
+# `link` field.)
 #
 # Here is the worked example, as it will run once `Safe` is defined (it runs,
 # with its output, after the implementation):
@@ -153,14 +170,24 @@ class Partition:
 # the next `find` from any of them takes one step. Together they make any
 # sequence of m operations on n elements cost O(m α(n)), where α, the inverse
 # of Ackermann's function, is at most 4 for any n that fits in this universe
-# (Tarjan, 1975): constant, in practice, per operation. We measure this below.
+# (Tarjan, 1975): constant, in practice, per operation. We draw both tricks at
+# work once the code exists, and measure the bound below.
 #
 # Path compression needs the path. The seed walks it with two tail-recursive
 # functions; Python has no tail calls and a recursion limit of about a
 # thousand, so our `find` is two loops: one up to the root, collecting the
-# path in a list, one over the list. (A detail of the seed: its second pass
-# re-links only the element `find` was called with, not the whole path. Our
-# version compresses the whole path, which is what the bound above assumes.)
+# path in a list, one over the list.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: the whole path, not one element</p>
+#
+# The seed's second pass re-links only the element `find` was called with,
+# not the whole path. That is simpler, and still correct, but the
+# inverse-Ackermann bound assumes that every element on the path is pointed
+# at the root. Our version compresses the whole path, so the bound holds, and
+# the measurement below (under one link followed per find) shows it.
+#
+# </div>
 #
 # ## Fast: the algorithm and nothing else
 
@@ -265,13 +292,18 @@ class Fast(UnionFind):
 # | `union(p, p)` | `SelfUnion` |
 # | something other than a partition where one is expected | `NotAPartition` |
 #
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one owner per partition, not per link</p>
+#
 # The seed's Safe gives each structure a unique identity and stores it in
 # every link next to the parent. We store it once per partition, in the
 # handle's `owner`: every path ends at a handle, so checking the owner at the
-# end of `find` checks the whole path. Consumption is recorded in the handle
-# too, which is why `Safe.union` makes a **new** handle for the merged
-# partition and marks both old ones consumed: a stale handle can then never be
-# mistaken for a live one, whichever root survived.
+# end of `find` checks the whole path, and a link stays one field. Consumption
+# is recorded in the handle too, which is why `Safe.union` makes a **new**
+# handle for the merged partition and marks both old ones consumed: a stale
+# handle can then never be mistaken for a live one, whichever root survived.
+#
+# </div>
 
 # %%
 #| export
@@ -423,6 +455,63 @@ pabcd = uf.union(pab, pcd, "any")
 # %% [markdown]
 # All four elements now find the same handle, of rank 2 (two unions of equal
 # ranks in a row); `pa` and `pab`, used up, say so.
+#
+# ### The forest, drawn
+#
+# What do those links look like? `forest` reads them back from the elements
+# and draws each partition as a tree: the handle on top (in yellow, with its
+# description and rank), then the root element, then the elements below it.
+# Each edge is a `link`, and its arrow points the way the link does, up
+# towards the root.
+
+# %%
+from lcompiler.drawing import Box, Picture
+
+
+def forest(uf: UnionFind, elements: list, moved=()) -> list[Box]:
+    """The partitions of the elements as trees of boxes, read from their links;
+    the elements in moved are drawn green."""
+    boxes = {id(e): Box(str(e.name), style="green" if e in moved else "blue") for e in elements}
+    roots = []
+    for e in elements:
+        up = getattr(e, uf.link)
+        if type(up) is Partition:
+            roots.append(Box(f"{up.desc!r}, rank {up.rank}", [boxes[id(e)]], "yellow"))
+        else:
+            boxes[id(up)].children.append(boxes[id(e)])
+    return roots
+
+
+def links(uf: UnionFind, elements: list) -> str:
+    """The links in words, for the picture's description."""
+    return "; ".join(f"{e.name} → " + (f"the handle {up.desc!r}" if type(up) is Partition else str(up.name))
+                     for e in elements if (up := getattr(e, uf.link)) is not None)
+
+# %% [markdown]
+# Now the three moments that matter, on a fresh structure: two partitions of
+# two elements each; their `union`, which hangs the root `c` under the root
+# `a` (equal ranks: the first argument keeps the root, and the rank grows);
+# and a `find(d)`, which walks `d → c → a`, and on its way back points `d`
+# straight at the root:
+
+# %%
+uf = Safe()
+a, b, c, d = elements = [Element(n) for n in "abcd"]
+pa, pb, pc, pd = (uf.singleton(e, e.name) for e in elements)
+pab, pcd = uf.union(pa, pb, "a or b"), uf.union(pc, pd, "c or d")
+moments = [("before union(pab, pcd)", forest(uf, elements), links(uf, elements))]
+everything = uf.union(pab, pcd, "a, b, c or d")
+moments.append(("after the union", forest(uf, elements), links(uf, elements)))
+uf.find(d)
+moments.append(("after find(d)", forest(uf, elements, moved=[d]), links(uf, elements)))
+Picture([(caption, trees) for caption, trees, _ in moments], edges="up",
+        alt="Three union-find forests. " + " ".join(f"{caption}: {words}." for caption, _, words in moments))
+
+# %% [markdown]
+# The union changed one link (`c`'s) and made one new handle; `d` did not
+# move, and its path grew to two links. The `find` changed one link (`d`'s),
+# and the next `find(d)` takes one step. Union by rank keeps the trees low;
+# path compression flattens what the unions could not avoid.
 #
 # ## Every misuse, caught
 #
@@ -628,7 +717,11 @@ ax.set_xlabel("elements n")
 ax.set_ylabel("ns per operation")
 ax.set_title("Cost per operation, and of one random read")
 ax.legend()
-plt.show()
+display(fig, metadata={"alt": "A plot of nanoseconds per operation against the number of elements, "
+                              "from a thousand to a million on a logarithmic scale, for Fast, Safe and "
+                              "the random read of the control: all three grow with n, and Safe stays "
+                              "above Fast."})
+plt.close(fig)
 
 # %% [markdown]
 # On the machine that produced the stored outputs (2 cores, CPython 3.11), an
@@ -681,3 +774,5 @@ plt.show()
 #    largest rank?
 # 3. Write `Safe.union` so that it reuses the winner's handle, as `Fast`
 #    does. Which misuse can it no longer detect?
+# 4. Draw, with `forest`, what `Fast` leaves after the three moments above.
+#    Which handle does it keep, and what does `pcd` now describe?

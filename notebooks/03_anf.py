@@ -19,15 +19,30 @@
 # result has a name and the order of evaluation is written down. The last of
 # them, C5, makes no useless copies of code, keeps every tail call a tail call,
 # and is the plan of the conversion from L to CPS in chapter 7.
+
+# %% [markdown]
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** the idea of [chapter 1](01_addlang.ipynb), compiling with a
+# continuation; its code only for the pictures (`lcompiler.drawing`).
+#
+# **Builds:** the module `lcompiler.anf`: the languages `S`, `A1` and `A2`,
+# their evaluators, a scope checker, and the compilers `C0` … `C5`.
+# [Chapter 7](07_cps_convert.ipynb) follows C5's plan.
+#
+# </div>
 #
 # The chapter re-tells, in Python, a gist by Milo Turner (iitalics, seed 004 of
 # this book) that takes these six steps in OCaml. We keep its names — the
 # languages `S`, `A1`, `A2`, the compilers `C0` to `C5`, the constructors
 # `Let`, `If0`, `LetJoin`, `Join` — so the two can be read side by side, and we
-# check that each of our compilers prints what the gist prints.
+# check that each of our compilers prints what the gist prints. (The gist, and
+# the papers on A-normal form and join points, are in the
+# [bibliography](../bibliography.md).)
 #
-# Chapter 1 compiled expressions with a continuation, but its language had no
-# branches, so each continuation was used exactly once. Here the language has
+# [Chapter 1](01_addlang.ipynb) compiled expressions with a continuation, but
+# its language had no branches, so each continuation was used exactly once. Here the language has
 # a conditional, `If0`, and the question this chapter answers is what to do
 # with "the rest of the program" when two branches both need it.
 
@@ -118,6 +133,14 @@ class S:
         orelse: object
 
 
+# %% [markdown]
+# Each constructor of `S` is a node of the source tree; the fields hold
+# sub-trees, except the names (`str`) and the literal (`int`). The target
+# language `A1` comes next: its expressions are flat, and the fields of
+# `Bop` and `If0` are names, not sub-terms.
+
+# %%
+#| export
 class A1:
     """A-normal form. Expressions e ::= Var x | Int n | Bop (x, x);
     terms t ::= Return e | Let (x, e, t) | If0 (x, t, t)."""
@@ -152,6 +175,12 @@ class A1:
         orelse: object
 
 
+# %% [markdown]
+# `A2` inherits `A1`'s constructors and adds the two of join points, so
+# that `A2.Let` is `A1.Let` and every A1 term is an A2 term.
+
+# %%
+#| export
 class A2(A1):
     """A1 with join points: t ::= … | LetJoin (j, x, t_j, t) | Join (j, e)."""
 
@@ -169,9 +198,15 @@ class A2(A1):
 
 
 # %% [markdown]
-# The dataclasses are not frozen (freezing makes each construction several
-# times slower, and one measurement below builds millions of terms), but no
-# code in this book changes a term after building it.
+# <div class="admonition note">
+# <p class="admonition-title">Design note: terms that could change, and never do</p>
+#
+# The dataclasses are not frozen: freezing makes each construction several
+# times slower, and one measurement below builds millions of terms. No code in
+# this book changes a term after building it, and the tests would notice if
+# one did, since every compiler is checked against the evaluators.
+#
+# </div>
 #
 # ### A printer
 #
@@ -350,6 +385,12 @@ def size(node) -> int:
     return count
 
 
+# %% [markdown]
+# `size` visits only the fields that hold sub-terms; a table per class,
+# built on first use, says which those are. The checker comes next.
+
+# %%
+#| export
 class ScopeError(Exception):
     """A lowered term that uses a name out of scope, or binds one twice."""
 
@@ -405,10 +446,18 @@ def check_scopes(t, variables=frozenset()) -> None:
 # "lowered term" is); `lower` itself never changes. C0's helpers rebuild the
 # same tree, so C0 is the identity.
 #
-# The gist writes each compiler as an OCaml module. Ours are classes: the
-# helpers are methods, a compilation is an instance, and the instance holds
-# the counter for fresh names, so numbering restarts at `%1` for every
-# program. (The gist's counter is global and never restarts.)
+# <div class="admonition note">
+# <p class="admonition-title">Design note: OCaml modules as Python classes</p>
+#
+# The gist writes each compiler as an OCaml module that includes the one
+# before and overrides some helpers. Ours are classes, for the same reuse: the
+# helpers are methods, each compiler a subclass that overrides what changes, a
+# compilation an instance. The instance holds the counter for fresh names, so
+# numbering restarts at `%1` for every program, where the gist's counter is
+# global and never restarts; a program's output then depends on nothing but
+# the program, which the tests need.
+#
+# </div>
 
 # %%
 #| export
@@ -453,6 +502,13 @@ class Compiler:
         return [self.lower_(s) for s in subterms]
 
 
+# %% [markdown]
+# `lower` is the one recursive function; `lower_all` lowers the sub-terms
+# of a node in one of two orders, which matters for the names (below). C0's
+# helpers rebuild the tree they are given:
+
+# %%
+#| export
 class C0(Compiler):
     """The identity: each helper rebuilds its constructor."""
 
@@ -511,11 +567,17 @@ print(show(C1.lower(P1)))
 #
 # ### Why our numbers differ from the gist's
 #
-# The gist prints the same term with other numbers: its first `Let` binds
-# `%5` where ours binds `%1`. Nothing is wrong. In `bop (lower s1) (lower s2)`,
+# The gist prints the same term with other numbers: its first fresh `Let`,
+# the one that names the operand `1`, binds `%5` where ours binds `%3`.
+# Nothing is wrong. A helper asks for its fresh names when it runs, which is
+# after `lower` has lowered its operands, so the names go to the operations in
+# the order their operands are finished. In `bop (lower s1) (lower s2)`,
 # OCaml evaluates the *arguments of a function call from right to left*, so
-# the gist lowers `s2` before `s1` and hands out fresh numbers in that order;
-# Python evaluates arguments left to right. The terms are the same up to a
+# the gist lowers `s2` before `s1`: the body `x ⊕ 4` of the `let` is finished
+# first and gets `%1` and `%2`, then the inner `2 ⊕ 3` gets `%3` and `%4`, and
+# the outer `1 ⊕ (…)` `%5` and `%6`. Python evaluates arguments left to right:
+# the inner `2 ⊕ 3` is finished first (`%1`, `%2`), then the outer operation
+# (`%3`, `%4`), then the body (`%5`, `%6`). The terms are the same up to a
 # consistent renaming of the `%n` names, and `lower_all` can follow OCaml's
 # order instead, which reproduces the gist's numbers exactly:
 
@@ -663,9 +725,12 @@ same_up_to_renaming(C2.lower(P1), GIST_LISTINGS["C2", "P1"]), C2.lower(P1, right
 # %% [markdown]
 # One detail of `bop`: the rest of the program, `k(…)`, is built *first*, and
 # the `Let`s are wrapped around it from the inside out. That is the way to
-# build a linked list from its end, and it is also why the names chosen
-# earlier appear later: `%1` and `%2` belong to the *outer* `Bop` (visited
-# first), whose `Let`s come last.
+# build a linked list from its end. The `Let`s therefore come out in the
+# order the program runs — the left operand first (`%3` is `1`), then the
+# right operand, whose own operands `%1` and `%2` come before the `%4` they
+# make — while the numbers were handed out earlier, in the order `lower`
+# finished the operations: the inner `2 ⊕ 3` first. That is why `%3` is bound
+# before `%1`.
 #
 # ## C3: a type that makes flatness a promise
 #
@@ -727,13 +792,13 @@ print(show(C3.lower(P2)))
 same_up_to_renaming(C3.lower(P2), GIST_LISTINGS["C3", "P2"])
 
 # %% [markdown]
-# The whole rest of the program — `let %1 = x … if0 %3 …` — appears twice,
+# The whole rest of the program — `let %2 = x … if0 %4 …` — appears twice,
 # once in each branch of the first `If0`. The reason is in `if0`: it calls the
 # continuation `k` once per branch, `t2(k)` and `t3(k)`, and each call builds
 # the rest of the program anew. Two things go wrong. The code is copied, and
 # a chain of n such conditionals is copied 2ⁿ times (we measure it below).
-# And the copies bind the same names (`%1`, `%2`, `%3`, `x` twice each), so a
-# name no longer identifies one place in the program. C1 had the same flaw;
+# And the copies bind the same names (`x`, `%2`, `%3` and `%4` twice each), so
+# a name no longer identifies one place in the program. C1 had the same flaw;
 # P1 simply had no `If0` to show it.
 #
 # ## C4: a join point for every If0
@@ -741,7 +806,7 @@ same_up_to_renaming(C3.lower(P2), GIST_LISTINGS["C3", "P2"])
 # The cure is the one every compiler uses: put the rest of the program in one
 # place, give it a name, and make both branches *jump* there with their value.
 # That named place is a **join point** (a basic block with a parameter, in the
-# vocabulary of chapter 10). C4 targets A2 and changes only `if0`: it builds
+# vocabulary of [chapter 10](10_llvm.ipynb)). C4 targets A2 and changes only `if0`: it builds
 # the rest of the program once, `k(Var x0)`, with a fresh parameter `x0`
 # standing for the value of the conditional; binds it as join point `j` with
 # `LetJoin`; and lowers both branches with the continuation "jump to `j`".
@@ -845,6 +910,13 @@ def is_copyable(k) -> bool:
     return not isinstance(k, Cont.Let)
 
 
+# %% [markdown]
+# `is_copyable` is the question C4 could not ask. C5 asks it in `if0`, and
+# otherwise builds the same terms as C3, with `Cont.Let` values where C3
+# built lambdas:
+
+# %%
+#| export
 class C5(Compiler):
     """Defunctionalised continuations: a join point only where one is needed."""
 
@@ -901,6 +973,90 @@ check_scopes(C5.lower(P2))
 evaluate_a(C5.lower(P2)), size(C3.lower(P2)), size(C4.lower(P2)), size(C5.lower(P2))
 
 # %% [markdown]
+# ### C3 and C5, drawn
+#
+# The two outputs for P2 as trees make the difference visible. `term_tree`
+# draws a term of A1 or A2 with one box per binding or branch (expressions
+# are written inside the boxes): a `Let` has its body below it, an `If0` its
+# two branches, a `LetJoin` the join point's code and then its body. A box
+# that occurs twice in the same tree — the same sub-term, built twice — is
+# red; a join point is yellow, a jump green, with a dashed arrow to the join
+# point it jumps to.
+
+# %%
+from collections import Counter
+
+from lcompiler.drawing import Box, Picture
+
+
+def exp_label(e) -> str:
+    match e:
+        case A1.Var(x):
+            return x
+        case A1.Int(n):
+            return str(n)
+        case A1.Bop(x1, x2):
+            return f"{x1} ⊕ {x2}"
+    raise TypeError(f"not an A expression: {e!r}")
+
+
+def term_tree(t, copies: Counter, arrows: list, edge: str = "") -> Box:
+    """The term as boxes; copies counts each sub-term's text; arrows receives (jump, join point)."""
+    style = "red" if copies[_inline(t)] > 1 else "plain"
+    match t:
+        case A1.Return(e):
+            return Box(f"return {exp_label(e)}", [], style, edge)
+        case A1.Let(x, e, body):
+            return Box(f"let {x} = {exp_label(e)}", [term_tree(body, copies, arrows)], style, edge)
+        case A1.If0(x, then, orelse):
+            branches = [term_tree(then, copies, arrows, "= 0"), term_tree(orelse, copies, arrows, "≠ 0")]
+            return Box(f"if0 {x}", branches, style, edge)
+        case A2.LetJoin(j, x, join_body, body):
+            parts = [term_tree(join_body, copies, arrows, "code"), term_tree(body, copies, arrows, "body")]
+            return Box(f"join point {j}({x})", parts, "yellow", edge, name=j)
+        case A2.Join(j, e):
+            name = f"jump {len(arrows)}"
+            arrows.append((name, j))
+            return Box(f"jump {j}({exp_label(e)})", [], "green", edge, name=name)
+    raise TypeError(f"not an A term: {t!r}")
+
+
+def subterms(t) -> list:
+    """Every term inside t (expressions excluded), t first."""
+    terms, stack = [], [t]
+    while stack:
+        n = stack.pop()
+        terms.append(n)
+        stack += [v for v in (getattr(n, f.name) for f in fields(n)) if is_dataclass(v) and not
+                  isinstance(v, (A1.Var, A1.Int, A1.Bop))]
+    return terms
+
+
+def count_boxes(box: Box) -> tuple[int, int]:
+    """(boxes, red boxes) in a tree."""
+    below = [count_boxes(c) for c in box.children]
+    return 1 + sum(b for b, _ in below), (box.style == "red") + sum(r for _, r in below)
+
+# %%
+panels, words, arrows = [], [], []
+for name, compiler, caption in (("C3", C3, "C3: the rest of the program, copied"),
+                                ("C5", C5, "C5: one join point, two jumps")):
+    term = compiler.lower(P2)
+    tree = term_tree(term, Counter(_inline(t) for t in subterms(term)), arrows)
+    boxes, red = count_boxes(tree)
+    panels.append((caption, [tree]))
+    words.append(f"{name}'s output for P2 as a tree of {boxes} boxes, {red} of them red copies")
+Picture(panels, arrows=arrows,
+        alt="Two trees side by side. " + "; ".join(words)
+            + f"; in C5's, {len(arrows)} dashed arrows go from the jumps to the join point.")
+
+# %% [markdown]
+# On the left, everything below the two `let x` boxes is there twice: the
+# red chain `let %2 = x`, `let %3 = 3`, `let %4 = %2 ⊕ %3`, `if0 %4` with its
+# two returns. On the right, that chain exists once, as the code of the join
+# point `%5`, and the two branches of the first `if0` are jumps to it; the
+# second `if0` still ends in two `return`s.
+#
 # Two small things about C5 beyond the gist. `bop` and `let_` now build
 # `Cont.Let` values where C3 built lambdas: the same continuations, but
 # inspectable. And when `k` is copyable, calling it twice is safe because
@@ -977,7 +1133,11 @@ for ax in (left, right):
     ax.set_xlabel("conditionals in the chain, n")
     ax.legend()
 plt.tight_layout()
-plt.show()
+display(fig, metadata={"alt": "Two plots of output size against the number n of conditionals in the "
+                              "chain, 1 to 20. On a logarithmic scale C3 is a straight line, doubling "
+                              "with each conditional, far above C4 and C5; on a linear scale C4 and C5 "
+                              "are one straight line, ten constructors more per conditional."})
+plt.close(fig)
 
 # %% [markdown]
 # On the logarithmic scale C3 is a straight line: its size doubles with each
@@ -994,11 +1154,11 @@ plt.show()
 #
 # ## From C5 to CPS
 #
-# C5 is the plan of chapter 7, where L is converted to a CPS language after
-# Kennedy's *Compiling with continuations, continued*. Each of C5's three
+# C5 is the plan of [chapter 7](07_cps_convert.ipynb), where L is converted to
+# a CPS language after Kennedy's *Compiling with continuations, continued*. Each of C5's three
 # continuations has a counterpart there:
 #
-# | C5 | in the CPS language (chapter 6) |
+# | C5 | in the CPS language ([chapter 6](06_cps.ipynb)) |
 # |---|---|
 # | `Cont.Return()` | the function's *return continuation*: the continuation variable every function receives, to which `Apply_cont` sends its result. Using it twice is free: it is a name. |
 # | `Cont.Join(j)` | a *continuation variable* bound by `Let_cont`: again a name, free to use twice. A `Join (j, e)` is an `Apply_cont (j, e)`. |

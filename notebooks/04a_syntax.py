@@ -269,12 +269,14 @@ def collector_paused():
             gc.enable()
 
 
-def tokenize(source: Source) -> list[Token]:
-    """The tokens of a source, each with its separation before and after; then 'eof'."""
-    errors = []
+def tokenize(source: Source, errors: list | None = None) -> list[Token]:
+    """The tokens of a source, each with its separation before and after; then 'eof'. Its lexical
+    mistakes are raised, or, given a list errors, added to it while lexing goes on."""
+    found = [] if errors is None else errors
     with collector_paused():
-        tokens = _tokenize(source, errors)
-    raise_errors(errors)
+        tokens = _tokenize(source, found)
+    if errors is None:
+        raise_errors(found)
     return tokens
 
 
@@ -1384,7 +1386,8 @@ class Parser(Parser):
 # %% [markdown]
 # ### The entry point, and the promise of no other exception
 #
-# `parse` tokenises and parses a whole program. The parser is recursive, and
+# `parse` tokenises and parses a whole program (or parses the tokens it is
+# given, with the lexical mistakes found making them). The parser is recursive, and
 # Python's default recursion limit (1000 frames) would stop it at a nesting
 # depth of about two hundred parentheses. CPython 3.11 runs Python-to-Python
 # calls without the C stack, so `parse` raises the limit while it works, to
@@ -1437,11 +1440,13 @@ def recursion_limit(limit: int):
         sys.setrecursionlimit(old)
 
 
-def parse(source: Source) -> Program:
-    """The syntax tree of a whole L program, or a CompileError with every mistake found."""
-    lexical = []
+def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
+    """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
+    tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
+    it does not lex again."""
+    lexical = list(lexical)
     with collector_paused():
-        parser = Parser(_tokenize(source, lexical))
+        parser = Parser(tokenize(source, lexical) if tokens is None else tokens)
         with recursion_limit(NESTING_LIMIT):
             program = parser.program()
     # a syntax error in an item after a lexical one is likely the lexer's making: leave it out
@@ -1806,17 +1811,126 @@ type(get_lexer_by_name("l")).__name__
 # print(fact(10))   // 3628800
 # ```
 #
-# ## Showing tokens and trees from the shell
+# ## The pipeline, and the stages from the shell
 #
-# The command line gets a `show` sub-command, which prints one stage of the
-# compiler for a file. Stages are a registry, like the sub-commands: this
-# chapter registers `tokens` and `ast`, chapter 4b adds `core`, later chapters
-# add theirs. Reading a file that does not exist, or a directory, or one
-# `lc` may not read, is a `UsageError` (exit status 1), not a traceback. A file
-# that is not UTF-8 is a mistake in the program's text, so it is a
-# `CompileError` at the first byte that cannot be decoded, with its line.
+# The compiler is a chain of stages, each handing its output to the next:
+# the tokens of this chapter go to the parser, the syntax tree to chapter
+# 4b's desugaring, and so on down to machine code. The chain is one list,
+# `lcompiler.pipeline.STAGES`, and each chapter adds its own stage to it: a
+# name, a function from the previous stage's output to its own, and a way
+# to print that output. A stage may go anywhere in the list (chapter 9's
+# optimiser runs *before* chapter 8's closure conversion), and a stage
+# marked as an optimisation is skipped when the optimiser is off.
+#
+# - `compile_to(NAME, source)` runs the stages from the source up to NAME
+#   and returns that stage's output, with the `Unit` of the compilation
+#   (the source, the options, and the notes a stage leaves for a later one:
+#   chapter 5 leaves the types it inferred, for printing them);
+# - `show(NAME, source)` prints what NAME hands to the next stage. The
+#   command line's `lc show NAME FILE` is that function, and so, in the
+#   chapters, is every printed intermediate form.
+#
+# A stage that meets a mistake raises a `CompileError`, and the compilation
+# stops there, with one exception, so that one run reports every mistake it
+# safely can: the lexer goes on after a lexical mistake and leaves it in the
+# unit's `errors`, and the parser reports it with its own (or `compile_to`
+# does, if it stops at `tokens`).
+#
+# This chapter adds the first two stages, `tokens` and `ast`.
+
+# %%
+#| export pipeline
+"""The pipeline: the compiler's stages in order, each chapter adding its own.
+
+`compile_to(NAME, source)` runs the stages up to NAME; `show(NAME, source)` prints what the stage
+NAME hands to the next (the command `lc show NAME FILE`).
+"""
+from dataclasses import dataclass, field
+from typing import Callable
+
+from lcompiler.errors import Source, raise_errors
+
+
+@dataclass
+class Stage:
+    """One stage: run(value, unit) maps the previous stage's output to this one's; show prints it."""
+    name: str
+    run: Callable
+    show: Callable
+    optimisation: bool = False          # skipped when the optimiser is off (`lc … -O0`)
+
+
+@dataclass
+class Unit:
+    """One compilation: its source, its options, and what a stage notes for a later one."""
+    source: Source
+    optimise: bool = True
+    notes: dict = field(default_factory=dict)
+    errors: list = field(default_factory=list)   # mistakes a stage went on after, for a later one to report
+
+
+STAGES: list[Stage] = []
+
+
+def names() -> list[str]:
+    return [s.name for s in STAGES]
+
+
+def stage(name: str, show: Callable = str, before: str | None = None, optimisation: bool = False):
+    """Register the decorated run(value, unit) as the stage NAME: last, or just before another."""
+    def register(run: Callable) -> Callable:
+        new, known = Stage(name, run, show, optimisation), names()
+        if name in known:                            # a cell run again: the stage keeps its place
+            STAGES[known.index(name)] = new
+        else:
+            STAGES.insert(known.index(before) if before in known else len(STAGES), new)
+        return run
+    return register
+
+
+def compile_to(name: str | None, source: Source, optimise: bool = True):
+    """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
+    if name is not None and name not in names():
+        raise KeyError(name)
+    unit, value = Unit(source, optimise), source
+    for s in STAGES:
+        if optimise or not s.optimisation:
+            value = s.run(value, unit)
+        if s.name == name:
+            break
+    raise_errors(unit.errors)           # those that no later stage has reported with its own
+    return value, unit
+
+
+def show(name: str, source: Source, optimise: bool = True) -> str:
+    """What the stage NAME hands to the next, as text."""
+    value, unit = compile_to(name, source, optimise)
+    return STAGES[names().index(name)].show(value, unit)
+
+
+# %%
+#| export pipeline
+from lcompiler import syntax
+
+
+@stage("tokens", show=lambda tokens, unit: syntax.show_tokens(tokens))
+def tokens_stage(source: Source, unit: Unit) -> list:
+    return syntax.tokenize(source, unit.errors)
+
+
+@stage("ast", show=lambda tree, unit: syntax.dump(tree))
+def ast_stage(tokens: list, unit: Unit):
+    return syntax.parse(unit.source, tokens, unit.errors)
+
 
 # %% [markdown]
+# The command line gets a `show` sub-command, which prints one stage for a
+# file: `lc show tokens small.l`. Reading a file that does not exist, or a
+# directory, or one `lc` may not read, is a `UsageError` (exit status 1), not
+# a traceback. A file that is not UTF-8 is a mistake in the program's text,
+# so it is a `CompileError` at the first byte that cannot be decoded, with
+# its line. `-O0` asks for the stages without the optimiser of chapter 9.
+#
 # The cells marked `#| export cli` belong to the module `lcompiler.cli`,
 # which chapter 1 started; to run them here, the notebook first imports the
 # names they use from that module:
@@ -1831,17 +1945,8 @@ from lcompiler.cli import UsageError, arg, command, main
 #| export cli
 from pathlib import Path
 
+from lcompiler import pipeline
 from lcompiler.errors import CompileError, Source, Span
-
-STAGES: dict[str, Callable[[Source], str]] = {}
-
-
-def stage(name: str) -> Callable:
-    """Register `lc show NAME FILE`: the decorated function maps a source to text."""
-    def register(show: Callable[[Source], str]) -> Callable:
-        STAGES[name] = show
-        return show
-    return register
 
 
 def read_source(path: str) -> Source:
@@ -1859,13 +1964,18 @@ def read_source(path: str) -> Source:
                            "(L source files are UTF-8)", Span(source, at, at + 1)) from None
 
 
-@command("show", "print one stage of the compiler for an L file",
-         arg("stage", help="one of: tokens, ast, core, … (the stages so far)"),
-         arg("file", help="an L source file"))
+OPTIMISE = arg("-O", dest="level", type=int, choices=(0, 1), default=1, metavar="LEVEL",
+               help="-O0: without the optimiser of chapter 9 (-O1, the default: with it)")
+
+
+@command("show", "print what one stage of the compiler hands to the next, for an L file",
+         arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
+                           "llvm-opt, asm"),
+         arg("file", help="an L source file"), OPTIMISE)
 def show_command(args) -> int:
-    if args.stage not in STAGES:
-        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(STAGES)}")
-    print(STAGES[args.stage](read_source(args.file)))
+    if args.stage not in pipeline.names():
+        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(pipeline.names())}")
+    print(pipeline.show(args.stage, read_source(args.file), optimise=args.level > 0))
     return 0
 
 
@@ -1885,21 +1995,6 @@ def lc(*argv: str) -> int:
     """Run lc with these arguments, its error output merged into standard output (for notebooks)."""
     with contextlib.redirect_stderr(sys.stdout):
         return main(list(argv))
-
-
-# %%
-#| export cli
-from lcompiler import syntax
-
-
-@stage("tokens")
-def show_tokens_stage(source: Source) -> str:
-    return syntax.show_tokens(syntax.tokenize(source))
-
-
-@stage("ast")
-def show_ast_stage(source: Source) -> str:
-    return syntax.dump(syntax.parse(source))
 
 
 # %%

@@ -1422,9 +1422,10 @@ from lcompiler.errors import CompileError, Source
 from lcompiler.syntax import parse
 
 
-def check(source: Source) -> Program:
-    """Parse, desugar and resolve a program: its core, or a CompileError."""
-    program = parse(source)
+def check(source: Source, tree=None) -> Program:
+    """Parse (unless its syntax tree is given), desugar and resolve a program: its core, or a
+    CompileError."""
+    program = parse(source) if tree is None else tree
     try:
         with syntax.recursion_limit(syntax.NESTING_LIMIT), syntax.collector_paused():
             return resolve(desugar(program))
@@ -1584,11 +1585,12 @@ except RunError as error:
 # run in this notebook:
 
 # %%
-from lcompiler.cli import arg, command, read_source, stage
+from lcompiler.cli import arg, command, read_source
+from lcompiler.pipeline import Unit, stage
 
 # %%
 #| export cli
-from lcompiler import core, interp
+from lcompiler import interp
 
 
 @command("run", "run an L program",
@@ -1600,9 +1602,18 @@ def run_command(args) -> int:
     return 0
 
 
-@stage("core")
-def show_core_stage(source: Source) -> str:
-    return core.pretty_core(interp.check(source)).rstrip("\n")
+# %% [markdown]
+# The pipeline of chapter 4a gets its third stage, `core`: the syntax tree
+# desugared and its names resolved.
+
+# %%
+#| export pipeline
+from lcompiler import core, interp
+
+
+@stage("core", show=lambda program, unit: core.pretty_core(program).rstrip("\n"))
+def core_stage(tree, unit: Unit):
+    return interp.check(unit.source, tree)
 
 
 # %%

@@ -1020,11 +1020,14 @@ def check_types(source: Source) -> tuple[c.Program, Typing]:
     return program, infer_program(program)
 
 
-def show_types(source: Source) -> str:
+def typing_text(program: c.Program, typing: Typing) -> str:
     """Every top-level definition with its type scheme, in program order."""
-    program, typing = check_types(source)
     return "\n".join(f"{d.name.name} : {typing.show(d.name.name)}"
                      for d in program.items if isinstance(d, c.Def))
+
+
+def show_types(source: Source) -> str:
+    return typing_text(*check_types(source))
 
 
 # %%
@@ -1195,16 +1198,28 @@ except CompileError as error:
 
 # %%
 from lcompiler import interp
-from lcompiler.cli import arg, command, read_source, stage
+from lcompiler.cli import arg, command, read_source
+from lcompiler.pipeline import Unit, stage
+
+# %% [markdown]
+# The stage `types` hands on the core program it was given, every node now
+# carrying its type; it leaves the type schemes of the definitions in the
+# unit's notes, which is what `lc show types` prints.
+
+# %%
+#| export pipeline
+from lcompiler import types
+
+
+@stage("types", show=lambda program, unit: types.typing_text(program, unit.notes["typing"]))
+def types_stage(program, unit: Unit):
+    unit.notes["typing"] = types.infer_program(program)
+    return program
+
 
 # %%
 #| export cli
 from lcompiler import types
-
-
-@stage("types")
-def show_types_stage(source: Source) -> str:
-    return types.show_types(source)
 
 
 @command("run", "run an L program (type-checked first)",

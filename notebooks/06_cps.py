@@ -25,6 +25,24 @@
 # compiler (seed 002), the framework modules of its author's blog (seed 000),
 # and OCamlPro's account of the same design inside Flambda2 (seed 001).
 #
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** the seeds (see the [bibliography](../bibliography.md));
+# [chapter 2](02_union_find.ipynb), union-find (`Fast`), which
+# links each use of a variable to the variable; the idea of
+# [chapter 3](03_anf.ipynb), that every intermediate value gets a name; a
+# few helpers of [chapter 4a](04a_syntax.ipynb) (string quoting, the guards
+# on Python's recursion and garbage collector) and of
+# [chapter 4b](04b_meaning.ipynb) (L's 64-bit arithmetic, runtime errors).
+#
+# **Builds:** the module `lcompiler.cps`: the CPS language, and the
+# framework that every later pass uses on it — [chapter 7](07_cps_convert.ipynb)
+# builds terms, [chapter 8](08_closure.ipynb) and [chapter 9](09_shrink.ipynb)
+# change them in place, [chapter 10](10_llvm.ipynb) compiles them to LLVM.
+#
+# </div>
+#
 # What this chapter promises, in the module `lcompiler.cps`:
 #
 # - **Representation.** Terms `LetPrim`, `LetCont`, `ApplyCont`, `Apply`,
@@ -36,13 +54,16 @@
 #   Every term, variable and occurrence knows what encloses it.
 # - **Build** terms without touching a link (`let_prim`, `let_cont`, … in
 #   the higher-order style, and `Seq` for long straight-line code);
-#   **Traverse** them (`subterms`, `occurrences`, `fold`, `free_variables`);
-#   **Change** them in place (`replace`, `substitute`, `delete_binding`,
-#   `move`); **Check** every invariant (`check`); **Print** and **Parse**
-#   a readable text with `parse(show(p))` printing as `show(p)`;
-#   **Interpret** them (`run`), the reference semantics for every later pass.
+#   **Print** them as a readable text (`show`); **Traverse** them
+#   (`walk`, `occurrences`, `fold`, `free_variables`); **Change** them in
+#   place (`substitute`, `replace`, `move`, `delete_binding`, `redirect`,
+#   `swap_prim`); **Parse** the printed text back, with `parse(show(p))`
+#   printing as `show(p)`; **Check** every invariant (`check`);
+#   **Interpret** them (`run`), the reference semantics for every later
+#   pass; and draw them (`diagram`).
 # - Everything is linear: no operation walks a term recursively on the
 #   Python stack, so a term of a million nodes is as easy as one of ten.
+#   `bench/cps_speed.py` measures it, at the end of the chapter.
 
 # %%
 #| default_exp cps
@@ -96,27 +117,42 @@
 #    escapes the function that binds it, it needs no heap allocation: it is a
 #    label. `cont` is a basic block, a jump to it is a branch, and a function
 #    body is a control-flow graph — the graph Flambda2's post draws for this
-#    very `map`, boxes nested by scope. Chapter 10 compiles it exactly so.
+#    very `map`, boxes nested by scope. [Chapter 10](10_llvm.ipynb) compiles
+#    it exactly so.
 # 2. **Calls use the machine stack.** The return continuation of a call is a
 #    continuation of the *caller*, so "call `map`, then continue at
 #    `after_map`" is an ordinary call instruction followed by a branch, and a
 #    call whose return continuation is the function's own `ret` is a tail call.
 #    First-class CPS (continuations as closures, the `map_cps` of seed 001)
 #    would instead allocate a closure per call.
-# 3. **Control flow is explicit and rewritable.** Inlining a continuation,
-#    deleting an unused one, turning a tail-recursive function into a loop:
-#    each is a local rewrite of a term, done in place by the Change functions
-#    below, while an SSA-based compiler would rebuild a graph.
+# 3. **Control flow is explicit, and rewriting it is local.** Inlining a
+#    continuation, deleting an unused one, turning a tail-recursive function
+#    into a loop: each is a rewrite of one term, done in place by the Change
+#    functions below. An SSA compiler such as LLVM also rewrites its graph in
+#    place (its use-lists play the part of our rings of occurrences); what
+#    CPS adds, in Kennedy's argument, is *scope*. A variable is visible
+#    exactly in the term under its binding, so whether a rewrite keeps the
+#    program valid is decided by looking at the terms it touches, where an
+#    SSA rewrite must keep the dominance of definitions over uses, and the
+#    phi nodes, right across the whole function.
+#
+# The language is also in *administrative normal form*: every operand is a
+# variable, including constants (`one = 1` before `x + one`). Every value
+# has one name, given once — the property [chapter 3](03_anf.ipynb) obtained
+# for expressions.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one return continuation, not two</p>
 #
 # Flambda2 gives every function *two* return continuations, one for a normal
 # return and one for an exception ("double-barrelled" CPS, after Hayo
 # Thielecke). L has no exceptions: its runtime errors stop the program. So a
 # function here has one return continuation, and a runtime error is the
-# primitive `fail`, which stops.
+# primitive `fail`, which stops. A language with exceptions would give
+# `Lambda` and `Apply` a second continuation, and `raise` would be a jump to
+# it: no new kind of control flow, only a second place to return to.
 #
-# The language is also in *administrative normal form*: every operand is a
-# variable, including constants (`one = 1` before `x + one`). Every value
-# has one name, given once — the property chapter 3 obtained for expressions.
+# </div>
 
 # %% [markdown]
 # ## The terms
@@ -133,37 +169,52 @@
 # | `Case(x, {i: k…}, kd)` | `case x { i -> k; …; _ -> kd }` | jump to the continuation whose integer matches the value of `x`, or to `kd` |
 # | `Halt(x)` | `halt x` | stop; `x` is the value of the computation |
 #
-# **Continuations take several parameters** (`cont k(x1, …, xn)`), as in
-# Flambda2, where the seed's `Let_cont` takes exactly one. The choice costs
-# nothing in the framework and pays in three places later. A join point
-# after an `if` that assigned two `var`s must pass two values; with one
-# parameter they would travel in a tuple, allocated on the heap and unpacked
-# by the back end's optimiser if it can. A loop (`while` with its loop
-# variables) is a continuation with one parameter per variable. And a
-# continuation parameter becomes an LLVM `phi` node, of which a block has as
-# many as it likes. A `Case` arm continuation takes no parameter, and a
-# return continuation takes exactly one: the function's result.
-#
-# **`Case` switches on an integer.** The seed's `Case` takes an injection
-# apart — it compares the tag and hands the field to the arm. Here `Case`
-# only chooses where to jump, by the value of an integer or boolean variable
-# (`false` is 0, `true` is 1), and taking a value apart is separate: the
-# primitive `tag x` reads the constructor number of an injection, `x[i]` reads
-# field `i`. So `Case` is exactly LLVM's `switch`, an `if` is a `Case` on a
-# boolean, and matching integer literals needs nothing new.
+# A continuation takes any number of parameters (`cont k(x1, …, xn)`); a
+# `Case` arm continuation takes none, and a return continuation exactly one:
+# the function's result. `Case` only chooses where to jump, by the value of an
+# integer or boolean variable (`false` is 0, `true` is 1); taking a value
+# apart is separate: the primitive `tag x` reads the constructor number of an
+# injection, `x[i]` reads field `i`.
 #
 # **Function kinds.** A lambda and a call are marked `closure` or `direct`
-# (the seed's `No_environment`). Before closure conversion (chapter 8),
-# every L function is a `closure`: it may mention variables of the enclosing
-# code. Afterwards, a `direct` function mentions only its parameters and the
-# top-level definitions, and a `closure` receives its environment explicitly.
+# (the seed's `No_environment`). Before closure conversion
+# ([chapter 8](08_closure.ipynb)), every L function is a `closure`: it may
+# mention variables of the enclosing code. Afterwards, a `direct` function
+# mentions only its parameters and the top-level definitions, and a
+# `closure` receives its environment explicitly.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: continuations with several parameters</p>
+#
+# The seed's `Let_cont` takes exactly one parameter; ours take several, as in
+# Flambda2. The choice costs nothing in the framework and pays in three places
+# later. A join point after an `if` that assigned two `var`s must pass two
+# values; with one parameter they would travel in a tuple, allocated on the
+# heap and unpacked by the back end's optimiser if it can. A loop (`while`
+# with its loop variables) is a continuation with one parameter per variable.
+# And a continuation parameter becomes an LLVM `phi` node, of which a block
+# has as many as it likes.
+#
+# </div>
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a <code>case</code> that only jumps</p>
+#
+# The seed's `Case` takes an injection apart — it compares the tag and hands
+# the field to the arm. Ours only jumps, and the fields are read by
+# primitives. So `Case` is exactly LLVM's `switch`, an `if` is a `Case` on a
+# boolean, and matching integer literals needs nothing new. Exercise 3 asks
+# what the other choice would change.
+#
+# </div>
 
 # %% [markdown]
 # ## Values and primitives
 #
 # A **value** is something that can be computed without running code, which
-# is why a top-level definition can hold one *statically* (chapter 10 puts it
-# in the executable's data section):
+# is why a top-level definition can hold one *statically*
+# ([chapter 10](10_llvm.ipynb) makes it an LLVM constant, or an LLVM
+# function for a lambda):
 #
 # | value | printed | |
 # |---|---|---|
@@ -200,9 +251,17 @@
 # global variable to either a *static* value (a lambda, a constant, a tuple of
 # other globals) or a *dynamic* one, a term computed when the program starts,
 # whose `halt x` gives the value. Its **visibility** is `public` (other
-# compilation units may use it; the L compiler marks the program's entry
-# this way), `private` (used by this program only) or `unused` (no variable
-# at all: a computation run for its effects, like a top-level `print`).
+# compilation units may use it), `private` (used by this program only) or
+# `unused` (no variable at all: a computation run for its effects, like a
+# top-level `print`). An L program is one compilation unit, so the L
+# compiler makes every definition `private` or `unused`
+# ([chapter 7](07_cps_convert.ipynb)); `public` is for a compiler that links
+# units together, and for the tests and benchmarks of this chapter, which
+# write CPS by hand. The only pass that reads it is the optimiser of
+# [chapter 9](09_shrink.ipynb), which never deletes a `public` definition.
+#
+# A program of two definitions, which the section on Build makes and the
+# section on Print prints:
 #
 # ```text
 # private square_1 = fun ret_2(x_3) {
@@ -223,7 +282,8 @@
 # other, in any order (L's mutual recursion); dynamic definitions then run top
 # to bottom. A global is therefore in scope everywhere, and reading one whose
 # dynamic definition has not run yet is the program's business to prevent
-# (the L → CPS conversion inserts the check and its `fail`).
+# (the L → CPS conversion of [chapter 7](07_cps_convert.ipynb) inserts the
+# check and its `fail`).
 
 # %% [markdown]
 # ## Variables and occurrences
@@ -234,7 +294,7 @@
 # here?"), and a variable must list its occurrences quickly (to ask "is it
 # used? once? where?"). The interesting operation is **substitution**: after
 # `x = y` has been found redundant, every occurrence of `x` must become an
-# occurrence of `y` — and a shrinking pass (chapter 9) does this thousands of
+# occurrence of `y` — and a shrinking pass ([chapter 9](09_shrink.ipynb)) does this thousands of
 # times, so it must not cost a walk over the occurrences.
 #
 # The seed's answer, which we follow, is chapter 2's union-find. The
@@ -292,6 +352,25 @@ class ContVar(Var):
         super().__init__(hint)
 
 
+
+# %% [markdown]
+# A variable is an object with a printing hint, and it is also the head of
+# the ring of its occurrences: `next` and `prev` point at itself while it has
+# none. `binder` is filled in by the Build functions below; `type` is for
+# the L type of the value, which [chapter 7](07_cps_convert.ipynb) records.
+
+# %%
+x = Var("x")
+k = ContVar("k")
+x, x.count, x.next is x, k.is_cont
+
+# %% [markdown]
+# An occurrence holds three things: its place in the union-find structure
+# (the field `link`, which `Fast` manages), its place in the ring, and its
+# uplink. It does not hold its variable: `var` asks union-find.
+
+# %%
+#| export
 class Occ:
     """One use of a variable: an element of the union-find partition of its variable."""
     __slots__ = ("link", "next", "prev", "enclosing")
@@ -312,6 +391,14 @@ class ContOcc(Occ):
     is_cont = True
 
 
+# %% [markdown]
+# `occur` makes an occurrence: a singleton partition of the union-find
+# structure, joined to the variable's partition (the variable stays its
+# description), and a new element at the head of the ring. `_forget` takes
+# one out of the ring when the term holding it is deleted.
+
+# %%
+#| export
 def occur(var: Var) -> Occ:
     """A new occurrence of var, not yet placed in a term."""
     o = (ContOcc if var.is_cont else Occ)()
@@ -342,6 +429,14 @@ def occurrences(var: Var):
         nxt = o.next                   # so the caller may change o
         yield o
         o = nxt
+
+
+# %% [markdown]
+# Two occurrences of `x`: both find `x`, the ring lists them, the count is 2.
+
+# %%
+o1, o2 = occur(x), occur(x)
+x.count, o1.var is x, o2.var is x, list(occurrences(x)) == [o2, o1]
 
 # %% [markdown]
 # The node classes are plain Python objects with `__slots__`. The field
@@ -383,7 +478,14 @@ class Node:
         return f"<{type(self).__name__}>"
 
 
-# Terms
+# %% [markdown]
+# The six terms. Each class lists its fields in `__slots__` and says which
+# of them hold occurrences, sub-terms and bound variables; `Case` keeps its
+# arms as a list of (integer, occurrence) pairs, so it lists its
+# occurrences itself.
+
+# %%
+#| export
 class Term(Node):
     __slots__ = ()
 
@@ -419,7 +521,14 @@ class Halt(Term):
     OCC_FIELDS = ("arg",)
 
 
-# Primitives, and the values among them
+# %% [markdown]
+# The primitives, and among them the values. `MakeClosure` is a
+# `TupleValue` (a closure *is* a tuple, whose field 0 is code), so every
+# pass that handles tuples handles closures; `loc`, on `Op`, `Fail` and
+# `Apply`, is the L source location that a runtime error reports.
+
+# %%
+#| export
 class Prim(Node):
     __slots__ = ()
 
@@ -473,6 +582,12 @@ class Fail(Prim):
     OCC_FIELDS = ("args",)
 
 
+# %% [markdown]
+# A `Definition` is a node too, so that uplinks can lead to it; a
+# `Program` is only a list of them.
+
+# %%
+#| export
 class Definition(Node):
     """A top-level binding: visibility, variable (None when unused), static value or dynamic term."""
     __slots__ = ("visibility", "var", "value", "body")
@@ -498,6 +613,15 @@ class Program:
 
     def bound(self):
         return iter(())
+
+# %% [markdown]
+# The classes at a glance — their fields, and the three lists that the
+# generic functions read:
+
+# %%
+for cls in (LetPrim, LetCont, ApplyCont, Apply, Case, Halt, Lambda, Op, Fail, Definition):
+    print(f"{cls.__name__:10} {', '.join(cls.__slots__):34} occurrences: {', '.join(cls.OCC_FIELDS) or '-':20}"
+          f" terms: {', '.join(cls.SUBTERMS) or '-':14} binds: {', '.join(cls.BINDS) or '-'}")
 
 # %% [markdown]
 # `LetPrim` holds its primitive in `prim`, and a `Lambda` is a primitive
@@ -584,7 +708,19 @@ def _new(cls, **fields):
     return node
 
 
-# Values and primitives: they take variables and make the occurrences.
+# %% [markdown]
+# Those are the only functions that touch links. `_new` makes a node
+# without an `__init__` (the classes have none: each Build function fills
+# exactly the fields its node has); `_attach` puts a child in a field and
+# points the child's uplink back; `_own` points the uplinks of a node's
+# occurrences at it; `_bind` sets the `binder` of the variables a node
+# binds.
+#
+# Values and primitives take *variables*, and make the occurrences
+# themselves: the caller never sees an occurrence.
+
+# %%
+#| export
 def const(value) -> Const:
     return _new(Const, value=value)
 
@@ -623,6 +759,28 @@ def print_(*args: Var) -> Print:
 def fail(message: str, *args: Var, loc=None) -> Fail:
     return _own(_new(Fail, message=message, args=_occs(args), loc=loc))
 
+# %% [markdown]
+# `a + b` as a primitive: it holds two new occurrences, each pointing back
+# at it, and `a` now counts one use. An operator with the wrong number of
+# operands is refused at once:
+
+# %%
+a, b = Var("a"), Var("b")
+plus = op("+", a, b)
+print(type(plus).__name__, [o.var for o in plus.occs()], a.count, plus.args[0].enclosing is plus)
+try:
+    op("+", a)
+except ValueError as e:
+    print("ValueError:", e)
+
+# %% [markdown]
+# The binding forms are higher-order: `lam`, `let_prim` and `let_cont` make
+# the variables they bind, pass them to the Python function that builds the
+# body, and attach what it returns. The other terms take variables, like
+# the primitives.
+
+# %%
+#| export
 def lam(body, params=1, kind: str = "closure", cont: str = "ret") -> Lambda:
     """A function: body(k, x1, …, xn) returns its body; params is a count or a list of hints."""
     k = ContVar(cont)
@@ -633,7 +791,6 @@ def lam(body, params=1, kind: str = "closure", cont: str = "ret") -> Lambda:
     return node
 
 
-# Terms
 def let_prim(prim: Prim, body, name: str = "x") -> LetPrim:
     """x = prim, then body(x)."""
     x = Var(name)
@@ -668,6 +825,24 @@ def halt(x: Var) -> Halt:
     return _own(_new(Halt, arg=occur(x)))
 
 
+# %% [markdown]
+# The seed's loop, built by exactly the Python code shown above (with names
+# for the printer). The continuation `k` is used twice: by the jump in its
+# own handler, and by the jump that enters the loop.
+
+# %%
+loop = let_prim(const(2), lambda two:
+    let_cont(lambda k, x: let_prim(op("+", two, x), lambda y: apply_cont(k, y), "y"),
+             lambda k: apply_cont(k, two), params=["x"]), "two")
+type(loop).__name__, type(loop.body).__name__, loop.body.cont.count
+
+# %% [markdown]
+# `Seq` keeps the first and the last term of the chain it is building;
+# appending attaches the new term as the body of the last one. A handler is
+# still built by a function, so only handlers and lambdas nest Python calls.
+
+# %%
+#| export
 class Seq:
     """Build a straight chain of bindings one at a time; end() closes it with a term."""
 
@@ -707,6 +882,16 @@ class Seq:
         return first
 
 # %% [markdown]
+# The same loop, built with `Seq`, one statement after another:
+
+# %%
+s = Seq()
+two = s.let(const(2), "two")
+k = s.cont(lambda k, x: let_prim(op("+", two, x), lambda y: apply_cont(k, y), "y"), ["x"])
+loop2 = s.end(apply_cont(k, two))
+type(loop2).__name__, type(loop2.body).__name__, k.count, two.count
+
+# %% [markdown]
 # Definitions are built the same way, on a `Program`. A function can call
 # a definition that comes later, so `declare` makes the global variable first
 # and `define` gives it its value afterwards; `define` alone does both.
@@ -737,18 +922,274 @@ class Program(Program):
         return var
 
 # %% [markdown]
-# The seed's loop, built with both styles, and the `square` example above:
+# The program of two definitions shown with the visibilities above: a
+# static function `square`, and a dynamic definition, `unused`, that calls
+# it and prints the result. The next section prints it.
 
 # %%
-loop = let_prim(const(2), lambda two:
-    let_cont(lambda k, x: let_prim(op("+", two, x), lambda y: apply_cont(k, y), "y"),
-             lambda k: apply_cont(k, two), params=["x"]), "two")
+square_program = Program()
+square = square_program.define(lam(lambda ret, x: let_prim(op("*", x, x), lambda y: apply_cont(ret, y), "y"),
+                                   ["x"]), name="square")
+main = Seq()
+n = main.let(const(7), "seven")
+k = main.cont(lambda k, r: let_prim(print_(r), lambda u: halt(u), "u"), ["r"])
+square_program.define(main.end(apply(square, k, n)), "unused")
+[(d.visibility, d.var) for d in square_program.definitions]
 
-s = Seq()
-two = s.let(const(2), "two")
-k = s.cont(lambda k, x: let_prim(op("+", two, x), lambda y: apply_cont(k, y), "y"), ["x"])
-loop2 = s.end(apply_cont(k, two))
-type(loop).__name__, type(loop.body).__name__, loop.body.cont.count, two.count
+# %% [markdown]
+# ## Print
+#
+# The printed form is the seed's: one binding per line, like assembly or SSA,
+# which stays readable on long terms where nested `let … in` would march off
+# the right margin. Handlers and function bodies are indented blocks in
+# braces. Variables are printed `hint_n`, numbered 1, 2, 3, … in the order in
+# which they first appear in the text, so the same term always prints the
+# same, in any process, and two terms that differ only in the identity of
+# their variable objects print identically.
+
+# %%
+#| export
+import re
+from lcompiler.syntax import Str, pretty_expr
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Namer:
+    """Names for variables, numbered in order of first appearance."""
+
+    def __init__(self):
+        self.names, self.count = {}, 0
+
+    def __call__(self, var: Var) -> str:
+        name = self.names.get(var)
+        if name is None:
+            self.count += 1
+            hint = var.hint if _IDENT.match(var.hint or "") else "x"
+            name = self.names[var] = f"{hint}_{self.count}"
+        return name
+
+# %% [markdown]
+# A `Namer` is a dictionary from variables to names, filled as the printer
+# meets them. A hint that is not an identifier (the parser could not read it
+# back) prints as `x`:
+
+# %%
+name = Namer()
+name(two), name(k), name(two), name(Var("a b"))
+
+# %% [markdown]
+# Constants print as L writes them (strings through
+# [chapter 4a](04a_syntax.ipynb)'s printer, so that the escapes agree), and a
+# location as `@line:col` of the L source. A location is a `Span` of an L
+# source, or, in a text read back by the parser below, a bare `Pos`:
+
+# %%
+#| export
+def line_col(loc) -> tuple:
+    """(line, column) of a source location: a Span of an L source, or a parsed Pos."""
+    if isinstance(loc, Pos):
+        return loc.line, loc.col
+    return loc.source.line_col(loc.start)
+
+
+class Pos:
+    """A location read back from printed CPS: a line and a column of the L source."""
+    __slots__ = ("line", "col")
+
+    def __init__(self, line: int, col: int):
+        self.line, self.col = line, col
+
+    def __repr__(self) -> str:
+        return f"Pos({self.line}, {self.col})"
+
+
+def _at(loc) -> str:
+    return "" if loc is None else " @%d:%d" % line_col(loc)
+
+
+def quote(s: str) -> str:
+    """A string constant as L (and the CPS text) writes it: chapter 4a's printer does it."""
+    return pretty_expr(Str(s))
+
+
+def show_const(c) -> str:
+    if c is True or c is False:
+        return "true" if c else "false"
+    if type(c) is int:
+        return str(c)
+    if type(c) is str:
+        return quote(c)
+    if c == ():
+        return "()"
+    raise ValueError(f"not a constant: {c!r}")
+
+# %%
+show_const('say "hi"\n'), show_const(()), show_const(False), _at(Pos(3, 7))
+
+# %% [markdown]
+# The printer itself is a `Namer` and a list of lines. A primitive prints on
+# one line, by a case per class:
+
+# %%
+#| export
+class Printer:
+    def __init__(self):
+        self.name = Namer()
+        self.lines = []
+
+    def args(self, occs) -> str:
+        return ", ".join(self.name(o.var) for o in occs)
+
+    def prim(self, p) -> str:
+        """A primitive other than a Lambda, on one line."""
+        t, n = type(p), self.name
+        if t is Const:
+            return show_const(p.value)
+        if t is TupleValue:
+            return f"tuple({self.args(p.fields)})"
+        if t is MakeClosure:
+            return f"closure({self.args(p.fields)})"
+        if t is Inject:
+            return f"inj {p.tag} {p.name}({self.args(p.fields)})"
+        if t is External:
+            return f"external {quote(p.name)}"
+        if t is Proj:
+            return f"{n(p.arg.var)}[{p.index}]"
+        if t is Tag:
+            return f"tag {n(p.arg.var)}"
+        if t is Op:
+            if len(p.args) == 1:
+                return f"{p.op}{n(p.args[0].var)}"
+            return f"{n(p.args[0].var)} {p.op} {n(p.args[1].var)}{_at(p.loc)}"
+        if t is SetField:
+            return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
+        if t is Print:
+            return f"print({self.args(p.args)})"
+        if t is Fail:
+            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc)
+        if p is None:
+            return "<hole>"
+        raise TypeError(f"not a primitive: {p!r}")
+
+# %%
+Printer().prim(plus)
+
+# %% [markdown]
+# The head of a function, and the last term of a block — a jump, a call, a
+# `case` or `halt` — also print on one line each (a new printer numbers the
+# names in the order it meets them):
+
+# %%
+#| export
+class Printer(Printer):
+    def header(self, lam: Lambda) -> str:
+        kind = "fun" if lam.kind == "closure" else "fun direct"
+        k = self.name(lam.cont)
+        params = ", ".join(self.name(x) for x in lam.params)
+        return f"{kind} {k}({params}) {{"
+
+    def terminator(self, t) -> str:
+        n = self.name
+        if type(t) is ApplyCont:
+            return f"{n(t.cont.var)}({self.args(t.args)})"
+        if type(t) is Apply:
+            kind = "call" if t.kind == "closure" else "call direct"
+            return f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)}{_at(t.loc)}"
+        if type(t) is Case:
+            arms = [f"{i} -> {n(k.var)}" for i, k in t.arms]
+            if t.default is not None:
+                arms.append(f"_ -> {n(t.default.var)}")
+            return f"case {n(t.scrutinee.var)} {{ {'; '.join(arms)} }}"
+        if type(t) is Halt:
+            return f"halt {n(t.arg.var)}"
+        return "<hole>"
+
+# %%
+p = Printer()
+p.terminator(loop.body.body), p.terminator(square_program.definitions[1].body.body.body)
+
+# %% [markdown]
+# A block is printed by a loop over a stack of work, never by recursion: a
+# `LetPrim` prints its line and continues with its body; a function or a
+# handler prints its head, then pushes its body one level deeper, a closing
+# brace, and what follows it — in the reverse order, since the stack pops
+# the last first.
+
+# %%
+#| export
+class Printer(Printer):
+    def block(self, term, depth: int) -> None:
+        """Print a term at an indentation, iteratively: handlers and lambdas are pushed as work."""
+        out, n = self.lines, self.name
+        work = [(term, depth)]
+        while work:
+            t, depth = work.pop()
+            pad = "  " * depth
+            if type(t) is str:                   # a closing brace
+                out.append(pad + t)
+            elif type(t) is LetPrim:
+                if type(t.prim) is Lambda:
+                    out.append(f"{pad}{n(t.var)} = {self.header(t.prim)}")
+                    work += [(t.body, depth), ("}", depth), (t.prim.body, depth + 1)]
+                else:
+                    out.append(f"{pad}{n(t.var)} = {self.prim(t.prim)}")
+                    work.append((t.body, depth))
+            elif type(t) is LetCont:
+                k = n(t.cont)
+                params = ", ".join(n(x) for x in t.params)
+                out.append(f"{pad}cont {k}({params}) {{")
+                work += [(t.body, depth), ("}", depth), (t.handler, depth + 1)]
+            else:
+                out.append(pad + self.terminator(t))
+
+# %% [markdown]
+# Last, a definition: `visibility name = value`, with `do { … }` around a
+# dynamic term; and `show`, for a program, a definition or a term.
+
+# %%
+#| export
+class Printer(Printer):
+    def definition(self, d: Definition) -> None:
+        head = d.visibility if d.var is None else f"{d.visibility} {self.name(d.var)}"
+        if d.body is not None or d.value is None:
+            self.lines.append(f"{head} = do {{")
+            self.block(d.body, 1)
+            self.lines.append("}")
+        elif type(d.value) is Lambda:
+            self.lines.append(f"{head} = {self.header(d.value)}")
+            self.block(d.value.body, 1)
+            self.lines.append("}")
+        else:
+            self.lines.append(f"{head} = {self.prim(d.value)}")
+
+
+def _print(node) -> Printer:
+    """The printer, after printing a program, a definition or a term: its lines and its names."""
+    p = Printer()
+    if type(node) is Program:
+        for d in node.definitions:
+            p.definition(d)
+    elif type(node) is Definition:
+        p.definition(node)
+    else:
+        p.block(node, 0)
+    return p
+
+
+def show(node) -> str:
+    """The text of a program, a definition or a term."""
+    return "\n".join(_print(node).lines) + "\n"
+
+# %% [markdown]
+# The seed's loop, and the program of two definitions, which prints exactly
+# as the section on definitions wrote it:
+
+# %%
+print(show(loop), end="")
+
+# %%
+print(show(square_program), end="")
 
 # %% [markdown]
 # ## Traverse
@@ -793,7 +1234,18 @@ def walk(root):
             parts.reverse()
             push(parts)
 
+# %% [markdown]
+# The loop, node by node, in the order of its printed text:
 
+# %%
+[type(node).__name__ for node in walk(loop)]
+
+# %% [markdown]
+# Everything else in this section is a filter or a fold over `walk`: the
+# terms, the occurrences, the bound variables, the size.
+
+# %%
+#| export
 def subterms(root):
     """The terms under root, in printing order."""
     return (n for n in walk(root) if isinstance(n, Term))
@@ -824,7 +1276,20 @@ def size(root) -> int:
     """The number of nodes (terms, primitives, definitions) under root."""
     return sum(1 for _ in walk(root))
 
+# %%
+print(size(square_program), "nodes;", "bound:", [v.hint for v in binders(square_program)])
+print("occurrences:", [o.var.hint for d in square_program.definitions for o in all_occurrences(d)])
 
+# %% [markdown]
+# The questions later passes ask most: which variables a term uses without
+# binding them (closure conversion, [chapter 8](08_closure.ipynb)), which
+# function a node is in, whether a variable is global, and whether a
+# primitive may be deleted when its result is unused
+# ([chapter 9](09_shrink.ipynb)) — not if it prints, writes, fails, or
+# divides (a division by zero is a runtime error).
+
+# %%
+#| export
 def free_variables(root) -> list:
     """The variables occurring under root and bound outside it (globals included), in order of
     first occurrence."""
@@ -857,9 +1322,20 @@ def has_effect(prim: Prim) -> bool:
     return isinstance(prim, EFFECTS) or (type(prim) is Op and prim.op in ("/", "%"))
 
 # %% [markdown]
+# The handler of the loop uses `two`, bound outside it, and `x` and `k`,
+# bound by the `cont` that holds the handler: all three are free in the
+# handler. The function `square` uses only its own variables. The sum has no
+# effect, the `print` has one, and `square` is a global.
+
+# %%
+handler = loop.body.handler
+print([v.hint for v in free_variables(handler)], [v.hint for v in free_variables(square_program.definitions[0])])
+print(has_effect(plus), has_effect(print_(a)), is_global(square))
+
+# %% [markdown]
 # ## Change
 #
-# A pass changes a term *in place*, with four operations that keep every link
+# A pass changes a term *in place*, with six operations that keep every link
 # right — the uplinks, and each variable's occurrences and count:
 #
 # - `substitute(x, y)`: every occurrence of `x` becomes an occurrence of `y`.
@@ -867,21 +1343,24 @@ def has_effect(prim: Prim) -> bool:
 #   number of occurrences.
 # - `replace(old, new)`: put the term `new` where `old` was, and delete what
 #   is left of `old` (its occurrences leave their variables' rings).
-# - `move(part, dest)`: take the term `part` out of its place and put it where
-#   `dest` was — `replace(dest, part)`; the place `part` left becomes a *hole*
-#   that must be filled or deleted before the term is checked again.
+# - `move(part, dest)`: take the term `part` out of its place (`take`) and
+#   put it where `dest` was — `replace(dest, part)`; the place `part` left
+#   becomes a *hole* that must be filled or deleted before the term is
+#   checked again.
 # - `delete_binding(t)`: remove a `LetPrim` or `LetCont` whose variable is
 #   no longer used, putting its body in its place.
 # - `redirect(o, y)`: make one occurrence refer to `y` — for the rare pass
 #   that changes some uses of a variable and not others (closure conversion
-#   does, in chapter 8). A union-find element cannot leave its partition, so
+#   does, in [chapter 8](08_closure.ipynb)). A union-find element cannot leave its partition, so
 #   a new occurrence of `y` takes the place of `o`, which leaves its ring.
 # - `swap_prim(t, p)`: give a `LetPrim` a new primitive, returning the old
 #   one detached, so that it can be moved elsewhere (a lambda hoisted to the
 #   top level, in chapter 8).
 #
 # Deleting a sub-tree costs its size: each of its occurrences is taken out of
-# its ring, so that "how many uses has `x`?" stays a field read.
+# its ring, so that "how many uses has `x`?" stays a field read. That is the
+# work of `delete`, below; `_slot` finds the field of the parent that holds a
+# term, which every operation that puts a term in another's place needs.
 
 # %%
 #| export
@@ -907,7 +1386,14 @@ def delete(node) -> None:
             if o.next is not None:
                 _forget(o)
 
+# %% [markdown]
+# `substitute` is the operation the representation was designed for. The
+# union-find `union` makes every occurrence of `x` find `y`, without
+# visiting one; the splice moves `x`'s whole ring into `y`'s, in four
+# pointer writes; the counts add up.
 
+# %%
+#| export
 def substitute(x: Var, y: Var) -> None:
     """Make every occurrence of x an occurrence of y, in constant time."""
     if x is y:
@@ -930,7 +1416,27 @@ def substitute(x: Var, y: Var) -> None:
     y.count += x.count
     x.count = 0
 
+# %% [markdown]
+# A small term with a redundant constant: `uno` is bound to 1 like `one`.
+# Substituting `one` for `uno` leaves `uno` with no use at all:
 
+# %%
+s = Seq()
+one = s.let(const(1), "one")
+uno = s.let(const(1), "uno")
+total = s.let(op("+", uno, uno), "sum")
+small = s.end(halt(total))
+print(show(small), end="")
+substitute(uno, one)
+print(show(small), end="")
+print("uses of one:", one.count, "of uno:", uno.count)
+
+# %% [markdown]
+# Taking a term out, putting one in, moving one: the term structure changes,
+# and `delete` keeps the rings and counts true for whatever is thrown away.
+
+# %%
+#| export
 def take(part: Term) -> Term:
     """Detach a term from its place, leaving a hole there; return it."""
     parent, f = _slot(part)
@@ -959,7 +1465,24 @@ def move(part: Term, dest: Term) -> Term:
         n = n.enclosing
     return replace(dest, take(part))
 
+# %% [markdown]
+# Replacing the `halt sum_3` of the small term by `halt one`: the old `halt`
+# is deleted, and with it the one use of `sum`.
 
+# %%
+replace(small.body.body.body, halt(one))
+print(show(small), end="")
+print("uses of sum:", total.count)
+
+# %% [markdown]
+# `delete_binding` removes a dead binding, after checking that it is dead:
+# its variable has no use, and its primitive has no effect. One subtlety on
+# a `LetCont`: the continuation may still be used — by its own handler, a
+# loop that nothing enters any more. Those uses go with the handler, so
+# they do not keep it alive.
+
+# %%
+#| export
 def delete_binding(t: Term) -> Term:
     """Remove an unused LetPrim or LetCont (its body takes its place); return the body."""
     if type(t) is LetPrim:
@@ -982,7 +1505,25 @@ def delete_binding(t: Term) -> Term:
         delete(dead)
     return body
 
+# %% [markdown]
+# `uno` and `sum` are dead now, and go; `one` is not, and `delete_binding`
+# refuses, naming the reason:
 
+# %%
+delete_binding(small.body)                     # uno_2 = 1
+delete_binding(small.body)                     # sum_3 = one_1 + one_1
+print(show(small), end="")
+try:
+    delete_binding(small)
+except ChangeError as e:
+    print("ChangeError:", e)
+
+# %% [markdown]
+# The last two operations change one occurrence, or one primitive, where
+# the others change a variable or a term.
+
+# %%
+#| export
 def redirect(o: Occ, y: Var) -> Occ:
     """Make the single occurrence o an occurrence of y (a new occurrence takes its place)."""
     node = o.enclosing
@@ -1009,200 +1550,24 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
     old.enclosing = None
     return old
 
-
 # %% [markdown]
-# One subtlety of `delete_binding` on a `LetCont`: the continuation may still
-# be used — by its own handler, a loop that nothing enters any more. Those
-# uses go with the handler, so they do not keep it alive.
-#
-# ## Print
-#
-# The printed form is the seed's: one binding per line, like assembly or SSA,
-# which stays readable on long terms where nested `let … in` would march off
-# the right margin. Handlers and function bodies are indented blocks in
-# braces. Variables are printed `hint_n`, numbered 1, 2, 3, … in the order in
-# which they first appear in the text, so the same term always prints the
-# same, in any process, and two terms that differ only in the identity of
-# their variable objects print identically.
+# In `s = a + a`, one use of `a` is redirected to `b`; then the primitive is
+# swapped for `a * b`. The old primitive comes back detached but still
+# holding its occurrences, so that it could be put elsewhere; here it is
+# thrown away, with `delete`.
 
 # %%
-#| export
-import re
-from lcompiler.syntax import Str, pretty_expr
+s = Seq()
+six, seven = s.let(const(6), "a"), s.let(const(7), "b")
+product = s.let(op("+", six, six), "s")
+term = s.end(halt(product))
+redirect(product.binder.prim.args[1], seven)
+print(show(term), end="")
+old = swap_prim(product.binder, op("*", six, seven))
+delete(old)
+print(show(term), end="")
+print("uses of a:", six.count, "of b:", seven.count)
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class Namer:
-    """Names for variables, numbered in order of first appearance."""
-
-    def __init__(self):
-        self.names, self.count = {}, 0
-
-    def __call__(self, var: Var) -> str:
-        name = self.names.get(var)
-        if name is None:
-            self.count += 1
-            hint = var.hint if _IDENT.match(var.hint or "") else "x"
-            name = self.names[var] = f"{hint}_{self.count}"
-        return name
-
-
-def line_col(loc) -> tuple:
-    """(line, column) of a source location: a Span of an L source, or a parsed Pos."""
-    if isinstance(loc, Pos):
-        return loc.line, loc.col
-    return loc.source.line_col(loc.start)
-
-
-class Pos:
-    """A location read back from printed CPS: a line and a column of the L source."""
-    __slots__ = ("line", "col")
-
-    def __init__(self, line: int, col: int):
-        self.line, self.col = line, col
-
-    def __repr__(self) -> str:
-        return f"Pos({self.line}, {self.col})"
-
-
-def _at(loc) -> str:
-    return "" if loc is None else " @%d:%d" % line_col(loc)
-
-
-def quote(s: str) -> str:
-    """A string constant as L (and the CPS text) writes it: chapter 4a's printer does it."""
-    return pretty_expr(Str(s))
-
-
-def show_const(c) -> str:
-    if c is True or c is False:
-        return "true" if c else "false"
-    if type(c) is int:
-        return str(c)
-    if type(c) is str:
-        return quote(c)
-    if c == ():
-        return "()"
-    raise ValueError(f"not a constant: {c!r}")
-
-
-class Printer:
-    def __init__(self):
-        self.name = Namer()
-        self.lines = []
-
-    def args(self, occs) -> str:
-        return ", ".join(self.name(o.var) for o in occs)
-
-    def prim(self, p) -> str:
-        """A primitive other than a Lambda, on one line."""
-        t, n = type(p), self.name
-        if t is Const:
-            return show_const(p.value)
-        if t is TupleValue:
-            return f"tuple({self.args(p.fields)})"
-        if t is MakeClosure:
-            return f"closure({self.args(p.fields)})"
-        if t is Inject:
-            return f"inj {p.tag} {p.name}({self.args(p.fields)})"
-        if t is External:
-            return f"external {quote(p.name)}"
-        if t is Proj:
-            return f"{n(p.arg.var)}[{p.index}]"
-        if t is Tag:
-            return f"tag {n(p.arg.var)}"
-        if t is Op:
-            if len(p.args) == 1:
-                return f"{p.op}{n(p.args[0].var)}"
-            return f"{n(p.args[0].var)} {p.op} {n(p.args[1].var)}{_at(p.loc)}"
-        if t is SetField:
-            return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
-        if t is Print:
-            return f"print({self.args(p.args)})"
-        if t is Fail:
-            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc)
-        if p is None:
-            return "<hole>"
-        raise TypeError(f"not a primitive: {p!r}")
-
-    def header(self, lam: Lambda) -> str:
-        kind = "fun" if lam.kind == "closure" else "fun direct"
-        k = self.name(lam.cont)
-        params = ", ".join(self.name(x) for x in lam.params)
-        return f"{kind} {k}({params}) {{"
-
-    def terminator(self, t) -> str:
-        n = self.name
-        if type(t) is ApplyCont:
-            return f"{n(t.cont.var)}({self.args(t.args)})"
-        if type(t) is Apply:
-            kind = "call" if t.kind == "closure" else "call direct"
-            return f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)}{_at(t.loc)}"
-        if type(t) is Case:
-            arms = [f"{i} -> {n(k.var)}" for i, k in t.arms]
-            if t.default is not None:
-                arms.append(f"_ -> {n(t.default.var)}")
-            return f"case {n(t.scrutinee.var)} {{ {'; '.join(arms)} }}"
-        if type(t) is Halt:
-            return f"halt {n(t.arg.var)}"
-        return "<hole>"
-
-    def block(self, term, depth: int) -> None:
-        """Print a term at an indentation, iteratively: handlers and lambdas are pushed as work."""
-        out, n = self.lines, self.name
-        work = [(term, depth)]
-        while work:
-            t, depth = work.pop()
-            pad = "  " * depth
-            if type(t) is str:                   # a closing brace
-                out.append(pad + t)
-            elif type(t) is LetPrim:
-                if type(t.prim) is Lambda:
-                    out.append(f"{pad}{n(t.var)} = {self.header(t.prim)}")
-                    work += [(t.body, depth), ("}", depth), (t.prim.body, depth + 1)]
-                else:
-                    out.append(f"{pad}{n(t.var)} = {self.prim(t.prim)}")
-                    work.append((t.body, depth))
-            elif type(t) is LetCont:
-                k = n(t.cont)
-                params = ", ".join(n(x) for x in t.params)
-                out.append(f"{pad}cont {k}({params}) {{")
-                work += [(t.body, depth), ("}", depth), (t.handler, depth + 1)]
-            else:
-                out.append(pad + self.terminator(t))
-
-    def definition(self, d: Definition) -> None:
-        head = d.visibility if d.var is None else f"{d.visibility} {self.name(d.var)}"
-        if d.body is not None or d.value is None:
-            self.lines.append(f"{head} = do {{")
-            self.block(d.body, 1)
-            self.lines.append("}")
-        elif type(d.value) is Lambda:
-            self.lines.append(f"{head} = {self.header(d.value)}")
-            self.block(d.value.body, 1)
-            self.lines.append("}")
-        else:
-            self.lines.append(f"{head} = {self.prim(d.value)}")
-
-
-def show(node) -> str:
-    """The text of a program, a definition or a term."""
-    p = Printer()
-    if type(node) is Program:
-        for d in node.definitions:
-            p.definition(d)
-    elif type(node) is Definition:
-        p.definition(node)
-    else:
-        p.block(node, 0)
-    return "\n".join(p.lines) + "\n"
-
-# %% [markdown]
-# The seed's loop, and a function:
-
-# %%
-print(show(loop), end="")
 
 # %% [markdown]
 # ## Parse
@@ -1281,7 +1646,23 @@ class Parser:
         tokens.append(("eof", "", len(text)))
         return tokens
 
-    # --- token helpers
+# %% [markdown]
+# The lexer is one regular expression with a named group per kind of token;
+# spaces and comments are dropped, line breaks kept (a statement ends at
+# one). Each token is (kind, text, offset in the text):
+
+# %%
+[(kind, text) for kind, text, _ in Parser(Source("<cps>", 'x_1 = y_2 / z_3 @1:5  # a comment\nhalt x_1')).tokens]
+
+# %% [markdown]
+# The helpers that read tokens: `peek` looks, `accept` takes a token if it is
+# the one expected, `expect` requires it. An error says what was expected
+# and what was found, at the place it was found, as a `CompileError` that
+# renders like the L front end's errors:
+
+# %%
+#| export
+class Parser(Parser):
     def error_at(self, offset: int, message: str, length: int = 1) -> CompileError:
         end = min(offset + length, len(self.source.text))
         return CompileError(message, Span(self.source, offset, max(end, offset)))
@@ -1333,7 +1714,24 @@ class Parser:
         self.i += 1
         return text, offset
 
-    # --- names and scopes
+# %%
+p = Parser(Source("<cps>", "x_1 = )"))
+p.name(), p.accept("=")
+try:
+    p.name()
+except CompileError as e:
+    print(e.render())
+
+# %% [markdown]
+# Names and scopes. `hint` recovers the printing hint from a printed name
+# (`after_f_11` was printed from the hint `after_f`); `use` reads a name
+# that must be bound, of the right class, and in scope — each failure a
+# different message; `loc` reads `@line:col`, as a `Span` of the L source
+# when the parser has one, else as a `Pos`.
+
+# %%
+#| export
+class Parser(Parser):
     @staticmethod
     def hint(name: str) -> str:
         base, sep, number = name.rpartition("_")
@@ -1385,6 +1783,9 @@ class Parser:
         if not 1 <= line <= len(starts) or col < 1:
             raise self.error_at(at, f"the location {line}:{col} is outside the L source")
         return Span(self.l_source, starts[line - 1] + col - 1, starts[line - 1] + col)
+
+# %%
+Parser.hint("after_f_11"), Parser.hint("x"), Parser.hint("_2"), Parser(Source("<cps>", "@3:7")).loc()
 
 # %% [markdown]
 # Parsing a block builds it with `Seq`, one statement at a time, so that a
@@ -1445,6 +1846,13 @@ class Parser(Parser):
         self.vars[name] = var
         (self.conts if var.is_cont else self.scope).add(var)
 
+# %% [markdown]
+# The last term of a block (the rule `last` of the grammar): a call, a
+# `case`, `halt`, or a jump, which is a name followed by `(`.
+
+# %%
+#| export
+class Parser(Parser):
     def last(self) -> Term:
         if self.accept("call"):
             kind = "direct" if self.accept("direct") else "closure"
@@ -1479,6 +1887,14 @@ class Parser(Parser):
             return apply_cont(k, *self.uses())
         raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
 
+# %% [markdown]
+# A primitive (the rules `prim` and `value`): a keyword says which, except
+# for the forms that start with a variable — a projection, a store, a binary
+# operation — and for the constants.
+
+# %%
+#| export
+class Parser(Parser):
     def prim(self) -> Prim:
         if self.peek(kind="int") or (self.peek("-") and self.tokens[self.i + 1][0] == "int"):
             return const(self.integer())
@@ -1533,6 +1949,14 @@ class Parser(Parser):
         y = self.use()
         return op(operator, x, y, loc=self.loc())
 
+# %% [markdown]
+# A function starts a new scope of continuations: those of the enclosing
+# function are saved and none is visible inside, which is what makes
+# continuations second-class in the text as in the checker.
+
+# %%
+#| export
+class Parser(Parser):
     def function(self) -> Lambda:
         kind = "direct" if self.accept("direct") else "closure"
         name, offset = self.name("the function's return continuation")
@@ -1549,6 +1973,15 @@ class Parser(Parser):
         self.conts = saved
         return f
 
+# %% [markdown]
+# A program: every global is in scope everywhere, even before its
+# definition, so `declare_globals` first scans the tokens for the names
+# defined at the top level (outside every brace), then the definitions are
+# read in order.
+
+# %%
+#| export
+class Parser(Parser):
     def program(self) -> Program:
         self.newlines(False)
         self.declare_globals()
@@ -1588,7 +2021,13 @@ class Parser(Parser):
                 v = self.vars[name] = self.globals[name] = Var(self.hint(name))
                 self.scope.add(v)
 
+# %% [markdown]
+# The entry points pause the garbage collector and raise the recursion limit,
+# as chapter 4a's parser does, since only nesting recurses; a text nested
+# beyond that limit is an error, not a crash.
 
+# %%
+#| export
 def parse(text: str, name: str = "<cps>", source: Source = None) -> Program:
     """Read a program printed by show(); source is the L program its @line:col refer to."""
     p = Parser(Source(name, text), source)
@@ -1608,6 +2047,23 @@ def parse_term(text: str, name: str = "<cps>", source: Source = None) -> Term:
             return p.sequence("eof")
         except RecursionError:
             raise p.error("the text is nested too deeply") from None
+
+# %% [markdown]
+# The program of two definitions, printed, parsed and printed again, gives
+# the same text; and the three ways a name can be wrong, each reported where
+# it is:
+
+# %%
+again = parse(show(square_program))
+assert show(again) == show(square_program)
+WRONG = ("x_1 = 1\nk_2(x_1)",
+         "cont k_1(x_2) {\n  halt x_2\n}\nhalt x_2",
+         "cont out_1(r_2) {\n  halt r_2\n}\nf_3 = fun ret_4(x_5) {\n  out_1(x_5)\n}\nout_1(f_3)")
+for text in WRONG:
+    try:
+        parse_term(text)
+    except CompileError as e:
+        print(e.render())
 
 # %% [markdown]
 # ## Check
@@ -1669,6 +2125,17 @@ class Checker:
         self.bound[var] = function
         self.scope.add(var)
 
+# %% [markdown]
+# A `Checker` remembers, for every variable bound so far, the function that
+# binds it (`None` at the top level), which variables are in scope, and which
+# occurrences it has met. `bind` checks rules 2 and 3 where a variable is
+# bound. `occurrence` checks rules 1, 2 and 4 where one is used — a
+# continuation, or with `closed` any local variable, must belong to the
+# function it is used in — and `arity` rule 6 for a jump.
+
+# %%
+#| export
+class Checker(Checker):
     def occurrence(self, node, o, cont: bool, function) -> None:
         if not isinstance(o, Occ) or o.is_cont != cont:
             self.fail(node, f"a {'continuation' if cont else 'variable'} occurrence was expected, not {o!r}")
@@ -1693,11 +2160,8 @@ class Checker:
             self.fail(node, f"{self.name(k)} expects {expected} argument(s), and is given {n}")
 
 # %% [markdown]
-# The walk itself keeps a stack of work, like `walk`, with two more kinds of
-# item: "bind these variables now" and "these variables leave the scope now".
-# A `LetPrim`'s variable enters the scope after its primitive is checked (a
-# `LetPrim` is not recursive); a `LetCont`'s continuation enters before its
-# handler (it is); parameters leave when their handler or body is done.
+# A message says where the violation is: `where` climbs the uplinks from the
+# node, naming each definition, function and handler it passes.
 
 # %%
 #| export
@@ -1716,6 +2180,14 @@ class Checker(Checker):
             prev, node, steps = node, getattr(node, "enclosing", None), steps + 1
         return ", ".join(reversed(parts))
 
+# %% [markdown]
+# A program binds all its globals first (they are in scope everywhere), then
+# checks each definition: its visibility agrees with its variable, and it
+# holds a static value or a dynamic term, not both.
+
+# %%
+#| export
+class Checker(Checker):
     def program(self, prog: Program) -> None:
         for d in prog.definitions:
             if type(d) is not Definition:
@@ -1747,6 +2219,16 @@ class Checker(Checker):
         else:
             self.visit(d.body, d, None)
 
+# %% [markdown]
+# The walk itself keeps a stack of work, like `walk`, with two more kinds of
+# item: "bind these variables now" and "these variables leave the scope now".
+# A `LetPrim`'s variable enters the scope after its primitive is checked (a
+# `LetPrim` is not recursive); a `LetCont`'s continuation enters before its
+# handler (it is); parameters leave when their handler or body is done.
+
+# %%
+#| export
+class Checker(Checker):
     def visit(self, root, parent, function) -> None:
         work = [("node", root, parent, function)]
         while work:
@@ -1792,6 +2274,15 @@ class Checker(Checker):
             else:
                 self.leaf(node, function)
 
+# %% [markdown]
+# The nodes without sub-terms — terminators and primitives — are checked by
+# `leaf`: the continuations a terminator names are continuation occurrences,
+# the others ordinary ones; the values of a `case` are distinct and sorted;
+# `halt` is outside every function; and every jump has the right arity.
+
+# %%
+#| export
+class Checker(Checker):
     def term_field(self, node, field: str) -> None:
         part = getattr(node, field)
         if part is not None and not isinstance(part, Term):
@@ -1824,6 +2315,14 @@ class Checker(Checker):
             for k in conts:
                 self.arity(node, k.var, 0)
 
+# %% [markdown]
+# Last, rule 5, once the walk is over and every occurrence has been met:
+# each variable's count and ring agree with what the walk found. `check`
+# puts it all together, for a program, a definition or a term.
+
+# %%
+#| export
+class Checker(Checker):
     def links(self) -> None:
         """Rings and counts agree with the occurrences met."""
         for var in self.bound:
@@ -1854,12 +2353,37 @@ def check(root, closed: bool = False) -> None:
         c.links()
 
 # %% [markdown]
+# The program of two definitions passes, including the stricter check of
+# closed functions (it has no nested function). Two texts that parse but
+# break a rule do not: a jump with one argument to a continuation of two
+# parameters, and a nested function that uses a variable of the enclosing
+# one — which is fine before closure conversion and not after:
+
+# %%
+check(square_program, closed=True)
+ARITY = "cont k_1(x_2, y_3) {\n  halt x_2\n}\none_4 = 1\nk_1(one_4)"
+NESTED = """private f_1 = fun ret_2(x_3) {
+  g_4 = fun ret_5(y_6) {
+    z_7 = x_3 + y_6
+    ret_5(z_7)
+  }
+  ret_2(g_4)
+}
+"""
+for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (parse(NESTED), True)):
+    try:
+        check(program, closed=closed)
+        print(f"check(closed={closed}) passes")
+    except CheckError as e:
+        print(f"check(closed={closed}): CheckError:", e)
+
+# %% [markdown]
 # ## Interpret
 #
 # The interpreter is the meaning of CPS terms, and the judge of every later
 # pass: a pass is right when the interpreter gives the same output before and
-# after it. It translates each term once into Python closures (like chapter
-# 4b's interpreter) and runs them on a *trampoline*: running a block returns
+# after it. It translates each term once into Python closures (like
+# [chapter 4b](04b_meaning.ipynb)'s interpreter) and runs them on a *trampoline*: running a block returns
 # the next block to run with its environment, instead of calling it, so a
 # loop or a chain of tail calls never grows Python's stack.
 #
@@ -1872,10 +2396,11 @@ def check(root, closed: bool = False) -> None:
 #   created (a flat closure), so a function made in a loop keeps the values of
 #   *that* iteration. Calling it makes a new activation from that copy, its
 #   parameters, and its return continuation.
-# - After closure conversion (chapter 8) a function value is a
-#   `ClosureRecord`, a tuple whose field 0 is its code; calling it calls that
-#   code with the record itself as first argument. The interpreter accepts both forms, so it can run a program
-#   before and after that chapter.
+# - After closure conversion ([chapter 8](08_closure.ipynb)) a function
+#   value is a `ClosureRecord`, a tuple whose field 0 is its code; calling it
+#   calls that code with the record itself as first argument. The
+#   interpreter accepts both forms, so it can run a program before and after
+#   that chapter.
 # - A call whose return continuation is the caller's own is a **tail call**:
 #   the new activation replaces the caller's at the same depth. Any other call
 #   goes one deeper; past `stack_limit` the program stops with L's "stack
@@ -1920,7 +2445,15 @@ class Continuation:
     def __init__(self, code, params, env):
         self.code, self.params, self.env = code, params, env
 
+# %% [markdown]
+# A runtime error of a program converted from L carries the L source's
+# `Span`, and is chapter 4b's `RunError`, rendered with the source line; one
+# of a CPS text written by hand only has a `Pos`, and is a `Stop`.
+# `show_value` prints a value as L's `print` does, strings quoted only
+# inside a structure:
 
+# %%
+#| export
 class Stop(Exception):
     """A runtime error at a location of a parsed CPS text, which has no L source to show."""
 
@@ -1951,8 +2484,14 @@ def show_value(v, nested: bool = False) -> str:
         return "<function>"
     raise TypeError(f"not an L value: {v!r}")
 
+# %%
+show_value([1, "one", Injected(1, "Cons", [True, Injected(0, "Nil", [])])]), show_value("one")
+
 # %% [markdown]
-# The primitives, each a function of the activation:
+# The interpreter translates each primitive, once, into a Python function of
+# the activation. `get` makes the function that reads one occurrence: a
+# dictionary lookup for a local, and for a global a lookup that fails
+# cleanly when its definition has not run yet.
 
 # %%
 #| export
@@ -1982,6 +2521,13 @@ class Interpreter:
             return read_global
         return lambda env: env[v]
 
+# %% [markdown]
+# Values first: each makes a new Python object from the values of its
+# fields. A `Lambda` is a function value, made below.
+
+# %%
+#| export
+class Interpreter(Interpreter):
     def prim(self, p):
         t = type(p)
         if t is Const:
@@ -2005,6 +2551,18 @@ class Interpreter:
             return ext
         if t is Lambda:
             return self.function(p)
+        return self.primitive(p)
+
+# %% [markdown]
+# Then the other primitives: reading a field or a tag, arithmetic
+# (`operation`, next), storing into a cell, printing and failing.
+
+# %%
+#| export
+class Interpreter(Interpreter):
+    def primitive(self, p):
+        """A primitive that is not a value: a read, an operation, or an effect."""
+        t = type(p)
         if t is Proj:
             g, i = self.get(p.arg), p.index
             def projection(env):
@@ -2036,6 +2594,14 @@ class Interpreter:
             return failure
         raise TypeError(f"not a primitive: {p!r}")
 
+# %% [markdown]
+# Arithmetic is L's: 64-bit, wrapping, and C's division, with the helpers
+# of chapter 4b's interpreter; division by zero is a runtime error at the
+# division's location.
+
+# %%
+#| export
+class Interpreter(Interpreter):
     def operation(self, p: Op):
         gets, loc = [self.get(o) for o in p.args], p.loc
         if len(gets) == 1:
@@ -2054,6 +2620,19 @@ class Interpreter:
             return divide
         f = _ARITH[p.op]
         return lambda env: f(ga(env), gb(env))
+
+# %% [markdown]
+# The primitive `a + b` of the section on Build, translated once, run in an
+# activation where `a` is 20 and `b` is 22; and a division by zero at the
+# location 1:3:
+
+# %%
+interpreter = Interpreter()
+print(interpreter.prim(plus)({a: 20, b: 22}))
+try:
+    interpreter.prim(op("/", a, b, loc=Pos(1, 3)))({a: 1, b: 0})
+except Stop as e:
+    print(e)
 
 # %% [markdown]
 # Terms. A block — a chain of `LetPrim`s and `LetCont`s ending in a
@@ -2096,6 +2675,16 @@ class Interpreter(Interpreter):
         params, cont = lam_.params, lam_.cont
         return lambda env: Function(body, params, cont, {v: env[v] for v in free})
 
+# %% [markdown]
+# A terminator becomes a function that returns the next block to run and
+# its activation. A jump stores its arguments in the activation of the
+# continuation — reading them all before writing any, since a loop may pass
+# its parameters to itself in another order; a `case` picks the
+# continuation; `halt` ends the trampoline.
+
+# %%
+#| export
+class Interpreter(Interpreter):
     def terminator(self, t):
         if type(t) is ApplyCont:
             k, gets = t.cont.var, [self.get(o) for o in t.args]
@@ -2124,6 +2713,15 @@ class Interpreter(Interpreter):
             return lambda env: (None, g(env))
         raise TypeError(f"not a term: {t!r}")
 
+# %% [markdown]
+# A call makes the callee's activation: the values it captured, its
+# parameters, and its return continuation bound to the caller's
+# continuation. Whether the call is a tail call is decided once, when it is
+# translated.
+
+# %%
+#| export
+class Interpreter(Interpreter):
     def call(self, t: Apply):
         gf, gets, k, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.loc
         tail = type(k.binder) is Lambda and k.binder.cont is k    # k: its own function's return
@@ -2202,6 +2800,15 @@ def evaluate(term: Term, out=None):
     return interpreter.trampoline(code, {None: 0})
 
 # %% [markdown]
+# The term `a * b` of the section on Change halts with 42; the program of
+# two definitions prints 49, and its globals afterwards are `square`, a
+# function:
+
+# %%
+print(evaluate(term))
+{v.hint: show_value(value) for v, value in run(square_program).items()}
+
+# %% [markdown]
 # ## A picture of a term
 #
 # Flambda2's post draws `map` as nested boxes: each continuation is a block
@@ -2222,11 +2829,9 @@ _HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|f
 _TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(")
 
 
-def diagram(node, width_chars: int = None) -> str:
-    """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows."""
-    lines = show(node).rstrip("\n").split("\n")
-    ch, lh, left = 7.2, 17, 8                           # character width, line height, margin
-    text_w = max(len(l) for l in lines) if width_chars is None else width_chars
+def _scopes(lines: list) -> tuple:
+    """The boxes of a printed term — (first line, last line, indentation, kind, depth) for each
+    function, handler and dynamic definition — and where each continuation is bound."""
     boxes, open_, heads = [], [], {}
     for i, line in enumerate(lines):
         m = _HEADER.match(line)
@@ -2238,6 +2843,11 @@ def diagram(node, width_chars: int = None) -> str:
         elif line.strip() == "}" and open_:
             start, indent, kind, depth = open_.pop()
             boxes.append((start, i, indent, kind, depth))
+    return boxes, heads
+
+
+def _jumps(lines: list, heads: dict) -> list:
+    """The arrows: (line of the jump, line of the target's header, its depth, length of the line)."""
     arrows = []
     for i, line in enumerate(lines):
         if line.rstrip().endswith("{"):
@@ -2249,6 +2859,37 @@ def diagram(node, width_chars: int = None) -> str:
         for name in found:
             if name in heads:
                 arrows.append((i, *heads[name], len(line)))
+    return arrows
+
+# %% [markdown]
+# The scopes of the seed's loop — one box, the handler of `k_2`, on lines
+# 1 to 4 of its text (counting from 0) — and its two jumps, from lines 3
+# and 5, both to that header:
+
+# %%
+loop_lines = show(loop).rstrip("\n").split("\n")
+loop_boxes, loop_heads = _scopes(loop_lines)
+loop_boxes, _jumps(loop_lines, loop_heads)
+
+# %% [markdown]
+# The drawing is then a rectangle per box, a line of text per line, and a
+# path per arrow through a gutter on the right, one lane per arrow. Two
+# options serve the later chapters: `marks` colours the names of some
+# variables (chapter 8 shows a function's free variables that way), and a
+# `title` makes the picture stand alone — it carries its description and a
+# white card of its own, so that it reads on a dark page too.
+
+# %%
+#| export
+def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = None) -> str:
+    """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows.
+    marks: {variable: colour} for names to colour; title: a description, and a white card."""
+    printer = _print(node)
+    lines = printer.lines
+    ch, lh, left = 7.2, 17, 8                           # character width, line height, margin
+    text_w = max(len(l) for l in lines) if width_chars is None else width_chars
+    boxes, heads = _scopes(lines)
+    arrows = _jumps(lines, heads)
     gutter = left + text_w * ch + 16
     width = gutter + 14 * len(arrows) + 24
     height = lh * len(lines) + 12
@@ -2258,13 +2899,23 @@ def diagram(node, width_chars: int = None) -> str:
            f'font-family="monospace" font-size="12">',
            '<defs><marker id="a" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
            '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>']
+    if title is not None:
+        out[0] = out[0][:-1] + ' fill="#0f172a">'
+        out.insert(1, f'<title>{_escape(title)}</title>')
+        out.append(f'<rect width="{width:.0f}" height="{height}" fill="#ffffff"/>')
     for start, end, indent, kind, depth in sorted(boxes):
         x = left + indent * ch - 4
         out.append(f'<rect x="{x:.1f}" y="{start * lh + 3}" width="{gutter - x - 6 - 5 * depth:.1f}" '
                    f'height="{(end - start + 1) * lh + 2}" rx="5" fill="{fill[kind]}" '
                    f'stroke="{stroke[kind]}" fill-opacity="0.6"/>')
+    coloured = {printer.name(v): colour for v, colour in (marks or {}).items()}
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, coloured)) + r")\b") if coloured else None
     for i, line in enumerate(lines):
-        out.append(f'<text x="{left}" y="{(i + 1) * lh}" xml:space="preserve">{_escape(line)}</text>')
+        text = _escape(line)
+        if pattern:
+            text = pattern.sub(lambda m: f'<tspan fill="{coloured[m.group(1)]}" font-weight="bold">'
+                                         f'{m.group(1)}</tspan>', text)
+        out.append(f'<text x="{left}" y="{(i + 1) * lh}" xml:space="preserve">{text}</text>')
     for n, (src, dst, depth, length) in enumerate(arrows):
         gx = gutter + 14 * n + 8
         y1, y2 = src * lh + lh / 2 + 2 + 3 * (n % 3), dst * lh + lh / 2 + 4
@@ -2275,6 +2926,32 @@ def diagram(node, width_chars: int = None) -> str:
                    f'stroke="{colour}" stroke-width="1.3" marker-end="url(#a)"/>')
     out.append("</svg>")
     return "\n".join(out)
+
+# %% [markdown]
+# Two pictures side by side — a term before and after a pass, an L
+# function beside its CPS — are two SVG images in one, each under its
+# caption: `beside` puts them there.
+
+# %%
+#| export
+_SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)"[^>]*?\bheight="([\d.]+)"')
+
+
+def beside(pictures: list, title: str, gap: float = 28) -> str:
+    """One SVG picture of several, side by side: pictures is [(caption, SVG text)]; title is
+    the description of the whole. White card, dark text, like the pictures it holds."""
+    x, parts, height = 10.0, [], 0.0
+    for caption, svg in pictures:
+        w, h = (float(v) for v in _SIZE.search(svg).groups())
+        parts.append(f'<text x="{x:.1f}" y="18" font-weight="bold">{_escape(caption)}</text>')
+        parts.append(svg.replace("<svg ", f'<svg x="{x:.1f}" y="28" ', 1))
+        x += max(w, len(caption) * 7.2) + gap
+        height = max(height, h)
+    width, height = x - gap + 10, height + 38
+    return "\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+                      f'font-family="monospace" font-size="12" fill="#0f172a">',
+                      f'<title>{_escape(title)}</title>',
+                      f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>', *parts, '</svg>'])
 
 # %% [markdown]
 # ## The framework at work
@@ -2340,7 +3017,18 @@ values = run(map_program)
 
 # %%
 from IPython.display import SVG
-SVG(diagram(map_program.definitions[0]))
+
+
+def picture(node, alt: str) -> None:
+    """Show the diagram of node, with its description (the alt text of the book's site)."""
+    display(SVG(diagram(node, title=alt)), metadata={"alt": alt})
+
+
+picture(map_program.definitions[0],
+        "Diagram of map_1: a blue box for the function holds yellow boxes for the continuations "
+        "empty_6 and nonempty_8, and inside nonempty_8 the nested after_f_11 and after_map_13; green "
+        "arrows go from the case to empty_6 and nonempty_8, and from the two calls to after_f_11 and "
+        "after_map_13. No arrow leaves the function box.")
 
 # %% [markdown]
 # ### The seed's loop
@@ -2352,7 +3040,9 @@ SVG(diagram(map_program.definitions[0]))
 # %%
 print(show(loop2), end="")
 assert show(loop) == show(loop2)
-SVG(diagram(loop))
+picture(loop, "Diagram of the seed's loop: a yellow box for the continuation k_2, with a red arrow "
+              "from its last line, the jump k_2(y_4), back to its own header, and a green arrow to it "
+              "from the jump k_2(two_1) below the box.")
 
 # %% [markdown]
 # It never stops, so we do not run it; a loop that counts to three and then
@@ -2428,7 +3118,9 @@ print(after_if.cont.hint, "is used", after_if.cont.count, "time(s)")
 # `v_5` becomes an occurrence of `zero_10` — one union, whatever the number
 # of occurrences. The term does not check any more: `zero_10` is now used
 # in `after_if`'s handler, outside its scope. That is expected; the next
-# step moves those uses into the scope.
+# step moves those uses into the scope. (The checker names variables as the
+# printer would print the changed term, where `zero_10` comes seventh:
+# `zero_7`.)
 
 # %%
 jump = next(o.enclosing for o in occurrences(after_if.cont))    # the only jump: after_if_4(zero_10)
@@ -2466,10 +3158,13 @@ print(show(f_program), end="")
 # and after:
 
 # %%
-SVG(diagram(parse(STEP1)))
+picture(parse(STEP1), "Diagram of f_1 before the rewriting: the continuations after_if_4, then_7 and "
+                      "else_9 inside the function box; the case jumps to else_9 and then_7, and else_9 "
+                      "jumps to the join point after_if_4.")
 
 # %%
-SVG(diagram(f_program))
+picture(f_program, "Diagram of f_1 after the rewriting: only the continuations then_4 and else_6 are "
+                  "left, each reached from the case; the join point after_if_4 is gone.")
 
 # %% [markdown]
 # Both versions behave the same: each is run on `false` (the pair) and on
@@ -2508,9 +3203,10 @@ for argument in ("false", "true"):
 # |---|---|
 # | **Build** | `let_prim`, `let_cont`, `lam`, `apply_cont`, `apply`, `case`, `halt`; values `const`, `tuple_`, `closure`, `inject`, `external`; primitives `proj`, `tag`, `op`, `set_field`, `print_`, `fail`; `Seq` for straight-line code; `Program.declare` / `define` |
 # | **Traverse** | `children`, `walk`, `subterms`, `all_occurrences`, `binders`, `fold`, `size`, `free_variables`, `occurrences(var)`, `var.count`, `occ.var`, `enclosing_lambda`, `is_global`, `has_effect` |
-# | **Change** | `substitute`, `replace`, `take`, `move`, `delete_binding`, `redirect`, `swap_prim` |
+# | **Change** | `substitute`, `replace`, `take`, `move`, `delete_binding`, `redirect`, `swap_prim`, `delete` |
 # | **Check** | `check(root, closed=False)` → `CheckError` |
-# | **Print / Parse** | `show(root)`, `parse(text, source=None)`, `parse_term(text)`, `diagram(root)` |
+# | **Print / Parse** | `show(root)`, `Printer` (its `name` numbers variables as `show` does), `parse(text, source=None)`, `parse_term(text)` |
+# | **Draw** | `diagram(root, marks=…, title=…)`, `beside([(caption, svg), …], title)` |
 # | **Interpret** | `run(program, out)`, `evaluate(term)` |
 #
 # ## The promises, tested
@@ -2528,61 +3224,110 @@ for argument in ("false", "true"):
 # never another exception.
 #
 # `bench/cps_speed.py` builds, checks, prints, parses, traverses and runs
-# terms of 10⁴ to 10⁶ nodes and performs substitutions on each. A run on this
-# book's machine (`python bench/cps_speed.py`):
+# terms of 10⁴ to 10⁶ nodes and performs substitutions on each, and writes
+# what it measures to `bench/cps_speed.json`. Its last run on this book's
+# machine, read from that file:
+
+# %%
+import json
+from pathlib import Path
+
+SPEED = json.loads(Path("../bench/cps_speed.json").read_text())
+phases = SPEED["phases"]
+print(SPEED["command"], f"— µs per node, {SPEED['settings']['stat']} of `runs` runs, "
+      f"{SPEED['settings']['clock']} clock; subst: µs per substitution; touch: µs to read what it writes")
+print(f"{'nodes':>8} {'lines':>7} {'depth':>5} {'runs':>4} " + " ".join(f"{p:>6}" for p in phases)
+      + f" {'subst':>6} {'touch':>6}")
+for row in SPEED["sizes"]:
+    print(f"{row['nodes']:>8} {row['lines']:>7} {row['depth']:>5} {row['runs']:>4} "
+          + " ".join(f"{row[p]:>6.2f}" for p in phases) + f" {row['subst']:>6.2f} {row['touch']:>6.2f}")
+small, large = SPEED["sizes"][0], SPEED["sizes"][-1]
+print("time per node, largest program / smallest (1.00 is linear):",
+      ", ".join(f"{p} {large[p] / small[p]:.2f}" for p in phases))
+
+# %% [markdown]
+# Over a hundredfold growth of the program, the time per node of every
+# phase grows by a factor between 1.02 and 1.45 — where a quadratic phase
+# would grow a hundredfold. Timings on a shared machine are noisy, though,
+# and a factor 1.45 could hide an algorithm that is a little worse than
+# linear. So count the work instead of timing it: the number of Python
+# function calls each phase makes per node, on generated programs of
+# 3,000 and 30,000 nodes (the same generator, at a size that takes seconds
+# here). A count does not depend on the machine or its load:
+
+# %%
+import cProfile
+import io
+import pstats
+import sys
+
+sys.path.insert(0, "../bench")
+import cps_speed
+from lcompiler import cps as exported     # the benchmark builds with the package's copy of this chapter
+
+
+def calls(action) -> tuple:
+    """(Python function calls made by action(), its result), the garbage collector paused."""
+    profile = cProfile.Profile()
+    with collector_paused():
+        profile.enable()
+        result = action()
+        profile.disable()
+    return pstats.Stats(profile).total_calls, result
+
+
+print(f"{'nodes':>6} " + " ".join(f"{p:>6}" for p in ("build", "check", "show", "parse", "walk", "run")))
+for n in (3_000, 30_000):
+    plan, globals_, _ = cps_speed.Planner(n, 6 + n).program()
+    counts = [calls(lambda: cps_speed.build(plan, globals_))]
+    program_n = counts[0][1][0]
+    counts += [calls(lambda: exported.check(program_n)), calls(lambda: exported.show(program_n))]
+    counts += [calls(lambda: exported.parse(counts[-1][1])), calls(lambda: exported.size(program_n)),
+               calls(lambda: exported.run(program_n, io.StringIO()))]
+    nodes = exported.size(program_n)
+    print(f"{nodes:>6} " + " ".join(f"{c / nodes:>6.2f}" for c, _ in counts))
+
+# %% [markdown]
+# Every phase makes the same number of calls per node at both sizes, to
+# within 1 % — except the interpreter, which runs only the path the
+# program takes, and makes 5 % fewer on the larger one. The algorithms are
+# linear; what grows a little in the timings is the cost of each
+# dictionary and set lookup once those tables hold a million entries and
+# no longer fit in the processor's caches — the effect
+# [chapter 2](02_union_find.ipynb) measured on union-find.
 #
-# ```text
-# µs per node (min of `runs` runs, wall clock); subst: µs per substitution (min of 4 batches of K per run); touch: µs to read the same fields of K other pairs
-#    nodes   lines depth runs  build  check   show  parse   walk   occs    run  subst  touch     K
-#     9693    5297    16    9   1.88   3.18   1.39   6.33   0.25   0.89   2.30   0.85   0.59   609
-#    29506   16127    33    9   1.80   3.25   1.44   8.17   0.26   0.84   2.56   1.03   0.70  1000
-#    99275   54212    41    3   2.42   3.53   1.47   8.88   0.24   0.73   2.11   1.02   0.81  1000
-#   299268  163085    39    3   2.83   4.62   1.43   8.09   0.22   0.84   2.19   1.08   0.87  1000
-#   999145  544113    42    3   2.32   4.95   1.86   9.56   0.24   0.84   2.79   1.34   1.26  1000
-# time per node, largest program / smallest (1.00 is linear; in brackets, the slowest size / the fastest, for the noise):
-#    build: 1.24   (1.57)
-#    check: 1.56   (1.56)
-#     show: 1.34   (1.34)
-#    parse: 1.51   (1.51)
-#     walk: 0.94   (1.19)
-#     occs: 0.94   (1.23)
-#      run: 1.21   (1.32)
-# time per substitution, largest program / smallest (1.00 is constant):
-#    subst: 1.58   (touch, the same objects only read: 2.12; subst - touch: 0.25 -> 0.08 µs)
+# Substitution is constant time in the number of occurrences: the last
+# table of the benchmark substitutes variables used 10 to 100,000 times,
+# each substitution moving all of them.
+
+# %%
+print(f"{'occurrences':>11} {'µs/subst':>9} {'µs/find after':>14}")
+for row in SPEED["occurrences"]:
+    print(f"{row['occurrences']:>11} {row['subst']:>9.2f} {row['find']:>14.3f}")
+print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']} nodes, "
+      f"{large['subst']:.2f} µs at {large['nodes']}; touch: {small['touch']:.2f} and {large['touch']:.2f} µs")
+
+# %% [markdown]
+# A substitution costs about 0.4 µs whether the variable has 10 or
+# 100,000 occurrences: it is one `union` and one splice. In the generated
+# programs it costs more as the program grows, from 0.5 to 1.4 µs; but so
+# does "touch", which only reads the objects a substitution writes, from
+# 0.3 to 0.9 µs. That is the price of reaching objects scattered in a
+# larger heap, not work the substitution does.
 #
-# substitution against the occurrences of x (10000 substitutions x -> t1 -> t2 …, min of 3):
-# occurrences  µs/subst  µs/find after
-#          10      0.41          0.435
-#        1000      0.41          0.432
-#      100000      0.49          0.480
-# time per substitution, most occurrences / fewest: 1.18 (1.00 is constant time)
-# ```
-#
-# Over a hundredfold growth of the program, the time per node of every phase
-# changes by a factor between 0.94 and 1.56, and not steadily: on this shared
-# two-core machine, repeated runs move each ratio by ±0.4. A profile of each
-# phase at 10⁵ and at 10⁶ nodes shows every function called exactly ten
-# times as often; what grows a little is the cost of each dictionary and set
-# lookup once those tables hold a million entries and no longer fit in the
-# processor's caches — the effect chapter 2 measured on union-find. The
-# algorithms are linear.
-#
-# Substitution costs about 1 µs at every size, and the same with 10 or
-# 100,000 occurrences of the variable substituted: it is one `union` and one
-# splice. Its slight growth with the program's size is matched by the
-# "touch" column, which only reads the objects a substitution writes: that
-# is the price of reaching scattered objects in a larger heap, not work the
-# substitution does.
+# <div class="admonition note">
+# <p class="admonition-title">Design note: the tail call that was quadratic</p>
 #
 # One phase was not linear in the first version of this chapter, and the
 # benchmark found it: the interpreter decided whether a call is a tail call
 # by climbing the uplinks to the enclosing function, a walk as long as the
 # chain of bindings above the call — quadratic on a long straight-line
-# `main`, 6.7 µs per node at 10⁶ nodes against 2 µs at 10⁴. A continuation
-# variable is only visible in the function that binds it, so the call's
-# return continuation says it directly: the call is a tail call when that
-# continuation is the return continuation of the `fun` that binds it, which
-# is one field read.
+# `main`. A continuation variable is only visible in the function that
+# binds it, so the call's return continuation says it directly: the call
+# is a tail call when that continuation is the return continuation of the
+# `fun` that binds it, which is one field read.
+#
+# </div>
 
 # %% [markdown]
 # ## Exercises

@@ -21,6 +21,20 @@
 # values it used to find in its surroundings, and by hoisting every function
 # to the top level, where the back end expects it.
 #
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 6](06_cps.ipynb), the CPS language, its Traverse
+# functions (`free_variables`) and its Change operations (`redirect`,
+# `swap_prim`, `substitute`, `delete_binding`); [chapter 7](07_cps_convert.ipynb),
+# which makes the CPS this chapter converts.
+#
+# **Builds:** the module `lcompiler.closure`, and the pipeline's stage
+# `closure`. Its output is the input of [chapter 10](10_llvm.ipynb)'s back
+# end (after [chapter 9](09_shrink.ipynb)'s last shrinking).
+#
+# </div>
+#
 # What this chapter promises, in the module `lcompiler.closure`:
 #
 # - `closure_convert(program)` changes a CPS program in place so that
@@ -47,16 +61,17 @@
 # **closure**: a heap tuple holding a pointer to the function's code and the
 # values of its free variables. The CPS writes it `closure(code, …)`: a
 # `tuple` in all but name, a heap block whose field 0 is the code, marked so
-# that the interpreter can print it as `<function>` —
+# that the interpreter can print it as `<function>`. For `adder`, this
+# chapter makes (the whole program is printed below, with `adder`):
 #
 # ```text
-# private code_5 = fun ret_6(env_7, x_8) {      # the code: a closed function
-#   n_9 = env_7[1]                               # its free variable, from the tuple
-#   v_10 = x_8 + n_9
-#   ret_6(v_10)
-# }
+#   f_4 = closure(f_code_5, n_3)                 # where the function was: build the closure
 # …
-#   f_4 = closure(code_5, n_3)                   # where the function was: build the closure
+# private f_code_5 = fun ret_17(env_18, x_19) {  # the code: a closed function
+#   n_20 = env_18[1]                             # its free variable, from the tuple
+#   v_21 = x_19 + n_20
+#   ret_17(v_21)
+# }
 # ```
 #
 # The code receives the closure itself as an extra first parameter, its
@@ -67,11 +82,23 @@
 # does exactly that when `f` is a tuple.
 #
 # These are *flat* closures: each holds copies of all its free variables.
-# (The alternative, *linked* closures that point to the enclosing function's
-# environment, shares more but keeps whole environments alive and makes
-# every access a chain of loads.) Copies are safe because CPS variables never
-# change; a mutable `var` that a function captures is a heap cell since
-# chapter 7, and the closure copies the pointer to that cell.
+# Copies are safe because CPS variables never change; a mutable `var` that
+# a function captures is a heap cell since [chapter 7](07_cps_convert.ipynb),
+# and the closure copies the pointer to that cell.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: flat closures, not linked ones</p>
+#
+# The alternative, *linked* closures, point to the enclosing function's
+# environment instead of copying what they use from it. They share more —
+# building a closure costs one pointer, not one word per free variable — but
+# they keep whole environments alive as long as any inner function lives
+# (a space leak the flat scheme cannot have), and every access to a variable
+# of an outer function is a chain of loads. With CPS variables immutable,
+# flat closures are the simple and safe choice; exercise 2 measures the
+# other.
+#
+# </div>
 #
 # ## Direct functions and known calls
 #
@@ -113,6 +140,9 @@
 # `swap_prim`, `substitute`, `delete_binding`), so the links stay right, and
 # the cost is linear in the size of each function body outside the
 # functions nested in it.
+#
+# First, the order: a walk of the program with a stack, in which a function
+# is appended after everything under it.
 
 # %%
 #| export
@@ -138,7 +168,40 @@ def functions_inside_out(program: Program) -> list:
         stack.extend((p, False) for p in reversed(parts) if p is not None)
     return order
 
+# %% [markdown]
+# In a function `f` that returns a function of `y` that returns a function
+# of `z`, the innermost comes first. Functions are named here by their
+# return continuations, as the printer names them:
 
+# %%
+import io
+from lcompiler import cps, interp, types
+from lcompiler.cps_convert import convert
+from lcompiler.errors import Source, RunError
+
+
+def to_cps(text: str) -> cps.Program:
+    """The CPS of an L program, as chapter 7 makes it."""
+    return convert(types.check_types(Source("example.l", text))[0])
+
+
+NESTED = "def f(x) = { y -> { z -> x + y + z } }"
+nested = to_cps(NESTED)
+printer = cps.Printer()
+for d in nested.definitions:
+    printer.definition(d)
+print("\n".join(printer.lines))
+print("inside out:", [printer.name(f.cont) for f in functions_inside_out(nested)])
+
+# %% [markdown]
+# The pass is a class, whose instance remembers the static closures it has
+# made. A function without free variables becomes direct and, if local,
+# is hoisted: its local variable is substituted by a new global, and the
+# binding is deleted; one with free variables gets its environment and is
+# replaced by the building of its closure.
+
+# %%
+#| export
 class ClosureConverter:
     def __init__(self, program: Program):
         self.program = program
@@ -170,6 +233,14 @@ class ClosureConverter:
             swap_prim(site, closure(code, *free))
             self.program.define(f, "private", code)
 
+# %% [markdown]
+# The uses of a direct function: the call of it is a known call, made
+# direct; any other use — the function passed or stored as a value — goes to
+# its static closure, made on first need by `closure_of`.
+
+# %%
+#| export
+class ClosureConverter(ClosureConverter):
     def calls(self, code: Var) -> None:
         """Known calls of a direct function become direct; other uses get its static closure."""
         for o in list(occurrences(code)):
@@ -193,6 +264,16 @@ class ClosureConverter:
             self.entries[code].type = code.type
         return self.entries[code]
 
+# %% [markdown]
+# The environment: a new first parameter `env`, and at the start of the body
+# one projection `env[i]` per free variable (field 0 is the code); then each
+# use of a free variable in the body is redirected to the projection —
+# `redirect`, not `substitute`, since the variable keeps its uses outside
+# the function.
+
+# %%
+#| export
+class ClosureConverter(ClosureConverter):
     def environment(self, f: Lambda, free: list) -> None:
         """Add the env parameter; read each free variable from it at the start of the body."""
         env = Var("env")
@@ -210,25 +291,35 @@ class ClosureConverter:
         for o in uses:
             redirect(o, inner[o.var])
 
-
+# %%
+#| export
 def closure_convert(program: Program) -> Program:
     """Make every function of a CPS program closed and top-level, in place; return it."""
     with collector_paused():
         return ClosureConverter(program).run()
 
 # %% [markdown]
+# The nested functions above, converted. The innermost function, of `z`,
+# uses `x` and `y`: it becomes `f_code_6`, reading both from its
+# environment. The function of `y` has one free variable, `x`, which it
+# needs to build the closure of the innermost (with its own `y`): it
+# becomes `f_code_5`, reading `x` from its environment. `f` has no free
+# variable and stays direct; it builds the closure of the function of `y`.
+
+# %%
+closure_convert(nested)
+cps.check(nested, closed=True)
+print(cps.show(nested), end="")
+
+# %% [markdown]
 # ## Closure conversion at work
 #
 # `to_closed` runs the front end, chapter 7 and this chapter, checks the
-# back end's precondition, and returns the program.
+# back end's precondition, and returns the program; `run_all` runs a
+# program three ways — chapter 4b's reference interpreter, and chapter 6's
+# interpreter before and after this chapter — and requires the same output.
 
 # %%
-import io
-from lcompiler import cps, interp, types
-from lcompiler.cps_convert import convert
-from lcompiler.errors import Source, RunError
-
-
 def to_closed(text: str) -> cps.Program:
     program, _ = types.check_types(Source("example.l", text))
     p = convert(program)
@@ -259,8 +350,9 @@ def run_all(text: str) -> str:
 
 # %% [markdown]
 # **A closure.** `adder`'s inner function uses `n`: it becomes the code
-# `add_code` with an `env` parameter, reading `n` from field 1, and `adder`
-# builds `closure(add_code, n)`. `adder` itself has no free variable: it is
+# `f_code_5` (a function literal has no name; chapter 7 calls its value `f`)
+# with an `env` parameter, reading `n` from field 1, and `adder` builds
+# `closure(f_code_5, n_3)`. `adder` itself has no free variable: it is
 # direct, and the call `adder(1)` is a direct call; the call of the closure
 # `inc(41)` is not, since nothing tells which function `inc` is.
 
@@ -270,6 +362,39 @@ print(cps.show(to_closed(ADDER)), end="")
 
 # %%
 print(run_all(ADDER), end="")
+
+# %% [markdown]
+# The same transformation drawn, on a function with two free variables:
+# `line(a, b)` returns the function `{ x -> a * x + b }`. Before, the inner
+# function sits inside `line` and reads `a` and `b` from it (coloured).
+# After, it is a top-level definition of its own, `f_code_7`, which reads
+# them from its environment, fields 1 and 2; in their place, `line` builds
+# the closure that holds them — in the same colours.
+
+# %%
+from IPython.display import SVG
+
+LINE = "def line(a, b) = { x -> a * x + b }"
+program = to_cps(LINE)
+inner = functions_inside_out(program)[0]
+free = [v for v in cps.free_variables(inner) if not v.is_cont and not cps.is_global(v)]
+colours = dict(zip(free, ("#dc2626", "#2563eb")))
+before = cps.diagram(program, marks=colours)
+closure_convert(program)
+cps.check(program, closed=True)
+read = inner.body                          # the projections env[1], env[2] that start its body now
+for v in free:
+    colours[read.var] = colours[v]
+    read = read.body
+after = cps.diagram(program, marks=colours)
+alt = ("A function before and after closure conversion. Before: the definition line_1 holds, inside "
+       "its box, the function f_6, whose body uses a_4 (red) and b_5 (blue), variables of line_1. "
+       "After: line_1 is a direct function that builds f_6 = closure(f_code_7, a_4, b_5), with a_4 in "
+       "red and b_5 in blue; below it, the hoisted definition f_code_7, a function of env_9 and x_10, "
+       "begins with a_11 = env_9[1] in red and b_12 = env_9[2] in blue, and uses those.")
+display(SVG(cps.beside([("before: a function inside a function", before),
+                        ("after: a closure, and its code at the top level", after)], alt)),
+        metadata={"alt": alt})
 
 # %% [markdown]
 # **A direct function used as a value.** `square` is called directly by
@@ -312,34 +437,49 @@ SEEDS = open("../examples/seeds.l").read()
 print(cps.show(to_closed(SEEDS)), end="")
 
 # %%
-print("output:", repr(run_all(SEEDS)), "— the assertion held, three times")
+print("output:", repr(run_all(SEEDS)), "— the assertion held in all three interpreters")
 
 # %% [markdown]
 # ## Showing closure-converted CPS from the command line
+#
+# Closure conversion is the pipeline's stage `closure`, after `cps` and
+# after [chapter 9](09_shrink.ipynb)'s optimiser, which puts its stage
+# `opt` in between. The optimiser leaves nothing to convert in this small
+# example: it inlines `twice` and the function passed to it, and computes
+# `7 * 3 * 3`. `lc show closure` prints what closure conversion hands on:
 
 # %%
-from lcompiler.cli import arg, command, read_source, stage, lc
+from lcompiler.cli import lc
+from lcompiler.pipeline import Unit, stage
 
 # %%
-#| export cli
+#| export pipeline
 from lcompiler import closure as closure_conversion
 
 
-@stage("closure")
-def show_closure_stage(source: Source) -> str:
-    program, _ = types.check_types(source)
-    p = cps_convert.convert(program)
-    closure_conversion.closure_convert(p)
-    return cps.show(p).rstrip("\n")
+@stage("closure", show=lambda program, unit: cps.show(program).rstrip("\n"))
+def closure_stage(program: cps.Program, unit: Unit) -> cps.Program:
+    return closure_conversion.closure_convert(program)
 
 # %%
 import contextlib
 import tempfile
 from pathlib import Path
 
+TWICE = "def twice(f, x) = f(f(x))\nprint(twice({ y -> y * 3 }, 7))\n"
 with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
-    Path("twice.l").write_text("def twice(f, x) = f(f(x))\nprint(twice({ y -> y * 3 }, 7))\n")
+    Path("twice.l").write_text(TWICE)
     print("exit status", lc("show", "closure", "twice.l"))
+
+# %% [markdown]
+# Without the optimiser (`-O0`), the stage sees chapter 7's CPS: `twice`
+# becomes a direct function, and the function passed to it, which has no
+# free variable, a direct function with a static closure.
+
+# %%
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    Path("twice.l").write_text(TWICE)
+    print("exit status", lc("show", "-O0", "closure", "twice.l"))
 
 # %% [markdown]
 # ## The promises, tested
@@ -350,19 +490,25 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # checks `check(p, closed=True)` after this chapter, that every function is a
 # top-level definition, that calls of top-level functions are direct, and
 # that a function with free variables becomes a `closure(…)`.
-# `bench/convert_speed.py` times this pass next to chapter 7's:
-#
-# ```text
-# source nodes  CPS nodes  CPS/src  convert s  µs/node  closure s  µs/node
-#          984       1909     1.94      0.014    14.00      0.005     4.90
-#         2979       5759     1.93      0.049    16.31      0.016     5.42
-#         9990      19289     1.93      0.234    23.39      0.055     5.53
-#        29997      57899     1.93      0.649    21.65      0.122     4.06
-#        99993     192979     1.93      2.176    21.76      0.400     4.00
-# time per source node, largest / smallest: conversion 1.55, closure conversion 0.82 (1.00 is linear)
-# ```
-#
-# Closure conversion costs 4 to 5.5 µs per source node at every size: each
+# `bench/convert_speed.py` times this pass next to chapter 7's, on the same
+# generated programs; its last run, read from `bench/convert_speed.json`:
+
+# %%
+import json
+
+SPEED = json.loads(Path("../bench/convert_speed.json").read_text())
+print(SPEED["command"], "—", SPEED["settings"]["clock"], "clock, best of", SPEED["settings"]["repeat"], "runs")
+print(f"{'source nodes':>12} {'CPS nodes':>10} {'closure s':>10} {'µs/node':>8}")
+for row in SPEED["sizes"]:
+    n = row["source nodes"]
+    print(f"{n:>12} {row['cps nodes']:>10} {row['closure s']:>10.3f} {1e6 * row['closure s'] / n:>8.2f}")
+first, last = SPEED["sizes"][0], SPEED["sizes"][-1]
+print(f"time per source node, largest / smallest: "
+      f"{(last['closure s'] / last['source nodes']) / (first['closure s'] / first['source nodes']):.2f}"
+      " (1.00 is linear)")
+
+# %% [markdown]
+# Closure conversion costs about 4 µs per source node at every size: each
 # function's body is walked a fixed number of times, and the functions
 # nested in it are not walked again once hoisted.
 

@@ -127,7 +127,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from lcompiler import addlang, llvm_backend
+from lcompiler import addlang, llvm_backend, pipeline
 from lcompiler.errors import CompileError, Note, Source, Span
 from lcompiler.syntax import collector_paused
 
@@ -202,12 +202,15 @@ def split(module: ir.Module, parts: int) -> list[str]:
 def declaration(g, text: str) -> str:
     """A declaration of g with its calling convention and attributes."""
     if isinstance(g, ir.Function):
-        return "declare " + text.split("\n", 1)[0].removeprefix("define ")
+        head = text.split("\n", 1)[0].removeprefix("define ")
+        return "declare " + re.sub(r" !dbg !\d+", "", head)     # its scope (chapter 10) stays home
     return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
 
 # %% [markdown]
 # The parts are compiled by `object_code`: parse, verify, optimise (chapter
-# 10's `optimise`), emit. The target machine differs between the JIT and
+# 10's `optimise`), label the call sites and add the part's table of them
+# (chapter 10's `call_site_table`: part k's table links to part k + 1's),
+# emit. The target machine differs between the JIT and
 # executables only in its code model (next sections). `machine_code`
 # decides how many parts, forks one child per part but the last, compiles
 # the last itself meanwhile, and collects the children's object files
@@ -226,9 +229,11 @@ def target(executable: bool) -> llvm.TargetMachine:
     return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
 
 
-def object_code(text: str, level: int, executable: bool) -> bytes:
-    """An object file from LLVM text: verified, optimised at O<level>, compiled."""
-    return target(executable).emit_object(llvm_backend.optimise(text, level))
+def object_code(text: str, level: int, executable: bool, part: int = 0, parts: int = 1) -> bytes:
+    """An object file from LLVM text: verified, optimised at O<level>, given its part of the
+    call-site table (chapter 10), compiled."""
+    optimised = llvm_backend.optimise(text, level)
+    return target(executable).emit_object(llvm_backend.call_site_table(optimised, part, parts))
 
 
 def cores() -> int:
@@ -258,14 +263,14 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
                 if pid == 0:                      # a child: compile, write the object, exit
                     status = 1
                     try:
-                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable))
+                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable, i, len(texts)))
                         status = 0
                     except BaseException:
                         Path(tmp, f"{i}.err").write_text(traceback.format_exc())
                     finally:
                         os._exit(status)
                 children.append(pid)
-            last = object_code(texts[-1], level, executable)
+            last = object_code(texts[-1], level, executable, len(texts) - 1, len(texts))
             statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
         except BaseException:                     # an error or an interrupt here: the children go too
             for pid in children:
@@ -367,14 +372,16 @@ def jit(objects: list[bytes]):
 
 
 def compile_source(source: Source, level: int = 2, executable: bool = False,
-                   parts: int | None = None) -> list[bytes]:
-    """Source to machine code, in object files (CompileError for a program the compiler rejects)."""
-    return machine_code(llvm_backend.to_llvm(source), level, executable, parts)
+                   parts: int | None = None, optimiser: bool = True) -> list[bytes]:
+    """Source to machine code, in object files (CompileError for a program the compiler rejects):
+    the pipeline's stages up to `llvm` (with chapter 9's optimiser, or without), then LLVM."""
+    module, _ = pipeline.compile_to("llvm", source, optimiser)
+    return machine_code(module, level, executable, parts)
 
 
-def run_here(source: Source) -> int:
+def run_here(source: Source, optimiser: bool = True) -> int:
     """Compile and run in this process; a runtime error exits the process with status 2."""
-    engine, main = jit(compile_source(source))
+    engine, main = jit(compile_source(source, optimiser=optimiser))
     sys.stdout.flush()
     sys.stderr.flush()
     return main()
@@ -448,10 +455,11 @@ def wait(pid: int, timeout: float | None) -> int:
         time.sleep(0.005)
 
 
-def run_source(source: Source, timeout: float | None = None, level: int = 2) -> Result:
+def run_source(source: Source, timeout: float | None = None, level: int = 2,
+               optimiser: bool = True) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
     try:
-        objects = compile_source(source, level)
+        objects = compile_source(source, level, optimiser=optimiser)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
     engine, main = jit(objects)
@@ -479,10 +487,11 @@ print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), ti
 import shutil
 
 
-def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None) -> Path:
+def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = None,
+          optimiser: bool = True) -> Path:
     """Compile a program to a native executable (CompileError for a rejected program; OSError for an
     executable that cannot be written, ToolchainError for a missing C compiler)."""
-    objects = compile_source(source, level, executable=True, parts=parts)
+    objects = compile_source(source, level, executable=True, parts=parts, optimiser=optimiser)
     exe = Path(exe)
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
@@ -762,30 +771,32 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # %%
 import re
 
-from lcompiler.cli import ENVIRONMENT, UsageError, arg, command, read_source, stage, lc
+from lcompiler.cli import ENVIRONMENT, OPTIMISE, UsageError, arg, command, read_source, lc
 
 # %%
 #| export cli
 import re
 
-from lcompiler import driver
+from lcompiler import driver, interp, llvm_backend
 
 
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file"),
-         arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"))
+         arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
+         OPTIMISE)
 def run_native_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
         program, _ = types.check_types(source)
         interp.Interpreter().run(program)
         return 0
-    return driver.run_here(source)
+    return driver.run_here(source, optimiser=args.level > 0)
 
 
 @command("build", "compile an L program to a native executable",
          arg("file", help="an L source file"),
-         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"))
+         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"),
+         OPTIMISE)
 def build_command(args) -> int:
     source, output = read_source(args.file), Path(args.output)
     if output.is_dir():                 # checked before compiling, which may take a while
@@ -794,12 +805,12 @@ def build_command(args) -> int:
         raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
     if output.exists() and output.samefile(args.file):
         raise UsageError(f"cannot write {output}: it is the source file")
-    driver.build(source, output)
+    driver.build(source, output, optimiser=args.level > 0)
     return 0
 
 
 def runtime_default(variable: str) -> str:
-    """The default the runtime of chapter 10 gives a variable, as its C says (4ull << 30 is 4G)."""
+    """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
     m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
     if not m:
         return "set by the runtime"
@@ -810,8 +821,8 @@ def runtime_default(variable: str) -> str:
 
 ENVIRONMENT.update({
     "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
-                     f"stops with a runtime error (bytes, or with K, M or G; default "
-                     f"{runtime_default('LC_HEAP_LIMIT')})",
+                     "stops with a runtime error (bytes, or with K, M or G; default 1G, or a quarter of "
+                     "the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
                      f"(default {runtime_default('LC_STACK_SIZE')})",
     "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
@@ -889,9 +900,10 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # %% [markdown]
 # `lc --version` says which `lc` this is, and `lc --help` ends with the
 # environment variables that `lc` and the programs it compiles read. The
-# defaults of the two that belong to the runtime are read from chapter 10's
-# C (`env_size("LC_HEAP_LIMIT", 4ull << 30)` is `4G`), so the help stays
-# true when the runtime changes.
+# stack's default is read from chapter 10's C (`env_size("LC_STACK_SIZE",
+# 256u << 20)` is `256M`), so the help stays true when the runtime changes.
+# The heap's depends on the machine, as chapter 10 explains, and the help
+# says how.
 
 # %%
 done = subprocess.run([lc_path, "--help"], capture_output=True, text=True)

@@ -16,285 +16,736 @@
 #
 # How fast is the code this compiler makes, and how fast is the compiler?
 # This chapter has no module of its own: it reads the measurements made by
-# two scripts of `bench/`, explains them with the LLVM in hand, and says
-# where the compiler falls short.
+# two scripts of `bench/`, explains them with the LLVM and the machine code
+# in hand, and says where the compiler falls short.
 #
-# - `python bench/run.py` builds eight benchmarks, each written in L, in C
-#   and in Python, runs each executable five times and prints the medians,
-#   the ratios L/C and Python/L, and the geometric means of L/C over two
-#   groups. It wrote `bench/results.json`, which the tables below are made
-#   from. (`python bench/run.py --small` runs tiny sizes only, to check that
-#   the three versions of each benchmark print the same thing.)
+# A compiler of a functional language is not measured against C alone. A
+# reader who wants fast functional code would pick OCaml, whose native
+# compiler `ocamlopt` is the classic example of a simple, fast compiler for
+# a strict functional language, or a Scheme — Chez Scheme, whose compiler
+# (Dybvig's, written with the nanopass framework) is among the fastest
+# Scheme compilers. So every benchmark of `bench/` is written five
+# times: in L, in C, in OCaml, in Chez Scheme and in Python.
+#
+# - `python bench/run.py` builds every version of every benchmark, times the
+#   L executable in alternation with each peer, runs CPython once, records
+#   every run in `bench/results.json` and prints a table of ratios. The
+#   tables and the plot below are computed from that file by this chapter's
+#   own cells, so re-running the script and then the notebook updates the
+#   chapter. (`python bench/run.py --small` runs tiny sizes only, to check
+#   that all versions of each benchmark print the same thing; a test does
+#   that.)
 # - `python bench/compile_speed.py` times each stage of the compiler on
 #   generated programs of 1,250 to 10,000 lines.
-#
-# The numbers come from the machine this book was built on: two cores of a
-# shared virtual machine, where timings vary by 10–30% from run to run. C is
-# compiled by `gcc -O2`, L by `lc build` (LLVM's O2), Python is CPython 3.11.
 
 # %% [markdown]
 # ## The benchmarks
 #
-# | benchmark | what it does | what it measures |
-# |---|---|---|
-# | `fib` | naive doubly recursive Fibonacci, `fib(40)` | the cost of a call |
-# | `tak` | Takeuchi's function `tak(33, 22, 11)` | calls with three arguments |
-# | `ack` | Ackermann's function `ack(3, 11)` | deep non-tail recursion |
-# | `loop` | Collatz sequences of 1 … 2,000,000 with `var` and `while` | a loop in registers, division |
-# | `cpstak` | `tak` in continuation-passing style, with closures, 200 times | closures, tail calls through closures |
-# | `nqueens` | all solutions of 13 queens, placed queens in a list | short-lived lists, pattern matching |
-# | `primes` | a sieve of the primes below 60,000 on lists | allocation, deep non-tail recursion |
-# | `fold` | 10,000 rounds of mapping composed closures over a list and folding it | closures, allocation |
+# Fourteen programs, in eight families. Each program's first line sets its
+# size `n`, and `bench/run.py` rewrites that line, so the five versions of a
+# benchmark always do the same work; their outputs must be identical.
 #
-# The C versions are what a C programmer would write: plain recursion,
-# arrays or `malloc`ed lists (freed, where the program can know when), and
-# closures as a struct of a function pointer and an environment. The Python
-# versions are idiomatic CPython.
+# | family | benchmark | what it does |
+# |---|---|---|
+# | integer recursion | `fib` | naive doubly recursive Fibonacci, `fib(n)` |
+# | | `tak` | Takeuchi's function `tak(3n, 2n, n)`: three arguments, most calls not in tail position |
+# | | `ack` | Ackermann's function `ack(3, n)`: deep non-tail recursion |
+# | mutual recursion | `states` | a state machine of three mutually recursive functions (all tail calls) over `n` pseudo-random symbols |
+# | mutable loops | `loop` | Collatz sequences of 1 … `n` with `var` and `while` |
+# | closures | `fold` | `n` rounds of mapping composed closures over a list and folding it with a curried function |
+# | continuations | `cpstak` | `tak` in continuation-passing style, `n` times |
+# | | `cpstree` | a walk of a tree of 65,536 leaves in continuation-passing style, `n` times |
+# | lists | `nqueens` | all solutions of `n` queens, the placed queens in a list |
+# | | `primes` | a sieve of the primes below `n` on lists |
+# | | `msort` | merge sort of a list of 10,000 pseudo-random numbers, `n` times |
+# | symbolic trees | `deriv` | three symbolic derivatives of a product of twelve factors, simplified as they are built, `n` times |
+# | | `binarytrees` | the Benchmarks Game's binary trees: many short-lived trees of depth up to `n`, one long-lived |
+# | long-lived data | `live` | a balanced search tree of `n` keys kept alive, updated `4n` times by copying paths |
+#
+# Each version is written the way its language is written. The L, OCaml
+# and Scheme versions are the same functions, clause for clause (OCaml and
+# Scheme use their built-in lists and records where L declares a `data`
+# type, and write `loop`'s `while` as OCaml loops over references and as a
+# Scheme named `let`). The C versions are what a C programmer would write: plain
+# recursion, `malloc`ed lists and trees, freed as soon as the program knows
+# they are dead (where the same work builds a new list, as in `msort`'s
+# merge or `live`'s path copying, the C version builds it too and frees the
+# old one); closures as a struct of a function pointer and an environment;
+# `deriv`'s expressions, which share subexpressions, in an arena freed after
+# each round; a `switch` in a loop for the state machine. The Python
+# versions are idiomatic CPython, with loops where Python, which has no tail
+# calls, would otherwise exhaust its stack.
+#
+# No version uses a trick the others cannot: integers stay below 2^60, so
+# OCaml's 63-bit and Chez's 61-bit integers never overflow, and the Scheme
+# versions use Scheme's generic arithmetic (`+`, `<`, `remainder`) as Scheme
+# programs do, not the fixnum-only operations.
+
+# %% [markdown]
+# ## The peers, and how they are built
+#
+# - **C**: `gcc -O2`.
+# - **OCaml**: `ocamlopt -unsafe -inline 200`. `-O3` is what OCaml's own
+#   benchmarks pass, but it only means something to a compiler built with
+#   flambda, OCaml's optional optimiser; the `ocamlopt` of Debian is not
+#   (`ocamlopt -config` says `flambda: false`), and there `-O3` is accepted
+#   and ignored. `-inline 200` makes the classic inliner of `ocamlopt`
+#   bolder, and `-unsafe` drops the bounds checks of arrays and strings
+#   (these programs have none). The script adds `-O3` when it finds
+#   flambda.
+# - **Chez Scheme**: each program is an R6RS top-level program, compiled
+#   once by `compile-program` with the parameter `(optimize-level 3)` — the
+#   unsafe level, at which Chez trusts that `car` is applied to pairs — into
+#   a `.so` file of machine code, then run by `scheme --program NAME.so`.
+#   This is how the r7rs benchmarks run Chez (`--optimize-level 3
+#   --program`), except that they compile in the same process as they run
+#   and time themselves from inside; here compilation is done once,
+#   beforehand. The time of a Chez run includes loading Chez's boot files
+#   at start-up, measured below.
+# - **L**: `lc build`, LLVM's O2 pipeline (chapter 11).
+# - **CPython**: the interpreter that runs this notebook.
+#
+# The versions of the compilers, the machine and the command of the
+# measurement, as recorded in `bench/results.json`:
 
 # %%
 import json
 import math
+import statistics
 from pathlib import Path
 
 results = json.loads(Path("../bench/results.json").read_text())
-
-
-def geometric_mean(values):
-    values = list(values)
-    return math.exp(sum(map(math.log, values)) / len(values))
-
-
-print(f"{'benchmark':10} {'size':>9} {'C s':>7} {'L s':>7} {'Python s':>9} {'L/C':>6} {'Python/L':>9}")
-for name, r in results.items():
-    print(f"{name:10} {r['size']:9} {r['C']:7.3f} {r['L']:7.3f} {r['Python']:9.2f} "
-          f"{r['L'] / r['C']:6.2f} {r['Python'] / r['L']:9.1f}")
-for group, target in ((("fib", "tak", "ack", "loop"), 1.5), (("cpstak", "nqueens", "primes", "fold"), 3.0)):
-    mean = geometric_mean(results[n]["L"] / results[n]["C"] for n in group)
-    print(f"geometric mean of L/C over {', '.join(group)}: {mean:.2f} (target ≤ {target})")
-print("Python/L below 30:", [n for n, r in results.items() if r["Python"] / r["L"] < 30] or "none")
+benchmarks = results["benchmarks"]
+machine = results["machine"]
+print(f"{machine['cores']} cores ({machine['cpu']}), niceness {machine['nice']},"
+      f" {machine['repeat']} runs of L and of each peer, alternated")
+runs = {}
+for name, b in benchmarks.items():
+    runs.setdefault((b["date"][:10], b.get("command", machine["command"])), []).append(name)
+for (date, command), names in runs.items():
+    print(f"{date}: {command}: {', '.join(names) if len(runs) > 1 else 'every benchmark'}")
+for lang, compiler in results["compilers"].items():
+    print(f"  {lang:7} {compiler['version']:46} built with: {compiler['build']}")
 
 # %% [markdown]
-# The same numbers as a picture: time relative to C, on a logarithmic
-# scale, for L and for Python.
-
-# %%
-import matplotlib.pyplot as plt
-
-names = list(results)
-fig, ax = plt.subplots(figsize=(8, 3.2))
-xs = range(len(names))
-ax.bar([x - 0.2 for x in xs], [results[n]["L"] / results[n]["C"] for n in names], 0.4, label="L (lc build)")
-ax.bar([x + 0.2 for x in xs], [results[n]["Python"] / results[n]["C"] for n in names], 0.4, label="CPython")
-ax.axhline(1, color="black", linewidth=0.8)
-ax.set_yscale("log")
-ax.set_xticks(list(xs), names)
-ax.set_ylabel("time / time of C")
-ax.legend()
-plt.tight_layout()
-plt.show()
-
-# %% [markdown]
-# Both targets of the project on speed relative to C are met: on the four
-# benchmarks that are nothing but calls and arithmetic, the compiled L is
-# close to C on the geometric mean (between 0.97 and 1.34 over the runs made
-# while writing this chapter); on the four that allocate lists and
-# closures, it is *faster* than C, by about a factor of two. The third
-# target, thirty times faster than CPython, is met by six benchmarks (from
-# about 40 to 570 times in this run) and missed by `nqueens` (24 to 28 times over
-# the runs) and, in some runs, `tak` (29.6 here, 33 to 58 in others). On
-# both, C itself is only 27 to 30 times faster than CPython: L is as fast
-# as C there, and the target would need it to be faster. The sections
-# below take the gaps one at a time, with the compiler's output.
-
-# %% [markdown]
-# ## Calls: fib and ack
-#
-# `fib` and `ack` are the benchmarks where L is slower than C (1.2 to 2.6
-# times over the runs). Here is what LLVM makes of `fib`:
-
-# %%
-import subprocess
-import sys
-
-lc_path = str(Path(sys.executable).parent / "lc")
-shown = subprocess.run([lc_path, "show", "llvm", "../bench/programs/fib.l"], capture_output=True, text=True).stdout
-optimised = shown[shown.index("after LLVM's O2 pipeline"):]
-start = optimised.index("define linkonce_odr fastcc i64 @fib")
-print(optimised[start:optimised.index("\n}\n", start) + 3])
-
-# %% [markdown]
-# It is the function a C compiler would write, but for one store: `fib` is
-# `fastcc` (it makes no tail call), its argument and result travel in
-# registers, and LLVM's tail-recursion elimination turned the second
-# recursive call into a loop with an accumulator. Nothing of L's uniform
-# representation is left: an `Int` is an `i64`, a comparison an `icmp`. The
-# store writes the number of the call site into `lc_call_site` before the
-# call, so that a stack overflow is reported where the interpreter reports
-# it (chapter 10). Timed against the same program without it (five
-# interleaved runs of each of four builds: with and without the store,
-# with `internal` and with `linkonce_odr` linkage), the store costs about
-# 10% on `fib` — medians 0.34 s without and 0.41 s with it under `internal`,
-# 0.37 s and 0.39 s under `linkonce_odr` — the price of an error message
-# that says where. The noise of this machine is almost as large: it is why
-# `fib`'s ratio to C ranges from 1.2 to 2.3 from one run of the table to
-# the next, the C version alone taking between 0.14 s and 0.26 s.
-#
-# The rest of the gap is in what GCC does to the C version: at `-O2`, GCC
-# inlines `fib` into itself several levels deep — its `fib` is about 300
-# instructions long with a single recursive call site left, against 20
-# instructions for LLVM's — and so makes several times fewer calls. That is
-# a difference between the two optimisers on this particular function, not
-# a cost of L; `ack` shows the same pattern (LLVM keeps one call per
-# recursion, GCC unrolls).
-#
-# Three choices of chapter 10 made these benchmarks fast, and each was
-# measured here first (L/C, one run each, `bench/run.py`):
-#
-# | back end | fib | tak | ack |
-# |---|---|---|---|
-# | every argument tuple allocated on the heap, every function `tailcc` | — | 2.7 | 6.5 |
-# | tuple arguments flattened into registers | 2.1 | 1.1 | 3.3 |
-# | … self tail calls as loops, `fastcc` where no other tail call was made, the small code model | 1.4 | 1.0 | 1.3 |
-#
-# (The first row was measured with the first version of the back end while
-# the runtime was being written, at smaller sizes.) `tailcc`'s guarantee
-# costs a `ret $8` and a stack adjustment after each call (chapter 10), which
-# is why it is kept for the functions that need it.
-#
-# The executables are built with LLVM's *small* code model. The JIT of
-# `lc run` uses llvmlite's default for MCJIT, the *large* code model, in
-# which every call goes through a register (`movabs` of the address, then
-# `call *%r`), because machine code placed in memory by the JIT may be
-# anywhere. On `fib` it costs little: `lc run`'s JIT, compilation
-# included, took 0.37–0.41 s against 0.33 s for the executable.
-
-# %% [markdown]
-# ## Loops: loop and tak
-#
-# On `loop` — Collatz sequences, with `var`, `while`, `/` and `%` — L is
-# faster than C (0.6–0.75). The L loop is chapter 7's recursive continuation,
-# a block with φ-nodes: exactly the loop a C compiler builds from a `while`,
-# and the `x / 2` of L, whose divisor is a constant that is neither 0 nor
-# -1, lost its runtime checks to constant folding. The difference is in the
-# code LLVM and GCC choose for `x / 2` on signed integers and for the loop's
-# layout; it says nothing about L. `tak` (three arguments, all flattened
-# into registers) is at parity with C.
-
-# %% [markdown]
-# ## Allocation: nqueens, primes, fold, cpstak
-#
-# Where L allocates, it wins, for a reason that has nothing to do with the
-# code generator: allocation. A `Cons` in L is five inline instructions
-# (chapter 10's bump allocation) and, when it dies young, costs nothing
-# more — the collector never touches dead blocks except to sweep them; a
-# `malloc` in C searches a free list and a `free` puts the block back. The
-# collector's own statistics (the runtime prints them when `LC_GC_STATS` is
-# set) on the three allocating benchmarks:
+# What Chez Scheme's start-up costs, and the others', timed here with an
+# empty program (this cell measures live, so its output is not compared
+# when the book is tested):
 
 # %% tags=["nbval-ignore-output"]
-import os
+import shutil
+import subprocess
+import sys
 import tempfile
+import time
 
 from lcompiler import driver
 from lcompiler.errors import Source
 
+
+def best_of(command, runs=5):
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    for name in ("primes", "fold", "cpstak"):
-        exe = driver.build(Source(f"{name}.l", Path(f"../bench/programs/{name}.l").read_text()), Path(tmp) / name)
-        done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
-        stats = done.stderr.strip().split(", gc time")[0]      # the time varies: not shown
-        print(f"{name:7} {stats}")
+    tmp = Path(tmp)
+    empty = {"L": [str(driver.build(Source("empty.l", "()"), tmp / "empty-l"))]}
+    (tmp / "empty.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-O2", tmp / "empty.c", "-o", tmp / "empty-c"], check=True)
+    empty["C"] = [str(tmp / "empty-c")]
+    if shutil.which("ocamlopt"):
+        (tmp / "empty.ml").write_text("let () = ()\n")
+        subprocess.run(["ocamlopt", "empty.ml", "-o", "empty-ml"], cwd=tmp, check=True)
+        empty["OCaml"] = [str(tmp / "empty-ml")]
+    if shutil.which("scheme"):
+        (tmp / "empty.ss").write_text("(import (chezscheme))\n")
+        subprocess.run(["scheme", "-q"], input=b'(compile-program "empty.ss")', cwd=tmp, check=True,
+                       capture_output=True)
+        empty["Chez"] = ["scheme", "--program", str(tmp / "empty.so")]
+    empty["Python"] = [sys.executable, "-c", "pass"]
+    for lang, command in empty.items():
+        print(f"{lang:7} an empty program: {best_of(command) * 1000:5.1f} ms")
 
 # %% [markdown]
-# Hundreds of megabytes allocated, a heap that never grows past its initial
-# 16 MB, and a few dozen collections, each of which finds almost nothing
-# alive. This is the generational hypothesis at work without a generational
-# collector: since the survivors are few, marking is cheap, and the sweep
-# hands back the heap in large free gaps that the bump allocator fills at
-# full speed.
+# Chez Scheme and CPython pay tens of milliseconds (more on a busy machine)
+# before the first line of the program runs; the three executables, almost nothing. Against Chez, so,
+# L starts each benchmark with a small head start, which the sizes (most
+# runs take from a few tenths of a second to a few seconds) keep small.
+
+# %% [markdown]
+# ## Timing in alternation
 #
-# `nqueens` allocates less (its C version keeps the placed queens in a list
-# on the C stack) and is at parity. `primes` taught chapter 10 its last
-# lesson: before the functions that make no tail call were marked
-# `"no_callee_saved_registers"`, dead list pointers left in callee-saved
-# registers were saved by each deeper call of the recursive sieve, the
-# conservative collector took them for live references, and the heap grew to
-# 424 MB — the same program ran in 16 MB after the change, and three times
-# faster.
+# The machine this book is measured on is a virtual machine with two cores,
+# shared with other work: its speed drifts by tens of percent within
+# minutes. Timing all of L, then all of C, would put the drift into the
+# ratio. So `bench/run.py` builds every version once, then runs, for each
+# repetition,
+#
+# ```text
+# L, C, L, OCaml, L, Chez
+# ```
+#
+# and each ratio L/peer is the median of the L runs *paired with that
+# peer* over the median of the peer's runs: whatever slows the machine down
+# for a few seconds slows both sides of the pair. L/best is L over the
+# faster of C and OCaml on that benchmark: the issue's "best of C and
+# OCaml". Every run's wall-clock time (and its CPU time) is in the JSON file,
+# with the minimum, the median and the maximum.
+#
+# How much noise is left: for each pair, the ratio of each repetition (the
+# L run over the peer run next to it) varies, and the spread of those
+# ratios — largest over smallest — says how far one repetition alone could
+# be trusted:
+
+# %%
+PEERS = ("C", "OCaml", "Chez")
+for peer in PEERS:
+    spreads = {name: b["pairs"][peer]["ratio_max"] / b["pairs"][peer]["ratio_min"]
+               for name, b in benchmarks.items() if peer in b["pairs"]}
+    widest = max(spreads, key=spreads.get)
+    print(f"L/{peer:5}: spread of the per-repetition ratios, median {statistics.median(spreads.values()):.2f},"
+          f" widest {spreads[widest]:.2f} ({widest})")
+
+# %% [markdown]
+# One repetition alone would be a poor witness. The medians of five are
+# steadier, but on a machine this busy a ratio within ten or twenty percent
+# of 1 in the table below is a tie, and a difference of that size between
+# two runs of the table is noise.
+
+# %% [markdown]
+# ## The results
+#
+# Seconds are medians; each ratio is a time over a time, so below 1 means
+# L is faster. `best` names the faster of C and OCaml. CPython runs once,
+# with a time limit; a `>` marks a run that reached the limit, whose ratio
+# is therefore a lower bound.
+
+# %%
+def ratios(b):
+    """The ratios of one benchmark: L/C, L/OCaml, L/Chez, L/best (and which), Python/L."""
+    r = {f"L/{p}": b["pairs"][p]["ratio"] if p in b["pairs"] else None for p in PEERS}
+    candidates = [p for p in ("C", "OCaml") if p in b["pairs"]]
+    best = min(candidates, key=lambda p: b["languages"][p]["median"])
+    r["best"], r["L/best"] = best, b["pairs"][best]["ratio"]
+    python = b.get("Python", {})
+    r["Python bound"] = "timeout" in python
+    r["Python/L"] = (python.get("median") or python.get("timeout") or math.nan) / b["languages"]["L"]["median"]
+    return r
+
+
+def geometric_mean(values):
+    values = [v for v in values if v and not math.isnan(v)]
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+table = {name: ratios(b) for name, b in benchmarks.items()}
+
+
+def seconds(b, lang):
+    return f"{b['languages'][lang]['median']:7.3f}" if lang in b["languages"] else f"{'-':>7}"
+
+
+print(f"{'benchmark':12} {'n':>9} {'L s':>7} {'C s':>7} {'OCaml s':>7} {'Chez s':>7} {'Python s':>8}"
+      f" {'L/C':>5} {'L/OCaml':>7} {'L/Chez':>6} {'L/best':>6} {'best':>5} {'Python/L':>8}")
+for name, b in benchmarks.items():
+    r, py = table[name], b.get("Python", {})
+    py_s = f"{'>' if r['Python bound'] else ''}{py.get('median') or py.get('timeout'):.1f}"
+    print(f"{name:12} {b['size']:9} {seconds(b, 'L')} {seconds(b, 'C')} {seconds(b, 'OCaml')} {seconds(b, 'Chez')}"
+          f" {py_s:>8} {r['L/C']:5.2f} {r['L/OCaml']:7.2f} {r['L/Chez']:6.2f} {r['L/best']:6.2f} {r['best']:>5}"
+          f" {('>' if r['Python bound'] else '') + format(r['Python/L'], '.0f'):>8}")
+means = {k: geometric_mean(r[k] for r in table.values()) for k in ("L/C", "L/OCaml", "L/Chez", "L/best", "Python/L")}
+print(f"{'geometric mean':52} {means['L/C']:5.2f} {means['L/OCaml']:7.2f} {means['L/Chez']:6.2f}"
+      f" {means['L/best']:6.2f} {'':>5} {means['Python/L']:8.0f}")
+
+# %% [markdown]
+# The same ratios as a picture, on a logarithmic scale: a bar below the
+# line at 1 is a benchmark where L is faster than that peer; the dashed line
+# is the 1.3 that no ratio to the best of C and OCaml should exceed.
+
+# %%
+import matplotlib.pyplot as plt
+
+names = list(benchmarks)
+fig, ax = plt.subplots(figsize=(10, 3.6))
+xs = range(len(names))
+for i, key in enumerate(("L/C", "L/OCaml", "L/Chez")):
+    ax.bar([x + (i - 1) * 0.27 for x in xs], [table[n][key] for n in names], 0.27, label=key)
+ax.axhline(1, color="black", linewidth=0.8)
+ax.axhline(1.3, color="black", linewidth=0.8, linestyle="--")
+ax.set_yscale("log")
+ax.set_xticks(list(xs), names, rotation=30, ha="right")
+ax.set_ylabel("time of L / time of peer")
+ax.legend(ncol=3)
+plt.tight_layout()
+display(fig, metadata={"alt": "Bars of L's time over each peer's, on a logarithmic scale, per benchmark: "
+                              + "; ".join(f"{n}, L/C {table[n]['L/C']:.2f}, L/OCaml {table[n]['L/OCaml']:.2f}, "
+                                          f"L/Chez {table[n]['L/Chez']:.2f}" for n in names)})
+plt.close(fig)
+
+# %% [markdown]
+# By family, the geometric mean of L/best (and the benchmarks above the
+# 1.3 mark):
+
+# %%
+FAMILIES = {
+    "integer recursion": ("fib", "tak", "ack"),
+    "mutual recursion": ("states",),
+    "mutable loops": ("loop",),
+    "closures": ("fold",),
+    "continuations": ("cpstak", "cpstree"),
+    "lists": ("nqueens", "primes", "msort"),
+    "symbolic trees": ("deriv", "binarytrees"),
+    "long-lived data": ("live",),
+}
+for family, members in FAMILIES.items():
+    members = [m for m in members if m in table]
+    over = [f"{m} {table[m]['L/best']:.2f}" for m in members if table[m]["L/best"] > 1.3]
+    print(f"{family:18} L/best {geometric_mean(table[m]['L/best'] for m in members):5.2f}"
+          f"   L/OCaml {geometric_mean(table[m]['L/OCaml'] for m in members):5.2f}"
+          + (f"   above 1.3: {', '.join(over)}" if over else ""))
+
+
+# %% [markdown]
+# ## Reading the results
+#
+# The sections below take the families one at a time, with the compiler's
+# output in hand. What they say about where L leads and where it trails is
+# true of the measurement stored in `bench/results.json` (its date is
+# printed at the top of the chapter); the cells beside each paragraph print
+# the figures it relies on, from that file.
+
+# %% [markdown]
+# ### Where L is level or ahead
+#
+# The cell below lists, for each peer, the benchmarks on which L is faster
+# (ratio below 0.9), level (0.9 to 1.1) and slower (above 1.1):
+
+# %%
+def by_verdict(key):
+    verdicts = {"faster": [], "level": [], "slower": []}
+    for name, r in table.items():
+        verdicts["faster" if r[key] < 0.9 else "level" if r[key] <= 1.1 else "slower"].append(name)
+    return verdicts
+
+
+for key in ("L/C", "L/OCaml", "L/Chez", "L/best"):
+    print(f"{key:8}", "   ".join(f"{v}: {', '.join(names) or '-'}" for v, names in by_verdict(key).items()))
+
+# %% [markdown]
+# Against OCaml and Chez Scheme, the two compilers of functional languages,
+# L is ahead or level on the integer code and on the loops, where LLVM's
+# optimiser and L's untagged 64-bit integers pay off (OCaml tags its
+# integers, `2n + 1`, which costs an instruction here and there; Chez checks
+# at every `+` that both operands are small integers). Against C, L wins
+# where C calls `malloc` and `free` for every cell and closure (`cpstak`,
+# `cpstree`, `fold`, `primes`, `msort`): a bump allocation and a collection
+# that never touches dead blocks beat a general-purpose allocator; and on
+# `loop`, where the code LLVM chooses for the Collatz loop (`x / 2` on a
+# signed integer, the layout of the loop) beats GCC's.
+#
+# L trails the best of C and OCaml in three places: doubly recursive
+# integer code, against C; allocation-heavy code, against OCaml; and two
+# programs, `deriv` and `live`, that divide by a constant L does not know is
+# one. The sections below take them in turn.
+
+# %% [markdown]
+# ### Where L trails: doubly recursive integer code
+#
+# `fib`, `ack` and `tak` are almost nothing but calls:
+
+# %%
+for name in ("fib", "ack", "tak"):
+    r = table[name]
+    print(f"{name:4} L/C {r['L/C']:.2f}   L/OCaml {r['L/OCaml']:.2f}   L/Chez {r['L/Chez']:.2f}")
+
+# %% [markdown]
+# Here is what LLVM makes of `fib`, from `lc show llvm-opt`:
+
+# %%
+lc_path = str(Path(sys.executable).parent / "lc")
+
+
+def optimised_function(program, prefix, *options):
+    """The LLVM function whose definition starts with prefix, after LLVM's O2 pipeline."""
+    optimised = subprocess.run([lc_path, "show", *options, "llvm-opt", program], capture_output=True, text=True,
+                               check=True).stdout
+    start = optimised.index(prefix)
+    return optimised[start:optimised.index("\n}\n", start) + 3]
+
+
+print(optimised_function("../bench/programs/fib.l", "define linkonce_odr fastcc i64 @fib"))
+
+# %% [markdown]
+# This is `fib` as chapter 9 hands it to the back end, and LLVM to the
+# machine: chapter 9 copied `fib`'s body into its first recursive call,
+# `fib(n - 1)`, and left the second, whose result `fib` returns after one
+# addition; LLVM's tail-recursion elimination made a loop of that one, with
+# an accumulator (`%accumulator.tr`) for the additions still to do. Each
+# turn of the loop now makes two calls, for `n - 2` and `n - 3`, and
+# covers what took three calls before. Nothing of L's uniform
+# representation is left: an `Int` is an `i64`, a comparison an `icmp`,
+# and no store marks the call sites any more (chapter 10 finds them from
+# the return addresses when a stack overflows). The function carries the
+# attribute `"no_callee_saved_registers"`; the machine code of the
+# executable shows what that costs:
+
+# %%
+import re
+
+
+def machine_code(executable, name):
+    """The instructions of the function NAME_k of an L executable, disassembled by objdump."""
+    dump = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-M", "intel", str(executable)],
+                          capture_output=True, text=True, check=True).stdout
+    start = re.search(rf"<{name}_\d+>:\n", dump).end()
+    return [line.split(":", 1)[1].strip() for line in dump[start:dump.index("\n\n", start)].splitlines()]
+
+
+l_code = {}
+with tempfile.TemporaryDirectory() as tmp:
+    for name in ("fib", "ack"):
+        exe = driver.build(Source(f"{name}.l", Path(f"../bench/programs/{name}.l").read_text()), Path(tmp) / name)
+        l_code[name] = machine_code(exe, name)
+print("\n".join(l_code["fib"]))
+
+# %% [markdown]
+# Around the two calls, `n`, the accumulator and the first result are
+# written to the stack and read back. A callee-saved register would keep
+# them across a call — but then `fib` would have to save that register's
+# old value on entry and restore it on exit. Chapter 10 gives every
+# function that makes no tail call the attribute
+# `"no_callee_saved_registers"` because a dead pointer left in a
+# callee-saved register is saved on the stack by every deeper call, where
+# the conservative scan of the stack takes it for a live one and pins what
+# it points to (chapter 10 measures it on `primes`); here the values are
+# integers, and the spills are pure cost, though a small one. The rest of
+# the gap is in what GCC does to the C version:
+
+# %%
+def calls(instructions, name):
+    return sum(bool(re.match(rf"call\s.*\b{name}(_\d+)?>?$", i)) for i in instructions)
+
+
+for name in ("fib", "ack"):
+    asm = subprocess.run(["gcc", "-O2", "-S", "-masm=intel", "-o", "-", f"../bench/programs/{name}.c"],
+                         capture_output=True, text=True, check=True).stdout
+    body = asm[asm.index(f"\n{name}:\n"):asm.index(f".size\t{name},")].splitlines()[2:]
+    c_code = [line.strip() for line in body if line.startswith("\t") and not line.startswith("\t.")]
+    print(f"{name}: gcc -O2 makes {len(c_code):3} instructions with {calls(c_code, name)} recursive call(s);"
+          f" L {len(l_code[name]):3} instructions with {calls(l_code[name], name)}")
+
+# %% [markdown]
+# GCC inlines `fib` and `ack` into themselves several levels deep — about
+# ten times the code — and makes a loop of one call at every level, so
+# that a single recursive call is left in the whole function, each doing
+# much more work. Chapter 9's inliner copies a function into itself once,
+# and only where LLVM's own loop-making does not need the call: deeper
+# copies made no difference on `fib` when tried, and `ack`'s body is over
+# the inliner's budget (copying bodies that large made other benchmarks
+# slower). On `tak`, whose recursive calls are copied into it, L is ahead
+# of C. OCaml does neither — its `fib` is one call per call, on tagged
+# integers — and L is ahead of it on all three.
+
+# %% [markdown]
+# ### Where L trails: allocation
+#
+# The benchmarks that allocate most — continuation closures, lists,
+# trees — against OCaml, whose runtime is built for exactly this:
+
+# %%
+ALLOCATING = ("cpstak", "cpstree", "fold", "nqueens", "primes", "msort", "binarytrees")
+for name in ALLOCATING:
+    r = table[name]
+    print(f"{name:12} L/OCaml {r['L/OCaml']:.2f}   L/C {r['L/C']:.2f}   L/Chez {r['L/Chez']:.2f}")
+print(f"geometric mean of L/OCaml: {geometric_mean(table[n]['L/OCaml'] for n in ALLOCATING):.2f}")
+
+# %% [markdown]
+# Against OCaml, L is level on these as a whole: ahead where data survive
+# — `msort`'s lists of 10,000 numbers, `binarytrees`' trees, `nqueens`'
+# boards — level on `fold` and `primes`, and behind on the two programs
+# that do nothing but allocate closures that die at once and call them
+# (`cpstak`, `cpstree`). Allocating itself is the same in both. A `Cons`
+# in L is a bump of a heap pointer — chapter 10's `lc_alloc`, inlined:
+# load the heap pointer, add the size, compare with the limit, store it
+# back, write the header (with the layout that tells the collector which
+# fields are pointers) and the fields. Here it is in `range`, compiled
+# without chapter 9 (which would have inlined so small a function):
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    program = Path(tmp) / "range.l"
+    program.write_text("data List { Cons(Int, List); Nil }\n"
+                       "def range(a, b) = if (a > b) Nil else Cons(a, range(a + 1, b))\n"
+                       "print(range(1, 3))\n")
+    print(optimised_function(str(program), "define linkonce_odr fastcc i64 @range", "-O0"))
+
+# %% [markdown]
+# OCaml's allocation is the same sequence, with the heap pointer kept in a
+# register (`r15`) rather than loaded from and stored to a global:
+# `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
+# runtime's state, whose first word is the limit). Nor is the collector's
+# work the difference any more: since chapter 10 allocates in a nursery of
+# 2 MB that stays in the processor's cache and is reused after every minor
+# collection, the collections of these programs take a few milliseconds
+# in all, against runs of tenths of seconds (the runtime's statistics,
+# printed when `LC_GC_STATS` is set; run here, live):
+
+# %% tags=["nbval-ignore-output"]
+import os
+
+with tempfile.TemporaryDirectory() as tmp:
+    for name in ("cpstak", "cpstree", "msort", "binarytrees"):
+        text = Path(f"../bench/programs/{name}.l").read_text()
+        exe = driver.build(Source(f"{name}.l", text), Path(tmp) / name)
+        done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
+        print(f"{name:12} {done.stderr.strip().splitlines()[0]}")
+
+# %% [markdown]
+# What is left is the code around the calls. In `cpstak` every call goes
+# through a closure, and the code of a closure is a function called through
+# a pointer, with LLVM's `tailcc` convention, which keeps the registers a
+# caller expects preserved: the first and last instructions of one of
+# them, in the executable,
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    exe = driver.build(Source("cpstak.l", Path("../bench/programs/cpstak.l").read_text()), Path(tmp) / "cpstak")
+    code = machine_code(exe, "f_code")
+saves = [i for i in code if i.startswith("push")]
+restores = [i for i in code if i.startswith("pop")]
+print("\n".join(code[:len(saves) + 2]), "\n…\n" + "\n".join(code[-len(restores) - 2:]))
+print(f"{len(code)} instructions, {len(saves)} registers saved and {len(restores)} restored")
+
+# %% [markdown]
+# save six registers on entry and restore them before the jump that ends
+# them: about a third of their instructions. The body holds values across
+# the call to the collector's slow path, so LLVM keeps them in
+# callee-saved registers, and the convention makes the function preserve
+# those for its caller. OCaml's convention has no callee-saved registers at
+# all. LLVM has one too (`preserve_none`), and an experiment that gave it to
+# every L function made `cpstak` markedly faster — and `primes` and `msort`
+# markedly slower: values a function no longer needs stay in the
+# stack slots the convention makes callers spill them to, the conservative
+# scan of the stack (chapter 10) takes them for live pointers, and the
+# collector pins, and keeps, blocks it would have freed. A precise scan of
+# the stack (stack maps), which knows which slots hold pointers, would
+# allow both; chapter 10 explains why the collector does without one.
+
+# %% [markdown]
+# ### A constant that was not one
+#
+# `deriv` computes modulo `p`, and `live` draws its keys modulo `n`, both
+# top-level definitions: `def p = 1000003`. In C they are `#define`d
+# constants, and OCaml and Chez propagate a top-level binding that is
+# never assigned. For L, a top-level definition that is not a function is
+# a global, written when the program reaches it (the language's contract:
+# reading it before that is a runtime error). So without chapter 9 every
+# `% p` in `deriv`'s evaluator checks that `p` was initialised (a read of
+# its *ready* flag), loads it, and tests it for 0 and -1 before a hardware
+# division, tens of cycles. Chapter 9 sees that nothing can call a
+# function before `p` is defined, at the top of the program, so the flag
+# is always set by then; the checks go, and `p` becomes a static constant:
+
+# %%
+for options in (["-O0"], []):
+    evaluator = optimised_function("../bench/programs/deriv.l", "define linkonce_odr fastcc i64 @eval", *options)
+    divisions = [line.strip() for line in evaluator.splitlines() if " srem " in line]
+    print(f"eval{' without chapter 9' if options else ''}: {evaluator.count('@ready_p')} read(s) of the ready "
+          f"flag, {evaluator.count('@lc_globals')} load(s) of p; {divisions[0]}")
+
+# %% [markdown]
+# A remainder by a constant is no division at all for the processor: LLVM
+# replaces it by a multiplication by a "magic" number and shifts, as GCC
+# does in the C version.
+
+# %% [markdown]
+# ### A large structure under allocation
+#
+# `live` keeps a search tree of `n` keys alive while it replaces about
+# twenty of its nodes per update, `4n` times. A collector that traced the
+# whole live tree too often would get slower per update as `n` grows,
+# quadratically in total. `bench/run.py` measures `live` at four sizes;
+# time per key, in microseconds, and L against each peer at each size:
+
+# %%
+sizes = {int(size): record for size, record in results["scaling"]["live"].items()}
+sizes[benchmarks["live"]["size"]] = benchmarks["live"]
+for size in sorted(sizes):
+    record = sizes[size]
+    per_key = "  ".join(f"{lang} {record['languages'][lang]['median'] / size * 1e6:5.2f}"
+                        for lang in ("L", "C", "OCaml", "Chez") if lang in record["languages"])
+    pairs = "  ".join(f"L/{p} {record['pairs'][p]['ratio']:.2f}" for p in PEERS if p in record["pairs"])
+    print(f"n = {size:7}: {per_key}   |   {pairs}")
+
+# %% [markdown]
+# The time per key grows with `n` in every language, C included: an update
+# walks a path from the root to a random key, and the larger the tree, the
+# fewer of its nodes are in the cache. A collector that degraded
+# quadratically would make L's time per key grow in proportion to `n`,
+# eight times over the sizes measured; it does not, and L's ratios to the
+# peers stay within the noise of this machine. What the collector does as
+# the tree grows, its statistics show (run here, live):
+
+# %% tags=["nbval-ignore-output"]
+with tempfile.TemporaryDirectory() as tmp:
+    text = Path("../bench/programs/live.l").read_text()
+    for size in sorted(sizes)[:3]:
+        sized = f"def n = {size}\n" + text.split("\n", 1)[1]
+        exe = driver.build(Source("live.l", sized), Path(tmp) / f"live{size}")
+        start = time.perf_counter()
+        done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
+        print(f"n = {size:7}: {time.perf_counter() - start:5.2f} s, {done.stderr.strip().splitlines()[0]}")
+
+# %% [markdown]
+# This program is the hard case for a generational collector, which bets
+# that most blocks die young: here a quarter to a third of what is
+# allocated survives the nursery — each new node stays in the tree until
+# an update replaces it, and updates are spread over the whole tree — and
+# is copied into the old generation, where major collections mark the
+# whole tree. As the tree grows, more of what is allocated survives and
+# each major collection marks more, so the collector's share of the time
+# grows with `n` (the statistics above); but the time per key grows in C
+# too, for the same reason as in L — the larger the tree, the fewer of the
+# nodes on a path are in the cache — and L's ratio to C stays flat: linear
+# in total, not quadratic. C frees each replaced node at once, and is
+# ahead; OCaml, whose collector makes the same bet as L's, is behind.
+
+# %% [markdown]
+# ### The targets
+#
+# Issue 17 set three targets: a geometric mean of L/best of at most 1.05,
+# no benchmark above 1.3, and CPython at least thirty times slower than L
+# on every benchmark. For the last, the cell also prints how much faster
+# than CPython the fastest of all five is, on the benchmarks that miss it.
+
+# %%
+above = [f"{n} ({r['L/best']:.2f})" for n, r in table.items() if r["L/best"] > 1.3]
+slow = [f"{n} ({r['Python/L']:.0f})" for n, r in table.items() if r["Python/L"] < 30]
+print(f"geometric mean of L/best: {means['L/best']:.2f}, target 1.05: {'met' if means['L/best'] <= 1.05 else 'missed'}")
+print(f"L/best above 1.3: {', '.join(above) if above else 'none'}: {'missed' if above else 'met'}")
+print(f"Python/L below 30: {', '.join(slow) if slow else 'none'}: {'missed' if slow else 'met'}")
+for name, r in table.items():
+    if r["Python/L"] < 30:
+        b = benchmarks[name]
+        fastest = min(b["languages"], key=lambda lang: b["languages"][lang]["median"])
+        python = b["Python"].get("median") or b["Python"]["timeout"]
+        print(f"  {name:12} Python/{fastest}: {python / b['languages'][fastest]['median']:.0f}")
+
+# %% [markdown]
+# All three are missed in this measurement, the first narrowly. The
+# second by the two families above: integer recursion against GCC's
+# inlining of a function into itself (`fib`, `ack`), and closures made and
+# called at every step against OCaml's calling convention (`cpstak`,
+# `cpstree`). The third on four programs, two of them where no compiler
+# meets it either: on programs that do little but allocate and walk small
+# blocks (`live`, `msort`), CPython's reference counting frees each dead
+# object at once and hands its memory back, still in the cache, to the
+# next one, and on `nqueens` and `states` L or C is less than thirty times
+# faster than CPython (`states`' loops of integer arithmetic are where
+# CPython's interpreter is at its best).
+#
+# Against OCaml and Chez Scheme taken one at a time, L is ahead: the
+# geometric means of L/OCaml and L/Chez above are well under 1. What
+# remains to be won is in the calls themselves — registers saved for a
+# caller that does not need them, recursion unrolled deeper — and each of
+# those, this chapter found, runs into the conservative scan of the stack.
 
 # %% [markdown]
 # ## How fast is the compiler?
 #
 # `bench/compile_speed.py` generates programs of blocks of ten lines — a
 # `data` type, a `match`, a closure, a `while` loop, calls to the previous
-# block — and times every stage of `lc build` on them, as `lc` runs them;
-# with `--gcc` it also times `gcc -O2 -c` on the same programs written in
-# C, block for block (a struct for the data type, a `switch`, a struct of a
-# function pointer and an environment for the closure). Seconds, medians of
-# three runs:
+# block — and times every stage of the pipeline on them, as `lc build`
+# runs them, up to object files; with `--gcc` it also times `gcc -O2 -c`
+# on the same programs written in C, block for block (a struct for the
+# data type, a `switch`, a struct of a function pointer and an environment
+# for the closure). It records its medians in `bench/compile_speed.json`,
+# which this cell reads (seconds; the front end is the stages `tokens` to
+# `types`, "machine code" is LLVM's O2 and code generation on the parts of
+# the module, in parallel):
+
+# %%
+speed = json.loads(Path("../bench/compile_speed.json").read_text())
+print(f"{speed['command']}, {speed['cores']} cores, medians of {speed['repeat']} runs")
+front = ("tokens", "ast", "core", "types")
+columns = {"front end": front, "mono": ("mono",), "cps": ("cps",), "opt": ("opt",),
+           "closure+shrink": ("closure", "shrink"), "llvm": ("llvm",), "machine code": ("machine code",)}
+print(f"{'lines':>6} " + " ".join(f"{c:>14}" for c in columns) + "   total  µs/line  parts")
+per_line = []
+for row in speed["rows"]:
+    s = row["seconds"]
+    total = sum(s.values())
+    per_line.append(total / row["lines"])
+    print(f"{row['lines']:6} " + " ".join(f"{sum(s.get(k, 0) for k in ks):14.2f}" for ks in columns.values())
+          + f"  {total:6.2f}  {1e6 * total / row['lines']:7.0f}  {row['parts']:5}")
+print(f"time per line, largest / smallest program: {per_line[-1] / per_line[0]:.2f} (1.00 is linear)")
+print("the same programs in C, gcc -O2 -c:")
+for row in speed["gcc"]:
+    print(f"{row['lines']:6} lines of C {row['seconds']:6.2f} s")
+
+# %% [markdown]
+# The compiler grows linearly: the time per line does not grow with the
+# program. Issue 17 asked for a 10,000-line program in at most 5 seconds;
+# the last row says how far off that is. It is less than `gcc -O2` takes
+# on the same program in C (the C version of the 10,000-line program is
+# the 14,004-line one).
 #
-# ```text
-# lines     front end  monomorphise        to CPS      closures       to LLVM  machine code      total  µs/line  parts
-#  1252         0.262         0.105         0.105         0.040         0.183         1.095       1.79     1430      2
-#  2502         0.561         0.212         0.221         0.085         0.381         2.130       3.59     1435      2
-#  5002         1.092         0.414         0.440         0.159         0.708         4.572       7.38     1476      2
-# 10002         2.061         0.811         0.836         0.337         1.413         8.546      14.00     1400      2
-# time per line, largest / smallest program: 0.98 (1.00 is linear)
-#
-# the same programs in C, gcc -O2 -c (seconds):
-#  1754 lines of C    1.38
-#  3504 lines of C    2.47
-#  7004 lines of C    5.74
-# 14004 lines of C   11.37
-# ```
-#
-# The project's target is a 10,000-line program in under 5 seconds. The
-# compiler takes two to three times that: 14.0 s in this run, 10.4 s in a
-# quieter one — a little more than `gcc -O2` takes on the same program
-# written in C (11.4 s and 8.8 s in the same two runs). It grows linearly:
-# the time per line does not grow with the program.
+# Where the time goes, stage by stage, for the largest program:
+
+# %%
+largest = speed["rows"][-1]
+total = sum(largest["seconds"].values())
+python = total - largest["seconds"]["machine code"]
+for name, seconds in sorted(largest["seconds"].items(), key=lambda kv: -kv[1]):
+    print(f"{name:>13} {seconds:5.2f} s  {100 * seconds / total:3.0f} %")
+print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
+
+# %% [markdown]
+# Nearly three quarters of the time is now Python's: the stages of
+# chapters 4 to 10, each linear and each a fraction of a second, the
+# optimiser of chapter 9 the largest of them. LLVM's share is small
+# because of that optimiser, which hands LLVM a smaller program with less
+# left to inline and fold (chapter 9 counts the instructions). The same
+# command with `--O0` measures the compiler without it, as `lc -O0`
+# compiles; the figures are in `bench/compile_speed-O0.json`:
+
+# %%
+without = json.loads(Path("../bench/compile_speed-O0.json").read_text())["rows"][-1]
+for label, row in (("-O0", without), ("optimised", largest)):
+    s = row["seconds"]
+    print(f"{label:>10}: {row['lines']} lines, {sum(s.values()):5.2f} s in all: "
+          f"{sum(s.values()) - s['machine code']:5.2f} s in Python, {s['machine code']:5.2f} s in LLVM")
+
+# %% [markdown]
+# Without chapter 9 the Python stages take less time, but not by all of
+# the optimiser's, since every stage after it has a larger program to
+# carry; and LLVM takes four times as long. The optimiser pays for itself
+# several times over.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
 # LLVM's inliner treats a function called once as free to inline, whatever
 # its size, and the chain of calls between the generated blocks grew into
-# one enormous function: the O2 pipeline took 73 s for 10,000 lines.
-# `linkonce_odr` linkage (chapter 10) removed that bonus and made the
-# optimiser linear, with no loss on the benchmarks: 30.5 s. Then, in
-# order:
+# one enormous function; `linkonce_odr` linkage (chapter 10) removed that
+# bonus and made LLVM's part linear. Then, in order: leaner IR from the
+# back end (a constant divisor gets no runtime tests, an `if` branches on
+# the comparison itself, allocation is a call of an `alwaysinline`
+# function); Python's cycle collector paused while the stages build their
+# many small objects; no failing path for a `match` that names every
+# constructor; machine code in parallel parts (chapter 11); and chapter 9,
+# which shrinks what every later stage, LLVM included, has to chew.
 #
-# - leaner IR from the back end (chapter 10): a constant divisor gets no
-#   runtime tests, an `if` is a branch on the comparison itself, allocation
-#   is a call of the module's `alwaysinline` function `lc_alloc` rather
-#   than ten instructions built in Python: 26.4 s;
-# - Python's cycle collector paused in the back end, as it already was in
-#   the stages before (chapter 10): building and printing the IR went from
-#   6.9 s to 2.4 s;
-# - no failing path for a `match` that names every constructor (chapter 7),
-#   and printers that print constant text in one call: a quarter less IR;
-# - machine code in parallel parts (chapter 11): the module is split in two,
-#   and LLVM optimises and compiles the halves at the same time, on the two
-#   cores of this machine. Compiled whole, the same program takes
-#
-# ```text
-# 10002         1.999         0.754         0.670         0.225         1.208        14.416      19.27     1927      1
-# ```
-#
-#   — the last column but one is LLVM's work: 14.4 s on one core, 8.5 s
-#   on two.
-#
-# Where the 14 s go: 5.5 s in Python (the front end 2.1 s,
-# monomorphisation, CPS and closure conversion 1.8 s, building the IR with
-# llvmlite 1.4 s), and 8.5 s in `machine code` — 1.2 to 1.5 s printing and
-# splitting the module, then LLVM's O2 and code generation on two parts at
-# once. Even without optimising at all (O0), LLVM's code generation alone
-# takes 3.4 s for this program. So 5 s would take both a front and middle
-# end several times faster than this Python, and less work for LLVM:
-# fewer lines of IR per line of L (13 as the back end writes them, 17
-# after LLVM has inlined allocation and small functions), or a cheaper pipeline
-# than O2 for large programs — which this book does not choose, since the
-# benchmarks above are its other promise. On a machine with more cores the
-# LLVM part shrinks with them (a part per core, when the program is big
-# enough); the Python part does not.
+# What would reach 5 seconds? The Python stages are each linear and none
+# dominates; they would all have to be faster, for example by keeping
+# fewer objects per node (the lexer and the type checker build a Python
+# object for every token and every type variable). On a machine with more
+# cores the LLVM part shrinks with them (a part per core, when the program
+# is big enough); the Python part does not.
+
 
 # %% [markdown]
 # ## Exercises
@@ -302,10 +753,16 @@ with tempfile.TemporaryDirectory() as tmp:
 # 1. Make the JIT use the small code model for the calls between L
 #    functions (MCJIT needs stubs for the calls into the runtime) and measure
 #    `lc run` against `lc build` on `fib`.
-# 2. The `Tag` of a value is loaded again by every clause of a `match`
-#    (chapter 7's automaton tests one clause at a time). LLVM removes the
-#    repeated loads; how much compile time does it cost to leave that to
-#    LLVM? Emit one load per `match` and measure `bench/compile_speed.py`.
-# 3. Add a benchmark with a large live heap (a balanced tree of a million
-#    nodes, updated in place) and measure the collector's pauses: which part
-#    of a collection grows with the heap, and which with the live data?
+# 2. Write a benchmark of your own in the five languages (the first line
+#    of each file sets its size), add it to `SIZES` in `bench/run.py`, and
+#    run `python bench/run.py --only NAME`. Which family does it fall in,
+#    and does L's ratio to OCaml follow the family's?
+# 3. Run the allocation-heavy benchmarks with nurseries of other sizes
+#    (`LC_NURSERY`, chapter 10) with `--only` and `--python keep`. Where is
+#    the knee, and how does it compare with this machine's cache sizes
+#    (`lscpu`)? What happens to `live`, whose live data are larger than any
+#    of them?
+# 4. Give every L function LLVM's `preserve_none` calling convention
+#    (the experiment of the allocation section) and measure `cpstak` and
+#    `primes`. Then make the conservative scan of the stack find the
+#    callee-saved registers of the frames it walks: what does it cost?

@@ -2154,3 +2154,33 @@ def test_diagram_draws_a_box_per_scope_and_an_arrow_per_jump():
     assert svg.count("<rect") == 4                 # the function and its three continuations
     assert svg.count("marker-end=") == 3           # after_if_4(…) and the two case arms
     assert "&quot;Failure&quot;" in svg
+
+
+def test_a_diagram_with_a_title_stands_alone_and_marks_colour_names():
+    import xml.etree.ElementTree as ET
+    program = parse(STEP1)
+    plain = cps.diagram(program)
+    assert "<title>" not in plain and 'fill="#ffffff"' not in plain       # chapter 9 shows this form
+    cond = program.definitions[0].value.params[0]
+    svg = cps.diagram(program, marks={cond: "#dc2626"}, title='f_1 & its "join"')
+    root = ET.fromstring(svg)                                            # well-formed, title escaped
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.find(ns + "title").text == 'f_1 & its "join"'
+    assert root.get("fill") == "#0f172a"
+    assert [r.get("fill") for r in root.iter(ns + "rect")][0] == "#ffffff"     # the card, under all
+    marked = [t.text for t in root.iter(ns + "tspan")]
+    assert marked == ["cond_3"] * 2                                     # its binding and its use
+    assert svg.count("<rect") == 5                                       # four boxes and the card
+
+
+def test_beside_puts_pictures_side_by_side_in_one_svg():
+    import xml.etree.ElementTree as ET
+    a, b = cps.diagram(parse(STEP1)), cps.diagram(parse_term("x = 1\nhalt x"))
+    width = lambda svg: float(re.search(r'width="([\d.]+)"', svg).group(1))
+    both = cps.beside([("before", a), ("after", b)], "two <pictures>")
+    root = ET.fromstring(both)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.find(ns + "title").text == "two <pictures>"
+    inner = root.findall(ns + "svg")
+    assert [float(s.get("x")) for s in inner] == [10.0, 10.0 + width(a) + 28]
+    assert width(both) == pytest.approx(10 + width(a) + 28 + width(b) + 10, abs=1)

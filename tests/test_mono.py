@@ -2,7 +2,7 @@
 
 Every corpus program (run and fail) and every example is monomorphised, then:
 - no `.type` field anywhere (expressions, patterns, variables, definitions) holds a TParam;
-- the result is well typed at the types it records (a checker of the monomorphic rules);
+- the result is well typed at the types it records (chapter 5b's checker, `check`);
 - the input program is left as it was;
 - the reference interpreter prints the same and stops with the same rendered error, on the
   result, and an interpreter whose print and match failures are driven by the *static* types
@@ -26,8 +26,7 @@ from lcompiler.errors import RunError, Source
 from lcompiler.interp import Closure, Data, Interpreter, show_value
 from lcompiler.types import TCon, TParam, check_types, show_type
 
-from lcompiler.llvm_backend import field_type
-from lcompiler.mono import measure, monomorphise
+from lcompiler.mono import IllTyped, check, field_type, measure, monomorphise
 
 from test_convert import on_cps, outcome, programs, reference
 
@@ -96,109 +95,6 @@ def field_types(cons: dict, name: str, t: TCon) -> list:
     return [field_type(f, dict(zip(params, t.args))) for f in fields_]
 
 
-class WellTyped:
-    """Checks the typing rules of the core language on a monomorphic program's recorded types."""
-
-    def __init__(self, program):
-        self.cons = constructors(program)
-        self.globals = {d.name.name: d.name.type for d in program.items if isinstance(d, c.Def)}
-        with s.recursion_limit(50 * s.NESTING_LIMIT):
-            for item in program.items:
-                if isinstance(item, c.Def):
-                    assert item.value.type == item.name.type, item.name.name
-                    self.expr(item.value, {})
-                elif not isinstance(item, s.Data):
-                    self.expr(item, {})
-
-    def pattern(self, p, t, env: dict) -> None:
-        assert p.type == t, f"pattern {p!r}: {show_type(p.type)} against {show_type(t)}"
-        if isinstance(p, s.PVar):
-            env[p.name] = t
-        elif isinstance(p, s.PInt):
-            assert t == INT
-        elif isinstance(p, s.PUnit):
-            assert t == UNIT
-        elif isinstance(p, s.PTuple):
-            assert t.name == "*" and len(t.args) == len(p.items)
-            for q, u in zip(p.items, t.args):
-                self.pattern(q, u, env)
-        elif isinstance(p, s.PCon):
-            for q, u in zip(p.args or [], field_types(self.cons, p.name, t)):
-                self.pattern(q, u, env)
-
-    def expr(self, e, env: dict) -> None:
-        t, kind = e.type, type(e)
-        assert not type_params(t)
-        if kind is c.Lit:
-            v = e.value
-            assert t == (BOOL if type(v) is bool else INT if type(v) is int else STRING if type(v) is str else UNIT)
-        elif kind is c.Var:
-            want = BOOL if e.kind == "builtin" else self.globals[e.name] if e.kind == "global" else env[e.name]
-            assert t == want, f"{e.name}: {show_type(t)}, bound at {show_type(want)}"
-        elif kind is c.Con:
-            for a, u in zip(e.args, field_types(self.cons, e.name, t)):
-                assert a.type == u, f"a field of {e.name}"
-                self.expr(a, env)
-        elif kind is c.Tuple:
-            assert t == TCon("*", tuple(i.type for i in e.items))
-            for i in e.items:
-                self.expr(i, env)
-        elif kind is c.Lambda:
-            assert t.name == "->"
-            self.expr(e.body, {**env, e.param: t.args[0]})
-            assert e.body.type == t.args[1]
-        elif kind is c.App:
-            assert e.fn.type == TCon("->", (e.arg.type, t)), "a call"
-            self.expr(e.fn, env)
-            self.expr(e.arg, env)
-        elif kind is c.Prim:
-            for a in e.args:
-                self.expr(a, env)
-            if e.op in ("==", "!="):
-                assert e.args[0].type == e.args[1].type and e.args[0].type in (INT, BOOL, STRING) and t == BOOL
-            elif e.op == "not":
-                assert e.args[0].type == BOOL and t == BOOL
-            else:
-                assert all(a.type == INT for a in e.args) and t == (BOOL if e.op in "< <= > >=".split() else INT)
-        elif kind is c.If:
-            assert e.cond.type == BOOL
-            want = {"if": t, "if without else": UNIT, "&&": BOOL, "||": BOOL}[e.form]
-            assert e.then.type == e.orelse.type == want == t
-            for part in (e.cond, e.then, e.orelse):
-                self.expr(part, env)
-        elif kind is c.Match:
-            self.expr(e.scrutinee, env)
-            for p, body in e.clauses:
-                inner = dict(env)
-                self.pattern(p, e.scrutinee.type, inner)
-                assert body.type == t
-                self.expr(body, inner)
-        elif kind is c.Let or kind is c.LetVar:
-            self.expr(e.value, env)
-            assert e.body.type == t
-            self.expr(e.body, {**env, e.name: e.value.type})
-        elif kind is c.Assign:
-            assert e.target.type == env[e.target.name] == e.value.type and t == UNIT
-            self.expr(e.value, env)
-        elif kind is c.While:
-            assert e.cond.type == BOOL and t == UNIT
-            self.expr(e.cond, env)
-            self.expr(e.body, env)
-        elif kind is c.Seq:
-            assert t == e.second.type
-            self.expr(e.first, env)
-            self.expr(e.second, env)
-        elif kind is c.Print:
-            assert t == UNIT
-            for a in e.args:
-                self.expr(a, env)
-        elif kind is c.Assert:
-            assert e.cond.type == BOOL and t == UNIT
-            self.expr(e.cond, env)
-        else:
-            raise AssertionError(f"not a core expression: {e!r}")
-
-
 # --- An interpreter whose print reads the static types, as the back end's must ---------------------
 
 class TypedInterpreter(Interpreter):
@@ -263,7 +159,7 @@ def test_corpus_means_the_same_monomorphised(path):
     mono = monomorphise(core)
     assert snapshot(core) == before, "the input was changed"
     no_type_variables(mono)
-    WellTyped(mono)
+    check(mono)
     program = convert(mono)
     cps.check(program)
     closure_convert(program)
@@ -295,7 +191,7 @@ def same(text: str, printed: str = None, error: str = None):
     mono, stats = measure(core)
     assert snapshot(core) == before
     no_type_variables(mono)
-    WellTyped(mono)
+    check(mono)
     want = reference(core)
     assert reference(mono) == want and typed(mono) == want
     program = convert(mono)
@@ -481,11 +377,81 @@ match (f(3)) { (n, Cons(s, _)) -> print(s == "x"); (n, Nil) -> print(n) }
     mono = monomorphise(core)
     no_type_variables(mono)
     assert reference(mono) == reference(core) == typed(mono) == ("nil\n3\n", None)
-    with pytest.raises(AssertionError, match="xs"):
-        WellTyped(mono)
+    with pytest.raises(IllTyped, match="x.l:5:16: .* the variable xs: List<Int> where List<Unit> is wanted"):
+        check(mono)
 
 
-# --- 3. Random programs (the generator of tests/test_convert.py) ----------------------------------
+# --- 3. The checker fails where a rule is broken -------------------------------------------------
+
+BROKEN = LIST + """def id(x) = x
+def n = 1 + 2
+def f(l) = match (l) { Cons(x, _) -> if (x > 0) x else 0; Nil -> id(0) }
+print(f(Cons(n, Nil)), id(true), "s")
+"""
+
+
+def node(program, kind, where: str):
+    """The first node of class kind whose span starts at LINE:COL."""
+    for x in walk(program.items):
+        if type(x) is kind and getattr(x, "span", None) is not None and repr(x.span) == where:
+            return x
+    raise LookupError(f"no {kind.__name__} at {where}")
+
+
+def break_literal(p):
+    node(p, c.Lit, "x.l:3:9").type = BOOL                     # the 1 of 1 + 2
+
+
+def break_variable(p):
+    node(p, c.Var, "x.l:5:14").name = "id"                     # Cons(id, Nil): id is Int -> Int
+
+
+def break_call(p):
+    node(p, c.App, "x.l:5:24").type = INT                      # id(true) : Int, where id_1 is Bool -> Bool
+
+
+def break_primitive(p):
+    zero = node(p, c.Lit, "x.l:4:46")                           # x > true: a Bool literal, right as a literal
+    zero.value, zero.type = True, BOOL
+
+
+def break_if(p):
+    node(p, c.Var, "x.l:4:49").type = STRING                   # if (x > 0) x … with that x : String
+
+
+def break_pattern(p):
+    node(p, s.PVar, "x.l:4:29").type = STRING                  # Cons(x, _) with x : String
+
+
+def break_definition(p):
+    next(d for d in p.items if isinstance(d, c.Def) and d.name.name == "n").name.type = STRING
+
+
+def leave_a_type_variable(p):
+    node(p, c.Lit, "x.l:5:34").type = TParam(0)                 # "s"
+
+
+@pytest.mark.parametrize("damage, where, message", [
+    (break_literal, "3:9", "a literal: Bool where Int is wanted"),
+    (break_variable, "5:14", "the variable id: Int where Int -> Int is wanted"),
+    (break_call, "5:24", "the callee of a call: Bool -> Bool where Bool -> Int is wanted"),
+    (break_primitive, "4:42", "> on Int, Bool giving Bool"),
+    (break_if, "4:49", "a branch: String where Int is wanted"),
+    (break_pattern, "4:29", "a pattern: String where Int is wanted"),
+    (break_definition, "3:1", "the value of n: Int where String is wanted"),
+    (leave_a_type_variable, "5:34", "the type a has a type variable"),
+], ids=lambda x: x.__name__ if callable(x) else None)
+def test_the_checker_finds_a_broken_rule_where_it_is_broken(damage, where, message):
+    mono = monomorphise(compile_text(BROKEN))
+    check(mono)
+    damage(mono)
+    with pytest.raises(IllTyped) as error:
+        check(mono)
+    assert error.value.render().startswith(f"x.l:{where}: ill-typed after monomorphisation: {message}\n")
+    assert error.value.status == 3
+
+
+# --- 4. Random programs (the generator of tests/test_convert.py) ----------------------------------
 
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(programs())
@@ -493,7 +459,7 @@ def test_random_programs(text):
     core = compile_text(text)
     mono = monomorphise(core)
     no_type_variables(mono)
-    WellTyped(mono)
+    check(mono)
     want = reference(core)
     assert reference(mono) == want and typed(mono) == want
     program = convert(mono)

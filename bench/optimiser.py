@@ -1,0 +1,214 @@
+"""The optimiser of chapter 9, measured: its two shrinkers, and what it saves later stages.
+
+    python bench/optimiser.py shrinkers [--largest 1000000]   # census against work list, per node
+    python bench/optimiser.py compile [--lines 10000]         # compile time with and without it
+    python bench/optimiser.py run [--repeat 5]                # the benchmarks with and without it
+
+`shrinkers` times Appel and Jim's census-based shrinker and Kennedy's
+work-list shrinker on the same programs, 10^3 to 10^6 CPS nodes: generated L
+programs (the ten-line blocks of bench/compile_speed.py: a data type, a
+match, a closure, a loop, calls between blocks), converted to CPS, and a
+chain of dead tuples built directly in CPS (x1 = tuple(x0), x2 = tuple(x1),
+…, each used only by the next, none by the program), the case where a sweep
+in program order frees one binding per pass. It prints passes, seconds and
+microseconds per node.
+
+`compile` times the stages of compiling the generated program of --lines
+lines with the optimiser (`lc` by default) and without it (`lc -O0`),
+alternately, and counts the CPS nodes and the LLVM instructions handed to
+LLVM's O2 pipeline.
+
+`run` builds every program of bench/programs with and without the optimiser
+and times the executables in alternation (user + system time of the child,
+min and median of --repeat runs).
+
+Each command adds its figures to bench/optimiser.json, which chapter 9 reads.
+"""
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lcompiler import addlang, cps, driver, pipeline, shrink
+from lcompiler.cps import Seq, const, halt, tuple_
+from lcompiler.errors import Source
+from lcompiler.syntax import collector_paused
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "optimiser.json"
+sys.path.insert(0, str(HERE))
+from compile_speed import program  # noqa: E402  (the generated L programs)
+
+
+def save(key: str, value) -> None:
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    data[key] = value
+    RESULTS.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def converted(lines: int) -> cps.Program:
+    """The CPS (before the optimiser) of the generated program of about this many lines."""
+    return pipeline.compile_to("cps", Source("generated.l", program(lines)))[0]
+
+
+def chain(n: int) -> cps.Program:
+    """x0 = 0, x1 = tuple(x0), …, x_n = tuple(x_{n-1}); halt x0: a chain of dead tuples."""
+    s = Seq()
+    x = first = s.let(const(0), "x")
+    for _ in range(n):
+        x = s.let(tuple_(x), "x")
+    p = cps.Program()
+    p.define(s.end(halt(first)), "unused")
+    return p
+
+
+def timed(f, *args):
+    start = time.perf_counter()
+    result = f(*args)
+    return time.perf_counter() - start, result
+
+
+class Counting(shrink.Kennedy):
+    """The work-list shrinker, counting the nodes it looks at (a measure of work that no other
+    process on the machine can disturb)."""
+    visits = 0
+
+    def visit(self, node, do=True):
+        self.visits += 1
+        return super().visit(node, do)
+
+
+def shrinkers(args) -> None:
+    rows = []
+    print(f"{'program':>9} {'nodes':>9} {'census passes':>13} {'s':>7} {'µs/node':>8}   "
+          f"{'work list s':>11} {'µs/node':>8} {'visits/node':>11}   {'after':>8}")
+    for kind, sizes in (("generated", [90, 900, 9000, 90000]), ("chain", [1000, 3000, 10000, 100000, 1000000])):
+        for size in sizes:
+            if kind == "generated" and size * 11 > args.largest * 1.1:
+                continue
+            if kind == "chain" and size > args.largest:
+                continue
+            make = (lambda: converted(size)) if kind == "generated" else (lambda: chain(size))
+            with collector_paused():
+                p = make()
+                nodes = cps.size(p)
+                row = {"program": kind, "nodes": nodes}
+                if kind == "generated" or size <= args.census_chain:
+                    seconds, stats = timed(shrink.shrink_census, p)
+                    row.update(census_passes=stats["passes"], census_s=seconds)
+                p = make()
+                seconds, _ = timed(shrink.shrink, p)
+                row.update(work_list_s=seconds, after=cps.size(p))
+                p = make()
+                counting = Counting(p)
+                counting.run()
+                row.update(visits=counting.visits)
+            rows.append(row)
+            census = (f"{row['census_passes']:13} {row['census_s']:7.2f} {1e6 * row['census_s'] / nodes:8.2f}"
+                      if "census_s" in row else f"{'(too slow)':>13} {'':7} {'':8}")
+            print(f"{kind:>9} {nodes:9} {census}   {row['work_list_s']:11.3f} "
+                  f"{1e6 * row['work_list_s'] / nodes:8.2f} {row['visits'] / nodes:11.2f}   {row['after']:8}",
+                  flush=True)
+    save("shrinkers", rows)
+
+
+def stages(text: str, optimiser: bool) -> dict:
+    """Seconds per stage of compiling text to object files, and the sizes handed on."""
+    source = Source("generated.l", text)
+    unit, value, out = pipeline.Unit(source, optimiser), source, {}
+    with collector_paused():
+        for s in pipeline.STAGES:
+            if s.name == "llvm-opt":
+                break
+            if optimiser or not s.optimisation:
+                seconds, value = timed(s.run, value, unit)
+                out[s.name] = seconds
+            if s.name == "closure" or (s.name == "shrink" and optimiser):
+                out["cps nodes"] = cps.size(value)
+    out["llvm instructions"] = sum(len(b.instructions) for f in value.functions for b in f.blocks)
+    seconds, _ = timed(driver.machine_code, value, 2, True, driver.parts_for(value))
+    out["machine code"] = seconds
+    return out
+
+
+def compile_(args) -> None:
+    addlang.target_machine()
+    text = program(args.lines)
+    runs = {True: [], False: []}
+    for _ in range(args.repeat):
+        for optimiser in (False, True):
+            runs[optimiser].append(stages(text, optimiser))
+    result = {}
+    for optimiser, label in ((False, "-O0"), (True, "optimised")):
+        median = {k: statistics.median(r[k] for r in runs[optimiser]) for k in runs[optimiser][0]}
+        timing = {k: v for k, v in median.items() if k not in ("cps nodes", "llvm instructions")}
+        median["total"] = sum(timing.values())
+        result[label] = median
+    result["lines"] = text.count("\n")
+    names = [k for k in result["optimised"] if k not in ("cps nodes", "llvm instructions", "total")]
+    print(f"{result['lines']} lines, median of {args.repeat} runs each, alternating (seconds):")
+    for label in ("-O0", "optimised"):
+        m = result[label]
+        print(f"{label:>10}: " + "  ".join(f"{k} {m.get(k, 0):.2f}" for k in names)
+              + f"  total {m['total']:.2f}   CPS nodes {m['cps nodes']}  LLVM instructions {m['llvm instructions']}")
+    save("compile", result)
+
+
+def cpu(command) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run(args) -> None:
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted((HERE / "programs").glob("*.l")):
+            if args.only and path.stem not in args.only:
+                continue
+            exes = {}
+            for optimiser, label in ((False, "-O0"), (True, "optimised")):
+                exe = Path(tmp) / f"{path.stem}{label}"
+                driver.build(Source(path.name, path.read_text()), exe, optimiser=optimiser)
+                exes[label] = exe
+            outputs = {label: subprocess.run([exe], capture_output=True, text=True).stdout
+                       for label, exe in exes.items()}
+            assert outputs["-O0"] == outputs["optimised"], path.name
+            times = {label: [] for label in exes}
+            for _ in range(args.repeat):
+                for label, exe in exes.items():
+                    times[label].append(cpu([exe]))
+            rows[path.stem] = {label: {"min": min(t), "median": statistics.median(t), "max": max(t)}
+                               for label, t in times.items()}
+            r = rows[path.stem]
+            print(f"{path.stem:10} -O0 {r['-O0']['median']:7.3f} s   optimised {r['optimised']['median']:7.3f} s"
+                  f"   ratio {r['optimised']['median'] / r['-O0']['median']:.2f}", flush=True)
+    save("run", rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("shrinkers")
+    s.add_argument("--largest", type=int, default=1_000_000, help="the most CPS nodes in a program")
+    s.add_argument("--census-chain", type=int, default=3_000, help="the longest chain given to the census")
+    c = sub.add_parser("compile")
+    c.add_argument("--lines", type=int, default=10_000)
+    c.add_argument("--repeat", type=int, default=3)
+    r = sub.add_parser("run")
+    r.add_argument("--repeat", type=int, default=5)
+    r.add_argument("--only", nargs="*", help="benchmark names")
+    args = ap.parse_args(argv)
+    sys.setrecursionlimit(100_000)
+    {"shrinkers": shrinkers, "compile": compile_, "run": run}[args.command](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

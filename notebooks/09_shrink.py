@@ -1,0 +1,2298 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 9. Shrinking and optimising: reductions, contification, inlining
+#
+# Chapters 7 and 8 produce CPS that is correct and naive. Every constant has
+# its own binding even when nothing reads it; a function used once is still
+# a function, allocated as a closure and called through a code pointer; a
+# join point that one branch reaches is still a block of its own; `2 + 3`
+# is computed at run time. This chapter writes the optimiser the CPS
+# language of chapter 6 was built for. It rewrites a program in place,
+# with chapter 6's Change operations, by small local steps that each make
+# the program smaller or simpler — Appel and Jim's *shrinking reductions*
+# — and then by two steps that Kennedy's representation makes easy and a
+# compiler of a functional language needs: *contification*, which turns a
+# function that always returns to the same place into a block of its
+# caller, and *inlining*, which copies a small function into its calls.
+#
+# The sources are the two optimising halves of the seed documents. Seed 000
+# (the blog of the original L compiler) builds its CPS framework so that
+# shrinking reductions run in linear time, after Appel and Jim's
+# *Shrinking lambda expressions in linear time* (1997) and Kennedy's
+# *Compiling with continuations, continued* (2007); seed 001 (OCamlPro's
+# Flambda 2) lists what its Simplify pass does: inlining, constant
+# propagation, dead code elimination, loopification, unboxing. The
+# chapter does each of those, on the CPS of chapter 6.
+#
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 6](06_cps.ipynb), the CPS language and its Change
+# operations; [chapter 7](07_cps_convert.ipynb), the CPS an L program becomes;
+# [chapter 8](08_closure.ipynb), closure conversion; [chapter
+# 4a](04a_syntax.ipynb), the pipeline of stages.
+#
+# **Builds:** the module `lcompiler.shrink`, and the pipeline's stages `opt`
+# and `shrink`.
+#
+# </div>
+
+# %% [markdown]
+# ## What this chapter promises
+#
+# In the module `lcompiler.shrink`:
+#
+# - **The shrinking reductions**, each a method of `Shrinker` that says
+#   whether it applies to a node and, if asked, applies it: dead values,
+#   dead continuations, inlining of a continuation or a function used
+#   once, η-reduction of continuations, constant folding with L's
+#   arithmetic, `case` on a known value, projection from a known tuple or
+#   constructor, the end of the road after `fail`, a known closure called
+#   directly, unused and boxed continuation parameters, and three rules for
+#   top-level definitions. None makes a program bigger.
+# - **Two shrinkers** that apply them until none applies:
+#   `shrink_census(program)`, Appel and Jim's way (count the uses of every
+#   variable, sweep the program once, count again, sweep again, until a
+#   sweep changes nothing), and `shrink(program)`, Kennedy's way (one sweep,
+#   then a work list of the places a change may have made reducible, with
+#   the counts kept exact by the representation). `redexes(program)` counts
+#   what is left to reduce: nothing, after either.
+# - **`optimise(program)`**: shrinking, then rounds of *contification* (a
+#   function every call of which returns to the same continuation becomes
+#   that continuation's neighbour: a block, or a loop) and *inlining* (a
+#   function body of at most `BUDGET` nodes is copied into its calls; a
+#   recursive one into itself at most `UNROLL` times), shrinking after each.
+#   The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
+# - Every step keeps the program's meaning (its output, its runtime error
+#   with its location, its exit status) and chapter 6's `check`.
+# - In the pipeline, the stage `opt` optimises the CPS of chapter 7 before
+#   closure conversion; the stage `shrink` shrinks again after it. Both are
+#   on by default and off with `lc … -O0`.
+
+# %%
+#| default_exp shrink
+
+# %% [markdown]
+# ## A worked example: the seeds' program
+#
+# The program of the seeds builds a pair out of functions alone and asserts
+# something about it:
+
+# %%
+from pathlib import Path
+
+from lcompiler import cps, pipeline
+from lcompiler.errors import Source
+
+SEEDS = Source("seeds.l", Path("../examples/seeds.l").read_text())
+print(SEEDS.text[SEEDS.text.index("assert("):], end="")
+
+# %% [markdown]
+# Chapter 7 turns it into six functions and four calls. `lc show cps`
+# prints what the optimiser receives (`-O0`, without the optimiser, gives
+# the same program to closure conversion):
+
+# %%
+print(pipeline.show("cps", SEEDS))
+
+# %% [markdown]
+# Read it as a machine would run it: a tuple `(7, 5)` is allocated; `pair`
+# is called and allocates a closure `f` holding `7` and `5`; `second` is
+# called with that closure and calls it with `false`, which projects the
+# `5` out of a tuple that `f` allocated; and so on, three calls deep, for
+# `5 * (7 + 5)`. Everything the program computes is known when it is
+# compiled. Here is what the optimiser of this chapter makes of it, step
+# by step. Each line is one rewrite — the name of the rule, and the
+# variable it is about — and the program is checked (chapter 6's `check`)
+# after every one:
+
+# %%
+from collections import Counter
+
+from lcompiler.cps import Apply
+from lcompiler.shrink import Optimiser
+
+program, unit = pipeline.compile_to("cps", SEEDS)
+steps = []
+
+
+def record(rule: str, node) -> None:
+    """After each rewrite: check the whole program, and note the rule, what it was about, the size."""
+    cps.check(program)
+    var = getattr(node, "var", None) or getattr(node, "cont", None)
+    if type(node) is Apply:                                # a call replaced by a copy of the callee
+        var = node.func.var
+    steps.append((rule, var.hint if var is not None else type(node).__name__, cps.size(program)))
+
+
+Optimiser(program, after=record).run()
+for i, (rule, about, size) in enumerate(steps, 1):
+    print(f"{i:2}. {rule:26} {about:10} {size:3} nodes")
+print(len(steps), "rewrites")
+
+# %% [markdown]
+# Forty-one rewrites, and the program is gone: the assertion is true, so
+# what remains is the unit value the statement ends with.
+
+# %%
+print(cps.show(program), end="")
+
+# %% [markdown]
+# The rewrites come in a few kinds, and the rest of the chapter builds
+# each. The first nine are *shrinking*: they never copy anything.
+# `true` and `false` each take apart their argument and use one half, so
+# the other projection is dead (1, 2). `pair` is called once, so its body
+# moves to the call (3), where the fields it reads from its argument are
+# those of the tuple `(7, 5)` built in sight (4, 5); `first`, called once
+# too, moves in (6); the tuple and the continuation that received `pair`'s
+# result go (7, 8); and the jump after the assertion's `fail`, which can
+# never run, is cut (9). Then nothing is left to shrink, and the *inliner*
+# copies the small functions still called from several places: `second`
+# into its two calls, `f` — the function `pair` returns — into the call
+# `first` made of it (10–12). The copies' arguments are known, so
+# shrinking starts again, copies again (18, 19, 21, 22), and the last
+# third is arithmetic and cleaning: `fold` computes `7 + 5`, `5 * 12` and
+# `60 == 60` (30–32), `known_case` follows the `case` on the now known
+# `true` (33), and the assertion's failing branch and every constant
+# computed on the way die (34–41). The picture of the program before, with
+# its functions (blue), its continuations (yellow) and its jumps (arrows),
+# and after:
+
+# %%
+from IPython.display import SVG, display
+
+before, _ = pipeline.compile_to("cps", SEEDS)
+
+
+def side_by_side(before, after, alt: str) -> None:
+    """Two programs drawn next to each other (chapter 6's diagrams), described by alt."""
+    display(SVG(cps.beside([("before", cps.diagram(before)), ("after", cps.diagram(after))], alt)),
+            metadata={"alt": alt})
+
+
+side_by_side(before, program, "The seeds' program before the optimiser, six functions and four calls "
+                              "with their continuations, and after it: one binding of the unit value and a halt")
+
+# %% [markdown]
+# ## The rules
+#
+# A **redex** is a place in a program where a rule applies. In the
+# notation of the papers — `let x = v in t` for `LetPrim`, `letcont k x̄ =
+# h in t` for `LetCont`, `k ȳ` for a jump, `f k ȳ` for a call returning to
+# `k`, `t[y/x]` for `t` with `y` in place of `x`, and `C[…]` for a term with
+# a hole somewhere in it:
+#
+# | rule | before | after | when |
+# |---|---|---|---|
+# | `dead_value` | `let x = p in t` | `t` | `x` unused, `p` pure |
+# | `dead_continuation` | `letcont k x̄ = h in t` | `t` | `k` unused outside `h` |
+# | `inline_continuation_once` (β) | `letcont k x̄ = h in C[k ȳ]` | `C[h[ȳ/x̄]]` | `k` used once, by a jump |
+# | `inline_function_once` (β) | `let f = λk x̄. b in C[f k' ȳ]` | `C[b[k'/k, ȳ/x̄]]` | `f` used once, by a call |
+# | `eta` (η) | `letcont k x̄ = j x̄ in t` | `t[j/k]` | |
+# | `fold` | `let x = c₁ ⊕ c₂ in t` | `let x = c in t` | `c = c₁ ⊕ c₂` as L computes it; not `/ 0` |
+# | `known_case` | `case c { … c → k … }` | `k ()` | `c` known (or every arm `k`) |
+# | `project` | `let t = (y₁…yₙ) in C[let x = t.i in t']` | `C[t'[yᵢ/x]]` | `t` never written |
+# | `project` (tag) | `let l = inj i C(ȳ) in C[let x = tag l in t]` | `… let x = i in t` | |
+# | `unreachable` | `let u = fail m in t` | `let u = fail m in ret u` | `t` is not already that |
+# | `known_call` | `let f = closure(c, ȳ) in C[f k z̄]` | `C[direct c k (f, z̄)]` | after closure conversion |
+# | `dead_parameter` | `letcont k (x̄, y, z̄) = h in t` | drop `y` and its argument in every jump | `y` unused, `k` only jumped to |
+# | `unbox` | `letcont k (…, x, …) = h in t` | `x` becomes `x₀ … xₙ₋₁` | `x` only projected; every jump passes a known n-tuple |
+# | `dead_definition` | `private g = …` | (gone) | `g` unused (a dynamic one stays, `unused`, for its effects) |
+# | `inline_global_once` | `private f = λk x̄. b` … `f k' ȳ` | `b[k'/k, ȳ/x̄]` at the call | one call, body ≤ `MOVE_LIMIT` |
+# | `static_definition` | `private g = do { x = c; halt x }` | `private g = c` | |
+#
+# A primitive is *pure* when computing it does nothing but produce its
+# value: everything but `print`, `x[i] := y`, `fail`, and a division or
+# remainder whose divisor is not known to be non-zero (it may stop the
+# program). Every rule removes at least one node or replaces a node by a
+# simpler one (a computation by a constant, a `case` by a jump, a call
+# through a closure by a direct call, a tuple parameter by its fields), so
+# applying rules in any order stops. That is what *shrinking* means: the
+# rules never make a program bigger, so they can be applied blindly,
+# wherever they apply, as often as they apply.
+
+# %% [markdown]
+# ## What is known about a variable
+#
+# Most rules ask one question: what is this variable bound to? In
+# Kennedy's representation the answer is a field read: every variable
+# points at its binder (chapter 6). A variable bound by `x = p` to a
+# *value* — a constant, a tuple, an injection, a closure, a function — is
+# known to be that value wherever it is used; so is a global whose
+# definition is static.
+
+# %%
+#| export
+from collections import Counter
+
+from lcompiler.cps import (
+    Var, ContVar, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,
+    Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
+    SetField, Fail, Definition, Program,
+    occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
+    const, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
+from lcompiler.interp import wrap, c_div, c_rem
+from lcompiler.syntax import collector_paused
+from lcompiler.types import TCon
+
+
+def known(v: Var):
+    """The value v is bound to (a constant, tuple, injection, closure or function), or None."""
+    b = v.binder
+    if type(b) is LetPrim and isinstance(b.prim, Value):
+        return b.prim
+    if type(b) is Definition and b.value is not None:
+        return b.value
+    return None
+
+
+def constant(v: Var):
+    """(True, c) when v is bound to the constant c, else (False, None)."""
+    p = known(v)
+    return (True, p.value) if type(p) is Const else (False, None)
+
+# %% [markdown]
+# A tuple is not always what it was built with: chapter 7 keeps a `var`
+# that a function captures in a one-field tuple, a *cell*, and assigns it
+# with `x[0] := y`; a global read before its definition has run is guarded
+# by a cell too. A projection from a tuple that is ever written must stay.
+
+# %%
+#| export
+def written(v: Var) -> bool:
+    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag)?"""
+    return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
+
+# %% [markdown]
+# Constant folding computes as L does, with the reference interpreter's own
+# arithmetic (chapter 4b): `+ - *` wrap around at 64 bits, `/` and `%`
+# truncate towards zero as in C. A division by a known zero is not folded:
+# it must stay where it is, so that the program stops there, at that
+# location, as it would have.
+
+# %%
+#| export
+UNKNOWN = object()
+
+
+def fold_operation(operator: str, values: list):
+    """The result of an operation on constants, as L computes it; UNKNOWN for a division by zero."""
+    if len(values) == 1:
+        return wrap(-values[0]) if operator == "-" else not values[0]
+    a, b = values
+    if operator in ("/", "%"):
+        if b == 0:
+            return UNKNOWN                       # stays a runtime error, where it is
+        return c_div(a, b) if operator == "/" else c_rem(a, b)
+    return {"+": lambda: wrap(a + b), "-": lambda: wrap(a - b), "*": lambda: wrap(a * b),
+            "==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b, "<=": lambda: a <= b,
+            ">": lambda: a > b, ">=": lambda: a >= b}[operator]()
+
+
+def pure(p) -> bool:
+    """May a binding of p be deleted when its variable is unused? A division only by a known non-zero."""
+    if type(p) is Op and p.op in ("/", "%"):
+        ok, d = constant(p.args[1].var)
+        return ok and d != 0
+    return not has_effect(p)
+
+# %%
+MIN = -2**63
+for op_, args in (("+", [2**63 - 1, 1]), ("*", [3, -7]), ("/", [-7, 2]), ("%", [-7, 2]),
+                  ("/", [MIN, -1]), ("%", [MIN, -1]), ("/", [1, 0]), ("<", [1, 2]), ("-", [MIN])):
+    result = fold_operation(op_, args)
+    print(f"{op_} {args}: {'not folded' if result is UNKNOWN else result}")
+
+# %% [markdown]
+# A few more questions about places: how big a term is (with a limit, so
+# that asking about a huge one costs no more than the limit), whether a
+# node in a continuation's scope is inside its handler or its body, and
+# which top-level definition or function a node belongs to. The last two
+# climb the uplinks of chapter 6, so they cost the depth of the node; the
+# rules that use them say why that is affordable. One more is about
+# projections from injections: a `case` on a constructor is reduced in
+# one step and the branch for the other constructor in another, so
+# between the two a projection in the dead branch may take apart a value
+# of the wrong constructor. It must not be folded: its field may not exist,
+# or have another type.
+
+# %%
+#| export
+MOVE_LIMIT = 150       # the largest top-level function moved into another (nodes)
+
+
+def size_up_to(root, limit: int) -> int:
+    """The number of nodes under root, counting no further than limit + 1."""
+    n = 0
+    for _ in walk(root):
+        n += 1
+        if n > limit:
+            break
+    return n
+
+
+def in_handler(node, t: LetCont) -> bool:
+    """For a node in t's scope: is it inside t's handler (rather than its body)?"""
+    prev = node
+    while node is not t:
+        prev, node = node, node.enclosing
+    return prev is t.handler
+
+
+def top(node):
+    """The top-level Definition around node."""
+    while type(node) is not Definition:
+        node = node.enclosing
+    return node
+
+
+def home(node):
+    """The innermost function (Lambda) or top-level Definition around node."""
+    node = node.enclosing
+    while type(node) is not Lambda and type(node) is not Definition:
+        node = node.enclosing
+    return node
+
+
+def same_field(y: Var, value, i: int) -> bool:
+    """Can y = value[i] be the field i of value? Not in a branch for another constructor, which the
+    shrinker has not removed yet: the field may not exist there, or not have y's type."""
+    if i >= len(value.fields):
+        return False
+    t = value.fields[i].var.type
+    return y.type is None or t is None or y.type == t
+
+# %% [markdown]
+# ## Copying a term
+#
+# Inlining a function used more than once needs a *copy* of its body for
+# each call: fresh variables for everything the body binds, and the
+# arguments of the call in place of the parameters. `copy_term` does it in
+# two passes over the nodes, both iterative (a body is a chain of bindings
+# as long as the function): the first makes a fresh variable, of the same
+# type, for each binder; the second makes each node, with its occurrences
+# turned into occurrences of the renamed variables, then links the copies.
+
+# %%
+#| export
+def fresh(x: Var) -> Var:
+    y = ContVar(x.hint) if x.is_cont else Var(x.hint)
+    y.type = x.type
+    return y
+
+
+def fields_of(t) -> list:
+    """Every field of a node class, its superclasses' included (MakeClosure is a TupleValue)."""
+    return [f for k in reversed(t.__mro__) for f in getattr(k, "__slots__", ()) if f != "enclosing"]
+
+
+def copy_term(root, renaming: dict):
+    """A copy of the term root: its own binders fresh, other variables renamed by renaming (or kept)."""
+    names = dict(renaming)
+    nodes = list(walk(root))
+    for n in nodes:
+        for x in n.bound():
+            names[x] = fresh(x)
+    rename = lambda o: occur(names.get(o.var, o.var))
+    copies = {}
+    for n in nodes:
+        t = type(n)
+        c = _new(t)
+        for f in fields_of(t):
+            v = getattr(n, f)
+            if f in t.OCC_FIELDS:
+                v = [rename(o) for o in v] if type(v) is list else None if v is None else rename(v)
+            elif f == "arms":
+                v = [(i, rename(k)) for i, k in v]
+            elif f in t.BINDS:
+                v = [names[x] for x in v] if type(v) is list else names[v]
+                for x in (v if type(v) is list else [v]):
+                    x.binder = c
+            elif f in t.SUBTERMS or f == "prim":
+                v = None
+            setattr(c, f, v)
+        _own(c)
+        if t is Case:
+            for _, k in c.arms:
+                k.enclosing = c
+        copies[n] = c
+    for n in nodes:
+        for f in type(n).SUBTERMS + (("prim",) if type(n) is LetPrim else ()):
+            _attach(copies[n], f, copies[getattr(n, f)])
+    return copies[root]
+
+# %%
+FUNCTION = cps.parse('''
+private double_1 = fun ret_2(x_3) {
+  cont k_4(r_5) {
+    ret_2(r_5)
+  }
+  y_6 = x_3 + x_3
+  k_4(y_6)
+}
+''')
+lam = FUNCTION.definitions[0].value
+copy = copy_term(lam.body, {})
+print(cps.show(copy), end="")
+print("fresh binders:", copy.cont is not lam.body.cont, "| parameters kept:", copy.body.prim.args[0].var is lam.params[0])
+cps.delete(copy)                       # a copy not placed anywhere must give its occurrences back
+
+# %% [markdown]
+# ## The machinery of a shrinker
+#
+# A `Shrinker` holds a program and changes it in place. It keeps three
+# things beside it:
+#
+# - the set of **dead** nodes, those taken out of the program: a rewrite
+#   may leave references to a node elsewhere (a work list, below, may hold
+#   it), and a dead node must never be rewritten again;
+# - the **counts** of uses of each variable. In Kennedy's representation
+#   they are exact at all times — chapter 6's `occur` and `_forget` keep
+#   `var.count` — so `uses(v)` reads it. The census-based shrinker will
+#   replace `uses` by a table of its own, with `lost`, `gained` and
+#   `merged` keeping that table as the program changes;
+# - a way to say that a node **changed**, and may have become a redex: the
+#   work-list shrinker puts it on its list; the census-based one ignores it.
+#
+# The base class is what the two share.
+
+# %%
+#| export
+class Shrinker:
+    """The shrinking reductions over one program, changed in place."""
+
+    def __init__(self, program: Program, after=None):
+        self.program = program
+        self.dead = set()                  # nodes no longer in the program
+        self.after = after                 # after(rule, node), after every rewrite: for tests, traces
+        self.stats = Counter()
+
+    def uses(self, v: Var) -> int:
+        return v.count
+
+    def lost(self, v: Var) -> None:
+        """One occurrence of v was deleted."""
+
+    def gained(self, v: Var) -> None:
+        """One occurrence of v was made."""
+
+    def merged(self, x: Var, y: Var) -> None:
+        """The occurrences of x became occurrences of y."""
+
+    def changed(self, node) -> None:
+        """node may have become a redex."""
+
+    def known_more(self, v: Var) -> None:
+        """v's value became known, or a continuation became another: the nodes that use v may have
+        become redexes, and so may the binding a jump ends (η and `unreachable` look at it)."""
+        for o in occurrences(v):
+            n = o.enclosing
+            if isinstance(n, Prim):
+                n = n.enclosing
+            self.changed(n)
+            if type(n) is ApplyCont:
+                self.changed(n.enclosing)
+
+# %% [markdown]
+# Every rewrite is made of five operations, built on chapter 6's. `discard`
+# throws a node away: it marks every node under it dead, and takes each
+# occurrence out of its variable's ring, telling the shrinker which counts
+# fell. `put` puts a term where another was; `unbind` removes a `LetPrim`
+# or a `LetCont`, its body taking its place; `substitute` is chapter 6's
+# constant-time substitution, telling the shrinker first if the variable's
+# uses may now reduce; `swap` gives a binding a new primitive (a constant,
+# when folding). Each says which nodes *changed*: the new term, its parent
+# and, since the rules on definitions look two bindings deep, the
+# definition when the change is that near its top.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def discard(self, node) -> None:
+        """node is thrown away: forget its occurrences, mark its nodes dead."""
+        for n in walk(node):
+            self.dead.add(n)
+            for o in n.occs():
+                if o.next is not None:
+                    v = o.var
+                    _forget(o)
+                    self.lost(v)
+                    if type(n) is SetField and o is n.target:
+                        self.known_more(v)        # one write fewer: a projection may fold now
+
+    def put(self, old, new, made: bool = False) -> None:
+        """The detached term new goes where old is; old is discarded. made: new was just built."""
+        parent, f = _slot(old)
+        _attach(parent, f, new)
+        old.enclosing = None
+        self.discard(old)
+        if made:
+            for o in new.occs():
+                self.gained(o.var)
+        self.changed(new)
+        self.changed(parent)
+        self.near_top(parent)
+
+    def unbind(self, t) -> None:
+        """Remove the LetPrim or LetCont t: its body takes its place, what it bound is discarded."""
+        body = take(t.body)
+        parent, f = _slot(t)
+        _attach(parent, f, body)
+        self.dead.add(t)
+        self.discard(t.prim if type(t) is LetPrim else t.handler)
+        self.changed(body)
+        self.changed(parent)
+        self.near_top(parent)
+
+    def substitute(self, x: Var, y: Var) -> None:
+        if y.is_cont or known(y) is not None:
+            self.known_more(x)
+        self.merged(x, y)
+        substitute(x, y)
+
+    def swap(self, t: LetPrim, prim) -> None:
+        old = t.prim
+        _attach(t, "prim", prim)
+        self.discard(old)
+        self.known_more(t.var)
+        self.near_top(t)
+
+    def near_top(self, node) -> None:
+        """A change at node, a definition's body or the binding after it (the definition's rules
+        look that deep)."""
+        if type(node) is not Definition:
+            node = node.enclosing
+        if type(node) is Definition:
+            self.changed(node)
+
+    def remove_definition(self, d: Definition) -> None:
+        self.dead.add(d)
+        self.discard(d.value if d.value is not None else d.body)
+
+    def tidy(self) -> None:
+        """Take the dead definitions out of the program's list (once in a while: it is a list)."""
+        self.program.definitions = [d for d in self.program.definitions if d not in self.dead]
+
+# %% [markdown]
+# A rule is a method `rule(node, do)`. It answers whether it applies to the
+# node; if `do` is true it also applies it. One method for both questions
+# keeps the condition and the rewrite side by side, and lets `redexes`
+# (below) ask every rule about every node without changing anything.
+# `visit` tries the rules for a node's kind in order, and applies the first
+# that fits.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    RULES = {}                                  # node class -> its rules, in the order tried
+
+    def visit(self, node, do: bool = True):
+        """The name of the first rule that applies to node (applied, if do), or None."""
+        for rule in self.RULES.get(type(node), ()):
+            if rule(self, node, do):
+                if do:
+                    self.stats[rule.__name__] += 1
+                    if self.after is not None:
+                        self.tidy()
+                        self.after(rule.__name__, node)
+                return rule.__name__
+        return None
+
+# %% [markdown]
+# ## The rules, one by one
+#
+# Each rule below comes with an example: a small program in chapter 6's
+# text, parsed, then rewritten by that one rule at the first place it
+# applies, printed and drawn before and after. The demonstration checks the
+# result with `check`, and runs both versions with chapter 6's interpreter
+# to see that they print the same.
+
+# %%
+import inspect
+import io
+
+
+def first_redex(shrinker: Shrinker, rule: str):
+    """The first node, in program order, where the rule applies."""
+    method = getattr(Shrinker, rule)
+    kind = list(inspect.signature(method).parameters.values())[1].annotation   # the class it rewrites
+    for d in shrinker.program.definitions:
+        for n in walk(d):
+            if type(n) is kind and method(shrinker, n, False):
+                return n
+    raise ValueError(f"no {rule} redex")
+
+
+def output(program: Program) -> str:
+    out = io.StringIO()
+    try:
+        cps.run(program, out)
+    except cps.Stop as e:
+        out.write(str(e) + "\n")
+    return out.getvalue()
+
+
+def demo(text: str, rule: str) -> None:
+    """Rewrite text's program once by rule; print and draw it before and after."""
+    program = cps.parse(text)
+    before = cps.show(program)
+    shrinker = Shrinker(program)
+    node = first_redex(shrinker, rule)
+    getattr(Shrinker, rule)(shrinker, node, True)
+    shrinker.tidy()
+    cps.check(program)
+    after = cps.show(program)
+    same = output(cps.parse(before)) == output(program)
+    width = max(len(line) for line in before.split("\n"))
+    lines = before.rstrip("\n").split("\n"), after.rstrip("\n").split("\n")
+    for i in range(max(map(len, lines))):
+        left = lines[0][i] if i < len(lines[0]) else ""
+        right = lines[1][i] if i < len(lines[1]) else ""
+        print(f"{left:{width}}  │ {right}")
+    print(f"\nsame output before and after: {same}" + (f" ({output(program).strip()!r})" if same else ""))
+    assert same
+    side_by_side(cps.parse(before), program, f"The example program before and after one {rule} rewrite")
+
+# %% [markdown]
+# ### Dead values
+#
+# A binding nobody uses is deleted if computing it does nothing else. The
+# count is a field read, so this costs nothing to ask; deleting the
+# binding takes its primitive's occurrences out of their rings, and so may
+# make *their* variables dead in turn — here `pair_3`'s `two_2`.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def dead_value(self, t: LetPrim, do: bool) -> bool:
+        if self.uses(t.var) != 0 or not pure(t.prim):
+            return False
+        if do:
+            self.unbind(t)
+        return True
+
+# %%
+demo('''
+unused = do {
+  one_1 = 1
+  two_2 = 2
+  pair_3 = tuple(one_1, two_2)
+  u_4 = print(one_1)
+  halt u_4
+}
+''', "dead_value")
+
+# %% [markdown]
+# ### Constant folding
+#
+# An operation whose operands are all known constants becomes its result.
+# The binding stays, with a constant in it: its variable may be used many
+# times, and each use now sees a constant — which is what makes the next
+# operation, or a `case`, foldable in turn.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def fold(self, t: LetPrim, do: bool) -> bool:
+        p = t.prim
+        if type(p) is not Op:
+            return False
+        values = []
+        for o in p.args:
+            ok, v = constant(o.var)
+            if not ok:
+                return False
+            values.append(v)
+        result = fold_operation(p.op, values)
+        if result is UNKNOWN:
+            return False
+        if do:
+            self.swap(t, const(result))
+        return True
+
+# %%
+demo('''
+unused = do {
+  six_1 = 6
+  seven_2 = 7
+  answer_3 = six_1 * seven_2
+  u_4 = print(answer_3)
+  halt u_4
+}
+''', "fold")
+
+# %% [markdown]
+# A division by a known zero is left alone — and so is everything that
+# depends on it. The program still stops at `6:9`, where the L source
+# divides:
+
+# %%
+ZERO = cps.parse('''
+unused = do {
+  one_1 = 1
+  zero_2 = 0
+  q_3 = one_1 / zero_2 @6:9
+  u_4 = print(q_3)
+  halt u_4
+}
+''')
+print("rules that apply:", [rule for n in walk(ZERO) if (rule := Shrinker(ZERO).visit(n, do=False))])
+print(output(ZERO), end="")
+
+# %% [markdown]
+# ### Projections and tags from known values
+#
+# Taking field `i` of a tuple or constructor the program built in sight is
+# the field itself: the projection's variable is substituted by the field's
+# (one union-find `union`, whatever the number of its uses) and the binding
+# goes. The same for the tag of a known injection, which becomes a
+# constant for `case` to see. A written tuple — a cell — is left alone.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def project(self, t: LetPrim, do: bool) -> bool:
+        p = t.prim
+        if type(p) is Proj:
+            value = known(p.arg.var)
+            if type(value) not in (TupleValue, MakeClosure, Inject) or written(p.arg.var) \
+                    or not same_field(t.var, value, p.index):
+                return False
+            if do:
+                self.substitute(t.var, value.fields[p.index].var)
+                self.unbind(t)
+            return True
+        if type(p) is Tag:
+            value = known(p.arg.var)
+            if type(value) is not Inject:
+                return False
+            if do:
+                self.swap(t, const(value.tag))
+            return True
+        return False
+
+# %%
+demo('''
+unused = do {
+  one_1 = 1
+  two_2 = 2
+  pair_3 = tuple(one_1, two_2)
+  second_4 = pair_3[1]
+  u_5 = print(second_4)
+  halt u_5
+}
+''', "project")
+
+# %%
+demo('''
+unused = do {
+  nil_1 = inj 1 Nil()
+  three_2 = 3
+  list_3 = inj 0 Cons(three_2, nil_1)
+  t_4 = tag list_3
+  u_5 = print(t_4)
+  halt u_5
+}
+''', "project")
+
+# %% [markdown]
+# ### A function used once
+#
+# A function with exactly one use, and that use a call, is *moved* into the
+# call (β-reduction): its parameters are substituted by the arguments, its
+# return continuation by the continuation of the call — so its `ret(y)`
+# becomes a jump to the caller's continuation — and its body takes the
+# call's place. Nothing is copied, so the program shrinks by the call and
+# the binding. The one use is at the head of the variable's ring
+# (`f.next`), found in constant time. A function used once but not as a
+# callee (passed to another function, stored in a tuple) stays.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def inline_function_once(self, t: LetPrim, do: bool) -> bool:
+        lam = t.prim
+        if type(lam) is not Lambda or self.uses(t.var) != 1:
+            return False
+        call = self.sole_call(t.var, lam)
+        if call is None:
+            return False
+        if do:
+            self.inline_moving(lam, call)
+            self.unbind(t)
+        return True
+
+    def sole_call(self, f: Var, lam: Lambda):
+        """The one use of f, if it is a call of f with the right number of arguments."""
+        o = f.next
+        a = o.enclosing
+        if type(a) is Apply and a.func is o and len(a.args) == len(lam.params):
+            return a
+        return None
+
+    def inline_moving(self, lam: Lambda, a: Apply) -> None:
+        """lam's body moves to the call a, its parameters replaced by the arguments."""
+        for x, o in zip(lam.params, a.args):
+            self.substitute(x, o.var)
+        relocate(lam.cont, a.loc)
+        self.substitute(lam.cont, a.cont.var)
+        self.put(a, take(lam.body))
+
+# %% [markdown]
+# One detail keeps runtime errors where they were. A call in tail position
+# in the function — a call that returns to the function's own return
+# continuation — makes no stack frame of its own: it replaces the
+# function's. After inlining, it returns to the caller's continuation
+# instead, and it is the frame the inlined call used to make. So if the
+# program ever runs out of stack there, it must be reported where the
+# inlined call was written, as the reference interpreter reports it (and
+# as chapter 10's back end does for LLVM's own inlining): `relocate` gives
+# those calls the inlined call's location.
+
+# %%
+#| export
+def relocate(ret: ContVar, loc) -> None:
+    """The calls that return to ret (tail calls of its function) take the location loc."""
+    if loc is not None:
+        for o in occurrences(ret):
+            if type(o.enclosing) is Apply:
+                o.enclosing.loc = loc
+
+# %%
+demo('''
+unused = do {
+  double_1 = fun ret_2(x_3) {
+    y_4 = x_3 + x_3
+    ret_2(y_4)
+  }
+  cont k_5(r_6) {
+    u_7 = print(r_6)
+    halt u_7
+  }
+  five_8 = 5
+  call double_1(five_8) -> k_5
+}
+''', "inline_function_once")
+
+# %% [markdown]
+# The body is now where the call was, and ends with the jump `k_5(y_4)`:
+# `k_5` is a continuation used once, by a jump — the next rule.
+#
+# ### A continuation used once
+#
+# The same for continuations: a handler with one jump to it moves to the
+# jump, its parameters substituted by the jump's arguments. The one use
+# must be a *jump*: a continuation used once as the return point of a call,
+# or as an arm of a `case`, is a place to come back to, and stays. Before
+# moving, the rule checks that the jump is not inside the handler itself (a
+# loop that nothing enters): that climbs the uplinks from the jump to the
+# `cont`, through the code between them — which is code the rule then
+# moves, or deletes if the check finds the dead loop.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def inline_continuation_once(self, t: LetCont, do: bool) -> bool:
+        if self.uses(t.cont) != 1:
+            return False
+        o = t.cont.next
+        a = o.enclosing
+        if type(a) is not ApplyCont or a.cont is not o or in_handler(a, t):
+            return False
+        if do:
+            for x, y in zip(t.params, a.args):
+                self.substitute(x, y.var)
+            self.put(a, take(t.handler))
+            self.unbind(t)
+        return True
+
+# %%
+demo('''
+unused = do {
+  cont k_1(x_2) {
+    u_3 = print(x_2)
+    halt u_3
+  }
+  seven_4 = 7
+  k_1(seven_4)
+}
+''', "inline_continuation_once")
+
+# %% [markdown]
+# ### Dead continuations
+#
+# A continuation nobody jumps to is deleted with its handler — and so is a
+# loop whose only jumps come from its own handler (nothing enters it).
+# Asking "are all its uses inside the handler?" climbs from each use to the
+# `cont`; the rule asks only for a continuation with at most two uses,
+# which is what a loop with no entry has.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def dead_continuation(self, t: LetCont, do: bool) -> bool:
+        n = self.uses(t.cont)
+        if n and (n > 2 or not all(in_handler(o.enclosing, t) for o in occurrences(t.cont))):
+            return False
+        if do:
+            self.unbind(t)
+        return True
+
+# %%
+demo('''
+unused = do {
+  zero_1 = 0
+  cont loop_2(i_3) {
+    one_4 = 1
+    j_5 = i_3 + one_4
+    loop_2(j_5)
+  }
+  halt zero_1
+}
+''', "dead_continuation")
+
+# %% [markdown]
+# ### η-reduction
+#
+# A continuation that only passes its parameters on, unchanged and in
+# order, to another continuation is that other continuation: every use of
+# `k` becomes a use of `j` (one `substitute`), and the `cont` goes. When
+# `j` is the function's own return continuation, a call that returned to
+# `k` now returns to `ret`: it has become a *tail call*, which chapter 10
+# compiles as a jump, with no stack.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def eta(self, t: LetCont, do: bool) -> bool:
+        h = t.handler
+        if type(h) is not ApplyCont or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
+            return False
+        if do:
+            self.substitute(t.cont, h.cont.var)
+            self.unbind(t)
+        return True
+
+# %%
+demo('''
+private g_1 = fun ret_2(y_3) {
+  ret_2(y_3)
+}
+private f_4 = fun ret_5(x_6) {
+  cont k_7(r_8) {
+    ret_5(r_8)
+  }
+  call g_1(x_6) -> k_7
+}
+unused = do {
+  two_9 = 2
+  cont done_10(r_11) {
+    u_12 = print(r_11)
+    halt u_12
+  }
+  call f_4(two_9) -> done_10
+}
+''', "eta")
+
+# %% [markdown]
+# ### A case on a known value
+#
+# A `case` on a known constant — a Bool is 0 or 1, a tag is a number — is a
+# jump to the arm for that value (or to the default). So is a `case` whose
+# arms all go to the same place. The arms not taken lose a use, and may
+# die.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def known_case(self, c: Case, do: bool) -> bool:
+        ok, v = constant(c.scrutinee.var)
+        targets = {k.var for _, k in c.arms} | ({c.default.var} if c.default else set())
+        if ok:
+            k = dict(c.arms).get(int(v), c.default)
+            if k is None:
+                return False
+            target = k.var
+        elif len(targets) == 1:
+            target = next(iter(targets))
+        else:
+            return False
+        if do:
+            self.put(c, apply_cont(target), made=True)
+        return True
+
+# %%
+demo('''
+unused = do {
+  t_1 = true
+  cont yes_2() {
+    y_3 = "yes"
+    u_4 = print(y_3)
+    halt u_4
+  }
+  cont no_5() {
+    n_6 = "no"
+    u_7 = print(n_6)
+    halt u_7
+  }
+  case t_1 { 0 -> no_5; 1 -> yes_2 }
+}
+''', "known_case")
+
+# %% [markdown]
+# ### The end of the road
+#
+# `fail` stops the program, so nothing after it runs. What chapter 7
+# puts there — a jump to the join point after a `match`, with a unit
+# value standing for the result the failed match did not produce — keeps
+# that join point alive with a second use, and keeps it from being inlined.
+# The rule replaces whatever follows a `fail` by the shortest term that
+# can end a body: a return from the enclosing function (with the unit,
+# which nobody will read), or `halt` at top level. Finding the enclosing
+# function climbs the uplinks; a program has few `fail`s, one per `match`
+# that can fail and per `assert`.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def unreachable(self, t: LetPrim, do: bool) -> bool:
+        if type(t.prim) is not Fail:
+            return False
+        rest, f = t.body, home(t)
+        if type(f) is Lambda:
+            if type(rest) is ApplyCont and rest.cont.var is f.cont and rest.args[0].var is t.var:
+                return False
+        elif type(rest) is Halt and rest.arg.var is t.var:
+            return False
+        if do:
+            self.put(rest, apply_cont(f.cont, t.var) if type(f) is Lambda else halt(t.var), made=True)
+        return True
+
+# %%
+demo('''
+unused = do {
+  cont after_1(r_2) {
+    u_3 = print(r_2)
+    halt u_3
+  }
+  u_4 = fail "no clause matches the value" @3:1
+  after_1(u_4)
+}
+''', "unreachable")
+
+# %% [markdown]
+# ### A known closure, called directly
+#
+# After closure conversion (chapter 8), a call of a closure loads the code
+# pointer from field 0 of the record and calls it, passing the record.
+# When the record was built in sight, its code is known: the call can name
+# it, and pass the record as the environment. This rule only applies to
+# the CPS after closure conversion, which is why the optimiser shrinks
+# that again (the `shrink` stage, below).
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def known_call(self, a: Apply, do: bool) -> bool:
+        record = known(a.func.var)
+        if a.kind != "closure" or type(record) is not MakeClosure:
+            return False
+        if do:
+            code = record.fields[0].var
+            self.put(a, apply(code, a.cont.var, a.func.var, *[o.var for o in a.args],
+                              kind="direct", loc=a.loc), made=True)
+        return True
+
+# %%
+demo('''
+private add_code_1 = fun ret_2(env_3, y_4) {
+  x_5 = env_3[1]
+  s_6 = x_5 + y_4
+  ret_2(s_6)
+}
+unused = do {
+  one_7 = 1
+  add_8 = closure(add_code_1, one_7)
+  two_9 = 2
+  cont k_10(r_11) {
+    u_12 = print(r_11)
+    halt u_12
+  }
+  call add_8(two_9) -> k_10
+}
+''', "known_call")
+
+# %% [markdown]
+# ### Continuation parameters: unused, or boxed
+#
+# Two rules change a continuation's parameters, which means changing every
+# jump to it; they apply only when every use of the continuation *is* a
+# jump (no call returns to it, no `case` branches to it — those pass no
+# arguments, or one that cannot change).
+#
+# A parameter nobody uses is dropped, with its argument in each jump: a
+# join point that carries a value no branch needs after all.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def jumps(self, k: ContVar):
+        """The jumps k(…), when every use of k is one; else None."""
+        found = []
+        for o in occurrences(k):
+            a = o.enclosing
+            if type(a) is not ApplyCont or a.cont is not o:
+                return None
+            found.append(a)
+        return found
+
+    def rejump(self, a: ApplyCont, args: list) -> None:
+        self.put(a, apply_cont(a.cont.var, *args), made=True)
+
+    def dead_parameter(self, t: LetCont, do: bool) -> bool:
+        i = next((i for i, x in enumerate(t.params) if self.uses(x) == 0), None)
+        if i is None:
+            return False
+        jumps = self.jumps(t.cont)
+        if jumps is None:
+            return False
+        if do:
+            t.params.pop(i).binder = None
+            for a in jumps:
+                args = [o.var for o in a.args]
+                del args[i]
+                self.rejump(a, args)
+        return True
+
+# %%
+demo('''
+private f_1 = fun ret_2(b_3) {
+  cont join_4(x_5, y_6) {
+    ret_2(x_5)
+  }
+  cont yes_7() {
+    one_8 = 1
+    two_9 = 2
+    join_4(one_8, two_9)
+  }
+  cont no_10() {
+    three_11 = 3
+    four_12 = 4
+    join_4(three_11, four_12)
+  }
+  case b_3 { 0 -> no_10; 1 -> yes_7 }
+}
+''', "dead_parameter")
+
+# %% [markdown]
+# A parameter that is a tuple, only ever taken apart, and given a tuple
+# built in sight by every jump, is *unboxed*: it becomes one parameter per
+# field, each jump passes the fields, and the projections become the new
+# parameters. The tuples at the jumps are then dead. This is Flambda 2's
+# unboxing, and it matters for loops: an L function takes its arguments as
+# one tuple, so a loop made of a function (by contification, below) would
+# otherwise allocate a tuple at every turn.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def unbox(self, t: LetCont, do: bool) -> bool:
+        jumps = self.jumps(t.cont)
+        if not jumps:
+            return False
+        for i, x in enumerate(t.params):
+            if not all(type(o.enclosing) is Proj for o in occurrences(x)):
+                continue
+            tuples = [known(a.args[i].var) for a in jumps]
+            if all(type(v) is TupleValue for v in tuples) and len({len(v.fields) for v in tuples}) == 1 \
+                    and not any(written(a.args[i].var) for a in jumps):
+                if do:
+                    self.unbox_parameter(t, i, jumps, len(tuples[0].fields))
+                return True
+        return False
+
+    def unbox_parameter(self, t: LetCont, i: int, jumps: list, n: int) -> None:
+        x = t.params[i]
+        parts = []
+        for j in range(n):
+            y = Var(f"{x.hint}{j}")
+            y.type = x.type.args[j] if isinstance(x.type, TCon) and len(x.type.args) == n else None
+            y.binder = t
+            parts.append(y)
+        t.params[i:i + 1] = parts
+        x.binder = None
+        for a in jumps:
+            args = [o.var for o in a.args]
+            args[i:i + 1] = [o.var for o in known(args[i]).fields]
+            self.rejump(a, args)
+        for o in list(occurrences(x)):
+            b = o.enclosing.enclosing                  # the binding y = x[j]
+            self.substitute(b.var, parts[o.enclosing.index])
+            self.unbind(b)
+
+# %%
+demo('''
+unused = do {
+  zero_1 = 0
+  three_2 = 3
+  start_3 = tuple(zero_1, three_2)
+  cont loop_4(s_5) {
+    i_6 = s_5[0]
+    n_7 = s_5[1]
+    done_8 = i_6 >= n_7
+    cont exit_9() {
+      u_10 = print(i_6)
+      halt u_10
+    }
+    cont again_11() {
+      one_12 = 1
+      j_13 = i_6 + one_12
+      next_14 = tuple(j_13, n_7)
+      loop_4(next_14)
+    }
+    case done_8 { 0 -> again_11; 1 -> exit_9 }
+  }
+  loop_4(start_3)
+}
+''', "unbox")
+
+# %% [markdown]
+# ### Top-level definitions
+#
+# Three rules work on the definitions of chapter 7's programs. A private
+# definition nobody uses goes (a dynamic one — a top-level statement, or a
+# definition computed when the program starts — still runs, for its
+# effects: it only loses its variable, and becomes `unused`); so does a
+# function used only by itself. A top-level function called from one place
+# moves there, like a local one, if it is small enough: moving functions
+# into each other without a limit builds one enormous function out of a
+# chain of calls, on which LLVM spends time that grows faster than its size
+# (chapter 12 met that once already). And a definition that computes a
+# constant becomes *static*: its value is known to every function that
+# reads it, and nothing computes it at run time.
+
+# %%
+#| export
+class Shrinker(Shrinker):
+    def dead_definition(self, d: Definition, do: bool) -> bool:
+        v = d.var
+        if v is None or d.visibility == "public":
+            return False
+        n = self.uses(v)
+        if n == 0 and d.body is not None:                  # it still runs, for its effects
+            if do:
+                d.var, d.visibility, v.binder = None, "unused", None
+            return True
+        if n == 0 or (n == 1 and type(d.value) is Lambda and top(v.next.enclosing) is d):
+            if do:
+                self.remove_definition(d)
+            return True
+        return False
+
+    def inline_global_once(self, d: Definition, do: bool) -> bool:
+        v = d.var
+        if v is None or d.visibility == "public" or type(d.value) is not Lambda or self.uses(v) != 1:
+            return False
+        if size_up_to(d.value.body, MOVE_LIMIT) > MOVE_LIMIT:
+            return False
+        a = self.sole_call(v, d.value)
+        if a is None:
+            return False
+        if do:
+            self.inline_moving(d.value, a)
+            self.remove_definition(d)
+        return True
+
+    def static_definition(self, d: Definition, do: bool) -> bool:
+        b = d.body
+        if b is None or d.var is None:
+            return False
+        if type(b) is LetPrim and type(b.prim) is Const and type(b.body) is Halt and b.body.arg.var is b.var:
+            if do:
+                d.value, d.body = const(b.prim.value), None
+                d.value.enclosing = d
+                self.discard(b)
+                self.known_more(d.var)
+            return True
+        if type(b) is Halt and is_global(b.arg.var) and b.arg.var.binder.value is not None:
+            if do:                                          # an alias of a static definition
+                self.substitute(d.var, b.arg.var)
+                self.remove_definition(d)
+            return True
+        return False
+
+# %%
+demo('''
+private n_1 = do {
+  forty_2 = 40
+  halt forty_2
+}
+unused = do {
+  two_3 = 2
+  m_4 = n_1 + two_3
+  u_5 = print(m_4)
+  halt u_5
+}
+''', "static_definition")
+
+# %% [markdown]
+# ### The order of the rules
+#
+# For each kind of node, the rules are tried in this order. Deletion comes
+# first (there is no point in folding what nobody reads), then the rules
+# that move code, then those that simplify in place.
+
+# %%
+#| export
+Shrinker.RULES = {
+    LetPrim: (Shrinker.dead_value, Shrinker.inline_function_once, Shrinker.fold, Shrinker.project,
+              Shrinker.unreachable),
+    LetCont: (Shrinker.dead_continuation, Shrinker.inline_continuation_once, Shrinker.eta,
+              Shrinker.dead_parameter, Shrinker.unbox),
+    Case: (Shrinker.known_case,),
+    Apply: (Shrinker.known_call,),
+    Definition: (Shrinker.dead_definition, Shrinker.inline_global_once, Shrinker.static_definition),
+}
+
+# %% [markdown]
+# ## Two shrinkers
+#
+# A shrinker applies the rules until none applies. The question is in which
+# order to look at the nodes, because each rewrite can create redexes
+# elsewhere — the binding of a variable whose last use it deleted, the
+# operation whose operand it made constant, the continuation whose
+# parameter it made unused — and some of those are *earlier* in the
+# program than the rewrite itself.
+#
+# **Appel and Jim's census.** Their first algorithm keeps, beside the
+# term, a table of how many times each variable is used: the census. It
+# counts the whole program, then sweeps it once in order, applying every
+# rule the census allows and keeping the table up to date as it deletes
+# and substitutes; a rewrite that enables another *behind* the sweep waits
+# for the next sweep, which starts with a fresh count. It repeats until a
+# sweep changes nothing. Each sweep is linear; the number of sweeps is not
+# bounded by a constant — a chain of `n` bindings each used only by the
+# next, the last used by nobody, loses one binding per sweep, `n` sweeps
+# in all, quadratic time.
+
+# %%
+#| export
+class Census(Shrinker):
+    """Appel and Jim's way: count (the census), sweep the program once reducing what the census
+    allows, count again, sweep again, until a sweep changes nothing."""
+
+    def uses(self, v: Var) -> int:
+        return self.census.get(v, 0)
+
+    def lost(self, v: Var) -> None:
+        self.census[v] -= 1
+
+    def gained(self, v: Var) -> None:
+        self.census[v] += 1
+
+    def merged(self, x: Var, y: Var) -> None:
+        self.census[y] += self.census.pop(x, 0)
+
+    def run(self) -> Counter:
+        with collector_paused():
+            while True:
+                self.stats["passes"] += 1
+                self.census = Counter(o.var for o in all_occurrences(self.program))
+                before = sum(self.stats.values())
+                nodes = [n for d in self.program.definitions for n in walk(d) if type(n) in self.RULES]
+                for n in nodes:
+                    if n not in self.dead:
+                        self.visit(n)
+                self.tidy()
+                if sum(self.stats.values()) == before:
+                    return self.stats
+
+# %% [markdown]
+# **Kennedy's work list.** In Kennedy's representation a variable knows
+# its binder, and a use knows its variable and its node; deleting and
+# substituting keep every count exact. So when a rewrite deletes the
+# second-to-last use of `x`, the shrinker can go *straight* to `x`'s binding
+# — wherever it is, before or after — and look at it again. It sweeps the
+# program once, in order, pushing every node on a work list; then it pops
+# nodes until the list is empty, and every rewrite pushes the nodes it may
+# have turned into redexes: the binder of a variable whose count fell to
+# two or less (dead, used once, or a loop only itself uses), the uses of a
+# variable that became known, the new term and its parent. Each of those
+# is found in constant time from the rewrite itself, which is the point of
+# the occurrence links and the union-find of chapter 6: `substitute` is one
+# union however many uses the variable has, a count is a field, a binder is
+# a field. So the total work is linear in the size of the program plus the
+# number of rewrites, and there is one sweep.
+#
+# One rule is not local, and gets a second look: a top-level function
+# called once moves into its caller only if its body is small
+# (`MOVE_LIMIT`), and a rewrite anywhere inside it may be what made it
+# small. Climbing from every rewrite to its top-level definition would cost
+# the depth of the term each time; instead, when the work list is empty,
+# the shrinker looks once more at the top-level functions with one use —
+# a look at each, at the definitions' level — and goes on if one moved.
+
+# %%
+#| export
+class Kennedy(Shrinker):
+    """One sweep in program order, then a work list of the nodes a rewrite may have made redexes."""
+
+    def __init__(self, program: Program, after=None):
+        super().__init__(program, after)
+        self.work, self.queued = [], set()
+
+    def changed(self, node) -> None:
+        if node is not None and node not in self.queued:
+            self.queued.add(node)
+            self.work.append(node)
+
+    def lost(self, v: Var) -> None:
+        if v.count <= 2 and v.binder is not None:     # dead, used once, or a loop only itself uses
+            self.changed(v.binder)
+
+    def drain(self) -> None:
+        while True:
+            while self.work:
+                node = self.work.pop()
+                self.queued.discard(node)
+                if node not in self.dead:
+                    self.visit(node)
+            self.tidy()
+            if not self.look_again():
+                return
+
+    def look_again(self) -> bool:
+        """One rule is not local: a top-level function called once moves to its call only if it is
+        small, and it may have become small anywhere inside. Look at those functions again, and
+        say whether one of them moved (then their calls' functions may need another look)."""
+        done = sum(self.stats.values())
+        for d in self.program.definitions:
+            if type(d.value) is Lambda and d.var is not None and d.var.count == 1:
+                self.changed(d)
+        while self.work:
+            node = self.work.pop()
+            self.queued.discard(node)
+            if node not in self.dead:
+                self.visit(node)
+        self.tidy()
+        return sum(self.stats.values()) > done
+
+    def run(self) -> Counter:
+        with collector_paused():
+            for d in reversed(self.program.definitions):   # the first node ends on top of the list
+                nodes = [n for n in walk(d) if type(n) in self.RULES]
+                for n in reversed(nodes):
+                    self.changed(n)
+            self.drain()
+        return self.stats
+
+
+def shrink(program: Program, after=None) -> Counter:
+    """Apply the shrinking reductions until none is left, with Kennedy's work list."""
+    return Kennedy(program, after).run()
+
+
+def shrink_census(program: Program, after=None) -> Counter:
+    """The same reductions, with Appel and Jim's census and repeated sweeps."""
+    return Census(program, after).run()
+
+# %% [markdown]
+# Both leave the same kind of result: no redex. `redexes` asks every rule
+# about every node, without applying any, and counts the answers. Here on
+# the seeds' program (whose three small functions need the inliner to go
+# away; shrinking alone moves the functions used once):
+
+# %%
+#| export
+def redexes(program: Program) -> Counter:
+    """The shrinking redexes left in a program, by rule (nothing is changed)."""
+    s = Shrinker(program)
+    found = Counter()
+    for d in program.definitions:
+        for n in walk(d):
+            rule = s.visit(n, do=False)
+            if rule:
+                found[rule] += 1
+    return found
+
+# %%
+for name, shrinker in (("census", shrink_census), ("work list", shrink)):
+    program, _ = pipeline.compile_to("cps", SEEDS)
+    print(f"{name:10} before: {dict(redexes(program))}")
+    stats = shrinker(program)
+    print(f"{name:10} applied: {dict(stats)}")
+    print(f"{name:10} after: {dict(redexes(program))}, {cps.size(program)} nodes\n")
+
+# %% [markdown]
+# The census needed two sweeps here, the second to reach what the first
+# made dead behind itself. On the chain of dead tuples, `x1 = tuple(x0)`,
+# `x2 = tuple(x1)`, …, it needs one sweep per tuple:
+
+# %%
+from lcompiler.cps import Seq, tuple_
+
+
+def chain(n: int) -> Program:
+    """x0 = 0, x1 = tuple(x0), …, x_n = tuple(x_{n-1}); halt x0: a chain of dead tuples."""
+    s = Seq()
+    x = first = s.let(const(0), "x")
+    for _ in range(n):
+        x = s.let(tuple_(x), "x")
+    p = Program()
+    p.define(s.end(halt(first)), "unused")
+    return p
+
+
+for n in (10, 100):
+    census, work = shrink_census(chain(n)), shrink(chain(n))
+    print(f"chain of {n}: census {census['passes']} sweeps, {census['dead_value']} deletions; "
+          f"work list one sweep, {work['dead_value']} deletions")
+
+# %% [markdown]
+# `bench/optimiser.py shrinkers` times both on programs of 10³ to 10⁶ CPS
+# nodes: the CPS of generated L programs (the blocks of chapter 12's
+# compile-speed benchmark: a data type, a `match`, a closure, a loop, calls
+# between blocks), and chains of dead tuples. Its last run on this book's
+# machine, read from `bench/optimiser.json`:
+
+# %%
+import json
+
+MEASURED = json.loads(Path("../bench/optimiser.json").read_text())
+print(f"{'program':>9} {'nodes':>9} {'sweeps':>7} {'census µs/node':>15} {'work list µs/node':>18} "
+      f"{'nodes looked at, per node':>26}")
+for row in MEASURED["shrinkers"]:
+    census = (f"{row['census_passes']:7} {1e6 * row['census_s'] / row['nodes']:15.2f}"
+              if "census_s" in row else f"{'—':>7} {'(not run)':>15}")
+    print(f"{row['program']:>9} {row['nodes']:9} {census} {1e6 * row['work_list_s'] / row['nodes']:18.2f} "
+          f"{row['visits'] / row['nodes']:26.2f}")
+
+# %%
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(7, 3.6))
+for program_kind, marker in (("generated", "o"), ("chain", "s")):
+    rows = [r for r in MEASURED["shrinkers"] if r["program"] == program_kind]
+    ax.plot([r["nodes"] for r in rows], [1e6 * r["work_list_s"] / r["nodes"] for r in rows],
+            marker=marker, label=f"work list, {program_kind}")
+    rows = [r for r in rows if "census_s" in r]
+    ax.plot([r["nodes"] for r in rows], [1e6 * r["census_s"] / r["nodes"] for r in rows],
+            marker=marker, linestyle="--", label=f"census, {program_kind}")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("CPS nodes")
+ax.set_ylabel("µs per node")
+ax.set_title("Shrinking: time per node (flat is linear)")
+ax.legend(fontsize=8)
+fig.tight_layout()
+display(fig, metadata={"alt": "Microseconds per node of the two shrinkers against the size of the program, "
+                              "log-log: the work list flat on both kinds of program, the census flat on the "
+                              "generated programs and rising on the chains"})
+plt.close(fig)
+
+# %% [markdown]
+# The work list's time per node is flat over three orders of magnitude, on
+# both kinds of program: linear, as Kennedy promises. The census is as
+# good on the generated programs, which need two sweeps whatever their
+# size (a rewrite there rarely enables another behind it), and twice as
+# slow per node for that second sweep; on the chain its time per node grows
+# with the chain, because its sweeps do: quadratic, as Appel and Jim
+# warn. That is the whole difference — the same rules, and a representation
+# that lets a rewrite find the places it affects.
+
+# %% [markdown]
+# ## Contification
+#
+# Shrinking never copies code, so it cannot remove a function that is
+# called from two places. But many such functions are not really functions:
+# every call returns to the *same* place. A local helper used in both
+# branches of an `if` and whose result both branches pass on; a loop
+# written as a tail-recursive function, called once from outside and then
+# only by itself in tail position. For such a function `f`, with `k` the
+# continuation every outside call returns to:
+#
+# - `f` can become a continuation `j` — a block of the caller, not a
+#   function — because wherever it is called, it will return to `k`;
+# - its return continuation becomes `k` (so its `ret(v)` becomes `k(v)`);
+# - every call `call f(x) -> k` becomes a jump `j(x)`, and a tail call of
+#   `f` by itself, `call f(x) -> ret_f`, becomes a jump `j(x)` too — a
+#   loop.
+#
+# This is *contification* (Fluet and Weeks, 2001; Kennedy's paper does it
+# in his CPS; Flambda 2 calls its loop case *loopification*). It cannot
+# apply when `f` escapes (some use of `f` is not a call: it is passed, or
+# stored, and may be called from anywhere), nor when two calls return to
+# different continuations (then `f` must return to whichever called it,
+# which is what a function call is for). Nor when the shared continuation
+# `k` is not in scope where `f` is bound: then the new `cont` goes at the
+# start of `k`'s scope instead, if every call is in there.
+#
+# The checks are all about the uses of `f`, so they cost the number of
+# uses; a call is "inside `f`" if it belongs to `f`'s own top-level
+# definition, which the optimiser records for every call when it looks for
+# candidates. The optimiser that follows is the work-list shrinker, with
+# contification and inlining between its sweeps, sharing its work list.
+
+# %%
+#| export
+BUDGET = 40            # the largest function body (nodes) copied into a call
+UNROLL = 1             # how many times a recursive function is copied into itself
+DEPTH = 3              # how deep copies of copies of function bodies go
+GROWTH = 2.0           # a program may grow to GROWTH times its size …
+SLACK = 200            # … plus SLACK nodes
+
+
+class Optimiser(Kennedy):
+    """The work-list shrinker, with contification and inlining between its sweeps."""
+
+    def __init__(self, program: Program, after=None, budget: int = BUDGET, unroll: int = UNROLL,
+                 growth: float = GROWTH):
+        super().__init__(program, after)
+        self.budget, self.unroll = budget, unroll
+        self.size = sum(1 for _ in walk(program))
+        self.limit = growth * self.size + SLACK
+        self.depth = {}                  # a call in a copied body -> how many copies deep it is
+        self.owner = {}                  # a call -> its top-level definition (refreshed each round)
+
+    def survey(self):
+        """One walk: the functions the program binds, and its calls with their definitions."""
+        funcs, calls, self.owner = [], [], {}
+        for d in self.program.definitions:
+            if type(d.value) is Lambda and d.var is not None and d.visibility != "public":
+                funcs.append((d.var, d.value))
+            for n in walk(d):
+                t = type(n)
+                if t is Apply:
+                    calls.append(n)
+                    self.owner[n] = d
+                elif t is LetPrim and type(n.prim) is Lambda:
+                    funcs.append((n.var, n.prim))
+        return funcs, calls
+
+# %% [markdown]
+# `return_point` finds the continuation all the outside calls share, and
+# checks that the other calls are tail calls from inside `f`; `placement`
+# finds where the new `cont` can go: where `f` was bound if `k` is in
+# scope there (the common case: a local function, or a loop called from
+# the function whose return is `k`), else at the start of `k`'s scope.
+
+# %%
+#| export
+class Optimiser(Optimiser):
+    def return_point(self, f: Var, lam: Lambda):
+        """(k, calls) when every use of f is a call, every call from inside f is a tail call, and every
+        other call returns to the same continuation k; else None."""
+        calls, k = [], None
+        own = f.binder if type(f.binder) is Definition else None
+        for o in occurrences(f):
+            a = o.enclosing
+            if type(a) is not Apply or a.func is not o or len(a.args) != len(lam.params):
+                return None
+            if own is not None and self.owner.get(a) is own:
+                if a.cont.var is not lam.cont:
+                    return None
+            elif k is None:
+                k = a.cont.var
+            elif a.cont.var is not k:
+                return None
+            calls.append(a)
+        return None if k is None else (k, calls)
+
+    def placement(self, f: Var, k: ContVar, calls: list):
+        """Where the new continuation goes: f's binding, if k is in scope there; else the start of
+        k's scope; None when a call is in k's own handler (which that start does not reach)."""
+        scope = k.binder
+        if type(scope) is LetCont and any(in_handler(a, scope) for a in calls if a.cont.var is k):
+            return None
+        site = f.binder
+        if type(site) is LetPrim:
+            node, prev = site.enclosing, site
+            while type(node) is not Lambda and type(node) is not Definition and node is not scope:
+                prev, node = node, node.enclosing
+            if node is scope and (type(scope) is Lambda or prev is scope.body):
+                return site
+        return scope
+
+# %% [markdown]
+# The rewrite itself: a new `cont` whose parameters are `f`'s (the same
+# variables, now bound by the `cont`), `f`'s return continuation
+# substituted by `k`, every call replaced by a jump, the body moved into
+# the handler, and the `cont` put in place. A top-level function moved
+# into another counts against `MOVE_LIMIT`, as when it is inlined once.
+
+# %%
+#| export
+class Optimiser(Optimiser):
+    def contify(self, f: Var, lam: Lambda) -> bool:
+        if lam.body is None or f.binder in self.dead or lam in self.dead:
+            return False
+        found = self.return_point(f, lam)
+        if found is None:
+            return False
+        k, calls = found
+        if type(f.binder) is Definition and size_up_to(lam.body, MOVE_LIMIT) > MOVE_LIMIT:
+            return False
+        where = self.placement(f, k, calls)
+        if where is None:
+            return False
+        j = ContVar(f.hint)
+        t = _new(LetCont, cont=j, params=list(lam.params), handler=None, body=None)
+        j.binder = t
+        for x in t.params:
+            x.binder = t
+        outside = {a.loc for a in calls if a.cont.var is k}
+        if len(outside) == 1:                   # f's tail calls now make the frame f's call made
+            relocate(lam.cont, outside.pop())
+        self.substitute(lam.cont, k)           # f returns where every call returns: to k
+        for a in calls:                         # every call becomes a jump: from outside, or a loop
+            self.put(a, apply_cont(j, *[o.var for o in a.args]), made=True)
+        _attach(t, "handler", take(lam.body))
+        site = f.binder
+        if where is site:                       # t takes the place of f's binding
+            _attach(t, "body", take(site.body))
+            parent, field = _slot(site)
+            _attach(parent, field, t)
+            self.dead.add(site)
+        else:                                   # t opens k's scope
+            _attach(t, "body", take(where.body))
+            _attach(where, "body", t)
+            if type(site) is Definition:
+                self.dead.add(site)
+            else:
+                self.unbind(site)
+        self.dead.add(lam)
+        self.changed(t)
+        self.changed(k.binder)
+        if self.after is not None:
+            self.tidy()
+            self.after("contify", t)
+        return True
+
+# %% [markdown]
+# ## Inlining within a budget
+#
+# The last step copies code, so it is the one that can make a program
+# bigger, and it is bounded three ways:
+#
+# - a function body is copied into a call only if it has at most `BUDGET`
+#   nodes (40: a few operations, a test, a call or two — `fib`'s body, below,
+#   is well under it), measured once per round (a body into which the same round copies
+#   something is copied as it has become: the program's bound, below, counts
+#   what each copy really adds);
+# - a copy made inside a copy, and so on, at most `DEPTH` (3) deep; and a
+#   recursive function into *itself* at most `UNROLL` times (1): a
+#   recursive call gets a copy of the function's body, once, as gcc does
+#   at `-O2`, and the copies' own calls stay calls. The copies are taken from
+#   the body as it was before the round began, so that copying into the
+#   function does not feed the copies into each other;
+# - the whole program may grow to `GROWTH × size + SLACK` nodes (twice its
+#   size, plus 200), after which the inliner stops. Shrinking after each
+#   round usually takes back more than the copies added (the copies' known
+#   arguments fold, and the functions copied into all their calls die), so
+#   in practice programs shrink; the bound is what is promised and tested.
+
+# %%
+#| export
+class Optimiser(Optimiser):
+    def inline(self, a: Apply) -> bool:
+        if a in self.dead or a.enclosing is None:
+            return False
+        lam = known(a.func.var)
+        if type(lam) is not Lambda or len(lam.params) != len(a.args) or lam.body is None:
+            return False
+        level = self.depth.get(a, 0)
+        recursive = a.func.var.binder is self.owner.get(a)
+        if recursive and returns_soon(a, lam):
+            return False                    # left for LLVM to make a loop of (see below)
+        if lam not in self.sizes:           # measured once a round (a body may grow as copies go in)
+            self.sizes[lam] = size_up_to(lam.body, self.budget)
+        s = self.sizes[lam]
+        if s > self.budget or level >= (self.unroll if recursive else DEPTH) or self.size + s > self.limit:
+            return False
+        if recursive:                       # copy the body as it was before this round copied into it
+            if lam not in self.templates:
+                self.templates[lam] = copy_term(lam.body, {})
+            original = self.templates[lam]
+        else:
+            original = lam.body
+        renaming = {x: o.var for x, o in zip(lam.params, a.args)}
+        renaming[lam.cont] = a.cont.var
+        body = copy_term(original, renaming)
+        for n in walk(body):
+            self.size += 1                  # what the copy really adds, for the bound
+            if type(n) is Apply:
+                self.depth[n] = level + 1
+                self.owner[n] = self.owner.get(a)
+                if n.cont.var is a.cont.var and a.loc is not None:
+                    n.loc = a.loc           # was a tail call of the copied function: see relocate
+            if type(n) in self.RULES:
+                self.changed(n)
+        self.put(a, body)
+        self.inlined.append(a)
+        return True
+
+# %% [markdown]
+# ## What runs before anything can call
+#
+# A top-level definition that is not a function, `def p = 1000003`, runs
+# when the program reaches it; a function that reads `p` might run before
+# that, so chapter 7 guards each such read with a *ready* cell, a static
+# one-field tuple that the definition sets to `true` when it has run —
+# every read costs a load and a test, and `p` is a load too, not a
+# constant. But the definitions at the top of a program run before any
+# function *can* run: until the first top-level item that calls something,
+# nothing calls anything. A write into a static cell made there, of a
+# constant, might as well be the cell's initial value — every later read
+# sees it. So the optimiser looks at that prefix of the program once,
+# before it shrinks: each such write becomes the cell's static initial value
+# (a static constant, defined first), and the write goes. Then the ready
+# tests fold away, and `p`'s definition, left computing a constant, becomes
+# static.
+
+# %%
+#| export
+class Optimiser(Optimiser):
+    def early_writes(self) -> int:
+        """Writes of constants into static cells, made before anything can call a function,
+        become the cells' initial values."""
+        count = 0
+        for d in list(self.program.definitions):
+            if d.body is None:
+                continue
+            nodes = list(walk(d.body))
+            if any(type(n) is Apply for n in nodes):       # from here on, functions may run
+                break
+            for n in nodes:
+                if type(n) is LetPrim and type(n.prim) is SetField and self.early_write(n):
+                    count += 1
+        return count
+
+    def early_write(self, t: LetPrim) -> bool:
+        p = t.prim
+        cell, (ok, value) = p.target.var, constant(p.value.var)
+        record = known(cell)
+        if not ok or not is_global(cell) or type(record) is not TupleValue:
+            return False
+        for o in occurrences(cell):                 # no other write; no read but in functions
+            if o is not p.target and (type(o.enclosing) is SetField or type(home(o.enclosing)) is not Lambda):
+                return False
+        initial = self.program.define(const(value), "private", name=p.value.var.hint)
+        initial.type = p.value.var.type
+        self.program.definitions.insert(0, self.program.definitions.pop())   # statics refer backwards
+        field = record.fields[p.index]
+        record.fields[p.index] = occur(initial)
+        record.fields[p.index].enclosing = record
+        _forget(field)
+        self.swap(t, const(()))                       # the write goes; its unit result stays
+        self.known_more(cell)
+        return True
+
+# %% [markdown]
+# One kind of recursive call is not unrolled: a call whose result the
+# function returns after a few operations, as `fib(n - 2)` in `fib(n - 1) +
+# fib(n - 2)`. LLVM turns such a call into a loop, with an *accumulator*
+# for the additions still to do (tail-call elimination "modulo" an
+# associative operation), and a copy of the body in its place would hide
+# the pattern. Measured on `fib` (CPU seconds, seven runs in alternation):
+# without unrolling 0.326, unrolling both calls 0.387, unrolling all but
+# that one 0.287; on `tak`, whose calls are all unrolled either way, 0.946,
+# 0.781 and 0.781. Tail calls are unrolled: they return to the function's
+# own continuation, not through operations.
+
+# %%
+#| export
+def returns_soon(a: Apply, lam: Lambda) -> bool:
+    """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
+    t = a.cont.var.binder
+    if type(t) is not LetCont or t.cont is not a.cont.var:
+        return False
+    h = t.handler
+    while type(h) is LetPrim:
+        h = h.body
+    return type(h) is ApplyCont and h.cont.var is lam.cont
+
+# %% [markdown]
+# ## The optimiser
+#
+# `run` shrinks the program (one sweep and the work list), then does up to
+# four rounds of: look at the program's functions and calls, contify what
+# can be contified, inline what fits the budget, and shrink what that
+# made reducible — from the same work list, so only the changed places are
+# looked at again. It stops after a round that changed nothing.
+
+# %%
+#| export
+class Optimiser(Optimiser):
+    def run(self, rounds: int = 4) -> Counter:
+        with collector_paused():
+            self.stats["early_write"] += self.early_writes()
+            super().run()
+            for _ in range(rounds):
+                funcs, calls = self.survey()
+                c = sum(self.contify(f, lam) for f, lam in funcs)
+                self.stats["contify"] += c
+                self.tidy()
+                if c:
+                    funcs, calls = self.survey()
+                self.templates, self.inlined, self.sizes = {}, [], {}
+                i = sum(self.inline(a) for a in calls)
+                for template in self.templates.values():
+                    delete(template)              # its occurrences leave their variables' counts
+                self.stats["inline"] += i
+                if self.after is not None:
+                    for a in self.inlined:
+                        self.after("inline", a)
+                self.drain()
+                if not c and not i:
+                    break
+        return self.stats
+
+
+def optimise(program: Program, after=None, **options) -> Counter:
+    """Shrink, contify, inline and shrink again, in place; return how many rewrites of each kind."""
+    return Optimiser(program, after, **options).run()
+
+# %% [markdown]
+# ### A loop, contified
+#
+# `sum_to` below is a loop written as a tail-recursive function, called
+# once. After the optimiser, it is a `cont` in the code of the top-level
+# statement that calls it: the call became a jump into it, its recursive
+# call a jump back to its start, and its two-argument tuple two parameters
+# (unboxed). Where `print` was waiting for the call's result, the loop's
+# exit now jumps straight to it.
+
+# %%
+LOOP = Source("loop.l", """\
+def sum_to(i, acc) = if (i == 0) acc else sum_to(i - 1, acc + i)
+print(sum_to(100, 0))
+""")
+print(pipeline.show("cps", LOOP))
+
+# %%
+print(pipeline.show("opt", LOOP))
+
+# %% [markdown]
+# In LLVM (chapter 10), a `cont` jumped to from its own handler is a block
+# with a φ-node per parameter and a branch back to itself: a loop, in the
+# function that runs the statement, with no call. The back end's module,
+# the loop's block only:
+
+# %%
+import re
+
+
+def llvm_function(module: str, name: str) -> str:
+    """The definition of the LLVM function whose name starts with name."""
+    return re.search(r'^define[^\n]*@"?' + re.escape(name) + r'.*?^}$', module, re.M | re.S).group(0) + "\n"
+
+
+print(llvm_function(pipeline.show("llvm", LOOP), "init.statement"))
+
+# %% [markdown]
+# ### fib, unrolled once
+#
+# `fib` calls itself twice, not in tail position: it is not contified. Its
+# body is under the budget. The first call, `fib(n - 1)`, receives a copy
+# of it; the second, whose result `fib` returns after one addition, is left
+# for LLVM to make a loop of. The copy's own calls stay calls (`UNROLL` is
+# 1), so `fib` now makes three recursive calls — `fib(n - 2)` and
+# `fib(n - 3)` from the copy, and its own `fib(n - 2)` — and every other
+# level of the first recursion runs in its caller's frame:
+
+# %%
+FIB = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(30))\n")
+for stage in ("cps", "opt"):
+    fib_program, _ = pipeline.compile_to(stage, FIB)
+    fib_definition = next(d for d in fib_program.definitions if d.var is not None and d.var.hint == "fib")
+    calls = [n for n in walk(fib_definition) if type(n) is Apply]
+    print(f"fib {'before' if stage == 'cps' else 'after'} the optimiser: its body {cps.size(fib_definition.value.body)} "
+          f"nodes, {len(calls)} recursive calls")
+
+# %% [markdown]
+# ## In the pipeline
+#
+# The optimiser is two stages of chapter 4a's pipeline:
+#
+# - `opt`, between `cps` (chapter 7) and `closure` (chapter 8): the whole
+#   optimiser, on the CPS of the monomorphised program;
+# - `shrink`, after `closure`: the shrinking reductions again, for what
+#   closure conversion makes reducible — a known closure called directly,
+#   the small wrapper functions it makes for direct functions used as
+#   values, moved into their one call.
+#
+# Both are marked as optimisations, so `lc run -O0`, `lc build -O0` and
+# `lc show -O0` skip them (the value passes through unchanged).
+
+# %%
+from lcompiler.pipeline import Unit, stage
+
+# %%
+#| export pipeline
+from lcompiler import cps, shrink as shrinking
+
+
+@stage("opt", show=lambda program, unit: cps.show(program).rstrip("\n"), before="closure",
+       optimisation=True)
+def optimise_stage(program: cps.Program, unit: Unit) -> cps.Program:
+    shrinking.optimise(program)
+    return program
+
+
+@stage("shrink", show=lambda program, unit: cps.show(program).rstrip("\n"), optimisation=True)
+def shrink_stage(program: cps.Program, unit: Unit) -> cps.Program:
+    shrinking.shrink(program)
+    return program
+
+# %% [markdown]
+# Why there? Before closure conversion, a function is still a `fun` in the
+# middle of the code that uses it, with its free variables in scope:
+# inlining it is a copy with a renaming, and a function inlined or
+# contified everywhere never becomes a closure. After closure conversion,
+# the same function is a top-level definition whose free variables are
+# fields of a record that is allocated where the `fun` was; the rules can
+# still get there — a known call of the record becomes direct, the callee
+# is copied in, its reads of the record's fields fold, the record dies —
+# but in more steps, and not always. On the core language, before CPS,
+# none of the rules above is as simple: there are no names for
+# intermediate values and no explicit continuations to substitute. So the
+# candidates are the placements around closure conversion; the table counts,
+# over the corpus, the examples and the benchmark programs, the CPS nodes
+# handed to the back end, the LLVM instructions it makes from them, and the
+# closures the programs still allocate:
+
+# %%
+from lcompiler import closure as closure_conversion
+from lcompiler.llvm_backend import Backend
+from lcompiler.syntax import collector_paused
+
+programs = sorted(Path("../tests/corpus/run").glob("*.l")) + sorted(Path("../examples").glob("*.l")) \
+    + sorted(Path("../bench/programs").glob("*.l"))
+
+
+def placed(source: Source, before: bool, after) -> tuple[int, int, int]:
+    """(CPS nodes, LLVM instructions, closures made) with the optimiser before closure conversion
+    or not, and after it the optimiser, the shrinker, or nothing."""
+    program, unit = pipeline.compile_to("cps", source, optimise=False)
+    with collector_paused():
+        if before:
+            optimise(program)
+        closure_conversion.closure_convert(program)
+        if after is not None:
+            after(program)
+        module = Backend(program, unit.notes["datas"], source.name).compile()
+    return (cps.size(program), sum(len(b.instructions) for f in module.functions for b in f.blocks),
+            sum(type(n) is MakeClosure for n in walk(program)))
+
+
+sources = [Source(p.name, p.read_text()) for p in programs]
+print(f"{len(sources)} programs{'':30} CPS nodes  LLVM instructions  closures")
+for label, before, after in (("no optimiser (-O0)", False, None),
+                             ("optimiser after closure conversion", False, optimise),
+                             ("optimiser before it", True, None),
+                             ("optimiser before, shrinker after", True, shrink),
+                             ("optimiser before and after", True, optimise)):
+    nodes, instructions, closures = [sum(x) for x in zip(*(placed(s, before, after) for s in sources))]
+    print(f"{label:42} {nodes:9} {instructions:18} {closures:9}")
+
+# %% [markdown]
+# The optimiser before closure conversion and the shrinker after it give
+# the fewest nodes, instructions and closures; the optimiser alone after
+# closure conversion comes close on the first two, and leaves more
+# closures. Running the whole optimiser twice is *worse*: its second round
+# of inlining copies, into the closure-converted program, bodies that the
+# first round had decided not to copy, and the shrinker cannot take those
+# back. The pipeline does what the fourth line does.
+
+# %% [markdown]
+# ## The seeds' program, compiled
+#
+# Chapter 10 compiles the seeds' program. With the optimiser, what it
+# receives is:
+
+# %%
+print(pipeline.show("shrink", SEEDS))
+
+# %% [markdown]
+# — no allocation, no call, no function: one `unit` and a `halt`. The back
+# end's module for it, the statement's initialiser:
+
+# %%
+statement = llvm_function(pipeline.show("llvm", SEEDS), "init.statement")
+print(statement, end="")
+assert "lc_alloc" not in statement and not re.search(r"\bcall\b", statement)
+
+# %% [markdown]
+# ## What it buys
+#
+# Program by program, for the benchmarks of chapter 12 and, summed, for the
+# corpus and the examples: the CPS nodes and the LLVM instructions the back
+# end hands to LLVM's O2 pipeline, without the optimiser and with it.
+
+# %%
+def sizes(source: Source, optimiser: bool) -> tuple[int, int]:
+    program, unit = pipeline.compile_to("shrink", source, optimise=optimiser)
+    module = pipeline.STAGES[pipeline.names().index("llvm")].run(program, unit)
+    return cps.size(program), sum(len(b.instructions) for f in module.functions for b in f.blocks)
+
+
+print(f"{'':24} {'CPS nodes':>17} {'LLVM instructions':>19}")
+rest = [[0, 0], [0, 0]]
+for path, source in zip(programs, sources):
+    (n0, i0), (n1, i1) = sizes(source, False), sizes(source, True)
+    if "bench" in path.parts:
+        print(f"{path.stem:24} {n0:7} → {n1:7} {i0:8} → {i1:7}")
+    else:
+        rest[0][0] += n0
+        rest[0][1] += i0
+        rest[1][0] += n1
+        rest[1][1] += i1
+print(f"{'corpus and examples':24} {rest[0][0]:7} → {rest[1][0]:7} {rest[0][1]:8} → {rest[1][1]:7}")
+
+# %% [markdown]
+# On the corpus and the examples, the optimiser removes one CPS node in
+# eight and one LLVM instruction in sixteen: their programs are small, and
+# there is not much to remove beyond constants nobody reads and the join
+# points chapter 7 could not avoid. On the benchmarks it depends on the
+# program: those made of small functions called from many places (`deriv`,
+# `states`, `cpstak`, `cpstree`) shrink; those whose small functions are
+# recursive (`fib`, `tak`) or called from several places (`primes`, `live`,
+# `msort`, `binarytrees`) grow by the bodies the inliner copies — within
+# its bound; the times below say whether that pays. On the
+# 10,000-line program of chapter 12's compile-speed benchmark, the
+# optimiser costs about a second of Python and saves LLVM more than that:
+# `python bench/optimiser.py compile`, medians of three runs in
+# alternation, read from `bench/optimiser.json`:
+
+# %%
+compiled = MEASURED["compile"]
+print(f"{compiled['lines']} lines (seconds)")
+for label in ("-O0", "optimised"):
+    m = compiled[label]
+    print(f"{label:>10}: optimiser {m.get('opt', 0) + m.get('shrink', 0):5.2f}   "
+          f"back end {m['llvm']:5.2f}   LLVM (O2 and machine code) {m['machine code']:5.2f}   "
+          f"total {m['total']:5.2f}   {m['cps nodes']:6} CPS nodes  {m['llvm instructions']:6} LLVM instructions")
+
+# %% [markdown]
+# And the compiled programs, `python bench/optimiser.py run`: every
+# benchmark of chapter 12 built with and without the optimiser, the two
+# executables timed in alternation (median seconds of five runs):
+
+# %%
+for name, r in MEASURED["run"].items():
+    print(f"{name:10} -O0 {r['-O0']['median']:6.3f}   optimised {r['optimised']['median']:6.3f}   "
+          f"ratio {r['optimised']['median'] / r['-O0']['median']:.2f}")
+
+# %% [markdown]
+# LLVM's own optimiser is good at what this chapter does inside one
+# function — folding, dead code, forwarding a value through memory it just
+# stored — so most benchmarks change little. What it cannot do is what
+# needs the CPS view: inline a function *value* passed to another function
+# (the closures of `fold`), or unroll `tak`'s recursion into itself. Where
+# the ratio is above one, the unrolled copies cost more than the calls they
+# save: chapter 12 looks at those.
+#
+# ## The promises, tested
+#
+# `tests/test_shrink.py`:
+#
+# - **Meaning.** Every corpus program and example runs with the CPS
+#   interpreter of chapter 6 before and after the optimiser (and after
+#   closure conversion and the second shrink) and prints the same, stops
+#   with the same runtime error at the same location; compiled with and
+#   without the optimiser, the same again, with the same exit status.
+#   Random well-typed programs from the generator of
+#   `tests/test_convert.py` go the same ways.
+# - **Each step.** On random programs, `check` runs after *every single*
+#   rewrite of both shrinkers and of the optimiser.
+# - **Fixed point.** After `shrink`, `shrink_census` and `optimise`,
+#   `redexes` finds none. Both shrinkers reach programs of the same size.
+# - **Each rule.** A small program per rule, rewritten once, before and
+#   after as text.
+# - **The seeds' program** compiles to no allocation and no call.
+# - **Tail calls.** The constant-stack programs of the corpus (a million
+#   tail calls, direct and mutual) run in constant stack after
+#   the optimiser, compiled and in the CPS interpreter, whose stack limit
+#   is far smaller than a million.
+# - **Bounded growth.** No program grows beyond `GROWTH × size + SLACK`,
+#   measured on the corpus and on programs built to tempt the inliner
+#   (chains of small functions calling each other several times).
+# - **`lc`**: `lc show opt`, `-O0`.
+
+# %% [markdown]
+# ## Design notes
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: Flambda 2 does it in one pass</p>
+#
+# OCaml's Flambda 2 (seed 001) does all
+# of this and more in one pass, Simplify, which goes *down* the term
+# carrying a typing environment — what is known of each variable: a
+# constant, a set of possible tags, the shape of a block, a closure's
+# code — and rebuilds it on the way *up*, when it knows which variables are
+# used. Our rules know only what a variable is bound to; Flambda's types
+# also know what a `case` has ruled out on each branch, what two branches
+# agree on at a join, and what a function returns. That makes it stronger,
+# and also much bigger: Simplify is tens of thousands of lines. The graph
+# representation gives us the same "one pass" effect on a smaller scale:
+# the work list revisits exactly the places a rewrite affects.
+#
+# </div>
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: Kennedy's graph, or a "CPS soup"</p>
+#
+# Guile's compiler keeps its CPS as a
+# flat map from labels to continuations — a *soup* — and rewrites it
+# functionally, by building new maps with persistent data structures. There
+# is no uplink, no ring of occurrences; a pass that needs uses computes them
+# (a census again), and the persistent maps make every version cheap to
+# keep. Kennedy's representation, ours, is the opposite bet: one mutable
+# graph with every link maintained, so that every question a rewrite asks
+# is a field read and every change is in place — at the price of the care
+# chapter 6 takes to keep the links right, and of a checker to prove it.
+#
+# </div>
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: what is left out</p>
+#
+# No common subexpressions, no specialisation of a
+# function for a known argument it receives at every call, no
+# knowledge carried into the branches of a `case` (after `case t {1 -> k}`,
+# inside `k`, `t` is 1). No inlining decisions by benefit: the budget is a
+# size, not an estimate of what the copy would let fold. Each is a good
+# exercise.
+#
+# </div>
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. Add the rule "a `case` on a variable known, in this branch, from an
+#    enclosing `case` on the same variable" and measure how many `case`s it
+#    removes from the corpus.
+# 2. `dead_continuation` looks for loops that nothing enters only when the
+#    continuation has at most two uses. Build a program where a dead loop
+#    has three, and make the rule find it without climbing from every use.
+# 3. Make `BUDGET` depend on the call: copy a larger body when an argument
+#    is a known constant or a known function. Does `bench/optimiser.py run`
+#    improve?
+# 4. The census-based shrinker sweeps in program order. In which order
+#    would the chain of dead tuples need one sweep? Find a program that
+#    needs many sweeps in that order too.
+# 5. Contify groups of mutually recursive functions (`even`/`odd`) that all
+#    return to the same continuation, as Fluet and Weeks do with the
+#    dominator tree of the call graph.

@@ -1,0 +1,499 @@
+"""The optimiser of chapter 9: shrinking reductions, contification, inlining.
+
+- Meaning: every corpus program and example means the same before and after the optimiser, under the
+  CPS interpreter (before and after closure conversion and the second shrink) and compiled with and
+  without the optimiser; so do random well-typed programs.
+- Each step: on random programs, chapter 6's `check` holds after every single rewrite, of both
+  shrinkers and of the optimiser; the census the census-based shrinker keeps is the true count.
+- Fixed point: after either shrinker and after the optimiser, `redexes` finds nothing.
+- Each rule, on a small program, as text before and after.
+- The seeds' program compiles to no allocation and no call.
+- Tail calls: the million-call loops run in the CPS interpreter (whose stack is far smaller) and
+  compiled, after the optimiser.
+- Bounded growth: no program grows beyond GROWTH × size + SLACK, including programs made to tempt the
+  inliner.
+- `lc show opt`, `lc show shrink`, `-O0`.
+"""
+
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from lcompiler import cps, driver, pipeline, shrink
+from lcompiler.closure import closure_convert
+from lcompiler.cps import Apply, Lambda, MakeClosure, TupleValue, Inject, parse, show, walk
+from lcompiler.errors import Source
+
+from test_convert import PROGRAMS, IDS, SLOW, expected_outcome, on_cps, programs, source
+from test_native import expected as expected_native, native
+
+ROOT = Path(__file__).resolve().parent.parent
+LC = [str(Path(sys.executable).parent / "lc")]
+
+
+def converted(src: Source) -> cps.Program:
+    """The CPS the optimiser receives: monomorphised and converted, not yet optimised."""
+    return pipeline.compile_to("cps", src, optimise=False)[0]
+
+
+def checking(program):
+    """An `after` hook that checks the whole program after each rewrite, and counts the rewrites."""
+    seen = Counter()
+
+    def after(rule, node):
+        cps.check(program)
+        seen[rule] += 1
+    return after, seen
+
+
+# --- Meaning -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_the_optimiser_keeps_the_meaning_of_every_program(path):
+    src = source(path)
+    want = expected_outcome(path)
+    program = converted(src)
+    before = cps.size(program)
+    shrink.optimise(program)
+    cps.check(program)
+    assert not shrink.redexes(program)
+    assert cps.size(program) <= shrink.GROWTH * before + shrink.SLACK
+    if path.stem not in SLOW:
+        assert on_cps(program) == want
+    closure_convert(program)
+    shrink.shrink(program)
+    cps.check(program, closed=True)
+    assert not shrink.redexes(program)
+    assert on_cps(program) == want
+
+
+@pytest.mark.parametrize("path", PROGRAMS[1::3], ids=[p.stem for p in PROGRAMS[1::3]])
+def test_compiled_without_the_optimiser_too(path):
+    r = driver.run_source(source(path), timeout=60, optimiser=False)
+    assert (r.stdout, r.stderr, r.status) == expected_native(path)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_random_programs_mean_the_same_after_every_single_rewrite(text):
+    src = Source("random.l", text)
+    want = on_cps(converted(src))
+    for run in (shrink.shrink_census, shrink.shrink, shrink.optimise):
+        program = converted(src)
+        after, seen = checking(program)
+        run(program, after=after)
+        assert not shrink.redexes(program), run.__name__
+        assert on_cps(program) == want, run.__name__
+    closure_convert(program)
+    after, _ = checking(program)
+    shrink.shrink(program, after=after)
+    assert on_cps(program) == want
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_random_programs_compiled_with_and_without_the_optimiser(text):
+    src = Source("random.l", text)
+    with_ = driver.run_source(src, timeout=60)
+    without = driver.run_source(src, timeout=60, optimiser=False)
+    assert (with_.stdout, with_.stderr, with_.status) == (without.stdout, without.stderr, without.status)
+
+
+def test_the_census_is_the_true_count():
+    """The census-based shrinker keeps its own table of counts as it rewrites: at the end of every
+    sweep the table must agree with a fresh count."""
+    class Checked(shrink.Census):
+        def tidy(self):
+            super().tidy()
+            fresh = Counter(o.var for o in cps.all_occurrences(self.program))
+            assert all(self.census[v] == n for v, n in fresh.items())
+            assert all(n == 0 for v, n in self.census.items() if v not in fresh)
+    for path in PROGRAMS[::4]:
+        Checked(converted(source(path))).run()
+
+
+def test_both_shrinkers_reach_a_fixed_point_of_the_same_size():
+    for path in PROGRAMS[::2]:
+        a, b = converted(source(path)), converted(source(path))
+        shrink.shrink(a)
+        shrink.shrink_census(b)
+        assert not shrink.redexes(a) and not shrink.redexes(b)
+        assert cps.size(a) == cps.size(b), path.name
+
+
+def test_the_census_needs_a_sweep_per_link_of_a_dead_chain_and_the_work_list_one():
+    def chain(n):
+        s = cps.Seq()
+        x = first = s.let(cps.const(0), "x")
+        for _ in range(n):
+            x = s.let(cps.tuple_(x), "x")
+        p = cps.Program()
+        p.define(s.end(cps.halt(first)), "unused")
+        return p
+    census = shrink.shrink_census(chain(50))
+    assert census["passes"] == 51 and census["dead_value"] == 50
+    program = chain(50)
+    counting = shrink.Kennedy(program)
+    visits = []
+    counting.visit = lambda node, do=True, v=counting.visit: visits.append(node) or v(node, do)
+    assert counting.run()["dead_value"] == 50
+    assert len(visits) <= 3 * 52                      # each binding looked at a bounded number of times
+    assert cps.size(program) == 5                     # the program, its definition, x0 = 0, halt x0
+
+
+# --- Each rule -----------------------------------------------------------------------------------
+
+RULES = {
+    "dead_value": ("""
+unused = do {
+  one_1 = 1
+  two_2 = tuple(one_1, one_1)
+  halt one_1
+}
+""", """
+unused = do {
+  one_1 = 1
+  halt one_1
+}
+"""),
+    "fold": ("""
+unused = do {
+  a_1 = 9223372036854775807
+  b_2 = 1
+  c_3 = a_1 + b_2
+  halt c_3
+}
+""", """
+unused = do {
+  a_1 = 9223372036854775807
+  b_2 = 1
+  c_3 = -9223372036854775808
+  halt c_3
+}
+"""),
+    "project": ("""
+unused = do {
+  a_1 = 1
+  t_2 = tuple(a_1, a_1)
+  x_3 = t_2[1]
+  halt x_3
+}
+""", """
+unused = do {
+  a_1 = 1
+  t_2 = tuple(a_1, a_1)
+  halt a_1
+}
+"""),
+    "inline_function_once": ("""
+unused = do {
+  f_1 = fun ret_2(x_3) {
+    ret_2(x_3)
+  }
+  c_4 = 4
+  cont k_5(r_6) {
+    halt r_6
+  }
+  call f_1(c_4) -> k_5
+}
+""", """
+unused = do {
+  c_1 = 4
+  cont k_2(r_3) {
+    halt r_3
+  }
+  k_2(c_1)
+}
+"""),
+    "inline_continuation_once": ("""
+unused = do {
+  cont k_1(x_2) {
+    halt x_2
+  }
+  c_3 = 3
+  k_1(c_3)
+}
+""", """
+unused = do {
+  c_1 = 3
+  halt c_1
+}
+"""),
+    "dead_continuation": ("""
+unused = do {
+  c_1 = 1
+  cont loop_2(i_3) {
+    loop_2(i_3)
+  }
+  halt c_1
+}
+""", """
+unused = do {
+  c_1 = 1
+  halt c_1
+}
+"""),
+    "eta": ("""
+private f_1 = fun ret_2(x_3) {
+  cont k_4(r_5) {
+    ret_2(r_5)
+  }
+  call f_1(x_3) -> k_4
+}
+""", """
+private f_1 = fun ret_2(x_3) {
+  call f_1(x_3) -> ret_2
+}
+"""),
+    "known_case": ("""
+unused = do {
+  t_1 = false
+  cont a_2() {
+    halt t_1
+  }
+  cont b_3() {
+    halt t_1
+  }
+  case t_1 { 0 -> a_2; 1 -> b_3 }
+}
+""", """
+unused = do {
+  t_1 = false
+  cont a_2() {
+    halt t_1
+  }
+  cont b_3() {
+    halt t_1
+  }
+  a_2()
+}
+"""),
+    "unreachable": ("""
+private f_1 = fun ret_2(x_3) {
+  cont k_4(r_5) {
+    ret_2(r_5)
+  }
+  u_6 = fail "stop"
+  k_4(u_6)
+}
+""", """
+private f_1 = fun ret_2(x_3) {
+  cont k_4(r_5) {
+    ret_2(r_5)
+  }
+  u_6 = fail "stop"
+  ret_2(u_6)
+}
+"""),
+    "known_call": ("""
+private code_1 = fun ret_2(env_3, x_4) {
+  ret_2(x_4)
+}
+unused = do {
+  c_5 = closure(code_1)
+  cont k_6(r_7) {
+    halt r_7
+  }
+  call c_5(c_5) -> k_6
+}
+""", """
+private code_1 = fun ret_2(env_3, x_4) {
+  ret_2(x_4)
+}
+unused = do {
+  c_5 = closure(code_1)
+  cont k_6(r_7) {
+    halt r_7
+  }
+  call direct code_1(c_5, c_5) -> k_6
+}
+"""),
+    "dead_parameter": ("""
+private f_1 = fun ret_2(b_3) {
+  c_4 = 1
+  cont j_5(x_6, y_7) {
+    s_8 = x_6 + x_6
+    ret_2(s_8)
+  }
+  cont t_9() {
+    j_5(c_4, c_4)
+  }
+  cont e_10() {
+    j_5(c_4, b_3)
+  }
+  case b_3 { 0 -> e_10; 1 -> t_9 }
+}
+""", """
+private f_1 = fun ret_2(b_3) {
+  c_4 = 1
+  cont j_5(x_6) {
+    s_7 = x_6 + x_6
+    ret_2(s_7)
+  }
+  cont t_8() {
+    j_5(c_4)
+  }
+  cont e_9() {
+    j_5(c_4)
+  }
+  case b_3 { 0 -> e_9; 1 -> t_8 }
+}
+"""),
+    "unbox": ("""
+private f_1 = fun ret_2(b_3) {
+  c_4 = 1
+  t_5 = tuple(c_4, b_3)
+  cont j_6(p_7) {
+    a_8 = p_7[0]
+    ret_2(a_8)
+  }
+  cont x_9() {
+    j_6(t_5)
+  }
+  cont y_10() {
+    j_6(t_5)
+  }
+  case b_3 { 0 -> x_9; 1 -> y_10 }
+}
+""", """
+private f_1 = fun ret_2(b_3) {
+  c_4 = 1
+  t_5 = tuple(c_4, b_3)
+  cont j_6(p0_7, p1_8) {
+    ret_2(p0_7)
+  }
+  cont x_9() {
+    j_6(c_4, b_3)
+  }
+  cont y_10() {
+    j_6(c_4, b_3)
+  }
+  case b_3 { 0 -> x_9; 1 -> y_10 }
+}
+"""),
+    "static_definition": ("""
+private g_1 = do {
+  c_2 = 5
+  halt c_2
+}
+unused = do {
+  halt g_1
+}
+""", """
+private g_1 = 5
+unused = do {
+  halt g_1
+}
+"""),
+    "dead_definition": ("""
+private g_1 = fun ret_2(x_3) {
+  call g_1(x_3) -> ret_2
+}
+unused = do {
+  c_4 = 1
+  halt c_4
+}
+""", """
+unused = do {
+  c_1 = 1
+  halt c_1
+}
+"""),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_each_rule_rewrites_as_its_table_says(rule):
+    before, after = RULES[rule]
+    program = parse(before)
+    s = shrink.Shrinker(program)
+    node = next(n for d in program.definitions for n in walk(d) if s.visit(n, do=False) == rule)
+    getattr(shrink.Shrinker, rule)(s, node, True)
+    s.tidy()
+    cps.check(program)
+    assert show(program) == after.lstrip()
+
+
+# --- Promises ------------------------------------------------------------------------------------
+
+SEEDS = source(ROOT / "examples" / "seeds.l")
+
+
+def test_the_seeds_program_compiles_to_no_allocation_and_no_call():
+    program = pipeline.compile_to("shrink", SEEDS)[0]
+    assert show(program) == "unused = do {\n  u_1 = ()\n  halt u_1\n}\n"
+    kinds = {type(n) for n in walk(program)}
+    assert not kinds & {Apply, Lambda, MakeClosure, TupleValue, Inject}
+    statement = llvm_function(str(pipeline.compile_to("llvm", SEEDS)[0]), "init.statement")
+    assert "lc_alloc" not in statement and not re.search(r"\bcall\b", statement)
+
+
+def llvm_function(module: str, name: str) -> str:
+    """The definition of the LLVM function whose name starts with name."""
+    return re.search(r'^define[^\n]*@"?' + re.escape(name) + r'.*?^}$', module, re.M | re.S).group(0)
+
+
+def test_tail_calls_stay_tail_calls():
+    for name in sorted(SLOW):
+        path = ROOT / "tests" / "corpus" / "run" / f"{name}.l"
+        program = converted(source(path))
+        shrink.optimise(program)
+        assert on_cps(program) == (path.with_suffix(".out").read_text(), None)   # a 100,000-deep stack
+
+
+def tempting(depth: int, calls: int) -> str:
+    """Small functions, each calling the one before several times: copied naively, 3^depth big."""
+    lines = ["def f0(x) = x + 1"]
+    for i in range(1, depth + 1):
+        lines.append(f"def f{i}(x) = " + " + ".join(f"f{i - 1}(x + {j})" for j in range(calls)))
+    lines.append(f"print(f{depth}(1))")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("depth, calls", [(6, 3), (10, 2), (4, 8)])
+def test_the_inliner_stays_within_its_bound(depth, calls):
+    src = Source("tempting.l", tempting(depth, calls))
+    program = converted(src)
+    before = cps.size(program)
+    shrink.optimise(program)
+    assert cps.size(program) <= shrink.GROWTH * before + shrink.SLACK
+    assert on_cps(program) == on_cps(converted(src))
+
+
+def test_a_recursive_function_is_unrolled_once_but_not_where_its_result_is_returned():
+    src = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(15))\n")
+    program = pipeline.compile_to("opt", src)[0]
+    fib = next(d for d in program.definitions if d.var is not None and d.var.hint == "fib")
+    assert sum(type(n) is Apply for n in walk(fib)) == 3        # fib(n - 1) unrolled, fib(n - 2) not
+    assert on_cps(program) == ("610\n", None)
+
+
+def test_a_loop_becomes_a_continuation_and_a_loop_in_llvm():
+    src = Source("loop.l", "def sum_to(i, acc) = if (i == 0) acc else sum_to(i - 1, acc + i)\n"
+                           "print(sum_to(100, 0))\n")
+    program = pipeline.compile_to("opt", src)[0]
+    assert [d.var is None for d in program.definitions] == [True]     # no function left
+    loops = [n for n in walk(program) if type(n) is cps.LetCont and n.cont.hint == "sum_to"]
+    assert len(loops) == 1 and len(loops[0].params) == 2              # contified, unboxed
+    statement = llvm_function(str(pipeline.compile_to("llvm", src)[0]), "init.statement")
+    called = re.findall(r'\bcall \w+ @"?([\w.]+)', statement)
+    assert called and all(f.startswith(("print", "lc_print")) for f in called), statement   # only printing
+    assert re.search(r'^sum_to[^:]*:.*br label %"sum_to', statement, re.M | re.S), statement     # a loop
+
+
+def test_lc_show_opt_and_O0(tmp_path):
+    shown = subprocess.run(LC + ["show", "opt", str(ROOT / "examples" / "seeds.l")], capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout == "unused = do {\n  u_1 = ()\n  halt u_1\n}\n"
+    plain = subprocess.run(LC + ["show", "-O0", "opt", str(ROOT / "examples" / "seeds.l")],
+                           capture_output=True, text=True)
+    assert plain.stdout == pipeline.show("cps", SEEDS) + "\n"
+    for argv in (["run", "-O0"], ["run"]):
+        done = subprocess.run(LC + argv + [str(ROOT / "examples" / "primes.l")], capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout == expected_native(ROOT / "examples" / "primes.l")[0]
+    helped = subprocess.run(LC + ["show", "--help"], capture_output=True, text=True).stdout
+    assert ", ".join(pipeline.names()) in " ".join(helped.split())

@@ -1,0 +1,66 @@
+"""How much of each chapter is prose, how many pictures it has, how long its longest code cell is.
+
+    python tools/book_stats.py [NB ...]     a table, one line per notebook (all by default)
+
+- prose share: the characters (and, in brackets, the lines) of markdown cells, as a share of
+  the characters (lines) of all cells' sources; outputs are not counted;
+- pictures: stored outputs that are images (SVG, PNG, JPEG), plus images in markdown cells;
+- longest code cell: its number of lines, and the first line that is not a directive
+  (``#| export``) or blank, to find it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+IMAGE_TYPES = ("image/svg+xml", "image/png", "image/jpeg")
+MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\(|<img\b|<svg\b")
+
+
+def stats(path: Path) -> dict:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    chars = {"markdown": 0, "code": 0}
+    lines = {"markdown": 0, "code": 0}
+    pictures, longest, longest_head = 0, 0, ""
+    for cell in cells:
+        source = "".join(cell["source"])
+        kind = cell["cell_type"]
+        if kind not in chars:
+            continue
+        chars[kind] += len(source)
+        lines[kind] += len(source.splitlines())
+        if kind == "markdown":
+            pictures += len(MARKDOWN_IMAGE.findall(source))
+            continue
+        pictures += sum(1 for o in cell.get("outputs", [])
+                        if any(t in o.get("data", {}) for t in IMAGE_TYPES))
+        n = len(source.splitlines())
+        if n > longest:
+            body = [l for l in source.splitlines() if l.strip() and not l.startswith("#|")]
+            longest, longest_head = n, (body[0] if body else "")[:40]
+    return {
+        "prose": chars["markdown"] / max(1, sum(chars.values())),
+        "prose_lines": lines["markdown"] / max(1, sum(lines.values())),
+        "pictures": pictures,
+        "longest": longest,
+        "longest_head": longest_head,
+    }
+
+
+def main(argv: list[str]) -> int:
+    paths = [NOTEBOOKS / (Path(n).stem + ".ipynb") for n in argv] or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    print(f"{'notebook':18} {'prose (chars)':>13} {'(lines)':>8} {'pictures':>9} {'longest code cell':>18}")
+    for path in paths:
+        s = stats(path)
+        print(f"{path.stem:18} {s['prose']:>13.0%} {s['prose_lines']:>8.0%} {s['pictures']:>9} "
+              f"{s['longest']:>8} lines  {s['longest_head']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
