@@ -1,12 +1,12 @@
 """Random well-typed L programs, run every way L can run; any disagreement is a finding.
 
-    python tools/random_programs.py [-n 2000] [--seed 1] [--jobs 1] [--out DIR] [--timeout 60]
+    python tools/random_programs.py [-n 2000] [--seed 1] [--out DIR] [--timeout 60]
 
 Each program comes from the generator of tests/test_convert.py (every construct of the contract:
 nested patterns on user data types, polymorphic helpers at several types, vars captured by closures,
 mutual recursion, non-tail recursion thousands of calls deep, every kind of runtime error on purpose, and
 now and then a recursion that never ends). Each is run by `lc` in each way of WAYS — the reference
-interpreter, the JIT, a native executable — and what each way writes on stdout, writes on stderr, and
+interpreter, the JIT, a native executable, the JIT without chapter 9's optimiser — and what each way writes on stdout, writes on stderr, and
 its exit status must be the same, and a status the contract allows for a well-typed program: 0, or 2 with
 a located runtime error. Every program that breaks this is a finding: it is minimised (its lines, then its
 tokens, removed while the same ways still disagree in the same way) and saved in the output folder with
@@ -48,7 +48,7 @@ WAYS = {
     "interpreter": Way(("run", "--interp")),
     "jit": Way(("run",)),
     "executable": Way(("build",), executable=True),
-    # a fourth way is one more line, e.g.   "jit -O0": Way(("run", "-O0")),
+    "jit -O0": Way(("run", "-O0")),             # without the optimiser of chapter 9
 }
 
 
