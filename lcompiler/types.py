@@ -90,6 +90,7 @@ class Inference:
                 return known
         return t
 
+class Inference(Inference):
     def unify(self, a, b) -> None:
         """Make two types equal, or raise Mismatch."""
         pairs = [(a, b)]
@@ -110,6 +111,7 @@ class Inference:
             else:
                 pairs.extend(zip(a.args, b.args))
 
+class Inference(Inference):
     def bind(self, v: TVar, t: TCon) -> None:
         """Make the unknown v stand for t: the occurs check, and the levels."""
         p = self.uf.find(v)
@@ -243,37 +245,24 @@ class Inference(Inference):
             return
         self.unify_at(expected, self.infer(e, env), e.span, context, origin)
 
-    def variable(self, v: c.Var, env: dict):
-        if v.kind == "builtin":
-            return BOOL
-        t, generic = env[v.name] if v.kind in ("local", "mutable") else self.globals[v.name]
-        return self.instantiate(t) if generic else t
-
     def infer(self, e, env: dict):
         t = self._infer(e, env)
         e.type = t
         return t
 
+class Inference(Inference):
     def _infer(self, e, env: dict):
         match e:
-            case c.Lit(value):
-                return (BOOL if type(value) is bool else INT if type(value) is int
-                        else STRING if type(value) is str else UNIT)
+            case c.Lit():
+                return self.literal(e)
             case c.Var():
                 return self.variable(e, env)
             case c.Con(name, args):
-                result, field_types = self.instantiate_constructor(name)
-                origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
-                                                             else field_types[0], result)) if args else None
-                for i, (arg, t) in enumerate(zip(args, field_types), 1):
-                    self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}",
-                               origin)
-                return result
+                return self.construction(name, args, env)
             case c.Tuple(items):
                 return tuple_of(self.infer(i, env) for i in items)
             case c.Lambda(param, body):
-                v = self.fresh()
-                return fn(v, self.infer(body, {**env, param: (v, False)}))
+                return self.function(param, body, env)
             case c.App(callee, arg):
                 return self.application(callee, arg, env)
             case c.Prim(op, args):
@@ -284,28 +273,27 @@ class Inference(Inference):
                 return self.match(scrutinee, clauses, env)
             case c.Let(name, value, body):
                 return self.infer(body, {**env, name: self.let_bound(value, env)})
-            case c.LetVar(name, value, body):
-                return self.infer(body, {**env, name: (self.infer(value, env), False)})
-            case c.Assign(target, value):
-                target_type = self.variable(target, env)
-                target.type = target_type
-                self.check(value, target_type, env, f"the assignment to {target.name}")
-                return UNIT
-            case c.While(cond, body):
-                self.check(cond, BOOL, env)
-                self.infer(body, env)
-                return UNIT
-            case c.Seq(first, second):
-                self.infer(first, env)
-                return self.infer(second, env)
-            case c.Print(args):
-                for a in args:
-                    self.infer(a, env)
-                return UNIT
-            case c.Assert(cond):
-                self.check(cond, BOOL, env)
-                return UNIT
+            case c.LetVar() | c.Assign() | c.While() | c.Seq() | c.Print() | c.Assert():
+                return self.statement(e, env)
         raise TypeError(f"not a core expression: {e!r}")
+
+
+# --- Literals, variables, tuples ---------------------------------------
+
+class Inference(Inference):
+    def literal(self, e: c.Lit):
+        value = e.value
+        return (BOOL if type(value) is bool else INT if type(value) is int
+                else STRING if type(value) is str else UNIT)
+
+    def variable(self, v: c.Var, env: dict):
+        if v.kind == "builtin":
+            return BOOL
+        t, generic = env[v.name] if v.kind in ("local", "mutable") else self.globals[v.name]
+        return self.instantiate(t) if generic else t
+
+
+# --- Operators ---------------------------------------------------------
 
 ARITHMETIC = {"+", "-", "*", "/", "%"}
 ORDERING = {"<", "<=", ">", ">="}
@@ -313,28 +301,6 @@ ORDERING = {"<", "<=", ">", ">="}
 
 class Inference(Inference):
     pending_equalities: list     # (type, span) of == and != operands, checked at generalisation
-
-    def application(self, callee, arg, env: dict):
-        f = self.shallow(self.infer(callee, env))
-        if type(f) is TVar:
-            param, result = self.fresh(), self.fresh()
-            self.unify(f, fn(param, result))
-        elif f.name == "->":
-            param, result = f.args
-        else:
-            raise CompileError(f"expected a function, found {Namer(self).show(f)}", callee.span)
-        name = _callee(callee)
-        origin = None
-        if type(callee) is c.Var and callee.kind == "global":     # a note at its definition
-            origin = (name, self.definitions[name], fn(param, result))
-        p = self.shallow(param)
-        if type(arg) is c.Tuple and type(p) is TCon and p.name == "*" and len(p.args) == len(arg.items):
-            for i, (item, t) in enumerate(zip(arg.items, p.args), 1):
-                self.check(item, t, env, f"argument {i} of {name}", origin)
-            arg.type = param
-        else:
-            self.check(arg, param, env, f"the argument of {name}", origin)
-        return result
 
     def primitive(self, op: str, args: list, env: dict):
         if op in ARITHMETIC or op == "neg":
@@ -354,6 +320,10 @@ class Inference(Inference):
         self.pending_equalities.append((t, left.span))
         return BOOL
 
+
+# --- Conditionals ------------------------------------------------------
+
+class Inference(Inference):
     def conditional(self, e: c.If, env: dict):
         self.check(e.cond, BOOL, env)
         if e.form == "if without else":
@@ -372,21 +342,10 @@ class Inference(Inference):
         self.check(e.orelse, t, env, origin=("the then branch", e.then.span, t))
         return t
 
-    def match(self, scrutinee, clauses: list, env: dict):
-        t = self.infer(scrutinee, env)
-        origin = ("the value matched", scrutinee.span, t)
-        if type(scrutinee) is c.Var and scrutinee.name.startswith("%"):    # a function's clauses
-            origin = ("the first pattern", clauses[0][0].span, t)
-        result, first = None, None
-        for pattern, body in clauses:
-            bound = self.pattern(pattern, t, {}, origin if pattern is not clauses[0][0] or
-                                 origin[0] == "the value matched" else None)
-            if result is None:
-                result, first = self.infer(body, {**env, **bound}), body
-            else:
-                self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
-        return result
 
+# --- Patterns and match ------------------------------------------------
+
+class Inference(Inference):
     def pattern(self, p, expected, bound: dict, origin: tuple | None = None) -> dict:
         """Check a pattern against the type of the value it matches; add its variables to bound."""
         p.type = expected
@@ -414,6 +373,82 @@ class Inference(Inference):
             case _:
                 raise TypeError(f"not a pattern: {p!r}")
         return bound
+
+class Inference(Inference):
+    def match(self, scrutinee, clauses: list, env: dict):
+        t = self.infer(scrutinee, env)
+        origin = ("the value matched", scrutinee.span, t)
+        if type(scrutinee) is c.Var and scrutinee.name.startswith("%"):    # a function's clauses
+            origin = ("the first pattern", clauses[0][0].span, t)
+        result, first = None, None
+        for pattern, body in clauses:
+            bound = self.pattern(pattern, t, {}, origin if pattern is not clauses[0][0] or
+                                 origin[0] == "the value matched" else None)
+            if result is None:
+                result, first = self.infer(body, {**env, **bound}), body
+            else:
+                self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
+        return result
+
+
+# --- Functions and calls -----------------------------------------------
+
+class Inference(Inference):
+    def function(self, param: str, body, env: dict):
+        v = self.fresh()
+        return fn(v, self.infer(body, {**env, param: (v, False)}))
+
+class Inference(Inference):
+    def application(self, callee, arg, env: dict):
+        f = self.shallow(self.infer(callee, env))
+        if type(f) is TVar:
+            param, result = self.fresh(), self.fresh()
+            self.unify(f, fn(param, result))
+        elif f.name == "->":
+            param, result = f.args
+        else:
+            raise CompileError(f"expected a function, found {Namer(self).show(f)}", callee.span)
+        name = _callee(callee)
+        origin = None
+        if type(callee) is c.Var and callee.kind == "global":     # a note at its definition
+            origin = (name, self.definitions[name], fn(param, result))
+        p = self.shallow(param)
+        if type(arg) is c.Tuple and type(p) is TCon and p.name == "*" and len(p.args) == len(arg.items):
+            for i, (item, t) in enumerate(zip(arg.items, p.args), 1):
+                self.check(item, t, env, f"argument {i} of {name}", origin)
+            arg.type = param
+        else:
+            self.check(arg, param, env, f"the argument of {name}", origin)
+        return result
+
+
+# --- Statements: var, :=, while, sequences, print, assert --------------
+
+class Inference(Inference):
+    def statement(self, e, env: dict):
+        match e:
+            case c.LetVar(name, value, body):
+                return self.infer(body, {**env, name: (self.infer(value, env), False)})
+            case c.Assign(target, value):
+                target_type = self.variable(target, env)
+                target.type = target_type
+                self.check(value, target_type, env, f"the assignment to {target.name}")
+                return UNIT
+            case c.While(cond, body):
+                self.check(cond, BOOL, env)
+                self.infer(body, env)
+                return UNIT
+            case c.Seq(first, second):
+                self.infer(first, env)
+                return self.infer(second, env)
+            case c.Print(args):
+                for a in args:
+                    self.infer(a, env)
+                return UNIT
+            case c.Assert(cond):
+                self.check(cond, BOOL, env)
+                return UNIT
+        raise TypeError(f"not a core statement: {e!r}")
 
 
 # --- Let, generalisation, and the value restriction --------------------
@@ -499,6 +534,16 @@ class Inference(Inference):
         both = self.instantiate(TCon("", (result,) + field_types))
         return both.args[0], both.args[1:]
 
+class Inference(Inference):
+    def construction(self, name: str, args: list, env: dict):
+        result, field_types = self.instantiate_constructor(name)
+        origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
+                                                     else field_types[0], result)) if args else None
+        for i, (arg, t) in enumerate(zip(args, field_types), 1):
+            self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}",
+                       origin)
+        return result
+
 
 # --- The top level: strongly connected components ----------------------
 
@@ -521,7 +566,6 @@ def references(e) -> set:
             todo.extend(getattr(x, f.name) for f in fields(x)
                         if f.name not in ("span", "type", "op_span") and not isinstance(getattr(x, f.name), str))
     return found
-
 
 def strongly_connected(graph: dict) -> list[list]:
     """Tarjan's algorithm, iterative: the components of graph, dependencies first."""
@@ -591,6 +635,7 @@ class Inference(Inference):
         raise_errors(errors)
         return {name: t for name, (t, _) in self.globals.items()}
 
+class Inference(Inference):
     def component(self, group: list) -> None:
         """Infer a group of definitions that refer to each other; generalise them if they are values."""
         self.level += 1
@@ -660,7 +705,6 @@ def show_type(t, names: dict | None = None) -> str:
         case TCon(name, args):
             return f"{name}<" + ", ".join(show_type(a, names) for a in args) + ">"
     raise TypeError(f"not a type: {t!r}")
-
 
 class Inference(Inference):
     def resolve(self, t, cache: dict):

@@ -23,6 +23,24 @@
 # also read the types it records on every node to choose how to represent
 # values in memory.
 #
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 2](02_union_find.ipynb), union-find (`Safe`), which
+# holds the type variables; [chapter 4b](04b_meaning.ipynb), the resolved
+# core program that inference walks, and its front end (`check`); the
+# language's typing contract in [the language reference](../language.md).
+#
+# **Builds:** the module `lcompiler.types`: `infer_program`, `Typing`,
+# `show_type`, and the pipeline's stage `types`
+# ([chapter 4a](04a_syntax.ipynb)'s `lcompiler.pipeline`), which
+# `lc show types` prints; `lc run` now refuses an ill-typed program. The
+# types recorded on the nodes are read by monomorphisation
+# ([chapter 5b](05b_mono.ipynb)) and the back end
+# ([chapter 10](10_llvm.ipynb)).
+#
+# </div>
+#
 # What this chapter promises:
 #
 # - `infer_program(core)` checks a resolved core program (chapter 4b), records
@@ -60,6 +78,22 @@
 # the *description* of the partition says what they stand for — a type
 # constructor, once inference has learnt it, or "still unknown" (with a
 # *level*, explained below).
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: union-find, not substitutions</p>
+#
+# Textbooks present unification as computing a *substitution*, a map from
+# variables to types, which the algorithm composes and applies to the
+# environment and to the types it has built so far. That is clear on paper
+# and slow in practice: applying a substitution copies types. Union-find
+# records the same knowledge in place — a variable's partition says what it
+# stands for, and every variable of the partition sees it at once — so a
+# unification costs a few finds, nearly constant each. What it gives up is
+# persistence: an inference cannot be undone by dropping a substitution, which
+# is why `program`, below, restores only the level and the pending
+# requirements after an error, and gives the failed definitions a fresh type.
+#
+# </div>
 
 # %%
 #| export
@@ -127,7 +161,7 @@ def tuple_of(items) -> TCon:
 #   would have to contain itself. The **occurs check** refuses, and the
 #   program is ill-typed.
 #
-# Unification is the union-find operation of chapter 2. To make a variable
+# Unification is the union-find operation of [chapter 2](02_union_find.ipynb). To make a variable
 # equal to a type constructor, set the description of its partition; to make
 # two variables equal, `union` their partitions; to make two constructors
 # equal, check that they are the same constructor and unify their arguments
@@ -152,11 +186,22 @@ def tuple_of(items) -> TCon:
 # lives that far out. When the right-hand side of a `let` at level n + 1 has
 # been inferred, its unknown variables still at level n + 1 or deeper are
 # exactly those that appear nowhere in the enclosing scope: those are
-# generalised. The textbook alternative computes the free variables of the
-# whole environment at every `let`, which costs time proportional to the size
-# of the environment each time and makes inference quadratic on long
-# programs; levels make generalisation proportional to the size of the type
-# generalised (Rémy 1992; it is how OCaml does it).
+# generalised.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: levels, not free variables</p>
+#
+# The textbook rule generalises the variables of a type that are not free in
+# the environment, and the textbook algorithm (Algorithm W) computes the free
+# variables of the whole environment at every `let`: time proportional to
+# the size of the environment each time, which makes inference quadratic on
+# long programs. Levels make generalisation proportional to the size of the
+# type generalised (Rémy 1992; it is how OCaml does it), at the price of one
+# integer per partition kept up to date by `bind`. The measurement at the
+# end of the chapter shows the time per definition flat from 1,562 to
+# 100,000 definitions; exercise 2 asks what the textbook test would do.
+#
+# </div>
 #
 # ## Unification on union-find
 #
@@ -193,6 +238,17 @@ class Inference:
                 return known
         return t
 
+
+# %% [markdown]
+# `unify` is the union-find recipe above, case by case: two unknowns are
+# merged, their level the lower of the two; an unknown meets a constructor,
+# and `bind` makes it stand for it; two constructors must agree, and their
+# arguments are unified pairwise. It keeps a list of pairs still to equate
+# instead of recursing, so a deep type cannot exhaust Python's stack.
+
+# %%
+#| export
+class Inference(Inference):
     def unify(self, a, b) -> None:
         """Make two types equal, or raise Mismatch."""
         pairs = [(a, b)]
@@ -213,6 +269,15 @@ class Inference:
             else:
                 pairs.extend(zip(a.args, b.args))
 
+
+# %% [markdown]
+# `bind` walks the type once, doing the occurs check — the unknown must not
+# appear in the type it is to stand for — and lowering the levels of the
+# unknowns it meets to the unknown's own level, together.
+
+# %%
+#| export
+class Inference(Inference):
     def bind(self, v: TVar, t: TCon) -> None:
         """Make the unknown v stand for t: the occurs check, and the levels."""
         p = self.uf.find(v)
@@ -232,10 +297,6 @@ class Inference:
 
 
 # %% [markdown]
-# `unify` keeps a list of pairs still to equate instead of recursing, so a
-# deep type cannot exhaust Python's stack. `bind` walks the type once, doing
-# the occurs check and lowering levels together.
-#
 # Generalising and instantiating: a generalised variable keeps its partition
 # but gets the level `GENERIC`; `instantiate` copies a type, replacing each
 # generic variable by a fresh one — the same fresh one for every occurrence of
@@ -375,8 +436,15 @@ class Inference(Inference):
 # tuple type, which is checked component by component, so that the error in
 # `f(1, true)` lands on the `true`.
 #
-# Each case is the typing rule of one construct of the core language
-# (chapter 4b):
+# Each construct of the core language (chapter 4b, [the core](04b_meaning.ipynb))
+# has one **typing rule**, written as the textbooks write it: above the line,
+# what must hold of the parts; below it, what then holds of the whole.
+# `Γ ⊢ e : τ` reads "in the environment Γ, the expression `e` has type τ";
+# `Γ, x : τ` is Γ with `x` bound to τ. Inference runs the rules backwards:
+# given `e`, it picks the one rule whose conclusion has `e`'s shape, gives
+# every τ it cannot know yet a fresh variable, and unifies wherever the rule
+# writes the same τ twice. `_infer` is that choice, one line per rule, and
+# each rule is a method of its own, below with the rule it implements.
 
 # %%
 #| export
@@ -409,37 +477,31 @@ class Inference(Inference):
             return
         self.unify_at(expected, self.infer(e, env), e.span, context, origin)
 
-    def variable(self, v: c.Var, env: dict):
-        if v.kind == "builtin":
-            return BOOL
-        t, generic = env[v.name] if v.kind in ("local", "mutable") else self.globals[v.name]
-        return self.instantiate(t) if generic else t
-
     def infer(self, e, env: dict):
         t = self._infer(e, env)
         e.type = t
         return t
 
+
+# %% [markdown]
+# The dispatch: one case per construct of the core, each handing the node to
+# the method of its rule.
+
+# %%
+#| export
+class Inference(Inference):
     def _infer(self, e, env: dict):
         match e:
-            case c.Lit(value):
-                return (BOOL if type(value) is bool else INT if type(value) is int
-                        else STRING if type(value) is str else UNIT)
+            case c.Lit():
+                return self.literal(e)
             case c.Var():
                 return self.variable(e, env)
             case c.Con(name, args):
-                result, field_types = self.instantiate_constructor(name)
-                origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
-                                                             else field_types[0], result)) if args else None
-                for i, (arg, t) in enumerate(zip(args, field_types), 1):
-                    self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}",
-                               origin)
-                return result
+                return self.construction(name, args, env)
             case c.Tuple(items):
                 return tuple_of(self.infer(i, env) for i in items)
             case c.Lambda(param, body):
-                v = self.fresh()
-                return fn(v, self.infer(body, {**env, param: (v, False)}))
+                return self.function(param, body, env)
             case c.App(callee, arg):
                 return self.application(callee, arg, env)
             case c.Prim(op, args):
@@ -450,49 +512,96 @@ class Inference(Inference):
                 return self.match(scrutinee, clauses, env)
             case c.Let(name, value, body):
                 return self.infer(body, {**env, name: self.let_bound(value, env)})
-            case c.LetVar(name, value, body):
-                return self.infer(body, {**env, name: (self.infer(value, env), False)})
-            case c.Assign(target, value):
-                target_type = self.variable(target, env)
-                target.type = target_type
-                self.check(value, target_type, env, f"the assignment to {target.name}")
-                return UNIT
-            case c.While(cond, body):
-                self.check(cond, BOOL, env)
-                self.infer(body, env)
-                return UNIT
-            case c.Seq(first, second):
-                self.infer(first, env)
-                return self.infer(second, env)
-            case c.Print(args):
-                for a in args:
-                    self.infer(a, env)
-                return UNIT
-            case c.Assert(cond):
-                self.check(cond, BOOL, env)
-                return UNIT
+            case c.LetVar() | c.Assign() | c.While() | c.Seq() | c.Print() | c.Assert():
+                return self.statement(e, env)
         raise TypeError(f"not a core expression: {e!r}")
 
 
 # %% [markdown]
-# The cases that need more than a line:
+# To try each rule as soon as it is written, `type_of` infers the type of
+# one expression, in an empty environment, with the cases defined so far,
+# and prints it in L's syntax (or the error):
+
+# %%
+from lcompiler.errors import Source
+from lcompiler.interp import check as check_names
+
+
+def type_of(text: str) -> None:
+    program = check_names(Source("example.l", text))
+    inference = Inference()
+    inference.globals, inference.pending_equalities, inference.definitions = {}, [], {}
+    inference.constructors, inference.declarations = {}, {}
+    if any(isinstance(i, s.Data) for i in program.items):
+        inference.declare_data([i for i in program.items if isinstance(i, s.Data)])
+    try:
+        print(f"{text.splitlines()[-1]}  :  {Namer(inference).show(inference.infer(program.items[-1], {}))}")
+    except CompileError as error:
+        print(error.render())
+
+
+# %% [markdown]
+# ### Literals, variables, tuples
 #
-# - **A call** infers the function first. If its type is not yet known, it
-#   becomes `a -> b`; if it is known and is not a function, the error says
-#   so at the callee. Then the argument is checked against the parameter's
-#   type.
-# - **Operators**: arithmetic and `<`, `<=`, `>`, `>=` need `Int` operands;
-#   `!` a `Bool`. `==` and `!=` need two operands of the same type, and the
-#   contract allows only `Int`, `Bool` and `String` there. A type may not be
-#   known yet when the comparison is met (`def same(a, b) = a == b`), so the
-#   requirement is remembered and checked when the enclosing definition is
-#   generalised: if the type is still unknown then, it becomes `Int`, as the
-#   contract says; if it is another type, the comparison is an error.
-# - **`if`**: the condition is a `Bool`; without `else`, the branch must be
-#   `Unit`; with it, the `else` branch must have the `then` branch's type.
-#   `a && b` and `a || b` are `if`s in the core; their `b` must be a `Bool`.
-# - **`match`**: each pattern is checked against the scrutinee's type, and
-#   every body after the first against the first body's type.
+# ```text
+#                                            Γ(x) = ∀a1…an. τ
+# ──────────── (Int)   ──────────── (Bool)   ───────────────────────────────── (Var)
+#  Γ ⊢ n : Int          Γ ⊢ true : Bool       Γ ⊢ x : τ[a1 := τ1, …, an := τn]
+#
+#  Γ ⊢ e1 : τ1   …   Γ ⊢ en : τn
+# ─────────────────────────────── (Tuple)      and likewise String for "…", Unit for ()
+#  Γ ⊢ (e1, …, en) : (τ1, …, τn)
+# ```
+#
+# A literal's type is its kind. A variable's type is what the environment
+# says — for a local, the pair (type, generalised?) that its binder stored;
+# for a top-level name, its scheme — and a generalised type is
+# *instantiated*: the τ1 … τn of the rule are fresh variables, which later
+# unifications choose. `true` and `false`, when the program does not rebind
+# them, are builtins of type `Bool`. A tuple's type is the tuple of its
+# items' types (the case is the one line in `_infer` above).
+
+# %%
+#| export
+class Inference(Inference):
+    def literal(self, e: c.Lit):
+        value = e.value
+        return (BOOL if type(value) is bool else INT if type(value) is int
+                else STRING if type(value) is str else UNIT)
+
+    def variable(self, v: c.Var, env: dict):
+        if v.kind == "builtin":
+            return BOOL
+        t, generic = env[v.name] if v.kind in ("local", "mutable") else self.globals[v.name]
+        return self.instantiate(t) if generic else t
+
+
+# %%
+type_of("(42, true, \"hi\", ())")
+
+# %% [markdown]
+# ### Operators
+#
+# ```text
+#  Γ ⊢ e1 : Int   Γ ⊢ e2 : Int              Γ ⊢ e1 : Int   Γ ⊢ e2 : Int             Γ ⊢ e : Bool
+# ───────────────────────────── (+ - * / %)  ──────────────────────────── (< <= > >=)  ────────────── (!)
+#  Γ ⊢ e1 + e2 : Int                          Γ ⊢ e1 < e2 : Bool                       Γ ⊢ !e : Bool
+#
+#  Γ ⊢ e1 : τ   Γ ⊢ e2 : τ   τ ∈ {Int, Bool, String}
+# ─────────────────────────────────────────────────── (== !=)
+#  Γ ⊢ e1 == e2 : Bool
+# ```
+#
+# Arithmetic and `<`, `<=`, `>`, `>=` need `Int` operands (and `-x`, `neg`
+# in the core, one); `!` a `Bool`. `==` and `!=` need two operands of the
+# same type, and the contract allows only `Int`, `Bool` and `String` there.
+# That side condition is the one part of a rule that inference cannot always
+# check on the spot: a type may not be known yet when the comparison is met
+# (`def same(a, b) = a == b`), so the requirement is remembered in
+# `pending_equalities` and checked when the enclosing definition is
+# generalised (further down): if the type is still unknown then, it becomes
+# `Int`, as the contract says; if it is another type, the comparison is an
+# error.
 
 # %%
 #| export
@@ -502,28 +611,6 @@ ORDERING = {"<", "<=", ">", ">="}
 
 class Inference(Inference):
     pending_equalities: list     # (type, span) of == and != operands, checked at generalisation
-
-    def application(self, callee, arg, env: dict):
-        f = self.shallow(self.infer(callee, env))
-        if type(f) is TVar:
-            param, result = self.fresh(), self.fresh()
-            self.unify(f, fn(param, result))
-        elif f.name == "->":
-            param, result = f.args
-        else:
-            raise CompileError(f"expected a function, found {Namer(self).show(f)}", callee.span)
-        name = _callee(callee)
-        origin = None
-        if type(callee) is c.Var and callee.kind == "global":     # a note at its definition
-            origin = (name, self.definitions[name], fn(param, result))
-        p = self.shallow(param)
-        if type(arg) is c.Tuple and type(p) is TCon and p.name == "*" and len(p.args) == len(arg.items):
-            for i, (item, t) in enumerate(zip(arg.items, p.args), 1):
-                self.check(item, t, env, f"argument {i} of {name}", origin)
-            arg.type = param
-        else:
-            self.check(arg, param, env, f"the argument of {name}", origin)
-        return result
 
     def primitive(self, op: str, args: list, env: dict):
         if op in ARITHMETIC or op == "neg":
@@ -543,6 +630,30 @@ class Inference(Inference):
         self.pending_equalities.append((t, left.span))
         return BOOL
 
+
+# %%
+type_of("(1 + 2 * 3, 1 < 2, !true, \"a\" == \"b\")")
+type_of("1 + (2 < 3)")
+
+# %% [markdown]
+# ### Conditionals
+#
+# ```text
+#  Γ ⊢ c : Bool   Γ ⊢ e1 : τ   Γ ⊢ e2 : τ             Γ ⊢ c : Bool   Γ ⊢ e : Unit
+# ─────────────────────────────────────── (If)       ──────────────────────────── (If without else)
+#  Γ ⊢ if (c) e1 else e2 : τ                           Γ ⊢ if (c) e : Unit
+# ```
+#
+# The condition is a `Bool`; without `else`, the branch must be `Unit`; with
+# it, the `else` branch must have the `then` branch's type, and the error,
+# if any, carries a note at the `then` branch. `a && b` and `a || b` are
+# `if`s in the core (`if (a) b else false`, `if (a) true else b`); the rule
+# is the same, and checking `b` against `Bool` directly gives the clearer
+# message.
+
+# %%
+#| export
+class Inference(Inference):
     def conditional(self, e: c.If, env: dict):
         self.check(e.cond, BOOL, env)
         if e.form == "if without else":
@@ -561,21 +672,42 @@ class Inference(Inference):
         self.check(e.orelse, t, env, origin=("the then branch", e.then.span, t))
         return t
 
-    def match(self, scrutinee, clauses: list, env: dict):
-        t = self.infer(scrutinee, env)
-        origin = ("the value matched", scrutinee.span, t)
-        if type(scrutinee) is c.Var and scrutinee.name.startswith("%"):    # a function's clauses
-            origin = ("the first pattern", clauses[0][0].span, t)
-        result, first = None, None
-        for pattern, body in clauses:
-            bound = self.pattern(pattern, t, {}, origin if pattern is not clauses[0][0] or
-                                 origin[0] == "the value matched" else None)
-            if result is None:
-                result, first = self.infer(body, {**env, **bound}), body
-            else:
-                self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
-        return result
 
+# %%
+type_of("if (1 < 2) \"yes\" else \"no\"")
+type_of("if (1 < 2) \"yes\" else 0")
+
+# %% [markdown]
+# ### Patterns and match
+#
+# A pattern does not have a type so much as *accept* one, and bind
+# variables: `⊢ p : τ ⇒ Γ'` reads "the pattern `p` matches values of type τ
+# and binds the variables Γ'".
+#
+# ```text
+# ──────────────────── (PVar)   ──────────────── (PWild)   ───────────────── (PInt)
+#  ⊢ x : τ ⇒ {x : τ}             ⊢ _ : τ ⇒ {}               ⊢ n : Int ⇒ {}
+#
+#  ⊢ p1 : τ1 ⇒ Γ1  …  ⊢ pn : τn ⇒ Γn                  C : ∀a. (σ1, …, σk) -> T<a>    ⊢ pi : σi[a := τ] ⇒ Γi
+# ─────────────────────────────────────── (PTuple)   ────────────────────────────────────────────────────── (PCon)
+#  ⊢ (p1, …, pn) : (τ1, …, τn) ⇒ Γ1 ∪ … ∪ Γn           ⊢ C(p1, …, pk) : T<τ> ⇒ Γ1 ∪ … ∪ Γk
+#
+#  Γ ⊢ e : τ    ⊢ pi : τ ⇒ Γi    Γ, Γi ⊢ ei : τ'   (for each clause i)
+# ──────────────────────────────────────────────────────────────────── (Match)
+#  Γ ⊢ match (e) { p1 -> e1; …; pn -> en } : τ'
+# ```
+#
+# `pattern` checks a pattern against the type of the value it matches and
+# collects its variables. `match` checks every pattern against the
+# scrutinee's type, and every body after the first against the first body's
+# type; a function written with clauses, `{ Cons(x, _) -> …; Nil -> … }`,
+# is a `match` on a parameter named `%…` in the core, and its errors then
+# point at the first pattern rather than at a scrutinee the programmer never
+# wrote.
+
+# %%
+#| export
+class Inference(Inference):
     def pattern(self, p, expected, bound: dict, origin: tuple | None = None) -> dict:
         """Check a pattern against the type of the value it matches; add its variables to bound."""
         p.type = expected
@@ -605,22 +737,283 @@ class Inference(Inference):
         return bound
 
 
+# %%
+#| export
+class Inference(Inference):
+    def match(self, scrutinee, clauses: list, env: dict):
+        t = self.infer(scrutinee, env)
+        origin = ("the value matched", scrutinee.span, t)
+        if type(scrutinee) is c.Var and scrutinee.name.startswith("%"):    # a function's clauses
+            origin = ("the first pattern", clauses[0][0].span, t)
+        result, first = None, None
+        for pattern, body in clauses:
+            bound = self.pattern(pattern, t, {}, origin if pattern is not clauses[0][0] or
+                                 origin[0] == "the value matched" else None)
+            if result is None:
+                result, first = self.infer(body, {**env, **bound}), body
+            else:
+                self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
+        return result
+
+
+# %%
+type_of("(1, true).{ (n, b) -> if (b) n + 1 else n }")
+type_of("(1, true).{ (0, b) -> b; (n, _) -> n }")
+
+# %% [markdown]
+# ### Functions and calls
+#
+# ```text
+#  Γ, x : τ1 ⊢ e : τ2                         Γ ⊢ f : τ1 -> τ2    Γ ⊢ e : τ1
+# ─────────────────────────── (Fun)          ──────────────────────────────── (App)
+#  Γ ⊢ { x -> e } : τ1 -> τ2                  Γ ⊢ f(e) : τ2
+# ```
+#
+# A function's parameter gets a fresh variable, τ1 of the rule, not
+# generalised: inside the body it has one type, which the body's uses
+# decide. (A function of several parameters takes one tuple in the core, and
+# a function with clauses a parameter that is then matched.)
+
+# %%
+#| export
+class Inference(Inference):
+    def function(self, param: str, body, env: dict):
+        v = self.fresh()
+        return fn(v, self.infer(body, {**env, param: (v, False)}))
+
+
+# %%
+type_of("{ x -> x + 1 }")
+type_of("{ (a, b) -> (b, a) }")
+
+# %% [markdown]
+# A call infers the function first. If its type is not yet known, it
+# becomes `a -> b` for fresh `a` and `b`; if it is known and is not a
+# function, the error says so at the callee. Then the argument is checked
+# against the parameter's type — component by component when both are
+# tuples, so that the message names the argument that is wrong — with a note
+# at the definition of the callee when it is a top-level function.
+
+# %%
+#| export
+class Inference(Inference):
+    def application(self, callee, arg, env: dict):
+        f = self.shallow(self.infer(callee, env))
+        if type(f) is TVar:
+            param, result = self.fresh(), self.fresh()
+            self.unify(f, fn(param, result))
+        elif f.name == "->":
+            param, result = f.args
+        else:
+            raise CompileError(f"expected a function, found {Namer(self).show(f)}", callee.span)
+        name = _callee(callee)
+        origin = None
+        if type(callee) is c.Var and callee.kind == "global":     # a note at its definition
+            origin = (name, self.definitions[name], fn(param, result))
+        p = self.shallow(param)
+        if type(arg) is c.Tuple and type(p) is TCon and p.name == "*" and len(p.args) == len(arg.items):
+            for i, (item, t) in enumerate(zip(arg.items, p.args), 1):
+                self.check(item, t, env, f"argument {i} of {name}", origin)
+            arg.type = param
+        else:
+            self.check(arg, param, env, f"the argument of {name}", origin)
+        return result
+
+
+# %%
+type_of("{ f -> f(1) }")
+type_of("{ (f, x) -> f(f(x)) }")
+type_of("{ x -> x(x) }")
+
+# %% [markdown]
+# The last is the occurs check at work: `x : a`, and the call makes
+# `a = a -> b`.
+
+# %% [markdown]
+# ### The partitions, drawn
+#
+# What does inference do to its union-find structure? `Recording` is an
+# `Inference` that names its variables `a`, `b`, `c`, … in the order it
+# creates them, and keeps a snapshot of the partitions before and after each
+# unification. `partitions` draws a snapshot as chapter 2 drew its forests
+# ([the union-find forests](02_union_find.ipynb)): one tree per partition,
+# its description on top — yellow while the partition is still unknown, green
+# once it stands for a type constructor — and its variables below it, in blue.
+
+# %%
+from lcompiler.drawing import Box, Picture
+
+
+class Recording(Inference):
+    """An Inference that names its variables and records the partitions around each unify."""
+
+    def __init__(self):
+        super().__init__()
+        self.variables, self.moments = [], []
+
+    def fresh(self) -> TVar:
+        v = super().fresh()
+        self.variables.append(v)
+        return v
+
+    def unify(self, a, b) -> None:
+        before, call = self.snapshot(), f"unify({self.label(a)}, {self.label(b)})"
+        super().unify(a, b)
+        self.moments.append((call, before, self.snapshot()))
+
+    def label(self, t) -> str:
+        """A variable by its own name, a constructor as it stands now."""
+        return chr(ord("a") + self.variables.index(t)) if type(t) is TVar else self.show(t)
+
+    def name(self, v: TVar) -> str:
+        p = self.uf.find(v)
+        return chr(ord("a") + next(i for i, w in enumerate(self.variables) if self.uf.find(w) is p))
+
+    def show(self, t) -> str:
+        x = self.shallow(t)
+        if type(x) is TVar:
+            return self.name(x)
+        if x.name == "->":
+            return f"{self.show(x.args[0])} -> {self.show(x.args[1])}"
+        return "(" + ", ".join(map(self.show, x.args)) + ")" if x.name == "*" else x.name
+
+    def snapshot(self) -> list:
+        """[(description, [names of its variables])], one per partition, in order of creation."""
+        groups = {}
+        for i, v in enumerate(self.variables):
+            groups.setdefault(self.uf.find(v), []).append(chr(ord("a") + i))
+        return [(self.describe(p), names) for p, names in groups.items()]
+
+    def describe(self, p) -> str:
+        known = self.uf.description(p)
+        if type(known) is TCon:
+            return "= " + self.show(known)
+        return f"unknown, level {known.level}"
+
+
+def partitions(snapshot: list) -> list:
+    return [Box(what, [Box(n, style="blue") for n in names], "yellow" if what.startswith("unknown") else "green")
+            for what, names in snapshot]
+
+
+# %% [markdown]
+# The program is the function `{ (f, x) -> f(f(x)) }`. Its parameter gets
+# `a`, which the pattern makes a pair `(b, c)`: `f : b`, `x : c`. The inner
+# call makes `b = d -> e` and unifies its parameter `d` with `x`'s `c`. The
+# outer call then passes the inner call's result, of type `e`, where `f`
+# takes a `d`: `unify(d, e)`, the last unification, drawn here before and
+# after. It merges two unknown partitions, and `b`'s description, which
+# names them, now reads `c -> c`: `f` must return what it takes.
+
+# %%
+recording = Recording()
+expression = check_names(Source("twice.l", "{ (f, x) -> f(f(x)) }")).items[0]
+whole = recording.infer(expression, {})
+for call, _, after in recording.moments:
+    print(f"{call:20}" + "  ".join("{" + ", ".join(names) + "} " + what for what, names in after))
+print("the type:", recording.show(whole))
+
+# %%
+call, before, after = recording.moments[-1]
+
+
+def in_words(snapshot: list) -> str:
+    return "; ".join(f"{', '.join(names)}: {what}" for what, names in snapshot)
+
+
+Picture([(f"before {call}", partitions(before)), (f"after {call}", partitions(after))],
+         edges="up", alt=f"The partitions of the type variables while inferring {{ (f, x) -> f(f(x)) }}. "
+                         f"Before {call}: {in_words(before)}. After: {in_words(after)}.")
+
+# %% [markdown]
+# A partition is named by its first variable: after the third
+# unification, `d` prints as `c`. The last one changed one thing, a union of
+# `{c, d}` with `{e}`, and every variable of the merged partition now finds
+# the same description. Nothing was rewritten in `a`'s or `b`'s description:
+# they still name the variables they named, and printing follows each to
+# its partition. That is why the function's type, read at the end, is
+# `(c -> c, c) -> c`, which `type_of` printed above as `(a -> a, a) -> a`.
+
+# %% [markdown]
+# ### Statements: var, :=, while, sequences, print, assert
+#
+# ```text
+#  Γ ⊢ e1 : τ1   Γ, x : τ1 ⊢ e2 : τ2           Γ(x) = τ   Γ ⊢ e : τ            Γ ⊢ c : Bool   Γ ⊢ e : τ
+# ───────────────────────────────── (Var)     ──────────────────── (Assign)   ───────────────────────── (While)
+#  Γ ⊢ var x := e1; e2 : τ2                     Γ ⊢ x := e : Unit               Γ ⊢ while (c) e : Unit
+#
+#  Γ ⊢ e1 : τ1   Γ ⊢ e2 : τ2          Γ ⊢ ei : τi (each i)                  Γ ⊢ c : Bool
+# ───────────────────────── (Seq)    ─────────────────────────── (Print)   ───────────────────── (Assert)
+#  Γ ⊢ e1; e2 : τ2                     Γ ⊢ print(e1, …, en) : Unit            Γ ⊢ assert(c) : Unit
+# ```
+#
+# A `var` is bound to its initial value's type, never generalised (see the
+# value restriction, next); an assignment must store a value of that type.
+# The statements that are done for their effect have type `Unit`; a
+# sequence has the type of its last expression, and the first may have any
+# type — its value is dropped.
+
+# %%
+#| export
+class Inference(Inference):
+    def statement(self, e, env: dict):
+        match e:
+            case c.LetVar(name, value, body):
+                return self.infer(body, {**env, name: (self.infer(value, env), False)})
+            case c.Assign(target, value):
+                target_type = self.variable(target, env)
+                target.type = target_type
+                self.check(value, target_type, env, f"the assignment to {target.name}")
+                return UNIT
+            case c.While(cond, body):
+                self.check(cond, BOOL, env)
+                self.infer(body, env)
+                return UNIT
+            case c.Seq(first, second):
+                self.infer(first, env)
+                return self.infer(second, env)
+            case c.Print(args):
+                for a in args:
+                    self.infer(a, env)
+                return UNIT
+            case c.Assert(cond):
+                self.check(cond, BOOL, env)
+                return UNIT
+        raise TypeError(f"not a core statement: {e!r}")
+
+
+# %%
+type_of("{ var n := 0; while (n < 3) { n := n + 1 }; n }")
+type_of("{ var n := 0; n := \"three\"; n }")
+
 # %% [markdown]
 # ## Let, generalisation, and the value restriction
 #
-# A `let` infers its right-hand side one level deeper, then generalises what
-# is left unknown at that level — if the right-hand side is a *syntactic
-# value*: a function, a literal, a variable, or a constructor or tuple of
-# values. Otherwise the type is used as it is, unknowns included, and the
-# first use that settles them settles them for every use.
+# ```text
+#  Γ ⊢ e1 : τ1    Γ, x : gen(Γ, e1, τ1) ⊢ e2 : τ2
+# ──────────────────────────────────────────────── (Let)
+#  Γ ⊢ let x = e1; e2 : τ2
+#
+#  gen(Γ, e1, τ1) = ∀a1…an. τ1   where a1 … an are the variables of τ1 not free in Γ,
+#                                 if e1 is a syntactic value
+#                 = τ1           otherwise
+# ```
+#
+# The only rule that makes a scheme. A `let` infers its right-hand side one
+# level deeper, then generalises what is left unknown at that level — the
+# variables "not free in Γ" of the rule, found by their levels rather than by
+# a walk over Γ — if the right-hand side is a *syntactic value*: a function,
+# a literal, a variable, or a constructor or tuple of values. Otherwise the
+# type is used as it is, unknowns included, and the first use that settles
+# them settles them for every use.
 #
 # Why the restriction? Because of mutable state. Imagine L had no
 # restriction, and this program:
 #
 # ```l
 # def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
-# def swap = make_cell()                    // swap : a -> List<b>?  suppose ∀a.
-# swap(Cons(1, Nil))                        // stores a List<Int>
+# def swap = make_cell()       // swap : List<_a> -> List<_a>; suppose it were ∀a. List<a> -> List<a>
+# swap(Cons(1, Nil))           // stores a List<Int>
 # swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
 # ```
 #
@@ -629,15 +1022,18 @@ class Inference(Inference):
 # the `List<Int>` the first call stored, as a list of strings — and the
 # program would add 1 to a string. The right-hand side `make_cell()` is a
 # call, not a syntactic value, so the restriction keeps `swap`'s type
-# *weak*: one type, not yet known, which the first call fixes at `List<Int>`
-# and the second call then contradicts — a type error, where it belongs. A
+# *weak*: `List<_a> -> List<_a>`, one type not yet known, which the first
+# call fixes at `List<Int>` and the second call then contradicts — a type
+# error, where it belongs (the program is run through inference below, in
+# "Inference at work"). A
 # `var` itself is never generalised, for the same reason. A function, on the
 # other hand, computes nothing until it is called, so its type is safe to
 # generalise; that is why every `def f(x) = …` is polymorphic.
 #
 # `let_bound` returns the pair (type, generalised?) that the environment
-# stores for the name. The equality requirements of `==` met inside the
-# right-hand side are settled here, just before generalisation.
+# stores for the name — `_infer`'s case for `let` adds it to the environment
+# of the body. The equality requirements of `==` met inside the right-hand
+# side are settled here, just before generalisation.
 
 # %%
 #| export
@@ -668,6 +1064,14 @@ class Inference(Inference):
                                    "(only those can be compared with == and !=)", span)
         self.pending_equalities = waiting
 
+
+# %% [markdown]
+# `id` is a value, generalised, and used at two types; a `let` of a call is
+# not, and its weak variable is fixed by its first use:
+
+# %%
+type_of("{ let id = { x -> x }; (id(1), id(true)) }")
+type_of("{ let f = { g -> g }({ x -> x }); (f(1), f(true)) }")
 
 # %% [markdown]
 # ## Data declarations
@@ -734,6 +1138,38 @@ class Inference(Inference):
 
 
 # %% [markdown]
+# With the constructors' types known, the last rule: a constructor is
+# applied to its fields like a function to its arguments, its scheme
+# instantiated afresh at each use.
+#
+# ```text
+#  C : ∀a1…an. (σ1, …, σk) -> T<a1, …, an>    Γ ⊢ ei : σi[a1 := τ1, …, an := τn]   (each i)
+# ───────────────────────────────────────────────────────────────────────────────────── (Con)
+#  Γ ⊢ C(e1, …, ek) : T<τ1, …, τn>
+# ```
+#
+# Each field is checked against its type, and an error carries a note at the
+# constructor's declaration, with the constructor's type.
+
+# %%
+#| export
+class Inference(Inference):
+    def construction(self, name: str, args: list, env: dict):
+        result, field_types = self.instantiate_constructor(name)
+        origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
+                                                     else field_types[0], result)) if args else None
+        for i, (arg, t) in enumerate(zip(args, field_types), 1):
+            self.check(arg, t, env, f"field {i} of {name}" if len(args) > 1 else f"the field of {name}",
+                       origin)
+        return result
+
+
+# %%
+type_of("data List<t> { Cons(t, List<t>); Nil }\nCons(1, Cons(2, Nil))")
+type_of("data List<t> { Cons(t, List<t>); Nil }\nCons(1, Cons(true, Nil))")
+
+
+# %% [markdown]
 # ## The top level: strongly connected components
 #
 # Top-level definitions may refer to each other in any order, and
@@ -779,6 +1215,14 @@ def references(e) -> set:
     return found
 
 
+# %% [markdown]
+# Tarjan's algorithm numbers the definitions in the order a depth-first walk
+# meets them (`index`), and keeps for each the lowest number it can reach
+# back to (`low`); a definition whose `low` is its own number closes a
+# component, which is everything above it on the stack.
+
+# %%
+#| export
 def strongly_connected(graph: dict) -> list[list]:
     """Tarjan's algorithm, iterative: the components of graph, dependencies first."""
     index, low, on_stack, stack, components = {}, {}, set(), [], []
@@ -814,6 +1258,14 @@ def strongly_connected(graph: dict) -> list[list]:
                             break
                     components.append(component[::-1])
     return components
+
+
+# %% [markdown]
+# On the graph of the `even`/`odd` program further down: `id` first, alone;
+# then `even` and `odd` together; then `both`, which uses them all.
+
+# %%
+strongly_connected({"id": [], "even": ["id", "odd"], "odd": ["even", "id"], "both": ["even", "id", "odd"]})
 
 
 # %% [markdown]
@@ -870,6 +1322,17 @@ class Inference(Inference):
         raise_errors(errors)
         return {name: t for name, (t, _) in self.globals.items()}
 
+
+# %% [markdown]
+# A component: its definitions get fresh variables one level deeper, so
+# that their recursive uses share them (monomorphic within the group); then
+# each right-hand side is checked against its variable; then, if all of them
+# are values, the group is generalised. `undone_on_error` is the rollback
+# the previous paragraph described.
+
+# %%
+#| export
+class Inference(Inference):
     def component(self, group: list) -> None:
         """Infer a group of definitions that refer to each other; generalise them if they are values."""
         self.level += 1
@@ -951,6 +1414,16 @@ def show_type(t, names: dict | None = None) -> str:
     raise TypeError(f"not a type: {t!r}")
 
 
+# %%
+show_type(fn(tuple_of([fn(TParam(0), TParam(1)), TCon("List", (TParam(0),))]), TCon("List", (TParam(1, False),))))
+
+# %% [markdown]
+# `resolve` follows a type through its variables to a `TCon`/`TParam` tree;
+# `resolve_all` does it for every node of the program, and `infer_program`
+# is the whole chapter in one call: infer, resolve, and return the schemes.
+
+# %%
+#| export
 class Inference(Inference):
     def resolve(self, t, cache: dict):
         x = self.shallow(t)
@@ -1086,6 +1559,23 @@ def id(x) = x
 def even(n) = if (n == 0) id(true) else odd(n - 1)
 def odd(n) = if (n == 0) id(false) else even(n - 1)
 def both = (even(id(10)), odd(3))
+""")
+
+# %% [markdown]
+# The `swap` of the value restriction: its definitions alone, then the
+# program that uses it at two types. `swap`'s type is weak, and the second
+# call is the error, with a note at `swap`, whose type the first call fixed:
+
+# %%
+swap = """\
+data List<t> { Cons(t, List<t>); Nil }
+def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
+def swap = make_cell()
+"""
+types_of(swap)
+types_of(swap + """\
+swap(Cons(1, Nil))
+swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
 """)
 
 # %% [markdown]
@@ -1260,7 +1750,7 @@ print(map({ x -> x * x }, Cons(1, Cons(2, Nil))), length(Cons("a", Nil)))
 # Inference visits each node once, and each unification costs the size of
 # the types it compares, with union-find's nearly constant finds; so on
 # ordinary programs, whose types stay small, it is linear in the size of the
-# program. `bench/infer_speed.py` measures it on generated programs of 1,000
+# program. `bench/infer_speed.py` measures it on generated programs of 1,562
 # to 100,000 definitions (each definition a few lines, using polymorphic
 # helpers at several types); on the machine that wrote this book,
 # `python bench/infer_speed.py` printed:
@@ -1290,9 +1780,11 @@ print(map({ x -> x * x }, Cons(1, Cons(2, Nil))), length(Cons("a", Nil)))
 # `dn`'s has 2ⁿ⁺¹. Hindley–
 # Milner typing is known to be exponential in the worst case, for exactly
 # this reason (Mairson 1990; Kfoury, Tiuryn and Urzyczyn 1990): the *printed*
-# type of a program of n lines can have 2ⁿ symbols. Our representation shares
-# the unified parts, so memory grows linearly here, but instantiating a
-# scheme copies the type it instantiates:
+# type of a program of n lines can have 2ⁿ symbols. Sharing does not save
+# us: unification shares the parts it makes equal, but each use of `d{i-1}`
+# in `d{i}` *instantiates* its scheme, and `instantiate` copies the type
+# node by node, shared parts included. The cell counts the type variables
+# inference creates, and the distinct nodes of `dn`'s type in memory:
 
 # %%
 import time
@@ -1304,15 +1796,40 @@ def doubling(n: int) -> str:
     return "\n".join(lines)
 
 
+def distinct_nodes(t) -> int:
+    seen, todo = set(), [t]
+    while todo:
+        x = todo.pop()
+        if id(x) not in seen:
+            seen.add(id(x))
+            todo.extend(x.args if isinstance(x, TCon) else ())
+    return len(seen)
+
+
+class Counting(Inference):
+    created = 0
+
+    def fresh(self) -> TVar:
+        Counting.created += 1
+        return super().fresh()
+
+
 for n in (3, 6, 9, 12):
-    program, typing = check_types(Source("doubling.l", doubling(n)))
-    shown = typing.show(f"d{n}")
-    print(f"n = {n:2}: the type of d{n} prints with {len(shown):6} characters: {shown[:40]}…")
+    Counting.created = 0
+    program = check_names(Source("doubling.l", doubling(n)))
+    inference = Counting()
+    t = inference.resolve(inference.program(program)[f"d{n}"], {})    # shares what inference shares
+    shown = show_type(t)
+    print(f"n = {n:2}: {Counting.created:3} variables; d{n}'s type has {distinct_nodes(t):5} distinct nodes "
+          f"and prints with {len(shown):6} characters: {shown[:30]}…")
 
 # %% [markdown]
-# The printed size doubles with each line of the program: 2ⁿ. (No real program
-# meets this; but it is why no compiler promises linear-time type inference
-# for ML, and why the benchmark above uses types of bounded size.)
+# The variables grow linearly, four per line, but the printed size doubles
+# with each line of the program, and so does the number of nodes of the type
+# that inference holds in memory: three lines more, eight times as many. (No
+# real program meets this; but it is why no compiler promises linear-time
+# type inference for ML, and why the benchmark above uses types of bounded
+# size.)
 #
 # ## What the tests check
 #
