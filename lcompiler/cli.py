@@ -278,7 +278,6 @@ def build_command(args) -> int:
     driver.build(source, output, optimiser=args.level > 0)
     return 0
 
-
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
     m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)

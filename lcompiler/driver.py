@@ -7,7 +7,7 @@ This chapter turns the module into machine code — a big one in parts,
 compiled in parallel — and runs it, four ways:
 """
 
-__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'split', 'declaration', 'target', 'object_code', 'cores', 'parts_for', 'machine_code', 'ToolchainError', 'runtime', 'c_compiler', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
+__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'definition_order', 'homes', 'contents', 'split', 'declaration', 'target', 'object_code', 'cores', 'parts_for', 'machine_code', 'ToolchainError', 'runtime', 'c_compiler', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
 
 
 # --- Machine code, in parts and in parallel ----------------------------
@@ -47,16 +47,10 @@ def copied(g) -> bool:
 def instructions(g) -> int:
     return sum(len(block.instructions) for block in g.blocks) if isinstance(g, ir.Function) else 1
 
-
-def split(module: ir.Module, parts: int) -> list[str]:
-    """The LLVM text of `parts` modules that together define what module defines."""
-    values = list(module.globals.values())
-    texts = {g.name: str(g) for g in values}
-    uses = {g.name: [r for r in dict.fromkeys(REFERENCE.findall(texts[g.name])) if r in texts and r != g.name]
-            for g in values if not declared(g)}
-    homed = {g.name: g for g in values if not declared(g) and not copied(g)}
+def definition_order(homed: dict, uses: dict) -> list:
+    """The homed names, each followed by the homed names it uses, first (depth first, in module order)."""
     order, seen = [], set()
-    for root in homed:                            # each definition followed by what it uses first
+    for root in homed:
         stack = [root]
         while stack:
             name = stack.pop()
@@ -64,11 +58,20 @@ def split(module: ir.Module, parts: int) -> list[str]:
                 seen.add(name)
                 order.append(name)
                 stack.extend(reversed([u for u in uses[name] if u in homed and u not in seen]))
+    return order
+
+
+def homes(order: list, homed: dict, parts: int) -> dict:
+    """name -> the part it is defined in: runs of the order, of about equal numbers of instructions."""
     total, running, home = sum(map(instructions, homed.values())), 0, {}
-    for name in order:                            # runs of about equal size
+    for name in order:
         home[name] = min(parts - 1, running * parts // max(total, 1))
         running += instructions(homed[name])
-    contents, exported = [], set()
+    return home
+
+def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
+    """The names each part needs, and the homed names used outside their home part."""
+    needs, exported = [], set()
     for part in range(parts):
         todo = [name for name, p in home.items() if p == part]
         has = set(todo)
@@ -81,13 +84,24 @@ def split(module: ir.Module, parts: int) -> list[str]:
                             exported.add(used)
                     elif used in uses:            # a copy: what it uses, it needs too
                         todo.append(used)
-        contents.append(has)
+        needs.append(has)
+    return needs, exported
+
+def split(module: ir.Module, parts: int) -> list[str]:
+    """The LLVM text of `parts` modules that together define what module defines."""
+    values = list(module.globals.values())
+    texts = {g.name: str(g) for g in values}
+    uses = {g.name: [r for r in dict.fromkeys(REFERENCE.findall(texts[g.name])) if r in texts and r != g.name]
+            for g in values if not declared(g)}
+    homed = {g.name: g for g in values if not declared(g) and not copied(g)}
+    home = homes(definition_order(homed, uses), homed, parts)
+    needs, exported = contents(home, uses, parts)
     for name in exported:                         # external linkage, defined once
         texts[name] = re.sub(r'^(define |@"[^"]*" = )(?:linkonce_odr |internal )', r"\1", texts[name], count=1)
     types = [t.get_declaration() for t in module.get_identified_types().values()]
     metadata = module._get_metadata_lines()
     result = []
-    for part, has in enumerate(contents):
+    for part, has in enumerate(needs):
         lines = [f'; ModuleID = "{module.name}, part {part + 1} of {parts}"'] + types
         for g in values:
             if declared(g):
@@ -106,6 +120,9 @@ def declaration(g, text: str) -> str:
         head = text.split("\n", 1)[0].removeprefix("define ")
         return "declare " + re.sub(r" !dbg !\d+", "", head)     # its scope (chapter 10) stays home
     return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
+
+
+# --- A split, drawn ----------------------------------------------------
 
 def target(executable: bool) -> llvm.TargetMachine:
     machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
@@ -133,7 +150,6 @@ def cores() -> int:
 def parts_for(module: ir.Module) -> int:
     size = sum(map(instructions, module.functions))
     return max(1, min(cores(), size // PART_SIZE))
-
 
 def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
                  parts: int | None = None) -> list[bytes]:
@@ -263,7 +279,6 @@ def run_in_child(main, timeout: float | None = None) -> Result:
         if status == -signal.SIGKILL and timeout is not None:
             stderr += f"stopped: the program ran longer than {timeout:g} s\n"
         return Result(out.read().decode(errors="replace"), stderr, status)
-
 
 def wait(pid: int, timeout: float | None) -> int:
     """The exit status of child pid; kill it after timeout seconds."""
@@ -408,6 +423,7 @@ class Repl:
         return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
+class Repl(Repl):
     def new_output(self, result: Result) -> str:
         """What this entry printed, and its error with line numbers counted from the entry."""
         def relocate(m):
@@ -430,7 +446,6 @@ class Repl:
             return self.new_output(result)
         *before, value = result.stdout[self.printed:].split("\n")[:-1] or [""]
         return "".join(line + "\n" for line in before) + f"{value} : {typing.show(self.NAME)}\n"
-
 
 def unfinished(text: str) -> bool:
     """Is text the beginning of a program, cut short (an error at its very end)?"""

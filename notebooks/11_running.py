@@ -28,6 +28,23 @@
 # - **one line at a time**, in `lc repl`, and one cell at a time with the
 #   `%%L` cell magic in a notebook.
 #
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 10](10_llvm.ipynb), the LLVM module, its optimisation
+# and the C runtime; the pipeline of stages of [chapter 4a](04a_syntax.ipynb)
+# (`lcompiler.pipeline`), with the optimiser of [chapter 9](09_shrink.ipynb)
+# or without; [chapter 5](05_types.ipynb)'s type schemes, which the REPL
+# prints; [chapter 1](01_addlang.ipynb)'s target machine, its child
+# processes and the command `lc`.
+#
+# **Builds:** the module `lcompiler.driver` — `split`, `machine_code`,
+# `jit`, `run_source`, `build`, `run_l` and the `%%L` magic, `Repl` — and
+# the commands `lc run` (now native), `lc build` and `lc repl`.
+# [Chapter 12](12_measuring.ipynb) measures what they produce.
+#
+# </div>
+#
 # What this chapter promises, in the module `lcompiler.driver` and the
 # commands of `lcompiler.cli`:
 #
@@ -53,21 +70,36 @@
 # Everything below starts from the same step: LLVM turns the back end's
 # module into machine code — verify, optimise at O2, select instructions,
 # allocate registers, emit an object file. For a small program that is a
-# few milliseconds. For a large one it is most of the compile time, and it
-# grows with the amount of IR: on the generated 10,000-line program of
-# chapter 12 (200,000 lines of IR), O2 takes about 10 s and code generation
-# another 8 to 10 s, on one core. LLVM itself compiles a module on one
-# thread, and llvmlite serialises its calls into LLVM with one lock, so
-# Python threads would not help.
-#
-# What does help is what C compilers get from `make -j`: compile separate
-# *parts* in separate processes. `split(module, parts)` cuts the module into
-# parts and `machine_code` compiles each part in a forked child (the last in
-# this process), all at the same time, and returns one object file per
-# part. A module is split only when it is big — two parts need at least
+# few milliseconds. For a large one it is a good share of the compile time,
+# and it grows with the amount of IR. [Chapter 12](12_measuring.ipynb)
+# times every stage of the compiler on generated programs of 1,250 to
+# 10,000 lines and records the medians in `bench/compile_speed.json`; its
+# "machine code" is this section's work (O2 and code generation, on the
+# parts the module was split into, in parallel):
+
+# %%
+import json
+from pathlib import Path
+
+speed = json.loads(Path("../bench/compile_speed.json").read_text())
+print(f"{speed['command']}: {speed['cores']} cores")
+print(f"{'lines':>6} {'parts':>6} {'machine code s':>15} {'all stages s':>13} {'share':>6}")
+for row in speed["rows"]:
+    total, machine = sum(row["seconds"].values()), row["seconds"]["machine code"]
+    print(f"{row['lines']:6} {row['parts']:6} {machine:15.2f} {total:13.2f} {machine / total:6.0%}")
+
+# %% [markdown]
+# LLVM itself compiles a module on one thread, and llvmlite serialises its
+# calls into LLVM with one lock, so Python threads would not help. What does
+# help is what C compilers get from `make -j`: compile separate *parts* in
+# separate processes. `split(module, parts)` cuts the module into parts and
+# `machine_code` compiles each part in a forked child (the last in this
+# process), all at the same time, and returns one object file per part. A
+# module is split only when it is big — two parts need at least
 # `2 × PART_SIZE` instructions — and into no more parts than there are
 # cores, so the programs of the book and the tests, all small, are still
-# compiled whole, in this process.
+# compiled whole, in this process. (The table's programs of 2,500 lines and
+# more were split in two, on a machine of two cores.)
 #
 # Splitting a module is not cutting its text in two. Every name a part
 # uses must be either defined in it or declared in it, and every name must
@@ -90,13 +122,20 @@
 # - **declared** — what the runtime defines (`lc_print_int`, `lc_hp`, …):
 #   declared in every part.
 #
+# <div class="admonition note">
+# <p class="admonition-title">Design note: declarations copied from the definition's text</p>
+#
 # A declaration carries the calling convention *and the attributes* of the
 # definition. Forgetting either is a silent miscompilation, not an error: a
 # call through a declaration without `fastcc` passes its arguments where the
 # callee does not look for them, and a call to a function declared without
 # `"no_callee_saved_registers"` assumes that the callee preserves `rbx` and
-# friends, which it does not. Taking the first line of the definition's
-# text, with `define` turned into `declare`, keeps both.
+# friends, which it does not. Building the declaration from llvmlite's
+# objects would mean listing what to carry over, and missing what a later
+# chapter adds; taking the first line of the definition's text, with
+# `define` turned into `declare`, keeps everything.
+#
+# </div>
 #
 # What a split costs: a call from one part to another cannot be inlined,
 # since LLVM sees only a declaration there — nor can a call through a
@@ -105,9 +144,10 @@
 # definitions taken in an order where each definition is followed by what
 # it uses first (a depth-first walk from each definition in module order):
 # a closure's code comes right after the function that makes the closure,
-# not at the end of the module where closure conversion put it. In the
-# generated program of chapter 12, split in two, two functions are called
-# across the cut.
+# not at the end of the module where closure conversion put it.
+#
+# First the three kinds, as predicates on llvmlite's globals, and the size
+# of a definition, counted in instructions:
 
 # %%
 #| export
@@ -147,15 +187,18 @@ def instructions(g) -> int:
     return sum(len(block.instructions) for block in g.blocks) if isinstance(g, ir.Function) else 1
 
 
-def split(module: ir.Module, parts: int) -> list[str]:
-    """The LLVM text of `parts` modules that together define what module defines."""
-    values = list(module.globals.values())
-    texts = {g.name: str(g) for g in values}
-    uses = {g.name: [r for r in dict.fromkeys(REFERENCE.findall(texts[g.name])) if r in texts and r != g.name]
-            for g in values if not declared(g)}
-    homed = {g.name: g for g in values if not declared(g) and not copied(g)}
+# %% [markdown]
+# Then where each homed definition lives. `definition_order` is the
+# depth-first walk that keeps a function and what it uses first together;
+# `homes` cuts that order into runs of about equal numbers of instructions,
+# one per part.
+
+# %%
+#| export
+def definition_order(homed: dict, uses: dict) -> list:
+    """The homed names, each followed by the homed names it uses, first (depth first, in module order)."""
     order, seen = [], set()
-    for root in homed:                            # each definition followed by what it uses first
+    for root in homed:
         stack = [root]
         while stack:
             name = stack.pop()
@@ -163,11 +206,28 @@ def split(module: ir.Module, parts: int) -> list[str]:
                 seen.add(name)
                 order.append(name)
                 stack.extend(reversed([u for u in uses[name] if u in homed and u not in seen]))
+    return order
+
+
+def homes(order: list, homed: dict, parts: int) -> dict:
+    """name -> the part it is defined in: runs of the order, of about equal numbers of instructions."""
     total, running, home = sum(map(instructions, homed.values())), 0, {}
-    for name in order:                            # runs of about equal size
+    for name in order:
         home[name] = min(parts - 1, running * parts // max(total, 1))
         running += instructions(homed[name])
-    contents, exported = [], set()
+    return home
+
+
+# %% [markdown]
+# What each part holds: its homed definitions, and everything they use,
+# transitively through the copies; a name used in a part that is not its
+# home is *exported*.
+
+# %%
+#| export
+def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
+    """The names each part needs, and the homed names used outside their home part."""
+    needs, exported = [], set()
     for part in range(parts):
         todo = [name for name, p in home.items() if p == part]
         has = set(todo)
@@ -180,13 +240,34 @@ def split(module: ir.Module, parts: int) -> list[str]:
                             exported.add(used)
                     elif used in uses:            # a copy: what it uses, it needs too
                         todo.append(used)
-        contents.append(has)
+        needs.append(has)
+    return needs, exported
+
+
+# %% [markdown]
+# `split` puts it together: the text of each global, what it uses (the
+# names in its text), the homes, the contents; exported names lose their
+# `linkonce_odr` or `internal`; then each part is written as a module of its
+# own — the types, every runtime declaration, its definitions, declarations
+# of what it uses from other parts, and the module's metadata.
+
+# %%
+#| export
+def split(module: ir.Module, parts: int) -> list[str]:
+    """The LLVM text of `parts` modules that together define what module defines."""
+    values = list(module.globals.values())
+    texts = {g.name: str(g) for g in values}
+    uses = {g.name: [r for r in dict.fromkeys(REFERENCE.findall(texts[g.name])) if r in texts and r != g.name]
+            for g in values if not declared(g)}
+    homed = {g.name: g for g in values if not declared(g) and not copied(g)}
+    home = homes(definition_order(homed, uses), homed, parts)
+    needs, exported = contents(home, uses, parts)
     for name in exported:                         # external linkage, defined once
         texts[name] = re.sub(r'^(define |@"[^"]*" = )(?:linkonce_odr |internal )', r"\1", texts[name], count=1)
     types = [t.get_declaration() for t in module.get_identified_types().values()]
     metadata = module._get_metadata_lines()
     result = []
-    for part, has in enumerate(contents):
+    for part, has in enumerate(needs):
         lines = [f'; ModuleID = "{module.name}, part {part + 1} of {parts}"'] + types
         for g in values:
             if declared(g):
@@ -205,6 +286,119 @@ def declaration(g, text: str) -> str:
         head = text.split("\n", 1)[0].removeprefix("define ")
         return "declare " + re.sub(r" !dbg !\d+", "", head)     # its scope (chapter 10) stays home
     return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
+
+
+# %% [markdown]
+# ### A split, drawn
+#
+# A small program split by force, to see the kinds at work: two recursive
+# functions (which the optimiser of [chapter 9](09_shrink.ipynb) does not
+# inline away), a function that prints their results, two statements. The
+# cell prints the definitions and declarations of each part (the first
+# line of each, cut at 90 characters), leaving out the runtime's
+# declarations, which every part has:
+
+# %%
+two = llvm_backend.to_llvm(Source("parts.l", """\
+def fact(n) = if (n < 2) 1 else n * fact(n - 1)
+def sum(n) = if (n == 0) 0 else n + sum(n - 1)
+def show(n) = print(fact(n), sum(n))
+show(5)
+print(sum(100))
+"""))
+runtime = {g.name for g in two.globals.values() if declared(g)}
+for text in split(two, 2):
+    print("\n".join(line[:90] for line in text.splitlines() if line.startswith(("define", "declare", "; Module", "@"))
+                    and not ((m := REFERENCE.search(line)) and m.group(1) in runtime)), "\n")
+
+# %% [markdown]
+# `show` is gone, inlined into the initialiser of the first statement,
+# `init.statement.2`. Part 1 holds `fact`, `sum`, the first statement,
+# `lc_program`, which runs the statements, and `lc_globals`; part 2 the
+# second statement, `main`, and the tables of call sites (chapter 10) with
+# their strings. The second statement calls `sum`: so `sum` is exported —
+# its definition in part 1 lost `linkonce_odr`, which `fact`, used only at
+# home, keeps — and part 2 declares it, with `fastcc` and the attribute.
+# The other way round, `lc_program` in part 1 calls the second statement's
+# initialiser, which part 1 declares; `main`, in part 2, calls
+# `lc_program`, which part 2 declares; `lc_globals` is declared `external`
+# in part 2. Both parts print an `Int`, so both have a copy of `print.Int`,
+# internal to each; the strings are copied only where they are used. The picture
+# reads the same from the parts' text: homed definitions in blue (exported
+# ones say so), copies in green, declarations of another part's names in
+# yellow, each with a dashed arrow to its home.
+
+# %%
+from lcompiler.drawing import Box, Picture
+
+DEFINES = re.compile(r'^(define [^@]*|declare [^@]*)?@"([^"]*)"( = (external )?)?')
+
+
+def part_boxes(module: ir.Module, texts: list) -> tuple[list, list, list]:
+    """Panels of the parts (homed, copied, declared names), the arrows from each declaration to its
+    home, and the picture's description."""
+    kinds, where = {g.name: g for g in module.globals.values()}, {}
+    found = []
+    for part, text in enumerate(texts):
+        homed, copies, declarations = [], [], []
+        for line in text.splitlines():
+            m = DEFINES.match(line)
+            if not m or (m.group(1) is None and m.group(3) is None) or declared(kinds[m.group(2)]):
+                continue
+            name = m.group(2)
+            if (m.group(1) or "").startswith("declare") or m.group(4):
+                declarations.append(name)
+            elif copied(kinds[name]):
+                copies.append(name)
+            else:
+                homed.append(name)
+                where[name] = part
+        found.append((homed, copies, declarations))
+    panels, arrows, words = [], [], []
+    for part, (homed, copies, declarations) in enumerate(found):
+        exported = {n for other in found for n in other[2]}
+        column = [Box(f"{n}, exported" if n in exported else n, style="blue", name=f"{n}@{part}") for n in homed]
+        strings = [n for n in copies if n.startswith("str.")]
+        column += [Box(n, style="green") for n in copies if n not in strings]
+        column += [Box(f"{len(strings)} strings, str.…", style="green")] if strings else []
+        column += [Box(f"declare {n}", style="yellow", name=f"declare {n}@{part}") for n in declarations]
+        arrows += [(f"declare {n}@{part}", f"{n}@{where[n]}") for n in declarations]
+        for upper, lower in zip(column, column[1:]):   # a column: each box above the next
+            upper.children.append(lower)
+        panels.append((f"part {part + 1} of {len(found)}", column[:1]))
+        words.append(f"part {part + 1}: defines {', '.join(homed)}; copies {', '.join(copies)}; "
+                     f"declares {', '.join(declarations) or 'nothing of the other parts'}")
+    return panels, arrows, ". ".join(words)
+
+
+panels, arrows, words = part_boxes(two, split(two, 2))
+Picture(panels, edges="none", arrows=arrows, alt=f"parts.l split in two. {words}.")
+
+# %% [markdown]
+# On a program of the size chapter 12 measures: its generated program of
+# 1,250 lines (`bench/compile_speed.py`'s `program`), its IR, and what a
+# split in two sends across the cut. The program is made of identical
+# blocks, so its IR grows in proportion, and the 10,000-line program of the
+# table has eight times as much. This one is just over `PART_SIZE`, and is
+# compiled whole (the table's first row); split in two by force, one
+# function is called across the cut:
+
+# %%
+import importlib.util
+
+spec = importlib.util.spec_from_file_location("compile_speed", "../bench/compile_speed.py")
+compile_speed = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compile_speed)
+generated = compile_speed.program(1250)
+module, _ = pipeline.compile_to("llvm", Source("generated.l", generated))
+size = sum(map(instructions, module.functions))
+print(f"{generated.count(chr(10))} lines of L, {str(module).count(chr(10))} lines of IR, {size} instructions "
+      f"({size // PART_SIZE} × PART_SIZE)")
+halves = split(module, 2)
+defined = [set(re.findall(r'^define [^@]*@"([^"]*)"', text, re.M)) for text in halves]
+for part, text in enumerate(halves):
+    called = sorted(set(re.findall(r'^declare [^@]*@"([^"]*)"', text, re.M)) & defined[1 - part])
+    print(f"part {part + 1} declares, of part {2 - part}'s functions: {', '.join(called) or 'none'}")
 
 # %% [markdown]
 # The parts are compiled by `object_code`: parse, verify, optimise (chapter
@@ -249,6 +443,14 @@ def parts_for(module: ir.Module) -> int:
     return max(1, min(cores(), size // PART_SIZE))
 
 
+# %% [markdown]
+# `machine_code` forks a child per part but the last, each of which
+# compiles its part and writes the object file to a temporary folder, or
+# its traceback beside it; the parent compiles the last part meanwhile,
+# waits, and reads the files back in order.
+
+# %%
+#| export
 def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
                  parts: int | None = None) -> list[bytes]:
     """Object files that together hold the module's machine code."""
@@ -285,23 +487,6 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
                 raise RuntimeError(f"compiling part {i + 1}: " + (error.read_text() if error.exists() else "crashed"))
             objects.append(Path(tmp, f"{i}.o").read_bytes())
         return objects + [last]
-
-# %% [markdown]
-# A small program split into three parts by force, to see the kinds at
-# work (the runtime's declarations left out). `twice` and `show` are homed
-# in part 1, and used by the initialisers of the two statements, homed in
-# part 2: so they are exported — their definitions lost `linkonce_odr` —
-# and part 2 declares them, with `fastcc` and the attribute. The other way
-# round, `lc_program` in part 1 calls the initialisers, which part 1
-# declares. Both parts print an `Int`, so both have a copy of `print.Int`,
-# internal to each. `main` is alone in part 3.
-
-# %%
-two = llvm_backend.to_llvm(Source("two.l", "def twice(n) = 2 * n\ndef show(n) = print(twice(n))\n"
-                                           "show(21)\nprint(twice(4))\n"))
-for text in split(two, 3):
-    print("\n".join(line for line in text.splitlines() if line.startswith(("define", "declare", "; Module"))
-                    and not (line.startswith("declare") and '@"lc_' in line)), "\n")
 
 # %% [markdown]
 # ## Just in time, in this process
@@ -440,6 +625,14 @@ def run_in_child(main, timeout: float | None = None) -> Result:
         return Result(out.read().decode(errors="replace"), stderr, status)
 
 
+# %% [markdown]
+# `wait` waits for the child, polling when there is a time limit, and kills
+# it when the limit is passed; `run_source` is the whole path, from source
+# to `Result`, with a compile error turned into a `Result` of status 1 as
+# `lc` would print it.
+
+# %%
+#| export
 def wait(pid: int, timeout: float | None) -> int:
     """The exit status of child pid; kill it after timeout seconds."""
     if timeout is None:
@@ -690,6 +883,17 @@ class Repl:
         return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
+
+# %% [markdown]
+# What an entry shows. The session's output so far is printed again at each
+# run, so `new_output` skips the first `printed` characters, and renumbers
+# the lines of a runtime error as lines of the entry. A definition is kept
+# only if it compiles and runs; an expression's value is the last line its
+# program printed, shown with the type of `it`.
+
+# %%
+#| export
+class Repl(Repl):
     def new_output(self, result: Result) -> str:
         """What this entry printed, and its error with line numbers counted from the entry."""
         def relocate(m):
@@ -714,6 +918,13 @@ class Repl:
         return "".join(line + "\n" for line in before) + f"{value} : {typing.show(self.NAME)}\n"
 
 
+# %% [markdown]
+# The loop: lines are gathered into an entry while `unfinished` says the
+# text so far is the beginning of a program cut short — the parser's error
+# is at its very end — and each complete entry goes to the session.
+
+# %%
+#| export
 def unfinished(text: str) -> bool:
     """Is text the beginning of a program, cut short (an error at its very end)?"""
     try:
@@ -809,6 +1020,14 @@ def build_command(args) -> int:
     return 0
 
 
+# %% [markdown]
+# `lc --help` lists the environment variables that `lc` and the programs it
+# compiles read (chapter 1's `ENVIRONMENT`); this chapter adds the
+# runtime's, with the stack's default read from chapter 10's C, and the
+# command `repl`.
+
+# %%
+#| export cli
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
     m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
@@ -999,5 +1218,10 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # 2. `run_in_child` reads the program's output only when it ends. Stream it
 #    to the notebook as it is written, so that a long-running cell shows its
 #    progress.
-# 3. `lc build` always optimises at O2. Add `-O0` and `-O1`, and compare the
-#    compile time and the speed of the benchmarks of chapter 12.
+# 3. `lc build -O0` leaves out chapter 9's optimiser, but LLVM still
+#    optimises at O2 (`machine_code`'s `level`). Pass the level on to LLVM
+#    too, and compare the compile time and the speed of the benchmarks of
+#    chapter 12 at O0, O1 and O2.
+# 4. Draw the split of `bench/compile_speed.py`'s 1,250-line program into
+#    two parts with `part_boxes`, showing only the names used across the
+#    cut. Which order of definitions would send fewer calls across it?
