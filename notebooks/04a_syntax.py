@@ -216,8 +216,8 @@ def raise_errors(errors: list) -> None:
 
 
 # %% [markdown]
-# Here is one error with a note — made by hand here, as chapter 5 will make
-# it — then two errors of the same text as a group, which come out in the
+# Here is one error with a note — made by hand here, as
+# [chapter 5](05_types.ipynb) will make it — then two errors of the same text as a group, which come out in the
 # order of the source whatever the order they were found in:
 
 # %%
@@ -1842,9 +1842,9 @@ class Parser(Parser):
 # `parse` (like `tokenize`) also pauses Python's cyclic garbage collector. Tokens, spans and
 # tree nodes never form reference cycles, so the collector has nothing to
 # find among them; but it does not know that, and as the tree grows it walks
-# all of it again and again. On a 100,000-line program that costs 40 % of the
-# parsing time and makes the time grow faster than the size (see the
-# measurements below). No other exception can come out of `parse`: the
+# all of it again and again. On large programs that costs a good part of
+# the parsing time, and makes the time grow faster than the size: the
+# measurements at the end of the chapter show how much. No other exception can come out of `parse`: the
 # fuzz tests of this chapter feed it random tokens and mangled programs to make
 # sure.
 
@@ -1897,6 +1897,25 @@ def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ())
     return program
 
 
+# %% [markdown]
+# A parenthesis costs the parser four frames (`expression`, `nud`,
+# `parenthesised`, `arguments`), so twenty thousand frames are some five
+# thousand levels of nesting. Two thousand levels parse; ten thousand are an
+# error at the parenthesis where the frames ran out, the 5,000th:
+
+# %%
+for depth in (2_000, 10_000):
+    try:
+        parse(Source("deep.l", "print(" + "(" * depth + "1" + ")" * depth + ")"))
+        print(f"{depth:>6} levels: parsed")
+    except CompileError as error:
+        line, col = error.span.source.line_col(error.span.start)
+        print(f"{depth:>6} levels: error at column {col} (the parenthesis number {col - 6}): {error.message}")
+
+# %% [markdown]
+# And the tree of the small function whose tokens we saw, as `dump` shows
+# it (this is what `lc show ast` prints):
+
 # %%
 print(dump(parse(sample)))
 
@@ -1906,9 +1925,10 @@ print(dump(parse(sample)))
 # The same tree, drawn with [chapter 1](01_addlang.ipynb)'s boxes: a box per
 # node, labelled with its class and its leaves (names, numbers, operators),
 # and an edge per child, labelled with the field that holds it when a node
-# has several. Definitions and other items are green, expressions blue,
-# patterns yellow; where a field holds a list, its elements hang from the
-# node in order.
+# has several. The program's items, `let` and `var` statements and clauses
+# are green, expressions blue, patterns yellow; where a field holds a list,
+# its elements hang from the node in order, numbered when there are
+# several.
 
 # %%
 from lcompiler.drawing import Box, Picture
@@ -1945,8 +1965,7 @@ Picture([("the syntax tree of sample.l", [ast_box(item) for item in parse(sample
             "of fact on 5, and a Call of print on Unary - of Int 1.")
 
 # %% [markdown]
-# Three things the picture shows that the text did not. There are no
-# parentheses in the tree: `fact(n - 1)` is a `Call` whose argument is the
+# Three things to see in the picture. There are no parentheses in the tree: `fact(n - 1)` is a `Call` whose argument is the
 # `Binary`, and the grouping is the shape. `-1` is a `Unary` applied to
 # the literal 1, not a negative literal: the lexer never makes negative
 # numbers, since whether a `-` is a sign or a subtraction is the parser's
@@ -2593,26 +2612,37 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # ## How fast, and how it scales
 #
 # `bench/parse_speed.py` generates programs of 12,500 to 100,000 lines made of
-# every kind of construct, and times `tokenize` and `parse` on them (the best
-# of several runs). On the machine that wrote this book (2 cores, CPython
-# 3.11) `python bench/parse_speed.py --repeat 5` printed:
-#
-# ```text
-#    lines    tokens   lex s  parse s   lines/s  parse ratio
-#    12480    122721    0.37     0.70     17726            -
-#    24984    245677    0.86     1.78     14070         2.52
-#    49992    491589    1.95     3.42     14609         1.93
-#    99984    983177    3.28     5.24     19092         1.53
-# ```
-#
-# About 15,000 to 19,000 lines — 150,000 tokens — per second. Timings on a
-# shared machine vary by a quarter from run to run, so single doublings
-# wander between 1.5 and 2.5; over the whole eightfold range the time grows
-# 7.5 to 9.5 times in repeated runs, and the time per line at 100,000 lines
-# is within that noise of the time per line at 12,500 (the script prints this
-# ratio last). Lexing and parsing are linear. Before `parse` paused the
-# garbage collector, the 100,000-line program took 9 s and the growth was
-# visibly faster than linear.
+# every kind of construct, times `tokenize` and `parse` on them (the best of
+# several runs), times `parse` once more with the garbage collector left
+# running, and writes what it measured to `bench/parse_speed.json`. The last
+# run on this book's machine (2 cores, CPython 3.11), read from that file:
+
+# %%
+import json
+
+SPEED = json.loads(Path("../bench/parse_speed.json").read_text())
+print(SPEED["command"], "—", SPEED["settings"]["clock"], "clock, best of", SPEED["settings"]["repeat"], "runs")
+print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>8} {'µs/token':>9} {'collecting s':>13}")
+for row in SPEED["sizes"]:
+    lines, tokens, whole, collecting = row["lines"], row["tokens"], row["parse s"], row["parse s, collector running"]
+    print(f"{lines:>8} {tokens:>9} {row['lex s']:>7.2f} {whole:>8.2f} {lines / whole:>8.0f} "
+          f"{1e6 * whole / tokens:>9.2f} {collecting:>13.2f}")
+first, last = SPEED["sizes"][0], SPEED["sizes"][-1]
+for name in ("parse s", "parse s, collector running"):
+    print(f"{name}: time per line, largest / smallest "
+          f"{(last[name] / last['lines']) / (first[name] / first['lines']):.2f} (1.00 is linear)")
+print(f"the collector's share of the largest parse: {1 - last['parse s'] / last['parse s, collector running']:.0%}")
+
+# %% [markdown]
+# About 18,000 to 19,000 lines per second — 5.4 to 5.6 µs per token — at
+# every size: the time per line of the largest program is 0.98 times that of
+# the smallest, so lexing and parsing are linear. Lexing is more than half of
+# the work (`parse s` includes it). With the garbage collector left running,
+# the largest program takes 8.14 s instead of 5.33 s: the collector would be
+# a third of the parse (34 %), for nothing, since there are no cycles to
+# find; and its time per line grows with the program (1.15 times from the
+# smallest to the largest), as it examines again and again a tree it cannot
+# know to be free of cycles.
 #
 # ## Exercises
 #
@@ -2624,3 +2654,12 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    does. Which mistakes then produce misleading follow-up errors?
 # 3. Make `print (x)` a warning instead of an error, and think about what a
 #    programmer who wrote `f (x)` most likely meant.
+# 4. Write the expressions' parser the other way: one method per rule of the
+#    grammar, `or` calling `and` … calling `unary` calling `postfix`, as
+#    the rules are written. Check it against `Parser.expression` on the
+#    corpus (`pretty` of both trees must agree), then time both with
+#    `bench/parse_speed.py`. Where does the difference come from?
+# 5. Draw the trace: turn the lines `Parser.say` prints into a picture of the
+#    calls of `expression`, one box per call labelled with its `min_bp` and
+#    what it returned, with `lcompiler.drawing`. What does the tree of calls
+#    have in common with the syntax tree it builds?
