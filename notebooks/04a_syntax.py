@@ -451,8 +451,9 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
 
 
 # %% [markdown]
-# A few decisions hide in there. The bracket stack is only advisory: a `)` without its `(` is not the lexer's problem, the parser
-# will say what it expected instead. And a lexical mistake does not stop the
+# A few decisions hide in there. The bracket stack is only advisory: a `)`
+# without its `(` is not the lexer's problem, the parser will say what it
+# expected instead. And a lexical mistake does not stop the
 # lexer: it records the error and carries on with something harmless in the
 # place of the mistake — nothing for a stray character, the number 0 for a
 # malformed number, a string running to the end of the line for an unclosed
@@ -1822,9 +1823,9 @@ class Parser(Parser):
 # ### The entry point, and the promise of no other exception
 #
 # `parse` tokenises and parses a whole program (or parses the tokens it is
-# given, with the lexical mistakes found making them). The parser is recursive, and
-# Python's default recursion limit (1000 frames) would stop it at a nesting
-# depth of about two hundred parentheses. CPython 3.11 runs Python-to-Python
+# given, with the lexical mistakes found making them). The parser is
+# recursive, and Python's default recursion limit (1000 frames) would stop it
+# at a nesting depth of about two hundred parentheses. CPython 3.11 runs Python-to-Python
 # calls without the C stack, so `parse` raises the limit while it works, to
 # twenty thousand frames more than are running when it starts: thousands of
 # levels of nesting, counted from `parse` itself, so that a program is too
@@ -1839,14 +1840,15 @@ class Parser(Parser):
 # of its line, and the parser then misses a bracket. So a syntax error is
 # left out when a lexical error comes before it in the same item.
 #
-# `parse` (like `tokenize`) also pauses Python's cyclic garbage collector. Tokens, spans and
-# tree nodes never form reference cycles, so the collector has nothing to
-# find among them; but it does not know that, and as the tree grows it walks
-# all of it again and again. On large programs that costs a good part of
-# the parsing time, and makes the time grow faster than the size: the
-# measurements at the end of the chapter show how much. No other exception can come out of `parse`: the
-# fuzz tests of this chapter feed it random tokens and mangled programs to make
-# sure.
+# `parse` (like `tokenize`) also pauses Python's cyclic garbage collector.
+# Tokens, spans and tree nodes never form reference cycles, so the collector
+# has nothing to find among them; but it does not know that, and as the tree
+# grows it walks all of it again and again. On large programs that costs a
+# good part of the parsing time, and makes the time grow faster than the
+# size: the measurements at the end of the chapter show how much.
+#
+# No other exception can come out of `parse`: the fuzz tests of this chapter
+# feed it random tokens and mangled programs to make sure.
 
 # %%
 #| export
@@ -1901,7 +1903,7 @@ def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ())
 # A parenthesis costs the parser four frames (`expression`, `nud`,
 # `parenthesised`, `arguments`), so twenty thousand frames are some five
 # thousand levels of nesting. Two thousand levels parse; ten thousand are an
-# error at the parenthesis where the frames ran out, the 5,000th:
+# error at the parenthesis where the frames ran out, close to the 5,000th:
 
 # %%
 for depth in (2_000, 10_000):
@@ -1965,8 +1967,9 @@ Picture([("the syntax tree of sample.l", [ast_box(item) for item in parse(sample
             "of fact on 5, and a Call of print on Unary - of Int 1.")
 
 # %% [markdown]
-# Three things to see in the picture. There are no parentheses in the tree: `fact(n - 1)` is a `Call` whose argument is the
-# `Binary`, and the grouping is the shape. `-1` is a `Unary` applied to
+# Three things to see in the picture. There are no parentheses in the tree:
+# `fact(n - 1)` is a `Call` whose argument is the `Binary`, and the grouping
+# is the shape. `-1` is a `Unary` applied to
 # the literal 1, not a negative literal: the lexer never makes negative
 # numbers, since whether a `-` is a sign or a subtraction is the parser's
 # question. And the patterns of a clause are a different kind of node from
@@ -2062,9 +2065,8 @@ def pretty_pattern(p) -> str:
 # Expressions are printed in two functions. `pretty_expr` writes the leaves
 # and the operations; where operands meet operators, `_operand` adds the
 # parentheses. Two callees need parentheses that binding powers do not give,
-# `(x.f)(…)` and `(C)(…)`, as said above. A unary operator followed by the
-# same operator gets a space (`- -x`), since `--x` would read the same but
-# looks like a typo.
+# `(x.f)(…)` and `(C)(…)`, as said above. A unary operator whose operand
+# starts with the same operator is written with a space, `- -x`.
 
 # %%
 #| export
@@ -2366,12 +2368,13 @@ type(get_lexer_by_name("l")).__name__
 # ## The pipeline, and the stages from the shell
 #
 # The compiler is a chain of stages, each handing its output to the next:
-# the tokens of this chapter go to the parser, the syntax tree to chapter
-# 4b's desugaring, and so on down to machine code. The chain is one list,
+# the tokens of this chapter go to the parser, the syntax tree to
+# [chapter 4b](04b_meaning.ipynb)'s desugaring, and so on down to machine code. The chain is one list,
 # `lcompiler.pipeline.STAGES`, and each chapter adds its own stage to it: a
 # name, a function from the previous stage's output to its own, and a way
-# to print that output. A stage may go anywhere in the list (chapter 9's
-# optimiser runs *before* chapter 8's closure conversion), and a stage
+# to print that output. A stage may go anywhere in the list
+# ([chapter 9](09_shrink.ipynb)'s optimiser runs *before*
+# [chapter 8](08_closure.ipynb)'s closure conversion), and a stage
 # marked as an optimisation is skipped when the optimiser is off.
 #
 # - `compile_to(NAME, source)` runs the stages from the source up to NAME
@@ -2589,8 +2592,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   must be accepted parses, and printing and parsing it again gives the same
 #   tree; every program that must be rejected is rejected at the line and
 #   column its first line names — its first error, the first in the
-#   source (by this chapter for mistakes of syntax, by chapter 4b for
-#   mistakes of names);
+#   source (by this chapter for mistakes of syntax, by
+#   [chapter 4b](04b_meaning.ipynb) for mistakes of names);
 # - random syntax trees generated by Hypothesis print to text that parses
 #   back to the same tree;
 # - random sequences of tokens, and random byte-level mutations of corpus
