@@ -40,7 +40,6 @@ class Unit:
     notes: dict = field(default_factory=dict)
     errors: list = field(default_factory=list)   # mistakes a stage went on after, for a later one to report
 
-
 STAGES: list[Stage] = []
 
 
@@ -58,7 +57,6 @@ def stage(name: str, show: Callable = str, before: str | None = None, optimisati
             STAGES.insert(known.index(before) if before in known else len(STAGES), new)
         return run
     return register
-
 
 def compile_to(name: str | None, source: Source, optimise: bool = True):
     """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""

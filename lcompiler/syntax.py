@@ -11,7 +11,7 @@ Every node of the tree remembers where in the text it came from, so that
 every error — here and in every later stage — can point at it.
 """
 
-__all__ = ['Sep', 'Token', 'KEYWORDS', 'OPERATORS', 'MAX_INT', 'ESCAPES', 'collector_paused', 'tokenize', 'SEP_MARK', 'show_tokens', 'Int', 'Str', 'Unit', 'Var', 'Wildcard', 'Con', 'Tuple', 'Call', 'Dot', 'DotMatch', 'Unary', 'Binary', 'If', 'Match', 'While', 'Assign', 'Block', 'Function', 'Clause', 'PVar', 'PWild', 'PInt', 'PUnit', 'PTuple', 'PCon', 'Let', 'VarDecl', 'TName', 'TVar', 'TTuple', 'TFun', 'Field', 'Constructor', 'Data', 'Def', 'Program', 'dump', 'BINARY', 'PREFIX_BP', 'POSTFIX_BP', 'ASSIGN_BP', 'Parser', 'to_pattern', 'BRACKETS', 'STARTERS', 'NESTING_LIMIT', 'stack_depth', 'recursion_limit', 'parse', 'pretty_pattern', 'pretty_expr', 'pretty_statement', 'pretty_type', 'pretty']
+__all__ = ['Sep', 'Token', 'KEYWORDS', 'OPERATORS', 'MAX_INT', 'ESCAPES', 'collector_paused', 'tokenize', 'SEP_MARK', 'show_tokens', 'Int', 'Str', 'Unit', 'Var', 'Wildcard', 'Con', 'Tuple', 'Call', 'Dot', 'DotMatch', 'Unary', 'Binary', 'If', 'Match', 'While', 'Assign', 'Block', 'Function', 'Clause', 'PVar', 'PWild', 'PInt', 'PUnit', 'PTuple', 'PCon', 'Let', 'VarDecl', 'TName', 'TVar', 'TTuple', 'TFun', 'Field', 'Constructor', 'Data', 'Def', 'Program', 'dump', 'BINARY', 'PREFIX_BP', 'POSTFIX_BP', 'ASSIGN_BP', 'Parser', 'grouped', 'to_pattern', 'BRACKETS', 'STARTERS', 'NESTING_LIMIT', 'stack_depth', 'recursion_limit', 'parse', 'pretty_pattern', 'pretty_expr', 'pretty_statement', 'pretty_type', 'pretty']
 
 
 # --- Separation --------------------------------------------------------
@@ -70,7 +70,6 @@ _LEXEME = re.compile("|".join([
     r"(?P<bad>.)",
 ]))
 
-
 def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
@@ -89,6 +88,25 @@ def _decode_string(text: str, span: Span, errors: list) -> str:
             i += 1
     return "".join(out)
 
+def _int_value(lexeme: str, span: Span, errors: list) -> int:
+    """The value of an int lexeme; or 0, after adding what is wrong with it to errors."""
+    if not lexeme.isdigit():
+        errors.append(CompileError(f"{lexeme} is not a number (a number is made of digits only)", span))
+    elif len(lexeme) > 1 and lexeme[0] == "0":
+        errors.append(CompileError("a number cannot start with 0", span))
+    elif int(lexeme) > MAX_INT:
+        errors.append(CompileError("this number does not fit in a 64-bit integer", span))
+    else:
+        return int(lexeme)
+    return 0
+
+
+def _unclosed_string(source: Source, span: Span, errors: list) -> tuple[str, Span]:
+    """The lexeme and span of a string opened at span and not closed: to the end of its line."""
+    errors.append(CompileError("this string is not closed on its line", span))
+    end = source.text.find("\n", span.end)
+    span = Span(source, span.start, len(source.text) if end < 0 else end)
+    return source.text[span.start:span.end], span
 
 @contextmanager
 def collector_paused():
@@ -111,7 +129,6 @@ def tokenize(source: Source, errors: list | None = None) -> list[Token]:
     if errors is None:
         raise_errors(found)
     return tokens
-
 
 def _tokenize(source: Source, errors: list) -> list[Token]:
     """The tokens of a source; its lexical mistakes are added to errors, and lexing goes on."""
@@ -146,21 +163,10 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
             continue
         value = None
         if kind == "open_string":     # a string to the end of the line
-            errors.append(CompileError("this string is not closed on its line", span))
-            end = text.find("\n", pos)
-            pos = len(text) if end < 0 else end
-            kind, lexeme, value = "string", text[span.start:pos], ""
-            span = Span(source, span.start, pos)
+            lexeme, span = _unclosed_string(source, span, errors)
+            kind, value, pos = "string", "", span.end
         elif kind == "int":
-            value = 0
-            if not lexeme.isdigit():
-                errors.append(CompileError(f"{lexeme} is not a number (a number is made of digits only)", span))
-            elif len(lexeme) > 1 and lexeme[0] == "0":
-                errors.append(CompileError("a number cannot start with 0", span))
-            elif int(lexeme) > MAX_INT:
-                errors.append(CompileError("this number does not fit in a 64-bit integer", span))
-            else:
-                value = int(lexeme)
+            value = _int_value(lexeme, span, errors)
         elif kind == "string":
             value = _decode_string(lexeme, span, errors)
         elif kind == "name":
@@ -244,7 +250,6 @@ class Tuple:                   # (e1, …, en), n ≥ 2
     items: list
     span: Span = _span()
 
-
 @dataclass(slots=True)
 class Call:                    # f(e1, …, en), f{ … }
     fn: object
@@ -281,7 +286,6 @@ class Binary:                  # e1 op e2, including && and ||
     right: object
     span: Span = _span()
 
-
 @dataclass(slots=True)
 class If:                      # if (c) e1 else e2; orelse None without else
     cond: object
@@ -309,7 +313,6 @@ class Assign:                  # x := e
     target: Var
     value: object
     span: Span = _span()
-
 
 @dataclass(slots=True)
 class Block:                   # { s1 … sn }
@@ -371,7 +374,6 @@ class PCon:                    # C, or C(p1, …, pn)
     span: Span = _span()
     type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
-
 @dataclass(slots=True)
 class Let:                     # let p = e
     pattern: object
@@ -384,7 +386,6 @@ class VarDecl:                 # var x := e
     name: Var
     value: object
     span: Span = _span()
-
 
 @dataclass(slots=True)
 class TName:                   # Int, List<a>
@@ -410,7 +411,6 @@ class TFun:                    # a -> b
     arg: object
     result: object
     span: Span = _span()
-
 
 @dataclass(slots=True)
 class Field:                   # [name :] type
@@ -543,43 +543,9 @@ class Parser:
 # --- Expressions -------------------------------------------------------
 
 class Parser(Parser):
-    def expression(self, min_bp: int = 0):
-        if self.trace:
-            print(f"{'│ ' * self.depth}expression({min_bp})")
-        self.depth += 1
-        left = self.nud()
-        while True:
-            t = self.peek()
-            if t.kind in ("(", "{") and t.before == Sep.STUCK and POSTFIX_BP > min_bp:
-                left = self.call(left)
-            elif t.kind == "." and t.before < Sep.EXPLICIT and POSTFIX_BP > min_bp:
-                left = self.dot(left)
-            elif t.kind in BINARY and t.before <= Sep.WHITESPACE and BINARY[t.kind] > min_bp:
-                op = self.advance()
-                if self.trace:
-                    print(f"{'│ ' * self.depth}led {op.kind!r} ({BINARY[op.kind]} > {min_bp})")
-                right = self.expression(BINARY[op.kind])
-                left = Binary(op.kind, left, right, left.span.to(right.span))
-            elif t.kind == ":=" and t.before <= Sep.WHITESPACE and ASSIGN_BP > min_bp:
-                if not isinstance(left, Var):
-                    self.error("only a variable can be assigned with :=", t)
-                self.advance()
-                value = self.expression(ASSIGN_BP - 1)
-                left = Assign(left, value, left.span.to(value.span))
-            elif t.kind in ("(", "{") and t.before == Sep.WHITESPACE:
-                self.error(f"a call needs its {t.kind} stuck to the function: "
-                           f"write f{t.kind}…, not f {t.kind}…", t)
-            else:
-                break
-        self.depth -= 1
-        if self.trace:
-            print(f"{'│ ' * self.depth}→ {pretty_expr(left)}")
-        return left
-
     def nud(self):
+        """The grammar's rules nud and unary: what a token means at the start of an expression."""
         t = self.advance()
-        if self.trace:
-            print(f"{'│ ' * self.depth}nud {t.text or t.kind}")
         kind = t.kind
         if kind == "int":
             return Int(t.value, t.span)
@@ -621,8 +587,105 @@ class Parser(Parser):
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
 
+def grouped(e) -> str:
+    """An expression as L text with every operation in parentheses: how it is grouped."""
+    match e:
+        case Binary(op, left, right):
+            return f"({grouped(left)} {op} {grouped(right)})"
+        case Unary(op, operand):
+            return f"({op}{grouped(operand)})"
+        case Assign(target, value):
+            return f"({target.name} := {grouped(value)})"
+        case Call(fn, args) if not any(isinstance(a, (Block, Function)) for a in args):
+            callee = grouped(fn)
+            if isinstance(fn, (Con, Dot)) and fn.args is None:    # (x.f)(y) is not x.f(y)
+                callee = f"({callee})"
+            return callee + "(" + ", ".join(map(grouped, args)) + ")"
+        case Dot(receiver, name, args) if args is None or not any(isinstance(a, (Block, Function)) for a in args):
+            text = f"{grouped(receiver)}.{name.name}"
+            return text if args is None else text + "(" + ", ".join(map(grouped, args)) + ")"
+        case Var(name):
+            return name
+        case Int(value):
+            return str(value)
+    return pretty_expr(e)     # the other forms, written by the printer (below)
+
+
+class Parser(Parser):
+    def say(self, event: str, left=None, verb: str = "left =") -> None:
+        """One line of the trace, indented by depth; the expression so far on the right."""
+        line = "│ " * self.depth + event
+        print(line if left is None else f"{line:<40} {verb} {grouped(left)}")
+
+    def traced_nud(self):
+        """nud, saying so: on one line for a token that is a whole expression."""
+        t = self.peek()
+        leaf = t.kind in ("int", "string", "name", "_")
+        if not leaf:
+            self.say(f"nud {t.text}")
+        left = self.nud()
+        self.say(f"nud {t.text}" if leaf else "", left)
+        return left
+
+    def stopped_at(self, t: Token, min_bp: int) -> str:
+        """Why the Pratt loop stops before t, for the trace."""
+        power = BINARY.get(t.kind, ASSIGN_BP if t.kind == ":=" else None)
+        if t.kind == "eof":
+            return "next: the end"
+        if power is not None and t.before >= Sep.NEWLINE:
+            return f"next {t.kind!r}, on a new line"
+        if power is not None:
+            return f"next {t.kind!r} ({power} > {min_bp}? no)"
+        return f"next {t.text!r}, not an operator"
+
+class Parser(Parser):
+    def expression(self, min_bp: int = 0):
+        """The grammar's rules expression, or, and, equality, comparison, sum, product and
+        postfix: the Pratt loop."""
+        if self.trace:
+            self.say(f"expression({min_bp})")
+        self.depth += 1
+        left = self.traced_nud() if self.trace else self.nud()
+        while True:
+            t = self.peek()
+            if t.kind in ("(", "{") and t.before == Sep.STUCK and POSTFIX_BP > min_bp:
+                if self.trace:
+                    self.say(f"next {t.kind!r} stuck ({POSTFIX_BP} > {min_bp}): call")
+                left = self.call(left)
+            elif t.kind == "." and t.before < Sep.EXPLICIT and POSTFIX_BP > min_bp:
+                if self.trace:
+                    self.say(f"next '.' ({POSTFIX_BP} > {min_bp}): dot")
+                left = self.dot(left)
+            elif t.kind in BINARY and t.before <= Sep.WHITESPACE and BINARY[t.kind] > min_bp:
+                op = self.advance()
+                if self.trace:
+                    self.say(f"next {op.kind!r} ({BINARY[op.kind]} > {min_bp}): led, right side:")
+                right = self.expression(BINARY[op.kind])
+                left = Binary(op.kind, left, right, left.span.to(right.span))
+            elif t.kind == ":=" and t.before <= Sep.WHITESPACE and ASSIGN_BP > min_bp:
+                if not isinstance(left, Var):
+                    self.error("only a variable can be assigned with :=", t)
+                self.advance()
+                if self.trace:
+                    self.say(f"next ':=' ({ASSIGN_BP} > {min_bp}): assignment, right side:")
+                value = self.expression(ASSIGN_BP - 1)
+                left = Assign(left, value, left.span.to(value.span))
+            elif t.kind in ("(", "{") and t.before == Sep.WHITESPACE:
+                self.error(f"a call needs its {t.kind} stuck to the function: "
+                           f"write f{t.kind}…, not f {t.kind}…", t)
+            else:
+                break
+            if self.trace:
+                self.say("", left)
+        if self.trace:
+            self.say(self.stopped_at(t, min_bp), left, "return")
+        self.depth -= 1
+        return left
+
+class Parser(Parser):
     def arguments(self, open_: Token) -> list:
-        """e1, …, en up to the ')' matching open_ (already consumed)."""
+        """e1, …, en up to the ')' matching open_ (already consumed): the inside of the rules
+        call, constructor_use and parenthesised."""
         args = []
         if self.at(")"):
             self.advance()
@@ -636,11 +699,13 @@ class Parser(Parser):
             return args
 
     def call(self, fn):
+        """The grammar's rule call: f(…) or f{…}, the token after f stuck to it."""
         t = self.advance()
         args = self.arguments(t) if t.kind == "(" else [self.braces(t)]
         return Call(fn, args, fn.span.to(self.tokens[self.pos - 1].span))
 
     def dot(self, receiver):
+        """The grammar's rule dot: e.f, e.f(…), e.f{…} or e.{ clauses }."""
         dot = self.advance()
         after = self.peek()
         if dot.after != Sep.STUCK:
@@ -657,7 +722,9 @@ class Parser(Parser):
         return Dot(receiver, Var(name.text, name.span), args,
                    receiver.span.to(self.tokens[self.pos - 1].span))
 
+class Parser(Parser):
     def constructor(self, t: Token):
+        """The grammar's rule constructor_use: C, C(e1, …, en) or C{…}."""
         if self.at("(") and self.peek().before == Sep.STUCK:
             open_ = self.advance()
             args = self.arguments(open_)
@@ -669,6 +736,7 @@ class Parser(Parser):
         return Con(t.text, None, t.span)
 
     def parenthesised(self, open_: Token):
+        """The grammar's rule parenthesised: (), (e) or (e1, …, en)."""
         items = self.arguments(open_)
         span = self.span_from(open_)
         if not items:
@@ -683,6 +751,7 @@ class Parser(Parser):
         return self.parenthesised(open_)
 
     def if_(self, t: Token):
+        """The grammar's rule if."""
         cond = self.condition("if")
         then = self.expression()
         orelse = None
@@ -716,10 +785,10 @@ def to_pattern(e):
     raise CompileError("this is not a pattern: a pattern is a name, _, a number, (), "
                        "a tuple of patterns or a constructor applied to patterns", e.span)
 
-
 class Parser(Parser):
     def braces(self, open_: Token):
-        """A block or a function; open_ is the '{', already consumed."""
+        """The grammar's rules braces and block: a block or a function; open_ is the '{',
+        already consumed."""
         if self.at("}"):
             self.error("{} is empty: the unit value is written ()", open_)
         first = self.statement()
@@ -755,14 +824,17 @@ class Parser(Parser):
             self.error("else without an if before it", t)
         self.error(f"expected a new line or ';' before {_describe(t)}", t)
 
+class Parser(Parser):
     def clause_block(self, what: str) -> list:
+        """The '{' clauses '}' of match."""
         open_ = self.expect("{", f" after the condition of '{what}'")
         return self.clauses(open_, f"'{what}'")
 
     pending = None    # the first pattern of the next clause, already read as a statement
 
     def clauses(self, open_: Token, what: str, first=None) -> list:
-        """Clauses up to the '}' that closes open_; first, an already parsed first pattern."""
+        """The grammar's rule clauses, up to the '}' that closes open_; first, an already parsed
+        first pattern."""
         clauses = []
         while True:
             if first is None:
@@ -778,6 +850,7 @@ class Parser(Parser):
                 return clauses
 
     def clause(self, first, what: str, open_: Token) -> Clause:
+        """The grammar's rule clause, whose first pattern, first, is already read as an expression."""
         patterns = [to_pattern(first)]
         while self.at(","):
             self.advance()
@@ -804,8 +877,8 @@ class Parser(Parser):
         return Clause(patterns, body, first.span.to(body[-1].span))
 
 class Parser(Parser):
-    # -- statements ---------------------------------------------------------
     def statement(self):
+        """The grammar's rule statement."""
         t = self.peek()
         if t.kind == "let":
             self.advance()
@@ -845,6 +918,7 @@ class Parser(Parser):
         return Program(items, start.span.to(self.peek().span))
 
     def item(self):
+        """The grammar's rule item."""
         t = self.peek()
         if t.kind == "def":
             return self.definition()
@@ -859,7 +933,9 @@ class Parser(Parser):
             self.error(f"unexpected '{self.peek().kind}' at the top level (a function needs braces: {{ p -> … }})")
         return s
 
+class Parser(Parser):
     def definition(self) -> Def:
+        """The grammar's rule definition."""
         t = self.advance()
         name = self.expect("name", " after 'def'")
         params = None
@@ -872,7 +948,9 @@ class Parser(Parser):
         value = self.expression()
         return Def(Var(name.text, name.span), params, value, t.span.to(value.span))
 
+class Parser(Parser):
     def data(self) -> Data:
+        """The grammar's rules data and constructor."""
         t = self.advance()
         name = self.expect("Name", " after 'data'")
         params = []
@@ -907,6 +985,7 @@ class Parser(Parser):
         return Data(name.text, params, constructors, False, self.span_from(t))
 
     def fields(self, open_: Token) -> list:
+        """The grammar's rules fields and field, up to the ')' that closes open_."""
         out = []
         if self.at(")"):
             self.advance()
@@ -924,7 +1003,9 @@ class Parser(Parser):
         self.expect(")", " to close the fields", open_)
         return out
 
+class Parser(Parser):
     def type_(self):
+        """The grammar's rule type."""
         arg = self.type_atom()
         if self.at("->"):
             self.advance()
@@ -933,6 +1014,7 @@ class Parser(Parser):
         return arg
 
     def type_atom(self):
+        """The grammar's rule type_atom."""
         t = self.advance()
         if t.kind == "name":
             return TVar(t.text, t.span)
@@ -1012,7 +1094,6 @@ def recursion_limit(limit: int):
     finally:
         sys.setrecursionlimit(old)
 
-
 def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
     """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
     tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
@@ -1053,8 +1134,8 @@ def _operand(e, min_bp: int) -> str:
 def _string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
-
 def pretty_pattern(p) -> str:
+    """A pattern as L text."""
     match p:
         case PVar(name):
             return name
@@ -1071,7 +1152,6 @@ def pretty_pattern(p) -> str:
         case PCon(name, args):
             return f"{name}(" + ", ".join(map(pretty_pattern, args)) + ")"
     raise TypeError(f"not a pattern: {p!r}")
-
 
 def _args(args: list) -> str:
     if len(args) == 1 and isinstance(args[0], (Block, Function)):
@@ -1112,6 +1192,11 @@ def pretty_expr(e, indent: int = 0) -> str:
         case Binary(op, left, right):
             bp = BINARY[op]
             return f"{_operand(left, bp - 1)} {op} {_operand(right, bp)}"
+    return _pretty_control(e, indent)
+
+def _pretty_control(e, indent: int) -> str:
+    """An if, while, :=, match, block or function as L text."""
+    match e:
         case If(cond, then, orelse):
             head = f"if ({pretty_expr(cond, indent)}) "
             # a then-branch that extends as far as it can (if, while, :=) could swallow the else
@@ -1132,7 +1217,6 @@ def pretty_expr(e, indent: int = 0) -> str:
         case Function(clauses):
             return _clauses(clauses, indent)
     raise TypeError(f"not an expression: {e!r}")
-
 
 def _clause(c: Clause, indent: int) -> list[str]:
     """A clause as statements: its first line holds the patterns and arrows."""
@@ -1163,7 +1247,6 @@ def pretty_statement(s, indent: int = 0) -> str:
         case VarDecl(name, value):
             return f"var {name.name} := " + pretty_expr(value, indent)
     return pretty_expr(s, indent)
-
 
 def pretty_type(t) -> str:
     match t:

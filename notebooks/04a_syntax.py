@@ -21,14 +21,33 @@
 # subtraction from the separations alone; a printer writes the tree back as L.
 # Every node of the tree remembers where in the text it came from, so that
 # every error — here and in every later stage — can point at it.
+
+# %% [markdown]
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 1](01_addlang.ipynb): named source text (`Source`,
+# `Span`), located errors (`CompileError`), the `lc` command and the drawings
+# (`lcompiler.drawing`).
+#
+# **Builds:** the module `lcompiler.syntax` — the lexer `tokenize`, the syntax
+# tree, the parser `parse`, the printer `pretty` and `dump`; notes and several
+# errors per run in `lcompiler.errors`; the pipeline of stages
+# (`lcompiler.pipeline`) with its first two stages, `tokens` and `ast`; the
+# command `lc show`; and a Pygments lexer for L (`lcompiler.highlight`).
+# [Chapter 4b](04b_meaning.ipynb) takes the tree from here.
+#
+# </div>
 #
 # This is the first of two halves of chapter 4. The second,
 # [4b](04b_meaning.ipynb), removes the syntactic sugar, checks names, and gives
 # L programs their meaning with a reference interpreter. The language itself is
-# described for readers in [the language reference](../language.md); the exact
-# contract the compiler meets is the project's `L-LANGUAGE.md`. The design of
-# the lexer follows l-lang, the original L compiler (seed 000): separation is
-# what makes L's C-like surface work without semicolons.
+# described for readers in [the language reference](../language.md), whose
+# [grammar](../language.md#grammar) this chapter implements a group of rules at
+# a time; the exact contract the compiler meets is the project's
+# `L-LANGUAGE.md`. The design of the lexer follows l-lang, the original L
+# compiler (seed 000): separation is what makes L's C-like surface work without
+# semicolons.
 
 # %%
 #| default_exp syntax
@@ -80,6 +99,23 @@
 # is just whitespace (as in Python), so an argument list may span lines; inside
 # braces and at the top level, line breaks separate again. The lexer applies
 # that rule, since it knows which bracket is open.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: separation, not semicolons or layout</p>
+#
+# Three other ways to end statements without writing `;` everywhere are
+# common. Go's lexer *inserts* a `;` at the end of a line whose last token
+# could end a statement; JavaScript inserts one when the parser is stuck; Python
+# and Haskell make indentation part of the grammar. Go's rule is the closest to
+# ours, but it is decided by the token before the line break alone, so a line
+# cannot begin with `.` or `else` as it can in L. JavaScript's rule is decided
+# by a parse error, and famously reads `a` then a line `(b)` as a call. The
+# layout rule ties meaning to columns. Recording the separation on every token,
+# and letting each rule of the parser look at the one it cares about, keeps
+# every decision local and written in one place — at the cost of a lexer that
+# counts brackets.
+#
+# </div>
 
 # %%
 #| export
@@ -180,8 +216,8 @@ def raise_errors(errors: list) -> None:
 
 
 # %% [markdown]
-# Here is one error with a note — made by hand here, as chapter 5 will make
-# it — then two errors of the same text as a group, which come out in the
+# Here is one error with a note — made by hand here, as
+# [chapter 5](05_types.ipynb) will make it — then two errors of the same text as a group, which come out in the
 # order of the source whatever the order they were found in:
 
 # %%
@@ -211,7 +247,22 @@ print(CompileErrors([unknown, branch]).render())
 # with the escapes `\n \t \\ \"`, and without the character NUL, which the
 # C strings of the compiled code could not hold; variables `[a-z_][A-Za-z0-9_]*` with an
 # optional final `?`; constructor and type names starting with a capital; `_`
-# alone, the wildcard; keywords; operators, longest first.
+# alone, the wildcard; keywords; operators, longest first. In the EBNF of
+# [the language reference](../language.md#tokens), they are:
+#
+# ```text
+# int       = "0" | nonzero { digit } ;                 (* at most 9223372036854775807 *)
+# string    = '"' { character | escape } '"' ;          (* on one line *)
+# escape    = "\n" | "\t" | "\\" | '\"' ;
+# name      = ( lower | "_" ) { letter | digit | "_" } [ "?" ] ;   (* not a keyword, not "_" alone *)
+# Name      = upper { letter | digit | "_" } ;
+# wildcard  = "_" ;
+# keyword   = "def" | "data" | "let" | "var" | "if" | "else" | "match" | "while" ;
+# ```
+#
+# The tables of the lexer, and its one regular expression: a named group per
+# kind of lexeme, tried in order. The groups `open_comment`, `open_string`
+# and `bad` match only mistakes, so that the lexer can say what is wrong.
 
 # %%
 #| export
@@ -238,6 +289,13 @@ _LEXEME = re.compile("|".join([
 ]))
 
 
+# %% [markdown]
+# A string literal is decoded once, here, so that later stages see its value.
+# A mistake in it — an unknown escape, a NUL — is recorded with the span of
+# that character alone, and decoding goes on.
+
+# %%
+#| export
 def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
@@ -257,6 +315,48 @@ def _decode_string(text: str, span: Span, errors: list) -> str:
     return "".join(out)
 
 
+# %%
+_decode_string(r'"tab\there"', None, [])
+
+# %% [markdown]
+# An integer lexeme is matched together with any letters glued to it
+# (`12ab`), so that the error names the whole thing instead of splitting it
+# into `12` and `ab`. A malformed number becomes 0 after its error is
+# recorded, so that parsing can go on; a string left open runs to the end
+# of its line.
+
+# %%
+#| export
+def _int_value(lexeme: str, span: Span, errors: list) -> int:
+    """The value of an int lexeme; or 0, after adding what is wrong with it to errors."""
+    if not lexeme.isdigit():
+        errors.append(CompileError(f"{lexeme} is not a number (a number is made of digits only)", span))
+    elif len(lexeme) > 1 and lexeme[0] == "0":
+        errors.append(CompileError("a number cannot start with 0", span))
+    elif int(lexeme) > MAX_INT:
+        errors.append(CompileError("this number does not fit in a 64-bit integer", span))
+    else:
+        return int(lexeme)
+    return 0
+
+
+def _unclosed_string(source: Source, span: Span, errors: list) -> tuple[str, Span]:
+    """The lexeme and span of a string opened at span and not closed: to the end of its line."""
+    errors.append(CompileError("this string is not closed on its line", span))
+    end = source.text.find("\n", span.end)
+    span = Span(source, span.start, len(source.text) if end < 0 else end)
+    return source.text[span.start:span.end], span
+
+
+# %% [markdown]
+# `tokenize` is the entry point. It pauses Python's cyclic garbage collector
+# while it works (why, is told with `parse`, below), and raises the lexical
+# mistakes it found — unless the caller gives it a list to collect them in,
+# as the pipeline does, so that the parser can report them together with its
+# own.
+
+# %%
+#| export
 @contextmanager
 def collector_paused():
     """Pause Python's cyclic garbage collector (see parse, below), restoring its state after."""
@@ -280,6 +380,14 @@ def tokenize(source: Source, errors: list | None = None) -> list[Token]:
     return tokens
 
 
+# %% [markdown]
+# `_tokenize` is the loop. Separators only raise `sep`, the strongest
+# separation seen since the last token; a token records it as its `before`,
+# and as the `after` of the token before it. Brackets are pushed and popped
+# as they pass, so that a line break inside `(` counts as whitespace.
+
+# %%
+#| export
 def _tokenize(source: Source, errors: list) -> list[Token]:
     """The tokens of a source; its lexical mistakes are added to errors, and lexing goes on."""
     text, tokens = source.text, []
@@ -313,21 +421,10 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
             continue
         value = None
         if kind == "open_string":     # a string to the end of the line
-            errors.append(CompileError("this string is not closed on its line", span))
-            end = text.find("\n", pos)
-            pos = len(text) if end < 0 else end
-            kind, lexeme, value = "string", text[span.start:pos], ""
-            span = Span(source, span.start, pos)
+            lexeme, span = _unclosed_string(source, span, errors)
+            kind, value, pos = "string", "", span.end
         elif kind == "int":
-            value = 0
-            if not lexeme.isdigit():
-                errors.append(CompileError(f"{lexeme} is not a number (a number is made of digits only)", span))
-            elif len(lexeme) > 1 and lexeme[0] == "0":
-                errors.append(CompileError("a number cannot start with 0", span))
-            elif int(lexeme) > MAX_INT:
-                errors.append(CompileError("this number does not fit in a 64-bit integer", span))
-            else:
-                value = int(lexeme)
+            value = _int_value(lexeme, span, errors)
         elif kind == "string":
             value = _decode_string(lexeme, span, errors)
         elif kind == "name":
@@ -354,11 +451,9 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
 
 
 # %% [markdown]
-# A few decisions hide in there. An integer lexeme is matched together
-# with any letters glued to it (`12ab`), so that the error names the whole
-# thing instead of splitting it into `12` and `ab`. The bracket stack is
-# only advisory: a `)` without its `(` is not the lexer's problem, the parser
-# will say what it expected instead. And a lexical mistake does not stop the
+# A few decisions hide in there. The bracket stack is only advisory: a `)`
+# without its `(` is not the lexer's problem, the parser will say what it
+# expected instead. And a lexical mistake does not stop the
 # lexer: it records the error and carries on with something harmless in the
 # place of the mistake — nothing for a stray character, the number 0 for a
 # malformed number, a string running to the end of the line for an unclosed
@@ -407,9 +502,11 @@ print(show_tokens(tokenize(sample)))
 # round-trip test needs. The tree keeps all of L's sugar: `def f(a, b)`,
 # `e.f(x)`, `e.{ … }`, curried clauses and `if` without `else` are still
 # visible here, so that it can be printed back as the programmer wrote it.
-# Chapter 4b removes the sugar.
+# [Chapter 4b](04b_meaning.ipynb) removes the sugar.
 #
-# **Expressions**
+# **Expressions.** First the leaves — literals, names, the wildcard — and the
+# two ways to build data: a constructor applied (or not) to arguments, and a
+# tuple.
 
 # %%
 #| export
@@ -458,6 +555,12 @@ class Tuple:                   # (e1, …, en), n ≥ 2
     span: Span = _span()
 
 
+# %% [markdown]
+# Then the operations: a call, the `.` forms of reverse application, and the
+# prefix and infix operators.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Call:                    # f(e1, …, en), f{ … }
     fn: object
@@ -495,6 +598,14 @@ class Binary:                  # e1 op e2, including && and ||
     span: Span = _span()
 
 
+# %% [markdown]
+# Control: `if`, `match`, `while`, and assignment. `while` and `:=` are
+# expressions of type `Unit` in this implementation, so
+# `if (c) x := 1 else x := 2` and `if (done) () else while (…) …` need no
+# braces.
+
+# %%
+#| export
 @dataclass(slots=True)
 class If:                      # if (c) e1 else e2; orelse None without else
     cond: object
@@ -524,6 +635,12 @@ class Assign:                  # x := e
     span: Span = _span()
 
 
+# %% [markdown]
+# Braces hold either a block of statements or a function made of clauses;
+# a clause has its patterns and a body.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Block:                   # { s1 … sn }
     statements: list
@@ -546,12 +663,8 @@ class Clause:
 
 
 # %% [markdown]
-# `while` and `:=` are expressions of type `Unit` in this implementation, so
-# `if (c) x := 1 else x := 2` and `if (done) () else while (…) …` need no
-# braces; `let` and `var` are statements, since they bind a name for the
-# statements after them.
-#
-# **Patterns**, **statements**, **types** and **top-level items**:
+# **Patterns** mirror the expressions that can stand for them. Each has a
+# `type` slot, empty here, that [chapter 5](05_types.ipynb) fills in:
 
 # %%
 #| export
@@ -596,6 +709,12 @@ class PCon:                    # C, or C(p1, …, pn)
     type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
 
+# %% [markdown]
+# **Statements** other than expressions: `let` and `var` bind a name for the
+# statements after them, so they are not expressions.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Let:                     # let p = e
     pattern: object
@@ -610,6 +729,11 @@ class VarDecl:                 # var x := e
     span: Span = _span()
 
 
+# %% [markdown]
+# **Types**, which appear only in `data` declarations:
+
+# %%
+#| export
 @dataclass(slots=True)
 class TName:                   # Int, List<a>
     name: str
@@ -636,6 +760,12 @@ class TFun:                    # a -> b
     span: Span = _span()
 
 
+# %% [markdown]
+# **Top-level items**: a `data` declaration with its constructors and their
+# fields, a definition, and the program that holds them.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Field:                   # [name :] type
     name: str | None
@@ -748,39 +878,50 @@ def dump(node, indent: int = 0) -> str:
 # same power stops that inner loop and is picked up by the outer one: that
 # makes operators left-associative.
 #
-# Here is `a - b * c - d` being parsed. Each line is one call of
-# `expression`, indented by depth:
-#
-# ```text
-# expression(0)
-# │ nud a                                   left = a
-# │ next '-' (50 > 0): led '-', right side:
-# │ │ expression(50)
-# │ │ │ nud b                               left = b
-# │ │ │ next '*' (60 > 50): led '*', right side:
-# │ │ │ │ expression(60)
-# │ │ │ │ │ nud c                           left = c
-# │ │ │ │ │ next '-' (50 > 60? no)          return c
-# │ │ │ left = b * c
-# │ │ │ next '-' (50 > 50? no)              return b * c
-# │ left = a - (b * c)
-# │ next '-' (50 > 0): led '-', right side:
-# │ │ expression(50)
-# │ │ │ nud d
-# │ │ │ next eof                            return d
-# │ left = (a - (b * c)) - d
-# │ next eof                                return
-# ```
-#
-# `*` binds more tightly than `-`, so it grabs `b` first; the second `-` has
-# the same power as the first, so it does not get to grab `b * c` away from
-# it: it waits for the outer loop. The parser below prints this very trace
-# when asked (`trace=True`), as we will see once it is written.
+# The parser below prints a trace of this loop when asked (`trace=True`),
+# and we will watch it parse `a - b * c - d` as soon as the loop is written.
 #
 # L adds one twist: an infix operator's led only applies when the operator is
 # *not* at the start of a line (`before` is `STUCK` or `WHITESPACE`), and a
 # call's `(` only when it is stuck. That is the whole of "separation decides
 # where statements end", inside the Pratt loop.
+#
+# In the grammar of [the language reference](../language.md#statements-and-expressions),
+# the operators take one rule per level, from `or` down to `postfix`, and the
+# Pratt loop, `Parser.expression`, implements all of them at once:
+#
+# ```text
+# statement   = "let" pattern "=" expression
+#             | "var" name ":=" expression
+#             | expression ;
+# expression  = name ":=" expression                   (* assignment *)
+#             | or ;
+# or          = and { "||" and } ;
+# and         = equality { "&&" equality } ;
+# equality    = comparison { ( "==" | "!=" ) comparison } ;
+# comparison  = sum { ( "<" | "<=" | ">" | ">=" ) sum } ;
+# sum         = product { ( "+" | "-" ) product } ;
+# product     = unary { ( "*" | "/" | "%" ) unary } ;
+# unary       = ( "-" | "!" ) unary | postfix ;
+# postfix     = nud { call | dot } ;
+# ```
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one loop, not one function per level</p>
+#
+# The grammar above could be parsed by recursive descent as written: a
+# function per rule, `or` calling `and` calling `equality` … down to `nud`.
+# That is eight nested calls to read the literal `1`, and adding an operator
+# level means adding a function. Pratt's loop reads `1` with one call and
+# one look at the table, and a new operator is a new line in the table
+# (`BINARY`, below). The price is that the precedence levels live in a table
+# rather than in the grammar's shape, which is why this chapter keeps the
+# grammar beside the code. *Precedence climbing*, found independently, is the
+# same algorithm under another name.
+#
+# </div>
+#
+# The binding powers, as the parser uses them:
 
 # %%
 #| export
@@ -797,8 +938,9 @@ ASSIGN_BP = 5          # x := e is looser than every operator, and right-associa
 # The parser is a class holding the token list and a position; `peek` looks
 # at the current token, `advance` moves past it, `expect` moves past a token
 # of a given kind or raises an error that says what was expected and what was
-# found. Errors are raised at the first mistake, with the span of the token
-# that cannot continue the program.
+# found. An error is raised at the first mistake of an item, with the span of
+# the token that cannot continue the program (`program`, further down,
+# catches it and goes on with the next item).
 
 # %%
 #| export
@@ -852,50 +994,35 @@ class Parser:
 # %% [markdown]
 # ### Expressions
 #
-# `expression(min_bp)` is the Pratt loop, with L's postfix forms (calls, `.`)
-# and infix operators as leds. `nud` dispatches on the token that starts an
-# expression.
+# An expression starts with a nud. `nud` reads the token that starts an
+# expression and dispatches on its kind, implementing the grammar's rule
+# `nud` and, through the methods it calls, `constructor_use`,
+# `parenthesised` and `if`:
+#
+# ```text
+# nud         = int | string | name | wildcard
+#             | constructor_use
+#             | parenthesised
+#             | braces
+#             | if
+#             | "match" parenthesised "{" clauses "}"
+#             | "while" parenthesised expression ;
+# constructor_use = Name [ "·(" expression { "," expression } ")" | "·" braces ] ;
+# parenthesised   = "(" [ expression { "," expression } ] ")" ;   (* (), grouping, tuple *)
+# if          = "if" parenthesised expression [ "else" expression ] ;
+# ```
+#
+# (`·` marks a token stuck to the one before it.) The prefix operators are
+# nuds too — the rule `unary` — whose operand is an expression of binding
+# power 70. Every token that cannot start an expression gets an error that
+# says why, rather than a bare "unexpected token".
 
 # %%
 #| export
 class Parser(Parser):
-    def expression(self, min_bp: int = 0):
-        if self.trace:
-            print(f"{'│ ' * self.depth}expression({min_bp})")
-        self.depth += 1
-        left = self.nud()
-        while True:
-            t = self.peek()
-            if t.kind in ("(", "{") and t.before == Sep.STUCK and POSTFIX_BP > min_bp:
-                left = self.call(left)
-            elif t.kind == "." and t.before < Sep.EXPLICIT and POSTFIX_BP > min_bp:
-                left = self.dot(left)
-            elif t.kind in BINARY and t.before <= Sep.WHITESPACE and BINARY[t.kind] > min_bp:
-                op = self.advance()
-                if self.trace:
-                    print(f"{'│ ' * self.depth}led {op.kind!r} ({BINARY[op.kind]} > {min_bp})")
-                right = self.expression(BINARY[op.kind])
-                left = Binary(op.kind, left, right, left.span.to(right.span))
-            elif t.kind == ":=" and t.before <= Sep.WHITESPACE and ASSIGN_BP > min_bp:
-                if not isinstance(left, Var):
-                    self.error("only a variable can be assigned with :=", t)
-                self.advance()
-                value = self.expression(ASSIGN_BP - 1)
-                left = Assign(left, value, left.span.to(value.span))
-            elif t.kind in ("(", "{") and t.before == Sep.WHITESPACE:
-                self.error(f"a call needs its {t.kind} stuck to the function: "
-                           f"write f{t.kind}…, not f {t.kind}…", t)
-            else:
-                break
-        self.depth -= 1
-        if self.trace:
-            print(f"{'│ ' * self.depth}→ {pretty_expr(left)}")
-        return left
-
     def nud(self):
+        """The grammar's rules nud and unary: what a token means at the start of an expression."""
         t = self.advance()
-        if self.trace:
-            print(f"{'│ ' * self.depth}nud {t.text or t.kind}")
         kind = t.kind
         if kind == "int":
             return Int(t.value, t.span)
@@ -937,8 +1064,170 @@ class Parser(Parser):
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
 
+
+# %% [markdown]
+# Before the loop, what it prints when asked. A trace is one line per event,
+# indented by the depth of the `expression` call it happens in: the call
+# itself with its `min_bp`, the nud that starts the expression, each led the
+# loop lets in with the comparison of binding powers that let it in, and the
+# comparison that stops the loop. In a column on the right stands the
+# expression built so far, `left`, written by `grouped` with *every*
+# operation in parentheses, so that the trace shows how the parser grouped
+# the operands — which the printer further down hides, leaving out the
+# parentheses that precedence makes unnecessary. (For the forms the trace
+# examples do not need, `grouped` falls back on that printer.)
+
+# %%
+#| export
+def grouped(e) -> str:
+    """An expression as L text with every operation in parentheses: how it is grouped."""
+    match e:
+        case Binary(op, left, right):
+            return f"({grouped(left)} {op} {grouped(right)})"
+        case Unary(op, operand):
+            return f"({op}{grouped(operand)})"
+        case Assign(target, value):
+            return f"({target.name} := {grouped(value)})"
+        case Call(fn, args) if not any(isinstance(a, (Block, Function)) for a in args):
+            callee = grouped(fn)
+            if isinstance(fn, (Con, Dot)) and fn.args is None:    # (x.f)(y) is not x.f(y)
+                callee = f"({callee})"
+            return callee + "(" + ", ".join(map(grouped, args)) + ")"
+        case Dot(receiver, name, args) if args is None or not any(isinstance(a, (Block, Function)) for a in args):
+            text = f"{grouped(receiver)}.{name.name}"
+            return text if args is None else text + "(" + ", ".join(map(grouped, args)) + ")"
+        case Var(name):
+            return name
+        case Int(value):
+            return str(value)
+    return pretty_expr(e)     # the other forms, written by the printer (below)
+
+
+class Parser(Parser):
+    def say(self, event: str, left=None, verb: str = "left =") -> None:
+        """One line of the trace, indented by depth; the expression so far on the right."""
+        line = "│ " * self.depth + event
+        print(line if left is None else f"{line:<40} {verb} {grouped(left)}")
+
+    def traced_nud(self):
+        """nud, saying so: on one line for a token that is a whole expression."""
+        t = self.peek()
+        leaf = t.kind in ("int", "string", "name", "_")
+        if not leaf:
+            self.say(f"nud {t.text}")
+        left = self.nud()
+        self.say(f"nud {t.text}" if leaf else "", left)
+        return left
+
+    def stopped_at(self, t: Token, min_bp: int) -> str:
+        """Why the Pratt loop stops before t, for the trace."""
+        power = BINARY.get(t.kind, ASSIGN_BP if t.kind == ":=" else None)
+        if t.kind == "eof":
+            return "next: the end"
+        if power is not None and t.before >= Sep.NEWLINE:
+            return f"next {t.kind!r}, on a new line"
+        if power is not None:
+            return f"next {t.kind!r} ({power} > {min_bp}? no)"
+        return f"next {t.text!r}, not an operator"
+
+
+# %% [markdown]
+# `expression(min_bp)` is the Pratt loop, with L's postfix forms (calls, `.`)
+# and infix operators as leds: after the nud, as long as the next token is an
+# operator that may continue the expression here and binds more tightly than
+# `min_bp`, it takes `left` as its left operand. The tests on
+# `t.before` are the separation rules; `:=` parses its right side with a
+# power one below its own, which makes it right-associative.
+
+# %%
+#| export
+class Parser(Parser):
+    def expression(self, min_bp: int = 0):
+        """The grammar's rules expression, or, and, equality, comparison, sum, product and
+        postfix: the Pratt loop."""
+        if self.trace:
+            self.say(f"expression({min_bp})")
+        self.depth += 1
+        left = self.traced_nud() if self.trace else self.nud()
+        while True:
+            t = self.peek()
+            if t.kind in ("(", "{") and t.before == Sep.STUCK and POSTFIX_BP > min_bp:
+                if self.trace:
+                    self.say(f"next {t.kind!r} stuck ({POSTFIX_BP} > {min_bp}): call")
+                left = self.call(left)
+            elif t.kind == "." and t.before < Sep.EXPLICIT and POSTFIX_BP > min_bp:
+                if self.trace:
+                    self.say(f"next '.' ({POSTFIX_BP} > {min_bp}): dot")
+                left = self.dot(left)
+            elif t.kind in BINARY and t.before <= Sep.WHITESPACE and BINARY[t.kind] > min_bp:
+                op = self.advance()
+                if self.trace:
+                    self.say(f"next {op.kind!r} ({BINARY[op.kind]} > {min_bp}): led, right side:")
+                right = self.expression(BINARY[op.kind])
+                left = Binary(op.kind, left, right, left.span.to(right.span))
+            elif t.kind == ":=" and t.before <= Sep.WHITESPACE and ASSIGN_BP > min_bp:
+                if not isinstance(left, Var):
+                    self.error("only a variable can be assigned with :=", t)
+                self.advance()
+                if self.trace:
+                    self.say(f"next ':=' ({ASSIGN_BP} > {min_bp}): assignment, right side:")
+                value = self.expression(ASSIGN_BP - 1)
+                left = Assign(left, value, left.span.to(value.span))
+            elif t.kind in ("(", "{") and t.before == Sep.WHITESPACE:
+                self.error(f"a call needs its {t.kind} stuck to the function: "
+                           f"write f{t.kind}…, not f {t.kind}…", t)
+            else:
+                break
+            if self.trace:
+                self.say("", left)
+        if self.trace:
+            self.say(self.stopped_at(t, min_bp), left, "return")
+        self.depth -= 1
+        return left
+
+
+# %% [markdown]
+# Here is the loop at work on `a - b * c - d`, traced. `parse_expression`
+# parses one expression from a string, for the examples of this chapter:
+
+# %%
+def parse_expression(text: str, trace: bool = False):
+    """Parse one expression, for examples."""
+    parser = Parser(tokenize(Source("<example>", text)), trace)
+    e = parser.expression()
+    parser.expect("eof")
+    return e
+
+
+tree = parse_expression("a - b * c - d", trace=True)
+
+# %% [markdown]
+# The nud reads `a`; the first `-` binds more tightly than 0, so its led
+# parses the right side with `expression(50)`. There `*` (60 > 50) grabs `b`
+# first: `*` binds more tightly than `-`. Its own right side,
+# `expression(60)`, stops at the second `-`, which has less power (50) than
+# 60; the `expression(50)` above stops there too, since the second `-` has
+# the *same* power as the first and so does not get to grab `b * c` away from
+# it. Back in `expression(0)`, left is `(a - (b * c))`, and the second `-`
+# takes it as its left operand: the last line, `((a - (b * c)) - d)`, is the
+# left-associative grouping.
+#
+# The rest of the leds: a call reads its arguments, the rule `call`; a `.`
+# reads a name and optional arguments, or a block of clauses, the rule `dot`:
+#
+# ```text
+# call        = "·(" [ expression { "," expression } ] ")"    (* f(a, b) *)
+#             | "·" braces ;                                   (* f{ … } *)
+# dot         = "." "·" name [ call ]                          (* e.f, e.f(a), e.f{ … } *)
+#             | "." "·{" clauses "}" ;                         (* e.{ clauses } *)
+# ```
+
+# %%
+#| export
+class Parser(Parser):
     def arguments(self, open_: Token) -> list:
-        """e1, …, en up to the ')' matching open_ (already consumed)."""
+        """e1, …, en up to the ')' matching open_ (already consumed): the inside of the rules
+        call, constructor_use and parenthesised."""
         args = []
         if self.at(")"):
             self.advance()
@@ -952,11 +1241,13 @@ class Parser(Parser):
             return args
 
     def call(self, fn):
+        """The grammar's rule call: f(…) or f{…}, the token after f stuck to it."""
         t = self.advance()
         args = self.arguments(t) if t.kind == "(" else [self.braces(t)]
         return Call(fn, args, fn.span.to(self.tokens[self.pos - 1].span))
 
     def dot(self, receiver):
+        """The grammar's rule dot: e.f, e.f(…), e.f{…} or e.{ clauses }."""
         dot = self.advance()
         after = self.peek()
         if dot.after != Sep.STUCK:
@@ -973,7 +1264,18 @@ class Parser(Parser):
         return Dot(receiver, Var(name.text, name.span), args,
                    receiver.span.to(self.tokens[self.pos - 1].span))
 
+
+# %% [markdown]
+# The nuds that read more than one token: a constructor with or without its
+# arguments, a parenthesised group (unit, grouping or tuple), and `if`, whose
+# condition is a parenthesised group and whose branches are whole
+# expressions.
+
+# %%
+#| export
+class Parser(Parser):
     def constructor(self, t: Token):
+        """The grammar's rule constructor_use: C, C(e1, …, en) or C{…}."""
         if self.at("(") and self.peek().before == Sep.STUCK:
             open_ = self.advance()
             args = self.arguments(open_)
@@ -985,6 +1287,7 @@ class Parser(Parser):
         return Con(t.text, None, t.span)
 
     def parenthesised(self, open_: Token):
+        """The grammar's rule parenthesised: (), (e) or (e1, …, en)."""
         items = self.arguments(open_)
         span = self.span_from(open_)
         if not items:
@@ -999,6 +1302,7 @@ class Parser(Parser):
         return self.parenthesised(open_)
 
     def if_(self, t: Token):
+        """The grammar's rule if."""
         cond = self.condition("if")
         then = self.expression()
         orelse = None
@@ -1007,6 +1311,14 @@ class Parser(Parser):
             orelse = self.expression()
         return If(cond, then, orelse, self.span_from(t))
 
+
+# %% [markdown]
+# A prefix operator against a call and a `.`: `-x.f(y) * 2` negates
+# `x.f(y)`, that is `f(x, y)`, because calls and `.` bind tighter (80) than
+# prefix `-` (70), which binds tighter than `*` (60):
+
+# %%
+tree = parse_expression("-x.f(y) * 2", trace=True)
 
 # %% [markdown]
 # A few things the code above decides:
@@ -1024,9 +1336,6 @@ class Parser(Parser):
 #   before `else` does not end the `if`.
 # - A `.` may start a line (method chains), but must be stuck to what follows.
 #
-# We will watch this code parse `a - b * c - d` once the printer exists, at
-# the end of the chapter's parsing sections.
-#
 # ### Blocks, functions and clauses
 #
 # A `{` starts either a block, `{ s1 … sn }`, or a function,
@@ -1039,6 +1348,22 @@ class Parser(Parser):
 # arrow follows, *converts* that expression into a pattern, or reports that it
 # is not one. `_` is parsed as an expression for that reason, and later
 # rejected wherever it is used as a value.
+#
+# The grammar's rules for braces and patterns:
+#
+# ```text
+# braces      = "{" ( block | clauses ) "}" ;
+# block       = statement { sep statement } ;
+# clauses     = clause { sep clause } ;
+# clause      = pattern { "," pattern } "->" ( clause              (* on the same line: curried *)
+#                                            | block ) ;
+# pattern     = name | wildcard | [ "-" ] int
+#             | "(" [ pattern { "," pattern } ] ")"       (* (), grouping, tuple *)
+#             | Name [ "·(" pattern { "," pattern } ")" ] ;
+# ```
+#
+# (`sep` is a line break or a `;`.) `to_pattern` implements the rule
+# `pattern`, on an expression already parsed:
 
 # %%
 #| export
@@ -1065,9 +1390,37 @@ def to_pattern(e):
                        "a tuple of patterns or a constructor applied to patterns", e.span)
 
 
+# %%
+to_pattern(parse_expression("Cons((x, -1), _)"))
+
+# %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: convert, don't backtrack</p>
+#
+# A parser that backtracks would try `{ x + 1 -> 2 }` as clauses, fail
+# somewhere inside, back up, try a block, fail again at the `->`, and then
+# have to choose which of its two failures to report. Reading the first
+# statement once and converting it reports the real mistake, at the right
+# place: "this is not a pattern", at `x + 1`. The same trick reads the
+# parameters of `def f(a, (b, c)) = …` as arguments, and the left side of
+# a destructuring assignment in languages that have one: JavaScript parses
+# `[a, b] = …` and the parameters of its arrow functions this way, with what
+# its specification calls *cover grammars*.
+#
+# </div>
+#
+# `braces` reads the first statement, and looks at what follows it: an arrow
+# or a comma makes it the first pattern of a function's clauses, anything
+# else a block, the rules `braces` and `block`. `separator` enforces the
+# `sep` between two statements, with an error for each way of getting it
+# wrong.
+
+# %%
+#| export
 class Parser(Parser):
     def braces(self, open_: Token):
-        """A block or a function; open_ is the '{', already consumed."""
+        """The grammar's rules braces and block: a block or a function; open_ is the '{',
+        already consumed."""
         if self.at("}"):
             self.error("{} is empty: the unit value is written ()", open_)
         first = self.statement()
@@ -1103,14 +1456,25 @@ class Parser(Parser):
             self.error("else without an if before it", t)
         self.error(f"expected a new line or ';' before {_describe(t)}", t)
 
+
+# %% [markdown]
+# `clauses` reads clauses up to the closing `}`, the rule `clauses`, and
+# `clause` one clause, the rule `clause`. They share one subtle point,
+# explained after the code: where a clause's body ends.
+
+# %%
+#| export
+class Parser(Parser):
     def clause_block(self, what: str) -> list:
+        """The '{' clauses '}' of match."""
         open_ = self.expect("{", f" after the condition of '{what}'")
         return self.clauses(open_, f"'{what}'")
 
     pending = None    # the first pattern of the next clause, already read as a statement
 
     def clauses(self, open_: Token, what: str, first=None) -> list:
-        """Clauses up to the '}' that closes open_; first, an already parsed first pattern."""
+        """The grammar's rule clauses, up to the '}' that closes open_; first, an already parsed
+        first pattern."""
         clauses = []
         while True:
             if first is None:
@@ -1126,6 +1490,7 @@ class Parser(Parser):
                 return clauses
 
     def clause(self, first, what: str, open_: Token) -> Clause:
+        """The grammar's rule clause, whose first pattern, first, is already read as an expression."""
         patterns = [to_pattern(first)]
         while self.at(","):
             self.advance()
@@ -1160,15 +1525,19 @@ class Parser(Parser):
 # of backtracking in the tokens. A pattern on the *same* line as the previous
 # `->` is the curried sugar instead: `{ a -> b -> a - b }` is a clause whose
 # body is the clause `b -> a - b`.
-#
-# Statements are the last piece: `let` and `var` bind names for the
-# statements after them; everything else is an expression.
+
+# %% [markdown]
+# Statements are the last piece, the rule `statement`: `let` and `var` bind
+# names for the statements after them; everything else is an expression.
+# The pattern of a `let` is parsed with a binding power above that of `:=`,
+# so that `let x := 1` stops before the `:=` and gets the error that says a
+# `=` was expected.
 
 # %%
 #| export
 class Parser(Parser):
-    # -- statements ---------------------------------------------------------
     def statement(self):
+        """The grammar's rule statement."""
         t = self.peek()
         if t.kind == "let":
             self.advance()
@@ -1186,6 +1555,16 @@ class Parser(Parser):
 
 
 # %% [markdown]
+# With statements, the parser can read braces. A function of two clauses,
+# the second curried — a clause whose body is a clause:
+
+# %%
+print(dump(parse_expression("""{
+  0 -> 1
+  n -> m -> n * m
+}""")))
+
+# %% [markdown]
 # Redefining `Parser` in a later cell, as a subclass of the earlier one, lets
 # the chapter present the parser a piece at a time; the package gets the same
 # code in the same order, so its final `Parser` is the complete one.
@@ -1196,7 +1575,28 @@ class Parser(Parser):
 # definitions, `data` declarations, and statements other than `let` and
 # `var` (at the top level, names are made with `def`). A `data` declaration
 # has its own little syntax of types: `Int`, `List<a>`, `(T1, T2)`,
-# `T1 -> T2` (right-associative).
+# `T1 -> T2` (right-associative). The grammar's rules:
+#
+# ```text
+# program     = [ item { sep item } ] ;
+# item        = definition | data | statement ;       (* a statement, but not let or var *)
+# definition  = "def" name [ "·(" [ pattern { "," pattern } ] ")" ] "=" expression ;
+# data        = "data" Name [ "<" name { "," name } ">" ]
+#               ( "(" fields ")"                       (* one constructor, named Name *)
+#               | "{" constructor { sep constructor } "}" ) ;
+# constructor = Name [ "·(" field { "," field } ")" ] ;
+# fields      = [ field { "," field } ] ;
+# field       = [ name ":" ] type ;
+# type        = type_atom [ "->" type ] ;             (* -> groups to the right *)
+# type_atom   = name                                   (* a type parameter *)
+#             | Name [ "<" type { "," type } ">" ]
+#             | "(" type { "," type } ")" ;            (* grouping, or a tuple type *)
+# ```
+#
+# `program` reads items up to the end of the file, the rule `program`. An
+# item with a mistake raises a `CompileError`; `program` records it, with
+# where its item starts, and skips to the next item (how, is the next
+# section). `item` dispatches on the first token, the rule `item`.
 
 # %%
 #| export
@@ -1221,6 +1621,7 @@ class Parser(Parser):
         return Program(items, start.span.to(self.peek().span))
 
     def item(self):
+        """The grammar's rule item."""
         t = self.peek()
         if t.kind == "def":
             return self.definition()
@@ -1235,7 +1636,16 @@ class Parser(Parser):
             self.error(f"unexpected '{self.peek().kind}' at the top level (a function needs braces: {{ p -> … }})")
         return s
 
+
+# %% [markdown]
+# A definition, the rule `definition`: its parameters are read as
+# arguments and converted into patterns, as a clause's are.
+
+# %%
+#| export
+class Parser(Parser):
     def definition(self) -> Def:
+        """The grammar's rule definition."""
         t = self.advance()
         name = self.expect("name", " after 'def'")
         params = None
@@ -1248,7 +1658,19 @@ class Parser(Parser):
         value = self.expression()
         return Def(Var(name.text, name.span), params, value, t.span.to(value.span))
 
+
+# %% [markdown]
+# A `data` declaration, the rule `data` (and `constructor`): its name, its
+# type parameters, then either one constructor's fields in parentheses — the
+# shorthand `data Point(x: Int, y: Int)` — or constructors in braces, one per
+# line. `fields` reads the fields of a constructor, the rules `fields` and
+# `field`.
+
+# %%
+#| export
+class Parser(Parser):
     def data(self) -> Data:
+        """The grammar's rules data and constructor."""
         t = self.advance()
         name = self.expect("Name", " after 'data'")
         params = []
@@ -1283,6 +1705,7 @@ class Parser(Parser):
         return Data(name.text, params, constructors, False, self.span_from(t))
 
     def fields(self, open_: Token) -> list:
+        """The grammar's rules fields and field, up to the ')' that closes open_."""
         out = []
         if self.at(")"):
             self.advance()
@@ -1300,7 +1723,16 @@ class Parser(Parser):
         self.expect(")", " to close the fields", open_)
         return out
 
+
+# %% [markdown]
+# Types, the rules `type` and `type_atom`: `type_` makes `->` group to the
+# right by parsing its result with itself.
+
+# %%
+#| export
+class Parser(Parser):
     def type_(self):
+        """The grammar's rule type."""
         arg = self.type_atom()
         if self.at("->"):
             self.advance()
@@ -1309,6 +1741,7 @@ class Parser(Parser):
         return arg
 
     def type_atom(self):
+        """The grammar's rule type_atom."""
         t = self.advance()
         if t.kind == "name":
             return TVar(t.text, t.span)
@@ -1334,6 +1767,9 @@ class Parser(Parser):
             return items[0] if len(items) == 1 else TTuple(items, self.span_from(t))
         self.error(f"expected a type, found {_describe(t)}", t)
 
+
+# %%
+print(dump(Parser(tokenize(Source("<example>", "data Shape<a> { Circle(radius: Int); Poly(List<(a, a)>, a -> Int) }"))).item()))
 
 # %% [markdown]
 # ### After a mistake: on to the next item
@@ -1387,9 +1823,9 @@ class Parser(Parser):
 # ### The entry point, and the promise of no other exception
 #
 # `parse` tokenises and parses a whole program (or parses the tokens it is
-# given, with the lexical mistakes found making them). The parser is recursive, and
-# Python's default recursion limit (1000 frames) would stop it at a nesting
-# depth of about two hundred parentheses. CPython 3.11 runs Python-to-Python
+# given, with the lexical mistakes found making them). The parser is
+# recursive, and Python's default recursion limit (1000 frames) would stop it
+# at a nesting depth of about two hundred parentheses. CPython 3.11 runs Python-to-Python
 # calls without the C stack, so `parse` raises the limit while it works, to
 # twenty thousand frames more than are running when it starts: thousands of
 # levels of nesting, counted from `parse` itself, so that a program is too
@@ -1404,14 +1840,15 @@ class Parser(Parser):
 # of its line, and the parser then misses a bracket. So a syntax error is
 # left out when a lexical error comes before it in the same item.
 #
-# `parse` (like `tokenize`) also pauses Python's cyclic garbage collector. Tokens, spans and
-# tree nodes never form reference cycles, so the collector has nothing to
-# find among them; but it does not know that, and as the tree grows it walks
-# all of it again and again. On a 100,000-line program that costs 40 % of the
-# parsing time and makes the time grow faster than the size (see the
-# measurements below). No other exception can come out of `parse`: the
-# fuzz tests of this chapter feed it random tokens and mangled programs to make
-# sure.
+# `parse` (like `tokenize`) also pauses Python's cyclic garbage collector.
+# Tokens, spans and tree nodes never form reference cycles, so the collector
+# has nothing to find among them; but it does not know that, and as the tree
+# grows it walks all of it again and again. On large programs that costs a
+# good part of the parsing time, and makes the time grow faster than the
+# size: the measurements at the end of the chapter show how much.
+#
+# No other exception can come out of `parse`: the fuzz tests of this chapter
+# feed it random tokens and mangled programs to make sure.
 
 # %%
 #| export
@@ -1440,6 +1877,13 @@ def recursion_limit(limit: int):
         sys.setrecursionlimit(old)
 
 
+# %% [markdown]
+# `parse` puts the pieces together: the tokens (made here, or given), the
+# parser with the collector paused and the recursion limit raised, and the
+# errors of both, the lexer's first.
+
+# %%
+#| export
 def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
     """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
     tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
@@ -1455,8 +1899,89 @@ def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ())
     return program
 
 
+# %% [markdown]
+# A parenthesis costs the parser four frames (`expression`, `nud`,
+# `parenthesised`, `arguments`), so twenty thousand frames are some five
+# thousand levels of nesting. Two thousand levels parse; ten thousand are an
+# error at the parenthesis where the frames ran out, close to the 5,000th:
+
+# %%
+for depth in (2_000, 10_000):
+    try:
+        parse(Source("deep.l", "print(" + "(" * depth + "1" + ")" * depth + ")"))
+        print(f"{depth:>6} levels: parsed")
+    except CompileError as error:
+        line, col = error.span.source.line_col(error.span.start)
+        print(f"{depth:>6} levels: error at column {col} (the parenthesis number {col - 6}): {error.message}")
+
+# %% [markdown]
+# And the tree of the small function whose tokens we saw, as `dump` shows
+# it (this is what `lc show ast` prints):
+
 # %%
 print(dump(parse(sample)))
+
+# %% [markdown]
+# ## A picture of the tree
+#
+# The same tree, drawn with [chapter 1](01_addlang.ipynb)'s boxes: a box per
+# node, labelled with its class and its leaves (names, numbers, operators),
+# and an edge per child, labelled with the field that holds it when a node
+# has several. The program's items, `let` and `var` statements and clauses
+# are green, expressions blue, patterns yellow; where a field holds a list,
+# its elements hang from the node in order, numbered when there are
+# several.
+
+# %%
+from lcompiler.drawing import Box, Picture
+
+PATTERNS = (PVar, PWild, PInt, PUnit, PTuple, PCon)
+ITEMS = (Def, Data, Let, VarDecl, Clause, Program)
+
+
+def ast_box(node, edge: str = "") -> Box:
+    """A syntax tree as boxes: its class and leaves as the label, its children below."""
+    leaves, children = [], []
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if f.name in ("span", "type") or v is None or v is False or v == []:
+            continue
+        if isinstance(v, Var) and f.name in ("name", "target"):
+            leaves.append(v.name)
+        elif isinstance(v, list):
+            children += [(f.name if len(v) == 1 else f"{f.name}[{i}]", c) for i, c in enumerate(v)]
+        elif is_dataclass(v):
+            children.append((f.name, v))
+        else:
+            leaves.append(repr(v) if isinstance(node, Str) else str(v))
+    style = "green" if isinstance(node, ITEMS) else "yellow" if isinstance(node, PATTERNS) else "blue"
+    many = len(children) > 1
+    return Box(" ".join([type(node).__name__] + leaves), [ast_box(c, name if many else "") for name, c in children],
+               style, edge)
+
+
+Picture([("the syntax tree of sample.l", [ast_box(item) for item in parse(sample).items])],
+        alt="The syntax tree of sample.l: a Def fact whose value is a Function of two clauses — "
+            "the pattern PInt 0 with the body Int 1, and the pattern PVar n with the body Binary *, "
+            "of Var n and the Call of fact on Binary - of n and 1 — then a Call of print on the Call "
+            "of fact on 5, and a Call of print on Unary - of Int 1.")
+
+# %% [markdown]
+# Three things to see in the picture. There are no parentheses in the tree:
+# `fact(n - 1)` is a `Call` whose argument is the `Binary`, and the grouping
+# is the shape. `-1` is a `Unary` applied to
+# the literal 1, not a negative literal: the lexer never makes negative
+# numbers, since whether a `-` is a sign or a subtraction is the parser's
+# question. And the patterns of a clause are a different kind of node from
+# expressions, though they were parsed as expressions first and converted.
+# Here, for comparison, are the two expressions traced in the parser
+# section:
+
+# %%
+Picture([(text, [ast_box(parse_expression(text))]) for text in ("a - b * c - d", "-x.f(y) * 2")],
+        alt="Two expression trees. a - b * c - d: a Binary - whose left child is Binary - of a and "
+            "Binary * of b and c, and whose right child is d. -x.f(y) * 2: a Binary * whose left child is "
+            "Unary - of the Dot f with receiver x and argument y, and whose right child is Int 2.")
 
 # %% [markdown]
 # ## Printing L back
@@ -1504,7 +2029,20 @@ def _string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
 
+# %% [markdown]
+# The powers `_bp` gives, loosest first:
+
+# %%
+{text: _bp(parse_expression(text)) for text in ("if (c) a", "a || b", "a + b", "a * b", "-a", "f(x)")}
+
+# %% [markdown]
+# Patterns need no parentheses but their own: a tuple's and a constructor's
+# arguments.
+
+# %%
+#| export
 def pretty_pattern(p) -> str:
+    """A pattern as L text."""
     match p:
         case PVar(name):
             return name
@@ -1523,6 +2061,15 @@ def pretty_pattern(p) -> str:
     raise TypeError(f"not a pattern: {p!r}")
 
 
+# %% [markdown]
+# Expressions are printed in two functions. `pretty_expr` writes the leaves
+# and the operations; where operands meet operators, `_operand` adds the
+# parentheses. Two callees need parentheses that binding powers do not give,
+# `(x.f)(…)` and `(C)(…)`, as said above. A unary operator whose operand
+# starts with the same operator is written with a space, `- -x`.
+
+# %%
+#| export
 def _args(args: list) -> str:
     if len(args) == 1 and isinstance(args[0], (Block, Function)):
         return pretty_expr(args[0])               # f{ … }
@@ -1562,6 +2109,21 @@ def pretty_expr(e, indent: int = 0) -> str:
         case Binary(op, left, right):
             bp = BINARY[op]
             return f"{_operand(left, bp - 1)} {op} {_operand(right, bp)}"
+    return _pretty_control(e, indent)
+
+
+# %% [markdown]
+# `_pretty_control` writes the forms that hold statements or extend as far
+# as they can: `if`, `while`, `:=`, `match`, blocks and functions. `indent`
+# is the column the form starts at, for the blocks that do not fit on one
+# line. A `then` branch that extends as far as it can must be parenthesised
+# when an `else` follows, or it would take the `else` for itself.
+
+# %%
+#| export
+def _pretty_control(e, indent: int) -> str:
+    """An if, while, :=, match, block or function as L text."""
+    match e:
         case If(cond, then, orelse):
             head = f"if ({pretty_expr(cond, indent)}) "
             # a then-branch that extends as far as it can (if, while, :=) could swallow the else
@@ -1584,6 +2146,17 @@ def pretty_expr(e, indent: int = 0) -> str:
     raise TypeError(f"not an expression: {e!r}")
 
 
+# %%
+print(pretty_expr(parse_expression("if (a) (if (b) c) else -(-x).f(y) * (a - (b - c))")))
+
+# %% [markdown]
+# Clauses and blocks are printed as lists of lines, joined by `_braces`:
+# on one line with `; ` between them when that fits in 80 columns, one per
+# line otherwise. A curried clause puts its inner patterns on the first line
+# of its outer clause.
+
+# %%
+#| export
 def _clause(c: Clause, indent: int) -> list[str]:
     """A clause as statements: its first line holds the patterns and arrows."""
     head = ", ".join(map(pretty_pattern, c.patterns)) + " -> "
@@ -1615,6 +2188,12 @@ def pretty_statement(s, indent: int = 0) -> str:
     return pretty_expr(s, indent)
 
 
+# %% [markdown]
+# Last, types, fields and the top-level items; `pretty` prints anything from
+# a whole program down to an expression.
+
+# %%
+#| export
 def pretty_type(t) -> str:
     match t:
         case TVar(name):
@@ -1673,31 +2252,6 @@ parse(Source("again.l", pretty(program))) == program
 # %% [markdown]
 # Printed and parsed again, the tree is the same: the round-trip promise.
 #
-# With a printer, we can also watch the Pratt loop at work. The parser prints
-# its trace when asked: each `expression(min_bp)` call, each nud and led, and
-# what each call returns. Compare with the picture at the start of the parser
-# section:
-
-# %%
-def parse_expression(text: str, trace: bool = False):
-    """Parse one expression, for examples."""
-    parser = Parser(tokenize(Source("<example>", text)), trace)
-    e = parser.expression()
-    parser.expect("eof")
-    return e
-
-
-tree = parse_expression("a - b * c - d", trace=True)
-
-# %% [markdown]
-# And a prefix operator against a call and a `.`: `-x.f(y) * 2` negates
-# `f(x, y)`, because calls and `.` bind tighter (80) than prefix `-` (70),
-# which binds tighter than `*` (60):
-
-# %%
-tree = parse_expression("-x.f(y) * 2", trace=True)
-
-# %% [markdown]
 # The remaining sections are about the promise of the parser to its users.
 # The tests check it on every program of the test corpus and on random trees
 # generated by Hypothesis.
@@ -1814,12 +2368,13 @@ type(get_lexer_by_name("l")).__name__
 # ## The pipeline, and the stages from the shell
 #
 # The compiler is a chain of stages, each handing its output to the next:
-# the tokens of this chapter go to the parser, the syntax tree to chapter
-# 4b's desugaring, and so on down to machine code. The chain is one list,
+# the tokens of this chapter go to the parser, the syntax tree to
+# [chapter 4b](04b_meaning.ipynb)'s desugaring, and so on down to machine code. The chain is one list,
 # `lcompiler.pipeline.STAGES`, and each chapter adds its own stage to it: a
 # name, a function from the previous stage's output to its own, and a way
-# to print that output. A stage may go anywhere in the list (chapter 9's
-# optimiser runs *before* chapter 8's closure conversion), and a stage
+# to print that output. A stage may go anywhere in the list
+# ([chapter 9](09_shrink.ipynb)'s optimiser runs *before*
+# [chapter 8](08_closure.ipynb)'s closure conversion), and a stage
 # marked as an optimisation is skipped when the optimiser is off.
 #
 # - `compile_to(NAME, source)` runs the stages from the source up to NAME
@@ -1836,7 +2391,8 @@ type(get_lexer_by_name("l")).__name__
 # unit's `errors`, and the parser reports it with its own (or `compile_to`
 # does, if it stops at `tokens`).
 #
-# This chapter adds the first two stages, `tokens` and `ast`.
+# This chapter adds the first two stages, `tokens` and `ast`. First the data:
+# a `Stage`, and the `Unit` of one compilation.
 
 # %%
 #| export pipeline
@@ -1869,6 +2425,13 @@ class Unit:
     errors: list = field(default_factory=list)   # mistakes a stage went on after, for a later one to report
 
 
+# %% [markdown]
+# The list of stages, and `stage`, the decorator with which each chapter
+# registers its own: at the end of the list, or just before a stage already
+# there. Running a chapter's cell again replaces its stage in place.
+
+# %%
+#| export pipeline
 STAGES: list[Stage] = []
 
 
@@ -1888,6 +2451,13 @@ def stage(name: str, show: Callable = str, before: str | None = None, optimisati
     return register
 
 
+# %% [markdown]
+# `compile_to` runs the stages in order, each on the output of the one
+# before, skipping the optimisations under `-O0`; `show` prints the output of
+# one of them.
+
+# %%
+#| export pipeline
 def compile_to(name: str | None, source: Source, optimise: bool = True):
     """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
     if name is not None and name not in names():
@@ -2022,8 +2592,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   must be accepted parses, and printing and parsing it again gives the same
 #   tree; every program that must be rejected is rejected at the line and
 #   column its first line names — its first error, the first in the
-#   source (by this chapter for mistakes of syntax, by chapter 4b for
-#   mistakes of names);
+#   source (by this chapter for mistakes of syntax, by
+#   [chapter 4b](04b_meaning.ipynb) for mistakes of names);
 # - random syntax trees generated by Hypothesis print to text that parses
 #   back to the same tree;
 # - random sequences of tokens, and random byte-level mutations of corpus
@@ -2045,26 +2615,37 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # ## How fast, and how it scales
 #
 # `bench/parse_speed.py` generates programs of 12,500 to 100,000 lines made of
-# every kind of construct, and times `tokenize` and `parse` on them (the best
-# of several runs). On the machine that wrote this book (2 cores, CPython
-# 3.11) `python bench/parse_speed.py --repeat 5` printed:
-#
-# ```text
-#    lines    tokens   lex s  parse s   lines/s  parse ratio
-#    12480    122721    0.37     0.70     17726            -
-#    24984    245677    0.86     1.78     14070         2.52
-#    49992    491589    1.95     3.42     14609         1.93
-#    99984    983177    3.28     5.24     19092         1.53
-# ```
-#
-# About 15,000 to 19,000 lines — 150,000 tokens — per second. Timings on a
-# shared machine vary by a quarter from run to run, so single doublings
-# wander between 1.5 and 2.5; over the whole eightfold range the time grows
-# 7.5 to 9.5 times in repeated runs, and the time per line at 100,000 lines
-# is within that noise of the time per line at 12,500 (the script prints this
-# ratio last). Lexing and parsing are linear. Before `parse` paused the
-# garbage collector, the 100,000-line program took 9 s and the growth was
-# visibly faster than linear.
+# every kind of construct, times `tokenize` and `parse` on them (the best of
+# several runs), times `parse` once more with the garbage collector left
+# running, and writes what it measured to `bench/parse_speed.json`. The last
+# run on this book's machine (2 cores, CPython 3.11), read from that file:
+
+# %%
+import json
+
+SPEED = json.loads(Path("../bench/parse_speed.json").read_text())
+print(SPEED["command"], "—", SPEED["settings"]["clock"], "clock, best of", SPEED["settings"]["repeat"], "runs")
+print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>8} {'µs/token':>9} {'collecting s':>13}")
+for row in SPEED["sizes"]:
+    lines, tokens, whole, collecting = row["lines"], row["tokens"], row["parse s"], row["parse s, collector running"]
+    print(f"{lines:>8} {tokens:>9} {row['lex s']:>7.2f} {whole:>8.2f} {lines / whole:>8.0f} "
+          f"{1e6 * whole / tokens:>9.2f} {collecting:>13.2f}")
+first, last = SPEED["sizes"][0], SPEED["sizes"][-1]
+for name in ("parse s", "parse s, collector running"):
+    print(f"{name}: time per line, largest / smallest "
+          f"{(last[name] / last['lines']) / (first[name] / first['lines']):.2f} (1.00 is linear)")
+print(f"the collector's share of the largest parse: {1 - last['parse s'] / last['parse s, collector running']:.0%}")
+
+# %% [markdown]
+# About 18,000 to 19,000 lines per second — 5.4 to 5.6 µs per token — at
+# every size: the time per line of the largest program is 0.98 times that of
+# the smallest, so lexing and parsing are linear. Lexing is more than half of
+# the work (`parse s` includes it). With the garbage collector left running,
+# the largest program takes 8.14 s instead of 5.33 s: the collector would be
+# a third of the parse (34 %), for nothing, since there are no cycles to
+# find; and its time per line grows with the program (1.15 times from the
+# smallest to the largest), as it examines again and again a tree it cannot
+# know to be free of cycles.
 #
 # ## Exercises
 #
@@ -2076,3 +2657,12 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    does. Which mistakes then produce misleading follow-up errors?
 # 3. Make `print (x)` a warning instead of an error, and think about what a
 #    programmer who wrote `f (x)` most likely meant.
+# 4. Write the expressions' parser the other way: one method per rule of the
+#    grammar, `or` calling `and` … calling `unary` calling `postfix`, as
+#    the rules are written. Check it against `Parser.expression` on the
+#    corpus (`pretty` of both trees must agree), then time both with
+#    `bench/parse_speed.py`. Where does the difference come from?
+# 5. Draw the trace: turn the lines `Parser.say` prints into a picture of the
+#    calls of `expression`, one box per call labelled with its `min_bp` and
+#    what it returned, with `lcompiler.drawing`. What does the tree of calls
+#    have in common with the syntax tree it builds?
