@@ -1583,7 +1583,7 @@ except RunError as error:
     print(f"{error.message}: reported after {time.perf_counter() - start:.1f} s")
 
 # %% [markdown]
-# About two seconds and 800 MB for a million nested calls, where the compiled
+# A few seconds and 800 MB for a million nested calls, where the compiled
 # code takes a hundredth of a second and a hundred megabytes (chapter 10);
 # and several seconds to report a runaway recursion, which the compiled code
 # reports at once.
