@@ -1042,8 +1042,8 @@ def compile_pattern(p):
 # A program that goes deeper than either limit stops with a runtime error,
 # "stack overflow", at the last call it made — the same message, at the same
 # place, as the compiled code's. A million nested calls cost about 800 MB of
-# memory here (frames and environments), where the compiled code needs about
-# a hundred: the interpreter is the reference, not the fast way.
+# memory here (frames and environments), where the compiled code needs a
+# few tens: the interpreter is the reference, not the fast way.
 
 # %%
 #| export interp
@@ -1584,7 +1584,7 @@ except RunError as error:
 
 # %% [markdown]
 # A few seconds and 800 MB for a million nested calls, where the compiled
-# code takes a hundredth of a second and a hundred megabytes (chapter 10);
+# code (chapter 10) takes hundredths of a second and tens of megabytes;
 # and several seconds to report a runaway recursion, which the compiled code
 # reports at once.
 #
