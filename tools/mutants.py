@@ -17,7 +17,8 @@ and a mutant that ran, or stopped with a runtime error, runs again without the o
 (`lc run -O0`) and under the reference interpreter (`lc run --interp`), which must each write the same
 stdout and stderr and end with the same status. Anything else — exit status 3 (an internal compiler
 error), a signal, a Python traceback, an error without a location, a message not in the contract's form,
-a disagreement between the three runs — is a finding, minimised (lines, then tokens, removed while it is the same finding) and saved with what happened.
+a disagreement between the three runs — is a finding, minimised (lines, then tokens, removed while it is
+the same finding) and saved with what happened.
 
 One disagreement is not a finding but a documented difference (the language reference, "How deep may
 non-tail calls nest?"): a recursion too deep for the interpreter's stack, which LLVM compiled into a loop —
