@@ -3,7 +3,7 @@
 """The reference interpreter of L's core language (chapter 4b).
 """
 
-__all__ = ['Data', 'Closure', 'Cell', 'show_value', 'compile_pattern', 'STACK_LIMIT', 'DEPTH_LIMIT', 'THREAD_STACK', 'TailCall', 'Interpreter', 'wrap', 'c_div', 'c_rem', 'BINARY_OPS', 'UNARY_OPS', 'on_big_stack', 'Discard', 'program_span', 'check', 'run_source']
+__all__ = ['Data', 'Closure', 'Cell', 'show_value', 'compile_pattern', 'STACK_LIMIT', 'DEPTH_LIMIT', 'THREAD_STACK', 'YOUNG_OBJECTS', 'TailCall', 'Interpreter', 'wrap', 'c_div', 'c_rem', 'BINARY_OPS', 'UNARY_OPS', 'on_big_stack', 'Discard', 'program_span', 'check', 'run_source']
 
 
 # --- The reference interpreter -----------------------------------------
@@ -115,12 +115,14 @@ def compile_pattern(p):
 
 import contextvars
 import ctypes
+import gc
 import threading
 
 MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
 THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
+YOUNG_OBJECTS = 100_000    # new Python objects between two looks of the garbage collector, while a program runs
 
 
 @dataclass(slots=True)
@@ -377,8 +379,9 @@ class Interpreter(Interpreter):
         on_big_stack(self.execute, code)
 
     def execute(self, code: list) -> None:
-        limit, out_of_memory = sys.getrecursionlimit(), False
+        limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
         sys.setrecursionlimit(self.stack_limit)
+        gc.set_threshold(YOUNG_OBJECTS, *collector[1:])
         try:
             for item, run in code:
                 if type(item) is not Def:
@@ -391,6 +394,7 @@ class Interpreter(Interpreter):
             out_of_memory = True                # (reported below, once the program's values are freed)
         finally:
             sys.setrecursionlimit(limit)
+            gc.set_threshold(*collector)
             try:
                 self.out.flush()
             except BrokenPipeError:

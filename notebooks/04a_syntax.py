@@ -1824,16 +1824,16 @@ class Parser(Parser):
 #
 # `parse` tokenises and parses a whole program (or parses the tokens it is
 # given, with the lexical mistakes found making them). The parser is
-# recursive, and Python's default recursion limit (1000 frames) would stop it
-# at a nesting depth of about two hundred parentheses. CPython 3.11 runs Python-to-Python
-# calls without the C stack, so `parse` raises the limit while it works, to
-# twenty thousand frames more than are running when it starts: thousands of
-# levels of nesting, counted from `parse` itself, so that a program is too
-# deep or not whoever calls `parse` (`lc run` calls it from further down
-# than `lc run --interp`). A program nested deeper still exhausts it; that
-# becomes a `CompileError` at the token the parser had reached, like any
-# other mistake in the input (`program` catches the `RecursionError` with
-# the other errors, and starts again after it).
+# recursive, and Python's default recursion limit (1000 frames) would stop
+# it at a nesting depth of about two hundred parentheses. CPython 3.11 runs
+# Python-to-Python calls without the C stack, so `parse` raises the limit
+# while it works, to twenty thousand frames more than are running when it
+# starts: thousands of levels of nesting, counted from `parse` itself, so
+# that a program is too deep or not whoever calls `parse` (`lc run` calls it
+# from further down than `lc run --interp`). A program nested deeper still
+# exhausts it; that becomes a `CompileError` at the token the parser had
+# reached, like any other mistake in the input (`program` catches the
+# `RecursionError` with the other errors, and starts again after it).
 #
 # The lexical mistakes come first, then the syntax errors. One of each in
 # the same item are likely one mistake: a string left open swallows the rest

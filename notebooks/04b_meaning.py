@@ -1042,19 +1042,21 @@ def compile_pattern(p):
 # A program that goes deeper than either limit stops with a runtime error,
 # "stack overflow", at the last call it made — the same message, at the same
 # place, as the compiled code's. A million nested calls cost about 800 MB of
-# memory here (frames and environments), where the compiled code needs about
-# a hundred: the interpreter is the reference, not the fast way.
+# memory here (frames and environments), where the compiled code needs a
+# few tens: the interpreter is the reference, not the fast way.
 
 # %%
 #| export interp
 import contextvars
 import ctypes
+import gc
 import threading
 
 MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
 THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
+YOUNG_OBJECTS = 100_000    # new Python objects between two looks of the garbage collector, while a program runs
 
 
 @dataclass(slots=True)
@@ -1339,6 +1341,17 @@ def on_big_stack(run, *args):
 # reached, and the interpreter reports a runtime error, "out of memory", at
 # the last call made; elsewhere, a program that allocates without end runs
 # until the system stops it.
+#
+# Deep recursion has one more cost, in time. Python's cyclic garbage
+# collector looks at the youngest objects each time 700 more have been made
+# than freed, and moves those that survive to an older generation, which it
+# walks again, whole, now and then. A recursion a million calls deep keeps
+# every frame and environment alive, so each look frees nothing, and the
+# looks added up to most of the time a runaway recursion took to be
+# reported. While a program runs, `execute` lets `YOUNG_OBJECTS` (100,000)
+# objects accumulate between two looks instead. Cycles are still found (an
+# L program can make them: a closure that assigns to a `var` it captures
+# may be stored in it), only less often.
 
 # %%
 #| export interp
@@ -1375,8 +1388,9 @@ class Interpreter(Interpreter):
         on_big_stack(self.execute, code)
 
     def execute(self, code: list) -> None:
-        limit, out_of_memory = sys.getrecursionlimit(), False
+        limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
         sys.setrecursionlimit(self.stack_limit)
+        gc.set_threshold(YOUNG_OBJECTS, *collector[1:])
         try:
             for item, run in code:
                 if type(item) is not Def:
@@ -1389,6 +1403,7 @@ class Interpreter(Interpreter):
             out_of_memory = True                # (reported below, once the program's values are freed)
         finally:
             sys.setrecursionlimit(limit)
+            gc.set_threshold(*collector)
             try:
                 self.out.flush()
             except BrokenPipeError:
@@ -1568,8 +1583,8 @@ except RunError as error:
     print(f"{error.message}: reported after {time.perf_counter() - start:.1f} s")
 
 # %% [markdown]
-# About two seconds and 800 MB for a million nested calls, where the compiled
-# code takes a hundredth of a second and a hundred megabytes (chapter 10);
+# A few seconds and 800 MB for a million nested calls, where the compiled
+# code (chapter 10) takes hundredths of a second and tens of megabytes;
 # and several seconds to report a runaway recursion, which the compiled code
 # reports at once.
 #

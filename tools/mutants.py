@@ -13,11 +13,12 @@ mutant is run with `lc run` (compiled, through the JIT) and classified:
 - runtime error: exit status 2, stderr ending in one `FILE:LINE:COL: runtime error: …`;
 - timeout: still running after --timeout seconds (a mutant may loop for ever: allowed);
 
-and a mutant that ran, or stopped with a runtime error, runs again under the reference interpreter
-(`lc run --interp`), which must write the same stdout and stderr and end with the same status. Anything
-else — exit status 3 (an internal compiler error), a signal, a Python traceback, an error without a
-location, a message not in the contract's form, a disagreement with the interpreter — is a finding,
-minimised (lines, then tokens, removed while it is the same finding) and saved with what happened.
+and a mutant that ran, or stopped with a runtime error, runs again without the optimiser of chapter 9
+(`lc run -O0`) and under the reference interpreter (`lc run --interp`), which must each write the same
+stdout and stderr and end with the same status. Anything else — exit status 3 (an internal compiler
+error), a signal, a Python traceback, an error without a location, a message not in the contract's form,
+a disagreement between the three runs — is a finding, minimised (lines, then tokens, removed while it is
+the same finding) and saved with what happened.
 
 One disagreement is not a finding but a documented difference (the language reference, "How deep may
 non-tail calls nest?"): a recursion too deep for the interpreter's stack, which LLVM compiled into a loop —
@@ -112,7 +113,7 @@ def blocks_ok(stderr: str, kinds: tuple) -> bool:
     return True
 
 
-def classify(compiled, interpreted=None) -> str:
+def classify(compiled, interpreted=None, unoptimised=None) -> str:
     """The class of an outcome: one of OK_CLASSES, or a finding's description."""
     o = compiled
     if o.status == TIMEOUT:
@@ -139,6 +140,12 @@ def classify(compiled, interpreted=None) -> str:
             return "finding: a malformed runtime error"
     if o.status not in (0, 2):
         return f"finding: exit status {o.status}"
+    if unoptimised is not None and (unoptimised.stdout, unoptimised.stderr, unoptimised.status) != \
+            (o.stdout, o.stderr, o.status):
+        if "out of memory" in unoptimised.stderr:
+            return "out of memory"
+        what = [p for p in ("stdout", "stderr", "status") if getattr(unoptimised, p) != getattr(o, p)]
+        return f"finding: with and without the optimiser differ ({', '.join(what)})"
     if interpreted is not None:
         if interpreted.status == TIMEOUT:
             return "interpreter timeout"
@@ -157,10 +164,11 @@ def run(data: bytes, work: Path, timeout: float, interpreter_timeout: float) -> 
     path = work / "mutant.l"
     path.write_bytes(data)
     compiled = lc_in_child(["run", path.name], timeout, work)
-    interpreted = None
+    interpreted = unoptimised = None
     if compiled.status in (0, 2) and "out of memory" not in compiled.stderr:
+        unoptimised = lc_in_child(["run", "-O0", path.name], timeout, work)
         interpreted = lc_in_child(["run", "--interp", path.name], interpreter_timeout, work)
-    return classify(compiled, interpreted)
+    return classify(compiled, interpreted, unoptimised)
 
 
 def main() -> int:
