@@ -429,11 +429,19 @@ print(s.pretty_expr(to_syntax(Let("x", one_plus_two, Seq(Print([Var("x")]), Var(
 # module `syntax`, imported as `s`, so that `s.If` (surface) and `If` (core)
 # can be told apart at a glance.
 #
-# `print` and `assert` are built-in forms: `print(a, b)` prints two values
-# and `print((a, b))` one tuple, a difference a function taking one argument
-# could not see. So they are recognised here, by name, where they are called,
-# and this implementation reserves the two names: a program cannot bind them
-# (`resolve` says so), and using them as values is an error.
+# <div class="admonition note">
+# <p class="admonition-title">Design note: print and assert are forms, not functions</p>
+#
+# `print(a, b)` prints two values and `print((a, b))` one tuple, a
+# difference that a function taking one argument — and every L function
+# takes one, once desugared — could not see. So `print` and `assert` are
+# built-in *forms*, recognised here, by name, where they are called, and
+# this implementation reserves the two names: a program cannot bind them
+# (`resolve` says so), and using them as values is an error. The other
+# road, a variadic `print` function, would put functions of several
+# arguments back into a core that has just got rid of them.
+#
+# </div>
 
 # %%
 #| export
@@ -1591,7 +1599,7 @@ class Interpreter(Interpreter):
 # minus infinity, so `-7 // 2` is `-4` where C gives `-3`); dividing the
 # smallest Int by −1 wraps to itself, and its remainder is 0; dividing by zero
 # is a runtime error at the operator. The interpreter trusts the type checker
-# of chapter 5 that the operands have the right types; should they not (the
+# of [chapter 5](05_types.ipynb) that the operands have the right types; should they not (the
 # checker does not exist yet in this chapter), Python's own `TypeError`
 # becomes a runtime error at the operator instead of escaping.
 
@@ -2111,13 +2119,14 @@ with tempfile.TemporaryDirectory() as tmp:
 # ## Running programs from the shell
 #
 # `lc run FILE.l` runs a program. Until the native back end exists, it uses
-# this interpreter; afterwards, `lc run --interp` will still choose it. Exit
-# status 0 on success, 1 for a compile error, 2 for a runtime error, as the
-# contract says.
+# this interpreter; afterwards ([chapter 11](11_running.ipynb)),
+# `lc run --interp` will still choose it. Exit status 0 on success, 1 for a
+# compile error, 2 for a runtime error, as
+# [the reference says](../language.md#errors-and-exit-statuses).
 
 # %% [markdown]
-# As in chapter 4a, the cells for `lc` need the names of `lcompiler.cli` to
-# run in this notebook:
+# As in [chapter 4a](04a_syntax.ipynb), the cells for `lc` need the names
+# of `lcompiler.cli` to run in this notebook:
 
 # %%
 from lcompiler.cli import arg, command, read_source
@@ -2138,8 +2147,8 @@ def run_command(args) -> int:
 
 
 # %% [markdown]
-# The pipeline of chapter 4a gets its third stage, `core`: the syntax tree
-# desugared and its names resolved.
+# The pipeline of [chapter 4a](04a_syntax.ipynb) gets its third stage,
+# `core`: the syntax tree desugared and its names resolved.
 
 # %%
 #| export pipeline
@@ -2208,3 +2217,10 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    with a linked list of frames and measure the tail loop again.
 # 3. Make the interpreter count the calls of each top-level function and
 #    print a profile at the end.
+# 4. The picture of `tick_read` shows that a closure's environment holds
+#    everything in scope, `%1` included. Make `Lambda` capture only the
+#    variables its body uses (chapter 8 computes them for the compiled
+#    code), draw `tick_read` again, and measure the memory of a million
+#    nested calls before and after.
+# 5. Draw, with `node_tree`, the core of the sugared program above. Which
+#    sugar makes the most boxes?
