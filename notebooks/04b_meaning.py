@@ -1067,9 +1067,9 @@ print(prnt(shape))
 # %% [markdown]
 # ### One program, from syntax to core
 #
-# Here are both trees of a small program side by side: on the left the
-# syntax tree that chapter 4a's parser builds, on the right its core, once
-# desugared and resolved. Each box is a node, with its fields that are not
+# Here are both trees of a small program's definition side by side: on the
+# left the syntax tree that chapter 4a's parser builds, on the right its
+# core, once desugared and resolved. Each box is a node, with its fields that are not
 # nodes; each `Var` of the core carries the kind `resolve` gave it. The
 # fresh name the desugaring invented, and the lambda that binds it, are
 # yellow.
@@ -1113,22 +1113,20 @@ def node_tree(node, style: str, edge: str = "") -> Box:
 both = Source("both.l", "def both(a, b) = a && !b\nprint(both(true, false))\n")
 both_core = resolve(desugar(parse(both)))
 print(pretty_core(both_core), end="")
-Picture([("syntax (chapter 4a)", [node_tree(i, "blue") for i in parse(both).items]),
-         ("core, desugared and resolved", [node_tree(i, "green") for i in both_core.items])],
-        alt="Two trees of the program 'def both(a, b) = a && !b; print(both(true, false))'. "
-            "The syntax tree: a Def with its name, two parameter patterns a and b, and a Binary && "
-            "of Var a and Unary ! of Var b; then a Call of print to a Call of both with true and "
-            "false. The core tree: a Def whose value is Lambda %1 (yellow, a fresh name) whose "
-            "body is a Match of Var %1 against the pattern PTuple (a, b), with body an If: cond "
-            "Var a local, then Prim not of Var b local, orelse Lit false; then a Print of an App of "
-            "Var both global to a Tuple of Var true builtin and Var false builtin.")
+Picture([("syntax (chapter 4a)", [node_tree(parse(both).items[0], "blue")]),
+         ("core, desugared and resolved", [node_tree(both_core.items[0], "green")])],
+        alt="Two trees of the definition 'def both(a, b) = a && !b'. The syntax tree: a Def "
+            "with its name, two parameter patterns a and b, and a Binary && of Var a and Unary ! "
+            "of Var b. The core tree: a Def whose value is Lambda %1 (yellow, a fresh name) whose "
+            "body is a Match of Var %1 (yellow) against the pattern PTuple (a, b), with body an "
+            "If: cond Var a local, then Prim not of Var b local, orelse Lit false.")
 
 # %% [markdown]
-# Four rows of the table are visible at once: two parameters became one
+# Three rows of the table are visible at once: two parameters became one
 # tuple pattern matched on a fresh name, `&&` an `if` whose `else` is the
-# literal `false`, `!` the primitive `not`, and two arguments one tuple; and
-# `print` is a node of its own, not a call. `resolve` marked `a` and `b`
-# local (bound by the pattern), `both` global, `true` and `false` built in.
+# literal `false`, and `!` the primitive `not`; `resolve` marked `a` and
+# `b` local, bound by the pattern. In the printed core, the call's two
+# arguments have become one tuple.
 
 # %% [markdown]
 # ## The reference interpreter
@@ -1913,22 +1911,20 @@ class Recording(Interpreter):
 closures = Source("closures.l", """\
 def adder(n) = { x -> x + n }
 def add5 = adder(5)
-def counter() = {
-  var count := 0
-  ({ () -> count := count + 1 }, { () -> count })
+def counter(start) = {
+  var count := start
+  ({ by -> count := count + by }, { () -> count })
 }
-def tick_read = counter()
-tick_read.{ (tick, _) -> { tick(); tick() } }
+def tick_read = counter(0)
+tick_read.{ (tick, _) -> { tick(2); tick(3) } }
 print(add5(1), tick_read.{ (_, read) -> read() })
 """)
 recording = Recording()
 recording.run(check(closures))
 
 # %% [markdown]
-# The values of the globals `add5` and `tick_read`, drawn: a closure (green)
-# with its parameter (yellow), the core of its code, and its environment
-# (blue); a cell (red) once, with a dashed arrow from each environment that
-# holds it.
+# The value of the global `add5`, drawn: a closure (green) with its
+# parameter (yellow), the core of its code, and its environment (blue).
 
 # %%
 def value_box(v, cells: dict, arrows: list, name: str = "") -> Box:
@@ -1948,25 +1944,37 @@ def value_box(v, cells: dict, arrows: list, name: str = "") -> Box:
     return Box(f"{name} = {show_value(v, True)}")
 
 
-cells, arrows = {}, []
-panels = [(f"global {g}", [value_box(recording.globals[g], cells, arrows)]) for g in ("add5", "tick_read")]
-panels.append(("the cell", [Box(f"cell: {show_value(c.value, True)}", [], "red", name=f"cell {i}")
+def draw_global(name: str, alt: str) -> Picture:
+    cells, arrows = {}, []
+    panels = [(f"global {name}", [value_box(recording.globals[name], cells, arrows)])]
+    if cells:
+        panels.append(("", [Box(f"cell: {show_value(c.value, True)}", [], "red", name=f"cell {i}")
                             for i, c in cells.items()]))
-Picture(panels, arrows=arrows,
-        alt="The values of two globals. add5 is a closure with parameter x, code x + n, and an "
-            "environment where n = 5. tick_read is a tuple of two closures, made by counter(): "
-            "the first has parameter %2 and code match (%2) { () -> count := count + 1 }, the "
-            "second parameter %3 and code match (%3) { () -> count }; both environments hold "
-            "%1 = () (counter's own parameter) and count, a cell; dashed arrows from both lead "
-            "to the one cell, which holds 2.")
+    return Picture(panels, arrows=arrows, alt=alt)
+
+
+draw_global("add5", alt="The value of the global add5: a closure with parameter x, code x + n, "
+                        "and an environment where n = 5.")
 
 # %% [markdown]
-# The environment of `add5` holds `n`, the argument `adder` was called
-# with, and nothing else. Both closures of `tick_read` hold the same cell:
-# `tick` ran twice, and `read` sees 2. They also hold `%1`, the parameter
-# the desugaring gave `counter()`: the environment is everything in scope
-# where the lambda was evaluated, used or not. (The compiled code of
-# [chapter 8](08_closure.ipynb) keeps only the variables a function uses.)
+# Its environment holds `n`, the argument `adder` was called with, and
+# nothing else. The two closures of `tick_read` share a cell (red), drawn
+# once, with a dashed arrow from each environment that holds it:
+
+# %%
+draw_global("tick_read",
+            alt="The value of the global tick_read: a tuple of two closures made by counter(0). "
+                "The first has parameter by and code count := count + by; the second has "
+                "parameter %1 and code match (%1) { () -> count }. Both environments hold "
+                "start = 0 and count, a cell; dashed arrows from both lead to the one cell, "
+                "which holds 5.")
+
+# %% [markdown]
+# `tick` added 2, then 3, and `read` sees 5: there is one cell, and both
+# closures hold it. They also hold `start`, which neither uses: the
+# environment is everything in scope where the lambda was evaluated. (The
+# compiled code of [chapter 8](08_closure.ipynb) keeps only the variables a
+# function uses.)
 
 # %% [markdown]
 # Runtime errors, each at its place in the source, after what was printed
