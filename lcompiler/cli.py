@@ -29,7 +29,6 @@ ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: nam
 class UsageError(Exception):
     """A problem with how lc was called, not with a program: a file it cannot read, say."""
 
-
 def arg(*names, **options) -> tuple:
     """One argument of a sub-command, as argparse's add_argument takes it."""
     return names, options
@@ -41,7 +40,6 @@ def command(name: str, help: str, *arguments: tuple) -> Callable:
         COMMANDS[name] = (help, arguments, run)
         return run
     return register
-
 
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):      # argparse's status is 2, a runtime error's for lc: use 1
@@ -55,7 +53,6 @@ def version() -> str:
     except metadata.PackageNotFoundError:
         return "lc (not installed)"
 
-
 def flush_output() -> str | None:
     """Flush standard output; why it cannot be written, if it cannot (None for a closed pipe)."""
     try:
@@ -67,7 +64,6 @@ def flush_output() -> str | None:
         except (OSError, ValueError):
             pass
         return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run

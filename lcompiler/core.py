@@ -12,7 +12,7 @@ code of chapter 10 prints something different from what the interpreter
 prints, the native code is wrong.
 """
 
-__all__ = ['Lit', 'Var', 'Con', 'Tuple', 'Lambda', 'App', 'Prim', 'If', 'Match', 'Let', 'LetVar', 'Assign', 'While', 'Seq', 'Print', 'Assert', 'Def', 'Program', 'BUILTIN_FORMS', 'check_bindable', 'Desugar', 'desugar', 'to_syntax', 'pretty_core', 'edit_distance', 'did_you_mean', 'BUILTIN_VALUES', 'Resolver', 'resolve']
+__all__ = ['Lit', 'Var', 'Con', 'Tuple', 'Lambda', 'App', 'Prim', 'If', 'Match', 'Let', 'LetVar', 'Assign', 'While', 'Seq', 'Print', 'Assert', 'Def', 'Program', 'to_syntax', 'pretty_core', 'BUILTIN_FORMS', 'check_bindable', 'Desugar', 'desugar', 'edit_distance', 'did_you_mean', 'BUILTIN_VALUES', 'Resolver', 'resolve']
 
 
 # --- The core language -------------------------------------------------
@@ -31,7 +31,6 @@ def _span():
 def _type():
     """Where chapter 5's type inference records each node's type."""
     return field(default=None, compare=False, repr=False)
-
 
 @dataclass(slots=True)
 class Lit:
@@ -62,7 +61,6 @@ class Tuple:
     span: Span = _span()
     type: object = _type()
 
-
 @dataclass(slots=True)
 class Lambda:
     param: str
@@ -87,7 +85,6 @@ class Prim:
     type: object = _type()
     op_span: Span = _span()  # the operator: where a division by zero is reported
 
-
 @dataclass(slots=True)
 class If:
     cond: object
@@ -104,7 +101,6 @@ class Match:
     clauses: list            # [(pattern, body)]
     span: Span = _span()     # where a match failure is reported
     type: object = _type()
-
 
 @dataclass(slots=True)
 class Let:
@@ -147,7 +143,6 @@ class Seq:
     span: Span = _span()
     type: object = _type()
 
-
 @dataclass(slots=True)
 class Print:
     args: list
@@ -176,170 +171,7 @@ class Program:
     span: Span = _span()
 
 
-# --- Desugaring --------------------------------------------------------
-
-BUILTIN_FORMS = ("print", "assert")
-
-
-def check_bindable(name: str, span: Span):
-    """A program may not bind the names of the built-in forms."""
-    if name in BUILTIN_FORMS:
-        raise CompileError(f"{name} is a built-in form and cannot be bound: choose another name", span)
-
-
-class Desugar:
-    def __init__(self):
-        self.counter = 0
-
-    def fresh(self) -> str:
-        self.counter += 1
-        return f"%{self.counter}"
-
-    # -- expressions ------------------------------------------------------
-    def expr(self, e):
-        match e:
-            case s.Int(v, span):
-                return Lit(v, span)
-            case s.Str(v, span):
-                return Lit(v, span)
-            case s.Unit(span):
-                return Lit((), span)
-            case s.Var(name, span):
-                if name in BUILTIN_FORMS:
-                    raise CompileError(f"{name} is a built-in form, not a value: call it, as in {name}(x)", span)
-                return Var(name, span)
-            case s.Wildcard(span):
-                raise CompileError("_ can only be used in a pattern", span)
-            case s.Con(name, args, span):
-                return Con(name, [self.expr(a) for a in args or []], span)
-            case s.Tuple(items, span):
-                return Tuple([self.expr(i) for i in items], span)
-            case s.Call(fn, args, span):
-                return self.call(fn, args, span)
-            case s.Dot(receiver, name, args, span):
-                return self.call(name, [receiver] + (args or []), span)
-            case s.DotMatch(receiver, clauses, span):
-                return Match(self.expr(receiver), self.clauses(clauses), span)
-            case s.Unary("-", s.Int(v), span):
-                return Lit(-v, span)
-            case s.Unary(op, operand, span):
-                op_span = Span(span.source, span.start, span.start + 1)
-                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
-            case s.Binary("&&", left, right, span):
-                return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
-            case s.Binary("||", left, right, span):
-                return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
-            case s.Binary(op, left, right, span):
-                return Prim(op, [self.expr(left), self.expr(right)], span,
-                            op_span=self._operator(left, right, span))
-            case s.If(cond, then, None, span):
-                return If(self.expr(cond), self.expr(then), Lit((), span), span, form="if without else")
-            case s.If(cond, then, orelse, span):
-                return If(self.expr(cond), self.expr(then), self.expr(orelse), span)
-            case s.Match(scrutinee, clauses, span):
-                return Match(self.expr(scrutinee), self.clauses(clauses), span)
-            case s.While(cond, body, span):
-                return While(self.expr(cond), self.expr(body), span)
-            case s.Assign(target, value, span):
-                return Assign(Var(target.name, target.span), self.expr(value), span)
-            case s.Block(statements, span):
-                return self.block(statements, span)
-            case s.Function(clauses, span):
-                return self.function(clauses, span)
-        raise TypeError(f"not an expression: {e!r}")
-
-    @staticmethod
-    def _operator(left, right, span: Span) -> Span:
-        """The span of a binary operator: the text between its operands, trimmed."""
-        text = span.source.text
-        start, end = left.span.end, right.span.start
-        while start < end and text[start] in " \t\r\n":
-            start += 1
-        while end > start and text[end - 1] in " \t\r\n":
-            end -= 1
-        return Span(span.source, start, end) if start < end else span
-
-    def call(self, fn, args: list, span: Span):
-        if isinstance(fn, s.Var) and fn.name == "print":
-            return Print([self.expr(a) for a in args], fn.span)
-        if isinstance(fn, s.Var) and fn.name == "assert":
-            if len(args) != 1:
-                raise CompileError(f"assert takes one condition, given {len(args)}", fn.span)
-            return Assert(self.expr(args[0]), fn.span)
-        arg = (Lit((), span) if not args else self.expr(args[0]) if len(args) == 1
-               else Tuple([self.expr(a) for a in args], span))
-        return App(self.expr(fn), arg, span)
-
-    # -- functions and clauses ----------------------------------------------
-    def clause_pattern(self, clause: s.Clause):
-        ps = clause.patterns
-        return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
-
-    def clause_body(self, clause: s.Clause):
-        if isinstance(clause.body, s.Clause):          # p -> q -> e: a function returning a function
-            return self.function([clause.body], clause.body.span)
-        return self.block(clause.body, clause.span)
-
-    def clauses(self, clauses: list) -> list:
-        return [(self.clause_pattern(c), self.clause_body(c)) for c in clauses]
-
-    def function(self, clauses: list, span: Span):
-        if len(clauses) == 1 and isinstance(p := self.clause_pattern(clauses[0]), PVar):
-            check_bindable(p.name, p.span)
-            return Lambda(p.name, self.clause_body(clauses[0]), span)
-        param = self.fresh()
-        return Lambda(param, Match(Var(param, span), self.clauses(clauses), span), span)
-
-    # -- blocks --------------------------------------------------------------
-    def block(self, statements: list, span: Span):
-        *init, last = statements
-        if isinstance(last, (s.Let, s.VarDecl)):
-            body = self.bind(last, Lit((), last.span))
-        else:
-            body = self.expr(last)
-        for statement in reversed(init):
-            body = self.bind(statement, body)
-        return body
-
-    def bind(self, statement, rest):
-        """The core of `statement; rest`."""
-        match statement:
-            case s.Let(PVar(name, name_span), value, span):
-                check_bindable(name, name_span)
-                return Let(name, self.expr(value), rest, span)
-            case s.Let(pattern, value, span):
-                return Match(self.expr(value), [(pattern, rest)], Span(span.source, span.start, span.start + 3))
-            case s.VarDecl(name, value, span):
-                check_bindable(name.name, name.span)
-                return LetVar(name.name, self.expr(value), rest, span)
-        return Seq(self.expr(statement), rest, statement.span)
-
-    # -- programs ------------------------------------------------------------
-    def program(self, program: s.Program) -> Program:
-        items, errors = [], []
-        for item in program.items:
-            try:
-                items.append(self.item(item))
-            except CompileError as error:      # one mistake per item; the other items are checked too
-                errors.append(error)
-        raise_errors(errors)
-        return Program(items, program.span)
-
-    def item(self, item):
-        match item:
-            case s.Def(name, params, value, span):
-                if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
-                    value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
-                                       name.span.to(value.span))
-                return Def(Var(name.name, name.span), self.expr(value), isinstance(value, s.Function), span)
-            case s.Data():
-                return item
-        return self.expr(item)
-
-
-def desugar(program: s.Program) -> Program:
-    """The core program of a syntax tree; fresh names are numbered from %1."""
-    return Desugar().program(program)
+# --- Printing the core as L --------------------------------------------
 
 def to_syntax(e):
     """A core expression as a syntax tree, for printing."""
@@ -386,7 +218,6 @@ def to_syntax(e):
             return s.Call(s.Var("assert"), [to_syntax(cond)])
     raise TypeError(f"not a core expression: {e!r}")
 
-
 def _statements(e) -> list:
     out = []
     while True:
@@ -414,6 +245,183 @@ def pretty_core(program: Program) -> str:
             case _:
                 lines.append(s.pretty_expr(to_syntax(item)))
     return "\n".join(lines) + "\n"
+
+
+# --- Desugaring --------------------------------------------------------
+
+BUILTIN_FORMS = ("print", "assert")
+
+
+def check_bindable(name: str, span: Span):
+    """A program may not bind the names of the built-in forms."""
+    if name in BUILTIN_FORMS:
+        raise CompileError(f"{name} is a built-in form and cannot be bound: choose another name", span)
+
+
+class Desugar:
+    def __init__(self):
+        self.counter = 0
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"%{self.counter}"
+
+class Desugar(Desugar):
+    def expr(self, e):
+        match e:
+            case s.Int(v, span):
+                return Lit(v, span)
+            case s.Str(v, span):
+                return Lit(v, span)
+            case s.Unit(span):
+                return Lit((), span)
+            case s.Var(name, span):
+                if name in BUILTIN_FORMS:
+                    raise CompileError(f"{name} is a built-in form, not a value: call it, as in {name}(x)", span)
+                return Var(name, span)
+            case s.Wildcard(span):
+                raise CompileError("_ can only be used in a pattern", span)
+            case s.Con(name, args, span):
+                return Con(name, [self.expr(a) for a in args or []], span)
+            case s.Tuple(items, span):
+                return Tuple([self.expr(i) for i in items], span)
+        return self.operation(e)
+
+class Desugar(Desugar):
+    def operation(self, e):
+        match e:
+            case s.Unary("-", s.Int(v), span):
+                return Lit(-v, span)
+            case s.Unary(op, operand, span):
+                op_span = Span(span.source, span.start, span.start + 1)
+                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
+            case s.Binary("&&", left, right, span):
+                return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
+            case s.Binary("||", left, right, span):
+                return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
+            case s.Binary(op, left, right, span):
+                return Prim(op, [self.expr(left), self.expr(right)], span,
+                            op_span=self._operator(left, right, span))
+        return self.control(e)
+
+    @staticmethod
+    def _operator(left, right, span: Span) -> Span:
+        """The span of a binary operator: the text between its operands, trimmed."""
+        text = span.source.text
+        start, end = left.span.end, right.span.start
+        while start < end and text[start] in " \t\r\n":
+            start += 1
+        while end > start and text[end - 1] in " \t\r\n":
+            end -= 1
+        return Span(span.source, start, end) if start < end else span
+
+class Desugar(Desugar):
+    def control(self, e):
+        match e:
+            case s.If(cond, then, None, span):
+                return If(self.expr(cond), self.expr(then), Lit((), span), span, form="if without else")
+            case s.If(cond, then, orelse, span):
+                return If(self.expr(cond), self.expr(then), self.expr(orelse), span)
+            case s.Match(scrutinee, clauses, span):
+                return Match(self.expr(scrutinee), self.clauses(clauses), span)
+            case s.DotMatch(receiver, clauses, span):
+                return Match(self.expr(receiver), self.clauses(clauses), span)
+            case s.While(cond, body, span):
+                return While(self.expr(cond), self.expr(body), span)
+            case s.Assign(target, value, span):
+                return Assign(Var(target.name, target.span), self.expr(value), span)
+            case s.Block(statements, span):
+                return self.block(statements, span)
+            case s.Function(clauses, span):
+                return self.function(clauses, span)
+            case s.Call(fn, args, span):
+                return self.call(fn, args, span)
+            case s.Dot(receiver, name, args, span):
+                return self.call(name, [receiver] + (args or []), span)
+        raise TypeError(f"not an expression: {e!r}")
+
+class Desugar(Desugar):
+    def call(self, fn, args: list, span: Span):
+        if isinstance(fn, s.Var) and fn.name == "print":
+            return Print([self.expr(a) for a in args], fn.span)
+        if isinstance(fn, s.Var) and fn.name == "assert":
+            if len(args) != 1:
+                raise CompileError(f"assert takes one condition, given {len(args)}", fn.span)
+            return Assert(self.expr(args[0]), fn.span)
+        arg = (Lit((), span) if not args else self.expr(args[0]) if len(args) == 1
+               else Tuple([self.expr(a) for a in args], span))
+        return App(self.expr(fn), arg, span)
+
+class Desugar(Desugar):
+    def clause_pattern(self, clause: s.Clause):
+        ps = clause.patterns
+        return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
+
+    def clause_body(self, clause: s.Clause):
+        if isinstance(clause.body, s.Clause):          # p -> q -> e: a function returning a function
+            return self.function([clause.body], clause.body.span)
+        return self.block(clause.body, clause.span)
+
+    def clauses(self, clauses: list) -> list:
+        return [(self.clause_pattern(c), self.clause_body(c)) for c in clauses]
+
+    def function(self, clauses: list, span: Span):
+        if len(clauses) == 1 and isinstance(p := self.clause_pattern(clauses[0]), PVar):
+            check_bindable(p.name, p.span)
+            return Lambda(p.name, self.clause_body(clauses[0]), span)
+        param = self.fresh()
+        return Lambda(param, Match(Var(param, span), self.clauses(clauses), span), span)
+
+class Desugar(Desugar):
+    def block(self, statements: list, span: Span):
+        *init, last = statements
+        if isinstance(last, (s.Let, s.VarDecl)):
+            body = self.bind(last, Lit((), last.span))
+        else:
+            body = self.expr(last)
+        for statement in reversed(init):
+            body = self.bind(statement, body)
+        return body
+
+    def bind(self, statement, rest):
+        """The core of `statement; rest`."""
+        match statement:
+            case s.Let(PVar(name, name_span), value, span):
+                check_bindable(name, name_span)
+                return Let(name, self.expr(value), rest, span)
+            case s.Let(pattern, value, span):
+                return Match(self.expr(value), [(pattern, rest)], Span(span.source, span.start, span.start + 3))
+            case s.VarDecl(name, value, span):
+                check_bindable(name.name, name.span)
+                return LetVar(name.name, self.expr(value), rest, span)
+        return Seq(self.expr(statement), rest, statement.span)
+
+class Desugar(Desugar):
+    def program(self, program: s.Program) -> Program:
+        items, errors = [], []
+        for item in program.items:
+            try:
+                items.append(self.item(item))
+            except CompileError as error:      # one mistake per item; the other items are checked too
+                errors.append(error)
+        raise_errors(errors)
+        return Program(items, program.span)
+
+    def item(self, item):
+        match item:
+            case s.Def(name, params, value, span):
+                if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
+                    value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
+                                       name.span.to(value.span))
+                return Def(Var(name.name, name.span), self.expr(value), isinstance(value, s.Function), span)
+            case s.Data():
+                return item
+        return self.expr(item)
+
+
+def desugar(program: s.Program) -> Program:
+    """The core program of a syntax tree; fresh names are numbered from %1."""
+    return Desugar().program(program)
 
 
 # --- Names: scope analysis ---------------------------------------------
@@ -451,6 +459,21 @@ class Resolver:
         self.functions: set[str] = set()
         self.errors: list[CompileError] = []
 
+    def resolve(self) -> Program:
+        self.declare()
+        for index, item in enumerate(self.program.items):
+            try:
+                if isinstance(item, Def):
+                    # code outside function bodies runs in order: it may read definitions above it only
+                    self.expr(item.value, {}, index if not item.is_function else None)
+                elif not isinstance(item, s.Data):
+                    self.expr(item, {}, index)
+            except CompileError as error:
+                self.errors.append(error)
+        raise_errors(self.errors)
+        return self.program
+
+class Resolver(Resolver):
     def declare(self):
         first = {}                                 # name -> where it was declared first
         for index, item in enumerate(self.program.items):
@@ -483,20 +506,7 @@ class Resolver:
                 except CompileError as error:
                     self.errors.append(error)
 
-    def resolve(self) -> Program:
-        self.declare()
-        for index, item in enumerate(self.program.items):
-            try:
-                if isinstance(item, Def):
-                    # code outside function bodies runs in order: it may read definitions above it only
-                    self.expr(item.value, {}, index if not item.is_function else None)
-                elif not isinstance(item, s.Data):
-                    self.expr(item, {}, index)
-            except CompileError as error:
-                self.errors.append(error)
-        raise_errors(self.errors)
-        return self.program
-
+class Resolver(Resolver):
     def con(self, name: str, count: int, span: Span):
         if name not in self.constructors:
             raise CompileError(f"unknown constructor {name}{did_you_mean(name, self.constructors)}", span)
@@ -524,6 +534,7 @@ class Resolver:
                     self.pattern(a, bound)
         return bound
 
+class Resolver(Resolver):
     def var(self, v: Var, scope: dict, position):
         if v.name in scope:
             v.kind = scope[v.name]
@@ -541,6 +552,7 @@ class Resolver:
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
             raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
+class Resolver(Resolver):
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""
         while True:

@@ -39,7 +39,6 @@ class Cell:
     """The box of a var."""
     value: object
 
-
 def show_value(v, nested: bool = False) -> str:
     """How print writes a value."""
     pieces, todo = [], [(v, nested)]
@@ -131,7 +130,6 @@ class TailCall:
     fn: object
     arg: object
 
-
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
@@ -194,6 +192,11 @@ class Interpreter(Interpreter):
             case Tuple(items):
                 items = [self.compile(i) for i in items]
                 return lambda env: tuple([i(env) for i in items])
+        return self.compile_effects(e, tail)
+
+class Interpreter(Interpreter):
+    def compile_effects(self, e, tail: bool):
+        match e:
             case LetVar(name, value, body):
                 value, body = self.compile(value), self.compile(body, tail)
                 return lambda env: body({**env, name: Cell(value(env))})
@@ -282,7 +285,6 @@ BINARY_OPS = {
 }
 UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
 
-
 class Interpreter(Interpreter):
     def primitive(self, op: str, args: list, span: Span):
         def wrong_types():
@@ -356,11 +358,6 @@ class Discard:
         pass
 
 
-def program_span(code: list) -> Span | None:
-    """Where the program starts: its first item."""
-    return code[0][0].span if code else None
-
-
 class Interpreter(Interpreter):
     def write(self, text: str) -> None:
         try:
@@ -368,6 +365,7 @@ class Interpreter(Interpreter):
         except BrokenPipeError:
             self.out = Discard()
 
+class Interpreter(Interpreter):
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
         with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
@@ -378,6 +376,12 @@ class Interpreter(Interpreter):
                 self.globals[item.name.name] = run({})
         on_big_stack(self.execute, code)
 
+def program_span(code: list) -> Span | None:
+    """Where the program starts: its first item."""
+    return code[0][0].span if code else None
+
+
+class Interpreter(Interpreter):
     def execute(self, code: list) -> None:
         limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
         sys.setrecursionlimit(self.stack_limit)

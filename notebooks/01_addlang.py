@@ -1206,11 +1206,11 @@ for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
 # reported in the format above and exit with status 1; and whatever goes wrong,
 # no Python traceback reaches the user.
 #
-# The command line is a small registry: `command` records a sub-command's
-# help text, its arguments and the function that runs it; `main` builds the
-# `argparse` parser from the registry and turns errors into messages and exit
-# statuses: a `Diagnostic` (a mistake in the program) is shown with its
-# place, a `UsageError` (a file that cannot be read, say) as `lc: error: …`.
+# The command line is a small registry, in the module `lcompiler.cli`:
+# `COMMANDS` maps each sub-command to its help text, its arguments and the
+# function that runs it, and `ENVIRONMENT` lists the environment variables
+# `lc` reads, for its help. A `UsageError` is a mistake in how `lc` was
+# called rather than in a program: a file that cannot be read, say.
 
 # %%
 #| export cli
@@ -1233,6 +1233,14 @@ class UsageError(Exception):
     """A problem with how lc was called, not with a program: a file it cannot read, say."""
 
 
+# %% [markdown]
+# A sub-command is registered by decorating the function that runs it with
+# `command`, which records its help and its arguments; each argument is
+# written `arg(...)`, with exactly what `argparse`'s `add_argument` takes,
+# so that the registry needs no parser until `lc` runs.
+
+# %%
+#| export cli
 def arg(*names, **options) -> tuple:
     """One argument of a sub-command, as argparse's add_argument takes it."""
     return names, options
@@ -1246,6 +1254,17 @@ def command(name: str, help: str, *arguments: tuple) -> Callable:
     return register
 
 
+# %%
+print(arg("--llvm", action="store_true", help="print the LLVM module instead of running it"))
+
+
+# %% [markdown]
+# `argparse` exits with status 2 when the arguments are wrong, which for
+# `lc` would mean a runtime error; our parser says 1, a usage error. And
+# `lc --version` names the package's version and Python's.
+
+# %%
+#| export cli
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):      # argparse's status is 2, a runtime error's for lc: use 1
         self.print_usage(sys.stderr)
@@ -1259,6 +1278,15 @@ def version() -> str:
         return "lc (not installed)"
 
 
+# %% [markdown]
+# A program's output goes to standard output, which may be a pipe whose
+# reader has gone (`lc run p.l | head -1`) or a full disk. `flush_output`
+# flushes it at the end, or before an error message, so that what the
+# program printed comes first; if it cannot, it sends the rest nowhere and
+# says why — except for a closed pipe, which is no error of anyone's.
+
+# %%
+#| export cli
 def flush_output() -> str | None:
     """Flush standard output; why it cannot be written, if it cannot (None for a closed pipe)."""
     try:
@@ -1272,6 +1300,19 @@ def flush_output() -> str | None:
         return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
 
 
+# %% [markdown]
+# `main` builds the parser from the registry, with the environment
+# variables that later chapters declare listed under `lc --help`, then runs
+# the sub-command. Everything that can go wrong becomes a message and an
+# exit status: a `Diagnostic` — a mistake in the L program, or a runtime
+# error — is shown with its place and its own status (1 or 2); a
+# `UsageError` or a failure of the system (a full disk, no C compiler) is
+# `lc: error: …` with status 1; an interrupt is 130; and any other
+# exception is a bug in `lc`, reported in one line as an internal compiler
+# error with status 3, never as a traceback.
+
+# %%
+#| export cli
 def main(argv: list[str] | None = None) -> int:
     """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
     time, 3 a bug in lc)."""
@@ -1323,6 +1364,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     return status
 
+
+# %% [markdown]
+# The first sub-command, `lc add`, compiles and runs an expression of this
+# chapter. An expression with a variable in it has no value to print, so
+# it is an error, at the variable.
 
 # %%
 #| export cli

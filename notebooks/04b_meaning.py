@@ -23,6 +23,25 @@
 # code of chapter 10 prints something different from what the interpreter
 # prints, the native code is wrong.
 #
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** [chapter 4a](04a_syntax.ipynb), for the syntax tree, the parser,
+# the printer and the pipeline of stages (`lcompiler.syntax`,
+# `lcompiler.pipeline`); [chapter 1](01_addlang.ipynb), for located errors
+# (`lcompiler.errors`), the command `lc` and the pictures
+# (`lcompiler.drawing`). What L means is written down for programmers in
+# [the language reference](../language.md); this chapter turns it into code.
+#
+# **Builds:** the module `lcompiler.core` (the core language, `desugar`,
+# `resolve`, `pretty_core`); the module `lcompiler.interp` (the reference
+# interpreter: `check`, `Interpreter`, `run_source`); `RunError` in
+# `lcompiler.errors`; the pipeline's stage `core` (`lc show core`) and
+# `lc run`. [Chapter 5](05_types.ipynb) infers the types of this core
+# language, and every later chapter is tested against this interpreter.
+#
+# </div>
+#
 # Three steps, three promises:
 #
 # - `desugar(program)` turns a syntax tree into a core program, removing
@@ -97,6 +116,12 @@
 # `else`, `&&` or `||`, so that a type error in `a && 1` can be reported at
 # the `1` the programmer wrote rather than at a `false` they did not.
 
+# %% [markdown]
+# The nodes are Python dataclasses, one per line of the grammar, in four
+# groups. First, the helpers that give every node its two fields that do not
+# count when two trees are compared: the span, and the type that chapter 5
+# fills in.
+
 # %%
 #| export
 from dataclasses import dataclass, field
@@ -115,6 +140,13 @@ def _type():
     return field(default=None, compare=False, repr=False)
 
 
+# %% [markdown]
+# Values and names: a literal, a variable, a constructor applied to all its
+# fields, a tuple. A `Var` also has a `kind`, empty until `resolve` says
+# what the name refers to.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Lit:
     value: object            # an int, a str, a bool, or () for the unit value
@@ -145,6 +177,13 @@ class Tuple:
     type: object = _type()
 
 
+# %% [markdown]
+# Functions and operations: a function of one parameter, a call with one
+# argument, and a primitive operation on its operands. A `Prim` remembers
+# where its operator is, since that is where a division by zero is reported.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Lambda:
     param: str
@@ -170,6 +209,12 @@ class Prim:
     op_span: Span = _span()  # the operator: where a division by zero is reported
 
 
+# %% [markdown]
+# Choices: an `if` that always has its `else`, and a `match` whose clauses
+# are pairs of a pattern (chapter 4a's patterns, unchanged) and a body.
+
+# %%
+#| export
 @dataclass(slots=True)
 class If:
     cond: object
@@ -188,6 +233,13 @@ class Match:
     type: object = _type()
 
 
+# %% [markdown]
+# Sequencing and state: `let` and `var` bind one name for the rest of the
+# block (their `body`), `:=` changes a `var`, `while` loops, `;` runs two
+# things in turn.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Let:
     name: str
@@ -230,6 +282,14 @@ class Seq:
     type: object = _type()
 
 
+# %% [markdown]
+# The two built-in forms, and the program: a list of definitions, `data`
+# declarations (kept as chapter 4a parsed them) and top-level statements. A
+# `Def` says whether its right-hand side is a function, because a function
+# definition exists before anything runs and any other waits for its turn.
+
+# %%
+#| export
 @dataclass(slots=True)
 class Print:
     args: list
@@ -259,195 +319,21 @@ class Program:
 
 
 # %% [markdown]
-# ## Desugaring
-#
-# `Desugar` is a class only to hold the counter of fresh names. Each method
-# follows one table row above. The surface tree is read through the module
-# `syntax`, imported as `s`, so that `s.If` (surface) and `If` (core) can be
-# told apart at a glance.
-#
-# `print` and `assert` are built-in forms: `print(a, b)` prints two values
-# and `print((a, b))` one tuple, a difference a function taking one argument
-# could not see. So they are recognised here, by name, where they are called,
-# and this implementation reserves the two names: a program cannot bind them
-# (`resolve` says so), and using them as values is an error.
+# A core tree built by hand: `1 + 2`. Spans and types do not show, and do
+# not count when two trees are compared.
 
 # %%
-#| export
-BUILTIN_FORMS = ("print", "assert")
-
-
-def check_bindable(name: str, span: Span):
-    """A program may not bind the names of the built-in forms."""
-    if name in BUILTIN_FORMS:
-        raise CompileError(f"{name} is a built-in form and cannot be bound: choose another name", span)
-
-
-class Desugar:
-    def __init__(self):
-        self.counter = 0
-
-    def fresh(self) -> str:
-        self.counter += 1
-        return f"%{self.counter}"
-
-    # -- expressions ------------------------------------------------------
-    def expr(self, e):
-        match e:
-            case s.Int(v, span):
-                return Lit(v, span)
-            case s.Str(v, span):
-                return Lit(v, span)
-            case s.Unit(span):
-                return Lit((), span)
-            case s.Var(name, span):
-                if name in BUILTIN_FORMS:
-                    raise CompileError(f"{name} is a built-in form, not a value: call it, as in {name}(x)", span)
-                return Var(name, span)
-            case s.Wildcard(span):
-                raise CompileError("_ can only be used in a pattern", span)
-            case s.Con(name, args, span):
-                return Con(name, [self.expr(a) for a in args or []], span)
-            case s.Tuple(items, span):
-                return Tuple([self.expr(i) for i in items], span)
-            case s.Call(fn, args, span):
-                return self.call(fn, args, span)
-            case s.Dot(receiver, name, args, span):
-                return self.call(name, [receiver] + (args or []), span)
-            case s.DotMatch(receiver, clauses, span):
-                return Match(self.expr(receiver), self.clauses(clauses), span)
-            case s.Unary("-", s.Int(v), span):
-                return Lit(-v, span)
-            case s.Unary(op, operand, span):
-                op_span = Span(span.source, span.start, span.start + 1)
-                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
-            case s.Binary("&&", left, right, span):
-                return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
-            case s.Binary("||", left, right, span):
-                return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
-            case s.Binary(op, left, right, span):
-                return Prim(op, [self.expr(left), self.expr(right)], span,
-                            op_span=self._operator(left, right, span))
-            case s.If(cond, then, None, span):
-                return If(self.expr(cond), self.expr(then), Lit((), span), span, form="if without else")
-            case s.If(cond, then, orelse, span):
-                return If(self.expr(cond), self.expr(then), self.expr(orelse), span)
-            case s.Match(scrutinee, clauses, span):
-                return Match(self.expr(scrutinee), self.clauses(clauses), span)
-            case s.While(cond, body, span):
-                return While(self.expr(cond), self.expr(body), span)
-            case s.Assign(target, value, span):
-                return Assign(Var(target.name, target.span), self.expr(value), span)
-            case s.Block(statements, span):
-                return self.block(statements, span)
-            case s.Function(clauses, span):
-                return self.function(clauses, span)
-        raise TypeError(f"not an expression: {e!r}")
-
-    @staticmethod
-    def _operator(left, right, span: Span) -> Span:
-        """The span of a binary operator: the text between its operands, trimmed."""
-        text = span.source.text
-        start, end = left.span.end, right.span.start
-        while start < end and text[start] in " \t\r\n":
-            start += 1
-        while end > start and text[end - 1] in " \t\r\n":
-            end -= 1
-        return Span(span.source, start, end) if start < end else span
-
-    def call(self, fn, args: list, span: Span):
-        if isinstance(fn, s.Var) and fn.name == "print":
-            return Print([self.expr(a) for a in args], fn.span)
-        if isinstance(fn, s.Var) and fn.name == "assert":
-            if len(args) != 1:
-                raise CompileError(f"assert takes one condition, given {len(args)}", fn.span)
-            return Assert(self.expr(args[0]), fn.span)
-        arg = (Lit((), span) if not args else self.expr(args[0]) if len(args) == 1
-               else Tuple([self.expr(a) for a in args], span))
-        return App(self.expr(fn), arg, span)
-
-    # -- functions and clauses ----------------------------------------------
-    def clause_pattern(self, clause: s.Clause):
-        ps = clause.patterns
-        return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
-
-    def clause_body(self, clause: s.Clause):
-        if isinstance(clause.body, s.Clause):          # p -> q -> e: a function returning a function
-            return self.function([clause.body], clause.body.span)
-        return self.block(clause.body, clause.span)
-
-    def clauses(self, clauses: list) -> list:
-        return [(self.clause_pattern(c), self.clause_body(c)) for c in clauses]
-
-    def function(self, clauses: list, span: Span):
-        if len(clauses) == 1 and isinstance(p := self.clause_pattern(clauses[0]), PVar):
-            check_bindable(p.name, p.span)
-            return Lambda(p.name, self.clause_body(clauses[0]), span)
-        param = self.fresh()
-        return Lambda(param, Match(Var(param, span), self.clauses(clauses), span), span)
-
-    # -- blocks --------------------------------------------------------------
-    def block(self, statements: list, span: Span):
-        *init, last = statements
-        if isinstance(last, (s.Let, s.VarDecl)):
-            body = self.bind(last, Lit((), last.span))
-        else:
-            body = self.expr(last)
-        for statement in reversed(init):
-            body = self.bind(statement, body)
-        return body
-
-    def bind(self, statement, rest):
-        """The core of `statement; rest`."""
-        match statement:
-            case s.Let(PVar(name, name_span), value, span):
-                check_bindable(name, name_span)
-                return Let(name, self.expr(value), rest, span)
-            case s.Let(pattern, value, span):
-                return Match(self.expr(value), [(pattern, rest)], Span(span.source, span.start, span.start + 3))
-            case s.VarDecl(name, value, span):
-                check_bindable(name.name, name.span)
-                return LetVar(name.name, self.expr(value), rest, span)
-        return Seq(self.expr(statement), rest, statement.span)
-
-    # -- programs ------------------------------------------------------------
-    def program(self, program: s.Program) -> Program:
-        items, errors = [], []
-        for item in program.items:
-            try:
-                items.append(self.item(item))
-            except CompileError as error:      # one mistake per item; the other items are checked too
-                errors.append(error)
-        raise_errors(errors)
-        return Program(items, program.span)
-
-    def item(self, item):
-        match item:
-            case s.Def(name, params, value, span):
-                if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
-                    value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
-                                       name.span.to(value.span))
-                return Def(Var(name.name, name.span), self.expr(value), isinstance(value, s.Function), span)
-            case s.Data():
-                return item
-        return self.expr(item)
-
-
-def desugar(program: s.Program) -> Program:
-    """The core program of a syntax tree; fresh names are numbered from %1."""
-    return Desugar().program(program)
-
+one_plus_two = Prim("+", [Lit(1), Lit(2)])
+print(one_plus_two)
+print(one_plus_two == Prim("+", [Lit(1), Lit(2)], span=None, type="Int"))
 
 # %% [markdown]
-# A subtle line: `def f(p) = e` is `{ p -> e }`, but `def f(a, b) = e` is
-# `{ (a, b) -> e }` — the parameter list's patterns become a clause with one
-# pattern per parameter, which is the tuple sugar, and a clause with no
-# pattern at all (`def f() = e`) gets the unit pattern `()`.
+# ### Printing the core as L
 #
 # To look at a core program we print it as L. The core is a subset of L (but
 # for the fresh names `%n`), so printing it is a matter of turning core nodes
-# back into syntax nodes and reusing chapter 4a's printer. A chain of `let`,
-# `var` and `;` becomes one block.
+# back into syntax nodes and reusing [chapter 4a](04a_syntax.ipynb)'s
+# printer: one case per node.
 
 # %%
 #| export
@@ -497,6 +383,12 @@ def to_syntax(e):
     raise TypeError(f"not a core expression: {e!r}")
 
 
+# %% [markdown]
+# A chain of `let`, `var` and `;` becomes one block, its statements in
+# order; and a program is printed item by item.
+
+# %%
+#| export
 def _statements(e) -> list:
     out = []
     while True:
@@ -526,13 +418,306 @@ def pretty_core(program: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
+# %%
+print(s.pretty_expr(to_syntax(Let("x", one_plus_two, Seq(Print([Var("x")]), Var("x"))))))
+
 # %% [markdown]
-# Here is a program with most of the sugar, and its core:
+# ## Desugaring
+#
+# `Desugar` is a class only to hold the counter of fresh names. Each method
+# follows one row of the table above. The surface tree is read through the
+# module `syntax`, imported as `s`, so that `s.If` (surface) and `If` (core)
+# can be told apart at a glance.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: print and assert are forms, not functions</p>
+#
+# `print(a, b)` prints two values and `print((a, b))` one tuple, a
+# difference that a function taking one argument — and every L function
+# takes one, once desugared — could not see. So `print` and `assert` are
+# built-in *forms*, recognised here, by name, where they are called, and
+# this implementation reserves the two names: a program cannot bind them
+# (`resolve` says so), and using them as values is an error. The other
+# road, a variadic `print` function, would put functions of several
+# arguments back into a core that has just got rid of them.
+#
+# </div>
+
+# %%
+#| export
+BUILTIN_FORMS = ("print", "assert")
+
+
+def check_bindable(name: str, span: Span):
+    """A program may not bind the names of the built-in forms."""
+    if name in BUILTIN_FORMS:
+        raise CompileError(f"{name} is a built-in form and cannot be bound: choose another name", span)
+
+
+class Desugar:
+    def __init__(self):
+        self.counter = 0
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"%{self.counter}"
+
+
+# %% [markdown]
+# `expr` translates one expression. It takes the simplest cases itself —
+# literals, names, constructors and tuples, which map one to one — and hands
+# anything else to `operation`, below. A `_` is accepted by the parser
+# everywhere an expression may stand (it cannot tell a pattern from an
+# expression until it has read the `->` or `=` after it), so this is where
+# a `_` used as a value is caught.
+
+# %%
+#| export
+class Desugar(Desugar):
+    def expr(self, e):
+        match e:
+            case s.Int(v, span):
+                return Lit(v, span)
+            case s.Str(v, span):
+                return Lit(v, span)
+            case s.Unit(span):
+                return Lit((), span)
+            case s.Var(name, span):
+                if name in BUILTIN_FORMS:
+                    raise CompileError(f"{name} is a built-in form, not a value: call it, as in {name}(x)", span)
+                return Var(name, span)
+            case s.Wildcard(span):
+                raise CompileError("_ can only be used in a pattern", span)
+            case s.Con(name, args, span):
+                return Con(name, [self.expr(a) for a in args or []], span)
+            case s.Tuple(items, span):
+                return Tuple([self.expr(i) for i in items], span)
+        return self.operation(e)
+
 
 # %%
 from lcompiler.errors import Source
 from lcompiler.syntax import parse
 
+
+def desugar_text(text: str) -> str:
+    """The core of one expression, printed as L."""
+    return s.pretty_expr(to_syntax(Desugar().expr(parse(Source("example.l", text)).items[0])))
+
+
+print(desugar_text('(Cons(1, Nil), "one", ())'))
+
+# %% [markdown]
+# Operators: `-5` is a literal, `-e` and `!e` are the primitives `neg` and
+# `not`, `&&` and `||` become an `if` (which evaluates its right operand
+# only when needed, as the contract says), and every other operator is a
+# primitive of two operands. `_operator` finds where the operator itself is
+# written, for the error that a division by zero reports.
+
+# %%
+#| export
+class Desugar(Desugar):
+    def operation(self, e):
+        match e:
+            case s.Unary("-", s.Int(v), span):
+                return Lit(-v, span)
+            case s.Unary(op, operand, span):
+                op_span = Span(span.source, span.start, span.start + 1)
+                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
+            case s.Binary("&&", left, right, span):
+                return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
+            case s.Binary("||", left, right, span):
+                return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
+            case s.Binary(op, left, right, span):
+                return Prim(op, [self.expr(left), self.expr(right)], span,
+                            op_span=self._operator(left, right, span))
+        return self.control(e)
+
+    @staticmethod
+    def _operator(left, right, span: Span) -> Span:
+        """The span of a binary operator: the text between its operands, trimmed."""
+        text = span.source.text
+        start, end = left.span.end, right.span.start
+        while start < end and text[start] in " \t\r\n":
+            start += 1
+        while end > start and text[end - 1] in " \t\r\n":
+            end -= 1
+        return Span(span.source, start, end) if start < end else span
+
+
+# %%
+print(desugar_text("-5 + -x"))
+print(desugar_text("a && !b || c"))
+
+# %% [markdown]
+# The rest: conditionals, matches, loops, assignments, blocks, functions
+# and calls. Most are one to one; `if` without `else` gains `else ()`,
+# `e.{ … }` becomes a `match`, and a call `e.f(a)` becomes `f(e, a)`, which
+# `call` then treats like any other call.
+
+# %%
+#| export
+class Desugar(Desugar):
+    def control(self, e):
+        match e:
+            case s.If(cond, then, None, span):
+                return If(self.expr(cond), self.expr(then), Lit((), span), span, form="if without else")
+            case s.If(cond, then, orelse, span):
+                return If(self.expr(cond), self.expr(then), self.expr(orelse), span)
+            case s.Match(scrutinee, clauses, span):
+                return Match(self.expr(scrutinee), self.clauses(clauses), span)
+            case s.DotMatch(receiver, clauses, span):
+                return Match(self.expr(receiver), self.clauses(clauses), span)
+            case s.While(cond, body, span):
+                return While(self.expr(cond), self.expr(body), span)
+            case s.Assign(target, value, span):
+                return Assign(Var(target.name, target.span), self.expr(value), span)
+            case s.Block(statements, span):
+                return self.block(statements, span)
+            case s.Function(clauses, span):
+                return self.function(clauses, span)
+            case s.Call(fn, args, span):
+                return self.call(fn, args, span)
+            case s.Dot(receiver, name, args, span):
+                return self.call(name, [receiver] + (args or []), span)
+        raise TypeError(f"not an expression: {e!r}")
+
+
+# %% [markdown]
+# A call passes exactly one argument: nothing becomes `()`, several become
+# a tuple. `print` and `assert`, recognised by name, become their own nodes
+# instead; `print` keeps its arguments apart.
+
+# %%
+#| export
+class Desugar(Desugar):
+    def call(self, fn, args: list, span: Span):
+        if isinstance(fn, s.Var) and fn.name == "print":
+            return Print([self.expr(a) for a in args], fn.span)
+        if isinstance(fn, s.Var) and fn.name == "assert":
+            if len(args) != 1:
+                raise CompileError(f"assert takes one condition, given {len(args)}", fn.span)
+            return Assert(self.expr(args[0]), fn.span)
+        arg = (Lit((), span) if not args else self.expr(args[0]) if len(args) == 1
+               else Tuple([self.expr(a) for a in args], span))
+        return App(self.expr(fn), arg, span)
+
+
+# %%
+print(desugar_text("f()"), desugar_text("f(a)"), desugar_text("f(a, b)"), desugar_text("l.map(g)"),
+      desugar_text("print(a, b)"), desugar_text("print((a, b))"), sep="    ")
+
+# %% [markdown]
+# Functions. A clause with several patterns, `a, b -> e`, has one tuple
+# pattern; a clause `p -> q -> e` has a function for its body. A function of
+# one clause whose pattern is a variable is already core, `{ x -> e }`; any
+# other function takes a fresh parameter and matches on it, so that a value
+# no clause accepts fails at the function's `{`.
+
+# %%
+#| export
+class Desugar(Desugar):
+    def clause_pattern(self, clause: s.Clause):
+        ps = clause.patterns
+        return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
+
+    def clause_body(self, clause: s.Clause):
+        if isinstance(clause.body, s.Clause):          # p -> q -> e: a function returning a function
+            return self.function([clause.body], clause.body.span)
+        return self.block(clause.body, clause.span)
+
+    def clauses(self, clauses: list) -> list:
+        return [(self.clause_pattern(c), self.clause_body(c)) for c in clauses]
+
+    def function(self, clauses: list, span: Span):
+        if len(clauses) == 1 and isinstance(p := self.clause_pattern(clauses[0]), PVar):
+            check_bindable(p.name, p.span)
+            return Lambda(p.name, self.clause_body(clauses[0]), span)
+        param = self.fresh()
+        return Lambda(param, Match(Var(param, span), self.clauses(clauses), span), span)
+
+
+# %% [markdown]
+# Blocks are built from the end: the last statement is the block's value
+# (or `()`, if it is a `let` or a `var`), and each statement before it
+# wraps what follows — `let` and `var` bind a name for the rest of the
+# block, a `let` with a pattern matches, anything else is a `Seq`.
+
+# %%
+#| export
+class Desugar(Desugar):
+    def block(self, statements: list, span: Span):
+        *init, last = statements
+        if isinstance(last, (s.Let, s.VarDecl)):
+            body = self.bind(last, Lit((), last.span))
+        else:
+            body = self.expr(last)
+        for statement in reversed(init):
+            body = self.bind(statement, body)
+        return body
+
+    def bind(self, statement, rest):
+        """The core of `statement; rest`."""
+        match statement:
+            case s.Let(PVar(name, name_span), value, span):
+                check_bindable(name, name_span)
+                return Let(name, self.expr(value), rest, span)
+            case s.Let(pattern, value, span):
+                return Match(self.expr(value), [(pattern, rest)], Span(span.source, span.start, span.start + 3))
+            case s.VarDecl(name, value, span):
+                check_bindable(name.name, name.span)
+                return LetVar(name.name, self.expr(value), rest, span)
+        return Seq(self.expr(statement), rest, statement.span)
+
+
+# %%
+print(desugar_text("{ a, b -> a + b }"))
+print(desugar_text("{ 0 -> 1; n -> n }"))
+print(desugar_text("{ let (a, b) = p; a + b }"))
+print(desugar_text("{ var t := 1; t := t * 2; t }"))
+
+# %% [markdown]
+# Last, the program: its items one by one, each on its own, so that a
+# mistake in one item does not hide the mistakes in the others. A subtle
+# line: `def f(p) = e` is `{ p -> e }`, but `def f(a, b) = e` is
+# `{ (a, b) -> e }` — the parameter list's patterns become a clause with one
+# pattern per parameter, which is the tuple sugar, and a clause with no
+# pattern at all (`def f() = e`) gets the unit pattern `()`.
+
+# %%
+#| export
+class Desugar(Desugar):
+    def program(self, program: s.Program) -> Program:
+        items, errors = [], []
+        for item in program.items:
+            try:
+                items.append(self.item(item))
+            except CompileError as error:      # one mistake per item; the other items are checked too
+                errors.append(error)
+        raise_errors(errors)
+        return Program(items, program.span)
+
+    def item(self, item):
+        match item:
+            case s.Def(name, params, value, span):
+                if params is not None:      # def f(p1, …, pn) = e  is  def f = { (p1, …, pn) -> e }
+                    value = s.Function([s.Clause(params or [PUnit(name.span)], [value], value.span)],
+                                       name.span.to(value.span))
+                return Def(Var(name.name, name.span), self.expr(value), isinstance(value, s.Function), span)
+            case s.Data():
+                return item
+        return self.expr(item)
+
+
+def desugar(program: s.Program) -> Program:
+    """The core program of a syntax tree; fresh names are numbered from %1."""
+    return Desugar().program(program)
+
+
+# %% [markdown]
+# Here is a program with most of the sugar, and its core:
+
+# %%
 sugared = Source("sugar.l", """\
 data List<t> { Cons(t, List<t>); Nil }
 def length = {
@@ -627,11 +812,12 @@ print(repr(did_you_mean("sqare", ["square", "sum", "print"])), repr(did_you_mean
       repr(did_you_mean("foo", ["bar", "baz"])))
 
 # %% [markdown]
-# The resolver itself. Each top-level item is checked on its own, and a
-# mistake in one does not stop the others from being checked: `resolve`
-# collects the errors and reports them all, in the order of the source. (An
-# item's own checking stops at its first mistake.) A name defined twice is
-# reported at its second definition, with a note at the first.
+# The resolver itself. It first *declares* every top-level name — each
+# type, constructor and definition — then checks each item's expressions
+# against them. Each top-level item is checked on its own, and a mistake in
+# one does not stop the others from being checked: `resolve` collects the
+# errors and reports them all, in the order of the source. (An item's own
+# checking stops at its first mistake.)
 
 # %%
 #| export
@@ -647,6 +833,32 @@ class Resolver:
         self.functions: set[str] = set()
         self.errors: list[CompileError] = []
 
+    def resolve(self) -> Program:
+        self.declare()
+        for index, item in enumerate(self.program.items):
+            try:
+                if isinstance(item, Def):
+                    # code outside function bodies runs in order: it may read definitions above it only
+                    self.expr(item.value, {}, index if not item.is_function else None)
+                elif not isinstance(item, s.Data):
+                    self.expr(item, {}, index)
+            except CompileError as error:
+                self.errors.append(error)
+        raise_errors(self.errors)
+        return self.program
+
+
+# %% [markdown]
+# Declaring: a type and a constructor may have the same name (`data Box {
+# Box(Int) }` is fine); a definition and a constructor cannot clash, since
+# one is written in lower case and the other in upper. A name declared twice
+# is reported at its second declaration, with a note at the first; so is a
+# type that reuses the name of a built-in one. The index of each
+# definition is kept, for the order rule.
+
+# %%
+#| export
+class Resolver(Resolver):
     def declare(self):
         first = {}                                 # name -> where it was declared first
         for index, item in enumerate(self.program.items):
@@ -679,20 +891,16 @@ class Resolver:
                 except CompileError as error:
                     self.errors.append(error)
 
-    def resolve(self) -> Program:
-        self.declare()
-        for index, item in enumerate(self.program.items):
-            try:
-                if isinstance(item, Def):
-                    # code outside function bodies runs in order: it may read definitions above it only
-                    self.expr(item.value, {}, index if not item.is_function else None)
-                elif not isinstance(item, s.Data):
-                    self.expr(item, {}, index)
-            except CompileError as error:
-                self.errors.append(error)
-        raise_errors(self.errors)
-        return self.program
 
+# %% [markdown]
+# Constructors and patterns: a constructor must be declared and given all
+# its fields, in an expression as in a pattern; a pattern may not bind the
+# same name twice. `pattern` returns the names a pattern binds, all
+# `local`.
+
+# %%
+#| export
+class Resolver(Resolver):
     def con(self, name: str, count: int, span: Span):
         if name not in self.constructors:
             raise CompileError(f"unknown constructor {name}{did_you_mean(name, self.constructors)}", span)
@@ -720,6 +928,17 @@ class Resolver:
                     self.pattern(a, bound)
         return bound
 
+
+# %% [markdown]
+# A variable is looked up in the local scope first, then among the
+# top-level definitions, then among the built-in values; its kind is
+# written on the node. `position` is the index of the top-level item whose
+# code is running, or `None` inside a function body: reading a
+# non-function definition at or after that index is the order error.
+
+# %%
+#| export
+class Resolver(Resolver):
     def var(self, v: Var, scope: dict, position):
         if v.name in scope:
             v.kind = scope[v.name]
@@ -737,6 +956,18 @@ class Resolver:
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
             raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
+
+# %% [markdown]
+# The walk over expressions. A scope is a dictionary from names to kinds,
+# copied (not changed) when a construct binds a name, so that the name is
+# visible in the construct's body and nowhere else. Entering a lambda sets
+# `position` to `None`: code in a function body runs only when the function
+# is called. Only `var` makes a name `mutable`, and only a `mutable` name
+# may be assigned.
+
+# %%
+#| export
+class Resolver(Resolver):
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""
         while True:
@@ -834,6 +1065,70 @@ print(prnt(shape))
 """))
 
 # %% [markdown]
+# ### One program, from syntax to core
+#
+# Here are both trees of a small program's definition side by side: on the
+# left the syntax tree that chapter 4a's parser builds, on the right its
+# core, once desugared and resolved. Each box is a node, with its fields that are not
+# nodes; each `Var` of the core carries the kind `resolve` gave it. The
+# fresh name the desugaring invented, and the lambda that binds it, are
+# yellow.
+
+# %%
+from dataclasses import fields, is_dataclass
+
+from lcompiler.drawing import Box, Picture
+
+HIDDEN = {"span", "type", "op_span", "form", "is_function"}   # fields not drawn
+EDGE_LABELS = {"cond", "then", "orelse", "pattern", "body"}     # edges drawn with their field's name
+
+
+def node_label(node) -> str:
+    """A node's class and its fields that are not nodes: `Binary &&`, `Var a local`."""
+    words = [type(node).__name__]
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if f.name not in HIDDEN and not is_dataclass(v) and not isinstance(v, list):
+            words.append(str(v).lower() if isinstance(v, bool) else "()" if v == () else str(v))
+    return " ".join(w for w in words if w)
+
+
+def node_tree(node, style: str, edge: str = "") -> Box:
+    """A syntax or core tree as boxes, each node's sub-trees below it; a name made up by the
+    desugaring (%n) is yellow."""
+    children = []
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if f.name in HIDDEN:
+            continue
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, tuple):                 # a clause of a core Match: (pattern, body)
+                children += [node_tree(item[0], style, "pattern"), node_tree(item[1], style, "body")]
+            elif is_dataclass(item):
+                children.append(node_tree(item, style, f.name if f.name in EDGE_LABELS else ""))
+    label = node_label(node)
+    return Box(label, children, "yellow" if "%" in label else style, edge)
+
+
+both = Source("both.l", "def both(a, b) = a && !b\nprint(both(true, false))\n")
+both_core = resolve(desugar(parse(both)))
+print(pretty_core(both_core), end="")
+Picture([("syntax (chapter 4a)", [node_tree(parse(both).items[0], "blue")]),
+         ("core, desugared and resolved", [node_tree(both_core.items[0], "green")])],
+        alt="Two trees of the definition 'def both(a, b) = a && !b'. The syntax tree: a Def "
+            "with its name, two parameter patterns a and b, and a Binary && of Var a and Unary ! "
+            "of Var b. The core tree: a Def whose value is Lambda %1 (yellow, a fresh name) whose "
+            "body is a Match of Var %1 (yellow) against the pattern PTuple (a, b), with body an "
+            "If: cond Var a local, then Prim not of Var b local, orelse Lit false.")
+
+# %% [markdown]
+# Three rows of the table are visible at once: two parameters became one
+# tuple pattern matched on a fresh name, `&&` an `if` whose `else` is the
+# literal `false`, and `!` the primitive `not`; `resolve` marked `a` and
+# `b` local, bound by the pattern. In the printed core, the call's two
+# arguments have become one tuple.
+
+# %% [markdown]
 # ## The reference interpreter
 #
 # The interpreter's values are Python values: an L `Int` is a Python `int`
@@ -864,17 +1159,7 @@ class RunError(Diagnostic):
 
 # %% [markdown]
 # The interpreter is a module of its own, `lcompiler.interp`. Its values
-# first, and how they print — the contract's rules: at the top level of
-# `print` a string prints as it is, nested inside a tuple or a constructor it
-# prints quoted, with its escapes.
-#
-# A list of a hundred thousand elements is a value nested a hundred thousand
-# deep, `Cons(1, Cons(2, …))`, and an L program builds one easily. So the
-# printer does not call itself on the fields of a value: it keeps a stack of
-# what is still to be shown — values, and pieces of text such as `, ` and
-# `)` — and pops one at a time. (A printer that recursed through
-# `", ".join(…)` would also recurse in C, inside `join`, and a long enough
-# list would crash the process instead of printing.)
+# first: the three classes that Python does not already have.
 
 # %%
 #| export interp
@@ -912,6 +1197,34 @@ class Cell:
     value: object
 
 
+# %% [markdown]
+# How `print` shows a value follows the contract's rules: at the top level
+# of `print` a string prints as it is, nested inside a tuple or a
+# constructor it prints quoted, with its escapes; a function prints as
+# `<function>`.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a printer without recursion</p>
+#
+# A list of a hundred thousand elements is a value nested a hundred
+# thousand deep, `Cons(1, Cons(2, …))`, and an L program builds one easily.
+# A printer that called itself on the fields of a value would need a
+# hundred thousand Python frames; one that recursed through `", ".join(…)`
+# would also recurse in C, inside `join`, and a long enough list would crash
+# the process instead of printing. So the printer keeps its own stack of
+# what is still to be shown, in a Python list on the heap, and pops one
+# thing at a time: its depth is limited by memory only.
+#
+# </div>
+#
+# The code: `todo` is a stack of
+# values still to show and of pieces of text (marked by `nested` being
+# `None`); a tuple or a constructor pushes its closing parenthesis, then its
+# fields and the commas between them, last field first, so that the first
+# is popped first.
+
+# %%
+#| export interp
 def show_value(v, nested: bool = False) -> str:
     """How print writes a value."""
     pieces, todo = [], [(v, nested)]
@@ -944,6 +1257,11 @@ def show_value(v, nested: bool = False) -> str:
     return "".join(pieces)
 
 
+# %%
+print(show_value(("one", Data("Cons", (1, Data("Nil", ())))), True), show_value("one"), show_value(()),
+      show_value(Closure("x", None, {})))
+
+
 # %% [markdown]
 # ### Staging: from expressions to Python functions
 #
@@ -951,12 +1269,22 @@ def show_value(v, nested: bool = False) -> str:
 # Instead it first translates every core expression, once, into a Python
 # function of an environment — a *closure* — that computes the expression's
 # value: `compile(Prim("+", [a, b]))` is, roughly, `lambda env: a_code(env) +
-# b_code(env)`. Running the program is then calling functions. Each case of
-# the translation still says, in one place, what a construct means; but the
-# questions "which construct is this?" and "where are its parts?" are
-# answered once, not at every execution. That makes the interpreter several
+# b_code(env)`. Running the program is then calling functions.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: translate once, then run</p>
+#
+# The obvious interpreter is one `match` over the tree, run every time an
+# expression is evaluated. Each case of the translation here still says, in
+# one place, what a construct means; but the questions "which construct is
+# this?" and "where are its parts?" are answered once, when the program is
+# translated, not at every execution. That makes the interpreter several
 # times faster than a `match` over the tree, which matters: the tests run
-# loops of millions of iterations through it.
+# loops of millions of iterations through it. The price is one level of
+# indirection for the reader: each case returns a function, and the
+# function is what runs.
+#
+# </div>
 #
 # Patterns are translated the same way, into functions that take a value and
 # a dictionary, add the pattern's variables to it, and say whether the value
@@ -1001,6 +1329,11 @@ def compile_pattern(p):
     raise TypeError(f"not a pattern: {p!r}")
 
 
+# %%
+cons_x = compile_pattern(PCon("Cons", [PVar("x"), PWild()]))
+bindings = {}
+print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Data("Nil", ()), {}))
+
 # %% [markdown]
 # ### Tail calls: a trampoline
 #
@@ -1021,9 +1354,22 @@ def compile_pattern(p):
 # Non-tail calls, like the one in `1 + length(tail)`, do grow the stack, as
 # they must: each is a few nested Python calls (`call`, then the functions of
 # the body that lead to the next call). How deep may they go? As deep as the
-# compiled code of chapter 10 goes by default, which runs a non-tail
-# recursion a million calls deep; the interpreter must run every program the
-# compiled code runs. Three things make that possible:
+# compiled code of [chapter 10](10_llvm.ipynb) goes by default, which runs a
+# non-tail recursion a million calls deep: the interpreter must run every
+# program the compiled code runs. A program that goes deeper stops with a
+# runtime error, "stack overflow", at the last call it made — the same
+# message, at the same place, as the compiled code's.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a million Python calls deep, with the stack on the heap</p>
+#
+# An interpreter for a language with deep recursion has two classic
+# choices: keep its own stack of pending work in a data structure (a CPS
+# or stack-machine interpreter, which never recurses in the host language),
+# or recurse in the host language and make the host's stack big enough. The
+# first would turn every case of the translation inside out, and this
+# interpreter is meant to be read; so it takes the second, which three
+# facts make possible:
 #
 # - CPython 3.11 runs a call from Python code to Python code without using
 #   the C stack: the new frame is a small record on a stack of its own, on
@@ -1039,11 +1385,13 @@ def compile_pattern(p):
 #   a thread of its own with a C stack of 256 MiB, as the compiled code does,
 #   for whatever C recursion remains.
 #
-# A program that goes deeper than either limit stops with a runtime error,
-# "stack overflow", at the last call it made — the same message, at the same
-# place, as the compiled code's. A million nested calls cost about 800 MB of
-# memory here (frames and environments), where the compiled code needs a
-# few tens: the interpreter is the reference, not the fast way.
+# The price is memory and time: frames and environments of a million
+# nested calls take the better part of a gigabyte, and reporting a runaway
+# recursion takes seconds, as Python unwinds every call in progress. Both
+# are measured at the end of this chapter. The interpreter is the
+# reference, not the fast way.
+#
+# </div>
 
 # %%
 #| export interp
@@ -1066,6 +1414,14 @@ class TailCall:
     arg: object
 
 
+# %% [markdown]
+# The interpreter holds the output, the two limits, the values of the
+# top-level definitions, the number of L calls in progress and the place of
+# the last call. `call` is the trampoline: the one place where a function
+# value is applied.
+
+# %%
+#| export interp
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
@@ -1095,10 +1451,23 @@ class Interpreter:
 
 
 # %% [markdown]
+# A closure whose body asks for the same closure again, ten times, then
+# returns: `call` goes round its loop eleven times, at one depth.
+
+# %%
+countdown = Closure("n", lambda env: TailCall(countdown, env["n"] - 1) if env["n"] else "done", {})
+print(Interpreter().call(countdown, 10, None))
+
+# %% [markdown]
 # Now the translation, one case per construct. `compile(e, tail)` returns a
 # function of the local environment `env` (a dictionary from names to values,
 # or to cells for `var`s); top-level definitions live in `self.globals`.
-# `tail` says whether `e` is in tail position in its function body.
+# `tail` says whether `e` is in tail position in its function body: only a
+# call in tail position returns a `TailCall`, and only the parts of an
+# expression that are its last act (the branches of an `if`, the body of a
+# `let`, the second half of `;`, the clauses of a `match`) inherit `tail`.
+# A lambda's body is always in tail position in that lambda. Anything that
+# is not a value, a function or a choice is handed to `compile_effects`.
 
 # %%
 #| export interp
@@ -1137,6 +1506,20 @@ class Interpreter(Interpreter):
             case Tuple(items):
                 items = [self.compile(i) for i in items]
                 return lambda env: tuple([i(env) for i in items])
+        return self.compile_effects(e, tail)
+
+
+# %% [markdown]
+# The constructs with effects: a `var` puts a new `Cell` in the
+# environment, `:=` changes what the cell holds (every closure that
+# captured the cell sees the change), `while` loops in Python, and `print`
+# and `assert` do what they say. Each returns the unit value `()`.
+
+# %%
+#| export interp
+class Interpreter(Interpreter):
+    def compile_effects(self, e, tail: bool):
+        match e:
             case LetVar(name, value, body):
                 value, body = self.compile(value), self.compile(body, tail)
                 return lambda env: body({**env, name: Cell(value(env))})
@@ -1216,7 +1599,7 @@ class Interpreter(Interpreter):
 # minus infinity, so `-7 // 2` is `-4` where C gives `-3`); dividing the
 # smallest Int by −1 wraps to itself, and its remainder is 0; dividing by zero
 # is a runtime error at the operator. The interpreter trusts the type checker
-# of chapter 5 that the operands have the right types; should they not (the
+# of [chapter 5](05_types.ipynb) that the operands have the right types; should they not (the
 # checker does not exist yet in this chapter), Python's own `TypeError`
 # becomes a runtime error at the operator instead of escaping.
 
@@ -1248,6 +1631,17 @@ BINARY_OPS = {
 UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
 
 
+# %%
+print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT, c_div(MIN_INT, -1) == MIN_INT)
+
+# %% [markdown]
+# `primitive` picks the operation once, when the program is translated, and
+# returns the function that runs it: a division checks its divisor first,
+# and every operation turns Python's `TypeError` into a located runtime
+# error.
+
+# %%
+#| export interp
 class Interpreter(Interpreter):
     def primitive(self, op: str, args: list, span: Span):
         def wrong_types():
@@ -1365,11 +1759,6 @@ class Discard:
         pass
 
 
-def program_span(code: list) -> Span | None:
-    """Where the program starts: its first item."""
-    return code[0][0].span if code else None
-
-
 class Interpreter(Interpreter):
     def write(self, text: str) -> None:
         try:
@@ -1377,6 +1766,16 @@ class Interpreter(Interpreter):
         except BrokenPipeError:
             self.out = Discard()
 
+
+# %% [markdown]
+# `run` first translates every item — with the recursion limit of chapter
+# 4a's parser, since the translation recurses on the program's nesting —
+# then makes the closures of the function definitions, and hands the rest
+# to `execute`, on the big stack.
+
+# %%
+#| export interp
+class Interpreter(Interpreter):
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
         with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
@@ -1387,6 +1786,23 @@ class Interpreter(Interpreter):
                 self.globals[item.name.name] = run({})
         on_big_stack(self.execute, code)
 
+
+# %% [markdown]
+# `execute` runs the items in order, under the raised recursion limit, and
+# turns the two ways Python can run out — of frames, of memory — into
+# runtime errors of the L program, at the last call it made (or, for
+# memory, at its first item if it made none). The output is flushed
+# whatever happens, so that what was printed before an error comes before
+# the error.
+
+# %%
+#| export interp
+def program_span(code: list) -> Span | None:
+    """Where the program starts: its first item."""
+    return code[0][0].span if code else None
+
+
+class Interpreter(Interpreter):
     def execute(self, code: list) -> None:
         limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
         sys.setrecursionlimit(self.stack_limit)
@@ -1478,6 +1894,104 @@ print("the sample program of the seeds: its assertion holds")
 run_source(seeds_program)
 
 # %% [markdown]
+# ### What a function value is
+#
+# A function value is a `Closure`: the lambda's parameter, its body
+# translated into a Python function, and the environment the lambda was
+# evaluated in — the locals it can see, not a copy of the whole program.
+# A `var` captured by two closures is one `Cell` in both environments, so
+# what one closure assigns the other reads. To draw the values of a program
+# we run it with an interpreter that remembers which core expression each
+# piece of translated code came from:
+
+# %%
+from lcompiler.core import to_syntax
+from lcompiler.interp import Cell, Closure, show_value
+from lcompiler.syntax import pretty_expr
+
+
+class Recording(Interpreter):
+    """An interpreter that remembers the core expression each translated function came from."""
+
+    def __init__(self, *args, **limits):
+        super().__init__(*args, **limits)
+        self.made_from = {}
+
+    def compile(self, e, tail: bool = False):
+        code = super().compile(e, tail)
+        self.made_from[code] = e
+        return code
+
+
+closures = Source("closures.l", """\
+def adder(n) = { x -> x + n }
+def add5 = adder(5)
+def counter(start) = {
+  var count := start
+  ({ by -> count := count + by }, { () -> count })
+}
+def tick_read = counter(0)
+tick_read.{ (tick, _) -> { tick(2); tick(3) } }
+print(add5(1), tick_read.{ (_, read) -> read() })
+""")
+recording = Recording()
+recording.run(check(closures))
+
+# %% [markdown]
+# The value of the global `add5`, drawn: a closure (green) with its
+# parameter (yellow), the core of its code, and its environment (blue).
+
+# %%
+def value_box(v, cells: dict, arrows: list, name: str = "") -> Box:
+    """A value as boxes; each Cell is drawn once, in cells, and reached by a dashed arrow."""
+    if type(v) is Closure:
+        code = pretty_expr(to_syntax(recording.made_from[v.body]))
+        env = [value_box(x, cells, arrows, n) for n, x in v.env.items()]
+        return Box(f"{name} = closure" if name else "closure",
+                   [Box(f"parameter {v.param}", [], "yellow"), Box(f"code: {code}"),
+                    Box("environment" if env else "environment: empty", env, "blue")], "green")
+    if type(v) is Cell:
+        cells.setdefault(id(v), v)
+        arrows.append((f"holder {len(arrows)}", f"cell {id(v)}"))
+        return Box(f"{name} = a cell", [], "red", name=f"holder {len(arrows) - 1}")
+    if type(v) is tuple and v:
+        return Box(f"{name} = ( , )" if name else "( , )", [value_box(x, cells, arrows) for x in v])
+    return Box(f"{name} = {show_value(v, True)}")
+
+
+def draw_global(name: str, alt: str) -> Picture:
+    cells, arrows = {}, []
+    panels = [(f"global {name}", [value_box(recording.globals[name], cells, arrows)])]
+    if cells:
+        panels.append(("", [Box(f"cell: {show_value(c.value, True)}", [], "red", name=f"cell {i}")
+                            for i, c in cells.items()]))
+    return Picture(panels, arrows=arrows, alt=alt)
+
+
+draw_global("add5", alt="The value of the global add5: a closure with parameter x, code x + n, "
+                        "and an environment where n = 5.")
+
+# %% [markdown]
+# Its environment holds `n`, the argument `adder` was called with, and
+# nothing else. The two closures of `tick_read` share a cell (red), drawn
+# once, with a dashed arrow from each environment that holds it:
+
+# %%
+draw_global("tick_read",
+            alt="The value of the global tick_read: a tuple of two closures made by counter(0). "
+                "The first has parameter by and code count := count + by; the second has "
+                "parameter %1 and code match (%1) { () -> count }. Both environments hold "
+                "start = 0 and count, a cell; dashed arrows from both lead to the one cell, "
+                "which holds 5.")
+
+# %% [markdown]
+# `tick` added 2, then 3, and `read` sees 5: there is one cell, and both
+# closures hold it. They also hold `start`, which neither uses: the
+# environment is everything in scope where the lambda was evaluated. (The
+# compiled code of [chapter 8](08_closure.ipynb) keeps only the variables a
+# function uses.)
+
+# %% [markdown]
 # Runtime errors, each at its place in the source, after what was printed
 # before it:
 
@@ -1522,7 +2036,7 @@ printed = out.getvalue()
 print(f"{len(printed)} characters: {printed[:30]}…{printed[-30:]}", end="")
 
 # %% [markdown]
-# ### Tail calls, measured
+# ### Measured: tail calls and deep calls
 #
 # A loop of a million iterations written as tail recursion runs in constant
 # stack — here with Python's recursion limit lowered to 200 frames for the
@@ -1548,15 +2062,20 @@ elapsed = time.perf_counter() - start
 print(out.getvalue().strip(), f"in {elapsed:.1f} s, {elapsed / 1e6 * 1e6:.2f} µs per iteration")
 
 # %% [markdown]
-# Two to three microseconds per iteration: this interpreter is some hundred
-# times slower than the native code of chapter 10 will be, which is what it
-# is for — a definition to compare with, not a way to run programs fast.
+# A few microseconds per iteration (the figure above is this machine's, the
+# last time the notebook ran): this interpreter is a definition to compare
+# with, not a way to run programs fast.
 #
-# And non-tail calls, a million deep: how long they take, how much memory
-# a fresh Python process grows by (its peak resident size, before and after,
-# as Linux reports it in `/proc/self/status`), and how long a runaway recursion takes to be
-# reported as a stack overflow — Python unwinds every call in progress,
-# building a traceback as it goes.
+# And non-tail calls, a million deep, as the design note above promised:
+# how long they take and how much memory the process grows by (its peak
+# resident size, before and after, as Linux reports it in
+# `/proc/self/status`), in a fresh Python process; and how long a runaway
+# recursion takes to be reported as a stack overflow — Python unwinds every
+# call in progress, building a traceback as it goes. The recursion is
+# `n - count(n - 1)` rather than `1 + count(n - 1)`, for the sake of the
+# comparison that follows: LLVM's optimiser turns the second into a loop
+# (`lc show llvm-opt` has no call left in it), so the compiled code would
+# not nest a single call.
 
 # %% tags=["nbval-ignore-output"]
 import subprocess
@@ -1564,40 +2083,73 @@ import sys
 
 from lcompiler.errors import RunError
 
-measure = """
+deep_text = "def count(n) = if (n == 0) 0 else n - count(n - 1)\nprint(count(1000000))\n"
+runaway_text = "def down(n) = n - down(n + 1)\nprint(down(0))\n"
+measure = f"""
 import io, re, time
 from pathlib import Path
 from lcompiler.errors import Source
 from lcompiler.interp import Interpreter, check
 peak = lambda: int(re.search(r"VmHWM:\\s*(\\d+)", Path("/proc/self/status").read_text()).group(1)) / 1024
-program = check(Source("deep.l", "def count(n) = if (n == 0) 0 else 1 + count(n - 1)\\nprint(count(1000000))"))
+program = check(Source("deep.l", {deep_text!r}))
 before, start = peak(), time.perf_counter()
 Interpreter(io.StringIO()).run(program)
-print(f"a million nested calls: {time.perf_counter() - start:.1f} s, peak memory {before:.0f} -> {peak():.0f} MB")
+print(f"interpreted, a million nested calls: {{time.perf_counter() - start:.1f}} s, "
+      f"peak memory {{before:.0f}} -> {{peak():.0f}} MB")
 """
 print(subprocess.run([sys.executable, "-c", measure], capture_output=True, text=True).stdout, end="")
 start = time.perf_counter()
 try:
-    Interpreter(io.StringIO()).run(check(Source("runaway.l", "def down(n) = 1 + down(n + 1)\nprint(down(0))\n")))
+    Interpreter(io.StringIO()).run(check(Source("runaway.l", runaway_text)))
 except RunError as error:
-    print(f"{error.message}: reported after {time.perf_counter() - start:.1f} s")
+    print(f"interpreted, runaway: {error.message}, reported after {time.perf_counter() - start:.1f} s")
 
 # %% [markdown]
-# A few seconds and 800 MB for a million nested calls, where the compiled
-# code (chapter 10) takes hundredths of a second and tens of megabytes;
-# and several seconds to report a runaway recursion, which the compiled code
-# reports at once.
+# The same two programs compiled into executables by
+# [chapter 11](11_running.ipynb)'s `driver.build`, and run with their
+# output discarded; the peak memory is the program's resident size as the
+# kernel reports it for a finished child:
+
+# %% tags=["nbval-ignore-output"]
+import tempfile
+from pathlib import Path
+
+from lcompiler import driver
+
+# run from a fresh, small Python process: a child of this notebook's kernel would count, in its
+# peak, the kernel's own memory, which it shares until it starts the program
+measure_native = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+status = subprocess.run([sys.argv[1]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"{time.perf_counter() - start:.3f} s, peak memory {peak:.0f} MB, exit status {status}")
+"""
+with tempfile.TemporaryDirectory() as tmp:
+    for name, text in [("a million nested calls", deep_text), ("runaway", runaway_text)]:
+        executable = str(Path(tmp, "program"))
+        driver.build(Source("program.l", text), Path(executable))
+        measured = subprocess.run([sys.executable, "-c", measure_native, executable], capture_output=True, text=True)
+        print(f"compiled, {name}: {measured.stdout}", end="")
+
+# %% [markdown]
+# Seconds and the better part of a gigabyte for a million nested calls
+# interpreted, where the compiled code takes milliseconds and under twenty
+# megabytes; and many seconds to report a runaway recursion, which the
+# compiled code reports in a fraction of a second, once it has filled its
+# stack of 256 MiB.
 #
 # ## Running programs from the shell
 #
 # `lc run FILE.l` runs a program. Until the native back end exists, it uses
-# this interpreter; afterwards, `lc run --interp` will still choose it. Exit
-# status 0 on success, 1 for a compile error, 2 for a runtime error, as the
-# contract says.
+# this interpreter; afterwards ([chapter 11](11_running.ipynb)),
+# `lc run --interp` will still choose it. Exit status 0 on success, 1 for a
+# compile error, 2 for a runtime error, as
+# [the reference says](../language.md#errors-and-exit-statuses).
 
 # %% [markdown]
-# As in chapter 4a, the cells for `lc` need the names of `lcompiler.cli` to
-# run in this notebook:
+# As in [chapter 4a](04a_syntax.ipynb), the cells for `lc` need the names
+# of `lcompiler.cli` to run in this notebook:
 
 # %%
 from lcompiler.cli import arg, command, read_source
@@ -1618,8 +2170,8 @@ def run_command(args) -> int:
 
 
 # %% [markdown]
-# The pipeline of chapter 4a gets its third stage, `core`: the syntax tree
-# desugared and its names resolved.
+# The pipeline of [chapter 4a](04a_syntax.ipynb) gets its third stage,
+# `core`: the syntax tree desugared and its names resolved.
 
 # %%
 #| export pipeline
@@ -1688,3 +2240,10 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    with a linked list of frames and measure the tail loop again.
 # 3. Make the interpreter count the calls of each top-level function and
 #    print a profile at the end.
+# 4. The picture of `tick_read` shows that a closure's environment holds
+#    everything in scope, `%1` included. Make `Lambda` capture only the
+#    variables its body uses (chapter 8 computes them for the compiled
+#    code), draw `tick_read` again, and measure the memory of a million
+#    nested calls before and after.
+# 5. Draw, with `node_tree`, the core of the sugared program above. Which
+#    sugar makes the most boxes?
