@@ -1969,7 +1969,10 @@ static int64_t faulting_call_site(void *context)
     return -1;
 #endif
     int64_t site = site_at(pc, false);
-    for (uint64_t *p = as_ptr((int64_t)(sp & ~7ull)); site < 0 && (uintptr_t)p < stack_top; p++)
+    /* A function that made its frame (sp moved down) and then faulted at its
+     * first store has sp inside the guard zone: the scan starts above it. */
+    uint64_t start = sp & ~7ull, usable = (uint64_t)(uintptr_t)(stack_map + GUARD_BYTES);
+    for (uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable)); site < 0 && (uintptr_t)p < stack_top; p++)
         site = site_at(*p, true);
     return site;
 }
