@@ -2199,10 +2199,14 @@ for name, r in MEASURED["run"].items():
 # LLVM's own optimiser is good at what this chapter does inside one
 # function — folding, dead code, forwarding a value through memory it just
 # stored — so most benchmarks change little. What it cannot do is what
-# needs the CPS view: inline a function *value* passed to another function
-# (the closures of `fold`), or unroll `tak`'s recursion into itself. Where
-# the ratio is above one, the unrolled copies cost more than the calls they
-# save: chapter 12 looks at those.
+# needs the CPS view: unroll `tak`'s and `fib`'s recursion into itself
+# (chapter 12 looks at `fib`), make `states`' mutually recursive functions
+# one loop, fold `deriv`'s constant divisor (chapter 12's "a constant that
+# was not one"). The two programs slower when optimised, `cpstak` and
+# `binarytrees`, are the two shortest runs, under a tenth of a second,
+# where a few milliseconds of fixed cost weigh: made ten times longer (a
+# larger `n` on their first line), each takes the same time either way
+# on this machine — try it.
 #
 # ## The promises, tested
 #

@@ -724,7 +724,7 @@ for label, row in (("-O0", without), ("optimised", largest)):
 # %% [markdown]
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
-# carry; and LLVM takes four times as long. The optimiser pays for itself
+# carry; and LLVM takes five times as long. The optimiser pays for itself
 # several times over.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
