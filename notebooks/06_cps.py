@@ -365,6 +365,11 @@ k = ContVar("k")
 x, x.count, x.next is x, k.is_cont
 
 # %% [markdown]
+# A fresh variable has no use yet: its count is 0, and its ring is empty,
+# which is what `x.next is x` says — the head of the ring points back at
+# itself. The last `True` is the class talking: `k` is a `ContVar`, and
+# nothing but its class tells it from an ordinary variable.
+#
 # An occurrence holds three things: its place in the union-find structure
 # (the field `link`, which `Fast` manages), its place in the ring, and its
 # uplink. It does not hold its variable: `var` asks union-find.
@@ -439,6 +444,27 @@ o1, o2 = occur(x), occur(x)
 x.count, o1.var is x, o2.var is x, list(occurrences(x)) == [o2, o1]
 
 # %% [markdown]
+# Neither occurrence stores `x`: each `.var` above was a `find` in the
+# union-find structure. The ring lists `o2` before `o1` because `occur`
+# inserts at the head, so `occurrences` gives the most recent use first;
+# no pass depends on that order, only on the ring being complete.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: occurrences that find their variable, rather than point at it</p>
+#
+# The obvious representation gives each occurrence a field `var`, pointing
+# straight at its variable. Reading it is then one field access instead of a
+# `find`, but substituting `y` for `x` must visit every occurrence of `x` and
+# rewrite its field: the cost of a substitution grows with the number of
+# uses. A shrinking pass ([chapter 9](09_shrink.ipynb)) substitutes again and
+# again — often the result of one substitution is substituted in turn — so
+# that cost can add up to time quadratic in the size of the program. With
+# union-find the substitution is one `union` whatever the number of uses, and
+# each read pays an amortised constant for the `find`. Exercise 2 asks you
+# to measure the difference.
+#
+# </div>
+#
 # The node classes are plain Python objects with `__slots__`. The field
 # `enclosing` of a term is its **uplink**: the term, lambda or definition it
 # sits in. The fields holding occurrences are named after their role, and the
@@ -479,6 +505,11 @@ class Node:
 
 
 # %% [markdown]
+# `Node` has no `__init__`: the Build functions below create nodes and fill
+# their fields, so that no other code has to know in which order a class
+# lists them. `occs` and `bound` are written once here, for every class,
+# from the field lists each class declares.
+#
 # The six terms. Each class lists its fields in `__slots__` and says which
 # of them hold occurrences, sub-terms and bound variables; `Case` keeps its
 # arms as a list of (integer, occurrence) pairs, so it lists its
@@ -624,6 +655,34 @@ for cls in (LetPrim, LetCont, ApplyCont, Apply, Case, Halt, Lambda, Op, Fail, De
           f" terms: {', '.join(cls.SUBTERMS) or '-':14} binds: {', '.join(cls.BINDS) or '-'}")
 
 # %% [markdown]
+# Read the table by columns. Only `LetPrim`, `LetCont`, `Lambda` and
+# `Definition` bind anything, and only they have sub-terms: the other terms
+# are the *terminators*, which end a block. `Case` lists only `scrutinee`
+# and `default` among its occurrence fields, because its arms live in a
+# list of pairs that its own `occs` reads. And `Apply` lists its
+# occurrences in the order `call f(args) -> k` prints them: function,
+# arguments, then continuation — the order every generic function meets
+# them in.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: slotted classes and <code>type(t) is</code>, not dataclasses and <code>match</code></p>
+#
+# The house style elsewhere is dataclasses consumed by `match`. Here the
+# nodes are plain classes with `__slots__`, for two reasons. A node is an
+# object whose *identity* counts — uplinks point at it, and passes change
+# it in place — while a dataclass brings an `__init__` that `_new` makes
+# unnecessary and an `__eq__` that compares fields, so that two different
+# bindings `x = 1` would compare equal. And a class pattern in `match` tests
+# `isinstance`: `case TupleValue()` would also match a `MakeClosure`, its
+# subclass. The code here tests `type(p) is …` where the difference matters
+# (`Printer.prim` below tests `TupleValue` and `MakeClosure` separately), and
+# the generic functions read `OCC_FIELDS`, `SUBTERMS` and `BINDS` instead of
+# having a case per class. `__slots__` also spares every node the dictionary
+# a Python object normally carries, which counts in a term of a million
+# nodes.
+#
+# </div>
+#
 # `LetPrim` holds its primitive in `prim`, and a `Lambda` is a primitive
 # whose body is a term; so the node tree alternates terms and primitives.
 # `SUBTERMS` of a `LetPrim` is only its `body`: the lambda inside its `prim`
@@ -837,6 +896,25 @@ loop = let_prim(const(2), lambda two:
 type(loop).__name__, type(loop.body).__name__, loop.body.cont.count
 
 # %% [markdown]
+# The result names the two outermost terms — the `LetPrim` that binds `two`,
+# whose body is the `LetCont` of the loop — and the count of `k`, 2: the jump
+# in the handler and the jump after it, exactly the two uses the sentence
+# above announced.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: binding with Python functions, not with names</p>
+#
+# A builder could take names instead: `let_prim("two", const(2), …)`, with
+# the uses written as strings and resolved at the end. Then a misspelt name,
+# or a use outside the binding's scope, would only be found when the term is
+# resolved, and two builders that both pick the name `x` could capture each
+# other's variables. With higher-order abstract syntax the variable is a
+# Python object that exists only inside the function that receives it:
+# Python's own scoping keeps the term well scoped, and there is no name to
+# clash.
+#
+# </div>
+#
 # `Seq` keeps the first and the last term of the chain it is building;
 # appending attaches the new term as the body of the last one. A handler is
 # still built by a function, so only handlers and lambdas nest Python calls.
@@ -892,6 +970,11 @@ loop2 = s.end(apply_cont(k, two))
 type(loop2).__name__, type(loop2.body).__name__, k.count, two.count
 
 # %% [markdown]
+# The same two outer terms and the same count for `k`; `two` is used twice
+# as well, by the sum in the handler and by the jump that enters the loop.
+# Only the Python that built it differs: three statements in a row instead
+# of nested lambdas.
+#
 # Definitions are built the same way, on a `Program`. A function can call
 # a definition that comes later, so `declare` makes the global variable first
 # and `define` gives it its value afterwards; `define` alone does both.
@@ -937,6 +1020,9 @@ square_program.define(main.end(apply(square, k, n)), "unused")
 [(d.visibility, d.var) for d in square_program.definitions]
 
 # %% [markdown]
+# The second pair is `('unused', None)`: a definition run only for its
+# effect has no variable, and `define` returned `None` for it.
+#
 # ## Print
 #
 # The printed form is the seed's: one binding per line, like assembly or SSA,
@@ -979,6 +1065,10 @@ name = Namer()
 name(two), name(k), name(two), name(Var("a b"))
 
 # %% [markdown]
+# `two` gets the number 1 and keeps it when it is met again; `k` gets 2.
+# The number is not stored in the variable: another `Namer` may give `two`
+# another number, as the printers below do.
+#
 # Constants print as L writes them (strings through
 # [chapter 4a](04a_syntax.ipynb)'s printer, so that the escapes agree), and a
 # location as `@line:col` of the L source. A location is a `Span` of an L
@@ -1024,10 +1114,20 @@ def show_const(c) -> str:
         return "()"
     raise ValueError(f"not a constant: {c!r}")
 
+# %% [markdown]
+# The helpers on the cases that are easy to get wrong: a string with quotes
+# and a line break in it, Unit, a boolean, and a location.
+
 # %%
 show_const('say "hi"\n'), show_const(()), show_const(False), _at(Pos(3, 7))
 
 # %% [markdown]
+# The first result looks doubly escaped because Jupyter shows the Python
+# `repr` of the string: the text the printer writes is `"say \"hi\"\n"`, as
+# L's own printer writes that string. The location starts with a space, so
+# that it can be appended to any line, and an absent one is the empty
+# string.
+#
 # The printer itself is a `Namer` and a list of lines. A primitive prints on
 # one line, by a case per class:
 
@@ -1072,10 +1172,16 @@ class Printer:
             return "<hole>"
         raise TypeError(f"not a primitive: {p!r}")
 
+# %% [markdown]
+# The primitive `a + b` of the section on Build, printed by a fresh printer,
+# which numbers `a` and `b` in the order it meets them:
+
 # %%
 Printer().prim(plus)
 
 # %% [markdown]
+# No `@line:col` follows: `plus` was built without a location.
+#
 # The head of a function, and the last term of a block — a jump, a call, a
 # `case` or `halt` — also print on one line each (a new printer numbers the
 # names in the order it meets them):
@@ -1105,11 +1211,21 @@ class Printer(Printer):
             return f"halt {n(t.arg.var)}"
         return "<hole>"
 
+# %% [markdown]
+# Two terminators, through one printer: the jump that enters the seed's
+# loop, and the call at the end of the `unused` definition.
+
 # %%
 p = Printer()
 p.terminator(loop.body.body), p.terminator(square_program.definitions[1].body.body.body)
 
 # %% [markdown]
+# The numbers continue from one line to the next (`square_3` follows
+# `two_2`) because one printer printed both; and they are not the numbers of
+# the full texts below, where `k` is `k_2` and `two` is `two_1`. A name's
+# number depends on what the printer met before it, which is why `show`
+# always prints a whole program, definition or term from its top.
+#
 # A block is printed by a loop over a stack of work, never by recursion: a
 # `LetPrim` prints its line and continues with its body; a function or a
 # handler prints its head, then pushes its body one level deeper, a closing
@@ -1188,10 +1304,29 @@ def show(node) -> str:
 # %%
 print(show(loop), end="")
 
+# %% [markdown]
+# In the loop, `k_2` is used inside its own handler (`k_2(y_4)`, the jump
+# back) and once after it (`k_2(two_1)`, the jump that starts the loop):
+# a `cont` is in scope in its own body. The program of two definitions:
+
 # %%
 print(show(square_program), end="")
 
 # %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: names given by the printer, not stored in variables</p>
+#
+# Many compilers give each variable a unique name when it is made, from a
+# global counter (`x_4711`). Then a name would depend on everything the
+# process had built before: the same term would print differently in a test
+# and in this notebook, and a pass that makes one more variable would shift
+# the numbers of every variable made after it, so that the texts before and
+# after a pass would differ on every line. Numbering at printing time, in
+# order of appearance, makes the text a function of the term alone; it is
+# also what lets `parse(show(p))` print as `show(p)`.
+#
+# </div>
+#
 # ## Traverse
 #
 # Later passes never look inside a node class for its fields: they use the
