@@ -1376,6 +1376,11 @@ def walk(root):
 [type(node).__name__ for node in walk(loop)]
 
 # %% [markdown]
+# Primitives are nodes too: the `Const` of `two_1 = 2` comes right after its
+# `LetPrim`, and the `Op` of the sum right after its own. The two
+# `ApplyCont`s are the jump back, inside the handler, then the jump after
+# the handler — line by line the order of the printed text above.
+#
 # Everything else in this section is a filter or a fold over `walk`: the
 # terms, the occurrences, the bound variables, the size.
 
@@ -1411,11 +1416,23 @@ def size(root) -> int:
     """The number of nodes (terms, primitives, definitions) under root."""
     return sum(1 for _ in walk(root))
 
+# %% [markdown]
+# The program of two definitions, through three of them: its size, the
+# variables it binds, and the occurrences in each definition.
+
 # %%
 print(size(square_program), "nodes;", "bound:", [v.hint for v in binders(square_program)])
 print("occurrences:", [o.var.hint for d in square_program.definitions for o in all_occurrences(d)])
 
 # %% [markdown]
+# The 14 nodes are five for `square` (its `Definition`, the `Lambda`, the
+# `LetPrim`, its `Op` and the `ApplyCont`), eight for the `unused`
+# definition, and the `Program` itself, which `walk` yields first. In the
+# list of occurrences, `x` appears twice, once per operand of `x * x`;
+# `ret` comes before `y` because `ApplyCont` lists its continuation first;
+# and `r` and `u`, used in the handler of `k`, come before `square`, `seven`
+# and `k`, used by the call after it: printing order again.
+#
 # The questions later passes ask most: which variables a term uses without
 # binding them (closure conversion, [chapter 8](08_closure.ipynb)), which
 # function a node is in, whether a variable is global, and whether a
@@ -1567,6 +1584,11 @@ print(show(small), end="")
 print("uses of one:", one.count, "of uno:", uno.count)
 
 # %% [markdown]
+# Nothing was renamed in the term: the `Op` still holds the same two
+# occurrence objects, and they now *find* `one`. The second text still
+# shows `uno_2 = 1` because the binding is still there, dead; deleting it is
+# a separate operation, below.
+#
 # Taking a term out, putting one in, moving one: the term structure changes,
 # and `delete` keeps the rings and counts true for whatever is thrown away.
 
@@ -1610,6 +1632,10 @@ print(show(small), end="")
 print("uses of sum:", total.count)
 
 # %% [markdown]
+# The new `halt one_1` made one more occurrence of `one` (it has three now:
+# two in the sum and one here), and the deleted `halt sum_3` took its
+# occurrence of `sum` with it, so `sum` counts 0 and is dead in turn.
+#
 # `delete_binding` removes a dead binding, after checking that it is dead:
 # its variable has no use, and its primitive has no effect. One subtlety on
 # a `LetCont`: the continuation may still be used — by its own handler, a
@@ -1654,6 +1680,22 @@ except ChangeError as e:
     print("ChangeError:", e)
 
 # %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: small operations that may leave a term broken for a while</p>
+#
+# The Change functions are small, and some leave the term invalid until the
+# next one runs: `take` leaves a hole, and `substitute` can make a variable
+# used outside its scope. The alternative is a few large operations that
+# each go from a valid term to a valid term — "inline this continuation",
+# "delete this dead code". But the passes of the later chapters need many
+# such rewrites, each a different sequence of the same small steps, and
+# coding each as a primitive operation would duplicate the link-keeping
+# in all of them. So the framework keeps the links right at every step, and
+# `check` says what is still missing in between: the graph compaction at the
+# end of this chapter shows the checker's messages after each step.
+#
+# </div>
+#
 # The last two operations change one occurrence, or one primitive, where
 # the others change a variable or a term.
 
@@ -1790,6 +1832,12 @@ class Parser:
 [(kind, text) for kind, text, _ in Parser(Source("<cps>", 'x_1 = y_2 / z_3 @1:5  # a comment\nhalt x_1')).tokens]
 
 # %% [markdown]
+# The comment is gone, the line break is a token of its own, and the
+# location `@1:5` is four tokens: `@`, `1`, `:` and `5`. The keyword `halt` comes out as a `name`: the
+# lexer does not know keywords; `name` below refuses them where a variable is
+# expected. The list ends with an `eof` token, so the parser can always look
+# one token ahead without running off the end.
+#
 # The helpers that read tokens: `peek` looks, `accept` takes a token if it is
 # the one expected, `expect` requires it. An error says what was expected
 # and what was found, at the place it was found, as a `CompileError` that
@@ -1849,6 +1897,10 @@ class Parser(Parser):
         self.i += 1
         return text, offset
 
+# %% [markdown]
+# The helpers at work on a broken line: a parser reads the name `x_1`, then
+# accepts the `=`, and fails where the next name should be.
+
 # %%
 p = Parser(Source("<cps>", "x_1 = )"))
 p.name(), p.accept("=")
@@ -1858,6 +1910,12 @@ except CompileError as e:
     print(e.render())
 
 # %% [markdown]
+# The first two results (the name with its offset, and `True` from
+# `accept`) are not shown, because the cell's last expression is the
+# `try`; the error is. It is the same three-line format as the L front
+# end's errors: the place as `FILE:LINE:COL`, the message with what was
+# found, then the line with a caret under column 7, the `)`.
+#
 # Names and scopes. `hint` recovers the printing hint from a printed name
 # (`after_f_11` was printed from the hint `after_f`); `use` reads a name
 # that must be bound, of the right class, and in scope — each failure a
@@ -1919,10 +1977,34 @@ class Parser(Parser):
             raise self.error_at(at, f"the location {line}:{col} is outside the L source")
         return Span(self.l_source, starts[line - 1] + col - 1, starts[line - 1] + col)
 
+# %% [markdown]
+# `hint` on three names, and `loc` on a location read without an L source:
+
 # %%
 Parser.hint("after_f_11"), Parser.hint("x"), Parser.hint("_2"), Parser(Source("<cps>", "@3:7")).loc()
 
 # %% [markdown]
+# `after_f_11` loses its number and keeps the underscore inside its hint;
+# `x` has no number to lose; `_2` keeps its whole name, since taking off the
+# number would leave an empty hint. With no L source the location stays a
+# bare `Pos(3, 7)`.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a hand-written parser</p>
+#
+# A parser generator would read the grammar above almost as it is written.
+# But the interesting work of this parser is not the grammar: it is the
+# scope rules — every name bound once, a continuation used only in the
+# function that binds it — and the building of the term with the Build
+# functions as it goes. Both are a few lines each in a hand-written
+# recursive-descent parser, which needs at most two tokens of lookahead
+# (`tokens[self.i + 1]`, to tell `x = …` from a jump `k(…)`); with a
+# generated parser they would be a second pass over its tree, and its
+# errors would have to be translated into the L front end's format. It
+# would also be a new dependency for a grammar of a dozen rules.
+#
+# </div>
+#
 # Parsing a block builds it with `Seq`, one statement at a time, so that a
 # long block costs no Python recursion; only a handler or a function body —
 # text in braces — recurses. Scopes are sets updated on entry and exit: a
@@ -2201,6 +2283,13 @@ for text in WRONG:
         print(e.render())
 
 # %% [markdown]
+# One error per text, each where the reader would look for it. In the first,
+# `k_2` is never bound. In the second, `x_2` is the parameter of the
+# handler, and the `halt` after the handler's closing brace is outside it.
+# In the third, `out_1` is bound by a `cont` at the top level and used inside
+# the function `f_3`: a continuation cannot cross a `fun`, because it is a
+# block of the code that binds it, and `f_3` may run anywhere.
+#
 # ## Check
 #
 # Much of the representation is redundant — an uplink repeats a downlink, a
@@ -2513,6 +2602,13 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
         print(f"check(closed={closed}): CheckError:", e)
 
 # %% [markdown]
+# `check(square_program, closed=True)` printed nothing: it passed. The first
+# message has no "in definition …" before it, because the term was parsed
+# with `parse_term` and sits in no definition. The last one names the whole
+# chain from the definition down to the inner function: `x_3` is bound by
+# the outer `fun ret_2` and used by the inner `fun ret_5`. Before closure
+# conversion that is an ordinary nested function; after it, it is a bug.
+#
 # ## Interpret
 #
 # The interpreter is the meaning of CPS terms, and the judge of every later
@@ -2581,6 +2677,28 @@ class Continuation:
         self.code, self.params, self.env = code, params, env
 
 # %% [markdown]
+# `Injected`, `Function` and `Continuation` are the run-time forms of an
+# injection, a function value and a continuation; `ClosureRecord` is a
+# `list` (so that projections and stores work on it as on any tuple) whose
+# class says it is a closure. `STACK_LIMIT` bounds the depth of non-tail
+# calls, counted by the interpreter, not by Python.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a trampoline, not a recursive evaluator</p>
+#
+# The simplest interpreter is a recursive `eval(term, env)`. In CPS, though,
+# *every* step is a jump: a loop of a thousand iterations is a thousand
+# jumps, and a recursive evaluator would nest a Python call for each, so
+# Python's recursion limit would stop programs that the compiled code runs in
+# constant stack. With a trampoline, each block returns the next block to
+# run instead of calling it, and the loop in `trampoline` runs them one after
+# another: Python's stack stays flat, and the depth the interpreter counts is
+# only that of real, non-tail L calls — the depth that uses the machine
+# stack in compiled code. Translating each term into Python closures once,
+# before running, means a loop body is examined once, not at each iteration.
+#
+# </div>
+#
 # A runtime error of a program converted from L carries the L source's
 # `Span`, and is chapter 4b's `RunError`, rendered with the source line; one
 # of a CPS text written by hand only has a `Pos`, and is a `Stop`.
@@ -2619,10 +2737,18 @@ def show_value(v, nested: bool = False) -> str:
         return "<function>"
     raise TypeError(f"not an L value: {v!r}")
 
+# %% [markdown]
+# `show_value` on a tuple that holds a string and a list, and on a bare
+# string:
+
 # %%
 show_value([1, "one", Injected(1, "Cons", [True, Injected(0, "Nil", [])])]), show_value("one")
 
 # %% [markdown]
+# Inside the tuple, `"one"` keeps its quotes; alone it is printed bare, as
+# `print("one")` in L prints it. `Nil`, a constructor without fields, has
+# no parentheses.
+#
 # The interpreter translates each primitive, once, into a Python function of
 # the activation. `get` makes the function that reads one occurrence: a
 # dictionary lookup for a local, and for a global a lookup that fails
@@ -2770,6 +2896,10 @@ except Stop as e:
     print(e)
 
 # %% [markdown]
+# The first line is the sum, 42. The second is a `Stop`, not a `RunError`:
+# the location is a bare `Pos`, since no L source is involved, so the
+# message starts with `1:3:` and has no file name or source line.
+#
 # Terms. A block — a chain of `LetPrim`s and `LetCont`s ending in a
 # terminator — is compiled into a list of steps and a final function; the
 # chain is followed with a loop, so only the nesting of handlers and function
@@ -2944,6 +3074,27 @@ print(evaluate(term))
 {v.hint: show_value(value) for v, value in run(square_program).items()}
 
 # %% [markdown]
+# `42` is the value the term of the section on Change halts with (`6 * 7`);
+# `49` is printed by the program's own `print`. The dictionary holds one
+# global only: the `unused` definition has no variable, so its value, the
+# `()` of its `print`, is not kept.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: flat closures, copied when the function is made</p>
+#
+# A function value could instead keep a pointer to the activation that made
+# it, and look its free variables up there when it runs — a *linked*
+# environment, with nothing copied. Here that would be wrong, not merely
+# slower: a jump to a loop's continuation stores the new values of the loop
+# parameters into the *same* activation (`target[x] = v` in `jump`), so a
+# function made in one iteration would see the values of a later one.
+# Copying the free variables when the function is made gives it the values
+# of its own iteration, which is what L means; it is also what closure
+# conversion ([chapter 8](08_closure.ipynb)) does in compiled code, where a
+# closure is a tuple of copied values.
+#
+# </div>
+#
 # ## A picture of a term
 #
 # Flambda2's post draws `map` as nested boxes: each continuation is a block
@@ -3007,6 +3158,16 @@ loop_boxes, loop_heads = _scopes(loop_lines)
 loop_boxes, _jumps(loop_lines, loop_heads)
 
 # %% [markdown]
+# Each box is (first line, last line, indentation, kind, depth of nesting),
+# and each arrow (line of the jump, line of the target's header, depth,
+# length of the jump's line), so the box `(1, 4, 0, 'cont', 0)` spans
+# `cont k_2(x_3) {` to its `}`. The arrow from line 3 (`  k_2(y_4)`) goes
+# back up to line 1, the loop; the one from line 5 (`k_2(two_1)`) also ends
+# on line 1, above it. Both jump lines are 10 characters long: the length
+# says where an arrow starts, just after the end of its line. The first
+# arrow will be red, since its jump lies inside the box it targets (a
+# loop); the second green, since it enters the box from outside.
+#
 # The drawing is then a rectangle per box, a line of text per line, and a
 # path per arrow through a gutter on the right, one lane per arrow. Two
 # options serve the later chapters: `marks` colours the names of some
@@ -3145,6 +3306,11 @@ assert show(map_program) == MAP.lstrip()
 values = run(map_program)
 
 # %% [markdown]
+# The output is one line from the `print` of the last definition: the list,
+# then its squares, separated by a space as L's `print` separates its
+# values. The `assert` in the cell has already checked that the text prints
+# back exactly as it was written.
+#
 # Its picture: the function boxes, the continuation boxes nested in them,
 # and the arrows of `case`, of the two calls' return points, and of the
 # final jumps. No arrow leaves a function box: that is what second-class
@@ -3205,6 +3371,11 @@ loop_2(zero_1)
 evaluate(parse_term(COUNT))
 
 # %% [markdown]
+# `0`, `1` and `2` are printed by the loop, one per iteration; the last `3`
+# is not printed by the program but is the value of `halt i_3`, which
+# `evaluate` returns and Jupyter shows as the cell's result. `i_3` is the
+# loop's parameter: each `loop_2(next_10)` jump gives it a new value.
+#
 # ### Graph compaction, step by step
 #
 # Seed 001's second example shows why a CPS intermediate language makes
@@ -3217,6 +3388,10 @@ evaluate(parse_term(COUNT))
 # converts naively to a join point `k_after_if` that both branches would
 # reach. Ours has no exceptions, so the `raise` is a `fail` (a runtime
 # error), but the rest is the same:
+
+# %% [markdown]
+# The text is parsed and checked, and the count of `after_if` read from the
+# variable itself — no walk over the term:
 
 # %%
 STEP1 = '''
@@ -3279,6 +3454,11 @@ except CheckError as e:
     print("CheckError:", e)
 
 # %% [markdown]
+# The scope error has gone — the handler that uses `zero_10` now sits in
+# place of the jump, inside `else_9`, where `zero_10` is bound — and the
+# checker reports the other gap: the `LetCont` of `after_if_4` has a hole
+# where its handler was.
+#
 # **Step 3: delete the binding**, which is dead now — `after_if_4` has no
 # occurrence left — and its hole with it:
 
@@ -3296,6 +3476,9 @@ print(show(f_program), end="")
 picture(parse(STEP1), "Diagram of f_1 before the rewriting: the continuations after_if_4, then_7 and "
                       "else_9 inside the function box; the case jumps to else_9 and then_7, and else_9 "
                       "jumps to the join point after_if_4.")
+
+# %% [markdown]
+# And after the rewriting, with the box of `after_if` gone:
 
 # %%
 picture(f_program, "Diagram of f_1 after the rewriting: only the continuations then_4 and else_6 are "
