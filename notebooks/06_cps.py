@@ -284,6 +284,21 @@
 # dynamic definition has not run yet is the program's business to prevent
 # (the L → CPS conversion of [chapter 7](07_cps_convert.ipynb) inserts the
 # check and its `fail`).
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: static definitions beside dynamic ones</p>
+#
+# A program could be one big term, run from its first line: every function
+# a `LetPrim` of a `Lambda` inside `main`. Then a function would be a value
+# made at run time, and a function defined later in the text could not be
+# called by one defined earlier: the language would need a recursive
+# binding form, or the back end some back-patching. Splitting the
+# program into definitions, static where the value needs no computation,
+# gives the back end what it wants — a static function is an LLVM function,
+# a static tuple a constant — and gives mutual recursion for free, since
+# every static value exists before anything runs.
+#
+# </div>
 
 # %% [markdown]
 # ## Variables and occurrences
@@ -2499,6 +2514,15 @@ class Checker(Checker):
                 self.leaf(node, function)
 
 # %% [markdown]
+# The work items are pushed in the reverse of the order they run, since the
+# stack pops the last first. For a `LetPrim` they run: check the primitive,
+# bind the variable, check the body, and take the variable out of the
+# scope. For a `LetCont` the continuation and its parameters are bound at
+# once, the handler is checked, the parameters leave the scope, then the
+# body is checked with only the continuation still in scope. A `Lambda`
+# starts a new `function`: the owner that `occurrence` compares with, so a
+# continuation of the outer function used inside it is caught.
+#
 # The nodes without sub-terms — terminators and primitives — are checked by
 # `leaf`: the continuations a terminator names are continuation occurrences,
 # the others ordinary ones; the values of a `case` are distinct and sorted;
@@ -2577,6 +2601,21 @@ def check(root, closed: bool = False) -> None:
         c.links()
 
 # %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one checker, run when asked</p>
+#
+# The Change functions could check the invariants themselves, after every
+# change. But an invariant such as scope is a property of the whole term,
+# and `check` walks all of it: a pass that makes thousands of small changes
+# would walk the program thousands of times, a quadratic cost. And, as the
+# graph compaction below shows, a term may rightly be invalid *between* two
+# steps of one rewrite. So the Change functions keep only the links right,
+# at constant cost each, and `check` is a separate, linear function that the
+# tests (and a curious reader) run after a pass, or after each step while
+# debugging one.
+#
+# </div>
+#
 # The program of two definitions passes, including the stricter check of
 # closed functions (it has no nested function). Two texts that parse but
 # break a rule do not: a jump with one argument to a continuation of two
@@ -3511,6 +3550,13 @@ compacted = show(f_program)
 for argument in ("false", "true"):
     print(argument, "→", call_f(STEP1, argument), end="")
     assert call_f(STEP1, argument) == call_f(compacted, argument)
+
+# %% [markdown]
+# With `false` the function returns the pair, which the caller prints as
+# `(0, 0)`; with `true` it stops at the `fail`, and the message has no
+# `@line:col` in front because this hand-written `fail` carries no location.
+# The `assert` in the loop has compared each output with the output of the
+# compacted version: they are the same.
 
 # %% [markdown]
 # ## The interface, in one table
