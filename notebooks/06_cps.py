@@ -3142,9 +3142,10 @@ print(evaluate(term))
 # same picture of any printed term, as an SVG image: a box per function
 # (blue), per continuation handler (yellow) and per dynamic definition
 # (grey); an arrow from every jump, call return point and `case` arm to the
-# continuation it targets — green when it goes forward, red when it goes
-# back up (a loop). It works from the printed text, so it shows exactly what
-# `show` shows.
+# continuation it targets — red when the jump is inside the box it
+# targets, so that it goes back to the start of code it is part of (a
+# loop), green otherwise. It works from the printed text, so it shows
+# exactly what `show` shows.
 
 # %%
 #| export
