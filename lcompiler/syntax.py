@@ -133,33 +133,34 @@ def tokenize(source: Source, errors: list | None = None) -> list[Token]:
 def _tokenize(source: Source, errors: list) -> list[Token]:
     """The tokens of a source; its lexical mistakes are added to errors, and lexing goes on."""
     text, tokens = source.text, []
-    sep = Sep.NEWLINE             # the start of the file separates like a line break
+    match, size = _LEXEME.match, len(text)
+    STUCK, WHITESPACE, NEWLINE, EXPLICIT = Sep.STUCK, Sep.WHITESPACE, Sep.NEWLINE, Sep.EXPLICIT
+    sep = NEWLINE                 # the start of the file separates like a line break
     brackets = []                 # open brackets: inside '(' a line break is only whitespace
     pos, line_break = 0, False    # line_break: a line break since the last token
-    while pos < len(text):
-        m = _LEXEME.match(text, pos)
-        kind, lexeme, pos = m.lastgroup, m.group(), m.end()
-        span = Span(source, m.start(), m.end())
-        if kind in ("newline", "line_comment"):
-            if kind == "newline":
-                in_parens = brackets and brackets[-1] == "("
-                sep = max(sep, Sep.WHITESPACE if in_parens else Sep.NEWLINE)
-                line_break = True
-            else:
-                sep = max(sep, Sep.WHITESPACE)
+    while pos < size:
+        m = match(text, pos)
+        kind, start, pos = m.lastgroup, pos, m.end()
+        if kind == "space" or kind == "line_comment" or kind == "block_comment":
+            if sep < WHITESPACE:
+                sep = WHITESPACE
             continue
-        if kind in ("space", "block_comment"):
-            sep = max(sep, Sep.WHITESPACE)
+        if kind == "newline":
+            strength = WHITESPACE if brackets and brackets[-1] == "(" else NEWLINE
+            if sep < strength:
+                sep = strength
+            line_break = True
             continue
         if kind == "semicolon":
-            sep = Sep.EXPLICIT
+            sep = EXPLICIT
             continue
+        lexeme, span = m.group(), Span(source, start, pos)
         if kind == "open_comment":    # the rest of the file is a comment
             errors.append(CompileError("this comment is never closed with */", span))
             break
         if kind == "bad":
             errors.append(CompileError(f"unexpected character {lexeme!r}", span))
-            sep = max(sep, Sep.WHITESPACE)
+            sep = max(sep, WHITESPACE)
             continue
         value = None
         if kind == "open_string":     # a string to the end of the line
@@ -173,7 +174,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
             kind = lexeme if lexeme in KEYWORDS else "_" if lexeme == "_" else "name"
             if kind in ("def", "data") and line_break and brackets:   # they begin an item: close what
                 brackets.clear()                                       # a mistake left open
-                sep = max(sep, Sep.NEWLINE)
+                sep = max(sep, NEWLINE)
         elif kind == "op":
             kind = lexeme
             if lexeme in "({":
@@ -183,9 +184,9 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
         if tokens:
             tokens[-1].after = sep
         tokens.append(Token(kind, lexeme, span, before=sep, value=value))
-        sep, line_break = Sep.STUCK, False
+        sep, line_break = STUCK, False
     end = len(text)
-    eof = Token("eof", "", Span(source, end, end), before=max(sep, Sep.NEWLINE))
+    eof = Token("eof", "", Span(source, end, end), before=max(sep, NEWLINE))
     if tokens:
         tokens[-1].after = eof.before
     tokens.append(eof)
