@@ -2079,6 +2079,15 @@ int64_t lc_hp, lc_hl;
 # The state of the heap: the sizes of chunks and regions, the bounds of the
 # heap and its side tables (the bitmap of block starts, the map of nursery
 # chunks), and the collector's counters.
+#
+# Nearly all of it is plain global variables: there is one heap per
+# process, and one L thread that uses it at a time. Two of these tables
+# answer the question the collector asks most often, about a bare address.
+# `nursery_map` has one 16-bit entry per 64 KB of heap, non-zero where that
+# stretch is a nursery chunk, so "is this address young?" is a subtraction,
+# a shift and a load, with no search. `start_bits` has one bit per word of
+# the heap, set where a block is known to start; the collector uses it to
+# go from an address inside a block to the block's header.
 
 # %%
 #| export
@@ -2112,6 +2121,13 @@ static double minor_seconds, major_seconds;
 # A few helpers: record a block's start in the bitmap, clear a stretch of
 # it, move the end of the heap, and tell whether an address is in the
 # nursery.
+#
+# `make_free` is how the heap stays walkable: free space is never left
+# blank, but covered by a *filler*, a header with the `FREE` bit and the
+# size of the space, so that a walk from any block start can step over it
+# as it steps over a block. `in_nursery` is the test that the collector
+# applies to every word it suspects of being a pointer: two comparisons
+# with the heap's bounds and a look in `nursery_map`.
 
 # %%
 #| export
@@ -2158,6 +2174,29 @@ static void make_free(uint64_t *p, uint64_t words)
 # chunk or the next; `lc_alloc_slow`, the slow path of the inline bump
 # allocation, moves to it, and collects when there is none. In stress mode
 # (`LC_GC_STRESS`) every allocation collects.
+#
+# The fast path is not in this cell: it is the few instructions that the
+# back end compiles inline at every allocation, which bump `lc_hp` towards
+# `lc_hl`. Only a request that does not fit calls `lc_alloc_slow`. It first
+# closes the current run (it counts what was used of it and covers the
+# unused rest with a filler), then looks for the next free run that is
+# large enough, and collects only when the nursery has none left.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: bump allocation, not `malloc`</p>
+#
+# The obvious alternative is the C library's `malloc` for each block and
+# `free` for each dead one. But `malloc` must find a free block of the
+# right size, and `free` must be told which blocks are dead, one at a time,
+# which is the very question a collector exists to answer. A functional
+# program allocates a block for nearly every constructor and closure, and
+# most of them die young. With a bump allocator, allocating is an addition
+# and a comparison; and since the nursery is emptied by copying out the
+# survivors, a dead young block costs nothing at all: no one ever looks at
+# it again.
+#
+# </div>
 
 # %%
 #| export
@@ -2217,6 +2256,16 @@ int64_t lc_alloc_slow(int64_t words)
 # that the last major collection left, or fresh memory at the end of the
 # heap. Large blocks get a gap of their own, from a list of the big gaps.
 # `old_alloc` is the common case, inline in the collector's copy loop.
+#
+# A region is to the old generation what a run is to the nursery: a stretch
+# of free memory, filled by bumping a pointer (`promo.hp` towards
+# `promo.hl`). `take_gap_region` takes gaps off a free list until one is
+# large enough. A gap that is too small is dropped from the list but not
+# lost: it stays in the heap as a filler, and the next major sweep merges
+# it with the dead blocks around it. A gap more than twice the size of a
+# region is cut: one region is handed out, and the rest goes back on the
+# list. `grow`, fresh memory at the end of the heap up to the limit, is the
+# last resort.
 
 # %%
 #| export
@@ -2266,6 +2315,13 @@ static uint64_t *grow(uint64_t words)
 # %% [markdown]
 # A block larger than `LARGE_WORDS` takes the first big gap that holds
 # it, the rest of the gap staying in its list.
+#
+# This is *first fit*: the first gap that is large enough, not the smallest
+# one. The list it searches holds only the gaps of `LARGE_WORDS` (1,024
+# words) or more, so the many small gaps never slow it down. What remains
+# of the gap after the block becomes a filler, and stays on the list if it
+# has room for the link: a free gap is linked to the next through its word
+# 1, so it needs two words.
 
 # %%
 #| export
@@ -2293,6 +2349,13 @@ static uint64_t *take_gap_block(uint64_t words)
 # %% [markdown]
 # `old_alloc_slow` puts a block in the current region, taking a new one
 # when it is full: a gap from the lists, or fresh memory.
+#
+# The pair `old_alloc` / `old_alloc_slow` repeats, for the collector, the
+# split of the program's own allocation: a fast path small enough for the C
+# compiler to inline into the loop that copies survivors, and a slow path,
+# called only when the region is full or the block is large. Every block
+# allocated here has its start recorded in `start_bits`: old blocks are the
+# ones an ambiguous root may point into later.
 
 # %%
 #| export
@@ -2338,6 +2401,11 @@ static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline
 # nursery. `lc_alloc_old` allocates a block too wide for a layout in the old
 # generation at once, and remembers it: its fields may come to point into
 # the nursery.
+#
+# The header that `lc_alloc_old` writes is a placeholder until the compiled
+# code writes the real one: it says that the block is old and has no layout
+# (`CONSERVATIVE`), so that anything that reads it meanwhile treats each of
+# its fields as a possible pointer, which is always safe.
 
 # %%
 #| export
@@ -2406,6 +2474,41 @@ int64_t lc_alloc_old(int64_t words)
 # like `range` in `primes` — that scan, not the survivors, becomes its cost,
 # so the nursery grows with the stack: to twice the stack's size, up to 64
 # MB, and back to its own size when the stack is shallow again.
+#
+# Two terms from the literature come up in every cell below. A root is
+# *precise* when the collector knows it holds a pointer (a field whose
+# layout bit says so), and may then move the block and rewrite the field;
+# it is *ambiguous* (or *conservative*) when it may be an `Int` that merely
+# looks like an address (a word of the stack), and then the block must stay
+# where it is. Bartlett's idea is to treat the two kinds differently in one
+# collection: pin for the ambiguous, copy for the precise.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: two generations, not one mark-sweep</p>
+#
+# The runtime began with a single mark-sweep of the whole heap, and it is
+# still here, as the major collection. Its cost is every live block, at
+# every collection, although most of the blocks that a functional program
+# allocates are dead by the next one. A nursery emptied by copying costs
+# the roots and the survivors only. The price of generations is the write
+# barrier and the remembered set, and L pays it in one place: the stores
+# into the cells of captured `var`s.
+#
+# </div>
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: a stack of copies, not Cheney's scan pointer</p>
+#
+# Cheney's copying collector needs no list of work: the copies lie one
+# after the other in to-space, and a scan pointer walks through them behind
+# the allocation pointer. Here the copies go into regions of the old
+# generation, which need not be next to each other (a region may be a gap
+# anywhere in the heap), so an explicit stack of copies still to scan,
+# `to_scan`, takes the place of the scan pointer.
+#
+# </div>
 
 # %%
 #| export
@@ -2470,6 +2573,12 @@ static uintptr_t stack_top;                /* top of the L thread's stack */
 # %% [markdown]
 # The stacks grow by doubling; `now_seconds` times the collections for the
 # statistics.
+#
+# The collector keeps its lists of work in these arrays rather than
+# recursing, because the structures it follows can be as deep as they are
+# long: a list of a million cells is a chain of a million blocks, and
+# following it by recursion in C would overflow the C stack. Doubling the
+# array when it is full makes a push cost a constant on average.
 
 # %%
 #| export
@@ -2500,6 +2609,18 @@ static double now_seconds(void)
 # that a word of the stack holds, from the bitmap of block starts: the
 # nearest recorded start below it, then block by block. `lc_remember` is the
 # slow path of the write barrier.
+#
+# An example: a word of the stack points three words into a block whose
+# start was never recorded (the inline allocator records nothing).
+# `find_block` masks off the bits above the address in its word of
+# `start_bits`, and takes the highest bit left (`__builtin_clzll` counts
+# the zero bits above it in the 64-bit word),
+# moving to lower words if there is none. From that start it steps forward,
+# reading each header for the block's size, until the next step would pass
+# the address; it records the starts it passes, so a later search nearby is
+# shorter. `lc_remember` sets the `REMEMBERED` bit, which the compiled code
+# tests before it calls, so that a block is added to the remembered set
+# once between two collections, however often the program stores into it.
 
 # %%
 #| export
@@ -2537,6 +2658,13 @@ static void mark_value(uint64_t v);
 # the registers were spilled) to the top of the L thread's stack. In a
 # minor collection a word pins what it points to in the nursery; in a
 # major one it marks.
+#
+# The test `v - low < size` is one unsigned comparison doing the work of
+# two: a value below `heap_start` wraps around to a huge number, and fails
+# it as a value above `heap_end` does. The scan starts at the frame of
+# `scan_thread_stack` itself, which lies below the frame of the collection
+# where the registers were spilled (`__builtin_unwind_init`, in
+# `minor_collection` below); this is why the function must not be inlined.
 
 # %%
 #| export
@@ -2566,6 +2694,16 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
 # where it stands, and records it in its chunk's row of `old_bits`;
 # `forward` copies a young block that a precise field points to, leaves the
 # address of the copy in its header, and updates the field.
+#
+# A word that only looks like a pointer (an `Int` that happens to fall
+# inside the nursery) pins a block that may well be dead: the block
+# survives one collection more. That wastes a little memory, and is never
+# wrong; it is the whole price of a conservative stack. `forward` handles
+# the precise case, in three steps that read in order: a block already
+# copied has its new address in its header, and the field is made to point
+# there; a pinned block stays, and so does the field; any other block is
+# copied, a forwarding address left in its old header, and the copy pushed
+# on `to_scan`, to have its own fields forwarded in turn.
 
 # %%
 #| export
@@ -2617,6 +2755,13 @@ static void forward_fields(uint64_t *block)
 # which `old_bits` lists, so the dead blocks are never read. A chunk that
 # pinned blocks fill more than half goes to the old generation, and a
 # fresh chunk replaces it.
+#
+# `sweep_chunk` returns the words that stay, and that number decides a
+# chunk's fate: with more than half of it pinned, the runs left between the
+# pinned blocks are few and small, so the chunk leaves the nursery, its
+# free runs going onto the old generation's gap lists, and a fresh chunk
+# takes its place. If the heap has no room for a fresh chunk, the full one
+# stays.
 
 # %%
 #| export
@@ -2670,6 +2815,12 @@ static void sweep_nursery(void)
 # %% [markdown]
 # The nursery grows with a deep stack, and shrinks back when the stack is
 # shallow again (the section's introduction above says why).
+#
+# `want` is twice the stack's size counted in chunks, capped at 1,024
+# chunks (`MAX_NURSERY_CHUNKS`, 64 MB) and at an eighth of the heap, and
+# never less than `LC_NURSERY`. Chunks are added from fresh memory, and a
+# chunk that leaves, when the nursery shrinks, becomes old-generation
+# memory like a chunk too full of pinned blocks.
 
 # %%
 #| export
@@ -2738,6 +2889,16 @@ static void dump_nursery(const char *stage)
 # The minor collection itself: pin from the globals, the stack and the
 # remembered blocks without a layout; copy from the remembered and pinned
 # blocks, then from the copies; sweep; resize.
+#
+# Read it against the three phases. The first loops pin: the globals, the
+# stack (registers included, spilled by `__builtin_unwind_init`) and the
+# remembered blocks without a layout. The next ones copy: from the fields
+# of the remembered blocks (whose `REMEMBERED` bit is cleared: the
+# remembered set starts empty again), from the fields of the pinned blocks,
+# then from the copies until `to_scan` is empty. Then the sweep and the
+# resize. The order matters: every pin must be made before anything is
+# copied, or a block that a word of the stack points into could be moved,
+# and that word left pointing at the block's old place.
 
 # %%
 #| export
@@ -2784,6 +2945,13 @@ static __attribute__((noinline)) void minor_collection(void)
 # A major collection marks from the roots with an explicit stack, and reads
 # each block's header only when it is its turn to be scanned, a few blocks
 # after it was pushed and prefetched: the misses of the cache overlap.
+#
+# `mark_value` and `mark_field` are the ambiguous and the precise case
+# again. A word of the stack may point anywhere into a block, so it goes
+# through `find_block`; a field whose layout says "pointer" holds the start
+# of a block, so its block is marked at once, without a search. A block
+# without a layout (`CONSERVATIVE`) has all its fields treated as words of
+# the stack.
 
 # %%
 #| export
@@ -2828,6 +2996,13 @@ static void scan_block(const uint64_t *block)
 
 # %% [markdown]
 # `drain_mark_stack` scans the pushed blocks with a small prefetch queue.
+#
+# For a reader new to caches: reading a header that is not in the
+# processor's cache means waiting for main memory, which takes far longer
+# than the few instructions that scan a block. `__builtin_prefetch` asks
+# for the memory without waiting for it. Popping up to eight blocks ahead
+# of the one being scanned lets up to eight of these waits overlap, instead
+# of taking them one after the other.
 
 # %%
 #| export
@@ -2860,6 +3035,11 @@ static void drain_mark_stack(void)
 # %% [markdown]
 # The sweep turns the space between live blocks into gaps, walking the mark
 # bits rather than the heap, so it never touches a dead block either.
+#
+# The gaps go onto two lists, in address order: small gaps for the regions
+# of survivors, and gaps of `LARGE_WORDS` or more for large blocks. A gap
+# of a single word has no room for a link, and stays a filler only, until a
+# later sweep merges it into a larger one.
 
 # %%
 #| export
@@ -2900,6 +3080,13 @@ static bool is_marked(const uint64_t *p)
 
 # %% [markdown]
 # `sweep` walks the mark bits of the whole heap.
+#
+# It goes 64 heap words at a time, one word of `mark_bits`: each set bit is
+# the start of a live block, and everything between the end of one live
+# block and the start of the next becomes one gap, however many dead blocks
+# and old gaps it held. A nursery chunk is skipped as a whole and swept by
+# `sweep_chunk`, as in a minor collection. Free space at the very end of
+# the heap is not made a gap: `heap_end` moves back down instead.
 
 # %%
 #| export
@@ -2946,6 +3133,22 @@ static uint64_t sweep(void)
 # `major_collection` marks and sweeps, then sets the size the old
 # generation may reach before the next one; `collect` runs a minor
 # collection, then a major one when it is due.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: a threshold that grows with the live data</p>
+#
+# The simplest policy would run a major collection each time the old
+# generation grows by a fixed amount. But a major collection costs the live
+# data it marks, and frees at most that fixed amount: a program with a
+# large live heap would mark it again and again for little gain. Letting
+# the old generation reach twice the live data (plus the stack) before the
+# next collection makes each collection free at least as much as it had to
+# mark, so the collector's time stays in proportion to the allocation. Near
+# the limit, this promise can no longer be kept, and the runtime reports
+# that it is out of memory rather than collect ever more often.
+#
+# </div>
 
 # %%
 #| export
