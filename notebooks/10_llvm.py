@@ -3203,6 +3203,29 @@ static void collect(bool full)
 # by address once (they come sorted, in the order of the code, unless LLVM
 # moved a function), and the handler searches them by halves for the
 # faulting instruction and for each word up the stack.
+#
+# Why a signal at all: on Linux, touching memory that is mapped without
+# access stops the thread with `SIGSEGV`, and a program may install a
+# *handler*, a C function that the kernel runs instead of killing the
+# process. The handler cannot run on the stack that just overflowed, so it
+# gets a small stack of its own (`alt_stack`, 64 KB); it must also be
+# careful, since the program was stopped at an arbitrary instruction: it
+# only flushes the output, writes one message and exits.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: a guard zone, not a check at every call</p>
+#
+# The alternative is a test in the prologue of every function: compare the
+# stack pointer with a limit, and report the overflow if it is below. It
+# is simple and portable, but it costs
+# a load, a comparison and a branch at every call, in every program, to
+# catch an error that almost no run meets. The guard zone costs nothing
+# until the overflow happens; its price is paid in this section's
+# complexity: a signal handler, and the tables of call sites to find out
+# where the program was.
+#
+# </div>
 
 # %%
 #| export
@@ -3251,6 +3274,13 @@ static int by_address(const void *a, const void *b)
 # %% [markdown]
 # The tables of call sites: a part's entries, sorted once by address by
 # `lc_run`.
+#
+# A table is three words per call (before, after, call site), after a
+# header of two words, so the entries of a part are an array of `struct
+# site` starting at word 2. `sort_site_tables` checks first whether a
+# part's entries are already in order, and sorts them only if they are not:
+# they are emitted in the order of the code, so the usual cost is one pass
+# over the table.
 
 # %%
 #| export
@@ -3279,6 +3309,18 @@ static void sort_site_tables(void)
 # `site_at` searches the tables by halves for the call whose interval holds
 # an address; `faulting_call_site` looks at the faulting instruction first,
 # then up the stack from the faulting stack pointer.
+#
+# The search by halves finds the first entry whose `before` label lies
+# after the address; the call, if any, is among the entries just below it.
+# It looks up to eight of them back, because LLVM may copy one call
+# site, and the copies may share a label.
+# The two intervals differ by one end: a return address is the `after`
+# label itself, so it lies in (before, after]; a fault while the call is
+# being made is at an instruction from `before` up to, not including,
+# `after`. The scan of the stack starts at the faulting stack pointer, or
+# at the top of the guard zone if the stack pointer is inside it: that is
+# the case of a function that has just made its frame and faults on its
+# first store into it.
 
 # %%
 #| export
@@ -3332,6 +3374,13 @@ static int64_t faulting_call_site(void *context)
 # its call site, with exit status 2; any other fault is a bug of the
 # compiler or of this runtime, with exit status 3. The L thread sets up the
 # alternate stack the handler runs on.
+#
+# The exit statuses are those of the contract for `lc`: 2 for a runtime
+# error in the L program, 3 for a bug of the compiler. `_exit`, not `exit`,
+# because `exit` would run the C library's clean-up functions, which are
+# not safe to call from a signal handler; `flush_output` writes out first
+# what the program printed before the overflow, so that the output stops
+# where the program stopped.
 
 # %%
 #| export
@@ -3372,6 +3421,14 @@ static _Noreturn void internal_error(const char *what)
 # %% [markdown]
 # `run_on_big_stack` maps the stack with its guard zone, installs the
 # handler, and runs the program on a thread of its own.
+#
+# One `mmap` reserves the guard zone and the stack together, and `mprotect`
+# takes all access away from the guard zone, its lowest megabyte: stacks
+# grow downwards, so an overflow runs into it. `MAP_NORESERVE` means that
+# the 256 MiB cost memory only as the recursion touches them. The handlers
+# are installed for `SIGSEGV` and `SIGBUS`, and the previous ones put back
+# after the thread ends: the process may be a Python kernel that runs more
+# than one program, and may have handlers of its own.
 
 # %%
 #| export
@@ -3415,6 +3472,13 @@ static void run_on_big_stack(size_t stack_bytes)
 # handler, runs the program on its big-stack thread, and cleans up, so that
 # it can be called again in the same process — as the notebooks and the
 # tests do.
+#
+# `env_size` reads the sizes that a user may set in the environment
+# (`LC_STACK_SIZE`, `LC_NURSERY`, `LC_HEAP_LIMIT`), with an optional suffix
+# `K`, `M` or `G`; anything it cannot read leaves the default.
+# `map_noreserve` is the one way this runtime takes memory for its heap and
+# tables: a reservation of address space that costs nothing until it is
+# touched.
 
 # %%
 #| export
@@ -3462,6 +3526,11 @@ static uint64_t default_heap_limit(void)
 # `heap_init` reserves the heap and its side tables, and resets every
 # counter, so that `lc_run` can run again in the same process;
 # `heap_free` gives it all back.
+#
+# It also clamps the sizes to what the representation allows: the heap at
+# most 32 GB (the comment says why), and the nursery rounded up to whole 64
+# KB chunks. When the system refuses to reserve the whole limit, the limit
+# is halved until it accepts, down to 64 MB.
 
 # %%
 #| export
@@ -3509,6 +3578,11 @@ static void heap_init(void)
 
 # %% [markdown]
 # `heap_free` gives back everything `heap_init` took.
+#
+# Every table is unmapped and every work list freed, and the allocation
+# pointers set back to zero, so that a second `lc_run` in the same process
+# starts from a clean state, and a program that ended cannot leave memory
+# behind in the Jupyter kernel that ran it.
 
 # %%
 #| export
@@ -3531,6 +3605,13 @@ static void heap_free(void)
 # `LC_GC_STATS=1` prints what the collector did, and the peak resident
 # memory of the process, at the end of the run (and at an out-of-memory
 # error).
+#
+# These are the counters kept by the cells above: collections of each kind,
+# the largest the heap grew, the bytes allocated and promoted, the time
+# spent collecting, the blocks pinned and the stack words scanned. The
+# section on the collector at work, below, runs a program with
+# `LC_GC_STATS=1`: the lines that start with `gc:` in its output are
+# printed here.
 
 # %%
 #| export
@@ -3569,6 +3650,16 @@ static void statistics(void)
 
 # %% [markdown]
 # `lc_run`, called by `main`, puts it all together.
+#
+# In order: it resets the output buffer, keeps the messages that the
+# compiler rendered for it (the stack overflow, the out-of-memory error,
+# one message per call site), sorts the tables of call sites, registers the
+# globals as roots, sets up the heap, runs the program on its big stack
+# (256 MiB unless `LC_STACK_SIZE` says otherwise, and never less than 256
+# KiB), flushes the output, prints the statistics if asked, and gives the
+# heap back. The messages come from the compiler, not from the runtime, so
+# that they carry the file, line and column of the L program, in the words
+# of the reference interpreter.
 
 # %%
 #| export
@@ -3729,6 +3820,14 @@ show_functions(module, ["sum_to", "length", "count"])
 
 # %% [markdown]
 # Their control-flow graphs:
+#
+# Each box is a basic block, a straight run of instructions entered only at
+# its top, and each arrow a branch from one block to another. Look for the
+# cycles: `sum_to`'s `while` loop is the cycle between `loop_6` and
+# `body_12`, and `count`'s tail call to itself the cycle between `recur`
+# and `else_38`. `length` has none: its recursion is a `call` instruction
+# inside `next_21`, which returns to the next instruction, so it is no
+# arrow in the graph of one function.
 
 # %%
 text = str(module)
@@ -3782,6 +3881,17 @@ print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @
 # operation and introduced an accumulator (`%accumulator.tr`). The program
 # runs in chapter 11; here, chapter 1's `run_in_child`, the runtime and the
 # table of call sites suffice to check its output:
+#
+# Two more things to read in the listing. Each of the five `Cons` is the
+# allocator `lc_alloc` of the section on allocation, inlined: load `lc_hp`,
+# add 24 (three words of 8 bytes: the header and two fields), load `lc_hl`,
+# and, only if the block would pass the end of the run, call
+# `lc_alloc_slow(3)`. The `!prof` on that branch is what `likely=False`
+# left: it tells LLVM to make the fast path the straight line. The suffixes
+# `.i` on the names are LLVM's, one for each level of inlining that a value
+# went through. And the printer of `List<Int>` finds a value's constructor
+# as `tag` does: it shifts the header right by 24, keeps 16 bits (`trunc …
+# to i16`), and switches on the result, 0 for `Cons` and 1 for `Nil`.
 
 # %%
 import ctypes
