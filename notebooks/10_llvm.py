@@ -282,6 +282,11 @@ class FlowGraph(FlowGraph):
 
 # %% [markdown]
 # The seed's loop, before and after O2:
+#
+# On the left, the back end's two blocks: `entry`, which jumps to `k_2`,
+# and `k_2`, whose arrow goes back to itself, the loop of the seed. On the
+# right, what is left after O2: the same two blocks, `k_2` renamed `k_2.i`
+# by the inlining, and empty but for its branch to itself.
 
 # %%
 def flow_graphs(graphs: list, title: str) -> None:
@@ -1058,6 +1063,16 @@ class Backend(Backend):
 # %% [markdown]
 # `prim` translates one primitive of chapter 6 into instructions, and
 # returns its value.
+#
+# It is one test per kind of primitive. A constant is its word. A tuple, a
+# closure or a constructor with fields is an allocation (`alloc`, above); a
+# constructor without fields is the address of its constant block. A
+# projection is a load, or no instruction at all when the tuple was
+# flattened (`Fields`, in the section on flattening below). A store `x[i]
+# := y` is followed by the write barrier when `y` may be a pointer. `print`
+# calls the printer of each argument's type, with spaces between them and a
+# newline at the end. A primitive that the back end does not know raises
+# `TypeError`, rather than being skipped.
 
 # %%
 #| export
@@ -1162,6 +1177,20 @@ class Backend(Backend):
 # parameter is always kept as its components, and built only where it is
 # used whole (`value`, above): typically on the cold path of a match failure,
 # which prints the argument of the function.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: flattening in the back end, not left to LLVM</p>
+#
+# Why not allocate every tuple, and count on LLVM's optimiser to remove the
+# ones that are only taken apart? It cannot remove them: an allocation
+# moves `lc_hp`, a global that the runtime reads, so to LLVM it has an
+# effect that must be kept even when the block is never read. The seeds'
+# program, later in this chapter, shows one such allocation surviving O2.
+# The back end knows what LLVM does not, that a block nobody reads is
+# garbage, so the decision is taken here, from the types.
+#
+# </div>
 
 # %%
 #| export
@@ -1223,6 +1252,16 @@ ACK = Source("ack.l", open("../bench/programs/ack.l").read())
 ack = llvm_function(pipeline.show("llvm", ACK, False), "ack_3")
 print(ack)
 print("allocations in ack:", ack.count("@\"lc_alloc\""))
+
+
+# %% [markdown]
+# Read `recur`'s φ-nodes: each has three incoming values, one per way into
+# the loop. From `entry` come the arguments of the call; from `then_16`,
+# the tail call `ack(m - 1, 1)`, with the constant 1 as the second word;
+# from `k_27`, the tail call `ack(m - 1, ack(m, n - 1))`, whose second word
+# is the result `r_28` of the one real `call` left, made in `else_21`. No
+# tuple is built on any of these paths, which is why the count of
+# allocations is 0.
 
 # %% [markdown]
 # ## Runtime errors, rendered by the compiler
@@ -1717,6 +1756,14 @@ for title, module in (("labels after optimisation", text), ("labels before optim
     start = optimised.index("define linkonce_odr fastcc i64 @fib_")
     body = optimised[start:optimised.index("\n}\n", start)]
     print(f"{title}: {body.count('call fastcc i64 @fib_')} recursive call(s) in fib")
+
+
+# %% [markdown]
+# The two counts are the point: with the labels placed after optimisation,
+# one recursive call is left in `fib`, since LLVM turned the other into a
+# loop; with the labels placed before, both calls are still there. An
+# assembly statement is a wall that LLVM's optimisations do not see
+# through, so it goes in last.
 
 # %% [markdown]
 # ## The runtime
@@ -3757,6 +3804,20 @@ def runtime_library(kind: str = "shared") -> Path:
 # %%
 from lcompiler.cli import lc
 from lcompiler.pipeline import Unit, stage
+
+
+# %% [markdown]
+# The next cell is exported to the package's `pipeline` module, not to this
+# chapter's: it registers the three stages with chapter 1's pipeline.
+# `@stage(name, show=…)` names a stage and says how `lc show` prints its
+# result: the module as LLVM text for `llvm` and `llvm-opt`, the assembly
+# as it is for `asm`. Each stage receives the result of the stage before
+# it, and the `unit` that carries the source and the notes of earlier
+# stages (here the `data` declarations, which the printers need). The back
+# end runs with Python's cyclic garbage collector paused
+# (`collector_paused`, from the syntax module), as the lexer and the parser
+# do: a pass that makes many small Python objects and frees none until it
+# ends would only make that collector walk them again and again.
 
 # %%
 #| export pipeline
