@@ -1817,6 +1817,17 @@ RUNTIME_C = r"""
 # Section 1 is the layout of values and heap blocks, which the code
 # generator above and the collector below must agree on: the header's
 # fields and flags, and the size of a block from its header.
+#
+# Take the header of a `Cons` of a `List<Int>`, 2199023255554, which the
+# back end computed earlier in the chapter (`header_of_cons`). Read with
+# this section's masks: `FIELDS_MASK` keeps its low 24 bits, 2 fields; the
+# tag, bits 24 to 39, is 0, the first constructor; `layout` shifts it right
+# by 40 and keeps 19 bits, `0b10`: field 1, the rest of the list, may be a
+# pointer, and field 0, the `Int`, may not. None of the five flags is set:
+# a block that the program allocates starts young. `block_words` gives 3,
+# the header and two fields; for a filler it reads the size from the
+# header's free bits, and for a copied block from the header of the copy,
+# since the old header now holds the copy's address.
 
 # %%
 #| export
@@ -1876,6 +1887,11 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 # Output is buffered by the runtime itself, not by C's stdio, for one
 # reason: when the stack overflows, the signal handler must still write out
 # what the program printed before, and only `write` may be called there.
+#
+# The buffer is 64 KB, and `out_bytes` writes it out when the next piece
+# would not fit, or writes a piece larger than the buffer directly. A
+# program that prints a line per iteration of a long loop thus makes one
+# system call per 64 KB, not one per line.
 
 # %%
 #| export
@@ -1925,6 +1941,13 @@ static void out_bytes(const char *s, size_t n)
 # that buffer. An `Int` is written digit by digit, from the right, with the
 # most negative number handled as an unsigned magnitude; a string nested in
 # a value is written quoted, with its escapes.
+#
+# So a string printed on its own appears as its text, while a string inside
+# a tuple or a constructor appears between quotes, its newlines, tabs,
+# backslashes and quotes escaped, as it would be written in L. The printers
+# of structured values are not here: the back end generates one per type
+# (`print.List<Int>` in the worked example below), and they call these
+# functions for the leaves.
 
 # %%
 #| export
@@ -1964,6 +1987,15 @@ int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const 
 # %% [markdown]
 # Runtime errors: the compiler rendered the message; the runtime writes it
 # after the program's output and exits with status 2.
+#
+# A message that shows a value, such as a match failure, which shows the
+# argument of the function, is delivered in three steps: `lc_fail_begin`
+# flushes the program's output and switches printing to stderr, writing the
+# start of the message; the compiled code prints the value with the
+# printing functions above; and `lc_fail` writes the rest of the message
+# and exits. `out_of_memory` is a runtime error like the others, with its
+# own message, preceded by the collector's statistics when `LC_GC_STATS=1`
+# asks for them.
 
 # %%
 #| export
