@@ -682,6 +682,13 @@ class Backend(Backend):
 # parameters become φ-nodes of a block `recur` after the entry, and the
 # self tail call is a jump back to it (the section on tail calls explains
 # why). `recur` makes that block.
+#
+# For a reader new to SSA: `%x = phi i64 [a, %b1], [c, %b2]` at the top of
+# a block means that `x` is `a` when control came from block `b1`, and `c`
+# when it came from `b2`. `recur` gives each φ-node one incoming value, the
+# function's own argument, from the entry block; each self tail call adds
+# its own arguments later, through `goto`, which is how the loop's
+# variables change from one iteration to the next.
 
 # %%
 #| export
@@ -702,6 +709,11 @@ class Backend(Backend):
 # continuation `k(a…)` is a `ret` if `k` is the function's return
 # continuation, and otherwise a branch to `k`'s block that adds `a…` to its
 # φ-nodes (`goto`). A call, a `case` and a `halt` follow.
+#
+# `goto` labels each value it adds to a φ-node with `b.block`, the block
+# that the branch leaves from: that is how the φ-node knows which value to
+# take. `jump` chooses among the four forms, and raises `TypeError` on
+# anything else, rather than emit nothing for a term it does not know.
 
 # %%
 #| export
@@ -981,6 +993,11 @@ class Backend(Backend):
 # is a constant (`header`, above). A block of more than 19 fields, which has
 # no room for a layout, is allocated by `lc_alloc_old` in the old
 # generation, as the collector requires.
+#
+# The header is stored first, then the fields, right after the allocation
+# and with no allocation in between: the runtime asks that a block have its
+# header before anything else is allocated, since a collection walks the
+# nursery block by block and reads each header for its size.
 
 # %%
 #| export
@@ -1006,6 +1023,12 @@ class Backend(Backend):
 # runtime's `lc_remember(x)`. Stores are rare in L — only the cells of the
 # `var`s that a function captures are ever written — and the test is two
 # instructions on a header that the store has just brought into the cache.
+#
+# In `barrier` the two instructions are an `and` of the header with the two
+# flags `OLD | REMEMBERED`, and a comparison of the result with `OLD`
+# alone: the call happens only for a block that is old and not yet
+# remembered, and the branch to it is marked unlikely (`likely=False`), as
+# in `lc_alloc`.
 
 # %%
 #| export
@@ -1033,6 +1056,14 @@ class Backend(Backend):
 # the value is `Nil` exactly when it is the address of `Nil`'s one constant
 # block, `nullary.1` (made once per module, and shared by the parts of a
 # module that chapter 11 splits).
+#
+# `tag` then turns the comparison into the number that the `switch` of a
+# `case` expects, with a `select`: the tag of the constructor without
+# fields when the value is its block's address, the other constructor's
+# tag otherwise. The worked example below shows it in `length`: an `icmp
+# eq` with the address of `@nullary.1`, a `select` of 1 (`Nil`, the second
+# constructor) or 0, and the `switch`. For any other type, `header_tag`
+# loads the header, shifts it right by 24 and keeps 16 bits.
 
 # %%
 #| export
@@ -1252,7 +1283,6 @@ ACK = Source("ack.l", open("../bench/programs/ack.l").read())
 ack = llvm_function(pipeline.show("llvm", ACK, False), "ack_3")
 print(ack)
 print("allocations in ack:", ack.count("@\"lc_alloc\""))
-
 
 # %% [markdown]
 # Read `recur`'s φ-nodes: each has three incoming values, one per way into
@@ -1756,7 +1786,6 @@ for title, module in (("labels after optimisation", text), ("labels before optim
     start = optimised.index("define linkonce_odr fastcc i64 @fib_")
     body = optimised[start:optimised.index("\n}\n", start)]
     print(f"{title}: {body.count('call fastcc i64 @fib_')} recursive call(s) in fib")
-
 
 # %% [markdown]
 # The two counts are the point: with the labels placed after optimisation,
@@ -3836,7 +3865,6 @@ def runtime_library(kind: str = "shared") -> Path:
 # %%
 from lcompiler.cli import lc
 from lcompiler.pipeline import Unit, stage
-
 
 # %% [markdown]
 # The next cell is exported to the package's `pipeline` module, not to this
