@@ -1542,6 +1542,15 @@ class Backend(Backend):
 # empty one (`weak`: `call_site_table` replaces it), so that a module
 # compiled without the table still runs, and reports an overflow without
 # its location.
+#
+# The method reads in three steps. First the body of every function, with
+# `me` set when the function calls itself in tail position, so that `body`
+# makes its `recur` block. Then an initialiser `init.…` per dynamic
+# definition or statement, called from `lc_program` (with `tailcc`, the
+# initialisers' convention), its result stored into the definition's slot.
+# Last `main`. The two messages that `main` passes are whole lines,
+# rendered at compile time with the file's name and `runtime error:`: the
+# runtime writes these messages as they are, and never builds one itself.
 
 # %%
 #| export
@@ -1617,6 +1626,21 @@ class Backend(Backend):
 # would walk them again and again to find no cycle. It was the last stage
 # to run without the pause, and the one that needed it most: llvmlite
 # makes an object for every instruction, operand and name of the module.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: LLVM text between llvmlite's two halves</p>
+#
+# llvmlite has two halves: `llvmlite.ir`, a builder written in pure Python
+# that makes the module as Python objects and prints it as LLVM's text, and
+# `llvmlite.binding`, which hands that text to the real LLVM library to
+# parse, verify, optimise and compile. So the module crosses from one to
+# the other as text, in `verified`. Building it directly in LLVM's memory
+# would save the printing and the parsing, but llvmlite's binding offers no
+# instruction builder; the text is also what `lc show llvm` prints, so what
+# the reader sees is exactly what LLVM reads.
+#
+# </div>
 
 # %%
 #| export
