@@ -282,6 +282,11 @@ class FlowGraph(FlowGraph):
 
 # %% [markdown]
 # The seed's loop, before and after O2:
+#
+# On the left, the back end's two blocks: `entry`, which jumps to `k_2`,
+# and `k_2`, whose arrow goes back to itself, the loop of the seed. On the
+# right, what is left after O2: the same two blocks, `k_2` renamed `k_2.i`
+# by the inlining, and empty but for its branch to itself.
 
 # %%
 def flow_graphs(graphs: list, title: str) -> None:
@@ -677,6 +682,13 @@ class Backend(Backend):
 # parameters become φ-nodes of a block `recur` after the entry, and the
 # self tail call is a jump back to it (the section on tail calls explains
 # why). `recur` makes that block.
+#
+# For a reader new to SSA: `%x = phi i64 [a, %b1], [c, %b2]` at the top of
+# a block means that `x` is `a` when control came from block `b1`, and `c`
+# when it came from `b2`. `recur` gives each φ-node one incoming value, the
+# function's own argument, from the entry block; each self tail call adds
+# its own arguments later, through `goto`, which is how the loop's
+# variables change from one iteration to the next.
 
 # %%
 #| export
@@ -697,6 +709,11 @@ class Backend(Backend):
 # continuation `k(a…)` is a `ret` if `k` is the function's return
 # continuation, and otherwise a branch to `k`'s block that adds `a…` to its
 # φ-nodes (`goto`). A call, a `case` and a `halt` follow.
+#
+# `goto` labels each value it adds to a φ-node with `b.block`, the block
+# that the branch leaves from: that is how the φ-node knows which value to
+# take. `jump` chooses among the four forms, and raises `TypeError` on
+# anything else, rather than emit nothing for a term it does not know.
 
 # %%
 #| export
@@ -976,6 +993,11 @@ class Backend(Backend):
 # is a constant (`header`, above). A block of more than 19 fields, which has
 # no room for a layout, is allocated by `lc_alloc_old` in the old
 # generation, as the collector requires.
+#
+# The header is stored first, then the fields, right after the allocation
+# and with no allocation in between: the runtime asks that a block have its
+# header before anything else is allocated, since a collection walks the
+# nursery block by block and reads each header for its size.
 
 # %%
 #| export
@@ -1001,6 +1023,12 @@ class Backend(Backend):
 # runtime's `lc_remember(x)`. Stores are rare in L — only the cells of the
 # `var`s that a function captures are ever written — and the test is two
 # instructions on a header that the store has just brought into the cache.
+#
+# In `barrier` the two instructions are an `and` of the header with the two
+# flags `OLD | REMEMBERED`, and a comparison of the result with `OLD`
+# alone: the call happens only for a block that is old and not yet
+# remembered, and the branch to it is marked unlikely (`likely=False`), as
+# in `lc_alloc`.
 
 # %%
 #| export
@@ -1028,6 +1056,14 @@ class Backend(Backend):
 # the value is `Nil` exactly when it is the address of `Nil`'s one constant
 # block, `nullary.1` (made once per module, and shared by the parts of a
 # module that chapter 11 splits).
+#
+# `tag` then turns the comparison into the number that the `switch` of a
+# `case` expects, with a `select`: the tag of the constructor without
+# fields when the value is its block's address, the other constructor's
+# tag otherwise. The worked example below shows it in `length`: an `icmp
+# eq` with the address of `@nullary.1`, a `select` of 1 (`Nil`, the second
+# constructor) or 0, and the `switch`. For any other type, `header_tag`
+# loads the header, shifts it right by 24 and keeps 16 bits.
 
 # %%
 #| export
@@ -1058,6 +1094,16 @@ class Backend(Backend):
 # %% [markdown]
 # `prim` translates one primitive of chapter 6 into instructions, and
 # returns its value.
+#
+# It is one test per kind of primitive. A constant is its word. A tuple, a
+# closure or a constructor with fields is an allocation (`alloc`, above); a
+# constructor without fields is the address of its constant block. A
+# projection is a load, or no instruction at all when the tuple was
+# flattened (`Fields`, in the section on flattening below). A store `x[i]
+# := y` is followed by the write barrier when `y` may be a pointer. `print`
+# calls the printer of each argument's type, with spaces between them and a
+# newline at the end. A primitive that the back end does not know raises
+# `TypeError`, rather than being skipped.
 
 # %%
 #| export
@@ -1162,6 +1208,20 @@ class Backend(Backend):
 # parameter is always kept as its components, and built only where it is
 # used whole (`value`, above): typically on the cold path of a match failure,
 # which prints the argument of the function.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: flattening in the back end, not left to LLVM</p>
+#
+# Why not allocate every tuple, and count on LLVM's optimiser to remove the
+# ones that are only taken apart? It cannot remove them: an allocation
+# moves `lc_hp`, a global that the runtime reads, so to LLVM it has an
+# effect that must be kept even when the block is never read. The seeds'
+# program, later in this chapter, shows one such allocation surviving O2.
+# The back end knows what LLVM does not, that a block nobody reads is
+# garbage, so the decision is taken here, from the types.
+#
+# </div>
 
 # %%
 #| export
@@ -1223,6 +1283,15 @@ ACK = Source("ack.l", open("../bench/programs/ack.l").read())
 ack = llvm_function(pipeline.show("llvm", ACK, False), "ack_3")
 print(ack)
 print("allocations in ack:", ack.count("@\"lc_alloc\""))
+
+# %% [markdown]
+# Read `recur`'s φ-nodes: each has three incoming values, one per way into
+# the loop. From `entry` come the arguments of the call; from `then_16`,
+# the tail call `ack(m - 1, 1)`, with the constant 1 as the second word;
+# from `k_27`, the tail call `ack(m - 1, ack(m, n - 1))`, whose second word
+# is the result `r_28` of the one real `call` left, made in `else_21`. No
+# tuple is built on any of these paths, which is why the count of
+# allocations is 0.
 
 # %% [markdown]
 # ## Runtime errors, rendered by the compiler
@@ -1473,6 +1542,15 @@ class Backend(Backend):
 # empty one (`weak`: `call_site_table` replaces it), so that a module
 # compiled without the table still runs, and reports an overflow without
 # its location.
+#
+# The method reads in three steps. First the body of every function, with
+# `me` set when the function calls itself in tail position, so that `body`
+# makes its `recur` block. Then an initialiser `init.…` per dynamic
+# definition or statement, called from `lc_program` (with `tailcc`, the
+# initialisers' convention), its result stored into the definition's slot.
+# Last `main`. The two messages that `main` passes are whole lines,
+# rendered at compile time with the file's name and `runtime error:`: the
+# runtime writes these messages as they are, and never builds one itself.
 
 # %%
 #| export
@@ -1548,6 +1626,21 @@ class Backend(Backend):
 # would walk them again and again to find no cycle. It was the last stage
 # to run without the pause, and the one that needed it most: llvmlite
 # makes an object for every instruction, operand and name of the module.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: LLVM text between llvmlite's two halves</p>
+#
+# llvmlite has two halves: `llvmlite.ir`, a builder written in pure Python
+# that makes the module as Python objects and prints it as LLVM's text, and
+# `llvmlite.binding`, which hands that text to the real LLVM library to
+# parse, verify, optimise and compile. So the module crosses from one to
+# the other as text, in `verified`. Building it directly in LLVM's memory
+# would save the printing and the parsing, but llvmlite's binding offers no
+# instruction builder; the text is also what `lc show llvm` prints, so what
+# the reader sees is exactly what LLVM reads.
+#
+# </div>
 
 # %%
 #| export
@@ -1719,6 +1812,13 @@ for title, module in (("labels after optimisation", text), ("labels before optim
     print(f"{title}: {body.count('call fastcc i64 @fib_')} recursive call(s) in fib")
 
 # %% [markdown]
+# The two counts are the point: with the labels placed after optimisation,
+# one recursive call is left in `fib`, since LLVM turned the other into a
+# loop; with the labels placed before, both calls are still there. An
+# assembly statement is a wall that LLVM's optimisations do not see
+# through, so it goes in last.
+
+# %% [markdown]
 # ## The runtime
 #
 # The generated code calls a small runtime written in C: the slow path
@@ -1770,6 +1870,17 @@ RUNTIME_C = r"""
 # Section 1 is the layout of values and heap blocks, which the code
 # generator above and the collector below must agree on: the header's
 # fields and flags, and the size of a block from its header.
+#
+# Take the header of a `Cons` of a `List<Int>`, 2199023255554, which the
+# back end computed earlier in the chapter (`header_of_cons`). Read with
+# this section's masks: `FIELDS_MASK` keeps its low 24 bits, 2 fields; the
+# tag, bits 24 to 39, is 0, the first constructor; `layout` shifts it right
+# by 40 and keeps 19 bits, `0b10`: field 1, the rest of the list, may be a
+# pointer, and field 0, the `Int`, may not. None of the five flags is set:
+# a block that the program allocates starts young. `block_words` gives 3,
+# the header and two fields; for a filler it reads the size from the
+# header's free bits, and for a copied block from the header of the copy,
+# since the old header now holds the copy's address.
 
 # %%
 #| export
@@ -1829,6 +1940,11 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 # Output is buffered by the runtime itself, not by C's stdio, for one
 # reason: when the stack overflows, the signal handler must still write out
 # what the program printed before, and only `write` may be called there.
+#
+# The buffer is 64 KB, and `out_bytes` writes it out when the next piece
+# would not fit, or writes a piece larger than the buffer directly. A
+# program that prints a line per iteration of a long loop thus makes one
+# system call per 64 KB, not one per line.
 
 # %%
 #| export
@@ -1878,6 +1994,13 @@ static void out_bytes(const char *s, size_t n)
 # that buffer. An `Int` is written digit by digit, from the right, with the
 # most negative number handled as an unsigned magnitude; a string nested in
 # a value is written quoted, with its escapes.
+#
+# So a string printed on its own appears as its text, while a string inside
+# a tuple or a constructor appears between quotes, its newlines, tabs,
+# backslashes and quotes escaped, as it would be written in L. The printers
+# of structured values are not here: the back end generates one per type
+# (`print.List<Int>` in the worked example below), and they call these
+# functions for the leaves.
 
 # %%
 #| export
@@ -1917,6 +2040,15 @@ int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const 
 # %% [markdown]
 # Runtime errors: the compiler rendered the message; the runtime writes it
 # after the program's output and exits with status 2.
+#
+# A message that shows a value, such as a match failure, which shows the
+# argument of the function, is delivered in three steps: `lc_fail_begin`
+# flushes the program's output and switches printing to stderr, writing the
+# start of the message; the compiled code prints the value with the
+# printing functions above; and `lc_fail` writes the rest of the message
+# and exits. `out_of_memory` is a runtime error like the others, with its
+# own message, preceded by the collector's statistics when `LC_GC_STATS=1`
+# asks for them.
 
 # %%
 #| export
@@ -2079,6 +2211,15 @@ int64_t lc_hp, lc_hl;
 # The state of the heap: the sizes of chunks and regions, the bounds of the
 # heap and its side tables (the bitmap of block starts, the map of nursery
 # chunks), and the collector's counters.
+#
+# Nearly all of it is plain global variables: there is one heap per
+# process, and one L thread that uses it at a time. Two of these tables
+# answer the question the collector asks most often, about a bare address.
+# `nursery_map` has one 16-bit entry per 64 KB of heap, non-zero where that
+# stretch is a nursery chunk, so "is this address young?" is a subtraction,
+# a shift and a load, with no search. `start_bits` has one bit per word of
+# the heap, set where a block is known to start; the collector uses it to
+# go from an address inside a block to the block's header.
 
 # %%
 #| export
@@ -2112,6 +2253,13 @@ static double minor_seconds, major_seconds;
 # A few helpers: record a block's start in the bitmap, clear a stretch of
 # it, move the end of the heap, and tell whether an address is in the
 # nursery.
+#
+# `make_free` is how the heap stays walkable: free space is never left
+# blank, but covered by a *filler*, a header with the `FREE` bit and the
+# size of the space, so that a walk from any block start can step over it
+# as it steps over a block. `in_nursery` is the test that the collector
+# applies to every word it suspects of being a pointer: two comparisons
+# with the heap's bounds and a look in `nursery_map`.
 
 # %%
 #| export
@@ -2158,6 +2306,29 @@ static void make_free(uint64_t *p, uint64_t words)
 # chunk or the next; `lc_alloc_slow`, the slow path of the inline bump
 # allocation, moves to it, and collects when there is none. In stress mode
 # (`LC_GC_STRESS`) every allocation collects.
+#
+# The fast path is not in this cell: it is the few instructions that the
+# back end compiles inline at every allocation, which bump `lc_hp` towards
+# `lc_hl`. Only a request that does not fit calls `lc_alloc_slow`. It first
+# closes the current run (it counts what was used of it and covers the
+# unused rest with a filler), then looks for the next free run that is
+# large enough, and collects only when the nursery has none left.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: bump allocation, not `malloc`</p>
+#
+# The obvious alternative is the C library's `malloc` for each block and
+# `free` for each dead one. But `malloc` must find a free block of the
+# right size, and `free` must be told which blocks are dead, one at a time,
+# which is the very question a collector exists to answer. A functional
+# program allocates a block for nearly every constructor and closure, and
+# most of them die young. With a bump allocator, allocating is an addition
+# and a comparison; and since the nursery is emptied by copying out the
+# survivors, a dead young block costs nothing at all: no one ever looks at
+# it again.
+#
+# </div>
 
 # %%
 #| export
@@ -2217,6 +2388,16 @@ int64_t lc_alloc_slow(int64_t words)
 # that the last major collection left, or fresh memory at the end of the
 # heap. Large blocks get a gap of their own, from a list of the big gaps.
 # `old_alloc` is the common case, inline in the collector's copy loop.
+#
+# A region is to the old generation what a run is to the nursery: a stretch
+# of free memory, filled by bumping a pointer (`promo.hp` towards
+# `promo.hl`). `take_gap_region` takes gaps off a free list until one is
+# large enough. A gap that is too small is dropped from the list but not
+# lost: it stays in the heap as a filler, and the next major sweep merges
+# it with the dead blocks around it. A gap more than twice the size of a
+# region is cut: one region is handed out, and the rest goes back on the
+# list. `grow`, fresh memory at the end of the heap up to the limit, is the
+# last resort.
 
 # %%
 #| export
@@ -2266,6 +2447,13 @@ static uint64_t *grow(uint64_t words)
 # %% [markdown]
 # A block larger than `LARGE_WORDS` takes the first big gap that holds
 # it, the rest of the gap staying in its list.
+#
+# This is *first fit*: the first gap that is large enough, not the smallest
+# one. The list it searches holds only the gaps of `LARGE_WORDS` (1,024
+# words) or more, so the many small gaps never slow it down. What remains
+# of the gap after the block becomes a filler, and stays on the list if it
+# has room for the link: a free gap is linked to the next through its word
+# 1, so it needs two words.
 
 # %%
 #| export
@@ -2293,6 +2481,13 @@ static uint64_t *take_gap_block(uint64_t words)
 # %% [markdown]
 # `old_alloc_slow` puts a block in the current region, taking a new one
 # when it is full: a gap from the lists, or fresh memory.
+#
+# The pair `old_alloc` / `old_alloc_slow` repeats, for the collector, the
+# split of the program's own allocation: a fast path small enough for the C
+# compiler to inline into the loop that copies survivors, and a slow path,
+# called only when the region is full or the block is large. Every block
+# allocated here has its start recorded in `start_bits`: old blocks are the
+# ones an ambiguous root may point into later.
 
 # %%
 #| export
@@ -2338,6 +2533,11 @@ static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline
 # nursery. `lc_alloc_old` allocates a block too wide for a layout in the old
 # generation at once, and remembers it: its fields may come to point into
 # the nursery.
+#
+# The header that `lc_alloc_old` writes is a placeholder until the compiled
+# code writes the real one: it says that the block is old and has no layout
+# (`CONSERVATIVE`), so that anything that reads it meanwhile treats each of
+# its fields as a possible pointer, which is always safe.
 
 # %%
 #| export
@@ -2406,6 +2606,41 @@ int64_t lc_alloc_old(int64_t words)
 # like `range` in `primes` — that scan, not the survivors, becomes its cost,
 # so the nursery grows with the stack: to twice the stack's size, up to 64
 # MB, and back to its own size when the stack is shallow again.
+#
+# Two terms from the literature come up in every cell below. A root is
+# *precise* when the collector knows it holds a pointer (a field whose
+# layout bit says so), and may then move the block and rewrite the field;
+# it is *ambiguous* (or *conservative*) when it may be an `Int` that merely
+# looks like an address (a word of the stack), and then the block must stay
+# where it is. Bartlett's idea is to treat the two kinds differently in one
+# collection: pin for the ambiguous, copy for the precise.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: two generations, not one mark-sweep</p>
+#
+# The runtime began with a single mark-sweep of the whole heap, and it is
+# still here, as the major collection. Its cost is every live block, at
+# every collection, although most of the blocks that a functional program
+# allocates are dead by the next one. A nursery emptied by copying costs
+# the roots and the survivors only. The price of generations is the write
+# barrier and the remembered set, and L pays it in one place: the stores
+# into the cells of captured `var`s.
+#
+# </div>
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: a stack of copies, not Cheney's scan pointer</p>
+#
+# Cheney's copying collector needs no list of work: the copies lie one
+# after the other in to-space, and a scan pointer walks through them behind
+# the allocation pointer. Here the copies go into regions of the old
+# generation, which need not be next to each other (a region may be a gap
+# anywhere in the heap), so an explicit stack of copies still to scan,
+# `to_scan`, takes the place of the scan pointer.
+#
+# </div>
 
 # %%
 #| export
@@ -2470,6 +2705,12 @@ static uintptr_t stack_top;                /* top of the L thread's stack */
 # %% [markdown]
 # The stacks grow by doubling; `now_seconds` times the collections for the
 # statistics.
+#
+# The collector keeps its lists of work in these arrays rather than
+# recursing, because the structures it follows can be as deep as they are
+# long: a list of a million cells is a chain of a million blocks, and
+# following it by recursion in C would overflow the C stack. Doubling the
+# array when it is full makes a push cost a constant on average.
 
 # %%
 #| export
@@ -2500,6 +2741,18 @@ static double now_seconds(void)
 # that a word of the stack holds, from the bitmap of block starts: the
 # nearest recorded start below it, then block by block. `lc_remember` is the
 # slow path of the write barrier.
+#
+# An example: a word of the stack points three words into a block whose
+# start was never recorded (the inline allocator records nothing).
+# `find_block` masks off the bits above the address in its word of
+# `start_bits`, and takes the highest bit left (`__builtin_clzll` counts
+# the zero bits above it in the 64-bit word),
+# moving to lower words if there is none. From that start it steps forward,
+# reading each header for the block's size, until the next step would pass
+# the address; it records the starts it passes, so a later search nearby is
+# shorter. `lc_remember` sets the `REMEMBERED` bit, which the compiled code
+# tests before it calls, so that a block is added to the remembered set
+# once between two collections, however often the program stores into it.
 
 # %%
 #| export
@@ -2537,6 +2790,13 @@ static void mark_value(uint64_t v);
 # the registers were spilled) to the top of the L thread's stack. In a
 # minor collection a word pins what it points to in the nursery; in a
 # major one it marks.
+#
+# The test `v - low < size` is one unsigned comparison doing the work of
+# two: a value below `heap_start` wraps around to a huge number, and fails
+# it as a value above `heap_end` does. The scan starts at the frame of
+# `scan_thread_stack` itself, which lies below the frame of the collection
+# where the registers were spilled (`__builtin_unwind_init`, in
+# `minor_collection` below); this is why the function must not be inlined.
 
 # %%
 #| export
@@ -2566,6 +2826,16 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
 # where it stands, and records it in its chunk's row of `old_bits`;
 # `forward` copies a young block that a precise field points to, leaves the
 # address of the copy in its header, and updates the field.
+#
+# A word that only looks like a pointer (an `Int` that happens to fall
+# inside the nursery) pins a block that may well be dead: the block
+# survives one collection more. That wastes a little memory, and is never
+# wrong; it is the whole price of a conservative stack. `forward` handles
+# the precise case, in three steps that read in order: a block already
+# copied has its new address in its header, and the field is made to point
+# there; a pinned block stays, and so does the field; any other block is
+# copied, a forwarding address left in its old header, and the copy pushed
+# on `to_scan`, to have its own fields forwarded in turn.
 
 # %%
 #| export
@@ -2617,6 +2887,13 @@ static void forward_fields(uint64_t *block)
 # which `old_bits` lists, so the dead blocks are never read. A chunk that
 # pinned blocks fill more than half goes to the old generation, and a
 # fresh chunk replaces it.
+#
+# `sweep_chunk` returns the words that stay, and that number decides a
+# chunk's fate: with more than half of it pinned, the runs left between the
+# pinned blocks are few and small, so the chunk leaves the nursery, its
+# free runs going onto the old generation's gap lists, and a fresh chunk
+# takes its place. If the heap has no room for a fresh chunk, the full one
+# stays.
 
 # %%
 #| export
@@ -2670,6 +2947,12 @@ static void sweep_nursery(void)
 # %% [markdown]
 # The nursery grows with a deep stack, and shrinks back when the stack is
 # shallow again (the section's introduction above says why).
+#
+# `want` is twice the stack's size counted in chunks, capped at 1,024
+# chunks (`MAX_NURSERY_CHUNKS`, 64 MB) and at an eighth of the heap, and
+# never less than `LC_NURSERY`. Chunks are added from fresh memory, and a
+# chunk that leaves, when the nursery shrinks, becomes old-generation
+# memory like a chunk too full of pinned blocks.
 
 # %%
 #| export
@@ -2738,6 +3021,16 @@ static void dump_nursery(const char *stage)
 # The minor collection itself: pin from the globals, the stack and the
 # remembered blocks without a layout; copy from the remembered and pinned
 # blocks, then from the copies; sweep; resize.
+#
+# Read it against the three phases. The first loops pin: the globals, the
+# stack (registers included, spilled by `__builtin_unwind_init`) and the
+# remembered blocks without a layout. The next ones copy: from the fields
+# of the remembered blocks (whose `REMEMBERED` bit is cleared: the
+# remembered set starts empty again), from the fields of the pinned blocks,
+# then from the copies until `to_scan` is empty. Then the sweep and the
+# resize. The order matters: every pin must be made before anything is
+# copied, or a block that a word of the stack points into could be moved,
+# and that word left pointing at the block's old place.
 
 # %%
 #| export
@@ -2784,6 +3077,13 @@ static __attribute__((noinline)) void minor_collection(void)
 # A major collection marks from the roots with an explicit stack, and reads
 # each block's header only when it is its turn to be scanned, a few blocks
 # after it was pushed and prefetched: the misses of the cache overlap.
+#
+# `mark_value` and `mark_field` are the ambiguous and the precise case
+# again. A word of the stack may point anywhere into a block, so it goes
+# through `find_block`; a field whose layout says "pointer" holds the start
+# of a block, so its block is marked at once, without a search. A block
+# without a layout (`CONSERVATIVE`) has all its fields treated as words of
+# the stack.
 
 # %%
 #| export
@@ -2828,6 +3128,13 @@ static void scan_block(const uint64_t *block)
 
 # %% [markdown]
 # `drain_mark_stack` scans the pushed blocks with a small prefetch queue.
+#
+# For a reader new to caches: reading a header that is not in the
+# processor's cache means waiting for main memory, which takes far longer
+# than the few instructions that scan a block. `__builtin_prefetch` asks
+# for the memory without waiting for it. Popping up to eight blocks ahead
+# of the one being scanned lets up to eight of these waits overlap, instead
+# of taking them one after the other.
 
 # %%
 #| export
@@ -2860,6 +3167,11 @@ static void drain_mark_stack(void)
 # %% [markdown]
 # The sweep turns the space between live blocks into gaps, walking the mark
 # bits rather than the heap, so it never touches a dead block either.
+#
+# The gaps go onto two lists, in address order: small gaps for the regions
+# of survivors, and gaps of `LARGE_WORDS` or more for large blocks. A gap
+# of a single word has no room for a link, and stays a filler only, until a
+# later sweep merges it into a larger one.
 
 # %%
 #| export
@@ -2900,6 +3212,13 @@ static bool is_marked(const uint64_t *p)
 
 # %% [markdown]
 # `sweep` walks the mark bits of the whole heap.
+#
+# It goes 64 heap words at a time, one word of `mark_bits`: each set bit is
+# the start of a live block, and everything between the end of one live
+# block and the start of the next becomes one gap, however many dead blocks
+# and old gaps it held. A nursery chunk is skipped as a whole and swept by
+# `sweep_chunk`, as in a minor collection. Free space at the very end of
+# the heap is not made a gap: `heap_end` moves back down instead.
 
 # %%
 #| export
@@ -2946,6 +3265,22 @@ static uint64_t sweep(void)
 # `major_collection` marks and sweeps, then sets the size the old
 # generation may reach before the next one; `collect` runs a minor
 # collection, then a major one when it is due.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: a threshold that grows with the live data</p>
+#
+# The simplest policy would run a major collection each time the old
+# generation grows by a fixed amount. But a major collection costs the live
+# data it marks, and frees at most that fixed amount: a program with a
+# large live heap would mark it again and again for little gain. Letting
+# the old generation reach twice the live data (plus the stack) before the
+# next collection makes each collection free at least as much as it had to
+# mark, so the collector's time stays in proportion to the allocation. Near
+# the limit, this promise can no longer be kept, and the runtime reports
+# that it is out of memory rather than collect ever more often.
+#
+# </div>
 
 # %%
 #| export
@@ -3000,6 +3335,29 @@ static void collect(bool full)
 # by address once (they come sorted, in the order of the code, unless LLVM
 # moved a function), and the handler searches them by halves for the
 # faulting instruction and for each word up the stack.
+#
+# Why a signal at all: on Linux, touching memory that is mapped without
+# access stops the thread with `SIGSEGV`, and a program may install a
+# *handler*, a C function that the kernel runs instead of killing the
+# process. The handler cannot run on the stack that just overflowed, so it
+# gets a small stack of its own (`alt_stack`, 64 KB); it must also be
+# careful, since the program was stopped at an arbitrary instruction: it
+# only flushes the output, writes one message and exits.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: a guard zone, not a check at every call</p>
+#
+# The alternative is a test in the prologue of every function: compare the
+# stack pointer with a limit, and report the overflow if it is below. It
+# is simple and portable, but it costs
+# a load, a comparison and a branch at every call, in every program, to
+# catch an error that almost no run meets. The guard zone costs nothing
+# until the overflow happens; its price is paid in this section's
+# complexity: a signal handler, and the tables of call sites to find out
+# where the program was.
+#
+# </div>
 
 # %%
 #| export
@@ -3048,6 +3406,13 @@ static int by_address(const void *a, const void *b)
 # %% [markdown]
 # The tables of call sites: a part's entries, sorted once by address by
 # `lc_run`.
+#
+# A table is three words per call (before, after, call site), after a
+# header of two words, so the entries of a part are an array of `struct
+# site` starting at word 2. `sort_site_tables` checks first whether a
+# part's entries are already in order, and sorts them only if they are not:
+# they are emitted in the order of the code, so the usual cost is one pass
+# over the table.
 
 # %%
 #| export
@@ -3076,6 +3441,18 @@ static void sort_site_tables(void)
 # `site_at` searches the tables by halves for the call whose interval holds
 # an address; `faulting_call_site` looks at the faulting instruction first,
 # then up the stack from the faulting stack pointer.
+#
+# The search by halves finds the first entry whose `before` label lies
+# after the address; the call, if any, is among the entries just below it.
+# It looks up to eight of them back, because LLVM may copy one call
+# site, and the copies may share a label.
+# The two intervals differ by one end: a return address is the `after`
+# label itself, so it lies in (before, after]; a fault while the call is
+# being made is at an instruction from `before` up to, not including,
+# `after`. The scan of the stack starts at the faulting stack pointer, or
+# at the top of the guard zone if the stack pointer is inside it: that is
+# the case of a function that has just made its frame and faults on its
+# first store into it.
 
 # %%
 #| export
@@ -3129,6 +3506,13 @@ static int64_t faulting_call_site(void *context)
 # its call site, with exit status 2; any other fault is a bug of the
 # compiler or of this runtime, with exit status 3. The L thread sets up the
 # alternate stack the handler runs on.
+#
+# The exit statuses are those of the contract for `lc`: 2 for a runtime
+# error in the L program, 3 for a bug of the compiler. `_exit`, not `exit`,
+# because `exit` would run the C library's clean-up functions, which are
+# not safe to call from a signal handler; `flush_output` writes out first
+# what the program printed before the overflow, so that the output stops
+# where the program stopped.
 
 # %%
 #| export
@@ -3169,6 +3553,14 @@ static _Noreturn void internal_error(const char *what)
 # %% [markdown]
 # `run_on_big_stack` maps the stack with its guard zone, installs the
 # handler, and runs the program on a thread of its own.
+#
+# One `mmap` reserves the guard zone and the stack together, and `mprotect`
+# takes all access away from the guard zone, its lowest megabyte: stacks
+# grow downwards, so an overflow runs into it. `MAP_NORESERVE` means that
+# the 256 MiB cost memory only as the recursion touches them. The handlers
+# are installed for `SIGSEGV` and `SIGBUS`, and the previous ones put back
+# after the thread ends: the process may be a Python kernel that runs more
+# than one program, and may have handlers of its own.
 
 # %%
 #| export
@@ -3212,6 +3604,13 @@ static void run_on_big_stack(size_t stack_bytes)
 # handler, runs the program on its big-stack thread, and cleans up, so that
 # it can be called again in the same process — as the notebooks and the
 # tests do.
+#
+# `env_size` reads the sizes that a user may set in the environment
+# (`LC_STACK_SIZE`, `LC_NURSERY`, `LC_HEAP_LIMIT`), with an optional suffix
+# `K`, `M` or `G`; anything it cannot read leaves the default.
+# `map_noreserve` is the one way this runtime takes memory for its heap and
+# tables: a reservation of address space that costs nothing until it is
+# touched.
 
 # %%
 #| export
@@ -3259,6 +3658,11 @@ static uint64_t default_heap_limit(void)
 # `heap_init` reserves the heap and its side tables, and resets every
 # counter, so that `lc_run` can run again in the same process;
 # `heap_free` gives it all back.
+#
+# It also clamps the sizes to what the representation allows: the heap at
+# most 32 GB (the comment says why), and the nursery rounded up to whole 64
+# KB chunks. When the system refuses to reserve the whole limit, the limit
+# is halved until it accepts, down to 64 MB.
 
 # %%
 #| export
@@ -3306,6 +3710,11 @@ static void heap_init(void)
 
 # %% [markdown]
 # `heap_free` gives back everything `heap_init` took.
+#
+# Every table is unmapped and every work list freed, and the allocation
+# pointers set back to zero, so that a second `lc_run` in the same process
+# starts from a clean state, and a program that ended cannot leave memory
+# behind in the Jupyter kernel that ran it.
 
 # %%
 #| export
@@ -3328,6 +3737,13 @@ static void heap_free(void)
 # `LC_GC_STATS=1` prints what the collector did, and the peak resident
 # memory of the process, at the end of the run (and at an out-of-memory
 # error).
+#
+# These are the counters kept by the cells above: collections of each kind,
+# the largest the heap grew, the bytes allocated and promoted, the time
+# spent collecting, the blocks pinned and the stack words scanned. The
+# section on the collector at work, below, runs a program with
+# `LC_GC_STATS=1`: the lines that start with `gc:` in its output are
+# printed here.
 
 # %%
 #| export
@@ -3366,6 +3782,16 @@ static void statistics(void)
 
 # %% [markdown]
 # `lc_run`, called by `main`, puts it all together.
+#
+# In order: it resets the output buffer, keeps the messages that the
+# compiler rendered for it (the stack overflow, the out-of-memory error,
+# one message per call site), sorts the tables of call sites, registers the
+# globals as roots, sets up the heap, runs the program on its big stack
+# (256 MiB unless `LC_STACK_SIZE` says otherwise, and never less than 256
+# KiB), flushes the output, prints the statistics if asked, and gives the
+# heap back. The messages come from the compiler, not from the runtime, so
+# that they carry the file, line and column of the L program, in the words
+# of the reference interpreter.
 
 # %%
 #| export
@@ -3464,6 +3890,19 @@ def runtime_library(kind: str = "shared") -> Path:
 from lcompiler.cli import lc
 from lcompiler.pipeline import Unit, stage
 
+# %% [markdown]
+# The next cell is exported to the package's `pipeline` module, not to this
+# chapter's: it registers the three stages with chapter 1's pipeline.
+# `@stage(name, show=…)` names a stage and says how `lc show` prints its
+# result: the module as LLVM text for `llvm` and `llvm-opt`, the assembly
+# as it is for `asm`. Each stage receives the result of the stage before
+# it, and the `unit` that carries the source and the notes of earlier
+# stages (here the `data` declarations, which the printers need). The back
+# end runs with Python's cyclic garbage collector paused
+# (`collector_paused`, from the syntax module), as the lexer and the parser
+# do: a pass that makes many small Python objects and frees none until it
+# ends would only make that collector walk them again and again.
+
 # %%
 #| export pipeline
 from lcompiler import addlang
@@ -3526,6 +3965,14 @@ show_functions(module, ["sum_to", "length", "count"])
 
 # %% [markdown]
 # Their control-flow graphs:
+#
+# Each box is a basic block, a straight run of instructions entered only at
+# its top, and each arrow a branch from one block to another. Look for the
+# cycles: `sum_to`'s `while` loop is the cycle between `loop_6` and
+# `body_12`, and `count`'s tail call to itself the cycle between `recur`
+# and `else_38`. `length` has none: its recursion is a `call` instruction
+# inside `next_21`, which returns to the next instruction, so it is no
+# arrow in the graph of one function.
 
 # %%
 text = str(module)
@@ -3579,6 +4026,17 @@ print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @
 # operation and introduced an accumulator (`%accumulator.tr`). The program
 # runs in chapter 11; here, chapter 1's `run_in_child`, the runtime and the
 # table of call sites suffice to check its output:
+#
+# Two more things to read in the listing. Each of the five `Cons` is the
+# allocator `lc_alloc` of the section on allocation, inlined: load `lc_hp`,
+# add 24 (three words of 8 bytes: the header and two fields), load `lc_hl`,
+# and, only if the block would pass the end of the run, call
+# `lc_alloc_slow(3)`. The `!prof` on that branch is what `likely=False`
+# left: it tells LLVM to make the fast path the straight line. The suffixes
+# `.i` on the names are LLVM's, one for each level of inlining that a value
+# went through. And the printer of `List<Int>` finds a value's constructor
+# as `tag` does: it shifts the header right by 24, keeps 16 bits (`trunc …
+# to i16`), and switches on the result, 0 for `Cons` and 1 for `Nil`.
 
 # %%
 import ctypes
