@@ -2090,7 +2090,7 @@ static uint64_t default_heap_limit(void)
 
 RUNTIME_C += r"""
 /* The limit is at most 32 GB: a filler's size must fit in its header,
- * the nursery map is one byte per 64 KB.  It is at least the nursery and
+ * the nursery map is two bytes per 64 KB.  It is at least the nursery and
  * as much again. */
 static void heap_init(void)
 {
