@@ -12,7 +12,7 @@ also read the types it records on every node to choose how to represent
 values in memory.
 """
 
-__all__ = ['TCon', 'TVar', 'Unknown', 'GENERIC', 'BASE_TYPES', 'fn', 'tuple_of', 'Mismatch', 'Inference', 'Namer', 'is_value', 'ARITHMETIC', 'ORDERING', 'references', 'strongly_connected', 'TParam', 'Typing', 'show_type', 'infer_program', 'check_types', 'typing_text', 'show_types']
+__all__ = ['TCon', 'TVar', 'Unknown', 'GENERIC', 'BASE_TYPES', 'fn', 'tuple_of', 'Mismatch', 'Inference', 'Namer', 'is_value', 'ARITHMETIC', 'ORDERING', 'references', 'strongly_connected', 'TParam', 'Typing', 'show_type', 'walk_plan', 'infer_program', 'check_types', 'typing_text', 'show_types']
 
 
 # --- What the types of L are -------------------------------------------
@@ -728,14 +728,34 @@ class Inference(Inference):
             x = todo.pop()
             if isinstance(x, (list, tuple)):
                 todo.extend(x)
-            elif is_dataclass(x) and not isinstance(x, (TCon, TParam, s.Data)):
-                for f in fields(x):
-                    v = getattr(x, f.name)
-                    if f.name == "type":
-                        if v is not None:
-                            setattr(x, "type", self.resolve(v, cache))
-                    elif f.name not in ("span", "op_span") and not isinstance(v, (str, int)):
-                        todo.append(v)
+                continue
+            plan = _PLANS.get(type(x), False)
+            if plan is False:
+                plan = walk_plan(type(x))
+            if plan is None:
+                continue
+            has_type, names = plan
+            if has_type and x.type is not None:
+                x.type = self.resolve(x.type, cache)
+            for name in names:
+                v = getattr(x, name)
+                if v is not None and not isinstance(v, (str, int)):
+                    todo.append(v)
+
+
+_PLANS = {}     # a class -> how resolve_all walks its objects (looking fields up is slow)
+
+
+def walk_plan(cls) -> tuple | None:
+    """For a node class of the core tree: (has a `type` field, the other fields that may hold
+    nodes); None for anything else (types themselves, data declarations, names)."""
+    if is_dataclass(cls) and not issubclass(cls, (TCon, TParam, s.Data)):
+        names = [f.name for f in fields(cls)]
+        plan = ("type" in names, tuple(n for n in names if n not in ("type", "span", "op_span")))
+    else:
+        plan = None
+    _PLANS[cls] = plan
+    return plan
 
 
 def infer_program(program: c.Program) -> Typing:
