@@ -706,7 +706,7 @@ for name, seconds in sorted(largest["seconds"].items(), key=lambda kv: -kv[1]):
 print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
 
 # %% [markdown]
-# Nearly three quarters of the time is now Python's: the stages of
+# More than three quarters of the time is now Python's: the stages of
 # chapters 4 to 10, each linear and each a fraction of a second, the
 # optimiser of chapter 9 the largest of them. LLVM's share is small
 # because of that optimiser, which hands LLVM a smaller program with less
@@ -724,7 +724,7 @@ for label, row in (("-O0", without), ("optimised", largest)):
 # %% [markdown]
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
-# carry; and LLVM takes five times as long. The optimiser pays for itself
+# carry; and LLVM takes six times as long. The optimiser pays for itself
 # several times over.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
