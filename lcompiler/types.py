@@ -742,7 +742,6 @@ class Inference(Inference):
                 if v is not None and not isinstance(v, (str, int)):
                     todo.append(v)
 
-
 _PLANS = {}     # a class -> how resolve_all walks its objects (looking fields up is slow)
 
 

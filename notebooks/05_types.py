@@ -1461,6 +1461,13 @@ class Inference(Inference):
                     todo.append(v)
 
 
+# %% [markdown]
+# `resolve_all` visits every node of the program, tens of thousands for a
+# large one, so it does not ask `dataclasses.fields` at each node which of
+# its fields to look into: it works that out once per class of node.
+
+# %%
+#| export
 _PLANS = {}     # a class -> how resolve_all walks its objects (looking fields up is slow)
 
 
