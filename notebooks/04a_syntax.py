@@ -176,6 +176,17 @@ class Token:
 # %%
 from lcompiler.errors import Diagnostic
 
+# %% [markdown]
+# Four definitions. `Note` is a `Diagnostic` that calls itself `note`
+# instead of `error`, and is never raised. `CompileError` keeps its
+# message and span and adds a list of notes, which `render` prints after the
+# error itself. `CompileErrors` is several errors as one exception: it
+# sorts them by where they start in the source and takes its message, span
+# and notes from the first. `raise_errors` is what a stage calls at the end:
+# nothing if it found no mistake, the error itself if it found one, and a
+# group if it found several — a group among them is flattened into its
+# members, so that a group never holds a group.
+
 # %%
 #| export errors
 class Note(Diagnostic):
@@ -229,6 +240,33 @@ branch = CompileError("expected String, found Int", Span(text, 33, 34),
 unknown = CompileError("unknown variable h", Span(text, 43, 44))
 print(branch.render(), end="\n\n")
 print(CompileErrors([unknown, branch]).render())
+
+# %% [markdown]
+# Read the two renderings line by line. The first is one error: its own
+# three lines (place, source line, caret), then its note in the same shape,
+# with `note` where the error has `error` and a `~` under every character of
+# the note's span — the five characters of `"pos"`, quotes included. The
+# second rendering was given the errors in the wrong order, `unknown` first,
+# and prints them in the order of the text: line 1 before line 2. The note
+# travels with its error.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: all the errors, in the order of the text</p>
+#
+# The simplest compiler stops at its first mistake; many
+# compilers report mistakes in the order they happen to find them. Stopping
+# at the first costs the programmer a compilation per mistake. Reporting in
+# the order found makes the order depend on the compiler's insides — here
+# the lexer runs over the whole file before the parser starts, so a bad
+# character on line 9 would be reported before a missing parenthesis on
+# line 2. Sorting by position gives the order a reader expects. The price
+# of going on after a mistake is the risk of *cascades*, errors that exist
+# only because of an earlier one; this chapter keeps that risk low in two
+# ways shown below: the parser starts again only at a safe place, and
+# `parse` drops a syntax error that follows a lexical error inside the same
+# item, since it is likely the lexer's making.
+#
+# </div>
 
 # %% [markdown]
 # ## The lexer
@@ -314,6 +352,12 @@ def _decode_string(text: str, span: Span, errors: list) -> str:
             i += 1
     return "".join(out)
 
+
+# %% [markdown]
+# A quick check: the text of a literal, quotes included, decodes to its
+# value. The raw string `r'"tab\there"'` holds a backslash followed by `t`;
+# the value holds one tab character, which Python shows as `\t` when it
+# prints a string's `repr`. No span is needed, since nothing is wrong.
 
 # %%
 _decode_string(r'"tab\there"', None, [])
@@ -484,6 +528,14 @@ def show_tokens(tokens: list[Token]) -> str:
     return "\n".join(lines)
 
 
+# %% [markdown]
+# `show_tokens` writes one line per token: line and column, the separation
+# before and after the token as two marks, its kind, and its text when the
+# text says more than the kind (a name, a number; not `def` or `(`). It is
+# also what `lc show tokens` prints, as the end of this chapter shows. The
+# sample has a function of two clauses, a comment, and two statements on one
+# line separated by `;`:
+
 # %%
 sample = Source("sample.l", """def fact = {
   0 -> 1
@@ -491,6 +543,14 @@ sample = Source("sample.l", """def fact = {
 }
 print(fact(5)); print(-1)""")
 print(show_tokens(tokenize(sample)))
+
+# %% [markdown]
+# Beyond the calls, notice the two ends of the text: the first token has a
+# line break *before* it (`⏎_  def`), and the last `)` has one *after* it
+# (`·⏎`), although the text has no final newline — the start and the end of
+# the file separate as a line break does, so the first and last statements
+# need no special case. `eof` is a token of its own, so the parser always has
+# something to look at.
 
 # %% [markdown]
 # `fact(` is stuck, so it will be a call; the `;` never appears as a token but
@@ -1393,6 +1453,13 @@ def to_pattern(e):
                        "a tuple of patterns or a constructor applied to patterns", e.span)
 
 
+# %% [markdown]
+# An example: a constructor pattern holding a tuple, a negative number and a
+# wildcard, written as an expression, parsed as one and converted. The
+# `-1` was parsed as the operator `-` applied to `1`, and becomes the
+# pattern `PInt(-1)`. (The spans are left out of the `repr`, to keep it
+# short.)
+
 # %%
 to_pattern(parse_expression("Cons((x, -1), _)"))
 
@@ -1771,8 +1838,20 @@ class Parser(Parser):
         self.error(f"expected a type, found {_describe(t)}", t)
 
 
+# %% [markdown]
+# A `data` declaration exercises every rule of types. `item` is the
+# parser's entry for one top-level item, so the cell builds a `Parser` on the
+# tokens by hand and asks it for one:
+
 # %%
 print(dump(Parser(tokenize(Source("<example>", "data Shape<a> { Circle(radius: Int); Poly(List<(a, a)>, a -> Int) }"))).item()))
+
+# %% [markdown]
+# Read the tree from the top: the `Data` node has its type parameter `a`
+# and two constructors. `Circle`'s one field is named (`radius`); `Poly`'s
+# two fields are not, so their `Field` lines show no name. `List<(a, a)>` is
+# a `TName` whose one argument is a `TTuple`; `a -> Int` is a `TFun`, its
+# `.arg` and `.result` below it.
 
 # %% [markdown]
 # ### After a mistake: on to the next item
@@ -2149,8 +2228,19 @@ def _pretty_control(e, indent: int) -> str:
     raise TypeError(f"not an expression: {e!r}")
 
 
+# %% [markdown]
+# An expression in which every parenthesis matters: without them, the
+# inner `if` would take the `else`; `-x.f(y)` would call `f` on `x` and
+# negate the result; `a - b - c` would mean `(a - b) - c`; and the outer
+# pair is needed because `*` binds tighter than `-`.
+# The printer is given only the tree, which holds no parentheses:
+
 # %%
 print(pretty_expr(parse_expression("if (a) (if (b) c) else -(-x).f(y) * (a - (b - c))")))
+
+# %% [markdown]
+# The output is the input, character for character: the printer put back
+# exactly the parentheses the tree needs, and none that it does not.
 
 # %% [markdown]
 # Clauses and blocks are printed as lists of lines, joined by `_braces`:
@@ -2235,6 +2325,11 @@ def pretty(node) -> str:
     return pretty_statement(node)
 
 
+# %% [markdown]
+# A whole program, with the sugar the tree keeps: a `data` declaration,
+# clauses, `def f(a, b)`, curried clauses, a `.` call, an escape in a string
+# (`\\n` in the Python text is `\n` in the L text) and `.{ … }`. Printed:
+
 # %%
 program = parse(Source("example.l", """\
 data List<t> { Cons(t, List<t>); Nil }
@@ -2249,8 +2344,34 @@ Cons(3, Nil).{ Cons(x, _) -> x; Nil -> 0 }.print
 """))
 print(pretty(program))
 
+# %% [markdown]
+# Compare it with the text above it. The printer does not copy the layout:
+# it has its own. The constructors of `List` were written on one line and
+# come out one per line, as `pretty` always writes a `data` declaration with
+# braces; the clauses of `length` were written on several lines and come out
+# on one, since they fit in 80 columns. The string's escape is written back as
+# `\n`. What must not change is the tree, which the next cell checks by
+# parsing the printed text and comparing — spans aside, since the two texts
+# put the nodes in different places:
+
 # %%
 parse(Source("again.l", pretty(program))) == program
+
+# %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: printing the tree, not the text</p>
+#
+# The printer works from the tree alone, so it forgets the programmer's
+# comments and layout: the lexer keeps no token for a comment or a blank,
+# only the separation they make. The other road is a *lossless* syntax tree
+# that keeps every token, comment and space, as code formatters and editors
+# use to rewrite a file without disturbing what they do not touch. This
+# compiler needs less: that what it prints is L, and means the tree it came
+# from. Printing from the tree makes that one property, tested by the round
+# trip, and lets the tests print random trees, and chapter 4b its
+# desugared ones, that no programmer wrote.
+#
+# </div>
 
 # %% [markdown]
 # Printed and parsed again, the tree is the same: the round-trip promise.
@@ -2351,10 +2472,30 @@ class LLexer(RegexLexer):
     }
 
 
+# %% [markdown]
+# Pygments finds a lexer by name through the entry point, so asking for `l`
+# checks that the package is installed and registers ours:
+
 # %%
 from pygments.lexers import get_lexer_by_name
 
 type(get_lexer_by_name("l")).__name__
+
+# %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a second lexer, for colours</p>
+#
+# Pygments also accepts a lexer written by hand, so our own lexer could
+# have been wrapped instead of written again as a table. It would be the
+# wrong tool: a highlighter must hand back every character of the text —
+# comments and blanks included, to be printed in their colours — while our
+# lexer drops comments and blanks, keeping only the separation they make.
+# And a highlighter must colour text that has mistakes in it — this
+# chapter's own error examples — where our lexer reports them. Twelve
+# regular expressions do the job; the price is that a new keyword must be
+# added in two places.
+#
+# </div>
 
 # %% [markdown]
 # The site uses the same lexer for every fenced block marked `l`, like this
@@ -2481,6 +2622,13 @@ def show(name: str, source: Source, optimise: bool = True) -> str:
     return STAGES[names().index(name)].show(value, unit)
 
 
+# %% [markdown]
+# The first two stages are this chapter's. `tokens` runs the lexer and
+# shows its output with `show_tokens`; `ast` runs the parser on those tokens
+# and shows the tree with `dump`. The lexer is handed the unit's error list,
+# so a lexical mistake does not stop it; the parser is handed the same list,
+# and `parse` reports those mistakes together with its own.
+
 # %%
 #| export pipeline
 from lcompiler import syntax
@@ -2513,6 +2661,11 @@ import sys
 from typing import Callable
 
 from lcompiler.cli import UsageError, arg, command, main
+
+# %% [markdown]
+# `read_source` turns a path into a `Source`, with the two kinds of failure
+# described above; `show` is the sub-command, which reads the file and
+# prints the output of the stage named on the command line.
 
 # %%
 #| export cli
@@ -2570,6 +2723,12 @@ def lc(*argv: str) -> int:
         return main(list(argv))
 
 
+# %% [markdown]
+# The command at work, in a temporary directory: the tokens and the tree of
+# a one-line program, a file that does not exist, and a file written in
+# Latin-1, where `é` is the single byte `0xe9`, which UTF-8 does not allow
+# there:
+
 # %%
 import contextlib
 import tempfile
@@ -2584,6 +2743,15 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
     lc("show", "tokens", "missing.l")
     Path("latin1.l").write_bytes(b'print("caf\xe9")\n')    # written in Latin-1, not UTF-8
     lc("show", "tokens", "latin1.l")
+
+# %% [markdown]
+# The tree shows the precedence the tokens did not: `*` is the right operand
+# of `+`. A node's position is that of its first token, so the `Binary +`
+# is at column 7, where `1` starts. The missing file gets the `lc: error:`
+# of a usage error, with no location — there is no text to point into. The
+# Latin-1 file gets a located error: the byte that cannot be decoded is shown
+# as `�`, the replacement character, and the caret stands under it, at
+# column 11.
 
 # %% [markdown]
 # ## What the tests check
