@@ -1384,6 +1384,14 @@ class Parser(Parser):
 tree = parse_expression("-x.f(y) * 2", trace=True)
 
 # %% [markdown]
+# The `.` is taken inside `expression(70)`, the operand of the `-`, because
+# its power, 80, is above 70: `.f(y)` attaches to `x` before the `-` gets
+# its operand. The argument `y` is read by a fresh `expression(0)`, since
+# between the parentheses of a call any expression may stand. Only then
+# does `*` (60) meet the whole `-x.f(y)`, in `expression(0)`: the last line
+# shows the negation inside the product.
+
+# %% [markdown]
 # A few things the code above decides:
 #
 # - A parenthesised expression leaves no node: `(a + b)` is just the
@@ -1638,6 +1646,21 @@ print(dump(parse_expression("""{
 # Redefining `Parser` in a later cell, as a subclass of the earlier one, lets
 # the chapter present the parser a piece at a time; the package gets the same
 # code in the same order, so its final `Parser` is the complete one.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a subclass per cell, not one long class</p>
+#
+# The parser could have been one class in one cell, of several hundred
+# lines with a sentence before it; that is the cell this book tries not to
+# have. Or its methods could have been written as functions and attached to
+# the class afterwards (`Parser.braces = braces`, what nbdev's `@patch`
+# does). A subclass per cell keeps each piece an ordinary class body that
+# Python reads as written, and lets every cell run, and be tested, as soon
+# as it is defined. The cost is visible in the module: fourteen classes
+# named `Parser`, each the subclass of the one before, and a `Parser.__mro__`
+# fifteen long.
+#
+# </div>
 #
 # ### Top-level items and data declarations
 #
@@ -1997,11 +2020,26 @@ for depth in (2_000, 10_000):
         print(f"{depth:>6} levels: error at column {col} (the parenthesis number {col - 6}): {error.message}")
 
 # %% [markdown]
+# The error is an ordinary `CompileError`, at a place: `print(` takes
+# columns 1 to 6, so column 5005 is the 4,999th of the added parentheses.
+# A Python `RecursionError` never reaches the programmer, and the process
+# does not crash.
+
+# %% [markdown]
 # And the tree of the small function whose tokens we saw, as `dump` shows
 # it (this is what `lc show ast` prints):
 
 # %%
 print(dump(parse(sample)))
+
+# %% [markdown]
+# Each line is a node with its position, `@line:column`; the lines
+# starting with `.` name the field that holds the nodes indented under
+# them. The program has three items: the `def` and the two `print` calls of
+# line 5, which the `;` separated. The comment has left no trace. And
+# `print(-1)` holds `Unary -` applied to `Int 1`: the lexer made the tokens
+# `-` and `1`, and the parser keeps them as a negation, not as the
+# number −1.
 
 # %% [markdown]
 # ## A picture of the tree
@@ -2116,6 +2154,18 @@ def _string(s: str) -> str:
 
 # %%
 {text: _bp(parse_expression(text)) for text in ("if (c) a", "a || b", "a + b", "a * b", "-a", "f(x)")}
+
+# %% [markdown]
+# These are the binding powers of the parser's table, now read backwards:
+# not how tightly an operator grabs its operands, but how tightly a finished
+# expression holds together. An `if` without `else` holds together least
+# (0) — it extends as far as it can — and a call or a name most (100).
+# `_operand` puts parentheses around an expression whose power is not above
+# what its place needs: `a + b` (50) as an operand of `*` (60) gets them,
+# `a * b` as an operand of `+` does not. A left operand may have one less
+# than its operator's own power, a right operand may not, which is why
+# `(a - b) - c` is printed `a - b - c` while `a - (b - c)` keeps its
+# parentheses.
 
 # %% [markdown]
 # Patterns need no parentheses but their own: a tuple's and a constructor's
@@ -2404,6 +2454,16 @@ for name, text in mistakes.items():
         print(f"{name}: no error!")
     except CompileError as error:
         print(error.render(), end="\n\n")
+
+# %% [markdown]
+# Each message says what is wrong at that place and, where there is one
+# obvious fix, what to write instead (`f(…`, `()`, `Nil`, `def`). The
+# `^~~` underlines the whole span the error is about: a token of one
+# character gets a caret alone, while the keyword `let`, the constructor
+# `Nil` and the number that does not fit are underlined over their whole
+# length. An unclosed bracket is reported where the parser
+# gave up — here the end of the file — with a note at the bracket that was
+# left open, since that is where the fix usually goes.
 
 # %% [markdown]
 # And a file with several mistakes: each is reported, in order. The first
