@@ -1643,6 +1643,14 @@ print(dump(parse_expression("""{
 }""")))
 
 # %% [markdown]
+# The two clauses differ in shape. The first has one pattern, `0`, and the
+# statement `1` as its body. The second has one pattern, `n`, and its body
+# is not a statement but another `Clause`, with the pattern `m`: the tree
+# keeps the curried sugar as the programmer wrote it, a function of `n` that
+# returns a function of `m`, which is why the printer can write it back as
+# `n -> m -> n * m`.
+
+# %% [markdown]
 # Redefining `Parser` in a later cell, as a subclass of the earlier one, lets
 # the chapter present the parser a piece at a time; the package gets the same
 # code in the same order, so its final `Parser` is the complete one.
@@ -1954,6 +1962,25 @@ class Parser(Parser):
 #
 # No other exception can come out of `parse`: the fuzz tests of this chapter
 # feed it random tokens and mangled programs to make sure.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: recursion with a raised limit, not an explicit stack</p>
+#
+# A parser can be written without recursion: an LR parser, the kind that
+# parser generators such as yacc produce, keeps its own stack of states in a
+# list, and a nesting depth is then bounded only by memory. This parser
+# recurses instead — a method for each rule or pair of rules of the
+# grammar, and the Pratt loop calling itself for each operand — which is
+# what lets each method cite its rule and say in its error what it
+# expected. The
+# price is a depth limit, and the raised recursion limit puts it in the
+# thousands of levels, far beyond what a person writes; a program generated
+# by a tool could still reach it, and gets a located error instead of a
+# crash. The later stages walk the tree recursively too, and raise the limit
+# in the same way (chapters 4b to 7 use `recursion_limit`), so an iterative
+# parser alone would not lift the limit on the whole compiler.
+#
+# </div>
 
 # %%
 #| export
