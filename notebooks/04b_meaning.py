@@ -418,6 +418,12 @@ def pretty_core(program: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
+# %% [markdown]
+# A core chain built by hand — `let x = 1 + 2`, then `print(x)`, then `x` —
+# printed. `_statements` gathers the `Let` and the `Seq` nested inside it into
+# one list, so the three statements come out between a single pair of braces,
+# as a programmer would have written them.
+
 # %%
 print(s.pretty_expr(to_syntax(Let("x", one_plus_two, Seq(Print([Var("x")]), Var("x"))))))
 
@@ -464,6 +470,25 @@ class Desugar:
 
 
 # %% [markdown]
+# `fresh` is the counter's only use: each call gives the next name, `%1`,
+# `%2`, …, and a new `Desugar` starts again from `%1`.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: fresh names that no program can write</p>
+#
+# The desugaring needs names of its own, for the parameter of a function of
+# several clauses. The usual alternatives are to pick them from the
+# programmer's alphabet (`tmp1`, `tmp2`, …) and check the program for a clash,
+# or to rename every variable of the program apart first. Both need a look at
+# the whole program before the desugaring starts, and a rule for what to do on
+# a clash. A name that begins with `%` cannot be written in L, so no clash is
+# possible and nothing needs checking; the one place in this chapter that
+# treats these names apart is the "did you mean" of the resolver, below,
+# which never suggests one.
+#
+# </div>
+
+# %% [markdown]
 # `expr` translates one expression. It takes the simplest cases itself —
 # literals, names, constructors and tuples, which map one to one — and hands
 # anything else to `operation`, below. A `_` is accepted by the parser
@@ -494,6 +519,12 @@ class Desugar(Desugar):
                 return Tuple([self.expr(i) for i in items], span)
         return self.operation(e)
 
+
+# %% [markdown]
+# To try the desugaring on small pieces we need a way in from text:
+# `desugar_text` parses one line of L with chapter 4a's parser, desugars its
+# first item as an expression, and prints the core as L. Literals,
+# constructors and tuples come out as they went in:
 
 # %%
 from lcompiler.errors import Source
@@ -545,9 +576,19 @@ class Desugar(Desugar):
         return Span(span.source, start, end) if start < end else span
 
 
+# %% [markdown]
+# Two examples: minus signs, then the two logical operators.
+
 # %%
 print(desugar_text("-5 + -x"))
 print(desugar_text("a && !b || c"))
+
+# %% [markdown]
+# In the first line, `-5` and `-x` look alike but are not: the first is the
+# literal −5, the second the primitive `neg` applied to `x`, which the printer
+# writes back as `-x`. In the second, `&&` binds tighter than `||`, so the
+# inner `if` is the `&&`, with `false` as its `else`, and the outer one the
+# `||`, with `true` as its `then`.
 
 # %% [markdown]
 # The rest: conditionals, matches, loops, assignments, blocks, functions
@@ -603,9 +644,20 @@ class Desugar(Desugar):
         return App(self.expr(fn), arg, span)
 
 
+# %% [markdown]
+# Each kind of call, desugared, side by side:
+
 # %%
 print(desugar_text("f()"), desugar_text("f(a)"), desugar_text("f(a, b)"), desugar_text("l.map(g)"),
       desugar_text("print(a, b)"), desugar_text("print((a, b))"), sep="    ")
+
+# %% [markdown]
+# Read the six results from left to right: no argument becomes the unit value
+# `()`, one argument stays itself, two become one tuple, and so does the
+# receiver of `l.map(g)`, which becomes the first item of the tuple passed to
+# `map`. Only `print` keeps its two arguments apart: `print(a, b)` and
+# `print((a, b))` remain two different programs, as the design note above
+# requires.
 
 # %% [markdown]
 # Functions. A clause with several patterns, `a, b -> e`, has one tuple
@@ -670,11 +722,38 @@ class Desugar(Desugar):
         return Seq(self.expr(statement), rest, statement.span)
 
 
+# %% [markdown]
+# Four examples, one for each road above: a function of two parameters, a
+# function of two clauses, a `let` with a pattern, and a block of `var` and
+# `:=`.
+
 # %%
 print(desugar_text("{ a, b -> a + b }"))
 print(desugar_text("{ 0 -> 1; n -> n }"))
 print(desugar_text("{ let (a, b) = p; a + b }"))
 print(desugar_text("{ var t := 1; t := t * 2; t }"))
+
+# %% [markdown]
+# Both functions got the fresh parameter `%1`, since each call of
+# `desugar_text` starts a new `Desugar`. The `let (a, b) = p` has become a
+# `match` with a single clause, whose body is the rest of the block. The block
+# of `var` and `:=` prints as it was written, because `var`, `:=` and `;` are
+# in the core too (`LetVar`, `Assign`, `Seq`).
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one kind of function in the core</p>
+#
+# The core could have kept functions of several clauses, as a `Lambda` with a
+# list of patterns. Then every stage after this one — type inference, the
+# conversion to CPS, this chapter's interpreter — would handle pattern
+# matching in two places, in `Match` and in `Lambda`. Instead a core `Lambda`
+# always has a variable for its parameter, and matching exists in one place
+# only, `Match`. The price is a fresh name and a `match` for every function
+# whose parameter is not a plain variable, even `{ a, b -> a + b }`, whose
+# tuple pattern cannot fail once the program is well typed: the first example
+# above shows it, and so does the picture of `both` below.
+#
+# </div>
 
 # %% [markdown]
 # Last, the program: its items one by one, each on its own, so that a
