@@ -885,10 +885,22 @@ def did_you_mean(name: str, candidates) -> str:
     return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
 
 
+# %% [markdown]
+# The distance on four pairs of names, then the suggestion for three
+# misspellings:
+
 # %%
 print([edit_distance(a, b) for a, b in [("sqare", "square"), ("lenght", "length"), ("x", "y"), ("map", "pam")]])
 print(repr(did_you_mean("sqare", ["square", "sum", "print"])), repr(did_you_mean("prnt", ["print", "assert"])),
       repr(did_you_mean("foo", ["bar", "baz"])))
+
+# %% [markdown]
+# `map` and `pam` are two edits apart, not one: the swap counts only for two
+# *neighbouring* characters, and `m` and `p` are not neighbours, so both must
+# be replaced. `x` and `y` are one edit apart, as any two one-letter names
+# are, which is why a one-letter name gets no suggestion at all. `foo` gets
+# none either: `bar` and `baz` are three edits away, and a name of three
+# letters is allowed one.
 
 # %% [markdown]
 # The resolver itself. It first *declares* every top-level name — each
@@ -1105,6 +1117,21 @@ def resolve(program: Program) -> Program:
 
 
 # %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a scope copied at every binder</p>
+#
+# A scope could be one dictionary, changed in place: add the name on the way
+# into a `let`, remove it on the way out. Copying it instead (`{**scope, name:
+# kind}`) costs time in proportion to the names in scope at each binder, but
+# nothing has to be undone on the way out, so no name can outlive its
+# construct through a removal forgotten on some path — an exception, an early
+# `return`. And because nothing is undone, `expr` can move on to the body of a
+# `let` or a lambda by going round its loop rather than by calling itself,
+# which is what the next paragraph relies on.
+#
+# </div>
+
+# %% [markdown]
 # `resolve` loops instead of recursing where it can (a lambda's body, the
 # rest of a `let`), so a long block does not cost Python stack. The errors it
 # finds, each at the name:
@@ -1131,6 +1158,13 @@ for name, text in {
     print(errors(name, text), end="\n\n")
 
 # %% [markdown]
+# Each caret points at the name that is wrong, the `~` underlining the rest of
+# it (`sqare`, `Be`), or at the whole constructor application when its
+# arguments are wrong in number (`Cons(1)`). A name defined twice gets two
+# located lines: the error at the second definition, then a `note` at the
+# first.
+
+# %% [markdown]
 # Three mistakes in three items, all reported:
 
 # %%
@@ -1142,6 +1176,11 @@ def length(l) = l.{ Cons(_, t) -> 1 + length(t); Nil -> 0 }
 def shape = Circel(3)
 print(prnt(shape))
 """))
+
+# %% [markdown]
+# The three errors come out in the order of the source, one for each item in
+# which `resolve` found a mistake: the misspelt `lenght` in `total` did not
+# stop it from checking `shape` and the last line.
 
 # %% [markdown]
 # ### One program, from syntax to core
@@ -1226,6 +1265,11 @@ Picture([("syntax (chapter 4a)", [node_tree(parse(both).items[0], "blue")]),
 
 # %%
 from lcompiler.errors import Diagnostic
+
+# %% [markdown]
+# A runtime error is a `Diagnostic` like a compile error, located and rendered
+# with the same caret; the class changes only two attributes, the word printed
+# after the position and the exit status of `lc`:
 
 # %%
 #| export errors
@@ -1336,10 +1380,19 @@ def show_value(v, nested: bool = False) -> str:
     return "".join(pieces)
 
 
+# %% [markdown]
+# A tuple holding a string and a list, shown as if nested; then a string, the
+# unit value and a closure, each shown at the top level:
+
 # %%
 print(show_value(("one", Data("Cons", (1, Data("Nil", ())))), True), show_value("one"), show_value(()),
       show_value(Closure("x", None, {})))
 
+
+# %% [markdown]
+# The string inside the tuple is quoted, the one at the top level is not;
+# `Nil`, a constructor without fields, is written without parentheses; and a
+# closure shows nothing of its code.
 
 # %% [markdown]
 # ### Staging: from expressions to Python functions
@@ -1408,10 +1461,21 @@ def compile_pattern(p):
     raise TypeError(f"not a pattern: {p!r}")
 
 
+# %% [markdown]
+# The pattern `Cons(x, _)`, translated once, then tried on two values, each
+# with a dictionary for the names it binds:
+
 # %%
 cons_x = compile_pattern(PCon("Cons", [PVar("x"), PWild()]))
 bindings = {}
 print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Data("Nil", ()), {}))
+
+# %% [markdown]
+# On `Cons(1, Nil)` the matcher answers `True` and has written `x = 1` into
+# the dictionary it was given; on `Nil` it answers `False`. A pattern that
+# fails part of the way through may already have written some of its names,
+# which is why `match`, below, gives each clause its own copy of the
+# environment.
 
 # %% [markdown]
 # ### Tail calls: a trampoline
@@ -1710,8 +1774,30 @@ BINARY_OPS = {
 UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
 
 
+# %% [markdown]
+# C's division beside Python's, on −7 and 2, then the two wrap-arounds:
+
 # %%
 print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT, c_div(MIN_INT, -1) == MIN_INT)
+
+# %% [markdown]
+# `c_div` and `c_rem` give −3 and −1, where Python's `//` and `%` give −4 and
+# 1; adding one to the largest Int gives the smallest, and so does dividing
+# the smallest by −1.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: division as C does it, not as Python does</p>
+#
+# Rounding a quotient towards minus infinity, as Python and Haskell's `div`
+# do, has a nicer algebra: the remainder always has the divisor's sign. L
+# rounds towards zero instead, because [the language
+# reference](../language.md) says so, and it says so for the compiled code:
+# LLVM's `sdiv` and `srem`, the instructions of chapter 10, truncate, and a
+# rounding towards minus infinity would need a test and a correction around
+# every division. The interpreter follows the compiled code, not Python, and
+# `tests/test_interp.py` checks the two against each other on random operands.
+#
+# </div>
 
 # %% [markdown]
 # `primitive` picks the operation once, when the program is translated, and
@@ -1948,6 +2034,14 @@ def run_source(source: Source, out=None) -> None:
     Interpreter(out).run(check(source))
 
 
+# %% [markdown]
+# `check` is the front end alone: parse, desugar, resolve, with Python's
+# recursion limit raised to leave room for `NESTING_LIMIT` more frames, and
+# a program nested too deeply even for that turned into a compile error
+# rather than a crash. The pipeline's stage
+# `core`, at the end of this chapter, calls it too. `run_source` adds the
+# interpreter. The sugared program from above, run:
+
 # %%
 from lcompiler.interp import run_source
 
@@ -2115,6 +2209,11 @@ printed = out.getvalue()
 print(f"{len(printed)} characters: {printed[:30]}…{printed[-30:]}", end="")
 
 # %% [markdown]
+# The count of a million nested calls prints `1000000`; the list of 30,000
+# elements, nested 30,000 deep, prints as 378,898 characters, through
+# `show_value`'s own stack of things to show.
+
+# %% [markdown]
 # ### Measured: tail calls and deep calls
 #
 # A loop of a million iterations written as tail recursion runs in constant
@@ -2234,6 +2333,11 @@ with tempfile.TemporaryDirectory() as tmp:
 from lcompiler.cli import arg, command, read_source
 from lcompiler.pipeline import Unit, stage
 
+# %% [markdown]
+# The command is short: read the file, run it. It needs no code for errors,
+# since `lc` itself catches a `CompileError` or a `RunError` that escapes,
+# prints it and returns its exit status.
+
 # %%
 #| export cli
 from lcompiler import interp
@@ -2262,6 +2366,10 @@ def core_stage(tree, unit: Unit):
     return interp.check(unit.source, tree)
 
 
+# %% [markdown]
+# A program that prints, then divides by zero, run by `lc run`, then shown by
+# `lc show core`:
+
 # %%
 import contextlib
 import tempfile
@@ -2274,6 +2382,12 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
                               "print(fact(20))\nprint(10 / 0)\n")
     print("exit status", lc("run", "fact.l"))
     print("exit status", lc("show", "core", "fact.l"))
+
+# %% [markdown]
+# `lc run` printed 20 factorial, then the runtime error at the `/`, and
+# returned 2. `lc show core` printed the core without running it — so no
+# division, and status 0; the `fact` of two clauses has become a lambda of
+# `%1` and a `match`.
 
 # %% [markdown]
 # ## What the tests check
