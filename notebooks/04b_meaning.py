@@ -818,6 +818,16 @@ print(Cons(1, Cons(2, Nil)).length, add(1, 2), twice{ x -> x * 2 }(5), sum_to(10
 print(pretty_core(desugar(parse(sugared))))
 
 # %% [markdown]
+# Line by line: `length`, a function of two clauses, takes the fresh parameter
+# `%1` and matches on it; `add`'s two parameters became one tuple pattern,
+# matched on `%2` — the counter runs on through the whole program; `sum_to`,
+# whose one parameter is a plain variable, keeps it, with no `match`; `twice`
+# is a function returning a function. In `let_demo` the `let (a, b) = (p, -p)`
+# has become a `match` on the tuple, and the `if` without `else` has gained
+# `else ()`. On the last line `Cons(1, Cons(2, Nil)).length` has become
+# `length(Cons(1, Cons(2, Nil)))` and `add(1, 2)` has become `add((1, 2))`.
+
+# %% [markdown]
 # Every function now takes one parameter, every call passes one argument,
 # every `if` has an `else`, and `&&` has become an `if` whose `else` is the
 # literal `false` (which the programmer cannot rebind: it is a literal in the
@@ -1047,6 +1057,21 @@ class Resolver(Resolver):
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
             raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
+
+# %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: the kind is written on the node</p>
+#
+# `resolve` could leave the tree alone and return what it found on the side: a
+# dictionary from each `Var` node to its kind, or a new tree with the kinds in
+# it. Writing the kind on the `Var` itself, as `var` does above, means the
+# interpreter finds it on the node it is translating, with nothing else to
+# pass around, and chapter 5 fills each node's `type` the same way. The price
+# is that `resolve` changes the tree it is given. The field is declared with
+# `compare=False`, like the span and the type, so a tree compares equal to
+# itself before and after.
+#
+# </div>
 
 # %% [markdown]
 # The walk over expressions. A scope is a dictionary from names to kinds,
@@ -2067,6 +2092,12 @@ print("the sample program of the seeds: its assertion holds")
 run_source(seeds_program)
 
 # %% [markdown]
+# The block rebinds `true` and `false` with `let`: they are values, not
+# reserved words, so `resolve` lets a program shadow them, and inside the
+# block they are the two local functions. `first(p)` is 7 and `second(p)` is
+# 5, so the assertion computes 5 × (7 + 5) = 60 and holds.
+
+# %% [markdown]
 # ### What a function value is
 #
 # A function value is a `Closure`: the lambda's parameter, its body
@@ -2109,6 +2140,11 @@ print(add5(1), tick_read.{ (_, read) -> read() })
 """)
 recording = Recording()
 recording.run(check(closures))
+
+# %% [markdown]
+# The program printed `6 5`: `add5(1)` is 6, and `read` saw the 5 that the two
+# calls of `tick` added up. `Recording` overrides `compile` only; every other
+# part of it is this chapter's interpreter.
 
 # %% [markdown]
 # The value of the global `add5`, drawn: a closure (green) with its
