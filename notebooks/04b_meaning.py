@@ -482,9 +482,9 @@ class Desugar:
 # or to rename every variable of the program apart first. Both need a look at
 # the whole program before the desugaring starts, and a rule for what to do on
 # a clash. A name that begins with `%` cannot be written in L, so no clash is
-# possible and nothing needs checking; the one place in this chapter that
-# treats these names apart is the "did you mean" of the resolver, below,
-# which never suggests one.
+# possible and nothing needs checking. In the module `lcompiler.core`, the
+# only code that tells these names apart is the "did you mean" of the
+# resolver, below, which never suggests one.
 #
 # </div>
 
