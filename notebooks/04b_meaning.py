@@ -418,6 +418,12 @@ def pretty_core(program: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
+# %% [markdown]
+# A core chain built by hand — `let x = 1 + 2`, then `print(x)`, then `x` —
+# printed. `_statements` gathers the `Let` and the `Seq` nested inside it into
+# one list, so the three statements come out between a single pair of braces,
+# as a programmer would have written them.
+
 # %%
 print(s.pretty_expr(to_syntax(Let("x", one_plus_two, Seq(Print([Var("x")]), Var("x"))))))
 
@@ -464,6 +470,25 @@ class Desugar:
 
 
 # %% [markdown]
+# `fresh` is the counter's only use: each call gives the next name, `%1`,
+# `%2`, …, and a new `Desugar` starts again from `%1`.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: fresh names that no program can write</p>
+#
+# The desugaring needs names of its own, for the parameter of a function of
+# several clauses. The usual alternatives are to pick them from the
+# programmer's alphabet (`tmp1`, `tmp2`, …) and check the program for a clash,
+# or to rename every variable of the program apart first. Both need a look at
+# the whole program before the desugaring starts, and a rule for what to do on
+# a clash. A name that begins with `%` cannot be written in L, so no clash is
+# possible and nothing needs checking. In the module `lcompiler.core`, the
+# only code that tells these names apart is the "did you mean" of the
+# resolver, below, which never suggests one.
+#
+# </div>
+
+# %% [markdown]
 # `expr` translates one expression. It takes the simplest cases itself —
 # literals, names, constructors and tuples, which map one to one — and hands
 # anything else to `operation`, below. A `_` is accepted by the parser
@@ -494,6 +519,12 @@ class Desugar(Desugar):
                 return Tuple([self.expr(i) for i in items], span)
         return self.operation(e)
 
+
+# %% [markdown]
+# To try the desugaring on small pieces we need a way in from text:
+# `desugar_text` parses one line of L with chapter 4a's parser, desugars its
+# first item as an expression, and prints the core as L. Literals,
+# constructors and tuples come out as they went in:
 
 # %%
 from lcompiler.errors import Source
@@ -545,9 +576,19 @@ class Desugar(Desugar):
         return Span(span.source, start, end) if start < end else span
 
 
+# %% [markdown]
+# Two examples: minus signs, then the two logical operators.
+
 # %%
 print(desugar_text("-5 + -x"))
 print(desugar_text("a && !b || c"))
+
+# %% [markdown]
+# In the first line, `-5` and `-x` look alike but are not: the first is the
+# literal −5, the second the primitive `neg` applied to `x`, which the printer
+# writes back as `-x`. In the second, `&&` binds tighter than `||`, so the
+# inner `if` is the `&&`, with `false` as its `else`, and the outer one the
+# `||`, with `true` as its `then`.
 
 # %% [markdown]
 # The rest: conditionals, matches, loops, assignments, blocks, functions
@@ -603,9 +644,20 @@ class Desugar(Desugar):
         return App(self.expr(fn), arg, span)
 
 
+# %% [markdown]
+# Each kind of call, desugared, side by side:
+
 # %%
 print(desugar_text("f()"), desugar_text("f(a)"), desugar_text("f(a, b)"), desugar_text("l.map(g)"),
       desugar_text("print(a, b)"), desugar_text("print((a, b))"), sep="    ")
+
+# %% [markdown]
+# Read the six results from left to right: no argument becomes the unit value
+# `()`, one argument stays itself, two become one tuple, and so does the
+# receiver of `l.map(g)`, which becomes the first item of the tuple passed to
+# `map`. Only `print` keeps its two arguments apart: `print(a, b)` and
+# `print((a, b))` remain two different programs, as the design note above
+# requires.
 
 # %% [markdown]
 # Functions. A clause with several patterns, `a, b -> e`, has one tuple
@@ -670,11 +722,38 @@ class Desugar(Desugar):
         return Seq(self.expr(statement), rest, statement.span)
 
 
+# %% [markdown]
+# Four examples, one for each road above: a function of two parameters, a
+# function of two clauses, a `let` with a pattern, and a block of `var` and
+# `:=`.
+
 # %%
 print(desugar_text("{ a, b -> a + b }"))
 print(desugar_text("{ 0 -> 1; n -> n }"))
 print(desugar_text("{ let (a, b) = p; a + b }"))
 print(desugar_text("{ var t := 1; t := t * 2; t }"))
+
+# %% [markdown]
+# Both functions got the fresh parameter `%1`, since each call of
+# `desugar_text` starts a new `Desugar`. The `let (a, b) = p` has become a
+# `match` with a single clause, whose body is the rest of the block. The block
+# of `var` and `:=` prints as it was written, because `var`, `:=` and `;` are
+# in the core too (`LetVar`, `Assign`, `Seq`).
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one kind of function in the core</p>
+#
+# The core could have kept functions of several clauses, as a `Lambda` with a
+# list of patterns. Then every stage after this one — type inference, the
+# conversion to CPS, this chapter's interpreter — would handle pattern
+# matching in two places, in `Match` and in `Lambda`. Instead a core `Lambda`
+# always has a variable for its parameter, and matching exists in one place
+# only, `Match`. The price is a fresh name and a `match` for every function
+# whose parameter is not a plain variable, even `{ a, b -> a + b }`, whose
+# tuple pattern cannot fail once the program is well typed: the first example
+# above shows it, and so does the picture of `both` below.
+#
+# </div>
 
 # %% [markdown]
 # Last, the program: its items one by one, each on its own, so that a
@@ -737,6 +816,16 @@ def let_demo(p) = { let (a, b) = (p, -p); if (a > 0 && b < 0) print(a, b) }
 print(Cons(1, Cons(2, Nil)).length, add(1, 2), twice{ x -> x * 2 }(5), sum_to(100))
 """)
 print(pretty_core(desugar(parse(sugared))))
+
+# %% [markdown]
+# Line by line: `length`, a function of two clauses, takes the fresh parameter
+# `%1` and matches on it; `add`'s two parameters became one tuple pattern,
+# matched on `%2` — the counter runs on through the whole program; `sum_to`,
+# whose one parameter is a plain variable, keeps it, with no `match`; `twice`
+# is a function returning a function. In `let_demo` the `let (a, b) = (p, -p)`
+# has become a `match` on the tuple, and the `if` without `else` has gained
+# `else ()`. On the last line `Cons(1, Cons(2, Nil)).length` has become
+# `length(Cons(1, Cons(2, Nil)))` and `add(1, 2)` has become `add((1, 2))`.
 
 # %% [markdown]
 # Every function now takes one parameter, every call passes one argument,
@@ -806,10 +895,22 @@ def did_you_mean(name: str, candidates) -> str:
     return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
 
 
+# %% [markdown]
+# The distance on four pairs of names, then the suggestion for three
+# misspellings:
+
 # %%
 print([edit_distance(a, b) for a, b in [("sqare", "square"), ("lenght", "length"), ("x", "y"), ("map", "pam")]])
 print(repr(did_you_mean("sqare", ["square", "sum", "print"])), repr(did_you_mean("prnt", ["print", "assert"])),
       repr(did_you_mean("foo", ["bar", "baz"])))
+
+# %% [markdown]
+# `map` and `pam` are two edits apart, not one: the swap counts only for two
+# *neighbouring* characters, and `m` and `p` are not neighbours, so both must
+# be replaced. `x` and `y` are one edit apart, as any two one-letter names
+# are, which is why a one-letter name gets no suggestion at all. `foo` gets
+# none either: `bar` and `baz` are three edits away, and a name of three
+# letters is allowed one.
 
 # %% [markdown]
 # The resolver itself. It first *declares* every top-level name — each
@@ -958,6 +1059,21 @@ class Resolver(Resolver):
 
 
 # %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: the kind is written on the node</p>
+#
+# `resolve` could leave the tree alone and return what it found on the side: a
+# dictionary from each `Var` node to its kind, or a new tree with the kinds in
+# it. Writing the kind on the `Var` itself, as `var` does above, means the
+# interpreter finds it on the node it is translating, with nothing else to
+# pass around, and chapter 5 fills each node's `type` the same way. The price
+# is that `resolve` changes the tree it is given. The field is declared with
+# `compare=False`, like the span and the type, so a tree compares equal to
+# itself before and after.
+#
+# </div>
+
+# %% [markdown]
 # The walk over expressions. A scope is a dictionary from names to kinds,
 # copied (not changed) when a construct binds a name, so that the name is
 # visible in the construct's body and nowhere else. Entering a lambda sets
@@ -1026,6 +1142,21 @@ def resolve(program: Program) -> Program:
 
 
 # %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a scope copied at every binder</p>
+#
+# A scope could be one dictionary, changed in place: add the name on the way
+# into a `let`, remove it on the way out. Copying it instead (`{**scope, name:
+# kind}`) costs time in proportion to the names in scope at each binder, but
+# nothing has to be undone on the way out, so no name can outlive its
+# construct through a removal forgotten on some path — an exception, an early
+# `return`. And because nothing is undone, `expr` can move on to the body of a
+# `let` or a lambda by going round its loop rather than by calling itself,
+# which is what the next paragraph relies on.
+#
+# </div>
+
+# %% [markdown]
 # `resolve` loops instead of recursing where it can (a lambda's body, the
 # rest of a `let`), so a long block does not cost Python stack. The errors it
 # finds, each at the name:
@@ -1052,6 +1183,13 @@ for name, text in {
     print(errors(name, text), end="\n\n")
 
 # %% [markdown]
+# Each caret points at the name that is wrong, the `~` underlining the rest of
+# it (`sqare`, `Be`), or at the whole constructor application when its
+# arguments are wrong in number (`Cons(1)`). A name defined twice gets two
+# located lines: the error at the second definition, then a `note` at the
+# first.
+
+# %% [markdown]
 # Three mistakes in three items, all reported:
 
 # %%
@@ -1063,6 +1201,11 @@ def length(l) = l.{ Cons(_, t) -> 1 + length(t); Nil -> 0 }
 def shape = Circel(3)
 print(prnt(shape))
 """))
+
+# %% [markdown]
+# The three errors come out in the order of the source, one for each item in
+# which `resolve` found a mistake: the misspelt `lenght` in `total` did not
+# stop it from checking `shape` and the last line.
 
 # %% [markdown]
 # ### One program, from syntax to core
@@ -1147,6 +1290,11 @@ Picture([("syntax (chapter 4a)", [node_tree(parse(both).items[0], "blue")]),
 
 # %%
 from lcompiler.errors import Diagnostic
+
+# %% [markdown]
+# A runtime error is a `Diagnostic` like a compile error, located and rendered
+# with the same caret; the class changes only two attributes, the word printed
+# after the position and the exit status of `lc`:
 
 # %%
 #| export errors
@@ -1257,10 +1405,19 @@ def show_value(v, nested: bool = False) -> str:
     return "".join(pieces)
 
 
+# %% [markdown]
+# A tuple holding a string and a list, shown as if nested; then a string, the
+# unit value and a closure, each shown at the top level:
+
 # %%
 print(show_value(("one", Data("Cons", (1, Data("Nil", ())))), True), show_value("one"), show_value(()),
       show_value(Closure("x", None, {})))
 
+
+# %% [markdown]
+# The string inside the tuple is quoted, the one at the top level is not;
+# `Nil`, a constructor without fields, is written without parentheses; and a
+# closure shows nothing of its code.
 
 # %% [markdown]
 # ### Staging: from expressions to Python functions
@@ -1329,10 +1486,21 @@ def compile_pattern(p):
     raise TypeError(f"not a pattern: {p!r}")
 
 
+# %% [markdown]
+# The pattern `Cons(x, _)`, translated once, then tried on two values, each
+# with a dictionary for the names it binds:
+
 # %%
 cons_x = compile_pattern(PCon("Cons", [PVar("x"), PWild()]))
 bindings = {}
 print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Data("Nil", ()), {}))
+
+# %% [markdown]
+# On `Cons(1, Nil)` the matcher answers `True` and has written `x = 1` into
+# the dictionary it was given; on `Nil` it answers `False`. A pattern that
+# fails part of the way through may already have written some of its names,
+# which is why `match`, below, gives each clause its own copy of the
+# environment.
 
 # %% [markdown]
 # ### Tail calls: a trampoline
@@ -1631,8 +1799,30 @@ BINARY_OPS = {
 UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
 
 
+# %% [markdown]
+# C's division beside Python's, on −7 and 2, then the two wrap-arounds:
+
 # %%
 print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT, c_div(MIN_INT, -1) == MIN_INT)
+
+# %% [markdown]
+# `c_div` and `c_rem` give −3 and −1, where Python's `//` and `%` give −4 and
+# 1; adding one to the largest Int gives the smallest, and so does dividing
+# the smallest by −1.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: division as C does it, not as Python does</p>
+#
+# Rounding a quotient towards minus infinity, as Python and Haskell's `div`
+# do, has a nicer algebra: the remainder always has the divisor's sign. L
+# rounds towards zero instead, because [the language
+# reference](../language.md) says so, and it says so for the compiled code:
+# LLVM's `sdiv` and `srem`, the instructions of chapter 10, truncate, and a
+# rounding towards minus infinity would need a test and a correction around
+# every division. The interpreter follows the compiled code, not Python, and
+# `tests/test_interp.py` checks the two against each other on random operands.
+#
+# </div>
 
 # %% [markdown]
 # `primitive` picks the operation once, when the program is translated, and
@@ -1869,6 +2059,14 @@ def run_source(source: Source, out=None) -> None:
     Interpreter(out).run(check(source))
 
 
+# %% [markdown]
+# `check` is the front end alone: parse, desugar, resolve, with Python's
+# recursion limit raised to leave room for `NESTING_LIMIT` more frames, and
+# a program nested too deeply even for that turned into a compile error
+# rather than a crash. The pipeline's stage
+# `core`, at the end of this chapter, calls it too. `run_source` adds the
+# interpreter. The sugared program from above, run:
+
 # %%
 from lcompiler.interp import run_source
 
@@ -1892,6 +2090,12 @@ assert( { let true = { (x,y) -> x }
 print("the sample program of the seeds: its assertion holds")
 """)
 run_source(seeds_program)
+
+# %% [markdown]
+# The block rebinds `true` and `false` with `let`: they are values, not
+# reserved words, so `resolve` lets a program shadow them, and inside the
+# block they are the two local functions. `first(p)` is 7 and `second(p)` is
+# 5, so the assertion computes 5 × (7 + 5) = 60 and holds.
 
 # %% [markdown]
 # ### What a function value is
@@ -1936,6 +2140,11 @@ print(add5(1), tick_read.{ (_, read) -> read() })
 """)
 recording = Recording()
 recording.run(check(closures))
+
+# %% [markdown]
+# The program printed `6 5`: `add5(1)` is 6, and `read` saw the 5 that the two
+# calls of `tick` added up. `Recording` overrides `compile` only; every other
+# part of it is this chapter's interpreter.
 
 # %% [markdown]
 # The value of the global `add5`, drawn: a closure (green) with its
@@ -2034,6 +2243,11 @@ print(range(1, 30000))
 """)))
 printed = out.getvalue()
 print(f"{len(printed)} characters: {printed[:30]}…{printed[-30:]}", end="")
+
+# %% [markdown]
+# The count of a million nested calls prints `1000000`; the list of 30,000
+# elements, nested 30,000 deep, prints as 378,898 characters, through
+# `show_value`'s own stack of things to show.
 
 # %% [markdown]
 # ### Measured: tail calls and deep calls
@@ -2155,6 +2369,11 @@ with tempfile.TemporaryDirectory() as tmp:
 from lcompiler.cli import arg, command, read_source
 from lcompiler.pipeline import Unit, stage
 
+# %% [markdown]
+# The command is short: read the file, run it. It needs no code for errors,
+# since `lc` itself catches a `CompileError` or a `RunError` that escapes,
+# prints it and returns its exit status.
+
 # %%
 #| export cli
 from lcompiler import interp
@@ -2183,6 +2402,10 @@ def core_stage(tree, unit: Unit):
     return interp.check(unit.source, tree)
 
 
+# %% [markdown]
+# A program that prints, then divides by zero, run by `lc run`, then shown by
+# `lc show core`:
+
 # %%
 import contextlib
 import tempfile
@@ -2195,6 +2418,12 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
                               "print(fact(20))\nprint(10 / 0)\n")
     print("exit status", lc("run", "fact.l"))
     print("exit status", lc("show", "core", "fact.l"))
+
+# %% [markdown]
+# `lc run` printed 20 factorial, then the runtime error at the `/`, and
+# returned 2. `lc show core` printed the core without running it — so no
+# division, and status 0; the `fact` of two clauses has become a lambda of
+# `%1` and a `match`.
 
 # %% [markdown]
 # ## What the tests check
