@@ -624,16 +624,25 @@ def children(node) -> list:
 def walk(root):
     """Every node under root (a node, a definition or a program), root first, in printing order."""
     stack = [root]
-    pop, push = stack.pop, stack.extend
+    pop, push = stack.pop, stack.append
     while stack:
         node = pop()
         if node is None:
             continue
         yield node
-        parts = children(node)
-        if parts:
-            parts.reverse()
-            push(parts)
+        t = type(node)                  # children(node), pushed last first
+        if t is LetPrim:
+            push(node.body)
+            push(node.prim)
+        elif t is LetCont:
+            push(node.body)
+            push(node.handler)
+        elif t is Lambda or t is Definition and node.value is None:
+            push(node.body)
+        elif t is Definition:
+            push(node.value)
+        elif t is Program:
+            stack.extend(reversed(node.definitions))
 
 def subterms(root):
     """The terms under root, in printing order."""

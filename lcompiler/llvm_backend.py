@@ -1137,6 +1137,7 @@ RUNTIME_C += r"""
 #define LARGE_WORDS   1024
 #define NURSERY_BYTES (2ull << 20)
 #define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
+#define MIN_MAJOR_COST (64ull << 10)            /* words: the least a major collection is taken to cost */
 
 static uint64_t *heap_start, *heap_end, *heap_limit_end;
 static uint64_t *small_gaps, *big_gaps;     /* linked through each gap's word 1 */
@@ -1151,6 +1152,7 @@ static int64_t run_start;                   /* for the statistics */
 static struct region { uint64_t *hp, *hl; } promo;
 static uint64_t gc_stress;                  /* LC_GC_STRESS = n: collect at every allocation, fully every nth */
 static uint64_t old_bytes, old_threshold;   /* about the old generation's size; when to collect it */
+static uint64_t kept_blocks, rent, major_cost;  /* old blocks in the nursery; what they have cost; a major's cost */
 static uint64_t minor_count, major_count, max_heap_bytes, allocated_bytes, promoted_bytes;
 static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
 static double minor_seconds, major_seconds;
@@ -1412,7 +1414,8 @@ RUNTIME_C += r"""
  * survivors, not the garbage: most of the nursery is never looked at.
  *
  * A major collection, when the old generation has doubled since the
- * last one, is the mark-sweep of the whole heap that this runtime had
+ * last one, or when the old blocks met by the sweeps of the nursery since
+ * then add up to more than a major collection costs, is the mark-sweep of the whole heap that this runtime had
  * before it had a nursery: marking follows pointers from the roots with
  * an explicit stack (recursion would overflow the C stack on a long
  * list), and the sweep turns what is not marked into gaps, for the
@@ -1571,7 +1574,7 @@ static uint64_t sweep_chunk(size_t k, bool major)
             }
             if (p > free_from) make_free(free_from, (uint64_t)(p - free_from));
             note_block_start(p);
-            kept += n, free_from = p + n;
+            kept += n, free_from = p + n, kept_blocks++;
         }
     if (end > free_from) make_free(free_from, (uint64_t)(end - free_from));
     return kept;
@@ -1581,6 +1584,7 @@ static void add_free_to_lists(uint64_t *chunk);
 
 static void sweep_nursery(void)
 {
+    kept_blocks = 0;
     for (size_t c = 0; c < nursery_chunks; c++) {
         if (sweep_chunk(c, false) > CHUNK_WORDS / 2) {
             uint64_t *full = nursery[c];          /* too full: the chunk goes to the old generation */
@@ -1853,6 +1857,8 @@ static __attribute__((noinline)) void major_collection(void)
     old_bytes = live * 8;
     old_threshold = (2 * live + stack_words) * 8;
     if (old_threshold < MIN_OLD_BYTES) old_threshold = MIN_OLD_BYTES;
+    rent = 0, major_cost = live + (uint64_t)(heap_end - heap_start) / 8;
+    if (major_cost < MIN_MAJOR_COST) major_cost = MIN_MAJOR_COST;
     major_count++;
     major_seconds += now_seconds() - t0;
 }
@@ -1862,7 +1868,8 @@ static void collect(bool full)
 {
     close_run();                           /* now the nursery is parseable */
     minor_collection();
-    if (full || old_bytes > old_threshold || (gc_stress && minor_count % gc_stress == 0))
+    rent += kept_blocks;
+    if (full || old_bytes > old_threshold || rent > major_cost || (gc_stress && minor_count % gc_stress == 0))
         major_collection();
 }
 """
@@ -2122,6 +2129,7 @@ static void heap_init(void)
     pinned_count = stack_scanned = 0;
     minor_seconds = major_seconds = 0;
     old_bytes = 0, old_threshold = MIN_OLD_BYTES;
+    kept_blocks = rent = 0, major_cost = MIN_MAJOR_COST;
     gc_stress = env_size("LC_GC_STRESS", 0);
     dump_at = env_size("LC_GC_DUMP", 0);
     to_scan.len = remembered.len = pinned.len = 0;

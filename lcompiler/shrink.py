@@ -16,7 +16,7 @@ function that always returns to the same place into a block of its
 caller, and *inlining*, which copies a small function into its calls.
 """
 
-__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'UNROLL', 'DEPTH', 'GROWTH', 'SLACK', 'Optimiser', 'returns_soon', 'optimise']
+__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'UNROLL', 'DEPTH', 'GROWTH', 'SLACK', 'Optimiser', 'returns_soon', 'optimise']
 
 
 # --- What is known about a variable ------------------------------------
@@ -26,7 +26,7 @@ from collections import Counter
 from lcompiler.cps import (
     Var, ContVar, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,
     Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
-    SetField, Fail, Definition, Program,
+    SetField, Fail, Definition, Program, Occ,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
     const, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
 from lcompiler.interp import wrap, c_div, c_rem
@@ -82,11 +82,24 @@ MOVE_LIMIT = 150       # the largest top-level function moved into another (node
 
 def size_up_to(root, limit: int) -> int:
     """The number of nodes under root, counting no further than limit + 1."""
-    n = 0
-    for _ in walk(root):
+    n, stack = 0, [root]
+    pop, push = stack.pop, stack.append
+    while stack:                        # walk(root), counting, with no generator to resume
+        node = pop()
+        if node is None:
+            continue
         n += 1
         if n > limit:
             break
+        t = type(node)
+        if t is LetPrim:
+            push(node.body)
+            push(node.prim)
+        elif t is LetCont:
+            push(node.body)
+            push(node.handler)
+        elif t is Lambda:
+            push(node.body)
     return n
 
 
@@ -135,6 +148,18 @@ def fields_of(t) -> list:
     return [f for k in reversed(t.__mro__) for f in getattr(k, "__slots__", ()) if f != "enclosing"]
 
 
+_COPY_PLANS = {}    # a node class -> (field, what it holds), worked out once
+
+
+def copy_plan(t) -> list:
+    plan = _COPY_PLANS.get(t)
+    if plan is None:
+        plan = _COPY_PLANS[t] = [
+            (f, "occurrences" if f in t.OCC_FIELDS else "arms" if f == "arms" else "binders" if f in t.BINDS
+             else "subterm" if f in t.SUBTERMS or f == "prim" else "value") for f in fields_of(t)]
+    return plan
+
+
 def copy_term(root, renaming: dict):
     """A copy of the term root: its own binders fresh, other variables renamed by renaming (or kept)."""
     names = dict(renaming)
@@ -142,22 +167,26 @@ def copy_term(root, renaming: dict):
     for n in nodes:
         for x in n.bound():
             names[x] = fresh(x)
-    rename = lambda o: occur(names.get(o.var, o.var))
+
+    def rename(o: Occ) -> Occ:
+        v = o.var
+        return occur(names.get(v, v))
+
     copies = {}
     for n in nodes:
         t = type(n)
         c = _new(t)
-        for f in fields_of(t):
+        for f, holds in copy_plan(t):
             v = getattr(n, f)
-            if f in t.OCC_FIELDS:
+            if holds == "occurrences":
                 v = [rename(o) for o in v] if type(v) is list else None if v is None else rename(v)
-            elif f == "arms":
+            elif holds == "arms":
                 v = [(i, rename(k)) for i, k in v]
-            elif f in t.BINDS:
+            elif holds == "binders":
                 v = [names[x] for x in v] if type(v) is list else names[v]
                 for x in (v if type(v) is list else [v]):
                     x.binder = c
-            elif f in t.SUBTERMS or f == "prim":
+            elif holds == "subterm":
                 v = None
             setattr(c, f, v)
         _own(c)

@@ -547,24 +547,34 @@ class Inference(Inference):
 
 # --- The top level: strongly connected components ----------------------
 
+_LOOK_INTO = {}     # a node class -> its fields that may hold nodes (asking dataclasses each time is slow)
+
+
 def references(e) -> set:
     """The top-level names an expression reads."""
     found, todo = set(), [e]
     while todo:
         x = todo.pop()
-        if isinstance(x, c.Var):
+        t = type(x)
+        if t is c.Var:
             if x.kind == "global":
                 found.add(x.name)
-        elif isinstance(x, c.Assign):
+        elif t is c.Assign:
             todo.append(x.value)
-        elif isinstance(x, c.Match):
+        elif t is c.Match:
             todo.append(x.scrutinee)
             todo.extend(body for _, body in x.clauses)
-        elif isinstance(x, list):
+        elif t is list:
             todo.extend(x)
-        elif is_dataclass(x):
-            todo.extend(getattr(x, f.name) for f in fields(x)
-                        if f.name not in ("span", "type", "op_span") and not isinstance(getattr(x, f.name), str))
+        else:
+            names = _LOOK_INTO.get(t)
+            if names is None:                   # the first node of its class: which fields to look into
+                names = _LOOK_INTO[t] = tuple(f.name for f in fields(t) if f.name not in ("span", "type", "op_span")
+                                              ) if is_dataclass(t) else ()
+            for name in names:
+                v = getattr(x, name)
+                if type(v) is not str:
+                    todo.append(v)
     return found
 
 def strongly_connected(graph: dict) -> list[list]:

