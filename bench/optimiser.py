@@ -3,6 +3,7 @@
     python bench/optimiser.py shrinkers [--largest 1000000]   # census against work list, per node
     python bench/optimiser.py compile [--lines 10000]         # compile time with and without it
     python bench/optimiser.py run [--repeat 5]                # the benchmarks with and without it
+    python bench/optimiser.py unroll [--repeat 5]             # the benchmarks, recursion unrolled 0-3 rounds
 
 `shrinkers` times Appel and Jim's census-based shrinker and Kennedy's
 work-list shrinker on the same programs, 10^3 to 10^6 CPS nodes: generated L
@@ -21,6 +22,11 @@ LLVM's O2 pipeline.
 `run` builds every program of bench/programs with and without the optimiser
 and times the executables in alternation (user + system time of the child,
 min and median of --repeat runs).
+
+`unroll` builds every program of bench/programs with the optimiser's UNROLL
+set to 0, 1, 2 and 3 rounds (no unrolling; then the recursion 2, 4, 8 levels
+deep), and times the executables in alternation as `run` does; it also
+records each program's size in CPS nodes after the optimiser.
 
 Each command adds its figures to bench/optimiser.json, which chapter 9 reads.
 """
@@ -192,6 +198,35 @@ def run(args) -> None:
     save("run", rows)
 
 
+def unroll(args) -> None:
+    rows, rounds = {}, (0, 1, 2, 3)
+    saved = shrink.UNROLL
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted((HERE / "programs").glob("*.l")):
+            if args.only and path.stem not in args.only:
+                continue
+            source, exes, sizes = Source(path.name, path.read_text()), {}, {}
+            try:
+                for u in rounds:
+                    shrink.UNROLL = u
+                    sizes[u] = cps.size(pipeline.compile_to("opt", source)[0])
+                    exes[u] = Path(tmp) / f"{path.stem}-{u}"
+                    driver.build(source, exes[u])
+            finally:
+                shrink.UNROLL = saved
+            outputs = {subprocess.run([exe], capture_output=True, text=True).stdout for exe in exes.values()}
+            assert len(outputs) == 1, path.name
+            times = {u: [] for u in rounds}
+            for _ in range(args.repeat):
+                for u, exe in exes.items():
+                    times[u].append(cpu([exe]))
+            rows[path.stem] = {str(u): {"min": min(t), "median": statistics.median(t), "max": max(t),
+                                        "cps nodes": sizes[u]} for u, t in times.items()}
+            print(f"{path.stem:12}" + "".join(f"  {u}: {statistics.median(times[u]):6.3f} s {sizes[u]:5} nodes"
+                                              for u in rounds), flush=True)
+    save("unroll", rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -204,9 +239,12 @@ def main(argv=None) -> int:
     r = sub.add_parser("run")
     r.add_argument("--repeat", type=int, default=5)
     r.add_argument("--only", nargs="*", help="benchmark names")
+    u = sub.add_parser("unroll")
+    u.add_argument("--repeat", type=int, default=5)
+    u.add_argument("--only", nargs="*", help="benchmark names")
     args = ap.parse_args(argv)
     sys.setrecursionlimit(100_000)
-    {"shrinkers": shrinkers, "compile": compile_, "run": run}[args.command](args)
+    {"shrinkers": shrinkers, "compile": compile_, "run": run, "unroll": unroll}[args.command](args)
     return 0
 
 

@@ -16,7 +16,7 @@ function that always returns to the same place into a block of its
 caller, and *inlining*, which copies a small function into its calls.
 """
 
-__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'UNROLL', 'DEPTH', 'GROWTH', 'SLACK', 'Optimiser', 'returns_soon', 'optimise']
+__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'DEPTH', 'UNROLL', 'UNROLL_BUDGET', 'UNROLL_LIMIT', 'GROWTH', 'SLACK', 'Optimiser', 'returns_soon', 'optimise']
 
 
 # --- What is known about a variable ------------------------------------
@@ -748,22 +748,26 @@ def redexes(program: Program) -> Counter:
 # --- Contification -----------------------------------------------------
 
 BUDGET = 40            # the largest function body (nodes) copied into a call
-UNROLL = 1             # how many times a recursive function is copied into itself
 DEPTH = 3              # how deep copies of copies of function bodies go
+UNROLL = 3             # in how many rounds a recursive function is copied into itself …
+UNROLL_BUDGET = 64     # … if its body had at most this many nodes when the optimiser met it …
+UNROLL_LIMIT = 1024    # … and has at most this many now
 GROWTH = 2.0           # a program may grow to GROWTH times its size …
-SLACK = 200            # … plus SLACK nodes
+SLACK = 2000           # … plus SLACK nodes
 
 
 class Optimiser(Kennedy):
     """The work-list shrinker, with contification and inlining between its sweeps."""
 
-    def __init__(self, program: Program, after=None, budget: int = BUDGET, unroll: int = UNROLL,
+    def __init__(self, program: Program, after=None, budget: int = BUDGET, unroll: int | None = None,
                  growth: float = GROWTH):
         super().__init__(program, after)
-        self.budget, self.unroll = budget, unroll
+        self.budget = budget
+        self.unroll = UNROLL if unroll is None else unroll      # read now: a benchmark may change it
         self.size = sum(1 for _ in walk(program))
         self.limit = growth * self.size + SLACK
         self.depth = {}                  # a call in a copied body -> how many copies deep it is
+        self.first_sizes = {}            # a recursive function -> its body's size when first met
         self.owner = {}                  # a call -> its top-level definition (refreshed each round)
 
     def survey(self):
@@ -876,10 +880,18 @@ class Optimiser(Optimiser):
         recursive = a.func.var.binder is self.owner.get(a)
         if recursive and returns_soon(a, lam):
             return False                    # left for LLVM to make a loop of (see below)
-        if lam not in self.sizes:           # measured once a round (a body may grow as copies go in)
-            self.sizes[lam] = size_up_to(lam.body, self.budget)
-        s = self.sizes[lam]
-        if s > self.budget or level >= (self.unroll if recursive else DEPTH) or self.size + s > self.limit:
+        if recursive:
+            if lam not in self.first_sizes:  # before any copy went into it
+                self.first_sizes[lam] = size_up_to(lam.body, UNROLL_BUDGET)
+            if self.first_sizes[lam] > UNROLL_BUDGET:
+                return False
+            budget, deepest = UNROLL_LIMIT, self.unroll
+        else:
+            budget, deepest = self.budget, DEPTH
+        if (lam, recursive) not in self.sizes:   # measured once a round (a body may grow as copies go in)
+            self.sizes[lam, recursive] = size_up_to(lam.body, budget)
+        s = self.sizes[lam, recursive]
+        if s > budget or level >= deepest or self.size + s > self.limit:
             return False
         if recursive:                       # copy the body as it was before this round copied into it
             if lam not in self.templates:

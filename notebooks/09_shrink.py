@@ -73,7 +73,8 @@
 #   function every call of which returns to the same continuation becomes
 #   that continuation's neighbour: a block, or a loop) and *inlining* (a
 #   function body of at most `BUDGET` nodes is copied into its calls; a
-#   recursive one into itself at most `UNROLL` times), shrinking after each.
+#   small recursive one into itself, in at most `UNROLL` rounds), shrinking
+#   after each.
 #   The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
 # - Every step keeps the program's meaning (its output, its runtime error
 #   with its location, its exit status) and chapter 6's `check`.
@@ -1680,22 +1681,26 @@ plt.close(fig)
 # %%
 #| export
 BUDGET = 40            # the largest function body (nodes) copied into a call
-UNROLL = 1             # how many times a recursive function is copied into itself
 DEPTH = 3              # how deep copies of copies of function bodies go
+UNROLL = 3             # in how many rounds a recursive function is copied into itself …
+UNROLL_BUDGET = 64     # … if its body had at most this many nodes when the optimiser met it …
+UNROLL_LIMIT = 1024    # … and has at most this many now
 GROWTH = 2.0           # a program may grow to GROWTH times its size …
-SLACK = 200            # … plus SLACK nodes
+SLACK = 2000           # … plus SLACK nodes
 
 
 class Optimiser(Kennedy):
     """The work-list shrinker, with contification and inlining between its sweeps."""
 
-    def __init__(self, program: Program, after=None, budget: int = BUDGET, unroll: int = UNROLL,
+    def __init__(self, program: Program, after=None, budget: int = BUDGET, unroll: int | None = None,
                  growth: float = GROWTH):
         super().__init__(program, after)
-        self.budget, self.unroll = budget, unroll
+        self.budget = budget
+        self.unroll = UNROLL if unroll is None else unroll      # read now: a benchmark may change it
         self.size = sum(1 for _ in walk(program))
         self.limit = growth * self.size + SLACK
         self.depth = {}                  # a call in a copied body -> how many copies deep it is
+        self.first_sizes = {}            # a recursive function -> its body's size when first met
         self.owner = {}                  # a call -> its top-level definition (refreshed each round)
 
     def survey(self):
@@ -1823,14 +1828,19 @@ class Optimiser(Optimiser):
 #   is well under it), measured once per round (a body into which the same round copies
 #   something is copied as it has become: the program's bound, below, counts
 #   what each copy really adds);
-# - a copy made inside a copy, and so on, at most `DEPTH` (3) deep; and a
-#   recursive function into *itself* at most `UNROLL` times (1): a
-#   recursive call gets a copy of the function's body, once, as gcc does
-#   at `-O2`, and the copies' own calls stay calls. The copies are taken from
-#   the body as it was before the round began, so that copying into the
-#   function does not feed the copies into each other;
+# - a copy made inside a copy, and so on, at most `DEPTH` (3) deep;
+# - a recursive function into *itself*, its *recursion unrolled*, in at
+#   most `UNROLL` (3) rounds: each recursive call gets a copy of the
+#   function's body as the round found it, so one round unrolls the
+#   recursion two levels deep, two rounds four, three rounds eight (as deep
+#   as gcc goes at `-O2`). Only a function that was small when the
+#   optimiser met it (at most `UNROLL_BUDGET`, 64 nodes) is unrolled, and
+#   only while its body, copies included, has at most `UNROLL_LIMIT` (1024)
+#   nodes. The copies are taken from the body as it was before the round
+#   began, so that copying into the function does not feed the copies into
+#   each other;
 # - the whole program may grow to `GROWTH × size + SLACK` nodes (twice its
-#   size, plus 200), after which the inliner stops. Shrinking after each
+#   size, plus 2000), after which the inliner stops. Shrinking after each
 #   round usually takes back more than the copies added (the copies' known
 #   arguments fold, and the functions copied into all their calls die), so
 #   in practice programs shrink; the bound is what is promised and tested.
@@ -1848,10 +1858,18 @@ class Optimiser(Optimiser):
         recursive = a.func.var.binder is self.owner.get(a)
         if recursive and returns_soon(a, lam):
             return False                    # left for LLVM to make a loop of (see below)
-        if lam not in self.sizes:           # measured once a round (a body may grow as copies go in)
-            self.sizes[lam] = size_up_to(lam.body, self.budget)
-        s = self.sizes[lam]
-        if s > self.budget or level >= (self.unroll if recursive else DEPTH) or self.size + s > self.limit:
+        if recursive:
+            if lam not in self.first_sizes:  # before any copy went into it
+                self.first_sizes[lam] = size_up_to(lam.body, UNROLL_BUDGET)
+            if self.first_sizes[lam] > UNROLL_BUDGET:
+                return False
+            budget, deepest = UNROLL_LIMIT, self.unroll
+        else:
+            budget, deepest = self.budget, DEPTH
+        if (lam, recursive) not in self.sizes:   # measured once a round (a body may grow as copies go in)
+            self.sizes[lam, recursive] = size_up_to(lam.body, budget)
+        s = self.sizes[lam, recursive]
+        if s > budget or level >= deepest or self.size + s > self.limit:
             return False
         if recursive:                       # copy the body as it was before this round copied into it
             if lam not in self.templates:
@@ -1937,7 +1955,8 @@ class Optimiser(Optimiser):
 # fib(n - 2)`. LLVM turns such a call into a loop, with an *accumulator*
 # for the additions still to do (tail-call elimination "modulo" an
 # associative operation), and a copy of the body in its place would hide
-# the pattern. Measured on `fib` (CPU seconds, seven runs in alternation):
+# the pattern. Measured on `fib` with one round of unrolling (CPU seconds,
+# seven runs in alternation):
 # without unrolling 0.326, unrolling both calls 0.387, unrolling all but
 # that one 0.287; on `tak`, whose calls are all unrolled either way, 0.946,
 # 0.781 and 0.781. Tail calls are unrolled: they return to the function's

@@ -465,12 +465,33 @@ def test_the_inliner_stays_within_its_bound(depth, calls):
     assert on_cps(program) == on_cps(converted(src))
 
 
-def test_a_recursive_function_is_unrolled_once_but_not_where_its_result_is_returned():
-    src = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(15))\n")
-    program = pipeline.compile_to("opt", src)[0]
+FIB = "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(15))\n"
+
+
+def fib_calls(program) -> list:
     fib = next(d for d in program.definitions if d.var is not None and d.var.hint == "fib")
-    assert sum(type(n) is Apply for n in walk(fib)) == 3        # fib(n - 1) unrolled, fib(n - 2) not
+    return [n for n in walk(fib) if type(n) is Apply]
+
+
+@pytest.mark.parametrize("rounds, calls", [(0, 2), (1, 3), (2, 7), (3, 43)])
+def test_recursion_is_unrolled_round_by_round_but_not_where_its_result_is_returned(rounds, calls):
+    program = converted(Source("fib.l", FIB))
+    shrink.optimise(program, unroll=rounds)
+    found = fib_calls(program)
+    assert len(found) == calls         # no rounds: fib's own two calls; one round: fib(n - 1) has a copy
+    returned = [a for a in found if shrink.returns_soon(a, a.func.var.binder.value)]
+    assert len(returned) == 1          # fib's own fib(n - 2), whose result fib returns, was never copied into
     assert on_cps(program) == ("610\n", None)
+
+
+def test_only_a_small_recursive_function_is_unrolled():
+    body = " + ".join(f"f(n - {i})" for i in range(1, 9))      # eight calls: over UNROLL_BUDGET
+    src = Source("big.l", f"def f(n) = if (n < 2) n else {body}\nprint(f(9))\n")
+    program = pipeline.compile_to("opt", src)[0]
+    f = next(d for d in program.definitions if d.var is not None and d.var.hint == "f")
+    assert cps.size(f.value.body) > shrink.UNROLL_BUDGET
+    assert sum(type(n) is Apply for n in walk(f)) == 8
+    assert on_cps(program) == on_cps(converted(src))
 
 
 def test_a_loop_becomes_a_continuation_and_a_loop_in_llvm():
