@@ -10,7 +10,7 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['LABEL', 'SUCCESSOR', 'FlowGraph', 'WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = ['LABEL', 'SUCCESSOR', 'FlowGraph', 'WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'SAVING_SLOW_PATH', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
 
 
 # --- Control-flow graphs -----------------------------------------------
@@ -461,9 +461,33 @@ class Backend(Backend):
         hp = b.load(self.rt["lc_hp"], "hp")
         new = b.add(hp, b.mul(words, word(WORD)), "new")
         with b.if_then(b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl")), likely=False):
-            b.ret(b.call(self.rt["lc_alloc_slow"], [words]))
+            if SAVING_SLOW_PATH:
+                b.ret(b.call(self.slow_path(), [words], cconv="preserve_mostcc"))
+            else:
+                b.ret(b.call(self.rt["lc_alloc_slow"], [words]))
         b.store(new, self.rt["lc_hp"])
         b.ret(hp)
+        return f
+
+
+# --- A slow path that saves every register -----------------------------
+
+SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
+
+
+class Backend(Backend):
+    def slow_path(self) -> ir.Function:
+        """lc_alloc_slow_saving(words), made once per module: lc_alloc_slow, called with every
+        register but r11 kept (LLVM's preserve_mostcc), so that its callers need not save any."""
+        if "lc_alloc_slow_saving" in self.module.globals:
+            return self.module.globals["lc_alloc_slow_saving"]
+        f = ir.Function(self.module, ir.FunctionType(I64, [I64]), "lc_alloc_slow_saving")
+        f.linkage = "internal"
+        f.calling_convention = "preserve_mostcc"
+        f.attributes.add("noinline")                  # its prologue is the point: it stays a call
+        f.attributes.add("cold")
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        b.ret(b.call(self.rt["lc_alloc_slow"], [f.args[0]]))
         return f
 
 class Backend(Backend):
