@@ -159,7 +159,9 @@ def declaration(g) -> str:
         g.descr_prototype(head)
         head = re.sub(r"^define (?:linkonce_odr |internal )?", "", "".join(head).strip())   # exported
         return "declare " + re.sub(r" !dbg !\d+", "", head)     # its scope (chapter 10) stays home
-    return f"{g.get_reference()} = external {'constant' if g.global_constant else 'global'} {g.value_type}"
+    preemption = f"{g.storage_class} " if g.storage_class else ""          # dso_local: see chapter 10
+    kind = "constant" if g.global_constant else "global"
+    return f"{g.get_reference()} = external {preemption}{kind} {g.value_type}"
 
 
 # --- A split, drawn ----------------------------------------------------

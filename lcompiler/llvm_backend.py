@@ -178,6 +178,7 @@ class Backend:
         self.rt["lc_fail"].attributes.add("cold")
         for name in ("lc_hp", "lc_hl"):                # words owned by the runtime
             self.rt[name] = ir.GlobalVariable(self.module, I64, name)
+            self.rt[name].storage_class = "dso_local"   # linked into the same executable: see lc_alloc
         self.strings, self.printers, self.call_sites = {}, {}, []
         self.debug_info()
         printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints

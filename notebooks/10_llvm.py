@@ -506,6 +506,7 @@ class Backend:
         self.rt["lc_fail"].attributes.add("cold")
         for name in ("lc_hp", "lc_hl"):                # words owned by the runtime
             self.rt[name] = ir.GlobalVariable(self.module, I64, name)
+            self.rt[name].storage_class = "dso_local"   # linked into the same executable: see lc_alloc
         self.strings, self.printers, self.call_sites = {}, {}, []
         self.debug_info()
         printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
@@ -962,6 +963,16 @@ def saves_no_registers(f: ir.Function) -> None:
 # call of it in the code the back end writes (short to read, and quick to
 # build), and LLVM inlines it at every call before it optimises, so the
 # machine code has the instructions of the common path in place.
+#
+# `lc_hp` and `lc_hl` are declared `dso_local`: defined in the same
+# executable as the code that uses them (the runtime is linked into it).
+# Without that promise, position-independent code must assume they might
+# live in a shared library and find their addresses in a table first (the
+# GOT): a load that LLVM then keeps in a register for the whole function,
+# two registers that the rest of the code cannot use. With it, the
+# instructions name them relative to the instruction pointer,
+# `mov rax, [rip + lc_hp]`. (Code compiled for `lc run`, in memory, uses
+# absolute addresses, which are just as direct.)
 
 # %%
 #| export

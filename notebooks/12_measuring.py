@@ -391,7 +391,8 @@ for name in ("fib", "ack", "tak"):
     print(f"{name:4} L/C {r['L/C']:.2f}   L/OCaml {r['L/OCaml']:.2f}   L/Chez {r['L/Chez']:.2f}")
 
 # %% [markdown]
-# Here is what LLVM makes of `fib`, from `lc show llvm-opt`:
+# Here is what chapter 9 and LLVM make of `fib`, from `lc show llvm-opt`
+# — too long to print whole, so counted:
 
 # %%
 lc_path = str(Path(sys.executable).parent / "lc")
@@ -405,21 +406,24 @@ def optimised_function(program, prefix, *options):
     return optimised[start:optimised.index("\n}\n", start) + 3]
 
 
-print(optimised_function("../bench/programs/fib.l", "define linkonce_odr fastcc i64 @fib"))
+fib_llvm = optimised_function("../bench/programs/fib.l", "define linkonce_odr fastcc i64 @fib")
+fib_lines = [line.strip() for line in fib_llvm.splitlines()[1:-1]]
+print(f"{sum(1 for line in fib_lines if line and not line.endswith(':') and not line.startswith(';'))} "
+      f"instructions in {sum(1 for line in fib_lines if line.endswith(':')) + 1} blocks, "
+      f"{sum(' call fastcc i64 @fib' in line for line in fib_lines)} recursive calls, "
+      f"{sum('accumulator.tr' in line and ' phi ' in line for line in fib_lines)} accumulators "
+      f"(loops made of a call), {sum(' store ' in line for line in fib_lines)} stores")
 
 # %% [markdown]
-# This is `fib` as chapter 9 hands it to the back end, and LLVM to the
-# machine: chapter 9 copied `fib`'s body into its first recursive call,
-# `fib(n - 1)`, and left the second, whose result `fib` returns after one
-# addition; LLVM's tail-recursion elimination made a loop of that one, with
-# an accumulator (`%accumulator.tr`) for the additions still to do. Each
-# turn of the loop now makes two calls, for `n - 2` and `n - 3`, and
-# covers what took three calls before. Nothing of L's uniform
-# representation is left: an `Int` is an `i64`, a comparison an `icmp`,
-# and no store marks the call sites any more (chapter 10 finds them from
-# the return addresses when a stack overflows). The function carries the
-# attribute `"no_callee_saved_registers"`; the machine code of the
-# executable shows what that costs:
+# Chapter 9 unrolled `fib`'s recursion into itself three rounds, along
+# the first call, `fib(n - 1)`, and left every `fib(n - 2)` whose result
+# the code returns after one addition; LLVM's tail-recursion elimination
+# made a loop of each of those, with an accumulator (`%accumulator.tr`)
+# for the additions still to do. Nothing of L's uniform representation is
+# left: an `Int` is an `i64`, a comparison an `icmp`, and no store marks
+# the call sites (chapter 10 finds them from the return addresses when a
+# stack overflows). Here is the same for the C versions, compiled by
+# `gcc -O2`, against the machine code of the L executables:
 
 # %%
 import re
@@ -433,50 +437,39 @@ def machine_code(executable, name):
     return [line.split(":", 1)[1].strip() for line in dump[start:dump.index("\n\n", start)].splitlines()]
 
 
+def calls(instructions, name):
+    return sum(bool(re.match(rf"call\s.*\b{name}(_\d+)?>?$", i)) for i in instructions)
+
+
 l_code = {}
 with tempfile.TemporaryDirectory() as tmp:
     for name in ("fib", "ack"):
         exe = driver.build(Source(f"{name}.l", Path(f"../bench/programs/{name}.l").read_text()), Path(tmp) / name)
         l_code[name] = machine_code(exe, name)
-print("\n".join(l_code["fib"]))
-
-# %% [markdown]
-# Around the two calls, `n`, the accumulator and the first result are
-# written to the stack and read back. A callee-saved register would keep
-# them across a call — but then `fib` would have to save that register's
-# old value on entry and restore it on exit. Chapter 10 gives every
-# function that makes no tail call the attribute
-# `"no_callee_saved_registers"` because a dead pointer left in a
-# callee-saved register is saved on the stack by every deeper call, where
-# the conservative scan of the stack takes it for a live one and pins what
-# it points to (chapter 10 measures it on `primes`); here the values are
-# integers, and the spills are pure cost, though a small one. The rest of
-# the gap is in what GCC does to the C version:
-
-# %%
-def calls(instructions, name):
-    return sum(bool(re.match(rf"call\s.*\b{name}(_\d+)?>?$", i)) for i in instructions)
-
-
 for name in ("fib", "ack"):
     asm = subprocess.run(["gcc", "-O2", "-S", "-masm=intel", "-o", "-", f"../bench/programs/{name}.c"],
                          capture_output=True, text=True, check=True).stdout
     body = asm[asm.index(f"\n{name}:\n"):asm.index(f".size\t{name},")].splitlines()[2:]
     c_code = [line.strip() for line in body if line.startswith("\t") and not line.startswith("\t.")]
-    print(f"{name}: gcc -O2 makes {len(c_code):3} instructions with {calls(c_code, name)} recursive call(s);"
-          f" L {len(l_code[name]):3} instructions with {calls(l_code[name], name)}")
+    print(f"{name}: gcc -O2 makes {len(c_code):4} instructions with {calls(c_code, name):2} recursive call(s);"
+          f" L {len(l_code[name]):4} instructions with {calls(l_code[name], name):2}")
 
 # %% [markdown]
-# GCC inlines `fib` and `ack` into themselves several levels deep — about
-# ten times the code — and makes a loop of one call at every level, so
-# that a single recursive call is left in the whole function, each doing
-# much more work. Chapter 9's inliner copies a function into itself once,
-# and only where LLVM's own loop-making does not need the call: deeper
-# copies made no difference on `fib` when tried, and `ack`'s body is over
-# the inliner's budget (copying bodies that large made other benchmarks
-# slower). On `tak`, whose recursive calls are copied into it, L is ahead
-# of C. OCaml does neither — its `fib` is one call per call, on tagged
-# integers — and L is ahead of it on all three.
+# GCC inlines `fib` and `ack` into themselves eight levels deep and makes
+# a loop of one call at every level, so that a single recursive call is
+# left in the whole function, each doing much more work. Chapter 9's
+# unrolling goes as deep, but leaves a call wherever a copy calls the
+# function in a place LLVM cannot make a loop of, so L's `fib` and `ack`
+# make several calls where GCC's make one: more of the work is calls, and
+# around each call the values still needed are written to the stack and
+# read back. (Chapter 10 gives every function that makes no tail call the
+# attribute `"no_callee_saved_registers"`, because a dead pointer left in a
+# callee-saved register is saved on the stack by every deeper call, where
+# the conservative scan of the stack takes it for a live one and pins what
+# it points to; here the values are integers, and the spills are pure
+# cost, though a small one.) On `tak`, L is ahead of C. OCaml does
+# neither — its `fib` is one call per call, on tagged integers — and L is
+# ahead of it on all three.
 
 # %% [markdown]
 # ### Where L trails: allocation
