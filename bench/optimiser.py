@@ -4,6 +4,7 @@
     python bench/optimiser.py compile [--lines 10000]         # compile time with and without it
     python bench/optimiser.py run [--repeat 5]                # the benchmarks with and without it
     python bench/optimiser.py unroll [--repeat 5]             # the benchmarks, recursion unrolled 0-3 rounds
+    python bench/optimiser.py closures [--repeat 21]          # unrolling functions that make closures, or not
 
 `shrinkers` times Appel and Jim's census-based shrinker and Kennedy's
 work-list shrinker on the same programs, 10^3 to 10^6 CPS nodes: generated L
@@ -27,6 +28,12 @@ min and median of --repeat runs).
 set to 0, 1, 2 and 3 rounds (no unrolling; then the recursion 2, 4, 8 levels
 deep), and times the executables in alternation as `run` does; it also
 records each program's size in CPS nodes after the optimiser.
+
+`closures` builds every program of bench/programs twice: as the optimiser
+does (a recursive function that makes closures is not unrolled) and with that
+rule switched off; it counts the functions (closure bodies included) left
+after the optimiser and, where the two builds differ, times them in
+alternation.
 
 Each command adds its figures to bench/optimiser.json, which chapter 9 reads.
 """
@@ -172,6 +179,15 @@ def cpu(command) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def alternately(exes: dict, repeat: int) -> dict:
+    """Run each executable of exes (label -> path) repeat times, in turn; label -> CPU seconds."""
+    times = {label: [] for label in exes}
+    for _ in range(repeat):
+        for label, exe in exes.items():
+            times[label].append(cpu([exe]))
+    return times
+
+
 def run(args) -> None:
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -186,10 +202,7 @@ def run(args) -> None:
             outputs = {label: subprocess.run([exe], capture_output=True, text=True).stdout
                        for label, exe in exes.items()}
             assert outputs["-O0"] == outputs["optimised"], path.name
-            times = {label: [] for label in exes}
-            for _ in range(args.repeat):
-                for label, exe in exes.items():
-                    times[label].append(cpu([exe]))
+            times = alternately(exes, args.repeat)
             rows[path.stem] = {label: {"min": min(t), "median": statistics.median(t), "max": max(t)}
                                for label, t in times.items()}
             r = rows[path.stem]
@@ -216,15 +229,47 @@ def unroll(args) -> None:
                 shrink.UNROLL = saved
             outputs = {subprocess.run([exe], capture_output=True, text=True).stdout for exe in exes.values()}
             assert len(outputs) == 1, path.name
-            times = {u: [] for u in rounds}
-            for _ in range(args.repeat):
-                for u, exe in exes.items():
-                    times[u].append(cpu([exe]))
+            times = alternately(exes, args.repeat)
             rows[path.stem] = {str(u): {"min": min(t), "median": statistics.median(t), "max": max(t),
                                         "cps nodes": sizes[u]} for u, t in times.items()}
             print(f"{path.stem:12}" + "".join(f"  {u}: {statistics.median(times[u]):6.3f} s {sizes[u]:5} nodes"
                                               for u in rounds), flush=True)
     save("unroll", rows)
+
+
+def lambdas(program: cps.Program) -> int:
+    """How many functions program defines: its top-level functions and the closure bodies in them."""
+    return sum(type(n) is cps.Lambda for d in program.definitions for n in cps.walk(d))
+
+
+def closures(args) -> None:
+    rows, rule = {}, shrink.makes_closures
+    variants = {"rule": rule, "no rule": lambda body: False}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted((HERE / "programs").glob("*.l")):
+            if args.only and path.stem not in args.only:
+                continue
+            source, exes, counts, texts = Source(path.name, path.read_text()), {}, {}, {}
+            try:
+                for label, f in variants.items():
+                    shrink.makes_closures = f
+                    counts[label] = lambdas(pipeline.compile_to("opt", source)[0])
+                    exes[label] = Path(tmp) / f"{path.stem}-{label.replace(' ', '-')}"
+                    driver.build(source, exes[label])
+                    texts[label] = exes[label].read_bytes()
+            finally:
+                shrink.makes_closures = rule
+            if texts["rule"] == texts["no rule"]:
+                print(f"{path.stem:12} {counts['rule']:4} functions either way", flush=True)
+                continue
+            outputs = {subprocess.run([exe], capture_output=True, text=True).stdout for exe in exes.values()}
+            assert len(outputs) == 1, path.name
+            times = alternately(exes, args.repeat)
+            rows[path.stem] = {label: {"min": min(t), "median": statistics.median(t), "max": max(t),
+                                       "functions": counts[label]} for label, t in times.items()}
+            print(f"{path.stem:12}" + "".join(f"  {label}: {statistics.median(times[label]):6.3f} s"
+                                              f" {counts[label]:4} functions" for label in variants), flush=True)
+    save("closures", rows)
 
 
 def main(argv=None) -> int:
@@ -242,9 +287,13 @@ def main(argv=None) -> int:
     u = sub.add_parser("unroll")
     u.add_argument("--repeat", type=int, default=5)
     u.add_argument("--only", nargs="*", help="benchmark names")
+    k = sub.add_parser("closures")
+    k.add_argument("--repeat", type=int, default=21)
+    k.add_argument("--only", nargs="*", help="benchmark names")
     args = ap.parse_args(argv)
     sys.setrecursionlimit(100_000)
-    {"shrinkers": shrinkers, "compile": compile_, "run": run, "unroll": unroll}[args.command](args)
+    {"shrinkers": shrinkers, "compile": compile_, "run": run, "unroll": unroll,
+     "closures": closures}[args.command](args)
     return 0
 
 

@@ -141,8 +141,10 @@ class L(Language):
 
     def version(self):
         from llvmlite import binding
-        commit = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True).stdout.strip() or "?"
+        git = ["git", "-C", str(BENCH.parent)]
+        commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        changed = subprocess.run(git + ["status", "--porcelain", "lcompiler"], capture_output=True, text=True).stdout
+        commit = (commit or "?") + (" with uncommitted changes to lcompiler/" if changed.strip() else "")
         return f"lc (commit {commit}), LLVM {'.'.join(map(str, binding.llvm_version_info))}"
 
     def flags(self):

@@ -16,7 +16,7 @@ function that always returns to the same place into a block of its
 caller, and *inlining*, which copies a small function into its calls.
 """
 
-__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'DEPTH', 'UNROLL', 'UNROLL_BUDGET', 'UNROLL_LIMIT', 'GROWTH', 'SLACK', 'Optimiser', 'returns_soon', 'optimise']
+__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'DEPTH', 'UNROLL', 'UNROLL_BUDGET', 'UNROLL_LIMIT', 'GROWTH', 'SLACK', 'Optimiser', 'cont_over', 'returns_soon', 'makes_closures', 'optimise']
 
 
 # --- What is known about a variable ------------------------------------
@@ -24,11 +24,11 @@ __all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 
 from collections import Counter
 
 from lcompiler.cps import (
-    Var, ContVar, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,
+    Var, ContVar, Term, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,
     Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
-    SetField, Fail, Definition, Program, Occ,
+    SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
-    const, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
+    const, proj, tuple_, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
 from lcompiler.interp import wrap, c_div, c_rem
 from lcompiler.syntax import collector_paused
 from lcompiler.types import TCon
@@ -767,7 +767,7 @@ class Optimiser(Kennedy):
         self.size = sum(1 for _ in walk(program))
         self.limit = growth * self.size + SLACK
         self.depth = {}                  # a call in a copied body -> how many copies deep it is
-        self.first_sizes = {}            # a recursive function -> its body's size when first met
+        self.unrollable = {}             # a recursive function -> may it be unrolled? (decided when first met)
         self.owner = {}                  # a call -> its top-level definition (refreshed each round)
 
     def survey(self):
@@ -820,6 +820,17 @@ class Optimiser(Optimiser):
                 return site
         return scope
 
+def cont_over(hint: str, params: list) -> LetCont:
+    """A `cont` not yet placed: a fresh continuation variable, and params (variables that exist
+    already, bound from now on by the `cont`) as its parameters."""
+    k = ContVar(hint)
+    t = _new(LetCont, cont=k, params=list(params), handler=None, body=None)
+    k.binder = t
+    for x in t.params:
+        x.binder = t
+    return t
+
+
 class Optimiser(Optimiser):
     def contify(self, f: Var, lam: Lambda) -> bool:
         if lam.body is None or f.binder in self.dead or lam in self.dead:
@@ -833,11 +844,8 @@ class Optimiser(Optimiser):
         where = self.placement(f, k, calls)
         if where is None:
             return False
-        j = ContVar(f.hint)
-        t = _new(LetCont, cont=j, params=list(lam.params), handler=None, body=None)
-        j.binder = t
-        for x in t.params:
-            x.binder = t
+        t = cont_over(f.hint, lam.params)
+        j = t.cont
         outside = {a.loc for a in calls if a.cont.var is k}
         if len(outside) == 1:                   # f's tail calls now make the frame f's call made
             relocate(lam.cont, outside.pop())
@@ -881,9 +889,7 @@ class Optimiser(Optimiser):
         if recursive and returns_soon(a, lam):
             return False                    # left for LLVM to make a loop of (see below)
         if recursive:
-            if lam not in self.first_sizes:  # before any copy went into it
-                self.first_sizes[lam] = size_up_to(lam.body, UNROLL_BUDGET)
-            if self.first_sizes[lam] > UNROLL_BUDGET:
+            if not self.may_unroll(lam):
                 return False
             budget, deepest = UNROLL_LIMIT, self.unroll
         else:
@@ -914,6 +920,13 @@ class Optimiser(Optimiser):
         self.put(a, body)
         self.inlined.append(a)
         return True
+
+    def may_unroll(self, lam: Lambda) -> bool:
+        """Was lam small, and free of closures, when the optimiser first asked (before any copy went in)?"""
+        if lam not in self.unrollable:
+            self.unrollable[lam] = (size_up_to(lam.body, UNROLL_BUDGET) <= UNROLL_BUDGET
+                                    and not makes_closures(lam.body))
+        return self.unrollable[lam]
 
 
 # --- What runs before anything can call --------------------------------
@@ -964,6 +977,61 @@ def returns_soon(a: Apply, lam: Lambda) -> bool:
         h = h.body
     return type(h) is ApplyCont and h.cont.var is lam.cont
 
+def makes_closures(body) -> bool:
+    """Does body define a function (a Lambda), which a copy of body would copy?"""
+    return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
+
+
+# --- Loops before copies -----------------------------------------------
+
+class Optimiser(Optimiser):
+    def loopify(self, f: Var, lam: Lambda) -> bool:
+        """Make the tail calls of the top-level function f = lam from its own body jumps to a loop
+        continuation that holds its body; False if there are none, or lam may not be unrolled."""
+        if type(f.binder) is not Definition or f.binder in self.dead or lam.body is None \
+                or not self.unroll or not self.may_unroll(lam):
+            return False
+        tails = [a for o in occurrences(f) if type(a := o.enclosing) is Apply and a.func is o
+                 and a.cont.var is lam.cont and len(a.args) == len(lam.params) and home(a) is lam]
+        if not tails:
+            return False
+        t = cont_over(f.hint, lam.params)
+        loop = t.cont
+        lam.params = [Var(x.hint, x.type) for x in t.params]     # the function's own, fresh
+        for y in lam.params:
+            y.binder = lam
+        _attach(t, "handler", take(lam.body))
+        _attach(t, "body", self.entry(loop, t.params, lam.params))
+        _attach(lam, "body", t)
+        for a in tails:
+            self.put(a, apply_cont(loop, *[o.var for o in a.args]), made=True)
+        self.changed(t)
+        if self.after is not None:
+            self.tidy()
+            self.after("loopify", t)
+        return True
+
+    def entry(self, loop: ContVar, inside: list, outside: list) -> Term:
+        """The jump into the loop, passing outside for inside; a tuple that the loop only takes
+        apart is passed rebuilt from its fields, so that the shrinker unboxes it."""
+        seq, args = Seq(), []
+        for x, y in zip(inside, outside):
+            if isinstance(x.type, TCon) and x.type.name == "*" and x.count \
+                    and all(type(o.enclosing) is Proj for o in occurrences(x)):
+                parts = [seq.let(proj(i, y), f"{y.hint}{i}") for i in range(len(x.type.args))]
+                for z, ty in zip(parts, x.type.args):
+                    z.type = ty
+                y = seq.let(tuple_(*parts), y.hint)
+                y.type = x.type
+            args.append(y)
+        jump = seq.end(apply_cont(loop, *args))
+        for n in walk(jump):
+            for o in n.occs():
+                self.gained(o.var)
+            if type(n) in self.RULES:
+                self.changed(n)
+        return jump
+
 
 # --- The optimiser -----------------------------------------------------
 
@@ -977,7 +1045,9 @@ class Optimiser(Optimiser):
                 c = sum(self.contify(f, lam) for f, lam in funcs)
                 self.stats["contify"] += c
                 self.tidy()
-                if c:
+                loops = sum(self.loopify(f, lam) for f, lam in funcs)
+                self.stats["loopify"] += loops
+                if c or loops:
                     funcs, calls = self.survey()
                 self.templates, self.inlined, self.sizes = {}, [], {}
                 i = sum(self.inline(a) for a in calls)

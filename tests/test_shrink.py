@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 
 from lcompiler import cps, driver, pipeline, shrink
 from lcompiler.closure import closure_convert
-from lcompiler.cps import Apply, Lambda, MakeClosure, TupleValue, Inject, parse, show, walk
+from lcompiler.cps import Apply, LetCont, Lambda, MakeClosure, TupleValue, Inject, parse, show, walk
 from lcompiler.errors import Source
 
 from test_convert import PROGRAMS, IDS, SLOW, expected_outcome, on_cps, programs, source
@@ -484,6 +484,24 @@ def test_recursion_is_unrolled_round_by_round_but_not_where_its_result_is_return
     assert on_cps(program) == ("610\n", None)
 
 
+ACK = ("def ack(m, n) = if (m == 0) n + 1 else if (n == 0) ack(m - 1, 1) else ack(m - 1, ack(m, n - 1))\n"
+       "print(ack(2, 3))\n")
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 2, 3])
+def test_tail_calls_become_a_loop_before_the_body_is_copied(rounds):
+    program = converted(Source("ack.l", ACK))
+    stats = shrink.optimise(program, unroll=rounds)
+    ack = next(d for d in program.definitions if d.var is not None and d.var.hint == "ack")
+    calls = [n for n in walk(ack) if type(n) is Apply]
+    loops = [n for n in walk(ack) if type(n) is LetCont and n.cont.hint == "ack"]
+    if rounds == 0:                    # no unrolling, no loop: ack's three calls
+        assert stats["loopify"] == 0 and len(calls) == 3 and not loops
+    else:                              # a loop per copy (2, 4, 8 of them), and one call, in the deepest
+        assert stats["loopify"] == 1 and len(calls) == 1 and len(loops) == 2 ** rounds
+    assert on_cps(program) == ("9\n", None)
+
+
 def test_only_a_small_recursive_function_is_unrolled():
     body = " + ".join(f"f(n - {i})" for i in range(1, 9))      # eight calls: over UNROLL_BUDGET
     src = Source("big.l", f"def f(n) = if (n < 2) n else {body}\nprint(f(9))\n")
@@ -492,6 +510,27 @@ def test_only_a_small_recursive_function_is_unrolled():
     assert cps.size(f.value.body) > shrink.UNROLL_BUDGET
     assert sum(type(n) is Apply for n in walk(f)) == 8
     assert on_cps(program) == on_cps(converted(src))
+
+
+CPSTAK = """def tak(x, y, z, k) =
+  if (!(y < x)) k(z)
+  else tak(x - 1, y, z, { v1 -> tak(y - 1, z, x, { v2 -> tak(z - 1, x, y, { v3 -> tak(v1, v2, v3, k) }) }) })
+print(tak(12, 8, 4, { a -> a }))
+"""
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_recursive_function_that_makes_closures_is_not_unrolled(rule, monkeypatch):
+    src = Source("cpstak.l", CPSTAK)
+    if not rule:                                   # the rule switched off: tak is unrolled
+        monkeypatch.setattr(shrink, "makes_closures", lambda body: False)
+    program = pipeline.compile_to("opt", src)[0]
+    lambdas = sum(type(n) is Lambda for d in program.definitions for n in walk(d))
+    if rule:
+        assert lambdas == 1 + 3 + 1               # tak, its three continuations, the first one
+    else:
+        assert lambdas > 5 * 5
+    assert on_cps(program) == on_cps(converted(src)) == ("5\n", None)
 
 
 def test_a_loop_becomes_a_continuation_and_a_loop_in_llvm():
