@@ -17,8 +17,8 @@ Scheme with `compile-program` at `(optimize-level 3)`, run as `scheme
 --program NAME.so`. Then the L executable is timed in alternation with each
 peer, --repeat times: L, C, L, OCaml, L, Chez, L, C, ... so that a change in
 the load of a shared machine falls on both sides of each ratio. L/peer is the
-median of the L runs paired with that peer over the median of the peer's
-runs; L/best is L over the faster of C and OCaml. CPython runs once, with a
+median, over the repetitions, of the ratio of each L run to the peer's run
+beside it; L/best is L over the faster of C and OCaml. CPython runs once, with a
 time limit (--python-timeout); a run that reaches it gives a lower bound.
 The benchmarks of SCALING (`live`) are also timed at other sizes, to show how
 their time per unit of size grows.
@@ -276,7 +276,7 @@ def measure(bench, size, tmp, languages, repeat, expected_outputs):
     for p in peers:
         ratios = [a / b for a, b in zip(paired[p], times[p])]
         record["pairs"][p] = {"L": paired[p], p: times[p],
-                              "ratio": statistics.median(paired[p]) / statistics.median(times[p]),
+                              "ratio": statistics.median(ratios),
                               "ratios": ratios, "ratio_min": min(ratios), "ratio_max": max(ratios)}
     return record, problems
 

@@ -204,9 +204,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # L, C, L, OCaml, L, Chez
 # ```
 #
-# and each ratio L/peer is the median of the L runs *paired with that
-# peer* over the median of the peer's runs: whatever slows the machine down
-# for a few seconds slows both sides of the pair. L/best is L over the
+# and each ratio L/peer is the median, over the repetitions, of the time
+# of an L run over the time of the peer's run *beside it*: whatever slows
+# the machine down for a few seconds slows both sides of the pair. L/best is L over the
 # faster of C and OCaml on that benchmark, the bar a reader choosing
 # between the three languages would set. Every run's wall-clock time (and its CPU time) is in the JSON file,
 # with the minimum, the median and the maximum.
@@ -220,7 +220,13 @@ with tempfile.TemporaryDirectory() as tmp:
 # different moments, and their ratio measures the drift as much as the
 # compilers. Pairing each L run with the peer run beside it, and taking
 # medians, keeps the two sides of a ratio in the same conditions and
-# ignores the odd run that an interruption spoiled, on either side.
+# ignores the odd run that an interruption spoiled, on either side. The
+# median must be taken of the pairs' ratios, not of each side's times: the
+# median of L's runs over the median of the peer's, which the script
+# computed until this chapter's last measurement, throws the pairing away —
+# a slow spell that catches three of L's runs and none of the peer's moves
+# it. The JSON file keeps every run, so the ratios could be computed again
+# from it, the right way.
 #
 # </div>
 #
@@ -239,7 +245,7 @@ for peer in PEERS:
           f" widest {spreads[widest]:.2f} ({widest})")
 
 # %% [markdown]
-# One repetition alone would be a poor witness. The medians of five are
+# One repetition alone would be a poor witness. The medians of nine are
 # steadier, but on a machine this busy a ratio within ten or twenty percent
 # of 1 in the table below is a tie, and a difference of that size between
 # two runs of the table is noise.
@@ -370,20 +376,26 @@ for key in ("L/C", "L/OCaml", "L/Chez", "L/best"):
 # integers, `2n + 1`, which costs an instruction here and there; Chez checks
 # at every `+` that both operands are small integers). Against C, L wins
 # where C calls `malloc` and `free` for every cell and closure (`cpstak`,
-# `cpstree`, `fold`, `primes`, `msort`): a bump allocation and a collection
-# that never touches dead blocks beat a general-purpose allocator; and on
-# `loop`, where the code LLVM chooses for the Collatz loop (`x / 2` on a
-# signed integer, the layout of the loop) beats GCC's.
+# `cpstree`, `fold`, `primes`, `msort`, `binarytrees`): a bump allocation
+# and a collection that never touches dead blocks beat a general-purpose
+# allocator; on `loop`, where the code LLVM chooses for the Collatz loop
+# (`x / 2` on a signed integer, the layout of the loop) beats GCC's; and on
+# `tak` and `states`, where chapter 9 makes loops that GCC's C does not
+# have (`tak`'s recursion unrolled with its loop; `states`' three mutually
+# recursive functions one loop, where the C is a `switch` in a loop).
 #
-# L trails the best of C and OCaml in three places: doubly recursive
-# integer code, against C (`fib`, `ack`); allocation-heavy code, against
-# OCaml (`cpstak`, `cpstree`, `fold`, `primes`); and `live`, against C,
-# whose `free` hands a replaced node's memory back at once. The sections
-# below take them in turn, with one more on `deriv`, which trailed until
-# chapter 9 found that a constant it divides by is one.
+# L trails the best of C and OCaml in two places, by less than a
+# quarter: code that does little but allocate closures or short-lived
+# cells and call them, against OCaml (`cpstak`, `cpstree`, `primes`); and
+# `nqueens`, against C. It is level with C on `ack`, which trailed until
+# chapter 9 learned to copy a function's loops with its body, and on
+# `live`, although C's `free` hands a replaced node's memory back at once.
+# The sections below take the families in turn, with one more on `deriv`,
+# which trailed until chapter 9 found that a constant it divides by is
+# one.
 
 # %% [markdown]
-# ### Where L trails: doubly recursive integer code
+# ### Doubly recursive integer code
 #
 # `fib`, `ack` and `tak` are almost nothing but calls:
 
@@ -459,19 +471,25 @@ for name in ("fib", "ack"):
 # %% [markdown]
 # GCC inlines `fib` and `ack` into themselves eight levels deep and makes
 # a loop of one call at every level, so that a single recursive call is
-# left in the whole function, each doing much more work. Chapter 9's
-# unrolling goes as deep, but leaves a call wherever a copy calls the
-# function in a place LLVM cannot make a loop of, so L's `fib` and `ack`
-# keep dozens of calls where GCC's keep one: more of the work is calls, and
-# around each call the values still needed are written to the stack and
-# read back. (Chapter 10 gives every function that makes no tail call the
+# left in the whole function, each doing much more work. Chapter 9 does the
+# same to `ack`: its two tail calls become a loop *before* its body is
+# copied into its one other call, so that every copy is a loop of its own,
+# and L's `ack`, like GCC's, calls itself once in eight levels — in fewer
+# instructions than GCC's — and runs level with it. `fib` has no tail call
+# to make a loop of. Chapter 9's unrolling leaves a call wherever a copy
+# calls `fib` in a place LLVM cannot make a loop of, so L's `fib` keeps
+# dozens of calls where GCC's keeps one, and around each call the values
+# still needed are written to the stack and read back; on this machine it
+# is ahead of GCC's all the same, which says that counting calls is not the
+# whole story. (Chapter 10 gives every function that makes no tail call the
 # attribute `"no_callee_saved_registers"`, because a dead pointer left in a
 # callee-saved register is saved on the stack by every deeper call, where
 # the conservative scan of the stack takes it for a live one and pins what
 # it points to; here the values are integers, and the spills are pure
-# cost, though a small one.) On `tak`, L is ahead of C. OCaml does
-# neither — its `fib` is one call per call, on tagged integers — and L is
-# ahead of it on all three.
+# cost, though a small one.) On `tak`, whose outer call is a tail call,
+# chapter 9 makes the same loops, and L takes well under half of C's time.
+# OCaml does neither — its `fib` is one call per call, on tagged integers
+# — and L is ahead of it on all three.
 
 # %% [markdown]
 # ### Where L trails: allocation
@@ -489,9 +507,9 @@ print(f"geometric mean of L/OCaml: {geometric_mean(table[n]['L/OCaml'] for n in 
 # %% [markdown]
 # Against OCaml, L is level on these as a whole: ahead where data survive
 # — `msort`'s lists of 10,000 numbers, `binarytrees`' trees, `nqueens`'
-# boards — and behind on the programs that do little but allocate closures
-# or cells that die at once and call them (`cpstak`, `cpstree`, `fold`,
-# `primes`). Allocating itself is the same in both. A `Cons`
+# boards — level on `fold`, and behind on the programs that do little but
+# allocate closures or cells that die at once and call them (`cpstak`,
+# `cpstree`, `primes`). Allocating itself is the same in both. A `Cons`
 # in L is a bump of a heap pointer — chapter 10's `lc_alloc`, inlined:
 # load the heap pointer, add the size, compare with the limit, store it
 # back, write the header (with the layout that tells the collector which
@@ -550,24 +568,28 @@ saved = [i for i in code if i.startswith("push") and i.split()[1] in CALLEE_SAVE
 print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 
 # %% [markdown]
-# It reads the captured values out of its closure (`rdi`), allocates the
-# next closure — `lc_hp` read and written in place, relative to the
-# instruction pointer, the header and the fields stored — and jumps to
-# `tak`. The `push rax` and `pop rax` around it save nothing: they move
-# the stack pointer by one word, to keep it aligned for the one call the
-# function can make, to the slow path, out of line at the end. Until this
-# chapter's last round of measurements, functions like this one also
-# saved six callee-saved registers on entry and restored them before the
-# jump that ends them, a third of their instructions: they held values
-# across that call, and the C convention makes a call overwrite the other
-# registers. Chapter 10 now calls the slow path through
-# `lc_alloc_slow_saving`, whose `preserve_mostcc` convention keeps every
-# register, so the values stay where they are and nothing needs saving;
-# and it declares `lc_hp` and `lc_hl` `dso_local`, so that their
-# addresses take no registers either. `cpstak` went from 1.6 times
-# OCaml's time to the figure in the table above.
+# It reads the values captured in its closure (`rdi`), then runs `tak`,
+# which chapter 9 inlined into it and LLVM made a loop of: while `y < x`,
+# it allocates the next continuation — `lc_hp` read and written in place,
+# relative to the instruction pointer, the header and the fields stored —
+# and takes one from `x`. When the test fails, it jumps to the code of a
+# continuation: the one it was given, read from field 1 of its closure
+# (`[rdi+0x8]`), or the last one it made, whose code it knows (`rcx`). The
+# `push rax` and `pop rax` save nothing: they move the stack pointer by one
+# word, to keep it aligned for the one call the function can make, to the
+# slow path, out of line. Earlier versions of this code saved six
+# callee-saved registers on entry and restored them before the jump that
+# ends them, a third of their instructions: they held values across that
+# call, and the C convention makes a call overwrite the other registers.
+# Chapter 10 now calls the slow path through `lc_alloc_slow_saving`, whose
+# `preserve_mostcc` convention keeps every register, so the values stay
+# where they are and nothing needs saving; and it declares `lc_hp` and
+# `lc_hl` `dso_local`, so that their addresses take no registers either.
+# And chapter 9 no longer unrolls a recursive function that makes
+# closures: unrolled, `tak` had left 123 functions in the program, where
+# there are 6 now (chapter 9 times the difference).
 #
-# What still separates the two is the heap pointer: OCaml keeps it in a
+# One difference is left in the code: the heap pointer. OCaml keeps it in a
 # register for the whole program, L in memory, so each allocation loads
 # it, and stores it back, one allocation after another through the same
 # memory word. LLVM has a calling convention for that too (`ghccc`, which
@@ -660,8 +682,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # grows with `n` (the statistics above); but the time per key grows in C
 # too, for the same reason as in L — the larger the tree, the fewer of the
 # nodes on a path are in the cache — and L's ratio to C stays flat: linear
-# in total, not quadratic. C frees each replaced node at once, and is
-# ahead; OCaml, whose collector makes the same bet as L's, is behind.
+# in total, not quadratic. C frees each replaced node at once, and L
+# keeps level with it all the same; OCaml, whose collector makes the same
+# bet as L's, is behind.
 
 # %% [markdown]
 # ### The targets
@@ -686,26 +709,25 @@ for name, r in table.items():
 
 # %% [markdown]
 # The first two are met in this measurement: the geometric mean of
-# L/best is under 1, and no benchmark is above 1.3 — though `cpstak`, the
-# closest, is under it by less than the spread of one pair's ratios over
-# the repetitions (printed at the top of the chapter), so another run may
-# put it over. The third is missed on four programs, and on three of them
-# no compiler meets it: on `states` L is the fastest of the five, and
-# CPython is still less than thirty times slower (its loops of integer
-# arithmetic are where CPython's interpreter is at its best); on `nqueens`
-# C is the fastest, and falls short too; and on programs that do little
-# but allocate and walk small blocks (`live`, `msort`), CPython's
-# reference counting frees each dead object at once and hands its memory
-# back, still in the cache, to the next one — only Chez, on `msort`,
-# reaches thirty.
+# L/best is well under 1, and no benchmark is above 1.3 — `cpstak`, the
+# closest, by less than the spread of one pair's ratios over the
+# repetitions (printed at the top of the chapter), so another run may put
+# it nearer. The third is missed on four programs, and on three of them
+# no compiler meets it: on `msort`, `binarytrees` and `live` L is the
+# fastest of the five, and CPython is still less than thirty times slower.
+# These programs do little but allocate and walk small blocks, and
+# CPython's reference counting frees each dead object at once and hands
+# its memory back, still in the cache, to the next one. On `nqueens` C is
+# the fastest, and just reaches thirty.
 #
-# Against OCaml and Chez Scheme taken one at a time, L is ahead: the
-# geometric means of L/OCaml and L/Chez above are well under 1. What
-# remains to be won is in the heap pointer, which OCaml keeps in a
-# register and L in memory, and in the last calls of `fib` and `ack` that
-# GCC's inlining removes; and a convention without callee-saved registers
-# runs, as the section on allocation found, into the conservative scan of
-# the stack.
+# Against each peer taken one at a time, L is ahead: the geometric means
+# of L/C, L/OCaml and L/Chez above are well under 1. What remains to be
+# won is against OCaml, on code that does little but allocate closures and
+# call them. There the two differ in where the heap pointer lives (a
+# register in OCaml, memory in L) and in how the stack is scanned —
+# precisely in OCaml, conservatively in L — and the second stands in the
+# way of the convention without callee-saved registers that OCaml uses,
+# as the section on allocation found.
 
 # %% [markdown]
 # ## How fast is the compiler?
@@ -743,7 +765,7 @@ for row in speed["gcc"]:
 # %% [markdown]
 # The compiler grows linearly: the time per line does not grow with the
 # program. The book's target is a 10,000-line program in at most 5 seconds,
-# and the last row meets it, on two cores. That is less than half what `gcc -O2`
+# and the last row meets it, on two cores. That is well under what `gcc -O2`
 # takes on the same program in C (the C version of the 10,000-line program
 # is the 14,004-line one).
 #
@@ -776,8 +798,8 @@ for label, row in (("-O0", without), ("optimised", largest)):
 # %% [markdown]
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
-# carry; and LLVM takes six times as long. The optimiser pays for itself
-# several times over.
+# carry; and LLVM takes more than five times as long. The optimiser pays
+# for itself several times over.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
 # LLVM's inliner treats a function called once as free to inline, whatever
