@@ -2556,6 +2556,13 @@ with tempfile.TemporaryDirectory() as tmp:
 # - **Bounded growth.** No program grows beyond `GROWTH × size + SLACK`,
 #   measured on the corpus and on programs built to tempt the inliner
 #   (chains of small functions calling each other several times).
+# - **Unrolling.** `fib` makes 2, 3, 7, 43 calls after 0 to 3 rounds, and
+#   its `fib(n - 2)` is never copied into; `ack` gets a loop before it is
+#   copied, and has 2, 4, 8 loops and one call after 1 to 3 rounds (none,
+#   and its three calls, without unrolling); a function over the budget, or
+#   one that makes closures (`tak` in continuation-passing style), is not
+#   unrolled — with the rule switched off, it is. Each prints what it
+#   printed before.
 # - **`lc`**: `lc show opt`, `-O0`.
 
 # %% [markdown]
@@ -2647,3 +2654,7 @@ with tempfile.TemporaryDirectory() as tmp:
 #    blocks without unrolling (`objdump -d` of `filter`, and a runtime that
 #    prints where on the stack each pinning word was found). Could the
 #    back end, or the runtime, clear such slots cheaply?
+# 8. Give a loop to every recursive function with a tail call to itself,
+#    as Flambda 2 does, not only to those that may be unrolled. Which
+#    programs of the corpus change their LLVM (`lc show llvm-opt`), and
+#    does `python bench/optimiser.py run` see a difference?
