@@ -18,8 +18,9 @@ Scheme with `compile-program` at `(optimize-level 3)`, run as `scheme
 peer, --repeat times: L, C, L, OCaml, L, Chez, L, C, ... so that a change in
 the load of a shared machine falls on both sides of each ratio. L/peer is the
 median, over the repetitions, of the ratio of each L run to the peer's run
-beside it; L/best is L over the faster of C and OCaml. CPython runs once, with a
-time limit (--python-timeout); a run that reaches it gives a lower bound.
+beside it; L/best is L over the faster of C and OCaml. CPython runs once,
+with a time limit (--python-timeout); a run that reaches it gives a lower
+bound.
 The benchmarks of SCALING (`live`) are also timed at other sizes, to show how
 their time per unit of size grows.
 
