@@ -8,11 +8,37 @@ result; then the LLVM text is verified, JIT-compiled and run, and agrees with
 an interpreter.
 """
 
-__all__ = ['Exp', 'wrap64', 'value_of', 'Value', 'Llvm', 'compile', 'llvm_value', 'pretty', 'LLVM_HEADER', 'llvm_module', 'target_machine', 'load', 'jit', 'Run', 'run_in_child', 'jit_run', 'run_i64_function', 'evaluate', 'free_variables', 'rename', 'llvm_function', 'MAX_I64', 'scan', 'parse']
+__all__ = [
+    'Exp',
+    'wrap64',
+    'value_of',
+    'Value',
+    'Llvm',
+    'compile',
+    'llvm_value',
+    'pretty',
+    'LLVM_HEADER',
+    'llvm_module',
+    'target_machine',
+    'load',
+    'jit',
+    'Run',
+    'run_in_child',
+    'jit_run',
+    'run_i64_function',
+    'evaluate',
+    'free_variables',
+    'rename',
+    'llvm_function',
+    'MAX_I64',
+    'scan',
+    'parse',
+]
 
 
 # --- Chapter 1. Compiling with continuations, in the small -------------
 
+# cell 5
 import ctypes
 import os
 from dataclasses import dataclass
@@ -23,6 +49,7 @@ import llvmlite.binding as llvm
 
 # --- The language of addition ------------------------------------------
 
+# cell 7
 class Exp:
     """The source language: ``e ::= x | n | e + e``."""
 
@@ -39,6 +66,7 @@ class Exp:
         left: "Exp.Var | Exp.Lit | Exp.Add"
         right: "Exp.Var | Exp.Lit | Exp.Add"
 
+# cell 11
 def wrap64(n: int) -> int:
     """The signed 64-bit integer equal to n modulo 2**64."""
     return (n + 2**63) % 2**64 - 2**63
@@ -58,6 +86,7 @@ def value_of(e, env=None) -> int:
 
 # --- The target: values and three instructions -------------------------
 
+# cell 14
 class Value:
     """What an instruction operates on: ``v ::= register | n``."""
 
@@ -72,6 +101,7 @@ class Value:
 
 # --- Programs that continue --------------------------------------------
 
+# cell 24
 class Llvm:
     """A program in continuation form.
 
@@ -100,6 +130,7 @@ class Llvm:
 
 # --- Compiling with a continuation -------------------------------------
 
+# cell 26
 def compile(e, k: Callable) -> object:
     """The program that computes e and continues with k(value of e)."""
     match e:
@@ -117,6 +148,7 @@ def compile(e, k: Callable) -> object:
 
 # --- Printing LLVM -----------------------------------------------------
 
+# cell 43
 def llvm_value(v) -> str:
     match v:
         case Value.Var(name):
@@ -149,6 +181,7 @@ def pretty(program, first: int = 1) -> str:
             case _:
                 raise TypeError(f"not a program: {program!r}")
 
+# cell 46
 LLVM_HEADER = """\
 @int_format = private constant [6 x i8] c"%lld\\0A\\00"
 declare i32 @printf(ptr, ...)
@@ -164,6 +197,7 @@ def llvm_module(program) -> str:
 
 # --- Running it --------------------------------------------------------
 
+# cell 49
 _llvm_ready = False
 
 
@@ -191,6 +225,7 @@ def jit(text: str) -> llvm.ExecutionEngine:
     engine.finalize_object()
     return engine
 
+# cell 50
 _libc = ctypes.CDLL(None)
 
 
@@ -230,6 +265,7 @@ def jit_run(text: str, entry: str = "main") -> Run:
     main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address(entry))
     return run_in_child(main)
 
+# cell 53
 def run_i64_function(text: str, name: str, *args: int) -> int:
     """Call an i64 function of an LLVM module with i64 arguments, in this process."""
     engine = jit(text)
@@ -239,6 +275,7 @@ def run_i64_function(text: str, name: str, *args: int) -> int:
 
 # --- An interpreter, from the same program -----------------------------
 
+# cell 56
 def evaluate(program) -> tuple[str, int | None]:
     """Run a program: (what it printed, the value it returned or None if it halted)."""
 
@@ -266,6 +303,7 @@ def evaluate(program) -> tuple[str, int | None]:
 
 # --- Functions: the caller chooses the ending --------------------------
 
+# cell 61
 def free_variables(e) -> list:
     """The variables of an expression, in order of first appearance."""
     match e:
@@ -300,6 +338,7 @@ def llvm_function(name: str, params: list[str], e) -> str:
 
 # --- Reading expressions, and reporting mistakes -----------------------
 
+# cell 72
 import re
 
 from lcompiler.errors import CompileError, Source, Span
@@ -323,6 +362,7 @@ def scan(text: str, name: str = "<expression>") -> list[tuple[str, str, Span]]:
     tokens.append(("end", "", Span(source, len(text.rstrip()), len(text.rstrip()) + 1)))
     return tokens
 
+# cell 75
 def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
     """An expression from text, and the span of each variable's first use."""
     tokens = scan(text, name)

@@ -9,11 +9,38 @@ them, C5, makes no useless copies of code, keeps every tail call a tail call,
 and is the plan of the conversion from L to CPS in chapter 7.
 """
 
-__all__ = ['S', 'A1', 'A2', 'show', 'P1', 'P2', 'evaluate_s', 'evaluate_exp', 'evaluate_a', 'size', 'ScopeError', 'check_scopes', 'Compiler', 'C0', 'C1', 'same_up_to_renaming', 'GIST_LISTINGS', 'C2', 'C3', 'C4', 'Cont', 'apply', 'is_copyable', 'C5', 'if0_chain']
+__all__ = [
+    'S',
+    'A1',
+    'A2',
+    'show',
+    'P1',
+    'P2',
+    'evaluate_s',
+    'evaluate_exp',
+    'evaluate_a',
+    'size',
+    'ScopeError',
+    'check_scopes',
+    'Compiler',
+    'C0',
+    'C1',
+    'same_up_to_renaming',
+    'GIST_LISTINGS',
+    'C2',
+    'C3',
+    'C4',
+    'Cont',
+    'apply',
+    'is_copyable',
+    'C5',
+    'if0_chain',
+]
 
 
 # --- The languages -----------------------------------------------------
 
+# cell 5
 from dataclasses import dataclass, fields, is_dataclass
 
 
@@ -45,6 +72,7 @@ class S:
         then: object
         orelse: object
 
+# cell 7
 class A1:
     """A-normal form. Expressions e ::= Var x | Int n | Bop (x, x);
     terms t ::= Return e | Let (x, e, t) | If0 (x, t, t)."""
@@ -78,6 +106,7 @@ class A1:
         then: object
         orelse: object
 
+# cell 9
 class A2(A1):
     """A1 with join points: t ::= … | LetJoin (j, x, t_j, t) | Join (j, e)."""
 
@@ -96,6 +125,7 @@ class A2(A1):
 
 # --- A printer ---------------------------------------------------------
 
+# cell 11
 _BODY_LAST = {"Let", "LetJoin"}     # constructors whose last field is the rest of the program
 
 
@@ -139,6 +169,7 @@ def show(node, width: int = 78, indent: int = 0, trailing: int = 0) -> str:
 
 # --- The gist's two example programs -----------------------------------
 
+# cell 13
 P1 = S.Let("x", S.Bop(S.Int(1), S.Bop(S.Int(2), S.Int(3))), S.Bop(S.Var("x"), S.Int(4)))
 P2 = S.Let("x", S.If0(S.Int(0), S.Int(1), S.Int(2)),
            S.If0(S.Bop(S.Var("x"), S.Int(3)), S.Int(4), S.Int(5)))
@@ -146,6 +177,7 @@ P2 = S.Let("x", S.If0(S.Int(0), S.Int(1), S.Int(2)),
 
 # --- What the programs mean --------------------------------------------
 
+# cell 16
 def evaluate_s(s, env: dict | None = None) -> int:
     """The value of a source program (⊕ is subtraction)."""
     env = env or {}
@@ -199,6 +231,7 @@ def evaluate_a(t, env: dict | None = None) -> int:
 
 # --- Sizes, and a scope checker ----------------------------------------
 
+# cell 19
 _SUBTERMS: dict[type, tuple[str, ...]] = {}
 
 
@@ -218,6 +251,7 @@ def size(node) -> int:
         stack.extend(getattr(n, f) for f in _subterm_fields(type(n)))
     return count
 
+# cell 21
 class ScopeError(Exception):
     """A lowered term that uses a name out of scope, or binds one twice."""
 
@@ -265,6 +299,7 @@ def check_scopes(t, variables=frozenset()) -> None:
 
 # --- C0: a template that changes nothing -------------------------------
 
+# cell 23
 class Compiler:
     """The shape shared by C0 … C5: a helper per constructor, and lower."""
 
@@ -305,6 +340,7 @@ class Compiler:
             return [self.lower_(s) for s in reversed(subterms)][::-1]
         return [self.lower_(s) for s in subterms]
 
+# cell 25
 class C0(Compiler):
     """The identity: each helper rebuilds its constructor."""
 
@@ -326,6 +362,7 @@ class C0(Compiler):
 
 # --- C1: name every intermediate result --------------------------------
 
+# cell 28
 class C1(C0):
     """Naive let-insertion: operands get names, the result is still an S term."""
 
@@ -340,6 +377,7 @@ class C1(C0):
 
 # --- Why our numbers differ from the gist's ----------------------------
 
+# cell 33
 def same_up_to_renaming(a, b) -> bool:
     """Equal terms, up to a one-to-one renaming of the fresh names %n."""
     forward, backward = {}, {}
@@ -358,6 +396,7 @@ def same_up_to_renaming(a, b) -> bool:
             return False
     return True
 
+# cell 35
 def _lets(bindings, last, let):
     """Nest (name, bound) pairs in Lets around the last term."""
     for x, bound in reversed(bindings):
@@ -395,6 +434,7 @@ GIST_LISTINGS = _gist_listings()
 
 # --- C2: the continuation trick flattens the lets ----------------------
 
+# cell 38
 class C2(Compiler):
     """Lowered terms take a continuation: (S.t -> S.t) -> S.t. Lets come out flat."""
 
@@ -430,6 +470,7 @@ class C2(Compiler):
 
 # --- C3: a type that makes flatness a promise --------------------------
 
+# cell 43
 class C3(Compiler):
     """C2 with A-normal form as its target type: (A1.exp -> A1.t) -> A1.t."""
 
@@ -465,6 +506,7 @@ class C3(Compiler):
 
 # --- C4: a join point for every If0 ------------------------------------
 
+# cell 48
 class C4(C3):
     """Join points: if0 never duplicates its continuation. Targets A2."""
 
@@ -483,6 +525,7 @@ class C4(C3):
 
 # --- C5: continuations you can look at ---------------------------------
 
+# cell 53
 class Cont:
     """C5's defunctionalised continuations."""
 
@@ -516,6 +559,7 @@ def is_copyable(k) -> bool:
     """May k be used in two places without copying a term?"""
     return not isinstance(k, Cont.Let)
 
+# cell 55
 class C5(Compiler):
     """Defunctionalised continuations: a join point only where one is needed."""
 
@@ -557,6 +601,7 @@ class C5(Compiler):
 
 # --- Measuring the duplication -----------------------------------------
 
+# cell 63
 def if0_chain(n: int):
     """let x1 = if0 0 then 1 else 2 in … let xn = if0 x(n-1) then 1 else 2 in xn"""
     body = S.Var(f"x{n}")

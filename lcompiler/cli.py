@@ -3,7 +3,28 @@
 """The `lc` command: one sub-command per chapter that has something to run.
 """
 
-__all__ = ['COMMANDS', 'ENVIRONMENT', 'UsageError', 'arg', 'command', 'ArgumentParser', 'version', 'flush_output', 'main', 'add_command', 'read_source', 'OPTIMISE', 'show_command', 'lc', 'run_command', 'run_typed_command', 'run_native_command', 'build_command', 'runtime_default', 'repl_command']
+__all__ = [
+    'COMMANDS',
+    'ENVIRONMENT',
+    'UsageError',
+    'arg',
+    'command',
+    'ArgumentParser',
+    'version',
+    'flush_output',
+    'main',
+    'add_command',
+    'read_source',
+    'OPTIMISE',
+    'show_command',
+    'lc',
+    'run_command',
+    'run_typed_command',
+    'run_native_command',
+    'build_command',
+    'runtime_default',
+    'repl_command',
+]
 
 
 # ======================================================================
@@ -13,6 +34,7 @@ __all__ = ['COMMANDS', 'ENVIRONMENT', 'UsageError', 'arg', 'command', 'ArgumentP
 
 # --- The chapter from the shell: lc add --------------------------------
 
+# cell 79
 import argparse
 import os
 import sys
@@ -29,6 +51,7 @@ ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: nam
 class UsageError(Exception):
     """A problem with how lc was called, not with a program: a file it cannot read, say."""
 
+# cell 81
 def arg(*names, **options) -> tuple:
     """One argument of a sub-command, as argparse's add_argument takes it."""
     return names, options
@@ -41,6 +64,7 @@ def command(name: str, help: str, *arguments: tuple) -> Callable:
         return run
     return register
 
+# cell 84
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):      # argparse's status is 2, a runtime error's for lc: use 1
         self.print_usage(sys.stderr)
@@ -53,6 +77,7 @@ def version() -> str:
     except metadata.PackageNotFoundError:
         return "lc (not installed)"
 
+# cell 86
 def flush_output() -> str | None:
     """Flush standard output; why it cannot be written, if it cannot (None for a closed pipe)."""
     try:
@@ -65,6 +90,7 @@ def flush_output() -> str | None:
             pass
         return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
 
+# cell 88
 def main(argv: list[str] | None = None) -> int:
     """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
     time, 3 a bug in lc)."""
@@ -116,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     return status
 
+# cell 90
 from lcompiler import addlang
 
 
@@ -151,6 +178,7 @@ def add_command(args) -> int:
 
 # --- The pipeline, and the stages from the shell -----------------------
 
+# cell 152
 from pathlib import Path
 
 from lcompiler import pipeline
@@ -186,6 +214,7 @@ def show_command(args) -> int:
     print(pipeline.show(args.stage, read_source(args.file), optimise=args.level > 0))
     return 0
 
+# cell 154
 import contextlib
 
 
@@ -202,6 +231,7 @@ def lc(*argv: str) -> int:
 
 # --- Running programs from the shell -----------------------------------
 
+# cell 155
 from lcompiler import interp
 
 
@@ -221,6 +251,7 @@ def run_command(args) -> int:
 
 # --- Showing types, and running only well-typed programs ---------------
 
+# cell 97
 from lcompiler import types
 
 
@@ -241,6 +272,7 @@ def run_typed_command(args) -> int:
 
 # --- The commands ------------------------------------------------------
 
+# cell 57
 import re
 
 from lcompiler import driver, interp, llvm_backend
@@ -274,6 +306,7 @@ def build_command(args) -> int:
     driver.build(source, output, optimiser=args.level > 0)
     return 0
 
+# cell 59
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
     m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)

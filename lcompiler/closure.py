@@ -10,11 +10,16 @@ values it used to find in its surroundings, and by hoisting every function
 to the top level, where the back end expects it.
 """
 
-__all__ = ['functions_inside_out', 'ClosureConverter', 'closure_convert']
+__all__ = [
+    'functions_inside_out',
+    'ClosureConverter',
+    'closure_convert',
+]
 
 
 # --- The pass ----------------------------------------------------------
 
+# cell 4
 from lcompiler.cps import (
     Var, Lambda, Apply, Definition, Program, Seq, lam, apply, proj, closure, const,
     children, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
@@ -37,6 +42,7 @@ def functions_inside_out(program: Program) -> list:
         stack.extend((p, False) for p in reversed(parts) if p is not None)
     return order
 
+# cell 8
 class ClosureConverter:
     def __init__(self, program: Program):
         self.program = program
@@ -68,7 +74,7 @@ class ClosureConverter:
             swap_prim(site, closure(code, *free))
             self.program.define(f, "private", code)
 
-class ClosureConverter(ClosureConverter):
+    # cell 10: The pass
     def calls(self, code: Var) -> None:
         """Known calls of a direct function become direct; other uses get its static closure."""
         for o in list(occurrences(code)):
@@ -92,7 +98,7 @@ class ClosureConverter(ClosureConverter):
             self.entries[code].type = code.type
         return self.entries[code]
 
-class ClosureConverter(ClosureConverter):
+    # cell 12: The pass
     def environment(self, f: Lambda, free: list) -> None:
         """Add the env parameter; read each free variable from it at the start of the body."""
         env = Var("env")
@@ -110,6 +116,7 @@ class ClosureConverter(ClosureConverter):
         for o in uses:
             redirect(o, inner[o.var])
 
+# cell 13
 def closure_convert(program: Program) -> Program:
     """Make every function of a CPS program closed and top-level, in place; return it."""
     with collector_paused():

@@ -12,11 +12,42 @@ code of chapter 10 prints something different from what the interpreter
 prints, the native code is wrong.
 """
 
-__all__ = ['Lit', 'Var', 'Con', 'Tuple', 'Lambda', 'App', 'Prim', 'If', 'Match', 'Let', 'LetVar', 'Assign', 'While', 'Seq', 'Print', 'Assert', 'Def', 'Program', 'to_syntax', 'pretty_core', 'BUILTIN_FORMS', 'check_bindable', 'Desugar', 'desugar', 'edit_distance', 'did_you_mean', 'BUILTIN_VALUES', 'Resolver', 'resolve']
+__all__ = [
+    'Lit',
+    'Var',
+    'Con',
+    'Tuple',
+    'Lambda',
+    'App',
+    'Prim',
+    'If',
+    'Match',
+    'Let',
+    'LetVar',
+    'Assign',
+    'While',
+    'Seq',
+    'Print',
+    'Assert',
+    'Def',
+    'Program',
+    'to_syntax',
+    'pretty_core',
+    'BUILTIN_FORMS',
+    'check_bindable',
+    'Desugar',
+    'desugar',
+    'edit_distance',
+    'did_you_mean',
+    'BUILTIN_VALUES',
+    'Resolver',
+    'resolve',
+]
 
 
 # --- The core language -------------------------------------------------
 
+# cell 5
 from dataclasses import dataclass, field
 
 from lcompiler import syntax as s
@@ -32,6 +63,7 @@ def _type():
     """Where chapter 5's type inference records each node's type."""
     return field(default=None, compare=False, repr=False)
 
+# cell 7
 @dataclass(slots=True)
 class Lit:
     value: object            # an int, a str, a bool, or () for the unit value
@@ -61,6 +93,7 @@ class Tuple:
     span: Span = _span()
     type: object = _type()
 
+# cell 9
 @dataclass(slots=True)
 class Lambda:
     param: str
@@ -85,6 +118,7 @@ class Prim:
     type: object = _type()
     op_span: Span = _span()  # the operator: where a division by zero is reported
 
+# cell 11
 @dataclass(slots=True)
 class If:
     cond: object
@@ -102,6 +136,7 @@ class Match:
     span: Span = _span()     # where a match failure is reported
     type: object = _type()
 
+# cell 13
 @dataclass(slots=True)
 class Let:
     name: str
@@ -143,6 +178,7 @@ class Seq:
     span: Span = _span()
     type: object = _type()
 
+# cell 15
 @dataclass(slots=True)
 class Print:
     args: list
@@ -173,6 +209,7 @@ class Program:
 
 # --- Printing the core as L --------------------------------------------
 
+# cell 19
 def to_syntax(e):
     """A core expression as a syntax tree, for printing."""
     match e:
@@ -218,6 +255,7 @@ def to_syntax(e):
             return s.Call(s.Var("assert"), [to_syntax(cond)])
     raise TypeError(f"not a core expression: {e!r}")
 
+# cell 21
 def _statements(e) -> list:
     out = []
     while True:
@@ -249,6 +287,7 @@ def pretty_core(program: Program) -> str:
 
 # --- Desugaring --------------------------------------------------------
 
+# cell 25
 BUILTIN_FORMS = ("print", "assert")
 
 
@@ -266,7 +305,7 @@ class Desugar:
         self.counter += 1
         return f"%{self.counter}"
 
-class Desugar(Desugar):
+    # cell 28: Desugaring
     def expr(self, e):
         match e:
             case s.Int(v, span):
@@ -287,7 +326,7 @@ class Desugar(Desugar):
                 return Tuple([self.expr(i) for i in items], span)
         return self.operation(e)
 
-class Desugar(Desugar):
+    # cell 32: Desugaring
     def operation(self, e):
         match e:
             case s.Unary("-", s.Int(v), span):
@@ -315,7 +354,7 @@ class Desugar(Desugar):
             end -= 1
         return Span(span.source, start, end) if start < end else span
 
-class Desugar(Desugar):
+    # cell 37: Desugaring
     def control(self, e):
         match e:
             case s.If(cond, then, None, span):
@@ -340,7 +379,7 @@ class Desugar(Desugar):
                 return self.call(name, [receiver] + (args or []), span)
         raise TypeError(f"not an expression: {e!r}")
 
-class Desugar(Desugar):
+    # cell 39: Desugaring
     def call(self, fn, args: list, span: Span):
         if isinstance(fn, s.Var) and fn.name == "print":
             return Print([self.expr(a) for a in args], fn.span)
@@ -352,7 +391,7 @@ class Desugar(Desugar):
                else Tuple([self.expr(a) for a in args], span))
         return App(self.expr(fn), arg, span)
 
-class Desugar(Desugar):
+    # cell 44: Desugaring
     def clause_pattern(self, clause: s.Clause):
         ps = clause.patterns
         return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
@@ -372,7 +411,7 @@ class Desugar(Desugar):
         param = self.fresh()
         return Lambda(param, Match(Var(param, span), self.clauses(clauses), span), span)
 
-class Desugar(Desugar):
+    # cell 46: Desugaring
     def block(self, statements: list, span: Span):
         *init, last = statements
         if isinstance(last, (s.Let, s.VarDecl)):
@@ -396,7 +435,7 @@ class Desugar(Desugar):
                 return LetVar(name.name, self.expr(value), rest, span)
         return Seq(self.expr(statement), rest, statement.span)
 
-class Desugar(Desugar):
+    # cell 51: Desugaring
     def program(self, program: s.Program) -> Program:
         items, errors = [], []
         for item in program.items:
@@ -418,7 +457,7 @@ class Desugar(Desugar):
                 return item
         return self.expr(item)
 
-
+# cell 51
 def desugar(program: s.Program) -> Program:
     """The core program of a syntax tree; fresh names are numbered from %1."""
     return Desugar().program(program)
@@ -426,6 +465,7 @@ def desugar(program: s.Program) -> Program:
 
 # --- Names: scope analysis ---------------------------------------------
 
+# cell 57
 def edit_distance(a: str, b: str) -> int:
     """Insertions, deletions, replacements and swaps of neighbours that turn a into b."""
     before, row = None, list(range(len(b) + 1))
@@ -447,6 +487,7 @@ def did_you_mean(name: str, candidates) -> str:
                     if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)
     return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
 
+# cell 62
 BUILTIN_VALUES = {"true": True, "false": False}
 
 
@@ -473,7 +514,7 @@ class Resolver:
         raise_errors(self.errors)
         return self.program
 
-class Resolver(Resolver):
+    # cell 64: Names: scope analysis
     def declare(self):
         first = {}                                 # name -> where it was declared first
         for index, item in enumerate(self.program.items):
@@ -506,7 +547,7 @@ class Resolver(Resolver):
                 except CompileError as error:
                     self.errors.append(error)
 
-class Resolver(Resolver):
+    # cell 66: Names: scope analysis
     def con(self, name: str, count: int, span: Span):
         if name not in self.constructors:
             raise CompileError(f"unknown constructor {name}{did_you_mean(name, self.constructors)}", span)
@@ -534,7 +575,7 @@ class Resolver(Resolver):
                     self.pattern(a, bound)
         return bound
 
-class Resolver(Resolver):
+    # cell 68: Names: scope analysis
     def var(self, v: Var, scope: dict, position):
         if v.name in scope:
             v.kind = scope[v.name]
@@ -552,7 +593,7 @@ class Resolver(Resolver):
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
             raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
-class Resolver(Resolver):
+    # cell 71: Names: scope analysis
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""
         while True:
@@ -604,7 +645,7 @@ class Resolver(Resolver):
                 case _:
                     raise TypeError(f"not a core expression: {e!r}")
 
-
+# cell 71
 def resolve(program: Program) -> Program:
     """Check the names of a core program; record each variable's kind. Returns the program."""
     return Resolver(program).resolve()

@@ -14,11 +14,112 @@ compiler (seed 002), the framework modules of its author's blog (seed 000),
 and OCamlPro's account of the same design inside Flambda2 (seed 001).
 """
 
-__all__ = ['OCCURRENCES', 'Var', 'ContVar', 'Occ', 'ContOcc', 'occur', 'occurrences', 'Node', 'Term', 'LetPrim', 'LetCont', 'ApplyCont', 'Apply', 'Case', 'Halt', 'Prim', 'Value', 'Const', 'TupleValue', 'MakeClosure', 'Inject', 'Lambda', 'External', 'Proj', 'Tag', 'Op', 'SetField', 'Print', 'Fail', 'Definition', 'Program', 'const', 'tuple_', 'closure', 'inject', 'external', 'proj', 'tag', 'BINARY', 'UNARY', 'op', 'set_field', 'print_', 'fail', 'lam', 'let_prim', 'let_cont', 'apply_cont', 'apply', 'case', 'halt', 'Seq', 'Namer', 'line_col', 'Pos', 'quote', 'show_const', 'Printer', 'show', 'children', 'walk', 'subterms', 'all_occurrences', 'binders', 'fold', 'size', 'free_variables', 'enclosing_lambda', 'is_global', 'EFFECTS', 'has_effect', 'ChangeError', 'delete', 'substitute', 'take', 'replace', 'move', 'delete_binding', 'redirect', 'swap_prim', 'Parser', 'parse', 'parse_term', 'CheckError', 'Checker', 'check', 'STACK_LIMIT', 'Injected', 'Function', 'ClosureRecord', 'Continuation', 'Stop', 'runtime_error', 'show_value', 'Interpreter', 'run', 'evaluate', 'diagram', 'beside']
+__all__ = [
+    'OCCURRENCES',
+    'Var',
+    'ContVar',
+    'Occ',
+    'ContOcc',
+    'occur',
+    'occurrences',
+    'Node',
+    'Term',
+    'LetPrim',
+    'LetCont',
+    'ApplyCont',
+    'Apply',
+    'Case',
+    'Halt',
+    'Prim',
+    'Value',
+    'Const',
+    'TupleValue',
+    'MakeClosure',
+    'Inject',
+    'Lambda',
+    'External',
+    'Proj',
+    'Tag',
+    'Op',
+    'SetField',
+    'Print',
+    'Fail',
+    'Definition',
+    'Program',
+    'const',
+    'tuple_',
+    'closure',
+    'inject',
+    'external',
+    'proj',
+    'tag',
+    'BINARY',
+    'UNARY',
+    'op',
+    'set_field',
+    'print_',
+    'fail',
+    'lam',
+    'let_prim',
+    'let_cont',
+    'apply_cont',
+    'apply',
+    'case',
+    'halt',
+    'Seq',
+    'Namer',
+    'line_col',
+    'Pos',
+    'quote',
+    'show_const',
+    'Printer',
+    'show',
+    'children',
+    'walk',
+    'subterms',
+    'all_occurrences',
+    'binders',
+    'fold',
+    'size',
+    'free_variables',
+    'enclosing_lambda',
+    'is_global',
+    'EFFECTS',
+    'has_effect',
+    'ChangeError',
+    'delete',
+    'substitute',
+    'take',
+    'replace',
+    'move',
+    'delete_binding',
+    'redirect',
+    'swap_prim',
+    'Parser',
+    'parse',
+    'parse_term',
+    'CheckError',
+    'Checker',
+    'check',
+    'STACK_LIMIT',
+    'Injected',
+    'Function',
+    'ClosureRecord',
+    'Continuation',
+    'Stop',
+    'runtime_error',
+    'show_value',
+    'Interpreter',
+    'run',
+    'evaluate',
+    'diagram',
+    'beside',
+]
 
 
 # --- Variables and occurrences -----------------------------------------
 
+# cell 8
 from lcompiler.union_find import Fast
 
 OCCURRENCES = Fast("link")        # one structure for every occurrence of every program
@@ -48,6 +149,7 @@ class ContVar(Var):
     def __init__(self, hint: str = "k"):
         super().__init__(hint)
 
+# cell 12
 class Occ:
     """One use of a variable: an element of the union-find partition of its variable."""
     __slots__ = ("link", "next", "prev", "enclosing")
@@ -67,6 +169,7 @@ class ContOcc(Occ):
     __slots__ = ()
     is_cont = True
 
+# cell 14
 def occur(var: Var) -> Occ:
     """A new occurrence of var, not yet placed in a term."""
     o = (ContOcc if var.is_cont else Occ)()
@@ -98,6 +201,7 @@ def occurrences(var: Var):
         yield o
         o = nxt
 
+# cell 18
 class Node:
     """Terms, values and primitives: a few fields and an uplink."""
     __slots__ = ("enclosing",)
@@ -126,6 +230,7 @@ class Node:
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
 
+# cell 20
 class Term(Node):
     __slots__ = ()
 
@@ -160,6 +265,7 @@ class Halt(Term):
     __slots__ = ("arg",)
     OCC_FIELDS = ("arg",)
 
+# cell 22
 class Prim(Node):
     __slots__ = ()
 
@@ -212,6 +318,7 @@ class Fail(Prim):
     __slots__ = ("message", "args", "loc")
     OCC_FIELDS = ("args",)
 
+# cell 24
 class Definition(Node):
     """A top-level binding: visibility, variable (None when unused), static value or dynamic term."""
     __slots__ = ("visibility", "var", "value", "body")
@@ -238,9 +345,33 @@ class Program:
     def bound(self):
         return iter(())
 
+    # cell 43: Build
+    def declare(self, name: str = "g") -> Var:
+        """A global variable, to be given a definition by define()."""
+        return Var(name)
+
+    def define(self, value, visibility: str = "private", var: Var = None, name: str = "g"):
+        """Add a definition: a Value (static) or a Term (dynamic); returns its variable."""
+        if visibility not in ("public", "private", "unused"):
+            raise ValueError(f"visibility {visibility!r}")
+        if visibility == "unused":
+            var = None
+        elif var is None:
+            var = Var(name)
+        d = _new(Definition, visibility=visibility, var=var, value=None, body=None)
+        _bind(d, var)
+        if isinstance(value, Value):
+            _attach(d, "value", value)
+        else:
+            _attach(d, "body", value)
+        d.enclosing = None
+        self.definitions.append(d)
+        return var
+
 
 # --- Build -------------------------------------------------------------
 
+# cell 29
 def _attach(parent, field: str, child):
     """Put child (a node or None) in parent.field and point its uplink at parent."""
     setattr(parent, field, child)
@@ -280,6 +411,7 @@ def _new(cls, **fields):
         setattr(node, name, value)
     return node
 
+# cell 31
 def const(value) -> Const:
     return _new(Const, value=value)
 
@@ -318,6 +450,7 @@ def print_(*args: Var) -> Print:
 def fail(message: str, *args: Var, loc=None) -> Fail:
     return _own(_new(Fail, message=message, args=_occs(args), loc=loc))
 
+# cell 35
 def lam(body, params=1, kind: str = "closure", cont: str = "ret") -> Lambda:
     """A function: body(k, x1, …, xn) returns its body; params is a count or a list of hints."""
     k = ContVar(cont)
@@ -361,6 +494,7 @@ def case(x: Var, arms: dict, default: ContVar = None) -> Case:
 def halt(x: Var) -> Halt:
     return _own(_new(Halt, arg=occur(x)))
 
+# cell 39
 class Seq:
     """Build a straight chain of bindings one at a time; end() closes it with a term."""
 
@@ -399,32 +533,10 @@ class Seq:
         first, self.first, self.last = self.first, None, None
         return first
 
-class Program(Program):
-    def declare(self, name: str = "g") -> Var:
-        """A global variable, to be given a definition by define()."""
-        return Var(name)
-
-    def define(self, value, visibility: str = "private", var: Var = None, name: str = "g"):
-        """Add a definition: a Value (static) or a Term (dynamic); returns its variable."""
-        if visibility not in ("public", "private", "unused"):
-            raise ValueError(f"visibility {visibility!r}")
-        if visibility == "unused":
-            var = None
-        elif var is None:
-            var = Var(name)
-        d = _new(Definition, visibility=visibility, var=var, value=None, body=None)
-        _bind(d, var)
-        if isinstance(value, Value):
-            _attach(d, "value", value)
-        else:
-            _attach(d, "body", value)
-        d.enclosing = None
-        self.definitions.append(d)
-        return var
-
 
 # --- Print -------------------------------------------------------------
 
+# cell 47
 import re
 from lcompiler.syntax import Str, pretty_expr
 
@@ -445,6 +557,7 @@ class Namer:
             name = self.names[var] = f"{hint}_{self.count}"
         return name
 
+# cell 51
 def line_col(loc) -> tuple:
     """(line, column) of a source location: a Span of an L source, or a parsed Pos."""
     if isinstance(loc, Pos):
@@ -483,6 +596,7 @@ def show_const(c) -> str:
         return "()"
     raise ValueError(f"not a constant: {c!r}")
 
+# cell 55
 class Printer:
     def __init__(self):
         self.name = Namer()
@@ -522,7 +636,7 @@ class Printer:
             return "<hole>"
         raise TypeError(f"not a primitive: {p!r}")
 
-class Printer(Printer):
+    # cell 59: Print
     def header(self, lam: Lambda) -> str:
         kind = "fun" if lam.kind == "closure" else "fun direct"
         k = self.name(lam.cont)
@@ -545,7 +659,7 @@ class Printer(Printer):
             return f"halt {n(t.arg.var)}"
         return "<hole>"
 
-class Printer(Printer):
+    # cell 63: Print
     def block(self, term, depth: int) -> None:
         """Print a term at an indentation, iteratively: handlers and lambdas are pushed as work."""
         out, n = self.lines, self.name
@@ -570,7 +684,7 @@ class Printer(Printer):
             else:
                 out.append(pad + self.terminator(t))
 
-class Printer(Printer):
+    # cell 65: Print
     def definition(self, d: Definition) -> None:
         head = d.visibility if d.var is None else f"{d.visibility} {self.name(d.var)}"
         if d.body is not None or d.value is None:
@@ -584,7 +698,7 @@ class Printer(Printer):
         else:
             self.lines.append(f"{head} = {self.prim(d.value)}")
 
-
+# cell 65
 def _print(node) -> Printer:
     """The printer, after printing a program, a definition or a term: its lines and its names."""
     p = Printer()
@@ -605,6 +719,7 @@ def show(node) -> str:
 
 # --- Traverse ----------------------------------------------------------
 
+# cell 71
 def children(node) -> list:
     """The direct parts of a node (terms and primitives), in printing order."""
     t = type(node)
@@ -644,6 +759,7 @@ def walk(root):
         elif t is Program:
             stack.extend(reversed(node.definitions))
 
+# cell 75
 def subterms(root):
     """The terms under root, in printing order."""
     return (n for n in walk(root) if isinstance(n, Term))
@@ -674,6 +790,7 @@ def size(root) -> int:
     """The number of nodes (terms, primitives, definitions) under root."""
     return sum(1 for _ in walk(root))
 
+# cell 79
 def free_variables(root) -> list:
     """The variables occurring under root and bound outside it (globals included), in order of
     first occurrence."""
@@ -708,6 +825,7 @@ def has_effect(prim: Prim) -> bool:
 
 # --- Change ------------------------------------------------------------
 
+# cell 83
 class ChangeError(Exception):
     """A change that would break the representation's invariants."""
 
@@ -730,6 +848,7 @@ def delete(node) -> None:
             if o.next is not None:
                 _forget(o)
 
+# cell 85
 def substitute(x: Var, y: Var) -> None:
     """Make every occurrence of x an occurrence of y, in constant time."""
     if x is y:
@@ -752,6 +871,7 @@ def substitute(x: Var, y: Var) -> None:
     y.count += x.count
     x.count = 0
 
+# cell 89
 def take(part: Term) -> Term:
     """Detach a term from its place, leaving a hole there; return it."""
     parent, f = _slot(part)
@@ -780,6 +900,7 @@ def move(part: Term, dest: Term) -> Term:
         n = n.enclosing
     return replace(dest, take(part))
 
+# cell 93
 def delete_binding(t: Term) -> Term:
     """Remove an unused LetPrim or LetCont (its body takes its place); return the body."""
     if type(t) is LetPrim:
@@ -802,6 +923,7 @@ def delete_binding(t: Term) -> Term:
         delete(dead)
     return body
 
+# cell 97
 def redirect(o: Occ, y: Var) -> Occ:
     """Make the single occurrence o an occurrence of y (a new occurrence takes its place)."""
     node = o.enclosing
@@ -831,6 +953,7 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
 
 # --- Parse -------------------------------------------------------------
 
+# cell 101
 from lcompiler.errors import CompileError, Source, Span
 from lcompiler.syntax import recursion_limit, NESTING_LIMIT, collector_paused
 
@@ -872,7 +995,7 @@ class Parser:
         tokens.append(("eof", "", len(text)))
         return tokens
 
-class Parser(Parser):
+    # cell 105: Parse
     def error_at(self, offset: int, message: str, length: int = 1) -> CompileError:
         end = min(offset + length, len(self.source.text))
         return CompileError(message, Span(self.source, offset, max(end, offset)))
@@ -924,7 +1047,7 @@ class Parser(Parser):
         self.i += 1
         return text, offset
 
-class Parser(Parser):
+    # cell 109: Parse
     @staticmethod
     def hint(name: str) -> str:
         base, sep, number = name.rpartition("_")
@@ -977,7 +1100,7 @@ class Parser(Parser):
             raise self.error_at(at, f"the location {line}:{col} is outside the L source")
         return Span(self.l_source, starts[line - 1] + col - 1, starts[line - 1] + col)
 
-class Parser(Parser):
+    # cell 113: Parse
     def block(self) -> Term:
         self.expect("{")
         self.newlines()
@@ -1027,7 +1150,7 @@ class Parser(Parser):
         self.vars[name] = var
         (self.conts if var.is_cont else self.scope).add(var)
 
-class Parser(Parser):
+    # cell 115: Parse
     def last(self) -> Term:
         if self.accept("call"):
             kind = "direct" if self.accept("direct") else "closure"
@@ -1062,7 +1185,7 @@ class Parser(Parser):
             return apply_cont(k, *self.uses())
         raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
 
-class Parser(Parser):
+    # cell 117: Parse
     def prim(self) -> Prim:
         if self.peek(kind="int") or (self.peek("-") and self.tokens[self.i + 1][0] == "int"):
             return const(self.integer())
@@ -1117,7 +1240,7 @@ class Parser(Parser):
         y = self.use()
         return op(operator, x, y, loc=self.loc())
 
-class Parser(Parser):
+    # cell 119: Parse
     def function(self) -> Lambda:
         kind = "direct" if self.accept("direct") else "closure"
         name, offset = self.name("the function's return continuation")
@@ -1134,7 +1257,7 @@ class Parser(Parser):
         self.conts = saved
         return f
 
-class Parser(Parser):
+    # cell 121: Parse
     def program(self) -> Program:
         self.newlines(False)
         self.declare_globals()
@@ -1174,6 +1297,7 @@ class Parser(Parser):
                 v = self.vars[name] = self.globals[name] = Var(self.hint(name))
                 self.scope.add(v)
 
+# cell 123
 def parse(text: str, name: str = "<cps>", source: Source = None) -> Program:
     """Read a program printed by show(); source is the L program its @line:col refer to."""
     p = Parser(Source(name, text), source)
@@ -1197,6 +1321,7 @@ def parse_term(text: str, name: str = "<cps>", source: Source = None) -> Term:
 
 # --- Check -------------------------------------------------------------
 
+# cell 127
 class CheckError(Exception):
     """A broken invariant of a CPS term."""
 
@@ -1225,7 +1350,7 @@ class Checker:
         self.bound[var] = function
         self.scope.add(var)
 
-class Checker(Checker):
+    # cell 129: Check
     def occurrence(self, node, o, cont: bool, function) -> None:
         if not isinstance(o, Occ) or o.is_cont != cont:
             self.fail(node, f"a {'continuation' if cont else 'variable'} occurrence was expected, not {o!r}")
@@ -1249,7 +1374,7 @@ class Checker(Checker):
         if expected != n:
             self.fail(node, f"{self.name(k)} expects {expected} argument(s), and is given {n}")
 
-class Checker(Checker):
+    # cell 131: Check
     def where(self, node) -> str:
         """The chain of enclosing definitions, functions and handlers of a node, for a message."""
         parts, prev, steps = [], None, 0
@@ -1264,7 +1389,7 @@ class Checker(Checker):
             prev, node, steps = node, getattr(node, "enclosing", None), steps + 1
         return ", ".join(reversed(parts))
 
-class Checker(Checker):
+    # cell 133: Check
     def program(self, prog: Program) -> None:
         for d in prog.definitions:
             if type(d) is not Definition:
@@ -1296,7 +1421,7 @@ class Checker(Checker):
         else:
             self.visit(d.body, d, None)
 
-class Checker(Checker):
+    # cell 135: Check
     def visit(self, root, parent, function) -> None:
         work = [("node", root, parent, function)]
         while work:
@@ -1342,7 +1467,7 @@ class Checker(Checker):
             else:
                 self.leaf(node, function)
 
-class Checker(Checker):
+    # cell 137: Check
     def term_field(self, node, field: str) -> None:
         part = getattr(node, field)
         if part is not None and not isinstance(part, Term):
@@ -1375,7 +1500,7 @@ class Checker(Checker):
             for k in conts:
                 self.arity(node, k.var, 0)
 
-class Checker(Checker):
+    # cell 139: Check
     def links(self) -> None:
         """Rings and counts agree with the occurrences met."""
         for var in self.bound:
@@ -1392,7 +1517,7 @@ class Checker(Checker):
             if n != met:
                 self.fail(var.binder, f"the ring of {self.name(var)} misses occurrences")
 
-
+# cell 139
 def check(root, closed: bool = False) -> None:
     """Verify every invariant of a program, definition or term; CheckError at the first violation."""
     c = Checker(closed)
@@ -1408,6 +1533,7 @@ def check(root, closed: bool = False) -> None:
 
 # --- Interpret ---------------------------------------------------------
 
+# cell 143
 import sys
 from lcompiler.errors import RunError
 from lcompiler.interp import wrap, c_div, c_rem
@@ -1440,6 +1566,7 @@ class Continuation:
     def __init__(self, code, params, env):
         self.code, self.params, self.env = code, params, env
 
+# cell 145
 class Stop(Exception):
     """A runtime error at a location of a parsed CPS text, which has no L source to show."""
 
@@ -1470,6 +1597,7 @@ def show_value(v, nested: bool = False) -> str:
         return "<function>"
     raise TypeError(f"not an L value: {v!r}")
 
+# cell 149
 _ARITH = {"+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
           "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
           "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
@@ -1496,7 +1624,7 @@ class Interpreter:
             return read_global
         return lambda env: env[v]
 
-class Interpreter(Interpreter):
+    # cell 151: Interpret
     def prim(self, p):
         t = type(p)
         if t is Const:
@@ -1522,7 +1650,7 @@ class Interpreter(Interpreter):
             return self.function(p)
         return self.primitive(p)
 
-class Interpreter(Interpreter):
+    # cell 153: Interpret
     def primitive(self, p):
         """A primitive that is not a value: a read, an operation, or an effect."""
         t = type(p)
@@ -1557,7 +1685,7 @@ class Interpreter(Interpreter):
             return failure
         raise TypeError(f"not a primitive: {p!r}")
 
-class Interpreter(Interpreter):
+    # cell 155: Interpret
     def operation(self, p: Op):
         gets, loc = [self.get(o) for o in p.args], p.loc
         if len(gets) == 1:
@@ -1577,7 +1705,7 @@ class Interpreter(Interpreter):
         f = _ARITH[p.op]
         return lambda env: f(ga(env), gb(env))
 
-class Interpreter(Interpreter):
+    # cell 159: Interpret
     def block(self, term):
         steps = []
         while type(term) in (LetPrim, LetCont):
@@ -1609,7 +1737,7 @@ class Interpreter(Interpreter):
         params, cont = lam_.params, lam_.cont
         return lambda env: Function(body, params, cont, {v: env[v] for v in free})
 
-class Interpreter(Interpreter):
+    # cell 161: Interpret
     def terminator(self, t):
         if type(t) is ApplyCont:
             k, gets = t.cont.var, [self.get(o) for o in t.args]
@@ -1638,7 +1766,7 @@ class Interpreter(Interpreter):
             return lambda env: (None, g(env))
         raise TypeError(f"not a term: {t!r}")
 
-class Interpreter(Interpreter):
+    # cell 163: Interpret
     def call(self, t: Apply):
         gf, gets, k, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.loc
         tail = type(k.binder) is Lambda and k.binder.cont is k    # k: its own function's return
@@ -1662,7 +1790,7 @@ class Interpreter(Interpreter):
             return f.code, new
         return call
 
-class Interpreter(Interpreter):
+    # cell 165: Interpret
     def run(self, prog: Program) -> dict:
         with recursion_limit(NESTING_LIMIT):
             code = [(d, self.prim(d.value) if d.value is not None else self.block(d.body))
@@ -1690,7 +1818,7 @@ class Interpreter(Interpreter):
             code, env = code(env)
         return env
 
-
+# cell 165
 def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
     """Run a program: its output goes to out (stdout); returns the globals' values.
     A runtime error is a RunError (or Stop, for a parsed text without its L source)."""
@@ -1707,6 +1835,7 @@ def evaluate(term: Term, out=None):
 
 # --- A picture of a term -----------------------------------------------
 
+# cell 169
 from html import escape as _escape
 
 _HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|fun)\b|\w+ = (fun)\b)")
@@ -1745,6 +1874,7 @@ def _jumps(lines: list, heads: dict) -> list:
                 arrows.append((i, *heads[name], len(line)))
     return arrows
 
+# cell 173
 def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = None) -> str:
     """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows.
     marks: {variable: colour} for names to colour; title: a description, and a white card."""
@@ -1791,6 +1921,7 @@ def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = N
     out.append("</svg>")
     return "\n".join(out)
 
+# cell 175
 _SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)"[^>]*?\bheight="([\d.]+)"')
 
 

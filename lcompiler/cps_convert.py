@@ -11,11 +11,23 @@ is bound by `cont` only where two branches would otherwise each get a copy
 of it.
 """
 
-__all__ = ['Then', 'Return', 'give', 'Mutable', 'Scope', 'Analysis', 'UNIT', 'Converter', 'NESTING', 'convert']
+__all__ = [
+    'Then',
+    'Return',
+    'give',
+    'Mutable',
+    'Scope',
+    'Analysis',
+    'UNIT',
+    'Converter',
+    'NESTING',
+    'convert',
+]
 
 
 # --- Contexts: what to do with a value ---------------------------------
 
+# cell 4
 from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
@@ -72,6 +84,7 @@ class Scope:
 
 # --- Mutable variables: continuation parameters or cells ---------------
 
+# cell 7
 def _children(e) -> list:
     """The core sub-expressions of e, in evaluation order."""
     t = type(e)
@@ -101,6 +114,7 @@ def _children(e) -> list:
         return [e.cond]
     return []
 
+# cell 9
 class Analysis:
     """Which vars are captured by a function; which names each if/match/while assigns;
     which non-function definitions are read inside functions."""
@@ -153,6 +167,7 @@ class Analysis:
 
 # --- The rules ---------------------------------------------------------
 
+# cell 13
 UNIT = ()
 
 
@@ -207,7 +222,7 @@ class Converter:
         return let_cont(handler, lambda j: build(Return(j, carried)),
                         ["r"] + [r.name for r in carried], hint)
 
-class Converter(Converter):
+    # cell 15: The rules
     def expr(self, e, env, store, ctx, hint: str = None):
         t = type(e)
         if t is c.Lit:
@@ -260,14 +275,14 @@ class Converter(Converter):
                            lambda: self.unit(e.type, lambda u: give(ctx, u, st)))))
         raise TypeError(f"not a core expression: {e!r}")
 
-class Converter(Converter):
+    # cell 17: The rules
     def guard(self, cond: Var, message: str, span, rest):
         """If cond is true continue with rest(), else fail with message at span."""
         return let_cont(lambda ok: rest(), lambda ok:
             let_cont(lambda bad: let_prim(fail(message, loc=span), lambda u: apply_cont(ok), "u"),
                      lambda bad: case(cond, {0: bad, 1: ok}), 0, "bad"), 0, "ok")
 
-class Converter(Converter):
+    # cell 19: The rules
     def variable(self, e: c.Var, env, store, ctx):
         if e.kind == "builtin":
             return self.let(const(c.BUILTIN_VALUES[e.name]), e.name, e.type, lambda x: give(ctx, x, store))
@@ -304,7 +319,7 @@ class Converter(Converter):
         self.depth -= 1
         return f
 
-class Converter(Converter):
+    # cell 21: The rules
     def branches(self, e: c.If, cond: Var, env, store, ctx):
         return let_cont(lambda kt: self.expr(e.then, env, store, ctx),
             lambda kt: let_cont(lambda ke: self.expr(e.orelse, env, store, ctx),
@@ -347,10 +362,7 @@ class Converter(Converter):
         inner[scope.var] = x
         return self.unit(e.type, lambda u: give(ctx, u, inner))
 
-
-# --- Pattern matching --------------------------------------------------
-
-class Converter(Converter):
+    # cell 23: Pattern matching
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
         """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
@@ -382,7 +394,7 @@ class Converter(Converter):
             return self.constructors[p.name][1] == 1 and all(self.irrefutable(q) for q in p.args or [])
         return False
 
-class Converter(Converter):
+    # cell 25: Pattern matching
     def pattern(self, p, x: Var, fail_k, env, success):
         """Test x against p; jump to fail_k if it does not match, else success(env with p's variables)."""
         t = type(p)
@@ -414,10 +426,7 @@ class Converter(Converter):
         hint = p.name if type(p) is PVar else "y"
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
 
-
-# --- Programs ----------------------------------------------------------
-
-class Converter(Converter):
+    # cell 27: Programs
     def program(self, program: c.Program) -> Program:
         out = Program()
         defs = [item for item in program.items if type(item) is c.Def]
@@ -449,6 +458,9 @@ class Converter(Converter):
             let_prim(set_field(0, self.ready[name], t), lambda u: halt(x), "u"))
 
 
+# --- Programs ----------------------------------------------------------
+
+# cell 27
 NESTING = 1_000_000      # Python frames the higher-order translation may nest
 
 

@@ -3,11 +3,16 @@
 """Pictures of the book's data: trees of labelled boxes, drawn as SVG.
 """
 
-__all__ = ['STYLES', 'Box', 'Picture']
+__all__ = [
+    'STYLES',
+    'Box',
+    'Picture',
+]
 
 
 # --- A picture of the chain --------------------------------------------
 
+# cell 30
 from dataclasses import dataclass, field
 from html import escape
 
@@ -31,6 +36,7 @@ class Box:
     edge: str = ""
     name: str | None = None
 
+# cell 32
 CHAR_W, BOX_H, GAP, LEVEL = 7.2, 22, 14, 46     # pixels: a character, a box, between boxes, between levels
 
 
@@ -65,6 +71,7 @@ def _move(boxes: list, dx: float, places: dict) -> None:
         places[id(box)] = (x + dx, depth)
         stack += box.children
 
+# cell 34
 def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
     """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
     arrow pointing "down" to the child, "up" to the parent, or "none"), the edge's label
@@ -94,6 +101,7 @@ def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named
         stack += [(c, (cx, y)) for c in reversed(box.children)]
     return bottom
 
+# cell 36
 @dataclass
 class Picture:
     """Panels of trees side by side, each with a caption; edges from parent to child

@@ -7,11 +7,49 @@ This chapter turns the module into machine code — a big one in parts,
 compiled in parallel — and runs it, four ways:
 """
 
-__all__ = ['PART_SIZE', 'REFERENCE', 'declared', 'copied', 'instructions', 'definition_order', 'homes', 'contents', 'references', 'Plan', 'plan', 'part_text', 'split', 'declaration', 'target', 'object_code', 'cores', 'parts_for', 'machine_code', 'ToolchainError', 'runtime', 'c_compiler', 'jit', 'compile_source', 'run_here', 'Result', 'run_in_child', 'wait', 'run_source', 'build', 'run_l', 'l_cell_magic', 'load_ipython_extension', 'Repl', 'unfinished', 'repl']
+__all__ = [
+    'PART_SIZE',
+    'REFERENCE',
+    'declared',
+    'copied',
+    'instructions',
+    'definition_order',
+    'homes',
+    'contents',
+    'references',
+    'Plan',
+    'plan',
+    'part_text',
+    'split',
+    'declaration',
+    'target',
+    'object_code',
+    'cores',
+    'parts_for',
+    'machine_code',
+    'ToolchainError',
+    'runtime',
+    'c_compiler',
+    'jit',
+    'compile_source',
+    'run_here',
+    'Result',
+    'run_in_child',
+    'wait',
+    'run_source',
+    'build',
+    'run_l',
+    'l_cell_magic',
+    'load_ipython_extension',
+    'Repl',
+    'unfinished',
+    'repl',
+]
 
 
 # --- Machine code, in parts and in parallel ----------------------------
 
+# cell 6
 import contextlib
 import ctypes
 import os
@@ -47,6 +85,7 @@ def copied(g) -> bool:
 def instructions(g) -> int:
     return sum(len(block.instructions) for block in g.blocks) if isinstance(g, ir.Function) else 1
 
+# cell 8
 def definition_order(homed: dict, uses: dict) -> list:
     """The homed names, each followed by the homed names it uses, first (depth first, in module order)."""
     order, seen = [], set()
@@ -69,6 +108,7 @@ def homes(order: list, homed: dict, parts: int) -> dict:
         running += instructions(homed[name])
     return home
 
+# cell 10
 def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
     """The names each part needs, and the homed names used outside their home part."""
     needs, exported = [], set()
@@ -87,6 +127,7 @@ def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
         needs.append(has)
     return needs, exported
 
+# cell 12
 def references(g) -> list:
     """The names of the globals that g uses, in the order its text names them (with repeats)."""
     if not isinstance(g, ir.Function):
@@ -166,6 +207,7 @@ def declaration(g) -> str:
 
 # --- A split, drawn ----------------------------------------------------
 
+# cell 20
 def target(executable: bool) -> llvm.TargetMachine:
     machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
     if not executable:
@@ -193,6 +235,7 @@ def parts_for(module: ir.Module) -> int:
     size = sum(map(instructions, module.functions))
     return max(1, min(cores(), size // PART_SIZE))
 
+# cell 22
 def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
                  parts: int | None = None) -> list[bytes]:
     """Object files that together hold the module's machine code."""
@@ -238,6 +281,7 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 
 # --- Just in time, in this process -------------------------------------
 
+# cell 25
 class ToolchainError(OSError):
     """The machine lacks a tool lc needs (a C compiler), or the tool failed."""
 
@@ -292,6 +336,7 @@ def run_here(source: Source, optimiser: bool = True) -> int:
 
 # --- In a child process: nothing reaches the host ----------------------
 
+# cell 27
 @dataclass(frozen=True)
 class Result:
     """How a program ran: what it wrote, and its exit status (-N: killed by signal N)."""
@@ -327,6 +372,7 @@ def run_in_child(main, timeout: float | None = None) -> Result:
             stderr += f"stopped: the program ran longer than {timeout:g} s\n"
         return Result(out.read().decode(errors="replace"), stderr, status)
 
+# cell 29
 def wait(pid: int, timeout: float | None) -> int:
     """The exit status of child pid; kill it after timeout seconds."""
     if timeout is None:
@@ -355,6 +401,7 @@ def run_source(source: Source, timeout: float | None = None, level: int = 2,
 
 # --- Native executables ------------------------------------------------
 
+# cell 33
 import shutil
 
 
@@ -383,6 +430,7 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 
 # --- L in a notebook: run_l and the %%L magic --------------------------
 
+# cell 37
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
     """Compile and run an L program given as text, safely; show its output and errors."""
     result = run_source(Source(name, text), timeout)
@@ -426,6 +474,7 @@ def load_ipython_extension(ipython) -> None:
 
 # --- The REPL ----------------------------------------------------------
 
+# cell 48
 import re
 
 from lcompiler import syntax, types
@@ -470,7 +519,7 @@ class Repl:
         return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
-class Repl(Repl):
+    # cell 50: The REPL
     def new_output(self, result: Result) -> str:
         """What this entry printed, and its error with line numbers counted from the entry."""
         def relocate(m):
@@ -494,6 +543,7 @@ class Repl(Repl):
         *before, value = result.stdout[self.printed:].split("\n")[:-1] or [""]
         return "".join(line + "\n" for line in before) + f"{value} : {typing.show(self.NAME)}\n"
 
+# cell 52
 def unfinished(text: str) -> bool:
     """Is text the beginning of a program, cut short (an error at its very end)?"""
     try:

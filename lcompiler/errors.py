@@ -3,7 +3,16 @@
 """Source text, spans in it, and the compiler's one error type.
 """
 
-__all__ = ['Source', 'Span', 'Diagnostic', 'CompileError', 'Note', 'CompileErrors', 'raise_errors', 'RunError']
+__all__ = [
+    'Source',
+    'Span',
+    'Diagnostic',
+    'CompileError',
+    'Note',
+    'CompileErrors',
+    'raise_errors',
+    'RunError',
+]
 
 
 # ======================================================================
@@ -13,6 +22,7 @@ __all__ = ['Source', 'Span', 'Diagnostic', 'CompileError', 'Note', 'CompileError
 
 # --- Reading expressions, and reporting mistakes -----------------------
 
+# cell 66
 import bisect
 from dataclasses import dataclass, field
 
@@ -38,6 +48,7 @@ class Source:
         end = self.text.find("\n", start)
         return self.text[start:] if end < 0 else self.text[start:end]
 
+# cell 68
 @dataclass(frozen=True)
 class Span:
     """The characters [start, end) of a source."""
@@ -53,6 +64,7 @@ class Span:
         """The span from the start of this one to the end of other."""
         return Span(self.source, self.start, other.end)
 
+# cell 70
 class Diagnostic(Exception):
     """A mistake in a program, with where it is; render() shows it to a person."""
 
@@ -80,6 +92,16 @@ class Diagnostic(Exception):
 class CompileError(Diagnostic):
     """A mistake found before the program runs: the compiler's one error type."""
 
+    # cell 9: Mistakes, several at a time
+    # A mistake found before the program runs, with notes that point at other places.
+
+    def __init__(self, message: str, span: Span, notes: list | tuple = ()):
+        super().__init__(message, span)
+        self.notes = list(notes)
+
+    def render(self) -> str:
+        return "\n".join([super().render()] + [note.render() for note in self.notes])
+
 
 # ======================================================================
 # from notebooks/04a_syntax.ipynb
@@ -88,21 +110,11 @@ class CompileError(Diagnostic):
 
 # --- Mistakes, several at a time ---------------------------------------
 
+# cell 9
 class Note(Diagnostic):
     """A remark attached to an error: another place in the program, that explains it."""
 
     kind = "note"
-
-
-class CompileError(CompileError):
-    """A mistake found before the program runs, with notes that point at other places."""
-
-    def __init__(self, message: str, span: Span, notes: list | tuple = ()):
-        super().__init__(message, span)
-        self.notes = list(notes)
-
-    def render(self) -> str:
-        return "\n".join([super().render()] + [note.render() for note in self.notes])
 
 
 class CompileErrors(CompileError):
@@ -132,6 +144,7 @@ def raise_errors(errors: list) -> None:
 
 # --- The reference interpreter -----------------------------------------
 
+# cell 85
 class RunError(Diagnostic):
     """An error while an L program runs: printed as 'runtime error', exit status 2."""
 

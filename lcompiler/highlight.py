@@ -3,11 +3,14 @@
 """A Pygments lexer for L, registered as `l` through the pygments.lexers entry point.
 """
 
-__all__ = ['LLexer']
+__all__ = [
+    'LLexer',
+]
 
 
 # --- Highlighting L ----------------------------------------------------
 
+# cell 137
 from pygments.lexer import RegexLexer, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
 

@@ -3,11 +3,34 @@
 """The reference interpreter of L's core language (chapter 4b).
 """
 
-__all__ = ['Data', 'Closure', 'Cell', 'show_value', 'compile_pattern', 'STACK_LIMIT', 'DEPTH_LIMIT', 'THREAD_STACK', 'YOUNG_OBJECTS', 'TailCall', 'Interpreter', 'wrap', 'c_div', 'c_rem', 'BINARY_OPS', 'UNARY_OPS', 'on_big_stack', 'Discard', 'program_span', 'check', 'run_source']
+__all__ = [
+    'Data',
+    'Closure',
+    'Cell',
+    'show_value',
+    'compile_pattern',
+    'STACK_LIMIT',
+    'DEPTH_LIMIT',
+    'THREAD_STACK',
+    'YOUNG_OBJECTS',
+    'TailCall',
+    'Interpreter',
+    'wrap',
+    'c_div',
+    'c_rem',
+    'BINARY_OPS',
+    'UNARY_OPS',
+    'on_big_stack',
+    'Discard',
+    'program_span',
+    'check',
+    'run_source',
+]
 
 
 # --- The reference interpreter -----------------------------------------
 
+# cell 87
 import sys
 from dataclasses import dataclass
 
@@ -39,6 +62,7 @@ class Cell:
     """The box of a var."""
     value: object
 
+# cell 89
 def show_value(v, nested: bool = False) -> str:
     """How print writes a value."""
     pieces, todo = [], [(v, nested)]
@@ -73,6 +97,7 @@ def show_value(v, nested: bool = False) -> str:
 
 # --- Staging: from expressions to Python functions ---------------------
 
+# cell 94
 def compile_pattern(p):
     """A function (value, bindings) -> bool that matches p and records its variables."""
     match p:
@@ -112,6 +137,7 @@ def compile_pattern(p):
 
 # --- Tail calls: a trampoline ------------------------------------------
 
+# cell 99
 import contextvars
 import ctypes
 import gc
@@ -130,6 +156,7 @@ class TailCall:
     fn: object
     arg: object
 
+# cell 101
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
@@ -157,7 +184,7 @@ class Interpreter:
         finally:
             self.depth -= 1
 
-class Interpreter(Interpreter):
+    # cell 105: Tail calls: a trampoline
     def compile(self, e, tail: bool = False):
         match e:
             case Lit(value):
@@ -194,7 +221,7 @@ class Interpreter(Interpreter):
                 return lambda env: tuple([i(env) for i in items])
         return self.compile_effects(e, tail)
 
-class Interpreter(Interpreter):
+    # cell 107: Tail calls: a trampoline
     def compile_effects(self, e, tail: bool):
         match e:
             case LetVar(name, value, body):
@@ -232,7 +259,7 @@ class Interpreter(Interpreter):
                 return assert_
         raise TypeError(f"not a core expression: {e!r}")
 
-class Interpreter(Interpreter):
+    # cell 109: Tail calls: a trampoline
     def variable(self, name: str, span: Span, kind: str):
         if kind == "local":
             return lambda env: env[name]
@@ -260,32 +287,7 @@ class Interpreter(Interpreter):
             raise RunError(f"no clause matches the value {show_value(v, True)}", span)
         return run_match
 
-def wrap(n: int) -> int:
-    """n as a signed 64-bit integer (modulo 2**64)."""
-    return n if MIN_INT <= n <= MAX_INT else (n + 2**63) % 2**64 - 2**63
-
-
-def c_div(a: int, b: int) -> int:
-    """a / b, truncated towards zero, wrapped to 64 bits."""
-    q = abs(a) // abs(b)
-    return wrap(q if (a < 0) == (b < 0) else -q)
-
-
-def c_rem(a: int, b: int) -> int:
-    """a % b with the sign of a, so that (a / b) * b + a % b == a."""
-    r = abs(a) % abs(b)
-    return r if a >= 0 else -r
-
-
-BINARY_OPS = {
-    "+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
-    "/": c_div, "%": c_rem,
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-}
-UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
-
-class Interpreter(Interpreter):
+    # cell 116: Tail calls: a trampoline
     def primitive(self, op: str, args: list, span: Span):
         def wrong_types():
             return RunError(f"the operands of {op} have the wrong types", span)
@@ -318,9 +320,79 @@ class Interpreter(Interpreter):
                 raise wrong_types() from None
         return binary
 
+    # cell 120: Running a program, on a stack of its own
+    def write(self, text: str) -> None:
+        try:
+            self.out.write(text)
+        except BrokenPipeError:
+            self.out = Discard()
+
+    # cell 122: Running a program, on a stack of its own
+    def run(self, program: Program) -> None:
+        """Run a resolved core program: function definitions first, then everything in order."""
+        with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
+            code = [(item, self.compile(item.value if type(item) is Def else item))
+                    for item in program.items if not isinstance(item, syntax.Data)]
+        for item, run in code:
+            if type(item) is Def and item.is_function:
+                self.globals[item.name.name] = run({})
+        on_big_stack(self.execute, code)
+
+    # cell 124: Running a program, on a stack of its own
+    def execute(self, code: list) -> None:
+        limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
+        sys.setrecursionlimit(self.stack_limit)
+        gc.set_threshold(YOUNG_OBJECTS, *collector[1:])
+        try:
+            for item, run in code:
+                if type(item) is not Def:
+                    run({})
+                elif not item.is_function:
+                    self.globals[item.name.name] = run({})
+        except RecursionError:
+            raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
+        except MemoryError:                     # Python's heap is full: the program's fault, not lc's
+            out_of_memory = True                # (reported below, once the program's values are freed)
+        finally:
+            sys.setrecursionlimit(limit)
+            gc.set_threshold(*collector)
+            try:
+                self.out.flush()
+            except BrokenPipeError:
+                self.out = Discard()
+        if out_of_memory:
+            raise RunError("out of memory", self.call_site or program_span(code))
+
+# cell 111
+def wrap(n: int) -> int:
+    """n as a signed 64-bit integer (modulo 2**64)."""
+    return n if MIN_INT <= n <= MAX_INT else (n + 2**63) % 2**64 - 2**63
+
+
+def c_div(a: int, b: int) -> int:
+    """a / b, truncated towards zero, wrapped to 64 bits."""
+    q = abs(a) // abs(b)
+    return wrap(q if (a < 0) == (b < 0) else -q)
+
+
+def c_rem(a: int, b: int) -> int:
+    """a % b with the sign of a, so that (a / b) * b + a % b == a."""
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+BINARY_OPS = {
+    "+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
+    "/": c_div, "%": c_rem,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
+
 
 # --- Running a program, on a stack of its own --------------------------
 
+# cell 118
 def on_big_stack(run, *args):
     """run(*args) on a thread with a THREAD_STACK-byte C stack: its result, or its exception."""
     outcome = {}
@@ -348,6 +420,7 @@ def on_big_stack(run, *args):
         raise outcome["error"]
     return outcome.get("value")
 
+# cell 120
 class Discard:
     """Where the output goes once its reader has gone."""
 
@@ -357,58 +430,15 @@ class Discard:
     def flush(self) -> None:
         pass
 
-
-class Interpreter(Interpreter):
-    def write(self, text: str) -> None:
-        try:
-            self.out.write(text)
-        except BrokenPipeError:
-            self.out = Discard()
-
-class Interpreter(Interpreter):
-    def run(self, program: Program) -> None:
-        """Run a resolved core program: function definitions first, then everything in order."""
-        with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
-            code = [(item, self.compile(item.value if type(item) is Def else item))
-                    for item in program.items if not isinstance(item, syntax.Data)]
-        for item, run in code:
-            if type(item) is Def and item.is_function:
-                self.globals[item.name.name] = run({})
-        on_big_stack(self.execute, code)
-
+# cell 124
 def program_span(code: list) -> Span | None:
     """Where the program starts: its first item."""
     return code[0][0].span if code else None
 
 
-class Interpreter(Interpreter):
-    def execute(self, code: list) -> None:
-        limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
-        sys.setrecursionlimit(self.stack_limit)
-        gc.set_threshold(YOUNG_OBJECTS, *collector[1:])
-        try:
-            for item, run in code:
-                if type(item) is not Def:
-                    run({})
-                elif not item.is_function:
-                    self.globals[item.name.name] = run({})
-        except RecursionError:
-            raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
-        except MemoryError:                     # Python's heap is full: the program's fault, not lc's
-            out_of_memory = True                # (reported below, once the program's values are freed)
-        finally:
-            sys.setrecursionlimit(limit)
-            gc.set_threshold(*collector)
-            try:
-                self.out.flush()
-            except BrokenPipeError:
-                self.out = Discard()
-        if out_of_memory:
-            raise RunError("out of memory", self.call_site or program_span(code))
-
-
 # --- Running programs --------------------------------------------------
 
+# cell 126
 from lcompiler.core import desugar, resolve
 from lcompiler.errors import CompileError, Source
 from lcompiler.syntax import parse

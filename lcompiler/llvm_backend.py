@@ -10,11 +10,49 @@ errors, allocation with a garbage collector, and the detection of a stack
 that overflows.
 """
 
-__all__ = ['LABEL', 'SUCCESSOR', 'FlowGraph', 'WORD', 'word', 'may_point', 'header', 'LINKAGE', 'RUNTIME_FUNCTIONS', 'written', 'Backend', 'tail_calls', 'self_tail_calls', 'short_tail_chains', 'saves_no_registers', 'SAVING_SLOW_PATH', 'Fields', 'arity', 'only_taken_apart', 'OVERFLOW', 'render', 'SITE_TABLE', 'to_llvm', 'verified', 'optimise', 'SITE_SECTION', 'CALL', 'LOCATION', 'TAIL_CALL', 'asm_string', 'call_sites', 'call_site_table', 'RUNTIME_C', 'c_compiler', 'cache_directory', 'runtime_library']
+__all__ = [
+    'LABEL',
+    'SUCCESSOR',
+    'FlowGraph',
+    'WORD',
+    'word',
+    'may_point',
+    'header',
+    'LINKAGE',
+    'RUNTIME_FUNCTIONS',
+    'written',
+    'Backend',
+    'tail_calls',
+    'self_tail_calls',
+    'short_tail_chains',
+    'saves_no_registers',
+    'SAVING_SLOW_PATH',
+    'Fields',
+    'arity',
+    'only_taken_apart',
+    'OVERFLOW',
+    'render',
+    'SITE_TABLE',
+    'to_llvm',
+    'verified',
+    'optimise',
+    'SITE_SECTION',
+    'CALL',
+    'LOCATION',
+    'TAIL_CALL',
+    'asm_string',
+    'call_sites',
+    'call_site_table',
+    'RUNTIME_C',
+    'c_compiler',
+    'cache_directory',
+    'runtime_library',
+]
 
 
 # --- Control-flow graphs -----------------------------------------------
 
+# cell 6
 import re
 from dataclasses import dataclass
 from html import escape as _escape
@@ -58,7 +96,7 @@ class FlowGraph:
             parts.append(f"block {label}, {len(code)} instruction{'s' if len(code) != 1 else ''}, {goes}")
         return f"{self.title}: " + "; ".join(parts)
 
-class FlowGraph(FlowGraph):
+    # cell 8: Control-flow graphs
     def svg(self, width_chars: int = 0) -> str:
         ch, lh, left = 7.2, 17, 8                       # character width, line height, margin
         rows, heads, ends = [], {}, []                  # text lines; block -> row of its label; branch rows
@@ -102,6 +140,7 @@ class FlowGraph(FlowGraph):
 
 # --- Data: one word per value ------------------------------------------
 
+# cell 13
 import llvmlite.ir as ir
 
 from lcompiler import closure, cps, cps_convert, syntax as s, types
@@ -113,6 +152,7 @@ from lcompiler.types import TCon, show_type
 
 # --- The back end, from the top ----------------------------------------
 
+# cell 15
 I64, I32, I8 = ir.IntType(64), ir.IntType(32), ir.IntType(8)
 I8P, VOID = I8.as_pointer(), ir.VoidType()
 WORD = 8                       # bytes per word
@@ -143,6 +183,7 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
     return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
 
+# cell 19
 LINKAGE = "linkonce_odr"            # not internal: see above
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
@@ -165,6 +206,7 @@ def written(var) -> bool:
     """Is var the target of a `x[i] := y` somewhere?"""
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
 
+# cell 21
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
 
@@ -187,7 +229,7 @@ class Backend:
         self.name = printer.name
         self.declare()
 
-class Backend(Backend):
+    # cell 23: The back end, from the top
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -215,7 +257,7 @@ class Backend(Backend):
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
-class Backend(Backend):
+    # cell 25: The back end, from the top
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -258,10 +300,7 @@ class Backend(Backend):
     def slot(self, b: ir.IRBuilder, var) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.slots[var])])
 
-
-# --- Terms: blocks, φ-nodes, calls -------------------------------------
-
-class Backend(Backend):
+    # cell 27: Terms: blocks, φ-nodes, calls
     def body(self, f: ir.Function, term, values: dict, ret, params: list = (), me=None):
         """Translate term into the blocks of f; ret is f's return continuation (None: a definition).
 
@@ -314,7 +353,7 @@ class Backend(Backend):
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
-class Backend(Backend):
+    # cell 29: Terms: blocks, φ-nodes, calls
     def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
         """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
         f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
@@ -326,7 +365,7 @@ class Backend(Backend):
         blocks[me] = (recur, phis)
         return recur, list(phis)
 
-class Backend(Backend):
+    # cell 31: Terms: blocks, φ-nodes, calls
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -349,7 +388,7 @@ class Backend(Backend):
         else:
             raise TypeError(f"not a term: {t!r}")
 
-class Backend(Backend):
+    # cell 33: Terms: blocks, φ-nodes, calls
     def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
         args = [w for o in t.args for w in self.words(b, o, values)]
         tail = t.cont.var is ret
@@ -371,7 +410,7 @@ class Backend(Backend):
         else:
             self.goto(b, t.cont.var, [result], blocks)
 
-class Backend(Backend):
+    # cell 35: Terms: blocks, φ-nodes, calls
     def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
         x = self.value(b, t.scrutinee, values)
         if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
@@ -391,60 +430,7 @@ class Backend(Backend):
         for n, k in t.arms:
             switch.add_case(word(n), blocks[k.var][0])
 
-
-# --- Tail calls: three kinds, three translations -----------------------
-
-def tail_calls(var, lam: cps.Lambda):
-    """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
-    for node in cps.walk(lam.body):
-        if type(node) is cps.Apply and node.cont.var is lam.cont:
-            yield node
-
-
-def self_tail_calls(var, lam: cps.Lambda) -> bool:
-    return any(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
-
-
-def short_tail_chains(program: cps.Program) -> set:
-    """The direct functions from which every chain of tail calls is finite: they can be fastcc."""
-    successors = {}
-    for d in program.definitions:
-        if type(d.value) is cps.Lambda and d.value.kind == "direct":
-            calls = list(tail_calls(d.var, d.value))
-            if all(a.kind == "direct" for a in calls):     # a tail call of a closure: unknown
-                successors[d.var] = {a.func.var for a in calls} - {d.var}
-    short, state = set(), {}                      # state: "open" while on the search path, then "done"
-    for root in successors:
-        if root in state:
-            continue
-        state[root] = "open"
-        stack = [(root, iter(successors[root]))]
-        while stack:
-            var, todo = stack[-1]
-            nxt = next(todo, None)
-            if nxt is None:                       # every successor examined
-                stack.pop()
-                state[var] = "done"
-                if successors[var] <= short:
-                    short.add(var)
-            elif nxt in successors and nxt not in state:
-                state[nxt] = "open"
-                stack.append((nxt, iter(successors[nxt])))
-            # a successor that is open (a cycle), done but not short, or not direct
-            # keeps var out of `short`, since then successors[var] <= short fails
-    return short
-
-
-# --- Registers and the conservative collector --------------------------
-
-def saves_no_registers(f: ir.Function) -> None:
-    """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
-    set.add(f.attributes, '"no_callee_saved_registers"')
-
-
-# --- Primitives, and allocation inline ---------------------------------
-
-class Backend(Backend):
+    # cell 43: Primitives, and allocation inline
     def field(self, b: ir.IRBuilder, block: ir.Value, i: int) -> ir.Value:
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
@@ -470,13 +456,7 @@ class Backend(Backend):
         b.ret(hp)
         return f
 
-
-# --- A slow path that saves every register -----------------------------
-
-SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
-
-
-class Backend(Backend):
+    # cell 45: A slow path that saves every register
     def slow_path(self) -> ir.Function:
         """lc_alloc_slow_saving(words), made once per module: lc_alloc_slow, called with every
         register but r11 kept (LLVM's preserve_mostcc), so that its callers need not save any."""
@@ -491,7 +471,7 @@ class Backend(Backend):
         b.ret(b.call(self.rt["lc_alloc_slow"], [f.args[0]]))
         return f
 
-class Backend(Backend):
+    # cell 50: A slow path that saves every register
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -505,7 +485,7 @@ class Backend(Backend):
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
-class Backend(Backend):
+    # cell 52: A slow path that saves every register
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -523,7 +503,7 @@ class Backend(Backend):
         b.ret_void()
         return f
 
-class Backend(Backend):
+    # cell 54: A slow path that saves every register
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -547,7 +527,7 @@ class Backend(Backend):
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
-class Backend(Backend):
+    # cell 56: A slow path that saves every register
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -587,7 +567,7 @@ class Backend(Backend):
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
-class Backend(Backend):
+    # cell 58: A slow path that saves every register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         o = p.op
         if len(args) == 1:
@@ -609,28 +589,7 @@ class Backend(Backend):
             return eq if o == "==" else b.xor(eq, word(1))
         return b.zext(b.icmp_signed(o, x, y), I64)
 
-
-# --- Arguments in registers: flattening tuples -------------------------
-
-class Fields(list):
-    """The components of a tuple the back end keeps in registers instead of allocating it."""
-
-
-def arity(var) -> int:
-    """How many words a value of var's type takes as an argument: n for an n-tuple, else 1."""
-    t = var.type
-    return len(t.args) if isinstance(t, TCon) and t.name == "*" and len(t.args) > 1 else 1
-
-
-def only_taken_apart(var) -> bool:
-    """Is every use of var a projection, or an argument of a call (which flattens it)?"""
-    for o in cps.occurrences(var):
-        node = o.enclosing
-        if not (type(node) is cps.Proj or (type(node) is cps.Apply and o is not node.func)):
-            return False
-    return True
-
-class Backend(Backend):
+    # cell 62: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
                 and only_taken_apart(var))
@@ -652,17 +611,7 @@ class Backend(Backend):
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
 
-
-# --- Runtime errors, rendered by the compiler --------------------------
-
-OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
-
-
-def render(error: RunError) -> str:
-    return error.render() + "\n"
-
-
-class Backend(Backend):
+    # cell 67: Runtime errors, rendered by the compiler
     def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
         text = render(RunError(p.message, p.loc))
         if not args:
@@ -673,10 +622,7 @@ class Backend(Backend):
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-
-# --- Printing, directed by types ---------------------------------------
-
-class Backend(Backend):
+    # cell 69: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -716,7 +662,7 @@ class Backend(Backend):
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-class Backend(Backend):
+    # cell 71: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -736,13 +682,7 @@ class Backend(Backend):
             b.branch(done)
         b.position_at_end(done)
 
-
-# --- Where a stack overflow happened: call sites -----------------------
-
-SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
-
-
-class Backend(Backend):
+    # cell 73: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
@@ -777,10 +717,7 @@ class Backend(Backend):
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-
-# --- The whole module --------------------------------------------------
-
-class Backend(Backend):
+    # cell 75: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -830,8 +767,105 @@ class Backend(Backend):
                               b.gep(table, [ir.Constant(I32, 0), ir.Constant(I32, 0)])]))
 
 
+# --- Tail calls: three kinds, three translations -----------------------
+
+# cell 37
+def tail_calls(var, lam: cps.Lambda):
+    """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
+    for node in cps.walk(lam.body):
+        if type(node) is cps.Apply and node.cont.var is lam.cont:
+            yield node
+
+
+def self_tail_calls(var, lam: cps.Lambda) -> bool:
+    return any(a.kind == "direct" and a.func.var is var for a in tail_calls(var, lam))
+
+
+def short_tail_chains(program: cps.Program) -> set:
+    """The direct functions from which every chain of tail calls is finite: they can be fastcc."""
+    successors = {}
+    for d in program.definitions:
+        if type(d.value) is cps.Lambda and d.value.kind == "direct":
+            calls = list(tail_calls(d.var, d.value))
+            if all(a.kind == "direct" for a in calls):     # a tail call of a closure: unknown
+                successors[d.var] = {a.func.var for a in calls} - {d.var}
+    short, state = set(), {}                      # state: "open" while on the search path, then "done"
+    for root in successors:
+        if root in state:
+            continue
+        state[root] = "open"
+        stack = [(root, iter(successors[root]))]
+        while stack:
+            var, todo = stack[-1]
+            nxt = next(todo, None)
+            if nxt is None:                       # every successor examined
+                stack.pop()
+                state[var] = "done"
+                if successors[var] <= short:
+                    short.add(var)
+            elif nxt in successors and nxt not in state:
+                state[nxt] = "open"
+                stack.append((nxt, iter(successors[nxt])))
+            # a successor that is open (a cycle), done but not short, or not direct
+            # keeps var out of `short`, since then successors[var] <= short fails
+    return short
+
+
+# --- Registers and the conservative collector --------------------------
+
+# cell 41
+def saves_no_registers(f: ir.Function) -> None:
+    """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
+    set.add(f.attributes, '"no_callee_saved_registers"')
+
+
+# --- A slow path that saves every register -----------------------------
+
+# cell 45
+SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
+
+
+# --- Arguments in registers: flattening tuples -------------------------
+
+# cell 60
+class Fields(list):
+    """The components of a tuple the back end keeps in registers instead of allocating it."""
+
+
+def arity(var) -> int:
+    """How many words a value of var's type takes as an argument: n for an n-tuple, else 1."""
+    t = var.type
+    return len(t.args) if isinstance(t, TCon) and t.name == "*" and len(t.args) > 1 else 1
+
+
+def only_taken_apart(var) -> bool:
+    """Is every use of var a projection, or an argument of a call (which flattens it)?"""
+    for o in cps.occurrences(var):
+        node = o.enclosing
+        if not (type(node) is cps.Proj or (type(node) is cps.Apply and o is not node.func)):
+            return False
+    return True
+
+
+# --- Runtime errors, rendered by the compiler --------------------------
+
+# cell 67
+OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
+
+
+def render(error: RunError) -> str:
+    return error.render() + "\n"
+
+
+# --- Where a stack overflow happened: call sites -----------------------
+
+# cell 73
+SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
+
+
 # --- From source to module, verified and optimised ---------------------
 
+# cell 77
 import llvmlite.binding as llvm
 
 from lcompiler import addlang
@@ -867,6 +901,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
+# cell 79
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -897,6 +932,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else lines[at] - 1
     return sites
 
+# cell 81
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -929,6 +965,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- The runtime -------------------------------------------------------
 
+# cell 89
 RUNTIME_C = r"""
 /* runtime.c -- the run-time system of L.
  *
@@ -954,6 +991,7 @@ RUNTIME_C = r"""
 #include <unistd.h>
 """
 
+# cell 91
 RUNTIME_C += r"""
 /* ==== 1. Values and the heap-block layout ============================
  *
@@ -1006,6 +1044,7 @@ static inline uint64_t block_words(uint64_t header)
 static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT & ((1ull << LAYOUT_FIELDS) - 1); }
 """
 
+# cell 93
 RUNTIME_C += r"""
 /* ==== 2. Output buffering and printing ===============================
  *
@@ -1047,6 +1086,7 @@ static void out_bytes(const char *s, size_t n)
 }
 """
 
+# cell 95
 RUNTIME_C += r"""
 void lc_print_int(int64_t v)
 {
@@ -1080,6 +1120,7 @@ void lc_print_quoted(int64_t s)
 int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const char *)b) == 0; }
 """
 
+# cell 97
 RUNTIME_C += r"""
 /* ==== 3. Runtime errors ==============================================
  *
@@ -1119,6 +1160,7 @@ static _Noreturn void out_of_memory(void)
 
 # --- The heap: a nursery and an old generation -------------------------
 
+# cell 99
 RUNTIME_C += r"""
 /* ==== 4. The heap and allocation =====================================
  *
@@ -1155,6 +1197,7 @@ RUNTIME_C += r"""
 int64_t lc_hp, lc_hl;
 """
 
+# cell 101
 RUNTIME_C += r"""
 #define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
 #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
@@ -1183,6 +1226,7 @@ static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words sc
 static double minor_seconds, major_seconds;
 """
 
+# cell 103
 RUNTIME_C += r"""
 static void collect(bool full);
 
@@ -1219,6 +1263,7 @@ static void make_free(uint64_t *p, uint64_t words)
 }
 """
 
+# cell 105
 RUNTIME_C += r"""
 /* -- The nursery ---------------------------------------------------- */
 
@@ -1270,6 +1315,7 @@ int64_t lc_alloc_slow(int64_t words)
 }
 """
 
+# cell 107
 RUNTIME_C += r"""
 /* -- The old generation --------------------------------------------- */
 
@@ -1313,6 +1359,7 @@ static uint64_t *grow(uint64_t words)
 }
 """
 
+# cell 109
 RUNTIME_C += r"""
 /* A large block from the first big gap that holds it.  The rest of the
  * gap stays in the list, in the same place. */
@@ -1334,6 +1381,7 @@ static uint64_t *take_gap_block(uint64_t words)
 }
 """
 
+# cell 111
 RUNTIME_C += r"""
 /* `words` words in the old generation, or NULL if the heap is at its
  * limit.  The block's start is recorded. */
@@ -1370,6 +1418,7 @@ static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline
 }
 """
 
+# cell 113
 RUNTIME_C += r"""
 /* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
 static uint64_t *fresh_chunk(size_t k)
@@ -1405,6 +1454,7 @@ int64_t lc_alloc_old(int64_t words)
 
 # --- The garbage collector ---------------------------------------------
 
+# cell 115
 RUNTIME_C += r"""
 /* ==== 5. The garbage collector =======================================
  *
@@ -1464,6 +1514,7 @@ static int64_t *global_roots, n_global_roots;
 static uintptr_t stack_top;                /* top of the L thread's stack */
 """
 
+# cell 117
 RUNTIME_C += r"""
 static void grow_stack(struct stack *s)
 {
@@ -1486,6 +1537,7 @@ static double now_seconds(void)
 }
 """
 
+# cell 119
 RUNTIME_C += r"""
 /* The block (or filler) that contains address v, or NULL if v is outside
  * the heap.  When v points at a recorded start -- the usual case, as L
@@ -1515,6 +1567,7 @@ static void pin(uint64_t v);
 static void mark_value(uint64_t v);
 """
 
+# cell 121
 RUNTIME_C += r"""
 /* Scan the stack from this function's frame up to the top: pin (in a
  * minor collection) or mark what its words point to, and return its size
@@ -1536,6 +1589,7 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
 }
 """
 
+# cell 123
 RUNTIME_C += r"""
 /* -- Minor collections ---------------------------------------------- */
 
@@ -1579,6 +1633,7 @@ static void forward_fields(uint64_t *block)
 }
 """
 
+# cell 125
 RUNTIME_C += r"""
 /* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
  * now or before), which its row of old_bits lists -- so the sweep does not
@@ -1627,6 +1682,7 @@ static void sweep_nursery(void)
 }
 """
 
+# cell 127
 RUNTIME_C += r"""
 /* A minor collection costs at least the stack it scans.  When the stack
  * is deep, the nursery grows to twice its size (up to 64 MB, and an
@@ -1658,6 +1714,7 @@ static void resize_nursery(uint64_t stack_words)
 }
 """
 
+# cell 129
 RUNTIME_C += r"""
 /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
  * start of the nth minor collection, after its tracing, and at its end:
@@ -1682,6 +1739,7 @@ static void dump_nursery(const char *stage)
 }
 """
 
+# cell 131
 RUNTIME_C += r"""
 static __attribute__((noinline)) void minor_collection(void)
 {
@@ -1721,6 +1779,7 @@ static __attribute__((noinline)) void minor_collection(void)
 }
 """
 
+# cell 133
 RUNTIME_C += r"""
 /* -- Major collections ---------------------------------------------- */
 
@@ -1760,6 +1819,7 @@ static void scan_block(const uint64_t *block)
 }
 """
 
+# cell 135
 RUNTIME_C += r"""
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
@@ -1786,6 +1846,7 @@ static void drain_mark_stack(void)
 }
 """
 
+# cell 137
 RUNTIME_C += r"""
 /* Append a gap to its free list; the sweep finds gaps in address order. */
 static uint64_t *small_tail, *big_tail;
@@ -1821,6 +1882,7 @@ static bool is_marked(const uint64_t *p)
 }
 """
 
+# cell 139
 RUNTIME_C += r"""
 /* The space between the end of one live block and the start of the next
  * becomes one gap, whatever dead blocks and old gaps it held; free space
@@ -1860,6 +1922,7 @@ static uint64_t sweep(void)
 }
 """
 
+# cell 141
 RUNTIME_C += r"""
 static __attribute__((noinline)) void major_collection(void)
 {
@@ -1902,6 +1965,7 @@ static void collect(bool full)
 
 # --- Stack overflow ----------------------------------------------------
 
+# cell 143
 RUNTIME_C += r"""
 /* ==== 6. Stack overflow detection ====================================
  *
@@ -1944,6 +2008,7 @@ static int by_address(const void *a, const void *b)
 }
 """
 
+# cell 145
 RUNTIME_C += r"""
 /* The entries of a part's table: none in the empty table that a module
  * has until call_site_table gives it its own. */
@@ -1965,6 +2030,7 @@ static void sort_site_tables(void)
 }
 """
 
+# cell 147
 RUNTIME_C += r"""
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
@@ -2010,6 +2076,7 @@ static int64_t faulting_call_site(void *context)
 }
 """
 
+# cell 149
 RUNTIME_C += r"""
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
@@ -2044,6 +2111,7 @@ static _Noreturn void internal_error(const char *what)
 }
 """
 
+# cell 151
 RUNTIME_C += r"""
 /* Run l_program on a fresh thread with a stack of stack_bytes. */
 static void run_on_big_stack(size_t stack_bytes)
@@ -2080,6 +2148,7 @@ static void run_on_big_stack(size_t stack_bytes)
 
 # --- Starting the program ----------------------------------------------
 
+# cell 153
 RUNTIME_C += r"""
 /* ==== 7. The entry point =============================================
  *
@@ -2120,6 +2189,7 @@ static uint64_t default_heap_limit(void)
 }
 """
 
+# cell 155
 RUNTIME_C += r"""
 /* The limit is at most 32 GB: a filler's size must fit in its header,
  * the nursery map is two bytes per 64 KB.  It is at least the nursery and
@@ -2163,6 +2233,7 @@ static void heap_init(void)
 }
 """
 
+# cell 157
 RUNTIME_C += r"""
 static void heap_free(void)
 {
@@ -2178,6 +2249,7 @@ static void heap_free(void)
 }
 """
 
+# cell 159
 RUNTIME_C += r"""
 /* With LC_GC_STATS=1: what the collector did, on stderr. */
 static void statistics(void)
@@ -2211,6 +2283,7 @@ static void statistics(void)
 }
 """
 
+# cell 161
 RUNTIME_C += r"""
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
@@ -2236,6 +2309,7 @@ int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
 
 # --- Compiling the runtime ---------------------------------------------
 
+# cell 163
 import hashlib
 import os
 import shutil

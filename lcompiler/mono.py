@@ -15,13 +15,69 @@ program, and runs between the types of chapter 5 and the CPS conversion
 of [chapter 7](07_cps_convert.ipynb). This chapter also builds a
 *checker*, which verifies the typing rules on the program the pass
 returns.
+
+What this chapter promises:
+
+In the module `lcompiler.mono`:
+
+- `monomorphise(program)` returns a *new* core program and leaves its
+  input as it was. No type in the result contains a type variable: not
+  the type of an expression, of a pattern or of a variable. The result
+  means the same as the input: it prints the same output, and it stops
+  with the same runtime errors at the same places.
+- A polymorphic binding is a top-level `def`, or a `let`, whose type still
+  has type variables. Each one is replaced by one copy per type it is used
+  at. We call these copies its *instances*. The first instance keeps the
+  name; the others are called `name_1`, `name_2`, …, with numbers that no
+  name of the program uses.
+- A type variable that nothing fixes becomes `Unit`. An example is
+  `print(Nil)`: the element type of a list that stays empty. No value has
+  such a type, so any choice is right. A list of it is always `Nil`, and
+  `Nil` prints the same at every type.
+- `check(program)` verifies the typing rules of the core language on the
+  types that a monomorphic program records. It returns nothing if they
+  hold. Otherwise it raises `IllTyped` at the first node that breaks one,
+  with that node's location in the source. Such an error is a bug of the
+  compiler, not of the L program.
+- `measure(program)` returns the result together with its size before and
+  after the pass.
+- The pipeline's stage `mono` runs the pass: `lc show mono FILE.l` prints
+  the program it returns.
 """
 
-__all__ = ['UNIT', 'EXPRESSIONS', 'PATTERNS', 'NODES', 'NODE_CLASSES', 'field_names', 'substitute', 'params', 'match_type', 'rebuild', 'pattern', 'bound_by', 'hide', 'Instance', 'Poly', 'names_in', 'Monomorphiser', 'monomorphise', 'IllTyped', 'field_type', 'Checker', 'check', 'Statistics', 'census', 'measure', 'data_declarations']
+__all__ = [
+    'UNIT',
+    'EXPRESSIONS',
+    'PATTERNS',
+    'NODES',
+    'NODE_CLASSES',
+    'field_names',
+    'substitute',
+    'params',
+    'match_type',
+    'rebuild',
+    'pattern',
+    'bound_by',
+    'hide',
+    'Instance',
+    'Poly',
+    'names_in',
+    'Monomorphiser',
+    'monomorphise',
+    'IllTyped',
+    'field_type',
+    'Checker',
+    'check',
+    'Statistics',
+    'census',
+    'measure',
+    'data_declarations',
+]
 
 
 # --- Types under a substitution ----------------------------------------
 
+# cell 11
 from collections import deque
 from dataclasses import dataclass, field, fields
 
@@ -55,6 +111,7 @@ def substitute(t, subst: dict, default=UNIT):
         return t if all(a is b for a, b in zip(args, t.args)) else TCon(t.name, args)
     return t
 
+# cell 15
 def params(t) -> list:
     """The TParams of a type."""
     if type(t) is TParam:
@@ -75,6 +132,7 @@ def match_type(general, ground, out: dict) -> dict:
 
 # --- Copying a node ----------------------------------------------------
 
+# cell 19
 def rebuild(node, subst: dict, copy, **given):
     """A new node of node's class: the fields in given as given, its type under subst, its
     sub-nodes (alone or in a list) passed through copy, and the rest (names, spans, kinds,
@@ -97,6 +155,7 @@ def rebuild(node, subst: dict, copy, **given):
 def pattern(p, subst: dict):
     return rebuild(p, subst, lambda q: pattern(q, subst))
 
+# cell 23
 def bound_by(p) -> set:
     """The variables a pattern binds."""
     if type(p) is s.PVar:
@@ -111,6 +170,7 @@ def hide(env: dict, names) -> dict:
 
 # --- Polymorphic bindings and their instances --------------------------
 
+# cell 26
 @dataclass(eq=False)
 class Instance:
     name: str
@@ -133,6 +193,7 @@ class Poly:
 
 # --- The monomorphiser -------------------------------------------------
 
+# cell 28
 def names_in(program: c.Program) -> set:
     """Every name bound or used in a program."""
     names, todo = set(), list(program.items)
@@ -149,6 +210,7 @@ def names_in(program: c.Program) -> set:
                     todo.append(v)
     return names
 
+# cell 30
 class Monomorphiser:
     def __init__(self, program: c.Program):
         self.program = program
@@ -164,7 +226,7 @@ class Monomorphiser:
         self.taken.add(f"{name}_{k}")
         return f"{name}_{k}"
 
-class Monomorphiser(Monomorphiser):
+    # cell 32: The monomorphiser
     def scheme(self, value, t, subst: dict):
         """The type to instantiate if a binding of value, of type t, is polymorphic under
         subst, else None. A non-value is never generalised: it is computed once and shared."""
@@ -173,7 +235,7 @@ class Monomorphiser(Monomorphiser):
         t = substitute(t, subst, None)
         return t if any(p.generic for p in params(t)) else None
 
-class Monomorphiser(Monomorphiser):
+    # cell 34: The monomorphiser
     def instance(self, poly: Poly, t) -> Instance:
         """poly's instance at the ground type t, made on first demand."""
         own = match_type(poly.scheme, t, {})
@@ -188,10 +250,7 @@ class Monomorphiser(Monomorphiser):
                 inst.value = self.expr(poly.value, subst, poly.env)
         return poly.instances[key]
 
-
-# --- The whole program -------------------------------------------------
-
-class Monomorphiser(Monomorphiser):
+    # cell 36: The whole program
     def definition(self, d: c.Def, name: str, subst: dict) -> c.Def:
         var = rebuild(d.name, subst, None, name=name)
         return c.Def(var, self.expr(d.value, subst, {}), d.is_function, d.span)
@@ -200,7 +259,7 @@ class Monomorphiser(Monomorphiser):
         with s.recursion_limit(50 * s.NESTING_LIMIT), s.collector_paused():   # as chapter 7
             return self.program_copy()
 
-class Monomorphiser(Monomorphiser):
+    # cell 38: The whole program
     def program_copy(self) -> c.Program:
         items = self.program.items
         for d in items:
@@ -227,14 +286,7 @@ class Monomorphiser(Monomorphiser):
                 out.extend(inst.value for inst in self.globals[item.name.name].instances.values())
         return c.Program(out, self.program.span)
 
-def monomorphise(program: c.Program) -> c.Program:
-    """A copy of a typed core program where no type has a type variable, meaning the same."""
-    return Monomorphiser(program).run()
-
-
-# --- Expressions, case by case -----------------------------------------
-
-class Monomorphiser(Monomorphiser):
+    # cell 42: Expressions, case by case
     def expr(self, e, subst: dict, env: dict):
         """A copy of the expression e, its types under subst; env maps the names of the
         polymorphic lets in scope to their Poly."""
@@ -251,10 +303,7 @@ class Monomorphiser(Monomorphiser):
             return self.match(e, subst, env)
         return rebuild(e, subst, lambda x: self.expr(x, subst, env))
 
-
-# --- A variable --------------------------------------------------------
-
-class Monomorphiser(Monomorphiser):
+    # cell 44: A variable
     def var(self, v: c.Var, subst: dict, env: dict):
         poly = (env.get(v.name) if v.kind == "local" else
                 self.globals.get(v.name) if v.kind == "global" else None)
@@ -270,10 +319,7 @@ class Monomorphiser(Monomorphiser):
             return c.Seq(c.Var(poly.name, v.span, "global", first.type), use, v.span, t)
         return use
 
-
-# --- A let -------------------------------------------------------------
-
-class Monomorphiser(Monomorphiser):
+    # cell 46: A let
     def let(self, e: c.Let, subst: dict, env: dict):
         scheme = self.scheme(e.value, e.value.type, subst)
         if scheme is not None:
@@ -293,27 +339,30 @@ class Monomorphiser(Monomorphiser):
             body = c.Let(inst.name, inst.value, body, e.span, body.type)
         return body
 
-
-# --- A function, a var -------------------------------------------------
-
-class Monomorphiser(Monomorphiser):
+    # cell 48: A function, a var
     def scoped(self, e, subst: dict, env: dict, names: list):
         """A copy of e (a function, a let or a var) whose body sees names bound."""
         body = self.expr(e.body, subst, hide(env, names))
         return rebuild(e, subst, lambda x: self.expr(x, subst, env), body=body)
 
-
-# --- A match -----------------------------------------------------------
-
-class Monomorphiser(Monomorphiser):
+    # cell 50: A match
     def match(self, e: c.Match, subst: dict, env: dict):
         clauses = [(pattern(p, subst), self.expr(body, subst, hide(env, bound_by(p))))
                    for p, body in e.clauses]
         return rebuild(e, subst, lambda x: self.expr(x, subst, env), clauses=clauses)
 
 
+# --- The whole program -------------------------------------------------
+
+# cell 40
+def monomorphise(program: c.Program) -> c.Program:
+    """A copy of a typed core program where no type has a type variable, meaning the same."""
+    return Monomorphiser(program).run()
+
+
 # --- Checking the result -----------------------------------------------
 
+# cell 59
 from lcompiler.errors import Diagnostic
 from lcompiler.types import show_type
 
@@ -325,6 +374,7 @@ class IllTyped(Diagnostic):
     kind = "ill-typed after monomorphisation"
     status = 3
 
+# cell 61
 def field_type(t, subst: dict):
     """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
     if isinstance(t, s.TVar):
@@ -337,6 +387,7 @@ def field_type(t, subst: dict):
         return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
     raise TypeError(f"not a field type: {t!r}")
 
+# cell 63
 class Checker:
     """The typing rules of the core language, checked on a monomorphic program's recorded types."""
 
@@ -369,7 +420,7 @@ class Checker:
             self.fail(node, f"{name} has the type {show_type(t)}, not a {data}")
         return [field_type(f, dict(zip(parameters, t.args))) for f in written]
 
-class Checker(Checker):
+    # cell 65: Checking the result
     def expr(self, e, env: dict) -> None:
         """Check e under env (variable -> type)."""
         if getattr(e, "span", None) is not None:
@@ -399,7 +450,7 @@ class Checker(Checker):
                 elif not isinstance(item, s.Data):
                     self.expr(item, {})
 
-class Checker(Checker):
+    # cell 67: Checking the result
     def value(self, e, t, env: dict) -> None:
         match e:
             case c.Lit(value=v):
@@ -419,7 +470,7 @@ class Checker(Checker):
                 for i in items:
                     self.expr(i, env)
 
-class Checker(Checker):
+    # cell 69: Checking the result
     def function(self, e, t, env: dict) -> None:
         match e:
             case c.Lambda(param=x, body=body):
@@ -432,7 +483,7 @@ class Checker(Checker):
                 self.expr(fn, env)
                 self.expr(arg, env)
 
-class Checker(Checker):
+    # cell 71: Checking the result
     def operation(self, e, t, env: dict) -> None:
         match e:
             case c.Prim(op=op, args=args):
@@ -464,7 +515,7 @@ class Checker(Checker):
                 self.same(cond.type, BOOL, cond, "an assertion")
                 self.expr(cond, env)
 
-class Checker(Checker):
+    # cell 73: Checking the result
     def binding(self, e, t, env: dict) -> None:
         match e:
             case c.Let(name=x, value=v, body=body) | c.LetVar(name=x, value=v, body=body):
@@ -486,7 +537,7 @@ class Checker(Checker):
                 self.expr(first, env)
                 self.expr(second, env)
 
-class Checker(Checker):
+    # cell 75: Checking the result
     def match(self, e: c.Match, t, env: dict) -> None:
         self.expr(e.scrutinee, env)
         for p, body in e.clauses:
@@ -514,6 +565,7 @@ class Checker(Checker):
                 for q, u in zip(args or [], self.fields(name, t, p)):
                     self.pattern(q, u, env)
 
+# cell 77
 def check(program: c.Program) -> None:
     """Verify the typing rules on the types a monomorphic program records; IllTyped at the first
     node that breaks one."""
@@ -522,6 +574,7 @@ def check(program: c.Program) -> None:
 
 # --- What it costs -----------------------------------------------------
 
+# cell 83
 @dataclass
 class Statistics:
     definitions: tuple       # top-level definitions (before, after)
@@ -546,6 +599,7 @@ def census(program: c.Program) -> tuple:
             todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span"))
     return tuple(counts)
 
+# cell 84
 def measure(program: c.Program) -> tuple:
     """monomorphise(program), and its Statistics."""
     mono = Monomorphiser(program)
@@ -561,6 +615,7 @@ def measure(program: c.Program) -> tuple:
 
 # --- The pipeline's stage ----------------------------------------------
 
+# cell 91
 def data_declarations(core_program: c.Program) -> dict:
     """Each data type's parameters and constructors (name, field types), from the core program."""
     datas = {}

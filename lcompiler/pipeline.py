@@ -7,7 +7,27 @@ NAME hands to the next (the command `lc show NAME FILE`).
 
 """
 
-__all__ = ['Stage', 'Unit', 'STAGES', 'names', 'stage', 'compile_to', 'show', 'tokens_stage', 'ast_stage', 'core_stage', 'types_stage', 'mono_stage', 'cps_stage', 'closure_stage', 'optimise_stage', 'shrink_stage', 'llvm_stage', 'llvm_opt_stage', 'asm_stage']
+__all__ = [
+    'Stage',
+    'Unit',
+    'STAGES',
+    'names',
+    'stage',
+    'compile_to',
+    'show',
+    'tokens_stage',
+    'ast_stage',
+    'core_stage',
+    'types_stage',
+    'mono_stage',
+    'cps_stage',
+    'closure_stage',
+    'optimise_stage',
+    'shrink_stage',
+    'llvm_stage',
+    'llvm_opt_stage',
+    'asm_stage',
+]
 
 
 # ======================================================================
@@ -17,6 +37,7 @@ __all__ = ['Stage', 'Unit', 'STAGES', 'names', 'stage', 'compile_to', 'show', 't
 
 # --- The pipeline, and the stages from the shell -----------------------
 
+# cell 142
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -40,6 +61,7 @@ class Unit:
     notes: dict = field(default_factory=dict)
     errors: list = field(default_factory=list)   # mistakes a stage went on after, for a later one to report
 
+# cell 144
 STAGES: list[Stage] = []
 
 
@@ -58,6 +80,7 @@ def stage(name: str, show: Callable = str, before: str | None = None, optimisati
         return run
     return register
 
+# cell 146
 def compile_to(name: str | None, source: Source, optimise: bool = True):
     """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
     if name is not None and name not in names():
@@ -77,6 +100,7 @@ def show(name: str, source: Source, optimise: bool = True) -> str:
     value, unit = compile_to(name, source, optimise)
     return STAGES[names().index(name)].show(value, unit)
 
+# cell 148
 from lcompiler import syntax
 
 
@@ -97,6 +121,7 @@ def ast_stage(tokens: list, unit: Unit):
 
 # --- Running programs from the shell -----------------------------------
 
+# cell 157
 from lcompiler import core, interp
 
 
@@ -112,6 +137,7 @@ def core_stage(tree, unit: Unit):
 
 # --- Showing types, and running only well-typed programs ---------------
 
+# cell 96
 from lcompiler import types
 
 
@@ -128,6 +154,7 @@ def types_stage(program, unit: Unit):
 
 # --- The pipeline's stage ----------------------------------------------
 
+# cell 94
 from lcompiler.core import pretty_core
 from lcompiler.mono import data_declarations, monomorphise
 
@@ -145,6 +172,7 @@ def mono_stage(program, unit: Unit):
 
 # --- Showing the CPS from the command line -----------------------------
 
+# cell 58
 from lcompiler import cps, cps_convert
 
 
@@ -160,6 +188,7 @@ def cps_stage(core_program, unit: Unit) -> cps.Program:
 
 # --- Showing closure-converted CPS from the command line ---------------
 
+# cell 34
 from lcompiler import closure as closure_conversion
 
 
@@ -175,6 +204,7 @@ def closure_stage(program: cps.Program, unit: Unit) -> cps.Program:
 
 # --- In the pipeline ---------------------------------------------------
 
+# cell 126
 from lcompiler import cps, shrink as shrinking
 
 
@@ -198,6 +228,7 @@ def shrink_stage(program: cps.Program, unit: Unit) -> cps.Program:
 
 # --- Showing LLVM from the command line --------------------------------
 
+# cell 167
 from lcompiler import addlang
 from lcompiler.llvm_backend import Backend, optimise
 from lcompiler.syntax import collector_paused

@@ -14,13 +14,83 @@ the program smaller or simpler — Appel and Jim's *shrinking reductions*
 compiler of a functional language needs: *contification*, which turns a
 function that always returns to the same place into a block of its
 caller, and *inlining*, which copies a small function into its calls.
+
+What this chapter promises:
+
+In the module `lcompiler.shrink`:
+
+- **The shrinking reductions**, each a method of `Shrinker` that says
+  whether it applies to a node and, if asked, applies it: dead values,
+  dead continuations, inlining of a continuation or a function used
+  once, η-reduction of continuations, constant folding with L's
+  arithmetic, `case` on a known value, projection from a known tuple or
+  constructor, the end of the road after `fail`, a known closure called
+  directly, unused and boxed continuation parameters, and three rules for
+  top-level definitions. None makes a program bigger.
+- **Two shrinkers** that apply them until none applies:
+  `shrink_census(program)`, Appel and Jim's way (count the uses of every
+  variable, sweep the program once, count again, sweep again, until a
+  sweep changes nothing), and `shrink(program)`, Kennedy's way (one sweep,
+  then a work list of the places a change may have made reducible, with
+  the counts kept exact by the representation). `redexes(program)` counts
+  what is left to reduce: nothing, after either.
+- **`optimise(program)`**: shrinking, then rounds of *contification* (a
+  function every call of which returns to the same continuation becomes
+  that continuation's neighbour: a block, or a loop) and *inlining* (a
+  function body of at most `BUDGET` nodes is copied into its calls; a
+  small recursive one into itself, in at most `UNROLL` rounds, after its
+  tail calls have become a loop — *loopification*), shrinking after
+  each.
+  The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
+- Every step keeps the program's meaning (its output, its runtime error
+  with its location, its exit status) and chapter 6's `check`.
+- In the pipeline, the stage `opt` optimises the CPS of chapter 7 before
+  closure conversion; the stage `shrink` shrinks again after it. Both are
+  on by default and off with `lc … -O0`.
 """
 
-__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'DEPTH', 'UNROLL', 'UNROLL_BUDGET', 'UNROLL_LIMIT', 'GROWTH', 'SLACK', 'Optimiser', 'cont_over', 'returns_soon', 'makes_closures', 'optimise']
+__all__ = [
+    'known',
+    'constant',
+    'written',
+    'UNKNOWN',
+    'fold_operation',
+    'pure',
+    'MOVE_LIMIT',
+    'size_up_to',
+    'in_handler',
+    'top',
+    'home',
+    'same_field',
+    'fresh',
+    'fields_of',
+    'copy_plan',
+    'copy_term',
+    'Shrinker',
+    'relocate',
+    'Census',
+    'Kennedy',
+    'shrink',
+    'shrink_census',
+    'redexes',
+    'BUDGET',
+    'DEPTH',
+    'UNROLL',
+    'UNROLL_BUDGET',
+    'UNROLL_LIMIT',
+    'GROWTH',
+    'SLACK',
+    'Optimiser',
+    'cont_over',
+    'returns_soon',
+    'makes_closures',
+    'optimise',
+]
 
 
 # --- What is known about a variable ------------------------------------
 
+# cell 16
 from collections import Counter
 
 from lcompiler.cps import (
@@ -49,10 +119,12 @@ def constant(v: Var):
     p = known(v)
     return (True, p.value) if type(p) is Const else (False, None)
 
+# cell 18
 def written(v: Var) -> bool:
     """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag)?"""
     return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
 
+# cell 20
 UNKNOWN = object()
 
 
@@ -77,6 +149,7 @@ def pure(p) -> bool:
         return ok and d != 0
     return not has_effect(p)
 
+# cell 23
 MOVE_LIMIT = 150       # the largest top-level function moved into another (nodes)
 
 
@@ -137,6 +210,7 @@ def same_field(y: Var, value, i: int) -> bool:
 
 # --- Copying a term ----------------------------------------------------
 
+# cell 25
 def fresh(x: Var) -> Var:
     y = ContVar(x.hint) if x.is_cont else Var(x.hint)
     y.type = x.type
@@ -202,6 +276,7 @@ def copy_term(root, renaming: dict):
 
 # --- The machinery of a shrinker ---------------------------------------
 
+# cell 28
 class Shrinker:
     """The shrinking reductions over one program, changed in place."""
 
@@ -237,7 +312,7 @@ class Shrinker:
             if type(n) is ApplyCont:
                 self.changed(n.enclosing)
 
-class Shrinker(Shrinker):
+    # cell 30: The machinery of a shrinker
     def discard(self, node) -> None:
         """node is thrown away: forget its occurrences, mark its nodes dead."""
         for n in walk(node):
@@ -303,7 +378,7 @@ class Shrinker(Shrinker):
         """Take the dead definitions out of the program's list (once in a while: it is a list)."""
         self.program.definitions = [d for d in self.program.definitions if d not in self.dead]
 
-class Shrinker(Shrinker):
+    # cell 32: The machinery of a shrinker
     RULES = {}                                  # node class -> its rules, in the order tried
 
     def visit(self, node, do: bool = True):
@@ -318,10 +393,7 @@ class Shrinker(Shrinker):
                 return rule.__name__
         return None
 
-
-# --- Dead values -------------------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 36: Dead values
     def dead_value(self, t: LetPrim, do: bool) -> bool:
         if self.uses(t.var) != 0 or not pure(t.prim):
             return False
@@ -329,10 +401,7 @@ class Shrinker(Shrinker):
             self.unbind(t)
         return True
 
-
-# --- Constant folding --------------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 39: Constant folding
     def fold(self, t: LetPrim, do: bool) -> bool:
         p = t.prim
         if type(p) is not Op:
@@ -350,10 +419,7 @@ class Shrinker(Shrinker):
             self.swap(t, const(result))
         return True
 
-
-# --- Projections and tags from known values ----------------------------
-
-class Shrinker(Shrinker):
+    # cell 44: Projections and tags from known values
     def project(self, t: LetPrim, do: bool) -> bool:
         p = t.prim
         if type(p) is Proj:
@@ -374,10 +440,7 @@ class Shrinker(Shrinker):
             return True
         return False
 
-
-# --- A function used once ----------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 48: A function used once
     def inline_function_once(self, t: LetPrim, do: bool) -> bool:
         lam = t.prim
         if type(lam) is not Lambda or self.uses(t.var) != 1:
@@ -406,17 +469,7 @@ class Shrinker(Shrinker):
         self.substitute(lam.cont, a.cont.var)
         self.put(a, take(lam.body))
 
-def relocate(ret: ContVar, loc) -> None:
-    """The calls that return to ret (tail calls of its function) take the location loc."""
-    if loc is not None:
-        for o in occurrences(ret):
-            if type(o.enclosing) is Apply:
-                o.enclosing.loc = loc
-
-
-# --- A continuation used once ------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 53: A continuation used once
     def inline_continuation_once(self, t: LetCont, do: bool) -> bool:
         if self.uses(t.cont) != 1:
             return False
@@ -431,10 +484,7 @@ class Shrinker(Shrinker):
             self.unbind(t)
         return True
 
-
-# --- Dead continuations ------------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 56: Dead continuations
     def dead_continuation(self, t: LetCont, do: bool) -> bool:
         n = self.uses(t.cont)
         if n and (n > 2 or not all(in_handler(o.enclosing, t) for o in occurrences(t.cont))):
@@ -443,10 +493,7 @@ class Shrinker(Shrinker):
             self.unbind(t)
         return True
 
-
-# --- η-reduction -------------------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 59: η-reduction
     def eta(self, t: LetCont, do: bool) -> bool:
         h = t.handler
         if type(h) is not ApplyCont or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
@@ -456,10 +503,7 @@ class Shrinker(Shrinker):
             self.unbind(t)
         return True
 
-
-# --- A case on a known value -------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 62: A case on a known value
     def known_case(self, c: Case, do: bool) -> bool:
         ok, v = constant(c.scrutinee.var)
         targets = {k.var for _, k in c.arms} | ({c.default.var} if c.default else set())
@@ -476,10 +520,7 @@ class Shrinker(Shrinker):
             self.put(c, apply_cont(target), made=True)
         return True
 
-
-# --- The end of the road -----------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 65: The end of the road
     def unreachable(self, t: LetPrim, do: bool) -> bool:
         if type(t.prim) is not Fail:
             return False
@@ -493,10 +534,7 @@ class Shrinker(Shrinker):
             self.put(rest, apply_cont(f.cont, t.var) if type(f) is Lambda else halt(t.var), made=True)
         return True
 
-
-# --- A known closure, called directly ----------------------------------
-
-class Shrinker(Shrinker):
+    # cell 68: A known closure, called directly
     def known_call(self, a: Apply, do: bool) -> bool:
         record = known(a.func.var)
         if a.kind != "closure" or type(record) is not MakeClosure:
@@ -507,10 +545,7 @@ class Shrinker(Shrinker):
                               kind="direct", loc=a.loc), made=True)
         return True
 
-
-# --- Continuation parameters: unused, or boxed -------------------------
-
-class Shrinker(Shrinker):
+    # cell 71: Continuation parameters: unused, or boxed
     def jumps(self, k: ContVar):
         """The jumps k(…), when every use of k is one; else None."""
         found = []
@@ -539,7 +574,7 @@ class Shrinker(Shrinker):
                 self.rejump(a, args)
         return True
 
-class Shrinker(Shrinker):
+    # cell 74: Continuation parameters: unused, or boxed
     def unbox(self, t: LetCont, do: bool) -> bool:
         jumps = self.jumps(t.cont)
         if not jumps:
@@ -574,10 +609,7 @@ class Shrinker(Shrinker):
             self.substitute(b.var, parts[o.enclosing.index])
             self.unbind(b)
 
-
-# --- Top-level definitions ---------------------------------------------
-
-class Shrinker(Shrinker):
+    # cell 77: Top-level definitions
     def dead_definition(self, d: Definition, do: bool) -> bool:
         v = d.var
         if v is None or d.visibility == "public":
@@ -626,8 +658,20 @@ class Shrinker(Shrinker):
         return False
 
 
+# --- A function used once ----------------------------------------------
+
+# cell 50
+def relocate(ret: ContVar, loc) -> None:
+    """The calls that return to ret (tail calls of its function) take the location loc."""
+    if loc is not None:
+        for o in occurrences(ret):
+            if type(o.enclosing) is Apply:
+                o.enclosing.loc = loc
+
+
 # --- The order of the rules --------------------------------------------
 
+# cell 80
 Shrinker.RULES = {
     LetPrim: (Shrinker.dead_value, Shrinker.inline_function_once, Shrinker.fold, Shrinker.project,
               Shrinker.unreachable),
@@ -641,6 +685,7 @@ Shrinker.RULES = {
 
 # --- Two shrinkers -----------------------------------------------------
 
+# cell 82
 class Census(Shrinker):
     """Appel and Jim's way: count (the census), sweep the program once reducing what the census
     allows, count again, sweep again, until a sweep changes nothing."""
@@ -671,6 +716,7 @@ class Census(Shrinker):
                 if sum(self.stats.values()) == before:
                     return self.stats
 
+# cell 84
 class Kennedy(Shrinker):
     """One sweep in program order, then a work list of the nodes a rewrite may have made redexes."""
 
@@ -733,6 +779,7 @@ def shrink_census(program: Program, after=None) -> Counter:
     """The same reductions, with Appel and Jim's census and repeated sweeps."""
     return Census(program, after).run()
 
+# cell 86
 def redexes(program: Program) -> Counter:
     """The shrinking redexes left in a program, by rule (nothing is changed)."""
     s = Shrinker(program)
@@ -747,6 +794,7 @@ def redexes(program: Program) -> Counter:
 
 # --- Contification -----------------------------------------------------
 
+# cell 95
 BUDGET = 40            # the largest function body (nodes) copied into a call
 DEPTH = 3              # how deep copies of copies of function bodies go
 UNROLL = 3             # in how many rounds a recursive function is copied into itself …
@@ -785,7 +833,7 @@ class Optimiser(Kennedy):
                     funcs.append((n.var, n.prim))
         return funcs, calls
 
-class Optimiser(Optimiser):
+    # cell 97: Contification
     def return_point(self, f: Var, lam: Lambda):
         """(k, calls) when every use of f is a call, every call from inside f is a tail call, and every
         other call returns to the same continuation k; else None."""
@@ -820,18 +868,7 @@ class Optimiser(Optimiser):
                 return site
         return scope
 
-def cont_over(hint: str, params: list) -> LetCont:
-    """A `cont` not yet placed: a fresh continuation variable, and params (variables that exist
-    already, bound from now on by the `cont`) as its parameters."""
-    k = ContVar(hint)
-    t = _new(LetCont, cont=k, params=list(params), handler=None, body=None)
-    k.binder = t
-    for x in t.params:
-        x.binder = t
-    return t
-
-
-class Optimiser(Optimiser):
+    # cell 99: Contification
     def contify(self, f: Var, lam: Lambda) -> bool:
         if lam.body is None or f.binder in self.dead or lam in self.dead:
             return False
@@ -874,10 +911,7 @@ class Optimiser(Optimiser):
             self.after("contify", t)
         return True
 
-
-# --- Inlining within a budget ------------------------------------------
-
-class Optimiser(Optimiser):
+    # cell 101: Inlining within a budget
     def inline(self, a: Apply) -> bool:
         if a in self.dead or a.enclosing is None:
             return False
@@ -928,10 +962,7 @@ class Optimiser(Optimiser):
                                     and not makes_closures(lam.body))
         return self.unrollable[lam]
 
-
-# --- What runs before anything can call --------------------------------
-
-class Optimiser(Optimiser):
+    # cell 103: What runs before anything can call
     def early_writes(self) -> int:
         """Writes of constants into static cells, made before anything can call a function,
         become the cells' initial values."""
@@ -967,24 +998,7 @@ class Optimiser(Optimiser):
         self.known_more(cell)
         return True
 
-def returns_soon(a: Apply, lam: Lambda) -> bool:
-    """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
-    t = a.cont.var.binder
-    if type(t) is not LetCont or t.cont is not a.cont.var:
-        return False
-    h = t.handler
-    while type(h) is LetPrim:
-        h = h.body
-    return type(h) is ApplyCont and h.cont.var is lam.cont
-
-def makes_closures(body) -> bool:
-    """Does body define a function (a Lambda), which a copy of body would copy?"""
-    return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
-
-
-# --- Loops before copies -----------------------------------------------
-
-class Optimiser(Optimiser):
+    # cell 109: Loops before copies
     def loopify(self, f: Var, lam: Lambda) -> bool:
         """Make the tail calls of the top-level function f = lam from its own body jumps to a loop
         continuation that holds its body; False if there are none, or lam may not be unrolled."""
@@ -1032,10 +1046,7 @@ class Optimiser(Optimiser):
                 self.changed(n)
         return jump
 
-
-# --- The optimiser -----------------------------------------------------
-
-class Optimiser(Optimiser):
+    # cell 111: The optimiser
     def run(self, rounds: int = 4) -> Counter:
         with collector_paused():
             self.stats["early_write"] += self.early_writes()
@@ -1062,7 +1073,40 @@ class Optimiser(Optimiser):
                     break
         return self.stats
 
+# cell 99
+def cont_over(hint: str, params: list) -> LetCont:
+    """A `cont` not yet placed: a fresh continuation variable, and params (variables that exist
+    already, bound from now on by the `cont`) as its parameters."""
+    k = ContVar(hint)
+    t = _new(LetCont, cont=k, params=list(params), handler=None, body=None)
+    k.binder = t
+    for x in t.params:
+        x.binder = t
+    return t
 
+
+# --- What runs before anything can call --------------------------------
+
+# cell 105
+def returns_soon(a: Apply, lam: Lambda) -> bool:
+    """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
+    t = a.cont.var.binder
+    if type(t) is not LetCont or t.cont is not a.cont.var:
+        return False
+    h = t.handler
+    while type(h) is LetPrim:
+        h = h.body
+    return type(h) is ApplyCont and h.cont.var is lam.cont
+
+# cell 107
+def makes_closures(body) -> bool:
+    """Does body define a function (a Lambda), which a copy of body would copy?"""
+    return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
+
+
+# --- The optimiser -----------------------------------------------------
+
+# cell 111
 def optimise(program: Program, after=None, **options) -> Counter:
     """Shrink, contify, inline and shrink again, in place; return how many rewrites of each kind."""
     return Optimiser(program, after, **options).run()

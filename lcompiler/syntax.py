@@ -9,13 +9,94 @@ from the tokens, deciding where statements end, what is a call and what a
 subtraction from the separations alone; a printer writes the tree back as L.
 Every node of the tree remembers where in the text it came from, so that
 every error — here and in every later stage — can point at it.
+
+What this chapter promises:
+
+- `tokenize(source)` returns the list of tokens of a `Source` (chapter 1's
+  named text), ending with an `eof` token. Each token has a kind, its text,
+  its `Span`, and its separation from the token before and after it.
+- `parse(source)` returns a `Program`: a list of top-level items whose every
+  node is a dataclass carrying its span. Or it raises a `CompileError` that
+  reports every mistake it found — after a mistake it skips to the next
+  top-level item and goes on — each with a message that says what was
+  expected; and never any other exception, whatever the input.
+- `pretty(program)` prints the tree back as L text, and parsing that text
+  gives the same tree again (spans aside).
+- `dump(node)` shows the tree's structure, for `lc show ast`.
 """
 
-__all__ = ['Sep', 'Token', 'KEYWORDS', 'OPERATORS', 'MAX_INT', 'ESCAPES', 'collector_paused', 'tokenize', 'SEP_MARK', 'show_tokens', 'Int', 'Str', 'Unit', 'Var', 'Wildcard', 'Con', 'Tuple', 'Call', 'Dot', 'DotMatch', 'Unary', 'Binary', 'If', 'Match', 'While', 'Assign', 'Block', 'Function', 'Clause', 'PVar', 'PWild', 'PInt', 'PUnit', 'PTuple', 'PCon', 'Let', 'VarDecl', 'TName', 'TVar', 'TTuple', 'TFun', 'Field', 'Constructor', 'Data', 'Def', 'Program', 'dump', 'BINARY', 'PREFIX_BP', 'POSTFIX_BP', 'ASSIGN_BP', 'Parser', 'grouped', 'to_pattern', 'BRACKETS', 'STARTERS', 'NESTING_LIMIT', 'stack_depth', 'recursion_limit', 'parse', 'pretty_pattern', 'pretty_expr', 'pretty_statement', 'pretty_type', 'pretty']
+__all__ = [
+    'Sep',
+    'Token',
+    'KEYWORDS',
+    'OPERATORS',
+    'MAX_INT',
+    'ESCAPES',
+    'collector_paused',
+    'tokenize',
+    'SEP_MARK',
+    'show_tokens',
+    'Int',
+    'Str',
+    'Unit',
+    'Var',
+    'Wildcard',
+    'Con',
+    'Tuple',
+    'Call',
+    'Dot',
+    'DotMatch',
+    'Unary',
+    'Binary',
+    'If',
+    'Match',
+    'While',
+    'Assign',
+    'Block',
+    'Function',
+    'Clause',
+    'PVar',
+    'PWild',
+    'PInt',
+    'PUnit',
+    'PTuple',
+    'PCon',
+    'Let',
+    'VarDecl',
+    'TName',
+    'TVar',
+    'TTuple',
+    'TFun',
+    'Field',
+    'Constructor',
+    'Data',
+    'Def',
+    'Program',
+    'dump',
+    'BINARY',
+    'PREFIX_BP',
+    'POSTFIX_BP',
+    'ASSIGN_BP',
+    'Parser',
+    'grouped',
+    'to_pattern',
+    'BRACKETS',
+    'STARTERS',
+    'NESTING_LIMIT',
+    'stack_depth',
+    'recursion_limit',
+    'parse',
+    'pretty_pattern',
+    'pretty_expr',
+    'pretty_statement',
+    'pretty_type',
+    'pretty',
+]
 
 
 # --- Separation --------------------------------------------------------
 
+# cell 5
 import gc
 import re
 from contextlib import contextmanager
@@ -48,6 +129,7 @@ class Token:
 
 # --- The lexer ---------------------------------------------------------
 
+# cell 14
 KEYWORDS = {"def", "data", "let", "var", "if", "else", "match", "while"}
 OPERATORS = [":=", "->", "==", "!=", "<=", ">=", "&&", "||",
              "+", "-", "*", "/", "%", "<", ">", "=", "!", "(", ")", "{", "}", ",", ".", ":"]
@@ -70,6 +152,7 @@ _LEXEME = re.compile("|".join([
     r"(?P<bad>.)",
 ]))
 
+# cell 16
 def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
@@ -88,6 +171,7 @@ def _decode_string(text: str, span: Span, errors: list) -> str:
             i += 1
     return "".join(out)
 
+# cell 20
 def _int_value(lexeme: str, span: Span, errors: list) -> int:
     """The value of an int lexeme; or 0, after adding what is wrong with it to errors."""
     if not lexeme.isdigit():
@@ -108,6 +192,7 @@ def _unclosed_string(source: Source, span: Span, errors: list) -> tuple[str, Spa
     span = Span(source, span.start, len(source.text) if end < 0 else end)
     return source.text[span.start:span.end], span
 
+# cell 22
 @contextmanager
 def collector_paused():
     """Pause Python's cyclic garbage collector (see parse, below), restoring its state after."""
@@ -130,6 +215,7 @@ def tokenize(source: Source, errors: list | None = None) -> list[Token]:
         raise_errors(found)
     return tokens
 
+# cell 24
 def _tokenize(source: Source, errors: list) -> list[Token]:
     """The tokens of a source; its lexical mistakes are added to errors, and lexing goes on."""
     text, tokens = source.text, []
@@ -192,6 +278,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
     tokens.append(eof)
     return tokens
 
+# cell 26
 SEP_MARK = {Sep.STUCK: "·", Sep.WHITESPACE: "_", Sep.NEWLINE: "⏎", Sep.EXPLICIT: ";"}
 
 
@@ -207,6 +294,7 @@ def show_tokens(tokens: list[Token]) -> str:
 
 # --- The syntax tree ---------------------------------------------------
 
+# cell 31
 def _span():
     return field(default=None, compare=False, repr=False)
 
@@ -251,6 +339,7 @@ class Tuple:                   # (e1, …, en), n ≥ 2
     items: list
     span: Span = _span()
 
+# cell 33
 @dataclass(slots=True)
 class Call:                    # f(e1, …, en), f{ … }
     fn: object
@@ -287,6 +376,7 @@ class Binary:                  # e1 op e2, including && and ||
     right: object
     span: Span = _span()
 
+# cell 35
 @dataclass(slots=True)
 class If:                      # if (c) e1 else e2; orelse None without else
     cond: object
@@ -315,6 +405,7 @@ class Assign:                  # x := e
     value: object
     span: Span = _span()
 
+# cell 37
 @dataclass(slots=True)
 class Block:                   # { s1 … sn }
     statements: list
@@ -335,6 +426,7 @@ class Clause:
     body: "list | Clause"
     span: Span = _span()
 
+# cell 39
 @dataclass(slots=True)
 class PVar:
     name: str
@@ -375,6 +467,7 @@ class PCon:                    # C, or C(p1, …, pn)
     span: Span = _span()
     type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
+# cell 41
 @dataclass(slots=True)
 class Let:                     # let p = e
     pattern: object
@@ -388,6 +481,7 @@ class VarDecl:                 # var x := e
     value: object
     span: Span = _span()
 
+# cell 43
 @dataclass(slots=True)
 class TName:                   # Int, List<a>
     name: str
@@ -413,6 +507,7 @@ class TFun:                    # a -> b
     result: object
     span: Span = _span()
 
+# cell 45
 @dataclass(slots=True)
 class Field:                   # [name :] type
     name: str | None
@@ -449,6 +544,7 @@ class Program:
     items: list
     span: Span = _span()
 
+# cell 47
 def dump(node, indent: int = 0) -> str:
     """The structure of a syntax tree, one node per line, with positions."""
     pad = "  " * indent
@@ -485,6 +581,7 @@ def dump(node, indent: int = 0) -> str:
 
 # --- Top-down operator precedence --------------------------------------
 
+# cell 49
 BINARY = {"||": 10, "&&": 20, "==": 30, "!=": 30, "<": 40, "<=": 40, ">": 40, ">=": 40,
           "+": 50, "-": 50, "*": 60, "/": 60, "%": 60}
 PREFIX_BP = 70
@@ -494,6 +591,7 @@ ASSIGN_BP = 5          # x := e is looser than every operator, and right-associa
 
 # --- The parser --------------------------------------------------------
 
+# cell 51
 def _describe(t: Token) -> str:
     if t.kind == "eof":
         return "the end of the file"
@@ -540,10 +638,7 @@ class Parser:
         """The span from the start of a token to the end of the last token consumed."""
         return start.span.to(self.tokens[max(self.pos - 1, 0)].span)
 
-
-# --- Expressions -------------------------------------------------------
-
-class Parser(Parser):
+    # cell 53: Expressions
     def nud(self):
         """The grammar's rules nud and unary: what a token means at the start of an expression."""
         t = self.advance()
@@ -588,31 +683,7 @@ class Parser(Parser):
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
 
-def grouped(e) -> str:
-    """An expression as L text with every operation in parentheses: how it is grouped."""
-    match e:
-        case Binary(op, left, right):
-            return f"({grouped(left)} {op} {grouped(right)})"
-        case Unary(op, operand):
-            return f"({op}{grouped(operand)})"
-        case Assign(target, value):
-            return f"({target.name} := {grouped(value)})"
-        case Call(fn, args) if not any(isinstance(a, (Block, Function)) for a in args):
-            callee = grouped(fn)
-            if isinstance(fn, (Con, Dot)) and fn.args is None:    # (x.f)(y) is not x.f(y)
-                callee = f"({callee})"
-            return callee + "(" + ", ".join(map(grouped, args)) + ")"
-        case Dot(receiver, name, args) if args is None or not any(isinstance(a, (Block, Function)) for a in args):
-            text = f"{grouped(receiver)}.{name.name}"
-            return text if args is None else text + "(" + ", ".join(map(grouped, args)) + ")"
-        case Var(name):
-            return name
-        case Int(value):
-            return str(value)
-    return pretty_expr(e)     # the other forms, written by the printer (below)
-
-
-class Parser(Parser):
+    # cell 55: Expressions
     def say(self, event: str, left=None, verb: str = "left =") -> None:
         """One line of the trace, indented by depth; the expression so far on the right."""
         line = "│ " * self.depth + event
@@ -639,7 +710,7 @@ class Parser(Parser):
             return f"next {t.kind!r} ({power} > {min_bp}? no)"
         return f"next {t.text!r}, not an operator"
 
-class Parser(Parser):
+    # cell 57: Expressions
     def expression(self, min_bp: int = 0):
         """The grammar's rules expression, or, and, equality, comparison, sum, product and
         postfix: the Pratt loop."""
@@ -683,7 +754,7 @@ class Parser(Parser):
         self.depth -= 1
         return left
 
-class Parser(Parser):
+    # cell 61: Expressions
     def arguments(self, open_: Token) -> list:
         """e1, …, en up to the ')' matching open_ (already consumed): the inside of the rules
         call, constructor_use and parenthesised."""
@@ -723,7 +794,7 @@ class Parser(Parser):
         return Dot(receiver, Var(name.text, name.span), args,
                    receiver.span.to(self.tokens[self.pos - 1].span))
 
-class Parser(Parser):
+    # cell 63: Expressions
     def constructor(self, t: Token):
         """The grammar's rule constructor_use: C, C(e1, …, en) or C{…}."""
         if self.at("(") and self.peek().before == Sep.STUCK:
@@ -761,32 +832,7 @@ class Parser(Parser):
             orelse = self.expression()
         return If(cond, then, orelse, self.span_from(t))
 
-
-# --- Blocks, functions and clauses -------------------------------------
-
-def to_pattern(e):
-    """The pattern an expression denotes, or a CompileError if it denotes none."""
-    match e:
-        case Var(name, span):
-            return PVar(name, span)
-        case Wildcard(span):
-            return PWild(span)
-        case Int(value, span):
-            return PInt(value, span)
-        case Unary("-", Int(value), span):
-            return PInt(-value, span)
-        case Unit(span):
-            return PUnit(span)
-        case Tuple(items, span):
-            return PTuple([to_pattern(i) for i in items], span)
-        case Con(name, None, span):
-            return PCon(name, None, span)
-        case Con(name, args, span):
-            return PCon(name, [to_pattern(a) for a in args], span)
-    raise CompileError("this is not a pattern: a pattern is a name, _, a number, (), "
-                       "a tuple of patterns or a constructor applied to patterns", e.span)
-
-class Parser(Parser):
+    # cell 72: Blocks, functions and clauses
     def braces(self, open_: Token):
         """The grammar's rules braces and block: a block or a function; open_ is the '{',
         already consumed."""
@@ -825,7 +871,7 @@ class Parser(Parser):
             self.error("else without an if before it", t)
         self.error(f"expected a new line or ';' before {_describe(t)}", t)
 
-class Parser(Parser):
+    # cell 74: Blocks, functions and clauses
     def clause_block(self, what: str) -> list:
         """The '{' clauses '}' of match."""
         open_ = self.expect("{", f" after the condition of '{what}'")
@@ -877,7 +923,7 @@ class Parser(Parser):
             body.append(s)
         return Clause(patterns, body, first.span.to(body[-1].span))
 
-class Parser(Parser):
+    # cell 77: Blocks, functions and clauses
     def statement(self):
         """The grammar's rule statement."""
         t = self.peek()
@@ -895,10 +941,7 @@ class Parser(Parser):
             return VarDecl(Var(name.text, name.span), value, t.span.to(value.span))
         return self.expression()
 
-
-# --- Top-level items and data declarations -----------------------------
-
-class Parser(Parser):
+    # cell 82: Top-level items and data declarations
     def program(self) -> Program:
         """The items of the program; the mistakes found, with where their items start, in self.errors."""
         items, self.errors = [], []
@@ -934,7 +977,7 @@ class Parser(Parser):
             self.error(f"unexpected '{self.peek().kind}' at the top level (a function needs braces: {{ p -> … }})")
         return s
 
-class Parser(Parser):
+    # cell 84: Top-level items and data declarations
     def definition(self) -> Def:
         """The grammar's rule definition."""
         t = self.advance()
@@ -949,7 +992,7 @@ class Parser(Parser):
         value = self.expression()
         return Def(Var(name.text, name.span), params, value, t.span.to(value.span))
 
-class Parser(Parser):
+    # cell 86: Top-level items and data declarations
     def data(self) -> Data:
         """The grammar's rules data and constructor."""
         t = self.advance()
@@ -1004,7 +1047,7 @@ class Parser(Parser):
         self.expect(")", " to close the fields", open_)
         return out
 
-class Parser(Parser):
+    # cell 88: Top-level items and data declarations
     def type_(self):
         """The grammar's rule type."""
         arg = self.type_atom()
@@ -1041,16 +1084,7 @@ class Parser(Parser):
             return items[0] if len(items) == 1 else TTuple(items, self.span_from(t))
         self.error(f"expected a type, found {_describe(t)}", t)
 
-
-# --- After a mistake: on to the next item ------------------------------
-
-import bisect
-
-BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
-STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var"}
-
-
-class Parser(Parser):
+    # cell 93: After a mistake: on to the next item
     def first_on_its_line(self, t: Token) -> bool:
         text = t.span.source.text
         return text[text.rfind("\n", 0, t.span.start) + 1:t.span.start].strip() == ""
@@ -1069,8 +1103,71 @@ class Parser(Parser):
         self.pos = pos
 
 
+# --- Expressions -------------------------------------------------------
+
+# cell 55
+def grouped(e) -> str:
+    """An expression as L text with every operation in parentheses: how it is grouped."""
+    match e:
+        case Binary(op, left, right):
+            return f"({grouped(left)} {op} {grouped(right)})"
+        case Unary(op, operand):
+            return f"({op}{grouped(operand)})"
+        case Assign(target, value):
+            return f"({target.name} := {grouped(value)})"
+        case Call(fn, args) if not any(isinstance(a, (Block, Function)) for a in args):
+            callee = grouped(fn)
+            if isinstance(fn, (Con, Dot)) and fn.args is None:    # (x.f)(y) is not x.f(y)
+                callee = f"({callee})"
+            return callee + "(" + ", ".join(map(grouped, args)) + ")"
+        case Dot(receiver, name, args) if args is None or not any(isinstance(a, (Block, Function)) for a in args):
+            text = f"{grouped(receiver)}.{name.name}"
+            return text if args is None else text + "(" + ", ".join(map(grouped, args)) + ")"
+        case Var(name):
+            return name
+        case Int(value):
+            return str(value)
+    return pretty_expr(e)     # the other forms, written by the printer (below)
+
+
+# --- Blocks, functions and clauses -------------------------------------
+
+# cell 68
+def to_pattern(e):
+    """The pattern an expression denotes, or a CompileError if it denotes none."""
+    match e:
+        case Var(name, span):
+            return PVar(name, span)
+        case Wildcard(span):
+            return PWild(span)
+        case Int(value, span):
+            return PInt(value, span)
+        case Unary("-", Int(value), span):
+            return PInt(-value, span)
+        case Unit(span):
+            return PUnit(span)
+        case Tuple(items, span):
+            return PTuple([to_pattern(i) for i in items], span)
+        case Con(name, None, span):
+            return PCon(name, None, span)
+        case Con(name, args, span):
+            return PCon(name, [to_pattern(a) for a in args], span)
+    raise CompileError("this is not a pattern: a pattern is a name, _, a number, (), "
+                       "a tuple of patterns or a constructor applied to patterns", e.span)
+
+
+# --- After a mistake: on to the next item ------------------------------
+
+# cell 93
+import bisect
+
+BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
+STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var"}
+
+
 # --- The entry point, and the promise of no other exception ------------
 
+# cell 95
 import sys
 
 NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
@@ -1095,6 +1192,7 @@ def recursion_limit(limit: int):
     finally:
         sys.setrecursionlimit(old)
 
+# cell 97
 def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
     """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
     tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
@@ -1112,6 +1210,7 @@ def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ())
 
 # --- Printing L back ---------------------------------------------------
 
+# cell 109
 def _bp(e) -> int:
     """How tightly an expression holds together, for placing parentheses."""
     match e:
@@ -1135,6 +1234,7 @@ def _operand(e, min_bp: int) -> str:
 def _string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
+# cell 114
 def pretty_pattern(p) -> str:
     """A pattern as L text."""
     match p:
@@ -1154,6 +1254,7 @@ def pretty_pattern(p) -> str:
             return f"{name}(" + ", ".join(map(pretty_pattern, args)) + ")"
     raise TypeError(f"not a pattern: {p!r}")
 
+# cell 116
 def _args(args: list) -> str:
     if len(args) == 1 and isinstance(args[0], (Block, Function)):
         return pretty_expr(args[0])               # f{ … }
@@ -1195,6 +1296,7 @@ def pretty_expr(e, indent: int = 0) -> str:
             return f"{_operand(left, bp - 1)} {op} {_operand(right, bp)}"
     return _pretty_control(e, indent)
 
+# cell 118
 def _pretty_control(e, indent: int) -> str:
     """An if, while, :=, match, block or function as L text."""
     match e:
@@ -1219,6 +1321,7 @@ def _pretty_control(e, indent: int) -> str:
             return _clauses(clauses, indent)
     raise TypeError(f"not an expression: {e!r}")
 
+# cell 123
 def _clause(c: Clause, indent: int) -> list[str]:
     """A clause as statements: its first line holds the patterns and arrows."""
     head = ", ".join(map(pretty_pattern, c.patterns)) + " -> "
@@ -1249,6 +1352,7 @@ def pretty_statement(s, indent: int = 0) -> str:
             return f"var {name.name} := " + pretty_expr(value, indent)
     return pretty_expr(s, indent)
 
+# cell 125
 def pretty_type(t) -> str:
     match t:
         case TVar(name):

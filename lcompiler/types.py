@@ -12,11 +12,36 @@ also read the types it records on every node to choose how to represent
 values in memory.
 """
 
-__all__ = ['TCon', 'TVar', 'Unknown', 'GENERIC', 'BASE_TYPES', 'fn', 'tuple_of', 'Mismatch', 'Inference', 'Namer', 'is_value', 'ARITHMETIC', 'ORDERING', 'references', 'strongly_connected', 'TParam', 'Typing', 'show_type', 'walk_plan', 'infer_program', 'check_types', 'typing_text', 'show_types']
+__all__ = [
+    'TCon',
+    'TVar',
+    'Unknown',
+    'GENERIC',
+    'BASE_TYPES',
+    'fn',
+    'tuple_of',
+    'Mismatch',
+    'Inference',
+    'Namer',
+    'is_value',
+    'ARITHMETIC',
+    'ORDERING',
+    'references',
+    'strongly_connected',
+    'TParam',
+    'Typing',
+    'show_type',
+    'walk_plan',
+    'infer_program',
+    'check_types',
+    'typing_text',
+    'show_types',
+]
 
 
 # --- What the types of L are -------------------------------------------
 
+# cell 4
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, is_dataclass
 
@@ -65,6 +90,7 @@ def tuple_of(items) -> TCon:
 
 # --- Unification on union-find -----------------------------------------
 
+# cell 6
 class Mismatch(Exception):
     """Two types that cannot be made equal (occurs: one would contain the other)."""
 
@@ -90,7 +116,7 @@ class Inference:
                 return known
         return t
 
-class Inference(Inference):
+    # cell 8: Unification on union-find
     def unify(self, a, b) -> None:
         """Make two types equal, or raise Mismatch."""
         pairs = [(a, b)]
@@ -111,7 +137,7 @@ class Inference(Inference):
             else:
                 pairs.extend(zip(a.args, b.args))
 
-class Inference(Inference):
+    # cell 10: Unification on union-find
     def bind(self, v: TVar, t: TCon) -> None:
         """Make the unknown v stand for t: the occurs check, and the levels."""
         p = self.uf.find(v)
@@ -129,7 +155,7 @@ class Inference(Inference):
                 todo.extend(x.args)
         self.uf.set_description(p, t)
 
-class Inference(Inference):
+    # cell 12: Unification on union-find
     def generalize(self, t) -> None:
         """Quantify the unknown variables of t born deeper than the current level."""
         todo = [t]
@@ -158,42 +184,7 @@ class Inference(Inference):
             return TCon(x.name, tuple(copy(a) for a in x.args)) if x.args else x
         return copy(t)
 
-
-# --- Types in L's syntax -----------------------------------------------
-
-class Namer:
-    """Names the type variables of the types it prints, in order of appearance."""
-
-    def __init__(self, inference: Inference):
-        self.inference, self.names = inference, {}
-
-    def name(self, v: TVar) -> str:
-        p = self.inference.uf.find(v)
-        if p not in self.names:
-            n = len(self.names)
-            self.names[p] = chr(ord("a") + n % 26) + (str(n // 26) if n >= 26 else "")
-        return self.names[p]
-
-    def show(self, t) -> str:
-        x = self.inference.shallow(t)
-        if type(x) is TVar:
-            return self.name(x)
-        if x.name == "->":
-            param, result = x.args
-            left = self.show(param)
-            if type(self.inference.shallow(param)) is TCon and self.inference.shallow(param).name == "->":
-                left = f"({left})"
-            return f"{left} -> {self.show(result)}"
-        if x.name == "*":
-            return "(" + ", ".join(self.show(a) for a in x.args) + ")"
-        if x.args:
-            return f"{x.name}<" + ", ".join(self.show(a) for a in x.args) + ">"
-        return x.name
-
-
-# --- Errors a programmer can act on ------------------------------------
-
-class Inference(Inference):
+    # cell 16: Errors a programmer can act on
     def unify_at(self, expected, found, span: Span, context: str = "", origin: tuple | None = None) -> None:
         """Make found (the type of the code at span) equal to expected; origin: (what, where, its type),
         the code the expected type comes from, shown in a note."""
@@ -213,24 +204,7 @@ class Inference(Inference):
                 notes.append(Note(f"{what} has type {namer.show(whole)}", where))
             raise CompileError(message, span, notes) from None
 
-
-# --- Inferring expressions ---------------------------------------------
-
-def is_value(e) -> bool:
-    """A syntactic value: the right-hand sides that may be generalised."""
-    match e:
-        case c.Lambda() | c.Lit() | c.Var():
-            return True
-        case c.Con(_, args) | c.Tuple(args):
-            return all(map(is_value, args))
-    return False
-
-
-def _callee(fn) -> str:
-    return fn.name if isinstance(fn, c.Var) and not fn.name.startswith("%") else "the function"
-
-
-class Inference(Inference):
+    # cell 18: Inferring expressions
     globals: dict
     constructors: dict          # name -> (result type, field types), with generic parameters
     declarations: dict          # constructor name -> its span in its data declaration, for notes
@@ -250,7 +224,7 @@ class Inference(Inference):
         e.type = t
         return t
 
-class Inference(Inference):
+    # cell 20: Inferring expressions
     def _infer(self, e, env: dict):
         match e:
             case c.Lit():
@@ -277,10 +251,7 @@ class Inference(Inference):
                 return self.statement(e, env)
         raise TypeError(f"not a core expression: {e!r}")
 
-
-# --- Literals, variables, tuples ---------------------------------------
-
-class Inference(Inference):
+    # cell 24: Literals, variables, tuples
     def literal(self, e: c.Lit):
         value = e.value
         return (BOOL if type(value) is bool else INT if type(value) is int
@@ -292,14 +263,7 @@ class Inference(Inference):
         t, generic = env[v.name] if v.kind in ("local", "mutable") else self.globals[v.name]
         return self.instantiate(t) if generic else t
 
-
-# --- Operators ---------------------------------------------------------
-
-ARITHMETIC = {"+", "-", "*", "/", "%"}
-ORDERING = {"<", "<=", ">", ">="}
-
-
-class Inference(Inference):
+    # cell 27: Operators
     pending_equalities: list     # (type, span) of == and != operands, checked at generalisation
 
     def primitive(self, op: str, args: list, env: dict):
@@ -320,10 +284,7 @@ class Inference(Inference):
         self.pending_equalities.append((t, left.span))
         return BOOL
 
-
-# --- Conditionals ------------------------------------------------------
-
-class Inference(Inference):
+    # cell 30: Conditionals
     def conditional(self, e: c.If, env: dict):
         self.check(e.cond, BOOL, env)
         if e.form == "if without else":
@@ -342,10 +303,7 @@ class Inference(Inference):
         self.check(e.orelse, t, env, origin=("the then branch", e.then.span, t))
         return t
 
-
-# --- Patterns and match ------------------------------------------------
-
-class Inference(Inference):
+    # cell 33: Patterns and match
     def pattern(self, p, expected, bound: dict, origin: tuple | None = None) -> dict:
         """Check a pattern against the type of the value it matches; add its variables to bound."""
         p.type = expected
@@ -374,7 +332,7 @@ class Inference(Inference):
                 raise TypeError(f"not a pattern: {p!r}")
         return bound
 
-class Inference(Inference):
+    # cell 34: Patterns and match
     def match(self, scrutinee, clauses: list, env: dict):
         t = self.infer(scrutinee, env)
         origin = ("the value matched", scrutinee.span, t)
@@ -390,15 +348,12 @@ class Inference(Inference):
                 self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
         return result
 
-
-# --- Functions and calls -----------------------------------------------
-
-class Inference(Inference):
+    # cell 37: Functions and calls
     def function(self, param: str, body, env: dict):
         v = self.fresh()
         return fn(v, self.infer(body, {**env, param: (v, False)}))
 
-class Inference(Inference):
+    # cell 40: Functions and calls
     def application(self, callee, arg, env: dict):
         f = self.shallow(self.infer(callee, env))
         if type(f) is TVar:
@@ -421,10 +376,7 @@ class Inference(Inference):
             self.check(arg, param, env, f"the argument of {name}", origin)
         return result
 
-
-# --- Statements: var, :=, while, sequences, print, assert --------------
-
-class Inference(Inference):
+    # cell 50: Statements: var, :=, while, sequences, print, assert
     def statement(self, e, env: dict):
         match e:
             case c.LetVar(name, value, body):
@@ -450,10 +402,7 @@ class Inference(Inference):
                 return UNIT
         raise TypeError(f"not a core statement: {e!r}")
 
-
-# --- Let, generalisation, and the value restriction --------------------
-
-class Inference(Inference):
+    # cell 53: Let, generalisation, and the value restriction
     def let_bound(self, value, env: dict) -> tuple:
         if not is_value(value):
             return self.infer(value, env), False
@@ -480,10 +429,7 @@ class Inference(Inference):
                                    "(only those can be compared with == and !=)", span)
         self.pending_equalities = waiting
 
-
-# --- Data declarations -------------------------------------------------
-
-class Inference(Inference):
+    # cell 57: Data declarations
     def declare_data(self, declarations: list) -> None:
         arities = {name: 0 for name in BASE_TYPES}
         for d in declarations:
@@ -534,7 +480,7 @@ class Inference(Inference):
         both = self.instantiate(TCon("", (result,) + field_types))
         return both.args[0], both.args[1:]
 
-class Inference(Inference):
+    # cell 59: Data declarations
     def construction(self, name: str, args: list, env: dict):
         result, field_types = self.instantiate_constructor(name)
         origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
@@ -544,9 +490,165 @@ class Inference(Inference):
                        origin)
         return result
 
+    # cell 68: The top level: strongly connected components
+    def program(self, program: c.Program) -> dict:
+        self.declare_data([i for i in program.items if isinstance(i, s.Data)])
+        self.globals, self.pending_equalities, errors = {}, [], []
+        defs = {i.name.name: i for i in program.items if isinstance(i, c.Def)}
+        self.definitions = {name: d.name.span for name, d in defs.items()}
+        graph = {name: sorted(references(d.value) & defs.keys()) for name, d in defs.items()}
+        for component in strongly_connected(graph):
+            group = [defs[name] for name in component]
+            try:
+                with self.undone_on_error():
+                    self.component(group)
+            except CompileError as error:
+                errors.append(error)
+                for d in group:                   # ∀a. a: its uses cannot fail
+                    v = self.fresh()
+                    self.uf.description(self.uf.find(v)).level = GENERIC
+                    self.globals[d.name.name] = (v, True)
+        for item in program.items:
+            if not isinstance(item, (c.Def, s.Data)):
+                try:
+                    with self.undone_on_error():
+                        self.infer(item, {})
+                except CompileError as error:
+                    errors.append(error)
+        try:
+            self.settle_equalities(final=True)
+        except CompileError as error:
+            errors.append(error)
+        raise_errors(errors)
+        return {name: t for name, (t, _) in self.globals.items()}
+
+    # cell 70: The top level: strongly connected components
+    def component(self, group: list) -> None:
+        """Infer a group of definitions that refer to each other; generalise them if they are values."""
+        self.level += 1
+        for d in group:
+            self.globals[d.name.name] = (self.fresh(), False)
+        for d in group:
+            self.check(d.value, self.globals[d.name.name][0], {}, f"the definition of {d.name.name}")
+        self.level -= 1
+        generalise = all(is_value(d.value) for d in group)
+        if generalise:
+            self.settle_equalities()
+        for d in group:
+            t = self.globals[d.name.name][0]
+            if generalise:
+                self.generalize(t)
+            self.globals[d.name.name] = (t, generalise)
+            d.name.type = t
+
+    @contextmanager
+    def undone_on_error(self):
+        """On a CompileError, put the level and the pending requirements of == back as they were."""
+        level, pending = self.level, len(self.pending_equalities)
+        try:
+            yield
+        except CompileError:
+            self.level = level
+            del self.pending_equalities[pending:]
+            raise
+
+    # cell 75: After inference: plain types for the later stages
+    def resolve(self, t, cache: dict):
+        x = self.shallow(t)
+        if type(x) is TVar:
+            p = self.uf.find(x)
+            if p not in cache:
+                cache[p] = TParam(len(cache), self.uf.description(p).level == GENERIC)
+            return cache[p]
+        if not x.args:
+            return x
+        key = id(x)
+        if key not in cache:
+            cache[key] = (x, TCon(x.name, tuple(self.resolve(a, cache) for a in x.args)))
+        return cache[key][1]
+
+    def resolve_all(self, program: c.Program) -> None:
+        """Replace every recorded type in the program by its resolved form."""
+        cache, todo = {}, [program.items]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, (list, tuple)):
+                todo.extend(x)
+                continue
+            plan = _PLANS.get(type(x), False)
+            if plan is False:
+                plan = walk_plan(type(x))
+            if plan is None:
+                continue
+            has_type, names = plan
+            if has_type and x.type is not None:
+                x.type = self.resolve(x.type, cache)
+            for name in names:
+                v = getattr(x, name)
+                if v is not None and not isinstance(v, (str, int)):
+                    todo.append(v)
+
+
+# --- Types in L's syntax -----------------------------------------------
+
+# cell 14
+class Namer:
+    """Names the type variables of the types it prints, in order of appearance."""
+
+    def __init__(self, inference: Inference):
+        self.inference, self.names = inference, {}
+
+    def name(self, v: TVar) -> str:
+        p = self.inference.uf.find(v)
+        if p not in self.names:
+            n = len(self.names)
+            self.names[p] = chr(ord("a") + n % 26) + (str(n // 26) if n >= 26 else "")
+        return self.names[p]
+
+    def show(self, t) -> str:
+        x = self.inference.shallow(t)
+        if type(x) is TVar:
+            return self.name(x)
+        if x.name == "->":
+            param, result = x.args
+            left = self.show(param)
+            if type(self.inference.shallow(param)) is TCon and self.inference.shallow(param).name == "->":
+                left = f"({left})"
+            return f"{left} -> {self.show(result)}"
+        if x.name == "*":
+            return "(" + ", ".join(self.show(a) for a in x.args) + ")"
+        if x.args:
+            return f"{x.name}<" + ", ".join(self.show(a) for a in x.args) + ">"
+        return x.name
+
+
+# --- Inferring expressions ---------------------------------------------
+
+# cell 18
+def is_value(e) -> bool:
+    """A syntactic value: the right-hand sides that may be generalised."""
+    match e:
+        case c.Lambda() | c.Lit() | c.Var():
+            return True
+        case c.Con(_, args) | c.Tuple(args):
+            return all(map(is_value, args))
+    return False
+
+
+def _callee(fn) -> str:
+    return fn.name if isinstance(fn, c.Var) and not fn.name.startswith("%") else "the function"
+
+
+# --- Operators ---------------------------------------------------------
+
+# cell 27
+ARITHMETIC = {"+", "-", "*", "/", "%"}
+ORDERING = {"<", "<=", ">", ">="}
+
 
 # --- The top level: strongly connected components ----------------------
 
+# cell 62
 _LOOK_INTO = {}     # a node class -> its fields that may hold nodes (asking dataclasses each time is slow)
 
 
@@ -577,6 +679,7 @@ def references(e) -> set:
                     todo.append(v)
     return found
 
+# cell 64
 def strongly_connected(graph: dict) -> list[list]:
     """Tarjan's algorithm, iterative: the components of graph, dependencies first."""
     index, low, on_stack, stack, components = {}, {}, set(), [], []
@@ -613,71 +716,10 @@ def strongly_connected(graph: dict) -> list[list]:
                     components.append(component[::-1])
     return components
 
-class Inference(Inference):
-    def program(self, program: c.Program) -> dict:
-        self.declare_data([i for i in program.items if isinstance(i, s.Data)])
-        self.globals, self.pending_equalities, errors = {}, [], []
-        defs = {i.name.name: i for i in program.items if isinstance(i, c.Def)}
-        self.definitions = {name: d.name.span for name, d in defs.items()}
-        graph = {name: sorted(references(d.value) & defs.keys()) for name, d in defs.items()}
-        for component in strongly_connected(graph):
-            group = [defs[name] for name in component]
-            try:
-                with self.undone_on_error():
-                    self.component(group)
-            except CompileError as error:
-                errors.append(error)
-                for d in group:                   # ∀a. a: its uses cannot fail
-                    v = self.fresh()
-                    self.uf.description(self.uf.find(v)).level = GENERIC
-                    self.globals[d.name.name] = (v, True)
-        for item in program.items:
-            if not isinstance(item, (c.Def, s.Data)):
-                try:
-                    with self.undone_on_error():
-                        self.infer(item, {})
-                except CompileError as error:
-                    errors.append(error)
-        try:
-            self.settle_equalities(final=True)
-        except CompileError as error:
-            errors.append(error)
-        raise_errors(errors)
-        return {name: t for name, (t, _) in self.globals.items()}
-
-class Inference(Inference):
-    def component(self, group: list) -> None:
-        """Infer a group of definitions that refer to each other; generalise them if they are values."""
-        self.level += 1
-        for d in group:
-            self.globals[d.name.name] = (self.fresh(), False)
-        for d in group:
-            self.check(d.value, self.globals[d.name.name][0], {}, f"the definition of {d.name.name}")
-        self.level -= 1
-        generalise = all(is_value(d.value) for d in group)
-        if generalise:
-            self.settle_equalities()
-        for d in group:
-            t = self.globals[d.name.name][0]
-            if generalise:
-                self.generalize(t)
-            self.globals[d.name.name] = (t, generalise)
-            d.name.type = t
-
-    @contextmanager
-    def undone_on_error(self):
-        """On a CompileError, put the level and the pending requirements of == back as they were."""
-        level, pending = self.level, len(self.pending_equalities)
-        try:
-            yield
-        except CompileError:
-            self.level = level
-            del self.pending_equalities[pending:]
-            raise
-
 
 # --- After inference: plain types for the later stages -----------------
 
+# cell 72
 @dataclass(frozen=True, slots=True)
 class TParam:
     """A type variable left open by inference: a parameter of a polymorphic type."""
@@ -716,42 +758,7 @@ def show_type(t, names: dict | None = None) -> str:
             return f"{name}<" + ", ".join(show_type(a, names) for a in args) + ">"
     raise TypeError(f"not a type: {t!r}")
 
-class Inference(Inference):
-    def resolve(self, t, cache: dict):
-        x = self.shallow(t)
-        if type(x) is TVar:
-            p = self.uf.find(x)
-            if p not in cache:
-                cache[p] = TParam(len(cache), self.uf.description(p).level == GENERIC)
-            return cache[p]
-        if not x.args:
-            return x
-        key = id(x)
-        if key not in cache:
-            cache[key] = (x, TCon(x.name, tuple(self.resolve(a, cache) for a in x.args)))
-        return cache[key][1]
-
-    def resolve_all(self, program: c.Program) -> None:
-        """Replace every recorded type in the program by its resolved form."""
-        cache, todo = {}, [program.items]
-        while todo:
-            x = todo.pop()
-            if isinstance(x, (list, tuple)):
-                todo.extend(x)
-                continue
-            plan = _PLANS.get(type(x), False)
-            if plan is False:
-                plan = walk_plan(type(x))
-            if plan is None:
-                continue
-            has_type, names = plan
-            if has_type and x.type is not None:
-                x.type = self.resolve(x.type, cache)
-            for name in names:
-                v = getattr(x, name)
-                if v is not None and not isinstance(v, (str, int)):
-                    todo.append(v)
-
+# cell 77
 _PLANS = {}     # a class -> how resolve_all walks its objects (looking fields up is slow)
 
 
@@ -782,6 +789,7 @@ def infer_program(program: c.Program) -> Typing:
 
 # --- Inference at work -------------------------------------------------
 
+# cell 79
 from lcompiler.errors import Source
 from lcompiler.interp import check as check_names
 

@@ -8,11 +8,25 @@ description to each set. Two variants share one interface: `Safe`, which
 detects every misuse and says which, and `Fast`, which checks nothing.
 """
 
-__all__ = ['Element', 'Partition', 'UnionFind', 'Fast', 'UnionFindError', 'AlreadyAdded', 'NotAdded', 'ForeignStructure', 'ConsumedPartition', 'SelfUnion', 'NotAPartition', 'Safe']
+__all__ = [
+    'Element',
+    'Partition',
+    'UnionFind',
+    'Fast',
+    'UnionFindError',
+    'AlreadyAdded',
+    'NotAdded',
+    'ForeignStructure',
+    'ConsumedPartition',
+    'SelfUnion',
+    'NotAPartition',
+    'Safe',
+]
 
 
 # --- The interface -----------------------------------------------------
 
+# cell 5
 import operator
 
 
@@ -29,6 +43,7 @@ class Element:
 
 # --- The representation: a forest whose roots hold the descriptions ----
 
+# cell 8
 class Partition:
     """The handle of one partition: its root element, rank and description."""
     __slots__ = ("root", "rank", "desc", "owner", "consumed")
@@ -44,6 +59,7 @@ class Partition:
 
 # --- Fast: the algorithm and nothing else ------------------------------
 
+# cell 10
 class UnionFind:
     """The interface shared by Fast and Safe; see those classes."""
 
@@ -66,6 +82,7 @@ class UnionFind:
     def set_description(self, p: Partition, description) -> None:
         raise NotImplementedError
 
+# cell 11
 class Fast(UnionFind):
     """Union-find with union by rank and path compression, and no checks."""
 
@@ -106,6 +123,7 @@ class Fast(UnionFind):
 
 # --- Safe: the same interface, every misuse detected -------------------
 
+# cell 13
 class UnionFindError(Exception):
     """A misuse of a union-find structure, detected by Safe."""
 
@@ -133,6 +151,7 @@ class SelfUnion(UnionFindError):
 class NotAPartition(UnionFindError):
     """Something that is not a partition handle where one is expected."""
 
+# cell 14
 _MISSING = object()
 
 

@@ -97,3 +97,79 @@ def test_no_heading_has_inline_code():
             if cell["cell_type"] == "markdown":
                 for line in "".join(cell["source"]).splitlines():
                     assert not (line.startswith("#") and "`" in line), f"{notebook.name}: {line}"
+
+
+# --- The exporter's own rules, on small notebooks made for the purpose --------------------------
+
+def write_notebook(folder: Path, name: str, cells: list[tuple[str, str]]) -> Path:
+    """A notebook of (kind, source) cells: kind 'md' or 'code'."""
+    import nbformat
+    folder.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(s) if k == "md" else nbformat.v4.new_code_cell(s)
+                for k, s in cells]
+    path = folder / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def small_book(tmp_path, monkeypatch):
+    monkeypatch.setattr(literate, "NOTEBOOKS", tmp_path / "notebooks")
+    monkeypatch.setattr(literate, "PACKAGE", tmp_path / "pkg")
+    return tmp_path
+
+
+def test_a_class_grown_over_cells_becomes_one_class_body(small_book):
+    write_notebook(small_book / "notebooks", "01_demo", [
+        ("md", "# Chapter 1. Demo\n\nA first paragraph.\n\n## What this chapter promises\n\n"
+               "- `A` counts.\n\n## The class"),
+        ("code", "#| default_exp demo"),
+        ("code", "#| export\nclass A:\n    \"\"\"A counter.\"\"\"\n    def f(self):\n        return 1"),
+        ("md", "## More"),
+        ("code", "#| export\nclass A(A):\n    \"\"\"It learns g.\"\"\"\n\n    def g(self):\n"
+                 "        return self.f() + 1\n\nB = A().g()"),
+    ])
+    literate.export()
+    text = (small_book / "pkg" / "demo.py").read_text()
+    assert text.count("class A") == 1
+    assert "    # cell 5: More\n    # It learns g." in text and "# cell 3" in text
+    assert "What this chapter promises:\n\n- `A` counts." in text
+    namespace = {}
+    exec(compile(text, "demo.py", "exec"), namespace)
+    assert namespace["B"] == 2 and len(namespace["A"].__mro__) == 2
+    assert namespace["__all__"] == ["A", "B"]
+
+
+def test_a_replaced_definition_leaves_the_module_and_a_wrong_name_is_an_error(small_book):
+    cells = [("code", "#| default_exp demo"),
+             ("code", "#| export\n@staticmethod\ndef run():\n    return 'first'"),
+             ("code", "#| export\n#| replaces run\ndef run():\n    return 'second'")]
+    write_notebook(small_book / "notebooks", "01_demo", cells)
+    literate.export()
+    text = (small_book / "pkg" / "demo.py").read_text()
+    assert "'first'" not in text and "staticmethod" not in text and "'second'" in text
+    cells[2] = ("code", "#| export\n#| replaces runn\ndef run():\n    return 'second'")
+    write_notebook(small_book / "notebooks", "01_demo", cells)
+    with pytest.raises(literate.ExportError, match=r"01_demo.ipynb, cell 3: '#\| replaces runn'"):
+        literate.export()
+
+
+def test_a_syntax_error_is_reported_with_its_notebook_and_cell(small_book):
+    write_notebook(small_book / "notebooks", "01_demo", [
+        ("code", "#| default_exp demo"), ("md", "## Code"), ("code", "#| export\nx = 1\ny = (2\n")])
+    with pytest.raises(literate.ExportError, match=r"01_demo.ipynb, cell 3, line 2: syntax error"):
+        literate.export()
+
+
+def test_c_cells_become_a_c_file_of_the_package(small_book):
+    write_notebook(small_book / "notebooks", "01_demo", [
+        ("code", "#| default_exp demo"), ("md", "## The runtime"),
+        ("code", "%%c runtime/lc.c\n#include <stdint.h>\nint64_t one(void) { return 1; }"),
+        ("code", "%%c runtime/lc.c\nint64_t two(void) { return one() + one(); }")])
+    literate.export()
+    text = (small_book / "pkg" / "runtime" / "lc.c").read_text()
+    assert text.startswith(literate.C_MARK) and text.index("one(void)") < text.index("two(void)")
+    assert "/* cell 3 */" in text and "/* --- The runtime" in text
+    (small_book / "pkg" / "runtime" / "lc.c").write_text(text + "\n")
+    assert literate.stale_modules() == [f"{small_book}/pkg/runtime/lc.c differs from what its notebook generates"]

@@ -8,12 +8,27 @@
 The notebooks are the source of the package.  A code cell whose first lines
 carry the directive ``#| export`` is copied into the module that the notebook
 names with ``#| default_exp NAME``; ``#| export OTHER`` sends a cell to another
-module instead (the command line ``lcompiler.cli`` grows that way, chapter by
-chapter).  The directives are the ones nbdev uses, so a reader who knows nbdev
-reads them at once; the exporter is ours because it is a page of code, reads
-notebooks with the standard library alone, and writes files whose content
-depends only on the cells' text (nbdev records cell ids, which change every
-time a notebook is regenerated from its text twin).
+module instead.  The directives are the ones nbdev uses, so a reader who knows
+nbdev reads them at once; the exporter is ours because it is a few pages of
+code, reads notebooks with the standard library alone, and writes files whose
+content depends only on the cells' text (nbdev records cell ids, which change
+every time a notebook is regenerated from its text twin).
+
+The generated modules read as code written in one go:
+
+- a class that a chapter grows over several cells (``class Backend(Backend):``
+  adds methods to the ``Backend`` of an earlier cell) is assembled into one
+  class body, each piece marked with the cell it comes from;
+- ``#| replaces NAME`` on an exported cell drops the earlier definitions of
+  NAME, so that a first version the book shows and later improves does not
+  linger in the package (an explicit directive: a name that no earlier cell
+  defines is an error);
+- the module docstring is the chapter's title, its first paragraph and its
+  section "What this chapter promises"; every block is marked with its cell;
+- a syntax error in an exported cell is reported with its notebook and cell.
+
+A code cell that starts with ``%%c FILE`` is C: it goes, in order, into the
+file ``lcompiler/FILE`` (the runtime's ``.c`` and ``.h`` files).
 """
 
 from __future__ import annotations
@@ -41,6 +56,12 @@ class Part:
     notebook: str   # path relative to the repository, e.g. notebooks/01_addlang.ipynb
     section: str    # the nearest heading above the cell
     code: str
+    cell: int = 0   # its place in the notebook, counting every cell from 1
+    replaces: tuple = ()   # top-level names whose earlier definitions this cell replaces
+
+
+class ExportError(SystemExit):
+    """A mistake in the notebooks that stops the export, named by notebook and cell."""
 
 
 def rel(path: Path) -> str:
@@ -52,7 +73,7 @@ def rel(path: Path) -> str:
 
 
 def notebook_paths() -> list[Path]:
-    return sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    return sorted(NOTEBOOKS.glob("[0-9A-Z]*.ipynb"))
 
 
 def split_directives(source: str) -> tuple[list[tuple[str, str]], str]:
@@ -65,46 +86,77 @@ def split_directives(source: str) -> tuple[list[tuple[str, str]], str]:
     return directives, "\n".join(lines).strip("\n")
 
 
+PROMISES = re.compile(r"^(#+)\s*What this (chapter|stage|appendix) promises\s*$", re.I)
+C_CELL = re.compile(r"^%%c\s+(\S+)\s*$")
+
+
+def promises(cells: list) -> str:
+    """The text of the section "What this chapter promises", without its heading, if there is one."""
+    found, level = [], None
+    for cell in cells:
+        if cell["cell_type"] != "markdown":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            heading = re.match(r"^(#+)\s", line)
+            if level is None:
+                if m := PROMISES.match(line):
+                    level = len(m.group(1))
+            elif heading and len(heading.group(1)) <= level:
+                return "\n".join(found).strip()
+            else:
+                found.append(line)
+        if level is not None:
+            found.append("")
+    return "\n".join(found).strip()
+
+
 def read_notebook(path: Path) -> tuple[str | None, str, list[tuple[str, Part]]]:
-    """(default module, docstring, [(module, part)]) of one notebook."""
+    """(default module, docstring, [(module, part)]) of one notebook.  A part whose module
+    ends in .c or .h comes from a C cell (one that starts with ``%%c FILE``)."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     rel_path = rel(path)
     default, doc, section, parts = None, "", "", []
-    for cell in cells:
+    for number, cell in enumerate(cells, 1):
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
             headings = [l.lstrip("#").strip() for l in source.splitlines() if l.startswith("#")]
             if headings:
-                if not doc:   # the title cell becomes the module docstring
+                if not doc:   # the title cell, and the chapter's promises, become the module docstring
                     paragraphs = [p.strip() for p in source.split("\n\n") if p.strip()]
                     doc = "\n\n".join([headings[0]] + paragraphs[1:2])
+                    if contract := promises(cells):
+                        doc += "\n\nWhat this chapter promises:\n\n" + contract
                 section = headings[-1]
             continue
         if cell["cell_type"] != "code":
             continue
+        first, _, body = source.partition("\n")
+        if m := C_CELL.match(first):
+            parts.append((m.group(1), Part(rel_path, section, body.strip("\n"), number)))
+            continue
         directives, code = split_directives(source)
+        replaces = tuple(n for name, arg in directives if name == "replaces" for n in arg.split())
         for name, arg in directives:
             if name == "default_exp":
                 default = arg
             elif name == "export":
                 module = arg or default
                 if module is None:
-                    raise SystemExit(f"{rel_path}: '#| export' before '#| default_exp'")
-                parts.append((module, Part(rel_path, section, code)))
+                    raise ExportError(f"{rel_path}, cell {number}: '#| export' before '#| default_exp'")
+                try:
+                    ast.parse(code)
+                except SyntaxError as error:
+                    raise ExportError(f"{rel_path}, cell {number}, line {error.lineno}: "
+                                      f"syntax error in an exported cell: {error.msg}") from None
+                parts.append((module, Part(rel_path, section, code, number, replaces)))
+        if replaces and not any(name == "export" for name, _ in directives):
+            raise ExportError(f"{rel_path}, cell {number}: '#| replaces' in a cell that is not exported")
     return default, doc, parts
 
 
 def public_names(code: str) -> list[str]:
     """Top-level names a module part defines and does not mark private."""
-    names = []
-    for node in ast.parse(code).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        elif isinstance(node, ast.Assign):
-            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.append(node.target.id)
-    return [n for n in names if not n.startswith("_")]
+    return [n for node in ast.parse(code).body for n in defined_names(node) if not n.startswith("_")]
 
 
 def first_docstring(code: str) -> str | None:
@@ -116,23 +168,122 @@ def first_docstring(code: str) -> str | None:
     return None
 
 
+# --- Assembling a module: replaced definitions, and classes grown over cells ----------------
+
+def defined_names(node) -> list[str]:
+    """The names a top-level statement defines."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    return []
+
+
+def first_line(node) -> int:
+    """The first line of a statement, its decorators included."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
+REOPEN = re.compile(r"^class (\w+)\(\1\):\s*(#.*)?$")
+
+
+def is_docstring(node) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+        and isinstance(node.value.value, str)
+
+
+def assemble(parts: list[Part]) -> list[tuple[Part, list[str]]]:
+    """The parts of one module as blocks of lines, where
+
+    - a cell marked ``#| replaces NAME`` removes the earlier top-level definitions of NAME, so that the
+      module holds only the version the book ends with: an explicit directive, never an accident of
+      order (replacing a name that no earlier cell defines is an error);
+    - a class grown over several cells (`class X(X):` reopens the class X of an earlier cell of the
+      same module, the way a notebook adds a method at a time) becomes one class body, where the class
+      is first defined, each piece marked with the cell it comes from. A reopening's docstring becomes
+      a comment."""
+    lines = [p.code.splitlines() for p in parts]
+    trees = [ast.parse(p.code).body for p in parts]
+    removed = [set() for _ in parts]                     # line numbers (from 1) dropped from each part
+    grown: dict = {}                                     # (part, last line of a class) -> lines to add
+    for i, p in enumerate(parts):
+        for name in p.replaces:
+            hits = [(j, node) for j in range(i) for node in trees[j] if name in defined_names(node)]
+            if not hits:
+                raise ExportError(f"{p.notebook}, cell {p.cell}: '#| replaces {name}', but no earlier "
+                                  "exported cell of its module defines it")
+            for j, node in hits:
+                removed[j].update(range(first_line(node), node.end_lineno + 1))
+    classes: dict = {}                                   # name -> (part, node) of its first definition
+    for i, p in enumerate(parts):
+        for node in trees[i]:
+            if first_line(node) in removed[i] or not isinstance(node, ast.ClassDef):
+                continue
+            if node.name in classes and not node.decorator_list and REOPEN.match(lines[i][node.lineno - 1]):
+                j, home = classes[node.name]
+                body = range(node.lineno + 1, node.end_lineno + 1)
+                comment = []
+                if is_docstring(doc := node.body[0]):
+                    body = [n for n in body if not doc.lineno <= n <= doc.end_lineno]
+                    comment = ["    # " + l.strip() if l.strip() else "    #"
+                               for l in doc.value.value.strip().splitlines()]
+                where = f"    # cell {p.cell}" + (f": {p.section}" if p.section else "")
+                grown.setdefault((j, home.end_lineno), []).extend(
+                    ["", where] + comment + [lines[i][n - 1] for n in body])
+                removed[i].update(range(node.lineno, node.end_lineno + 1))
+            else:
+                classes.setdefault(node.name, (i, node))
+    blocks = []
+    for i, p in enumerate(parts):
+        out = []
+        for n, line in enumerate(lines[i], 1):
+            if n not in removed[i]:
+                out.append(line)
+            out += grown.get((i, n), [])
+        text = re.sub(r"\n{4,}", "\n\n\n", "\n".join(out)).strip("\n")
+        if any(l.strip() and not l.lstrip().startswith("#") for l in text.splitlines()):
+            blocks.append((p, text.splitlines()))
+    return blocks
+
+
 def render_module(module: str, doc: str, parts: list[Part]) -> str:
     sources = list(dict.fromkeys(p.notebook for p in parts))
+    blocks = assemble(parts)
+    doc = doc or f"The module {module}, assembled from {', '.join(sources)}."
     out = [f"{MARK} from {', '.join(sources)}.",
            "# Do not edit: change the notebook, then run `python tools/literate.py export`.",
-           '"""' + (doc or f"The module {module}, assembled from {', '.join(sources)}.").replace('"""', "'''") + '\n"""',
+           '"""' + doc.replace('"""', "'''").replace("\\", "\\\\") + '\n"""',
            ""]
-    names = list(dict.fromkeys(n for p in parts for n in public_names(p.code)))
-    out.append("__all__ = [" + ", ".join(repr(n) for n in names) + "]")
+    names = list(dict.fromkeys(n for _, text in blocks for n in public_names("\n".join(text))))
+    out += ["__all__ = ["] + [f"    {n!r}," for n in names] + ["]"]
     notebook = section = None
-    for p in parts:
+    for p, text in blocks:
         if len(sources) > 1 and p.notebook != notebook:
             out += ["", "", f"# {'=' * 70}", f"# from {p.notebook}", f"# {'=' * 70}"]
             notebook, section = p.notebook, None
         if p.section != section:
             out += ["", "", f"# --- {p.section} " + "-" * max(3, 66 - len(p.section))]
             section = p.section
-        out += ["", p.code]
+        out += ["", f"# cell {p.cell}"] + text
+    return "\n".join(out).rstrip() + "\n"
+
+
+C_MARK = "/* AUTOGENERATED by tools/literate.py"
+
+
+def render_c(path: str, parts: list[Part]) -> str:
+    """A C file of the runtime: the ``%%c FILE`` cells that name it, in order."""
+    sources = list(dict.fromkeys(p.notebook for p in parts))
+    out = [f"{C_MARK} from {', '.join(sources)}.",
+           "   Do not edit: change the notebook, then run `python tools/literate.py export`. */"]
+    section = None
+    for p in parts:
+        if p.section != section:
+            out += ["", f"/* --- {p.section} " + "-" * max(3, 64 - len(p.section)) + " */"]
+            section = p.section
+        out += ["", f"/* cell {p.cell} */", p.code]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -149,14 +300,20 @@ def render_package() -> dict[Path, str]:
             modules.setdefault(default, [])
         for module, part in parts:
             modules.setdefault(module, []).append(part)
+    c_files = {m: ps for m, ps in modules.items() if m.endswith((".c", ".h"))}
+    modules = {m: ps for m, ps in modules.items() if m not in c_files}
     for m, ps in modules.items():   # a module no notebook owns: its first cell's docstring
         if m not in docs and ps and (doc := first_docstring(ps[0].code)) is not None:
             docs[m], ps[0].code = doc, ps[0].code.split('"""', 2)[2].lstrip("\n")
-    files = {PACKAGE / f"{m}.py": render_module(m, docs.get(m, ""), ps)
-             for m, ps in modules.items()}
+    files = {PACKAGE / f"{m}.py": render_module(m, docs.get(m, ""), ps) for m, ps in modules.items()}
+    files.update({PACKAGE / m: render_c(m, ps) for m, ps in c_files.items()})
     listing = "\n".join(f"- `lcompiler.{m}`: "
                         + ", ".join(dict.fromkeys(p.notebook for p in ps) or [owners.get(m, "")])
                         for m, ps in modules.items())
+    if c_files:
+        listing += "\n\nThe runtime, in C:\n\n" + "\n".join(
+            f"- `lcompiler/{m}`: " + ", ".join(dict.fromkeys(p.notebook for p in ps))
+            for m, ps in c_files.items())
     files[PACKAGE / "__init__.py"] = (
         f"{MARK}.\n"
         "# Do not edit: change the notebook, then run `python tools/literate.py export`.\n"
@@ -165,8 +322,13 @@ def render_package() -> dict[Path, str]:
     return files
 
 
+def package_files() -> list[Path]:
+    """The files of lcompiler/ that are code: its modules, and the runtime's C files."""
+    return sorted([*PACKAGE.glob("*.py"), *PACKAGE.glob("**/*.c"), *PACKAGE.glob("**/*.h")])
+
+
 def generated_files_on_disk() -> list[Path]:
-    return [p for p in PACKAGE.glob("*.py") if p.read_text(encoding="utf-8").startswith(MARK)]
+    return [p for p in package_files() if p.read_text(encoding="utf-8").startswith((MARK, C_MARK))]
 
 
 def export() -> list[Path]:
@@ -177,6 +339,7 @@ def export() -> list[Path]:
     written = []
     for path, text in files.items():
         if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             written.append(path)
     return written
@@ -191,10 +354,11 @@ def stale_modules() -> list[str]:
             problems.append(f"{rel(path)} is missing")
         elif path.read_text(encoding="utf-8") != text:
             problems.append(f"{rel(path)} differs from what its notebook generates")
-    for path in set(generated_files_on_disk()) - set(files):
+    generated = generated_files_on_disk()
+    for path in set(generated) - set(files):
         problems.append(f"{rel(path)} is generated by no notebook")
-    for path in PACKAGE.glob("*.py"):
-        if path not in files and path not in generated_files_on_disk():
+    for path in package_files():
+        if path not in files and path not in generated:
             problems.append(f"{rel(path)} is not generated: lcompiler/ holds only exported code")
     return problems
 
