@@ -89,8 +89,8 @@ def stages(text: str, parts: int | None, optimiser: bool = True) -> tuple[dict, 
     source = Source("generated.l", text)
     unit, value = pipeline.Unit(source, optimiser), source
     with collector_paused():
-        for s in pipeline.STAGES:
-            if optimiser or not s.optimisation:
+        for s in pipeline.load():
+            if optimiser or s.name not in pipeline.OPTIMISATIONS:
                 start = clock()
                 value = s.run(value, unit)
                 times[s.name] = clock() - start

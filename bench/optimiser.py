@@ -135,10 +135,10 @@ def stages(text: str, optimiser: bool) -> dict:
     source = Source("generated.l", text)
     unit, value, out = pipeline.Unit(source, optimiser), source, {}
     with collector_paused():
-        for s in pipeline.STAGES:
+        for s in pipeline.load():
             if s.name == "llvm-opt":
                 break
-            if optimiser or not s.optimisation:
+            if optimiser or s.name not in pipeline.OPTIMISATIONS:
                 seconds, value = timed(s.run, value, unit)
                 out[s.name] = seconds
             if s.name == "closure" or (s.name == "shrink" and optimiser):

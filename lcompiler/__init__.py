@@ -10,9 +10,9 @@ Each module and the notebook it comes from:
 - `lcompiler.cli`: notebooks/01_addlang.ipynb, notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb, notebooks/05_types.ipynb, notebooks/11_running.ipynb
 - `lcompiler.union_find`: notebooks/02_union_find.ipynb
 - `lcompiler.anf`: notebooks/03_anf.ipynb
+- `lcompiler.pipeline`: notebooks/04_pipeline.ipynb
 - `lcompiler.syntax`: notebooks/04a_syntax.ipynb
 - `lcompiler.highlight`: notebooks/04a_syntax.ipynb
-- `lcompiler.pipeline`: notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb, notebooks/05_types.ipynb, notebooks/05b_mono.ipynb, notebooks/07_cps_convert.ipynb, notebooks/08_closure.ipynb, notebooks/09_shrink.ipynb, notebooks/10_llvm.ipynb
 - `lcompiler.core`: notebooks/04b_meaning.ipynb
 - `lcompiler.interp`: notebooks/04b_meaning.ipynb
 - `lcompiler.types`: notebooks/05_types.ipynb

@@ -176,9 +176,9 @@ def add_command(args) -> int:
 # ======================================================================
 
 
-# --- The pipeline, and the stages from the shell -----------------------
+# --- This chapter's two stages -----------------------------------------
 
-# cell 152
+# cell 148
 from pathlib import Path
 
 from lcompiler import pipeline
@@ -214,7 +214,7 @@ def show_command(args) -> int:
     print(pipeline.show(args.stage, read_source(args.file), optimise=args.level > 0))
     return 0
 
-# cell 154
+# cell 150
 import contextlib
 
 
@@ -251,7 +251,7 @@ def run_command(args) -> int:
 
 # --- Showing types, and running only well-typed programs ---------------
 
-# cell 97
+# cell 95
 from lcompiler import types
 
 

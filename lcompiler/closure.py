@@ -14,6 +14,7 @@ __all__ = [
     'functions_inside_out',
     'ClosureConverter',
     'closure_convert',
+    'closure_stage',
 ]
 
 
@@ -121,3 +122,16 @@ def closure_convert(program: Program) -> Program:
     """Make every function of a CPS program closed and top-level, in place; return it."""
     with collector_paused():
         return ClosureConverter(program).run()
+
+
+# --- Showing closure-converted CPS from the command line ---------------
+
+# cell 33
+from lcompiler import cps, pipeline
+
+
+@pipeline.stage("closure", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program, closed=True),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def closure_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
+    return closure_convert(program)

@@ -22,6 +22,7 @@ __all__ = [
     'Converter',
     'NESTING',
     'convert',
+    'cps_stage',
 ]
 
 
@@ -468,3 +469,16 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
     """The CPS program of a typed core program (chapter 5 has recorded its types)."""
     with recursion_limit(max(NESTING, 50 * s.NESTING_LIMIT)), collector_paused():
         return Converter(program, join_points).program(program)
+
+
+# --- Showing the CPS from the command line -----------------------------
+
+# cell 57
+from lcompiler import cps, pipeline
+
+
+@pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
+    return convert(core_program)

@@ -22,7 +22,6 @@ __all__ = [
     'part_text',
     'split',
     'declaration',
-    'target',
     'object_code',
     'cores',
     'parts_for',
@@ -208,19 +207,12 @@ def declaration(g) -> str:
 # --- A split, drawn ----------------------------------------------------
 
 # cell 20
-def target(executable: bool) -> llvm.TargetMachine:
-    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
-    if not executable:
-        return machine
-    triple = llvm.Target.from_default_triple()    # position independent, small code model
-    return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
-
-
 def object_code(text: str, level: int, executable: bool, part: int = 0, parts: int = 1) -> bytes:
     """An object file from LLVM text: verified, optimised at O<level>, given its part of the
     call-site table (chapter 10), compiled."""
     optimised = llvm_backend.optimise(text, level)
-    return target(executable).emit_object(llvm_backend.call_site_table(optimised, part, parts))
+    return llvm_backend.target_machine(executable).emit_object(
+        llvm_backend.call_site_table(optimised, part, parts))
 
 
 def cores() -> int:

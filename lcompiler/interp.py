@@ -23,6 +23,8 @@ __all__ = [
     'on_big_stack',
     'Discard',
     'program_span',
+    'core_of',
+    'core_stage',
     'check',
     'run_source',
 ]
@@ -439,20 +441,30 @@ def program_span(code: list) -> Span | None:
 # --- Running programs --------------------------------------------------
 
 # cell 126
-from lcompiler.core import desugar, resolve
+from lcompiler import pipeline
+from lcompiler.core import desugar, pretty_core, resolve
 from lcompiler.errors import CompileError, Source
-from lcompiler.syntax import parse
 
 
-def check(source: Source, tree=None) -> Program:
-    """Parse (unless its syntax tree is given), desugar and resolve a program: its core, or a
-    CompileError."""
-    program = parse(source) if tree is None else tree
+def core_of(tree) -> Program:
+    """Desugar and resolve a syntax tree: its core program, or a CompileError."""
     try:
         with syntax.recursion_limit(syntax.NESTING_LIMIT), syntax.collector_paused():
-            return resolve(desugar(program))
+            return resolve(desugar(tree))
     except RecursionError:
-        raise CompileError("the program is nested too deeply for this compiler", program.span) from None
+        raise CompileError("the program is nested too deeply for this compiler", tree.span) from None
+
+
+@pipeline.stage("core", show=lambda program, unit: pretty_core(program).rstrip("\n"),
+                interpret=lambda program, unit, out: Interpreter(out).run(program))
+def core_stage(tree, unit: pipeline.Unit) -> Program:
+    return core_of(tree)
+
+
+def check(source: Source) -> Program:
+    """The front end alone: parse, desugar and resolve a program, through the pipeline's stages up
+    to `core` — its core program, or a CompileError."""
+    return pipeline.compile_to("core", source)[0]
 
 
 def run_source(source: Source, out=None) -> None:

@@ -47,6 +47,10 @@ __all__ = [
     'c_compiler',
     'cache_directory',
     'runtime_library',
+    'target_machine',
+    'llvm_stage',
+    'llvm_opt_stage',
+    'asm_stage',
 ]
 
 
@@ -868,15 +872,14 @@ SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of pa
 # cell 77
 import llvmlite.binding as llvm
 
-from lcompiler import addlang
+from lcompiler import addlang, pipeline
 from lcompiler.syntax import collector_paused
 
 
 def to_llvm(source: Source, optimiser: bool = True) -> ir.Module:
     """The LLVM module of a well-typed L program (CompileError if it is not one): the pipeline of
-    chapter 4a up to its stage `llvm` (below), with chapter 9's optimiser or without it."""
-    from lcompiler.pipeline import compile_to          # (the pipeline imports this module)
-    return compile_to("llvm", source, optimiser)[0]
+    chapter 4 up to its stage `llvm` (below), with chapter 9's optimiser or without it."""
+    return pipeline.compile_to("llvm", source, optimiser)[0]
 
 
 def verified(module) -> llvm.ModuleRef:
@@ -2354,3 +2357,33 @@ def runtime_library(kind: str = "shared") -> Path:
         raise RuntimeError(f"the C compiler failed on the runtime:\n{done.stderr}")
     partial.replace(target)              # atomic: a concurrent build never sees half a file
     return target
+
+
+# --- Showing LLVM from the command line --------------------------------
+
+# cell 165
+def target_machine(executable: bool) -> llvm.TargetMachine:
+    """LLVM's target machine for this host: the JIT's (large code model), or an executable's
+    (position independent, small code model)."""
+    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
+    if not executable:
+        return machine
+    return llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
+
+# cell 168
+@pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
+                check=lambda module, unit: verified(module))
+def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
+    with collector_paused():
+        return Backend(program, unit.datas, unit.source.name).compile()
+
+
+@pipeline.stage("llvm-opt", show=lambda module, unit: str(module).rstrip("\n"),
+                check=lambda module, unit: module.verify())
+def llvm_opt_stage(module: ir.Module, unit: pipeline.Unit) -> llvm.ModuleRef:
+    return optimise(module)
+
+
+@pipeline.stage("asm", show=lambda text, unit: text.rstrip("\n"))
+def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
+    return target_machine(executable=True).emit_assembly(call_site_table(module))

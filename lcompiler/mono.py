@@ -72,6 +72,7 @@ __all__ = [
     'census',
     'measure',
     'data_declarations',
+    'mono_stage',
 ]
 
 
@@ -624,3 +625,16 @@ def data_declarations(core_program: c.Program) -> dict:
             datas[item.name] = ([p.name for p in item.params],
                                 [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
     return datas
+
+# cell 94
+from lcompiler import pipeline
+from lcompiler.core import pretty_core
+from lcompiler.interp import Interpreter
+
+
+@pipeline.stage("mono", show=lambda program, unit: pretty_core(program).rstrip("\n"),
+                check=lambda program, unit: check(program),
+                interpret=lambda program, unit, out: Interpreter(out).run(program))
+def mono_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
+    unit.datas = data_declarations(program)
+    return monomorphise(program)

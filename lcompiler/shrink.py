@@ -85,6 +85,8 @@ __all__ = [
     'returns_soon',
     'makes_closures',
     'optimise',
+    'optimise_stage',
+    'shrink_stage',
 ]
 
 
@@ -1110,3 +1112,25 @@ def makes_closures(body) -> bool:
 def optimise(program: Program, after=None, **options) -> Counter:
     """Shrink, contify, inline and shrink again, in place; return how many rewrites of each kind."""
     return Optimiser(program, after, **options).run()
+
+
+# --- In the pipeline ---------------------------------------------------
+
+# cell 125
+from lcompiler import cps, pipeline
+
+
+@pipeline.stage("opt", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def optimise_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
+    optimise(program)
+    return program
+
+
+@pipeline.stage("shrink", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program, closed=True),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def shrink_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
+    shrink(program)
+    return program

@@ -91,6 +91,8 @@ __all__ = [
     'pretty_statement',
     'pretty_type',
     'pretty',
+    'tokens_stage',
+    'ast_stage',
 ]
 
 
@@ -1389,3 +1391,19 @@ def pretty(node) -> str:
             return head + " {\n" + "\n".join(
                 "  " + c.name + ("" if c.fields is None else _fields(c.fields)) for c in constructors) + "\n}"
     return pretty_statement(node)
+
+
+# --- This chapter's two stages -----------------------------------------
+
+# cell 142
+from lcompiler import pipeline
+
+
+@pipeline.stage("tokens", show=lambda tokens, unit: show_tokens(tokens))
+def tokens_stage(source: Source, unit: pipeline.Unit) -> list:
+    return tokenize(source, unit.errors)
+
+
+@pipeline.stage("ast", show=lambda tree, unit: dump(tree))
+def ast_stage(tokens: list, unit: pipeline.Unit):
+    return parse(unit.source, tokens, unit.errors)

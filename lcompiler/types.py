@@ -33,6 +33,7 @@ __all__ = [
     'show_type',
     'walk_plan',
     'infer_program',
+    'types_stage',
     'check_types',
     'typing_text',
     'show_types',
@@ -790,14 +791,23 @@ def infer_program(program: c.Program) -> Typing:
 # --- Inference at work -------------------------------------------------
 
 # cell 79
+from lcompiler import pipeline
 from lcompiler.errors import Source
-from lcompiler.interp import check as check_names
+from lcompiler.interp import Interpreter
+
+
+@pipeline.stage("types", show=lambda program, unit: typing_text(program, unit.typing),
+                interpret=lambda program, unit, out: Interpreter(out).run(program))
+def types_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
+    unit.typing = infer_program(program)
+    return program
 
 
 def check_types(source: Source) -> tuple[c.Program, Typing]:
-    """Parse, desugar, resolve and type a program: its typed core, or a CompileError."""
-    program = check_names(source)
-    return program, infer_program(program)
+    """Parse, desugar, resolve and type a program, through the pipeline's stages up to `types`:
+    its typed core and the schemes of its definitions, or a CompileError."""
+    program, unit = pipeline.compile_to("types", source)
+    return program, unit.typing
 
 
 def typing_text(program: c.Program, typing: Typing) -> str:

@@ -28,13 +28,12 @@
 #
 # **Needs:** [chapter 1](01_addlang.ipynb): named source text (`Source`,
 # `Span`), located errors (`CompileError`), the `lc` command and the drawings
-# (`lcompiler.drawing`).
+# (`lcompiler.drawing`); [chapter 4](04_pipeline.ipynb): the pipeline.
 #
 # **Builds:** the module `lcompiler.syntax` — the lexer `tokenize`, the syntax
 # tree, the parser `parse`, the printer `pretty` and `dump`; notes and several
-# errors per run in `lcompiler.errors`; the pipeline of stages
-# (`lcompiler.pipeline`) with its first two stages, `tokens` and `ast`; the
-# command `lc show`; and a Pygments lexer for L (`lcompiler.highlight`).
+# errors per run in `lcompiler.errors`; the first two stages of [chapter
+# 4](04_pipeline.ipynb)'s pipeline, `tokens` and `ast`; the command `lc show`; and a Pygments lexer for L (`lcompiler.highlight`).
 # [Chapter 4b](04b_meaning.ipynb) takes the tree from here.
 #
 # </div>
@@ -2596,140 +2595,37 @@ type(get_lexer_by_name("l")).__name__
 # print(fact(10))   // 3628800
 # ```
 #
-# ## The pipeline, and the stages from the shell
+# ## This chapter's two stages
 #
-# The compiler is a chain of stages, each handing its output to the next:
-# the tokens of this chapter go to the parser, the syntax tree to
-# [chapter 4b](04b_meaning.ipynb)'s desugaring, and so on down to machine code. The chain is one list,
-# `lcompiler.pipeline.STAGES`, and each chapter adds its own stage to it: a
-# name, a function from the previous stage's output to its own, and a way
-# to print that output. A stage may go anywhere in the list
-# ([chapter 9](09_shrink.ipynb)'s optimiser runs *before*
-# [chapter 8](08_closure.ipynb)'s closure conversion), and a stage
-# marked as an optimisation is skipped when the optimiser is off.
-#
-# - `compile_to(NAME, source)` runs the stages from the source up to NAME
-#   and returns that stage's output, with the `Unit` of the compilation
-#   (the source, the options, and the notes a stage leaves for a later one:
-#   chapter 5 leaves the types it inferred, for printing them);
-# - `show(NAME, source)` prints what NAME hands to the next stage. The
-#   command line's `lc show NAME FILE` is that function, and so, in the
-#   chapters, is every printed intermediate form.
-#
-# A stage that meets a mistake raises a `CompileError`, and the compilation
-# stops there, with one exception, so that one run reports every mistake it
-# safely can: the lexer goes on after a lexical mistake and leaves it in the
-# unit's `errors`, and the parser reports it with its own (or `compile_to`
-# does, if it stops at `tokens`).
-#
-# This chapter adds the first two stages, `tokens` and `ast`. First the data:
-# a `Stage`, and the `Unit` of one compilation.
+# The compiler is a chain of stages, each handing its output to the next,
+# and [chapter 4](04_pipeline.ipynb) wrote the whole chain down on one page,
+# `lcompiler.pipeline.PIPELINE`. This chapter fills in its first two names:
+# `tokens` runs the lexer and shows its output with `show_tokens`; `ast`
+# runs the parser on those tokens and shows the tree with `dump`. The lexer
+# is handed the unit's error list, so a lexical mistake does not stop it;
+# the parser is handed the same list, and `parse` reports those mistakes
+# together with its own.
 
 # %%
-#| export pipeline
-"""The pipeline: the compiler's stages in order, each chapter adding its own.
-
-`compile_to(NAME, source)` runs the stages up to NAME; `show(NAME, source)` prints what the stage
-NAME hands to the next (the command `lc show NAME FILE`).
-"""
-from dataclasses import dataclass, field
-from typing import Callable
-
-from lcompiler.errors import Source, raise_errors
+#| export
+from lcompiler import pipeline
 
 
-@dataclass
-class Stage:
-    """One stage: run(value, unit) maps the previous stage's output to this one's; show prints it."""
-    name: str
-    run: Callable
-    show: Callable
-    optimisation: bool = False          # skipped when the optimiser is off (`lc … -O0`)
+@pipeline.stage("tokens", show=lambda tokens, unit: show_tokens(tokens))
+def tokens_stage(source: Source, unit: pipeline.Unit) -> list:
+    return tokenize(source, unit.errors)
 
 
-@dataclass
-class Unit:
-    """One compilation: its source, its options, and what a stage notes for a later one."""
-    source: Source
-    optimise: bool = True
-    notes: dict = field(default_factory=dict)
-    errors: list = field(default_factory=list)   # mistakes a stage went on after, for a later one to report
+@pipeline.stage("ast", show=lambda tree, unit: dump(tree))
+def ast_stage(tokens: list, unit: pipeline.Unit):
+    return parse(unit.source, tokens, unit.errors)
 
 
 # %% [markdown]
-# The list of stages, and `stage`, the decorator with which each chapter
-# registers its own: at the end of the list, or just before a stage already
-# there. Running a chapter's cell again replaces its stage in place.
+# With them registered, `pipeline.show` prints either stage for any text:
 
 # %%
-#| export pipeline
-STAGES: list[Stage] = []
-
-
-def names() -> list[str]:
-    return [s.name for s in STAGES]
-
-
-def stage(name: str, show: Callable = str, before: str | None = None, optimisation: bool = False):
-    """Register the decorated run(value, unit) as the stage NAME: last, or just before another."""
-    def register(run: Callable) -> Callable:
-        new, known = Stage(name, run, show, optimisation), names()
-        if name in known:                            # a cell run again: the stage keeps its place
-            STAGES[known.index(name)] = new
-        else:
-            STAGES.insert(known.index(before) if before in known else len(STAGES), new)
-        return run
-    return register
-
-
-# %% [markdown]
-# `compile_to` runs the stages in order, each on the output of the one
-# before, skipping the optimisations under `-O0`; `show` prints the output of
-# one of them.
-
-# %%
-#| export pipeline
-def compile_to(name: str | None, source: Source, optimise: bool = True):
-    """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
-    if name is not None and name not in names():
-        raise KeyError(name)
-    unit, value = Unit(source, optimise), source
-    for s in STAGES:
-        if optimise or not s.optimisation:
-            value = s.run(value, unit)
-        if s.name == name:
-            break
-    raise_errors(unit.errors)           # those that no later stage has reported with its own
-    return value, unit
-
-
-def show(name: str, source: Source, optimise: bool = True) -> str:
-    """What the stage NAME hands to the next, as text."""
-    value, unit = compile_to(name, source, optimise)
-    return STAGES[names().index(name)].show(value, unit)
-
-
-# %% [markdown]
-# The first two stages are this chapter's. `tokens` runs the lexer and
-# shows its output with `show_tokens`; `ast` runs the parser on those tokens
-# and shows the tree with `dump`. The lexer is handed the unit's error list,
-# so a lexical mistake does not stop it; the parser is handed the same list,
-# and `parse` reports those mistakes together with its own.
-
-# %%
-#| export pipeline
-from lcompiler import syntax
-
-
-@stage("tokens", show=lambda tokens, unit: syntax.show_tokens(tokens))
-def tokens_stage(source: Source, unit: Unit) -> list:
-    return syntax.tokenize(source, unit.errors)
-
-
-@stage("ast", show=lambda tree, unit: syntax.dump(tree))
-def ast_stage(tokens: list, unit: Unit):
-    return syntax.parse(unit.source, tokens, unit.errors)
-
+print(pipeline.show("tokens", Source("two.l", "print(1 +\n 2)")))
 
 # %% [markdown]
 # The command line gets a `show` sub-command, which prints one stage for a

@@ -27,8 +27,8 @@
 # <p class="admonition-title">Needs / Builds</p>
 #
 # **Needs:** [chapter 4a](04a_syntax.ipynb), for the syntax tree, the parser,
-# the printer and the pipeline of stages (`lcompiler.syntax`,
-# `lcompiler.pipeline`); [chapter 1](01_addlang.ipynb), for located errors
+# the printer (`lcompiler.syntax`); [chapter 4](04_pipeline.ipynb), for the
+# pipeline of stages (`lcompiler.pipeline`); [chapter 1](01_addlang.ipynb), for located errors
 # (`lcompiler.errors`), the command `lc` and the pictures
 # (`lcompiler.drawing`). What L means is written down for programmers in
 # [the language reference](../language.md); this chapter turns it into code.
@@ -2038,20 +2038,30 @@ class Interpreter(Interpreter):
 
 # %%
 #| export interp
-from lcompiler.core import desugar, resolve
+from lcompiler import pipeline
+from lcompiler.core import desugar, pretty_core, resolve
 from lcompiler.errors import CompileError, Source
-from lcompiler.syntax import parse
 
 
-def check(source: Source, tree=None) -> Program:
-    """Parse (unless its syntax tree is given), desugar and resolve a program: its core, or a
-    CompileError."""
-    program = parse(source) if tree is None else tree
+def core_of(tree) -> Program:
+    """Desugar and resolve a syntax tree: its core program, or a CompileError."""
     try:
         with syntax.recursion_limit(syntax.NESTING_LIMIT), syntax.collector_paused():
-            return resolve(desugar(program))
+            return resolve(desugar(tree))
     except RecursionError:
-        raise CompileError("the program is nested too deeply for this compiler", program.span) from None
+        raise CompileError("the program is nested too deeply for this compiler", tree.span) from None
+
+
+@pipeline.stage("core", show=lambda program, unit: pretty_core(program).rstrip("\n"),
+                interpret=lambda program, unit, out: Interpreter(out).run(program))
+def core_stage(tree, unit: pipeline.Unit) -> Program:
+    return core_of(tree)
+
+
+def check(source: Source) -> Program:
+    """The front end alone: parse, desugar and resolve a program, through the pipeline's stages up
+    to `core` — its core program, or a CompileError."""
+    return pipeline.compile_to("core", source)[0]
 
 
 def run_source(source: Source, out=None) -> None:
@@ -2060,11 +2070,12 @@ def run_source(source: Source, out=None) -> None:
 
 
 # %% [markdown]
-# `check` is the front end alone: parse, desugar, resolve, with Python's
-# recursion limit raised to leave room for `NESTING_LIMIT` more frames, and
-# a program nested too deeply even for that turned into a compile error
-# rather than a crash. The pipeline's stage
-# `core`, at the end of this chapter, calls it too. `run_source` adds the
+# `core_of` desugars and resolves a tree, with Python's recursion limit
+# raised to leave room for `NESTING_LIMIT` more frames, and a program nested
+# too deeply even for that turned into a compile error rather than a crash.
+# It is the pipeline's stage `core` (see [chapter 4](04_pipeline.ipynb)),
+# whose interpreter is this chapter's: `check` is the front end alone,
+# the stages `tokens`, `ast` and `core`, and `run_source` adds the
 # interpreter. The sugared program from above, run:
 
 # %%
@@ -2367,7 +2378,6 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # %%
 from lcompiler.cli import arg, command, read_source
-from lcompiler.pipeline import Unit, stage
 
 # %% [markdown]
 # The command is short: read the file, run it. It needs no code for errors,
@@ -2386,20 +2396,6 @@ from lcompiler import interp
 def run_command(args) -> int:
     interp.run_source(read_source(args.file))
     return 0
-
-
-# %% [markdown]
-# The pipeline of [chapter 4a](04a_syntax.ipynb) gets its third stage,
-# `core`: the syntax tree desugared and its names resolved.
-
-# %%
-#| export pipeline
-from lcompiler import core, interp
-
-
-@stage("core", show=lambda program, unit: core.pretty_core(program).rstrip("\n"))
-def core_stage(tree, unit: Unit):
-    return interp.check(unit.source, tree)
 
 
 # %% [markdown]

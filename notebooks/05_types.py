@@ -1514,20 +1514,34 @@ def infer_program(program: c.Program) -> Typing:
 #
 # ## Inference at work
 #
-# `types_of` runs the front end of chapter 4 and this chapter on a program,
-# and prints each definition's scheme. First the examples from the start of
-# the chapter:
+# Inference is the pipeline's stage `types` ([chapter 4](04_pipeline.ipynb)):
+# it hands on the core program it was given, every node now carrying its
+# type, and leaves the type schemes of the definitions in the unit's field
+# `typing`, which is what `lc show types` prints. Its interpreter is still
+# chapter 4b's: types change nothing in what a program does.
+# `check_types` runs the pipeline up to this stage, and `types_of` prints
+# each definition's scheme. First the examples from the start of the
+# chapter:
 
 # %%
 #| export
+from lcompiler import pipeline
 from lcompiler.errors import Source
-from lcompiler.interp import check as check_names
+from lcompiler.interp import Interpreter
+
+
+@pipeline.stage("types", show=lambda program, unit: typing_text(program, unit.typing),
+                interpret=lambda program, unit, out: Interpreter(out).run(program))
+def types_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
+    unit.typing = infer_program(program)
+    return program
 
 
 def check_types(source: Source) -> tuple[c.Program, Typing]:
-    """Parse, desugar, resolve and type a program: its typed core, or a CompileError."""
-    program = check_names(source)
-    return program, infer_program(program)
+    """Parse, desugar, resolve and type a program, through the pipeline's stages up to `types`:
+    its typed core and the schemes of its definitions, or a CompileError."""
+    program, unit = pipeline.compile_to("types", source)
+    return program, unit.typing
 
 
 def typing_text(program: c.Program, typing: Typing) -> str:
@@ -1726,22 +1740,6 @@ except CompileError as error:
 # %%
 from lcompiler import interp
 from lcompiler.cli import arg, command, read_source
-from lcompiler.pipeline import Unit, stage
-
-# %% [markdown]
-# The stage `types` hands on the core program it was given, every node now
-# carrying its type; it leaves the type schemes of the definitions in the
-# unit's notes, which is what `lc show types` prints.
-
-# %%
-#| export pipeline
-from lcompiler import types
-
-
-@stage("types", show=lambda program, unit: types.typing_text(program, unit.notes["typing"]))
-def types_stage(program, unit: Unit):
-    unit.notes["typing"] = types.infer_program(program)
-    return program
 
 
 # %%

@@ -34,7 +34,7 @@
 # **Needs:** [chapter 4b](04b_meaning.ipynb), for the core language and its
 # reference interpreter; [chapter 5](05_types.ipynb), for the types recorded
 # on every node (`TCon`, `TParam`) and for the value restriction
-# (`is_value`); [chapter 4a](04a_syntax.ipynb), for the pipeline of stages.
+# (`is_value`); [chapter 4](04_pipeline.ipynb), for the pipeline of stages.
 #
 # **Builds:** the module `lcompiler.mono` (`monomorphise`, its checker
 # `check`, and `measure`), and the pipeline's stage `mono` (`lc show mono`).
@@ -1198,18 +1198,23 @@ def data_declarations(core_program: c.Program) -> dict:
 print({name: (parameters, [k for k, _ in constructors])
        for name, (parameters, constructors) in data_declarations(check_types(SHOW)[0]).items()})
 
-# %%
-from lcompiler.pipeline import Unit, stage
+# %% [markdown]
+# The stage hands on the monomorphic program, and leaves the declarations
+# in the unit's field `datas`. Its checker is this chapter's `check`; its
+# interpreter is still chapter 4b's.
 
 # %%
-#| export pipeline
+#| export
+from lcompiler import pipeline
 from lcompiler.core import pretty_core
-from lcompiler.mono import data_declarations, monomorphise
+from lcompiler.interp import Interpreter
 
 
-@stage("mono", show=lambda program, unit: pretty_core(program).rstrip("\n"), before="cps")
-def mono_stage(program, unit: Unit):
-    unit.notes["datas"] = data_declarations(program)
+@pipeline.stage("mono", show=lambda program, unit: pretty_core(program).rstrip("\n"),
+                check=lambda program, unit: check(program),
+                interpret=lambda program, unit, out: Interpreter(out).run(program))
+def mono_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
+    unit.datas = data_declarations(program)
     return monomorphise(program)
 
 # %% [markdown]

@@ -994,8 +994,9 @@ plt.close(fig)
 # ## Showing the CPS from the command line
 #
 # The conversion is the pipeline's stage `cps` (the pipeline is
-# [chapter 4a](04a_syntax.ipynb)'s list of stages; `lc show STAGE` prints
-# what a stage hands to the next). In the whole compiler it receives the
+# [chapter 4](04_pipeline.ipynb)'s list of stages; `lc show STAGE` prints
+# what a stage hands to the next), with chapter 6's checker and
+# interpreter as its own. In the whole compiler it receives the
 # core program *after* [chapter 5b](05b_mono.ipynb)'s monomorphisation,
 # which makes one copy of each polymorphic function per type it is used at:
 # that is the program the later stages compile, so that is what
@@ -1003,17 +1004,18 @@ plt.close(fig)
 # [chapter 9](09_shrink.ipynb), whose stage `opt` comes next.
 
 # %%
-from lcompiler.cli import lc
-from lcompiler.pipeline import Unit, stage
+#| export
+from lcompiler import cps, pipeline
+
+
+@pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
+    return convert(core_program)
 
 # %%
-#| export pipeline
-from lcompiler import cps, cps_convert
-
-
-@stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"))
-def cps_stage(core_program, unit: Unit) -> cps.Program:
-    return cps_convert.convert(core_program)
+from lcompiler.cli import lc
 
 # %%
 import contextlib

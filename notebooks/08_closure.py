@@ -449,17 +449,18 @@ print("output:", repr(run_all(SEEDS)), "— the assertion held in all three inte
 # `7 * 3 * 3`. `lc show closure` prints what closure conversion hands on:
 
 # %%
-from lcompiler.cli import lc
-from lcompiler.pipeline import Unit, stage
+#| export
+from lcompiler import cps, pipeline
+
+
+@pipeline.stage("closure", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program, closed=True),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def closure_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
+    return closure_convert(program)
 
 # %%
-#| export pipeline
-from lcompiler import closure as closure_conversion
-
-
-@stage("closure", show=lambda program, unit: cps.show(program).rstrip("\n"))
-def closure_stage(program: cps.Program, unit: Unit) -> cps.Program:
-    return closure_conversion.closure_convert(program)
+from lcompiler.cli import lc
 
 # %%
 import contextlib

@@ -2263,7 +2263,7 @@ for rounds in range(UNROLL + 1):
 # %% [markdown]
 # ## In the pipeline
 #
-# The optimiser is two stages of chapter 4a's pipeline:
+# The optimiser is two stages of [chapter 4](04_pipeline.ipynb)'s pipeline:
 #
 # - `opt`, between `cps` (chapter 7) and `closure` (chapter 8): the whole
 #   optimiser, on the CPS of the monomorphised program;
@@ -2272,27 +2272,29 @@ for rounds in range(UNROLL + 1):
 #   the small wrapper functions it makes for direct functions used as
 #   values, moved into their one call.
 #
-# Both are marked as optimisations, so `lc run -O0`, `lc build -O0` and
-# `lc show -O0` skip them (the value passes through unchanged).
+# Both are optimisations (the pipeline's `OPTIMISATIONS`), so `lc run -O0`,
+# `lc build -O0` and `lc show -O0` skip them (the value passes through
+# unchanged). Their checker and interpreter are chapter 6's, the second one
+# checking that the program stays closed.
 
 # %%
-from lcompiler.pipeline import Unit, stage
-
-# %%
-#| export pipeline
-from lcompiler import cps, shrink as shrinking
+#| export
+from lcompiler import cps, pipeline
 
 
-@stage("opt", show=lambda program, unit: cps.show(program).rstrip("\n"), before="closure",
-       optimisation=True)
-def optimise_stage(program: cps.Program, unit: Unit) -> cps.Program:
-    shrinking.optimise(program)
+@pipeline.stage("opt", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def optimise_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
+    optimise(program)
     return program
 
 
-@stage("shrink", show=lambda program, unit: cps.show(program).rstrip("\n"), optimisation=True)
-def shrink_stage(program: cps.Program, unit: Unit) -> cps.Program:
-    shrinking.shrink(program)
+@pipeline.stage("shrink", show=lambda program, unit: cps.show(program).rstrip("\n"),
+                check=lambda program, unit: cps.check(program, closed=True),
+                interpret=lambda program, unit, out: cps.run(program, out))
+def shrink_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
+    shrink(program)
     return program
 
 # %% [markdown]
@@ -2331,7 +2333,7 @@ def placed(source: Source, before: bool, after) -> tuple[int, int, int]:
         closure_conversion.closure_convert(program)
         if after is not None:
             after(program)
-        module = Backend(program, unit.notes["datas"], source.name).compile()
+        module = Backend(program, unit.datas, source.name).compile()
     return (cps.size(program), sum(len(b.instructions) for f in module.functions for b in f.blocks),
             sum(type(n) is MakeClosure for n in walk(program)))
 
@@ -2383,7 +2385,7 @@ assert "lc_alloc" not in statement and not re.search(r"\bcall\b", statement)
 # %%
 def sizes(source: Source, optimiser: bool) -> tuple[int, int]:
     program, unit = pipeline.compile_to("shrink", source, optimise=optimiser)
-    module = pipeline.STAGES[pipeline.names().index("llvm")].run(program, unit)
+    module = pipeline.STAGES["llvm"].run(program, unit)
     return cps.size(program), sum(len(b.instructions) for f in module.functions for b in f.blocks)
 
 
@@ -2494,7 +2496,7 @@ import os
 import subprocess
 import tempfile
 
-from lcompiler import driver
+from lcompiler import driver, shrink as shrinking
 
 PRIMES = Source("primes.l", Path("../bench/programs/primes.l").read_text())
 with tempfile.TemporaryDirectory() as tmp:

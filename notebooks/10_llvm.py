@@ -1075,11 +1075,10 @@ llvm_backend.SAVING_SLOW_PATH = True
 # %% [markdown]
 # In `cpstak` as chapter 9 leaves it, `tak` is inlined into the code of
 # the closures, each of them a loop that allocates; the saving path takes
-# five of the eighteen pushes away. The pushes that remain save, once per
-# call of the function, the registers its loop keeps values in (this is
-# the listing of `lc show asm`, whose large code model takes registers for
-# addresses too; chapter 12 shows a closure of the executable, which saves
-# none).
+# two thirds of the pushes away (21 to 7, above, in the machine code of the
+# executable, which is what `lc show asm` shows). The pushes that remain
+# save, once per call of the function, the registers its loop keeps values
+# in.
 
 # %% [markdown]
 # `alloc` allocates a block and writes its header and fields. The header
@@ -1739,15 +1738,14 @@ class Backend(Backend):
 #| export
 import llvmlite.binding as llvm
 
-from lcompiler import addlang
+from lcompiler import addlang, pipeline
 from lcompiler.syntax import collector_paused
 
 
 def to_llvm(source: Source, optimiser: bool = True) -> ir.Module:
     """The LLVM module of a well-typed L program (CompileError if it is not one): the pipeline of
-    chapter 4a up to its stage `llvm` (below), with chapter 9's optimiser or without it."""
-    from lcompiler.pipeline import compile_to          # (the pipeline imports this module)
-    return compile_to("llvm", source, optimiser)[0]
+    chapter 4 up to its stage `llvm` (below), with chapter 9's optimiser or without it."""
+    return pipeline.compile_to("llvm", source, optimiser)[0]
 
 
 def verified(module) -> llvm.ModuleRef:
@@ -4003,47 +4001,66 @@ def runtime_library(kind: str = "shared") -> Path:
 # pipeline, and `asm`, the machine code it becomes, as assembly text. So
 # `lc show llvm FILE.l` prints the module as the back end makes it, `lc
 # show llvm-opt FILE.l` as LLVM's O2 pipeline leaves it, and `lc show asm
-# FILE.l` the instructions. (To run a program, chapter 11 does the last two
-# stages part by part, in parallel.)
+# FILE.l` the instructions of the executable that `lc build` writes. (To
+# run a program, chapter 11 does the last two stages part by part, in
+# parallel.)
+#
+# The JIT of chapter 1 and an executable want different machine code.
+# MCJIT may load the code anywhere in the 64-bit address space, so its
+# target machine uses the *large* code model: a direct call is a `movabs`
+# of the callee's address into a register, then a `call` through it. An
+# executable is linked at one place, so `lc build` asks for the *small*
+# code model and position-independent code: a direct call is one `call`
+# instruction. `target_machine(executable)` makes either; `asm` shows the
+# executable's, labels of the call-site table included, which is what
+# a reader comparing L's machine code with gcc's wants to see.
+
+# %%
+#| export
+def target_machine(executable: bool) -> llvm.TargetMachine:
+    """LLVM's target machine for this host: the JIT's (large code model), or an executable's
+    (position independent, small code model)."""
+    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
+    if not executable:
+        return machine
+    return llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
+
 
 # %%
 from lcompiler.cli import lc
-from lcompiler.pipeline import Unit, stage
 
 # %% [markdown]
-# The next cell is exported to the package's `pipeline` module, not to this
-# chapter's: it registers the three stages with chapter 1's pipeline.
-# `@stage(name, show=…)` names a stage and says how `lc show` prints its
-# result: the module as LLVM text for `llvm` and `llvm-opt`, the assembly
-# as it is for `asm`. Each stage receives the result of the stage before
-# it, and the `unit` that carries the source and the notes of earlier
-# stages (here the `data` declarations, which the printers need). The back
-# end runs with Python's cyclic garbage collector paused
-# (`collector_paused`, from the syntax module), as the lexer and the parser
-# do: a pass that makes many small Python objects and frees none until it
-# ends would only make that collector walk them again and again.
+# The next cell registers the three stages with [chapter
+# 4](04_pipeline.ipynb)'s pipeline. `@pipeline.stage(name, show=…)` names a
+# stage and says how `lc show` prints its result: the module as LLVM text
+# for `llvm` and `llvm-opt`, the assembly as it is for `asm`. Each stage
+# receives the result of the stage before it, and the `unit` that carries
+# the source and what earlier stages left for it (here the `data`
+# declarations, which the printers need). The checker of the two LLVM
+# stages is LLVM's verifier. The back end runs with Python's cyclic
+# garbage collector paused (`collector_paused`, from the syntax module),
+# as the lexer and the parser do: a pass that makes many small Python
+# objects and frees none until it ends would only make that collector walk
+# them again and again.
 
 # %%
-#| export pipeline
-from lcompiler import addlang
-from lcompiler.llvm_backend import Backend, optimise
-from lcompiler.syntax import collector_paused
-
-
-@stage("llvm", show=lambda module, unit: str(module).rstrip("\n"))
-def llvm_stage(program, unit: Unit):
+#| export
+@pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
+                check=lambda module, unit: verified(module))
+def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
     with collector_paused():
-        return Backend(program, unit.notes["datas"], unit.source.name).compile()
+        return Backend(program, unit.datas, unit.source.name).compile()
 
 
-@stage("llvm-opt", show=lambda module, unit: str(module).rstrip("\n"))
-def llvm_opt_stage(module, unit: Unit):
+@pipeline.stage("llvm-opt", show=lambda module, unit: str(module).rstrip("\n"),
+                check=lambda module, unit: module.verify())
+def llvm_opt_stage(module: ir.Module, unit: pipeline.Unit) -> llvm.ModuleRef:
     return optimise(module)
 
 
-@stage("asm", show=lambda text, unit: text.rstrip("\n"))
-def asm_stage(module, unit: Unit) -> str:
-    return addlang.target_machine().emit_assembly(module)
+@pipeline.stage("asm", show=lambda text, unit: text.rstrip("\n"))
+def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
+    return target_machine(executable=True).emit_assembly(call_site_table(module))
 
 # %% [markdown]
 # ## A worked example: a loop, a recursion, a list

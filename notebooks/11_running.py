@@ -457,8 +457,8 @@ for part, text in enumerate(halves):
 # The parts are compiled by `object_code`: parse, verify, optimise (chapter
 # 10's `optimise`), label the call sites and add the part's table of them
 # (chapter 10's `call_site_table`: part k's table links to part k + 1's),
-# emit. The target machine differs between the JIT and
-# executables only in its code model (next sections). `machine_code`
+# emit. The target machine (chapter 10's `target_machine`) differs between
+# the JIT and executables only in its code model (next sections). `machine_code`
 # decides how many parts, forks one child per part but the last, compiles
 # the last itself meanwhile, and collects the children's object files
 # through temporary files. A child that fails — a bug of this compiler —
@@ -468,19 +468,12 @@ for part, text in enumerate(halves):
 
 # %%
 #| export
-def target(executable: bool) -> llvm.TargetMachine:
-    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
-    if not executable:
-        return machine
-    triple = llvm.Target.from_default_triple()    # position independent, small code model
-    return triple.create_target_machine(reloc="pic", codemodel="small", opt=2)
-
-
 def object_code(text: str, level: int, executable: bool, part: int = 0, parts: int = 1) -> bytes:
     """An object file from LLVM text: verified, optimised at O<level>, given its part of the
     call-site table (chapter 10), compiled."""
     optimised = llvm_backend.optimise(text, level)
-    return target(executable).emit_object(llvm_backend.call_site_table(optimised, part, parts))
+    return llvm_backend.target_machine(executable).emit_object(
+        llvm_backend.call_site_table(optimised, part, parts))
 
 
 def cores() -> int:
