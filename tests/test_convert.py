@@ -102,21 +102,23 @@ def calls_are_consistent(program) -> None:
 
 
 def three_ways(src: Source, expected=None) -> tuple:
-    """Run a program three ways, checking each pass's output on the way; return the CPS program (closure
-    converted) and the common outcome."""
-    core, _ = check_types(src)
-    want = reference(core) if expected is None else expected
-    program = convert(core)
-    check(program)
-    converted = on_cps(program)
-    assert converted == want, f"after CPS conversion:\n{converted}\nreference:\n{want}"
-    closure_convert(program)
-    check(program, closed=True)
-    lambdas_are_top_level(program)
-    calls_are_consistent(program)
-    closed = on_cps(program)
-    assert closed == want, f"after closure conversion:\n{closed}\nreference:\n{want}"
-    return program, want
+    """Run a program three ways, walking the pipeline (without the optimiser) and checking each
+    stage's output on the way: the reference interpreter on the typed core, the CPS interpreter after
+    CPS conversion and again after closure conversion. Return the closure-converted CPS program and
+    the common outcome."""
+    want = expected
+    for stage, value, _ in pipeline.stages_of(src, upto="closure", optimise=False, checked=True):
+        if stage.name == "types" and want is None:
+            want = reference(value)
+        elif stage.name == "cps":
+            converted = on_cps(value)
+            assert converted == want, f"after CPS conversion:\n{converted}\nreference:\n{want}"
+        elif stage.name == "closure":
+            lambdas_are_top_level(value)
+            calls_are_consistent(value)
+            closed = on_cps(value)
+            assert closed == want, f"after closure conversion:\n{closed}\nreference:\n{want}"
+    return value, want
 
 
 @lru_cache(maxsize=None)
