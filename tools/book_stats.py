@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -53,7 +54,16 @@ def stats(path: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    paths = [NOTEBOOKS / (Path(n).stem + ".ipynb") for n in argv] or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    parser = argparse.ArgumentParser(
+        prog="book_stats.py",
+        description="How much of each chapter is prose, how many pictures it has, how long its longest code cell is.")
+    parser.add_argument("notebooks", nargs="*", metavar="NB",
+                        help="notebooks, by name (03_anf, 03_anf.ipynb or notebooks/03_anf.py); all by default")
+    names = parser.parse_args(argv).notebooks
+    paths = [NOTEBOOKS / (Path(n).stem + ".ipynb") for n in names] or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    missing = [str(p.relative_to(ROOT)) for p in paths if not p.is_file()]
+    if missing:
+        parser.error("no such notebook: " + ", ".join(missing))
     print(f"{'notebook':18} {'prose (chars)':>13} {'(lines)':>8} {'pictures':>9} {'longest code cell':>18}")
     for path in paths:
         s = stats(path)

@@ -15,16 +15,32 @@ mkdocs-jupyter serves it from its cache), fixes them:
 - images: an image a cell displays gets the ``alt`` text stored with it, in the output's
   metadata (``display(picture, metadata={"alt": "..."})``, or a ``_repr_mimebundle_`` that
   returns it), where nbconvert would write "No description has been provided for this image".
+
+It also adds what a reader of the site needs and a notebook does not:
+
+- full-size pictures: each image a cell displays (the chapters' diagrams are SVG) is written to
+  a file of its own beside the chapter's page (``notebooks/01_addlang/figure-1.svg``) and
+  becomes a link to it, which opens the picture at its own size, to zoom on a phone;
+- L in outputs: the text outputs of a code cell tagged ``l-output`` are L source (a program
+  the cell prints) and are highlighted as L, like a ``%%L`` cell;
+- downloads: each chapter links its notebook and the notebook's text twin
+  (``downloads/01_addlang.ipynb``, ``downloads/01_addlang.py``), and ``notebooks.zip``, made at
+  each build, holds all the notebooks with their twins (the home page links it).
 """
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import json
 import logging
 import posixpath
 import re
+import zipfile
 from pathlib import Path
+
+from mkdocs.structure.files import File
 
 log = logging.getLogger("mkdocs.hooks.site_hooks")
 
@@ -35,6 +51,18 @@ _HREF = re.compile(r'(<a\b[^>]*?\bhref=")([^"#?:]+\.(?:ipynb|md))(#[^"]*)?(")')
 _CODE = re.compile(r'<div class="highlight-ipynb hl-python"><pre>.*?</pre></div>\s*'
                    r'<div class="clipboard-copy-txt" id="cell-\d+">(.*?)</div>', re.S)
 _OUTPUT_IMAGE = re.compile(r'(<div class="jp-Render(?:edImage|edSVG)[^"]*"[^>]*>\s*<img\b)([^>]*>)')
+_IMAGE = re.compile(r'(<div class="jp-Render(?:edImage|edSVG)[^"]*"[^>]*>\s*)'
+                    r'(<img\b[^>]*?\bsrc="data:image/(svg\+xml|png|jpeg|gif);base64,([^"]*)"[^>]*>)')
+_EXTENSIONS = {"svg+xml": "svg", "png": "png", "jpeg": "jpg", "gif": "gif"}
+_CELL = re.compile(r'<div class="(jp-Cell [^"]*)"')
+_TEXT_OUTPUT = re.compile(r'(<div class="jp-RenderedText jp-OutputArea-output[^"]*" data-mime-type="text/plain"[^>]*>\s*)'
+                          r'<pre>(.*?)</pre>', re.S)
+_TITLE_END = re.compile(r'</h1>')
+
+# A code cell with this tag prints L source: its text outputs are highlighted as L.
+L_OUTPUT = "l-output"
+# The zip of all the notebooks, at the site's root; each chapter's files are under downloads/.
+ARCHIVE, DOWNLOADS = "notebooks.zip", "downloads"
 
 
 def _is_chapter(page) -> bool:
@@ -87,6 +115,90 @@ def _highlight_l_cells(text: str) -> str:
     return _CODE.sub(replace, text)
 
 
+def _highlight_l_outputs(text: str) -> str:
+    """The text outputs of cells tagged ``l-output`` highlighted as L (stderr is left as it is).
+
+    nbconvert gives each cell's tags as classes of its ``<div class="jp-Cell ...">``."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    from lcompiler.highlight import LLexer
+
+    starts = [(m.start(), f"celltag_{L_OUTPUT}" in m.group(1).split()) for m in _CELL.finditer(text)]
+    if not any(tagged for _, tagged in starts):
+        return text
+    lexer, formatter = LLexer(), HtmlFormatter(nowrap=True)
+
+    def replace(m: re.Match) -> str:
+        code = highlight(html.unescape(m.group(2)), lexer, formatter)
+        return f'{m.group(1)}<div class="highlight-ipynb hl-l l-output"><pre>{code}</pre></div>'
+
+    pieces, done = [], 0
+    for (start, tagged), (end, _) in zip(starts, starts[1:] + [(len(text), False)]):
+        if tagged:
+            pieces += [text[done:start], _TEXT_OUTPUT.sub(replace, text[start:end])]
+            done = end
+    return "".join(pieces) + text[done:]
+
+
+def _full_size_figures(text: str, page, config, files) -> str:
+    """Each image a cell displays, written to a file beside the page and linked to it."""
+    folder = posixpath.dirname(page.file.dest_uri)
+    count = 0
+
+    def replace(m: re.Match) -> str:
+        nonlocal count
+        count += 1
+        name = f"figure-{count}.{_EXTENSIONS[m.group(3)]}"
+        files.append(File.generated(config, posixpath.join(folder, name), content=base64.b64decode(m.group(4))))
+        return (f'{m.group(1)}<a class="book-figure" href="{name}" target="_blank" '
+                f'title="Open the picture at full size">{m.group(2)}'
+                f'<span class="book-figure-hint">full size ↗</span></a>')
+
+    return _IMAGE.sub(replace, text)
+
+
+def _download_links(text: str, page, files) -> str:
+    """A line under the chapter's title: its notebook, its text twin, and all the notebooks."""
+    stem = Path(page.file.src_uri).stem
+    link = lambda uri: files.get_file_from_path(uri).url_relative_to(page.file)  # noqa: E731
+    line = (f'<p class="book-downloads">Download this chapter: '
+            f'<a href="{link(f"{DOWNLOADS}/{stem}.ipynb")}" download>the notebook, {stem}.ipynb</a>, '
+            f'or <a href="{link(f"{DOWNLOADS}/{stem}.py")}" download>its text twin, {stem}.py</a>; '
+            f'or <a href="{link(ARCHIVE)}" download>all the notebooks</a> (zip).</p>')
+    m = _TITLE_END.search(text)
+    return text[:m.end()] + "\n" + line + text[m.end():] if m else line + text
+
+
+def notebook_archive(notebooks: list[Path]) -> bytes:
+    """A zip of the notebooks, their text twins and Jupytext's pairing, under ``notebooks/``.
+
+    The same notebooks give the same bytes: the files are in order, with a fixed date."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in notebooks:
+            info = zipfile.ZipInfo(f"notebooks/{path.name}", date_time=(2024, 1, 1, 0, 0, 0))
+            info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, 0o644 << 16
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+def on_files(files, config):
+    """The chapters' notebooks and text twins as downloads, and the zip of them all."""
+    chapters = sorted((f for f in files if f.src_uri.startswith("notebooks/") and f.src_uri.endswith(".ipynb")),
+                      key=lambda f: f.src_uri)
+    everything = []
+    for chapter in chapters:
+        notebook = Path(chapter.abs_src_path)
+        twin = notebook.with_suffix(".py")
+        for path in (notebook, twin):
+            files.append(File.generated(config, f"{DOWNLOADS}/{path.name}", abs_src_path=str(path)))
+            everything.append(path)
+    pairing = Path(config.docs_dir) / "notebooks" / "jupytext.toml"
+    files.append(File.generated(config, ARCHIVE, content=notebook_archive(everything + [pairing])))
+    return files
+
+
 def _image_alts(notebook: Path) -> list[str | None]:
     """The alt text stored with each image output of a notebook, in order (None: none stored)."""
     alts = []
@@ -117,4 +229,6 @@ def _set_alts(text: str, page) -> str:
 def on_page_content(text: str, page, config, files) -> str:
     if not _is_chapter(page):
         return text
-    return _set_alts(_highlight_l_cells(_rewrite_links(text, page, files)), page)
+    text = _set_alts(_highlight_l_cells(_rewrite_links(text, page, files)), page)
+    text = _full_size_figures(_highlight_l_outputs(text), page, config, files)
+    return _download_links(text, page, files)
