@@ -14,10 +14,10 @@ is used at, and gives each copy its own type. Compilers call this
 program, and runs between the types of chapter 5 and the CPS conversion
 of [chapter 7](07_cps_convert.ipynb). This chapter also builds a
 *checker*, which verifies the typing rules on the program the pass
-returns.
+returns, and which the pipeline runs on every compilation.
 """
 
-__all__ = ['UNIT', 'EXPRESSIONS', 'PATTERNS', 'NODES', 'NODE_CLASSES', 'field_names', 'substitute', 'params', 'match_type', 'rebuild', 'pattern', 'bound_by', 'hide', 'Instance', 'Poly', 'names_in', 'Monomorphiser', 'monomorphise', 'IllTyped', 'field_type', 'Checker', 'check', 'Statistics', 'census', 'measure', 'data_declarations']
+__all__ = ['UNIT', 'EXPRESSIONS', 'PATTERNS', 'NODES', 'NODE_CLASSES', 'field_names', 'substitute', 'params', 'NotAnInstance', 'match_type', 'rebuild', 'pattern', 'bound_by', 'hide', 'Instance', 'Poly', 'names_in', 'Monomorphiser', 'monomorphise', 'IllTyped', 'field_type', 'Checker', 'check', 'Statistics', 'census', 'measure', 'data_declarations']
 
 
 # --- Types under a substitution ----------------------------------------
@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 
 from lcompiler import core as c, syntax as s
-from lcompiler.types import TCon, TParam, is_value
+from lcompiler.types import TCon, TParam, is_value, show_type
 
 UNIT = TCon("Unit")
 EXPRESSIONS = (c.Lit, c.Var, c.Con, c.Tuple, c.Lambda, c.App, c.Prim, c.If, c.Match, c.Let,
@@ -62,12 +62,18 @@ def params(t) -> list:
     return [p for a in t.args for p in params(a)] if type(t) is TCon else []
 
 
+class NotAnInstance(Exception):
+    """A use whose type is not an instance of its binding's type: a bug of the type checker."""
+
+
 def match_type(general, ground, out: dict) -> dict:
     """Extend out so that substitute(general, out) == ground: how a use instantiates a scheme."""
     if type(general) is TParam:
-        assert out.setdefault(general.number, ground) == ground, "a use at two types"
+        if out.setdefault(general.number, ground) != ground:
+            raise NotAnInstance("a type variable at two types")
+    elif type(ground) is not TCon or general.name != ground.name or len(general.args) != len(ground.args):
+        raise NotAnInstance(f"{show_type(ground)} where {show_type(general)} is wanted")
     else:
-        assert general.name == ground.name and len(general.args) == len(ground.args)
         for g, x in zip(general.args, ground.args):
             match_type(g, x, out)
     return out
@@ -261,7 +267,10 @@ class Monomorphiser(Monomorphiser):
         if poly is None:                                 # a monomorphic binding
             return rebuild(v, subst, None)
         t = substitute(v.type, subst)
-        inst = self.instance(poly, t)
+        try:
+            inst = self.instance(poly, t)
+        except NotAnInstance as error:                   # chapter 5 recorded contradictory types
+            raise IllTyped(f"the variable {v.name}: {error}", v.span) from None
         use = c.Var(inst.name, v.span, v.kind, t)
         if poly.definition is not None and not poly.definition.is_function and inst.name != poly.name:
             # A function may read a non-function definition before it has run, and the error
@@ -315,14 +324,13 @@ class Monomorphiser(Monomorphiser):
 # --- Checking the result -----------------------------------------------
 
 from lcompiler.errors import Diagnostic
-from lcompiler.types import show_type
 
 INT, BOOL, STRING = TCon("Int"), TCon("Bool"), TCon("String")
 
 
 class IllTyped(Diagnostic):
     """A typing rule broken by a program that the compiler made: a bug of the compiler."""
-    kind = "ill-typed after monomorphisation"
+    kind = "internal compiler error: ill-typed after monomorphisation"
     status = 3
 
 def field_type(t, subst: dict):

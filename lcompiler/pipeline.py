@@ -128,14 +128,16 @@ def types_stage(program, unit: Unit):
 
 # --- The pipeline's stage ----------------------------------------------
 
+from lcompiler import mono
 from lcompiler.core import pretty_core
-from lcompiler.mono import data_declarations, monomorphise
 
 
 @stage("mono", show=lambda program, unit: pretty_core(program).rstrip("\n"), before="cps")
 def mono_stage(program, unit: Unit):
-    unit.notes["datas"] = data_declarations(program)
-    return monomorphise(program)
+    unit.notes["datas"] = mono.data_declarations(program)
+    result = mono.monomorphise(program)
+    mono.check(result)          # an ill-typed result is a located internal error (IllTyped, status 3)
+    return result
 
 
 # ======================================================================
