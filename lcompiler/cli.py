@@ -251,7 +251,7 @@ def run_command(args) -> int:
 
 # --- Showing types, and running only well-typed programs ---------------
 
-# cell 95
+# cell 100
 from lcompiler import types
 
 

@@ -14,7 +14,7 @@ is used at, and gives each copy its own type. Compilers call this
 program, and runs between the types of chapter 5 and the CPS conversion
 of [chapter 7](07_cps_convert.ipynb). This chapter also builds a
 *checker*, which verifies the typing rules on the program the pass
-returns.
+returns, and which the pipeline runs on every compilation.
 
 What this chapter promises:
 
@@ -41,8 +41,11 @@ In the module `lcompiler.mono`:
   compiler, not of the L program.
 - `measure(program)` returns the result together with its size before and
   after the pass.
-- The pipeline's stage `mono` runs the pass: `lc show mono FILE.l` prints
-  the program it returns.
+- The pipeline's stage `mono` runs the pass, then the checker on its
+  result, on every compilation: a mistake of the type checker that makes
+  the copies disagree stops the compiler with a located internal error
+  (exit status 3), never reaches the back end. `lc show mono FILE.l`
+  prints the program it returns.
 """
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     'field_names',
     'substitute',
     'params',
+    'NotAnInstance',
     'match_type',
     'rebuild',
     'pattern',
@@ -83,7 +87,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 
 from lcompiler import core as c, syntax as s
-from lcompiler.types import TCon, TParam, is_value
+from lcompiler.types import TCon, TParam, is_value, show_type
 
 UNIT = TCon("Unit")
 EXPRESSIONS = (c.Lit, c.Var, c.Con, c.Tuple, c.Lambda, c.App, c.Prim, c.If, c.Match, c.Let,
@@ -120,12 +124,18 @@ def params(t) -> list:
     return [p for a in t.args for p in params(a)] if type(t) is TCon else []
 
 
+class NotAnInstance(Exception):
+    """A use whose type is not an instance of its binding's type: a bug of the type checker."""
+
+
 def match_type(general, ground, out: dict) -> dict:
     """Extend out so that substitute(general, out) == ground: how a use instantiates a scheme."""
     if type(general) is TParam:
-        assert out.setdefault(general.number, ground) == ground, "a use at two types"
+        if out.setdefault(general.number, ground) != ground:
+            raise NotAnInstance("a type variable at two types")
+    elif type(ground) is not TCon or general.name != ground.name or len(general.args) != len(ground.args):
+        raise NotAnInstance(f"{show_type(ground)} where {show_type(general)} is wanted")
     else:
-        assert general.name == ground.name and len(general.args) == len(ground.args)
         for g, x in zip(general.args, ground.args):
             match_type(g, x, out)
     return out
@@ -311,7 +321,10 @@ class Monomorphiser:
         if poly is None:                                 # a monomorphic binding
             return rebuild(v, subst, None)
         t = substitute(v.type, subst)
-        inst = self.instance(poly, t)
+        try:
+            inst = self.instance(poly, t)
+        except NotAnInstance as error:                   # chapter 5 recorded contradictory types
+            raise IllTyped(f"the variable {v.name}: {error}", v.span) from None
         use = c.Var(inst.name, v.span, v.kind, t)
         if poly.definition is not None and not poly.definition.is_function and inst.name != poly.name:
             # A function may read a non-function definition before it has run, and the error
@@ -365,14 +378,13 @@ def monomorphise(program: c.Program) -> c.Program:
 
 # cell 59
 from lcompiler.errors import Diagnostic
-from lcompiler.types import show_type
 
 INT, BOOL, STRING = TCon("Int"), TCon("Bool"), TCon("String")
 
 
 class IllTyped(Diagnostic):
     """A typing rule broken by a program that the compiler made: a bug of the compiler."""
-    kind = "ill-typed after monomorphisation"
+    kind = "internal compiler error: ill-typed after monomorphisation"
     status = 3
 
 # cell 61
@@ -575,7 +587,7 @@ def check(program: c.Program) -> None:
 
 # --- What it costs -----------------------------------------------------
 
-# cell 83
+# cell 85
 @dataclass
 class Statistics:
     definitions: tuple       # top-level definitions (before, after)
@@ -600,7 +612,7 @@ def census(program: c.Program) -> tuple:
             todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span"))
     return tuple(counts)
 
-# cell 84
+# cell 86
 def measure(program: c.Program) -> tuple:
     """monomorphise(program), and its Statistics."""
     mono = Monomorphiser(program)
@@ -616,7 +628,7 @@ def measure(program: c.Program) -> tuple:
 
 # --- The pipeline's stage ----------------------------------------------
 
-# cell 91
+# cell 93
 def data_declarations(core_program: c.Program) -> dict:
     """Each data type's parameters and constructors (name, field types), from the core program."""
     datas = {}
@@ -626,7 +638,7 @@ def data_declarations(core_program: c.Program) -> dict:
                                 [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
     return datas
 
-# cell 94
+# cell 96
 from lcompiler import pipeline
 from lcompiler.core import pretty_core
 from lcompiler.interp import Interpreter
@@ -637,4 +649,6 @@ from lcompiler.interp import Interpreter
                 interpret=lambda program, unit, out: Interpreter(out).run(program))
 def mono_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
     unit.datas = data_declarations(program)
-    return monomorphise(program)
+    result = monomorphise(program)
+    check(result)          # an ill-typed result is a located internal error (IllTyped, status 3)
+    return result

@@ -169,6 +169,20 @@ class Inference:
             else:
                 todo.extend(x.args)
 
+    def lower(self, t) -> None:
+        """Bring the unknown variables of t born deeper than the current level back to it: t is
+        not generalised, so they belong to the scope around it, and no later generalisation at
+        this level may quantify them."""
+        todo = [t]
+        while todo:
+            x = self.shallow(todo.pop())
+            if type(x) is TVar:
+                unknown = self.uf.description(self.uf.find(x))
+                if self.level < unknown.level < GENERIC:
+                    unknown.level = self.level
+            else:
+                todo.extend(x.args)
+
     def instantiate(self, t):
         """A copy of t with fresh variables for its generic ones."""
         copies = {}
@@ -539,6 +553,8 @@ class Inference:
             t = self.globals[d.name.name][0]
             if generalise:
                 self.generalize(t)
+            else:
+                self.lower(t)       # weak: its unknowns now belong to the level around it
             self.globals[d.name.name] = (t, generalise)
             d.name.type = t
 

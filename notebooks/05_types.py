@@ -186,7 +186,12 @@ def tuple_of(items) -> TCon:
 # lives that far out. When the right-hand side of a `let` at level n + 1 has
 # been inferred, its unknown variables still at level n + 1 or deeper are
 # exactly those that appear nowhere in the enclosing scope: those are
-# generalised.
+# generalised. And when a right-hand side may *not* be generalised (the
+# value restriction, below), its unknown variables go back to level n: from
+# then on they are part of the enclosing scope, free in its environment, and
+# no later generalisation at level n + 1 may take them. The first edition
+# of this chapter forgot that step, and a well-typed program crashed; the
+# section "A weak type read by a later definition" tells the story.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: levels, not free variables</p>
@@ -197,7 +202,8 @@ def tuple_of(items) -> TCon:
 # the size of the environment each time, which makes inference quadratic on
 # long programs. Levels make generalisation proportional to the size of the
 # type generalised (Rémy 1992; it is how OCaml does it), at the price of one
-# integer per partition kept up to date by `bind`. The measurement at the
+# integer per partition kept up to date by `bind` — and by `lower`, for a
+# definition that is not generalised. The measurement at the
 # end of the chapter shows the time per definition flat from 1,562 to
 # 100,000 definitions; exercise 2 asks what the textbook test would do.
 #
@@ -300,7 +306,8 @@ class Inference(Inference):
 # Generalising and instantiating: a generalised variable keeps its partition
 # but gets the level `GENERIC`; `instantiate` copies a type, replacing each
 # generic variable by a fresh one — the same fresh one for every occurrence of
-# the same generic variable.
+# the same generic variable. `lower` is the other outcome of a definition:
+# not generalised, its unknowns come back to the current level.
 
 # %%
 #| export
@@ -314,6 +321,20 @@ class Inference(Inference):
                 unknown = self.uf.description(self.uf.find(x))
                 if self.level < unknown.level < GENERIC:
                     unknown.level = GENERIC
+            else:
+                todo.extend(x.args)
+
+    def lower(self, t) -> None:
+        """Bring the unknown variables of t born deeper than the current level back to it: t is
+        not generalised, so they belong to the scope around it, and no later generalisation at
+        this level may quantify them."""
+        todo = [t]
+        while todo:
+            x = self.shallow(todo.pop())
+            if type(x) is TVar:
+                unknown = self.uf.description(self.uf.find(x))
+                if self.level < unknown.level < GENERIC:
+                    unknown.level = self.level
             else:
                 todo.extend(x.args)
 
@@ -1033,7 +1054,10 @@ type_of("{ var n := 0; n := \"three\"; n }")
 # `let_bound` returns the pair (type, generalised?) that the environment
 # stores for the name — `_infer`'s case for `let` adds it to the environment
 # of the body. The equality requirements of `==` met inside the right-hand
-# side are settled here, just before generalisation.
+# side are settled here, just before generalisation. A right-hand side that
+# is not a value is inferred at the current level, not one deeper: its
+# unknowns are born at the level of the scope that shares them, and there
+# is nothing to bring back afterwards.
 
 # %%
 #| export
@@ -1337,8 +1361,12 @@ class Inference(Inference):
 # A component: its definitions get fresh variables one level deeper, so
 # that their recursive uses share them (monomorphic within the group); then
 # each right-hand side is checked against its variable; then, if all of them
-# are values, the group is generalised. `undone_on_error` is the rollback
-# the previous paragraph described.
+# are values, the group is generalised. If one is not, the group's types are
+# weak, and `lower` brings their unknowns back to the level around the
+# group, where every later component sees them as part of its environment.
+# (Without that step, the next component, inferred one level deeper, would
+# generalise them: see "A weak type read by a later definition", below.)
+# `undone_on_error` is the rollback the previous paragraph described.
 
 # %%
 #| export
@@ -1358,6 +1386,8 @@ class Inference(Inference):
             t = self.globals[d.name.name][0]
             if generalise:
                 self.generalize(t)
+            else:
+                self.lower(t)       # weak: its unknowns now belong to the level around it
             self.globals[d.name.name] = (t, generalise)
             d.name.type = t
 
@@ -1601,6 +1631,27 @@ def empty = map(id, Nil)
 # element type, unknown and not generalised, is *weak*, `_a` — the first use
 # of `empty` at some list type will fix it.
 #
+# <div class="admonition note">
+# <p class="admonition-title">Design note: what defaulting == to Int costs</p>
+#
+# `same : (Int, Int) -> Bool` is not the most general type `same` could
+# have: it works as well on two `String`s, and `same("a", "b")` is
+# nevertheless a type error. Hindley–Milner without `==` infers a
+# *principal* type for every definition, a type of which every other type
+# it could be given is an instance; the defaulting rule gives that up, for
+# the definitions that compare values of a type they do not fix. The ways to
+# keep it: OCaml's `=` compares values of every type, `'a -> 'a -> bool`,
+# and raises an exception at run time on functions, which L's contract
+# forbids; Haskell puts the condition in the scheme, `Eq a => a -> a ->
+# Bool`, and passes the comparison as a hidden argument; a scheme
+# `∀a ∈ {Int, Bool, String}. (a, a) -> Bool` would do the same for L, and
+# would cost nothing at run time, since [chapter 5b](05b_mono.ipynb) copies
+# each polymorphic definition at the ground types it is used at. L chose the
+# simplest rule, as Haskell does for its numeric literals (whose type, left
+# open, defaults to `Integer`).
+#
+# </div>
+#
 # The mutually recursive definitions `even` and `odd` form one component, and
 # `id` is used at two types by other components:
 
@@ -1628,6 +1679,127 @@ types_of(swap + """\
 swap(Cons(1, Nil))
 swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
 """)
+
+# %% [markdown]
+# ### A weak type read by a later definition
+#
+# The first edition of this chapter had a hole here, and a reader found it
+# with the chapter's own `make_cell` (issue 23 of the project). Add one
+# definition, `g`, that does nothing but return `swap`, and use `swap`
+# through `g`. The definitions alone, then the program:
+
+# %%
+issue = swap + """\
+def g(y) = swap
+g(1)(Cons(1, Nil))
+g(2)(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
+"""
+types_of(swap + "def g(y) = swap\n")
+types_of(issue)
+
+# %% [markdown]
+# That is the right answer: `g` is generalised in the type of its own
+# parameter, `a`, but `swap`'s weak variable (`_b` in `g`'s type) stays
+# weak; `g(1)` returns the one `swap` there is, the first call fixes its
+# type at `List<Int>`, and the second call contradicts it, at the place the
+# contract says an error caused by the value restriction belongs. But the
+# first edition accepted the program,
+# with `g : a -> List<b> -> List<b>`. Each use of `g` then instantiated a
+# fresh `b`: the first call stored a `List<Int>` in the cell, the second
+# read it back as a `List<String>`. The reference interpreter, which never
+# looks at a type, printed `false 1`; the compiled program, which prints a
+# `String` by following a pointer to its bytes, followed the integer 1 and
+# died of a segmentation fault. A program that had passed the type checker
+# crashed, which is exactly what this chapter promises cannot happen.
+#
+# The levels tell why. `component` raises the level before it infers a
+# group, so `swap`'s unknown is born at level 2, one deeper than the top.
+# `swap` is not a value, so it is not generalised: its unknown is weak, and
+# belongs to the top level from now on — it is free in the environment of
+# every later definition, and the rule of `let` generalises only what is
+# *not* free there. The first edition lowered the level counter after the
+# group, but left the group's unknowns at level 2. The next component, `g`,
+# was inferred at level 2 too, and generalising it took every unknown of its
+# type deeper than level 1: its own `a`, and `swap`'s. The fix is `lower`:
+# a group that is not generalised brings its unknowns back to the level
+# around it. (`let_bound` never had the problem, since it goes one level
+# deeper only for a value.)
+#
+# Here is what each version does, printed after each component: the level
+# of every unknown in the component's types (`∀` for a generalised one).
+# `Traced` prints them; `FirstEdition` is the same inference with `lower`
+# doing nothing, as the first edition did.
+
+# %%
+import io
+
+from lcompiler.interp import Interpreter
+
+
+class Traced(Inference):
+    """An Inference that prints, after each component, the levels of the unknowns of its types."""
+
+    def component(self, group: list) -> None:
+        super().component(group)
+        for d in group:
+            t, generalised = self.globals[d.name.name]
+            print(f"  {d.name.name:10} {'generalised' if generalised else 'weak':12} levels of its unknowns: "
+                  + " ".join("∀" if level == GENERIC else str(level) for level in self.levels(t)))
+
+    def levels(self, t) -> list:
+        found, todo = {}, [t]
+        while todo:
+            x = self.shallow(todo.pop())
+            if type(x) is TVar:
+                p = self.uf.find(x)
+                found.setdefault(p, self.uf.description(p).level)
+            else:
+                todo.extend(reversed(x.args))
+        return list(found.values())
+
+
+class FirstEdition(Traced):
+    def lower(self, t) -> None:
+        """The bug of the first edition: a weak group's unknowns stay one level too deep."""
+
+
+for version in (FirstEdition, Traced):
+    print(f"{version.__name__}:")
+    inference, program = version(), check_names(Source("issue.l", issue))
+    try:
+        schemes = inference.program(program)
+        printed = io.StringIO()
+        Interpreter(printed).run(program)
+        print("  accepted, with g :", show_type(inference.resolve(schemes["g"], {})))
+        print("  and the interpreter prints:", printed.getvalue(), end="")
+    except CompileError as error:
+        print("  rejected:", error.render().splitlines()[0])
+
+# %% [markdown]
+# In the first edition, `swap`'s unknown stayed at level 2 after its
+# component, and `g`'s generalisation turned it into one of `g`'s own
+# quantified variables: `g`'s second `∀`, the `b` of its type, which each
+# use of `g` then instantiated afresh. With `lower`, the unknown is at
+# level 1 when `g` is inferred, and stays there: `g` is generalised in its
+# own parameter's type only, and the `_b` of `g : a -> List<_b> ->
+# List<_b>` is weak, one type shared by every use, which the first use
+# fixes.
+#
+# Three things now guard the fix. `tests/test_types.py` runs this program
+# and its variants — `swap` read through an alias (`def alias = swap`, a
+# value, since it is a variable), through a tuple, through a chain of two
+# definitions, by two mutually recursive readers, from a weak group that
+# is itself mutually recursive, built by nested `let`s, and all of it inside
+# a function — and each must be rejected at its second use. All of them but
+# the two inside a function, which never had the problem, fail on the first
+# edition. But a test written after a bug is understood guards against that
+# bug, and the next one may be elsewhere; so `tests/test_soundness.py` asks
+# a type checker this book did not write, OCaml's, about random programs
+# made to sit where this bug hid (see "What the tests check", at the end).
+# Last, [chapter 5b](05b_mono.ipynb)'s checker now runs on every
+# compilation: a mistake of this kind that got past both would stop the
+# compiler with an internal error pointing at the definition it broke, not
+# crash the program when it runs.
 
 # %% [markdown]
 # ### The seeds' sample program, step by step
@@ -1883,7 +2055,53 @@ for n in (3, 6, 9, 12):
 #   interpreter runs them without a runtime error of any kind: no type
 #   confusion at run time;
 # - the value-restriction program above, `even`/`odd`, the seeds' program and
-#   the doubling types infer as this chapter says.
+#   the doubling types infer as this chapter says;
+# - the program of issue 23 and its variants ("A weak type read by a later
+#   definition") are rejected at their second use, and a definition that
+#   reads a weak type is generalised in its own variables only.
+#
+# `tests/test_soundness.py` checks the type checker against OCaml's.
+# Hypothesis writes programs around a prelude of data types with one, two
+# and three parameters and helpers that make cells, references and partial
+# applications; their definitions are *weak* (`make_cell()`, `id(Nil)`,
+# `pairer(Nil)`, a block whose `var` a closure captures) or values that
+# read earlier ones (aliases, tuples, functions returning them, chains and
+# mutually recursive pairs of readers, local polymorphic and local weak
+# `let`s), and their statements use each at types chosen per use — mostly
+# the same for the same unknown, sometimes not. Some programs are well
+# typed, many are not, and the generator does not know which. Each is
+# translated to OCaml (`data` to variant types, `var` to `ref`, definitions
+# to `let` and `let rec … and …` per component) and compiled by `ocamlc`.
+# What L accepts, OCaml must accept: OCaml's value restriction is the
+# *relaxed* one (it generalises `id(Nil)`), so OCaml may accept more, never
+# less. A program L accepts is then run three ways — interpreted, compiled,
+# and in OCaml, whose printers are built for the types L recorded — and the
+# outputs must agree, with no crash and no internal error. With the first
+# edition's bug put back, the same test fails. `python tools/soundness.py`
+# runs the long version, and records its figures in `tests/soundness.json`:
+
+# %%
+import json
+
+for name, run in json.loads(Path("../tests/soundness.json").read_text()).items():
+    f, machine = run["figures"], run["machine"]
+    print(f"{name}: {f['programs']} programs ({run['distinct']} distinct), `{run['command']}`, "
+          f"{machine['cpu']}, {machine['cores']} cores")
+    print(f"  accepted by L {f['accepted by L']}, by OCaml {f['accepted by OCaml']}, by L only "
+          f"{f['accepted by L only']}, by OCaml only {f['accepted by OCaml only']}")
+    print(f"  run compiled {f['run compiled']}: status other than 0 {f['compiled: status not 0']}, "
+          f"crashed {f['compiled: crash (killed by a signal)']}; outputs that differ {f['outputs that differ']}")
+    kinds = run["findings by kind"]
+    print(f"  programs with findings: {f['programs with findings']}" + (f", by kind: {kinds}" if kinds else ""))
+
+# %% [markdown]
+# As the compiler is: no finding, and OCaml accepts a few programs that L
+# rejects, those where its relaxed value restriction generalises what L's
+# does not (`id(Nil)`). With the first edition's bug put back, OCaml rejects
+# programs that L accepts; no compiled program crashes, because those whose
+# recorded types disagree stop at compile time with chapter 5b's internal
+# error; and the reference interpreter, which never looks at a type, meets
+# a value of the wrong kind in a few ("this is not a function").
 #
 # `tests/test_errors.py` compares the messages of this chapter, notes and
 # "did you mean" included, with golden files (`tests/errors/`): the two

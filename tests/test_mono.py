@@ -12,6 +12,7 @@ Every corpus program (run and fail) and every example is monomorphised, then:
 Then programs written for the cases that matter, and random programs from tests/test_convert.py.
 """
 
+import tempfile
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from lcompiler import core as c, cps, syntax as s
 from lcompiler.closure import closure_convert
 from lcompiler.core import pretty_core
 from lcompiler.cps_convert import convert
-from lcompiler.errors import RunError, Source
+from lcompiler.errors import CompileError, RunError, Source
 from lcompiler.interp import Closure, Data, Interpreter, show_value
 from lcompiler.types import TCon, TParam, check_types, show_type
 
@@ -361,11 +362,7 @@ def test_statistics():
     assert stats.nodes[1] > stats.nodes[0]
 
 
-def test_a_weak_type_variable_leaked_by_the_type_checker():
-    """Chapter 5 lets a later definition generalise a variable of a definition it did not
-    generalise (xs below: List<a>). The result still runs the same and has no type variable,
-    but xs is shared at List<Unit> while f's copies read it at List<Int> and List<String>."""
-    text = LIST + """
+LEAK = LIST + """
 def id(x) = x
 def xs = id(Nil)
 def f(y) = (y, xs)
@@ -373,12 +370,56 @@ def a = f(2)
 match (a) { (n, Cons(s, _)) -> print(s + 1); (n, Nil) -> print("nil") }
 match (f(3)) { (n, Cons(s, _)) -> print(s == "x"); (n, Nil) -> print(n) }
 """
-    core = compile_text(text)
+
+ISSUE = LIST + """def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
+def swap = make_cell()
+def g(y) = swap
+g(1)(Cons(1, Nil))
+g(2)(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
+"""
+
+
+@pytest.fixture
+def levels_not_lowered(monkeypatch):
+    """Chapter 5's inference as it was before issue 23: a definition that is not generalised keeps
+    its unknowns one level too deep, and a later definition that reads it generalises them."""
+    from lcompiler.types import Inference
+    monkeypatch.setattr(Inference, "lower", lambda self, t: None)
+
+
+def test_the_leak_the_checker_found_is_now_a_type_error():
+    """xs is weak (List<_a>); f reads it, and the uses at List<Int> and List<String> conflict."""
+    with pytest.raises(CompileError) as caught:
+        compile_text(LEAK)
+    assert caught.value.render().startswith("x.l:8:46: error: expected Int, found String")
+
+
+def test_the_checker_finds_the_leak_when_inference_lets_it_through(levels_not_lowered):
+    """With the bug put back, chapter 5 accepts the program; the copy shares xs at List<Unit> while
+    f's copies read it at List<Int> and List<String>, and the checker says where."""
+    core = compile_text(LEAK)
     mono = monomorphise(core)
     no_type_variables(mono)
-    assert reference(mono) == reference(core) == typed(mono) == ("nil\n3\n", None)
     with pytest.raises(IllTyped, match="x.l:5:16: .* the variable xs: List<Int> where List<Unit> is wanted"):
         check(mono)
+
+
+@pytest.mark.parametrize("text, where", [(ISSUE, "4:12"), (LEAK, "5:16")], ids=["issue", "leak"])
+def test_the_pipeline_stops_an_ill_typed_copy_at_compile_time(levels_not_lowered, text, where, capsys):
+    """Defence in depth: the stage mono runs the checker, so an unsound inference is a located
+    internal compiler error (status 3) when lc compiles, never a crash when the program runs.
+    (run_source runs the code in a child process: without the check, this test fails, it does not
+    crash.)"""
+    from lcompiler import cli, driver
+    with pytest.raises(IllTyped) as caught:
+        driver.run_source(Source("x.l", text), timeout=60)
+    assert caught.value.status == 3
+    assert caught.value.render().startswith(f"x.l:{where}: internal compiler error: ill-typed after "
+                                            "monomorphisation: the variable ")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "x.l").write_text(text)
+        assert cli.main(["show", "mono", str(Path(tmp) / "x.l")]) == 3
+    assert f"x.l:{where}: internal compiler error: ill-typed after monomorphisation" in capsys.readouterr().err
 
 
 # --- 3. The checker fails where a rule is broken -------------------------------------------------
@@ -447,7 +488,8 @@ def test_the_checker_finds_a_broken_rule_where_it_is_broken(damage, where, messa
     damage(mono)
     with pytest.raises(IllTyped) as error:
         check(mono)
-    assert error.value.render().startswith(f"x.l:{where}: ill-typed after monomorphisation: {message}\n")
+    assert error.value.render().startswith(f"x.l:{where}: internal compiler error: ill-typed after monomorphisation: "
+                                           f"{message}\n")
     assert error.value.status == 3
 
 

@@ -245,3 +245,81 @@ def test_inference_never_raises_anything_but_a_located_compile_error(data):
     except CompileError as error:
         line, col = error.span.source.line_col(error.span.start)
         assert error.render().startswith(f"mutant.l:{line}:{col}: error: ")
+
+
+# -- the value restriction's levels (issue 23, §1): a weak type stays weak ----------------------
+
+CELL = """\
+data List<t> { Cons(t, List<t>); Nil }
+def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
+"""
+
+# The program of the issue: `swap` is not a syntactic value, so its type is weak; `g` reads it, and
+# `g` is generalised. Before the fix, the unknowns of `swap`'s type kept the level of its component,
+# one deeper than the top, so generalising `g` quantified them too: `g : a -> List<b> -> List<b>`,
+# the program was accepted, and the compiled code read the Int it had stored as a String.
+ISSUE = CELL + """\
+def swap = make_cell()
+def g(y) = swap
+g(1)(Cons(1, Nil))
+g(2)(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
+"""
+
+# Each variant reaches the weak `swap` another way; the last two lines use it at List<Int>, then at
+# List<String>: the second use is the conflict, and the contract puts the error there.
+USES = """\
+{f}(Cons(1, Nil))
+{f}(Cons("one", Nil)).{{ Cons(s, _) -> print(s == "one", s); Nil -> () }}
+"""
+VARIANTS = {
+    "a def reads it": ("def swap = make_cell()\ndef g(y) = swap\n", "g(2)"),
+    "an alias, a value": ("def swap = make_cell()\ndef alias = swap\n", "alias"),
+    "a tuple of it, a value": ("def swap = make_cell()\ndef both = (swap, swap)\n"
+                               "def first((a, b)) = a\n", "first(both)"),
+    "only through another def": ("def swap = make_cell()\ndef g(y) = swap\ndef k(y) = g(y)\n", "k(3)"),
+    "nested lets": ("def swap = { let cell = make_cell(); let same = cell; same }\ndef g(y) = swap\n", "g(2)"),
+    "mutual recursion, weak": ("def swap = { let unused = g; make_cell() }\n"
+                               "def g(y) = { let unused = swap; swap }\ndef h(y) = g(y)\n", "h(2)"),
+    "mutual recursion, readers": ("def swap = make_cell()\ndef even(n) = if (n == 0) swap else odd(n - 1)\n"
+                                  "def odd(n) = if (n == 0) swap else even(n - 1)\n", "odd(1)"),
+    "inside a function": ("def main() = {\n  let swap = make_cell()\n  let g = { y -> swap }\n"
+                          "  g(1)(Cons(1, Nil))\n  g(2)(Cons(\"one\", Nil))\n}\nmain()\n", None),
+    "inside a function, nested lets": ("def main() = {\n  let swap = { let c = make_cell(); c }\n"
+                                       "  let g = { y -> { let h = { z -> swap }; h(y) } }\n"
+                                       "  g(1)(Cons(1, Nil))\n  g(2)(Cons(\"one\", Nil))\n}\nmain()\n", None),
+}
+
+
+def variant(name: str) -> str:
+    defs, f = VARIANTS[name]
+    return CELL + defs + (USES.format(f=f) if f else "")
+
+
+def conflicting_use(text: str) -> tuple:
+    """Line and column of the last Cons("one", Nil): the use that contradicts the first."""
+    at = text.rindex('Cons("one", Nil)')
+    return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+
+
+@pytest.mark.parametrize("text", [ISSUE] + [variant(n) for n in VARIANTS], ids=["issue"] + list(VARIANTS))
+def test_a_weak_type_is_fixed_by_its_first_use_wherever_it_is_read(text):
+    with pytest.raises(CompileError) as caught:
+        check_types(Source("t.l", text))
+    error = caught.value
+    assert error.span.source.line_col(error.span.start) == conflicting_use(text), error.render()
+    assert error.message.startswith("expected List<Int>, found List<String>"), error.render()
+
+
+def test_a_def_that_reads_a_weak_type_is_generalised_in_its_own_variables_only():
+    found = schemes(CELL + "def swap = make_cell()\ndef g(y) = swap\ndef alias = swap\ndef k(y) = (y, g(y))\n")
+    assert found == {"make_cell": "Unit -> List<a> -> List<a>", "swap": "List<_a> -> List<_a>",
+                     "g": "a -> List<_b> -> List<_b>", "alias": "List<_a> -> List<_a>",
+                     "k": "a -> (a, List<_b> -> List<_b>)"}
+
+
+def test_the_program_of_the_issue_is_refused_before_it_runs():
+    from lcompiler.driver import run_source
+    result = run_source(Source("issue.l", ISSUE), timeout=60)     # compiled and run in a child process
+    line, col = conflicting_use(ISSUE)
+    assert (result.status, result.stdout) == (1, ""), result
+    assert result.stderr.startswith(f"issue.l:{line}:{col}: error: expected List<Int>, found List<String>")
