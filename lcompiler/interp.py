@@ -123,7 +123,7 @@ MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
 THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
-YOUNG_OBJECTS = 100_000    # new Python objects between two looks of the garbage collector, while a program runs
+YOUNG_OBJECTS = 1_000_000  # new Python objects between two looks of the garbage collector, while a program runs
 
 
 class TailCall:
@@ -682,9 +682,10 @@ def free_variables(e) -> set:
 def one_holder() -> int:
     """sys.getrefcount of a value that one tuple holds, popped from a list as live_words pops it."""
     holder, todo = (object(),), []
-    todo.extend(holder)
-    v = todo.pop()
-    return sys.getrefcount(v)
+    pop, push_all, refcount = todo.pop, todo.extend, sys.getrefcount
+    push_all(holder)
+    v = pop()
+    return refcount(v)
 
 
 ONE_HOLDER = one_holder()
@@ -693,31 +694,34 @@ ONE_HOLDER = one_holder()
 def live_words(roots) -> int:
     """The words that the L values reachable from roots take in chapter 10's layout."""
     words, seen, todo = 0, set(), list(roots)
+    pop, push, push_all, refcount = todo.pop, todo.append, todo.extend, sys.getrefcount
     while todo:
-        v = todo.pop()
+        v = pop()
         t = type(v)
+        if t is int:                                # the most common field: no words of its own
+            continue
         if t is Data or t is tuple:
             items = v.fields if t is Data else v
             if not items:
                 continue
-            if sys.getrefcount(v) > ONE_HOLDER:     # reachable by another path: look at it once
+            if refcount(v) > ONE_HOLDER:            # reachable by another path: look at it once
                 if id(v) in seen:
                     continue
                 seen.add(id(v))
             words += 1 + len(items)
-            todo.extend(items)
+            push_all(items)
         elif t is Closure or t is Cell or t is dict:
             if id(v) in seen:
                 continue
             seen.add(id(v))
             if t is Closure:
                 words += 2 + len(v.captures)
-                todo.extend([v.env[name] for name in v.captures])
+                push_all([v.env[name] for name in v.captures])
             elif t is Cell:
                 words += 2
-                todo.append(v.value)
+                push(v.value)
             else:                                   # an environment: the compiled code's registers
-                todo.extend(v.values())
+                push_all(v.values())
     return words
 
 class Interpreter(Interpreter):

@@ -1592,7 +1592,7 @@ MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
 THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
-YOUNG_OBJECTS = 100_000    # new Python objects between two looks of the garbage collector, while a program runs
+YOUNG_OBJECTS = 1_000_000  # new Python objects between two looks of the garbage collector, while a program runs
 
 
 class TailCall:
@@ -2286,16 +2286,18 @@ def in_frame_room(run, *args):
 # case, its output discarded, and ends as it would have ended, so the
 # interpreter does the same.
 #
-# Deep recursion has one more cost, in time. Python's cyclic garbage
-# collector looks at the youngest objects each time 700 more have been made
-# than freed, and moves those that survive to an older generation, which it
-# walks again, whole, now and then. A recursion a million calls deep keeps
-# every frame and environment alive, so each look frees nothing, and the
-# looks added up to most of the time a runaway recursion took to be
-# reported. While a program runs, `execute` lets `YOUNG_OBJECTS` (100,000)
-# objects accumulate between two looks instead. Cycles are still found (an
-# L program can make them: a closure that assigns to a `var` it captures
-# may be stored in it), only less often.
+# Deep recursion, and a heap that grows, have one more cost, in time.
+# Python's cyclic garbage collector looks at the youngest objects each time
+# 700 more have been made than freed, and moves those that survive to an
+# older generation, which it walks again, whole, now and then. A recursion
+# a million calls deep keeps every frame and environment alive, and a
+# growing list every cell, so each look frees nothing: the looks added up
+# to most of the time a runaway recursion took to be reported, and to a
+# good part of the time a growing list took to fill the heap. While a program
+# runs, `execute` lets `YOUNG_OBJECTS` (a million) objects accumulate
+# between two looks instead. Cycles are still found (an L program can make
+# them: a closure that assigns to a `var` it captures may be stored in it),
+# only less often.
 
 # %%
 #| export interp
@@ -2537,9 +2539,10 @@ def free_variables(e) -> set:
 def one_holder() -> int:
     """sys.getrefcount of a value that one tuple holds, popped from a list as live_words pops it."""
     holder, todo = (object(),), []
-    todo.extend(holder)
-    v = todo.pop()
-    return sys.getrefcount(v)
+    pop, push_all, refcount = todo.pop, todo.extend, sys.getrefcount
+    push_all(holder)
+    v = pop()
+    return refcount(v)
 
 
 ONE_HOLDER = one_holder()
@@ -2548,31 +2551,34 @@ ONE_HOLDER = one_holder()
 def live_words(roots) -> int:
     """The words that the L values reachable from roots take in chapter 10's layout."""
     words, seen, todo = 0, set(), list(roots)
+    pop, push, push_all, refcount = todo.pop, todo.append, todo.extend, sys.getrefcount
     while todo:
-        v = todo.pop()
+        v = pop()
         t = type(v)
+        if t is int:                                # the most common field: no words of its own
+            continue
         if t is Data or t is tuple:
             items = v.fields if t is Data else v
             if not items:
                 continue
-            if sys.getrefcount(v) > ONE_HOLDER:     # reachable by another path: look at it once
+            if refcount(v) > ONE_HOLDER:            # reachable by another path: look at it once
                 if id(v) in seen:
                     continue
                 seen.add(id(v))
             words += 1 + len(items)
-            todo.extend(items)
+            push_all(items)
         elif t is Closure or t is Cell or t is dict:
             if id(v) in seen:
                 continue
             seen.add(id(v))
             if t is Closure:
                 words += 2 + len(v.captures)
-                todo.extend([v.env[name] for name in v.captures])
+                push_all([v.env[name] for name in v.captures])
             elif t is Cell:
                 words += 2
-                todo.append(v.value)
+                push(v.value)
             else:                                   # an environment: the compiled code's registers
-                todo.extend(v.values())
+                push_all(v.values())
     return words
 
 
