@@ -137,14 +137,14 @@ class Interpreter:
                  heap_limit: int | None = None):
         self.out = out or sys.stdout
         self.stack_limit, self.depth_limit = stack_limit, depth_limit
-        self.heap_limit = read_heap_limit() if heap_limit is None else heap_limit   # in bytes
+        self.heap_limit = heap_limit            # in bytes; None: LC_HEAP_LIMIT's, read when the program runs
         self.globals: dict = {}
         self.functions: dict = {}               # function definition -> the name of its parameter
         self.tail_call = TailCall()             # what every tail call fills in and returns
         self.depth = 0                          # nested calls running
         self.call_site: Span | None = None     # the last call made, for "stack overflow"
         self.program_span: Span | None = None   # where the heap limit is reported
-        self.room = self.granted = self.heap_limit // 8   # words to allocate before the next look at the heap
+        self.room = self.granted = 0            # words to allocate before the next look at the heap, in all
         self.counted = 0                        # words allocated before the last look
         self.looks = 0                          # how many times measure_heap looked
 
@@ -755,6 +755,9 @@ class Interpreter(Interpreter):
         """Run a resolved core program: function definitions first, then everything in order."""
         self.functions = {item.name.name: item.value.param for item in program.items
                           if type(item) is Def and item.is_function}
+        if self.heap_limit is None:             # read when the program starts, as compiled code reads it
+            self.heap_limit = read_heap_limit()
+        self.room = self.granted = self.heap_limit // 8
         with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
             code = [(item, self.compile(item.value if type(item) is Def else item))
                     for item in program.items if not isinstance(item, syntax.Data)]
