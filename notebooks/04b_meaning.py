@@ -2524,6 +2524,15 @@ def free_variables(e) -> set:
 
 
 # %% [markdown]
+# `adder(n)` of the closures drawn below, `{ n -> { x -> x + n } }` once
+# desugared: the outer lambda captures nothing, the inner one `n`, so a
+# closure that `adder` returns takes three words.
+
+# %%
+adder_lambda = resolve(desugar(parse(Source("adder.l", "def adder(n) = { x -> x + n }")))).items[0].value
+print(sorted(free_variables(adder_lambda)), sorted(free_variables(adder_lambda.body)))
+
+# %% [markdown]
 # `live_words` adds up the words of the values reachable from a list of
 # roots, with a stack of values still to look at, as `show_value` does. A
 # value reachable by two paths — a tuple in two lists — must be counted
@@ -2923,8 +2932,8 @@ run_text("deep.l", "def down(n) = 1 + down(n + 1)\nprint(down(0))", depth_limit=
 # seconds that reporting a runaway recursion takes at the full limit — not to
 # find it, but because Python then unwinds the calls in progress one by one,
 # building a traceback as it goes; it is measured below.) A recursion that
-# does end runs however deep it goes, up to a million calls, and a long list
-# prints:
+# does end runs however deep it goes, up to 2²⁰ calls — here a million —
+# and a long list prints:
 
 # %%
 import io
