@@ -231,7 +231,7 @@ def lc(*argv: str) -> int:
 
 # --- Running programs from the shell -----------------------------------
 
-# cell 155
+# cell 190
 from lcompiler import interp
 
 

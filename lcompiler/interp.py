@@ -15,13 +15,31 @@ __all__ = [
     'YOUNG_OBJECTS',
     'TailCall',
     'Interpreter',
+    'binds',
     'wrap',
     'c_div',
     'c_rem',
     'BINARY_OPS',
+    'WRAPPING',
+    'COMPARISONS',
     'UNARY_OPS',
     'on_big_stack',
+    'FRAME_ROOM',
+    'enter',
+    'ROOMY_ENTER',
+    'in_frame_room',
     'Discard',
+    'HEAP_LIMIT_MESSAGE',
+    'UINT64',
+    'env_size',
+    'default_heap_limit',
+    'read_heap_limit',
+    'HeapLimitError',
+    'pattern_variables',
+    'free_variables',
+    'one_holder',
+    'ONE_HOLDER',
+    'live_words',
     'program_span',
     'core_of',
     'core_stage',
@@ -57,6 +75,7 @@ class Closure:
     param: str
     body: object
     env: dict
+    captures: tuple = ()     # the names in env that the body uses: what chapter 8's closure keeps
 
 
 @dataclass(slots=True, eq=False)
@@ -143,48 +162,89 @@ def compile_pattern(p):
 import contextvars
 import ctypes
 import gc
+import operator
 import threading
 
 MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
 THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
-YOUNG_OBJECTS = 100_000    # new Python objects between two looks of the garbage collector, while a program runs
+YOUNG_OBJECTS = 1_000_000  # new Python objects between two looks of the garbage collector, while a program runs
 
 
-@dataclass(slots=True)
 class TailCall:
-    """What a call in tail position returns instead of calling."""
-    fn: object
-    arg: object
+    """What a call in tail position returns instead of calling: the function and its argument."""
+    __slots__ = ("fn", "arg")
 
 # cell 101
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
-    def __init__(self, out=None, stack_limit: int = STACK_LIMIT, depth_limit: int = DEPTH_LIMIT):
+    def __init__(self, out=None, stack_limit: int = STACK_LIMIT, depth_limit: int = DEPTH_LIMIT,
+                 heap_limit: int | None = None):
         self.out = out or sys.stdout
         self.stack_limit, self.depth_limit = stack_limit, depth_limit
+        self.heap_limit = heap_limit            # in bytes; None: LC_HEAP_LIMIT's, read when the program runs
         self.globals: dict = {}
+        self.functions: dict = {}               # function definition -> the name of its parameter
+        self.tail_call = TailCall()             # what every tail call fills in and returns
         self.depth = 0                          # nested calls running
         self.call_site: Span | None = None     # the last call made, for "stack overflow"
+        self.program_span: Span | None = None   # where the heap limit is reported
+        self.room = self.granted = 0            # words to allocate before the next look at the heap, in all
+        self.counted = 0                        # words allocated before the last look
+        self.looks = 0                          # how many times measure_heap looked
 
     def call(self, f, arg, span: Span):
         """Apply a function value, running the tail calls it returns until a value comes."""
-        self.call_site = span
-        if self.depth >= self.depth_limit:
-            raise RecursionError
-        self.depth += 1
-        try:
+        return self.calling(lambda env: f, lambda env: arg, span)({})
+
+    def calling(self, fn, arg, span: Span, known: str | None = None):
+        """The code of a call: evaluate the function, then the argument, apply the one to the other
+        and run the tail calls that come back until a value comes. known: the name of the function
+        definition called, if the call names one."""
+        interp, globals_, limit, tail_call = self, self.globals, self.depth_limit, self.tail_call
+        if known:                                # its environment is empty, its parameter known
+            param = self.functions[known]
+
+            def call_known(env):
+                a = arg(env)
+                interp.call_site = span
+                depth = interp.depth + 1
+                if depth > limit:
+                    raise RecursionError
+                interp.depth = depth
+                f, inner = globals_[known], {param: a}
+                while True:
+                    result = f.body(inner)
+                    if result is not tail_call:
+                        interp.depth = depth - 1
+                        return result
+                    f, a = result.fn, result.arg
+                    if type(f) is not Closure:
+                        raise RunError("this is not a function", span)
+                    inner = f.env.copy()
+                    inner[f.param] = a
+            return call_known
+
+        def call(env):
+            f, a = fn(env), arg(env)
+            interp.call_site = span
+            depth = interp.depth + 1
+            if depth > limit:
+                raise RecursionError
+            interp.depth = depth
             while True:
                 if type(f) is not Closure:
                     raise RunError("this is not a function", span)
-                result = f.body({**f.env, f.param: arg})
-                if type(result) is not TailCall:
+                inner = f.env.copy()
+                inner[f.param] = a
+                result = f.body(inner)
+                if result is not tail_call:
+                    interp.depth = depth - 1
                     return result
-                f, arg = result.fn, result.arg
-        finally:
-            self.depth -= 1
+                f, a = result.fn, result.arg
+        return call
 
     # cell 105: Tail calls: a trampoline
     def compile(self, e, tail: bool = False):
@@ -194,15 +254,11 @@ class Interpreter:
             case Var(name, span, kind):
                 return self.variable(name, span, kind)
             case Prim(op, args, span, _, op_span):
-                return self.primitive(op, [self.compile(a) for a in args], op_span or span)
+                return self.primitive(op, args, op_span or span)
             case App(fn, arg, span):
-                fn, arg = self.compile(fn), self.compile(arg)
-                if tail:
-                    return lambda env: TailCall(fn(env), arg(env))
-                return lambda env: self.call(fn(env), arg(env), span)
+                return self.application(fn, arg, span, tail)
             case If(cond, then, orelse):
-                cond, then, orelse = self.compile(cond), self.compile(then, tail), self.compile(orelse, tail)
-                return lambda env: then(env) if cond(env) else orelse(env)
+                return self.conditional(cond, self.compile(then, tail), self.compile(orelse, tail))
             case Let(name, value, body):
                 value, body = self.compile(value), self.compile(body, tail)
                 return lambda env: body({**env, name: value(env)})
@@ -211,24 +267,137 @@ class Interpreter:
                 return lambda env: (first(env), second(env))[1]
             case Match(scrutinee, clauses, span):
                 return self.match(self.compile(scrutinee),
-                                  [(compile_pattern(p), self.compile(b, tail)) for p, b in clauses], span)
-            case Lambda(param, body):
-                body = self.compile(body, tail=True)
-                return lambda env: Closure(param, body, env)
+                                  [(p, compile_pattern(p), self.compile(b, tail)) for p, b in clauses], span)
+            case Lambda():
+                return self.function(e)
+            case Con(name, []):
+                value = Data(name, ())
+                return lambda env: value
             case Con(name, args):
-                args = [self.compile(a) for a in args]
-                return lambda env: Data(name, tuple([a(env) for a in args]))   # a list: no C recursion
+                return self.construct(name, [self.compile(a) for a in args])
             case Tuple(items):
-                items = [self.compile(i) for i in items]
-                return lambda env: tuple([i(env) for i in items])
+                return self.make_tuple(items, counted=True)
         return self.compile_effects(e, tail)
 
+    def construct(self, name: str, args: list):
+        interp, words = self, len(args) + 1
+        if len(args) == 2:
+            a, b = args
+
+            def construct_two(env):
+                value = Data(name, (a(env), b(env)))
+                interp.room -= 3
+                if interp.room < 0:
+                    interp.measure_heap()
+                return value
+            return construct_two
+
+        def construct(env):
+            value = Data(name, tuple([a(env) for a in args]))   # a list: no C recursion
+            interp.room -= words
+            if interp.room < 0:
+                interp.measure_heap()
+            return value
+        return construct
+
+    def make_tuple(self, items: list, counted: bool):
+        """A tuple; counted: as an allocation (not when it is the argument of a call, which the
+        compiled code passes in registers)."""
+        items, interp, words = [self.compile(i) for i in items], self, len(items) + 1
+        if not counted and len(items) == 2:
+            a, b = items
+            return lambda env: (a(env), b(env))
+        if not counted:
+            return lambda env: tuple([i(env) for i in items])
+
+        def tuple_(env):
+            value = tuple([i(env) for i in items])
+            interp.room -= words
+            if interp.room < 0:
+                interp.measure_heap()
+            return value
+        return tuple_
+
     # cell 107: Tail calls: a trampoline
+    def application(self, fn, arg, span: Span, tail: bool):
+        tail_call = self.tail_call
+        arg = self.make_tuple(arg.items, counted=False) if type(arg) is Tuple else self.compile(arg)
+        if type(fn) is Var and fn.kind == "global" and fn.name in self.functions:
+            name, globals_ = fn.name, self.globals
+            if not tail:
+                return self.calling(None, arg, span, known=name)
+
+            def tail_call_known(env):
+                tail_call.arg = arg(env)
+                tail_call.fn = globals_[name]
+                return tail_call
+            return tail_call_known
+        fn = self.compile(fn)
+        if not tail:
+            return self.calling(fn, arg, span)
+
+        def any_tail_call(env):
+            f, a = fn(env), arg(env)
+            tail_call.fn, tail_call.arg = f, a
+            return tail_call
+        return any_tail_call
+
+    # cell 109: Tail calls: a trampoline
+    def function(self, e: Lambda):
+        param, body, interp = e.param, e.body, self
+        captures = tuple(sorted(free_variables(e)))
+        words = 2 + len(captures)
+
+        def closure(code):
+            def make_closure(env):
+                value = Closure(param, code, env, captures)
+                interp.room -= words
+                if interp.room < 0:
+                    interp.measure_heap()
+                return value
+            return make_closure
+
+        match body:
+            case Match(Var(name), [(PTuple(items), inner)], span) if name == param and \
+                    all(type(p) in (PVar, PWild) for p in items):
+                names, inner = [p.name if type(p) is PVar else None for p in items], self.compile(inner, tail=True)
+
+                def no_clause(v):
+                    return RunError(f"no clause matches the value {show_value(v, True)}", span)
+                if len(names) == 2 and None not in names:
+                    first, second = names
+
+                    def parameters(env):
+                        v = env[param]
+                        if type(v) is not tuple or len(v) != 2:
+                            raise no_clause(v)
+                        env[first], env[second] = v
+                        return inner(env)
+                else:
+                    def parameters(env):
+                        v = env[param]
+                        if type(v) is not tuple or len(v) != len(names):
+                            raise no_clause(v)
+                        for name, x in zip(names, v):
+                            if name is not None:        # not a _
+                                env[name] = x
+                        return inner(env)
+                return closure(parameters)
+        return closure(self.compile(body, tail=True))
+
+    # cell 111: Tail calls: a trampoline
     def compile_effects(self, e, tail: bool):
         match e:
             case LetVar(name, value, body):
-                value, body = self.compile(value), self.compile(body, tail)
-                return lambda env: body({**env, name: Cell(value(env))})
+                value, body, interp = self.compile(value), self.compile(body, tail), self
+
+                def declare(env):
+                    inner = {**env, name: Cell(value(env))}
+                    interp.room -= 2
+                    if interp.room < 0:
+                        interp.measure_heap()
+                    return body(inner)
+                return declare
             case Assign(target, value):
                 name, value = target.name, self.compile(value)
 
@@ -261,7 +430,7 @@ class Interpreter:
                 return assert_
         raise TypeError(f"not a core expression: {e!r}")
 
-    # cell 109: Tail calls: a trampoline
+    # cell 113: Tail calls: a trampoline
     def variable(self, name: str, span: Span, kind: str):
         if kind == "local":
             return lambda env: env[name]
@@ -271,6 +440,8 @@ class Interpreter:
             value = BUILTIN_VALUES[name]
             return lambda env: value
         globals_ = self.globals
+        if name in self.functions:
+            return lambda env: globals_[name]
 
         def read_global(env):
             try:
@@ -280,22 +451,27 @@ class Interpreter:
         return read_global
 
     def match(self, scrutinee, clauses: list, span: Span):
+        clauses = [(matches, body, binds(p)) for p, matches, body in clauses]
+
         def run_match(env):
             v = scrutinee(env)
-            for matches, body in clauses:
-                inner = env.copy()           # the clause's variables are added to a copy
-                if matches(v, inner):
-                    return body(inner)
+            for matches, body, binding in clauses:
+                if binding:
+                    inner = env.copy()           # the clause's variables are added to a copy
+                    if matches(v, inner):
+                        return body(inner)
+                elif matches(v, env):
+                    return body(env)
             raise RunError(f"no clause matches the value {show_value(v, True)}", span)
         return run_match
 
-    # cell 116: Tail calls: a trampoline
+    # cell 120: Tail calls: a trampoline
     def primitive(self, op: str, args: list, span: Span):
         def wrong_types():
             return RunError(f"the operands of {op} have the wrong types", span)
 
         if op in UNARY_OPS:
-            f, (a,) = UNARY_OPS[op], args
+            f, a = UNARY_OPS[op], self.compile(args[0])
 
             def unary(env):
                 try:
@@ -303,8 +479,10 @@ class Interpreter:
                 except TypeError:
                     raise wrong_types() from None
             return unary
-        f, (a, b) = BINARY_OPS[op], args
+        f, wraps = BINARY_OPS[op], op in WRAPPING
         if op in ("/", "%"):
+            a, b = self.compile(args[0]), self.compile(args[1])
+
             def divide(env):
                 x, y = a(env), b(env)
                 if y == 0:
@@ -314,33 +492,104 @@ class Interpreter:
                 except TypeError:
                     raise wrong_types() from None
             return divide
+        match args:
+            case [Var(x, kind="local"), Lit(int(k))] if op in ("+", "-"):
+                k = k if op == "+" else -k
+
+                def local_plus_number(env):
+                    try:
+                        n = env[x] + k
+                    except TypeError:
+                        raise wrong_types() from None
+                    return n if MIN_INT <= n <= MAX_INT else wrap(n)
+                return local_plus_number
+            case [Var(x, kind="local"), Var(y, kind="local")]:
+                def two_locals(env):
+                    try:
+                        n = f(env[x], env[y])
+                    except TypeError:
+                        raise wrong_types() from None
+                    return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
+                return two_locals
+        a, b = self.compile(args[0]), self.compile(args[1])
 
         def binary(env):
             try:
-                return f(a(env), b(env))
+                n = f(a(env), b(env))
             except TypeError:
                 raise wrong_types() from None
+            return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
         return binary
 
-    # cell 120: Running a program, on a stack of its own
+    # cell 122: Tail calls: a trampoline
+    def conditional(self, cond, then, orelse):
+        match cond:
+            case Prim(op, [Var(x, kind="local"), Var(kind="local") | Lit() as right], span, _, op_span) \
+                    if op in COMPARISONS:
+                f, where = BINARY_OPS[op], op_span or span
+                local, y, k = type(right) is Var, getattr(right, "name", None), getattr(right, "value", None)
+
+                def compare_and_choose(env):
+                    try:
+                        chosen = f(env[x], env[y] if local else k)
+                    except TypeError:
+                        raise RunError(f"the operands of {op} have the wrong types", where) from None
+                    return then(env) if chosen else orelse(env)
+                return compare_and_choose
+        cond = self.compile(cond)
+        return lambda env: then(env) if cond(env) else orelse(env)
+
+    # cell 128: Running a program, on a stack of its own
     def write(self, text: str) -> None:
         try:
             self.out.write(text)
         except BrokenPipeError:
             self.out = Discard()
 
-    # cell 122: Running a program, on a stack of its own
+    # cell 146: A heap of bounded size
+    def allocated(self) -> int:
+        """The words allocated so far, as chapter 10 lays values out."""
+        return self.counted + self.granted - self.room
+
+    def roots(self) -> list:
+        """The values the running program can reach: the globals, and the locals of the Python
+        frames of the program's calls in progress."""
+        roots, frame, bottom = list(self.globals.values()), sys._getframe(1), Interpreter.execute.__code__
+        while frame is not None and frame.f_code is not bottom:
+            locals_ = frame.f_locals
+            roots.extend(locals_.values())
+            locals_.clear()
+            frame = frame.f_back
+        return roots
+
+    def measure_heap(self) -> None:
+        """The program has allocated the words it was granted at the last look: look again, and
+        stop the program if its live data fill more than 15/16 of the heap."""
+        limit, self.looks = self.heap_limit // 8, self.looks + 1
+        live = live_words(self.roots())
+        if live > limit - limit // 16:
+            raise HeapLimitError(HEAP_LIMIT_MESSAGE, self.program_span)
+        self.counted += self.granted - self.room
+        self.granted = self.room = limit - live
+
+    # cell 148: A heap of bounded size
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
+        self.functions = {item.name.name: item.value.param for item in program.items
+                          if type(item) is Def and item.is_function}
+        if self.heap_limit is None:             # read when the program starts, as compiled code reads it
+            self.heap_limit = read_heap_limit()
+        self.room = self.granted = self.heap_limit // 8
         with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
             code = [(item, self.compile(item.value if type(item) is Def else item))
                     for item in program.items if not isinstance(item, syntax.Data)]
         for item, run in code:
             if type(item) is Def and item.is_function:
                 self.globals[item.name.name] = run({})
-        on_big_stack(self.execute, code)
+        self.program_span, self.counted, self.room = program.span, 0, self.granted
+        on_big_stack(in_frame_room, self.execute, code)
 
-    # cell 124: Running a program, on a stack of its own
+    # cell 150: A heap of bounded size
     def execute(self, code: list) -> None:
         limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
         sys.setrecursionlimit(self.stack_limit)
@@ -356,6 +605,7 @@ class Interpreter:
         except MemoryError:                     # Python's heap is full: the program's fault, not lc's
             out_of_memory = True                # (reported below, once the program's values are freed)
         finally:
+            self.tail_call.fn = self.tail_call.arg = None     # the last tail call keeps nothing alive
             sys.setrecursionlimit(limit)
             gc.set_threshold(*collector)
             try:
@@ -365,7 +615,17 @@ class Interpreter:
         if out_of_memory:
             raise RunError("out of memory", self.call_site or program_span(code))
 
-# cell 111
+# cell 113
+def binds(p) -> bool:
+    """Does the pattern bind a variable?"""
+    match p:
+        case PVar():
+            return True
+        case PTuple(items) | PCon(_, items):
+            return any(binds(i) for i in items or [])
+    return False
+
+# cell 115
 def wrap(n: int) -> int:
     """n as a signed 64-bit integer (modulo 2**64)."""
     return n if MIN_INT <= n <= MAX_INT else (n + 2**63) % 2**64 - 2**63
@@ -384,17 +644,18 @@ def c_rem(a: int, b: int) -> int:
 
 
 BINARY_OPS = {
-    "+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
-    "/": c_div, "%": c_rem,
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": c_div, "%": c_rem,
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
+WRAPPING = ("+", "-", "*")                     # their result is wrapped to 64 bits
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
 
 
 # --- Running a program, on a stack of its own --------------------------
 
-# cell 118
+# cell 124
 def on_big_stack(run, *args):
     """run(*args) on a thread with a THREAD_STACK-byte C stack: its result, or its exception."""
     outcome = {}
@@ -422,7 +683,33 @@ def on_big_stack(run, *args):
         raise outcome["error"]
     return outcome.get("value")
 
-# cell 120
+# cell 126
+import types
+
+FRAME_ROOM = (1 << 26) + 64     # values: a frame of just over 512 MiB, in a block of 1 GiB
+
+
+def enter(entered: list, run, *args):
+    entered.append(True)
+    return run(*args)
+
+
+ROOMY_ENTER = types.FunctionType(enter.__code__.replace(co_stacksize=enter.__code__.co_stacksize + FRAME_ROOM),
+                                 enter.__globals__, "roomy_enter")
+
+
+def in_frame_room(run, *args):
+    """run(*args), the frames of its calls in one block of memory reserved at once; run as usual
+    if the system will not reserve it."""
+    entered = []
+    try:
+        return ROOMY_ENTER(entered, run, *args)
+    except MemoryError:
+        if entered:                 # not the frame: run itself ran out of memory
+            raise
+    return run(*args)
+
+# cell 128
 class Discard:
     """Where the output goes once its reader has gone."""
 
@@ -432,7 +719,135 @@ class Discard:
     def flush(self) -> None:
         pass
 
-# cell 124
+
+# --- A heap of bounded size --------------------------------------------
+
+# cell 132
+import os
+
+HEAP_LIMIT_MESSAGE = "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)"
+UINT64 = (1 << 64) - 1
+
+
+def env_size(name: str, fallback: int) -> int:
+    """A size from the environment as chapter 10's runtime reads it: bytes, with an optional K, M
+    or G; anything it cannot read leaves the fallback."""
+    text = os.environ.get(name)
+    if not text or not "0" <= text[0] <= "9":
+        return fallback
+    digits = len(text) - len(text.lstrip("0123456789"))
+    value, rest = min(int(text[:digits]), UINT64), text[digits:]      # strtoull saturates
+    shift = {"k": 10, "K": 10, "m": 20, "M": 20, "g": 30, "G": 30}.get(rest[:1])
+    if shift:
+        value, rest = (value << shift) & UINT64, rest[1:]
+    return value if rest == "" else fallback
+
+
+def default_heap_limit() -> int:
+    """1 GB, or a quarter of the machine's memory if that is less (but not under 64 MB)."""
+    try:
+        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        pages = page = -1
+    quarter = pages * page // 4 if pages > 0 and page > 0 else 1 << 30
+    return min(max(quarter, 64 << 20), 1 << 30)
+
+
+def read_heap_limit() -> int:
+    """The heap limit in bytes: LC_HEAP_LIMIT, or the default; at most 32 GB, as compiled."""
+    return min(env_size("LC_HEAP_LIMIT", default_heap_limit()), 32 << 30)
+
+# cell 136
+class HeapLimitError(RunError):
+    """The program's live data filled the heap: reported at the program, not at a line, as the
+    compiled code reports it."""
+
+    def render(self) -> str:
+        return f"{self.span.source.name}: {self.kind}: {self.message}"
+
+# cell 138
+def pattern_variables(p) -> set:
+    match p:
+        case PVar(name):
+            return {name}
+        case PTuple(items) | PCon(_, items):
+            return set().union(*[pattern_variables(i) for i in items or []])
+    return set()
+
+
+def free_variables(e) -> set:
+    """The local variables and vars that e reads or assigns without binding them."""
+    match e:
+        case Lit():
+            return set()
+        case Var(name, _, kind):
+            return {name} if kind in ("local", "mutable") else set()
+        case Con(_, items) | Tuple(items) | Print(items) | Prim(_, items):
+            return set().union(*[free_variables(i) for i in items])
+        case Lambda(param, body):
+            return free_variables(body) - {param}
+        case App(a, b) | While(a, b) | Seq(a, b):
+            return free_variables(a) | free_variables(b)
+        case If(cond, then, orelse):
+            return free_variables(cond) | free_variables(then) | free_variables(orelse)
+        case Match(scrutinee, clauses):
+            return free_variables(scrutinee).union(
+                *[free_variables(body) - pattern_variables(p) for p, body in clauses])
+        case Let(name, value, body) | LetVar(name, value, body):
+            return free_variables(value) | (free_variables(body) - {name})
+        case Assign(target, value):
+            return {target.name} | free_variables(value)
+        case Assert(cond):
+            return free_variables(cond)
+    raise TypeError(f"not a core expression: {e!r}")
+
+# cell 142
+def one_holder() -> int:
+    """sys.getrefcount of a value that one tuple holds, popped from a list as live_words pops it."""
+    holder, todo = (object(),), []
+    pop, push_all, refcount = todo.pop, todo.extend, sys.getrefcount
+    push_all(holder)
+    v = pop()
+    return refcount(v)
+
+
+ONE_HOLDER = one_holder()
+
+
+def live_words(roots) -> int:
+    """The words that the L values reachable from roots take in chapter 10's layout."""
+    words, seen, todo = 0, set(), list(roots)
+    pop, push, push_all, refcount = todo.pop, todo.append, todo.extend, sys.getrefcount
+    while todo:
+        v = pop()
+        t = type(v)
+        if t is int:                                # the most common field: no words of its own
+            continue
+        if t is Data or t is tuple:
+            items = v.fields if t is Data else v
+            if not items:
+                continue
+            if refcount(v) > ONE_HOLDER:            # reachable by another path: look at it once
+                if id(v) in seen:
+                    continue
+                seen.add(id(v))
+            words += 1 + len(items)
+            push_all(items)
+        elif t is Closure or t is Cell or t is dict:
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if t is Closure:
+                words += 2 + len(v.captures)
+                push_all([v.env[name] for name in v.captures])
+            elif t is Cell:
+                words += 2
+                push(v.value)
+            else:                                   # an environment: the compiled code's registers
+                push_all(v.values())
+    return words
+
+# cell 150
 def program_span(code: list) -> Span | None:
     """Where the program starts: its first item."""
     return code[0][0].span if code else None
@@ -440,7 +855,7 @@ def program_span(code: list) -> Span | None:
 
 # --- Running programs --------------------------------------------------
 
-# cell 126
+# cell 152
 from lcompiler import pipeline
 from lcompiler.core import desugar, pretty_core, resolve
 from lcompiler.errors import CompileError, Source
