@@ -677,12 +677,12 @@ def main():
                 elif ok:
                     results["benchmarks"][bench] = record
 
+    results["benchmarks"] = {n: results["benchmarks"][n] for n in SIZES if n in results["benchmarks"]}
+    results["machine"] = {**described, "command": " ".join(["python", "bench/run.py", *sys.argv[1:]]),
+                          "repeat": repeat}
+    results["compilers"] = {lang: {"version": LANGUAGES[lang].version(), "build": LANGUAGES[lang].flags()}
+                            for lang in languages}
     if not args.small:
-        results["benchmarks"] = {n: results["benchmarks"][n] for n in SIZES if n in results["benchmarks"]}
-        results["machine"] = {**described, "command": " ".join(["python", "bench/run.py", *sys.argv[1:]]),
-                              "repeat": repeat}
-        results["compilers"] = {lang: {"version": LANGUAGES[lang].version(), "build": LANGUAGES[lang].flags()}
-                                for lang in languages}
         print()
         print_table(results, [n for n in SIZES if n in results["benchmarks"]])
     if json_path:
