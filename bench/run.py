@@ -94,29 +94,29 @@ TIMEOUT = 120  # seconds, for one run of one compiled program
 # last measurement (CPython at most --python-timeout); the small sizes take a
 # fraction of a second, for --small and the tests.
 SIZES = {
-    "fib": (40, 20),
-    "tak": (11, 6),
-    "ack": (11, 5),
-    "states": (50_000_000, 10_000),
-    "loop": (2_000_000, 1000),
-    "cpstak": (200, 1),
-    "cpstree": (100, 1),
-    "fold": (10_000, 20),
-    "nqueens": (13, 5),
-    "primes": (60_000, 2000),
-    "msort": (100, 2),
-    "deriv": (500, 2),
-    "binarytrees": (18, 8),
+    "fib": (44, 20),
+    "tak": (12, 6),               # 2 s: a step of n multiplies tak's time by 7, and 11 takes 0.3 s
+    "ack": (13, 5),
+    "states": (340_000_000, 10_000),
+    "loop": (8_000_000, 1000),
+    "cpstak": (8000, 1),
+    "cpstree": (1500, 1),
+    "fold": (90_000, 20),
+    "nqueens": (13, 5),           # 0.5 s: 14 takes six times as long
+    "primes": (210_000, 2000),
+    "msort": (600, 2),
+    "deriv": (4000, 2),
+    "binarytrees": (20, 8),
     "live": (250_000, 1000),
     # "takl": r7rs takl (list recursion with several list arguments) comes from another branch.
-    "divrec": (20_000, 20),
-    "mandel": (1000, 50),
-    "gcd": (2000, 50),
-    "hof": (2000, 5),
-    "interp": (100_000, 1000),
-    "rbtree": (200_000, 1000),
-    "perm": (100, 1),
-    "change": (800, 100),
+    "divrec": (400_000, 20),
+    "mandel": (4500, 50),
+    "gcd": (6500, 50),
+    "hof": (68_000, 5),
+    "interp": (480_000, 1000),
+    "rbtree": (450_000, 1000),
+    "perm": (2400, 1),            # the C version's arena makes it the fastest by far: L takes about 9 s
+    "change": (1200, 100),
     # The exception benchmarks go here when exceptions land.
 }
 # Benchmarks also measured at smaller sizes, to see how their time grows.
