@@ -416,3 +416,7 @@ def test_the_benchmarks_agree_in_l_c_ocaml_chez_and_python():
                   if m and m[2] == ran) == names
     for peer, here in installed.items():
         assert (f"note: {peer} is not installed" in done.stdout) == (not here)
+    table = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--table"],
+                           capture_output=True, text=True, timeout=300)
+    assert table.returncode == 0 and table.stdout.startswith("machine: "), table.stdout + table.stderr
+    assert "target L/best: geometric mean <= 0.9: " in table.stdout
