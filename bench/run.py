@@ -557,7 +557,7 @@ def print_table(results, names):
         counts = {v: [n for n, x in verdicts[c].items() if x == v] for v in ("met", "within noise", "missed")}
         print(f"target {c}: geometric mean <= {TARGET_MEAN}: {m[0]:.2f} [{m[1]:.2f}, {m[2]:.2f}], "
               f"{verdict(m[1], m[2], TARGET_MEAN)}; each <= {TARGET_EACH}: met on {len(counts['met'])}"
-              f" of {len(verdicts[c])}"
+              f" of the {sum(v != '-' for v in verdicts[c].values())} measured"
               + (f", within noise on {', '.join(counts['within noise'])}" if counts["within noise"] else "")
               + (f", missed on {', '.join(counts['missed'])}" if counts["missed"] else ""))
     faster = {v: [n for n, r in rows.items() if r["L/best"] and verdict(r["L/best"][1], r["L/best"][2], 1,
