@@ -143,6 +143,8 @@ def main(argv=None) -> int:
             record["gcc"].append({"lines": text.count("\n"), "seconds": seconds})
             print(f"{text.count(chr(10)):5} lines of C  {seconds:6.2f}")
     if args.json is not None:
+        from machine import describe    # bench/machine.py
+        record["machine"] = describe()
         args.json.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 

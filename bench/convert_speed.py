@@ -107,9 +107,10 @@ def main() -> None:
     print(f"time per source node, largest / smallest: conversion {ratio['convert s']:.2f}, "
           f"closure conversion {ratio['closure s']:.2f} (1.00 is linear)")
     if args.json:
+        from machine import describe    # bench/machine.py
         Path(args.json).write_text(json.dumps(
             {"command": " ".join(["python bench/convert_speed.py"] + sys.argv[1:]), "settings": {"repeat": args.repeat, "clock": args.clock},
-             "sizes": rows}, indent=1) + "\n")
+             "sizes": rows, "machine": describe()}, indent=1) + "\n")
         print("written to", args.json)
 
 

@@ -620,10 +620,11 @@ def main() -> None:
     print(f"time per substitution, most occurrences / fewest: {per_op[-1] / per_op[0]:.2f} "
           "(1.00 is constant time)")
     if args.json:
+        from machine import describe    # bench/machine.py
         settings = {k: getattr(args, k) for k in ("repeat", "stat", "k", "batches", "seed", "clock", "chain")}
         Path(args.json).write_text(json.dumps(
             {"command": " ".join(["python bench/cps_speed.py"] + sys.argv[1:]), "settings": settings, "phases": phases,
-             "sizes": rows, "occurrences": occurrence_rows}, indent=1) + "\n")
+             "sizes": rows, "occurrences": occurrence_rows, "machine": describe()}, indent=1) + "\n")
         print("written to", args.json)
 
 

@@ -146,6 +146,8 @@ def main(argv=None) -> int:
             results["nursery"][name] = {n: {"median": statistics.median(times[n]), "ratio": ratios[n]} for n in NURSERIES}
             print(f"{name:10}" + "".join(f"{statistics.median(times[n]):7.3f} ({ratios[n]:.2f})" for n in NURSERIES))
     if args.json:
+        from machine import describe    # bench/machine.py
+        results["machine"] = describe()
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

@@ -35,7 +35,8 @@ rule switched off; it counts the functions (closure bodies included) left
 after the optimiser and, where the two builds differ, times them in
 alternation.
 
-Each command adds its figures to bench/optimiser.json, which chapter 9 reads.
+Each command adds its figures to bench/optimiser.json (--json, before the
+command), which chapter 9 reads, and the machine it ran on to its "machine".
 """
 import argparse
 import json
@@ -59,8 +60,11 @@ from compile_speed import program  # noqa: E402  (the generated L programs)
 
 
 def save(key: str, value) -> None:
+    """Record one command's figures under its key, and the machine it ran on under machine[key]."""
+    from machine import describe        # bench/machine.py
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     data[key] = value
+    data.setdefault("machine", {})[key] = describe()
     RESULTS.write_text(json.dumps(data, indent=1) + "\n")
 
 
@@ -273,7 +277,9 @@ def closures(args) -> None:
 
 
 def main(argv=None) -> int:
+    global RESULTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, default=RESULTS, help="the file to add the figures to (default: %(default)s)")
     sub = ap.add_subparsers(dest="command", required=True)
     s = sub.add_parser("shrinkers")
     s.add_argument("--largest", type=int, default=1_000_000, help="the most CPS nodes in a program")
@@ -291,6 +297,7 @@ def main(argv=None) -> int:
     k.add_argument("--repeat", type=int, default=21)
     k.add_argument("--only", nargs="*", help="benchmark names")
     args = ap.parse_args(argv)
+    RESULTS = args.json
     sys.setrecursionlimit(100_000)
     {"shrinkers": shrinkers, "compile": compile_, "run": run, "unroll": unroll,
      "closures": closures}[args.command](args)

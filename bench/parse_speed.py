@@ -113,9 +113,11 @@ def main() -> None:
     print(f"time per line, largest program / smallest: {per_line[-1] / per_line[0]:.2f} "
           "(1.00 is perfectly linear)")
     if args.json:
+        from machine import describe    # bench/machine.py
         Path(args.json).write_text(json.dumps(
             {"command": " ".join(["python bench/parse_speed.py"] + sys.argv[1:]),
-             "settings": {"repeat": args.repeat, "clock": args.clock}, "sizes": rows}, indent=1) + "\n")
+             "settings": {"repeat": args.repeat, "clock": args.clock}, "sizes": rows, "machine": describe()},
+            indent=1) + "\n")
         print("written to", args.json)
 
 

@@ -1,44 +1,76 @@
-"""Run the benchmarks: each program in L, in its peers C, OCaml and Chez Scheme, and in CPython.
+"""Run the benchmarks: each program in L, in its peers C (gcc -O2, gcc -O3, clang -O2), OCaml and Chez Scheme, and in CPython.
 
     python bench/run.py                  # measure everything, write bench/results.json
     python bench/run.py --small          # tiny sizes, one run: only check that all outputs agree
     python bench/run.py --only fib --only tak --repeat 3
     python bench/run.py --python keep    # re-measure the compiled languages, keep CPython's times
+    python bench/run.py --table          # print the table of the stored results, measure nothing
 
 Every benchmark is five files, programs/NAME.{l,c,ml,ss,py}.
 The first line of each sets its size (`def n = 32`, `#define N 32`, `let n =
 32`, `(import (chezscheme)) (define n 32)`, `N = 32`); this script rewrites
 that line, so that all versions do the same work, and their outputs must be
-identical.
+identical. At the full sizes (SIZES) the fastest compiled version of each
+takes about a second on the machine of the last measurement.
 
-Each program is built once: L with `lc build`, C with `gcc -O2`, OCaml with
-`ocamlopt -unsafe -inline 200` (and -O3 when the compiler has flambda), Chez
-Scheme with `compile-program` at `(optimize-level 3)`, run as `scheme
---program NAME.so`. Then the L executable is timed in alternation with each
-peer, --repeat times: L, C, L, OCaml, L, Chez, L, C, ... so that a change in
-the load of a shared machine falls on both sides of each ratio. L/peer is the
-median, over the repetitions, of the ratio of each L run to the peer's run
-beside it; L/best is L over the faster of C and OCaml. CPython runs once,
+Each program is built once: L with `lc build`, C three times (`gcc -O2`, the
+peer the targets are set against, and `gcc -O3` and `clang -O2`, which a
+reader will ask about), OCaml with `ocamlopt -unsafe -inline 200` (and -O3
+when the compiler has flambda), Chez Scheme with `compile-program` at
+`(optimize-level 3)`, run as `scheme --program NAME.so`. Then the L
+executable is timed in alternation with each peer, --repeat times: L, C, L,
+C-O3, L, clang, L, OCaml, L, Chez, L, C, ... so that a change in the load
+of a shared machine falls on both sides of each ratio. CPython runs once,
 with a time limit (--python-timeout); a run that reaches it gives a lower
-bound.
-The benchmarks of SCALING (`live`) are also timed at other sizes, to show how
-their time per unit of size grows.
+bound. The benchmarks of SCALING (`live`) are also timed at other sizes, to
+show how their time per unit of size grows.
 
-A peer that is not installed is skipped with a note. Every run is recorded
-in bench/results.json (--json), merged into what the file already holds, so
-that --only re-measures some benchmarks and keeps the others. With
-`--python keep`, CPython is not run again for a benchmark whose stored
-CPython result was measured on the same program text at the same size (its
-ratio to L then compares times taken at different moments: on a shared
-machine, re-run CPython for the final table).
+Start-up is measured apart: an empty program (one that prints 0) in every
+language, timed in the same alternation (STARTUP_REPEAT runs each), and
+printed above the tables. It is not subtracted from the benchmarks' times:
+at about a second a run, it weighs little except for Chez Scheme (about 60 ms)
+and CPython.
+
+The ratios. L/peer is the median, over the repetitions, of the ratio of
+each L run to the peer's run beside it; beside it, a 95 % confidence
+interval: a bootstrap (BOOTSTRAP resamples, fixed seed) over those paired
+ratios, the median of each resample. L/best is L over the faster (by median
+time) of gcc -O2 and ocamlopt, as issue 26 defines it; L/best-O3 and
+L/best-clang replace gcc -O2 by gcc -O3 and by clang -O2. The geometric mean
+of a column has its interval too: each resample draws every benchmark's
+pairs again and takes the geometric mean of their medians.
+
+One noise rule, used for every verdict this script prints (`verdict`): a
+ratio is compared with a threshold (1 for faster or slower, the targets for
+met or missed) by its interval, never by its point alone. The interval
+wholly below the threshold: faster, or met; wholly above: slower, or missed;
+an interval that contains the threshold is a tie, "within noise", and is
+neither met nor missed. The targets (issue 26): the geometric mean of
+L/best at most 0.9, and no benchmark's L/best above 1.1.
+
+The machine (CPU model, cache sizes, cores, OS, kernel, load, compiler
+versions: bench/machine.py) is recorded in the JSON file and printed above
+the tables. A peer that is not installed is skipped with a note. Every run
+is recorded in bench/results.json (--json), merged into what the file
+already holds, so that --only re-measures some benchmarks and keeps the
+others. With `--python keep`, CPython is not run again for a benchmark
+whose stored CPython result was measured on the same program text at the
+same size (its ratio to L then compares times taken at different moments:
+on a shared machine, re-run CPython for the final table).
+
+How the C versions allocate is written at the top of each: malloc and free
+where a value has one owner (as a C programmer writes it, so that L/C on
+those programs also measures glibc's malloc), an arena where values share
+parts and no cell has one owner (deriv, perm), the stack or nothing
+elsewhere.
 """
 import argparse
 import datetime
 import hashlib
 import json
 import math
-import os
 import platform
+import random
 import resource
 import shutil
 import statistics
@@ -49,40 +81,60 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+import machine  # noqa: E402  (bench/machine.py)
+
 PROGRAMS = BENCH / "programs"
 RESULTS = BENCH / "results.json"
 LC = Path(sys.executable).parent / "lc"
 TIMEOUT = 120  # seconds, for one run of one compiled program
 
 # name: (full size, small size). At the full sizes, the fastest compiled
-# version takes about 0.1 to 1 s on a 2-core virtual machine, CPython at most
-# about a minute; the small sizes take a fraction of a second.
+# version takes about a second on the 2-core AMD EPYC virtual machine of the
+# last measurement (CPython at most --python-timeout); the small sizes take a
+# fraction of a second, for --small and the tests.
 SIZES = {
-    "fib": (40, 20),
-    "tak": (11, 6),
-    "ack": (11, 5),
-    "states": (50_000_000, 10_000),
-    "loop": (2_000_000, 1000),
-    "cpstak": (200, 1),
-    "cpstree": (100, 1),
-    "fold": (10_000, 20),
-    "nqueens": (13, 5),
-    "primes": (60_000, 2000),
-    "msort": (100, 2),
-    "deriv": (500, 2),
-    "binarytrees": (18, 8),
+    "fib": (44, 20),
+    "tak": (12, 6),               # 2 s: a step of n multiplies tak's time by 7, and 11 takes 0.3 s
+    "ack": (13, 5),
+    "states": (340_000_000, 10_000),
+    "loop": (8_000_000, 1000),
+    "cpstak": (8000, 1),
+    "cpstree": (1500, 1),
+    "fold": (90_000, 20),
+    "nqueens": (13, 5),           # 0.5 s: 14 takes six times as long
+    "primes": (210_000, 2000),
+    "msort": (600, 2),
+    "deriv": (4000, 2),
+    "binarytrees": (20, 8),
     "live": (250_000, 1000),
+    # "takl": r7rs takl (list recursion with several list arguments) comes from another branch.
+    "divrec": (400_000, 20),
+    "mandel": (4500, 50),
+    "gcd": (6500, 50),
+    "hof": (68_000, 5),
+    "interp": (480_000, 1000),
+    "rbtree": (450_000, 1000),
+    "perm": (2400, 1),            # the C version's arena makes it the fastest by far: L takes about 9 s
+    "change": (1200, 100),
+    # The exception benchmarks go here when exceptions land.
 }
 # Benchmarks also measured at smaller sizes, to see how their time grows.
 SCALING = {"live": (62_500, 125_000, 500_000)}
 
-# The targets of issue 17.
-TARGET_MEAN, TARGET_EACH, TARGET_PYTHON = 1.05, 1.3, 30
+# The targets of issue 26 (L/best), and issue 17's for CPython.
+TARGET_MEAN, TARGET_EACH, TARGET_PYTHON = 0.9, 1.1, 30
 
-PEERS = ("C", "OCaml", "Chez")
-BEST_OF = ("C", "OCaml")          # "the best of C and OCaml"
-INSTALL = {"C": "apt-get install gcc", "OCaml": "apt-get install ocaml-nox",
-           "Chez": "apt-get install chezscheme"}
+PEERS = ("C", "C-O3", "clang", "OCaml", "Chez")
+# The best-of columns: the issue's L/best, and the same with the other C compilers.
+BESTS = {"L/best": ("C", "OCaml"), "L/best-O3": ("C-O3", "OCaml"), "L/best-clang": ("clang", "OCaml")}
+BEST_OF = BESTS["L/best"]          # "the best of gcc -O2 and ocamlopt"
+INSTALL = {"C": "apt-get install gcc", "C-O3": "apt-get install gcc", "clang": "apt-get install clang",
+           "OCaml": "apt-get install ocaml-nox", "Chez": "apt-get install chezscheme"}
+
+# The confidence intervals.
+BOOTSTRAP, SEED, LEVEL = 10_000, 26, 0.95
+STARTUP_REPEAT = 21
 
 
 # --- The languages ---------------------------------------------------------
@@ -153,16 +205,23 @@ class L(Language):
 
 
 class C(Language):
+    """C built by one compiler at one level: gcc -O2 (the peer of the targets), gcc -O3, clang -O2."""
+
+    def __init__(self, name, compiler, level):
+        super().__init__(name, ".c", "#define N ", tool=compiler)
+        self.compiler, self.level = compiler, level
+
     def build(self, src, tmp):
-        exe = tmp / (src.stem + "-c")
-        check_build(subprocess.run(["gcc", "-O2", src, "-o", exe], capture_output=True, text=True), "gcc")
+        exe = tmp / f"{src.stem}-{self.compiler}{self.level}"
+        check_build(subprocess.run([self.compiler, self.level, src, "-o", exe], capture_output=True, text=True),
+                    f"{self.compiler} {self.level}")
         return [str(exe)]
 
     def version(self):
-        return first_line(subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout)
+        return first_line(subprocess.run([self.compiler, "--version"], capture_output=True, text=True).stdout)
 
     def flags(self):
-        return "gcc -O2"
+        return f"{self.compiler} {self.level}"
 
 
 class OCaml(Language):
@@ -209,11 +268,20 @@ class Python(Language):
 
 LANGUAGES = {
     "L": L("L", ".l", "def n = "),
-    "C": C("C", ".c", "#define N ", tool="gcc"),
+    "C": C("C", "gcc", "-O2"),
+    "C-O3": C("C-O3", "gcc", "-O3"),
+    "clang": C("clang", "clang", "-O2"),
     "OCaml": OCaml("OCaml", ".ml", "let n = ", tool="ocamlopt"),
     "Chez": Chez("Chez", ".ss", "(import (chezscheme)) (define n ", ")", tool="scheme"),
     "Python": Python("Python", ".py", "N = "),
 }
+
+
+# An empty program in each language: it prints 0 (start-up, measured apart).
+EMPTY = {"L": "print(0)\n", "C": '#include <stdio.h>\nint main(void) { printf("0\\n"); return 0; }\n',
+         "OCaml": 'let () = print_endline "0"\n', "Chez": "(import (chezscheme)) (display 0) (newline)\n",
+         "Python": "print(0)\n"}
+EMPTY.update({"C-O3": EMPTY["C"], "clang": EMPTY["C"]})
 
 
 # --- Running ---------------------------------------------------------------
@@ -241,6 +309,35 @@ def summary(times, cpu=()):
             "max": max(times)}
 
 
+def alternate(cmds, peers, repeat, check):
+    """Time cmds["L"] in alternation with each peer's command, repeat times: L, peer1, L, peer2, ...
+
+    check(lang, stdout) returns an error message or None. Returns (times, cpu, paired, problem),
+    where paired[peer] are the L runs timed next to that peer's runs."""
+    times = {lang: [] for lang in cmds}
+    cpu = {lang: [] for lang in cmds}
+    paired = {p: [] for p in peers}
+    for _ in range(repeat):
+        for peer in peers or [None]:
+            for lang in ("L", peer) if peer else ("L",):
+                out, wall, used = run_once(cmds[lang], TIMEOUT)
+                problem = out if wall is None else check(lang, out)
+                if problem:
+                    return times, cpu, paired, f"{lang}: {problem}"
+                times[lang].append(wall)
+                cpu[lang].append(used)
+                if lang == "L" and peer:
+                    paired[peer].append(wall)
+    return times, cpu, paired, None
+
+
+def pair_record(l_times, peer_times):
+    ratios = [a / b for a, b in zip(l_times, peer_times)]
+    low, high = interval(ratios)
+    return {"ratio": statistics.median(ratios), "ci": [low, high], "ratios": ratios,
+            "ratio_min": min(ratios), "ratio_max": max(ratios)}
+
+
 def measure(bench, size, tmp, languages, repeat, expected_outputs):
     """Build every version of bench at size, then time L against each peer in alternation.
 
@@ -255,31 +352,44 @@ def measure(bench, size, tmp, languages, repeat, expected_outputs):
             problems.append(f"{bench}: {lang}: {e}")
     if "L" not in cmds:
         return None, problems + [f"{bench}: no L executable"]
+
+    def check(lang, out):
+        if expected_outputs and out not in expected_outputs:
+            return f"printed {out!r}, not {next(iter(expected_outputs))!r}"
+        expected_outputs.add(out)
+        return None
+
     peers = [p for p in PEERS if p in cmds]
-    times = {lang: [] for lang in cmds}
-    cpu = {lang: [] for lang in cmds}
-    paired = {p: [] for p in peers}        # the L runs next to each peer's
-    for _ in range(repeat):
-        for peer in peers or [None]:
-            for lang in ("L", peer) if peer else ("L",):
-                out, wall, used = run_once(cmds[lang], TIMEOUT)
-                if wall is None or (expected_outputs and out not in expected_outputs):
-                    return None, problems + [f"{bench}: {lang} printed {out!r}"]
-                expected_outputs.add(out)
-                times[lang].append(wall)
-                cpu[lang].append(used)
-                if lang == "L" and peer:
-                    paired[peer].append(wall)
+    times, cpu, paired, problem = alternate(cmds, peers, repeat, check)
+    if problem:
+        return None, problems + [f"{bench}: {problem}"]
     record = {"size": size, "output": next(iter(expected_outputs)),
               "date": datetime.datetime.now().isoformat(timespec="seconds"),
               "languages": {lang: summary(times[lang], cpu[lang]) for lang in times},
-              "pairs": {}}
-    for p in peers:
-        ratios = [a / b for a, b in zip(paired[p], times[p])]
-        record["pairs"][p] = {"L": paired[p], p: times[p],
-                              "ratio": statistics.median(ratios),
-                              "ratios": ratios, "ratio_min": min(ratios), "ratio_max": max(ratios)}
+              "pairs": {p: {"L": paired[p], p: times[p], **pair_record(paired[p], times[p])} for p in peers}}
     return record, problems
+
+
+def measure_startup(tmp, languages, repeat):
+    """The start-up of every language: an empty program (it prints 0), timed in alternation with L's."""
+    tmp.mkdir()
+    cmds, problems = {}, []
+    for lang in languages:
+        src = tmp / ("empty" + LANGUAGES[lang].ext)
+        src.write_text(EMPTY[lang])
+        try:
+            cmds[lang] = LANGUAGES[lang].build(src, tmp)
+        except BuildError as e:
+            problems.append(f"start-up: {lang}: {e}")
+    if "L" not in cmds:
+        return None, problems
+    peers = [lang for lang in cmds if lang != "L"]
+    times, cpu, paired, problem = alternate(cmds, peers, repeat,
+                                            lambda lang, out: None if out == "0\n" else f"printed {out!r}")
+    if problem:
+        return None, problems + [f"start-up: {problem}"]
+    return {"repeat": repeat, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "languages": {lang: summary(times[lang], cpu[lang]) for lang in times}}, problems
 
 
 def python_record(bench, size, tmp, timeout, stored, mode):
@@ -298,18 +408,72 @@ def python_record(bench, size, tmp, timeout, stored, mode):
     return {**record, **summary([wall], [used])}, None
 
 
+# --- Intervals and the noise rule --------------------------------------------
+
+def percentiles(values, level=LEVEL):
+    values = sorted(values)
+    tail = (1 - level) / 2
+    at = lambda q: values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]  # noqa: E731
+    return at(tail), at(1 - tail)
+
+
+def interval(ratios, resamples=BOOTSTRAP, seed=SEED):
+    """The 95 % bootstrap interval of the median of paired ratios: resample them with replacement
+    (fixed seed), take each resample's median, and keep the middle 95 % of those medians."""
+    if len(ratios) < 2:
+        return ratios[0], ratios[0]
+    rng = random.Random(seed)
+    k = len(ratios)
+    return percentiles([statistics.median(rng.choices(ratios, k=k)) for _ in range(resamples)])
+
+
+def geometric_mean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def mean_interval(ratio_lists, resamples=BOOTSTRAP, seed=SEED):
+    """The 95 % interval of the geometric mean of the medians of several benchmarks' paired ratios:
+    each resample draws every benchmark's ratios again (the benchmarks stay the same)."""
+    ratio_lists = [r for r in ratio_lists if r]
+    if not ratio_lists:
+        return None, None
+    rng = random.Random(seed)
+    means = []
+    for _ in range(resamples):
+        logs = [math.log(statistics.median(rng.choices(r, k=len(r)))) for r in ratio_lists]
+        means.append(math.exp(sum(logs) / len(logs)))
+    return percentiles(means)
+
+
+def verdict(low, high, threshold, below="met", above="missed"):
+    """THE noise rule of this script: an interval wholly at or below the threshold is `below`
+    (faster, met), wholly above it `above` (slower, missed), and one that contains it a tie."""
+    if high <= threshold:
+        return below
+    if low > threshold:
+        return above
+    return "within noise"
+
+
 # --- Ratios and the table ----------------------------------------------------
 
 def ratios(record):
-    """The ratios of one benchmark's record: L/C, L/OCaml, L/Chez, L/best, Python/L."""
+    """The ratios of one benchmark's record: {column: (ratio, low, high, paired ratios) or None},
+    with the peer each best-of column chose under column + ' peer', and Python/L."""
     pairs = record.get("pairs", {})
-    r = {f"L/{p}": pairs[p]["ratio"] if p in pairs else None for p in PEERS}
-    best = [p for p in BEST_OF if p in pairs]
-    if best:
-        fastest = min(best, key=lambda p: record["languages"][p]["median"])
-        r["L/best"], r["best"] = pairs[fastest]["ratio"], fastest
-    else:
-        r["L/best"], r["best"] = None, None
+
+    def entry(p):
+        if p not in pairs:
+            return None
+        low, high = pairs[p].get("ci") or interval(pairs[p]["ratios"])
+        return pairs[p]["ratio"], low, high, pairs[p]["ratios"]
+
+    r = {f"L/{p}": entry(p) for p in PEERS}
+    for column, group in BESTS.items():
+        present = [p for p in group if p in pairs]     # a best of fewer peers than its group is no best
+        fastest = min(present, key=lambda p: record["languages"][p]["median"]) if present == list(group) else None
+        r[column], r[column + " peer"] = (entry(fastest), fastest) if fastest else (None, None)
     py, l_time = record.get("Python"), record["languages"]["L"]["median"]
     if py and "median" in py:
         r["Python/L"], r["Python/L at least"] = py["median"] / l_time, False
@@ -329,50 +493,97 @@ def scaling(results, name):
             for size in sorted(records)]
 
 
-def geometric_mean(values):
-    values = [v for v in values if v]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
-
-
 def fmt(x, width, digits, at_least=False):
     return f"{('>' if at_least else '') + format(x, f'.{digits}f'):>{width}}" if x else f"{'-':>{width}}"
 
 
+def fmt_ratio(e, width=18):
+    """'0.83 [0.79, 0.88]'"""
+    return f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]".rjust(width) if e else "-".rjust(width)
+
+
+TIME_COLUMNS = ("L", "C", "C-O3", "clang", "OCaml", "Chez")
+
+
 def print_table(results, names):
-    print(f"\n{'benchmark':12} {'L s':>7} {'C s':>7} {'OCaml s':>7} {'Chez s':>7} {'Python s':>8}"
-          f" {'L/C':>5} {'L/OCaml':>7} {'L/Chez':>6} {'L/best':>6} {'Python/L':>8}")
-    rows = {}
+    for line in machine.lines(results.get("machine", {})):
+        print(line)
+    for lang, compiler in results.get("compilers", {}).items():
+        print(f"  {lang:7} {compiler['version']:46} built with: {compiler['build']}")
+    startup = results.get("startup")
+    if startup:
+        print(f"start-up, an empty program (median of {startup['repeat']} runs, not subtracted below): "
+              + ", ".join(f"{lang} {s['median'] * 1000:.1f} ms" for lang, s in startup["languages"].items()))
+
+    print(f"\nseconds (median of the runs){'':8}" + "".join(f"{c:>8}" for c in TIME_COLUMNS) + f"{'Python':>9}")
     for name in names:
         rec = results["benchmarks"][name]
-        langs, r = rec["languages"], ratios(rec)
-        rows[name] = r
-        secs = [langs[x]["median"] if x in langs else None for x in ("L", "C", "OCaml", "Chez")]
-        py = rec.get("Python") or {}
-        print(f"{name:12} " + " ".join(fmt(s, 7, 3) for s in secs)
-              + f" {fmt(py.get('median') or py.get('timeout'), 8, 1, 'timeout' in py)}"
-              f" {fmt(r['L/C'], 5, 2)} {fmt(r['L/OCaml'], 7, 2)} {fmt(r['L/Chez'], 6, 2)}"
-              f" {fmt(r['L/best'], 6, 2)} {fmt(r['Python/L'], 8, 1, r['Python/L at least'])}")
-    means = {k: geometric_mean(r[k] for r in rows.values()) for k in ("L/C", "L/OCaml", "L/Chez", "L/best", "Python/L")}
-    print(f"{'geo. mean':12} {'':47} {fmt(means['L/C'], 5, 2)} {fmt(means['L/OCaml'], 7, 2)}"
-          f" {fmt(means['L/Chez'], 6, 2)} {fmt(means['L/best'], 6, 2)} {fmt(means['Python/L'], 8, 1)}")
-    if means["L/best"]:
-        print(f"target: geometric mean of L/best <= {TARGET_MEAN}: {means['L/best']:.2f}, "
-              f"{'met' if means['L/best'] <= TARGET_MEAN else 'missed'}")
-    over = [f"{n} {r['L/best']:.2f}" for n, r in rows.items() if r["L/best"] and r["L/best"] > TARGET_EACH]
-    print(f"target: no L/best above {TARGET_EACH}: " + ("met" if not over else "missed by " + ", ".join(over)))
+        langs, py = rec["languages"], rec.get("Python") or {}
+        print(f"{name:12} {rec['size']:>11} " + " ".join(fmt(langs[c]['median'] if c in langs else None, 7, 3)
+                                                       for c in TIME_COLUMNS)
+              + f" {fmt(py.get('median') or py.get('timeout'), 8, 1, 'timeout' in py)}")
+
+    rows = {name: ratios(results["benchmarks"][name]) for name in names}
+    print(f"\nL/peer: median of the paired ratios [{LEVEL:.0%} bootstrap interval]; "
+          "< 1: L is faster")
+    print(f"{'benchmark':12}" + "".join(f"{'L/' + p:>19}" for p in PEERS) + f"{'Python/L':>10}")
+    for name, r in rows.items():
+        print(f"{name:12}" + "".join(" " + fmt_ratio(r[f"L/{p}"]) for p in PEERS)
+              + f" {fmt(r['Python/L'], 9, 1, r['Python/L at least'])}")
+    print(f"{'geo. mean':12}" + "".join(" " + fmt_ratio(mean_entry(rows, f"L/{p}")) for p in PEERS)
+          + f" {fmt(geometric_mean(r['Python/L'] for r in rows.values()), 9, 1)}")
+
+    print(f"\nL/best: L over the faster of gcc -O2 and ocamlopt (issue 26); -O3: of gcc -O3 and ocamlopt;"
+          f" clang: of clang -O2 and ocamlopt.\ntarget per benchmark: L/best <= {TARGET_EACH}, judged by the"
+          f" interval (the noise rule: an interval that contains {TARGET_EACH} is 'within noise')")
+    print(f"{'benchmark':12}" + "".join(f"{c:>19}{'peer':>6} {'<= ' + str(TARGET_EACH):>13}" for c in BESTS))
+    verdicts = {c: {} for c in BESTS}
+    for name, r in rows.items():
+        cells = []
+        for c in BESTS:
+            e = r[c]
+            v = verdict(e[1], e[2], TARGET_EACH) if e else "-"
+            verdicts[c][name] = v
+            cells.append(f" {fmt_ratio(e)}{(r[c + ' peer'] or '-'):>6} {v:>13}")
+        print(f"{name:12}" + "".join(cells))
+    means = {c: mean_entry(rows, c) for c in BESTS}
+    print(f"{'geo. mean':12}" + "".join(
+        f" {fmt_ratio(means[c])}{'':>6} {verdict(means[c][1], means[c][2], TARGET_MEAN) if means[c] else '-':>13}"
+        for c in BESTS))
+    for c in BESTS:
+        m = means[c]
+        if not m:
+            continue
+        counts = {v: [n for n, x in verdicts[c].items() if x == v] for v in ("met", "within noise", "missed")}
+        print(f"target {c}: geometric mean <= {TARGET_MEAN}: {m[0]:.2f} [{m[1]:.2f}, {m[2]:.2f}], "
+              f"{verdict(m[1], m[2], TARGET_MEAN)}; each <= {TARGET_EACH}: met on {len(counts['met'])}"
+              f" of the {sum(v != '-' for v in verdicts[c].values())} measured"
+              + (f", within noise on {', '.join(counts['within noise'])}" if counts["within noise"] else "")
+              + (f", missed on {', '.join(counts['missed'])}" if counts["missed"] else ""))
+    faster = {v: [n for n, r in rows.items() if r["L/best"] and verdict(r["L/best"][1], r["L/best"][2], 1,
+                                                                           "faster", "slower") == v]
+              for v in ("faster", "within noise", "slower")}
+    print(f"L against the best of gcc -O2 and ocamlopt, by the same rule (threshold 1): faster on "
+          f"{len(faster['faster'])}, within noise on {len(faster['within noise'])}, slower on "
+          f"{len(faster['slower'])} ({', '.join(faster['slower']) or 'none'})")
     under = [f"{n} {r['Python/L']:.1f}" for n, r in rows.items()
              if r["Python/L"] and r["Python/L"] < TARGET_PYTHON and not r["Python/L at least"]]
     measured = [n for n, r in rows.items() if r["Python/L"]]
-    print(f"target: Python/L >= {TARGET_PYTHON} everywhere: "
+    print(f"target (issue 17): Python/L >= {TARGET_PYTHON} everywhere (one CPython run, no interval): "
           + ("missed by " + ", ".join(under) if under else f"met on the {len(measured)} measured"))
     for name in results.get("scaling", {}):
         print(f"\n{name}: microseconds per unit of size (medians)")
         for size, rec in scaling(results, name):
             print(f"  {size:>9} " + "  ".join(f"{lang} {t:.2f}" for lang, t in rec.items()))
-    noise = {p: [rec["pairs"][p]["ratio_max"] / rec["pairs"][p]["ratio_min"]
-                 for rec in (results["benchmarks"][n] for n in names) if p in rec.get("pairs", {})] for p in PEERS}
-    print("\nnoise: max/min of the ratios of one pair over the repetitions (median, largest): "
-          + ", ".join(f"L/{p} {statistics.median(v):.2f}, {max(v):.2f}" for p, v in noise.items() if v))
+
+
+def mean_entry(rows, column):
+    """(geometric mean, low, high, None) of a column's ratios, or None."""
+    entries = [r[column] for r in rows.values() if r[column]]
+    if not entries:
+        return None
+    low, high = mean_interval([e[3] for e in entries])
+    return geometric_mean(e[0] for e in entries), low, high, None
 
 
 # --- Main -----------------------------------------------------------------------
@@ -392,9 +603,19 @@ def main():
                     help="time limit of one CPython run (default 120 s); a run that reaches it counts as S")
     ap.add_argument("--json", metavar="FILE", default=None,
                     help="where to record the runs (default bench/results.json; --small writes nothing unless given)")
+    ap.add_argument("--table", action="store_true", help="only print the table of the results stored in the JSON")
     args = ap.parse_args()
     repeat = 1 if args.small else args.repeat
     json_path = Path(args.json) if args.json else (None if args.small else RESULTS)
+
+    results = {"benchmarks": {}, "scaling": {}}
+    if json_path and json_path.exists():
+        stored = json.loads(json_path.read_text())
+        if "benchmarks" in stored:                 # not a file of the old format
+            results = {**stored, "scaling": stored.get("scaling", {})}
+    if args.table:
+        print_table(results, [n for n in SIZES if n in results["benchmarks"]])
+        return 0
 
     wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
     languages = ["L"]
@@ -411,14 +632,18 @@ def main():
     if not LC.exists():
         ap.error(f"{LC} not found: install the package first (pip install -e .)")
 
-    results = {"benchmarks": {}, "scaling": {}}
-    if json_path and json_path.exists():
-        stored = json.loads(json_path.read_text())
-        if "benchmarks" in stored:                 # not a file of the old format
-            results = {**stored, "scaling": stored.get("scaling", {})}
+    described = machine.describe()                 # before the runs: the load they start under
     names = args.only or list(SIZES)
     all_ok = True
     with tempfile.TemporaryDirectory() as tmpdir:
+        startup, problems = measure_startup(Path(tmpdir) / "startup", languages, 1 if args.small else STARTUP_REPEAT)
+        ran = " ".join(startup["languages"]) if startup else ""
+        print(f"start-up: {'ok' if startup and not problems else 'FAILED'} {ran}", flush=True)
+        for problem in problems:
+            print("  " + problem.replace("\n", "\n  "))
+        all_ok &= bool(startup) and not problems
+        if startup and not args.small:
+            results["startup"] = startup
         for name in names:
             jobs = [(name, SIZES[name][args.small], None)]
             if not args.small:
@@ -452,28 +677,17 @@ def main():
                 elif ok:
                     results["benchmarks"][bench] = record
 
+    results["benchmarks"] = {n: results["benchmarks"][n] for n in SIZES if n in results["benchmarks"]}
+    results["machine"] = {**described, "command": " ".join(["python", "bench/run.py", *sys.argv[1:]]),
+                          "repeat": repeat}
+    results["compilers"] = {lang: {"version": LANGUAGES[lang].version(), "build": LANGUAGES[lang].flags()}
+                            for lang in languages}
     if not args.small:
-        results["benchmarks"] = {n: results["benchmarks"][n] for n in SIZES if n in results["benchmarks"]}
-        results["machine"] = {"cores": os.cpu_count(), "cpu": cpu_model(), "system": platform.platform(),
-                              "date": datetime.datetime.now().isoformat(timespec="seconds"),
-                              "command": " ".join(["python", "bench/run.py", *sys.argv[1:]]), "repeat": repeat,
-                              "nice": os.nice(0)}
-        results["compilers"] = {lang: {"version": LANGUAGES[lang].version(), "build": LANGUAGES[lang].flags()}
-                                for lang in languages}
+        print()
         print_table(results, [n for n in SIZES if n in results["benchmarks"]])
     if json_path:
         json_path.write_text(json.dumps(results, indent=1) + "\n")
     return 0 if all_ok else 1
-
-
-def cpu_model():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
 
 
 if __name__ == "__main__":

@@ -2410,11 +2410,11 @@ print(f"{'corpus and examples':24} {rest[0][0]:7} → {rest[1][0]:7} {rest[0][1]
 # copies into the small recursive functions these programs are made of. On
 # the benchmarks it depends on the program: those made of loops, or of
 # small functions inlined or contified where they are called (`cpstak`,
-# `fold`, `loop`, `nqueens`, `states`), shrink; those whose small functions
-# are recursive (`ack`, `fib`, `tak`, `deriv`, `live`, `msort`,
-# `binarytrees`, `cpstree`, a little `primes`) grow by the bodies the
-# inliner copies — within its bound; the times below say whether that
-# pays. On the 10,000-line program of chapter 12's compile-speed
+# `fold`, `loop`, `nqueens`, `states`, `gcd`, `hof`, `interp`, `mandel`,
+# `perm`), shrink; those whose small functions are recursive (`ack`, `fib`,
+# `tak`, `deriv`, `live`, `msort`, `binarytrees`, `cpstree`, `change`,
+# `divrec`, `rbtree`, a little `primes`) grow by the bodies the inliner
+# copies — within its bound; the times below say whether that pays. On the 10,000-line program of chapter 12's compile-speed
 # benchmark, the optimiser costs about a second of Python and saves LLVM
 # more than that:
 # `python bench/optimiser.py compile`, medians of three runs in

@@ -1,5 +1,5 @@
 #define N 11
-/* ack: the Ackermann function, ack(3, n) = 2^(n + 3) - 3. */
+/* ack: the Ackermann function, ack(3, n) = 2^(n + 3) - 3. No allocation. */
 #include <stdio.h>
 
 static long ack(long m, long n) {

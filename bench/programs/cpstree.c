@@ -1,9 +1,10 @@
 #define N 100
-/* cpstree: a walk of a complete binary tree of depth 16 in
-   continuation-passing style, N times; the value of the walk is a hash of
-   the leaves in order. A continuation is a struct: a function pointer and
-   the captured variables; each is called exactly once, and frees itself
-   when it is. Every call is a tail call, which gcc -O2 compiles as a jump. */
+/* cpstree: a walk of a complete binary tree of depth 16 in continuation-
+   passing style, N times; the value of the walk is a hash of the leaves in
+   order. A continuation is a struct: a function pointer and the captured
+   variables; each is called exactly once, and frees itself when it is.
+   Every call is a tail call, which gcc -O2 compiles as a jump. Allocation:
+   one malloc per continuation, freed by the continuation itself. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -2,9 +2,10 @@
 /* live: a large structure stays alive while the program allocates. A
    balanced binary search tree maps the keys 0 ... N - 1 to numbers; it is
    updated 4N times without mutation (each update copies the path from the
-   root to the key), at keys drawn by the Park-Miller generator. As in L,
-   an update builds new nodes; the nodes it replaces are garbage, and the
-   update frees them. */
+   root to the key), at keys drawn by the Park-Miller generator. As in L, an
+   update builds new nodes; the nodes it replaces are garbage, and the
+   update frees them. Allocation: one malloc per new node, one free per
+   replaced node. */
 #include <stdio.h>
 #include <stdlib.h>
 

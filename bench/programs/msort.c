@@ -1,10 +1,11 @@
 #define N 100
 /* msort: merge sort on lists. Each of N rounds makes a list of 10,000
-   pseudo-random numbers (the Park-Miller generator x -> 16807 x mod
-   (2^31 - 1), from the seed round + 1), sorts it by splitting it in two
-   (alternate elements), sorting the halves and merging them, and folds the
-   sorted list into a checksum that depends on the order. As in L, split
-   and merge build new lists; each list is freed once the next is built. */
+   pseudo-random numbers (the Park-Miller generator x -> 16807 x mod (2^31 -
+   1), from the seed round + 1), sorts it by splitting it in two (alternate
+   elements), sorting the halves and merging them, and folds the sorted list
+   into a checksum that depends on the order. As in L, split and merge build
+   new lists; each list is freed once the next is built. Allocation: one
+   malloc per list cell, one free per cell of a list no longer needed. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,7 +1,8 @@
 #define N 13
 /* nqueens: count the solutions of the n-queens problem. A partial board is
    a linked list of the columns of the queens placed so far, the latest row
-   first; its cells live on the C stack, in the frames of solutions(). */
+   first; its cells live on the C stack, in the frames of solutions().
+   Allocation: none on the heap (no malloc). */
 #include <stdio.h>
 
 typedef struct List List;

@@ -1,8 +1,9 @@
 #define N 60000
-/* primes: the sieve of Eratosthenes on linked lists. Build the list
-   2, 3, ..., N; its first number is a prime: strike its multiples out of
-   the rest (into a new list), and sieve what is left. Each list is freed
-   as soon as the next one is built. */
+/* primes: the sieve of Eratosthenes on linked lists. Build the list 2, 3,
+   ..., N; its first number is a prime: strike its multiples out of the rest
+   (into a new list), and sieve what is left. Each list is freed as soon as
+   the next one is built. Allocation: one malloc per list cell, one free per
+   cell of a list no longer needed. */
 #include <stdio.h>
 #include <stdlib.h>
 

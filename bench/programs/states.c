@@ -1,8 +1,8 @@
 #define N 50000000
 /* states: a state machine. It reads N symbols 0, 1, 2 made by the linear
-   congruential generator x -> (25173 x + 13849) mod 65536 (the symbol is
-   (x / 256) % 3) and counts the occurrences of the word 0 1 2. In C a
-   state machine is a loop around a switch on the state. */
+   congruential generator x -> (25173 x + 13849) mod 65536 (the symbol is (x
+   / 256) % 3) and counts the occurrences of the word 0 1 2. In C a state
+   machine is a loop around a switch on the state. No allocation. */
 #include <stdio.h>
 
 int main(void) {
