@@ -60,6 +60,7 @@ TIMEOUT = 120  # seconds, for one run of one compiled program
 SIZES = {
     "fib": (40, 20),
     "tak": (11, 6),
+    "takl": (4000, 1),
     "ack": (11, 5),
     "states": (50_000_000, 10_000),
     "loop": (2_000_000, 1000),
