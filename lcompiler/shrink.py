@@ -16,7 +16,7 @@ function that always returns to the same place into a block of its
 caller, and *inlining*, which copies a small function into its calls.
 """
 
-__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'DEPTH', 'UNROLL', 'UNROLL_BUDGET', 'UNROLL_LIMIT', 'GROWTH', 'SLACK', 'Optimiser', 'cont_over', 'returns_soon', 'makes_closures', 'optimise']
+__all__ = ['known', 'constant', 'written', 'UNKNOWN', 'fold_operation', 'pure', 'MOVE_LIMIT', 'size_up_to', 'in_handler', 'top', 'home', 'same_field', 'fresh', 'fields_of', 'copy_plan', 'copy_term', 'Shrinker', 'relocate', 'spreadable', 'Census', 'Kennedy', 'shrink', 'shrink_census', 'redexes', 'BUDGET', 'DEPTH', 'UNROLL', 'UNROLL_BUDGET', 'UNROLL_LIMIT', 'GROWTH', 'SLACK', 'Optimiser', 'cont_over', 'returns_soon', 'makes_closures', 'optimise']
 
 
 # --- What is known about a variable ------------------------------------
@@ -28,7 +28,7 @@ from lcompiler.cps import (
     Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
     SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
-    const, proj, tuple_, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
+    const, proj, tuple_, fail, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
 from lcompiler.interp import wrap, c_div, c_rem
 from lcompiler.syntax import collector_paused
 from lcompiler.types import TCon
@@ -228,13 +228,16 @@ class Shrinker:
 
     def known_more(self, v: Var) -> None:
         """v's value became known, or a continuation became another: the nodes that use v may have
-        become redexes, and so may the binding a jump ends (η and `unreachable` look at it)."""
+        become redexes, and so may the binding a jump ends (η and `unreachable` look at it) and the
+        definition whose whole body is `halt v` (an alias, which `static_definition` looks at)."""
         for o in occurrences(v):
             n = o.enclosing
             if isinstance(n, Prim):
                 n = n.enclosing
             self.changed(n)
             if type(n) is ApplyCont:
+                self.changed(n.enclosing)
+            elif type(n) is Halt and type(n.enclosing) is Definition:
                 self.changed(n.enclosing)
 
 class Shrinker(Shrinker):
@@ -539,17 +542,27 @@ class Shrinker(Shrinker):
                 self.rejump(a, args)
         return True
 
+def spreadable(x: Var, n: int) -> bool:
+    """Can the parameter x, an n-tuple, become its n fields? Every use must be a projection, or an
+    argument of `fail` or of a call, which take a tuple rebuilt from the fields at no cost."""
+    flat = isinstance(x.type, TCon) and x.type.name == "*" and len(x.type.args) == n > 1
+    for o in occurrences(x):
+        node = o.enclosing
+        if not (type(node) is Proj or type(node) is Fail
+                or (flat and type(node) is Apply and o is not node.func)):
+            return False
+    return True
+
+
 class Shrinker(Shrinker):
     def unbox(self, t: LetCont, do: bool) -> bool:
         jumps = self.jumps(t.cont)
         if not jumps:
             return False
         for i, x in enumerate(t.params):
-            if not all(type(o.enclosing) is Proj for o in occurrences(x)):
-                continue
             tuples = [known(a.args[i].var) for a in jumps]
             if all(type(v) is TupleValue for v in tuples) and len({len(v.fields) for v in tuples}) == 1 \
-                    and not any(written(a.args[i].var) for a in jumps):
+                    and not any(written(a.args[i].var) for a in jumps) and spreadable(x, len(tuples[0].fields)):
                 if do:
                     self.unbox_parameter(t, i, jumps, len(tuples[0].fields))
                 return True
@@ -569,10 +582,40 @@ class Shrinker(Shrinker):
             args = [o.var for o in a.args]
             args[i:i + 1] = [o.var for o in known(args[i]).fields]
             self.rejump(a, args)
+        whole = []
         for o in list(occurrences(x)):
-            b = o.enclosing.enclosing                  # the binding y = x[j]
-            self.substitute(b.var, parts[o.enclosing.index])
-            self.unbind(b)
+            if type(o.enclosing) is Proj:
+                b = o.enclosing.enclosing                  # the binding y = x[j]
+                self.substitute(b.var, parts[o.enclosing.index])
+                self.unbind(b)
+            elif o.enclosing not in whole:
+                whole.append(o.enclosing)                  # a fail or a call, which needs x whole
+        for node in whole:
+            self.rebuild(node, x, parts)
+
+    def rebuild(self, node, x: Var, parts: list) -> None:
+        """The uses of x in node (a fail or a call) take a tuple of parts, built just before it."""
+        site = node if type(node) is Apply else node.enclosing
+        y = Var(x.hint, x.type)
+        b = _new(LetPrim, var=y, prim=None, body=None)
+        y.binder = b
+        _attach(b, "prim", tuple_(*parts))
+        for p in parts:
+            self.gained(p)
+        parent, f = _slot(site)
+        _attach(parent, f, b)
+        _attach(b, "body", site)
+        args = [y if o.var is x else o.var for o in node.args]
+        if type(node) is Apply:
+            self.put(node, apply(node.func.var, node.cont.var, *args, kind=node.kind, loc=node.loc), made=True)
+        else:
+            new = fail(node.message, *args, loc=node.loc)
+            for o in new.occs():
+                self.gained(o.var)
+            self.swap(site, new)
+        self.changed(b)
+        self.changed(parent)
+        self.near_top(parent)
 
 
 # --- Top-level definitions ---------------------------------------------
@@ -888,6 +931,8 @@ class Optimiser(Optimiser):
         recursive = a.func.var.binder is self.owner.get(a)
         if recursive and returns_soon(a, lam):
             return False                    # left for LLVM to make a loop of (see below)
+        if not recursive and self.keeps_frames(a.func.var, lam) and self.keeps_frames_at(a):
+            return False                    # its levels would widen a frame the caller makes often (see below)
         if recursive:
             if not self.may_unroll(lam):
                 return False
@@ -981,6 +1026,22 @@ def makes_closures(body) -> bool:
     """Does body define a function (a Lambda), which a copy of body would copy?"""
     return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
 
+class Optimiser(Optimiser):
+    def keeps_frames(self, f: Var, lam: Lambda) -> bool:
+        """Does the top-level function f = lam call itself other than in tail position? (Asked once
+        a round per function, as its size is.)"""
+        if lam not in self.deep:
+            d = f.binder
+            self.deep[lam] = type(d) is Definition and any(
+                type(a := o.enclosing) is Apply and a.func is o and self.owner.get(a) is d
+                and a.cont.var is not lam.cont for o in occurrences(f))
+        return self.deep[lam]
+
+    def keeps_frames_at(self, a: Apply) -> bool:
+        """Is the call a in a top-level function that calls itself other than in tail position?"""
+        d = self.owner.get(a)
+        return d is not None and d.var is not None and type(d.value) is Lambda and self.keeps_frames(d.var, d.value)
+
 
 # --- Loops before copies -----------------------------------------------
 
@@ -1017,7 +1078,7 @@ class Optimiser(Optimiser):
         seq, args = Seq(), []
         for x, y in zip(inside, outside):
             if isinstance(x.type, TCon) and x.type.name == "*" and x.count \
-                    and all(type(o.enclosing) is Proj for o in occurrences(x)):
+                    and spreadable(x, len(x.type.args)):
                 parts = [seq.let(proj(i, y), f"{y.hint}{i}") for i in range(len(x.type.args))]
                 for z, ty in zip(parts, x.type.args):
                     z.type = ty
@@ -1049,7 +1110,7 @@ class Optimiser(Optimiser):
                 self.stats["loopify"] += loops
                 if c or loops:
                     funcs, calls = self.survey()
-                self.templates, self.inlined, self.sizes = {}, [], {}
+                self.templates, self.inlined, self.sizes, self.deep = {}, [], {}, {}
                 i = sum(self.inline(a) for a in calls)
                 for template in self.templates.values():
                     delete(template)              # its occurrences leave their variables' counts

@@ -61,7 +61,8 @@
 #   arithmetic, `case` on a known value, projection from a known tuple or
 #   constructor, the end of the road after `fail`, a known closure called
 #   directly, unused and boxed continuation parameters, and three rules for
-#   top-level definitions. None makes a program bigger.
+#   top-level definitions. None makes a program bigger (but for a tuple
+#   that `unbox` rebuilds where a `fail` or a call needs it whole).
 # - **Two shrinkers** that apply them until none applies:
 #   `shrink_census(program)`, Appel and Jim's way (count the uses of every
 #   variable, sweep the program once, count again, sweep again, until a
@@ -210,7 +211,7 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | `unreachable` | `let u = fail m in t` | `let u = fail m in ret u` | `t` is not already that |
 # | `known_call` | `let f = closure(c, ȳ) in C[f k z̄]` | `C[direct c k (f, z̄)]` | after closure conversion |
 # | `dead_parameter` | `letcont k (x̄, y, z̄) = h in t` | drop `y` and its argument in every jump | `y` unused, `k` only jumped to |
-# | `unbox` | `letcont k (…, x, …) = h in t` | `x` becomes `x₀ … xₙ₋₁` | `x` only projected; every jump passes a known n-tuple |
+# | `unbox` | `letcont k (…, x, …) = h in t` | `x` becomes `x₀ … xₙ₋₁`; `let x = (x₀ … xₙ₋₁)` before a `fail` or call that needs `x` whole | `x` only projected, or passed to `fail` or a call; every jump passes a known n-tuple |
 # | `dead_definition` | `private g = …` | (gone) | `g` unused (a dynamic one stays, `unused`, for its effects) |
 # | `inline_global_once` | `private f = λk x̄. b` … `f k' ȳ` | `b[k'/k, ȳ/x̄]` at the call | one call, body ≤ `MOVE_LIMIT` |
 # | `static_definition` | `private g = do { x = c; halt x }` | `private g = c` | |
@@ -223,7 +224,10 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # through a closure by a direct call, a tuple parameter by its fields), so
 # applying rules in any order stops. That is what *shrinking* means: the
 # rules never make a program bigger, so they can be applied blindly,
-# wherever they apply, as often as they apply.
+# wherever they apply, as often as they apply. One rule bends this a
+# little: `unbox` removes the tuples built at the jumps, and may add one
+# where a `fail` or a call needs the whole tuple; it still stops, since
+# each time it takes a parameter apart into fields of smaller types.
 
 # %% [markdown]
 # ## What is known about a variable
@@ -244,7 +248,7 @@ from lcompiler.cps import (
     Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
     SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
-    const, proj, tuple_, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
+    const, proj, tuple_, fail, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
 from lcompiler.interp import wrap, c_div, c_rem
 from lcompiler.syntax import collector_paused
 from lcompiler.types import TCon
@@ -530,13 +534,16 @@ class Shrinker:
 
     def known_more(self, v: Var) -> None:
         """v's value became known, or a continuation became another: the nodes that use v may have
-        become redexes, and so may the binding a jump ends (η and `unreachable` look at it)."""
+        become redexes, and so may the binding a jump ends (η and `unreachable` look at it) and the
+        definition whose whole body is `halt v` (an alias, which `static_definition` looks at)."""
         for o in occurrences(v):
             n = o.enclosing
             if isinstance(n, Prim):
                 n = n.enclosing
             self.changed(n)
             if type(n) is ApplyCont:
+                self.changed(n.enclosing)
+            elif type(n) is Halt and type(n.enclosing) is Definition:
                 self.changed(n.enclosing)
 
 # %% [markdown]
@@ -1231,27 +1238,49 @@ private f_1 = fun ret_2(b_3) {
 ''', "dead_parameter")
 
 # %% [markdown]
-# A parameter that is a tuple, only ever taken apart, and given a tuple
-# built in sight by every jump, is *unboxed*: it becomes one parameter per
-# field, each jump passes the fields, and the projections become the new
-# parameters. The tuples at the jumps are then dead. This is Flambda 2's
-# unboxing, and it matters for loops: an L function takes its arguments as
-# one tuple, so a loop made of a function (by contification, below) would
-# otherwise allocate a tuple at every turn.
+# A parameter that is a tuple, given a tuple built in sight by every jump,
+# is *unboxed*: it becomes one parameter per field, each jump passes the
+# fields, and the projections become the new parameters. The tuples at the
+# jumps are then dead. This is Flambda 2's unboxing, and it matters for
+# loops: an L function takes its arguments as one tuple, so a loop made of
+# a function (by contification, below) would otherwise allocate a tuple at
+# every turn.
+#
+# The tuple need not only be taken apart. Two other uses can do with a
+# tuple rebuilt from the fields, just before them, at no cost that the
+# program did not pay already: an argument of `fail`, which runs at most
+# once, at the end (a `match` that fails prints the value it could not
+# match, the whole tuple); and an argument of a call, since chapter 10
+# passes a tuple argument as its fields, in registers, and never allocates
+# a tuple that is built only to be passed. Any other use — a tuple stored
+# in a constructor, returned, passed to another continuation — keeps the
+# parameter boxed: rebuilding it there would allocate once per use, where
+# the jumps allocated once per jump. `spreadable` says which parameters
+# qualify; the loops of the next sections ask it too.
 
 # %%
 #| export
+def spreadable(x: Var, n: int) -> bool:
+    """Can the parameter x, an n-tuple, become its n fields? Every use must be a projection, or an
+    argument of `fail` or of a call, which take a tuple rebuilt from the fields at no cost."""
+    flat = isinstance(x.type, TCon) and x.type.name == "*" and len(x.type.args) == n > 1
+    for o in occurrences(x):
+        node = o.enclosing
+        if not (type(node) is Proj or type(node) is Fail
+                or (flat and type(node) is Apply and o is not node.func)):
+            return False
+    return True
+
+
 class Shrinker(Shrinker):
     def unbox(self, t: LetCont, do: bool) -> bool:
         jumps = self.jumps(t.cont)
         if not jumps:
             return False
         for i, x in enumerate(t.params):
-            if not all(type(o.enclosing) is Proj for o in occurrences(x)):
-                continue
             tuples = [known(a.args[i].var) for a in jumps]
             if all(type(v) is TupleValue for v in tuples) and len({len(v.fields) for v in tuples}) == 1 \
-                    and not any(written(a.args[i].var) for a in jumps):
+                    and not any(written(a.args[i].var) for a in jumps) and spreadable(x, len(tuples[0].fields)):
                 if do:
                     self.unbox_parameter(t, i, jumps, len(tuples[0].fields))
                 return True
@@ -1271,10 +1300,40 @@ class Shrinker(Shrinker):
             args = [o.var for o in a.args]
             args[i:i + 1] = [o.var for o in known(args[i]).fields]
             self.rejump(a, args)
+        whole = []
         for o in list(occurrences(x)):
-            b = o.enclosing.enclosing                  # the binding y = x[j]
-            self.substitute(b.var, parts[o.enclosing.index])
-            self.unbind(b)
+            if type(o.enclosing) is Proj:
+                b = o.enclosing.enclosing                  # the binding y = x[j]
+                self.substitute(b.var, parts[o.enclosing.index])
+                self.unbind(b)
+            elif o.enclosing not in whole:
+                whole.append(o.enclosing)                  # a fail or a call, which needs x whole
+        for node in whole:
+            self.rebuild(node, x, parts)
+
+    def rebuild(self, node, x: Var, parts: list) -> None:
+        """The uses of x in node (a fail or a call) take a tuple of parts, built just before it."""
+        site = node if type(node) is Apply else node.enclosing
+        y = Var(x.hint, x.type)
+        b = _new(LetPrim, var=y, prim=None, body=None)
+        y.binder = b
+        _attach(b, "prim", tuple_(*parts))
+        for p in parts:
+            self.gained(p)
+        parent, f = _slot(site)
+        _attach(parent, f, b)
+        _attach(b, "body", site)
+        args = [y if o.var is x else o.var for o in node.args]
+        if type(node) is Apply:
+            self.put(node, apply(node.func.var, node.cont.var, *args, kind=node.kind, loc=node.loc), made=True)
+        else:
+            new = fail(node.message, *args, loc=node.loc)
+            for o in new.occs():
+                self.gained(o.var)
+            self.swap(site, new)
+        self.changed(b)
+        self.changed(parent)
+        self.near_top(parent)
 
 # %%
 demo('''
@@ -1285,22 +1344,43 @@ unused = do {
   cont loop_4(s_5) {
     i_6 = s_5[0]
     n_7 = s_5[1]
-    done_8 = i_6 >= n_7
-    cont exit_9() {
-      u_10 = print(i_6)
+    ok_8 = i_6 <= n_7
+    cont stuck_9() {
+      u_10 = fail "no clause matches the value" s_5 @2:3
       halt u_10
     }
-    cont again_11() {
-      one_12 = 1
-      j_13 = i_6 + one_12
-      next_14 = tuple(j_13, n_7)
-      loop_4(next_14)
+    cont go_11() {
+      done_12 = i_6 == n_7
+      cont exit_13() {
+        u_14 = print(i_6)
+        halt u_14
+      }
+      cont again_15() {
+        one_16 = 1
+        j_17 = i_6 + one_16
+        next_18 = tuple(j_17, n_7)
+        loop_4(next_18)
+      }
+      case done_12 { 0 -> again_15; 1 -> exit_13 }
     }
-    case done_8 { 0 -> again_11; 1 -> exit_9 }
+    case ok_8 { 0 -> stuck_9; 1 -> go_11 }
   }
   loop_4(start_3)
 }
 ''', "unbox")
+
+# %% [markdown]
+# The loop's pair is now two numbers, `s0` and `s1`, which the jumps pass
+# and the projections were; the tuples at the jumps are dead (the next
+# `dead_value` removes them). The `fail`, which prints the pair it could
+# not match, gets the pair rebuilt in its own block, which runs at most
+# once. Before this rule knew about `fail`, a loop whose `match` could fail
+# kept its tuple, and allocated one at every turn where the program
+# compiled without the optimiser allocated nothing — chapter 10 passes a
+# function's tuple argument in registers, and rebuilds it only where it
+# fails. The `shorter?` of the benchmark `takl`, a loop over two lists made
+# by contification, was one; the section on measurements below counts the
+# bytes.
 
 # %% [markdown]
 # ### Top-level definitions
@@ -1867,6 +1947,8 @@ class Optimiser(Optimiser):
         recursive = a.func.var.binder is self.owner.get(a)
         if recursive and returns_soon(a, lam):
             return False                    # left for LLVM to make a loop of (see below)
+        if not recursive and self.keeps_frames(a.func.var, lam) and self.keeps_frames_at(a):
+            return False                    # its levels would widen a frame the caller makes often (see below)
         if recursive:
             if not self.may_unroll(lam):
                 return False
@@ -2008,6 +2090,42 @@ def makes_closures(body) -> bool:
     return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
 
 # %% [markdown]
+# Last, a function that calls itself other than in tail position — `fib`,
+# or `primes`' `filter`, which keeps each number it keeps until the rest
+# of the list is filtered — is not copied into a function that does the
+# same. Each level of such a recursion holds something across its call, in
+# its frame; copied into a caller, three levels deep (`DEPTH`), those
+# levels hold it in the *caller's* frame, which widens by as much, to save
+# three calls out of the many the recursion makes. When the caller runs
+# once, or in a loop, that costs nothing, and the copies may fold against
+# known arguments (`length` of a list built in sight is a constant). When
+# the caller recurses as well, every level of *its* recursion pays for
+# the wider frame: `primes`' `sieve` calls `filter`, then itself, once per
+# prime, and with `filter` copied into it, its frame grew from 16 to 48
+# bytes. The collector scans the whole stack at every minor collection
+# (chapter 10), so every byte of it is paid for many times over. The
+# section on measurements below counts what the stack costs with and
+# without this rule.
+
+# %%
+#| export
+class Optimiser(Optimiser):
+    def keeps_frames(self, f: Var, lam: Lambda) -> bool:
+        """Does the top-level function f = lam call itself other than in tail position? (Asked once
+        a round per function, as its size is.)"""
+        if lam not in self.deep:
+            d = f.binder
+            self.deep[lam] = type(d) is Definition and any(
+                type(a := o.enclosing) is Apply and a.func is o and self.owner.get(a) is d
+                and a.cont.var is not lam.cont for o in occurrences(f))
+        return self.deep[lam]
+
+    def keeps_frames_at(self, a: Apply) -> bool:
+        """Is the call a in a top-level function that calls itself other than in tail position?"""
+        d = self.owner.get(a)
+        return d is not None and d.var is not None and type(d.value) is Lambda and self.keeps_frames(d.var, d.value)
+
+# %% [markdown]
 # ### Loops before copies
 #
 # Ackermann's function calls itself three times, two of them in tail
@@ -2092,7 +2210,7 @@ class Optimiser(Optimiser):
         seq, args = Seq(), []
         for x, y in zip(inside, outside):
             if isinstance(x.type, TCon) and x.type.name == "*" and x.count \
-                    and all(type(o.enclosing) is Proj for o in occurrences(x)):
+                    and spreadable(x, len(x.type.args)):
                 parts = [seq.let(proj(i, y), f"{y.hint}{i}") for i in range(len(x.type.args))]
                 for z, ty in zip(parts, x.type.args):
                     z.type = ty
@@ -2133,7 +2251,7 @@ class Optimiser(Optimiser):
                 self.stats["loopify"] += loops
                 if c or loops:
                     funcs, calls = self.survey()
-                self.templates, self.inlined, self.sizes = {}, [], {}
+                self.templates, self.inlined, self.sizes, self.deep = {}, [], {}, {}
                 i = sum(self.inline(a) for a in calls)
                 for template in self.templates.values():
                     delete(template)              # its occurrences leave their variables' counts
