@@ -594,6 +594,31 @@ def test_a_recursive_function_that_makes_closures_is_not_unrolled(rule, monkeypa
     assert on_cps(program) == on_cps(converted(src)) == ("5\n", None)
 
 
+@pytest.mark.parametrize("rule", [True, False])
+def test_a_deep_recursion_is_not_copied_into_a_function_that_recurses_too(rule, monkeypatch):
+    """primes' filter calls itself other than in tail position, and so does sieve, which calls it: no
+    copy of filter goes into sieve (with the rule switched off, three levels of it do). Into the
+    program's statement, which runs once, it is still copied (with sieve)."""
+    src = small(ROOT / "bench" / "programs" / "primes.l", 300)
+    if not rule:
+        monkeypatch.setattr(shrink.Optimiser, "keeps_frames_at", lambda self, a: False)
+    program = pipeline.compile_to("opt", src)[0]
+    sieve = next(d for d in program.definitions if d.var is not None and d.var.hint == "sieve")
+    copies = [n for n in walk(sieve) if type(n) is LetCont and n.cont.hint == "filter"]
+    assert len(copies) == (0 if rule else 3)
+    statement = program.definitions[-1]
+    assert any(type(n) is LetCont and n.cont.hint == "filter" for n in walk(statement)) == rule
+    assert on_cps(program) == on_cps(converted(src)) == ("62 8275\n", None)
+
+
+def test_a_deep_recursion_called_once_is_still_copied_and_folded():
+    src = Source("length.l", "data List<t> { Cons(t, List<t>); Nil }\n"
+                             "def length = { Cons(_, t) -> 1 + length(t); Nil -> 0 }\n"
+                             "print(Cons(1, Cons(2, Nil)).length)\n")
+    program = pipeline.compile_to("opt", src)[0]
+    assert show(program) == "unused = do {\n  v_1 = 2\n  u_2 = print(v_1)\n  halt u_2\n}\n"
+
+
 def test_a_loop_becomes_a_continuation_and_a_loop_in_llvm():
     src = Source("loop.l", "def sum_to(i, acc) = if (i == 0) acc else sum_to(i - 1, acc + i)\n"
                            "print(sum_to(100, 0))\n")
