@@ -61,8 +61,9 @@ def has_machine(path: Path) -> bool:
     """Whether the file records the machine: at its top, per command (optimiser.json), or in every
     entry (calls.json, whose top-level keys chapter 10 reads as benchmarks)."""
     data = json.loads(path.read_text())
-    if "cpu" in data.get("machine", {}) or all("cpu" in m for m in data.get("machine", {"": {}}).values()):
-        return True
+    for key in ("machine", "machines"):
+        if "cpu" in data.get(key, {}) or all("cpu" in m for m in data.get(key, {"": {}}).values()):
+            return True
     return bool(data) and all(isinstance(v, dict) and "cpu" in v.get("machine", {}) for v in data.values())
 
 

@@ -2,7 +2,7 @@
 
     python bench/optimiser.py shrinkers [--largest 1000000]   # census against work list, per node
     python bench/optimiser.py compile [--lines 10000]         # compile time with and without it
-    python bench/optimiser.py run [--repeat 5]                # the benchmarks with and without it
+    python bench/optimiser.py run [--repeat 11]               # the benchmarks with and without it
     python bench/optimiser.py unroll [--repeat 5]             # the benchmarks, recursion unrolled 0-3 rounds
     python bench/optimiser.py closures [--repeat 21]          # unrolling functions that make closures, or not
 
@@ -20,27 +20,42 @@ lines with the optimiser (`lc` by default) and without it (`lc -O0`),
 alternately, and counts the CPS nodes and the LLVM instructions handed to
 LLVM's O2 pipeline.
 
-`run` builds every program of bench/programs with and without the optimiser
-and times the executables in alternation (user + system time of the child,
-min and median of --repeat runs).
+`run` builds every program of bench/programs with and without the optimiser,
+at the sizes of SIZES (`def n = …`: about half a second or more at -O0; a run
+that takes less than a few tenths of a second measures the machine's noise
+more than the program), and times the two executables in alternation (user +
+system time of the child): -O0, optimised, a copy of -O0, -O0, optimised, ...
+The ratio of a benchmark is the median, over the --repeat repetitions, of the
+optimised run's time over the -O0 run's beside it; it is marked "met" when it
+is at most TARGET (1.05: the optimiser must not make a program slower than
+-O0), "missed" otherwise. The copy of -O0, timed the same way against -O0,
+is the control: the ratio that the noise alone makes, since the two are the
+same executable.
 
-`unroll` builds every program of bench/programs with the optimiser's UNROLL
-set to 0, 1, 2 and 3 rounds (no unrolling; then the recursion 2, 4, 8 levels
-deep), and times the executables in alternation as `run` does; it also
-records each program's size in CPS nodes after the optimiser.
+`unroll` builds every program of bench/programs, at the sizes of SIZES, with
+the optimiser's UNROLL set to 0, 1, 2 and 3 rounds (no unrolling; then the
+recursion 2, 4, 8 levels deep), and times the executables in alternation as
+`run` does; it also records each program's size in CPS nodes after the
+optimiser.
 
-`closures` builds every program of bench/programs twice: as the optimiser
-does (a recursive function that makes closures is not unrolled) and with that
-rule switched off; it counts the functions (closure bodies included) left
-after the optimiser and, where the two builds differ, times them in
-alternation.
+`closures` builds every program of bench/programs twice, at the sizes of
+SIZES: as the optimiser does (a recursive function that makes closures is
+not unrolled) and with that rule switched off; it counts the functions
+(closure bodies included) left after the optimiser and, where the two builds
+differ, times them in alternation.
 
 Each command adds its figures to bench/optimiser.json (--json, before the
-command), which chapter 9 reads, and the machine it ran on to its "machine".
+command), which chapter 9 reads, with the machine it ran on (bench/machine.py,
+under "machines"). With --only, the benchmarks named are measured again and
+the others' figures are kept.
 """
 import argparse
+import datetime
 import json
+import os
+import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,12 +74,39 @@ sys.path.insert(0, str(HERE))
 from compile_speed import program  # noqa: E402  (the generated L programs)
 
 
-def save(key: str, value) -> None:
-    """Record one command's figures under its key, and the machine it ran on under machine[key]."""
-    from machine import describe        # bench/machine.py
+# The sizes of `run`, `unroll` and `closures`: bench/programs' own, made larger where that takes less than
+# about half a second without the optimiser on the book's machine (a 2-core AMD EPYC virtual machine).
+SIZES = {"ack": 12, "binarytrees": 19, "cpstak": 3000, "cpstree": 1000, "deriv": 1000, "fib": 41,
+             "fold": 40000, "live": 250000, "loop": 4000000, "msort": 250, "nqueens": 13, "primes": 150000,
+             "states": 200000000, "tak": 11, "takl": 4000}
+TARGET = 1.05          # optimised / -O0, at most
+
+
+def machine(args) -> dict:
+    """The machine (bench/machine.py), the moment, the command and the commit of a measurement."""
+    from machine import describe
+    git = ["git", "-C", str(HERE.parent)]
+    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(git + ["status", "--porcelain", "lcompiler"], capture_output=True, text=True).stdout
+    return {**describe(), "command": " ".join(["python", "bench/optimiser.py", *sys.argv[1:]]),
+            "commit": (commit or "?") + (" with uncommitted changes to lcompiler/" if changed.strip() else "")}
+
+
+def save(key: str, value, args) -> None:
+    """Record value under key in bench/optimiser.json, with the machine; with --only, merged into
+    what the file holds for the other benchmarks."""
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    old = data.get(key)
+    if getattr(args, "only", None) and isinstance(old, dict) and (key != "run" or "benchmarks" in old):
+        rows = value["benchmarks"] if key == "run" else value
+        kept = old["benchmarks"] if key == "run" else old
+        rows = dict(sorted({**kept, **rows}.items()))
+        if key == "run":
+            value["benchmarks"] = rows
+        else:
+            value = rows
     data[key] = value
-    data.setdefault("machine", {})[key] = describe()
+    data.setdefault("machines", {})[key] = machine(args)
     RESULTS.write_text(json.dumps(data, indent=1) + "\n")
 
 
@@ -131,7 +173,7 @@ def shrinkers(args) -> None:
             print(f"{kind:>9} {nodes:9} {census}   {row['work_list_s']:11.3f} "
                   f"{1e6 * row['work_list_s'] / nodes:8.2f} {row['visits'] / nodes:11.2f}   {row['after']:8}",
                   flush=True)
-    save("shrinkers", rows)
+    save("shrinkers", rows, args)
 
 
 def stages(text: str, optimiser: bool) -> dict:
@@ -173,7 +215,7 @@ def compile_(args) -> None:
         m = result[label]
         print(f"{label:>10}: " + "  ".join(f"{k} {m.get(k, 0):.2f}" for k in names)
               + f"  total {m['total']:.2f}   CPS nodes {m['cps nodes']}  LLVM instructions {m['llvm instructions']}")
-    save("compile", result)
+    save("compile", result, args)
 
 
 def cpu(command) -> float:
@@ -192,27 +234,47 @@ def alternately(exes: dict, repeat: int) -> dict:
     return times
 
 
+def sized(path: Path, size: int) -> Source:
+    """A benchmark with its first line, `def n = …`, set to size."""
+    first, rest = path.read_text().split("\n", 1)
+    assert first.startswith("def n = "), path.name
+    return Source(path.name, f"def n = {size}\n{rest}")
+
+
 def run(args) -> None:
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for path in sorted((HERE / "programs").glob("*.l")):
             if args.only and path.stem not in args.only:
                 continue
+            size = SIZES[path.stem]
             exes = {}
             for optimiser, label in ((False, "-O0"), (True, "optimised")):
                 exe = Path(tmp) / f"{path.stem}{label}"
-                driver.build(Source(path.name, path.read_text()), exe, optimiser=optimiser)
+                driver.build(sized(path, size), exe, optimiser=optimiser)
                 exes[label] = exe
+            exes["-O0 again"] = Path(tmp) / f"{path.stem}-O1"     # a copy: what the noise alone makes
+            shutil.copy(exes["-O0"], exes["-O0 again"])
             outputs = {label: subprocess.run([exe], capture_output=True, text=True).stdout
                        for label, exe in exes.items()}
             assert outputs["-O0"] == outputs["optimised"], path.name
             times = alternately(exes, args.repeat)
-            rows[path.stem] = {label: {"min": min(t), "median": statistics.median(t), "max": max(t)}
-                               for label, t in times.items()}
+            ratios = [b / a for a, b in zip(times["-O0"], times["optimised"])]
+            control = [b / a for a, b in zip(times["-O0"], times["-O0 again"])]
+            rows[path.stem] = {"size": size, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                               **{label: {"times": t, "min": min(t), "median": statistics.median(t), "max": max(t)}
+                                  for label, t in times.items()},
+                               "ratios": ratios, "ratio": statistics.median(ratios),
+                               "control ratios": control, "control": statistics.median(control)}
             r = rows[path.stem]
-            print(f"{path.stem:10} -O0 {r['-O0']['median']:7.3f} s   optimised {r['optimised']['median']:7.3f} s"
-                  f"   ratio {r['optimised']['median'] / r['-O0']['median']:.2f}", flush=True)
-    save("run", rows)
+            print(f"{path.stem:12} n = {size:<10} -O0 {r['-O0']['median']:7.3f} s   optimised "
+                  f"{r['optimised']['median']:7.3f} s   ratio {r['ratio']:.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+                  f"   {'met' if r['ratio'] <= TARGET else 'missed'}   (-O0 against itself {r['control']:.2f})",
+                  flush=True)
+    missed = [name for name, r in rows.items() if r["ratio"] > TARGET]
+    print(f"target: optimised / -O0 <= {TARGET} for every benchmark: "
+          + ("met" if not missed else "missed by " + ", ".join(missed)))
+    save("run", {"target": TARGET, "repeat": args.repeat, "benchmarks": rows}, args)
 
 
 def unroll(args) -> None:
@@ -222,7 +284,7 @@ def unroll(args) -> None:
         for path in sorted((HERE / "programs").glob("*.l")):
             if args.only and path.stem not in args.only:
                 continue
-            source, exes, sizes = Source(path.name, path.read_text()), {}, {}
+            source, exes, sizes = sized(path, SIZES[path.stem]), {}, {}
             try:
                 for u in rounds:
                     shrink.UNROLL = u
@@ -238,7 +300,7 @@ def unroll(args) -> None:
                                         "cps nodes": sizes[u]} for u, t in times.items()}
             print(f"{path.stem:12}" + "".join(f"  {u}: {statistics.median(times[u]):6.3f} s {sizes[u]:5} nodes"
                                               for u in rounds), flush=True)
-    save("unroll", rows)
+    save("unroll", rows, args)
 
 
 def lambdas(program: cps.Program) -> int:
@@ -253,7 +315,7 @@ def closures(args) -> None:
         for path in sorted((HERE / "programs").glob("*.l")):
             if args.only and path.stem not in args.only:
                 continue
-            source, exes, counts, texts = Source(path.name, path.read_text()), {}, {}, {}
+            source, exes, counts, texts = sized(path, SIZES[path.stem]), {}, {}, {}
             try:
                 for label, f in variants.items():
                     shrink.makes_closures = f
@@ -273,7 +335,7 @@ def closures(args) -> None:
                                        "functions": counts[label]} for label, t in times.items()}
             print(f"{path.stem:12}" + "".join(f"  {label}: {statistics.median(times[label]):6.3f} s"
                                               f" {counts[label]:4} functions" for label in variants), flush=True)
-    save("closures", rows)
+    save("closures", rows, args)
 
 
 def main(argv=None) -> int:
@@ -288,7 +350,7 @@ def main(argv=None) -> int:
     c.add_argument("--lines", type=int, default=10_000)
     c.add_argument("--repeat", type=int, default=3)
     r = sub.add_parser("run")
-    r.add_argument("--repeat", type=int, default=5)
+    r.add_argument("--repeat", type=int, default=11)
     r.add_argument("--only", nargs="*", help="benchmark names")
     u = sub.add_parser("unroll")
     u.add_argument("--repeat", type=int, default=5)

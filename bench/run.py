@@ -96,6 +96,7 @@ TIMEOUT = 120  # seconds, for one run of one compiled program
 SIZES = {
     "fib": (44, 20),
     "tak": (12, 6),               # 2 s: a step of n multiplies tak's time by 7, and 11 takes 0.3 s
+    "takl": (4000, 1),
     "ack": (13, 5),
     "states": (340_000_000, 10_000),
     "loop": (8_000_000, 1000),
@@ -108,7 +109,6 @@ SIZES = {
     "deriv": (4000, 2),
     "binarytrees": (20, 8),
     "live": (250_000, 1000),
-    # "takl": r7rs takl (list recursion with several list arguments) comes from another branch.
     "divrec": (400_000, 20),
     "mandel": (4500, 50),
     "gcd": (6500, 50),

@@ -26,7 +26,8 @@ In the module `lcompiler.shrink`:
   arithmetic, `case` on a known value, projection from a known tuple or
   constructor, the end of the road after `fail`, a known closure called
   directly, unused and boxed continuation parameters, and three rules for
-  top-level definitions. None makes a program bigger.
+  top-level definitions. None makes a program bigger (but for a tuple
+  that `unbox` rebuilds where a `fail` or a call needs it whole).
 - **Two shrinkers** that apply them until none applies:
   `shrink_census(program)`, Appel and Jim's way (count the uses of every
   variable, sweep the program once, count again, sweep again, until a
@@ -44,6 +45,8 @@ In the module `lcompiler.shrink`:
   The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
 - Every step keeps the program's meaning (its output, its runtime error
   with its location, its exit status) and chapter 6's `check`.
+- The optimised program never allocates more bytes than the same program
+  compiled without the optimiser, by the count of chapter 10's runtime.
 - In the pipeline, the stage `opt` optimises the CPS of chapter 7 before
   closure conversion; the stage `shrink` shrinks again after it. Both are
   on by default and off with `lc … -O0`.
@@ -68,6 +71,7 @@ __all__ = [
     'copy_term',
     'Shrinker',
     'relocate',
+    'spreadable',
     'Census',
     'Kennedy',
     'shrink',
@@ -100,7 +104,7 @@ from lcompiler.cps import (
     Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
     SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
-    const, proj, tuple_, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
+    const, proj, tuple_, fail, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
 from lcompiler.interp import wrap, c_div, c_rem
 from lcompiler.syntax import collector_paused
 from lcompiler.types import TCon
@@ -305,13 +309,16 @@ class Shrinker:
 
     def known_more(self, v: Var) -> None:
         """v's value became known, or a continuation became another: the nodes that use v may have
-        become redexes, and so may the binding a jump ends (η and `unreachable` look at it)."""
+        become redexes, and so may the binding a jump ends (η and `unreachable` look at it) and the
+        definition whose whole body is `halt v` (an alias, which `static_definition` looks at)."""
         for o in occurrences(v):
             n = o.enclosing
             if isinstance(n, Prim):
                 n = n.enclosing
             self.changed(n)
             if type(n) is ApplyCont:
+                self.changed(n.enclosing)
+            elif type(n) is Halt and type(n.enclosing) is Definition:
                 self.changed(n.enclosing)
 
     # cell 30: The machinery of a shrinker
@@ -582,11 +589,9 @@ class Shrinker:
         if not jumps:
             return False
         for i, x in enumerate(t.params):
-            if not all(type(o.enclosing) is Proj for o in occurrences(x)):
-                continue
             tuples = [known(a.args[i].var) for a in jumps]
             if all(type(v) is TupleValue for v in tuples) and len({len(v.fields) for v in tuples}) == 1 \
-                    and not any(written(a.args[i].var) for a in jumps):
+                    and not any(written(a.args[i].var) for a in jumps) and spreadable(x, len(tuples[0].fields)):
                 if do:
                     self.unbox_parameter(t, i, jumps, len(tuples[0].fields))
                 return True
@@ -606,12 +611,42 @@ class Shrinker:
             args = [o.var for o in a.args]
             args[i:i + 1] = [o.var for o in known(args[i]).fields]
             self.rejump(a, args)
+        whole = []
         for o in list(occurrences(x)):
-            b = o.enclosing.enclosing                  # the binding y = x[j]
-            self.substitute(b.var, parts[o.enclosing.index])
-            self.unbind(b)
+            if type(o.enclosing) is Proj:
+                b = o.enclosing.enclosing                  # the binding y = x[j]
+                self.substitute(b.var, parts[o.enclosing.index])
+                self.unbind(b)
+            elif o.enclosing not in whole:
+                whole.append(o.enclosing)                  # a fail or a call, which needs x whole
+        for node in whole:
+            self.rebuild(node, x, parts)
 
-    # cell 77: Top-level definitions
+    def rebuild(self, node, x: Var, parts: list) -> None:
+        """The uses of x in node (a fail or a call) take a tuple of parts, built just before it."""
+        site = node if type(node) is Apply else node.enclosing
+        y = Var(x.hint, x.type)
+        b = _new(LetPrim, var=y, prim=None, body=None)
+        y.binder = b
+        _attach(b, "prim", tuple_(*parts))
+        for p in parts:
+            self.gained(p)
+        parent, f = _slot(site)
+        _attach(parent, f, b)
+        _attach(b, "body", site)
+        args = [y if o.var is x else o.var for o in node.args]
+        if type(node) is Apply:
+            self.put(node, apply(node.func.var, node.cont.var, *args, kind=node.kind, loc=node.loc), made=True)
+        else:
+            new = fail(node.message, *args, loc=node.loc)
+            for o in new.occs():
+                self.gained(o.var)
+            self.swap(site, new)
+        self.changed(b)
+        self.changed(parent)
+        self.near_top(parent)
+
+    # cell 78: Top-level definitions
     def dead_definition(self, d: Definition, do: bool) -> bool:
         v = d.var
         if v is None or d.visibility == "public":
@@ -671,9 +706,24 @@ def relocate(ret: ContVar, loc) -> None:
                 o.enclosing.loc = loc
 
 
+# --- Continuation parameters: unused, or boxed -------------------------
+
+# cell 74
+def spreadable(x: Var, n: int) -> bool:
+    """Can the parameter x, an n-tuple, become its n fields? Every use must be a projection, or an
+    argument of `fail` or of a call, which take a tuple rebuilt from the fields at no cost."""
+    flat = isinstance(x.type, TCon) and x.type.name == "*" and len(x.type.args) == n > 1
+    for o in occurrences(x):
+        node = o.enclosing
+        if not (type(node) is Proj or type(node) is Fail
+                or (flat and type(node) is Apply and o is not node.func)):
+            return False
+    return True
+
+
 # --- The order of the rules --------------------------------------------
 
-# cell 80
+# cell 81
 Shrinker.RULES = {
     LetPrim: (Shrinker.dead_value, Shrinker.inline_function_once, Shrinker.fold, Shrinker.project,
               Shrinker.unreachable),
@@ -687,7 +737,7 @@ Shrinker.RULES = {
 
 # --- Two shrinkers -----------------------------------------------------
 
-# cell 82
+# cell 83
 class Census(Shrinker):
     """Appel and Jim's way: count (the census), sweep the program once reducing what the census
     allows, count again, sweep again, until a sweep changes nothing."""
@@ -718,7 +768,7 @@ class Census(Shrinker):
                 if sum(self.stats.values()) == before:
                     return self.stats
 
-# cell 84
+# cell 85
 class Kennedy(Shrinker):
     """One sweep in program order, then a work list of the nodes a rewrite may have made redexes."""
 
@@ -781,7 +831,7 @@ def shrink_census(program: Program, after=None) -> Counter:
     """The same reductions, with Appel and Jim's census and repeated sweeps."""
     return Census(program, after).run()
 
-# cell 86
+# cell 87
 def redexes(program: Program) -> Counter:
     """The shrinking redexes left in a program, by rule (nothing is changed)."""
     s = Shrinker(program)
@@ -796,7 +846,7 @@ def redexes(program: Program) -> Counter:
 
 # --- Contification -----------------------------------------------------
 
-# cell 95
+# cell 96
 BUDGET = 40            # the largest function body (nodes) copied into a call
 DEPTH = 3              # how deep copies of copies of function bodies go
 UNROLL = 3             # in how many rounds a recursive function is copied into itself …
@@ -835,7 +885,7 @@ class Optimiser(Kennedy):
                     funcs.append((n.var, n.prim))
         return funcs, calls
 
-    # cell 97: Contification
+    # cell 98: Contification
     def return_point(self, f: Var, lam: Lambda):
         """(k, calls) when every use of f is a call, every call from inside f is a tail call, and every
         other call returns to the same continuation k; else None."""
@@ -870,7 +920,7 @@ class Optimiser(Kennedy):
                 return site
         return scope
 
-    # cell 99: Contification
+    # cell 100: Contification
     def contify(self, f: Var, lam: Lambda) -> bool:
         if lam.body is None or f.binder in self.dead or lam in self.dead:
             return False
@@ -913,7 +963,7 @@ class Optimiser(Kennedy):
             self.after("contify", t)
         return True
 
-    # cell 101: Inlining within a budget
+    # cell 102: Inlining within a budget
     def inline(self, a: Apply) -> bool:
         if a in self.dead or a.enclosing is None:
             return False
@@ -924,6 +974,8 @@ class Optimiser(Kennedy):
         recursive = a.func.var.binder is self.owner.get(a)
         if recursive and returns_soon(a, lam):
             return False                    # left for LLVM to make a loop of (see below)
+        if not recursive and self.keeps_frames(a.func.var, lam) and self.keeps_frames_at(a):
+            return False                    # its levels would widen a frame the caller makes often (see below)
         if recursive:
             if not self.may_unroll(lam):
                 return False
@@ -964,7 +1016,7 @@ class Optimiser(Kennedy):
                                     and not makes_closures(lam.body))
         return self.unrollable[lam]
 
-    # cell 103: What runs before anything can call
+    # cell 104: What runs before anything can call
     def early_writes(self) -> int:
         """Writes of constants into static cells, made before anything can call a function,
         become the cells' initial values."""
@@ -1000,7 +1052,23 @@ class Optimiser(Kennedy):
         self.known_more(cell)
         return True
 
-    # cell 109: Loops before copies
+    # cell 110: What runs before anything can call
+    def keeps_frames(self, f: Var, lam: Lambda) -> bool:
+        """Does the top-level function f = lam call itself other than in tail position? (Asked once
+        a round per function, as its size is.)"""
+        if lam not in self.deep:
+            d = f.binder
+            self.deep[lam] = type(d) is Definition and any(
+                type(a := o.enclosing) is Apply and a.func is o and self.owner.get(a) is d
+                and a.cont.var is not lam.cont for o in occurrences(f))
+        return self.deep[lam]
+
+    def keeps_frames_at(self, a: Apply) -> bool:
+        """Is the call a in a top-level function that calls itself other than in tail position?"""
+        d = self.owner.get(a)
+        return d is not None and d.var is not None and type(d.value) is Lambda and self.keeps_frames(d.var, d.value)
+
+    # cell 112: Loops before copies
     def loopify(self, f: Var, lam: Lambda) -> bool:
         """Make the tail calls of the top-level function f = lam from its own body jumps to a loop
         continuation that holds its body; False if there are none, or lam may not be unrolled."""
@@ -1033,7 +1101,7 @@ class Optimiser(Kennedy):
         seq, args = Seq(), []
         for x, y in zip(inside, outside):
             if isinstance(x.type, TCon) and x.type.name == "*" and x.count \
-                    and all(type(o.enclosing) is Proj for o in occurrences(x)):
+                    and spreadable(x, len(x.type.args)):
                 parts = [seq.let(proj(i, y), f"{y.hint}{i}") for i in range(len(x.type.args))]
                 for z, ty in zip(parts, x.type.args):
                     z.type = ty
@@ -1048,7 +1116,7 @@ class Optimiser(Kennedy):
                 self.changed(n)
         return jump
 
-    # cell 111: The optimiser
+    # cell 114: The optimiser
     def run(self, rounds: int = 4) -> Counter:
         with collector_paused():
             self.stats["early_write"] += self.early_writes()
@@ -1062,7 +1130,7 @@ class Optimiser(Kennedy):
                 self.stats["loopify"] += loops
                 if c or loops:
                     funcs, calls = self.survey()
-                self.templates, self.inlined, self.sizes = {}, [], {}
+                self.templates, self.inlined, self.sizes, self.deep = {}, [], {}, {}
                 i = sum(self.inline(a) for a in calls)
                 for template in self.templates.values():
                     delete(template)              # its occurrences leave their variables' counts
@@ -1075,7 +1143,7 @@ class Optimiser(Kennedy):
                     break
         return self.stats
 
-# cell 99
+# cell 100
 def cont_over(hint: str, params: list) -> LetCont:
     """A `cont` not yet placed: a fresh continuation variable, and params (variables that exist
     already, bound from now on by the `cont`) as its parameters."""
@@ -1089,7 +1157,7 @@ def cont_over(hint: str, params: list) -> LetCont:
 
 # --- What runs before anything can call --------------------------------
 
-# cell 105
+# cell 106
 def returns_soon(a: Apply, lam: Lambda) -> bool:
     """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
     t = a.cont.var.binder
@@ -1100,7 +1168,7 @@ def returns_soon(a: Apply, lam: Lambda) -> bool:
         h = h.body
     return type(h) is ApplyCont and h.cont.var is lam.cont
 
-# cell 107
+# cell 108
 def makes_closures(body) -> bool:
     """Does body define a function (a Lambda), which a copy of body would copy?"""
     return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
@@ -1108,7 +1176,7 @@ def makes_closures(body) -> bool:
 
 # --- The optimiser -----------------------------------------------------
 
-# cell 111
+# cell 114
 def optimise(program: Program, after=None, **options) -> Counter:
     """Shrink, contify, inline and shrink again, in place; return how many rewrites of each kind."""
     return Optimiser(program, after, **options).run()
@@ -1116,7 +1184,7 @@ def optimise(program: Program, after=None, **options) -> Counter:
 
 # --- In the pipeline ---------------------------------------------------
 
-# cell 125
+# cell 128
 from lcompiler import cps, pipeline
 
 
