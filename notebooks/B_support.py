@@ -117,8 +117,8 @@ for name in lcompiler.support.__all__:
 # it ends: tokens, spans, tree nodes, CPS terms. The collector does not know
 # they will all live, and walks them again and again as they pile up. On
 # the large programs of [chapter 4a](04a_syntax.ipynb#how-fast-and-how-it-scales)'s
-# measurements it costs a third of the parsing time, for nothing: tokens,
-# spans and tree nodes never form cycles. So every stage that builds a big
+# measurements it costs a good part of the parsing time (the chapter prints
+# how much), for nothing: tokens, spans and tree nodes never form cycles. So every stage that builds a big
 # structure — the lexer and the parser, the conversion to CPS, the
 # optimiser, closure conversion, the back end, the driver that splits a
 # module — runs with the collector paused. Paused, not turned off: what it

@@ -527,8 +527,10 @@ print(done.stdout, end="")
 # - `tests/test_corpus.py` runs `lc run` and `lc show` on the corpus, with
 #   exit statuses 0, 1 and 2 where the programs say; `tests/test_native.py`
 #   runs `lc run`, `lc build` and `lc repl` against the interpreter;
-#   `tests/test_addlang.py` runs `lc add` on random expressions, and on
-#   malformed ones that must be errors, not tracebacks.
+#   `tests/test_addlang.py` runs `lc add`, natively and interpreted, and on
+#   mistakes — an unbound variable, reported at its place; an expression
+#   nested five thousand parentheses deep — which must be errors with status
+#   1, never tracebacks.
 # - `tests/test_cli.py` checks the registry: each command once, and no
 #   function of the module that no command runs.
 #
