@@ -452,10 +452,11 @@ def on_big_stack(run, *args):
 
 
 # %% [markdown]
-# `repr` of a list nested a hundred thousand deep recurses in C, through
-# hundreds of bytes of C stack per level: more than the main thread's 8
-# MiB, and well within 256. And an exception raised on the thread is
-# raised again in the caller:
+# `repr` of a list nested a hundred thousand deep recurses in C, a few C
+# frames per level: at that depth, more than the main thread's 8 MiB of C
+# stack hold (the process dies of it, with `SIGSEGV`), and well within the
+# thread's 256. And an exception raised on the thread is raised again in
+# the caller:
 
 # %%
 nested: list = []
