@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lcompiler import addlang, driver, pipeline
+from lcompiler import driver, pipeline
 from lcompiler.errors import Source
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused, target_machine
 
 BLOCK = """data Shape{i} {{ Circle{i}(Int); Rect{i}(Int, Int) }}
 def area{i}(s) = match (s) {{ Circle{i}(r) -> 3 * r * r; Rect{i}(w, h) -> w * h }}
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None,
                     help="also record the medians in this file (chapter 12 reads bench/compile_speed.json)")
     args = ap.parse_args(argv)
-    addlang.target_machine()                     # initialise LLVM outside the timings
+    target_machine()                             # initialise LLVM outside the timings
     sys.setrecursionlimit(100_000)
     rows = []
     for lines in args.lines:

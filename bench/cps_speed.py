@@ -57,7 +57,7 @@ from lcompiler.cps import (
     Program, Seq, all_occurrences, apply, apply_cont, case, check, const, halt, inject, lam, op,
     parse, print_, proj, run, show, size, substitute, tag, tuple_, walk, LetCont, Lambda, occurrences,
 )
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused
 
 MAX_DEPTH = 40            # join points nested in one another ("the rest" of a block is in a handler)
 LAMBDA_DEPTH = 2          # a local lambda in main may hold one; in a static function, none

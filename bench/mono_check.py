@@ -28,9 +28,9 @@ sys.path.insert(0, str(BENCH))
 from compile_speed import program, stages  # noqa: E402
 from run import cpu_model  # noqa: E402
 
-from lcompiler import addlang, mono  # noqa: E402
+from lcompiler import mono  # noqa: E402
 from lcompiler.errors import Source  # noqa: E402
-from lcompiler.syntax import collector_paused  # noqa: E402
+from lcompiler.support import collector_paused, target_machine  # noqa: E402
 from lcompiler.types import check_types  # noqa: E402
 
 
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json", type=Path, default=None, help="record the medians and the machine here")
     args = ap.parse_args(argv)
-    addlang.target_machine()                     # initialise LLVM outside the timings
+    target_machine()                             # initialise LLVM outside the timings
     sys.setrecursionlimit(100_000)
     text = program(args.lines)
     typed, _ = check_types(Source("generated.l", text))

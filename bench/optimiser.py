@@ -63,10 +63,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from lcompiler import addlang, cps, driver, pipeline, shrink
+from lcompiler import cps, driver, pipeline, shrink
 from lcompiler.cps import Seq, const, halt, tuple_
 from lcompiler.errors import Source
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused, target_machine
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "optimiser.json"
@@ -196,7 +196,7 @@ def stages(text: str, optimiser: bool) -> dict:
 
 
 def compile_(args) -> None:
-    addlang.target_machine()
+    target_machine()
     text = program(args.lines)
     runs = {True: [], False: []}
     for _ in range(args.repeat):

@@ -5,14 +5,10 @@
 Each module and the notebook it comes from:
 
 - `lcompiler.addlang`: notebooks/01_addlang.ipynb
-- `lcompiler.drawing`: notebooks/01_addlang.ipynb
-- `lcompiler.errors`: notebooks/01_addlang.ipynb, notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb
-- `lcompiler.cli`: notebooks/01_addlang.ipynb, notebooks/04a_syntax.ipynb, notebooks/04b_meaning.ipynb, notebooks/05_types.ipynb, notebooks/11_running.ipynb
 - `lcompiler.union_find`: notebooks/02_union_find.ipynb
 - `lcompiler.anf`: notebooks/03_anf.ipynb
 - `lcompiler.pipeline`: notebooks/04_pipeline.ipynb
 - `lcompiler.syntax`: notebooks/04a_syntax.ipynb
-- `lcompiler.highlight`: notebooks/04a_syntax.ipynb
 - `lcompiler.core`: notebooks/04b_meaning.ipynb
 - `lcompiler.interp`: notebooks/04b_meaning.ipynb
 - `lcompiler.types`: notebooks/05_types.ipynb
@@ -23,4 +19,9 @@ Each module and the notebook it comes from:
 - `lcompiler.shrink`: notebooks/09_shrink.ipynb
 - `lcompiler.llvm_backend`: notebooks/10_llvm.ipynb
 - `lcompiler.driver`: notebooks/11_running.ipynb
+- `lcompiler.errors`: notebooks/A_errors.ipynb
+- `lcompiler.drawing`: notebooks/A_errors.ipynb
+- `lcompiler.highlight`: notebooks/A_errors.ipynb
+- `lcompiler.support`: notebooks/B_support.ipynb
+- `lcompiler.cli`: notebooks/C_cli.ipynb
 """

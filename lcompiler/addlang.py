@@ -6,6 +6,22 @@ A language with nothing but whole numbers and `+`, compiled to LLVM by a
 `compile` function that is told, instead of asked, what to do with each
 result; then the LLVM text is verified, JIT-compiled and run, and agrees with
 an interpreter.
+
+What this chapter promises:
+
+In the module `lcompiler.addlang`:
+
+- `compile(e, k)` turns an expression into a program in continuation form
+  that computes `e` and goes on with `k` of its value, with no instruction
+  for a literal or a variable and one `Add` per `+`;
+- `llvm_module(program)` is LLVM text that LLVM's verifier accepts, and
+  `jit_run(text)` compiles it to machine code and runs it in a child
+  process, whatever the code does;
+- for every expression, its value (`value_of`), the output of the
+  interpreter `evaluate` and the output of the native code are the same,
+  on 64-bit integers that wrap around;
+- `parse(text)` reads an expression, or raises a `CompileError` at the
+  place of the mistake — never another exception.
 """
 
 __all__ = [
@@ -19,11 +35,8 @@ __all__ = [
     'pretty',
     'LLVM_HEADER',
     'llvm_module',
-    'target_machine',
     'load',
     'jit',
-    'Run',
-    'run_in_child',
     'jit_run',
     'run_i64_function',
     'evaluate',
@@ -36,11 +49,10 @@ __all__ = [
 ]
 
 
-# --- Chapter 1. Compiling with continuations, in the small -------------
+# --- What this chapter promises ----------------------------------------
 
 # cell 5
 import ctypes
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -148,7 +160,7 @@ def compile(e, k: Callable) -> object:
 
 # --- Printing LLVM -----------------------------------------------------
 
-# cell 43
+# cell 35
 def llvm_value(v) -> str:
     match v:
         case Value.Var(name):
@@ -181,7 +193,7 @@ def pretty(program, first: int = 1) -> str:
             case _:
                 raise TypeError(f"not a program: {program!r}")
 
-# cell 46
+# cell 38
 LLVM_HEADER = """\
 @int_format = private constant [6 x i8] c"%lld\\0A\\00"
 declare i32 @printf(ptr, ...)
@@ -197,18 +209,8 @@ def llvm_module(program) -> str:
 
 # --- Running it --------------------------------------------------------
 
-# cell 49
-_llvm_ready = False
-
-
-def target_machine() -> llvm.TargetMachine:
-    """A new LLVM target machine for this host; initialises LLVM on first use."""
-    global _llvm_ready
-    if not _llvm_ready:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        _llvm_ready = True
-    return llvm.Target.from_default_triple().create_target_machine()
+# cell 41
+from lcompiler.support import Result, run_in_child, target_machine
 
 
 def load(text: str) -> llvm.ModuleRef:
@@ -225,47 +227,14 @@ def jit(text: str) -> llvm.ExecutionEngine:
     engine.finalize_object()
     return engine
 
-# cell 50
-_libc = ctypes.CDLL(None)
-
-
-@dataclass(frozen=True)
-class Run:
-    """How a program run in a child process ended."""
-    output: str    # what it wrote to its standard output
-    status: int    # its exit status, or -N if signal N killed it
-
-
-def run_in_child(function: Callable[[], int]) -> Run:
-    """Call function() in a forked child whose standard output is captured."""
-    _libc.fflush(None)                 # nothing buffered may be written twice
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:                       # the child: never returns
-        status = 70
-        try:
-            os.close(read_end)
-            os.dup2(write_end, 1)
-            status = function()
-            _libc.fflush(None)
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    chunks = []
-    while chunk := os.read(read_end, 1 << 16):
-        chunks.append(chunk)
-    os.close(read_end)
-    _, wait_status = os.waitpid(pid, 0)
-    return Run(b"".join(chunks).decode(), os.waitstatus_to_exitcode(wait_status))
-
-
-def jit_run(text: str, entry: str = "main") -> Run:
+# cell 43
+def jit_run(text: str, entry: str = "main") -> Result:
     """JIT-compile an LLVM module and run its entry function in a child process."""
     engine = jit(text)
     main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address(entry))
     return run_in_child(main)
 
-# cell 53
+# cell 46
 def run_i64_function(text: str, name: str, *args: int) -> int:
     """Call an i64 function of an LLVM module with i64 arguments, in this process."""
     engine = jit(text)
@@ -275,7 +244,7 @@ def run_i64_function(text: str, name: str, *args: int) -> int:
 
 # --- An interpreter, from the same program -----------------------------
 
-# cell 56
+# cell 49
 def evaluate(program) -> tuple[str, int | None]:
     """Run a program: (what it printed, the value it returned or None if it halted)."""
 
@@ -303,7 +272,7 @@ def evaluate(program) -> tuple[str, int | None]:
 
 # --- Functions: the caller chooses the ending --------------------------
 
-# cell 61
+# cell 54
 def free_variables(e) -> list:
     """The variables of an expression, in order of first appearance."""
     match e:
@@ -338,7 +307,7 @@ def llvm_function(name: str, params: list[str], e) -> str:
 
 # --- Reading expressions, and reporting mistakes -----------------------
 
-# cell 72
+# cell 59
 import re
 
 from lcompiler.errors import CompileError, Source, Span
@@ -362,7 +331,7 @@ def scan(text: str, name: str = "<expression>") -> list[tuple[str, str, Span]]:
     tokens.append(("end", "", Span(source, len(text.rstrip()), len(text.rstrip()) + 1)))
     return tokens
 
-# cell 75
+# cell 62
 def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
     """An expression from text, and the span of each variable's first use."""
     tokens = scan(text, name)

@@ -955,7 +955,7 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
 
 # cell 101
 from lcompiler.errors import CompileError, Source, Span
-from lcompiler.syntax import recursion_limit, NESTING_LIMIT, collector_paused
+from lcompiler.support import recursion_limit, NESTING_LIMIT, collector_paused
 
 _TOKEN = re.compile(r"""
     (?P<space>[ \t\r]+|\#[^\n]*)

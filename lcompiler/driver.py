@@ -5,6 +5,24 @@
 Chapter 10 ends with a verified, optimised LLVM module and a C runtime.
 This chapter turns the module into machine code — a big one in parts,
 compiled in parallel — and runs it, four ways:
+
+What this chapter promises:
+
+In the module `lcompiler.driver`, and the commands of `lcompiler.cli`
+that run it:
+
+- a module is compiled whole, or, when it is big, split into parts that
+  are optimised and compiled at the same time on the machine's cores; the
+  program behaves the same either way;
+- `lc run FILE.l` compiles to native code and runs it; the output, the
+  runtime errors and the exit status are the reference interpreter's
+  (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
+- `lc build FILE.l -o EXE` writes an executable that behaves the same;
+- `run_l(text)` and the `%%L` magic run a program in a child process and
+  show its output and its errors; nothing an L program does — a runtime
+  error, an infinite recursion, exhausting memory — takes the kernel down;
+- `lc repl` reads definitions and expressions one at a time and prints
+  each expression's value with its type: `9 : Int`.
 """
 
 __all__ = [
@@ -32,9 +50,6 @@ __all__ = [
     'jit',
     'compile_source',
     'run_here',
-    'Result',
-    'run_in_child',
-    'wait',
     'run_source',
     'build',
     'run_l',
@@ -57,7 +72,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,9 +79,9 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from lcompiler import addlang, llvm_backend, pipeline
+from lcompiler import llvm_backend, pipeline
 from lcompiler.errors import CompileError, Note, Source, Span
-from lcompiler.syntax import collector_paused
+from lcompiler.support import Result, collector_paused, run_in_child, target_machine
 
 PART_SIZE = 5_000                                 # instructions per part, at least
 REFERENCE = re.compile(r'@"([^"]*)"')            # llvmlite quotes every global name
@@ -302,7 +316,7 @@ def jit(objects: list[bytes]):
     if not _runtime_loaded:
         llvm.load_library_permanently(str(runtime("shared")))
         _runtime_loaded = True
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), addlang.target_machine())
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
     for code in objects:
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
     engine.finalize_object()
@@ -329,57 +343,6 @@ def run_here(source: Source, optimiser: bool = True) -> int:
 # --- In a child process: nothing reaches the host ----------------------
 
 # cell 27
-@dataclass(frozen=True)
-class Result:
-    """How a program ran: what it wrote, and its exit status (-N: killed by signal N)."""
-    stdout: str
-    stderr: str
-    status: int
-
-
-def run_in_child(main, timeout: float | None = None) -> Result:
-    addlang._libc.fflush(None)                # nothing buffered may be written twice
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        pid = os.fork()
-        if pid == 0:                              # the child: never returns
-            status = 70
-            try:
-                os.dup2(out.fileno(), 1)
-                os.dup2(err.fileno(), 2)
-                status = main()
-            finally:
-                os._exit(status)
-        try:
-            status = wait(pid, timeout)
-        except BaseException:                     # an interrupt: the child goes with it
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise
-        out.seek(0)
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-        if status == -signal.SIGKILL and timeout is not None:
-            stderr += f"stopped: the program ran longer than {timeout:g} s\n"
-        return Result(out.read().decode(errors="replace"), stderr, status)
-
-# cell 29
-def wait(pid: int, timeout: float | None) -> int:
-    """The exit status of child pid; kill it after timeout seconds."""
-    if timeout is None:
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        time.sleep(0.005)
-
-
 def run_source(source: Source, timeout: float | None = None, level: int = 2,
                optimiser: bool = True) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
@@ -393,7 +356,7 @@ def run_source(source: Source, timeout: float | None = None, level: int = 2,
 
 # --- Native executables ------------------------------------------------
 
-# cell 33
+# cell 31
 import shutil
 
 
@@ -422,7 +385,7 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 
 # --- L in a notebook: run_l and the %%L magic --------------------------
 
-# cell 37
+# cell 35
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
     """Compile and run an L program given as text, safely; show its output and errors."""
     result = run_source(Source(name, text), timeout)
@@ -466,7 +429,7 @@ def load_ipython_extension(ipython) -> None:
 
 # --- The REPL ----------------------------------------------------------
 
-# cell 48
+# cell 46
 import re
 
 from lcompiler import syntax, types
@@ -511,7 +474,7 @@ class Repl:
         return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
-    # cell 50: The REPL
+    # cell 48: The REPL
     def new_output(self, result: Result) -> str:
         """What this entry printed, and its error with line numbers counted from the entry."""
         def relocate(m):
@@ -535,7 +498,7 @@ class Repl:
         *before, value = result.stdout[self.printed:].split("\n")[:-1] or [""]
         return "".join(line + "\n" for line in before) + f"{value} : {typing.show(self.NAME)}\n"
 
-# cell 52
+# cell 50
 def unfinished(text: str) -> bool:
     """Is text the beginning of a program, cut short (an error at its very end)?"""
     try:

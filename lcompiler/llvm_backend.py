@@ -47,7 +47,6 @@ __all__ = [
     'c_compiler',
     'cache_directory',
     'runtime_library',
-    'target_machine',
     'llvm_stage',
     'llvm_opt_stage',
     'asm_stage',
@@ -873,7 +872,7 @@ SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of pa
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused, target_machine
 
 
 def to_llvm(source: Source, optimiser: bool = True) -> ir.Module:
@@ -896,7 +895,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
     ref = verified(module)
     if level:
         options = llvm.create_pipeline_tuning_options(speed_level=level)
-        passes = llvm.create_pass_builder(addlang.target_machine(), options)
+        passes = llvm.create_pass_builder(target_machine(), options)
         passes.getModulePassManager().run(ref, passes)
         ref.verify()
     return ref
@@ -2363,16 +2362,7 @@ def runtime_library(kind: str = "shared") -> Path:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 165
-def target_machine(executable: bool) -> llvm.TargetMachine:
-    """LLVM's target machine for this host: the JIT's (large code model), or an executable's
-    (position independent, small code model)."""
-    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
-    if not executable:
-        return machine
-    return llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
-
-# cell 168
+# cell 167
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:

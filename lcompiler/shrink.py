@@ -106,7 +106,7 @@ from lcompiler.cps import (
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
     const, proj, tuple_, fail, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
 from lcompiler.interp import wrap, c_div, c_rem
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused
 from lcompiler.types import TCon
 
 

@@ -10,10 +10,10 @@ subtraction from the separations alone; a printer writes the tree back as L.
 Every node of the tree remembers where in the text it came from, so that
 every error — here and in every later stage — can point at it.
 
-What this chapter promises:
+What this stage promises:
 
-- `tokenize(source)` returns the list of tokens of a `Source` (chapter 1's
-  named text), ending with an `eof` token. Each token has a kind, its text,
+- `tokenize(source)` returns the list of tokens of a `Source` (appendix
+  A's named text), ending with an `eof` token. Each token has a kind, its text,
   its `Span`, and its separation from the token before and after it.
 - `parse(source)` returns a `Program`: a list of top-level items whose every
   node is a dataclass carrying its span. Or it raises a `CompileError` that
@@ -32,7 +32,6 @@ __all__ = [
     'OPERATORS',
     'MAX_INT',
     'ESCAPES',
-    'collector_paused',
     'tokenize',
     'SEP_MARK',
     'show_tokens',
@@ -82,9 +81,6 @@ __all__ = [
     'to_pattern',
     'BRACKETS',
     'STARTERS',
-    'NESTING_LIMIT',
-    'stack_depth',
-    'recursion_limit',
     'parse',
     'pretty_pattern',
     'pretty_expr',
@@ -99,13 +95,12 @@ __all__ = [
 # --- Separation --------------------------------------------------------
 
 # cell 5
-import gc
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import IntEnum
 
 from lcompiler.errors import CompileError, Note, Source, Span, raise_errors
+from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 
 
 class Sep(IntEnum):
@@ -131,7 +126,7 @@ class Token:
 
 # --- The lexer ---------------------------------------------------------
 
-# cell 14
+# cell 8
 KEYWORDS = {"def", "data", "let", "var", "if", "else", "match", "while"}
 OPERATORS = [":=", "->", "==", "!=", "<=", ">=", "&&", "||",
              "+", "-", "*", "/", "%", "<", ">", "=", "!", "(", ")", "{", "}", ",", ".", ":"]
@@ -154,7 +149,7 @@ _LEXEME = re.compile("|".join([
     r"(?P<bad>.)",
 ]))
 
-# cell 16
+# cell 10
 def _decode_string(text: str, span: Span, errors: list) -> str:
     out, i = [], 1
     while i < len(text) - 1:
@@ -173,7 +168,7 @@ def _decode_string(text: str, span: Span, errors: list) -> str:
             i += 1
     return "".join(out)
 
-# cell 20
+# cell 14
 def _int_value(lexeme: str, span: Span, errors: list) -> int:
     """The value of an int lexeme; or 0, after adding what is wrong with it to errors."""
     if not lexeme.isdigit():
@@ -194,19 +189,7 @@ def _unclosed_string(source: Source, span: Span, errors: list) -> tuple[str, Spa
     span = Span(source, span.start, len(source.text) if end < 0 else end)
     return source.text[span.start:span.end], span
 
-# cell 22
-@contextmanager
-def collector_paused():
-    """Pause Python's cyclic garbage collector (see parse, below), restoring its state after."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
+# cell 16
 def tokenize(source: Source, errors: list | None = None) -> list[Token]:
     """The tokens of a source, each with its separation before and after; then 'eof'. Its lexical
     mistakes are raised, or, given a list errors, added to it while lexing goes on."""
@@ -217,7 +200,7 @@ def tokenize(source: Source, errors: list | None = None) -> list[Token]:
         raise_errors(found)
     return tokens
 
-# cell 24
+# cell 18
 def _tokenize(source: Source, errors: list) -> list[Token]:
     """The tokens of a source; its lexical mistakes are added to errors, and lexing goes on."""
     text, tokens = source.text, []
@@ -280,7 +263,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
     tokens.append(eof)
     return tokens
 
-# cell 26
+# cell 20
 SEP_MARK = {Sep.STUCK: "·", Sep.WHITESPACE: "_", Sep.NEWLINE: "⏎", Sep.EXPLICIT: ";"}
 
 
@@ -296,7 +279,7 @@ def show_tokens(tokens: list[Token]) -> str:
 
 # --- The syntax tree ---------------------------------------------------
 
-# cell 31
+# cell 25
 def _span():
     return field(default=None, compare=False, repr=False)
 
@@ -341,7 +324,7 @@ class Tuple:                   # (e1, …, en), n ≥ 2
     items: list
     span: Span = _span()
 
-# cell 33
+# cell 27
 @dataclass(slots=True)
 class Call:                    # f(e1, …, en), f{ … }
     fn: object
@@ -378,7 +361,7 @@ class Binary:                  # e1 op e2, including && and ||
     right: object
     span: Span = _span()
 
-# cell 35
+# cell 29
 @dataclass(slots=True)
 class If:                      # if (c) e1 else e2; orelse None without else
     cond: object
@@ -407,7 +390,7 @@ class Assign:                  # x := e
     value: object
     span: Span = _span()
 
-# cell 37
+# cell 31
 @dataclass(slots=True)
 class Block:                   # { s1 … sn }
     statements: list
@@ -428,7 +411,7 @@ class Clause:
     body: "list | Clause"
     span: Span = _span()
 
-# cell 39
+# cell 33
 @dataclass(slots=True)
 class PVar:
     name: str
@@ -469,7 +452,7 @@ class PCon:                    # C, or C(p1, …, pn)
     span: Span = _span()
     type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
-# cell 41
+# cell 35
 @dataclass(slots=True)
 class Let:                     # let p = e
     pattern: object
@@ -483,7 +466,7 @@ class VarDecl:                 # var x := e
     value: object
     span: Span = _span()
 
-# cell 43
+# cell 37
 @dataclass(slots=True)
 class TName:                   # Int, List<a>
     name: str
@@ -509,7 +492,7 @@ class TFun:                    # a -> b
     result: object
     span: Span = _span()
 
-# cell 45
+# cell 39
 @dataclass(slots=True)
 class Field:                   # [name :] type
     name: str | None
@@ -546,7 +529,7 @@ class Program:
     items: list
     span: Span = _span()
 
-# cell 47
+# cell 41
 def dump(node, indent: int = 0) -> str:
     """The structure of a syntax tree, one node per line, with positions."""
     pad = "  " * indent
@@ -583,7 +566,7 @@ def dump(node, indent: int = 0) -> str:
 
 # --- Top-down operator precedence --------------------------------------
 
-# cell 49
+# cell 43
 BINARY = {"||": 10, "&&": 20, "==": 30, "!=": 30, "<": 40, "<=": 40, ">": 40, ">=": 40,
           "+": 50, "-": 50, "*": 60, "/": 60, "%": 60}
 PREFIX_BP = 70
@@ -593,7 +576,7 @@ ASSIGN_BP = 5          # x := e is looser than every operator, and right-associa
 
 # --- The parser --------------------------------------------------------
 
-# cell 51
+# cell 45
 def _describe(t: Token) -> str:
     if t.kind == "eof":
         return "the end of the file"
@@ -640,7 +623,7 @@ class Parser:
         """The span from the start of a token to the end of the last token consumed."""
         return start.span.to(self.tokens[max(self.pos - 1, 0)].span)
 
-    # cell 53: Expressions
+    # cell 47: Expressions
     def nud(self):
         """The grammar's rules nud and unary: what a token means at the start of an expression."""
         t = self.advance()
@@ -685,7 +668,7 @@ class Parser:
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
 
-    # cell 55: Expressions
+    # cell 49: Expressions
     def say(self, event: str, left=None, verb: str = "left =") -> None:
         """One line of the trace, indented by depth; the expression so far on the right."""
         line = "│ " * self.depth + event
@@ -712,7 +695,7 @@ class Parser:
             return f"next {t.kind!r} ({power} > {min_bp}? no)"
         return f"next {t.text!r}, not an operator"
 
-    # cell 57: Expressions
+    # cell 51: Expressions
     def expression(self, min_bp: int = 0):
         """The grammar's rules expression, or, and, equality, comparison, sum, product and
         postfix: the Pratt loop."""
@@ -756,7 +739,7 @@ class Parser:
         self.depth -= 1
         return left
 
-    # cell 61: Expressions
+    # cell 55: Expressions
     def arguments(self, open_: Token) -> list:
         """e1, …, en up to the ')' matching open_ (already consumed): the inside of the rules
         call, constructor_use and parenthesised."""
@@ -796,7 +779,7 @@ class Parser:
         return Dot(receiver, Var(name.text, name.span), args,
                    receiver.span.to(self.tokens[self.pos - 1].span))
 
-    # cell 63: Expressions
+    # cell 57: Expressions
     def constructor(self, t: Token):
         """The grammar's rule constructor_use: C, C(e1, …, en) or C{…}."""
         if self.at("(") and self.peek().before == Sep.STUCK:
@@ -834,7 +817,7 @@ class Parser:
             orelse = self.expression()
         return If(cond, then, orelse, self.span_from(t))
 
-    # cell 72: Blocks, functions and clauses
+    # cell 66: Blocks, functions and clauses
     def braces(self, open_: Token):
         """The grammar's rules braces and block: a block or a function; open_ is the '{',
         already consumed."""
@@ -873,7 +856,7 @@ class Parser:
             self.error("else without an if before it", t)
         self.error(f"expected a new line or ';' before {_describe(t)}", t)
 
-    # cell 74: Blocks, functions and clauses
+    # cell 68: Blocks, functions and clauses
     def clause_block(self, what: str) -> list:
         """The '{' clauses '}' of match."""
         open_ = self.expect("{", f" after the condition of '{what}'")
@@ -925,7 +908,7 @@ class Parser:
             body.append(s)
         return Clause(patterns, body, first.span.to(body[-1].span))
 
-    # cell 77: Blocks, functions and clauses
+    # cell 71: Blocks, functions and clauses
     def statement(self):
         """The grammar's rule statement."""
         t = self.peek()
@@ -943,7 +926,7 @@ class Parser:
             return VarDecl(Var(name.text, name.span), value, t.span.to(value.span))
         return self.expression()
 
-    # cell 82: Top-level items and data declarations
+    # cell 76: Top-level items and data declarations
     def program(self) -> Program:
         """The items of the program; the mistakes found, with where their items start, in self.errors."""
         items, self.errors = [], []
@@ -979,7 +962,7 @@ class Parser:
             self.error(f"unexpected '{self.peek().kind}' at the top level (a function needs braces: {{ p -> … }})")
         return s
 
-    # cell 84: Top-level items and data declarations
+    # cell 78: Top-level items and data declarations
     def definition(self) -> Def:
         """The grammar's rule definition."""
         t = self.advance()
@@ -994,7 +977,7 @@ class Parser:
         value = self.expression()
         return Def(Var(name.text, name.span), params, value, t.span.to(value.span))
 
-    # cell 86: Top-level items and data declarations
+    # cell 80: Top-level items and data declarations
     def data(self) -> Data:
         """The grammar's rules data and constructor."""
         t = self.advance()
@@ -1049,7 +1032,7 @@ class Parser:
         self.expect(")", " to close the fields", open_)
         return out
 
-    # cell 88: Top-level items and data declarations
+    # cell 82: Top-level items and data declarations
     def type_(self):
         """The grammar's rule type."""
         arg = self.type_atom()
@@ -1086,7 +1069,7 @@ class Parser:
             return items[0] if len(items) == 1 else TTuple(items, self.span_from(t))
         self.error(f"expected a type, found {_describe(t)}", t)
 
-    # cell 93: After a mistake: on to the next item
+    # cell 87: After a mistake: on to the next item
     def first_on_its_line(self, t: Token) -> bool:
         text = t.span.source.text
         return text[text.rfind("\n", 0, t.span.start) + 1:t.span.start].strip() == ""
@@ -1107,7 +1090,7 @@ class Parser:
 
 # --- Expressions -------------------------------------------------------
 
-# cell 55
+# cell 49
 def grouped(e) -> str:
     """An expression as L text with every operation in parentheses: how it is grouped."""
     match e:
@@ -1134,7 +1117,7 @@ def grouped(e) -> str:
 
 # --- Blocks, functions and clauses -------------------------------------
 
-# cell 68
+# cell 62
 def to_pattern(e):
     """The pattern an expression denotes, or a CompileError if it denotes none."""
     match e:
@@ -1160,7 +1143,7 @@ def to_pattern(e):
 
 # --- After a mistake: on to the next item ------------------------------
 
-# cell 93
+# cell 87
 import bisect
 
 BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
@@ -1169,32 +1152,7 @@ STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "mat
 
 # --- The entry point, and the promise of no other exception ------------
 
-# cell 95
-import sys
-
-NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
-
-
-def stack_depth() -> int:
-    """How many Python frames are running, this one's caller included."""
-    frame, depth = sys._getframe(1), 0
-    while frame is not None:
-        frame, depth = frame.f_back, depth + 1
-    return depth
-
-
-@contextmanager
-def recursion_limit(limit: int):
-    """Run with room for at least limit more Python frames (CPython 3.11 recursion in Python
-    code does not use the C stack, so this is safe for code that recurses only in Python)."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, stack_depth() + limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
-# cell 97
+# cell 90
 def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
     """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
     tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
@@ -1212,7 +1170,7 @@ def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ())
 
 # --- Printing L back ---------------------------------------------------
 
-# cell 109
+# cell 102
 def _bp(e) -> int:
     """How tightly an expression holds together, for placing parentheses."""
     match e:
@@ -1236,7 +1194,7 @@ def _operand(e, min_bp: int) -> str:
 def _string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
-# cell 114
+# cell 107
 def pretty_pattern(p) -> str:
     """A pattern as L text."""
     match p:
@@ -1256,7 +1214,7 @@ def pretty_pattern(p) -> str:
             return f"{name}(" + ", ".join(map(pretty_pattern, args)) + ")"
     raise TypeError(f"not a pattern: {p!r}")
 
-# cell 116
+# cell 109
 def _args(args: list) -> str:
     if len(args) == 1 and isinstance(args[0], (Block, Function)):
         return pretty_expr(args[0])               # f{ … }
@@ -1298,7 +1256,7 @@ def pretty_expr(e, indent: int = 0) -> str:
             return f"{_operand(left, bp - 1)} {op} {_operand(right, bp)}"
     return _pretty_control(e, indent)
 
-# cell 118
+# cell 111
 def _pretty_control(e, indent: int) -> str:
     """An if, while, :=, match, block or function as L text."""
     match e:
@@ -1323,7 +1281,7 @@ def _pretty_control(e, indent: int) -> str:
             return _clauses(clauses, indent)
     raise TypeError(f"not an expression: {e!r}")
 
-# cell 123
+# cell 116
 def _clause(c: Clause, indent: int) -> list[str]:
     """A clause as statements: its first line holds the patterns and arrows."""
     head = ", ".join(map(pretty_pattern, c.patterns)) + " -> "
@@ -1354,7 +1312,7 @@ def pretty_statement(s, indent: int = 0) -> str:
             return f"var {name.name} := " + pretty_expr(value, indent)
     return pretty_expr(s, indent)
 
-# cell 125
+# cell 118
 def pretty_type(t) -> str:
     match t:
         case TVar(name):
@@ -1395,7 +1353,7 @@ def pretty(node) -> str:
 
 # --- This chapter's two stages -----------------------------------------
 
-# cell 142
+# cell 130
 from lcompiler import pipeline
 
 

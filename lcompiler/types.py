@@ -50,6 +50,7 @@ from lcompiler import core as c
 from lcompiler import syntax as s
 from lcompiler.core import did_you_mean
 from lcompiler.errors import CompileError, Note, Span, raise_errors
+from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 from lcompiler.union_find import Safe
 
 
@@ -794,7 +795,7 @@ def walk_plan(cls) -> tuple | None:
 def infer_program(program: c.Program) -> Typing:
     """Infer and record the types of a resolved core program; CompileError if ill-typed."""
     try:                                # as in chapter 4a: millions of objects, no garbage cycles
-        with s.collector_paused(), s.recursion_limit(s.NESTING_LIMIT):
+        with collector_paused(), recursion_limit(NESTING_LIMIT):
             inference = Inference()
             schemes = inference.program(program)
             inference.resolve_all(program)

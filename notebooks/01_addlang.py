@@ -24,12 +24,14 @@
 # <p class="admonition-title">Needs / Builds</p>
 #
 # **Needs:** Python, and nothing from earlier chapters: this is the first.
-# LLVM comes with the package llvmlite.
+# LLVM comes with the package llvmlite. The workshop of the appendices
+# provides what every chapter uses: the error format and the drawings
+# ([appendix A](A_errors.ipynb)), LLVM's target machine and running code in
+# a child process ([appendix B](B_support.ipynb)), and the command `lc`
+# ([appendix C](C_cli.ipynb)).
 #
-# **Builds:** the module `lcompiler.addlang` (the compiler of this chapter);
-# `lcompiler.errors`, the error format of the whole book; the command `lc`
-# with its first sub-command, `lc add`; and `lcompiler.drawing`, which draws
-# the book's pictures.
+# **Builds:** the module `lcompiler.addlang`, the compiler of this chapter,
+# and its JIT; `lc add` runs it from the shell.
 #
 # </div>
 #
@@ -54,8 +56,6 @@
 # | `pretty(p)`, `llvm_module(p)` | program → LLVM assembly text |
 # | `jit_run(text)` | LLVM text → verified, JIT-compiled, run in a child process; its output |
 # | `evaluate(p)` | the same program run by an interpreter |
-# | `lc add EXPR` | all of it from the command line |
-# | `Box`, `Picture` | the book's drawings: trees of boxes, as SVG |
 #
 # and the promise it keeps, checked at the end and in `tests/test_addlang.py`:
 # for every expression, the tree's value, the interpreter's output and the
@@ -67,16 +67,30 @@
 # %% [markdown]
 # A word on reading this notebook. Cells whose first line is `#| export` are
 # copied into the Python package: this notebook's cells go to
-# `lcompiler/addlang.py` (the `#| default_exp` line above names it), and a
-# cell marked `#| export cli` goes to the `lc` command. Everything else —
-# examples, pictures, checks — stays in the book. The
+# `lcompiler/addlang.py` (the `#| default_exp` line above names it).
+# Everything else — examples, pictures, checks — stays in the book. The
 # [preface](../preface.md#how-the-code-gets-from-the-notebooks-into-the-package)
 # explains the mechanism.
+#
+# ## What this chapter promises
+#
+# In the module `lcompiler.addlang`:
+#
+# - `compile(e, k)` turns an expression into a program in continuation form
+#   that computes `e` and goes on with `k` of its value, with no instruction
+#   for a literal or a variable and one `Add` per `+`;
+# - `llvm_module(program)` is LLVM text that LLVM's verifier accepts, and
+#   `jit_run(text)` compiles it to machine code and runs it in a child
+#   process, whatever the code does;
+# - for every expression, its value (`value_of`), the output of the
+#   interpreter `evaluate` and the output of the native code are the same,
+#   on 64-bit integers that wrap around;
+# - `parse(text)` reads an expression, or raises a `CompileError` at the
+#   place of the mistake — never another exception.
 
 # %%
 #| export
 import ctypes
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -396,187 +410,12 @@ type(llvm0).__qualname__, llvm0.left, llvm0.right
 #
 # A program is now a chain of instructions, each holding the rest. The book
 # draws such structures — chains, trees, forests — with a small module of its
-# own, `lcompiler.drawing`, written here once and used by the later chapters.
-# A `Box` has a label, the boxes below it, a colour, and a label for the edge
-# that comes down to it:
-
-# %%
-#| export drawing
-"""Pictures of the book's data: trees of labelled boxes, drawn as SVG."""
-
-from dataclasses import dataclass, field
-from html import escape
-
-# fill and stroke of each style of box: the colours of chapter 6's diagrams
-STYLES = {
-    "plain": ("#f1f5f9", "#64748b"),
-    "blue": ("#dbeafe", "#3b82f6"),
-    "yellow": ("#fef9c3", "#ca8a04"),
-    "green": ("#dcfce7", "#16a34a"),
-    "red": ("#fee2e2", "#dc2626"),
-}
-
-
-@dataclass
-class Box:
-    """A node of a drawing: its label, the boxes below it, its style, and the label of
-    the edge that comes down to it from its parent. A name lets an arrow point at it."""
-    label: str
-    children: list = field(default_factory=list)
-    style: str = "plain"
-    edge: str = ""
-    name: str | None = None
-
-
-# %% [markdown]
-# A picture lays its trees out the classic way: a leaf takes the width of its
-# label; a parent is centred over its children, whose subtrees sit side by
-# side in bands that never overlap — a parent wider than its children makes
-# its band wider, not its neighbours' boxes hidden. Every position is
-# computed from the data, with no randomness, so the picture is the same on
-# every run and the tests can compare it like any other output
-# (`tests/test_drawing.py` checks the layout on random trees).
-
-# %%
-#| export drawing
-CHAR_W, BOX_H, GAP, LEVEL = 7.2, 22, 14, 46     # pixels: a character, a box, between boxes, between levels
-
-
-def _width(box: Box) -> float:
-    return len(box.label) * CHAR_W + 14
-
-
-def _layout(box: Box, left: float, depth: int, places: dict) -> float:
-    """Place box and its subtree in a band of the picture that starts at x = left; return the
-    band's width. places[id(box)] = (x of the box's centre, depth)."""
-    w = _width(box)
-    if not box.children:
-        places[id(box)] = (left + w / 2, depth)
-        return w
-    x = 0.0                                        # the children's bands side by side, from 0
-    for child in box.children:
-        x += _layout(child, x, depth + 1, places) + GAP
-    inner = x - GAP
-    centre = (places[id(box.children[0])][0] + places[id(box.children[-1])][0]) / 2
-    shift = max(0.0, w / 2 - centre)               # room on the left for a parent wider than them
-    _move(box.children, left + shift, places)
-    places[id(box)] = (left + shift + centre, depth)
-    return max(inner + shift, shift + centre + w / 2)
-
-
-def _move(boxes: list, dx: float, places: dict) -> None:
-    """Move the boxes and everything below them dx to the right."""
-    stack = list(boxes)
-    while stack:
-        box = stack.pop()
-        x, depth = places[id(box)]
-        places[id(box)] = (x + dx, depth)
-        stack += box.children
-
-
-# %% [markdown]
-# `_draw` turns laid-out trees into SVG shapes: a rectangle and a label per
-# box, a line per edge, under the boxes.
-
-# %%
-#| export drawing
-def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
-    """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
-    arrow pointing "down" to the child, "up" to the parent, or "none"), the edge's label
-    beside it. Records in named where the boxes with a name are; returns the lowest y."""
-    bottom = 0
-    stack = [(r, None) for r in roots]
-    while stack:
-        box, parent = stack.pop()
-        cx, depth = places[id(box)]
-        y = top + depth * LEVEL
-        bottom = max(bottom, y + BOX_H)
-        if box.name:
-            named[box.name] = (cx + _width(box) / 2, y)     # arrows meet a box's right side
-        fill, stroke = STYLES[box.style]
-        w = _width(box)
-        shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
-                      f'fill="{fill}" stroke="{stroke}"/>')
-        shapes.append(f'<text x="{cx:.1f}" y="{y + 15}" text-anchor="middle">{escape(box.label)}</text>')
-        if parent is not None:
-            px, py = parent
-            line = f'M{cx:.1f},{y} L{px:.1f},{py + BOX_H}' if edges == "up" else f'M{px:.1f},{py + BOX_H} L{cx:.1f},{y}'
-            marker = '' if edges == "none" else ' marker-end="url(#arrow)"'
-            shapes.insert(0, f'<path d="{line}" stroke="#475569" fill="none"{marker}/>')   # under the boxes
-            if box.edge:
-                shapes.append(f'<text x="{(px + cx) / 2 + 6:.1f}" y="{(py + BOX_H + y) / 2 + 4:.1f}" '
-                              f'fill="#7c3aed">{escape(box.edge)}</text>')
-        stack += [(c, (cx, y)) for c in reversed(box.children)]
-    return bottom
-
-
-# %% [markdown]
-# A `Picture` holds panels of trees side by side, each with a caption, adds
-# dashed arrows between named boxes, and becomes SVG text. Jupyter shows it
-# as an image: `_repr_mimebundle_` gives the SVG, and a description in words,
-# `alt`, as its plain-text form and as metadata, where the book's site finds
-# it (for readers who do not see the picture).
-
-# %%
-#| export drawing
-@dataclass
-class Picture:
-    """Panels of trees side by side, each with a caption; edges from parent to child
-    (arrows "down", "up" towards the parent, or "none"); extra dashed arrows between
-    named boxes. Shown in Jupyter as SVG, with alt, a description in words, for the site."""
-    panels: list                   # [(caption, [root Box, ...]), ...]
-    alt: str
-    edges: str = "down"
-    arrows: list = field(default_factory=list)   # [(name of the box it leaves, name of the box it reaches)]
-
-    def svg(self) -> str:
-        places, shapes, x0 = {}, [], 10
-        named = {}
-        height = 0
-        for caption, roots in self.panels:
-            x, top = x0, 34 if caption else 10
-            for root in roots:
-                x += _layout(root, x, 0, places) + 2 * GAP
-            right = max(x - 2 * GAP, x0 + len(caption) * CHAR_W)
-            if caption:
-                shapes.append(f'<text x="{(x0 + right) / 2:.1f}" y="18" text-anchor="middle" '
-                              f'font-weight="bold">{escape(caption)}</text>')
-            height = max(height, _draw(roots, places, top, self.edges, shapes, named))
-            x0 = right + 4 * GAP
-        widest = 0
-        for source, target in self.arrows:
-            (x1, y1), (x2, y2) = named[source], named[target]
-            bend = max(x1, x2) + 30 + abs(y1 - y2) / 5
-            shapes.append(f'<path d="M{x1:.1f},{y1 + BOX_H / 2} C{bend:.1f},{y1 + BOX_H / 2} '
-                          f'{bend:.1f},{y2 + BOX_H / 2} {x2 + 1:.1f},{y2 + BOX_H / 2}" stroke="#dc2626" '
-                          f'stroke-dasharray="5,3" fill="none" marker-end="url(#arrow)"/>')
-            widest = max(widest, bend)
-        width, height = max(x0 - 4 * GAP, widest) + 10, height + 10
-        return "\n".join(
-            [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
-             f'viewBox="0 0 {width:.0f} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
-             f'<title>{escape(self.alt)}</title>',
-             '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
-             '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
-             f'<rect width="{width:.0f}" height="{height}" fill="#ffffff"/>', *shapes, '</svg>'])
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
-
-
-# %% [markdown]
-# <div class="admonition note">
-# <p class="admonition-title">Design note: why draw by hand</p>
-#
-# Graphviz draws graphs better than eighty lines of Python, but it is a
-# program to install, its SVG changes with its version, and the book must
-# build on a machine that has only Python. Matplotlib is installed, but a
-# plot is a poor way to show boxes and arrows. Writing the SVG ourselves costs
-# one page of code, keeps every picture deterministic (the tests compare the
-# stored pictures with fresh ones, text for text) and lets a picture carry
-# its description.
-#
-# </div>
+# own, `lcompiler.drawing`: a `Box` has a label, the boxes below it, a
+# colour, and a label for the edge that comes down to it, and a `Picture`
+# lays trees of boxes out side by side and becomes SVG, with a description
+# in words for readers who do not see it. Its code is in [appendix
+# A](A_errors.ipynb#pictures-of-the-books-data), with the rest of the
+# workshop.
 #
 # To draw a program we walk it as the printer below will: an `Add` is called
 # with the name of its result, and its box gets a child, the rest of the
@@ -584,6 +423,9 @@ class Picture:
 # the program directly, so its edge has no name.
 
 # %%
+from lcompiler.drawing import Box, Picture
+
+
 def chain(program, names) -> Box:
     """The program as a chain of boxes; names() gives the name each Add's continuation receives."""
     def value(v) -> str:
@@ -743,37 +585,18 @@ print(llvm_module(llvm0))
 # it is well formed (types agree, registers are defined before use, every
 # block ends with a terminator), and an MCJIT execution engine compiles it to
 # machine code in memory and tells us the address of `main`, which `ctypes`
-# can call.
-#
-# One thing stops us calling it directly. The program ends with `exit(0)`,
-# and `exit` ends the *process* — in a notebook, the Jupyter kernel. So we run
-# it the way a shell runs a program: in a child process. `os.fork` makes a
-# copy of the current process, machine code included, in about a
-# millisecond. The child points its standard output at a pipe, calls `main`,
-# and is gone; the parent reads what came through the pipe and how the child
-# ended. Whatever the compiled code does, the notebook survives. (Reading the
-# pipe in Python and printing the text also makes the output visible to
-# `nbval`, which does not see what native code writes to file descriptor 1.)
-#
-# One trap of llvmlite deserves a warning, because it fails far from its
-# cause: an execution engine takes *ownership* of the target machine it is
-# given and frees it when the engine is garbage-collected. Sharing one target
-# machine between engines works once, and the next engine crashes the process.
-# So `target_machine()` makes a new one each time; it is cheap.
+# can call. LLVM compiles for a *target machine* — this processor, this
+# operating system, and a way of laying code out in memory — which
+# `target_machine()` makes. One trap of llvmlite deserves a warning, because
+# it fails far from its cause: an execution engine takes *ownership* of the
+# target machine it is given and frees it when the engine is
+# garbage-collected. Sharing one target machine between engines works once,
+# and the next engine crashes the process. So `target_machine()` makes a new
+# one each time; it is cheap.
 
 # %%
 #| export
-_llvm_ready = False
-
-
-def target_machine() -> llvm.TargetMachine:
-    """A new LLVM target machine for this host; initialises LLVM on first use."""
-    global _llvm_ready
-    if not _llvm_ready:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        _llvm_ready = True
-    return llvm.Target.from_default_triple().create_target_machine()
+from lcompiler.support import Result, run_in_child, target_machine
 
 
 def load(text: str) -> llvm.ModuleRef:
@@ -791,47 +614,28 @@ def jit(text: str) -> llvm.ExecutionEngine:
     return engine
 
 
+# %% [markdown]
+# One thing stops us calling `main` directly. The program ends with
+# `exit(0)`, and `exit` ends the *process* — in a notebook, the Jupyter
+# kernel. So we run it the way a shell runs a program: in a child process.
+# `os.fork` makes a copy of the current process, machine code included, in
+# about a millisecond. The child sends its standard output to a file, calls
+# `main`, and is gone; the parent reads what the child wrote and how it
+# ended. Whatever the compiled code does, the notebook survives.
+# `run_in_child(main)` does that, and returns what happened as a `Result`:
+# what the child wrote on its standard output and error, and its exit
+# status. The later chapters run L programs the same way, so it lives with
+# `target_machine` in the module of what the stages share,
+# `lcompiler.support` ([appendix B](B_support.ipynb#running-in-a-child)
+# shows its code).
+
 # %%
 #| export
-_libc = ctypes.CDLL(None)
-
-
-@dataclass(frozen=True)
-class Run:
-    """How a program run in a child process ended."""
-    output: str    # what it wrote to its standard output
-    status: int    # its exit status, or -N if signal N killed it
-
-
-def run_in_child(function: Callable[[], int]) -> Run:
-    """Call function() in a forked child whose standard output is captured."""
-    _libc.fflush(None)                 # nothing buffered may be written twice
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:                       # the child: never returns
-        status = 70
-        try:
-            os.close(read_end)
-            os.dup2(write_end, 1)
-            status = function()
-            _libc.fflush(None)
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    chunks = []
-    while chunk := os.read(read_end, 1 << 16):
-        chunks.append(chunk)
-    os.close(read_end)
-    _, wait_status = os.waitpid(pid, 0)
-    return Run(b"".join(chunks).decode(), os.waitstatus_to_exitcode(wait_status))
-
-
-def jit_run(text: str, entry: str = "main") -> Run:
+def jit_run(text: str, entry: str = "main") -> Result:
     """JIT-compile an LLVM module and run its entry function in a child process."""
     engine = jit(text)
     main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address(entry))
     return run_in_child(main)
-
 
 # %%
 jit_run(llvm_module(llvm0))
@@ -987,106 +791,12 @@ env = {"x": 10, "y": 20}
 #     ^
 # ```
 #
-# That format is the contract for every later stage, so its pieces go into a
-# module of their own, `lcompiler.errors`: a `Source` (a name and its text),
-# a `Span` (a stretch of a source), and `Diagnostic`, an exception that knows
-# where the mistake is and how to show it. Its subclass `CompileError` is the
-# one exception the compiler raises for a mistake in its input;
-# [chapter 4b](04b_meaning.ipynb) adds a second subclass for errors that
-# happen while an L program runs, printed as `runtime error` instead of
-# `error`, and [chapter 4a](04a_syntax.ipynb) builds L's front end on them.
-
-# %%
-#| export errors
-"""Source text, spans in it, and the compiler's one error type."""
-
-import bisect
-from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True)
-class Source:
-    """A named text: a file, a notebook cell, a command-line argument."""
-    name: str
-    text: str
-    line_starts: tuple = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        starts = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
-        object.__setattr__(self, "line_starts", tuple(starts))
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        """1-based line and column of a character offset."""
-        line = bisect.bisect_right(self.line_starts, offset)
-        return line, offset - self.line_starts[line - 1] + 1
-
-    def line_text(self, line: int) -> str:
-        start = self.line_starts[line - 1]
-        end = self.text.find("\n", start)
-        return self.text[start:] if end < 0 else self.text[start:end]
-
-
-# %% [markdown]
-# A `Source` numbers its lines once, when it is made, so that finding the
-# line and column of an offset is a binary search. A `Span` is a stretch of
-# a source, and prints as the place it starts, `FILE:LINE:COL`:
-
-# %%
-#| export errors
-@dataclass(frozen=True)
-class Span:
-    """The characters [start, end) of a source."""
-    source: Source
-    start: int
-    end: int
-
-    def __repr__(self) -> str:
-        line, col = self.source.line_col(self.start)
-        return f"{self.source.name}:{line}:{col}"
-
-    def to(self, other: "Span") -> "Span":
-        """The span from the start of this one to the end of other."""
-        return Span(self.source, self.start, other.end)
-
-
-# %% [markdown]
-# A `Diagnostic` is an exception with a span. It knows how to show itself in
-# the format above, and which exit status `lc` should stop with:
-
-# %%
-#| export errors
-class Diagnostic(Exception):
-    """A mistake in a program, with where it is; render() shows it to a person."""
-
-    kind = "error"     # what the message calls it
-    status = 1         # the exit status of lc when it stops on this
-
-    def __init__(self, message: str, span: Span):
-        super().__init__(message)
-        self.message, self.span = message, span
-
-    def render(self) -> str:
-        """FILE:LINE:COL: error: message, the source line, and a caret under the place."""
-        source = self.span.source
-        line, col = source.line_col(self.span.start)
-        text = source.line_text(line)
-        pad = "".join("\t" if c == "\t" else " " for c in text[:col - 1])
-        width = max(1, min(self.span.end, source.line_starts[line - 1] + len(text)) - self.span.start)
-        return (f"{source.name}:{line}:{col}: {self.kind}: {self.message}\n"
-                f"{text}\n{pad}^{'~' * (width - 1)}")
-
-    def __str__(self) -> str:
-        return self.render()
-
-
-class CompileError(Diagnostic):
-    """A mistake found before the program runs: the compiler's one error type."""
-
-
-# %% [markdown]
-# The caret line copies the tabs of the source line, so the caret stays under
-# the right character whatever the terminal's tab width; a span longer than one
-# character is underlined with `~`, as clang does.
+# That format is the contract of every stage, so its pieces live in a
+# module of their own, `lcompiler.errors`: a `Source` (a name and its
+# text), a `Span` (a stretch of a source, which prints as `FILE:LINE:COL`),
+# and `CompileError`, the one exception the compiler raises for a mistake
+# in its input, which renders itself in that format. Their code is in
+# [appendix A](A_errors.ipynb#where-a-mistake-is-sources-and-spans).
 #
 # The grammar of the command line's expressions is one rule, `exp ::= atom
 # ('+' atom)*` with `atom ::= number | variable | '(' exp ')'`, where `+` is
@@ -1198,212 +908,18 @@ for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
 #
 # ## The chapter from the shell: lc add
 #
-# The package installs a command, `lc`. Each chapter that has something to
-# run adds a sub-command to it, in a cell marked `#| export cli`; this is
-# the first. `lc add EXPR` parses an expression, compiles it, and runs it
-# natively; `--llvm` prints the LLVM module instead, and `--interp` runs the
-# interpreter instead of the native code. Errors in the expression are
-# reported in the format above and exit with status 1; and whatever goes wrong,
-# no Python traceback reaches the user.
+# The package installs a command, `lc`, and `lc add EXPR` runs this
+# chapter's compiler on an expression: it parses it, compiles it, and runs
+# it natively; `--llvm` prints the LLVM module instead, and `--interp` runs
+# the interpreter instead of the native code. Errors in the expression are
+# reported in the format above and exit with status 1; and whatever goes
+# wrong, no Python traceback reaches the user. The command is a few lines
+# around the functions of this chapter; it lives with the rest of the
+# command line in [appendix C](C_cli.ipynb#lc-add).
 #
-# The command line is a small registry, in the module `lcompiler.cli`:
-# `COMMANDS` maps each sub-command to its help text, its arguments and the
-# function that runs it, and `ENVIRONMENT` lists the environment variables
-# `lc` reads, for its help. A `UsageError` is a mistake in how `lc` was
-# called rather than in a program: a file that cannot be read, say.
-
-# %%
-#| export cli
-"""The `lc` command: one sub-command per chapter that has something to run."""
-
-import argparse
-import os
-import sys
-import textwrap
-from importlib import metadata
-from typing import Callable
-
-from lcompiler.errors import CompileError, Diagnostic
-
-COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
-ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
-
-
-class UsageError(Exception):
-    """A problem with how lc was called, not with a program: a file it cannot read, say."""
-
-
-# %% [markdown]
-# A sub-command is registered by decorating the function that runs it with
-# `command`, which records its help and its arguments; each argument is
-# written `arg(...)`, with exactly what `argparse`'s `add_argument` takes,
-# so that the registry needs no parser until `lc` runs.
-
-# %%
-#| export cli
-def arg(*names, **options) -> tuple:
-    """One argument of a sub-command, as argparse's add_argument takes it."""
-    return names, options
-
-
-def command(name: str, help: str, *arguments: tuple) -> Callable:
-    """Register `lc NAME`, run by the decorated function(args) -> exit status."""
-    def register(run: Callable) -> Callable:
-        COMMANDS[name] = (help, arguments, run)
-        return run
-    return register
-
-
-# %%
-print(arg("--llvm", action="store_true", help="print the LLVM module instead of running it"))
-
-
-# %% [markdown]
-# `argparse` exits with status 2 when the arguments are wrong, which for
-# `lc` would mean a runtime error; our parser says 1, a usage error. And
-# `lc --version` names the package's version and Python's.
-
-# %%
-#| export cli
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str):      # argparse's status is 2, a runtime error's for lc: use 1
-        self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
-
-
-def version() -> str:
-    try:
-        return f"lc {metadata.version('lcompiler')} (Python {sys.version.split()[0]})"
-    except metadata.PackageNotFoundError:
-        return "lc (not installed)"
-
-
-# %% [markdown]
-# A program's output goes to standard output, which may be a pipe whose
-# reader has gone (`lc run p.l | head -1`) or a full disk. `flush_output`
-# flushes it at the end, or before an error message, so that what the
-# program printed comes first; if it cannot, it sends the rest nowhere and
-# says why — except for a closed pipe, which is no error of anyone's.
-
-# %%
-#| export cli
-def flush_output() -> str | None:
-    """Flush standard output; why it cannot be written, if it cannot (None for a closed pipe)."""
-    try:
-        sys.stdout.flush()
-        return None
-    except OSError as error:    # nothing more can go there: send what is buffered nowhere, quietly
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
-
-
-# %% [markdown]
-# `main` builds the parser from the registry, with the environment
-# variables that later chapters declare listed under `lc --help`, then runs
-# the sub-command. Everything that can go wrong becomes a message and an
-# exit status: a `Diagnostic` — a mistake in the L program, or a runtime
-# error — is shown with its place and its own status (1 or 2); a
-# `UsageError` or a failure of the system (a full disk, no C compiler) is
-# `lc: error: …` with status 1; an interrupt is 130; and any other
-# exception is a bug in `lc`, reported in one line as an internal compiler
-# error with status 3, never as a traceback.
-
-# %%
-#| export cli
-def main(argv: list[str] | None = None) -> int:
-    """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
-    time, 3 a bug in lc)."""
-    epilog = "environment variables:\n" + "\n".join(
-        textwrap.fill(text, 79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
-        for name, text in ENVIRONMENT.items())
-    parser = ArgumentParser(prog="lc", description="The L compiler of the book.",
-                            epilog=epilog if ENVIRONMENT else None,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=version())
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (help, arguments, run) in COMMANDS.items():
-        p = sub.add_parser(name, help=help, description=help)
-        for names, options in arguments:
-            p.add_argument(*names, **options)
-        p.set_defaults(run=run)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit:          # --help, --version, or a mistake in the arguments
-        return exit.code
-    try:
-        status = args.run(args)
-    except Diagnostic as error:
-        flush_output()                 # what the program printed comes first
-        print(error.render(), file=sys.stderr)
-        return error.status
-    except UsageError as error:
-        print(f"lc: error: {error}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:            # the reader of the output is gone (lc … | head): stop, quietly
-        flush_output()
-        return 1
-    except OSError as error:           # the system, not the program or lc: a full disk, no C compiler
-        flush_output()
-        where = f"{error.filename}: " if error.filename else ""
-        print(f"lc: error: {where}{error.strerror or error}", file=sys.stderr)
-        return 1
-    except (RecursionError, MemoryError) as error:
-        print("lc: error: " + ("the input is nested too deeply for this compiler"
-                               if isinstance(error, RecursionError) else "out of memory"), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as error:  # a bug in lc, not in the input: say so, briefly
-        print(f"lc: internal compiler error: {type(error).__name__}: {error}", file=sys.stderr)
-        return 3
-    if problem := flush_output():
-        print(f"lc: error: cannot write the output: {problem}", file=sys.stderr)
-        return 1
-    return status
-
-
-# %% [markdown]
-# The first sub-command, `lc add`, compiles and runs an expression of this
-# chapter. An expression with a variable in it has no value to print, so
-# it is an error, at the variable.
-
-# %%
-#| export cli
-from lcompiler import addlang
-
-
-@command("add", "compile an expression of additions to LLVM and run it (chapter 1)",
-         arg("expression", help="for example '3 + (2 + 4)'"),
-         arg("--llvm", action="store_true", help="print the LLVM module instead of running it"),
-         arg("--interp", action="store_true", help="run the interpreter instead of native code"))
-def add_command(args) -> int:
-    e, spans = addlang.parse(args.expression)
-    if unbound := addlang.free_variables(e):
-        raise CompileError(f"unbound variable {unbound[0]}: lc add compiles closed expressions",
-                           spans[unbound[0]])
-    program = addlang.compile(e, lambda result: addlang.Llvm.Print(result, addlang.Llvm.Halt()))
-    if args.llvm:
-        print(addlang.llvm_module(program), end="")
-        return 0
-    if args.interp:
-        output, _ = addlang.evaluate(program)
-        print(output, end="")
-        return 0
-    run = addlang.jit_run(addlang.llvm_module(program))
-    print(run.output, end="")
-    if run.status != 0:
-        print(f"lc: the compiled program failed with status {run.status}", file=sys.stderr)
-        return 2
-    return 0
-
-
-# %% [markdown]
-# In the notebook we call `main` with the arguments a shell would pass (the
-# error goes to standard error, shown in red in Jupyter, with the exit status
-# returned):
+# In the notebook we call `lc`'s `main` with the arguments a shell would
+# pass (the error goes to standard error, shown in red in Jupyter, with the
+# exit status returned):
 
 # %%
 from lcompiler.cli import main
@@ -1429,7 +945,7 @@ def three_ways(text: str) -> tuple[int, str, str]:
     program = compile(e, lambda result: Llvm.Print(result, Llvm.Halt()))
     run = jit_run(llvm_module(program))
     assert run.status == 0
-    return value_of(e), evaluate(program)[0].strip(), run.output.strip()
+    return value_of(e), evaluate(program)[0].strip(), run.stdout.strip()
 
 
 cases = ["7", "3 + (2 + 4)", "((1 + 2) + 3) + 4", "1 + (2 + (3 + 4))",
@@ -1470,3 +986,37 @@ for text in cases:
 #    the program is big? ([Chapter 3](03_anf.ipynb) answers.)
 # 5. Draw the chain of `compile(x_y, Llvm.Ret)` with `chain` and `Picture`.
 #    Which box has the most boxes below it, and why is it the first?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. `Exp.Mul` and `Llvm.Mul` are new classes; `value_of`, `compile`,
+#    `pretty` and `evaluate` each get one case, a copy of the case for `Add`
+#    with `*` and `mul` (LLVM's `mul` wraps around as `add` does, so
+#    `wrap64` still gives the meaning). `llvm_module`, `jit_run`,
+#    `free_variables` and `rename` need nothing, or a case that only
+#    recurses: none of them knows what an operator does.
+# 2. The value of `e1` itself, bound to `x` for the compilation of `e2`.
+#    With an environment from variables to values as a new argument of
+#    `compile`, `Let(x, e1, e2)` compiles to `compile(e1, lambda v1:
+#    compile(e2, k, env | {x: v1}))`, and `Exp.Var(x)` to `k(env[x])`. No
+#    instruction is emitted for the `let`: the continuation of `e1` *is* the
+#    binding.
+# 3. In `compile`, the case `Add` becomes `... Llvm.Add(t1, t2, lambda r:
+#    Llvm.Print(Value.Var(r), k(Value.Var(r))))`: one line, since the rest
+#    of the program is at hand as `k`. `compile2` returns a list and a
+#    register; it would need to add a `Print1` after every `Add1` it
+#    builds, and the counter would have to count the registers that
+#    `printf`'s results take, which the printer of `compile`'s programs
+#    already does in one place.
+# 4. In the case `if0`, both branches must go on with the rest of the
+#    program: `compile(e2, k)` and `compile(e3, k)` each call `k`, and each
+#    call builds the whole rest of the program again, once per branch — a
+#    program with `n` ifs in a row is `2ⁿ` times as big. The cure, a *join
+#    point* that both branches jump to, is chapter 3's subject.
+# 5. `Picture([("x_y", [chain(compile(x_y, Llvm.Ret), register_names())])],
+#    alt="…")`. It is a chain, so every box but the last has exactly one
+#    box below it, and the first has all the others below it: a program in
+#    continuation form nests the rest of the program inside each
+#    instruction, so the first instruction holds everything that follows.
+#
+# </details>

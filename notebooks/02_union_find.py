@@ -24,7 +24,7 @@
 # <p class="admonition-title">Needs / Builds</p>
 #
 # **Needs:** Python only; the pictures use `lcompiler.drawing` from
-# [chapter 1](01_addlang.ipynb).
+# [appendix A](A_errors.ipynb).
 #
 # **Builds:** the module `lcompiler.union_find`: the structures `Safe` and
 # `Fast`, the class `Partition` of their handles, `Element` for examples, and

@@ -28,7 +28,7 @@
 # <p class="admonition-title">Needs / Builds</p>
 #
 # **Needs:** nothing but a `Source`, a named text, and the drawings, from
-# [chapter 1](01_addlang.ipynb).
+# [appendix A](A_errors.ipynb).
 #
 # **Builds:** the module `lcompiler.pipeline`: the list of stages
 # `PIPELINE`, the decorator `stage` with which a chapter registers its

@@ -26,15 +26,17 @@
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
 #
-# **Needs:** [chapter 1](01_addlang.ipynb): named source text (`Source`,
-# `Span`), located errors (`CompileError`), the `lc` command and the drawings
-# (`lcompiler.drawing`); [chapter 4](04_pipeline.ipynb): the pipeline.
+# **Needs:** [chapter 4](04_pipeline.ipynb): the pipeline; from the
+# workshop, [appendix A](A_errors.ipynb)'s named source text (`Source`,
+# `Span`) and located errors (`CompileError`, with notes, several at a
+# time), and its drawings (`lcompiler.drawing`); [appendix
+# B](B_support.ipynb)'s paused collector and recursion limit.
 #
 # **Builds:** the module `lcompiler.syntax` — the lexer `tokenize`, the syntax
-# tree, the parser `parse`, the printer `pretty` and `dump`; notes and several
-# errors per run in `lcompiler.errors`; the first two stages of [chapter
-# 4](04_pipeline.ipynb)'s pipeline, `tokens` and `ast`; the command `lc show`; and a Pygments lexer for L (`lcompiler.highlight`).
-# [Chapter 4b](04b_meaning.ipynb) takes the tree from here.
+# tree, the parser `parse`, the printer `pretty` and `dump`; and the first
+# two stages of [chapter 4](04_pipeline.ipynb)'s pipeline, `tokens` and
+# `ast`, which `lc show` prints. [Chapter 4b](04b_meaning.ipynb) takes the
+# tree from here.
 #
 # </div>
 #
@@ -54,8 +56,8 @@
 # %% [markdown]
 # ## What this stage promises
 #
-# - `tokenize(source)` returns the list of tokens of a `Source` (chapter 1's
-#   named text), ending with an `eof` token. Each token has a kind, its text,
+# - `tokenize(source)` returns the list of tokens of a `Source` (appendix
+#   A's named text), ending with an `eof` token. Each token has a kind, its text,
 #   its `Span`, and its separation from the token before and after it.
 # - `parse(source)` returns a `Program`: a list of top-level items whose every
 #   node is a dataclass carrying its span. Or it raises a `CompileError` that
@@ -118,13 +120,12 @@
 
 # %%
 #| export
-import gc
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import IntEnum
 
 from lcompiler.errors import CompileError, Note, Source, Span, raise_errors
+from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 
 
 class Sep(IntEnum):
@@ -151,103 +152,16 @@ class Token:
 # %% [markdown]
 # ## Mistakes, several at a time
 #
-# Chapter 1 made one kind of error, `CompileError`: a message and a span,
-# rendered as `FILE:LINE:COL: error: message`, the line, and a caret. Two
-# things make errors easier to act on, and every stage from here on uses
-# them:
-#
-# - **notes**: a second place in the program that explains the first. When
-#   the two branches of an `if` disagree, the error is at one branch and a
-#   note points at the other, where the other type came from. A note renders
-#   like an error, with `note` for `error`;
-# - **several errors per run**: a programmer who fixes one mistake and
-#   compiles again, only to be shown the next, wastes a round trip per
-#   mistake. Where it is safe — where going on cannot invent mistakes that
-#   are not there — a stage collects its errors and reports them all, in the
-#   order of the source. `CompileErrors` is such a group; its own message and
-#   span are those of the first error, so code that looks at "the" error of
-#   a run sees the first one.
-#
-# The cell extends chapter 1's `CompileError` in place (a subclass that takes
-# its name, as the parser's cells do below), so that every stage, chapter 1's
-# included, makes errors that can carry notes.
-
-# %%
-from lcompiler.errors import Diagnostic
-
-# %% [markdown]
-# Four definitions. `Note` is a `Diagnostic` that calls itself `note`
-# instead of `error`, and is never raised. `CompileError` keeps its
-# message and span and adds a list of notes, which `render` prints after the
-# error itself. `CompileErrors` is several errors as one exception: it
-# sorts them by where they start in the source and takes its message, span
-# and notes from the first. `raise_errors` is what a stage calls at the end:
-# nothing if it found no mistake, the error itself if it found one, and a
-# group if it found several — a group among them is flattened into its
-# members, so that a group never holds a group.
-
-# %%
-#| export errors
-class Note(Diagnostic):
-    """A remark attached to an error: another place in the program, that explains it."""
-
-    kind = "note"
-
-
-class CompileError(CompileError):
-    """A mistake found before the program runs, with notes that point at other places."""
-
-    def __init__(self, message: str, span: Span, notes: list | tuple = ()):
-        super().__init__(message, span)
-        self.notes = list(notes)
-
-    def render(self) -> str:
-        return "\n".join([super().render()] + [note.render() for note in self.notes])
-
-
-class CompileErrors(CompileError):
-    """Several mistakes of one program, in the order of the source."""
-
-    def __init__(self, errors: list):
-        self.errors = sorted(errors, key=lambda e: e.span.start)
-        first = self.errors[0]
-        super().__init__(first.message, first.span, first.notes)
-
-    def render(self) -> str:
-        return "\n".join(error.render() for error in self.errors)
-
-
-def raise_errors(errors: list) -> None:
-    """Raise the errors found, if any: one alone, or several as a group."""
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise CompileErrors([e for error in errors for e in getattr(error, "errors", [error])])
-
-
-# %% [markdown]
-# Here is one error with a note — made by hand here, as
-# [chapter 5](05_types.ipynb) will make it — then two errors of the same text as a group, which come out in the
-# order of the source whatever the order they were found in:
-
-# %%
-from lcompiler.errors import CompileError, CompileErrors, Note, Source, Span
-
-text = Source("two.l", 'def f(n) = if (n > 0) "pos" else 0\ndef g = h(1)\n')
-branch = CompileError("expected String, found Int", Span(text, 33, 34),
-                      [Note("the then branch has type String", Span(text, 22, 27))])
-unknown = CompileError("unknown variable h", Span(text, 43, 44))
-print(branch.render(), end="\n\n")
-print(CompileErrors([unknown, branch]).render())
-
-# %% [markdown]
-# Read the two renderings line by line. The first is one error: its own
-# three lines (place, source line, caret), then its note in the same shape,
-# with `note` where the error has `error` and a `~` under every character of
-# the note's span — the five characters of `"pos"`, quotes included. The
-# second rendering was given the errors in the wrong order, `unknown` first,
-# and prints them in the order of the text: line 1 before line 2. The note
-# travels with its error.
+# A parser that stops at the first mistake costs its user a compilation per
+# mistake. This one, like every stage from here on, reports every mistake
+# it finds, in the order of the source, where going on cannot invent
+# mistakes that are not there; and an error can carry **notes**, other
+# places in the program that explain it (an unclosed bracket is reported
+# where the parser gave up, with a note at the bracket left open). The
+# classes that do it — `CompileError` with its notes, `CompileErrors` for
+# several, and `raise_errors`, which a stage calls at its end — belong to
+# the error format of the whole book, and are in [appendix
+# A](A_errors.ipynb#notes-and-several-mistakes-at-a-time), with examples.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: all the errors, in the order of the text</p>
@@ -400,18 +314,6 @@ def _unclosed_string(source: Source, span: Span, errors: list) -> tuple[str, Spa
 
 # %%
 #| export
-@contextmanager
-def collector_paused():
-    """Pause Python's cyclic garbage collector (see parse, below), restoring its state after."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def tokenize(source: Source, errors: list | None = None) -> list[Token]:
     """The tokens of a source, each with its separation before and after; then 'eof'. Its lexical
     mistakes are raised, or, given a list errors, added to it while lexing goes on."""
@@ -1981,37 +1883,14 @@ class Parser(Parser):
 #
 # </div>
 
-# %%
-#| export
-import sys
-
-NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
-
-
-def stack_depth() -> int:
-    """How many Python frames are running, this one's caller included."""
-    frame, depth = sys._getframe(1), 0
-    while frame is not None:
-        frame, depth = frame.f_back, depth + 1
-    return depth
-
-
-@contextmanager
-def recursion_limit(limit: int):
-    """Run with room for at least limit more Python frames (CPython 3.11 recursion in Python
-    code does not use the C stack, so this is safe for code that recurses only in Python)."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, stack_depth() + limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
-
 # %% [markdown]
-# `parse` puts the pieces together: the tokens (made here, or given), the
-# parser with the collector paused and the recursion limit raised, and the
-# errors of both, the lexer's first.
+# The parser's recursion limit and its paused collector are what several
+# stages need, so they are in [appendix B](B_support.ipynb#room-for-recursion),
+# with the recursion limit of the other stages, `NESTING_LIMIT`.
+# `recursion_limit(n)` gives the parser at least `n` more frames than are
+# running when it starts. `parse` puts the pieces together: the tokens
+# (made here, or given), the parser with the collector paused and the
+# recursion limit raised, and the errors of both, the lexer's first.
 
 # %%
 #| export
@@ -2070,7 +1949,7 @@ print(dump(parse(sample)))
 # %% [markdown]
 # ## A picture of the tree
 #
-# The same tree, drawn with [chapter 1](01_addlang.ipynb)'s boxes: a box per
+# The same tree, drawn with [appendix A](A_errors.ipynb)'s boxes: a box per
 # node, labelled with its class and its leaves (names, numbers, operators),
 # and an edge per child, labelled with the field that holds it when a node
 # has several. The program's items, `let` and `var` statements and clauses
@@ -2517,83 +2396,14 @@ except CompileError as error:
 # %% [markdown]
 # ## Highlighting L
 #
-# The book shows L code in Markdown cells and pages (fenced blocks marked
-# `l`), and the site and Jupyter both colour code with
-# [Pygments](https://pygments.org). A Pygments lexer for L is a small table of
-# regular expressions — much like the first half of our own lexer, minus the
-# separations. The package registers it under the name `l` through the
-# `pygments.lexers` entry point (in `pyproject.toml`), so any tool that uses
-# Pygments finds it once `lcompiler` is installed.
-
-# %%
-#| export highlight
-"""A Pygments lexer for L, registered as `l` through the pygments.lexers entry point."""
-
-from pygments.lexer import RegexLexer, words
-from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
-
-
-class LLexer(RegexLexer):
-    """Pygments lexer for the L language of the book."""
-
-    name = "L"
-    aliases = ["l", "l-lang"]
-    filenames = ["*.l"]
-
-    tokens = {
-        "root": [
-            (r"\s+", Text),
-            (r"//[^\n]*", Comment.Single),
-            (r"/\*(.|\n)*?\*/", Comment.Multiline),
-            (words(("def", "data", "let", "var", "if", "else", "match", "while"), suffix=r"\b"), Keyword),
-            (words(("print", "assert"), suffix=r"\b"), Name.Builtin),
-            (words(("true", "false"), suffix=r"\b"), Keyword.Constant),
-            (r"[0-9]+", Number.Integer),
-            (r'"(\\.|[^"\\\n])*"', String),
-            (r"[A-Z][A-Za-z0-9_]*", Name.Class),
-            (r"[a-z_][A-Za-z0-9_]*\??", Name),
-            (r":=|->|==|!=|<=|>=|&&|\|\||[-+*/%<>=!.:]", Operator),
-            (r"[(){},;]", Punctuation),
-        ]
-    }
-
-
-# %% [markdown]
-# Pygments finds a lexer by name through the entry point, so asking for `l`
-# checks that the package is installed and registers ours:
-
-# %%
-from pygments.lexers import get_lexer_by_name
-
-type(get_lexer_by_name("l")).__name__
-
-# %% [markdown]
-# <div class="admonition note">
-# <p class="admonition-title">Design note: a second lexer, for colours</p>
-#
-# Pygments also accepts a lexer written by hand, so our own lexer could
-# have been wrapped instead of written again as a table. It would be the
-# wrong tool: a highlighter must hand back every character of the text —
-# comments and blanks included, to be printed in their colours — while our
-# lexer drops comments and blanks, keeping only the separation they make.
-# And a highlighter must colour text that has mistakes in it — this
-# chapter's own error examples — where our lexer reports them. Twelve
-# regular expressions do the job; the price is that a new keyword must be
-# added in two places.
-#
-# </div>
-
-# %% [markdown]
-# The site uses the same lexer for every fenced block marked `l`, like this
-# one:
-#
-# ```l
-# def fact = {
-#   0 -> 1
-#   n -> n * fact(n - 1)
-# }
-# print(fact(10))   // 3628800
-# ```
+# The book shows L code in Markdown cells and pages, in fenced blocks marked
+# `l`, and the site and Jupyter colour it with
+# [Pygments](https://pygments.org). The lexer Pygments uses is not this
+# chapter's: a highlighter must hand back every character of the text,
+# comments and blanks included, and colour text with mistakes in it, where
+# this lexer drops the blanks and reports the mistakes. It is a small table
+# of regular expressions, in [appendix A](A_errors.ipynb#colours-for-l),
+# which the package registers with Pygments under the name `l`.
 #
 # ## This chapter's two stages
 #
@@ -2628,83 +2438,15 @@ def ast_stage(tokens: list, unit: pipeline.Unit):
 print(pipeline.show("tokens", Source("two.l", "print(1 +\n 2)")))
 
 # %% [markdown]
-# The command line gets a `show` sub-command, which prints one stage for a
-# file: `lc show tokens small.l`. Reading a file that does not exist, or a
-# directory, or one `lc` may not read, is a `UsageError` (exit status 1), not
-# a traceback. A file that is not UTF-8 is a mistake in the program's text,
-# so it is a `CompileError` at the first byte that cannot be decoded, with
-# its line. `-O0` asks for the stages without the optimiser of chapter 9.
-#
-# The cells marked `#| export cli` belong to the module `lcompiler.cli`,
-# which chapter 1 started; to run them here, the notebook first imports the
-# names they use from that module:
-
-# %%
-import sys
-from typing import Callable
-
-from lcompiler.cli import UsageError, arg, command, main
-
-# %% [markdown]
-# `read_source` turns a path into a `Source`, with the two kinds of failure
-# described above; `show` is the sub-command, which reads the file and
-# prints the output of the stage named on the command line.
-
-# %%
-#| export cli
-from pathlib import Path
-
-from lcompiler import pipeline
-from lcompiler.errors import CompileError, Source, Span
-
-
-def read_source(path: str) -> Source:
-    """The text of an L file; a UsageError if it cannot be read, a CompileError if it is not UTF-8."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
-    try:
-        return Source(path, data.decode("utf-8"))
-    except UnicodeDecodeError as error:        # located: the line is shown with the bad byte replaced
-        source = Source(path, data.decode("utf-8", errors="replace"))
-        at = len(data[:error.start].decode("utf-8", errors="replace"))
-        raise CompileError(f"this file is not UTF-8: byte 0x{data[error.start]:02x} cannot appear here "
-                           "(L source files are UTF-8)", Span(source, at, at + 1)) from None
-
-
-OPTIMISE = arg("-O", dest="level", type=int, choices=(0, 1), default=1, metavar="LEVEL",
-               help="-O0: without the optimiser of chapter 9 (-O1, the default: with it)")
-
-
-@command("show", "print what one stage of the compiler hands to the next, for an L file",
-         arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
-                           "llvm-opt, asm"),
-         arg("file", help="an L source file"), OPTIMISE)
-def show_command(args) -> int:
-    if args.stage not in pipeline.names():
-        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(pipeline.names())}")
-    print(pipeline.show(args.stage, read_source(args.file), optimise=args.level > 0))
-    return 0
-
-
-# %% [markdown]
-# In a notebook, the error messages `lc` writes to standard error and the
-# output it writes to standard output travel to the page separately, and
-# their order is not guaranteed. `lc(...)` runs the command as a shell would,
-# but sends both to standard output, in the order they happen, and returns
-# the exit status: the chapters use it to show the command at work.
-
-# %%
-#| export cli
-import contextlib
-
-
-def lc(*argv: str) -> int:
-    """Run lc with these arguments, its error output merged into standard output (for notebooks)."""
-    with contextlib.redirect_stderr(sys.stdout):
-        return main(list(argv))
-
+# `lc show STAGE FILE` prints any stage of the pipeline for a file, these
+# two included: `lc show tokens small.l`. Reading a file that does not
+# exist, or a directory, or one `lc` may not read, is a mistake in how `lc`
+# was called (exit status 1), not a traceback. A file that is not UTF-8 is
+# a mistake in the program's text, so it is a `CompileError` at the first
+# byte that cannot be decoded, with its line. The command's code is with
+# the rest of the command line, in [appendix C](C_cli.ipynb#lc-show);
+# `lc(...)` runs it in a notebook, with its error messages in order among
+# its output.
 
 # %% [markdown]
 # The command at work, in a temporary directory: the tokens and the tree of
@@ -2757,8 +2499,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   decides calls, statement ends, minus signs, precedence, blocks and
 #   clauses as the contract says, on hand-made cases;
 # - a program nested two thousand parentheses deep parses, one nested a
-#   hundred thousand deep is an error (not a crash), and the Pygments lexer
-#   is found under the name `l`.
+#   hundred thousand deep is an error (not a crash), and appendix A's
+#   Pygments lexer is found under the name `l`.
 #
 # `tests/test_errors.py` checks the several errors of one run: a file made
 # of a dozen broken items, each with a different mistake, gets an error for
@@ -2820,3 +2562,42 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    calls of `expression`, one box per call labelled with its `min_bp` and
 #    what it returned, with `lcompiler.drawing`. What does the tree of calls
 #    have in common with the syntax tree it builds?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. `>>` goes into the lexer's `OPERATORS`, before `>` (the lexer tries them
+#    in order, longest first), and into `BINARY` with its binding power —
+#    below the comparisons, say 35 — which the printer reads too, for its
+#    parentheses; and the desugaring of chapter 4b gets a case (`f >> g` is `{ x -> g(f(x))
+#    }`). Then `List<List<a>>` no longer parses: the lexer makes one `>>` of
+#    the two closing brackets. The usual fix is the one C++ made: where the
+#    parser of types expects a `>` and finds a `>>`, it takes the first half
+#    and leaves a `>` for the outer list — splitting the token, which the
+#    spans allow.
+# 2. `resynchronise` today looks for the next token that begins an item at
+#    the start of a line, outside brackets. Inside a block, skip instead to
+#    the next token at the start of a line at the block's own depth (or its
+#    `}`), and let the block's loop go on from there. Mistakes that leave a
+#    bracket open, or a `let` cut short, then produce follow-up errors: the
+#    statements after them are read with the wrong nesting, and a missing `)`
+#    makes every later line of the block look like an argument.
+# 3. Record it in a list of warnings instead of raising it, and go on as if
+#    the space were not there: `print (x)` is almost always meant as the call
+#    `print(x)`, since L gives no other meaning to a name followed by a
+#    parenthesised expression on the same line. For `f (x)` the same holds;
+#    the warning is worth keeping for the programmer who meant `f` as a value
+#    followed by a parenthesised statement, which L would have read as one.
+# 4. Seven methods, one per level of precedence, each a loop over the
+#    operators of its level calling the next level down, with `unary` and
+#    `postfix` last. On the corpus the two parsers print the same trees.
+#    The time goes into the calls: every expression, even a lone name, goes
+#    down through every level, a Python call each, where the Pratt loop makes
+#    one call and one lookup in `BINARY` per operator it meets; measure the
+#    difference with `bench/parse_speed.py` on your machine.
+# 5. Give `say` a stack: push a box when `expression(min_bp)` starts, pop it
+#    and label it with what it returns when it ends, and draw the root with
+#    `Picture`. The tree of calls has one call per operand position: each
+#    led's right side is a child call, so it has the shape of the syntax
+#    tree, with the operators at the edges instead of in the boxes.
+#
+# </details>

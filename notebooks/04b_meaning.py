@@ -28,19 +28,23 @@
 #
 # **Needs:** [chapter 4a](04a_syntax.ipynb), for the syntax tree, the parser,
 # the printer (`lcompiler.syntax`); [chapter 4](04_pipeline.ipynb), for the
-# pipeline of stages (`lcompiler.pipeline`); [chapter 1](01_addlang.ipynb), for located errors
-# (`lcompiler.errors`), the command `lc` and the pictures
-# (`lcompiler.drawing`). What L means is written down for programmers in
-# [the language reference](../language.md); this chapter turns it into code.
+# pipeline of stages (`lcompiler.pipeline`); from the workshop, [appendix
+# A](A_errors.ipynb)'s located errors (`lcompiler.errors`) and pictures
+# (`lcompiler.drawing`), and [appendix B](B_support.ipynb)'s tools for
+# running on a stack of its own. What L means is written down for
+# programmers in [the language reference](../language.md); this chapter
+# turns it into code.
 #
 # **Builds:** the module `lcompiler.core` (the core language, `desugar`,
 # `resolve`, `pretty_core`); the module `lcompiler.interp` (the reference
-# interpreter: `check`, `Interpreter`, `run_source`); `RunError` in
-# `lcompiler.errors`; the pipeline's stage `core` (`lc show core`) and
-# `lc run`. [Chapter 5](05_types.ipynb) infers the types of this core
+# interpreter: `check`, `Interpreter`, `run_source`); and the pipeline's
+# stage `core` (`lc show core`); `lc run --interp` runs a program with this
+# interpreter. [Chapter 5](05_types.ipynb) infers the types of this core
 # language, and every later chapter is tested against this interpreter.
 #
 # </div>
+#
+# ## What this chapter promises
 #
 # Three steps, three promises:
 #
@@ -1291,27 +1295,11 @@ Picture([("syntax (chapter 4a)", [node_tree(parse(both).items[0], "blue")]),
 # case. Three requirements give it its shape — proper tail calls, speed
 # enough to run the test corpus's loops of a million iterations, and the
 # compiled code's limits on stack and heap — and each is explained where
-# the code meets it. Runtime errors are a second kind
-# of `Diagnostic` (chapter 1), printed as `runtime error`, with exit status 2:
-
-# %%
-from lcompiler.errors import Diagnostic
-
-# %% [markdown]
-# A runtime error is a `Diagnostic` like a compile error, located and rendered
-# with the same caret; the class changes only two attributes, the word printed
-# after the position and the exit status of `lc`:
-
-# %%
-#| export errors
-class RunError(Diagnostic):
-    """An error while an L program runs: printed as 'runtime error', exit status 2."""
-
-    kind = "runtime error"
-    status = 2
-
-
-# %% [markdown]
+# the code meets it. Runtime errors are `RunError`s, located and rendered
+# like compile errors, with the same caret, but printed as `runtime error`
+# and ending `lc` with exit status 2 ([appendix
+# A](A_errors.ipynb#mistakes-while-a-program-runs) has the class).
+#
 # The interpreter is a module of its own, `lcompiler.interp`. Its values
 # first: the three classes that Python does not already have.
 
@@ -1562,8 +1550,9 @@ print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Dat
 #   the system for when a call needs one more and gives back as soon as the
 #   call returns: a recursion that goes down and up again pays two system
 #   calls, and the kernel's page faults, each time it crosses into a new
-#   block. `in_frame_room`, below, starts the program inside a call whose
-#   frame is half a gigabyte of untouched memory: CPython then makes one
+#   block. `in_frame_room` ([appendix B](B_support.ipynb)) starts the
+#   program inside a call whose frame is half a gigabyte of untouched
+#   memory: CPython then makes one
 #   block of a gigabyte, of which the system gives only the pages that
 #   frames touch, and the frames of the program's calls fill the rest of it
 #   without asking for more;
@@ -1583,16 +1572,14 @@ print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Dat
 
 # %%
 #| export interp
-import contextvars
-import ctypes
-import gc
 import operator
-import threading
+
+from lcompiler.support import (
+    NESTING_LIMIT, collector_looks_every, collector_paused, in_frame_room, on_big_stack, recursion_limit)
 
 MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
-THREAD_STACK = 256 << 20   # the C stack of the thread the program runs on, in bytes
 YOUNG_OBJECTS = 1_000_000  # new Python objects between two looks of the garbage collector, while a program runs
 
 
@@ -2196,89 +2183,26 @@ class Interpreter(Interpreter):
 # ### Running a program, on a stack of its own
 #
 # `run` translates the program, creates the closures of the function
-# definitions, then runs the other items in order. The running happens on a
-# thread of its own, made with a C stack of `THREAD_STACK` bytes (Python's
-# own threads get 8 MiB): `on_big_stack` starts it, waits for it, and hands
-# back its result or its exception. Two details make the thread invisible to
-# the caller. The thread runs in a copy of the caller's *context* (Python's
-# `contextvars`), where Jupyter keeps the cell that output belongs to. And an
-# interrupt — Ctrl-C, or the stop button of a notebook — reaches only the
-# main thread, which is waiting; it passes the `KeyboardInterrupt` on to the
-# running program's thread, so that an L program that loops for ever can
-# still be stopped.
-
-# %%
-#| export interp
-def on_big_stack(run, *args):
-    """run(*args) on a thread with a THREAD_STACK-byte C stack: its result, or its exception."""
-    outcome = {}
-
-    def thread_main():
-        try:
-            outcome["value"] = run(*args)
-        except BaseException as error:
-            outcome["error"] = error
-
-    old = threading.stack_size(THREAD_STACK)
-    try:
-        thread = threading.Thread(target=contextvars.copy_context().run, args=(thread_main,), daemon=True)
-        thread.start()
-    finally:
-        threading.stack_size(old)
-    try:
-        thread.join()
-    except KeyboardInterrupt:                   # stop the program too, then report the interrupt
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
-                                                   ctypes.py_object(KeyboardInterrupt))
-        thread.join()
-        raise
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
-# %% [markdown]
-# On that thread, the program starts inside `in_frame_room`, as the design
-# note on deep calls announced. CPython sizes the frame of a call from its
-# code object, which says how many values the call may push on its own
-# evaluation stack; `ROOMY_ENTER` is the small function `enter` with a code
-# object that claims room for `FRAME_ROOM` more (2²⁶ values, 512 MiB).
-# Calling it makes CPython ask the system for a block of its frame stack
-# large enough for that frame — a gigabyte, as it rounds up to a power of
-# two — which the system only reserves: a page costs memory when a frame
-# first touches it. The frame itself never uses its room, and the frames of
-# the program's calls go into the half that follows it. Where the system
-# will not reserve so much (a limit set with `ulimit -v`, say), the call
-# fails before `enter` runs, and the program runs as Python would run it
-# anyway.
-
-# %%
-#| export interp
-import types
-
-FRAME_ROOM = (1 << 26) + 64     # values: a frame of just over 512 MiB, in a block of 1 GiB
-
-
-def enter(entered: list, run, *args):
-    entered.append(True)
-    return run(*args)
-
-
-ROOMY_ENTER = types.FunctionType(enter.__code__.replace(co_stacksize=enter.__code__.co_stacksize + FRAME_ROOM),
-                                 enter.__globals__, "roomy_enter")
-
-
-def in_frame_room(run, *args):
-    """run(*args), the frames of its calls in one block of memory reserved at once; run as usual
-    if the system will not reserve it."""
-    entered = []
-    try:
-        return ROOMY_ENTER(entered, run, *args)
-    except MemoryError:
-        if entered:                 # not the frame: run itself ran out of memory
-            raise
-    return run(*args)
-
+# definitions, then runs the other items in order. What the design note on
+# deep calls asked of the host, it gets from the workshop's
+# `lcompiler.support` ([appendix
+# B](B_support.ipynb#a-program-on-a-stack-of-its-own) shows how each is
+# done):
+#
+# - `on_big_stack(run, …)` runs the program on a thread of its own, with a
+#   C stack of 256 MiB (Python's own threads get 8 MiB), as the compiled
+#   code has, and hands back its result or its exception. The thread is
+#   invisible to the caller: it runs in the caller's context, where Jupyter
+#   keeps the cell that output belongs to, and an interrupt — Ctrl-C, or the
+#   stop button of a notebook — which reaches only the main thread, is
+#   passed on to the program's, so that an L program that loops for ever
+#   can still be stopped;
+# - on that thread, the program starts inside `in_frame_room`, in the frame
+#   of a call that claims half a gigabyte, so that the frames of its calls
+#   fill one block of memory reserved at once, instead of blocks of 16 KiB
+#   asked for and given back as a deep recursion goes down and up;
+# - and `collector_looks_every(n)` makes Python's garbage collector look at
+#   new objects less often while the program runs, for the reason below.
 
 # %% [markdown]
 # The output goes through `write`. When the reader of the output goes away
@@ -2667,7 +2591,7 @@ class Interpreter(Interpreter):
         if self.heap_limit is None:             # read when the program starts, as compiled code reads it
             self.heap_limit = read_heap_limit()
         self.room = self.granted = self.heap_limit // 8
-        with syntax.recursion_limit(syntax.NESTING_LIMIT):     # the translation recurses on nesting
+        with recursion_limit(NESTING_LIMIT):                   # the translation recurses on nesting
             code = [(item, self.compile(item.value if type(item) is Def else item))
                     for item in program.items if not isinstance(item, syntax.Data)]
         for item, run in code:
@@ -2696,15 +2620,15 @@ def program_span(code: list) -> Span | None:
 
 class Interpreter(Interpreter):
     def execute(self, code: list) -> None:
-        limit, collector, out_of_memory = sys.getrecursionlimit(), gc.get_threshold(), False
+        limit, out_of_memory = sys.getrecursionlimit(), False
         sys.setrecursionlimit(self.stack_limit)
-        gc.set_threshold(YOUNG_OBJECTS, *collector[1:])
         try:
-            for item, run in code:
-                if type(item) is not Def:
-                    run({})
-                elif not item.is_function:
-                    self.globals[item.name.name] = run({})
+            with collector_looks_every(YOUNG_OBJECTS):
+                for item, run in code:
+                    if type(item) is not Def:
+                        run({})
+                    elif not item.is_function:
+                        self.globals[item.name.name] = run({})
         except RecursionError:
             raise RunError("stack overflow: the program nested calls too deeply", self.call_site) from None
         except MemoryError:                     # Python's heap is full: the program's fault, not lc's
@@ -2712,7 +2636,6 @@ class Interpreter(Interpreter):
         finally:
             self.tail_call.fn = self.tail_call.arg = None     # the last tail call keeps nothing alive
             sys.setrecursionlimit(limit)
-            gc.set_threshold(*collector)
             try:
                 self.out.flush()
             except BrokenPipeError:
@@ -2749,7 +2672,7 @@ from lcompiler.errors import CompileError, Source
 def core_of(tree) -> Program:
     """Desugar and resolve a syntax tree: its core program, or a CompileError."""
     try:
-        with syntax.recursion_limit(syntax.NESTING_LIMIT), syntax.collector_paused():
+        with recursion_limit(NESTING_LIMIT), collector_paused():
             return resolve(desugar(tree))
     except RecursionError:
         raise CompileError("the program is nested too deeply for this compiler", tree.span) from None
@@ -3201,41 +3124,19 @@ for limit, record in heap["limits"].items():
 #
 # ## Running programs from the shell
 #
-# `lc run FILE.l` runs a program. Until the native back end exists, it uses
-# this interpreter; afterwards ([chapter 11](11_running.ipynb)),
-# `lc run --interp` will still choose it. Exit status 0 on success, 1 for a
-# compile error, 2 for a runtime error, as
-# [the reference says](../language.md#errors-and-exit-statuses).
-
-# %% [markdown]
-# As in [chapter 4a](04a_syntax.ipynb), the cells for `lc` need the names
-# of `lcompiler.cli` to run in this notebook:
-
-# %%
-from lcompiler.cli import arg, command, read_source
-
-# %% [markdown]
-# The command is short: read the file, run it. It needs no code for errors,
-# since `lc` itself catches a `CompileError` or a `RunError` that escapes,
-# prints it and returns its exit status.
-
-# %%
-#| export cli
-from lcompiler import interp
-
-
-@command("run", "run an L program",
-         arg("file", help="an L source file"),
-         arg("--interp", action="store_true",
-             help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
-def run_command(args) -> int:
-    interp.run_source(read_source(args.file))
-    return 0
-
-
-# %% [markdown]
-# A program that prints, then divides by zero, run by `lc run`, then shown by
-# `lc show core`:
+# `lc run --interp FILE.l` runs a program with this interpreter: it reads
+# the file and calls `run_source` on it, or rather — since [chapter
+# 5](05_types.ipynb) — type-checks it first and runs the core program
+# checked. Plain `lc run` compiles to native code, once [chapter
+# 11](11_running.ipynb) exists. Exit status 0 on success, 1 for a compile
+# error, 2 for a runtime error, as [the reference
+# says](../language.md#errors-and-exit-statuses). The command needs no code
+# for errors, since `lc` itself catches a `CompileError` or a `RunError`
+# that escapes, prints it and returns its exit status; it is in [appendix
+# C](C_cli.ipynb#lc-run), with the rest of the command line.
+#
+# A program that prints, then divides by zero, run by `lc run --interp`,
+# then shown by `lc show core`:
 
 # %%
 import contextlib
@@ -3247,11 +3148,11 @@ from lcompiler.cli import lc
 with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
     Path("fact.l").write_text("def fact = {\n  0 -> 1\n  n -> n * fact(n - 1)\n}\n"
                               "print(fact(20))\nprint(10 / 0)\n")
-    print("exit status", lc("run", "fact.l"))
+    print("exit status", lc("run", "--interp", "fact.l"))
     print("exit status", lc("show", "core", "fact.l"))
 
 # %% [markdown]
-# `lc run` printed 20 factorial, then the runtime error at the `/`, and
+# `lc run --interp` printed 20 factorial, then the runtime error at the `/`, and
 # returned 2. `lc show core` printed the core without running it — so no
 # division, and status 0; the `fact` of two clauses has become a lambda of
 # `%1` and a `match`.
@@ -3332,3 +3233,44 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    looks. Make it count, instead, only what was allocated since the last
 #    look and is still alive, as a generational collector's minor
 #    collection does: what does it need to know about the older values?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. The lexer (`++` among its operators, before `+`, since the longest
+#    operator is tried first) and the parser's table of binding powers
+#    (`++` with `+`), which the printer reads too. Not the core: the
+#    desugaring turns any binary operator but `&&` and `||` into a `Prim` of
+#    the same name. And the interpreter's table of operators, where `++` is
+#    Python's `+` on two strings — and a runtime error, "the operands of ++
+#    have the wrong types", on anything else, until chapter 5's types rule it
+#    out.
+# 2. With slots numbered by `resolve`, a variable becomes an index, a `let`
+#    a store into a list made once per call, and a closure copies only the
+#    slots it captures. The loops get faster by what the copies of the
+#    dictionary cost; `bench/interp_speed.py` measures it, alternating the
+#    two versions so that the machine's load falls on both alike.
+# 3. In `calling`, when `known` names a top-level function, count the call
+#    in a dictionary of the interpreter (`self.calls[known] += 1`), and at
+#    the end of `run` print the counts, largest first, to standard error so
+#    that the program's output is unchanged. Calls through a closure need
+#    the closure to carry its function's name: `Lambda` knows where it was
+#    defined.
+# 4. Where the interpreter makes a `Closure`, give it the environment
+#    `{name: env[name] for name in captures}` instead of `env` itself;
+#    `start` then leaves the picture. A million nested calls keep a million
+#    environments alive, so the memory falls by the variables each no longer
+#    holds — measure it with `tracemalloc` before and after.
+# 5. A function of several parameters: `add(a, b)` becomes a `Lambda` of a
+#    fresh parameter whose body is a `Match` on a tuple pattern, where the
+#    syntax had a list of two parameters, so it grows the most; `while` and
+#    `if` keep their shape, and `twice`'s curried lambda loses its clauses
+#    and shrinks.
+# 6. Which older values point to younger ones: a young value reachable only
+#    through an old one is alive, and a minor look that follows only the
+#    young would miss it. A generational collector keeps a *remembered set*,
+#    filled by a *write barrier* on every assignment into an old value; in
+#    L only a `var`'s cell can be assigned, so the barrier is one check in
+#    `Assign`. Chapter 10's runtime has both: the barrier `lc_barrier` on
+#    such stores, and `lc_remember`.
+#
+# </details>

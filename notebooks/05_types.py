@@ -104,6 +104,7 @@ from lcompiler import core as c
 from lcompiler import syntax as s
 from lcompiler.core import did_you_mean
 from lcompiler.errors import CompileError, Note, Span, raise_errors
+from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 from lcompiler.union_find import Safe
 
 
@@ -1526,7 +1527,7 @@ def walk_plan(cls) -> tuple | None:
 def infer_program(program: c.Program) -> Typing:
     """Infer and record the types of a resolved core program; CompileError if ill-typed."""
     try:                                # as in chapter 4a: millions of objects, no garbage cycles
-        with s.collector_paused(), s.recursion_limit(s.NESTING_LIMIT):
+        with collector_paused(), recursion_limit(NESTING_LIMIT):
             inference = Inference()
             schemes = inference.program(program)
             inference.resolve_all(program)
@@ -1905,29 +1906,11 @@ except CompileError as error:
 # ## Showing types, and running only well-typed programs
 #
 # From this chapter on, `lc run` type-checks a program before running it: an
-# ill-typed program is refused with exit status 1, and nothing runs.
-# Registering the command `run` again replaces chapter 4b's version in the
-# registry of `lc`; the package keeps both functions, and the later one wins.
-
-# %%
-from lcompiler import interp
-from lcompiler.cli import arg, command, read_source
-
-
-# %%
-#| export cli
-from lcompiler import types
-
-
-@command("run", "run an L program (type-checked first)",
-         arg("file", help="an L source file"),
-         arg("--interp", action="store_true",
-             help="use the reference interpreter of chapter 4b (so far the only way to run L)"))
-def run_typed_command(args) -> int:
-    program, _ = types.check_types(read_source(args.file))
-    interp.Interpreter().run(program)
-    return 0
-
+# ill-typed program is refused with exit status 1, and nothing runs. (The
+# command, in [appendix C](C_cli.ipynb#lc-run), calls `check_types` and then
+# chapter 4b's interpreter, under `--interp`; without it, from [chapter
+# 11](11_running.ipynb) on, it compiles the checked program to native code.)
+# `lc show types` prints the type of every top-level definition.
 
 # %%
 import contextlib
@@ -1944,9 +1927,9 @@ def map(f, l) = l.{ Cons(x, r) -> Cons(f(x), map(f, r)); Nil -> Nil }
 print(map({ x -> x * x }, Cons(1, Cons(2, Nil))), length(Cons("a", Nil)))
 """)
     print("exit status", lc("show", "types", "lists.l"))
-    print("exit status", lc("run", "lists.l"))
+    print("exit status", lc("run", "--interp", "lists.l"))
     Path("bad.l").write_text('print("before")\nprint(1 + "one")\n')
-    print("exit status", lc("run", "bad.l"))
+    print("exit status", lc("run", "--interp", "bad.l"))
 
 # %% [markdown]
 # `bad.l` prints nothing at all: the type error is found before anything

@@ -191,6 +191,7 @@ from collections import deque
 from dataclasses import dataclass, field, fields
 
 from lcompiler import core as c, syntax as s
+from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 from lcompiler.types import TCon, TParam, is_value, show_type
 
 UNIT = TCon("Unit")
@@ -489,7 +490,7 @@ class Monomorphiser(Monomorphiser):
         return c.Def(var, self.expr(d.value, subst, {}), d.is_function, d.span)
 
     def run(self) -> c.Program:
-        with s.recursion_limit(50 * s.NESTING_LIMIT), s.collector_paused():   # as chapter 7
+        with recursion_limit(50 * NESTING_LIMIT), collector_paused():   # as chapter 7
             return self.program_copy()
 
 # %% [markdown]
@@ -894,7 +895,7 @@ class Checker(Checker):
                 self.fail(e, f"not a core expression: {type(e).__name__}")
 
     def program(self, program: c.Program) -> None:
-        with s.recursion_limit(50 * s.NESTING_LIMIT):
+        with recursion_limit(50 * NESTING_LIMIT):
             for item in program.items:
                 if type(item) is c.Def:
                     self.where = item.span or self.where

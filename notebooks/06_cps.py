@@ -1811,7 +1811,7 @@ print("uses of a:", six.count, "of b:", seven.count)
 # %%
 #| export
 from lcompiler.errors import CompileError, Source, Span
-from lcompiler.syntax import recursion_limit, NESTING_LIMIT, collector_paused
+from lcompiler.support import recursion_limit, NESTING_LIMIT, collector_paused
 
 _TOKEN = re.compile(r"""
     (?P<space>[ \t\r]+|\#[^\n]*)

@@ -91,7 +91,8 @@ from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
     const, tuple_, inject, proj, tag, op, set_field, print_, fail)
-from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, recursion_limit, collector_paused
+from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
+from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
 
 
 class Then:
@@ -730,7 +731,7 @@ NESTING = 1_000_000      # Python frames the higher-order translation may nest
 
 def convert(program: c.Program, join_points: bool = True) -> Program:
     """The CPS program of a typed core program (chapter 5 has recorded its types)."""
-    with recursion_limit(max(NESTING, 50 * s.NESTING_LIMIT)), collector_paused():
+    with recursion_limit(max(NESTING, 50 * NESTING_LIMIT)), collector_paused():
         return Converter(program, join_points).program(program)
 
 # %% [markdown]

@@ -150,7 +150,7 @@ from lcompiler.cps import (
     Var, Lambda, Apply, Definition, Program, Seq, lam, apply, proj, closure, const,
     children, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
     swap_prim, delete_binding, take, _attach)
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused
 
 
 def functions_inside_out(program: Program) -> list:

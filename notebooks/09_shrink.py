@@ -252,7 +252,7 @@ from lcompiler.cps import (
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
     const, proj, tuple_, fail, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
 from lcompiler.interp import wrap, c_div, c_rem
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused
 from lcompiler.types import TCon
 
 
@@ -2441,7 +2441,7 @@ def shrink_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
 # %%
 from lcompiler import closure as closure_conversion
 from lcompiler.llvm_backend import Backend
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused
 
 programs = sorted(Path("../tests/corpus/run").glob("*.l")) + sorted(Path("../examples").glob("*.l")) \
     + sorted(Path("../bench/programs").glob("*.l"))

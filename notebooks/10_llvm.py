@@ -47,8 +47,9 @@
 # closed and at the top level; [chapter 9](09_shrink.ipynb), the optimiser
 # that runs before this chapter; [chapter 5b](05b_mono.ipynb), the types
 # without type variables that choose how values are laid out and printed;
-# [chapter 1](01_addlang.ipynb), for loading LLVM text and running compiled
-# code in a child process.
+# [chapter 1](01_addlang.ipynb), for loading LLVM text; [appendix
+# B](B_support.ipynb), for LLVM's target machines and running compiled code
+# in a child process.
 #
 # **Builds:** the module `lcompiler.llvm_backend` (the back end `Backend`,
 # `to_llvm`, `optimise`, `call_site_table`, the C runtime `RUNTIME_C` and
@@ -1739,7 +1740,7 @@ class Backend(Backend):
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
-from lcompiler.syntax import collector_paused
+from lcompiler.support import collector_paused, target_machine
 
 
 def to_llvm(source: Source, optimiser: bool = True) -> ir.Module:
@@ -1762,7 +1763,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
     ref = verified(module)
     if level:
         options = llvm.create_pipeline_tuning_options(speed_level=level)
-        passes = llvm.create_pass_builder(addlang.target_machine(), options)
+        passes = llvm.create_pass_builder(target_machine(), options)
         passes.getModulePassManager().run(ref, passes)
         ref.verify()
     return ref
@@ -4016,20 +4017,11 @@ def runtime_library(kind: str = "shared") -> Path:
 # of the callee's address into a register, then a `call` through it. An
 # executable is linked at one place, so `lc build` asks for the *small*
 # code model and position-independent code: a direct call is one `call`
-# instruction. `target_machine(executable)` makes either; `asm` shows the
-# executable's, labels of the call-site table included, which is what
-# a reader comparing L's machine code with gcc's wants to see.
-
-# %%
-#| export
-def target_machine(executable: bool) -> llvm.TargetMachine:
-    """LLVM's target machine for this host: the JIT's (large code model), or an executable's
-    (position independent, small code model)."""
-    machine = addlang.target_machine()            # chapter 1's: MCJIT's defaults (and LLVM initialised)
-    if not executable:
-        return machine
-    return llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
-
+# instruction. `target_machine(executable)` makes either — the JIT and
+# `lc build` share it, so it lives in the workshop's support module, with
+# its code in [appendix B](B_support.ipynb#llvms-description-of-the-machine);
+# `asm` shows the executable's, labels of the call-site table included,
+# which is what a reader comparing L's machine code with gcc's wants to see.
 
 # %%
 from lcompiler.cli import lc
@@ -4043,7 +4035,7 @@ from lcompiler.cli import lc
 # the source and what earlier stages left for it (here the `data`
 # declarations, which the printers need). The checker of the two LLVM
 # stages is LLVM's verifier. The back end runs with Python's cyclic
-# garbage collector paused (`collector_paused`, from the syntax module),
+# garbage collector paused (`collector_paused`, from the support module),
 # as the lexer and the parser do: a pass that makes many small Python
 # objects and frees none until it ends would only make that collector walk
 # them again and again.
@@ -4166,8 +4158,9 @@ print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @
 # whose recursive call is *not* a tail call, became a loop anyway: LLVM's
 # tail-recursion elimination saw that the pending `1 + …` is an associative
 # operation and introduced an accumulator (`%accumulator.tr`). The program
-# runs in chapter 11; here, chapter 1's `run_in_child`, the runtime and the
-# table of call sites suffice to check its output:
+# runs in chapter 11; here, `run_in_child` (of the support module, [appendix
+# B](B_support.ipynb#running-in-a-child)), the runtime and the table of
+# call sites suffice to check its output:
 #
 # Two more things to read in the listing. Each of the five `Cons` is the
 # allocator `lc_alloc` of the section on allocation, inlined: load `lc_hp`,
@@ -4183,11 +4176,13 @@ print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @
 # %%
 import ctypes
 
+from lcompiler.support import run_in_child
+
 llvm.load_library_permanently(str(runtime_library("shared")))
-engine = llvm.create_mcjit_compiler(call_site_table(optimised), addlang.target_machine())
+engine = llvm.create_mcjit_compiler(call_site_table(optimised), target_machine())
 engine.finalize_object()
 main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
-print(addlang.run_in_child(main))
+print(run_in_child(main))
 
 # %% [markdown]
 # ## The seeds' program
@@ -4482,7 +4477,7 @@ for r in speed["limit"]:
 #   call whose arguments do not match the callee's type, and a φ-node
 #   without incoming values, make a module that the verifier rejects (this
 #   is why a continuation that nothing jumps to gets no block); and LLVM
-#   must be initialised (chapter 1's `target_machine`) before anything is
+#   must be initialised (`target_machine`, appendix B) before anything is
 #   parsed or compiled.
 #
 # One trap is ours: a module with debug metadata (our call sites' `!dbg`

@@ -35,18 +35,22 @@
 # and the C runtime; the pipeline of stages of [chapter 4a](04a_syntax.ipynb)
 # (`lcompiler.pipeline`), with the optimiser of [chapter 9](09_shrink.ipynb)
 # or without; [chapter 5](05_types.ipynb)'s type schemes, which the REPL
-# prints; [chapter 1](01_addlang.ipynb)'s target machine, its child
-# processes and the command `lc`.
+# prints; from the workshop, [appendix B](B_support.ipynb)'s target
+# machine and child processes, and [appendix C](C_cli.ipynb)'s command
+# `lc`.
 #
 # **Builds:** the module `lcompiler.driver` — `split`, `machine_code`,
-# `jit`, `run_source`, `build`, `run_l` and the `%%L` magic, `Repl` — and
-# the commands `lc run` (now native), `lc build` and `lc repl`.
-# [Chapter 12](12_measuring.ipynb) measures what they produce.
+# `jit`, `run_here`, `run_source`, `build`, `run_l` and the `%%L` magic,
+# `Repl` and `repl` — which the commands `lc run` (now native), `lc build`
+# and `lc repl` run. [Chapter 12](12_measuring.ipynb) measures what they
+# produce.
 #
 # </div>
 #
-# What this chapter promises, in the module `lcompiler.driver` and the
-# commands of `lcompiler.cli`:
+# ## What this chapter promises
+#
+# In the module `lcompiler.driver`, and the commands of `lcompiler.cli`
+# that run it:
 #
 # - a module is compiled whole, or, when it is big, split into parts that
 #   are optimised and compiled at the same time on the machine's cores; the
@@ -160,7 +164,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,9 +171,9 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from lcompiler import addlang, llvm_backend, pipeline
+from lcompiler import llvm_backend, pipeline
 from lcompiler.errors import CompileError, Note, Source, Span
-from lcompiler.syntax import collector_paused
+from lcompiler.support import Result, collector_paused, run_in_child, target_machine
 
 PART_SIZE = 5_000                                 # instructions per part, at least
 REFERENCE = re.compile(r'@"([^"]*)"')            # llvmlite quotes every global name
@@ -457,7 +460,7 @@ for part, text in enumerate(halves):
 # The parts are compiled by `object_code`: parse, verify, optimise (chapter
 # 10's `optimise`), label the call sites and add the part's table of them
 # (chapter 10's `call_site_table`: part k's table links to part k + 1's),
-# emit. The target machine (chapter 10's `target_machine`) differs between
+# emit. The target machine (`target_machine`, appendix B) differs between
 # the JIT and executables only in its code model (next sections). `machine_code`
 # decides how many parts, forks one child per part but the last, compiles
 # the last itself meanwhile, and collects the children's object files
@@ -567,7 +570,8 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # the program, nor a bug of `lc`; chapter 10 raises a `RuntimeError` for
 # it, which `runtime` turns into a `ToolchainError`: an `OSError`, like the
 # other failures of the system that `lc` reports as `lc: error: …` with exit
-# status 1 (chapter 1's `main`), keeping status 3 for its own bugs.
+# status 1 (`lc`'s `main`, [appendix C](C_cli.ipynb)), keeping status 3
+# for its own bugs.
 
 # %%
 #| export
@@ -599,7 +603,7 @@ def jit(objects: list[bytes]):
     if not _runtime_loaded:
         llvm.load_library_permanently(str(runtime("shared")))
         _runtime_loaded = True
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), addlang.target_machine())
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
     for code in objects:
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
     engine.finalize_object()
@@ -626,79 +630,24 @@ def run_here(source: Source, optimiser: bool = True) -> int:
 # ## In a child process: nothing reaches the host
 #
 # A notebook kernel, the REPL and the test suite must outlive the programs
-# they run. So they run them in a forked child, as chapter 1's
-# `run_in_child` did — extended here to capture standard error as well (a
-# runtime error is written there) and to stop a program that runs too long:
-# the parent compiles (a
-# `CompileError` is reported in the parent, as usual), forks, and the child
-# calls `main` with its standard output and error sent to two temporary
-# files; the parent waits, reads the files, and returns what happened as a
-# `Result`. Whatever the program does — exit with a runtime error, overflow
-# its stack, exhaust its heap, even crash — ends the child, never the parent.
-# A program that never stops is stopped by `timeout` (seconds), or by an
-# interrupt (the notebook's stop button), either of which kills the child.
+# they run. So they run them in a forked child, as chapter 1 ran its
+# programs of additions, with `run_in_child` of the workshop's support
+# module ([appendix B](B_support.ipynb#running-in-a-child) has its code):
+# the parent compiles (a `CompileError` is reported in the parent, as
+# usual), forks, and the child calls `main` with its standard output and
+# error sent to two temporary files — a runtime error is written to the
+# second; the parent waits, reads the files, and returns what happened as a
+# `Result`, what the program wrote on each and its exit status. Whatever the
+# program does — exit with a runtime error, overflow its stack, exhaust its
+# heap, even crash — ends the child, never the parent. A program that never
+# stops is stopped by `timeout` (seconds), or by an interrupt (the
+# notebook's stop button), either of which kills the child.
+#
+# `run_source` is the whole path, from source to `Result`, with a compile
+# error turned into a `Result` of status 1 as `lc` would print it.
 
 # %%
 #| export
-@dataclass(frozen=True)
-class Result:
-    """How a program ran: what it wrote, and its exit status (-N: killed by signal N)."""
-    stdout: str
-    stderr: str
-    status: int
-
-
-def run_in_child(main, timeout: float | None = None) -> Result:
-    addlang._libc.fflush(None)                # nothing buffered may be written twice
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        pid = os.fork()
-        if pid == 0:                              # the child: never returns
-            status = 70
-            try:
-                os.dup2(out.fileno(), 1)
-                os.dup2(err.fileno(), 2)
-                status = main()
-            finally:
-                os._exit(status)
-        try:
-            status = wait(pid, timeout)
-        except BaseException:                     # an interrupt: the child goes with it
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise
-        out.seek(0)
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-        if status == -signal.SIGKILL and timeout is not None:
-            stderr += f"stopped: the program ran longer than {timeout:g} s\n"
-        return Result(out.read().decode(errors="replace"), stderr, status)
-
-
-# %% [markdown]
-# `wait` waits for the child, polling when there is a time limit, and kills
-# it when the limit is passed; `run_source` is the whole path, from source
-# to `Result`, with a compile error turned into a `Result` of status 1 as
-# `lc` would print it.
-
-# %%
-#| export
-def wait(pid: int, timeout: float | None) -> int:
-    """The exit status of child pid; kill it after timeout seconds."""
-    if timeout is None:
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        time.sleep(0.005)
-
-
 def run_source(source: Source, timeout: float | None = None, level: int = 2,
                optimiser: bool = True) -> Result:
     """Compile and run a program in a child process; a compile error is a Result with status 1."""
@@ -1024,89 +973,15 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # %% [markdown]
 # ## The commands
 #
-# `lc run` now compiles natively; the reference interpreter stays one flag
-# away, for comparison and for debugging the compiler. `lc build` writes an
-# executable. `lc repl` starts a session on the terminal (with a prompt when
-# its input is a terminal, and without when it reads a file or a pipe — the
-# way the tests drive it).
-
-# %%
-import re
-
-from lcompiler.cli import ENVIRONMENT, OPTIMISE, UsageError, arg, command, read_source, lc
-
-# %%
-#| export cli
-import re
-
-from lcompiler import driver, interp, llvm_backend
-
-
-@command("run", "compile an L program to native code and run it",
-         arg("file", help="an L source file"),
-         arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
-         OPTIMISE)
-def run_native_command(args) -> int:
-    source = read_source(args.file)
-    if args.interp:
-        program, _ = types.check_types(source)
-        interp.Interpreter().run(program)
-        return 0
-    return driver.run_here(source, optimiser=args.level > 0)
-
-
-@command("build", "compile an L program to a native executable",
-         arg("file", help="an L source file"),
-         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"),
-         OPTIMISE)
-def build_command(args) -> int:
-    source, output = read_source(args.file), Path(args.output)
-    if output.is_dir():                 # checked before compiling, which may take a while
-        raise UsageError(f"cannot write {output}: it is a directory")
-    if not output.parent.is_dir():
-        raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
-    if output.exists() and output.samefile(args.file):
-        raise UsageError(f"cannot write {output}: it is the source file")
-    driver.build(source, output, optimiser=args.level > 0)
-    return 0
-
-
-# %% [markdown]
-# `lc --help` lists the environment variables that `lc` and the programs it
-# compiles read (chapter 1's `ENVIRONMENT`); this chapter adds the
-# runtime's, with the stack's default read from chapter 10's C, and the
-# command `repl`.
-
-# %%
-#| export cli
-def runtime_default(variable: str) -> str:
-    """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
-    m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
-    if not m:
-        return "set by the runtime"
-    size = int(m.group(1)) << int(m.group(2))
-    unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
-    return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
-
-
-ENVIRONMENT.update({
-    "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
-                     "stops with a runtime error (bytes, or with K, M or G; default 1G, or a quarter of "
-                     "the machine's memory if that is less)",
-    "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
-                     f"(default {runtime_default('LC_STACK_SIZE')})",
-    "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
-    "CC": "the C compiler that compiles the runtime and links executables (default cc)",
-})
-
-
-@command("repl", "read L definitions and expressions, and run them one at a time")
-def repl_command(args) -> int:
-    interactive = sys.stdin.isatty()
-    if interactive:
-        print("L, compiled to native code one entry at a time. End with Ctrl-D.")
-    driver.repl(sys.stdin, lambda text: print(text, end="", flush=True), prompt=interactive)
-    return 0
+# `lc run` now compiles natively (`run_here`); the reference interpreter
+# stays one flag away, `lc run --interp`, for comparison and for debugging
+# the compiler. `lc build` writes an executable (`build`). `lc repl` starts
+# a session on the terminal (`repl`), with a prompt when its input is a
+# terminal, and without when it reads a file or a pipe — the way the tests
+# drive it. Each command is a few lines around this chapter's functions;
+# they are in [appendix C](C_cli.ipynb#the-commands), with the rest of the
+# command line, and `lc --help` lists the runtime's environment variables
+# there.
 
 # %% [markdown]
 # From the shell — here through `subprocess`, because a program run by
@@ -1144,11 +1019,11 @@ with tempfile.TemporaryDirectory() as tmp:
 # compiler or a folder that does not exist is not one, and neither is a
 # reader that goes away before the output is written (`lc run prog.l |
 # head -1`): the program runs on to its end with its output discarded, as a
-# compiled program does, and `lc` ends quietly. Chapter 1's `main` sorts
-# the exceptions into these kinds; this chapter's part is the driver's
-# `ToolchainError` and the checks `lc build` makes on its output before it
-# starts compiling. Here are the mistakes of a new user, each with its
-# answer:
+# compiled program does, and `lc` ends quietly. `lc`'s `main` sorts
+# the exceptions into these kinds, and `lc build` checks where it will
+# write before it starts compiling ([appendix C](C_cli.ipynb) has both);
+# this chapter's part is the driver's `ToolchainError`. Here are the
+# mistakes of a new user, each with its answer:
 
 # %%
 def shell(*argv: str, env: dict | None = None, comment: str = "") -> None:
@@ -1314,3 +1189,36 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # 5. Draw the split of `bench/compile_speed.py`'s 1,250-line program into
 #    two parts with `part_boxes`, showing only the names used across the
 #    cut. Which order of definitions would send fewer calls across it?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. Each entry's module defines its definitions' global slots; a later
+#    entry must *declare* them (`external global`) instead of defining them
+#    again, as a part of a split module declares what another part homes.
+#    MCJIT resolves the declarations against the modules it already holds,
+#    so the slots keep their values between entries, and a definition
+#    entered again must get a new name — the REPL's `definitions` would
+#    then map each name to its latest version.
+# 2. It is [appendix B](B_support.ipynb)'s first exercise: pipes instead of
+#    temporary files, read with `select` while the child runs, each chunk
+#    handed to a callback that prints it into the cell. The `%%L` magic then
+#    passes a callback that writes to the cell's output.
+# 3. Give `machine_code` the level and pass it on from `compile_source`,
+#    `run_here` and `build` (`-O0` meaning both optimisers off). At O0 LLVM
+#    compiles faster and the programs run slower: how much of each is for
+#    your machine to measure, with `bench/compile_speed.py` for the compile
+#    time and `bench/run.py` for the programs.
+# 4. Add the shapes to the generator's runaway recursions and run a few
+#    hundred programs with `tools/random_programs.py`. Each should stop
+#    with "stack overflow" at its recursive call, every way; a finding is a
+#    recursion that crashes compiled, or stops at another place, or with
+#    another message, one way than another.
+# 5. `part_boxes` of the plan of `split`, with the boxes filtered to the
+#    names whose uses cross from one part to the other. Fewer calls cross
+#    the cut when the definitions that call each other most are in the same
+#    run of the order: the depth-first order the driver uses already keeps
+#    a function with what it calls first; ordering by the call graph's
+#    strongly connected components, largest first, would keep mutual
+#    recursions whole.
+#
+# </details>

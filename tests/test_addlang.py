@@ -35,7 +35,7 @@ def test_native_program_prints_what_the_interpreter_prints(e):
     program = compile(e, print_and_halt)
     run = jit_run(llvm_module(program))
     assert run.status == 0
-    assert run.output == evaluate(program)[0] == f"{value_of(e)}\n"
+    assert run.stdout == evaluate(program)[0] == f"{value_of(e)}\n"
 
 
 @settings(max_examples=150, deadline=None)
@@ -53,13 +53,13 @@ def test_numbering_survives_a_print_between_additions(e1, e2):
     # printf's i32 result takes a register number: an Add after a Print must count it.
     program = compile(e1, lambda v1: Llvm.Print(v1, compile(e2, print_and_halt)))
     run = jit_run(llvm_module(program))
-    assert run.output == evaluate(program)[0] == f"{value_of(e1)}\n{value_of(e2)}\n"
+    assert run.stdout == evaluate(program)[0] == f"{value_of(e1)}\n{value_of(e2)}\n"
 
 
 def test_addition_wraps_around_at_64_bits():
     big = Exp.Add(Exp.Lit(2**63 - 1), Exp.Lit(1))
     assert value_of(big) == -2**63 == wrap64(2**63)
-    assert jit_run(llvm_module(compile(big, print_and_halt))).output == f"{-2**63}\n"
+    assert jit_run(llvm_module(compile(big, print_and_halt))).stdout == f"{-2**63}\n"
 
 
 def test_a_literal_alone_compiles_to_no_instruction():

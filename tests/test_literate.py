@@ -85,7 +85,7 @@ def test_an_export_directive_moves_code_and_nothing_else():
 
 def test_the_site_builds_strictly(built_site):
     chapter = (built_site / "notebooks" / "01_addlang" / "index.html").read_text()
-    assert "Run(output=" in chapter, "the chapter page shows the notebook's stored outputs"
+    assert "Result(stdout=" in chapter, "the chapter page shows the notebook's stored outputs"
     assert "highlight-ipynb" in chapter, "code cells are highlighted"
     assert not (built_site / "notebooks" / "01_addlang.py").exists(), "twins are not pages"
 
@@ -139,6 +139,21 @@ def test_a_class_grown_over_cells_becomes_one_class_body(small_book):
     exec(compile(text, "demo.py", "exec"), namespace)
     assert namespace["B"] == 2 and len(namespace["A"].__mro__) == 2
     assert namespace["__all__"] == ["A", "B"]
+
+
+def test_a_module_an_appendix_fills_gets_its_docstring_and_the_appendix_promises(small_book):
+    write_notebook(small_book / "notebooks", "A_demo", [
+        ("md", "# Appendix A. Demo\n\nA first paragraph.\n\n## What this appendix promises\n\n"
+               "- `x` is one.\n\n## The code"),
+        ("code", "#| default_exp first"),
+        ("code", "#| export\nx = 1"),
+        ("code", "#| export second\n\"\"\"The second module.\"\"\"\n\ny = 2"),
+    ])
+    literate.export()
+    first, second = ((small_book / "pkg" / f"{m}.py").read_text() for m in ("first", "second"))
+    assert '"""Appendix A. Demo\n\nA first paragraph.\n\nWhat this appendix promises:\n\n- `x` is one.' in first
+    assert '"""The second module.\n\nWhat this appendix promises:\n\n- `x` is one.' in second
+    assert "A_demo.ipynb" in second.splitlines()[0]
 
 
 def test_a_replaced_definition_leaves_the_module_and_a_wrong_name_is_an_error(small_book):

@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("notebooks", nargs="*", metavar="NB",
                         help="notebooks, by name (03_anf, 03_anf.ipynb or notebooks/03_anf.py); all by default")
     names = parser.parse_args(argv).notebooks
-    paths = [NOTEBOOKS / (Path(n).stem + ".ipynb") for n in names] or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    paths = [NOTEBOOKS / (Path(n).stem + ".ipynb") for n in names] or sorted(NOTEBOOKS.glob("[0-9A-Z]*.ipynb"))
     missing = [str(p.relative_to(ROOT)) for p in paths if not p.is_file()]
     if missing:
         parser.error("no such notebook: " + ", ".join(missing))

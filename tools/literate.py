@@ -24,7 +24,10 @@ The generated modules read as code written in one go:
   linger in the package (an explicit directive: a name that no earlier cell
   defines is an error);
 - the module docstring is the chapter's title, its first paragraph and its
-  section "What this chapter promises"; every block is marked with its cell;
+  section "What this chapter promises" (or "… appendix promises"); a module
+  that a notebook fills with ``#| export NAME`` cells alone gets its first
+  cell's docstring and that notebook's promises; every block is marked with
+  its cell;
 - a syntax error in an exported cell is reported with its notebook and cell.
 
 A code cell that starts with ``%%c FILE`` is C: it goes, in order, into the
@@ -110,6 +113,16 @@ def promises(cells: list) -> str:
     return "\n".join(found).strip()
 
 
+def promiser(cells: list) -> str:
+    """Who makes the promises: "chapter", "stage" or "appendix", as the section's heading says."""
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if m := PROMISES.match(line):
+                    return m.group(2).lower()
+    return "chapter"
+
+
 def read_notebook(path: Path) -> tuple[str | None, str, list[tuple[str, Part]]]:
     """(default module, docstring, [(module, part)]) of one notebook.  A part whose module
     ends in .c or .h comes from a C cell (one that starts with ``%%c FILE``)."""
@@ -125,7 +138,7 @@ def read_notebook(path: Path) -> tuple[str | None, str, list[tuple[str, Part]]]:
                     paragraphs = [p.strip() for p in source.split("\n\n") if p.strip()]
                     doc = "\n\n".join([headings[0]] + paragraphs[1:2])
                     if contract := promises(cells):
-                        doc += "\n\nWhat this chapter promises:\n\n" + contract
+                        doc += f"\n\nWhat this {promiser(cells)} promises:\n\n" + contract
                 section = headings[-1]
             continue
         if cell["cell_type"] != "code":
@@ -302,9 +315,13 @@ def render_package() -> dict[Path, str]:
             modules.setdefault(module, []).append(part)
     c_files = {m: ps for m, ps in modules.items() if m.endswith((".c", ".h"))}
     modules = {m: ps for m, ps in modules.items() if m not in c_files}
-    for m, ps in modules.items():   # a module no notebook owns: its first cell's docstring
-        if m not in docs and ps and (doc := first_docstring(ps[0].code)) is not None:
-            docs[m], ps[0].code = doc, ps[0].code.split('"""', 2)[2].lstrip("\n")
+    for m, ps in modules.items():   # a module no notebook owns: its first cell's docstring, and the
+        if m not in docs and ps and (doc := first_docstring(ps[0].code)) is not None:   # promises of
+            docs[m], ps[0].code = doc, ps[0].code.split('"""', 2)[2].lstrip("\n")   # its one notebook
+            if len(homes := {p.notebook for p in ps}) == 1:
+                cells = json.loads((ROOT / homes.pop()).read_text(encoding="utf-8"))["cells"]
+                if contract := promises(cells):
+                    docs[m] += f"\n\nWhat this {promiser(cells)} promises:\n\n" + contract
     files = {PACKAGE / f"{m}.py": render_module(m, docs.get(m, ""), ps) for m, ps in modules.items()}
     files.update({PACKAGE / m: render_c(m, ps) for m, ps in c_files.items()})
     listing = "\n".join(f"- `lcompiler.{m}`: "
@@ -381,14 +398,14 @@ def unpaired_notebooks() -> list[str]:
         if a != b:
             where = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             problems.append(f"{rel(ipynb)} and {twin.name} differ from cell {where + 1} on")
-    for twin in sorted(NOTEBOOKS.glob("[0-9]*.py")):
+    for twin in sorted(NOTEBOOKS.glob("[0-9A-Z]*.py")):
         if not twin.with_suffix(".ipynb").exists():
             problems.append(f"{rel(twin)} has no .ipynb")
     return problems
 
 
 def twins_named(names: list[str]) -> list[Path]:
-    return [NOTEBOOKS / (Path(n).stem + ".py") for n in names] or sorted(NOTEBOOKS.glob("[0-9]*.py"))
+    return [NOTEBOOKS / (Path(n).stem + ".py") for n in names] or sorted(NOTEBOOKS.glob("[0-9A-Z]*.py"))
 
 
 def sync(names: list[str]) -> list[Path]:

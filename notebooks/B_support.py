@@ -1,0 +1,634 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Appendix B. What the stages share: the host
+#
+# A compiler written in Python asks things of the machine it runs on and of
+# Python itself, and several of its stages ask the same things: a pause of
+# Python's garbage collector while they build big structures, more room
+# for recursion than Python gives by default, LLVM's description of the
+# machine, the C library, a child process in which to run code that may
+# crash, a thread with a big stack. Each was first written in the chapter
+# that needed it first; they live here, once, in `lcompiler.support`, and
+# every stage that needs one imports it from here.
+
+# %% [markdown]
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** Python (CPython 3.11: two of the tools below depend on how it
+# runs Python calls) and [llvmlite](https://llvmlite.readthedocs.io); nothing
+# from the chapters.
+#
+# **Builds:** the module `lcompiler.support` — `collector_paused`,
+# `NESTING_LIMIT` and `recursion_limit`, `target_machine`, `libc`,
+# `run_in_child` and its `Result`, `on_big_stack`, `in_frame_room` and
+# `collector_looks_every`.
+#
+# </div>
+#
+# The pieces come from [chapter 1](01_addlang.ipynb) (the target machine,
+# running in a child), [chapter 4a](04a_syntax.ipynb) (the paused collector,
+# the recursion limit), [chapter 4b](04b_meaning.ipynb) (the reference
+# interpreter's thread, frames and collector), [chapter 10](10_llvm.ipynb)
+# (the executable's target machine) and [chapter 11](11_running.ipynb)
+# (running a compiled program in a child, with a time limit). Those chapters
+# say what they need and why, and link here for how. [Appendix
+# A](A_errors.ipynb) holds the errors and the drawings, [appendix
+# C](C_cli.ipynb) the command line.
+
+# %%
+#| default_exp support
+
+# %% [markdown]
+# ## What this appendix promises
+#
+# - `collector_paused()`: Python's cyclic garbage collector does not run
+#   inside it, and is as it was after it, whatever happens inside.
+# - `recursion_limit(n)`: inside it, at least `n` more Python frames than
+#   are running when it starts; Python's limit as it was after it.
+#   `NESTING_LIMIT` is the room the recursive stages ask for.
+# - `target_machine(executable=False)`: a new LLVM target machine for this
+#   host, LLVM initialised on first use: the JIT's (MCJIT's defaults), or an
+#   executable's (position-independent code, small code model).
+# - `run_in_child(main, timeout=None)`: `main()` runs in a forked child, with
+#   its standard output and error captured; the `Result` holds them and the
+#   exit status (`-N` when signal N killed the child). A child that runs
+#   longer than `timeout` seconds is killed, and so is the child of a caller
+#   that is interrupted. Nothing the child does — exit, crash, overflow its
+#   stack — reaches the caller.
+# - `on_big_stack(run, *args)`: `run(*args)` on a thread with a C stack of
+#   `THREAD_STACK` bytes; its result, or its exception, as if called here; an
+#   interrupt of the caller interrupts it too.
+# - `in_frame_room(run, *args)`: `run(*args)`, the frames of its Python calls
+#   in one block of memory reserved at once, or as usual where the system
+#   will not reserve it.
+# - `collector_looks_every(n)`: inside it, the garbage collector looks at new
+#   objects once every `n` of them; its thresholds as they were after it.
+#
+# ## Who uses what
+#
+# Every stage imports what it needs from this module by name, so the
+# package itself says who shares what. The cell reads the import lines of
+# every module of the package:
+
+# %%
+import ast
+from pathlib import Path
+
+import lcompiler
+import lcompiler.support
+
+users: dict = {}
+for path in sorted(Path(lcompiler.__file__).parent.glob("*.py")):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "lcompiler.support":
+            for alias in node.names:
+                users.setdefault(alias.name, []).append(path.stem)
+for name in lcompiler.support.__all__:
+    if name in users:
+        print(f"{name:22} {', '.join(users[name])}")
+
+# %% [markdown]
+# Most names serve several stages. The last three serve only the reference
+# interpreter of chapter 4b, but they are about Python, not about L: any
+# program that recurses deeply in Python, and allocates as it goes, needs
+# them. The module's other names are the parts these are made of.
+#
+# ## The garbage collector, paused
+#
+# Python frees most objects as soon as the last reference to them goes.
+# What reference counting cannot free — cycles, objects that refer to each
+# other — a second collector finds, by walking the objects that might be in
+# a cycle; it looks at the youngest each time 700 more objects have been
+# made than freed, and at older ones, whole, now and then. A stage of the
+# compiler makes hundreds of thousands of small objects and frees none until
+# it ends: tokens, spans, tree nodes, CPS terms. The collector does not know
+# they will all live, and walks them again and again as they pile up. On
+# the large programs of [chapter 4a](04a_syntax.ipynb#how-fast-and-how-it-scales)'s
+# measurements it costs a good part of the parsing time (the chapter prints
+# how much), for nothing: tokens, spans and tree nodes never form cycles. So every stage that builds a big
+# structure — the lexer and the parser, the conversion to CPS, the
+# optimiser, closure conversion, the back end, the driver that splits a
+# module — runs with the collector paused. Paused, not turned off: what it
+# would have found, it finds at its next look after the stage.
+
+# %%
+#| export
+import gc
+import sys
+from contextlib import contextmanager
+
+
+@contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector, restoring its state after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+# %%
+print("before:", gc.isenabled())
+with collector_paused():
+    print("inside:", gc.isenabled())
+    with collector_paused():        # inside a stage that pauses it too, as the parser inside lc run
+        pass
+    print("inside, after a nested pause:", gc.isenabled())
+print("after:", gc.isenabled())
+
+# %% [markdown]
+# A pause inside a pause leaves the collector paused when it ends: each
+# restores the state it found, not "on".
+#
+# ## Room for recursion
+#
+# The parser of [chapter 4a](04a_syntax.ipynb) is recursive, a method for
+# each rule of the grammar, and so are the later stages that walk the tree:
+# desugaring, type inference, the conversion to CPS. Python's default
+# recursion limit, 1000 frames, would stop them at a nesting depth of about
+# two hundred parentheses. CPython 3.11 runs a call from Python code to
+# Python code without the C stack — the new frame is a small record on a
+# stack of its own, on the heap — so raising the limit is safe for code
+# that recurses only in Python. `recursion_limit(n)` raises it while a stage
+# works, to `n` frames more than are running when it starts: the room is
+# counted from the stage, so that a program is too deep or not whoever
+# calls the stage (`lc run` calls the parser from further down than `lc run
+# --interp`). `NESTING_LIMIT`, twenty thousand frames, is thousands of
+# levels of nesting; chapter 4a shows what happens past it — a located
+# error, not a crash — and [chapter 7](07_cps_convert.ipynb) asks for fifty
+# times as much, for its higher-order translation.
+
+# %%
+#| export
+NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
+
+
+def stack_depth() -> int:
+    """How many Python frames are running, this one's caller included."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+@contextmanager
+def recursion_limit(limit: int):
+    """Run with room for at least limit more Python frames (CPython 3.11 recursion in Python
+    code does not use the C stack, so this is safe for code that recurses only in Python)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, stack_depth() + limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+# %%
+def depth(n: int) -> int:
+    return 0 if n == 0 else 1 + depth(n - 1)
+
+
+before = sys.getrecursionlimit()
+try:
+    depth(5_000)
+except RecursionError:
+    print("5,000 calls deep: RecursionError")
+with recursion_limit(NESTING_LIMIT):
+    print("5,000 calls deep inside recursion_limit(NESTING_LIMIT):", depth(5_000))
+print("the limit restored after:", sys.getrecursionlimit() == before)
+
+# %% [markdown]
+# ## LLVM's description of the machine
+#
+# LLVM compiles for a *target machine*: the processor, its features, the
+# operating system, and how code is laid out in memory. Two parts of the
+# book ask for one. The JIT ([chapter 1](01_addlang.ipynb), and
+# [chapter 11](11_running.ipynb) for L) loads machine code into this
+# process; `lc build` ([chapter 11](11_running.ipynb)) writes an executable,
+# and `lc show asm` ([chapter 10](10_llvm.ipynb)) shows its code. They want
+# different machine code. MCJIT may load the code anywhere in the 64-bit
+# address space, so its target machine uses the *large* code model: a direct
+# call is a `movabs` of the callee's address into a register, then a `call`
+# through it. An executable is linked at one place, so `lc build` asks for
+# the *small* code model and position-independent code: a direct call is one
+# `call` instruction. `target_machine(executable)` makes either, and
+# initialises LLVM's parts for this machine the first time it is called.
+#
+# One trap of llvmlite deserves a warning, because it fails far from its
+# cause: an execution engine takes *ownership* of the target machine it is
+# given and frees it when the engine is garbage-collected. Sharing one
+# target machine between engines works once, and the next engine crashes
+# the process. So `target_machine` makes a new one each time; it is cheap.
+
+# %%
+#| export
+import llvmlite.binding as llvm
+
+_llvm_ready = False
+
+
+def target_machine(executable: bool = False) -> llvm.TargetMachine:
+    """A new LLVM target machine for this host (LLVM initialised on first use): the JIT's, with
+    MCJIT's defaults (the large code model), or an executable's (position independent, small code
+    model)."""
+    global _llvm_ready
+    if not _llvm_ready:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        _llvm_ready = True
+    if not executable:
+        return llvm.Target.from_default_triple().create_target_machine()
+    return llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
+
+
+# %% [markdown]
+# A function that calls another, compiled for each machine; the lines that
+# make the call:
+
+# %%
+CALLER = """\
+declare i64 @f(i64)
+define i64 @g(i64 %x) {
+  %y = call i64 @f(i64 %x)
+  ret i64 %y
+}
+"""
+for executable in (False, True):
+    assembly = target_machine(executable).emit_assembly(llvm.parse_assembly(CALLER))
+    calls = [line.strip() for line in assembly.splitlines() if "call" in line or "movabs" in line]
+    print(f"{'an executable' if executable else 'the JIT':14}", " ; ".join(calls))
+
+# %% [markdown]
+# ## Running in a child
+#
+# Machine code that LLVM compiled from our text runs in the process that
+# called it, with nothing between it and the machine. If it crashes, the
+# process goes; if it calls `exit`, as chapter 1's programs do, the process
+# ends; if it never stops, neither does the caller. For `lc run` that is
+# what a user expects. For a notebook kernel, the REPL, or a test suite that
+# runs thousands of programs, it is not: they must outlive what they run.
+# So they run it the way a shell runs a program: in a child process.
+# `os.fork` makes a copy of the current process, machine code included, in
+# about a millisecond. The child sends its standard output and error to two
+# temporary files, calls `main`, and is gone; the parent waits, reads the
+# files, and returns what happened — what the program wrote and how it ended
+# — as a `Result`. Whatever the program does ends the child, never the
+# parent. A program that never stops is stopped by `timeout` (seconds), or
+# by an interrupt (the notebook's stop button), either of which kills the
+# child. (Reading the files in Python and printing the text also makes the
+# output visible to the notebook's tests, which do not see what native code
+# writes to the file descriptor 1 of the kernel.)
+#
+# Two flushes keep the output in order. Before the fork, every buffer —
+# C's, through the C library `libc`, and Python's — is flushed, so that
+# nothing buffered is written twice, once by each process. In the child,
+# after `main` returns, C's buffers are flushed again, since `os._exit` ends
+# the child without flushing them.
+
+# %%
+#| export
+import ctypes
+import os
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+libc = ctypes.CDLL(None)         # the C library this process runs with
+
+
+@dataclass(frozen=True)
+class Result:
+    """How a program ran: what it wrote, and its exit status (-N: killed by signal N)."""
+    stdout: str
+    stderr: str
+    status: int
+
+
+def run_in_child(main: Callable[[], int], timeout: float | None = None) -> Result:
+    """Call main() in a forked child whose standard output and error are captured; kill it after
+    timeout seconds, or when the caller is interrupted."""
+    libc.fflush(None)                             # nothing buffered may be written twice
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:                              # the child: never returns
+            status = 70
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                status = main()
+                libc.fflush(None)                 # os._exit would drop what C still buffers
+            finally:
+                os._exit(status)
+        try:
+            status = wait(pid, timeout)
+        except BaseException:                     # an interrupt: the child goes with it
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+        out.seek(0)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+        if status == -signal.SIGKILL and timeout is not None:
+            stderr += f"stopped: the program ran longer than {timeout:g} s\n"
+        return Result(out.read().decode(errors="replace"), stderr, status)
+
+
+# %% [markdown]
+# `wait` waits for the child, polling when there is a time limit, and kills
+# it when the limit is passed:
+
+# %%
+#| export
+def wait(pid: int, timeout: float | None) -> int:
+    """The exit status of child pid; kill it after timeout seconds."""
+    if timeout is None:
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        time.sleep(0.005)
+
+
+# %% [markdown]
+# Three children: one that writes to its standard output and error and ends
+# with status 3, one that kills itself with the signal of a crash, and one
+# that would sleep for ten seconds, stopped after a fifth of one:
+
+# %%
+print(run_in_child(lambda: os.write(1, b"to stdout\n") and os.write(2, b"to stderr\n") and 3))
+print("status", run_in_child(lambda: os.kill(os.getpid(), signal.SIGSEGV)).status)
+print(run_in_child(lambda: time.sleep(10) or 0, timeout=0.2))
+
+# %% [markdown]
+# Signal 11 is `SIGSEGV`, what a program that reads memory it may not
+# gets; signal 9 is `SIGKILL`, which `wait` sent. The notebook is still
+# here.
+#
+# ## A program on a stack of its own
+#
+# The reference interpreter of [chapter 4b](04b_meaning.ipynb) runs L
+# programs that recurse a million calls deep, by recursing in Python
+# itself; its design note on deep calls says why it chose that. It asks
+# three more things of the host, and each is generic: any program that
+# recurses deeply in Python, and allocates a lot while it does, needs the
+# same.
+#
+# **A big C stack.** CPython runs Python-to-Python calls without the C
+# stack, but not everything is such a call: C code that calls back into
+# Python, or walks a deep structure itself (`repr` of a deeply nested
+# list), recurses on the C stack, which is 8 MiB on the main thread, and a
+# C stack overflow kills the process. `on_big_stack` runs a function on a
+# thread of its own, made with a C stack of `THREAD_STACK` bytes, 256 MiB
+# — the stack the compiled code of chapter 10 has — waits for it, and hands
+# back its result or its exception. Two details make the thread invisible to
+# the caller. The thread runs in a copy of the caller's *context* (Python's
+# `contextvars`), where Jupyter keeps the cell that output belongs to. And
+# an interrupt — Ctrl-C, or the stop button of a notebook — reaches only
+# the main thread, which is waiting; it passes the `KeyboardInterrupt` on to
+# the running thread, as an *asynchronous exception*
+# (`PyThreadState_SetAsyncExc`, which raises it in that thread at its next
+# Python instruction), so that a program that loops for ever can still be
+# stopped.
+
+# %%
+#| export
+import contextvars
+import threading
+
+THREAD_STACK = 256 << 20   # the C stack of the thread on_big_stack starts, in bytes
+
+
+def on_big_stack(run, *args):
+    """run(*args) on a thread with a THREAD_STACK-byte C stack: its result, or its exception."""
+    outcome = {}
+
+    def thread_main():
+        try:
+            outcome["value"] = run(*args)
+        except BaseException as error:
+            outcome["error"] = error
+
+    old = threading.stack_size(THREAD_STACK)
+    try:
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(thread_main,), daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(old)
+    try:
+        thread.join()
+    except KeyboardInterrupt:                   # stop the program too, then report the interrupt
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(KeyboardInterrupt))
+        thread.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+# %% [markdown]
+# `repr` of a list nested a hundred thousand deep recurses in C, a few C
+# frames per level: at that depth, more than the main thread's 8 MiB of C
+# stack hold (the process dies of it, with `SIGSEGV`), and well within the
+# thread's 256. And an exception raised on the thread is raised again in
+# the caller:
+
+# %%
+nested: list = []
+for _ in range(100_000):
+    nested = [nested]
+with recursion_limit(1_000_000):
+    print("the repr has", len(on_big_stack(repr, nested)), "characters")
+try:
+    on_big_stack(int, "forty-two")
+except ValueError as error:
+    print("raised in the caller:", error)
+
+# %% [markdown]
+# **Frames in one block.** CPython keeps its stack of Python frames in
+# blocks of 16 KiB, which it asks the system for when a call needs one
+# more and gives back as soon as the call returns: a recursion that goes
+# down and up again pays two system calls, and the kernel's page faults,
+# each time it crosses into a new block. `in_frame_room` starts a function
+# inside a call whose frame claims half a gigabyte. CPython sizes the frame
+# of a call from its code object, which says how many values the call may
+# push on its own evaluation stack; `ROOMY_ENTER` is the small function
+# `enter` with a code object that claims room for `FRAME_ROOM` more (2²⁶
+# values, 512 MiB). Calling it makes CPython ask the system for a block of
+# its frame stack large enough for that frame — a gigabyte, as it rounds up
+# to a power of two — which the system only reserves: a page costs memory
+# when a frame first touches it. The frame itself never uses its room, and
+# the frames of the calls that follow go into the half after it. Where the
+# system will not reserve so much (a limit set with `ulimit -v`, say), the
+# call fails before `enter` runs, and the function runs as Python would run
+# it anyway.
+
+# %%
+#| export
+import types
+
+FRAME_ROOM = (1 << 26) + 64     # values: a frame of just over 512 MiB, in a block of 1 GiB
+
+
+def enter(entered: list, run, *args):
+    entered.append(True)
+    return run(*args)
+
+
+ROOMY_ENTER = types.FunctionType(enter.__code__.replace(co_stacksize=enter.__code__.co_stacksize + FRAME_ROOM),
+                                 enter.__globals__, "roomy_enter")
+
+
+def in_frame_room(run, *args):
+    """run(*args), the frames of its calls in one block of memory reserved at once; run as usual
+    if the system will not reserve it."""
+    entered = []
+    try:
+        return ROOMY_ENTER(entered, run, *args)
+    except MemoryError:
+        if entered:                 # not the frame: run itself ran out of memory
+            raise
+    return run(*args)
+
+
+# %%
+with recursion_limit(200_000):
+    print("100,000 calls deep, in frame room:", in_frame_room(depth, 100_000))
+print("room claimed, in values:", ROOMY_ENTER.__code__.co_stacksize - enter.__code__.co_stacksize)
+
+# %% [markdown]
+# **A collector that looks less often.** A recursion a million calls deep
+# keeps every frame alive, and a program that builds a long list keeps every
+# cell: each look of the garbage collector at the youngest objects then
+# frees nothing, and moves them to an older generation that it walks again,
+# whole, now and then. For a parser, whose objects never form cycles,
+# pausing the collector is the answer. An L program can make cycles (a
+# closure that assigns to a `var` it captures may be stored in it), so the
+# interpreter keeps the collector running and lets it look once every
+# million new objects instead of every 700: cycles are still found, only
+# less often. `collector_looks_every(n)` sets that threshold while a
+# function runs, and puts back the one it found:
+
+# %%
+#| export
+@contextmanager
+def collector_looks_every(young: int):
+    """Let Python's cyclic garbage collector look at new objects once every `young` of them,
+    restoring its thresholds after."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(young, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+# %%
+print("before:", gc.get_threshold())
+with collector_looks_every(1_000_000):
+    print("inside:", gc.get_threshold())
+print("after:", gc.get_threshold())
+
+# %% [markdown]
+# How much each of these saves the interpreter is measured where it is
+# used: [chapter 4b](04b_meaning.ipynb#measured-tail-calls-and-deep-calls)
+# times deep recursions and the heap limit with them.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: a support module, not the first chapter that needed it</p>
+#
+# Before this appendix, each of these lived in the chapter that first
+# needed it: the target machine and the child process in chapter 1's toy
+# compiler of additions, the paused collector and the recursion limit in
+# chapter 4a's parser, the thread in chapter 4b's interpreter. Every later
+# stage then imported the back end's target machine from the module of
+# additions, and the paused collector from the parser — seven modules, at
+# nineteen places. That reads as if the back end were built on the toy, and
+# makes the toy's module hard to change. l-lang, the original L compiler,
+# has a `support` directory for exactly this: what several passes share,
+# and none of them is about. A stage's chapter still says what it needs and
+# why — chapter 4a why the parser pauses the collector, chapter 4b why the
+# interpreter recurses in Python — and links here for how.
+#
+# </div>
+#
+# ## What the tests check
+#
+# `tests/test_support.py` holds this appendix's promises: the collector and
+# the recursion limit are as they were after a pause or a raise, an
+# exception inside included; `run_in_child` returns what a child wrote on
+# each stream and its status, for a status, a crash and a time limit;
+# `on_big_stack` hands back results and exceptions; and no other module of
+# the package defines a name of this module — each imports it from here.
+# They run with the rest: `tests/test_interp.py` stops a running program with
+# an interrupt and runs recursions a million calls deep, and
+# `tests/test_native.py` runs every compiled program in a child.
+#
+# ## Exercises
+#
+# 1. `run_in_child` reads what the child wrote only when the child has
+#    ended. Make it hand the output to a callback as it comes, so that a long
+#    program shows its progress in a notebook. What replaces the temporary
+#    files?
+# 2. `wait` polls every 5 ms when there is a time limit. Wait without
+#    polling instead (`signal.alarm`, or `os.pidfd_open` and `select`). What
+#    does each cost, and which works on macOS?
+# 3. Without `in_frame_room`, how does the time of a recursion a million
+#    calls deep change? Time `Interpreter().run` on chapter 4b's deep
+#    recursion with `in_frame_room` replaced by a plain call.
+# 4. Why must `recursion_limit` count the frames already running
+#    (`stack_depth`) instead of setting the limit to `NESTING_LIMIT`?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. A pipe per stream instead of a file, read by the parent while the
+#    child runs: `os.pipe()`, the child's `dup2` onto the write ends, and in
+#    the parent a loop over `select.select` on the read ends that calls the
+#    callback with each chunk, until both ends report end of file; then
+#    `wait`. A pipe that nobody reads fills (64 KiB on Linux) and blocks the
+#    child, which is why the loop must read both streams at once.
+# 2. `os.pidfd_open(pid)` gives a file descriptor that becomes readable
+#    when the child ends: `select.select([fd], [], [], timeout)` waits for
+#    that or the time limit, with no polling and no signal. It is Linux only
+#    (5.3 and later). `signal.alarm` works everywhere, but only in the main
+#    thread, with whole seconds, and it interrupts whatever else the process
+#    is doing; polling works everywhere at the cost of waking up 200 times a
+#    second, which is nothing next to compiling the program.
+# 3. It gets slower, by how much depends on the system: every 16 KiB of
+#    frames, on the way down and again on the way up, CPython asks the
+#    system for a block and gives it back. Chapter 4b measures the whole
+#    interpreter; to see this part alone, run the same recursion both ways
+#    under `time` several times, alternating.
+# 4. Because the limit is on all the frames running, not on those of the
+#    stage. Called from deep inside `lc run`, a parser given a limit of
+#    `NESTING_LIMIT` would have less room than called from a notebook, and a
+#    program would be too deep or not depending on who asked; counted from
+#    the stage, the room is the same for every caller. And setting a limit
+#    below the frames already running would raise `RecursionError` at once.
+#
+# </details>

@@ -1,0 +1,571 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Appendix C. The command line: lc
+#
+# The package installs a command, `lc`, with which a reader runs the
+# compiler on programs of their own: compile and run, build an executable,
+# show what one stage hands to the next, type definitions into a REPL. Each
+# of its commands does the work of one chapter or more; this appendix is the
+# command line itself, in one place and as it is at the end of the book: the
+# registry of its commands, the parser of its arguments, and the one
+# function through which every failure becomes a message and an exit status,
+# never a Python traceback.
+
+# %% [markdown]
+# <div class="admonition abstract">
+# <p class="admonition-title">Needs / Builds</p>
+#
+# **Needs:** every chapter that has something to run: [chapter
+# 1](01_addlang.ipynb) for `lc add`; [chapter 4](04_pipeline.ipynb)'s
+# pipeline, whose stages chapters 4a to 10 fill in, for `lc show`; the
+# reference interpreter of [chapter 4b](04b_meaning.ipynb), the type checker
+# of [chapter 5](05_types.ipynb) and the driver of [chapter
+# 11](11_running.ipynb) for `lc run`, `lc build` and `lc repl`; the
+# runtime of [chapter 10](10_llvm.ipynb), for the environment variables it
+# reads; and [appendix A](A_errors.ipynb)'s errors, which `lc` reports.
+#
+# **Builds:** the module `lcompiler.cli`: `main`, which `lc` runs; its
+# commands `add`, `show`, `run`, `build` and `repl`; and `lc(...)`, which
+# runs the command in a notebook.
+#
+# </div>
+#
+# The code of this appendix was written a command at a time, in the chapters
+# whose work each command does: chapter 1 started the registry with `lc
+# add`, chapter 4a added `lc show`, chapters 4b, 5 and 11 each wrote a `lc
+# run` of their own, and chapter 11 added `lc build` and `lc repl`. Those
+# chapters still show the commands at work. [Appendix A](A_errors.ipynb)
+# holds the errors and the drawings, [appendix B](B_support.ipynb) what the
+# stages share with the machine they run on.
+
+# %%
+#| default_exp cli
+
+# %% [markdown]
+# ## What this appendix promises
+#
+# - `lc add EXPR` compiles an expression of chapter 1 and runs it (`--llvm`
+#   prints its LLVM module, `--interp` runs chapter 1's interpreter).
+# - `lc show STAGE FILE` prints what the stage `STAGE` of [chapter
+#   4](04_pipeline.ipynb)'s pipeline hands to the next, for an L file.
+# - `lc run FILE` compiles an L program to native code and runs it;
+#   `lc run --interp FILE` type-checks it and runs chapter 4b's reference
+#   interpreter instead; `lc build FILE -o EXE` writes an executable; `lc
+#   repl` reads definitions and expressions one at a time. `-O0` leaves out
+#   chapter 9's optimiser.
+# - `lc` ends with exit status 0 when all went well; 1 for a mistake in the
+#   program found before it runs (every error found, rendered as `FILE:LINE:COL:
+#   error: …`), or in how `lc` was called, or in the machine (`lc: error: …`);
+#   2 for a runtime error (`FILE:LINE:COL: runtime error: …`); 130 when
+#   interrupted; and 3, `lc: internal compiler error: …` in one line, only
+#   for a bug of `lc` itself. No Python traceback reaches the user.
+# - `lc --help` lists the commands and the environment variables `lc` and
+#   its programs read; `lc --version` names the version.
+# - `lc(*arguments)` runs the command in a notebook, its error output in
+#   order with its output, and returns the exit status.
+#
+# ## A registry of commands
+#
+# The command line is a small registry: `COMMANDS` maps each sub-command to
+# its help text, its arguments and the function that runs it, and
+# `ENVIRONMENT` lists the environment variables `lc` reads, for its help. A
+# `UsageError` is a mistake in how `lc` was called rather than in a program:
+# a file that cannot be read, say.
+
+# %%
+#| export
+import argparse
+import os
+import sys
+import textwrap
+from importlib import metadata
+from typing import Callable
+
+from lcompiler.errors import CompileError, Diagnostic
+
+COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
+ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
+
+
+class UsageError(Exception):
+    """A problem with how lc was called, not with a program: a file it cannot read, say."""
+
+
+# %% [markdown]
+# A sub-command is registered by decorating the function that runs it with
+# `command`, which records its help and its arguments; each argument is
+# written `arg(...)`, with exactly what `argparse`'s `add_argument` takes,
+# so that the registry needs no parser until `lc` runs.
+
+# %%
+#| export
+def arg(*names, **options) -> tuple:
+    """One argument of a sub-command, as argparse's add_argument takes it."""
+    return names, options
+
+
+def command(name: str, help: str, *arguments: tuple) -> Callable:
+    """Register `lc NAME`, run by the decorated function(args) -> exit status."""
+    def register(run: Callable) -> Callable:
+        COMMANDS[name] = (help, arguments, run)
+        return run
+    return register
+
+
+# %%
+print(arg("--llvm", action="store_true", help="print the LLVM module instead of running it"))
+
+
+# %% [markdown]
+# `argparse` exits with status 2 when the arguments are wrong, which for
+# `lc` would mean a runtime error; our parser says 1, a usage error. And
+# `lc --version` names the package's version and Python's.
+
+# %%
+#| export
+class ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):      # argparse's status is 2, a runtime error's for lc: use 1
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def version() -> str:
+    try:
+        return f"lc {metadata.version('lcompiler')} (Python {sys.version.split()[0]})"
+    except metadata.PackageNotFoundError:
+        return "lc (not installed)"
+
+
+# %% [markdown]
+# A program's output goes to standard output, which may be a pipe whose
+# reader has gone (`lc run p.l | head -1`) or a full disk. `flush_output`
+# flushes it at the end, or before an error message, so that what the
+# program printed comes first; if it cannot, it sends the rest nowhere and
+# says why — except for a closed pipe, which is no error of anyone's.
+
+# %%
+#| export
+def flush_output() -> str | None:
+    """Flush standard output; why it cannot be written, if it cannot (None for a closed pipe)."""
+    try:
+        sys.stdout.flush()
+        return None
+    except OSError as error:    # nothing more can go there: send what is buffered nowhere, quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
+
+
+# %% [markdown]
+# `main` builds the parser from the registry, with the environment
+# variables of `ENVIRONMENT` listed under `lc --help`, then runs
+# the sub-command. Everything that can go wrong becomes a message and an
+# exit status: a `Diagnostic` — a mistake in the L program, or a runtime
+# error — is shown with its place and its own status (1 or 2); a
+# `UsageError` or a failure of the system (a full disk, no C compiler) is
+# `lc: error: …` with status 1; an interrupt is 130; and any other
+# exception is a bug in `lc`, reported in one line as an internal compiler
+# error with status 3, never as a traceback.
+
+# %%
+#| export
+def main(argv: list[str] | None = None) -> int:
+    """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
+    time, 3 a bug in lc)."""
+    epilog = "environment variables:\n" + "\n".join(
+        textwrap.fill(text, 79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
+        for name, text in ENVIRONMENT.items())
+    parser = ArgumentParser(prog="lc", description="The L compiler of the book.",
+                            epilog=epilog if ENVIRONMENT else None,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help, arguments, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=help, description=help)
+        for names, options in arguments:
+            p.add_argument(*names, **options)
+        p.set_defaults(run=run)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:          # --help, --version, or a mistake in the arguments
+        return exit.code
+    try:
+        status = args.run(args)
+    except Diagnostic as error:
+        flush_output()                 # what the program printed comes first
+        print(error.render(), file=sys.stderr)
+        return error.status
+    except UsageError as error:
+        print(f"lc: error: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:            # the reader of the output is gone (lc … | head): stop, quietly
+        flush_output()
+        return 1
+    except OSError as error:           # the system, not the program or lc: a full disk, no C compiler
+        flush_output()
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"lc: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
+    except (RecursionError, MemoryError) as error:
+        print("lc: error: " + ("the input is nested too deeply for this compiler"
+                               if isinstance(error, RecursionError) else "out of memory"), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # a bug in lc, not in the input: say so, briefly
+        print(f"lc: internal compiler error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 3
+    if problem := flush_output():
+        print(f"lc: error: cannot write the output: {problem}", file=sys.stderr)
+        return 1
+    return status
+
+
+
+# %% [markdown]
+# ## Reading a program
+#
+# Every command but `add` reads an L file. Reading a file that does not
+# exist, or a directory, or one `lc` may not read, is a `UsageError` (exit
+# status 1), not a traceback. A file that is not UTF-8 is a mistake in the
+# program's text, so it is a `CompileError` at the first byte that cannot
+# be decoded, with its line. `OPTIMISE` is the option `-O` of the commands
+# that compile: `-O0` asks for the stages without the optimiser of
+# [chapter 9](09_shrink.ipynb).
+
+# %%
+#| export
+from pathlib import Path
+
+from lcompiler import pipeline
+from lcompiler.errors import Source, Span
+
+
+def read_source(path: str) -> Source:
+    """The text of an L file; a UsageError if it cannot be read, a CompileError if it is not UTF-8."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        return Source(path, data.decode("utf-8"))
+    except UnicodeDecodeError as error:        # located: the line is shown with the bad byte replaced
+        source = Source(path, data.decode("utf-8", errors="replace"))
+        at = len(data[:error.start].decode("utf-8", errors="replace"))
+        raise CompileError(f"this file is not UTF-8: byte 0x{data[error.start]:02x} cannot appear here "
+                           "(L source files are UTF-8)", Span(source, at, at + 1)) from None
+
+
+OPTIMISE = arg("-O", dest="level", type=int, choices=(0, 1), default=1, metavar="LEVEL",
+               help="-O0: without the optimiser of chapter 9 (-O1, the default: with it)")
+
+
+# %% [markdown]
+# ## The commands
+#
+# ### lc add
+#
+# The first command, from [chapter 1](01_addlang.ipynb), compiles and runs
+# an expression of additions. An expression with a variable in it has no
+# value to print, so it is an error, at the variable.
+
+# %%
+#| export
+from lcompiler import addlang
+
+
+@command("add", "compile an expression of additions to LLVM and run it (chapter 1)",
+         arg("expression", help="for example '3 + (2 + 4)'"),
+         arg("--llvm", action="store_true", help="print the LLVM module instead of running it"),
+         arg("--interp", action="store_true", help="run the interpreter instead of native code"))
+def add_command(args) -> int:
+    e, spans = addlang.parse(args.expression)
+    if unbound := addlang.free_variables(e):
+        raise CompileError(f"unbound variable {unbound[0]}: lc add compiles closed expressions",
+                           spans[unbound[0]])
+    program = addlang.compile(e, lambda result: addlang.Llvm.Print(result, addlang.Llvm.Halt()))
+    if args.llvm:
+        print(addlang.llvm_module(program), end="")
+        return 0
+    if args.interp:
+        output, _ = addlang.evaluate(program)
+        print(output, end="")
+        return 0
+    run = addlang.jit_run(addlang.llvm_module(program))
+    print(run.stdout, end="")
+    if run.status != 0:
+        print(f"lc: the compiled program failed with status {run.status}", file=sys.stderr)
+        return 2
+    return 0
+
+
+# %% [markdown]
+# ### lc show
+#
+# `lc show STAGE FILE` prints the output of one stage of [chapter
+# 4](04_pipeline.ipynb)'s pipeline for a file: `lc show tokens small.l`,
+# `lc show cps small.l`, `lc show asm small.l`. The pipeline knows its
+# stages and how to print each; the command only checks the name.
+
+# %%
+#| export
+@command("show", "print what one stage of the compiler hands to the next, for an L file",
+         arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
+                           "llvm-opt, asm"),
+         arg("file", help="an L source file"), OPTIMISE)
+def show_command(args) -> int:
+    if args.stage not in pipeline.names():
+        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(pipeline.names())}")
+    print(pipeline.show(args.stage, read_source(args.file), optimise=args.level > 0))
+    return 0
+
+
+
+# %% [markdown]
+# ### lc run
+#
+# `lc run` grew with the book. In [chapter 4b](04b_meaning.ipynb) it ran the
+# reference interpreter, the only way to run L then. From [chapter
+# 5](05_types.ipynb) on it type-checked the program first, so that an
+# ill-typed program is refused before anything runs. From [chapter
+# 11](11_running.ipynb) on it compiles to native code, and `--interp` runs
+# the reference interpreter instead — after the type checker, as in chapter
+# 5. The package holds that last version only; the chapters tell the story,
+# and show the command at work with `--interp`. The native path runs the
+# program in this process (`driver.run_here`): its output and its runtime
+# errors are written by the program itself, and a runtime error ends the
+# process with status 2, which is `lc`'s.
+
+# %%
+#| export
+import re
+
+from lcompiler import driver, interp, llvm_backend, types
+
+
+@command("run", "compile an L program to native code and run it",
+         arg("file", help="an L source file"),
+         arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
+         OPTIMISE)
+def run_command(args) -> int:
+    source = read_source(args.file)
+    if args.interp:
+        program, _ = types.check_types(source)
+        interp.Interpreter().run(program)
+        return 0
+    return driver.run_here(source, optimiser=args.level > 0)
+
+
+# %% [markdown]
+# ### lc build
+#
+# `lc build FILE -o EXE` writes an executable ([chapter
+# 11](11_running.ipynb)). What can be checked before compiling, which may
+# take a while, is checked first: that the executable can be written where
+# it is asked for, and that it would not overwrite the source.
+
+# %%
+#| export
+@command("build", "compile an L program to a native executable",
+         arg("file", help="an L source file"),
+         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"),
+         OPTIMISE)
+def build_command(args) -> int:
+    source, output = read_source(args.file), Path(args.output)
+    if output.is_dir():                 # checked before compiling, which may take a while
+        raise UsageError(f"cannot write {output}: it is a directory")
+    if not output.parent.is_dir():
+        raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
+    if output.exists() and output.samefile(args.file):
+        raise UsageError(f"cannot write {output}: it is the source file")
+    driver.build(source, output, optimiser=args.level > 0)
+    return 0
+
+
+# %% [markdown]
+# ### lc repl, and the environment
+#
+# `lc --help` lists the environment variables that `lc` and the programs it
+# compiles read. The runtime's are chapter 10's; the stack's default is
+# read from chapter 10's C (`env_size("LC_STACK_SIZE", 256u << 20)` is
+# `256M`), so the help stays true when the runtime changes. The heap's
+# depends on the machine, as chapter 10 explains, and the help says how.
+# `lc repl` runs [chapter 11](11_running.ipynb)'s `driver.repl` on the
+# terminal, with a prompt when its input is a terminal, and without when it
+# reads a file or a pipe — the way the tests drive it.
+
+# %%
+#| export
+def runtime_default(variable: str) -> str:
+    """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
+    m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
+    if not m:
+        return "set by the runtime"
+    size = int(m.group(1)) << int(m.group(2))
+    unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
+    return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
+
+
+ENVIRONMENT.update({
+    "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
+                     "stops with a runtime error (bytes, or with K, M or G; default 1G, or a quarter of "
+                     "the machine's memory if that is less)",
+    "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
+                     f"(default {runtime_default('LC_STACK_SIZE')})",
+    "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
+    "CC": "the C compiler that compiles the runtime and links executables (default cc)",
+})
+
+
+@command("repl", "read L definitions and expressions, and run them one at a time")
+def repl_command(args) -> int:
+    interactive = sys.stdin.isatty()
+    if interactive:
+        print("L, compiled to native code one entry at a time. End with Ctrl-D.")
+    driver.repl(sys.stdin, lambda text: print(text, end="", flush=True), prompt=interactive)
+    return 0
+
+
+
+# %% [markdown]
+# ## lc in a notebook
+#
+# In a notebook, the error messages `lc` writes to standard error and the
+# output it writes to standard output travel to the page separately, and
+# their order is not guaranteed. `lc(...)` runs the command as a shell
+# would, but sends both to standard output, in the order they happen, and
+# returns the exit status: the chapters use it to show the command at work.
+
+# %%
+#| export
+import contextlib
+
+
+def lc(*argv: str) -> int:
+    """Run lc with these arguments, its error output merged into standard output (for notebooks)."""
+    with contextlib.redirect_stderr(sys.stdout):
+        return main(list(argv))
+
+
+
+# %% [markdown]
+# The command at work, in a temporary directory: an addition, an addition
+# with a variable, a program run by the interpreter that fails at run time,
+# a file that does not exist, and a command that does not:
+
+# %%
+import contextlib
+import tempfile
+
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    Path("half.l").write_text('print("one")\nprint(1 / (1 - 1))\n')
+    for argv in (["add", "3 + (2 + 4)"], ["add", "1 + x"], ["run", "--interp", "half.l"],
+                 ["run", "missing.l"], ["frobnicate"]):
+        print(f"$ lc {' '.join(argv)}")
+        print(f"(exit status {lc(*argv)})\n")
+
+# %% [markdown]
+# Each mistake is said in the terms of the one who made it: the
+# expression's variable and the program's division are located, with the
+# line and a caret; the file that cannot be read and the command that does
+# not exist are `lc`'s business with its user, and have no place in a
+# program to point at. Each mistake ends `lc` with status 1, but the
+# runtime error, with 2.
+#
+# And `lc --help`, as a shell shows it:
+
+# %%
+import subprocess
+import sys
+
+done = subprocess.run([str(Path(sys.executable).parent / "lc"), "--help"], capture_output=True, text=True)
+print(done.stdout, end="")
+
+# %% [markdown]
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one command line, written once, at the end</p>
+#
+# The first edition grew `lc` with the book: each chapter that had
+# something to run added a command in a cell exported to `lcompiler.cli`,
+# and a chapter that improved a command registered it again. The last
+# registration won, so `lc` did the right thing; but the module held three
+# functions for `lc run`, the dead two still in its `__all__`, and read as
+# the history of the book rather than as a program. Here the command line is
+# written once, as it ends up. The chapters lose little: a command is a few
+# lines around a call of the chapter's own function (`interp.run_source`,
+# `types.check_types`, `driver.run_here`), and the chapters show those
+# functions and the command at work; what they no longer carry is the
+# registry, the parser of arguments and the sorting of failures, which are
+# about the command line, not about their stage. `tests/test_cli.py` checks
+# that every command is registered once and that every command function of
+# the module is one `lc` runs.
+#
+# </div>
+#
+# ## What the tests check
+#
+# - `tests/test_errors.py` runs `lc` as a user would, on the mistakes of a
+#   user and of the machine: an executable that cannot be written, inputs
+#   that cannot be read, no C compiler, an output that cannot be written, a
+#   reader that goes away, a bad option; each gets a clear message and exit
+#   status 1, never a traceback, never 3. It checks `--version`, `--help`
+#   with its environment variables, and the golden messages through `lc`.
+# - `tests/test_corpus.py` runs `lc run` and `lc show` on the corpus, with
+#   exit statuses 0, 1 and 2 where the programs say; `tests/test_native.py`
+#   runs `lc run`, `lc build` and `lc repl` against the interpreter;
+#   `tests/test_addlang.py` runs `lc add`, natively and interpreted, and on
+#   mistakes — an unbound variable, reported at its place; an expression
+#   nested five thousand parentheses deep — which must be errors with status
+#   1, never tracebacks.
+# - `tests/test_cli.py` checks the registry: each command once, and no
+#   function of the module that no command runs.
+#
+# ## Exercises
+#
+# 1. Add `lc check FILE`, which type-checks a program and prints nothing
+#    when it is well typed. What does it return for an ill-typed program,
+#    and which test of `tests/test_errors.py` would you copy for it?
+# 2. `lc show` takes one stage. Let it take several, `lc show core,cps
+#    FILE`, printing each under a heading. Where does the check of the names
+#    go?
+# 3. `main` turns a `RecursionError` into "nested too deeply". Which input
+#    of `lc add` gets that message, and why is it not a located error, as the
+#    same mistake is in L?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. A command of three lines: `@command("check", "type-check an L
+#    program", arg("file", help="an L source file"))`, then
+#    `types.check_types(read_source(args.file))` and `return 0`. An
+#    ill-typed program raises a `CompileError`, which `main` renders with
+#    status 1, as for `lc run`; `test_lc_writes_the_golden_messages_and_exits_with_status_1`
+#    is the test to copy, with `check` for `run`.
+# 2. Split the argument on commas, check every name against
+#    `pipeline.names()` before running anything (one `UsageError` that names
+#    every unknown stage), then print `pipeline.show(name, source)` for each,
+#    under `== name ==`. Each `show` compiles from the start; to compile once,
+#    walk `pipeline.stages_of(source)` and print the stages asked for as
+#    they come.
+# 3. An expression nested deeper than Python's recursion limit, such as a
+#    thousand parentheses: chapter 1's parser is recursive and does not
+#    raise the limit. L's parser (chapter 4a) catches the `RecursionError`
+#    itself, at the token it had reached, and makes it a located
+#    `CompileError`; chapter 1's parser could do the same in `parse`, and
+#    then `main`'s message would be left for a bug, a recursion in `lc`
+#    that should not happen.
+#
+# </details>
