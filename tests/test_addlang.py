@@ -29,6 +29,7 @@ def print_and_halt(result):
     return Llvm.Print(result, Llvm.Halt())
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(expressions(variables=False))
 def test_native_program_prints_what_the_interpreter_prints(e):
@@ -38,6 +39,7 @@ def test_native_program_prints_what_the_interpreter_prints(e):
     assert run.stdout == evaluate(program)[0] == f"{value_of(e)}\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(expressions(), st.fixed_dictionaries({x: I64 for x in NAMES}))
 def test_native_function_returns_what_the_interpreter_returns(e, env):
@@ -47,6 +49,7 @@ def test_native_function_returns_what_the_interpreter_returns(e, env):
     assert output == "" and native == interpreted == value_of(e, env)
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(expressions(variables=False), expressions(variables=False))
 def test_numbering_survives_a_print_between_additions(e1, e2):

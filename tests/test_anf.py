@@ -56,6 +56,7 @@ def programs(draw, max_depth=6):
     return gen(draw(st.integers(0, max_depth)), frozenset())
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(programs())
 def test_every_compiler_preserves_the_value(s):
@@ -68,6 +69,7 @@ def test_every_compiler_preserves_the_value(s):
         assert evaluate_a(compiler.lower(s, right_to_left=True)) == value
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(programs())
 def test_c4_and_c5_bind_every_name_once_and_use_it_in_scope(s):
@@ -75,6 +77,7 @@ def test_c4_and_c5_bind_every_name_once_and_use_it_in_scope(s):
     check_scopes(C5.lower(s))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(programs())
 def test_c5_output_is_linear_in_its_input(s):
@@ -98,6 +101,7 @@ def trivial_join_points(t) -> int:
     return count
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(programs())
 def test_c5_never_makes_a_join_point_that_only_returns(s):

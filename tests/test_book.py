@@ -99,12 +99,14 @@ def undefined_names(cells: list[str], name: str) -> list[str]:
             for m in found if isinstance(m, UNDEFINED)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_no_undefined_name_in_a_notebook(notebook):
     cells = ["".join(c["source"]) for c in code_cells(notebook)]
     assert undefined_names(cells, notebook.name) == []
 
 
+@pytest.mark.slow
 def test_no_undefined_name_in_the_package():
     found = []
     for module in sorted((ROOT / "lcompiler").glob("*.py")):
@@ -169,6 +171,7 @@ def broken_links(site: Path) -> list[str]:
     return broken
 
 
+@pytest.mark.slow
 def test_every_link_of_the_site_leads_somewhere(built_site):
     assert broken_links(built_site) == []
 
@@ -189,6 +192,7 @@ def test_chapters_link_to_each_other_as_pages(built_site):
     assert 'href="../04b_meaning/"' in page and 'href="../../language/' in page
 
 
+@pytest.mark.slow
 def test_every_picture_has_a_description(built_site):
     missing = [name for name, page in site_pages(built_site).items()
                for alt in page.images if not alt or alt == "No description has been provided for this image"]

@@ -135,6 +135,7 @@ def test_the_corpus_is_there():
     assert sum(p.parent.name == "fail" for p in PROGRAMS) >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
 def test_corpus_programs_mean_the_same_after_each_pass(path):
     _, result = three_ways(source(path), expected_outcome(path))
@@ -157,6 +158,7 @@ def round_trip(program, src: Source, closed: bool, want, run: bool) -> None:
         assert located(on_cps(again)) == located(want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
 def test_converted_programs_print_parse_and_run_again(path):
     src = source(path)
@@ -533,6 +535,7 @@ def programs(draw, runaway: int = 0):
     return PRELUDE + "\n".join(items) + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(programs())
@@ -850,6 +853,7 @@ def lc(*args: str, cwd=None) -> subprocess.CompletedProcess:
 LISTS = ROOT / "examples" / "lists.l"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["cps", "opt", "closure", "shrink"])
 def test_lc_show_prints_a_program_that_parses_checks_and_runs(stage, tmp_path):
     """`lc show STAGE` prints what the stage hands to the next: the same program, read back."""

@@ -51,6 +51,7 @@ def test_the_corpus_is_there():
     assert len(EXAMPLE_PROGRAMS) >= 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", RUN, ids=ids(RUN))
 def test_run_prints_what_is_expected(path):
     assert run(source(path)) == path.with_suffix(".out").read_text(encoding="utf-8")
@@ -97,6 +98,7 @@ def lc(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=CORPUS)
 
 
+@pytest.mark.slow
 def test_lc_run_exit_statuses_and_messages():
     ok = lc("run", f"run/{RUN[0].name}")
     assert ok.returncode == 0 and ok.stdout == RUN[0].with_suffix(".out").read_text() and ok.stderr == ""

@@ -744,6 +744,7 @@ def const_pairs(root):
             and a.prim.value == b.prim.value and inside(b, a.body)]
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.one_of(terms(seed=True), programs(seed=True)), st.data())
 def test_substituting_a_dominating_equal_constant_keeps_the_meaning(b, data):
@@ -897,6 +898,7 @@ def test_occurrences_are_listed_most_recent_first():
     assert type(ko) is cps.ContOcc and ko.is_cont and ko.var is k
 
 
+@pytest.mark.slow
 def test_long_chains_cost_no_python_recursion():
     n = 20_000
     s = Seq()
@@ -1714,6 +1716,7 @@ def mutated(draw):
     return type(b.root) is Program, text
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(mutated())
 def test_mutated_texts_parse_or_fail_with_a_located_compile_error(case_):

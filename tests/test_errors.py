@@ -74,6 +74,7 @@ def test_the_golden_files_cover_what_the_issue_asks():
         assert (ERRORS / f"{name}.err").read_text().count(": error: ") == count, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["if_branches", "three_syntax_errors", "not_utf8"])
 def test_lc_writes_the_golden_messages_and_exits_with_status_1(name):
     for command in (["run"], ["run", "--interp"], ["build", "-o", "/tmp/never-written"]):
@@ -198,6 +199,7 @@ def test_a_reader_that_goes_away_is_not_an_error(command):
         assert status == 0              # as the compiled program does: it runs to its end
 
 
+@pytest.mark.slow
 def test_version_help_and_usage():
     version = lc("--version")
     assert version.returncode == 0 and version.stdout.startswith("lc 0.") and version.stderr == ""

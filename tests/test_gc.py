@@ -90,6 +90,7 @@ main()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env", STRESS, ids=lambda e: " ".join(f"{k}={v}" for k, v in e.items()))
 def test_blocks_without_a_layout_are_collected_and_keep_what_they_point_to(env):
     text = WIDE.replace("$N", "200" if "LC_GC_STRESS" in env else "2000")
@@ -124,6 +125,7 @@ def test_corpus_programs_under_stress(name):
     assert run(text, {"LC_GC_STRESS": "2"}, name) == reference(text, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["fold", "primes", "nqueens", "cpstak"])
 def test_benchmarks_under_stress_print_what_c_prints(name, tmp_path):
     sizes = {"fold": 3, "primes": 300, "nqueens": 5, "cpstak": 1}

@@ -182,6 +182,7 @@ def test_a_long_chain_of_operators_is_checked_typed_and_run():
     assert out.getvalue() == "3000\n"
 
 
+@pytest.mark.slow
 def test_running_out_of_memory_is_a_runtime_error(tmp_path):
     import resource
     import subprocess
@@ -351,6 +352,7 @@ print(len(build(200000, Nil), 0), len(pairs(100000, Nil), 0), len(adders(100000,
 """
 
 
+@pytest.mark.slow
 def test_the_words_allocated_are_those_the_compiled_code_allocates(tmp_path):
     """The compiled code's collector reports what it allocated (LC_GC_STATS=1); without chapter 9's
     optimiser, which would build fewer blocks, it allocates what the program says."""
@@ -369,6 +371,7 @@ def test_the_words_allocated_are_those_the_compiled_code_allocates(tmp_path):
     assert f"{interpreter.allocated() * 8 / 2 ** 20:.1f}" == compiled
 
 
+@pytest.mark.slow
 def test_a_growing_program_stops_at_the_heap_limit_as_the_compiled_code_does(tmp_path):
     import subprocess
     import sys
@@ -402,6 +405,7 @@ def run_churn(half: int, rounds: int) -> tuple:
     return interpreter, out or interpreter.out.getvalue()
 
 
+@pytest.mark.slow
 def test_a_program_that_allocates_much_but_keeps_little_runs_to_its_end():
     # two lists of 70,000 Cons alive (0.8 of the limit), and 500 more lists of 1,000 made and dropped
     interpreter, out = run_churn(70000, 500)

@@ -13,10 +13,12 @@ sys.path.insert(0, str(ROOT / "tools"))
 import literate  # noqa: E402
 
 
+@pytest.mark.slow
 def test_the_package_is_exactly_what_the_notebooks_generate():
     assert literate.stale_modules() == []
 
 
+@pytest.mark.slow
 def test_every_notebook_agrees_with_its_text_twin():
     assert literate.unpaired_notebooks() == []
 
@@ -59,17 +61,20 @@ def copy_of_the_book(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_hand_edit_of_the_package_is_detected(copy_of_the_book):
     module = copy_of_the_book / "lcompiler" / "union_find.py"
     module.write_text(module.read_text().replace("p1.rank += 1", "p1.rank += 2"))
     assert literate.stale_modules() == ["%s differs from what its notebook generates" % module]
 
 
+@pytest.mark.slow
 def test_a_module_written_by_hand_is_detected(copy_of_the_book):
     (copy_of_the_book / "lcompiler" / "extra.py").write_text("x = 1\n")
     assert any("extra.py is not generated" in p for p in literate.stale_modules())
 
 
+@pytest.mark.slow
 def test_an_edit_of_one_side_of_a_pair_is_detected(copy_of_the_book):
     twin = copy_of_the_book / "notebooks" / "02_union_find.py"
     twin.write_text(twin.read_text().replace("p1.rank += 1", "p1.rank += 2"))

@@ -153,6 +153,7 @@ class TypedInterpreter(Interpreter):
 
 # --- 1. The corpus and the examples --------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
 def test_corpus_means_the_same_monomorphised(path):
     core = compile_text(path.read_text(encoding="utf-8"), path.name)
@@ -495,6 +496,7 @@ def test_the_checker_finds_a_broken_rule_where_it_is_broken(damage, where, messa
 
 # --- 4. Random programs (the generator of tests/test_convert.py) ----------------------------------
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs(text):

@@ -58,11 +58,13 @@ def expected(path: Path) -> tuple:
     return reference(source(path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_compiled_programs_behave_as_interpreted(path):
     assert native(source(path)) == expected(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS[::3], ids=[p.stem for p in PROGRAMS[::3]])
 def test_executables_behave_as_interpreted(path, tmp_path):
     exe = driver.build(source(path), tmp_path / "program")
@@ -79,11 +81,13 @@ def split_run(src: Source, parts: int) -> tuple:
     return r.stdout, r.stderr, r.status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS[1::2], ids=[p.stem for p in PROGRAMS[1::2]])
 def test_programs_compiled_in_parts_behave_as_interpreted(path):
     assert split_run(source(path), 2 + PROGRAMS.index(path) % 3) == expected(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS[2::12], ids=[p.stem for p in PROGRAMS[2::12]])
 def test_executables_linked_from_parts_behave_as_interpreted(path, tmp_path):
     exe = driver.build(source(path), tmp_path / "program", parts=3)
@@ -91,6 +95,7 @@ def test_executables_linked_from_parts_behave_as_interpreted(path, tmp_path):
     assert (done.stdout, done.stderr, done.returncode) == expected(path)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs())
 def test_random_programs_compiled_in_parts_behave_as_interpreted(text):
@@ -124,6 +129,7 @@ def test_rejected_programs_are_reported_as_the_interpreter_reports_them(path):
     assert native(src) == ("", error.value.render() + "\n", 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", REJECTED[::8], ids=[p.stem for p in REJECTED[::8]])
 def test_rejected_programs_are_compile_errors_for_lc_run(path):
     native_run = subprocess.run(LC + ["run", str(path)], capture_output=True, text=True)
@@ -133,6 +139,7 @@ def test_rejected_programs_are_compile_errors_for_lc_run(path):
     assert re.match(r".+:\d+:\d+: error: ", native_run.stderr)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs())
 def test_random_programs_behave_as_interpreted(text):
@@ -140,6 +147,7 @@ def test_random_programs_behave_as_interpreted(text):
     assert native(src) == reference(src)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(random_programs())
 def test_random_programs_behave_as_interpreted_as_executables(tmp_path, text):
@@ -173,6 +181,7 @@ def test_tail_calls_through_closures_run_in_constant_stack():
     assert (r.stdout, r.stderr, r.status) == ("false 20000000\n", "", 0)
 
 
+@pytest.mark.slow
 def test_a_runaway_recursion_is_a_runtime_error_at_the_interpreters_place():
     text = "def down(n) = 2 * down(n + 1) + 1\nprint(\"before\")\nprint(down(0))\n"
     r = run(text, name="deep.l")
@@ -193,6 +202,7 @@ OVERFLOWS = {        # recursions through one call site, of several shapes: wher
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", OVERFLOWS)
 def test_a_stack_overflow_is_located_at_the_call_under_way(name, tmp_path, monkeypatch):
     monkeypatch.setenv("LC_STACK_SIZE", "8M")       # the same place, sooner
@@ -213,6 +223,7 @@ def test_a_stack_overflow_is_located_at_the_call_under_way(name, tmp_path, monke
 LABEL = re.compile(r"^(\.Ltmp\d+):\s*# call site (\d+)$", re.M)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS[::5] + sorted((ROOT / "bench" / "programs").glob("*.l")),
                          ids=[p.stem for p in PROGRAMS[::5]] + [p.stem + "_bench" for p in sorted((ROOT / "bench" / "programs").glob("*.l"))])
 def test_one_call_lies_between_the_labels_of_a_call_site(path):
@@ -373,6 +384,7 @@ NOTEBOOK_CELLS = [
 ]
 
 
+@pytest.mark.slow
 def test_a_notebook_kernel_survives_what_l_programs_do(tmp_path, monkeypatch):
     monkeypatch.setenv("LC_HEAP_LIMIT", "64M")       # the kernel's children fill 64 MB, not 4 GB
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS])
@@ -393,6 +405,7 @@ def test_loops_through_composed_closures_run_in_constant_stack():
     assert (r.stdout, r.stderr, r.status) == ("630221 68257 35432\n", "", 0)
 
 
+@pytest.mark.slow
 def test_the_benchmarks_agree_in_l_c_ocaml_chez_and_python():
     """Every benchmark exists in the five languages, and at the small sizes all print the same: L,
     C built by gcc -O2, gcc -O3 and clang -O2, OCaml, Chez Scheme and CPython (clang, OCaml and Chez

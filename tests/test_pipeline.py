@@ -54,8 +54,13 @@ def interpreted(stage, value, unit) -> tuple:
     return out.getvalue(), error
 
 
+# Every eighth program is in the fast loop (`pytest -m "not slow"`), the others only in the full run.
+SAMPLED = [pytest.param(path, id=name, marks=() if k % 8 == 0 else pytest.mark.slow)
+           for k, (path, name) in enumerate(zip(PROGRAMS, IDS))]
+
+
 @pytest.mark.parametrize("optimise", [True, False], ids=["optimised", "O0"])
-@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+@pytest.mark.parametrize("path", SAMPLED)
 def test_every_stage_checks_and_runs_the_program(path, optimise):
     if path.stem in SLOW:
         pytest.skip("a million tail calls in each of seven interpreters: tests/test_convert.py runs it")

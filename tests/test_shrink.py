@@ -57,6 +57,7 @@ def checking(program):
 
 # --- Meaning -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
 def test_the_optimiser_keeps_the_meaning_of_every_program(path):
     src = source(path)
@@ -125,12 +126,14 @@ def compiled_the_same_with_and_without_the_optimiser(text: str) -> None:
         assert int(counts[0][0]) <= int(counts[1][0]), f"{counts[0][0]} bytes allocated optimised, {counts[1][0]} at -O0"
 
 
+@pytest.mark.slow
 @settings(RANDOM, max_examples=40)
 @given(programs())
 def test_random_programs_mean_the_same_after_every_single_rewrite(text):
     means_the_same_after_every_single_rewrite(text)
 
 
+@pytest.mark.slow
 @settings(RANDOM, max_examples=15)
 @given(programs())
 def test_random_programs_compiled_with_and_without_the_optimiser(text):
@@ -499,6 +502,7 @@ def llvm_function(module: str, name: str) -> str:
     return re.search(r'^define[^\n]*@"?' + re.escape(name) + r'.*?^}$', module, re.M | re.S).group(0)
 
 
+@pytest.mark.slow
 def test_tail_calls_stay_tail_calls():
     for name in sorted(SLOW):
         path = ROOT / "tests" / "corpus" / "run" / f"{name}.l"
@@ -696,6 +700,7 @@ def allocated(src: Source, optimiser: bool) -> tuple[str, int]:
     return r.stdout, int(re.search(r"^gc: .* allocated [\d.]+ MB \((\d+) bytes\)", r.stderr, re.M).group(1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("src", [s for _, s in ALLOCATING], ids=[name for name, _ in ALLOCATING])
 def test_the_optimised_program_allocates_no_more_than_at_O0(src, monkeypatch):
     monkeypatch.setenv("LC_GC_STATS", "1")             # read by the runtime in the child, at the end of the run

@@ -133,6 +133,7 @@ def browser():
         yield b
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_the_colour_scheme_follows_the_system(built_site, browser):
     for dark, scheme in ((False, "default"), (True, "slate")):
@@ -142,6 +143,7 @@ def test_the_colour_scheme_follows_the_system(built_site, browser):
     assert browser.evaluate("document.querySelectorAll('form[data-md-component=palette] input').length") == 3
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_no_page_breaks_a_word_or_cuts_code_on_a_phone_or_a_desktop(built_site, browser):
     found = site_check.check(browser, built_site, PAGES + CHAPTERS)

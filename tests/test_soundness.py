@@ -33,6 +33,7 @@ def test_what_l_accepts_ocaml_accepts_and_runs_alike(text):
     assert not verdict.findings, report(verdict)
 
 
+@pytest.mark.slow
 @SHORT
 @given(programs())
 def test_what_l_accepts_runs_alike_compiled_and_interpreted(text):
@@ -76,6 +77,7 @@ def test_with_the_bug_put_back_the_judges_find_it(levels_not_lowered):
         assert any(f.startswith("L accepts, OCaml rejects") for f in verdict.findings), verdict.findings
 
 
+@pytest.mark.slow
 @needs_ocaml
 def test_with_the_bug_put_back_random_programs_find_it(levels_not_lowered):
     """The generator is not blind to the bug: in 150 programs of a fixed seed, OCaml rejects some
@@ -86,6 +88,7 @@ def test_with_the_bug_put_back_random_programs_find_it(levels_not_lowered):
 
 # --- The generator and the translation ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_generator_writes_both_well_and_ill_typed_programs_around_weak_definitions():
     texts = generate(60, seed=2)
     verdicts = [judge(t, ocaml=False, compiled=False) for t in texts]

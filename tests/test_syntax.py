@@ -151,6 +151,7 @@ def items():
     return st.one_of(definition, data, expressions())
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.builds(s.Program, st.lists(items(), min_size=1, max_size=4)))
 def test_random_trees_print_to_text_that_parses_back_to_them(program):
@@ -163,6 +164,7 @@ TOKEN_TEXTS = (["def", "data", "let", "var", "if", "else", "match", "while", "x"
 SEPARATORS = ["", " ", "\n", "; ", "\n  "]
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=2000)
 @given(st.lists(st.tuples(st.sampled_from(TOKEN_TEXTS), st.sampled_from(SEPARATORS)), max_size=30))
 def test_random_token_sequences_parse_or_fail_cleanly(tokens):
@@ -176,6 +178,7 @@ def test_random_token_sequences_parse_or_fail_cleanly(tokens):
 CORPUS_TEXTS = [p.read_bytes() for p in sorted((ROOT / "tests" / "corpus").glob("*/*.l"))]
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=2000)
 @given(st.data())
 def test_mutated_corpus_programs_parse_or_fail_cleanly(data):
@@ -199,6 +202,7 @@ def test_mutated_corpus_programs_parse_or_fail_cleanly(data):
         assert line >= 1 and col >= 1 and error.render().startswith(f"mutant.l:{line}:{col}: error: ")
 
 
+@pytest.mark.slow
 def test_deep_nesting_is_an_error_or_a_tree_not_a_crash():
     parse(Source("deep.l", "print(" + "(" * 2000 + "1" + ")" * 2000 + ")"))
     with pytest.raises(CompileError, match="nested too deeply"):

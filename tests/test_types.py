@@ -211,6 +211,7 @@ def instance_of(t, scheme, mapping: dict) -> bool:
         all(instance_of(x, y, mapping) for x, y in zip(t[1:], scheme.args))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_random_well_typed_programs_are_accepted_and_never_go_wrong(data):
@@ -232,6 +233,7 @@ TOKENS = ["1", "true", '"s"', "()", "x", "f", "Nil", "Cons(1, Nil)", "(1, 2)", "
           "if (true) 1 else 2", "print", "(", ")", ";", "\n"]
 
 
+@pytest.mark.slow
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_inference_never_raises_anything_but_a_located_compile_error(data):

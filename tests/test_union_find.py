@@ -126,7 +126,7 @@ class SafeMachine(Machine):
 
 
 run_settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
-TestFast = Machine.TestCase
+TestFast = pytest.mark.slow(Machine.TestCase)
 TestFast.settings = run_settings
 TestSafe = SafeMachine.TestCase
 TestSafe.settings = run_settings
@@ -180,6 +180,7 @@ def test_a_path_that_ends_at_an_unadded_element_is_reported():
         uf.find(a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", [Fast, Safe])
 def test_find_compresses_a_path_of_a_million_links_without_recursion(variant):
     uf = variant()
