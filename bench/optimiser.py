@@ -52,8 +52,6 @@ the others' figures are kept.
 import argparse
 import datetime
 import json
-import os
-import platform
 import resource
 import shutil
 import statistics

@@ -401,7 +401,7 @@ class Translator:
     def in_order(self, parts: list, build) -> str:
         """Evaluate the parts left to right (OCaml's order is unspecified), then build from them."""
         texts, binds = [], []
-        for i, p in enumerate(parts):
+        for p in parts:
             t = self.expr(p)
             if self.atomic(p) or len(parts) == 1:
                 texts.append(t)

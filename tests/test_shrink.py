@@ -34,7 +34,7 @@ from lcompiler.cps import Apply, LetCont, Lambda, MakeClosure, TupleValue, Injec
 from lcompiler.errors import Source
 
 from test_convert import PROGRAMS, IDS, SLOW, expected_outcome, on_cps, programs, source
-from test_native import expected as expected_native, native
+from test_native import expected as expected_native
 
 ROOT = Path(__file__).resolve().parent.parent
 LC = [str(Path(sys.executable).parent / "lc")]

@@ -8,7 +8,6 @@ CI installs it (.ci/run).
 
 import base64
 import html
-import io
 import json
 import re
 import subprocess

@@ -225,7 +225,7 @@ def test_random_well_typed_programs_are_accepted_and_never_go_wrong(data):
     try:
         Interpreter(out).run(program)
     except RunError as error:       # every kind of runtime error is a failure here: there is no /, no partial match
-        raise AssertionError(f"{error.render()}\n{text}")
+        raise AssertionError(f"{error.render()}\n{text}") from None
 
 
 CORPUS_TEXTS = [p.read_text() for p in sorted(CORPUS.glob("*/*.l"))]

@@ -201,8 +201,8 @@ def main() -> int:
                     seen.add(kind)
                     findings += 1
                     text = data.decode("utf-8", errors="replace")
-                    small = minimise(text, lambda t: run(t.encode(), work, args.timeout,
-                                                         args.interpreter_timeout) == kind, args.minimise_budget)
+                    small = minimise(text, lambda t, kind=kind: run(t.encode(), work, args.timeout,
+                                                                    args.interpreter_timeout) == kind, args.minimise_budget)
                     args.out.mkdir(parents=True, exist_ok=True)
                     saved = args.out / f"mutant-{findings:04}.l"
                     saved.write_text(small, encoding="utf-8")

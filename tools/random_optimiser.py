@@ -66,7 +66,7 @@ def main() -> int:
                 continue
             findings += 1
             print(f"program {i}: FINDING: {check.__name__}: {what}", flush=True)
-            small = minimise(text, lambda t: failure(check, t) == what, args.minimise_budget)
+            small = minimise(text, lambda t, check=check, what=what: failure(check, t) == what, args.minimise_budget)
             print(f"--- the program, minimised to {len(small.splitlines())} lines:\n{small}---", flush=True)
         if i % 100 == 0 or i == len(texts):
             print(f"{i} programs, {time.monotonic() - start:.0f} s, {findings} findings", flush=True)

@@ -226,7 +226,7 @@ def main() -> int:
             if signature:
                 counts["findings"] += 1
                 print(f"program {i}: FINDING: {'; '.join(signature)}", flush=True)
-                small = minimise(text, lambda t: problems(run_all(t, work, args.timeout)) == signature,
+                small = minimise(text, lambda t, signature=signature: problems(run_all(t, work, args.timeout)) == signature,
                                  args.minimise_budget)
                 saved = save(args.out, counts["findings"], "random", small, signature,
                              run_all(small, work, args.timeout), text)

@@ -86,7 +86,7 @@ def _rewrite_links(text: str, page, files) -> str:
 
 def _l_lexer():
     from pygments.lexer import bygroups, inherit
-    from pygments.token import Comment, Text
+    from pygments.token import Comment
 
     from lcompiler.highlight import LLexer
 

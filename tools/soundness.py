@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             print(f"program {i}: FINDING: {'; '.join(verdict.findings)}", flush=True)
             small = text
             if counts["programs with findings"] <= args.minimise:
-                small = minimise(text, lambda t: sorted(set(map(kind, judge(t, compiled=compiled, timeout=10)
+                small = minimise(text, lambda t, signature=signature: sorted(set(map(kind, judge(t, compiled=compiled, timeout=10)
                                                                  .findings))) == signature, args.minimise_budget)
             args.out.mkdir(parents=True, exist_ok=True)
             path = args.out / f"finding-{counts['programs with findings']:04}.l"

@@ -19,6 +19,6 @@ def cpstak(x, y, z):
 
 
 total = 0
-for i in range(N):
+for _ in range(N):
     total += cpstak(18, 12, 6)
 print(cpstak(18, 12, 6), total)

@@ -25,7 +25,7 @@ def sieve(lst):
     while lst is not None:
         p, rest = lst
         primes = (p, primes)
-        lst = filter_list(rest, lambda x: x % p != 0)
+        lst = filter_list(rest, lambda x, p=p: x % p != 0)
     return primes
 
 

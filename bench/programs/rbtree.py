@@ -75,7 +75,7 @@ for i in range(N):
 found = total = 0
 for delta in (0, 1):
     x = 42
-    for i in range(N):
+    for _ in range(N):
         v = find(root, x + delta)
         if v >= 0:
             found, total = found + 1, (total + v) % 1000003
