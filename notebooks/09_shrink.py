@@ -2485,7 +2485,7 @@ for name, r in MEASURED["closures"].items():
 # One program gains for another reason: `primes` is three times faster
 # with unrolling than without, and not because of its calls. Its `filter`
 # recurses as deep as the list is long, and the stack it leaves is what a
-# minor collection scans, conservatively (chapter 10): a word there that
+# minor collection scans, conservatively (chapter 10b): a word there that
 # points into the nursery pins the block it points to, live or not, and
 # what the block points to survives with it. The collector's own
 # statistics (`LC_GC_STATS=1`), for `primes` built with no rounds of
@@ -2519,7 +2519,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # pointer into a list when the collector looks, and everything after it in
 # the list is kept. With three rounds, the frames are laid out differently,
 # and the problem is gone — by luck, not by design. A precise scan of the
-# stack would not have it at all; chapter 10's design note weighs that
+# stack would not have it at all; chapter 10b's design note weighs that
 # against its cost.
 #
 # LLVM's own optimiser is good at what this chapter does inside one

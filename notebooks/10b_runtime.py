@@ -88,7 +88,7 @@
 # <p class="admonition-title">Design note: C in cells, not in strings or in files beside the book</p>
 #
 # The runtime began as a Python string, `RUNTIME_C`, grown over the
-# chapter by 37 pieces of `RUNTIME_C += r"""…"""`. It read well in the
+# chapter piece by piece, `RUNTIME_C += r"""…"""`. It read well in the
 # book, and it was nothing else: no compiler saw it until a program ran,
 # no warning was ever printed, an editor showed it as one long string, and
 # `lc --help`, to print the stack's default, read it back out of the
