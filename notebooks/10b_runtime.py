@@ -455,6 +455,7 @@ BITS = c_constants(["TAG_SHIFT", "TAG_BITS", "LAYOUT_SHIFT", "LAYOUT_FIELDS", "C
 FLAGS = [(name, BITS[f"{name}_BIT"].bit_length() - 1)
          for name in ("FORWARDED", "FREE", "REMEMBERED", "OLD", "CONSERVATIVE")]
 cons = header([TCon("Int"), TCon("List", (TCon("Int"),))])
+print("the header of a Cons of a List<Int>:", cons)
 
 
 def header_row(caption: str, word: int, fields: list) -> Row:
@@ -501,9 +502,9 @@ header_picture
 # is declared `LC_API`: the runtime is compiled with
 # `-fvisibility=hidden`, so that its shared library, loaded into the
 # Python process by the JIT, exports these names and no other. A name the
-# runtime uses between its own files (`collect`, `push`, `grow`) could
-# otherwise meet a function of the same name in the process, and a call
-# meant for one would reach the other.
+# runtime uses between its own files (`collect`, `remember`, `heap_init`)
+# could otherwise meet a function of the same name in the process, and a
+# call meant for one would reach the other.
 
 # %%
 # %%c runtime/lc.h
@@ -542,12 +543,13 @@ LC_API int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
 # %% [markdown]
 # The runtime's own files share a second header, `runtime.h`, which grows
 # with this chapter: each section adds what its file offers the others.
-# It starts with what every file needs — the system's declarations, with
-# the GNU extensions that `ucontext.h` and `MAP_NORESERVE` need, the
-# defaults, and small functions on headers. `block_words` is the size of
-# anything in the heap from its header: a block's fields and header, a
-# filler's size, or, for a block already copied, the size of its copy,
-# whose address its header now holds.
+# It starts with what every file needs: `_GNU_SOURCE`, defined before any
+# system header, so that the system's headers declare their GNU extensions
+# (`REG_RIP` in `ucontext.h`, `MAP_NORESERVE` in `sys/mman.h`); the check
+# of the defaults; and small functions on headers. `block_words` is the
+# size of anything in the heap from its header: a block's fields and
+# header, a filler's size, or, for a block already copied, the size of its
+# copy, whose address its header now holds.
 
 # %%
 # %%c runtime/runtime.h
@@ -2117,10 +2119,10 @@ void collect(bool full)
 # into the functions: the overflow costs nothing until it happens. Then the
 # handler finds the call under way in the tables of call sites, as
 # [chapter 10's section on call sites](10_llvm.ipynb#where-a-stack-overflow-happened-call-sites)
-# explains: `lc_run` sorts each part's entries
-# by address once (they come sorted, in the order of the code, unless LLVM
-# moved a function), and the handler searches them by halves for the
-# faulting instruction and for each word up the stack.
+# explains: each part's entries are sorted by address once, when `lc_run`
+# starts (they come sorted, in the order of the code, unless LLVM moved a
+# function), and the handler searches them by halves for the faulting
+# instruction and for each word up the stack.
 #
 # Why a signal at all: on Linux, touching memory that is mapped without
 # access stops the thread with `SIGSEGV`, and a program may install a
@@ -2991,13 +2993,16 @@ for when, heap in heaps.items():
           f"{'a region' if any(kind == 'region' for *_, kind in heap) else 'no region'} being filled")
 
 # %% [markdown]
-# Drawn, the whole heap at the scale of its used part, from its start on
-# the left (the nursery's one chunk) to `heap_end`, then the fresh memory
-# up to the limit, not to scale; and, enlarged, the 16 KB of the heap
-# after the major collection where the blocks are the most scattered,
-# where the blocks and the gaps between them can be told apart. A gap of 1,024 words (`LARGE_WORDS`) or
-# more is on the list for large blocks and for regions; a smaller one is
-# on the list of small gaps, which the regions of survivors take first.
+# Drawn, the whole heap at the scale of its used part, from `heap_start`
+# on the left to `heap_end`, then the fresh memory up to the limit, not to
+# scale; and, enlarged, the 16 KB of the heap after the major collection
+# where the blocks are the most scattered, and the blocks and the gaps
+# between them can be told apart. The nursery's one chunk is not at the
+# start: the first chunk filled up with pinned blocks and was given to the
+# old generation, and a fresh one took its place at the end of the heap. A
+# gap of 1,024 words (`LARGE_WORDS`) or more is on the list for large
+# blocks and for regions; a smaller one is on the list of small gaps,
+# which the regions of survivors take first.
 
 # %%
 LARGE = c_constants(["LARGE_WORDS"])["LARGE_WORDS"]
@@ -3015,6 +3020,7 @@ def heap_spans(heap: list, scale: float) -> list:
 
 
 used = max(o + w for heap in heaps.values() for o, w, kind in heap if kind != "fresh")
+chunk_at = next(o for o, _, kind in heaps["after the major collection"] if kind == "nursery")
 heap_rows = [Row(when, heap_spans(heap, 820 / used)) for when, heap in heaps.items()]
 heap_rows[0].marks = [(0, "heap_start"), (len(heap_rows[0].spans) - 1, f"heap_end, {used * 8 // 1024} KB", "end")]
 starts = [o for o, _, kind in heaps["after the major collection"] if kind == "blocks"]
@@ -3031,18 +3037,21 @@ MemoryPicture(heap_rows + [zoom_row], {
     "region": ("#16a34a", "the rest of the region being filled"), "fresh": ("#f1f5f9", "fresh memory, up to the limit")},
     outlines=False,
     alt=f"The heap of a program that inserts 300,000 keys into a tree, at the end of its minor collection "
-        f"{first_major}, which a major collection followed, and three minor collections later: from heap_start, "
-        f"the nursery's chunk, then the old generation up to heap_end, {used * 8 // 1024} KB, old blocks scattered "
-        f"among gaps that the sweep made of the dead copies, then fresh memory up to the limit, not to scale. "
-        f"Three collections later, the survivors fill a region taken from the first gaps. A third row enlarges the "
+        f"{first_major}, which a major collection followed, and three minor collections later: from heap_start "
+        f"to heap_end, {used * 8 // 1024} KB, old blocks scattered among gaps that the sweep made of the dead "
+        f"copies, the nursery's one chunk at {chunk_at * 8 // 1024} KB, then fresh memory up to the limit, not "
+        f"to scale. Three collections later, the survivors have filled small gaps from the start of the heap on. "
+        f"A third row enlarges the "
         f"16 KB of the heap after the major collection that hold the most stretches of blocks, from "
         f"{zoom_from * 8 // 1024} KB on, where the live blocks and the gaps between them are seen one by one.")
 
 # %% [markdown]
 # The major collection made gaps of every size out of the dead copies,
 # between the live blocks of the tree, and the regions of the next minor
-# collections fill the gaps from the start of the heap: what a copying
-# collector would have compacted, this one reuses in place.
+# collections fill the small gaps first, in address order from the start
+# of the heap, leaving the big ones for large blocks and for when the
+# small ones run out: what a copying collector would have compacted, this
+# one reuses in place.
 #
 # ### A hundred million cells in two megabytes
 #
