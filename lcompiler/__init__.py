@@ -18,10 +18,21 @@ Each module and the notebook it comes from:
 - `lcompiler.closure`: notebooks/08_closure.ipynb
 - `lcompiler.shrink`: notebooks/09_shrink.ipynb
 - `lcompiler.llvm_backend`: notebooks/10_llvm.ipynb
+- `lcompiler.runtime`: notebooks/10b_runtime.ipynb
 - `lcompiler.driver`: notebooks/11_running.ipynb
 - `lcompiler.errors`: notebooks/A_errors.ipynb
 - `lcompiler.drawing`: notebooks/A_errors.ipynb
 - `lcompiler.highlight`: notebooks/A_errors.ipynb
 - `lcompiler.support`: notebooks/B_support.ipynb
 - `lcompiler.cli`: notebooks/C_cli.ipynb
+
+The runtime, in C:
+
+- `lcompiler/runtime/lc.h`: notebooks/10b_runtime.ipynb
+- `lcompiler/runtime/runtime.h`: notebooks/10b_runtime.ipynb
+- `lcompiler/runtime/print.c`: notebooks/10b_runtime.ipynb
+- `lcompiler/runtime/heap.c`: notebooks/10b_runtime.ipynb
+- `lcompiler/runtime/gc.c`: notebooks/10b_runtime.ipynb
+- `lcompiler/runtime/stack.c`: notebooks/10b_runtime.ipynb
+- `lcompiler/runtime/main.c`: notebooks/10b_runtime.ipynb
 """

@@ -245,7 +245,7 @@ def show_command(args) -> int:
 # cell 22
 import re
 
-from lcompiler import driver, interp, llvm_backend, types
+from lcompiler import driver, interp, runtime, types
 
 
 @command("run", "compile an L program to native code and run it",
@@ -284,19 +284,16 @@ def build_command(args) -> int:
 
 # cell 26
 def runtime_default(variable: str) -> str:
-    """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
-    m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
-    if not m:
-        return "set by the runtime"
-    size = int(m.group(1)) << int(m.group(2))
+    """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
+    size = runtime.DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
 
 
 ENVIRONMENT.update({
     "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
-                     "stops with a runtime error (bytes, or with K, M or G; default 1G, or a quarter of "
-                     "the machine's memory if that is less)",
+                     "stops with a runtime error (bytes, or with K, M or G; default "
+                     f"{runtime_default('LC_HEAP_LIMIT')}, or a quarter of the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
                      f"(default {runtime_default('LC_STACK_SIZE')})",
     "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",

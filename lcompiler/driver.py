@@ -2,9 +2,10 @@
 # Do not edit: change the notebook, then run `python tools/literate.py export`.
 """Chapter 11. Running L: JIT, executables, lc, the REPL, %%L
 
-Chapter 10 ends with a verified, optimised LLVM module and a C runtime.
-This chapter turns the module into machine code — a big one in parts,
-compiled in parallel — and runs it, four ways:
+Chapter 10 ends with a verified, optimised LLVM module, and chapter 10b
+with the C runtime it runs on. This chapter turns the module into
+machine code — a big one in parts, compiled in parallel — and runs it,
+four ways:
 
 What this chapter promises:
 
@@ -288,21 +289,24 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # --- Just in time, in this process -------------------------------------
 
 # cell 25
+from lcompiler import runtime as c_runtime
+
+
 class ToolchainError(OSError):
     """The machine lacks a tool lc needs (a C compiler), or the tool failed."""
 
 
 def runtime(kind: str) -> Path:
-    """Chapter 10's runtime library or object file, compiled for this machine."""
+    """Chapter 10b's runtime library or object file, compiled for this machine."""
     try:
-        return llvm_backend.runtime_library(kind)
+        return c_runtime.runtime_library(kind)
     except RuntimeError as error:                 # no C compiler, or one that fails on the runtime
         raise ToolchainError(str(error)) from None
 
 
 def c_compiler() -> str:
     try:
-        return llvm_backend.c_compiler()
+        return c_runtime.c_compiler()
     except RuntimeError as error:
         raise ToolchainError(str(error)) from None
 

@@ -46,7 +46,7 @@ In the module `lcompiler.shrink`:
 - Every step keeps the program's meaning (its output, its runtime error
   with its location, its exit status) and chapter 6's `check`.
 - The optimised program never allocates more bytes than the same program
-  compiled without the optimiser, by the count of chapter 10's runtime.
+  compiled without the optimiser, by the count of chapter 10b's runtime.
 - In the pipeline, the stage `opt` optimises the CPS of chapter 7 before
   closure conversion; the stage `shrink` shrinks again after it. Both are
   on by default and off with `lc … -O0`.

@@ -81,7 +81,7 @@
 # - Every step keeps the program's meaning (its output, its runtime error
 #   with its location, its exit status) and chapter 6's `check`.
 # - The optimised program never allocates more bytes than the same program
-#   compiled without the optimiser, by the count of chapter 10's runtime.
+#   compiled without the optimiser, by the count of chapter 10b's runtime.
 # - In the pipeline, the stage `opt` optimises the CPS of chapter 7 before
 #   closure conversion; the stage `shrink` shrinks again after it. Both are
 #   on by default and off with `lc … -O0`.
@@ -2109,7 +2109,7 @@ def makes_closures(body) -> bool:
 # wider frame: `primes`' `sieve` calls `filter`, then itself, once per
 # prime, and with `filter` copied into it, every frame of `sieve` held
 # what three levels of `filter` keep. The collector scans the whole stack
-# at every minor collection (chapter 10), so every byte of it is paid for
+# at every minor collection (chapter 10b), so every byte of it is paid for
 # many times over. The section on measurements below counts what the stack
 # costs with and without this rule.
 
@@ -2723,7 +2723,7 @@ for name, r in MEASURED["closures"].items():
 # what the last of the inliner's rules is for. `primes`' `filter`
 # recurses as deep as the list is long, and `sieve` calls `filter` and
 # then itself, once per prime; the stack their frames make is what a minor
-# collection scans, conservatively (chapter 10): a word there that points
+# collection scans, conservatively (chapter 10b): a word there that points
 # into the nursery pins the block it points to, live or not, and what the
 # block points to survives with it. Before the rule, the inliner copied
 # `filter` into `sieve`, three levels deep. The collector's own statistics
@@ -2768,7 +2768,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # they are still wider, and the collector scans three fifths more stack;
 # on the larger `primes` of `bench/optimiser.py run`, that was enough to
 # make the optimised program slower than the one compiled with `-O0`. A
-# precise scan of the stack would have neither problem; chapter 10's
+# precise scan of the stack would have neither problem; chapter 10b's
 # design note weighs that against its cost.
 #
 # LLVM's own optimiser is good at what this chapter does inside one

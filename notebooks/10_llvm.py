@@ -12,14 +12,15 @@
 # ---
 
 # %% [markdown]
-# # Chapter 10. CPS to SSA: LLVM code, data, and the runtime
+# # Chapter 10. CPS to SSA: LLVM code and data
 #
 # Chapter 8 left us a CPS program whose functions are all closed and all at
 # the top level. This chapter turns it into LLVM IR — the static single
 # assignment (SSA) language that LLVM optimises and compiles to machine code
-# — and supplies the small C *runtime* the code calls: printing, runtime
-# errors, allocation with a garbage collector, and the detection of a stack
-# that overflows.
+# — for the small C *runtime* of [chapter 10b](10b_runtime.ipynb) to run:
+# the code calls it for printing, runtime errors, allocation when its
+# inline allocator runs out of room, and the garbage collector, and the
+# runtime catches a stack that overflows.
 #
 # What this chapter promises, in the module `lcompiler.llvm_backend`:
 #
@@ -27,17 +28,21 @@
 #   `llvmlite.ir.Module`) that passes LLVM's verifier; `optimise(module)`
 #   runs LLVM's O2 pipeline through llvmlite's pass builder and verifies the
 #   result again;
-# - the module's `main` runs the program on the runtime of this chapter: it
+# - the module's `main` runs the program on the runtime of chapter 10b: it
 #   prints what chapter 4b's reference interpreter prints, and stops with the
 #   same rendered runtime error and exit status 2 where the interpreter does;
-# - every call in tail position is a real tail call (constant stack), a
-#   program that allocates without end in a loop runs in bounded memory, and
-#   a recursion that exhausts the stack is a runtime error, not a crash;
+# - every call in tail position is a real tail call (constant stack); with
+#   the runtime's collector, which reads the layouts that this chapter
+#   writes into every block, a program that allocates without end in a loop
+#   runs in bounded memory; and with its signal handler, which reads the
+#   table of call sites that this chapter makes, a recursion that exhausts
+#   the stack is a runtime error, not a crash;
 # - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
 #   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 #
-# [Chapter 11](11_running.ipynb) runs these modules, in the JIT and as
-# native executables, and [chapter 12](12_measuring.ipynb) measures them.
+# [Chapter 10b](10b_runtime.ipynb) is the runtime, [chapter
+# 11](11_running.ipynb) runs these modules, in the JIT and as native
+# executables, and [chapter 12](12_measuring.ipynb) measures them.
 #
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
@@ -52,9 +57,10 @@
 # in a child process.
 #
 # **Builds:** the module `lcompiler.llvm_backend` (the back end `Backend`,
-# `to_llvm`, `optimise`, `call_site_table`, the C runtime `RUNTIME_C` and
-# `runtime_library`, and `FlowGraph`, which draws a function's control-flow
-# graph), and the pipeline's stages `llvm`, `llvm-opt` and `asm`.
+# `to_llvm`, `optimise`, `call_site_table`, `RUNTIME_FUNCTIONS` — what the
+# code calls in the runtime of [chapter 10b](10b_runtime.ipynb) — and
+# `FlowGraph`, which draws a function's control-flow graph), and the
+# pipeline's stages `llvm`, `llvm-opt` and `asm`.
 #
 # </div>
 
@@ -343,8 +349,8 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 #   whether the field may hold the address of a block: the words themselves
 #   cannot say it (an `Int` uses all its 64 bits), but the compiler knows
 #   the type of every field it stores, and the garbage collector needs to
-#   know (the section on the collector, below, explains why, and the
-#   flags). A closure is a block whose field 0 is the address of its code.
+#   know ([chapter 10b](10b_runtime.ipynb) explains why, and the flags). A
+#   closure is a block whose field 0 is the address of its code.
 # - A constructor without fields (`Nil`, `None`) is the address of one
 #   constant block per tag, made once in the module: it has no fields to
 #   fill, and L cannot tell two `Nil`s apart, so nothing needs allocating.
@@ -363,6 +369,32 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # can because [chapter 5b](05b_mono.ipynb) has *monomorphised* the program:
 # each polymorphic definition was copied once per type it is used at, so
 # that every variable of the program has a type without type variables.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: addresses as integers</p>
+#
+# Every value is an `i64`, the address of a block too, and a field is read
+# by turning the word into a pointer (`inttoptr`) and loading from it. That
+# keeps the back end uniform — one type for every value, no conversions
+# where functions, closures and constructors meet — but it tells LLVM less
+# than it could use. A pointer made by `inttoptr` comes from nowhere LLVM
+# can see, so its alias analysis cannot tell two blocks apart: a store
+# into one (`x[i] := y`, the only store L makes into a block after filling
+# it) makes LLVM read again any field it had read from any block before.
+# Nothing says that the address can be read at all, either, so LLVM will
+# not move a load above the test that guards it (a `match` reads a field
+# only in the arm that needs it). LLVM has ways to be told more: values of
+# pointer type (`ptr`, or a pointer in an address space of its own for a
+# heap that a collector manages), `nonnull` and `dereferenceable(n)` on
+# parameters and the metadata `!nonnull` and `!dereferenceable` on loads,
+# `!invariant.load` on the loads of fields that are never written after
+# the block is made (all but the cells of `var`s), and type-based alias
+# analysis (`!tbaa`) to keep headers, fields and cells apart. What they
+# would gain here has not been measured: chapter 9 has already removed,
+# in the CPS, most of the loads that they would let LLVM remove, and
+# exercise 1 at the end of the chapter is a first step.
+#
+# </div>
 
 # %%
 #| export
@@ -380,11 +412,12 @@ from lcompiler.types import TCon, show_type
 # `Backend(program, datas, name)` translates one closure-converted CPS program
 # into one LLVM module; `datas` gives each `data` type's constructors and
 # field types, which the printers need. It starts by declaring what the code
-# will call in the runtime (below): the slow path of allocation and the
-# allocation of wide blocks, the write barrier's `lc_remember`, the printing
-# functions, string equality and the two functions that stop the program
-# with a runtime error — and the two words of the allocator that the code
-# reads and bumps inline, `lc_hp` and `lc_hl`.
+# will call in the runtime ([chapter 10b](10b_runtime.ipynb)): the slow
+# path of allocation and the allocation of wide blocks, the write
+# barrier's `lc_remember`, the printing functions, string equality and the
+# two functions that stop the program with a runtime error — and the two
+# words of the allocator that the code reads and bumps inline, `lc_hp` and
+# `lc_hl`.
 #
 # The top-level definitions come in three kinds (chapter 6):
 #
@@ -417,7 +450,7 @@ I8P, VOID = I8.as_pointer(), ir.VoidType()
 WORD = 8                       # bytes per word
 TAG_SHIFT, TAG_BITS = 24, 16   # a block's tag sits above its field count in the header
 LAYOUT_SHIFT, LAYOUT_FIELDS = 40, 19     # then which fields may hold pointers: its layout
-CONSERVATIVE, OLD, REMEMBERED = 1 << 59, 1 << 60, 1 << 61     # flags (the runtime's section 1)
+CONSERVATIVE, OLD, REMEMBERED = 1 << 59, 1 << 60, 1 << 61     # flags (the runtime's lc.h, chapter 10b)
 
 
 def word(n: int) -> ir.Constant:
@@ -888,8 +921,9 @@ def short_tail_chains(program: cps.Program) -> set:
 # ### Registers and the conservative collector
 #
 # One more attribute, on the `fastcc` functions, and the reason for it is
-# the garbage collector of the runtime (below), which finds the heap
-# blocks that the stack refers to by scanning the stack *conservatively*:
+# the garbage collector of the runtime ([chapter 10b](10b_runtime.ipynb)),
+# which finds the heap blocks that the stack refers to by scanning the
+# stack *conservatively*:
 # every word on it that looks like a pointer keeps a block alive (and, in
 # the nursery, pins it where it is). Normally a function saves, in its own
 # stack frame, the *callee-saved* registers it wants to use, holding
@@ -904,16 +938,19 @@ def short_tail_chains(program: cps.Program) -> set:
 # a call in its *own* frame, and only that.
 #
 # The attribute goes on the `fastcc` functions and the initialisers, which
-# make no `tail call` in LLVM's sense, and not on the `tailcc` ones: on a
-# function that tail-calls a closure it broke the tail-call guarantee — the
-# `fold` benchmark, which loops through composed closures, overflowed its
-# stack — presumably because a tail call cannot hand over to a callee that
-# does preserve registers on behalf of a caller that does not. Deep
-# non-tail recursion, where stale registers pile up, happens in functions of
-# the first kind.
+# are only ever called directly, and not on the `tailcc` ones, which
+# include the code of every closure, called through a pointer. LLVM
+# honours the attribute at a call only where it can see it, on the
+# function called: a direct call of a marked function counts every
+# register as overwritten, but a call through a closure does not know
+# which function it calls, and counts on the callee to keep `rbx`, `rbp`
+# and `r12`–`r15`, as the calling convention promises. A closure's code
+# marked `no_callee_saved_registers` breaks that promise (an experiment
+# below shows what follows). Deep non-tail recursion, where stale
+# registers pile up, happens in functions of the first kind anyway.
 #
-# Does it still pay, with the generational collector below, now that a
-# stale pointer costs a pinned block rather than a whole list kept until
+# Does it still pay, with the generational collector of chapter 10b, now
+# that a stale pointer costs a pinned block rather than a whole list kept until
 # the next full collection? And what does it cost the calls? The script
 # `bench/calls.py` builds seven benchmarks of chapter 12 with and without
 # the attribute and runs the two in alternation (`python bench/calls.py
@@ -948,6 +985,99 @@ def saves_no_registers(f: ir.Function) -> None:
     set.add(f.attributes, '"no_callee_saved_registers"')
 
 # %% [markdown]
+# The experiment: the `fold` benchmark of chapter 12, which loops through
+# composed closures, compiled without chapter 9's optimiser, as the back
+# end marks its functions and with every `tailcc` function marked too; run
+# (in a child process, as in chapter 1), then the machine code of the
+# second:
+
+# %%
+import ctypes
+import os
+
+import llvmlite.binding as llvm
+
+from lcompiler.llvm_backend import call_site_table, optimise, to_llvm   # defined below
+from lcompiler.runtime import runtime_library                            # chapter 10b
+from lcompiler.support import run_in_child, target_machine              # appendix B
+
+FOLD = Source("fold.l", Path("../bench/programs/fold.l").read_text())
+
+
+def fold_module(all_marked: bool):
+    """fold without chapter 9's optimiser, optimised by LLVM, with its tailcc functions marked too or not."""
+    module = to_llvm(FOLD, optimiser=False)
+    for f in module.functions:
+        if all_marked and f.calling_convention == "tailcc" and f.blocks:
+            saves_no_registers(f)
+    return optimise(module)
+
+
+llvm.load_library_permanently(str(runtime_library("shared")))
+for all_marked, stack in ((False, "256K"), (True, "64M")):
+    module = call_site_table(fold_module(all_marked))
+    engine = llvm.create_mcjit_compiler(module, target_machine())
+    engine.finalize_object()
+    fold_main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
+    os.environ["LC_STACK_SIZE"] = stack
+    run = run_in_child(lambda: (os.dup2(1, 2), fold_main())[1])     # its stderr with its output
+    print(f"{'every function marked' if all_marked else 'as the back end marks them'}, LC_STACK_SIZE={stack}: {run}")
+del os.environ["LC_STACK_SIZE"]
+assembly = target_machine(executable=True).emit_assembly(call_site_table(fold_module(True)))
+for name, keep in (("map", "rbx|call"), ("f_code", "")):
+    label, body = re.search(rf"\n({name}_\d+):\n(.*?)\.Lfunc_end", assembly, re.S).groups()
+    print(label + ":", *(line for line in body.splitlines() if re.search(keep or r"^\t[a-z]", line)), sep="\n")
+
+# %% [markdown]
+# Marked as the back end marks them, the program runs in a stack of 256
+# KiB; with every function marked, it runs out of one of 64 MiB. The
+# machine code says why. `map` keeps the rest of its list in `rbx` during
+# the call `f(x)`, a call through a closure, and passes it to its own
+# recursive call. `f` is the closure that `compose` made, whose code,
+# marked, puts its own `f` in `rbx` without saving the caller's value
+# first (its `push` only aligns the stack). So `map`, when `f(x)` returns,
+# finds in `rbx` not the rest of its list but `compose`'s `f`, an `adder`
+# closure, and recurses on it as if it were the rest of the list; there
+# the call `f(x)` puts the same closure in `rbx` again, and so on, level
+# after level, until the stack runs out, whatever its size. The same
+# promise would be broken by a tail call from an unmarked function to a
+# marked one: the callee returns straight to its caller's caller, which
+# counts on registers the callee did not keep.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: LLVM's optimisations and a conservative stack</p>
+#
+# A collector that scans the stack conservatively trusts that every block
+# the program still uses is pointed to by some word of the stack or of a
+# register — not necessarily at its start. LLVM promises nothing of the
+# kind: after its optimisations a function may keep, in place of a block's
+# address `x`, only `x + 16`, the address of the one field it still reads,
+# or a pointer that a loop advances from one element to the next (*strength
+# reduction*), and in principle one that points *outside* the block,
+# before its header or past its last field. It is an old problem of
+# conservative collectors under optimising compilers: Boehm's "Simple
+# garbage-collector-safety" (1996) describes it for C, and the compiler
+# changes that would prevent it.
+#
+# Here a pointer *into* a block is safe: the collector pins the block
+# around any address a word of the stack points into, not only at its
+# start (`find_block`, in chapter 10b), and a pinned block does not move,
+# so the offset pointer stays right; old blocks never move at all. A
+# pointer *outside* the block would not be safe: it would pin a neighbour,
+# and the block itself could be copied away. What keeps it from happening
+# is the shape of the code this back end writes, not a promise of LLVM's:
+# every address it computes is that of a word 0 to n of a block of n
+# fields, a constant offset from the block's start, and L has no arrays to
+# loop over, which is what strength reduction turns into pointers that end
+# past an object. We know of no LLVM pass that moves such an address out
+# of its block, and the tests that collect at every allocation
+# (`LC_GC_STRESS=1`, chapter 10b) would show a block moved from under a
+# derived pointer as a wrong result or a crash; a precise collector, with
+# LLVM's statepoints, would have LLVM keep every base pointer itself.
+#
+# </div>
+
+# %% [markdown]
 # ## Primitives, and allocation inline
 #
 # Most primitives are one instruction: a projection `x[i]` loads word `i + 1`
@@ -956,7 +1086,7 @@ def saves_no_registers(f: ir.Function) -> None:
 # a comparison is `icmp` widened to a word with `zext`.
 #
 # Allocation is the one that matters for speed. The runtime keeps the
-# current free *run* of its nursery (below) in two words, `lc_hp` (the next
+# current free *run* of its nursery (chapter 10b) in two words, `lc_hp` (the next
 # free address) and `lc_hl` (the end of the run). Allocating `n` words is,
 # in the generated code, *bump the pointer*: load `lc_hp`, add `8n`,
 # compare with `lc_hl`; if it fits, store the new pointer back and the
@@ -1031,7 +1161,7 @@ class Backend(Backend):
 # functions keep their values in any register, and the pushes happen only
 # on the slow path. The registers it pushes land on the stack, in the
 # slow path's frame, where the collector's conservative scan of the stack
-# (below) finds them: a pointer held only in a register is still seen, and
+# (chapter 10b) finds them: a pointer held only in a register is still seen, and
 # its block pinned, as before. `SAVING_SLOW_PATH = False` puts back the
 # direct call, to compare.
 
@@ -1514,7 +1644,7 @@ class Backend(Backend):
 # A recursion that exhausts the stack is a runtime error, reported — as the
 # reference interpreter reports it — at the last call made: the innermost
 # call that is not a tail call and is still under way. The runtime catches
-# the overflow in a signal handler (below), so the handler must find out
+# the overflow in a signal handler (chapter 10b), so the handler must find out
 # which call that was. The first version of this back end stored the
 # number of the call site in a global word before every call: one store per
 # call, paid millions of times for an event that almost never happens.
@@ -1564,8 +1694,9 @@ class Backend(Backend):
 # Statepoints (`gc.statepoint`) record exact return addresses, but a
 # statepoint call cannot be inlined, so they too would have to be made
 # after optimisation, and they bring precise stack maps — a collector
-# design of their own (below). A line table (DWARF `.debug_line`) would
-# have to be parsed by the runtime, and the JIT does not load it.
+# design of their own (chapter 10b's design note). A line table (DWARF
+# `.debug_line`) would have to be parsed by the runtime, and the JIT does
+# not load it.
 #
 # </div>
 #
@@ -1877,8 +2008,7 @@ def call_site_example(source):
     deep = text[text.index("@", start) + 1:text.index("(", start)]
     print(text[start:text.index("}\n", start) + 2])
     print("\n".join(line for line in text.splitlines() if "DILocation" in line), "\n")
-    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", codemodel="small", opt=2)
-    assembly = machine.emit_assembly(call_site_table(optimised))
+    assembly = target_machine(executable=True).emit_assembly(call_site_table(optimised))
     start = assembly.index(f"{deep}:\n")
     print(assembly[start:assembly.index(".Lfunc_end", start)])
 
@@ -1913,2091 +2043,17 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # %% [markdown]
 # ## The runtime
 #
-# The generated code calls a small runtime written in C: the slow path
-# of allocation and the garbage collector, printing, the delivery of runtime
-# errors, and the entry point `lc_run`, which also catches stack overflow.
-# It was written against the interface the code generator needs — the block
-# layout above, `lc_hp`/`lc_hl`, and the functions declared in
-# `RUNTIME_FUNCTIONS`. Its first version was tested on its own in C before it
-# met the generated code; its collector is now tested through L programs
-# that check their own results (`tests/test_gc.py`), in a *stress mode* of
-# the runtime (`LC_GC_STRESS=n`: collect at every allocation) where a
-# forgotten pointer shows at once rather than in a long run.
-
-# %% [markdown]
-# The runtime is one C file, shown here whole, in seven numbered sections,
-# each cut into pieces with the reason for its choices. In the package it is
-# the string `RUNTIME_C`, compiled when first needed (the section after
-# it). First, the file's head: what it is for, how it is compiled, and what
-# it includes.
-
-# %%
-#| export
-RUNTIME_C = r"""
-/* runtime.c -- the run-time system of L.
- *
- * Compiled L code calls this file for four things: allocation when its
- * inline bump allocator runs out of room, printing, runtime errors, and
- * starting the program (lc_run).  Everything else is generated code.
- *
- *   gcc -O2 -Wall -Wextra -shared -fPIC -pthread runtime.c -o lcrt.so
- *   gcc -O2 -Wall -Wextra -c -fPIC -pthread runtime.c -o runtime.o
- */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>              /* snprintf, for the statistics line only */
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <ucontext.h>
-#include <unistd.h>
-"""
-
-# %% [markdown]
-# Section 1 is the layout of values and heap blocks, which the code
-# generator above and the collector below must agree on: the header's
-# fields and flags, and the size of a block from its header.
-#
-# Take the header of a `Cons` of a `List<Int>`, 2199023255554, which the
-# back end computed earlier in the chapter (`header_of_cons`). Read with
-# this section's masks: `FIELDS_MASK` keeps its low 24 bits, 2 fields; the
-# tag, bits 24 to 39, is 0, the first constructor; `layout` shifts it right
-# by 40 and keeps 19 bits, `0b10`: field 1, the rest of the list, may be a
-# pointer, and field 0, the `Int`, may not. None of the five flags is set:
-# a block that the program allocates starts young. `block_words` gives 3,
-# the header and two fields; for a filler it reads the size from the
-# header's free bits, and for a copied block from the header of the copy,
-# since the old header now holds the copy's address.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* ==== 1. Values and the heap-block layout ============================
- *
- * Every L value is one 64-bit word.  An Int uses all 64 bits, so a word
- * alone does not say whether it is an Int or a pointer.  A heap block
- * says it for its own fields: the compiler knows the type of every field
- * it stores, and writes into each block's header which fields may hold
- * pointers (its *layout*).  A word on the stack or in a register has no
- * header: there the collector must stay conservative.
- *
- * A heap block is a header word followed by n fields.  The header holds
- *     bits  0..23  n, the number of fields (the block is n + 1 words)
- *     bits 24..39  the tag: the constructor number, 0 for tuples, closures
- *     bits 40..58  the layout: bit 40 + i set if field i may be a pointer
- *     bit  59      CONSERVATIVE: more than 19 fields, no layout; any field
- *                  may be a pointer
- *     bit  60      OLD: not in the nursery (promoted, pinned, or static)
- *     bit  61      REMEMBERED: in the remembered set (section 5)
- *     bit  62      FREE: not a block but free space (a "filler"), whose
- *                  size - 1 is in bits 0..58
- *     bit  63      FORWARDED: a nursery block that was copied; the rest of
- *                  the header is the address of the copy
- * Free space has a header of its own, so the heap can always be walked
- * from its first word to its end, one block or filler at a time.
- */
-#define FIELDS_MASK      0xFFFFFFull
-#define LAYOUT_SHIFT     40
-#define LAYOUT_FIELDS    19
-#define CONSERVATIVE_BIT (1ull << 59)
-#define OLD_BIT          (1ull << 60)
-#define REMEMBERED_BIT   (1ull << 61)
-#define FREE_BIT         (1ull << 62)
-#define FORWARDED_BIT    (1ull << 63)
-#define FREE_MASK        (CONSERVATIVE_BIT - 1)
-
-/* Compiled code holds addresses as int64_t; the runtime as word pointers. */
-static inline uint64_t *as_ptr(int64_t address) { return (uint64_t *)(uintptr_t)address; }
-static inline int64_t as_int(const uint64_t *p) { return (int64_t)(uintptr_t)p; }
-
-static inline uint64_t filler_header(uint64_t words) { return FREE_BIT | (words - 1); }
-
-/* The size in words of the block, filler or copied block with this header. */
-static inline uint64_t block_words(uint64_t header)
-{
-    if (header & FORWARDED_BIT) header = *as_ptr((int64_t)(header & ~FORWARDED_BIT));
-    return (header & FREE_BIT ? header & FREE_MASK : header & FIELDS_MASK) + 1;
-}
-
-/* The fields of a block that may hold pointers: a bit per field. */
-static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT & ((1ull << LAYOUT_FIELDS) - 1); }
-"""
-
-# %% [markdown]
-# Output is buffered by the runtime itself, not by C's stdio, for one
-# reason: when the stack overflows, the signal handler must still write out
-# what the program printed before, and only `write` may be called there.
-#
-# The buffer is 64 KB, and `out_bytes` writes it out when the next piece
-# would not fit, or writes a piece larger than the buffer directly. A
-# program that prints a line per iteration of a long loop thus makes one
-# system call per 64 KB, not one per line.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* ==== 2. Output buffering and printing ===============================
- *
- * Program output goes into our own buffer, written to fd 1 with write(2)
- * when it is full and at the end.  Not stdio: the stack-overflow signal
- * handler must flush the output, and write(2) -- unlike fflush -- may be
- * called from a signal handler.
- */
-static char out_buf[1 << 16];
-static size_t out_len;
-static int out_fd = 1;                  /* 2 after lc_fail_begin */
-
-static void write_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t k = write(fd, s, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return;              /* nowhere left to report it */
-        s += k, n -= (size_t)k;
-    }
-}
-
-static void write_str(int fd, const char *s) { write_all(fd, s, strlen(s)); }
-
-static void flush_output(void)
-{
-    write_all(out_fd, out_buf, out_len);
-    out_len = 0;
-}
-
-static void out_bytes(const char *s, size_t n)
-{
-    if (n > sizeof out_buf - out_len) {
-        flush_output();
-        if (n > sizeof out_buf) { write_all(out_fd, s, n); return; }
-    }
-    memcpy(out_buf + out_len, s, n);
-    out_len += n;
-}
-"""
-
-# %% [markdown]
-# The printing functions that the generated code calls put their text in
-# that buffer. An `Int` is written digit by digit, from the right, with the
-# most negative number handled as an unsigned magnitude; a string nested in
-# a value is written quoted, with its escapes.
-#
-# So a string printed on its own appears as its text, while a string inside
-# a tuple or a constructor appears between quotes, its newlines, tabs,
-# backslashes and quotes escaped, as it would be written in L. The printers
-# of structured values are not here: the back end generates one per type
-# (`print.List<Int>` in the worked example below), and they call these
-# functions for the leaves.
-
-# %%
-#| export
-RUNTIME_C += r"""
-void lc_print_int(int64_t v)
-{
-    char digits[24], *p = digits + sizeof digits;
-    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;  /* unsigned: -INT64_MIN overflows */
-    do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
-    if (v < 0) *--p = '-';
-    out_bytes(p, (size_t)(digits + sizeof digits - p));
-}
-
-void lc_print_bool(int64_t b) { if (b) out_bytes("true", 4); else out_bytes("false", 5); }
-void lc_print_unit(int64_t u) { (void)u; out_bytes("()", 2); }
-void lc_print_char(int64_t c) { char b = (char)c; out_bytes(&b, 1); }
-void lc_print_str(int64_t s) { out_bytes((const char *)s, strlen((const char *)s)); }
-
-void lc_print_quoted(int64_t s)
-{
-    out_bytes("\"", 1);
-    for (const char *t = (const char *)s; *t; t++) {
-        switch (*t) {
-        case '\n': out_bytes("\\n", 2); break;
-        case '\t': out_bytes("\\t", 2); break;
-        case '\\': out_bytes("\\\\", 2); break;
-        case '"':  out_bytes("\\\"", 2); break;
-        default:   out_bytes(t, 1);
-        }
-    }
-    out_bytes("\"", 1);
-}
-
-int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const char *)b) == 0; }
-"""
-
-# %% [markdown]
-# Runtime errors: the compiler rendered the message; the runtime writes it
-# after the program's output and exits with status 2.
-#
-# A message that shows a value, such as a match failure, which shows the
-# argument of the function, is delivered in three steps: `lc_fail_begin`
-# flushes the program's output and switches printing to stderr, writing the
-# start of the message; the compiled code prints the value with the
-# printing functions above; and `lc_fail` writes the rest of the message
-# and exits. `out_of_memory` is a runtime error like the others, with its
-# own message, preceded by the collector's statistics when `LC_GC_STATS=1`
-# asks for them.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* ==== 3. Runtime errors ==============================================
- *
- * The compiler renders the messages; we deliver them: program output
- * first (flushed to stdout), then the message on stderr, then exit
- * status 2.  We call _exit, not exit: lc_run may run in a child forked
- * from Python, whose atexit handlers and stdio buffers are the parent's.
- */
-static const char *stack_overflow_text, *out_of_memory_text;
-
-_Noreturn void lc_fail(const char *text)
-{
-    flush_output();                     /* to stdout, or stderr after lc_fail_begin */
-    write_str(2, text);
-    _exit(2);
-}
-
-/* The start of a message that shows a value: the compiled code then
- * prints the value with lc_print_* (now to stderr) and calls lc_fail
- * with the rest of the message. */
-void lc_fail_begin(const char *prefix)
-{
-    flush_output();
-    out_fd = 2;
-    write_str(2, prefix);
-}
-
-static void statistics(void);
-
-static _Noreturn void out_of_memory(void)
-{
-    statistics();                       /* with LC_GC_STATS=1, how the heap got there */
-    lc_fail(out_of_memory_text);
-}
-"""
-
-# %% [markdown]
-# ### The heap: a nursery and an old generation
-#
-# The contract asks that a program allocating 10^8 short-lived cells run in
-# bounded memory, and the seed's runtime — `malloc` and never `free` — does
-# not. The first collector of this runtime was a *conservative, non-moving
-# mark-and-sweep*, the design of Boehm, Demers and Weiser: any word anywhere
-# — stack, registers, globals, fields of blocks — that pointed into a block
-# kept it alive, and free space was reused in place, between live blocks. It
-# allocated by bumping a pointer through at least 16 MB of heap between two
-# collections, and the allocation-heavy benchmarks paid for it: every new
-# block went to memory that had left the cache since it was last used,
-# where OCaml's minor heap of 2 MB stays in the cache.
-#
-# Most blocks die young — a `Cons` made to be matched at once, a closure
-# made to be called once — and a *generational* collector (Lieberman and
-# Hewitt; Ungar) is built on that: the program allocates in a small
-# *nursery*; when it is full, a *minor collection* copies the few blocks
-# still alive out of it, into the *old generation*, and the whole nursery is
-# free again — the same memory, still in the cache. A minor collection costs
-# the survivors, not the garbage: ten million dead `Cons` cost nothing to
-# collect. The old generation is collected rarely, by a *major collection*:
-# the mark-and-sweep of before.
-#
-# Copying needs two things the first collector did without.
-#
-# - **Precise fields.** To move a block is to update every pointer to it,
-#   so the collector must know which words are pointers: update an `Int`
-#   that happens to look like an address, and the program computes with a
-#   wrong number. A word alone cannot say, but its block can, since the
-#   compiler knows the type of every field it stores: that is the *layout*
-#   in the header (the section on data, above). After monomorphisation no
-#   field has a type that the compiler does not know.
-# - **Roots.** The words on the stack and in registers have no header. We
-#   keep the stack *conservative*, with **Bartlett's mostly-copying**
-#   collection: a young block that a word of the stack points into is
-#   *pinned* — it does not move, and becomes old where it stands — and
-#   every other survivor is copied. The stack holds the few blocks that the
-#   running functions work on, so few blocks are pinned: the figures are
-#   below.
-#
-# <div class="admonition note">
-# <p class="admonition-title">Design note: why not precise roots</p>
-#
-# LLVM can describe the roots on the stack: *stack maps* at every call
-# that may collect (`gc.statepoint`), which a precise collector reads to
-# find and update the pointers of every frame. But they need a pass of
-# their own (`RewriteStatepointsForGC`) that llvmlite's pass builder does
-# not offer, and they have a price paid by every call: each pointer live
-# across it goes through a stack slot, and is reloaded after. A
-# conservative stack costs the calls nothing, and the collector pays with
-# a few pinned blocks.
-#
-# </div>
-#
-# One more problem is particular to generations. A minor collection must
-# find every pointer into the nursery without looking at the old
-# generation — not looking at it is the whole point. An old block points to
-# a young one only if the program stored the young block into it after it
-# became old, and L stores into blocks in one place: `x[i] := y`, on the
-# cells of the `var`s that a function captures. After such a store the
-# compiled code runs the *write barrier* (above), which adds `x` to the
-# *remembered set* if it is old; a minor collection takes the fields of the
-# remembered blocks as roots, as it takes the stack and the globals.
-#
-# The heap is one virtual region the size of the heap limit. The nursery is
-# a few *chunks* of it, 64 KB each, 2 MB in all by default (`LC_NURSERY`;
-# the size is measured below), reused from one minor collection to the next;
-# a chunk that pinned blocks fill more than half is given to the old
-# generation and replaced by a fresh one. The old generation is the rest,
-# filled in *regions*: gaps that the last major collection left, or fresh
-# memory. The flags in each header say where a block stands: `OLD`
-# (promoted, pinned, or made by the compiler), `REMEMBERED`, `FORWARDED` (a
-# nursery block already copied, whose header now holds the address of its
-# copy), `FREE` (not a block but free space, a *filler*: the heap can always
-# be walked, block after block), and `CONSERVATIVE` (no layout).
-#
-# This part of the runtime is the allocator: the slow path behind the
-# inline bump allocation, in the nursery, and allocation in the old
-# generation, for survivors and for blocks of more than 19 fields.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* ==== 4. The heap and allocation =====================================
- *
- * The heap lives in one virtual region the size of the heap limit,
- * reserved at start-up with MAP_NORESERVE, so that pages cost memory only
- * once touched.  The used part is [heap_start, heap_end); it grows by
- * moving heap_end up.  It has two generations:
- *
- * - the *nursery*, where the program allocates: a few chunks of 64 KB
- *   (LC_NURSERY bytes in all, 2 MB by default: it stays in the cache),
- *   aligned on 64 KB, reused after every minor collection (section 5);
- * - the *old generation*, everything else: the blocks that survived a
- *   minor collection, copied there.
- *
- * Compiled code allocates inline by bumping lc_hp towards lc_hl, the ends
- * of the current *run*: free space in a nursery chunk.  After a
- * collection a chunk is one run, unless blocks were pinned in it (section
- * 5): then its runs are the spaces between them.  The free space of a run
- * not yet allocated in starts with a filler header, so that the nursery,
- * like the rest of the heap, can be walked block by block.  When a
- * request does not fit, the code calls lc_alloc_slow, which moves to the
- * next run, in this chunk or the next; when there is none, it collects.
- *
- * The old generation is filled in *regions*, some free stretch of the
- * heap: the next gap (in address order) that the last major collection
- * left between live blocks, else fresh memory at heap_end, up to the
- * limit.  The collector copies survivors into the current region, promo.
- * A large request (over LARGE_WORDS) is carved out of the first gap that
- * holds it, or from heap_end; gaps of LARGE_WORDS or more are kept in a
- * list of their own, so that this search does not crawl through the
- * small ones.  Blocks of more than 19 fields -- too many for a layout in
- * the header -- are allocated in the old generation at once (lc_alloc_old).
- */
-int64_t lc_hp, lc_hl;
-"""
-
-# %% [markdown]
-# The state of the heap: the sizes of chunks and regions, the bounds of the
-# heap and its side tables (the bitmap of block starts, the map of nursery
-# chunks), and the collector's counters.
-#
-# Nearly all of it is plain global variables: there is one heap per
-# process, and one L thread that uses it at a time. Two of these tables
-# answer the question the collector asks most often, about a bare address.
-# `nursery_map` has one 16-bit entry per 64 KB of heap, non-zero where that
-# stretch is a nursery chunk, so "is this address young?" is a subtraction,
-# a shift and a load, with no search. `start_bits` has one bit per word of
-# the heap, set where a block is known to start; the collector uses it to
-# go from an address inside a block to the block's header.
-
-# %%
-#| export
-RUNTIME_C += r"""
-#define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
-#define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
-#define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
-#define LARGE_WORDS   1024
-#define NURSERY_BYTES (2ull << 20)
-#define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
-#define MIN_MAJOR_COST (64ull << 10)            /* words: the least a major collection is taken to cost */
-
-static uint64_t *heap_start, *heap_end, *heap_limit_end;
-static uint64_t *small_gaps, *big_gaps;     /* linked through each gap's word 1 */
-static uint64_t *start_bits;                /* known block starts: see section 5 */
-static uint16_t *nursery_map;               /* per 64 KB of heap: k + 1 if it is nursery chunk k */
-static uint64_t **nursery;                  /* the nursery's chunks */
-static uint64_t (*old_bits)[CHUNK_WORDS / 64];  /* per nursery chunk: a bit per word that starts an old block */
-static size_t nursery_chunks, next_chunk;   /* how many; the next one to look for runs in */
-static size_t base_chunks, room_chunks;     /* LC_NURSERY in chunks; room in nursery and old_bits */
-static uint64_t *cursor, *chunk_end;        /* where to look for the next run, in the current chunk */
-static int64_t run_start;                   /* for the statistics */
-static struct region { uint64_t *hp, *hl; } promo;
-static uint64_t gc_stress;                  /* LC_GC_STRESS = n: collect at every allocation, fully every nth */
-static uint64_t old_bytes, old_threshold;   /* about the old generation's size; when to collect it */
-static uint64_t kept_blocks, rent, major_cost;  /* old blocks in the nursery; what they have cost; a major's cost */
-static uint64_t minor_count, major_count, max_heap_bytes, allocated_bytes, promoted_bytes;
-static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
-static double minor_seconds, major_seconds;
-"""
-
-# %% [markdown]
-# A few helpers: record a block's start in the bitmap, clear a stretch of
-# it, move the end of the heap, and tell whether an address is in the
-# nursery.
-#
-# `make_free` is how the heap stays walkable: free space is never left
-# blank, but covered by a *filler*, a header with the `FREE` bit and the
-# size of the space, so that a walk from any block start can step over it
-# as it steps over a block. `in_nursery` is the test that the collector
-# applies to every word it suspects of being a pointer: two comparisons
-# with the heap's bounds and a look in `nursery_map`.
-
-# %%
-#| export
-RUNTIME_C += r"""
-static void collect(bool full);
-
-static void note_block_start(const uint64_t *p)
-{
-    uint64_t i = (uint64_t)(p - heap_start);
-    start_bits[i / 64] |= 1ull << (i % 64);
-}
-
-/* Forget the recorded starts in [from, to), both multiples of 64 words apart from the heap's start. */
-static void clear_starts(const uint64_t *from, const uint64_t *to)
-{
-    memset(start_bits + (from - heap_start) / 64, 0, (size_t)(to - from) / 64 * 8);
-}
-
-static void set_heap_end(uint64_t *end)
-{
-    uint64_t bytes = (uint64_t)(end - heap_start) * 8;
-    heap_end = end;
-    if (bytes > max_heap_bytes) max_heap_bytes = bytes;
-}
-
-static inline bool in_nursery(uint64_t v)
-{
-    return v >= (uintptr_t)heap_start && v < (uintptr_t)heap_end
-           && nursery_map[(v - (uintptr_t)heap_start) >> CHUNK_SHIFT];
-}
-
-/* Free space in the heap: a filler, and its start recorded. */
-static void make_free(uint64_t *p, uint64_t words)
-{
-    *p = filler_header(words);
-    note_block_start(p);
-}
-"""
-
-# %% [markdown]
-# The nursery's side. A minor collection leaves each chunk as free *runs*
-# between the blocks that stayed (those the stack pinned), each covered by
-# a filler. `next_run` finds the next run that is large enough, in this
-# chunk or the next; `lc_alloc_slow`, the slow path of the inline bump
-# allocation, moves to it, and collects when there is none. In stress mode
-# (`LC_GC_STRESS`) every allocation collects.
-#
-# The fast path is not in this cell: it is the few instructions that the
-# back end compiles inline at every allocation, which bump `lc_hp` towards
-# `lc_hl`. Only a request that does not fit calls `lc_alloc_slow`. It first
-# closes the current run (it counts what was used of it and covers the
-# unused rest with a filler), then looks for the next free run that is
-# large enough, and collects only when the nursery has none left.
-#
-# <div class="admonition note">
-#
-# <p class="admonition-title">Design note: bump allocation, not `malloc`</p>
-#
-# The obvious alternative is the C library's `malloc` for each block and
-# `free` for each dead one. But `malloc` must find a free block of the
-# right size, and `free` must be told which blocks are dead, one at a time,
-# which is the very question a collector exists to answer. A functional
-# program allocates a block for nearly every constructor and closure, and
-# most of them die young. With a bump allocator, allocating is an addition
-# and a comparison; and since the nursery is emptied by copying out the
-# survivors, a dead young block costs nothing at all: no one ever looks at
-# it again.
-#
-# </div>
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* -- The nursery ---------------------------------------------------- */
-
-/* Leave the current run: count what was used of it, and cover the rest
- * with a filler. */
-static void close_run(void)
-{
-    allocated_bytes += (uint64_t)(lc_hp - run_start);
-    if (lc_hl > lc_hp) *as_ptr(lc_hp) = filler_header((uint64_t)(lc_hl - lc_hp) / 8);
-    lc_hp = lc_hl = run_start = 0;
-}
-
-/* The next run that holds `words`, after the cursor: in this chunk, else
- * in the chunks not yet allocated in since the last collection. */
-static bool next_run(uint64_t words)
-{
-    for (;;) {
-        while (cursor < chunk_end) {
-            uint64_t header = *cursor, n = block_words(header);
-            if ((header & FREE_BIT) && n >= words) {
-                lc_hp = run_start = as_int(cursor);
-                lc_hl = as_int(cursor + n);
-                cursor += n;
-                return true;
-            }
-            cursor += n;
-        }
-        if (next_chunk == nursery_chunks) return false;
-        cursor = nursery[next_chunk++];
-        chunk_end = cursor + CHUNK_WORDS;
-    }
-}
-
-/* The address of `words` fresh words in the nursery.  The caller must
- * write the header at once, before it allocates again: a collection needs
- * every block in the heap to have its header. */
-int64_t lc_alloc_slow(int64_t words)
-{
-    uint64_t w = words < 1 ? 1 : (uint64_t)words;
-    close_run();
-    if (gc_stress || !next_run(w)) {
-        collect(false);
-        if (!next_run(w)) out_of_memory();
-    }
-    int64_t p = lc_hp;
-    lc_hp += 8 * (int64_t)w;
-    if (gc_stress) close_run();            /* so that the next allocation comes here too */
-    return p;
-}
-"""
-
-# %% [markdown]
-# The old generation's side. Survivors are copied into a *region*: a gap
-# that the last major collection left, or fresh memory at the end of the
-# heap. Large blocks get a gap of their own, from a list of the big gaps.
-# `old_alloc` is the common case, inline in the collector's copy loop.
-#
-# A region is to the old generation what a run is to the nursery: a stretch
-# of free memory, filled by bumping a pointer (`promo.hp` towards
-# `promo.hl`). `take_gap_region` takes gaps off a free list until one is
-# large enough. A gap that is too small is dropped from the list but not
-# lost: it stays in the heap as a filler, and the next major sweep merges
-# it with the dead blocks around it. A gap more than twice the size of a
-# region is cut: one region is handed out, and the rest goes back on the
-# list. `grow`, fresh memory at the end of the heap up to the limit, is the
-# last resort.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* -- The old generation --------------------------------------------- */
-
-/* Take gaps off *list until one holds `words`, as the new region.  The
- * ones too small are dropped: they stay in the heap as fillers, and the
- * next sweep merges them with their neighbours.  A big gap is handed out
- * one region at a time, the rest going back to the list. */
-static bool take_gap_region(uint64_t **list, uint64_t words)
-{
-    while (*list != NULL) {
-        uint64_t *gap = *list, size = block_words(gap[0]);
-        *list = as_ptr((int64_t)gap[1]);
-        if (size < words) continue;
-        if (size > 2 * REGION_WORDS) {
-            uint64_t *rest = gap + REGION_WORDS;
-            make_free(rest, size - REGION_WORDS);
-            rest[1] = (uint64_t)as_int(*list);
-            *list = rest;
-            size = REGION_WORDS;
-        }
-        promo.hp = gap, promo.hl = gap + size;
-        return true;
-    }
-    return false;
-}
-
-/* Leave the current region, its rest covered with a filler. */
-static void close_region(void)
-{
-    if (promo.hl > promo.hp) make_free(promo.hp, (uint64_t)(promo.hl - promo.hp));
-    promo.hp = promo.hl = NULL;
-}
-
-/* Fresh memory at heap_end, up to the limit: `words`, or a region if more. */
-static uint64_t *grow(uint64_t words)
-{
-    if ((uint64_t)(heap_limit_end - heap_end) < words) return NULL;
-    uint64_t *p = heap_end;
-    set_heap_end(heap_end + words);
-    return p;
-}
-"""
-
-# %% [markdown]
-# A block larger than `LARGE_WORDS` takes the first big gap that holds
-# it, the rest of the gap staying in its list.
-#
-# This is *first fit*: the first gap that is large enough, not the smallest
-# one. The list it searches holds only the gaps of `LARGE_WORDS` (1,024
-# words) or more, so the many small gaps never slow it down. What remains
-# of the gap after the block becomes a filler, and stays on the list if it
-# has room for the link: a free gap is linked to the next through its word
-# 1, so it needs two words.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* A large block from the first big gap that holds it.  The rest of the
- * gap stays in the list, in the same place. */
-static uint64_t *take_gap_block(uint64_t words)
-{
-    for (uint64_t *prev = NULL, *gap = big_gaps; gap != NULL; prev = gap, gap = as_ptr((int64_t)gap[1])) {
-        uint64_t size = block_words(gap[0]);
-        if (size < words) continue;
-        uint64_t *next = as_ptr((int64_t)gap[1]), *rest = gap + words;
-        if (size - words >= 1) make_free(rest, size - words);
-        if (size - words >= 2) {               /* room for a link: keep it listed */
-            rest[1] = (uint64_t)as_int(next);
-            next = rest;
-        }
-        if (prev) prev[1] = (uint64_t)as_int(next); else big_gaps = next;
-        return gap;
-    }
-    return NULL;
-}
-"""
-
-# %% [markdown]
-# `old_alloc_slow` puts a block in the current region, taking a new one
-# when it is full: a gap from the lists, or fresh memory.
-#
-# The pair `old_alloc` / `old_alloc_slow` repeats, for the collector, the
-# split of the program's own allocation: a fast path small enough for the C
-# compiler to inline into the loop that copies survivors, and a slow path,
-# called only when the region is full or the block is large. Every block
-# allocated here has its start recorded in `start_bits`: old blocks are the
-# ones an ambiguous root may point into later.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* `words` words in the old generation, or NULL if the heap is at its
- * limit.  The block's start is recorded. */
-static uint64_t *old_alloc_slow(uint64_t words)
-{
-    uint64_t *p;
-    if (words > LARGE_WORDS) {
-        if ((p = take_gap_block(words)) == NULL && (p = grow(words)) == NULL) return NULL;
-    } else {
-        if ((uint64_t)(promo.hl - promo.hp) < words) {
-            close_region();
-            if (!take_gap_region(&small_gaps, words) && !take_gap_region(&big_gaps, words)) {
-                uint64_t n = (uint64_t)(heap_limit_end - heap_end) < REGION_WORDS ? words : REGION_WORDS;
-                if ((promo.hp = grow(n)) == NULL) return NULL;
-                promo.hl = promo.hp + n;
-            }
-        }
-        p = promo.hp;
-        promo.hp += words;
-    }
-    note_block_start(p);
-    old_bytes += words * 8;
-    return p;
-}
-
-static inline uint64_t *old_alloc(uint64_t words)      /* the common case inline */
-{
-    if (words > LARGE_WORDS || (uint64_t)(promo.hl - promo.hp) < words) return old_alloc_slow(words);
-    uint64_t *p = promo.hp;
-    promo.hp += words;
-    note_block_start(p);
-    old_bytes += words * 8;
-    return p;
-}
-"""
-
-# %% [markdown]
-# A fresh nursery chunk is carved out of fresh memory, aligned on 64 KB so
-# that `nursery_map` can tell, from an address alone, whether it is in the
-# nursery. `lc_alloc_old` allocates a block too wide for a layout in the old
-# generation at once, and remembers it: its fields may come to point into
-# the nursery.
-#
-# The header that `lc_alloc_old` writes is a placeholder until the compiled
-# code writes the real one: it says that the block is old and has no layout
-# (`CONSERVATIVE`), so that anything that reads it meanwhile treats each of
-# its fields as a possible pointer, which is always safe.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
-static uint64_t *fresh_chunk(size_t k)
-{
-    uint64_t *aligned = heap_start + (((uint64_t)(heap_end - heap_start) + CHUNK_WORDS - 1) & ~(CHUNK_WORDS - 1));
-    if (aligned > heap_limit_end || (uint64_t)(heap_limit_end - aligned) < CHUNK_WORDS) return NULL;
-    if (aligned > heap_end) make_free(heap_end, (uint64_t)(aligned - heap_end));
-    set_heap_end(aligned + CHUNK_WORDS);
-    nursery_map[(uint64_t)(aligned - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(k + 1);
-    memset(old_bits[k], 0, sizeof old_bits[k]);
-    make_free(aligned, CHUNK_WORDS);
-    return aligned;
-}
-
-static void remember(uint64_t *block);
-
-/* A block of more than 19 fields: in the old generation, and remembered,
- * as its fields may be made to point into the nursery. */
-int64_t lc_alloc_old(int64_t words)
-{
-    uint64_t w = (uint64_t)words, *p;
-    if (old_bytes > old_threshold) collect(true);
-    if ((p = old_alloc(w)) == NULL) {
-        collect(true);
-        if ((p = old_alloc(w)) == NULL) out_of_memory();
-    }
-    *p = CONSERVATIVE_BIT | OLD_BIT | (w - 1);   /* until the compiled code writes the header */
-    allocated_bytes += 8 * w;
-    remember(p);
-    return as_int(p);
-}
-"""
-
-# %% [markdown]
-# ### The garbage collector
-#
-# A minor collection runs when the nursery has no run left for a request,
-# in three phases:
-#
-# 1. *pin*: every word of the stack (registers included: the collector
-#    first spills them into its own frame), of the globals array, and of the
-#    remembered blocks without a layout, that points into a young block —
-#    anywhere into it: LLVM may keep the address of a field rather than of
-#    the block — marks it `OLD` where it stands;
-# 2. *copy*: every young block that a precise root points to — a field of a
-#    remembered block or of a pinned block — is copied into the old
-#    generation, its old header replaced by the address of the copy
-#    (`FORWARDED`) so that the other pointers to it find the copy, and the
-#    fields of each copy are treated the same way in turn, until no copy is
-#    left to scan (Cheney's algorithm, with a stack instead of a queue);
-# 3. *sweep the nursery*: each chunk becomes free runs between its old
-#    blocks — found in a small bitmap per chunk, so the sweep never walks
-#    the dead blocks either.
-#
-# A major collection runs after a minor one when the old generation has
-# doubled since the last: mark from the roots, sweep the old generation into
-# gaps, and the old blocks in the nursery into runs. To find the block
-# around an address that a root points into, both keep a bitmap of known
-# block starts and walk from the nearest one below, block by block, as the
-# comments explain.
-#
-# A major collection also runs when the pinned blocks have cost as much as
-# one would. A block pinned once stays in its nursery chunk, as an old
-# block, until a major collection finds it dead; and a program that
-# allocates fast but keeps little, like `cpstak` in chapter 12, pins two or
-# three blocks at every minor collection and promotes almost nothing, so
-# its old generation never doubles. Each such block costs every later minor
-# collection a little: the sweep reads its header, and it cuts a free run
-# in two, so the allocator leaves its fast path once more. So the collector
-# keeps a *rent*: the old blocks that each sweep of the nursery met, added
-# up. When the rent exceeds what a major collection would cost — the live
-# words it marks plus an eighth of the heap's words for its sweep, and at
-# least 64 K — a major collection runs, and the rent starts again from
-# zero. It is the rule for renting skis: rent until what you have paid
-# equals the price, then buy; it never pays more than twice the best choice
-# made knowing the future. On `cpstak` at ten times chapter 12's size
-# (`def n = 2000`) it took the run from 0.54 s to 0.43 s: ten major
-# collections where there had been none, and the sweep and the search for
-# runs went from 18 % of the samples of `perf record` to 7 %.
-#
-# A minor collection scans the whole stack, as OCaml 4's does on x86-64.
-# When the stack is deep — a recursion that builds a list on its way back,
-# like `range` in `primes` — that scan, not the survivors, becomes its cost,
-# so the nursery grows with the stack: to twice the stack's size, up to 64
-# MB, and back to its own size when the stack is shallow again.
-#
-# Two terms from the literature come up in every cell below. A root is
-# *precise* when the collector knows it holds a pointer (a field whose
-# layout bit says so), and may then move the block and rewrite the field;
-# it is *ambiguous* (or *conservative*) when it may be an `Int` that merely
-# looks like an address (a word of the stack), and then the block must stay
-# where it is. Bartlett's idea is to treat the two kinds differently in one
-# collection: pin for the ambiguous, copy for the precise.
-#
-# <div class="admonition note">
-#
-# <p class="admonition-title">Design note: two generations, not one mark-sweep</p>
-#
-# The runtime began with a single mark-sweep of the whole heap, and it is
-# still here, as the major collection. Its cost is every live block, at
-# every collection, although most of the blocks that a functional program
-# allocates are dead by the next one. A nursery emptied by copying costs
-# the roots and the survivors only. The price of generations is the write
-# barrier and the remembered set, and L pays it in one place: the stores
-# into the cells of captured `var`s.
-#
-# </div>
-#
-# <div class="admonition note">
-#
-# <p class="admonition-title">Design note: a stack of copies, not Cheney's scan pointer</p>
-#
-# Cheney's copying collector needs no list of work: the copies lie one
-# after the other in to-space, and a scan pointer walks through them behind
-# the allocation pointer. Here the copies go into regions of the old
-# generation, which need not be next to each other (a region may be a gap
-# anywhere in the heap), so an explicit stack of copies still to scan,
-# `to_scan`, takes the place of the scan pointer.
-#
-# </div>
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* ==== 5. The garbage collector =======================================
- *
- * Generational, with a nursery that is copied and an old generation that
- * is marked and swept.  The roots are the registered globals array and
- * every word on the stack of the thread that runs L code, from the
- * current stack pointer to the top, registers included: *ambiguous*
- * roots, any of which may be an Int.  Fields of blocks are precise: the
- * layout in the header says which may be pointers.
- *
- * A minor collection empties the nursery into the old generation, in
- * three phases (Bartlett's mostly-copying collection):
- *   1. pin: a young block that an ambiguous root points into -- anywhere
- *      into it: compiled code may hold interior pointers -- cannot move,
- *      as the root cannot be updated if it is not a pointer.  It stays
- *      where it is, and becomes old there (OLD_BIT).  The fields of
- *      remembered blocks without a layout are ambiguous too.
- *   2. copy: every young block that a precise root points to is copied
- *      into the old generation, and the root updated: the fields of
- *      remembered blocks and of pinned blocks, then the fields of each
- *      copy, until there is none left to scan.  The block left behind is
- *      marked FORWARDED, with the address of its copy, for the other
- *      pointers to it.
- *   3. sweep the nursery: every chunk becomes free runs around the pinned
- *      blocks.  A chunk that pinned blocks fill more than half is given
- *      to the old generation, and a fresh chunk takes its place.
- * The old generation's blocks that may point into the nursery are the
- * *remembered set*: compiled code, after it stores into a block whose
- * header says OLD (and not yet REMEMBERED), calls lc_remember (the write
- * barrier), and blocks allocated old are remembered at once.  A minor
- * collection costs the stack, the globals, the remembered set and the
- * survivors, not the garbage: most of the nursery is never looked at.
- *
- * A major collection, when the old generation has doubled since the
- * last one, or when the old blocks met by the sweeps of the nursery since
- * then add up to more than a major collection costs, is the mark-sweep of the whole heap that this runtime had
- * before it had a nursery: marking follows pointers from the roots with
- * an explicit stack (recursion would overflow the C stack on a long
- * list), and the sweep turns what is not marked into gaps, for the
- * regions of the old generation.  It comes right after a minor
- * collection, when the nursery holds no young block.
- *
- * To find the block around an address (an ambiguous root), the collector
- * keeps a bitmap of block starts, start_bits, with one bit per heap word.
- * Not every start is recorded -- the mutator's inline fast path does not
- * record the blocks it allocates -- but every recorded one is a real block
- * start: after a sweep, the live blocks and the gaps; since then, the
- * start of each run, region and copy.  Since blocks and gaps tile the
- * heap, the block around an address can be found by walking forward,
- * block by block, from the nearest recorded start below it, recording the
- * starts it passes.
- */
-static uint64_t *mark_bits;                /* one bit per heap word */
-struct stack { uint64_t **items; size_t len, cap; };
-static struct stack to_scan, remembered, pinned;
-static int64_t *global_roots, n_global_roots;
-static uintptr_t stack_top;                /* top of the L thread's stack */
-"""
-
-# %% [markdown]
-# The stacks grow by doubling; `now_seconds` times the collections for the
-# statistics.
-#
-# The collector keeps its lists of work in these arrays rather than
-# recursing, because the structures it follows can be as deep as they are
-# long: a list of a million cells is a chain of a million blocks, and
-# following it by recursion in C would overflow the C stack. Doubling the
-# array when it is full makes a push cost a constant on average.
-
-# %%
-#| export
-RUNTIME_C += r"""
-static void grow_stack(struct stack *s)
-{
-    s->cap = s->cap ? 2 * s->cap : 1024;
-    s->items = realloc(s->items, s->cap * sizeof *s->items);
-    if (s->items == NULL) out_of_memory();
-}
-
-static inline void push(struct stack *s, uint64_t *block)
-{
-    if (s->len == s->cap) grow_stack(s);
-    s->items[s->len++] = block;
-}
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-"""
-
-# %% [markdown]
-# The collector's helpers. `find_block` finds the block around an address
-# that a word of the stack holds, from the bitmap of block starts: the
-# nearest recorded start below it, then block by block. `lc_remember` is the
-# slow path of the write barrier.
-#
-# An example: a word of the stack points three words into a block whose
-# start was never recorded (the inline allocator records nothing).
-# `find_block` masks off the bits above the address in its word of
-# `start_bits`, and takes the highest bit left (`__builtin_clzll` counts
-# the zero bits above it in the 64-bit word),
-# moving to lower words if there is none. From that start it steps forward,
-# reading each header for the block's size, until the next step would pass
-# the address; it records the starts it passes, so a later search nearby is
-# shorter. `lc_remember` sets the `REMEMBERED` bit, which the compiled code
-# tests before it calls, so that a block is added to the remembered set
-# once between two collections, however often the program stores into it.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* The block (or filler) that contains address v, or NULL if v is outside
- * the heap.  When v points at a recorded start -- the usual case, as L
- * values point at headers -- there is no walk, and no header to read. */
-static inline uint64_t *find_block(uint64_t v)
-{
-    if (v < (uintptr_t)heap_start || v >= (uintptr_t)heap_end) return NULL;
-    uint64_t i = (v - (uintptr_t)heap_start) / 8, w = i / 64;
-    uint64_t bits = start_bits[w] & ((2ull << (i % 64)) - 1);   /* bits 0..i%64 */
-    while (bits == 0) bits = start_bits[--w];    /* ends: word 0 starts a block */
-    uint64_t s = w * 64 + 63 - (uint64_t)__builtin_clzll(bits), next;
-    for (; s < i && (next = s + block_words(heap_start[s])) <= i; s = next)
-        note_block_start(heap_start + next);
-    return heap_start + s;
-}
-
-/* The write barrier's slow path. */
-static void remember(uint64_t *block)
-{
-    *block |= REMEMBERED_BIT;
-    push(&remembered, block);
-}
-
-void lc_remember(int64_t block) { remember(as_ptr(block)); }
-
-static void pin(uint64_t v);
-static void mark_value(uint64_t v);
-"""
-
-# %% [markdown]
-# The stack is scanned word by word, from the collector's own frame (where
-# the registers were spilled) to the top of the L thread's stack. In a
-# minor collection a word pins what it points to in the nursery; in a
-# major one it marks.
-#
-# The test `v - low < size` is one unsigned comparison doing the work of
-# two: a value below `heap_start` wraps around to a huge number, and fails
-# it as a value above `heap_end` does. The scan starts at the frame of
-# `scan_thread_stack` itself, which lies below the frame of the collection
-# where the registers were spilled (`__builtin_unwind_init`, in
-# `minor_collection` below); this is why the function must not be inlined.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* Scan the stack from this function's frame up to the top: pin (in a
- * minor collection) or mark what its words point to, and return its size
- * in words.  Not inlined, so that its frame lies below that of the
- * collection, where the registers were put.  The loop is the cost of a
- * minor collection when the stack is deep: it tests a word in a few
- * instructions, and looks further only at a word that points into the
- * nursery. */
-static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
-{
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)7;
-    uint64_t low = (uintptr_t)heap_start, size = (uintptr_t)heap_end - low;
-    for (const uint64_t *p = (const uint64_t *)sp; p < (const uint64_t *)stack_top; p++) {
-        uint64_t v = *p;
-        if (!minor) mark_value(v);
-        else if (v - low < size && nursery_map[(v - low) >> CHUNK_SHIFT]) pin(v);
-    }
-    return (stack_top - sp) / 8;
-}
-"""
-
-# %% [markdown]
-# A minor collection's first two phases: `pin` marks a young block `OLD`
-# where it stands, and records it in its chunk's row of `old_bits`;
-# `forward` copies a young block that a precise field points to, leaves the
-# address of the copy in its header, and updates the field.
-#
-# A word that only looks like a pointer (an `Int` that happens to fall
-# inside the nursery) pins a block that may well be dead: the block
-# survives one collection more. That wastes a little memory, and is never
-# wrong; it is the whole price of a conservative stack. `forward` handles
-# the precise case, in three steps that read in order: a block already
-# copied has its new address in its header, and the field is made to point
-# there; a pinned block stays, and so does the field; any other block is
-# copied, a forwarding address left in its old header, and the copy pushed
-# on `to_scan`, to have its own fields forwarded in turn.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* -- Minor collections ---------------------------------------------- */
-
-/* Phase 1: a word that may be a pointer pins the young block it points into. */
-static void pin(uint64_t v)
-{
-    if (!in_nursery(v)) return;
-    uint64_t *block = find_block(v);
-    if (*block & (OLD_BIT | FREE_BIT)) return;      /* old already, or free space */
-    *block |= OLD_BIT;
-    push(&pinned, block);
-    uint64_t i = (uint64_t)(block - heap_start), k = nursery_map[i / CHUNK_WORDS] - 1u;
-    old_bits[k][i % CHUNK_WORDS / 64] |= 1ull << (i % 64);
-}
-
-/* Phase 2: a field that holds a pointer into the nursery is made to point
- * to the block's copy, made first if need be. */
-static void forward(uint64_t *field)
-{
-    uint64_t v = *field;
-    if (!in_nursery(v)) return;
-    uint64_t *block = as_ptr((int64_t)v), header = *block;
-    if (header & FORWARDED_BIT) {
-        *field = header & ~FORWARDED_BIT;
-        return;
-    }
-    if (header & OLD_BIT) return;                    /* pinned: it stays */
-    uint64_t words = (header & FIELDS_MASK) + 1, *copy = old_alloc(words);
-    if (copy == NULL) out_of_memory();
-    memcpy(copy, block, words * 8);
-    *copy = header | OLD_BIT;
-    *block = FORWARDED_BIT | (uint64_t)as_int(copy);
-    *field = (uint64_t)as_int(copy);
-    promoted_bytes += words * 8;
-    push(&to_scan, copy);
-}
-
-static void forward_fields(uint64_t *block)
-{
-    for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
-}
-"""
-
-# %% [markdown]
-# The third phase sweeps each chunk into free runs around its old blocks,
-# which `old_bits` lists, so the dead blocks are never read. A chunk that
-# pinned blocks fill more than half goes to the old generation, and a
-# fresh chunk replaces it.
-#
-# `sweep_chunk` returns the words that stay, and that number decides a
-# chunk's fate: with more than half of it pinned, the runs left between the
-# pinned blocks are few and small, so the chunk leaves the nursery, its
-# free runs going onto the old generation's gap lists, and a fresh chunk
-# takes its place. If the heap has no room for a fresh chunk, the full one
-# stays.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
- * now or before), which its row of old_bits lists -- so the sweep does not
- * walk the young blocks, dead or copied; in a major collection, the old
- * blocks that are not marked go too.  Returns how many words stay. */
-static bool is_marked(const uint64_t *p);
-
-static uint64_t sweep_chunk(size_t k, bool major)
-{
-    uint64_t *chunk = nursery[k], *end = chunk + CHUNK_WORDS, *free_from = chunk, kept = 0;
-    clear_starts(chunk, end);
-    for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
-        for (uint64_t bits = old_bits[k][w]; bits != 0; bits &= bits - 1) {
-            uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(bits), *p = chunk + i, n = block_words(*p);
-            if (major && !is_marked(p)) {
-                old_bits[k][w] &= ~(1ull << (i % 64));
-                continue;
-            }
-            if (p > free_from) make_free(free_from, (uint64_t)(p - free_from));
-            note_block_start(p);
-            kept += n, free_from = p + n, kept_blocks++;
-        }
-    if (end > free_from) make_free(free_from, (uint64_t)(end - free_from));
-    return kept;
-}
-
-static void add_free_to_lists(uint64_t *chunk);
-
-static void sweep_nursery(void)
-{
-    kept_blocks = 0;
-    for (size_t c = 0; c < nursery_chunks; c++) {
-        if (sweep_chunk(c, false) > CHUNK_WORDS / 2) {
-            uint64_t *full = nursery[c];          /* too full: the chunk goes to the old generation */
-            nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
-            if ((nursery[c] = fresh_chunk(c)) == NULL) {
-                nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(c + 1);
-                nursery[c] = full;                 /* no room for another: keep it */
-                continue;
-            }
-            add_free_to_lists(full);
-        }
-    }
-    next_chunk = 0;
-    cursor = chunk_end = NULL;
-}
-"""
-
-# %% [markdown]
-# The nursery grows with a deep stack, and shrinks back when the stack is
-# shallow again (the section's introduction above says why).
-#
-# `want` is twice the stack's size counted in chunks, capped at 1,024
-# chunks (`MAX_NURSERY_CHUNKS`, 64 MB) and at an eighth of the heap, and
-# never less than `LC_NURSERY`. Chunks are added from fresh memory, and a
-# chunk that leaves, when the nursery shrinks, becomes old-generation
-# memory like a chunk too full of pinned blocks.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* A minor collection costs at least the stack it scans.  When the stack
- * is deep, the nursery grows to twice its size (up to 64 MB, and an
- * eighth of the heap limit), so that
- * scanning costs at most half a word per word allocated; when the stack
- * is shallow again, the nursery shrinks back to LC_NURSERY.  A chunk that
- * leaves the nursery goes to the old generation, with its free runs. */
-#define MAX_NURSERY_CHUNKS 1024
-
-static void resize_nursery(uint64_t stack_words)
-{
-    uint64_t want = 2 * stack_words / CHUNK_WORDS, most = (uint64_t)(heap_limit_end - heap_start) / CHUNK_WORDS / 8;
-    if (want > MAX_NURSERY_CHUNKS) want = MAX_NURSERY_CHUNKS;
-    if (want > most) want = most;                 /* and at most an eighth of the heap */
-    if (want < base_chunks) want = base_chunks;
-    if (want > room_chunks) {
-        room_chunks = want;
-        nursery = realloc(nursery, room_chunks * sizeof *nursery);
-        old_bits = realloc(old_bits, room_chunks * sizeof *old_bits);
-        if (nursery == NULL || old_bits == NULL) out_of_memory();
-    }
-    while (nursery_chunks < want && (nursery[nursery_chunks] = fresh_chunk(nursery_chunks)) != NULL)
-        nursery_chunks++;
-    while (nursery_chunks > want) {
-        uint64_t *chunk = nursery[--nursery_chunks];
-        nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
-        add_free_to_lists(chunk);
-    }
-}
-"""
-
-# %% [markdown]
-# `LC_GC_DUMP` describes the nursery block by block: the picture of a minor
-# collection later in this chapter is drawn from it.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
- * start of the nth minor collection, after its tracing, and at its end:
- * the data of the pictures in chapter 10.  A line per block: the stage,
- * the chunk, the block's offset and size in words, what it is, and for a
- * copied block, the offset of its copy from the start of the heap. */
-static uint64_t dump_at;
-
-static void dump_nursery(const char *stage)
-{
-    char line[128];
-    for (size_t k = 0; k < nursery_chunks; k++)
-        for (uint64_t *p = nursery[k], n; p < nursery[k] + CHUNK_WORDS; p += n) {
-            uint64_t h = *p;
-            n = block_words(h);
-            const char *what = h & FORWARDED_BIT ? "copied" : h & FREE_BIT ? "free" : h & OLD_BIT ? "old" : "young";
-            int length = snprintf(line, sizeof line, "%s %zu %llu %llu %s %lld\n", stage, k,
-                                  (unsigned long long)(p - nursery[k]), (unsigned long long)n, what,
-                                  h & FORWARDED_BIT ? (long long)(as_ptr((int64_t)(h & ~FORWARDED_BIT)) - heap_start) : -1ll);
-            write_all(2, line, (size_t)length);
-        }
-}
-"""
-
-# %% [markdown]
-# The minor collection itself: pin from the globals, the stack and the
-# remembered blocks without a layout; copy from the remembered and pinned
-# blocks, then from the copies; sweep; resize.
-#
-# Read it against the three phases. The first loops pin: the globals, the
-# stack (registers included, spilled by `__builtin_unwind_init`) and the
-# remembered blocks without a layout. The next ones copy: from the fields
-# of the remembered blocks (whose `REMEMBERED` bit is cleared: the
-# remembered set starts empty again), from the fields of the pinned blocks,
-# then from the copies until `to_scan` is empty. Then the sweep and the
-# resize. The order matters: every pin must be made before anything is
-# copied, or a block that a word of the stack points into could be moved,
-# and that word left pointing at the block's old place.
-
-# %%
-#| export
-RUNTIME_C += r"""
-static __attribute__((noinline)) void minor_collection(void)
-{
-    double t0 = now_seconds();
-    bool dump = minor_count + 1 == dump_at;
-    if (dump) dump_nursery("start");
-    /* Spill the callee-saved registers into this frame, where the stack
-     * scan sees them: L code may keep a pointer only in a register.
-     * (setjmp would not do: glibc scrambles the saved rbp, which LLVM may
-     * use as an ordinary register.) */
-    __builtin_unwind_init();
-    for (int64_t i = 0; i < n_global_roots; i++) pin((uint64_t)global_roots[i]);
-    uint64_t stack_words = scan_thread_stack(true);
-    stack_scanned += stack_words;
-    for (size_t i = 0; i < remembered.len; i++) {
-        uint64_t *block = remembered.items[i];
-        if (*block & CONSERVATIVE_BIT)
-            for (uint64_t f = 1; f <= (*block & FIELDS_MASK); f++) pin(block[f]);
-    }
-    for (size_t i = 0; i < remembered.len; i++) {
-        forward_fields(remembered.items[i]);
-        *remembered.items[i] &= ~REMEMBERED_BIT;
-    }
-    for (size_t i = 0; i < pinned.len; i++) {
-        forward_fields(pinned.items[i]);
-        old_bytes += 8 * block_words(*pinned.items[i]);
-    }
-    while (to_scan.len > 0) forward_fields(to_scan.items[--to_scan.len]);
-    if (dump) dump_nursery("traced");
-    pinned_count += pinned.len;
-    remembered.len = pinned.len = 0;
-    sweep_nursery();
-    resize_nursery(stack_words);
-    if (dump) dump_nursery("swept");
-    minor_count++;
-    minor_seconds += now_seconds() - t0;
-}
-"""
-
-# %% [markdown]
-# A major collection marks from the roots with an explicit stack, and reads
-# each block's header only when it is its turn to be scanned, a few blocks
-# after it was pushed and prefetched: the misses of the cache overlap.
-#
-# `mark_value` and `mark_field` are the ambiguous and the precise case
-# again. A word of the stack may point anywhere into a block, so it goes
-# through `find_block`; a field whose layout says "pointer" holds the start
-# of a block, so its block is marked at once, without a search. A block
-# without a layout (`CONSERVATIVE`) has all its fields treated as words of
-# the stack.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* -- Major collections ---------------------------------------------- */
-
-/* Mark the block v points into, and push it to have its fields scanned.
- * We do not read its header here: that read is likely to miss the cache,
- * and drain_mark_stack overlaps such misses.  So a stray word that points
- * into free space marks the filler too; scan_block and sweep ignore it. */
-static inline void mark_block(uint64_t *block)
-{
-    uint64_t i = (uint64_t)(block - heap_start), bit = 1ull << (i % 64);
-    if (mark_bits[i / 64] & bit) return;
-    mark_bits[i / 64] |= bit;
-    push(&to_scan, block);
-}
-
-static void mark_value(uint64_t v)
-{
-    uint64_t *block = find_block(v);
-    if (block != NULL) mark_block(block);
-}
-
-/* A field that the layout says may be a pointer holds an L value: the
- * start of a block, if it is in the heap at all.  No search. */
-static inline void mark_field(uint64_t v)
-{
-    if (v - (uintptr_t)heap_start < (uintptr_t)heap_end - (uintptr_t)heap_start) mark_block(as_ptr((int64_t)v));
-}
-
-static void scan_block(const uint64_t *block)
-{
-    uint64_t header = *block;
-    if (header & FREE_BIT) return;
-    if (header & CONSERVATIVE_BIT)
-        for (uint64_t f = 1; f <= (header & FIELDS_MASK); f++) mark_value(block[f]);
-    else
-        for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
-}
-"""
-
-# %% [markdown]
-# `drain_mark_stack` scans the pushed blocks with a small prefetch queue.
-#
-# For a reader new to caches: reading a header that is not in the
-# processor's cache means waiting for main memory, which takes far longer
-# than the few instructions that scan a block. `__builtin_prefetch` asks
-# for the memory without waiting for it. Popping up to eight blocks ahead
-# of the one being scanned lets up to eight of these waits overlap, instead
-# of taking them one after the other.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* Scan pushed blocks until none is left.  A block popped off the stack is
- * prefetched and waits in a small queue while the blocks before it are
- * scanned, so that its header is in the cache when its turn comes; this
- * makes marking nearly twice as fast as waiting for one miss at a time. */
-#define PREFETCH_QUEUE 8
-
-static void drain_mark_stack(void)
-{
-    uint64_t *queue[PREFETCH_QUEUE];
-    unsigned first = 0, count = 0;
-    for (;;) {
-        if (to_scan.len > 0 && count < PREFETCH_QUEUE) {
-            uint64_t *block = to_scan.items[--to_scan.len];
-            __builtin_prefetch(block);
-            queue[(first + count++) % PREFETCH_QUEUE] = block;
-        } else if (count > 0) {
-            scan_block(queue[first]);
-            first = (first + 1) % PREFETCH_QUEUE, count--;
-        } else {
-            return;
-        }
-    }
-}
-"""
-
-# %% [markdown]
-# The sweep turns the space between live blocks into gaps, walking the mark
-# bits rather than the heap, so it never touches a dead block either.
-#
-# The gaps go onto two lists, in address order: small gaps for the regions
-# of survivors, and gaps of `LARGE_WORDS` or more for large blocks. A gap
-# of a single word has no room for a link, and stays a filler only, until a
-# later sweep merges it into a larger one.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* Append a gap to its free list; the sweep finds gaps in address order. */
-static uint64_t *small_tail, *big_tail;
-
-static void add_gap(uint64_t *gap, uint64_t words)
-{
-    make_free(gap, words);
-    if (words < 2) return;                 /* no room for a link: filler only */
-    gap[1] = 0;
-    bool big = words >= LARGE_WORDS;
-    uint64_t **tail = big ? &big_tail : &small_tail;
-    if (*tail) (*tail)[1] = (uint64_t)as_int(gap); else *(big ? &big_gaps : &small_gaps) = gap;
-    *tail = gap;
-}
-
-/* The free runs of a chunk that leaves the nursery, for the old generation. */
-static void add_free_to_lists(uint64_t *chunk)
-{
-    for (uint64_t *p = chunk, n; p < chunk + CHUNK_WORDS; p += n) {
-        n = block_words(*p);
-        if ((*p & FREE_BIT) && n >= 2) {
-            uint64_t **list = n >= LARGE_WORDS ? &big_gaps : &small_gaps;
-            p[1] = (uint64_t)as_int(*list);
-            *list = p;
-        }
-    }
-}
-
-static bool is_marked(const uint64_t *p)
-{
-    uint64_t i = (uint64_t)(p - heap_start);
-    return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
-}
-"""
-
-# %% [markdown]
-# `sweep` walks the mark bits of the whole heap.
-#
-# It goes 64 heap words at a time, one word of `mark_bits`: each set bit is
-# the start of a live block, and everything between the end of one live
-# block and the start of the next becomes one gap, however many dead blocks
-# and old gaps it held. A nursery chunk is skipped as a whole and swept by
-# `sweep_chunk`, as in a minor collection. Free space at the very end of
-# the heap is not made a gap: `heap_end` moves back down instead.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* The space between the end of one live block and the start of the next
- * becomes one gap, whatever dead blocks and old gaps it held; free space
- * at the very end goes back to heap_end instead.  Walking the mark bits,
- * not the heap, the sweep never touches a dead block: its cost is the
- * live blocks plus a bitmap word per 64 heap words.  It also resets the
- * recorded starts to the live blocks and the new gaps.  A nursery chunk
- * is swept as in a minor collection, its marked blocks kept, and gives
- * no gap.  Returns the number of live words. */
-static uint64_t sweep(void)
-{
-    uint64_t n = (uint64_t)(heap_end - heap_start), live = 0, free_from = 0;
-    small_gaps = big_gaps = small_tail = big_tail = NULL;
-    for (uint64_t w = 0; w < (n + 63) / 64; w++) {
-        uint64_t first = w * 64;
-        if (first % CHUNK_WORDS == 0 && nursery_map[first / CHUNK_WORDS]) {
-            if (first > free_from) add_gap(heap_start + free_from, first - free_from);
-            live += sweep_chunk(nursery_map[first / CHUNK_WORDS] - 1u, true);
-            free_from = first + CHUNK_WORDS;
-            w += CHUNK_WORDS / 64 - 1;
-            continue;
-        }
-        start_bits[w] = mark_bits[w];
-        for (uint64_t bits = mark_bits[w]; bits != 0; bits &= bits - 1) {
-            uint64_t i = first + (uint64_t)__builtin_ctzll(bits), header = heap_start[i];
-            if (header & FREE_BIT) {           /* a filler, marked by a stray word */
-                start_bits[w] &= ~(1ull << (i % 64));
-                continue;
-            }
-            if (i > free_from) add_gap(heap_start + free_from, i - free_from);
-            live += block_words(header);
-            free_from = i + block_words(header);
-        }
-    }
-    heap_end = heap_start + free_from;
-    return live;
-}
-"""
-
-# %% [markdown]
-# `major_collection` marks and sweeps, then sets the size the old
-# generation may reach before the next one; `collect` runs a minor
-# collection, then a major one when it is due.
-#
-# <div class="admonition note">
-#
-# <p class="admonition-title">Design note: a threshold that grows with the live data</p>
-#
-# The simplest policy would run a major collection each time the old
-# generation grows by a fixed amount. But a major collection costs the live
-# data it marks, and frees at most that fixed amount: a program with a
-# large live heap would mark it again and again for little gain. Letting
-# the old generation reach twice the live data (plus the stack) before the
-# next collection makes each collection free at least as much as it had to
-# mark, so the collector's time stays in proportion to the allocation. Near
-# the limit, this promise can no longer be kept, and the runtime reports
-# that it is out of memory rather than collect ever more often.
-#
-# </div>
-
-# %%
-#| export
-RUNTIME_C += r"""
-static __attribute__((noinline)) void major_collection(void)
-{
-    double t0 = now_seconds();
-    __builtin_unwind_init();               /* as in minor_collection */
-    close_region();                        /* now the whole heap is parseable */
-    memset(mark_bits, 0, (size_t)(heap_end - heap_start + 63) / 64 * 8);
-    note_block_start(heap_start);          /* a start below every address */
-    for (int64_t i = 0; i < n_global_roots; i++) mark_value((uint64_t)global_roots[i]);
-    uint64_t stack_words = scan_thread_stack(false);
-    drain_mark_stack();
-    /* A collection takes time in proportion to the live data and stack it
-     * traces.  Letting the old generation grow to 2 * live + stack words
-     * before the next one leaves live + stack words to promote meanwhile,
-     * so each collection is paid for by at least that much. */
-    uint64_t live = sweep(), limit = (uint64_t)(heap_limit_end - heap_start);
-    /* Near the limit, each collection would free less than the one before:
-     * rather than thrash, give up once live data fill 15/16 of the limit. */
-    if (live > limit - limit / 16) out_of_memory();
-    old_bytes = live * 8;
-    old_threshold = (2 * live + stack_words) * 8;
-    if (old_threshold < MIN_OLD_BYTES) old_threshold = MIN_OLD_BYTES;
-    rent = 0, major_cost = live + (uint64_t)(heap_end - heap_start) / 8;
-    if (major_cost < MIN_MAJOR_COST) major_cost = MIN_MAJOR_COST;
-    major_count++;
-    major_seconds += now_seconds() - t0;
-}
-
-/* A minor collection, then a major one if it is due (or full). */
-static void collect(bool full)
-{
-    close_run();                           /* now the nursery is parseable */
-    minor_collection();
-    rent += kept_blocks;
-    if (full || old_bytes > old_threshold || rent > major_cost || (gc_stress && minor_count % gc_stress == 0))
-        major_collection();
-}
-"""
-
-# %% [markdown]
-# ### Stack overflow
-#
-# A deep non-tail recursion must end in a runtime error, not a segmentation
-# fault. The program runs on a thread of its own whose stack is large
-# (256 MiB by default, `LC_STACK_SIZE`) and ends in a guard zone of 1 MB;
-# touching the guard zone raises `SIGSEGV`, which a handler running on an
-# *alternative* signal stack (the normal one is full) recognises by the
-# faulting address, and turns into the runtime error. No check is compiled
-# into the functions: the overflow costs nothing until it happens. Then the
-# handler finds the call under way in the tables of call sites, as the
-# section on call sites above explains: `lc_run` sorts each part's entries
-# by address once (they come sorted, in the order of the code, unless LLVM
-# moved a function), and the handler searches them by halves for the
-# faulting instruction and for each word up the stack.
-#
-# Why a signal at all: on Linux, touching memory that is mapped without
-# access stops the thread with `SIGSEGV`, and a program may install a
-# *handler*, a C function that the kernel runs instead of killing the
-# process. The handler cannot run on the stack that just overflowed, so it
-# gets a small stack of its own (`alt_stack`, 64 KB); it must also be
-# careful, since the program was stopped at an arbitrary instruction: it
-# only flushes the output, writes one message and exits.
-#
-# <div class="admonition note">
-#
-# <p class="admonition-title">Design note: a guard zone, not a check at every call</p>
-#
-# The alternative is a test in the prologue of every function: compare the
-# stack pointer with a limit, and report the overflow if it is below. It
-# is simple and portable, but it costs
-# a load, a comparison and a branch at every call, in every program, to
-# catch an error that almost no run meets. The guard zone costs nothing
-# until the overflow happens; its price is paid in this section's
-# complexity: a signal handler, and the tables of call sites to find out
-# where the program was.
-#
-# </div>
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* ==== 6. Stack overflow detection ====================================
- *
- * L code runs on a thread whose stack we map ourselves, with a 1 MB
- * guard zone without access below it.  Too deep a recursion runs into the
- * guard zone and gets a SIGSEGV there.  The handler runs on an alternate
- * signal stack (the normal one is exhausted), sees that the faulting
- * address is in the guard zone, and reports a stack overflow like any
- * runtime error.  Any other fault is a bug in the compiler or here.
- */
-#define GUARD_BYTES (1ul << 20)
-
-static char *stack_map;                    /* the guard zone, then the stack */
-static _Alignas(16) char alt_stack[64 * 1024];
-static int64_t (*l_program)(void);
-
-/* Where: the compiler put a label on each side of every call that is not
- * a tail call, and the labels in a table, one per part of the program:
- *     word 0: the end of the entries, word 1: the next part's table or 0,
- *     then one entry of three words per call: before, after, call site.
- * Between the two labels lies one call instruction and nothing else that
- * calls, so a return address in (before, after] is that call's, and a
- * fault at an address in [before, after) happened while making it.  The
- * handler looks at the faulting instruction, then up the stack from the
- * faulting stack pointer, for the innermost call that is under way: the
- * last call made, where the reference interpreter reports the overflow.
- * lc_run receives the first part's table and one rendered message per
- * call site; it sorts each part's entries, so that the handler can
- * search them by halves. */
-static const char *const *call_site_texts;
-static int64_t n_call_sites;
-static uint64_t *site_tables;
-
-struct site { uint64_t before, after, number; };
-
-static int by_address(const void *a, const void *b)
-{
-    const struct site *x = a, *y = b;
-    return x->before < y->before ? -1 : x->before > y->before;
-}
-"""
-
-# %% [markdown]
-# The tables of call sites: a part's entries, sorted once by address by
-# `lc_run`.
-#
-# A table is three words per call (before, after, call site), after a
-# header of two words, so the entries of a part are an array of `struct
-# site` starting at word 2. `sort_site_tables` checks first whether a
-# part's entries are already in order, and sorts them only if they are not:
-# they are emitted in the order of the code, so the usual cost is one pass
-# over the table.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* The entries of a part's table: none in the empty table that a module
- * has until call_site_table gives it its own. */
-static size_t site_entries(uint64_t *table, struct site **first)
-{
-    *first = (struct site *)(table + 2);
-    uint64_t end = table[0], start = (uint64_t)as_int(table + 2);
-    return end > start ? (size_t)(end - start) / sizeof **first : 0;
-}
-
-static void sort_site_tables(void)
-{
-    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
-        struct site *first;
-        size_t n = site_entries(t, &first);
-        for (size_t i = 1; i < n; i++)
-            if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
-    }
-}
-"""
-
-# %% [markdown]
-# `site_at` searches the tables by halves for the call whose interval holds
-# an address; `faulting_call_site` looks at the faulting instruction first,
-# then up the stack from the faulting stack pointer.
-#
-# The search by halves finds the first entry whose `before` label lies
-# after the address; the call, if any, is among the entries just below it.
-# It looks up to eight of them back, because LLVM may copy one call
-# site, and the copies may share a label.
-# The two intervals differ by one end: a return address is the `after`
-# label itself, so it lies in (before, after]; a fault while the call is
-# being made is at an instruction from `before` up to, not including,
-# `after`. The scan of the stack starts at the faulting stack pointer, or
-# at the top of the guard zone if the stack pointer is inside it: that is
-# the case of a function that has just made its frame and faults on its
-# first store into it.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* The call site whose call returns to address a (returning: a in
- * (before, after]) or is being made at address a (a in [before, after)). */
-static int64_t site_at(uint64_t a, bool returning)
-{
-    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
-        struct site *first;
-        size_t lo = 0, hi = site_entries(t, &first);  /* the first entry that starts after a */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (first[mid].before < a || (!returning && first[mid].before == a)) lo = mid + 1; else hi = mid;
-        }
-        /* Copies of one call site made by LLVM may share a label: look a few back. */
-        for (size_t i = lo; i > 0 && lo - i < 8; i--) {
-            struct site *s = &first[i - 1];
-            if (returning ? a <= s->after : a < s->after) return (int64_t)s->number;
-        }
-    }
-    return -1;
-}
-
-/* The call site under way at a fault: the faulting instruction's, else
- * that of the innermost return address on the stack that has one. */
-static int64_t faulting_call_site(void *context)
-{
-    uint64_t pc, sp;
-#if defined(__x86_64__)
-    pc = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
-    sp = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RSP];
-#elif defined(__aarch64__)
-    pc = ((ucontext_t *)context)->uc_mcontext.pc;
-    sp = ((ucontext_t *)context)->uc_mcontext.sp;
-#else
-    return -1;
-#endif
-    int64_t site = site_at(pc, false);
-    /* A function that made its frame (sp moved down) and then faulted at its
-     * first store has sp inside the guard zone: the scan starts above it. */
-    uint64_t start = sp & ~7ull, usable = (uint64_t)(uintptr_t)(stack_map + GUARD_BYTES);
-    for (uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable)); site < 0 && (uintptr_t)p < stack_top; p++)
-        site = site_at(*p, true);
-    return site;
-}
-"""
-
-# %% [markdown]
-# The handler: a fault in the guard zone is a stack overflow, reported at
-# its call site, with exit status 2; any other fault is a bug of the
-# compiler or of this runtime, with exit status 3. The L thread sets up the
-# alternate stack the handler runs on.
-#
-# The exit statuses are those of the contract for `lc`: 2 for a runtime
-# error in the L program, 3 for a bug of the compiler. `_exit`, not `exit`,
-# because `exit` would run the C library's clean-up functions, which are
-# not safe to call from a signal handler; `flush_output` writes out first
-# what the program printed before the overflow, so that the output stops
-# where the program stopped.
-
-# %%
-#| export
-RUNTIME_C += r"""
-static void on_fault(int sig, siginfo_t *info, void *context)
-{
-    char *addr = info->si_addr;
-    flush_output();
-    if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        int64_t site = faulting_call_site(context);
-        write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
-        _exit(2);
-    }
-    write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
-    _exit(3);
-}
-
-/* The L thread.  An alternate signal stack belongs to one thread, so it
- * is set up here. */
-static void *l_thread(void *unused)
-{
-    (void)unused;
-    stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
-    sigaltstack(&ss, NULL);
-    l_program();
-    ss.ss_flags = SS_DISABLE;
-    sigaltstack(&ss, NULL);
-    return NULL;
-}
-
-static _Noreturn void internal_error(const char *what)
-{
-    write_str(2, what);
-    _exit(3);
-}
-"""
-
-# %% [markdown]
-# `run_on_big_stack` maps the stack with its guard zone, installs the
-# handler, and runs the program on a thread of its own.
-#
-# One `mmap` reserves the guard zone and the stack together, and `mprotect`
-# takes all access away from the guard zone, its lowest megabyte: stacks
-# grow downwards, so an overflow runs into it. `MAP_NORESERVE` means that
-# the 256 MiB cost memory only as the recursion touches them. The handlers
-# are installed for `SIGSEGV` and `SIGBUS`, and the previous ones put back
-# after the thread ends: the process may be a Python kernel that runs more
-# than one program, and may have handlers of its own.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* Run l_program on a fresh thread with a stack of stack_bytes. */
-static void run_on_big_stack(size_t stack_bytes)
-{
-    stack_map = mmap(NULL, GUARD_BYTES + stack_bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (stack_map == MAP_FAILED || mprotect(stack_map, GUARD_BYTES, PROT_NONE) != 0)
-        internal_error("internal error: cannot allocate the stack\n");
-    stack_top = (uintptr_t)(stack_map + GUARD_BYTES + stack_bytes);
-
-    struct sigaction sa, old_segv, old_bus;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &old_segv);
-    sigaction(SIGBUS, &sa, &old_bus);
-
-    pthread_attr_t attr;
-    pthread_t thread;
-    pthread_attr_init(&attr);
-    pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
-    if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
-        internal_error("internal error: cannot start the program thread\n");
-    pthread_join(thread, NULL);
-    pthread_attr_destroy(&attr);
-
-    sigaction(SIGSEGV, &old_segv, NULL);
-    sigaction(SIGBUS, &old_bus, NULL);
-    munmap(stack_map, GUARD_BYTES + stack_bytes);
-}
-"""
-
-# %% [markdown]
-# ### Starting the program
-#
-# `lc_run` is what the generated `main` calls: it sets up the heap and the
-# handler, runs the program on its big-stack thread, and cleans up, so that
-# it can be called again in the same process — as the notebooks and the
-# tests do.
-#
-# `env_size` reads the sizes that a user may set in the environment
-# (`LC_STACK_SIZE`, `LC_NURSERY`, `LC_HEAP_LIMIT`), with an optional suffix
-# `K`, `M` or `G`; anything it cannot read leaves the default.
-# `map_noreserve` is the one way this runtime takes memory for its heap and
-# tables: a reservation of address space that costs nothing until it is
-# touched.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* ==== 7. The entry point =============================================
- *
- * lc_run may be called several times in one process (the JIT does so,
- * one call at a time), so it sets up all the state afresh each time and
- * releases the memory at the end.
- */
-
-/* A size from the environment: bytes, with an optional K, M or G. */
-static uint64_t env_size(const char *name, uint64_t fallback)
-{
-    const char *s = getenv(name);
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9') return fallback;
-    uint64_t v = strtoull(s, &end, 10);
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    }
-    return *end == '\0' ? v : fallback;
-}
-
-static void *map_noreserve(uint64_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-/* The default heap limit: 1 GB, or a quarter of the machine's memory if
- * that is less (but not under 64 MB).  A program that allocates without
- * end reaches it in seconds, in memory that any machine can spare. */
-static uint64_t default_heap_limit(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : 1ull << 30;
-    return quarter > (1ull << 30) ? 1ull << 30 : quarter < (64ull << 20) ? 64ull << 20 : quarter;
-}
-"""
-
-# %% [markdown]
-# `heap_init` reserves the heap and its side tables, and resets every
-# counter, so that `lc_run` can run again in the same process;
-# `heap_free` gives it all back.
-#
-# It also clamps the sizes to what the representation allows: the heap at
-# most 32 GB (the comment says why), and the nursery rounded up to whole 64
-# KB chunks. When the system refuses to reserve the whole limit, the limit
-# is halved until it accepts, down to 64 MB.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* The limit is at most 32 GB: a filler's size must fit in its header,
- * the nursery map is two bytes per 64 KB.  It is at least the nursery and
- * as much again. */
-static void heap_init(void)
-{
-    uint64_t nursery_bytes = (env_size("LC_NURSERY", NURSERY_BYTES) + (CHUNK_WORDS * 8 - 1)) & ~(CHUNK_WORDS * 8 - 1);
-    if (nursery_bytes == 0) nursery_bytes = CHUNK_WORDS * 8;
-    if (nursery_bytes > (256ull << 20)) nursery_bytes = 256ull << 20;
-    uint64_t limit = env_size("LC_HEAP_LIMIT", default_heap_limit());
-    if (limit > (32ull << 30)) limit = 32ull << 30;
-    if (limit < 2 * nursery_bytes + (1u << 20)) limit = 2 * nursery_bytes + (1u << 20);
-    limit &= ~(CHUNK_WORDS * 8 - 1);
-    /* Where the system will not reserve that much (strict overcommit),
-     * settle for less rather than fail at once. */
-    while ((heap_start = map_noreserve(limit)) == NULL)
-        if ((limit /= 2) < (64u << 20)) out_of_memory();
-    start_bits = map_noreserve(limit / 64 + 8);
-    mark_bits = map_noreserve(limit / 64 + 8);
-    nursery_map = map_noreserve(limit / (CHUNK_WORDS * 8) * 2 + 2);
-    nursery_chunks = room_chunks = base_chunks = nursery_bytes / (CHUNK_WORDS * 8);
-    nursery = malloc(nursery_chunks * sizeof *nursery);
-    old_bits = malloc(nursery_chunks * sizeof *old_bits);
-    if (start_bits == NULL || mark_bits == NULL || nursery_map == NULL || nursery == NULL || old_bits == NULL)
-        out_of_memory();
-    heap_end = heap_start;
-    heap_limit_end = heap_start + limit / 8;
-    small_gaps = big_gaps = NULL;
-    promo.hp = promo.hl = NULL;
-    lc_hp = lc_hl = run_start = 0;         /* no run: the first allocation is slow */
-    minor_count = major_count = max_heap_bytes = allocated_bytes = promoted_bytes = 0;
-    pinned_count = stack_scanned = 0;
-    minor_seconds = major_seconds = 0;
-    old_bytes = 0, old_threshold = MIN_OLD_BYTES;
-    kept_blocks = rent = 0, major_cost = MIN_MAJOR_COST;
-    gc_stress = env_size("LC_GC_STRESS", 0);
-    dump_at = env_size("LC_GC_DUMP", 0);
-    to_scan.len = remembered.len = pinned.len = 0;
-    for (size_t c = 0; c < nursery_chunks; c++) nursery[c] = fresh_chunk(c);
-    next_chunk = 0, cursor = chunk_end = NULL;
-}
-"""
-
-# %% [markdown]
-# `heap_free` gives back everything `heap_init` took.
-#
-# Every table is unmapped and every work list freed, and the allocation
-# pointers set back to zero, so that a second `lc_run` in the same process
-# starts from a clean state, and a program that ended cannot leave memory
-# behind in the Jupyter kernel that ran it.
-
-# %%
-#| export
-RUNTIME_C += r"""
-static void heap_free(void)
-{
-    uint64_t limit = (uint64_t)(heap_limit_end - heap_start) * 8;
-    munmap(heap_start, limit);
-    munmap(start_bits, limit / 64 + 8);
-    munmap(mark_bits, limit / 64 + 8);
-    munmap(nursery_map, limit / (CHUNK_WORDS * 8) * 2 + 2);
-    free(nursery), free(old_bits);
-    free(to_scan.items), free(remembered.items), free(pinned.items);
-    to_scan = remembered = pinned = (struct stack){NULL, 0, 0};
-    lc_hp = lc_hl = run_start = 0;
-}
-"""
-
-# %% [markdown]
-# `LC_GC_STATS=1` prints what the collector did, and the peak resident
-# memory of the process, at the end of the run (and at an out-of-memory
-# error).
-#
-# These are the counters kept by the cells above: collections of each kind,
-# the largest the heap grew, the bytes allocated and promoted, the time
-# spent collecting, the blocks pinned and the stack words scanned. The
-# bytes allocated are also printed exactly, in bytes: they depend only on
-# the program and the compiler, not on the machine or the moment, so a
-# test can compare two builds of a program by them (chapter 9 does). The
-# section on the collector at work, below, runs a program with
-# `LC_GC_STATS=1`: the lines that start with `gc:` in its output are
-# printed here.
-
-# %%
-#| export
-RUNTIME_C += r"""
-/* With LC_GC_STATS=1: what the collector did, on stderr. */
-static void statistics(void)
-{
-    const char *wanted = getenv("LC_GC_STATS");
-    if (wanted != NULL && strcmp(wanted, "1") == 0) {
-        char line[320];
-        uint64_t allocated = allocated_bytes + (uint64_t)(lc_hp - run_start);
-        int n = snprintf(line, sizeof line,
-                         "gc: %llu minor and %llu major collections, max heap %.1f MB, allocated %.1f MB "
-                         "(%llu bytes), promoted %.1f MB, gc time %.3f s (minor %.3f s, major %.3f s)\n",
-                         (unsigned long long)minor_count, (unsigned long long)major_count,
-                         (double)max_heap_bytes / (1 << 20), (double)allocated / (1 << 20),
-                         (unsigned long long)allocated,
-                         (double)promoted_bytes / (1 << 20), minor_seconds + major_seconds, minor_seconds,
-                         major_seconds);
-        write_all(2, line, (size_t)n);
-        n = snprintf(line, sizeof line, "gc: %llu blocks pinned, %.1f MB of stack scanned by minor collections\n",
-                     (unsigned long long)pinned_count, (double)stack_scanned * 8 / (1 << 20));
-        write_all(2, line, (size_t)n);
-        /* The peak resident memory of this process since it started (Linux):
-         * VmHWM counts this program's own memory, not the parent it was
-         * forked from, as getrusage's ru_maxrss would. */
-        FILE *status = fopen("/proc/self/status", "r");
-        if (status != NULL) {
-            while (fgets(line, sizeof line, status) != NULL)
-                if (strncmp(line, "VmHWM:", 6) == 0)
-                    write_str(2, "gc: peak resident memory"), write_str(2, line + 6);
-            fclose(status);
-        }
-    }
-}
-"""
-
-# %% [markdown]
-# `lc_run`, called by `main`, puts it all together.
-#
-# In order: it resets the output buffer, keeps the messages that the
-# compiler rendered for it (the stack overflow, the out-of-memory error,
-# one message per call site), sorts the tables of call sites, registers the
-# globals as roots, sets up the heap, runs the program on its big stack
-# (256 MiB unless `LC_STACK_SIZE` says otherwise, and never less than 256
-# KiB), flushes the output, prints the statistics if asked, and gives the
-# heap back. The messages come from the compiler, not from the runtime, so
-# that they carry the file, line and column of the L program, in the words
-# of the reference interpreter.
-
-# %%
-#| export
-RUNTIME_C += r"""
-int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
-           const char *stack_overflow_message, const char *out_of_memory_message,
-           const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
-{
-    out_len = 0, out_fd = 1;
-    stack_overflow_text = stack_overflow_message, out_of_memory_text = out_of_memory_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
-    sort_site_tables();
-    global_roots = globals, n_global_roots = nglobals;
-    l_program = program;
-    heap_init();
-    uint64_t stack_bytes = (env_size("LC_STACK_SIZE", 256u << 20) + 4095) & ~4095ull;
-    run_on_big_stack(stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
-    flush_output();
-
-    statistics();
-    heap_free();
-    return 0;
-}
-"""
-
-# %% [markdown]
-# ## Compiling the runtime
-#
-# The runtime is C, compiled by the system's C compiler (`cc`, or `$CC`) in
-# two forms: a shared library for the JIT of chapter 11, which loads it into
-# the Python process, and an object file that `lc build` links into
-# executables. Both are cached in a directory named after a hash of the C
-# text (under `$LC_CACHE`, by default `~/.cache/lcompiler`), so they are
-# compiled once per version of this chapter, and a change to the C above is
-# picked up the next time.
-
-# %%
-#| export
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
-
-def c_compiler() -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        raise RuntimeError("no C compiler found: the runtime of L needs one (set CC, or install gcc)")
-    return cc
-
-
-def cache_directory() -> Path:
-    base = os.environ.get("LC_CACHE") or Path.home() / ".cache" / "lcompiler"
-    try:
-        Path(base).mkdir(parents=True, exist_ok=True)
-        return Path(base)
-    except OSError:                      # a read-only home: a private directory in /tmp
-        fallback = Path(tempfile.gettempdir()) / f"lcompiler-{os.getuid()}"
-        fallback.mkdir(exist_ok=True)
-        return fallback
-
-
-def runtime_library(kind: str = "shared") -> Path:
-    """The runtime compiled as a shared library ("shared") or an object file ("object")."""
-    digest = hashlib.sha256(RUNTIME_C.encode()).hexdigest()[:16]
-    folder = cache_directory() / digest
-    target = folder / ("lcrt.so" if kind == "shared" else "lcrt.o")
-    if target.exists():
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
-    source = folder / "runtime.c"
-    source.write_text(RUNTIME_C)
-    flags = ["-shared", "-fPIC"] if kind == "shared" else ["-c", "-fPIC"]
-    partial = folder / f"{target.name}.{os.getpid()}"
-    done = subprocess.run([c_compiler(), "-O2", "-pthread", *flags, str(source), "-o", str(partial)],
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"the C compiler failed on the runtime:\n{done.stderr}")
-    partial.replace(target)              # atomic: a concurrent build never sees half a file
-    return target
+# The code this chapter generates calls a small runtime written in C: the
+# slow path of allocation and the garbage collector, printing, the
+# delivery of runtime errors, and the entry point `lc_run`, which runs the
+# program on a big stack and catches its overflow. It was written against
+# the interface the code generator needs — the block layout above,
+# `lc_hp`/`lc_hl`, and the functions declared in `RUNTIME_FUNCTIONS` — and
+# it is the next chapter, [chapter 10b](10b_runtime.ipynb): its C is in the
+# cells of that notebook, which the export writes to the package's
+# `lcompiler/runtime/*.c` and `*.h`, and its module `lcompiler.runtime`
+# compiles it (`runtime_library`), for the JIT of chapter 11 and for `lc
+# build`. The rest of this chapter uses it to run what it compiles.
 
 # %% [markdown]
 # ## Showing LLVM from the command line
@@ -4157,21 +2213,32 @@ print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @
 # then the two fields; `Nil` is the address of `@nullary.1`). And `length`,
 # whose recursive call is *not* a tail call, became a loop anyway: LLVM's
 # tail-recursion elimination saw that the pending `1 + …` is an associative
-# operation and introduced an accumulator (`%accumulator.tr`). The program
-# runs in chapter 11; here, `run_in_child` (of the support module, [appendix
-# B](B_support.ipynb#running-in-a-child)), the runtime and the table of
-# call sites suffice to check its output:
+# operation and introduced an accumulator (`%accumulator.tr`).
 #
 # Two more things to read in the listing. Each of the five `Cons` is the
 # allocator `lc_alloc` of the section on allocation, inlined: load `lc_hp`,
 # add 24 (three words of 8 bytes: the header and two fields), load `lc_hl`,
 # and, only if the block would pass the end of the run, call
-# `lc_alloc_slow(3)`. The `!prof` on that branch is what `likely=False`
-# left: it tells LLVM to make the fast path the straight line. The suffixes
+# `lc_alloc_slow_saving()`, the slow path that saves the registers — with
+# no argument. Every allocation of the module asks for three words, so
+# LLVM's interprocedural constant propagation moved the 3 into the
+# function itself, which the listing above leaves out:
+
+# %%
+print(llvm_function(text, "lc_alloc_slow_saving"))
+
+# %% [markdown]
+# The `!prof` on the branch to the slow path is what `likely=False` left:
+# it tells LLVM to make the fast path the straight line. The suffixes
 # `.i` on the names are LLVM's, one for each level of inlining that a value
 # went through. And the printer of `List<Int>` finds a value's constructor
 # as `tag` does: it shifts the header right by 24, keeps 16 bits (`trunc …
 # to i16`), and switches on the result, 0 for `Cons` and 1 for `Nil`.
+#
+# The program runs in chapter 11; here, `run_in_child` (of the support
+# module, [appendix B](B_support.ipynb#running-in-a-child)), the runtime of
+# chapter 10b (`runtime_library`) and the table of call sites suffice to
+# check its output:
 
 # %%
 import ctypes
@@ -4217,197 +2284,10 @@ print(lc_program(optimise(to_llvm(SEEDS))))
 print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 
 # %% [markdown]
-# ## The collector at work
-#
-# ### A minor collection, seen from the nursery
-#
-# The runtime describes its nursery, block by block, when asked
-# (`LC_GC_DUMP=n`: at the n-th minor collection, before it, after its
-# tracing, and after its sweep). Here is a program that inserts 3,000 keys
-# into a persistent search tree — each insertion copies the path from the
-# root to the new leaf, so the old path dies, the new one lives — run with a
-# nursery of one chunk (`LC_NURSERY=64K`), and its third minor collection.
-
-# %%
-import subprocess
-
-from lcompiler import driver
-
-TREE = """data Tree { Leaf; Node(Tree, Int, Tree) }
-def insert(t, k) = match (t) {
-  Leaf -> Node(Leaf, k, Leaf)
-  Node(l, x, r) -> if (k < x) Node(insert(l, k), x, r) else if (k > x) Node(l, x, insert(r, k)) else t
-}
-def size(t) = match (t) { Leaf -> 0; Node(l, _, r) -> size(l) + 1 + size(r) }
-def build(i, t) = if (i == 0) t else build(i - 1, insert(t, i * 7919 % 1000))
-print(size(build(3000, Leaf)))
-"""
-with tempfile.TemporaryDirectory() as tmp:
-    exe = driver.build(Source("tree.l", TREE), Path(tmp) / "tree")
-    done = subprocess.run([str(exe)], capture_output=True, text=True,
-                          env={**os.environ, "LC_NURSERY": "64K", "LC_GC_DUMP": "3"})
-dump = {}                          # stage -> [(offset, words, kind, offset of the copy)], in words
-for line in done.stderr.splitlines():
-    stage, chunk, offset, words, kind, copy = line.split()
-    dump.setdefault(stage, []).append((int(offset), int(words), kind, int(copy)))
-traced = {offset: kind for offset, _, kind, _ in dump["traced"]}
-fates = [(offset, words, kind if kind != "young" else {"copied": "copied", "old": "pinned"}.get(traced[offset], "dead"))
-         for offset, words, kind, _ in dump["start"]]
-count = lambda what: sum(1 for *_, fate in fates if fate == what)
-words = lambda what: sum(n for _, n, fate in fates if fate == what)
-print(f"before: {len(fates)} blocks and fillers, {sum(1 for *_, k, _ in dump['start'] if k == 'young')} young;"
-      f" {count('old')} old, pinned by earlier collections")
-for what in ("dead", "copied", "pinned"):
-    print(f"  {what:7}{count(what):5} young blocks, {words(what):5} words")
-runs = [n for _, n, kind, _ in dump["swept"] if kind == "free"]
-print(f"after: {sum(1 for *_, k, _ in dump['swept'] if k == 'old')} old blocks, {len(runs)} free runs,"
-      f" {sum(runs)} of {64 * 1024 // 8} words free, the longest {max(runs)} words")
-
-# %% [markdown]
-# Three quarters of the young blocks are dead, and cost the collection
-# nothing; about a quarter are copied; a handful (seven here) are pinned by
-# the stack — nodes that the running `insert` holds, or that a register
-# saved on the stack still points to — and stay, next to the few pinned by
-# the collections before. Drawn to scale, the 64 KB of the chunk before
-# and after the collection, and where the copies went in the old
-# generation (on the right, the end of the chunk, where the blocks the
-# stack held were allocated last):
-
-# %%
-import matplotlib.pyplot as plt
-from matplotlib.patches import Patch
-
-COLOURS = {"dead": "#d9d9d9", "copied": "#4c78a8", "pinned": "#f58518", "old": "#9d2b2b", "free": "white"}
-fate = {offset: what for offset, _, what in fates}
-after = [(o, n, "free" if k == "free" else "pinned" if fate.get(o) == "pinned" else "old") for o, n, k, _ in dump["swept"]]
-copies = sorted(c for _, _, k, c in dump["traced"] if k == "copied")
-rows = {2: fates, 1: after, 0: [(c - copies[0], 4, "copied") for c in copies]}
-fig, axes = plt.subplots(1, 2, figsize=(10, 2.8), gridspec_kw={"width_ratios": [3, 1]}, sharey=True)
-for ax, (left, right) in zip(axes, ((0, 64), (56, 64))):
-    for row, blocks in rows.items():
-        for what, colour in COLOURS.items():
-            bars = [(o * 8 / 1024, n * 8 / 1024) for o, n, k in blocks if k == what]
-            ax.broken_barh(bars, (row - 0.35, 0.7), facecolors=colour, edgecolor="black" if what == "free" else "none",
-                           linewidth=0.4)
-    ax.set_xlim(left, right)
-    ax.set_xlabel("KB" if left else "KB from the start of the chunk (of the first copy, below)")
-axes[0].set_yticks([2, 1, 0], ["nursery before", "nursery after", "old generation"])
-axes[1].set_title("the last 8 KB", fontsize=9)
-fig.legend(handles=[Patch(facecolor=c, edgecolor="black", linewidth=0.4, label=k) for k, c in COLOURS.items()],
-           ncol=5, loc="upper center", frameon=False)
-plt.tight_layout(rect=(0, 0, 1, 0.9))
-display(fig, metadata={"alt": f"The 64 KB nursery chunk drawn to scale before its minor collection, with "
-                              f"{count('dead')} dead, {count('copied')} copied and {count('pinned')} pinned young "
-                              f"blocks among {count('old')} old ones; after it, free runs around the old and pinned "
-                              f"blocks; and the copies side by side in the old generation. A second panel enlarges "
-                              f"the last 8 KB of the chunk, where the pinned blocks are."})
-plt.close(fig)
-
-# %% [markdown]
-# After the collection the nursery is free again but for its old blocks,
-# and the program allocates in the runs between them; the survivors sit
-# side by side in the old generation, in the order the copying reached
-# them.
-#
-# ### A hundred million cells in two megabytes
-#
-# The contract's test of the collector: a loop that allocates 10^8
-# short-lived cells. This one makes a two-field `Cons` per iteration, a
-# hundred million times, and keeps only a running sum. It is compiled to an
-# executable (chapter 11) without chapter 9's optimiser, which would see
-# that the `match` takes apart the `Cons` just built, and would build
-# none. It is run with `LC_GC_STATS=1`, which makes the
-# runtime report its collections and the peak resident memory of the
-# process. (The output of this cell is not compared by the tests: times and
-# memory sizes vary a little from run to run.)
-
-# %% tags=["nbval-ignore-output"]
-CELLS = """data List<a> { Cons(a, List<a>)
-  Nil }
-def loop(i, total) = if (i == 0) total else match (Cons(i, Nil)) {
-  Cons(x, _) -> loop(i - 1, total + x)
-  Nil -> 0 }
-print(loop(100000000, 0))
-"""
-with tempfile.TemporaryDirectory() as tmp:
-    exe = driver.build(Source("cells.l", CELLS), Path(tmp) / "cells", optimiser=False)
-    done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
-print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
-
-# %% [markdown]
-# Every cell dies before the next minor collection: nothing is promoted,
-# nothing is pinned, and the heap is the nursery.
-#
-# ### Sizes and limits
-#
-# The script `bench/gc_speed.py` measures the collector on five questions
-# (`python bench/gc_speed.py --repeat 5 --json bench/gc_speed.json`; user
-# and system CPU time of executables). First, the size of the nursery,
-# every size in alternation with the others, on the four allocation-heavy
-# benchmarks of chapter 12:
-
-# %%
-speed = json.loads(Path("../bench/gc_speed.json").read_text())
-sizes = list(next(iter(speed["nursery"].values())))
-print(f"{'benchmark':10}" + "".join(f"{n:>14}" for n in sizes) + "   (CPU seconds, and relative to 2M)")
-for name, r in speed["nursery"].items():
-    print(f"{name:10}" + "".join(f"{r[n]['median']:7.3f} ({r[n]['ratio']:.2f})" for n in sizes))
-
-# %% [markdown]
-# Below 1 MB the minor collections come too often, and each one promotes
-# blocks that would have died with a little more time; from 2 MB on, the
-# gains are within a few percent, and a bigger nursery leaves the cache (2
-# MB is the second-level cache of one core of the machine this book was
-# built on, and OCaml's default minor heap). `nqueens` allocates little
-# that lives, and does not care. The default is 2 MB.
-#
-# Second, the promise of the issue that asked for this collector: a large
-# structure that stays live while the program allocates must not make each
-# allocation dearer. A list of S cells is built, then 3 × 10^7 short-lived
-# cells are allocated; the time per short-lived cell is the difference
-# between that program and the one that only builds the list:
-
-# %%
-print(f"{'S':>10} {'ns per cell':>12} {'minor':>6} {'major':>6} {'heap MB':>8}")
-for r in speed["live"]:
-    print(f"{r['size']:>10,} {r['ns_per_cell']:12.2f} {r['minor']:6} {r['major']:6} {r['max_heap_mb']:8.1f}")
-
-# %% [markdown]
-# Flat: the minor collections never look at the live list, and the major
-# ones, a few, are paid for by the growth of the list itself. (The first
-# collector traced the whole live list at every collection, so that every
-# short-lived cell cost more, the more cells were live.)
-#
-# Third, the other promises of the contract — ten million cells in one
-# list, and a clean runtime error at the heap limit — and the default of
-# that limit. A program that allocates without end stops when the heap
-# reaches its limit, with "out of memory", status 2; the question is how
-# long it takes to get there, and how much memory the machine gives up
-# meanwhile:
-
-# %%
-for name, title in (("cells", "10^8 short-lived cells"), ("list", "a list of 10^7 cells")):
-    r = speed[name]
-    print(f"{title}: {r['cpu']:.2f} s, heap {r['max_heap_mb']:.1f} MB, peak resident memory {r['rss_mb']:.1f} MB,"
-          f" {r['minor']} minor and {r['major']} major collections")
-for r in speed["limit"]:
-    print(f"until the limit of {r['limit']}: {r['cpu']:.2f} s, peak resident memory {r['rss_mb']:.0f} MB,"
-          f" status {r['status']}")
-
-# %% [markdown]
-# The limit was 4 GB: a program that allocates without end took over ten
-# seconds to fail, and took 4 GB of memory from the machine while it did — a
-# laptop with 8 GB would swap, one with 4 GB would not survive it. The
-# default is now **1 GB**, or a quarter of the machine's memory if that is
-# less: the list of ten million cells fits in it four times over, and a
-# runaway program fails in about two seconds. `LC_HEAP_LIMIT` sets another
-# (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MB
-# by default (`LC_STACK_SIZE`, above).
-
-# %% [markdown]
 # ## The promises, tested
 #
-# `tests/test_native.py` checks this chapter and the next one together:
+# `tests/test_native.py` checks this chapter, its runtime (chapter 10b)
+# and chapter 11 together:
 # every corpus program and example, and random well-typed programs, give the
 # same output, errors and exit status compiled as interpreted; mutual
 # recursion and a loop through a closure run ten million times in a stack
@@ -4418,16 +2298,8 @@ for r in speed["limit"]:
 # frame) overflow at the call site the interpreter names, in the JIT, in
 # executables, and compiled in parts; one call and only one lies between
 # the two labels of every call site; the verifier catches a broken module;
-# a flow graph has the blocks and branches of its function.
-# `tests/test_gc.py` checks the collector with programs that would go wrong
-# if it lost a block: an old cell written with young lists (the write
-# barrier), blocks of more than 19 fields that are the only way to young
-# lists (no layout: pinned neighbours), deep recursions that allocate
-# (pinning, chunks given to the old generation, major collections), each
-# with a small nursery and in the runtime's stress mode, and programs of
-# the corpus and the benchmarks under stress. Taking out the barrier, the
-# pinning through blocks without a layout, or the forwarding of the fields
-# of pinned blocks, makes these tests fail.
+# a flow graph has the blocks and branches of its function. The tests of
+# the collector and of the runtime's C are chapter 10b's.
 
 # %% [markdown]
 # ## When something goes wrong: debugging hints
@@ -4459,20 +2331,22 @@ for r in speed["limit"]:
 #   `lc show llvm-opt` after it tell apart a mistake of the back end from a
 #   surprise of LLVM's; a picture of the function's `FlowGraph` helps with
 #   a function of many blocks.
-# - **Stress the collector.** A block that the collector frees while it is
-#   still in use shows up much later as a wrong value or a crash. With
+# - **Stress the collector** (chapter 10b). A block that the collector
+#   frees while it is still in use shows up much later as a wrong value or
+#   a crash. With
 #   `LC_GC_STRESS=1` the runtime collects at every allocation (and fully
 #   every n-th with `LC_GC_STRESS=n`), so a forgotten pointer shows at
 #   once. `LC_NURSERY=64K` makes minor collections frequent,
 #   `LC_GC_STATS=1` reports what the collector did, `LC_GC_DUMP=n` lists
 #   the nursery at the n-th minor collection, and `LC_HEAP_LIMIT` and
 #   `LC_STACK_SIZE` change the two limits.
-# - **A crash of the runtime.** The signal handler turns a fault in the
-#   stack's guard zone into the runtime error "stack overflow". Any other
-#   fault prints `internal error: segmentation fault` and exits with status
-#   3, which is always a bug of the compiler or the runtime. `lc build
-#   prog.l -o prog` makes an executable to run under `gdb`, whose backtrace
-#   names the L functions (`f_12`, as `lc show closure` names them).
+# - **A crash of the runtime.** The signal handler (chapter 10b) turns a
+#   fault in the stack's guard zone into the runtime error "stack
+#   overflow". Any other fault prints `internal error: segmentation fault`
+#   and exits with status 3, which is always a bug of the compiler or the
+#   runtime. `lc build prog.l -o prog` makes an executable to run under
+#   `gdb`, whose backtrace names the L functions (`f_12`, as `lc show
+#   closure` names them).
 # - **llvmlite's own traps**, as the seed found with the OCaml bindings: a
 #   call whose arguments do not match the callee's type, and a φ-node
 #   without incoming values, make a module that the verifier rejects (this
@@ -4510,22 +2384,13 @@ except RuntimeError as error:
 #    neither a tail call), and compare where the compiled program and the
 #    interpreter report its overflow. Why can no implementation agree with
 #    the interpreter on every such program?
-# 4. The nursery promotes every block that is alive at a minor collection,
-#    even one made just before it, which would have died a moment later.
-#    Give the nursery an *age*: copy a survivor of its first collection into
-#    the nursery again (to the runs of the other chunks), and promote it at
-#    its second. Measure `primes` and `fold` with `bench/gc_speed.py`: does
-#    copying twice cost less than promoting too early?
-# 5. A minor collection scans the whole stack, though the frames below the
-#    deepest point the stack has returned to since the last collection
-#    cannot have changed, and point only to old blocks. Find that point
-#    without a check in the generated code: replace a return address on the
-#    stack, at a collection, by that of a function of the runtime that
-#    records the return and jumps to the saved address (a *stack
-#    barrier*), and scan only the frames above it.
-# 6. LLVM's verifier checks that every use of a value is *dominated* by its
+# 4. LLVM's verifier checks that every use of a value is *dominated* by its
 #    definition: every path from the entry to the use passes through it.
 #    Compute the dominators of a `FlowGraph`'s blocks (Cooper, Harvey and
 #    Kennedy's "A simple, fast dominance algorithm" fits in a page), and
 #    check the rule yourself on the functions of the worked example, before
 #    and after O2.
+#
+# The exercises on the collector are [chapter 10b](10b_runtime.ipynb)'s,
+# with the runtime that the code of this chapter calls: its C, its
+# collector and its stack, next.

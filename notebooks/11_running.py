@@ -14,9 +14,10 @@
 # %% [markdown]
 # # Chapter 11. Running L: JIT, executables, lc, the REPL, %%L
 #
-# Chapter 10 ends with a verified, optimised LLVM module and a C runtime.
-# This chapter turns the module into machine code — a big one in parts,
-# compiled in parallel — and runs it, four ways:
+# Chapter 10 ends with a verified, optimised LLVM module, and chapter 10b
+# with the C runtime it runs on. This chapter turns the module into
+# machine code — a big one in parts, compiled in parallel — and runs it,
+# four ways:
 #
 # - **in this process**, through llvmlite's JIT: LLVM compiles the module to
 #   machine code in memory, and Python calls its `main` — what `lc run` does;
@@ -31,8 +32,8 @@
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
 #
-# **Needs:** [chapter 10](10_llvm.ipynb), the LLVM module, its optimisation
-# and the C runtime; the pipeline of stages of [chapter 4a](04a_syntax.ipynb)
+# **Needs:** [chapter 10](10_llvm.ipynb), the LLVM module and its
+# optimisation; [chapter 10b](10b_runtime.ipynb), the C runtime; the pipeline of stages of [chapter 4a](04a_syntax.ipynb)
 # (`lcompiler.pipeline`), with the optimiser of [chapter 9](09_shrink.ipynb)
 # or without; [chapter 5](05_types.ipynb)'s type schemes, which the REPL
 # prints; from the workshop, [appendix B](B_support.ipynb)'s target
@@ -550,13 +551,13 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # external names of each — the runtime's `lc_print_int`, `lc_hp`, `lc_run`,
 # and the names one part exports to another — among the objects it holds
 # and the symbols of the libraries loaded into the process. So the runtime
-# is compiled once into a shared library (chapter 10's
+# is compiled once into a shared library ([chapter 10b](10b_runtime.ipynb)'s
 # `runtime_library("shared")`, cached on disk) and loaded with
 # `load_library_permanently`; then `main` is a plain C function that
 # `ctypes` can call.
 #
 # (The library is loaded once per process: after changing the runtime's C in
-# chapter 10, restart the kernel, or the old functions stay in use.)
+# chapter 10b, restart the kernel, or the old functions stay in use.)
 #
 # Running in this process is what `lc run` wants: the program's output goes
 # straight to the terminal, and when the program stops with a runtime error
@@ -567,7 +568,7 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # %% [markdown]
 # The runtime needs a C compiler, once, to be compiled (and `lc build` needs
 # one at every build, to link). A machine without one is not a mistake in
-# the program, nor a bug of `lc`; chapter 10 raises a `RuntimeError` for
+# the program, nor a bug of `lc`; chapter 10b raises a `RuntimeError` for
 # it, which `runtime` turns into a `ToolchainError`: an `OSError`, like the
 # other failures of the system that `lc` reports as `lc: error: …` with exit
 # status 1 (`lc`'s `main`, [appendix C](C_cli.ipynb)), keeping status 3
@@ -575,21 +576,24 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 
 # %%
 #| export
+from lcompiler import runtime as c_runtime
+
+
 class ToolchainError(OSError):
     """The machine lacks a tool lc needs (a C compiler), or the tool failed."""
 
 
 def runtime(kind: str) -> Path:
-    """Chapter 10's runtime library or object file, compiled for this machine."""
+    """Chapter 10b's runtime library or object file, compiled for this machine."""
     try:
-        return llvm_backend.runtime_library(kind)
+        return c_runtime.runtime_library(kind)
     except RuntimeError as error:                 # no C compiler, or one that fails on the runtime
         raise ToolchainError(str(error)) from None
 
 
 def c_compiler() -> str:
     try:
-        return llvm_backend.c_compiler()
+        return c_runtime.c_compiler()
     except RuntimeError as error:
         raise ToolchainError(str(error)) from None
 
@@ -1045,9 +1049,10 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # %% [markdown]
 # `lc --version` says which `lc` this is, and `lc --help` ends with the
 # environment variables that `lc` and the programs it compiles read. The
-# stack's default is read from chapter 10's C (`env_size("LC_STACK_SIZE",
-# 256u << 20)` is `256M`), so the help stays true when the runtime changes.
-# The heap's depends on the machine, as chapter 10 explains, and the help
+# defaults are the runtime's own, `DEFAULTS` of chapter 10b, which the C
+# compiler receives when it compiles the runtime (`268435456` bytes of
+# stack is `256M`), so the help stays true when the runtime changes. The
+# heap's depends on the machine, as chapter 10b explains, and the help
 # says how.
 
 # %%
@@ -1106,7 +1111,7 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # with what each way did (`--out`, by default a folder under `/tmp`). Run on
 # the machine of this book (two cores, shared with other work, so niced),
 # on the compiler as this book now has it — with the optimiser of chapter 9
-# and the generational runtime of chapter 10 — the last runs printed:
+# and the generational runtime of chapter 10b — the last runs printed:
 #
 # ```text
 # $ nice -n 10 python tools/random_programs.py -n 2000 --seed 3

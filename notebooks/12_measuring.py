@@ -537,7 +537,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # a global:
 # `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
 # runtime's state, whose first word is the limit). Nor is the collector's
-# work the difference any more: since chapter 10 allocates in a nursery of
+# work the difference any more: since chapter 10b allocates in a nursery of
 # 2 MB that stays in the processor's cache and is reused after every minor
 # collection, the collections of these programs take a few milliseconds
 # in all, against runs of tenths of seconds (the runtime's statistics,
@@ -604,10 +604,10 @@ print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 # registers at all, as in OCaml) made `cpstak` faster — and `primes` and
 # `msort` markedly slower: values a function no longer needs stay in the
 # stack slots the convention makes callers spill them to, the
-# conservative scan of the stack (chapter 10) takes them for live
+# conservative scan of the stack (chapter 10b) takes them for live
 # pointers, and the collector pins, and keeps, blocks it would have
 # freed. A precise scan of the stack (stack maps), which knows which slots
-# hold pointers, would allow both; chapter 10 explains why the collector
+# hold pointers, would allow both; chapter 10b explains why the collector
 # does without one.
 
 # %% [markdown]
@@ -844,7 +844,7 @@ for label, row in (("-O0", without), ("optimised", largest)):
 #    run `python bench/run.py --only NAME`. Which family does it fall in,
 #    and does L's ratio to OCaml follow the family's?
 # 3. Run the allocation-heavy benchmarks with nurseries of other sizes
-#    (`LC_NURSERY`, chapter 10) with `--only` and `--python keep`. Where is
+#    (`LC_NURSERY`, chapter 10b) with `--only` and `--python keep`. Where is
 #    the knee, and how does it compare with this machine's cache sizes
 #    (`lscpu`)? What happens to `live`, whose live data are larger than any
 #    of them?

@@ -354,7 +354,7 @@ def show_command(args) -> int:
 #| export
 import re
 
-from lcompiler import driver, interp, llvm_backend, types
+from lcompiler import driver, interp, runtime, types
 
 
 @command("run", "compile an L program to native code and run it",
@@ -400,10 +400,11 @@ def build_command(args) -> int:
 # ### lc repl, and the environment
 #
 # `lc --help` lists the environment variables that `lc` and the programs it
-# compiles read. The runtime's are chapter 10's; the stack's default is
-# read from chapter 10's C (`env_size("LC_STACK_SIZE", 256u << 20)` is
-# `256M`), so the help stays true when the runtime changes. The heap's
-# depends on the machine, as chapter 10 explains, and the help says how.
+# compiles read. The runtime's are chapter 10b's, with the defaults that
+# the runtime's C is compiled with (chapter 10b's `DEFAULTS`, passed to the
+# C compiler as macros: one place for both), so the help stays true when
+# the runtime changes. The heap's also depends on the machine, as chapter
+# 10b explains, and the help says how.
 # `lc repl` runs [chapter 11](11_running.ipynb)'s `driver.repl` on the
 # terminal, with a prompt when its input is a terminal, and without when it
 # reads a file or a pipe — the way the tests drive it.
@@ -411,19 +412,16 @@ def build_command(args) -> int:
 # %%
 #| export
 def runtime_default(variable: str) -> str:
-    """The default the runtime of chapter 10 gives a variable, as its C says (256u << 20 is 256M)."""
-    m = re.search(rf'env_size\("{variable}",\s*(\d+)[uUlL]*\s*<<\s*(\d+)\)', llvm_backend.RUNTIME_C)
-    if not m:
-        return "set by the runtime"
-    size = int(m.group(1)) << int(m.group(2))
+    """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
+    size = runtime.DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
 
 
 ENVIRONMENT.update({
     "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
-                     "stops with a runtime error (bytes, or with K, M or G; default 1G, or a quarter of "
-                     "the machine's memory if that is less)",
+                     "stops with a runtime error (bytes, or with K, M or G; default "
+                     f"{runtime_default('LC_HEAP_LIMIT')}, or a quarter of the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
                      f"(default {runtime_default('LC_STACK_SIZE')})",
     "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",

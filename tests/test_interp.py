@@ -225,33 +225,30 @@ def test_a_tail_call_costs_at_most_six_python_calls():
 from lcompiler import interp  # noqa: E402  (the heap's functions, and the runtime's C to compare with)
 
 
-def c_function(name: str) -> str:
-    """A function of chapter 10's runtime, as its C source says it."""
-    from lcompiler.llvm_backend import RUNTIME_C
-    import re
-    return re.search(rf"^static [^\n]*\b{name}\(.*?^}}\n", RUNTIME_C, re.M | re.S).group(0)
-
-
 @pytest.fixture(scope="module")
 def runtime_reader(tmp_path_factory):
-    """An executable made of the runtime's env_size and default_heap_limit: for each argument, it
-    sets LC_HEAP_LIMIT to it and prints what env_size reads, then prints default_heap_limit()."""
-    import shutil
+    """An executable linked with the runtime of chapter 10b, which calls its env_size and
+    default_heap_limit: for each argument, it sets LC_HEAP_LIMIT to it and prints what env_size reads,
+    then prints default_heap_limit()."""
     import subprocess
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
+    from lcompiler import runtime
+    try:
+        cc, library = runtime.c_compiler(), runtime.runtime_library("object")
+    except RuntimeError:
         pytest.skip("no C compiler")
     folder = tmp_path_factory.mktemp("reader")
     (folder / "reader.c").write_text(
-        "#define _POSIX_C_SOURCE 200809L\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-        "#include <unistd.h>\n" + c_function("env_size") + c_function("default_heap_limit") +
+        "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+        "uint64_t env_size(const char *name, uint64_t fallback);   /* the runtime's, in main.c */\n"
+        "uint64_t default_heap_limit(void);\n"
         "int main(int argc, char **argv)\n{\n"
         "    for (int i = 1; i < argc; i++) {\n"
         "        setenv(\"LC_HEAP_LIMIT\", argv[i], 1);\n"
         "        printf(\"%llu\\n\", (unsigned long long)env_size(\"LC_HEAP_LIMIT\", 12345));\n"
         "    }\n"
         "    printf(\"%llu\\n\", (unsigned long long)default_heap_limit());\n    return 0;\n}\n")
-    subprocess.run([cc, "-O1", "-o", str(folder / "reader"), str(folder / "reader.c")], check=True)
+    subprocess.run([cc, "-O1", "-o", str(folder / "reader"), str(folder / "reader.c"), str(library), "-pthread"],
+                   check=True)
 
     def read(settings: list) -> list:
         out = subprocess.run([str(folder / "reader"), *settings], capture_output=True, text=True, check=True)
