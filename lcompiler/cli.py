@@ -231,7 +231,7 @@ def lc(*argv: str) -> int:
 
 # --- Running programs from the shell -----------------------------------
 
-# cell 190
+# cell 196
 from lcompiler import interp
 
 

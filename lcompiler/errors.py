@@ -144,7 +144,7 @@ def raise_errors(errors: list) -> None:
 
 # --- The reference interpreter -----------------------------------------
 
-# cell 85
+# cell 96
 class RunError(Diagnostic):
     """An error while an L program runs: printed as 'runtime error', exit status 2."""
 
