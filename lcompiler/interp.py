@@ -493,6 +493,16 @@ class Interpreter:
                 return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
             return checked
         match args:
+            case [Var(x, kind="local"), Lit(int(k))] if f is operator.add or f is operator.sub:
+                k = k if f is operator.add else -k             # Python's + itself, in place: no call
+
+                def local_plus_number(env):
+                    try:
+                        n = env[x] + k
+                    except TypeError:
+                        raise wrong_types() from None
+                    return n if MIN_INT <= n <= MAX_INT else wrap(n)
+                return local_plus_number
             case [Var(x, kind="local"), Lit(int(k))]:
                 def local_and_number(env):
                     try:
@@ -624,6 +634,8 @@ def binds(p) -> bool:
     return False
 
 # cell 126
+import operator
+
 from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
 # cell 128

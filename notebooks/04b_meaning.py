@@ -2318,10 +2318,16 @@ class Interpreter(Interpreter):
 # Two shapes of operands are common enough in loops to get code of their
 # own, which reads them in place rather than through a function each: a
 # local variable and a number, `i + 1` and `n - 1`, and two local
-# variables, `y + i`; any other shape goes through `binary`.
+# variables, `y + i`; any other shape goes through `binary`. When the
+# operation of `i + 1` or `n - 1` is Python's own `+` or `-`, as the table
+# says it is for L's, the code applies it in place, `env[x] + k`, without
+# even the call of a C function: the loops of the tests count their
+# iterations that way, and run a few per cent faster for it.
 
 # %%
 #| export interp
+import operator
+
 from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
 
@@ -2361,6 +2367,16 @@ class Interpreter(Interpreter):
                 return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
             return checked
         match args:
+            case [Var(x, kind="local"), Lit(int(k))] if f is operator.add or f is operator.sub:
+                k = k if f is operator.add else -k             # Python's + itself, in place: no call
+
+                def local_plus_number(env):
+                    try:
+                        n = env[x] + k
+                    except TypeError:
+                        raise wrong_types() from None
+                    return n if MIN_INT <= n <= MAX_INT else wrap(n)
+                return local_plus_number
             case [Var(x, kind="local"), Lit(int(k))]:
                 def local_and_number(env):
                     try:
