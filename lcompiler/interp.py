@@ -493,7 +493,7 @@ class Interpreter:
                 return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
             return checked
         match args:
-            case [Var(x, kind="local"), Lit(int(k))] if f is operator.add or f is operator.sub:
+            case [Var(x, kind="local"), Lit(int(k))] if wraps and (f is operator.add or f is operator.sub):
                 k = k if f is operator.add else -k             # Python's + itself, in place: no call
 
                 def local_plus_number(env):

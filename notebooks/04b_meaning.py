@@ -453,10 +453,10 @@ print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT,
 # A `Primitive` has one or two operands: L's operators are unary or
 # binary, and the interpreters have code for those two shapes. Its
 # `meaning` is the result on operands for which it does not fail:
-# `operation`, then `wrap` if the row says so. The interpreters apply
-# `operation` and `wrap` themselves, because they can then skip `wrap`
-# when the result is already within 64 bits, as it almost always is;
-# the optimiser calls `meaning`.
+# `operation`, then `wrap` if the row says so. The optimiser calls
+# `meaning`; the interpreters apply `operation` and `wrap` themselves,
+# which lets this chapter's skip `wrap` when the result is already within
+# 64 bits, as it almost always is.
 
 # %%
 #| export primitives
@@ -572,11 +572,13 @@ print(len(PRIMITIVES), "rows;", by_symbol("-", 1).name, by_symbol("-", 2).name, 
 # itself, `Pdivint Safe`, records that it tests its divisor. LLVM lists its
 # instructions once, in `Instruction.def` — lines such as
 # `HANDLE_BINARY_INST(13, Add, BinaryOperator)` — and includes that file
-# wherever C++ code needs the list. We do the same, for the same reason:
-# when the meaning of `+` was written in this chapter's interpreter, again
-# in chapter 6's and again in chapter 9's constant folding, and "`/` and
-# `%` can fail" in five places, a new primitive meant finding them all, and
-# a place missed was wrong only on the programs that reached it.
+# wherever C++ code needs the list. We do the same, for the same reason.
+# The road not taken — a case for each operator in each stage — is the one
+# this compiler first took: the meaning of `+` was written in this
+# chapter's interpreter, again in chapter 6's and again in chapter 9's
+# constant folding, and "`/` and `%` can fail" in five places. A new
+# primitive meant finding them all, and a place missed was wrong only on
+# the programs that reached it.
 #
 # The table holds what several stages share, and no more. The LLVM
 # instructions of a primitive stay in chapter 10, next to the code that
@@ -2319,10 +2321,10 @@ class Interpreter(Interpreter):
 # own, which reads them in place rather than through a function each: a
 # local variable and a number, `i + 1` and `n - 1`, and two local
 # variables, `y + i`; any other shape goes through `binary`. When the
-# operation of `i + 1` or `n - 1` is Python's own `+` or `-`, as the table
-# says it is for L's, the code applies it in place, `env[x] + k`, without
-# even the call of a C function: the loops of the tests count their
-# iterations that way, and run a few per cent faster for it.
+# operation of `i + 1` or `n - 1` is Python's own `+` or `-`, wrapped, as
+# the table says it is for L's, the code applies it in place, `env[x] + k`,
+# without even the call of a C function: most loops count their iterations
+# that way.
 
 # %%
 #| export interp
@@ -2367,7 +2369,7 @@ class Interpreter(Interpreter):
                 return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
             return checked
         match args:
-            case [Var(x, kind="local"), Lit(int(k))] if f is operator.add or f is operator.sub:
+            case [Var(x, kind="local"), Lit(int(k))] if wraps and (f is operator.add or f is operator.sub):
                 k = k if f is operator.add else -k             # Python's + itself, in place: no call
 
                 def local_plus_number(env):
