@@ -224,10 +224,11 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # value: everything but `print`, `x[i] := y`, `fail`, and an operation
 # that may stop the program — one whose row in the table of primitives
 # (chapter 4b) has a `Failure`, a division or remainder, unless its divisor
-# is known not to be zero — or that its row says is not pure. Every rule removes at least one node or replaces a node by a
-# simpler one (a computation by a constant, a `case` by a jump, a call
-# through a closure by a direct call, a tuple parameter by its fields), so
-# applying rules in any order stops. That is what *shrinking* means: the
+# is known not to be zero — or that its row says is not pure. Every rule
+# removes at least one node or replaces a node by a simpler one (a
+# computation by a constant, a `case` by a jump, a call through a closure
+# by a direct call, a tuple parameter by its fields), so applying rules in
+# any order stops. That is what *shrinking* means: the
 # rules never make a program bigger, so they can be applied blindly,
 # wherever they apply, as often as they apply. One rule bends this a
 # little: `unbox` removes the tuples built at the jumps, and may add one

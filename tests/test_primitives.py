@@ -248,6 +248,17 @@ def test_a_new_primitive_is_typed_from_its_row(new_primitives):
     assert "expected Int, found String" in type_error('print(-"one")\n', {"neg": "inverse"})
 
 
+def test_a_row_s_type_variables_are_fresh_at_each_use(monkeypatch):
+    """'a in a row is a type variable, instantiated at each use: an identity is a -> a, a result that
+    no operand fixes is any type, as `raise` will be."""
+    monkeypatch.setitem(PRIMITIVES, "same", Primitive("same", None, ("'a", "'a"), lambda a: a))
+    monkeypatch.setitem(PRIMITIVES, "anything", Primitive("anything", None, ("Int", "'a"), lambda a: a))
+    text = "def f(x) = -x\ndef g(n) = !n\ndef h(b) = (-b, -1 + 1)\n"
+    program = renamed(core.resolve(core.desugar(syntax.parse(Source("v.l", text)))), {"neg": "same", "not": "anything"})
+    typing = types.infer_program(program)
+    assert [typing.show(name) for name in "fgh"] == ["a -> a", "Int -> a", "a -> (a, Int)"]
+
+
 INVERSE_PROGRAM = """\
 def f(n) = -n
 def loop(i) = if (i < 3) { print(f(2 - i)); loop(i + 1) } else ()
