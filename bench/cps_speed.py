@@ -320,7 +320,7 @@ def replay(items: list, V: list):
         elif kind == "c":
             push(let(const(it[1]), "c"))
         elif kind == "neg":
-            push(let(op("-", V[it[1]]), "n"))
+            push(let(op("neg", V[it[1]]), "n"))
         elif kind == "tuple":
             push(let(tuple_(V[it[1]], V[it[2]]), "p"))
         elif kind == "proj":

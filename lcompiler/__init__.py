@@ -10,6 +10,7 @@ Each module and the notebook it comes from:
 - `lcompiler.pipeline`: notebooks/04_pipeline.ipynb
 - `lcompiler.syntax`: notebooks/04a_syntax.ipynb
 - `lcompiler.core`: notebooks/04b_meaning.ipynb
+- `lcompiler.primitives`: notebooks/04b_meaning.ipynb
 - `lcompiler.interp`: notebooks/04b_meaning.ipynb
 - `lcompiler.types`: notebooks/05_types.ipynb
 - `lcompiler.mono`: notebooks/05b_mono.ipynb

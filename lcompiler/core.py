@@ -134,7 +134,7 @@ class App:
 
 @dataclass(slots=True)
 class Prim:
-    op: str                  # + - * / % == != < <= > >= neg not
+    op: str                  # the name of a primitive: + - * / % == != < <= > >= neg not
     args: list
     span: Span = _span()
     type: object = _type()
@@ -231,7 +231,10 @@ class Program:
 
 # --- Printing the core as L --------------------------------------------
 
-# cell 19
+# cell 30
+from lcompiler.primitives import PRIMITIVES, Primitive, by_symbol
+
+
 def to_syntax(e):
     """A core expression as a syntax tree, for printing."""
     match e:
@@ -255,12 +258,8 @@ def to_syntax(e):
             return s.Function([s.Clause([PVar(param)], _statements(body))])
         case App(fn, arg):
             return s.Call(to_syntax(fn), [to_syntax(arg)])
-        case Prim("neg", [a]):
-            return s.Unary("-", to_syntax(a))
-        case Prim("not", [a]):
-            return s.Unary("!", to_syntax(a))
-        case Prim(op, [a, b]):
-            return s.Binary(op, to_syntax(a), to_syntax(b))
+        case Prim(op, args):
+            return _operation(PRIMITIVES[op], [to_syntax(a) for a in args])
         case If(cond, then, orelse):
             return s.If(to_syntax(cond), to_syntax(then), to_syntax(orelse))
         case Match(scrutinee, clauses):
@@ -277,7 +276,14 @@ def to_syntax(e):
             return s.Call(s.Var("assert"), [to_syntax(cond)])
     raise TypeError(f"not a core expression: {e!r}")
 
-# cell 21
+
+def _operation(p: Primitive, args: list):
+    """A primitive applied to its operands (syntax trees): as L writes it, or as a call."""
+    if p.symbol is None:
+        return s.Call(s.Var(p.name), args)
+    return s.Unary(p.symbol, *args) if p.arity == 1 else s.Binary(p.symbol, *args)
+
+# cell 32
 def _statements(e) -> list:
     out = []
     while True:
@@ -309,7 +315,7 @@ def pretty_core(program: Program) -> str:
 
 # --- Desugaring --------------------------------------------------------
 
-# cell 25
+# cell 36
 BUILTIN_FORMS = ("print", "assert")
 
 
@@ -327,7 +333,7 @@ class Desugar:
         self.counter += 1
         return f"%{self.counter}"
 
-    # cell 28: Desugaring
+    # cell 39: Desugaring
     def expr(self, e):
         match e:
             case s.Int(v, span):
@@ -348,20 +354,20 @@ class Desugar:
                 return Tuple([self.expr(i) for i in items], span)
         return self.operation(e)
 
-    # cell 32: Desugaring
+    # cell 43: Desugaring
     def operation(self, e):
         match e:
             case s.Unary("-", s.Int(v), span):
                 return Lit(-v, span)
             case s.Unary(op, operand, span):
                 op_span = Span(span.source, span.start, span.start + 1)
-                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
+                return Prim(by_symbol(op, 1).name, [self.expr(operand)], span, op_span=op_span)
             case s.Binary("&&", left, right, span):
                 return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
             case s.Binary("||", left, right, span):
                 return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
             case s.Binary(op, left, right, span):
-                return Prim(op, [self.expr(left), self.expr(right)], span,
+                return Prim(by_symbol(op, 2).name, [self.expr(left), self.expr(right)], span,
                             op_span=self._operator(left, right, span))
         return self.control(e)
 
@@ -376,7 +382,7 @@ class Desugar:
             end -= 1
         return Span(span.source, start, end) if start < end else span
 
-    # cell 37: Desugaring
+    # cell 48: Desugaring
     def control(self, e):
         match e:
             case s.If(cond, then, None, span):
@@ -401,7 +407,7 @@ class Desugar:
                 return self.call(name, [receiver] + (args or []), span)
         raise TypeError(f"not an expression: {e!r}")
 
-    # cell 39: Desugaring
+    # cell 50: Desugaring
     def call(self, fn, args: list, span: Span):
         if isinstance(fn, s.Var) and fn.name == "print":
             return Print([self.expr(a) for a in args], fn.span)
@@ -413,7 +419,7 @@ class Desugar:
                else Tuple([self.expr(a) for a in args], span))
         return App(self.expr(fn), arg, span)
 
-    # cell 44: Desugaring
+    # cell 55: Desugaring
     def clause_pattern(self, clause: s.Clause):
         ps = clause.patterns
         return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
@@ -433,7 +439,7 @@ class Desugar:
         param = self.fresh()
         return Lambda(param, Match(Var(param, span), self.clauses(clauses), span), span)
 
-    # cell 46: Desugaring
+    # cell 57: Desugaring
     def block(self, statements: list, span: Span):
         *init, last = statements
         if isinstance(last, (s.Let, s.VarDecl)):
@@ -457,7 +463,7 @@ class Desugar:
                 return LetVar(name.name, self.expr(value), rest, span)
         return Seq(self.expr(statement), rest, statement.span)
 
-    # cell 51: Desugaring
+    # cell 62: Desugaring
     def program(self, program: s.Program) -> Program:
         items, errors = [], []
         for item in program.items:
@@ -479,7 +485,7 @@ class Desugar:
                 return item
         return self.expr(item)
 
-# cell 51
+# cell 62
 def desugar(program: s.Program) -> Program:
     """The core program of a syntax tree; fresh names are numbered from %1."""
     return Desugar().program(program)
@@ -487,7 +493,7 @@ def desugar(program: s.Program) -> Program:
 
 # --- Names: scope analysis ---------------------------------------------
 
-# cell 57
+# cell 68
 def edit_distance(a: str, b: str) -> int:
     """Insertions, deletions, replacements and swaps of neighbours that turn a into b."""
     before, row = None, list(range(len(b) + 1))
@@ -509,7 +515,7 @@ def did_you_mean(name: str, candidates) -> str:
                     if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)
     return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
 
-# cell 62
+# cell 73
 BUILTIN_VALUES = {"true": True, "false": False}
 
 
@@ -536,7 +542,7 @@ class Resolver:
         raise_errors(self.errors)
         return self.program
 
-    # cell 64: Names: scope analysis
+    # cell 75: Names: scope analysis
     def declare(self):
         first = {}                                 # name -> where it was declared first
         for index, item in enumerate(self.program.items):
@@ -569,7 +575,7 @@ class Resolver:
                 except CompileError as error:
                     self.errors.append(error)
 
-    # cell 66: Names: scope analysis
+    # cell 77: Names: scope analysis
     def con(self, name: str, count: int, span: Span):
         if name not in self.constructors:
             raise CompileError(f"unknown constructor {name}{did_you_mean(name, self.constructors)}", span)
@@ -597,7 +603,7 @@ class Resolver:
                     self.pattern(a, bound)
         return bound
 
-    # cell 68: Names: scope analysis
+    # cell 79: Names: scope analysis
     def var(self, v: Var, scope: dict, position):
         if v.name in scope:
             v.kind = scope[v.name]
@@ -615,7 +621,7 @@ class Resolver:
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
             raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
-    # cell 71: Names: scope analysis
+    # cell 82: Names: scope analysis
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""
         while True:
@@ -667,7 +673,7 @@ class Resolver:
                 case _:
                     raise TypeError(f"not a core expression: {e!r}")
 
-# cell 71
+# cell 82
 def resolve(program: Program) -> Program:
     """Check the names of a core program; record each variable's kind. Returns the program."""
     return Resolver(program).resolve()

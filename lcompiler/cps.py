@@ -53,8 +53,6 @@ __all__ = [
     'external',
     'proj',
     'tag',
-    'BINARY',
-    'UNARY',
     'op',
     'set_field',
     'print_',
@@ -412,6 +410,9 @@ def _new(cls, **fields):
     return node
 
 # cell 31
+from lcompiler.primitives import PRIMITIVES, by_symbol
+
+
 def const(value) -> Const:
     return _new(Const, value=value)
 
@@ -433,11 +434,9 @@ def proj(index: int, x: Var) -> Proj:
 def tag(x: Var) -> Tag:
     return _own(_new(Tag, arg=occur(x)))
 
-BINARY = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=")
-UNARY = ("-", "!")
-
 def op(operator: str, *args: Var, loc=None) -> Op:
-    if not ((len(args) == 2 and operator in BINARY) or (len(args) == 1 and operator in UNARY)):
+    """The primitive named operator (a name of chapter 4b's table: "+", "neg") on args."""
+    if operator not in PRIMITIVES or PRIMITIVES[operator].arity != len(args):
         raise ValueError(f"no primitive {operator} of {len(args)} operands")
     return _own(_new(Op, op=operator, args=_occs(args), loc=loc))
 
@@ -623,9 +622,12 @@ class Printer:
         if t is Tag:
             return f"tag {n(p.arg.var)}"
         if t is Op:
+            symbol = PRIMITIVES[p.op].symbol
+            if symbol is None:
+                return f"{p.op}({self.args(p.args)}){_at(p.loc)}"
             if len(p.args) == 1:
-                return f"{p.op}{n(p.args[0].var)}"
-            return f"{n(p.args[0].var)} {p.op} {n(p.args[1].var)}{_at(p.loc)}"
+                return f"{symbol}{n(p.args[0].var)}{_at(p.loc)}"
+            return f"{n(p.args[0].var)} {symbol} {n(p.args[1].var)}{_at(p.loc)}"
         if t is SetField:
             return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
         if t is Print:
@@ -820,7 +822,10 @@ EFFECTS = (Print, SetField, Fail)
 
 def has_effect(prim: Prim) -> bool:
     """Whether computing prim does more than produce its value (so it may not be deleted)."""
-    return isinstance(prim, EFFECTS) or (type(prim) is Op and prim.op in ("/", "%"))
+    if type(prim) is Op:
+        row = PRIMITIVES[prim.op]
+        return not row.pure or row.fails is not None
+    return isinstance(prim, EFFECTS)
 
 
 # --- Change ------------------------------------------------------------
@@ -1222,10 +1227,13 @@ class Parser:
             while self.peek(kind="name"):
                 args.append(self.use())
             return fail(message, *args, loc=self.loc())
-        if self.peek("-") or self.peek("!"):
-            operator = self.tokens[self.i][1]
+        kind, text, _ = self.tokens[self.i]
+        if kind == "punct" and by_symbol(text, 1):
             self.i += 1
-            return op(operator, self.use())
+            return op(by_symbol(text, 1).name, self.use(), loc=self.loc())
+        if kind == "name" and self.tokens[self.i + 1][1] == "(" and text in PRIMITIVES:
+            self.i += 1                                     # a primitive that has no operator
+            return op(text, *self.uses(), loc=self.loc())
         x = self.use()
         if self.accept("["):
             index = self.integer()
@@ -1233,12 +1241,13 @@ class Parser:
             if self.accept(":="):
                 return set_field(index, x, self.use())
             return proj(index, x)
-        operator = self.tokens[self.i][1]
-        if self.tokens[self.i][0] != "punct" or operator not in BINARY:
+        kind, text, _ = self.tokens[self.i]
+        row = by_symbol(text, 2) if kind == "punct" else None
+        if row is None:
             raise self.error("expected an operator, '[' or the end of the line")
         self.i += 1
         y = self.use()
-        return op(operator, x, y, loc=self.loc())
+        return op(row.name, x, y, loc=self.loc())
 
     # cell 119: Parse
     def function(self) -> Lambda:
@@ -1536,7 +1545,7 @@ def check(root, closed: bool = False) -> None:
 # cell 143
 import sys
 from lcompiler.errors import RunError
-from lcompiler.interp import wrap, c_div, c_rem
+from lcompiler.primitives import wrap
 
 STACK_LIMIT = 100_000     # nested non-tail calls before "stack overflow"
 
@@ -1598,11 +1607,6 @@ def show_value(v, nested: bool = False) -> str:
     raise TypeError(f"not an L value: {v!r}")
 
 # cell 149
-_ARITH = {"+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
-          "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-          "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-
-
 class Interpreter:
     def __init__(self, out=None, stack_limit: int = STACK_LIMIT, externals=None):
         self.out = sys.stdout if out is None else out
@@ -1687,22 +1691,24 @@ class Interpreter:
 
     # cell 155: Interpret
     def operation(self, p: Op):
-        gets, loc = [self.get(o) for o in p.args], p.loc
+        row, gets, loc = PRIMITIVES[p.op], [self.get(o) for o in p.args], p.loc
+        f, wraps = row.operation, row.wraps
+        if row.fails:
+            failure = row.fails
+            def checked(env):
+                values = [g(env) for g in gets]
+                if failure.happens(values):
+                    raise runtime_error(failure.message, loc)
+                return wrap(f(*values)) if wraps else f(*values)
+            return checked
         if len(gets) == 1:
             g = gets[0]
-            if p.op == "-":
-                return lambda env: wrap(-g(env))
-            return lambda env: not g(env)
+            if wraps:
+                return lambda env: wrap(f(g(env)))
+            return lambda env: f(g(env))
         ga, gb = gets
-        if p.op in ("/", "%"):
-            f = c_div if p.op == "/" else c_rem
-            def divide(env):
-                b = gb(env)
-                if b == 0:
-                    raise runtime_error("division by zero", loc)
-                return f(ga(env), b)
-            return divide
-        f = _ARITH[p.op]
+        if wraps:
+            return lambda env: wrap(f(ga(env), gb(env)))
         return lambda env: f(ga(env), gb(env))
 
     # cell 159: Interpret

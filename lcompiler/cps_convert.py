@@ -33,6 +33,7 @@ from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
     const, tuple_, inject, proj, tag, op, set_field, print_, fail)
+from lcompiler.primitives import PRIMITIVES
 from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
 
@@ -240,10 +241,9 @@ class Converter:
             return self.exprs(e.items, env, store, lambda xs, st:
                 self.let(tuple_(*xs), hint or "t", e.type, lambda x: give(ctx, x, st)))
         if t is c.Prim:
-            operator = {"neg": "-", "not": "!"}.get(e.op, e.op)
-            loc = (e.op_span or e.span) if operator in ("/", "%") else None
+            loc = (e.op_span or e.span) if PRIMITIVES[e.op].fails else None
             return self.exprs(e.args, env, store, lambda xs, st:
-                self.let(op(operator, *xs, loc=loc), hint or "v", e.type, lambda x: give(ctx, x, st)))
+                self.let(op(e.op, *xs, loc=loc), hint or "v", e.type, lambda x: give(ctx, x, st)))
         if t is c.Lambda:
             return self.let(self.function(e, env), hint or "f", e.type, lambda f: give(ctx, f, store))
         if t is c.App:

@@ -37,13 +37,7 @@ __all__ = [
     'TailCall',
     'Interpreter',
     'binds',
-    'wrap',
-    'c_div',
-    'c_rem',
-    'BINARY_OPS',
-    'WRAPPING',
-    'COMPARISONS',
-    'UNARY_OPS',
+    'comparison',
     'Discard',
     'HEAP_LIMIT_MESSAGE',
     'UINT64',
@@ -66,7 +60,7 @@ __all__ = [
 
 # --- The reference interpreter -----------------------------------------
 
-# cell 83
+# cell 94
 import sys
 from dataclasses import dataclass
 
@@ -99,7 +93,7 @@ class Cell:
     """The box of a var."""
     value: object
 
-# cell 85
+# cell 96
 def show_value(v, nested: bool = False) -> str:
     """How print writes a value."""
     pieces, todo = [], [(v, nested)]
@@ -134,7 +128,7 @@ def show_value(v, nested: bool = False) -> str:
 
 # --- Staging: from expressions to Python functions ---------------------
 
-# cell 90
+# cell 101
 def compile_pattern(p):
     """A function (value, bindings) -> bool that matches p and records its variables."""
     match p:
@@ -174,13 +168,12 @@ def compile_pattern(p):
 
 # --- Tail calls: a trampoline ------------------------------------------
 
-# cell 95
+# cell 106
 import operator
 
 from lcompiler.support import (
     NESTING_LIMIT, collector_looks_every, collector_paused, in_frame_room, on_big_stack, recursion_limit)
 
-MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
 YOUNG_OBJECTS = 1_000_000  # new Python objects between two looks of the garbage collector, while a program runs
@@ -190,7 +183,7 @@ class TailCall:
     """What a call in tail position returns instead of calling: the function and its argument."""
     __slots__ = ("fn", "arg")
 
-# cell 97
+# cell 108
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
@@ -260,7 +253,7 @@ class Interpreter:
                 f, a = result.fn, result.arg
         return call
 
-    # cell 101: Tail calls: a trampoline
+    # cell 112: Tail calls: a trampoline
     def compile(self, e, tail: bool = False):
         match e:
             case Lit(value):
@@ -332,7 +325,7 @@ class Interpreter:
             return value
         return tuple_
 
-    # cell 103: Tail calls: a trampoline
+    # cell 114: Tail calls: a trampoline
     def application(self, fn, arg, span: Span, tail: bool):
         tail_call = self.tail_call
         arg = self.make_tuple(arg.items, counted=False) if type(arg) is Tuple else self.compile(arg)
@@ -356,7 +349,7 @@ class Interpreter:
             return tail_call
         return any_tail_call
 
-    # cell 105: Tail calls: a trampoline
+    # cell 116: Tail calls: a trampoline
     def function(self, e: Lambda):
         param, body, interp = e.param, e.body, self
         captures = tuple(sorted(free_variables(e)))
@@ -399,7 +392,7 @@ class Interpreter:
                 return closure(parameters)
         return closure(self.compile(body, tail=True))
 
-    # cell 107: Tail calls: a trampoline
+    # cell 118: Tail calls: a trampoline
     def compile_effects(self, e, tail: bool):
         match e:
             case LetVar(name, value, body):
@@ -444,7 +437,7 @@ class Interpreter:
                 return assert_
         raise TypeError(f"not a core expression: {e!r}")
 
-    # cell 109: Tail calls: a trampoline
+    # cell 120: Tail calls: a trampoline
     def variable(self, name: str, span: Span, kind: str):
         if kind == "local":
             return lambda env: env[name]
@@ -479,36 +472,44 @@ class Interpreter:
             raise RunError(f"no clause matches the value {show_value(v, True)}", span)
         return run_match
 
-    # cell 116: Tail calls: a trampoline
+    # cell 122: Tail calls: a trampoline
     def primitive(self, op: str, args: list, span: Span):
+        row = PRIMITIVES[op]
+        f, wraps, failure = row.operation, row.wraps, row.fails
+
         def wrong_types():
             return RunError(f"the operands of {op} have the wrong types", span)
 
-        if op in UNARY_OPS:
-            f, a = UNARY_OPS[op], self.compile(args[0])
+        if row.arity == 1:
+            a = self.compile(args[0])
 
             def unary(env):
+                x = a(env)
+                if failure is not None and x == failure.value:
+                    raise RunError(failure.message, span)
                 try:
-                    return f(a(env))
+                    n = f(x)
                 except TypeError:
                     raise wrong_types() from None
+                return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
             return unary
-        f, wraps = BINARY_OPS[op], op in WRAPPING
-        if op in ("/", "%"):
+        if failure:
             a, b = self.compile(args[0]), self.compile(args[1])
+            second, bad, message = failure.operand == 1, failure.value, failure.message
 
-            def divide(env):
+            def checked(env):
                 x, y = a(env), b(env)
-                if y == 0:
-                    raise RunError("division by zero", span)
+                if (y if second else x) == bad:
+                    raise RunError(message, span)
                 try:
-                    return f(x, y)
+                    n = f(x, y)
                 except TypeError:
                     raise wrong_types() from None
-            return divide
+                return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
+            return checked
         match args:
-            case [Var(x, kind="local"), Lit(int(k))] if op in ("+", "-"):
-                k = k if op == "+" else -k
+            case [Var(x, kind="local"), Lit(int(k))] if wraps and (f is operator.add or f is operator.sub):
+                k = k if f is operator.add else -k             # Python's + itself, in place: no call
 
                 def local_plus_number(env):
                     try:
@@ -517,6 +518,14 @@ class Interpreter:
                         raise wrong_types() from None
                     return n if MIN_INT <= n <= MAX_INT else wrap(n)
                 return local_plus_number
+            case [Var(x, kind="local"), Lit(int(k))]:
+                def local_and_number(env):
+                    try:
+                        n = f(env[x], k)
+                    except TypeError:
+                        raise wrong_types() from None
+                    return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
+                return local_and_number
             case [Var(x, kind="local"), Var(y, kind="local")]:
                 def two_locals(env):
                     try:
@@ -535,12 +544,12 @@ class Interpreter:
             return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
         return binary
 
-    # cell 118: Tail calls: a trampoline
+    # cell 124: Tail calls: a trampoline
     def conditional(self, cond, then, orelse):
         match cond:
             case Prim(op, [Var(x, kind="local"), Var(kind="local") | Lit() as right], span, _, op_span) \
-                    if op in COMPARISONS:
-                f, where = BINARY_OPS[op], op_span or span
+                    if comparison(op):
+                f, where = PRIMITIVES[op].operation, op_span or span
                 local, y, k = type(right) is Var, getattr(right, "name", None), getattr(right, "value", None)
 
                 def compare_and_choose(env):
@@ -553,14 +562,14 @@ class Interpreter:
         cond = self.compile(cond)
         return lambda env: then(env) if cond(env) else orelse(env)
 
-    # cell 121: Running a program, on a stack of its own
+    # cell 127: Running a program, on a stack of its own
     def write(self, text: str) -> None:
         try:
             self.out.write(text)
         except BrokenPipeError:
             self.out = Discard()
 
-    # cell 139: A heap of bounded size
+    # cell 145: A heap of bounded size
     def allocated(self) -> int:
         """The words allocated so far, as chapter 10 lays values out."""
         return self.counted + self.granted - self.room
@@ -586,7 +595,7 @@ class Interpreter:
         self.counted += self.granted - self.room
         self.granted = self.room = limit - live
 
-    # cell 141: A heap of bounded size
+    # cell 147: A heap of bounded size
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
         self.functions = {item.name.name: item.value.param for item in program.items
@@ -603,7 +612,7 @@ class Interpreter:
         self.program_span, self.counted, self.room = program.span, 0, self.granted
         on_big_stack(in_frame_room, self.execute, code)
 
-    # cell 143: A heap of bounded size
+    # cell 149: A heap of bounded size
     def execute(self, code: list) -> None:
         limit, out_of_memory = sys.getrecursionlimit(), False
         sys.setrecursionlimit(self.stack_limit)
@@ -628,7 +637,7 @@ class Interpreter:
         if out_of_memory:
             raise RunError("out of memory", self.call_site or program_span(code))
 
-# cell 109
+# cell 120
 def binds(p) -> bool:
     """Does the pattern bind a variable?"""
     match p:
@@ -638,37 +647,21 @@ def binds(p) -> bool:
             return any(binds(i) for i in items or [])
     return False
 
-# cell 111
-def wrap(n: int) -> int:
-    """n as a signed 64-bit integer (modulo 2**64)."""
-    return n if MIN_INT <= n <= MAX_INT else (n + 2**63) % 2**64 - 2**63
+# cell 122
+import operator
 
+from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
-def c_div(a: int, b: int) -> int:
-    """a / b, truncated towards zero, wrapped to 64 bits."""
-    q = abs(a) // abs(b)
-    return wrap(q if (a < 0) == (b < 0) else -q)
-
-
-def c_rem(a: int, b: int) -> int:
-    """a % b with the sign of a, so that (a / b) * b + a % b == a."""
-    r = abs(a) % abs(b)
-    return r if a >= 0 else -r
-
-
-BINARY_OPS = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": c_div, "%": c_rem,
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
-    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-}
-WRAPPING = ("+", "-", "*")                     # their result is wrapped to 64 bits
-COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
-UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
+# cell 124
+def comparison(op: str) -> bool:
+    """Is the primitive op a comparison: two operands, a Bool, no failure?"""
+    row = PRIMITIVES[op]
+    return row.arity == 2 and row.type[-1] == "Bool" and row.fails is None
 
 
 # --- Running a program, on a stack of its own --------------------------
 
-# cell 121
+# cell 127
 class Discard:
     """Where the output goes once its reader has gone."""
 
@@ -681,7 +674,7 @@ class Discard:
 
 # --- A heap of bounded size --------------------------------------------
 
-# cell 125
+# cell 131
 import os
 
 HEAP_LIMIT_MESSAGE = "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)"
@@ -716,7 +709,7 @@ def read_heap_limit() -> int:
     """The heap limit in bytes: LC_HEAP_LIMIT, or the default; at most 32 GB, as compiled."""
     return min(env_size("LC_HEAP_LIMIT", default_heap_limit()), 32 << 30)
 
-# cell 129
+# cell 135
 class HeapLimitError(RunError):
     """The program's live data filled the heap: reported at the program, not at a line, as the
     compiled code reports it."""
@@ -724,7 +717,7 @@ class HeapLimitError(RunError):
     def render(self) -> str:
         return f"{self.span.source.name}: {self.kind}: {self.message}"
 
-# cell 131
+# cell 137
 def pattern_variables(p) -> set:
     match p:
         case PVar(name):
@@ -760,7 +753,7 @@ def free_variables(e) -> set:
             return free_variables(cond)
     raise TypeError(f"not a core expression: {e!r}")
 
-# cell 135
+# cell 141
 def one_holder() -> int:
     """sys.getrefcount of a value that one tuple holds, popped from a list as live_words pops it."""
     holder, todo = (object(),), []
@@ -806,7 +799,7 @@ def live_words(roots) -> int:
                 push_all(v.values())
     return words
 
-# cell 143
+# cell 149
 def program_span(code: list) -> Span | None:
     """Where the program starts: its first item."""
     return code[0][0].span if code else None
@@ -814,7 +807,7 @@ def program_span(code: list) -> Span | None:
 
 # --- Running programs --------------------------------------------------
 
-# cell 145
+# cell 151
 from lcompiler import pipeline
 from lcompiler.core import desugar, pretty_core, resolve
 from lcompiler.errors import CompileError, Source

@@ -28,6 +28,9 @@ __all__ = [
     'short_tail_chains',
     'saves_no_registers',
     'SAVING_SLOW_PATH',
+    'division',
+    'comparison',
+    'LOWERING',
     'Fields',
     'arity',
     'only_taken_apart',
@@ -569,25 +572,13 @@ class Backend:
 
     # cell 61: A slow path that saves every register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
-        o = p.op
-        if len(args) == 1:
-            return b.neg(args[0]) if o == "-" else b.xor(args[0], word(1))
-        x, y = args
-        if o in ("+", "-", "*"):
-            return {"+": b.add, "-": b.sub, "*": b.mul}[o](x, y)
-        if o in ("/", "%") and isinstance(y, ir.Constant) and y.constant not in (0, -1):
-            return b.sdiv(x, y) if o == "/" else b.srem(x, y)     # a constant divisor needs no test
-        if o in ("/", "%"):
-            with b.if_then(b.icmp_signed("==", y, word(0)), likely=False):
-                b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError("division by zero", p.loc)))])
-            minus_one = b.icmp_signed("==", y, word(-1))
-            safe = b.select(minus_one, word(1), y)
-            q = b.sdiv(x, safe) if o == "/" else b.srem(x, safe)
-            return b.select(minus_one, b.neg(x) if o == "/" else word(0), q)
-        if o in ("==", "!=") and p.args[0].var.type == types.STRING:
-            eq = b.call(self.rt["lc_str_eq"], [x, y])
-            return eq if o == "==" else b.xor(eq, word(1))
-        return b.zext(b.icmp_signed(o, x, y), I64)
+        failure = PRIMITIVES[p.op].fails
+        if failure:
+            x = args[failure.operand]
+            if not (isinstance(x, ir.Constant) and x.constant != failure.value):
+                with b.if_then(b.icmp_signed("==", x, word(failure.value)), likely=False):
+                    b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
+        return LOWERING[p.op](self, b, p, args)
 
     # cell 65: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
@@ -823,6 +814,48 @@ def saves_no_registers(f: ir.Function) -> None:
 
 # cell 48
 SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
+
+# cell 61
+from lcompiler.primitives import PRIMITIVES
+
+
+def division(instruction: str):
+    """The lowering of / (sdiv) or % (srem); the divisor is not 0 (op has tested it)."""
+    def lower(backend, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
+        x, y = args
+        if isinstance(y, ir.Constant) and y.constant not in (0, -1):
+            return getattr(b, instruction)(x, y)                # a constant divisor: one instruction
+        minus_one = b.icmp_signed("==", y, word(-1))
+        q = getattr(b, instruction)(x, b.select(minus_one, word(1), y))
+        return b.select(minus_one, b.neg(x) if instruction == "sdiv" else word(0), q)
+    return lower
+
+
+def comparison(predicate: str):
+    """The lowering of a comparison: icmp, widened to a word; == and != on strings call lc_str_eq."""
+    def lower(backend, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
+        if predicate in ("==", "!=") and p.args[0].var.type == types.STRING:
+            eq = b.call(backend.rt["lc_str_eq"], args)
+            return eq if predicate == "==" else b.xor(eq, word(1))
+        return b.zext(b.icmp_signed(predicate, *args), I64)
+    return lower
+
+
+LOWERING = {
+    "+": lambda backend, b, p, args: b.add(*args),
+    "-": lambda backend, b, p, args: b.sub(*args),
+    "*": lambda backend, b, p, args: b.mul(*args),
+    "/": division("sdiv"),
+    "%": division("srem"),
+    "neg": lambda backend, b, p, args: b.neg(args[0]),
+    "==": comparison("=="),
+    "!=": comparison("!="),
+    "<": comparison("<"),
+    "<=": comparison("<="),
+    ">": comparison(">"),
+    ">=": comparison(">="),
+    "not": lambda backend, b, p, args: b.xor(args[0], word(1)),
+}
 
 
 # --- Arguments in registers: flattening tuples -------------------------

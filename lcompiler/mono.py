@@ -71,6 +71,7 @@ __all__ = [
     'IllTyped',
     'field_type',
     'Checker',
+    'fits',
     'check',
     'Statistics',
     'census',
@@ -504,13 +505,7 @@ class Checker:
                 for a in args:
                     self.expr(a, env)
                 kinds = [a.type for a in args]
-                if op in ("==", "!="):
-                    ok = len(set(kinds)) == 1 and kinds[0] in (INT, BOOL, STRING) and t == BOOL
-                elif op == "not":
-                    ok = kinds == [BOOL] and t == BOOL
-                else:
-                    ok = all(k == INT for k in kinds) and t == (BOOL if op in ("<", "<=", ">", ">=") else INT)
-                if not ok:
+                if not fits(PRIMITIVES[op].type, kinds + [t]):
                     self.fail(e, f"{op} on {', '.join(map(show_type, kinds))} giving {show_type(t)}")
             case c.If(cond=cond, then=then, orelse=orelse, form=form):
                 wanted = {"if": t, "if without else": UNIT, "&&": BOOL, "||": BOOL}[form]
@@ -578,6 +573,26 @@ class Checker:
             case s.PCon(name=name, args=args):
                 for q, u in zip(args or [], self.fields(name, t, p)):
                     self.pattern(q, u, env)
+
+# cell 71
+from lcompiler.primitives import COMPARABLE, PRIMITIVES
+from lcompiler.types import BASE_TYPES
+
+
+def fits(notation: tuple, found: list) -> bool:
+    """Do these types fit a primitive's type, written in the notation of chapter 4b's table?"""
+    if len(notation) != len(found):
+        return False
+    variables = {}
+    for wanted, t in zip(notation, found):
+        if not wanted.startswith("'"):
+            if t != BASE_TYPES[wanted]:
+                return False
+        elif variables.setdefault(wanted, t) != t:
+            return False
+        elif wanted.startswith("''") and t not in [BASE_TYPES[name] for name in COMPARABLE]:
+            return False
+    return True
 
 # cell 77
 def check(program: c.Program) -> None:

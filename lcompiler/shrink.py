@@ -105,7 +105,7 @@ from lcompiler.cps import (
     SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
     const, proj, tuple_, fail, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
-from lcompiler.interp import wrap, c_div, c_rem
+from lcompiler.primitives import PRIMITIVES
 from lcompiler.support import collector_paused
 from lcompiler.types import TCon
 
@@ -135,24 +135,22 @@ UNKNOWN = object()
 
 
 def fold_operation(operator: str, values: list):
-    """The result of an operation on constants, as L computes it; UNKNOWN for a division by zero."""
-    if len(values) == 1:
-        return wrap(-values[0]) if operator == "-" else not values[0]
-    a, b = values
-    if operator in ("/", "%"):
-        if b == 0:
-            return UNKNOWN                       # stays a runtime error, where it is
-        return c_div(a, b) if operator == "/" else c_rem(a, b)
-    return {"+": lambda: wrap(a + b), "-": lambda: wrap(a - b), "*": lambda: wrap(a * b),
-            "==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b, "<=": lambda: a <= b,
-            ">": lambda: a > b, ">=": lambda: a >= b}[operator]()
+    """The result of the primitive named operator on constants, as L computes it; UNKNOWN when it
+    would fail (a division by zero) or is not pure."""
+    row = PRIMITIVES[operator]
+    if not row.pure or (row.fails and row.fails.happens(values)):
+        return UNKNOWN                           # stays where it is, and runs (or fails) there
+    return row.meaning(*values)
 
 
 def pure(p) -> bool:
-    """May a binding of p be deleted when its variable is unused? A division only by a known non-zero."""
-    if type(p) is Op and p.op in ("/", "%"):
-        ok, d = constant(p.args[1].var)
-        return ok and d != 0
+    """May a binding of p be deleted when its variable is unused? One that can fail only when the
+    operand its failure depends on is known, and it does not fail on it."""
+    if type(p) is Op:
+        row = PRIMITIVES[p.op]
+        if row.pure and row.fails:
+            ok, v = constant(p.args[row.fails.operand].var)
+            return ok and v != row.fails.value
     return not has_effect(p)
 
 # cell 23

@@ -24,8 +24,7 @@ __all__ = [
     'Inference',
     'Namer',
     'is_value',
-    'ARITHMETIC',
-    'ORDERING',
+    'OPERANDS',
     'references',
     'strongly_connected',
     'TParam',
@@ -280,25 +279,26 @@ class Inference:
         return self.instantiate(t) if generic else t
 
     # cell 27: Operators
-    pending_equalities: list     # (type, span) of == and != operands, checked at generalisation
+    pending_equalities: list     # (type, span) of the operands of == and != (''a), checked at generalisation
 
     def primitive(self, op: str, args: list, env: dict):
-        if op in ARITHMETIC or op == "neg":
-            for a in args:
-                self.check(a, INT, env)
-            return INT
-        if op in ORDERING:
-            for a in args:
-                self.check(a, INT, env)
-            return BOOL
-        if op == "not":
-            self.check(args[0], BOOL, env)
-            return BOOL
-        left, right = args                      # == and !=
-        t = self.infer(left, env)
-        self.check(right, t, env, origin=("the left operand", left.span, t))
-        self.pending_equalities.append((t, left.span))
-        return BOOL
+        """The type of the primitive op on args, from its row of chapter 4b's table."""
+        *operands, result = PRIMITIVES[op].type
+        variables = {}                          # 'a -> (its type, the number of the operand that fixed it)
+        for i, (a, wanted) in enumerate(zip(args, operands)):
+            if not wanted.startswith("'"):
+                self.check(a, BASE_TYPES[wanted], env)
+            elif wanted in variables:
+                t, first = variables[wanted]
+                self.check(a, t, env, origin=(OPERANDS[len(args)][first], args[first].span, t))
+            else:
+                variables[wanted] = (self.infer(a, env), i)
+        for name, (t, first) in variables.items():
+            if name.startswith("''"):
+                self.pending_equalities.append((t, args[first].span))
+        if not result.startswith("'"):
+            return BASE_TYPES[result]
+        return variables[result][0] if result in variables else self.fresh()
 
     # cell 30: Conditionals
     def conditional(self, e: c.If, env: dict):
@@ -440,7 +440,7 @@ class Inference:
                     self.unify(x, INT)
                 else:
                     waiting.append((t, span))
-            elif x.name not in ("Int", "Bool", "String"):
+            elif x.name not in COMPARABLE:
                 raise CompileError(f"expected Int, Bool or String, found {Namer(self).show(x)} "
                                    "(only those can be compared with == and !=)", span)
         self.pending_equalities = waiting
@@ -660,8 +660,9 @@ def _callee(fn) -> str:
 # --- Operators ---------------------------------------------------------
 
 # cell 27
-ARITHMETIC = {"+", "-", "*", "/", "%"}
-ORDERING = {"<", "<=", ">", ">="}
+from lcompiler.primitives import COMPARABLE, PRIMITIVES
+
+OPERANDS = {1: ("the operand",), 2: ("the left operand", "the right operand")}
 
 
 # --- The top level: strongly connected components ----------------------

@@ -36,10 +36,11 @@
 # turns it into code.
 #
 # **Builds:** the module `lcompiler.core` (the core language, `desugar`,
-# `resolve`, `pretty_core`); the module `lcompiler.interp` (the reference
-# interpreter: `check`, `Interpreter`, `run_source`); and the pipeline's
-# stage `core` (`lc show core`); `lc run --interp` runs a program with this
-# interpreter. [Chapter 5](05_types.ipynb) infers the types of this core
+# `resolve`, `pretty_core`); the module `lcompiler.primitives` (the table of
+# L's primitive operations, which every later stage reads); the module
+# `lcompiler.interp` (the reference interpreter: `check`, `Interpreter`,
+# `run_source`); and the pipeline's stage `core` (`lc show core`); `lc run
+# --interp` runs a program with this interpreter. [Chapter 5](05_types.ipynb) infers the types of this core
 # language, and every later chapter is tested against this interpreter.
 #
 # </div>
@@ -79,7 +80,7 @@
 #     | (e1, …, en)                          Tuple, n ≥ 2
 #     | { x -> e }                           Lambda: one parameter, a variable
 #     | e1(e2)                               App: one argument
-#     | op(e1, …)                            Prim: + - * / % == != < <= > >=, neg, not
+#     | op(e1, …)                            Prim: + - * / % == != < <= > >=, neg, not (a table, below)
 #     | if (e1) e2 else e3                   If: always with else
 #     | match (e) { p1 -> e1 … }             Match
 #     | let x = e1; e2                       Let: binds a variable, not a pattern
@@ -188,8 +189,9 @@ class Tuple:
 
 # %% [markdown]
 # Functions and operations: a function of one parameter, a call with one
-# argument, and a primitive operation on its operands. A `Prim` remembers
-# where its operator is, since that is where a division by zero is reported.
+# argument, and a primitive operation on its operands, named by its row in
+# the table of primitives (after the nodes). A `Prim` remembers where its
+# operator is, since that is where a division by zero is reported.
 
 # %%
 #| export
@@ -211,7 +213,7 @@ class App:
 
 @dataclass(slots=True)
 class Prim:
-    op: str                  # + - * / % == != < <= > >= neg not
+    op: str                  # the name of a primitive: + - * / % == != < <= > >= neg not
     args: list
     span: Span = _span()
     type: object = _type()
@@ -337,15 +339,285 @@ print(one_plus_two)
 print(one_plus_two == Prim("+", [Lit(1), Lit(2)], span=None, type="Int"))
 
 # %% [markdown]
+# ### One table of primitives
+#
+# The `op` of a `Prim` names a **primitive**: one of the operations L has
+# built in, `+ - * / %`, the six comparisons, `neg` and `not`. Every stage
+# of the compiler needs to know something about each of them: the type
+# checker of [chapter 5](05_types.ipynb) its type, the interpreters of this
+# chapter and of [chapter 6](06_cps.ipynb) what it computes, the conversion
+# of [chapter 7](07_cps_convert.ipynb) whether it can fail (a primitive that
+# can fail carries the place its runtime error reports), the optimiser of
+# [chapter 9](09_shrink.ipynb) whether it may be computed in advance or
+# deleted when its result is unused, and the back end of
+# [chapter 10](10_llvm.ipynb) which instructions compute it. All of that
+# is written once, here, in a table: the module `lcompiler.primitives`, one
+# row per primitive, which each of those stages reads. Adding a primitive
+# is adding a row, then telling chapter 10 which instructions compute it;
+# the last exercise of this chapter does it.
+#
+# A row says:
+#
+# | field | what it says | for `/` |
+# |---|---|---|
+# | `name` | its name in the core (`Prim.op`) and in CPS (chapter 6's `Op.op`) | `"/"` |
+# | `symbol` | how L writes it, and chapter 6's CPS text; `None` when they have no operator for it | `"/"` |
+# | `type` | the types of its operands, then of its result | `("Int", "Int", "Int")` |
+# | `operation` | what it computes: a Python function on the interpreters' values | `c_div`, below |
+# | `wraps` | whether the result of `operation` is brought back to 64 bits by `wrap` | `False`: `c_div` does it itself |
+# | `fails` | how it stops the program with a runtime error, if it can | `division by zero` when operand 1 is 0 |
+# | `pure` | whether it does nothing but compute its result (or fail) | `True` |
+# | `arity` | its number of operands, one or two: the length of `type` less one | `2` |
+#
+# The types are written in a small notation that chapter 5 reads: the
+# names of L's base types, `Int`, `Bool`, `String` and `Unit`, and type
+# variables, written `'a`. A variable written `''a` — Standard ML's
+# notation for an *equality* type variable — stands for a type that `==`
+# can compare, which [the language reference](../language.md) limits to
+# `Int`, `Bool` and `String`: `==` has the type `("''a", "''a", "Bool")`, two
+# operands of one comparable type and a `Bool` result. What happens when
+# that type is not known yet is chapter 5's business.
+#
+# First the arithmetic itself. An L `Int` is a signed 64-bit integer, and
+# the interpreters hold it in a Python `int`, which has no limit: `+`, `-`,
+# `*` and negation wrap around, which `wrap` does to a result that left 64
+# bits. `/` and `%` truncate towards zero as C does (Python's `//` rounds
+# towards minus infinity, so `-7 // 2` is `-4` where C gives `-3`);
+# dividing the smallest Int by −1 wraps to itself, and its remainder is 0.
+
+# %%
+#| export primitives
+"""The table of L's primitive operations (chapter 4b): for each one, its name, how L writes it, its
+type, what it computes, whether it can fail, and whether it is pure. Every stage that needs to know
+about a primitive reads its row here."""
+
+import operator
+from dataclasses import dataclass, field
+from typing import Callable
+
+MIN_INT, MAX_INT = -2**63, 2**63 - 1
+
+
+def wrap(n: int) -> int:
+    """n as a signed 64-bit integer (modulo 2**64)."""
+    return n if MIN_INT <= n <= MAX_INT else (n + 2**63) % 2**64 - 2**63
+
+
+def c_div(a: int, b: int) -> int:
+    """a / b, truncated towards zero, wrapped to 64 bits."""
+    q = abs(a) // abs(b)
+    return wrap(q if (a < 0) == (b < 0) else -q)
+
+
+def c_rem(a: int, b: int) -> int:
+    """a % b with the sign of a, so that (a / b) * b + a % b == a."""
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+# %% [markdown]
+# C's division beside Python's, on −7 and 2, then the two wrap-arounds:
+
+# %%
+from lcompiler.primitives import MAX_INT, MIN_INT, c_div, c_rem, wrap
+
+print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT, c_div(MIN_INT, -1) == MIN_INT)
+
+# %% [markdown]
+# `c_div` and `c_rem` give −3 and −1, where Python's `//` and `%` give −4 and
+# 1; adding one to the largest Int gives the smallest, and so does dividing
+# the smallest by −1.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: division as C does it, not as Python does</p>
+#
+# Rounding a quotient towards minus infinity, as Python and Haskell's `div`
+# do, has a nicer algebra: the remainder always has the divisor's sign. L
+# rounds towards zero instead, because [the language
+# reference](../language.md) says so, and it says so for the compiled code:
+# LLVM's `sdiv` and `srem`, the instructions of chapter 10, truncate, and a
+# rounding towards minus infinity would need a test and a correction around
+# every division. The table follows the compiled code, not Python, and
+# `tests/test_interp.py` checks the two against each other on random operands.
+#
+# </div>
+#
+# A failure is described rather than programmed: `Failure("division by
+# zero", 1, 0)` says that the primitive stops the program with the runtime
+# error `division by zero` when its operand number 1 — the second, the
+# divisor — is 0. Described, so that each stage can ask it the question it
+# has: the interpreters test it before they compute; the conversion keeps
+# the operator's place on a primitive that has one, for the error to
+# point at; the optimiser computes a division in advance, or deletes an
+# unused one, only when it knows the divisor is not 0; and the back end
+# writes the test, and the call of the runtime's error, before the
+# division.
+#
+# A `Primitive` has one or two operands: L's operators are unary or
+# binary, and the interpreters have code for those two shapes. Its
+# `meaning` is the result on operands for which it does not fail:
+# `operation`, then `wrap` if the row says so. The optimiser calls
+# `meaning`; the interpreters apply `operation` and `wrap` themselves,
+# which lets this chapter's skip `wrap` when the result is already within
+# 64 bits, as it almost always is.
+
+# %%
+#| export primitives
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """How a primitive stops the program: with the runtime error `message`, when its operand number
+    `operand` (from 0) is `value`."""
+    message: str
+    operand: int
+    value: object
+
+    def happens(self, values) -> bool:
+        """Does the primitive fail on these operands?"""
+        return values[self.operand] == self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Primitive:
+    """One primitive operation of the core and CPS languages."""
+    name: str                      # Prim.op in the core, Op.op in CPS
+    symbol: str | None             # how L and the CPS text write it ("-" for neg); None: no operator
+    type: tuple                    # the operands' types, then the result's: ("Int", "Int", "Bool")
+    operation: Callable            # what it computes, on the interpreters' values
+    wraps: bool = False            # is operation's result brought back to 64 bits by wrap?
+    fails: Failure | None = None   # how it can stop the program, if it can
+    pure: bool = True              # does it do nothing but compute its result (or fail)?
+    arity: int = field(init=False)   # its number of operands: one or two
+
+    def __post_init__(self):
+        object.__setattr__(self, "arity", len(self.type) - 1)
+        if self.arity not in (1, 2):
+            raise ValueError(f"the primitive {self.name} has {self.arity} operands, not one or two")
+
+    def meaning(self, *values):
+        """Its result on operands for which it does not fail, as L computes it."""
+        n = self.operation(*values)
+        return wrap(n) if self.wraps else n
+
+
+# %% [markdown]
+# The table. `+`, `-` and `*` are the functions of Python's module
+# `operator` — written in C, so that applying one costs the interpreter no
+# Python call — with their results wrapped; the comparisons are
+# `operator`'s too, and `==` and `!=` compare any two values of one
+# comparable type. `neg` and `not` are written `-` and `!`, like the binary
+# `-` and nothing else: a symbol and a number of operands name a
+# primitive, which `by_symbol` finds.
+
+# %%
+#| export primitives
+DIVISION_BY_ZERO = Failure("division by zero", 1, 0)
+
+PRIMITIVES = {p.name: p for p in [
+    Primitive("+", "+", ("Int", "Int", "Int"), operator.add, wraps=True),
+    Primitive("-", "-", ("Int", "Int", "Int"), operator.sub, wraps=True),
+    Primitive("*", "*", ("Int", "Int", "Int"), operator.mul, wraps=True),
+    Primitive("/", "/", ("Int", "Int", "Int"), c_div, fails=DIVISION_BY_ZERO),
+    Primitive("%", "%", ("Int", "Int", "Int"), c_rem, fails=DIVISION_BY_ZERO),
+    Primitive("neg", "-", ("Int", "Int"), operator.neg, wraps=True),
+    Primitive("==", "==", ("''a", "''a", "Bool"), operator.eq),
+    Primitive("!=", "!=", ("''a", "''a", "Bool"), operator.ne),
+    Primitive("<", "<", ("Int", "Int", "Bool"), operator.lt),
+    Primitive("<=", "<=", ("Int", "Int", "Bool"), operator.le),
+    Primitive(">", ">", ("Int", "Int", "Bool"), operator.gt),
+    Primitive(">=", ">=", ("Int", "Int", "Bool"), operator.ge),
+    Primitive("not", "!", ("Bool", "Bool"), operator.not_),
+]}
+COMPARABLE = ("Int", "Bool", "String")     # the types a ''a stands for: those == can compare
+
+
+def by_symbol(symbol: str, arity: int) -> Primitive | None:
+    """The primitive that L writes as symbol with arity operands, if there is one."""
+    for p in PRIMITIVES.values():
+        if p.symbol == symbol and p.arity == arity:
+            return p
+    return None
+
+
+# %% [markdown]
+# The whole table, one row a line, as the stages see it — each operation
+# written with operands `a` and `b`:
+
+# %%
+from lcompiler.primitives import PRIMITIVES, by_symbol
+
+
+def how_written(p) -> str:
+    if p.symbol is None:
+        return f"{p.name}({', '.join('ab'[:p.arity])})"
+    return f"{p.symbol}a" if p.arity == 1 else f"a {p.symbol} b"
+
+
+print(f"{'name':5} {'written':8} {'type':22} {'wraps':6} {'pure':5} fails")
+for p in PRIMITIVES.values():
+    fails = f"{p.fails.message} when {'ab'[p.fails.operand]} is {p.fails.value}" if p.fails else ""
+    print(f"{p.name:5} {how_written(p):8} {', '.join(p.type[:-1]) + ' -> ' + p.type[-1]:22} "
+          f"{'yes' if p.wraps else '':6} {'yes' if p.pure else 'no':5} {fails}".rstrip())
+print(len(PRIMITIVES), "rows;", by_symbol("-", 1).name, by_symbol("-", 2).name, by_symbol("&&", 2))
+
+# %% [markdown]
+# Thirteen rows; two of them can fail, and all are pure. `by_symbol` finds
+# `neg` for a `-` with one operand and the subtraction for a `-` with two;
+# `&&` is not a primitive but a conditional, as the desugaring below makes
+# it, and has no row.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: one table, not a case in every stage</p>
+#
+# OCaml's compiler has one type for the primitive operations of its
+# intermediate language Lambda, `Lambda.primitive`, and tables beside it:
+# `translprim.ml` maps the names the standard library declares with
+# `external` (`"%divint"`) to a primitive and its arity, and the division
+# itself, `Pdivint Safe`, records that it tests its divisor. LLVM lists its
+# instructions once, in `Instruction.def` — lines such as
+# `HANDLE_BINARY_INST(13, Add, BinaryOperator)` — and includes that file
+# wherever C++ code needs the list. We do the same, for the same reason.
+# The road not taken — a case for each operator in each stage — is the one
+# this compiler first took: the meaning of `+` was written in this
+# chapter's interpreter, again in chapter 6's and again in chapter 9's
+# constant folding, and "`/` and `%` can fail" in five places. A new
+# primitive meant finding them all, and a place missed was wrong only on
+# the programs that reached it.
+#
+# The table holds what several stages share, and no more. The LLVM
+# instructions of a primitive stay in chapter 10, next to the code that
+# makes instructions, in one dictionary from name to lowering; a test
+# checks that it has an entry for every row, so that a row without one
+# fails a test rather than a program. The precedence of the operators
+# stays in [chapter 4a](04a_syntax.ipynb)'s parser, because precedence is
+# syntax; a test checks that the operators it accepts are the table's
+# symbols.
+#
+# `print` and `assert` are not rows. `print` takes any number of operands
+# of any types, and what it does depends on their types (chapter 10 makes
+# a printer per type); `assert` is control, not an operation on values (in
+# CPS, a `case` and a `fail`). Each keeps a node of its own in every
+# language of the compiler, and a row for them would need columns that
+# only they used. Exceptions, when they come, will add `raise`, an
+# operation that never returns; the row has room for it, since a new field
+# with a default (`returns: bool = True`) changes none of the rows above.
+#
+# </div>
+
+# %% [markdown]
 # ### Printing the core as L
 #
 # To look at a core program we print it as L. The core is a subset of L (but
 # for the fresh names `%n`), so printing it is a matter of turning core nodes
 # back into syntax nodes and reusing [chapter 4a](04a_syntax.ipynb)'s
-# printer: one case per node.
+# printer: one case per node. A primitive is written as its row says, with
+# its operator — `neg` as `-` — or as a call, `name(a, b)`, if L has no
+# operator for it.
 
 # %%
 #| export
+from lcompiler.primitives import PRIMITIVES, Primitive, by_symbol
+
+
 def to_syntax(e):
     """A core expression as a syntax tree, for printing."""
     match e:
@@ -369,12 +641,8 @@ def to_syntax(e):
             return s.Function([s.Clause([PVar(param)], _statements(body))])
         case App(fn, arg):
             return s.Call(to_syntax(fn), [to_syntax(arg)])
-        case Prim("neg", [a]):
-            return s.Unary("-", to_syntax(a))
-        case Prim("not", [a]):
-            return s.Unary("!", to_syntax(a))
-        case Prim(op, [a, b]):
-            return s.Binary(op, to_syntax(a), to_syntax(b))
+        case Prim(op, args):
+            return _operation(PRIMITIVES[op], [to_syntax(a) for a in args])
         case If(cond, then, orelse):
             return s.If(to_syntax(cond), to_syntax(then), to_syntax(orelse))
         case Match(scrutinee, clauses):
@@ -390,6 +658,13 @@ def to_syntax(e):
         case Assert(cond):
             return s.Call(s.Var("assert"), [to_syntax(cond)])
     raise TypeError(f"not a core expression: {e!r}")
+
+
+def _operation(p: Primitive, args: list):
+    """A primitive applied to its operands (syntax trees): as L writes it, or as a call."""
+    if p.symbol is None:
+        return s.Call(s.Var(p.name), args)
+    return s.Unary(p.symbol, *args) if p.arity == 1 else s.Binary(p.symbol, *args)
 
 
 # %% [markdown]
@@ -551,7 +826,8 @@ print(desugar_text('(Cons(1, Nil), "one", ())'))
 # Operators: `-5` is a literal, `-e` and `!e` are the primitives `neg` and
 # `not`, `&&` and `||` become an `if` (which evaluates its right operand
 # only when needed, as the contract says), and every other operator is a
-# primitive of two operands. `_operator` finds where the operator itself is
+# primitive of two operands — each found in the table by its symbol and
+# its number of operands. `_operator` finds where the operator itself is
 # written, for the error that a division by zero reports.
 
 # %%
@@ -563,13 +839,13 @@ class Desugar(Desugar):
                 return Lit(-v, span)
             case s.Unary(op, operand, span):
                 op_span = Span(span.source, span.start, span.start + 1)
-                return Prim("neg" if op == "-" else "not", [self.expr(operand)], span, op_span=op_span)
+                return Prim(by_symbol(op, 1).name, [self.expr(operand)], span, op_span=op_span)
             case s.Binary("&&", left, right, span):
                 return If(self.expr(left), self.expr(right), Lit(False, span), span, form="&&")
             case s.Binary("||", left, right, span):
                 return If(self.expr(left), Lit(True, span), self.expr(right), span, form="||")
             case s.Binary(op, left, right, span):
-                return Prim(op, [self.expr(left), self.expr(right)], span,
+                return Prim(by_symbol(op, 2).name, [self.expr(left), self.expr(right)], span,
                             op_span=self._operator(left, right, span))
         return self.control(e)
 
@@ -1577,7 +1853,6 @@ import operator
 from lcompiler.support import (
     NESTING_LIMIT, collector_looks_every, collector_paused, in_frame_room, on_big_stack, recursion_limit)
 
-MIN_INT, MAX_INT = -2**63, 2**63 - 1
 STACK_LIMIT = 8 << 20      # Python frames the interpreter may use
 DEPTH_LIMIT = 1 << 20      # nested L calls (non-tail calls still running)
 YOUNG_OBJECTS = 1_000_000  # new Python objects between two looks of the garbage collector, while a program runs
@@ -2017,115 +2292,72 @@ class Interpreter(Interpreter):
 
 
 # %% [markdown]
-# Arithmetic on 64-bit integers: `+`, `-`, `*` and negation wrap around;
-# `/` and `%` truncate towards zero as C does (Python's `//` rounds towards
-# minus infinity, so `-7 // 2` is `-4` where C gives `-3`); dividing the
-# smallest Int by −1 wraps to itself, and its remainder is 0; dividing by zero
-# is a runtime error at the operator. The interpreter trusts the type checker
-# of [chapter 5](05_types.ipynb) that the operands have the right types; should they not (the
-# checker does not exist yet in this chapter), Python's own `TypeError`
-# becomes a runtime error at the operator instead of escaping.
+# Arithmetic is the table's: `primitive` finds the row of the operation,
+# once, when the program is translated, and returns the function that runs
+# it. A primitive that can fail tests its `Failure` first, and stops with
+# the runtime error at the operator; every operation then applies the
+# row's `operation` — a C function of the module `operator`, for all but
+# `/` and `%`, so that applying it costs no Python call — and, for a row
+# that `wraps`, calls `wrap` only when the result has left 64 bits. The
+# interpreter trusts the type checker of [chapter 5](05_types.ipynb) that
+# the operands have the right types; should they not (the checker does not
+# exist yet in this chapter), Python's own `TypeError` becomes a runtime
+# error at the operator instead of escaping.
 #
-# `BINARY_OPS` gives each operator its Python function — the ones of the
-# module `operator`, written in C, so that applying one costs no Python
-# call — and the three operators of `WRAPPING` have their result wrapped
-# to 64 bits.
+# Two shapes of operands are common enough in loops to get code of their
+# own, which reads them in place rather than through a function each: a
+# local variable and a number, `i + 1` and `n - 1`, and two local
+# variables, `y + i`; any other shape goes through `binary`. When the
+# operation of `i + 1` or `n - 1` is Python's own `+` or `-`, wrapped, as
+# the table says it is for L's, the code applies it in place, `env[x] + k`,
+# without even the call of a C function: most loops count their iterations
+# that way.
 
 # %%
 #| export interp
-def wrap(n: int) -> int:
-    """n as a signed 64-bit integer (modulo 2**64)."""
-    return n if MIN_INT <= n <= MAX_INT else (n + 2**63) % 2**64 - 2**63
+import operator
+
+from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
 
-def c_div(a: int, b: int) -> int:
-    """a / b, truncated towards zero, wrapped to 64 bits."""
-    q = abs(a) // abs(b)
-    return wrap(q if (a < 0) == (b < 0) else -q)
-
-
-def c_rem(a: int, b: int) -> int:
-    """a % b with the sign of a, so that (a / b) * b + a % b == a."""
-    r = abs(a) % abs(b)
-    return r if a >= 0 else -r
-
-
-BINARY_OPS = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": c_div, "%": c_rem,
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
-    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-}
-WRAPPING = ("+", "-", "*")                     # their result is wrapped to 64 bits
-COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
-UNARY_OPS = {"neg": lambda a: wrap(-a), "not": lambda a: not a}
-
-
-# %% [markdown]
-# C's division beside Python's, on −7 and 2, then the two wrap-arounds:
-
-# %%
-print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT, c_div(MIN_INT, -1) == MIN_INT)
-
-# %% [markdown]
-# `c_div` and `c_rem` give −3 and −1, where Python's `//` and `%` give −4 and
-# 1; adding one to the largest Int gives the smallest, and so does dividing
-# the smallest by −1.
-#
-# <div class="admonition note">
-# <p class="admonition-title">Design note: division as C does it, not as Python does</p>
-#
-# Rounding a quotient towards minus infinity, as Python and Haskell's `div`
-# do, has a nicer algebra: the remainder always has the divisor's sign. L
-# rounds towards zero instead, because [the language
-# reference](../language.md) says so, and it says so for the compiled code:
-# LLVM's `sdiv` and `srem`, the instructions of chapter 10, truncate, and a
-# rounding towards minus infinity would need a test and a correction around
-# every division. The interpreter follows the compiled code, not Python, and
-# `tests/test_interp.py` checks the two against each other on random operands.
-#
-# </div>
-
-# %% [markdown]
-# `primitive` picks the operation once, when the program is translated, and
-# returns the function that runs it: a division checks its divisor first,
-# and every operation turns Python's `TypeError` into a located runtime
-# error. Two shapes of operands are common enough in loops to get code of
-# their own, which reads them in place rather than through a function each:
-# a local variable plus or minus a number, `i + 1` and `n - 1`, and two
-# local variables, `y + i`; any other shape goes through `binary`.
-
-# %%
-#| export interp
 class Interpreter(Interpreter):
     def primitive(self, op: str, args: list, span: Span):
+        row = PRIMITIVES[op]
+        f, wraps, failure = row.operation, row.wraps, row.fails
+
         def wrong_types():
             return RunError(f"the operands of {op} have the wrong types", span)
 
-        if op in UNARY_OPS:
-            f, a = UNARY_OPS[op], self.compile(args[0])
+        if row.arity == 1:
+            a = self.compile(args[0])
 
             def unary(env):
+                x = a(env)
+                if failure is not None and x == failure.value:
+                    raise RunError(failure.message, span)
                 try:
-                    return f(a(env))
+                    n = f(x)
                 except TypeError:
                     raise wrong_types() from None
+                return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
             return unary
-        f, wraps = BINARY_OPS[op], op in WRAPPING
-        if op in ("/", "%"):
+        if failure:
             a, b = self.compile(args[0]), self.compile(args[1])
+            second, bad, message = failure.operand == 1, failure.value, failure.message
 
-            def divide(env):
+            def checked(env):
                 x, y = a(env), b(env)
-                if y == 0:
-                    raise RunError("division by zero", span)
+                if (y if second else x) == bad:
+                    raise RunError(message, span)
                 try:
-                    return f(x, y)
+                    n = f(x, y)
                 except TypeError:
                     raise wrong_types() from None
-            return divide
+                return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
+            return checked
         match args:
-            case [Var(x, kind="local"), Lit(int(k))] if op in ("+", "-"):
-                k = k if op == "+" else -k
+            case [Var(x, kind="local"), Lit(int(k))] if wraps and (f is operator.add or f is operator.sub):
+                k = k if f is operator.add else -k             # Python's + itself, in place: no call
 
                 def local_plus_number(env):
                     try:
@@ -2134,6 +2366,14 @@ class Interpreter(Interpreter):
                         raise wrong_types() from None
                     return n if MIN_INT <= n <= MAX_INT else wrap(n)
                 return local_plus_number
+            case [Var(x, kind="local"), Lit(int(k))]:
+                def local_and_number(env):
+                    try:
+                        n = f(env[x], k)
+                    except TypeError:
+                        raise wrong_types() from None
+                    return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
+                return local_and_number
             case [Var(x, kind="local"), Var(y, kind="local")]:
                 def two_locals(env):
                     try:
@@ -2156,7 +2396,9 @@ class Interpreter(Interpreter):
 # %% [markdown]
 # An `if` whose condition compares a local variable with another or with a
 # literal — `if (n == 0)`, `if (i == n)`, the test that ends most loops —
-# does the comparison itself, without a function for the condition.
+# does the comparison itself, without a function for the condition. A
+# comparison, for the table, is a primitive of two operands with a `Bool`
+# result that cannot fail.
 
 # %%
 #| export interp
@@ -2164,8 +2406,8 @@ class Interpreter(Interpreter):
     def conditional(self, cond, then, orelse):
         match cond:
             case Prim(op, [Var(x, kind="local"), Var(kind="local") | Lit() as right], span, _, op_span) \
-                    if op in COMPARISONS:
-                f, where = BINARY_OPS[op], op_span or span
+                    if comparison(op):
+                f, where = PRIMITIVES[op].operation, op_span or span
                 local, y, k = type(right) is Var, getattr(right, "name", None), getattr(right, "value", None)
 
                 def compare_and_choose(env):
@@ -2177,6 +2419,12 @@ class Interpreter(Interpreter):
                 return compare_and_choose
         cond = self.compile(cond)
         return lambda env: then(env) if cond(env) else orelse(env)
+
+
+def comparison(op: str) -> bool:
+    """Is the primitive op a comparison: two operands, a Bool, no failure?"""
+    row = PRIMITIVES[op]
+    return row.arity == 2 and row.type[-1] == "Bool" and row.fails is None
 
 
 # %% [markdown]
@@ -3206,6 +3454,19 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   never with a Python exception;
 # - `print` and `assert` cannot be bound, and the core has no sugar left.
 #
+# `tests/test_primitives.py` checks the table of primitives against the
+# stages that read it: every row has a lowering in chapter 10 and nothing
+# else has one; the operators chapter 4a's parser accepts are the table's
+# symbols; each row's meaning agrees with its lowering, compiled and run
+# natively, on random 64-bit operands and on the edges (the smallest and
+# largest Int, −1, 0, 1); and two primitives that the table does not have —
+# `max`, without an operator, and `inverse`, of one operand, which fails on
+# 0 — added as rows, with their lowerings, while the test runs, go through
+# every stage: typed, checked, interpreted before and after each pass,
+# printed and parsed back as CPS, folded or kept by the optimiser, and
+# compiled and run, with their runtime error at its place, and nothing else
+# in the compiler changed.
+#
 # `tests/test_errors.py` holds the exact messages of the resolver, "did you
 # mean" and the notes included, in golden files (`tests/errors/`), and runs
 # the programs that used to crash this interpreter — a 20,000-element list
@@ -3233,6 +3494,11 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    looks. Make it count, instead, only what was allocated since the last
 #    look and is still alive, as a generational collector's minor
 #    collection does: what does it need to know about the older values?
+# 7. Add a primitive `min`, the smaller of two Ints, for which L has no
+#    operator. What do you add, and where? L cannot write it, so try it on
+#    the core of `print(3 + 4, 9 + -2)` with its two `+` renamed: print
+#    that core, run it with this chapter's interpreter, then through the
+#    rest of the pipeline and natively.
 #
 # <details><summary>Solutions</summary>
 #
@@ -3270,7 +3536,43 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    young would miss it. A generational collector keeps a *remembered set*,
 #    filled by a *write barrier* on every assignment into an old value; in
 #    L only a `var`'s cell can be assigned, so the barrier is one check in
-#    `Assign`. Chapter 10's runtime has both: the barrier `lc_barrier` on
+#    `Assign`. Chapter 10b's runtime has both: the barrier `lc_barrier` on
 #    such stores, and `lc_remember`.
+# 7. A row in the table, and its lowering in chapter 10; no stage changes:
+#
+# ```python
+# from lcompiler import driver, llvm_backend, pipeline
+# from lcompiler.primitives import PRIMITIVES, Primitive
+#
+# PRIMITIVES["min"] = Primitive("min", None, ("Int", "Int", "Int"), min)
+# llvm_backend.LOWERING["min"] = lambda backend, b, p, args: b.select(b.icmp_signed("<", *args), *args)
+# ```
+#
+# `min` is Python's, which is right on 64-bit operands and needs no `wrap`;
+# it cannot fail, and it is pure. Its lowering is a comparison and a
+# `select`, the instruction that picks one of two values. Then the program:
+#
+# ```python
+# source = Source("min.l", "print(3 + 4, 9 + -2)\n")
+# program = check(source)
+# for prim in program.items[0].args:
+#     prim.op = "min"
+# print(pretty_core(program), end="")      # print(min(3, 4), min(9, -2))
+# Interpreter().run(program)               # 3 -2
+# unit, value = pipeline.Unit(source), program
+# for stage in pipeline.load()[3:10]:      # types, mono, cps, opt, closure, shrink, llvm
+#     value = stage.run(value, unit)
+# engine, main = driver.jit(driver.machine_code(value))
+# print(driver.run_in_child(main).stdout)  # 3 -2
+# ```
+#
+# Chapter 5 types `min` from its row; chapter 7 converts it into the CPS
+# `v_3 = min(c_1, c_2)`; chapter 9 folds both, so that the stage `opt`
+# hands on `v_1 = 3` and `v_2 = -2` and no `min` at all; and chapter 10
+# would find its lowering in `LOWERING` for operands it does not know. To
+# write `min` in L, give it a `symbol`, and teach chapter 4a's lexer the
+# symbol and its parser a binding power: precedence is syntax, which the
+# table leaves to the parser. `tests/test_primitives.py` does all this for `max`, and for a
+# primitive that can fail.
 #
 # </details>

@@ -28,7 +28,8 @@
 #
 # **Needs:** [chapter 2](02_union_find.ipynb), union-find (`Safe`), which
 # holds the type variables; [chapter 4b](04b_meaning.ipynb), the resolved
-# core program that inference walks, and its front end (`check`); the
+# core program that inference walks, its front end (`check`) and its table
+# of primitives, whose types the operators are checked against; the
 # language's typing contract in [the language reference](../language.md).
 #
 # **Builds:** the module `lcompiler.types`: `infer_program`, `Typing`,
@@ -624,33 +625,45 @@ type_of("(42, true, \"hi\", ())")
 # generalised (further down): if the type is still unknown then, it becomes
 # `Int`, as the contract says; if it is another type, the comparison is an
 # error.
+#
+# These rules are not written out one by one in the code. Each is the
+# `type` of the primitive's row in [chapter 4b](04b_meaning.ipynb)'s table of
+# primitives — `("Int", "Int", "Bool")` for `<`, `("''a", "''a", "Bool")`
+# for `==` — and `primitive` reads it: an operand whose type is a base type
+# is checked against it; the first operand of a type variable gives the
+# variable its type, by inference, and a later one is checked against that,
+# with a note at the first (`the left operand`); and a variable written
+# `''a` adds its type to `pending_equalities`. The result is the last type
+# of the row. A new primitive is typed by its row, with nothing to add here.
 
 # %%
 #| export
-ARITHMETIC = {"+", "-", "*", "/", "%"}
-ORDERING = {"<", "<=", ">", ">="}
+from lcompiler.primitives import COMPARABLE, PRIMITIVES
+
+OPERANDS = {1: ("the operand",), 2: ("the left operand", "the right operand")}
 
 
 class Inference(Inference):
-    pending_equalities: list     # (type, span) of == and != operands, checked at generalisation
+    pending_equalities: list     # (type, span) of the operands of == and != (''a), checked at generalisation
 
     def primitive(self, op: str, args: list, env: dict):
-        if op in ARITHMETIC or op == "neg":
-            for a in args:
-                self.check(a, INT, env)
-            return INT
-        if op in ORDERING:
-            for a in args:
-                self.check(a, INT, env)
-            return BOOL
-        if op == "not":
-            self.check(args[0], BOOL, env)
-            return BOOL
-        left, right = args                      # == and !=
-        t = self.infer(left, env)
-        self.check(right, t, env, origin=("the left operand", left.span, t))
-        self.pending_equalities.append((t, left.span))
-        return BOOL
+        """The type of the primitive op on args, from its row of chapter 4b's table."""
+        *operands, result = PRIMITIVES[op].type
+        variables = {}                          # 'a -> (its type, the number of the operand that fixed it)
+        for i, (a, wanted) in enumerate(zip(args, operands)):
+            if not wanted.startswith("'"):
+                self.check(a, BASE_TYPES[wanted], env)
+            elif wanted in variables:
+                t, first = variables[wanted]
+                self.check(a, t, env, origin=(OPERANDS[len(args)][first], args[first].span, t))
+            else:
+                variables[wanted] = (self.infer(a, env), i)
+        for name, (t, first) in variables.items():
+            if name.startswith("''"):
+                self.pending_equalities.append((t, args[first].span))
+        if not result.startswith("'"):
+            return BASE_TYPES[result]
+        return variables[result][0] if result in variables else self.fresh()
 
 
 # %%
@@ -1084,7 +1097,7 @@ class Inference(Inference):
                     self.unify(x, INT)
                 else:
                     waiting.append((t, span))
-            elif x.name not in ("Int", "Bool", "String"):
+            elif x.name not in COMPARABLE:
                 raise CompileError(f"expected Int, Bool or String, found {Namer(self).show(x)} "
                                    "(only those can be compared with == and !=)", span)
         self.pending_equalities = waiting

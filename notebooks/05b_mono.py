@@ -951,12 +951,37 @@ class Checker(Checker):
                 self.expr(arg, env)
 
 # %% [markdown]
-# Primitive operations, conditionals, `print` and `assert`. An `if`
-# records how it was written (`form`): `&&` and `||` are `if`s on Booleans,
-# and an `if` without `else` has the type `Unit`.
+# Primitive operations, conditionals, `print` and `assert`. A primitive's
+# operands and result must fit the type of its row in
+# [chapter 4b](04b_meaning.ipynb)'s table of primitives, the one that
+# chapter 5's inference reads: a base type where the row names one, one
+# type wherever the row repeats a type variable, and, for a `''a`, one of
+# the types `==` can compare. An `if` records how it was written (`form`):
+# `&&` and `||` are `if`s on Booleans, and an `if` without `else` has the
+# type `Unit`.
 
 # %%
 #| export
+from lcompiler.primitives import COMPARABLE, PRIMITIVES
+from lcompiler.types import BASE_TYPES
+
+
+def fits(notation: tuple, found: list) -> bool:
+    """Do these types fit a primitive's type, written in the notation of chapter 4b's table?"""
+    if len(notation) != len(found):
+        return False
+    variables = {}
+    for wanted, t in zip(notation, found):
+        if not wanted.startswith("'"):
+            if t != BASE_TYPES[wanted]:
+                return False
+        elif variables.setdefault(wanted, t) != t:
+            return False
+        elif wanted.startswith("''") and t not in [BASE_TYPES[name] for name in COMPARABLE]:
+            return False
+    return True
+
+
 class Checker(Checker):
     def operation(self, e, t, env: dict) -> None:
         match e:
@@ -964,13 +989,7 @@ class Checker(Checker):
                 for a in args:
                     self.expr(a, env)
                 kinds = [a.type for a in args]
-                if op in ("==", "!="):
-                    ok = len(set(kinds)) == 1 and kinds[0] in (INT, BOOL, STRING) and t == BOOL
-                elif op == "not":
-                    ok = kinds == [BOOL] and t == BOOL
-                else:
-                    ok = all(k == INT for k in kinds) and t == (BOOL if op in ("<", "<=", ">", ">=") else INT)
-                if not ok:
+                if not fits(PRIMITIVES[op].type, kinds + [t]):
                     self.fail(e, f"{op} on {', '.join(map(show_type, kinds))} giving {show_type(t)}")
             case c.If(cond=cond, then=then, orelse=orelse, form=form):
                 wanted = {"if": t, "if without else": UNIT, "&&": BOOL, "||": BOOL}[form]

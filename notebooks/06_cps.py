@@ -34,7 +34,7 @@
 # [chapter 3](03_anf.ipynb), that every intermediate value gets a name; a
 # few helpers of [chapter 4a](04a_syntax.ipynb) (string quoting, the guards
 # on Python's recursion and garbage collector) and of
-# [chapter 4b](04b_meaning.ipynb) (L's 64-bit arithmetic, runtime errors).
+# [chapter 4b](04b_meaning.ipynb) (the table of primitives, runtime errors).
 #
 # **Builds:** the module `lcompiler.cps`: the CPS language, and the
 # framework that every later pass uses on it — [chapter 7](07_cps_convert.ipynb)
@@ -232,7 +232,7 @@
 # | `Proj(i, x)` | `x[i]` | field `i` of a tuple or injection |
 # | `Tag(x)` | `tag x` | the constructor number of an injection |
 # | `Op(op, [x, y])` | `x + y`, `x <= y` … | `+ - * / %` (64-bit, C division; `/` and `%` fail on zero) and `== != < <= > >=` |
-# | `Op(op, [x])` | `-x`, `!x` | negation (wrapping), boolean not |
+# | `Op(op, [x])` | `-x`, `!x` | `neg`, negation (wrapping), and `not` |
 # | `SetField(i, x, y)` | `x[i] := y` | store into field `i` (the cells of captured `var`s); the result is `()` |
 # | `Print([x1…xn])` | `print(x1, …)` | L's `print`: the values separated by spaces, then a newline; the result is `()` |
 # | `Fail(message, [x], loc)` | `fail "message" x @3:7` | stop with a runtime error at L source line 3, column 7, the message followed by the printed value of `x` if there is one |
@@ -243,6 +243,13 @@
 # and reading a definition before it has run. `/`, `%`, `Fail` and calls carry
 # the source location of the L expression they come from (`@line:col`), so
 # that a runtime error can say where it happened.
+#
+# An `Op` is a primitive of the core's: its `op` is the name of a row of
+# [chapter 4b](04b_meaning.ipynb)'s table of primitives (`lcompiler.primitives`),
+# the same name a core `Prim` has, and the row says how many operands it
+# takes, how it is printed (its symbol), what it computes, and whether it can
+# fail. This chapter asks the table each of those questions and knows no
+# operator of its own.
 
 # %% [markdown]
 # ## Top-level definitions
@@ -795,6 +802,9 @@ def _new(cls, **fields):
 
 # %%
 #| export
+from lcompiler.primitives import PRIMITIVES, by_symbol
+
+
 def const(value) -> Const:
     return _new(Const, value=value)
 
@@ -816,11 +826,9 @@ def proj(index: int, x: Var) -> Proj:
 def tag(x: Var) -> Tag:
     return _own(_new(Tag, arg=occur(x)))
 
-BINARY = ("+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=")
-UNARY = ("-", "!")
-
 def op(operator: str, *args: Var, loc=None) -> Op:
-    if not ((len(args) == 2 and operator in BINARY) or (len(args) == 1 and operator in UNARY)):
+    """The primitive named operator (a name of chapter 4b's table: "+", "neg") on args."""
+    if operator not in PRIMITIVES or PRIMITIVES[operator].arity != len(args):
         raise ValueError(f"no primitive {operator} of {len(args)} operands")
     return _own(_new(Op, op=operator, args=_occs(args), loc=loc))
 
@@ -835,8 +843,9 @@ def fail(message: str, *args: Var, loc=None) -> Fail:
 
 # %% [markdown]
 # `a + b` as a primitive: it holds two new occurrences, each pointing back
-# at it, and `a` now counts one use. An operator with the wrong number of
-# operands is refused at once:
+# at it, and `a` now counts one use. An operation is named as in the core,
+# by its row in the table of primitives (`"+"`, `"neg"` for `-x`), and one
+# with the wrong number of operands is refused at once:
 
 # %%
 a, b = Var("a"), Var("b")
@@ -1174,9 +1183,12 @@ class Printer:
         if t is Tag:
             return f"tag {n(p.arg.var)}"
         if t is Op:
+            symbol = PRIMITIVES[p.op].symbol
+            if symbol is None:
+                return f"{p.op}({self.args(p.args)}){_at(p.loc)}"
             if len(p.args) == 1:
-                return f"{p.op}{n(p.args[0].var)}"
-            return f"{n(p.args[0].var)} {p.op} {n(p.args[1].var)}{_at(p.loc)}"
+                return f"{symbol}{n(p.args[0].var)}{_at(p.loc)}"
+            return f"{n(p.args[0].var)} {symbol} {n(p.args[1].var)}{_at(p.loc)}"
         if t is SetField:
             return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
         if t is Print:
@@ -1465,8 +1477,9 @@ print("occurrences:", [o.var.hint for d in square_program.definitions for o in a
 # binding them (closure conversion, [chapter 8](08_closure.ipynb)), which
 # function a node is in, whether a variable is global, and whether a
 # primitive may be deleted when its result is unused
-# ([chapter 9](09_shrink.ipynb)) — not if it prints, writes, fails, or
-# divides (a division by zero is a runtime error).
+# ([chapter 9](09_shrink.ipynb)) — not if it prints, writes, fails, or is
+# an operation that its row in the table of primitives says is not pure or
+# can fail: a division, since a division by zero is a runtime error.
 
 # %%
 #| export
@@ -1499,7 +1512,10 @@ EFFECTS = (Print, SetField, Fail)
 
 def has_effect(prim: Prim) -> bool:
     """Whether computing prim does more than produce its value (so it may not be deleted)."""
-    return isinstance(prim, EFFECTS) or (type(prim) is Op and prim.op in ("/", "%"))
+    if type(prim) is Op:
+        row = PRIMITIVES[prim.op]
+        return not row.pure or row.fails is not None
+    return isinstance(prim, EFFECTS)
 
 # %% [markdown]
 # The handler of the loop uses `two`, bound outside it, and `x` and `k`,
@@ -1792,15 +1808,18 @@ print("uses of a:", six.count, "of b:", seven.count)
 #              | "case" NAME "{" (INT "->" NAME ";")* ["_" "->" NAME] "}"
 #              | "halt" NAME
 # prim       ::= value | NAME "[" INT "]" [":=" NAME] | "tag" NAME
-#              | NAME OP NAME [loc] | ("-" | "!") NAME | "print" "(" names ")"
-#              | "fail" STRING NAME* [loc]
+#              | NAME OP NAME [loc] | OP NAME [loc] | PRIMITIVE "(" names ")" [loc]
+#              | "print" "(" names ")" | "fail" STRING NAME* [loc]
 # value      ::= INT | "-" INT | "true" | "false" | "()" | STRING
 #              | "tuple" "(" names ")" | "inj" INT NAME "(" names ")"
 #              | "external" STRING | "fun" ["direct"] NAME "(" names ")" block
 # loc        ::= "@" INT ":" INT                           a line and column of the L source
 # ```
 #
-# (`;` inside a `case` separates arms; `#` starts a comment.) A name is an
+# (`;` inside a `case` separates arms; `#` starts a comment.) An `OP` is the
+# symbol of a primitive of two operands, or of one (`-`, `!`), in chapter
+# 4b's table; a primitive that has no symbol is written as a call of its
+# name, `PRIMITIVE(…)`. A name is an
 # identifier; the printer's `_n` suffix is not required, and what precedes the
 # last `_` becomes the variable's hint. Every name must be bound exactly once
 # in the whole text — the representation has no shadowing — and used where
@@ -2176,10 +2195,13 @@ class Parser(Parser):
             while self.peek(kind="name"):
                 args.append(self.use())
             return fail(message, *args, loc=self.loc())
-        if self.peek("-") or self.peek("!"):
-            operator = self.tokens[self.i][1]
+        kind, text, _ = self.tokens[self.i]
+        if kind == "punct" and by_symbol(text, 1):
             self.i += 1
-            return op(operator, self.use())
+            return op(by_symbol(text, 1).name, self.use(), loc=self.loc())
+        if kind == "name" and self.tokens[self.i + 1][1] == "(" and text in PRIMITIVES:
+            self.i += 1                                     # a primitive that has no operator
+            return op(text, *self.uses(), loc=self.loc())
         x = self.use()
         if self.accept("["):
             index = self.integer()
@@ -2187,12 +2209,13 @@ class Parser(Parser):
             if self.accept(":="):
                 return set_field(index, x, self.use())
             return proj(index, x)
-        operator = self.tokens[self.i][1]
-        if self.tokens[self.i][0] != "punct" or operator not in BINARY:
+        kind, text, _ = self.tokens[self.i]
+        row = by_symbol(text, 2) if kind == "punct" else None
+        if row is None:
             raise self.error("expected an operator, '[' or the end of the line")
         self.i += 1
         y = self.use()
-        return op(operator, x, y, loc=self.loc())
+        return op(row.name, x, y, loc=self.loc())
 
 # %% [markdown]
 # A function starts a new scope of continuations: those of the enclosing
@@ -2698,7 +2721,7 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
 #| export
 import sys
 from lcompiler.errors import RunError
-from lcompiler.interp import wrap, c_div, c_rem
+from lcompiler.primitives import wrap
 
 STACK_LIMIT = 100_000     # nested non-tail calls before "stack overflow"
 
@@ -2808,11 +2831,6 @@ show_value([1, "one", Injected(1, "Cons", [True, Injected(0, "Nil", [])])]), sho
 
 # %%
 #| export
-_ARITH = {"+": lambda a, b: wrap(a + b), "-": lambda a, b: wrap(a - b), "*": lambda a, b: wrap(a * b),
-          "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-          "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-
-
 class Interpreter:
     def __init__(self, out=None, stack_limit: int = STACK_LIMIT, externals=None):
         self.out = sys.stdout if out is None else out
@@ -2908,30 +2926,34 @@ class Interpreter(Interpreter):
         raise TypeError(f"not a primitive: {p!r}")
 
 # %% [markdown]
-# Arithmetic is L's: 64-bit, wrapping, and C's division, with the helpers
-# of chapter 4b's interpreter; division by zero is a runtime error at the
-# division's location.
+# Arithmetic is L's — 64-bit, wrapping, and C's division — because it is
+# the table's: an operation applies its row's `operation`, and `wrap`s the
+# result if the row says so. A row that can fail is tested first, and its
+# failure — a division by zero — is a runtime error at the operation's
+# location.
 
 # %%
 #| export
 class Interpreter(Interpreter):
     def operation(self, p: Op):
-        gets, loc = [self.get(o) for o in p.args], p.loc
+        row, gets, loc = PRIMITIVES[p.op], [self.get(o) for o in p.args], p.loc
+        f, wraps = row.operation, row.wraps
+        if row.fails:
+            failure = row.fails
+            def checked(env):
+                values = [g(env) for g in gets]
+                if failure.happens(values):
+                    raise runtime_error(failure.message, loc)
+                return wrap(f(*values)) if wraps else f(*values)
+            return checked
         if len(gets) == 1:
             g = gets[0]
-            if p.op == "-":
-                return lambda env: wrap(-g(env))
-            return lambda env: not g(env)
+            if wraps:
+                return lambda env: wrap(f(g(env)))
+            return lambda env: f(g(env))
         ga, gb = gets
-        if p.op in ("/", "%"):
-            f = c_div if p.op == "/" else c_rem
-            def divide(env):
-                b = gb(env)
-                if b == 0:
-                    raise runtime_error("division by zero", loc)
-                return f(ga(env), b)
-            return divide
-        f = _ARITH[p.op]
+        if wraps:
+            return lambda env: wrap(f(ga(env), gb(env)))
         return lambda env: f(ga(env), gb(env))
 
 # %% [markdown]

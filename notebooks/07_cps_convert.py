@@ -27,7 +27,9 @@
 #
 # **Needs:** [chapter 6](06_cps.ipynb), the CPS language and its Build
 # functions; [chapter 4b](04b_meaning.ipynb), the core language it
-# translates (and the reference interpreter it is tested against);
+# translates, its table of primitives (which says which operations can
+# fail, and so carry a location) and the reference interpreter it is
+# tested against;
 # [chapter 5](05_types.ipynb), the types on every node; the plan of
 # [chapter 3](03_anf.ipynb)'s compiler C5.
 #
@@ -91,6 +93,7 @@ from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
     const, tuple_, inject, proj, tag, op, set_field, print_, fail)
+from lcompiler.primitives import PRIMITIVES
 from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
 
@@ -311,7 +314,7 @@ print("assigned:", [(type(e).__name__, sorted(analysis.assigned[id(e)])) for e i
 # | literal `42`, `"s"`, `()`, `true` | `x = 42`, given to the context |
 # | variable | its CPS variable (no code); a `var`: its current value in the store, or `cell[0]` |
 # | `C(e1, …, en)`, `(e1, …, en)` | the fields, then `x = inj tag C(…)` / `x = tuple(…)` |
-# | `e1 op e2`, `-e`, `!e` | the operands, then `x = a op b` (with `@line:col` on `/` and `%`) |
+# | `e1 op e2`, `-e`, `!e` | the operands, then `x = a op b`, the same primitive (with `@line:col` if it can fail: `/` and `%`) |
 # | `{ p -> e }` (a function) | `f = fun ret(p) { e in Return(ret) }` |
 # | `f(a)` | `f`, `a`, then `call f(a) -> k`: `k` is the context if it is a `Return`, else a new `cont k(r) { context(r) }` — the return point |
 # | `if (c) a else b`, `&&`, <code>&#124;&#124;</code> | `c`, then a join point if needed, `cont then() {…}`, `cont else() {…}`, `case c { 0 -> else; 1 -> then }` |
@@ -406,10 +409,9 @@ class Converter(Converter):
             return self.exprs(e.items, env, store, lambda xs, st:
                 self.let(tuple_(*xs), hint or "t", e.type, lambda x: give(ctx, x, st)))
         if t is c.Prim:
-            operator = {"neg": "-", "not": "!"}.get(e.op, e.op)
-            loc = (e.op_span or e.span) if operator in ("/", "%") else None
+            loc = (e.op_span or e.span) if PRIMITIVES[e.op].fails else None
             return self.exprs(e.args, env, store, lambda xs, st:
-                self.let(op(operator, *xs, loc=loc), hint or "v", e.type, lambda x: give(ctx, x, st)))
+                self.let(op(e.op, *xs, loc=loc), hint or "v", e.type, lambda x: give(ctx, x, st)))
         if t is c.Lambda:
             return self.let(self.function(e, env), hint or "f", e.type, lambda f: give(ctx, f, store))
         if t is c.App:
@@ -832,7 +834,7 @@ def label(e) -> str:
     if t is c.Lit or t is c.Var:
         return s.pretty_expr(c.to_syntax(e))
     if t is c.Prim:
-        return {"neg": "-", "not": "!"}.get(e.op, e.op)
+        return PRIMITIVES[e.op].symbol or e.op
     if t is c.If:
         return e.form
     words = {c.App: "call", c.Match: "match", c.While: "while", c.Seq: ";", c.Tuple: "( , )",

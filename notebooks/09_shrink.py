@@ -42,7 +42,9 @@
 # **Needs:** [chapter 6](06_cps.ipynb), the CPS language and its Change
 # operations; [chapter 7](07_cps_convert.ipynb), the CPS an L program becomes;
 # [chapter 8](08_closure.ipynb), closure conversion; [chapter
-# 4a](04a_syntax.ipynb), the pipeline of stages.
+# 4a](04a_syntax.ipynb), the pipeline of stages; [chapter 4b](04b_meaning.ipynb),
+# the table of primitives, whose rows say what an operation computes and
+# whether it can be folded or deleted.
 #
 # **Builds:** the module `lcompiler.shrink`, and the pipeline's stages `opt`
 # and `shrink`.
@@ -219,12 +221,14 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | `static_definition` | `private g = do { x = c; halt x }` | `private g = c` | |
 #
 # A primitive is *pure* when computing it does nothing but produce its
-# value: everything but `print`, `x[i] := y`, `fail`, and a division or
-# remainder whose divisor is not known to be non-zero (it may stop the
-# program). Every rule removes at least one node or replaces a node by a
-# simpler one (a computation by a constant, a `case` by a jump, a call
-# through a closure by a direct call, a tuple parameter by its fields), so
-# applying rules in any order stops. That is what *shrinking* means: the
+# value: everything but `print`, `x[i] := y`, `fail`, and an operation
+# that may stop the program — one whose row in the table of primitives
+# (chapter 4b) has a `Failure`, a division or remainder, unless its divisor
+# is known not to be zero — or that its row says is not pure. Every rule
+# removes at least one node or replaces a node by a simpler one (a
+# computation by a constant, a `case` by a jump, a call through a closure
+# by a direct call, a tuple parameter by its fields), so applying rules in
+# any order stops. That is what *shrinking* means: the
 # rules never make a program bigger, so they can be applied blindly,
 # wherever they apply, as often as they apply. One rule bends this a
 # little: `unbox` removes the tuples built at the jumps, and may add one
@@ -251,7 +255,7 @@ from lcompiler.cps import (
     SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
     const, proj, tuple_, fail, apply_cont, apply, halt, _attach, _slot, _forget, _own, _new)
-from lcompiler.interp import wrap, c_div, c_rem
+from lcompiler.primitives import PRIMITIVES
 from lcompiler.support import collector_paused
 from lcompiler.types import TCon
 
@@ -284,11 +288,19 @@ def written(v: Var) -> bool:
     return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
 
 # %% [markdown]
-# Constant folding computes as L does, with the reference interpreter's own
-# arithmetic (chapter 4b): `+ - *` wrap around at 64 bits, `/` and `%`
-# truncate towards zero as in C. A division by a known zero is not folded:
-# it must stay where it is, so that the program stops there, at that
-# location, as it would have.
+# Constant folding computes as L does, with the `meaning` of the
+# operation's row in chapter 4b's table of primitives — the arithmetic the
+# interpreters use: `+ - *` wrap around at 64 bits, `/` and `%` truncate
+# towards zero as in C. An operation that would fail on its constants — a
+# division by a known zero — is not folded: it must stay where it is, so
+# that the program stops there, at that location, as it would have; nor is
+# an operation that its row says is not pure, whose result is not all it
+# does.
+#
+# The same row answers the question of dead code. An unused operation may
+# be deleted if it is pure and cannot fail; one that can fail, only when
+# the operand its failure depends on is a known constant on which it does
+# not fail — a division by a known divisor other than 0.
 
 # %%
 #| export
@@ -296,32 +308,30 @@ UNKNOWN = object()
 
 
 def fold_operation(operator: str, values: list):
-    """The result of an operation on constants, as L computes it; UNKNOWN for a division by zero."""
-    if len(values) == 1:
-        return wrap(-values[0]) if operator == "-" else not values[0]
-    a, b = values
-    if operator in ("/", "%"):
-        if b == 0:
-            return UNKNOWN                       # stays a runtime error, where it is
-        return c_div(a, b) if operator == "/" else c_rem(a, b)
-    return {"+": lambda: wrap(a + b), "-": lambda: wrap(a - b), "*": lambda: wrap(a * b),
-            "==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b, "<=": lambda: a <= b,
-            ">": lambda: a > b, ">=": lambda: a >= b}[operator]()
+    """The result of the primitive named operator on constants, as L computes it; UNKNOWN when it
+    would fail (a division by zero) or is not pure."""
+    row = PRIMITIVES[operator]
+    if not row.pure or (row.fails and row.fails.happens(values)):
+        return UNKNOWN                           # stays where it is, and runs (or fails) there
+    return row.meaning(*values)
 
 
 def pure(p) -> bool:
-    """May a binding of p be deleted when its variable is unused? A division only by a known non-zero."""
-    if type(p) is Op and p.op in ("/", "%"):
-        ok, d = constant(p.args[1].var)
-        return ok and d != 0
+    """May a binding of p be deleted when its variable is unused? One that can fail only when the
+    operand its failure depends on is known, and it does not fail on it."""
+    if type(p) is Op:
+        row = PRIMITIVES[p.op]
+        if row.pure and row.fails:
+            ok, v = constant(p.args[row.fails.operand].var)
+            return ok and v != row.fails.value
     return not has_effect(p)
 
 # %%
 MIN = -2**63
 for op_, args in (("+", [2**63 - 1, 1]), ("*", [3, -7]), ("/", [-7, 2]), ("%", [-7, 2]),
-                  ("/", [MIN, -1]), ("%", [MIN, -1]), ("/", [1, 0]), ("<", [1, 2]), ("-", [MIN])):
+                  ("/", [MIN, -1]), ("%", [MIN, -1]), ("/", [1, 0]), ("<", [1, 2]), ("neg", [MIN])):
     result = fold_operation(op_, args)
-    print(f"{op_} {args}: {'not folded' if result is UNKNOWN else result}")
+    print(f"{PRIMITIVES[op_].symbol} {args}: {'not folded' if result is UNKNOWN else result}")
 
 # %% [markdown]
 # A few more questions about places: how big a term is (with a limit, so

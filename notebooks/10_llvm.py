@@ -1371,38 +1371,81 @@ class Backend(Backend):
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
 # %% [markdown]
-# Arithmetic and comparisons. Division checks its divisor: zero is the
-# runtime error "division by zero" at the operator, and `min / -1` — which
-# traps in the x86 instruction — is computed as the contract says (`-min`,
-# which wraps to `min`, and 0 for `%`) by dividing by 1 instead and
-# selecting the right answer. A constant divisor other than 0 and -1 needs
-# neither test, and gets none: LLVM would remove them, but only after
-# spending time on them, and the time LLVM takes grows with the size of
-# the IR it is handed. Strings are compared by the runtime's `lc_str_eq`.
+# Arithmetic and comparisons: the operations of [chapter 4b](04b_meaning.ipynb)'s
+# table of primitives. What each computes is said there; which instructions
+# compute it is said here, in one dictionary, `LOWERING`, from a
+# primitive's name to a function that makes its instructions — its
+# *lowering*, given the back end, the builder, the `Op` and its operands as
+# words. A test checks that every row of the table has one. Most are one
+# instruction: `add`, `sub`, `mul`, `neg`, `xor` with 1 for `not`, and a
+# comparison is `icmp` widened to a word with `zext`. Strings are compared
+# by the runtime's `lc_str_eq`.
+#
+# A primitive that can fail is tested first, by `op`, from its row's
+# `Failure`: if the operand it names has the failing value, the runtime's
+# `lc_fail` stops the program with the error, rendered at the operation's
+# location — "division by zero" at the operator. An operand that is a
+# constant other than the failing value needs no test, and gets none: LLVM
+# would remove it, but only after spending time on it, and the time LLVM
+# takes grows with the size of the IR it is handed. Division itself has
+# one more case: `min / -1` — which traps in the x86 instruction — is
+# computed as the contract says (`-min`, which wraps to `min`, and 0 for
+# `%`) by dividing by 1 instead and selecting the right answer, unless the
+# divisor is a constant other than 0 and −1.
 
 # %%
 #| export
+from lcompiler.primitives import PRIMITIVES
+
+
+def division(instruction: str):
+    """The lowering of / (sdiv) or % (srem); the divisor is not 0 (op has tested it)."""
+    def lower(backend, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
+        x, y = args
+        if isinstance(y, ir.Constant) and y.constant not in (0, -1):
+            return getattr(b, instruction)(x, y)                # a constant divisor: one instruction
+        minus_one = b.icmp_signed("==", y, word(-1))
+        q = getattr(b, instruction)(x, b.select(minus_one, word(1), y))
+        return b.select(minus_one, b.neg(x) if instruction == "sdiv" else word(0), q)
+    return lower
+
+
+def comparison(predicate: str):
+    """The lowering of a comparison: icmp, widened to a word; == and != on strings call lc_str_eq."""
+    def lower(backend, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
+        if predicate in ("==", "!=") and p.args[0].var.type == types.STRING:
+            eq = b.call(backend.rt["lc_str_eq"], args)
+            return eq if predicate == "==" else b.xor(eq, word(1))
+        return b.zext(b.icmp_signed(predicate, *args), I64)
+    return lower
+
+
+LOWERING = {
+    "+": lambda backend, b, p, args: b.add(*args),
+    "-": lambda backend, b, p, args: b.sub(*args),
+    "*": lambda backend, b, p, args: b.mul(*args),
+    "/": division("sdiv"),
+    "%": division("srem"),
+    "neg": lambda backend, b, p, args: b.neg(args[0]),
+    "==": comparison("=="),
+    "!=": comparison("!="),
+    "<": comparison("<"),
+    "<=": comparison("<="),
+    ">": comparison(">"),
+    ">=": comparison(">="),
+    "not": lambda backend, b, p, args: b.xor(args[0], word(1)),
+}
+
+
 class Backend(Backend):
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
-        o = p.op
-        if len(args) == 1:
-            return b.neg(args[0]) if o == "-" else b.xor(args[0], word(1))
-        x, y = args
-        if o in ("+", "-", "*"):
-            return {"+": b.add, "-": b.sub, "*": b.mul}[o](x, y)
-        if o in ("/", "%") and isinstance(y, ir.Constant) and y.constant not in (0, -1):
-            return b.sdiv(x, y) if o == "/" else b.srem(x, y)     # a constant divisor needs no test
-        if o in ("/", "%"):
-            with b.if_then(b.icmp_signed("==", y, word(0)), likely=False):
-                b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError("division by zero", p.loc)))])
-            minus_one = b.icmp_signed("==", y, word(-1))
-            safe = b.select(minus_one, word(1), y)
-            q = b.sdiv(x, safe) if o == "/" else b.srem(x, safe)
-            return b.select(minus_one, b.neg(x) if o == "/" else word(0), q)
-        if o in ("==", "!=") and p.args[0].var.type == types.STRING:
-            eq = b.call(self.rt["lc_str_eq"], [x, y])
-            return eq if o == "==" else b.xor(eq, word(1))
-        return b.zext(b.icmp_signed(o, x, y), I64)
+        failure = PRIMITIVES[p.op].fails
+        if failure:
+            x = args[failure.operand]
+            if not (isinstance(x, ir.Constant) and x.constant != failure.value):
+                with b.if_then(b.icmp_signed("==", x, word(failure.value)), likely=False):
+                    b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
+        return LOWERING[p.op](self, b, p, args)
 
 # %% [markdown]
 # ## Arguments in registers: flattening tuples
@@ -2300,6 +2343,10 @@ print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 # the two labels of every call site; the verifier catches a broken module;
 # a flow graph has the blocks and branches of its function. The tests of
 # the collector and of the runtime's C are chapter 10b's.
+# `tests/test_primitives.py` checks that `LOWERING` has an entry for every
+# row of chapter 4b's table of primitives and for nothing else, and that
+# each lowering, compiled and run, computes what its row's `meaning` says
+# on random and extreme operands.
 
 # %% [markdown]
 # ## When something goes wrong: debugging hints

@@ -382,9 +382,9 @@ class Converter:
             return self.conv(e[2], env, lambda a: self.conv(
                 e[3], env, lambda b: self.let(B.op(e[1], a, b, loc=loc), k)))
         if t == "neg":
-            return self.conv(e[1], env, lambda a: self.let(B.op("-", a), k))
+            return self.conv(e[1], env, lambda a: self.let(B.op("neg", a), k))
         if t == "not":
-            return self.conv(e[1], env, lambda a: self.let(B.op("!", a), k))
+            return self.conv(e[1], env, lambda a: self.let(B.op("not", a), k))
         if t == "tuple":
             return self.many(e[1], env, lambda vs: self.let(B.tuple_(*vs), k, "tup"))
         if t == "proj":

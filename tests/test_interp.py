@@ -1,4 +1,4 @@
-"""The reference interpreter (chapter 4b): arithmetic against LLVM, tail calls, stack, core."""
+"""The reference interpreter (chapter 4b): the table's arithmetic against LLVM, tail calls, stack, core."""
 
 import io
 import os
@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 from lcompiler.addlang import run_i64_function
 from lcompiler.core import desugar, pretty_core
 from lcompiler.errors import CompileError, RunError, Source
-from lcompiler.interp import MAX_INT, MIN_INT, Interpreter, c_div, c_rem, check, show_value
+from lcompiler.interp import Interpreter, check, show_value
+from lcompiler.primitives import MAX_INT, MIN_INT, c_div, c_rem
 from lcompiler.syntax import parse
 
 I64 = st.integers(MIN_INT, MAX_INT)
