@@ -243,8 +243,6 @@ def show_command(args) -> int:
 # --- lc run ------------------------------------------------------------
 
 # cell 22
-import re
-
 from lcompiler import driver, interp, runtime, types
 
 

@@ -1295,7 +1295,7 @@ class Parser:
     def declare_globals(self) -> None:
         """Every global is in scope in the whole program: find them all first."""
         depth, toks = 0, self.tokens
-        for j, (kind, text, offset) in enumerate(toks):
+        for j, (kind, text, _) in enumerate(toks):
             if text in "{}" and kind == "punct":
                 depth += 1 if text == "{" else -1
             elif depth == 0 and kind == "name" and text in ("public", "private") \

@@ -648,8 +648,6 @@ def binds(p) -> bool:
     return False
 
 # cell 122
-import operator
-
 from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
 # cell 124

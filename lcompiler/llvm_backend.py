@@ -146,9 +146,8 @@ class FlowGraph:
 # cell 13
 import llvmlite.ir as ir
 
-from lcompiler import closure, cps, cps_convert, syntax as s, types
-from lcompiler.mono import data_declarations, field_type, monomorphise
-from lcompiler import core as c
+from lcompiler import cps, types
+from lcompiler.mono import field_type
 from lcompiler.errors import RunError, Source
 from lcompiler.types import TCon, show_type
 
@@ -991,7 +990,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     empty = re.compile(rf'^@"?{re.escape(SITE_TABLE.format(0))}"? = (weak|external) global .*$', re.M)
     text = empty.sub(f'@"{SITE_TABLE.format(0)}" = external global [2 x i64]', text)   # the asm defines it
     return addlang.load(CALL.sub(labelled, text)
-                        + f'\n@"lc_sites.end" = internal global i64 0, section "lc_sites"\n'
+                        + '\n@"lc_sites.end" = internal global i64 0, section "lc_sites"\n'
                         + f"module asm {asm_string(head)}\n")
 
 

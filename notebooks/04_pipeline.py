@@ -258,10 +258,10 @@ def stages_of(source: Source, upto: str | None = None, optimise: bool = True,
 
 def compile_to(name: str | None, source: Source, optimise: bool = True) -> tuple[Any, Unit]:
     """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
-    value, unit = source, None
+    result = source, None
     for _, value, unit in stages_of(source, name, optimise):
-        pass
-    return value, unit
+        result = value, unit
+    return result
 
 
 def show(name: str, source: Source, optimise: bool = True) -> str:

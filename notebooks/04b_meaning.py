@@ -2315,8 +2315,6 @@ class Interpreter(Interpreter):
 
 # %%
 #| export interp
-import operator
-
 from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
 

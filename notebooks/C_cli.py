@@ -352,8 +352,6 @@ def show_command(args) -> int:
 
 # %%
 #| export
-import re
-
 from lcompiler import driver, interp, runtime, types
 
 
