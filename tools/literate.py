@@ -1,7 +1,7 @@
 """The literate workflow in one small tool: export, check, run.
 
     python tools/literate.py export        notebooks/*.ipynb  ->  lcompiler/*.py
-    python tools/literate.py check         fail if lcompiler/ or a Jupytext pair is stale
+    python tools/literate.py check         fail if lcompiler/ or a Jupytext pair is stale, or ruff finds a problem
     python tools/literate.py sync [NB ...] text twin -> .ipynb (stored outputs kept), export
     python tools/literate.py run [NB ...]  the same, then execute the notebooks in place
 
@@ -40,6 +40,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -380,6 +381,17 @@ def stale_modules() -> list[str]:
     return problems
 
 
+def lint() -> list[str]:
+    """What ruff finds in the package, the tools, the tests and the benchmarks (configured in
+    pyproject.toml), if ruff is installed."""
+    ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
+    if ruff is None:
+        return []
+    done = subprocess.run([ruff, "check", "--quiet", "--output-format", "concise", "lcompiler", "tools", "tests",
+                           "bench"], cwd=ROOT, capture_output=True, text=True)
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
 def cell_signature(notebook) -> list[tuple[str, str, tuple[str, ...]]]:
     return [(c.cell_type, c.source.strip(), tuple(sorted(c.metadata.get("tags", []))))
             for c in notebook.cells]
@@ -461,7 +473,7 @@ def main(argv: list[str]) -> int:
             print(f"wrote {rel(path)}")
         return 0
     if command == "check":
-        problems = stale_modules() + unpaired_notebooks()
+        problems = stale_modules() + unpaired_notebooks() + lint()
         for p in problems:
             print(p)
         return 1 if problems else 0
