@@ -7,6 +7,24 @@ expression language to *A-normal form*: a form in which every intermediate
 result has a name and the order of evaluation is written down. The last of
 them, C5, makes no useless copies of code, keeps every tail call a tail call,
 and is the plan of the conversion from L to CPS in chapter 7.
+
+What this chapter promises:
+
+In the module `lcompiler.anf`:
+
+- The source language `S` and the two A-normal forms `A1` and `A2` (`A2`
+  adds join points, `LetJoin` and `Join`), each with an evaluator
+  (`evaluate_s`, `evaluate_a`) and a printer (`show`); `check_scopes`
+  verifies that every name of an A-normal term is bound before it is used,
+  once.
+- Six compilers `C0` … `C5` from `S`, each better than the one before;
+  every one of them keeps the value of every program (`evaluate_a` of its
+  output is `evaluate_s` of its input), and from `C2` on its output is in
+  A-normal form.
+- `C5` uses each part of the program once in its output — the output's
+  size is linear in the input's — and keeps every tail call a tail call:
+  it makes a join point only where two branches would otherwise both copy
+  the rest of the program.
 """
 
 __all__ = [

@@ -17,7 +17,7 @@ What this chapter promises:
 In the module `lcompiler.pipeline`:
 
 - `PIPELINE` lists every stage of the compiler, in the order they run,
-  each with the module that builds it and what it hands to the next.
+  each with the module that registers it and what it hands to the next.
   It is the only place where the order is written.
 - `stage(NAME, …)` registers the function that runs the stage NAME, and
   may give it a *checker* (a function that raises if its output breaks
@@ -64,7 +64,7 @@ from lcompiler.errors import Source, raise_errors
 PIPELINE = [
     ("tokens",   "syntax",       "4a", "the tokens, each with its separation from its neighbours"),
     ("ast",      "syntax",       "4a", "the syntax tree"),
-    ("core",     "core",         "4b", "the core program: sugar gone, every name resolved"),
+    ("core",     "interp",       "4b", "the core program: sugar gone, every name resolved"),
     ("types",    "types",        "5",  "the core program with a type on every node"),
     ("mono",     "mono",         "5b", "a monomorphic core program: no type variables left"),
     ("cps",      "cps_convert",  "7",  "a program in continuation-passing style"),

@@ -6,6 +6,26 @@ A structure that keeps elements in disjoint sets, merges two sets in
 near-constant time, tells which set an element is in, and attaches a
 description to each set. Two variants share one interface: `Safe`, which
 detects every misuse and says which, and `Fast`, which checks nothing.
+
+What this chapter promises:
+
+In the module `lcompiler.union_find`:
+
+- `Safe()` and `Fast()` are two union-find structures with one interface
+  (the table below): `singleton`, `find`, `union`, `description` and
+  `set_description`. On the same sequence of correct calls they give the
+  same partitions and the same descriptions.
+- `union(p1, p2, d)` consumes its two partitions: they must not be used
+  again. `Safe` detects every misuse — a consumed partition, an element
+  added twice or never added, a union of a partition with itself, a
+  partition or an element of another structure, something that is not a
+  partition — and raises an exception that names it (a subclass of
+  `UnionFindError`); `Fast` checks nothing. Chapter 5's inference uses
+  `Safe`, chapter 6's CPS language `Fast`.
+- Both link by rank and compress paths, so that a sequence of m
+  operations on n elements costs O(m α(n)) — nearly constant per
+  operation — and `find` never recurses on the Python stack, however long
+  the path.
 """
 
 __all__ = [
