@@ -25,11 +25,12 @@ non-tail calls nest?"): a recursion too deep for the interpreter's stack, which 
 one that may even end, with the answer an unbounded stack would give (`1 + f(n - 11)` from 10,000 reaches
 0 after about 3·10¹⁸ calls, in 64-bit arithmetic). It is counted apart.
 
-The programs run with LC_HEAP_LIMIT=256M (compiled) and a 4 GiB address-space limit (interpreted), so
-that a mutant that allocates without end stops soon; a mutant that runs out of memory is classified as
-such, and the interpreter's words for it ("out of memory", no heap limit of its own) are not compared
-with the compiled code's — which come without a line and a caret (`FILE: runtime error: out of memory:
-…`): the runtime of chapter 10 does not know where the program was. Long runs compete with other work: run them with `nice -n 10`.
+The programs run with LC_HEAP_LIMIT=256M, which the compiled code and the reference interpreter both
+honour with the same message (`FILE: runtime error: out of memory: the heap reached its limit …`, without
+a line: neither knows where the program was), and under a 4 GiB address-space limit as a safety net, so
+that a mutant that allocates without end stops soon; such a mutant is classified as "out of memory"
+rather than compared, since where each way stops depends on how much it keeps alive. Long runs compete
+with other work: run them with `nice -n 10`.
 """
 
 from __future__ import annotations
