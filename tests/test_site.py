@@ -26,7 +26,7 @@ import site_hooks  # noqa: E402
 
 NOTEBOOKS = literate.notebook_paths()
 CHAPTERS = [f"notebooks/{p.stem}" for p in NOTEBOOKS]
-PAGES = [".", "preface", "language", "bibliography"]
+PAGES = [".", "preface", "language", "glossary", "bibliography"]
 needs_chromium = pytest.mark.skipif(site_check.chromium() is None,
                                     reason="no Chromium on this machine (apt-get install chromium; .ci/run does)")
 
@@ -195,3 +195,53 @@ def test_book_stats_prints_its_usage_and_refuses_an_unknown_notebook():
     assert done.returncode == 2 and "no such notebook: notebooks/no_such_chapter.ipynb" in done.stderr
     done = run("01_addlang")
     assert done.returncode == 0 and done.stdout.splitlines()[1].startswith("01_addlang ")
+
+
+# --- the glossary ----------------------------------------------------------------------------
+
+GLOSSARY = site_hooks.glossary_terms((ROOT / "book" / "glossary.md").read_text(encoding="utf-8"))
+
+
+def test_the_glossary_has_its_terms_in_order():
+    assert len(GLOSSARY) >= 40
+    names = [t.name.lower().replace("η", "eta").replace("φ", "phi") for t in GLOSSARY]
+    assert names == sorted(names)
+
+
+@pytest.mark.parametrize("term", GLOSSARY, ids=[t.anchor for t in GLOSSARY])
+def test_each_term_is_used_in_the_chapter_said_to_define_it(term):
+    twin = (ROOT / "book" / term.chapter).with_suffix(".py")
+    prose = "\n".join(line[2:] for line in twin.read_text(encoding="utf-8").splitlines() if line.startswith("# "))
+    assert any(re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", prose, re.I) for form in term.forms), \
+        f"{twin.name} never says {term.forms}"
+
+
+def chapter_html(*paragraphs: str) -> str:
+    cell = '<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown jp-MarkdownOutput" data-mime-type="text/markdown">'
+    return "".join(f"{cell}{p}</div>" for p in paragraphs)
+
+
+def test_the_first_use_of_a_term_in_the_prose_is_linked_and_only_it():
+    terms = [t for t in GLOSSARY if t.name in ("Closure", "Closure conversion", "Tail call")]
+    page = chapter_html('<h2>Closure conversion</h2><p>A <code>closure</code> is built by <a href="x">closure '
+                        'conversion</a>; closure conversion makes closures.</p>',
+                        "<p>Tail calls, a closure, tail calls again.</p>")
+    page += '<div class="jp-OutputArea"><pre>closure</pre></div>'
+    linked = site_hooks.link_glossary(page, terms, lambda t: f"#{t.anchor}")
+    uses = re.findall(r'<a class="book-glossary" href="#([\w-]+)"[^>]*>([^<]*)</a>', linked)
+    assert uses == [("closure-conversion", "closure conversion"), ("closure", "closures"), ("tail-call", "Tail calls")]
+    assert linked.endswith('<div class="jp-OutputArea"><pre>closure</pre></div>')   # an output is not prose
+    assert "<h2>Closure conversion</h2>" in linked and '<code>closure</code>' in linked
+
+
+def test_every_chapter_links_the_glossary_where_it_exists(built_site):
+    page = (built_site / "glossary" / "index.html").read_text(encoding="utf-8")
+    ids = set(re.findall(r'\bid="([^"]+)"', page))
+    assert {t.anchor for t in GLOSSARY} <= ids
+    for chapter in CHAPTERS:
+        targets = [h for h in links(built_site / chapter / "index.html") if "glossary/#" in h]
+        assert targets, f"{chapter} links no term of the glossary"
+        assert {h.split("#")[1] for h in targets} <= ids
+    level = "level-of-a-type-variable"          # its words mean something else outside chapter 5
+    assert any(h.endswith("#" + level) for h in links(built_site / "notebooks/05_types/index.html"))
+    assert not any(h.endswith("#" + level) for h in links(built_site / "notebooks/12_measuring/index.html"))

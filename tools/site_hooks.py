@@ -23,6 +23,8 @@ It also adds what a reader of the site needs and a notebook does not:
   becomes a link to it, which opens the picture at its own size, to zoom on a phone;
 - L in outputs: the text outputs of a code cell tagged ``l-output`` are L source (a program
   the cell prints) and are highlighted as L, like a ``%%L`` cell;
+- the glossary: the first use of each term of ``glossary.md`` in a chapter's prose links to
+  the term's entry, with the entry's first sentence as the link's title (shown on hover);
 - downloads: each chapter links its notebook and the notebook's text twin
   (``downloads/01_addlang.ipynb``, ``downloads/01_addlang.py``), and ``notebooks.zip``, made at
   each build, holds all the notebooks with their twins (the home page links it).
@@ -38,6 +40,7 @@ import logging
 import posixpath
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from mkdocs.structure.files import File
@@ -170,6 +173,94 @@ def _download_links(text: str, page, files) -> str:
     return text[:m.end()] + "\n" + line + text[m.end():] if m else line + text
 
 
+GLOSSARY = "glossary.md"
+_ENTRY = re.compile(r"^## ([^\n]+)\nDefined in \[[^\]\n]+\]\(([^)\n]+)\)(, and linked only there)?\."
+                    r"(?: Also: ([^\n]+?)\.)?\n\n"
+                    r"(.+?)(?:\n\n|\n?\Z)", re.M | re.S)
+_MARKDOWN = re.compile(r'<div class="[^"]*\bjp-RenderedMarkdown\b[^"]*"[^>]*>')
+_TOKEN = re.compile(r"<(/?)([a-zA-Z][\w-]*)[^>]*?(/?)>|<!--.*?-->|[^<]+", re.S)
+# Inside these elements a word is code, a title or already a link: never linked.
+_UNLINKED = {"a", "code", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "svg", "script", "style", "kbd", "summary"}
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str            # the heading of its entry
+    anchor: str          # the entry's id on the glossary page
+    forms: tuple         # the words that name it in prose: the name and its other forms
+    chapter: str         # the notebook that defines it, e.g. notebooks/05_types.ipynb
+    summary: str         # the entry's first sentence
+    only_there: bool     # linked only in its own chapter (its words mean something else elsewhere)
+
+
+def glossary_terms(text: str) -> list[Term]:
+    """The entries of glossary.md, in order (its comment at the top says how an entry is written)."""
+    from markdown.extensions.toc import slugify
+
+    terms = []
+    for m in _ENTRY.finditer(text):
+        name, chapter, also, definition = m.group(1).strip(), m.group(2), m.group(4), " ".join(m.group(5).split())
+        forms = (name, *(f.strip() for f in (also or "").split(",") if f.strip()))
+        summary = re.split(r"(?<=\.)\s", definition.replace("`", ""), maxsplit=1)[0]
+        terms.append(Term(name, slugify(name, "-"), forms, chapter, summary, bool(m.group(3))))
+    return terms
+
+
+def link_glossary(text: str, terms: list[Term], href) -> str:
+    """Link the first use of each term in the prose of text (the markdown cells of a chapter).
+
+    A use is a whole word (or words) equal to one of the term's forms, ignoring case, outside
+    code, headings and links; href(term) is the link's address."""
+    patterns = [(term, re.compile(r"(?<![\w-])(" + "|".join(re.escape(f) for f in
+                                  sorted(term.forms, key=len, reverse=True)) + r")(?![\w-])", re.I))
+                for term in terms]
+    pending = list(range(len(patterns)))
+    out, depth, skipping = [], 0, []        # depth: open divs inside a markdown cell, 0: outside
+    for m in _TOKEN.finditer(text):
+        token = m.group(0)
+        tag = (m.group(2) or "").lower()
+        if m.group(2) is not None:
+            closing, empty = m.group(1) == "/", m.group(3) == "/"
+            if depth == 0:
+                if _MARKDOWN.match(token):
+                    depth = 1
+            elif tag == "div" and not empty:
+                depth += -1 if closing else 1
+            elif tag in _UNLINKED and not empty:
+                if closing and skipping and skipping[-1] == tag:
+                    skipping.pop()
+                elif not closing:
+                    skipping.append(tag)
+            out.append(token)
+            continue
+        if depth == 0 or skipping or token.startswith("<!--") or not pending:
+            out.append(token)
+            continue
+        done, placed = 0, []
+        while pending:                            # the earliest use of a term not yet linked, the longest there
+            uses = [(use.start(), -use.end(), i) for i in pending if (use := patterns[i][1].search(token, done))]
+            if not uses:
+                break
+            start, end, i = min(uses)
+            term = patterns[i][0]
+            placed += [token[done:start], f'<a class="book-glossary" href="{href(term)}" '
+                                          f'title="{html.escape(term.summary)}">{token[start:-end]}</a>']
+            done = -end
+            pending.remove(i)
+        out.append("".join(placed) + token[done:])
+    return "".join(out)
+
+
+def _link_glossary(text: str, page, files) -> str:
+    glossary = files.get_file_from_path(GLOSSARY)
+    if glossary is None:
+        return text
+    terms = [t for t in glossary_terms(Path(glossary.abs_src_path).read_text(encoding="utf-8"))
+             if not t.only_there or t.chapter == page.file.src_uri]
+    address = glossary.url_relative_to(page.file)
+    return link_glossary(text, terms, lambda term: f"{address}#{term.anchor}")
+
+
 def notebook_archive(notebooks: list[Path]) -> bytes:
     """A zip of the notebooks, their text twins and Jupytext's pairing, under ``notebooks/``.
 
@@ -230,5 +321,5 @@ def on_page_content(text: str, page, config, files) -> str:
     if not _is_chapter(page):
         return text
     text = _set_alts(_highlight_l_cells(_rewrite_links(text, page, files)), page)
-    text = _full_size_figures(_highlight_l_outputs(text), page, config, files)
+    text = _full_size_figures(_highlight_l_outputs(_link_glossary(text, page, files)), page, config, files)
     return _download_links(text, page, files)
