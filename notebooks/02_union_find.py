@@ -830,7 +830,8 @@ print(f"  Safe takes {safe[0] / fast[0]:.2f} times Fast's time at {sizes[0]:,} e
 #   elements;
 # - the same machine, on `Safe`, also tries misuses at random points and
 #   expects the right exception each time;
-# - every misuse of the table above raises its exception in `Safe`;
+# - every misuse of the table above raises its exception in `Safe`, with a
+#   message that says which argument is wrong;
 # - a path of a million links is compressed by one `find`, in both variants.
 #
 # ## Exercises
