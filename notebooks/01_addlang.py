@@ -620,7 +620,8 @@ def jit(text: str) -> llvm.ExecutionEngine:
 # `exit(0)`, and `exit` ends the *process* — in a notebook, the Jupyter
 # kernel. So we run it the way a shell runs a program: in a child process.
 # `os.fork` makes a copy of the current process, machine code included,
-# cheaply: the copy shares the parent's memory until one of them writes to it. The child sends its standard output to a file, calls
+# cheaply: the copy shares the parent's memory until one of them writes to
+# it. The child sends its standard output to a file, calls
 # `main`, and is gone; the parent reads what the child wrote and how it
 # ended. Whatever the compiled code does, the notebook survives.
 # `run_in_child(main)` does that, and returns what happened as a `Result`:

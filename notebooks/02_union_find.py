@@ -205,14 +205,14 @@ class Partition:
 #
 # The original's second pass re-links only the element `find` was called with,
 # not the whole path. That is simpler, and still correct, but it is not one
-# of the rules for which the inverse-Ackermann bound is proved. The bound
-# does not need every element of the path pointed at the root: Tarjan and
-# van Leeuwen (1984, in the [bibliography](../bibliography.md#papers-and-books))
-# prove it, with union by rank, for full compression and for two one-pass
-# rules that only shorten the path, *path splitting* (every element of the
-# path is pointed at its grandparent) and *path halving* (every other
-# element is). Re-linking the first element alone leaves the rest of the
-# path as long as it was. Our version compresses the whole path, so the
+# of the rules for which Tarjan and van Leeuwen (1984, in the
+# [bibliography](../bibliography.md#papers-and-books)) prove the
+# inverse-Ackermann bound. The bound does not need every element of the
+# path pointed at the root: they prove it, with union by rank, for full
+# compression and for two one-pass rules that only shorten the path, *path
+# splitting* (every element of the path is pointed at its grandparent) and
+# *path halving* (every other element is). Re-linking the first element
+# alone leaves the rest of the path as long as it was. Our version compresses the whole path, so the
 # bound holds, and the measurement below (under one link followed per find)
 # shows its effect; exercise 1 tries halving.
 #
