@@ -522,9 +522,9 @@ class C3(Compiler):
         return lowered
 
 
-# --- C4: a join point for every If0 ------------------------------------
+# --- The duplication problem -------------------------------------------
 
-# cell 48
+# cell 49
 class C4(C3):
     """Join points: if0 never duplicates its continuation. Targets A2."""
 
@@ -543,7 +543,7 @@ class C4(C3):
 
 # --- C5: continuations you can look at ---------------------------------
 
-# cell 53
+# cell 54
 class Cont:
     """C5's defunctionalised continuations."""
 
@@ -577,7 +577,7 @@ def is_copyable(k) -> bool:
     """May k be used in two places without copying a term?"""
     return not isinstance(k, Cont.Let)
 
-# cell 55
+# cell 56
 class C5(Compiler):
     """Defunctionalised continuations: a join point only where one is needed."""
 
@@ -619,7 +619,7 @@ class C5(Compiler):
 
 # --- Measuring the duplication -----------------------------------------
 
-# cell 63
+# cell 67
 def if0_chain(n: int):
     """let x1 = if0 0 then 1 else 2 in … let xn = if0 x(n-1) then 1 else 2 in xn"""
     body = S.Var(f"x{n}")

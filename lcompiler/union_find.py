@@ -192,13 +192,13 @@ class Safe(UnionFind):
                 raise NotAdded("a path of links ends at an element that belongs to no structure")
         return link
 
-    def _live(self, p, role: str = "partition") -> Partition:
+    def _live(self, p, role: str = "the argument") -> Partition:
         if type(p) is not Partition:
             raise NotAPartition(f"expected a partition as {role}, got {p!r}")
         if p.owner is not self:
-            raise ForeignStructure(f"{role} {p!r} belongs to another union-find structure")
+            raise ForeignStructure(f"{role}, {p!r}, belongs to another union-find structure")
         if p.consumed:
-            raise ConsumedPartition(f"{role} {p!r} was consumed by an earlier union; "
+            raise ConsumedPartition(f"{role}, {p!r}, was consumed by an earlier union; "
                                     "use the partition that union returned, or find it again")
         return p
 
@@ -239,9 +239,9 @@ class Safe(UnionFind):
 
     def union(self, p1: Partition, p2: Partition, description) -> Partition:
         if not (type(p1) is Partition and p1.owner is self and not p1.consumed):
-            self._live(p1, "first partition")
+            self._live(p1, "the first argument of union")
         if not (type(p2) is Partition and p2.owner is self and not p2.consumed):
-            self._live(p2, "second partition")
+            self._live(p2, "the second argument of union")
         if p1 is p2:
             raise SelfUnion(f"union of {p1!r} with itself")
         winner, loser = (p2, p1) if p1.rank < p2.rank else (p1, p2)

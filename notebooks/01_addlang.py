@@ -35,9 +35,10 @@
 #
 # </div>
 #
-# This chapter re-tells, in Python, a short literate Idris post, *Writing an
-# LLVM compiler using continuation passing* (seed 003 of this book; see the
-# [bibliography](../bibliography.md)). Its language is tiny on purpose: the
+# This chapter re-tells, in Python, a short literate Idris post by
+# Christopher Schwaab, *Writing an LLVM compiler using continuation passing*
+# (one of the sources this book grew from; see the
+# [bibliography](../bibliography.md#the-seeds)). Its language is tiny on purpose: the
 # one idea it carries, that a compiler can take a **continuation** — "what to
 # do next with the value you compute" — instead of returning a result, is the
 # idea the whole book is built on, as it is the idea of Appel's *Compiling
@@ -104,10 +105,10 @@ import llvmlite.binding as llvm
 # constructors in a namespace `Exp`, because the target language will reuse
 # the names `Var`, `Lit` and `Add`. We keep the names and the namespaces: a
 # class used as a namespace holds one small frozen dataclass per constructor,
-# so `Exp.Add(Exp.Lit(3), Exp.Var("x"))` reads like the seed's
+# so `Exp.Add(Exp.Lit(3), Exp.Var("x"))` reads like the post's
 # ``Add (Lit 3) (Var "x")``.
 #
-# The type of a variable is left open. In the seed, `AddExp var` is
+# The type of a variable is left open. In the post, `AddExp var` is
 # *parametric* in the type of variables; we will put register names in it when
 # we print LLVM, and plain integers when we interpret. Python does not need a
 # type parameter to do that, but the idea matters later in the chapter.
@@ -132,7 +133,7 @@ class Exp:
 
 
 # %% [markdown]
-# Our running example is the seed's `prog0`, that is 3 + (2 + 4):
+# Our running example is the post's `prog0`, that is 3 + (2 + 4):
 
 # %%
 prog0 = Exp.Add(Exp.Lit(3), Exp.Add(Exp.Lit(2), Exp.Lit(4)))
@@ -148,7 +149,7 @@ prog0
 # <div class="admonition note">
 # <p class="admonition-title">Design note: one meaning, tested both ways</p>
 #
-# The seed's interpreter used Idris's `Int` while its LLVM used 32-bit `i32`
+# The post's interpreter used Idris's `Int` while its LLVM used 32-bit `i32`
 # with `nsw`, under which an overflowing addition has no defined result: the
 # two disagreed on large numbers, and nothing noticed. Fixing one meaning
 # first, and testing every implementation against it, is the first habit of
@@ -230,7 +231,7 @@ class Instr:
         pass
 
     @dataclass(frozen=True)
-    class Ret1:          # "return this value": the seed's hypothetical Ret
+    class Ret1:          # "return this value": the post's hypothetical Ret
         value: object
 
 
@@ -265,7 +266,7 @@ naive = "define i64 @f() {\n  ret i64 2\n  ret i64 3\n}\n"
 print(naive)
 
 # %% [markdown]
-# The two problems are the ones the seed names. A value is not an
+# The two problems are the ones the post names. A value is not an
 # instruction, so a literal has nothing to compile to; and the result of a
 # sub-expression has nowhere to go, because nothing tells `compile1` which
 # register to put it in. The usual repair is to return the result's location
@@ -300,7 +301,7 @@ compile2(prog0, 1)
 #
 # ## Programs that continue
 #
-# The seed's way out is to stop building lists. Fold the "rest of the
+# The post's way out is to stop building lists. Fold the "rest of the
 # program" into each instruction, and let an instruction that produces a
 # result *bind a name* for it, the way a Python `lambda` binds its parameter.
 # Here is `prog0`, 3 + (2 + 4), both ways: on the left the list that
@@ -319,7 +320,7 @@ compile2(prog0, 1)
 # with `program(z)`. A program is no longer a list but a chain in which each
 # link holds the next; the name of a result exists exactly where the rest of
 # the program can see it, and nowhere else. We add a fourth ending to the
-# seed's three: `Ret`, which returns a value from a function, so the same
+# post's three: `Ret`, which returns a value from a function, so the same
 # compiler can produce functions as well as whole programs. (In the book's
 # later chapters the chain grows into the CPS language of
 # [chapter 6](06_cps.ipynb): `Add` becomes a `Let_prim`, the lambda a
@@ -385,8 +386,8 @@ def compile(e, k: Callable) -> object:
 
 # %% [markdown]
 # No counter, no list, no register names: the names will be chosen by whoever
-# *reads* the program, when it calls each `program` function. The compiled
-# seed example ends by printing its result and halting:
+# *reads* the program, when it calls each `program` function. The post's
+# example, compiled, ends by printing its result and halting:
 
 # %%
 llvm0 = compile(prog0, lambda result: Llvm.Print(result, Llvm.Halt()))
@@ -495,8 +496,8 @@ Picture([("llvm0, named as the printer will name it", [llvm0_chain])],
 # enough: walk the chain, and each time an `Add` wants a name, give it the next
 # number.
 #
-# Three details of LLVM's text format shape the printer, and the first two
-# differ from the 2016 original:
+# Three details of LLVM's text format shape the printer, and all three
+# differ from the original post:
 #
 # - Numbered registers (`%1`, `%2`, …) must be numbered in order, and *every*
 #   unnamed value takes a number, including the entry block of a function
@@ -504,7 +505,7 @@ Picture([("llvm0, named as the printer will name it", [llvm0_chain])],
 #   `printf` returns. So numbering starts at 1, and the printer names
 #   `printf`'s result too, even though nobody reads it; otherwise an `Add`
 #   after a `Print` would be misnumbered.
-# - Since LLVM 15 pointers are untyped: `ptr`, not `i8*`. The seed's
+# - Since LLVM 15 pointers are untyped: `ptr`, not `i8*`. The post's
 #   `getelementptr` on the format string is no longer needed; `@int_format`
 #   is already a `ptr`.
 # - `add nsw` promises LLVM that the addition does not overflow, and an
@@ -550,7 +551,7 @@ def pretty(program, first: int = 1) -> str:
 print(pretty(llvm0))
 
 # %% [markdown]
-# The loop replaces the seed's recursive `prettyLlvm`: Python has no tail
+# The loop replaces the post's recursive `prettyLlvm`: Python has no tail
 # calls, and a long program would otherwise exhaust Python's stack.
 #
 # A complete module needs the format string for `printf`, declarations of the
@@ -575,7 +576,7 @@ def llvm_module(program) -> str:
 print(llvm_module(llvm0))
 
 # %% [markdown]
-# The format is `"%lld\n"`: a 64-bit integer and a newline, where the seed
+# The format is `"%lld\n"`: a 64-bit integer and a newline, where the post
 # printed a 32-bit `%i` and no newline.
 #
 # ## Running it
@@ -618,8 +619,9 @@ def jit(text: str) -> llvm.ExecutionEngine:
 # One thing stops us calling `main` directly. The program ends with
 # `exit(0)`, and `exit` ends the *process* — in a notebook, the Jupyter
 # kernel. So we run it the way a shell runs a program: in a child process.
-# `os.fork` makes a copy of the current process, machine code included, in
-# about a millisecond. The child sends its standard output to a file, calls
+# `os.fork` makes a copy of the current process, machine code included,
+# cheaply: the copy shares the parent's memory until one of them writes to
+# it. The child sends its standard output to a file, calls
 # `main`, and is gone; the parent reads what the child wrote and how it
 # ended. Whatever the compiled code does, the notebook survives.
 # `run_in_child(main)` does that, and returns what happened as a `Result`:
@@ -662,7 +664,7 @@ run_i64_function(naive, "f")
 #
 # ## An interpreter, from the same program
 #
-# The seed ends with its nicest trick. The program `llvm0` does not contain
+# The post ends with its nicest trick. The program `llvm0` does not contain
 # register names; it contains functions waiting for them. The printer passed
 # strings (`"%1"`). An interpreter can pass *the numbers themselves*: then
 # `Value.Var` holds the value computed so far, `Add(v, w, program)` computes
@@ -764,7 +766,7 @@ x_y = Exp.Add(Exp.Add(Exp.Var("x"), Exp.Lit(1)), Exp.Add(Exp.Var("y"), Exp.Var("
 print(llvm_function("f", free_variables(x_y), x_y))
 
 # %% [markdown]
-# `rename` is the seed's parametric `var` at work: the same expression with
+# `rename` is the post's parametric `var` at work: the same expression with
 # register names for the compiler, and — below — with numbers for the
 # interpreter. To interpret the function at x = 10, y = 20 we rename each
 # variable to its value, and the compiled program's `Value.Var`s then hold
@@ -902,7 +904,7 @@ for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
 
 # %% [markdown]
 # The recursion in `exp` and `atom` follows the nesting of parentheses; an
-# expression nested a thousand parentheses deep would exhaust Python's stack,
+# expression nested a thousand parentheses deep exhausts Python's stack,
 # a limit the command line reports instead of crashing on (below). L's parser
 # in [chapter 4a](04a_syntax.ipynb) has the same concern at a larger scale.
 #
@@ -928,6 +930,13 @@ main(["add", "3 + (2 + 4)"])
 
 # %%
 main(["add", "--llvm", "1 + 2 + x"])
+
+# %% [markdown]
+# And the expression nested a thousand parentheses deep, which the parser's
+# recursion cannot follow: a message and the exit status 1, not a traceback.
+
+# %%
+main(["add", "(" * 1000 + "1" + ")" * 1000])
 
 # %% [markdown]
 # ## The promise, checked
@@ -957,7 +966,7 @@ for text in cases:
 
 # %% [markdown]
 # The property-based test in `tests/test_addlang.py` makes the same comparison
-# on hundreds of random expressions generated by
+# on random expressions generated by
 # [Hypothesis](https://hypothesis.readthedocs.io), for whole programs (run in
 # a child process) and for functions of random variables (called in process),
 # and checks that every malformed expression is reported as an error, never as
@@ -985,7 +994,9 @@ for text in cases:
 #    continuation `k` get called twice, and what goes wrong when the rest of
 #    the program is big? ([Chapter 3](03_anf.ipynb) answers.)
 # 5. Draw the chain of `compile(x_y, Llvm.Ret)` with `chain` and `Picture`.
-#    Which box has the most boxes below it, and why is it the first?
+#    How many boxes does it have, and how many does an expression with n `+`
+#    give? Which `Add` reads registers that earlier boxes named, and why can
+#    no box read a name that a box *below* it binds?
 #
 # <details><summary>Solutions</summary>
 #
@@ -1010,13 +1021,73 @@ for text in cases:
 #    already does in one place.
 # 4. In the case `if0`, both branches must go on with the rest of the
 #    program: `compile(e2, k)` and `compile(e3, k)` each call `k`, and each
-#    call builds the whole rest of the program again, once per branch — a
-#    program with `n` ifs in a row is `2ⁿ` times as big. The cure, a *join
+#    call builds the whole rest of the program again, once per branch — the
+#    program doubles with each `if` in a row (chapter 3 measures it). The cure, a *join
 #    point* that both branches jump to, is chapter 3's subject.
 # 5. `Picture([("x_y", [chain(compile(x_y, Llvm.Ret), register_names())])],
-#    alt="…")`. It is a chain, so every box but the last has exactly one
-#    box below it, and the first has all the others below it: a program in
-#    continuation form nests the rest of the program inside each
-#    instruction, so the first instruction holds everything that follows.
+#    alt="…")`, drawn below. An expression with n `+` gives n + 1 boxes: one
+#    `Add` per `+` (literals and variables make none, as promised) and the
+#    `Ret` at the end; `x_y` has three `+`, so four boxes. The first two
+#    `Add`s read only the parameters and a literal (`x + 1`, `y + x`); the
+#    third adds the two registers `%1` and `%2` that they named. A name is
+#    born on the edge below the `Add` that computes it — it is the parameter
+#    of the function that builds the rest of the chain — so only the boxes
+#    below that edge can mention it: a use before the definition cannot even
+#    be written down.
 #
 # </details>
+#
+# The solutions that are code, run: exercise 2's `let` (with an environment
+# argument), exercise 3's printing of every sum, and exercise 5's count, on
+# `x_y` and the cases above.
+
+# %%
+@dataclass(frozen=True)
+class Let:                                   # exercise 2: let name = bound in body
+    name: str
+    bound: object
+    body: object
+
+
+def compile_let(e, k: Callable, env: dict) -> object:
+    match e:
+        case Let(x, e1, e2):
+            return compile_let(e1, lambda v1: compile_let(e2, k, env | {x: v1}), env)
+        case Exp.Var(x):
+            return k(env[x])
+        case Exp.Lit(n):
+            return k(Value.Lit(n))
+        case Exp.Add(e1, e2):
+            return compile_let(e1, lambda t1: compile_let(e2, lambda t2:
+                   Llvm.Add(t1, t2, lambda r: k(Value.Var(r))), env), env)
+
+
+def compile_printing(e, k: Callable) -> object:   # exercise 3: print every sum
+    match e:
+        case Exp.Var(x):
+            return k(Value.Var(x))
+        case Exp.Lit(n):
+            return k(Value.Lit(n))
+        case Exp.Add(e1, e2):
+            return compile_printing(e1, lambda t1: compile_printing(e2, lambda t2:
+                   Llvm.Add(t1, t2, lambda r: Llvm.Print(Value.Var(r), k(Value.Var(r))))))
+
+
+print_then_halt = lambda result: Llvm.Print(result, Llvm.Halt())
+doubled = Let("x", Exp.Add(Exp.Lit(1), Exp.Lit(2)), Exp.Add(Exp.Var("x"), Exp.Var("x")))
+program = compile_let(doubled, print_then_halt, {})
+assert evaluate(program)[0] == jit_run(llvm_module(program)).stdout == "6\n"
+program = compile_printing(prog0, print_then_halt)
+assert evaluate(program)[0] == jit_run(llvm_module(program)).stdout == "6\n9\n9\n"
+
+# %%
+def boxes(box: Box) -> int:
+    return 1 + sum(boxes(child) for child in box.children)
+
+
+for text in cases:
+    e, _ = parse(text)
+    assert boxes(chain(compile(e, Llvm.Ret), register_names())) == text.count("+") + 1
+x_y_chain = chain(compile(x_y, Llvm.Ret), register_names())
+Picture([("x_y compiled with the continuation Llvm.Ret", [x_y_chain])],
+        alt="The chain of x_y, top to bottom: " + describe(x_y_chain))

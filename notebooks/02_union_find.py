@@ -43,8 +43,10 @@
 # variable for another is a `union`.
 #
 # The chapter follows the literate union-find module of the original L
-# compiler (seed 000, second post; see the [bibliography](../bibliography.md)),
-# re-told in Python. Its interface is
+# compiler, Matthieu Lemerre's post *A literate union-find data structure* on
+# the L compiler's blog (one of the sources this book grew from; see the
+# [bibliography](../bibliography.md#the-seeds)), re-told in Python; we call it
+# *the original* below. Its interface is
 # unusual in three ways, and each has a reason given below: the structure's
 # links live *inside* the elements; *partitions* (sets) are a different thing
 # from *elements*; and `union` *consumes* its arguments.
@@ -76,12 +78,12 @@
 # ## The interface
 #
 # A union-find structure `uf` maintains a partition of some elements into
-# disjoint sets (we say *partitions*, as the seed does). Each partition carries
+# disjoint sets (we say *partitions*, as the original does). Each partition carries
 # a *description*, any Python value the user chooses.
 #
 # | operation | meaning |
 # |---|---|
-# | `Safe()`, `Fast()` | a new, empty structure (the *create* of the seed) |
+# | `Safe()`, `Fast()` | a new, empty structure (the *create* of the original) |
 # | `uf.singleton(e, d)` | add the element `e`, alone in a new partition described by `d`; return the partition |
 # | `uf.find(e)` | the partition that contains `e` |
 # | `uf.union(p1, p2, d)` | merge two different partitions into a new one described by `d`, and return it; `p1` and `p2` are *consumed*: they must not be used again |
@@ -148,7 +150,7 @@ class Element:
 #            b
 # ```
 #
-# The handle is what the seed calls the *partition descriptor*. The seed
+# The handle is what the original calls the *partition descriptor*. The original
 # returns the root element itself as "the partition", and can only check that
 # it is still a root; returning the handle instead lets `Safe` recognise a
 # consumed partition for certain, as we will see.
@@ -173,7 +175,7 @@ class Partition:
 #
 # A textbook union-find keeps an array or a dictionary from elements to
 # parents. Kennedy's CPS representation needs one `find` for every use of a
-# variable, and inference one per type variable it touches, so the seed keeps
+# variable, and inference one per type variable it touches, so the original keeps
 # the parent *in the element*: following a link is reading one field, with no
 # hashing and no table to grow. The price is small and visible: the element
 # type must reserve a field, and an element that belongs to two structures
@@ -190,10 +192,10 @@ class Partition:
 # the next `find` from any of them takes one step. Together they make any
 # sequence of m operations on n elements cost O(m α(n)), where α, the inverse
 # of Ackermann's function, is at most 4 for any n that fits in this universe
-# (Tarjan, 1975): constant, in practice, per operation. We draw both tricks at
+# (Tarjan, 1975; Tarjan and van Leeuwen, 1984): constant, in practice, per operation. We draw both tricks at
 # work once the code exists, and measure the bound below.
 #
-# Path compression needs the path. The seed walks it with two tail-recursive
+# Path compression needs the path. The original walks it with two tail-recursive
 # functions; Python has no tail calls and a recursion limit of about a
 # thousand, so our `find` is two loops: one up to the root, collecting the
 # path in a list, one over the list.
@@ -201,11 +203,18 @@ class Partition:
 # <div class="admonition note">
 # <p class="admonition-title">Design note: the whole path, not one element</p>
 #
-# The seed's second pass re-links only the element `find` was called with,
-# not the whole path. That is simpler, and still correct, but the
-# inverse-Ackermann bound assumes that every element on the path is pointed
-# at the root. Our version compresses the whole path, so the bound holds, and
-# the measurement below (under one link followed per find) shows it.
+# The original's second pass re-links only the element `find` was called with,
+# not the whole path. That is simpler, and still correct, but it is not one
+# of the rules for which Tarjan and van Leeuwen (1984, in the
+# [bibliography](../bibliography.md#papers-and-books)) prove the
+# inverse-Ackermann bound. The bound does not need every element of the
+# path pointed at the root: they prove it, with union by rank, for full
+# compression and for two one-pass rules that only shorten the path, *path
+# splitting* (every element of the path is pointed at its grandparent) and
+# *path halving* (every other element is). Re-linking the first element
+# alone leaves the rest of the path as long as it was. Our version compresses the whole path, so the
+# bound holds, and the measurement below (under one link followed per find)
+# shows its effect; exercise 1 tries halving.
 #
 # </div>
 #
@@ -315,7 +324,7 @@ class Fast(UnionFind):
 # <div class="admonition note">
 # <p class="admonition-title">Design note: one owner per partition, not per link</p>
 #
-# The seed's Safe gives each structure a unique identity and stores it in
+# The original's Safe gives each structure a unique identity and stores it in
 # every link next to the parent. We store it once per partition, in the
 # handle's `owner`: every path ends at a handle, so checking the owner at the
 # end of `find` checks the whole path, and a link stays one field. Consumption
@@ -377,13 +386,13 @@ class Safe(UnionFind):
                 raise NotAdded("a path of links ends at an element that belongs to no structure")
         return link
 
-    def _live(self, p, role: str = "partition") -> Partition:
+    def _live(self, p, role: str = "the argument") -> Partition:
         if type(p) is not Partition:
             raise NotAPartition(f"expected a partition as {role}, got {p!r}")
         if p.owner is not self:
-            raise ForeignStructure(f"{role} {p!r} belongs to another union-find structure")
+            raise ForeignStructure(f"{role}, {p!r}, belongs to another union-find structure")
         if p.consumed:
-            raise ConsumedPartition(f"{role} {p!r} was consumed by an earlier union; "
+            raise ConsumedPartition(f"{role}, {p!r}, was consumed by an earlier union; "
                                     "use the partition that union returned, or find it again")
         return p
 
@@ -424,9 +433,9 @@ class Safe(UnionFind):
 
     def union(self, p1: Partition, p2: Partition, description) -> Partition:
         if not (type(p1) is Partition and p1.owner is self and not p1.consumed):
-            self._live(p1, "first partition")
+            self._live(p1, "the first argument of union")
         if not (type(p2) is Partition and p2.owner is self and not p2.consumed):
-            self._live(p2, "second partition")
+            self._live(p2, "the second argument of union")
         if p1 is p2:
             raise SelfUnion(f"union of {p1!r} with itself")
         winner, loser = (p2, p1) if p1.rank < p2.rank else (p1, p2)
@@ -453,7 +462,7 @@ class Safe(UnionFind):
 # Two remarks on `Safe.find`. Its compression loop walks the path a second
 # time instead of collecting it in a list — equally iterative, and it shows
 # that the list in `Fast.find` is a convenience, not a necessity. And it
-# checks the owner once, at the handle, where the seed checks every link of
+# checks the owner once, at the handle, where the original checks every link of
 # the path (its "heavy check"); a path cannot leave one structure, since only
 # the structure writes links, so one check sees everything the heavy one does
 # except a link corrupted by hand.
@@ -533,6 +542,37 @@ Picture([(caption, trees) for caption, trees, _ in moments], edges="up",
 # and the next `find(d)` takes one step. Union by rank keeps the trees low;
 # path compression flattens what the unions could not avoid.
 #
+# With four elements a path has at most two links. Eight elements, joined
+# two by two, then four by four, then all together, make a tree of rank 3,
+# whose deepest element `h` is three links from the root; one `find(h)`
+# points every element of its path at the root (the elements whose link it
+# changed are green):
+
+# %%
+def rank_3_tree(uf: UnionFind) -> list[Element]:
+    """Eight elements a … h in one partition of rank 3, made by unions only."""
+    elements = [Element(n) for n in "abcdefgh"]
+    parts = [uf.singleton(e, e.name) for e in elements]
+    while len(parts) > 1:
+        parts = [uf.union(p, q, uf.description(p) + uf.description(q)) for p, q in zip(parts[::2], parts[1::2])]
+    return elements
+
+
+uf = Safe()
+eight = rank_3_tree(uf)
+h, before = eight[-1], [e.link for e in eight]
+deep = [("before find(h)", forest(uf, eight), links(uf, eight))]
+uf.find(h)
+moved = [e for e, link in zip(eight, before) if e.link is not link]
+deep.append(("after find(h)", forest(uf, eight, moved=moved), links(uf, eight)))
+Picture([(caption, trees) for caption, trees, _ in deep], edges="up",
+        alt="Two union-find forests of eight elements. " + " ".join(f"{c}: {w}." for c, _, w in deep))
+
+# %% [markdown]
+# Before, `h` reaches the root `a` through `g` and `e`; after, `h` and `g`
+# point at `a` directly (`e` already did), and the next find from either
+# takes one step. The unions built the path; one find removed it.
+#
 # ## Every misuse, caught
 #
 # Each misuse from the table, tried on a fresh structure, with the message
@@ -569,7 +609,7 @@ for what, action in misuses.items():
 # %% [markdown]
 # The same misuses on `Fast` raise nothing, or an `AttributeError` from deep
 # inside, or silently corrupt the structure — that is the contract of `Fast`.
-# The seed's advice is to prefer `Safe`, since the difference in speed is
+# The original's advice is to prefer `Safe`, since the difference in speed is
 # small. We check that claim below.
 #
 # ## Deep paths, without recursion
@@ -687,39 +727,36 @@ def timed(action) -> tuple[float, object]:
         gc.enable()
 
 
-def best_of(n: int, measure) -> float:
-    """The best of enough repetitions to run at least 3·10⁵ operations."""
-    return min(measure() for _ in range(max(1, 3 * 10**5 // (4 * n))))
-
-
 def ns_per_op(variant, n: int) -> float:
-    def once():
-        elements = [Element(i) for i in range(n)]
-        ns, ops = timed(lambda: exercise(variant(), elements, works[n]))
-        return ns / ops
-    return best_of(n, once)
+    elements = [Element(i) for i in range(n)]
+    ns, ops = timed(lambda: exercise(variant(), elements, works[n]))
+    return ns / ops
 
 
 def ns_per_random_read(n: int) -> float:
     pairs, finds = works[n]
+    elements = [Element(i) for i in range(n)]
 
-    def once():
-        elements = [Element(i) for i in range(n)]
+    def touch():
+        for i, j in pairs:
+            elements[i].link, elements[j].link
+        for i in finds:
+            elements[i].link
+        return 2 * len(pairs) + len(finds)
 
-        def touch():
-            for i, j in pairs:
-                elements[i].link, elements[j].link
-            for i in finds:
-                elements[i].link
-            return 2 * len(pairs) + len(finds)
-
-        ns, reads = timed(touch)
-        return ns / reads
-    return best_of(n, once)
+    ns, reads = timed(touch)
+    return ns / reads
 
 
-timings = {variant.__name__: [ns_per_op(variant, n) for n in sizes] for variant in (Fast, Safe)}
-timings["random read (control)"] = [ns_per_random_read(n) for n in sizes]
+READ = "random read (control)"
+timings = {"Fast": [], "Safe": [], READ: []}
+for n in sizes:
+    # Rounds of the three in alternation, enough for 3·10⁵ operations and at least two;
+    # the best of each: the run least disturbed by the rest of the machine.
+    rounds = [(ns_per_op(Fast, n), ns_per_op(Safe, n), ns_per_random_read(n))
+              for _ in range(max(2, 3 * 10**5 // (4 * n)))]
+    for name, column in zip(timings, zip(*rounds)):
+        timings[name].append(min(column))
 print(f"{'n':>9} {'Fast ns/op':>11} {'Safe ns/op':>11} {'Safe/Fast':>10} {'random read ns':>15}")
 for i, n in enumerate(sizes):
     fast, safe, read = (timings[k][i] for k in timings)
@@ -737,36 +774,49 @@ ax.set_xlabel("elements n")
 ax.set_ylabel("ns per operation")
 ax.set_title("Cost per operation, and of one random read")
 ax.legend()
+above = all(s > f for s, f in zip(timings["Safe"], timings["Fast"]))
 display(fig, metadata={"alt": "A plot of nanoseconds per operation against the number of elements, "
                               "from a thousand to a million on a logarithmic scale, for Fast, Safe and "
-                              "the random read of the control: all three grow with n, and Safe stays "
-                              "above Fast."})
+                              "the random read of the control, from "
+                              + ", ".join(f"{k} {v[0]:.0f} to {v[-1]:.0f} ns" for k, v in timings.items())
+                              + (": Safe stays above Fast." if above else ".")})
 plt.close(fig)
 
 # %% [markdown]
-# On the machine that produced the stored outputs (2 cores, CPython 3.11), an
-# operation costs about 200 ns at a thousand elements and three to four times
-# that at a million, while the number of links followed per find did not move
-# (0.787 to 0.791). The control column says where the time goes: merely
-# *reading* one random element's link grows about tenfold over the same
-# range, from some 20 ns to some 200 ns, because a thousand elements sit in
-# the processor's caches and a million (well over a hundred megabytes of
-# Python objects) do not. An operation touches two or three objects at random
-# places — the element, its parent if it has one, the partition handle — so it
-# pays that growth two or three times: about 3 × 190 ≈ 570 ns, which is how
-# much `Fast` grew. The work per operation is constant, as the bound promises;
-# the memory it runs on does not promise constant time per access. (A C
-# implementation shows the same growth for the same reason, at a smaller
-# scale.)
+# The time per operation grows with n, while the number of links followed
+# per find, in the first table, did not move. The control column says where
+# the time goes: merely *reading* one random element's link grows many
+# times over the same range, because a thousand elements sit in the
+# processor's caches and a million Python objects do not. An operation
+# touches two or three objects at random places — the element, its parent if
+# it has one, the partition handle — so it should pay that growth two or
+# three times over. The cell below reads the ratios from this run's
+# measurements (they change from run to run, and from machine to machine):
+
+# %% tags=["nbval-ignore-output"]
+fast, safe, read = timings["Fast"], timings["Safe"], timings[READ]
+print(f"from {sizes[0]:,} to {sizes[-1]:,} elements, in this run:")
+print(f"  an operation of Fast costs {fast[-1] / fast[0]:.1f} times as much, one random read "
+      f"{read[-1] / read[0]:.1f} times as much;")
+print(f"  Fast grew by {(fast[-1] - fast[0]) / (read[-1] - read[0]):.1f} times what one random read grew;")
+print(f"  Safe takes {safe[0] / fast[0]:.2f} times Fast's time at {sizes[0]:,} elements, "
+      f"{safe[-1] / fast[-1]:.2f} times at {sizes[-1]:,}.")
+
+# %% [markdown]
+# The work per operation is constant, as the bound promises; the memory it
+# runs on does not promise constant time per access. (A C implementation
+# shows the same growth for the same reason, at a smaller scale.)
 #
-# `Safe` costs more than `Fast`: two thirds more on small structures, where
-# both run from the cache and the extra tests and the new handle per `union`
-# show, and a tenth more at a million elements, where both wait on memory. The
-# seed's claim that the difference is small holds where it matters, on large
-# structures; and what the checks buy is large — the misuses above are
-# exactly the bugs that would otherwise surface much later as a wrong type or
-# a wrong variable binding. The later chapters use `Safe` while they are
-# developed and tested, and can switch to `Fast` with one word.
+# `Safe` costs more than `Fast` (the last line): the extra tests and the new
+# handle per `union` show most on small structures, where both run from the
+# cache, and weigh relatively less on large ones, where both wait on memory.
+# The original's claim that the difference is small holds best where it
+# matters, on large structures; and what the checks buy is large — the
+# misuses above are exactly the bugs that would otherwise surface much later
+# as a wrong type or a wrong variable binding. Chapter 5's type inference
+# uses `Safe`. Chapter 6's CPS language, which makes a `find` for every use
+# of every variable of every program, uses `Fast` — one structure, made in
+# one line, which a reader hunting a bug can make a `Safe` instead.
 #
 # ## What the tests check
 #
@@ -780,19 +830,144 @@ plt.close(fig)
 #   elements;
 # - the same machine, on `Safe`, also tries misuses at random points and
 #   expects the right exception each time;
-# - every misuse of the table above raises its exception in `Safe`;
+# - every misuse of the table above raises its exception in `Safe`, with a
+#   message that says which argument is wrong;
 # - a path of a million links is compressed by one `find`, in both variants.
 #
 # ## Exercises
 #
-# 1. Replace path compression by *path halving* (each element on the path
-#    points to its grandparent). Does the count of links followed change?
-#    The seed explains why it did not choose halving; is the reason still
-#    valid here, where roots do not point to themselves?
+# 1. Replace path compression by *path halving*: in one pass up the path,
+#    point every other element at its grandparent. Does the count of links
+#    followed per find change? The original chose compression for a reason
+#    of its representation. In Tarjan's union-find a root's link points to
+#    the root itself, so "point x at its grandparent" is harmless at every
+#    step, even next to the root; here a root's link points to its
+#    partition's handle, which is not an element. What does halving cost
+#    here that it does not cost there, and is it worth it?
 # 2. Remove union by rank from `Fast` (always hang `p2` under `p1`) and rerun
-#    the measurements. What happens to the links followed per find? To the
+#    the count of links. What happens to the links followed per find? To the
 #    largest rank?
 # 3. Write `Safe.union` so that it reuses the winner's handle, as `Fast`
 #    does. Which misuse can it no longer detect?
 # 4. Draw, with `forest`, what `Fast` leaves after the three moments above.
 #    Which handle does it keep, and what does `pcd` now describe?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. `Halving.find`, below: at each step it reads the parent, and the
+#    parent's link; if that is a handle, the parent is the root and the walk
+#    ends, otherwise the element is pointed at its grandparent and the walk
+#    goes on from there. That test of the grandparent is the cost: with a
+#    root linked to itself, the grandparent of a child of the root is the
+#    root, and the re-linking needs no test; here it must not point an
+#    element at a handle. In exchange halving needs no second pass and no
+#    list. The count of links followed rises a little (the cell below prints
+#    both) and stays nearly flat as n grows: halving reaches the same bound as full
+#    compression (Tarjan and van Leeuwen). So the original's reason is a
+#    real but small cost per step, not a difference in the guarantee;
+#    either choice is sound, and only a measurement could say which is
+#    faster here.
+# 2. `NoRank.union`, below. The links followed per find grow with n: path
+#    compression alone still flattens what the finds walk, but a union can
+#    now hang a tall tree under a short one, and the guarantee falls from α
+#    to a logarithm. The largest rank is 0 at every size: nothing updates
+#    ranks any more, so they no longer say anything about the trees.
+# 3. `ReusingSafe.union`, below, gives the merged partition the winner's
+#    handle and marks only the loser's consumed. A partition passed to
+#    `union` that won — `pa` after `union(pa, pb, …)` when ranks are equal —
+#    is the very object `union` returns, so nothing can mark it consumed, and
+#    using it after the union goes undetected: here harmlessly, since it
+#    *is* the new partition, but the rule "union consumes its arguments" can
+#    then be broken half the time without a word, and code that breaks it
+#    works until the ranks come out the other way.
+# 4. Drawn below. `Fast` keeps `pab`'s handle (equal ranks: the first
+#    argument wins), gives it the new description and rank 2. `pcd` is the
+#    loser's old handle: it still says `'c or d'`, rank 1, and its root `c`
+#    now points at `a`, so it describes a partition that no longer exists,
+#    and `Fast` answers `description(pcd)` without complaint.
+#
+# </details>
+#
+# The solutions run. Exercises 1 and 2 count the links followed, as above,
+# with the two new rules:
+
+# %%
+class Halving(Fast):
+    """Fast with path halving: one pass, every other element pointed at its grandparent."""
+
+    def find(self, element) -> Partition:
+        get, name, x = self._get, self.link, element
+        while type(up := get(x)) is not Partition:
+            if type(grand := get(up)) is Partition:   # up is the root
+                return grand
+            setattr(x, name, grand)
+            x = grand
+        return up
+
+
+class NoRank(Fast):
+    """Fast without union by rank: p2 always goes under p1."""
+
+    def union(self, p1: Partition, p2: Partition, description) -> Partition:
+        setattr(p2.root, self.link, p1.root)
+        p1.desc = description
+        return p1
+
+
+class CountingHalving(CountingFast, Halving):
+    pass
+
+
+class CountingNoRank(CountingFast, NoRank):
+    pass
+
+
+print(f"{'n':>9} {'rule':>12} {'links followed per find':>24} {'largest rank':>13}")
+for n in sizes[:3]:
+    for rule in (CountingFast, CountingHalving, CountingNoRank):
+        uf, elements = rule(), [Element(i) for i in range(n)]
+        exercise(uf, elements, works[n])
+        print(f"{n:>9} {rule.__name__[8:] or 'Fast':>12} {uf.links / uf.finds:>24.3f} "
+              f"{uf.find(elements[0]).rank:>13}")
+uf = Halving()
+assert uf.description(uf.find(chain(uf, 10**5)[0])) == "the end"   # a long path, no recursion
+
+# %% [markdown]
+# Exercise 3: the winner's handle, reused, can no longer be caught.
+
+# %%
+class ReusingSafe(Safe):
+    """Safe whose union reuses the winner's handle, as Fast does."""
+
+    def union(self, p1: Partition, p2: Partition, description) -> Partition:
+        for p, role in ((p1, "the first argument of union"), (p2, "the second argument of union")):
+            self._live(p, role)
+        if p1 is p2:
+            raise SelfUnion(f"union of {p1!r} with itself")
+        winner, loser = (p2, p1) if p1.rank < p2.rank else (p1, p2)
+        winner.rank += p1.rank == p2.rank
+        setattr(loser.root, self.link, winner.root)
+        winner.desc, loser.consumed = description, True
+        return winner
+
+
+for variant in (Safe, ReusingSafe):
+    uf = variant()
+    pa, pb = uf.singleton(Element("a"), "a"), uf.singleton(Element("b"), "b")
+    uf.union(pa, pb, "a or b")
+    print(f"{variant.__name__:>12}: pa after the union: {attempt(lambda: uf.description(pa))}; "
+          f"pb: {attempt(lambda: uf.description(pb))}")
+
+# %% [markdown]
+# Exercise 4: the three moments again, on `Fast`.
+
+# %%
+uf = Fast()
+a, b, c, d = elements = [Element(n) for n in "abcd"]
+pa, pb, pc, pd = (uf.singleton(e, e.name) for e in elements)
+pab, pcd = uf.union(pa, pb, "a or b"), uf.union(pc, pd, "c or d")
+everything = uf.union(pab, pcd, "a, b, c or d")
+uf.find(d)
+print(f"union returned pab: {everything is pab}; pcd is {pcd!r}, c now links to {c.link!r}")
+Picture([("Fast, after the union and find(d)", forest(uf, elements, moved=[d]))], edges="up",
+        alt="A union-find forest left by Fast: " + links(uf, elements) + ".")

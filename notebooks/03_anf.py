@@ -33,13 +33,15 @@
 #
 # </div>
 #
-# The chapter re-tells, in Python, a gist by Milo Turner (iitalics, seed 004 of
-# this book) that takes these six steps in OCaml. We keep its names — the
+# The chapter re-tells, in Python, a gist by Milo Turner (iitalics on GitHub;
+# one of the sources this book grew from, listed in the
+# [bibliography](../bibliography.md#the-seeds)) that takes these six steps in
+# OCaml. We keep its names — the
 # languages `S`, `A1`, `A2`, the compilers `C0` to `C5`, the constructors
 # `Let`, `If0`, `LetJoin`, `Join` — so the two can be read side by side, and we
-# check that each of our compilers prints what the gist prints. (The gist, and
-# the papers on A-normal form and join points, are in the
-# [bibliography](../bibliography.md).)
+# check that each of our compilers prints what the gist prints. (The papers
+# on A-normal form and join points are in the
+# [bibliography](../bibliography.md#papers-and-books) too.)
 #
 # [Chapter 1](01_addlang.ipynb) compiled expressions with a continuation, but
 # its language had no branches, so each continuation was used exactly once. Here the language has
@@ -219,8 +221,9 @@ class A2(A1):
 # <div class="admonition note">
 # <p class="admonition-title">Design note: terms that could change, and never do</p>
 #
-# The dataclasses are not frozen: freezing makes each construction several
-# times slower, and one measurement below builds millions of terms. No code in
+# The dataclasses are not frozen: freezing makes each construction slower
+# (every field is then set through `object.__setattr__`), and one
+# measurement below builds millions of terms. No code in
 # this book changes a term after building it, and the tests would notice if
 # one did, since every compiler is checked against the evaluators.
 #
@@ -816,8 +819,18 @@ same_up_to_renaming(C3.lower(P2), GIST_LISTINGS["C3", "P2"])
 # the rest of the program anew. Two things go wrong. The code is copied, and
 # a chain of n such conditionals is copied 2ⁿ times (we measure it below).
 # And the copies bind the same names (`x`, `%2`, `%3` and `%4` twice each), so
-# a name no longer identifies one place in the program. C1 had the same flaw;
-# P1 simply had no `If0` to show it.
+# a name no longer identifies one place in the program.
+#
+# The flaw came with the continuation. C1 calls no continuation: it lowers
+# every sub-tree once and only nests the `Let`s, so its output for P2 holds
+# each part of P2 once. C2, the first compiler to pass the rest of the
+# program down as a continuation, is the first to copy it. Their sizes on
+# P2, beside the source's (C2's `Bop` still has two `Var`s below it, where
+# C3's names its operands directly, hence C2's few more constructors):
+
+# %%
+for name, compiler in (("P2", C0), ("C1", C1), ("C2", C2), ("C3", C3)):
+    print(f"{name}: {size(compiler.lower(P2)):>2} constructors")
 #
 # ## C4: a join point for every If0
 #
@@ -1081,6 +1094,77 @@ Picture(panels, arrows=arrows,
 # applying `Cont.Return` or `Cont.Join` makes one node; the *rest of the
 # program* is never rebuilt, so no name is bound twice.
 #
+# ### Join points in a flow graph
+#
+# A back end sees the same terms as a *flow graph*: straight runs of `let`s
+# are basic blocks, an `If0` ends its block with two edges, one per branch,
+# and a join point is a block that the jumps reach — the place where two
+# paths of control meet again, hence its name. `block` cuts a term into
+# such blocks and draws them: a join point (yellow) below the first jump
+# (green) that reaches it, a dashed arrow from every other jump to it. Here
+# are C4 and C5 on P2:
+
+# %%
+def block(t, head: str, joins: dict, arrows: list, edge: str = "", style: str = "plain", name=None) -> Box:
+    """The basic block that starts with t, and the blocks it leads to. A join point's block
+    (in joins until placed) goes below the first jump to it; later jumps get an arrow."""
+    lines = []
+
+    def label(last: str) -> str:
+        return (f"{head} " if head else "") + "; ".join(lines + [last])
+
+    while True:
+        match t:
+            case A1.Let(x, e, body):
+                lines.append(f"let {x} = {exp_label(e)}")
+                t = body
+            case A2.LetJoin(j, x, join_body, body):
+                joins[j] = block(join_body, f"{j}({x}):", joins, arrows, "", "yellow", j)
+                t = body
+            case A1.Return(e):
+                return Box(label(f"return {exp_label(e)}"), [], style, edge, name)
+            case A2.Join(j, e):
+                jump = Box(label(f"jump {j}({exp_label(e)})"), [], "green", edge)
+                jump.name = f"jump {id(jump)}"
+                if j in joins:
+                    jump.children.append(joins.pop(j))
+                else:
+                    arrows.append((jump.name, j))
+                return jump
+            case A1.If0(x, then, orelse):
+                branches = [block(then, "", joins, arrows, "= 0"), block(orelse, "", joins, arrows, "≠ 0")]
+                return Box(label(f"if0 {x}"), branches, style, edge, name)
+            case _:
+                raise TypeError(f"not an A term: {t!r}")
+
+
+def labels(box: Box) -> list[str]:
+    return [box.label] + [label for child in box.children for label in labels(child)]
+
+
+def boxes_in(box: Box, style: str | None = None) -> int:
+    """The boxes of a tree, or those of one style."""
+    return (style in (None, box.style)) + sum(boxes_in(c, style) for c in box.children)
+
+
+# %%
+for name, compiler in (("C4", C4), ("C5", C5)):
+    arrows = []
+    entry = block(compiler.lower(P2), "entry:", {}, arrows)
+    joins = boxes_in(entry, "yellow")
+    caption = f"{name} on P2: {boxes_in(entry)} blocks, " + ("one join point" if joins == 1 else f"{joins} join points")
+    display(Picture([(caption, [entry])], arrows=arrows,
+                    alt=f"The flow graph of {caption}. Its blocks, from the top: " + " | ".join(labels(entry))
+                        + ". A join point is drawn below the first jump to it; "
+                        + ("the other jump is a dashed arrow" if len(arrows) == 1 else
+                           f"the other {len(arrows)} jumps are dashed arrows") + " to its join point."))
+
+# %% [markdown]
+# In C4's graph both conditionals end in jumps: the first to `%5`, which holds
+# the rest of the program, the second to `%7`, a block that does nothing but
+# return its parameter. In C5's the second conditional's branches are blocks
+# that return at once; the one join point left is the one that saves a copy.
+#
 # ## Measuring the duplication
 #
 # To see the difference grow, take a chain of n conditionals, each testing
@@ -1111,8 +1195,9 @@ def if0_chain(n: int):
 print(show(C5.lower(if0_chain(2))))
 
 # %% [markdown]
-# For n = 20, C3's output has over nine million constructors. Building it
-# takes a few seconds, and it is by far the largest thing this notebook makes;
+# For n = 20, C3's output has over nine million constructors (the table
+# below prints the count). Building it is the slowest step of this notebook,
+# and by far the largest thing it makes;
 # Python's cyclic garbage collector is paused meanwhile, as it would otherwise
 # walk those millions of objects over and over while they are built (none of
 # them forms a cycle, so nothing is lost).
@@ -1134,6 +1219,12 @@ print(f"{'n':>3} {'source':>7} {'C3':>10} {'C4':>6} {'C5':>6}")
 for n in (1, 2, 3, 4, 5, 10, 15, 20):
     print(f"{n:>3}", *(f"{chain_sizes[k][n - 1]:>{w}}" for k, w in
                        (("source", 7), ("C3", 10), ("C4", 6), ("C5", 6))))
+c3 = chain_sizes["C3"]
+ratios = [later / earlier for earlier, later in zip(c3[9:], c3[10:])]
+print(f"C3: from n = 10 on, one conditional more multiplies the size by {min(ratios):.4f} to {max(ratios):.4f}")
+for name in ("C4", "C5"):
+    steps = {later - earlier for earlier, later in zip(chain_sizes[name], chain_sizes[name][1:])}
+    print(f"{name}: one conditional more adds {' or '.join(map(str, sorted(steps)))} constructors")
 
 # %%
 import matplotlib.pyplot as plt
@@ -1160,9 +1251,9 @@ plt.close(fig)
 # %% [markdown]
 # On the logarithmic scale C3 is a straight line: its size doubles with each
 # conditional (each one copies everything after it into both of its
-# branches). C4 and C5 grow by the same few constructors per conditional: a
-# straight line on the linear scale: ten constructors per conditional (C4's
-# line is hidden under C5's). On
+# branches; the last lines of the table print the factor). C4 and C5 grow by
+# the same number of constructors per conditional, printed there too: a
+# straight line on the linear scale (C4's line is hidden under C5's). On
 # this chain C5's output is exactly as large as C4's, because every
 # conditional's continuation is a `let` (`let xi = [·] in …`), the one kind C5
 # must bind to a join point too. C5 differs from C4 only where a conditional's
@@ -1196,6 +1287,9 @@ plt.close(fig)
 #   exactly when the compiler follows OCaml's right-to-left order;
 # - for random well-scoped S programs (generated by Hypothesis), the output of
 #   every compiler C1 … C5 evaluates to the value of the source;
+# - C1's output is at most five times the size of its input — it names,
+#   and copies nothing — while C2's doubles along a chain of conditionals:
+#   the copies came with the continuation;
 # - C4's and C5's outputs pass `check_scopes`: every name bound once, every use
 #   in scope, joins only to join points;
 # - C5's output is never more than four times the size of its input. Count
@@ -1206,7 +1300,7 @@ plt.close(fig)
 #   own applications). A `let`, nothing of its own. An `If0`, its `If0` node,
 #   and when its continuation must be bound, a `LetJoin`, the parameter's
 #   `Var` and one application: at most 4. Nothing is ever built twice, so the
-#   total is at most 4 per source constructor (random programs stay below 2.5);
+#   total is at most 4 per source constructor;
 # - C5 never makes a join point whose code merely returns its parameter —
 #   the join points that cost C4 its tail positions;
 # - a chain of conditionals makes C3's output double and C5's grow by a
@@ -1214,12 +1308,179 @@ plt.close(fig)
 #
 # ## Exercises
 #
-# 1. Give C5 a fourth continuation, `Cont.Bind(x, k)`, for `let x = [·] in x`
-#    patterns that merely rename. Which copies does it let you avoid?
-# 2. C1 and C3 copy a variable into a fresh one (`let %1 = x`). Change `bop`
-#    in C5 so that an operand that is already a variable is used directly.
-#    What happens to the sizes in the measurement above?
+# 1. C5 binds every `Cont.Let` continuation to a join point, even one whose
+#    term only returns the value it names, `let x = [·] in return x` — the
+#    continuation of the last conditional of `if0_chain(n)`. Recognise it:
+#    it behaves as `Cont.Return()`. Which join points does that save, and
+#    what does it give back?
+# 2. C1 and C3 copy a variable into a fresh one (`let %1 = x`). Change C5 so
+#    that an operand of `⊕` that is already a variable is used directly.
+#    What happens to the sizes in the measurement above? When is it wrong?
 # 3. Add a `Call (f, x)` expression to S and A2. In which of C4's outputs on
 #    P2-like programs would a call that was in tail position stop being one?
 # 4. Write C6 where `If0` tests an arbitrary expression (`If0 of exp * t * t`),
 #    avoiding the `let %n = …` that names the test.
+#
+# <details><summary>Solutions</summary>
+#
+# 1. `C5Rename`, below, hands such a continuation to C5's `if0` as
+#    `Cont.Return()`. It saves the join point of a conditional whose value
+#    is named only to be returned: in `if0_chain(n)`, the last one. And it
+#    gives back tail position: the branches of that conditional return
+#    their value themselves instead of jumping to a block that does, so a
+#    call there (exercise 3) would stay a tail call. The variable `x` is not
+#    bound at all any more, since nothing but the return used it.
+# 2. `C5Direct`, below, lowers a `⊕` whose operand is a variable with the
+#    variable's own name in the `Bop` and no `Let` for it. The sizes of the
+#    chain do not change at all: it has no `⊕`. Its copies `let %n = x`
+#    come from `if0`, which names its test even when the test is already a
+#    variable — exercise 4's business. On P1 and P2 the output shrinks by two
+#    constructors per operand that is a variable. It is wrong as soon as the
+#    source binds a name twice: in `y ⊕ (let y = 5 in y)` the right operand's
+#    `let y` comes first in the flat output, and the `Bop` would read the new
+#    `y`. C1's copy is what protects the left operand's value; the direct
+#    version is right for programs that bind each name once, as a renaming
+#    pass before lowering can guarantee.
+# 3. In every branch of an `If0` that is itself in tail position. C4 gives
+#    each `If0` a join point, even when its continuation is `Return`; a call
+#    `f x` in a branch then becomes `Join (j, Call (f, x))`: call, then jump
+#    to `j`, which returns — the call is no longer the last thing the
+#    function does. In P2-like programs that is the *last* conditional,
+#    whose join point `%7` (drawn in the flow graph above) only returns.
+#    The first conditional's branches were never in tail position: the rest
+#    of the program follows them. C5 keeps the tail calls, since it makes no
+#    join point for the continuation `Return`.
+# 4. `C6`, below: a fourth continuation, `Test(then, orelse)`, stands for
+#    `e ↦ If0 (e, then, orelse)`, and `if0` lowers its test with it instead
+#    of with `Cont.Let(%n, If0 (%n, …))`. `Test` carries two terms, so it is
+#    not copyable: an `if0` in the test position of another makes a join
+#    point for it, as for a `Cont.Let`. The evaluator needs one more case;
+#    below, `named_tests` turns C6's output back into A2 by naming each test,
+#    and `evaluate_a` runs that. Each conditional saves one constructor, the
+#    `Let` that named its test.
+#
+# </details>
+#
+# The solutions that are code, run on P1, P2 and the chains, against
+# `evaluate_s`. Exercise 1:
+
+# %%
+def returns_what_it_names(k) -> bool:
+    return isinstance(k, Cont.Let) and k.body == A1.Return(A1.Var(k.name))
+
+
+class C5Rename(C5):
+    """C5 that treats the continuation let x = [·] in return x as return."""
+
+    def if0(self, t1, t2, t3):
+        lowered = super().if0(t1, t2, t3)
+        return lambda k: lowered(Cont.Return() if returns_what_it_names(k) else k)
+
+
+def join_points(t) -> int:
+    return sum(isinstance(u, A2.LetJoin) for u in subterms(t))
+
+
+tests = [P1, P2] + [if0_chain(n) for n in (1, 2, 5)]
+for s in tests:
+    for compiler in (C5, C5Rename):
+        check_scopes(compiler.lower(s))
+        assert evaluate_a(compiler.lower(s)) == evaluate_s(s)
+for n in (1, 2, 5):
+    print(f"if0_chain({n}): join points, C5 {join_points(C5.lower(if0_chain(n)))}, "
+          f"C5Rename {join_points(C5Rename.lower(if0_chain(n)))}")
+
+# %% [markdown]
+# Exercise 2:
+
+# %%
+class C5Direct(C5):
+    """C5 that uses a variable operand of a Bop directly, without a Let."""
+
+    def lower_(self, s):
+        if not (isinstance(s, S.Bop) and S.Var in (type(s.left), type(s.right))):
+            return super().lower_(s)
+        t1, t2 = self.lower_all(s.left, s.right)
+        x1, x2 = (o.name if isinstance(o, S.Var) else self.fresh() for o in (s.left, s.right))
+
+        def lowered(k):
+            rest = apply(k, A1.Bop(x1, x2))
+            with_x2 = rest if isinstance(s.right, S.Var) else t2(Cont.Let(x2, rest))
+            return with_x2 if isinstance(s.left, S.Var) else t1(Cont.Let(x1, with_x2))
+        return lowered
+
+
+for s in tests:
+    assert evaluate_a(C5Direct.lower(s)) == evaluate_s(s)
+for name, s in (("P1", P1), ("P2", P2), ("if0_chain(5)", if0_chain(5))):
+    print(f"{name}: C5 {size(C5.lower(s))}, C5Direct {size(C5Direct.lower(s))} constructors")
+shadowing = S.Let("y", S.Int(1), S.Bop(S.Var("y"), S.Let("y", S.Int(5), S.Var("y"))))
+print("y ⊕ (let y = 5 in y), with y = 1:", evaluate_s(shadowing), "but C5Direct gives",
+      evaluate_a(C5Direct.lower(shadowing)))
+
+# %% [markdown]
+# Exercise 4:
+
+# %%
+@dataclass(slots=True)
+class If0e:
+    """C6's conditional: If0 (e, then, orelse) tests an expression."""
+    test: object
+    then: object
+    orelse: object
+
+
+@dataclass(slots=True)
+class Test:
+    """The continuation e ↦ If0 (e, then, orelse)."""
+    then: object
+    orelse: object
+
+
+def apply6(k, e):
+    return If0e(e, k.then, k.orelse) if isinstance(k, Test) else apply(k, e)
+
+
+class C6(C5):
+    """C5 whose If0 tests an expression: no Let names the test."""
+
+    def var(self, x):
+        return lambda k: apply6(k, A1.Var(x))
+
+    def int(self, i):
+        return lambda k: apply6(k, A1.Int(i))
+
+    def bop(self, t1, t2):
+        x1, x2 = self.fresh(), self.fresh()
+        return lambda k: t1(Cont.Let(x1, t2(Cont.Let(x2, apply6(k, A1.Bop(x1, x2))))))
+
+    def if0(self, t1, t2, t3):
+        def lowered(k):
+            if is_copyable(k) and not isinstance(k, Test):
+                return t1(Test(t2(k), t3(k)))
+            j, x0 = self.fresh(), self.fresh()
+            rest = apply6(k, A1.Var(x0))
+            return A2.LetJoin(j, x0, rest, t1(Test(t2(Cont.Join(j)), t3(Cont.Join(j)))))
+        return lowered
+
+
+# %%
+def named_tests(t, names=None):
+    """C6's output as A2: each tested expression named by a Let."""
+    names = names if names is not None else iter(range(1, 10**9))
+    if isinstance(t, If0e):
+        x = f"test{next(names)}"
+        return A1.Let(x, t.test, A1.If0(x, named_tests(t.then, names), named_tests(t.orelse, names)))
+    if isinstance(t, (A1.Let, A1.If0, A2.LetJoin)):
+        return type(t)(*(named_tests(getattr(t, f.name), names) for f in fields(t)))
+    return t
+
+
+nested = S.If0(S.If0(S.Var("x"), S.Int(0), S.Int(1)), S.Int(2), S.Int(3))   # if0 in a test
+for s in tests + [S.Let("x", S.Int(0), nested)]:
+    output = named_tests(C6.lower(s))
+    check_scopes(output)
+    assert evaluate_a(output) == evaluate_s(s)
+for name, s in (("P2", P2), ("if0_chain(5)", if0_chain(5))):
+    print(f"{name}: C5 {size(C5.lower(s))}, C6 {size(C6.lower(s))} constructors")
+print(show(C6.lower(P2)))

@@ -120,6 +120,21 @@ def test_a_chain_of_conditionals_doubles_c3_and_grows_c5_by_a_constant():
     assert len({b - a for a, b in zip(c5, c5[1:])}) == 1
 
 
+@settings(max_examples=200, deadline=None)
+@given(programs())
+def test_c1_copies_nothing_it_only_names(s):
+    # A Bop becomes two Lets, two Vars and itself, an If0 a Let, a Var and itself: at most 5 for 1.
+    assert size(C1.lower(s)) <= 5 * size(s)
+
+
+def test_c2_is_the_first_compiler_that_copies():
+    c1 = [size(C1.lower(if0_chain(n))) for n in range(1, 13)]
+    c2 = [size(C2.lower(if0_chain(n))) for n in range(1, 13)]
+    assert len({b - a for a, b in zip(c1, c1[1:])}) == 1
+    assert all(b > 2 * a for a, b in zip(c2, c2[1:]))
+    assert size(C1.lower(P2)) < size(C2.lower(P2))
+
+
 def test_c3_binds_names_twice_on_p2():
     with pytest.raises(ScopeError, match="bound twice"):
         check_scopes(C3.lower(P2))

@@ -161,6 +161,19 @@ def test_every_misuse_raises_in_safe():
     assert uf.find(x) is uf.find(y) is pxy and uf.description(pxy) == 3
 
 
+def test_a_misuse_message_says_which_argument_is_wrong():
+    uf = Safe()
+    x, y = Element("x"), Element("y")
+    px = uf.singleton(x, "x")
+    with pytest.raises(NotAPartition, match=r"^expected a partition as the argument, got Element\('x'\)$"):
+        uf.description(x)
+    with pytest.raises(NotAPartition, match="^expected a partition as the second argument of union, got 'p'$"):
+        uf.union(px, "p", 0)
+    pxy = uf.union(px, uf.singleton(y, "y"), "x or y")
+    with pytest.raises(ConsumedPartition, match="^the first argument of union, <partition 'x', rank 0, consumed>,"):
+        uf.union(px, pxy, 0)
+
+
 def test_a_consumed_partition_is_caught_even_when_its_root_survived():
     uf = Safe()
     a, b = Element("a"), Element("b")
