@@ -940,8 +940,9 @@ class Optimiser(Kennedy):
         outside = {a.loc for a in calls if a.cont.var is k}
         if len(outside) == 1:                   # f's tail calls now make the frame f's call made
             relocate(lam.cont, outside.pop())
+        h = next(a.exn.var for a in calls if a.cont.var is k and a.exn.var is not lam.exn)
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
-        self.substitute(lam.exn, next(a.exn.var for a in calls if a.cont.var is k))   # and raises there
+        self.substitute(lam.exn, h)            # and raises where every call raises
         for a in calls:                         # every call becomes a jump: from outside, or a loop
             self.put(a, apply_cont(j, *[o.var for o in a.args]), made=True)
         _attach(t, "handler", take(lam.body))

@@ -1061,12 +1061,12 @@ class Program(Program):
 
 # %%
 square_program = Program()
-square = square_program.define(lam(lambda ret, x: let_prim(op("*", x, x), lambda y: apply_cont(ret, y), "y"),
+square = square_program.define(lam(lambda ret, exn, x: let_prim(op("*", x, x), lambda y: apply_cont(ret, y), "y"),
                                    ["x"]), name="square")
 main = Seq()
 n = main.let(const(7), "seven")
 k = main.cont(lambda k, r: let_prim(print_(r), lambda u: halt(u), "u"), ["r"])
-square_program.define(main.end(apply(square, k, n)), "unused")
+square_program.define(main.end(apply(square, k, square_program.uncaught, n)), "unused")
 [(d.visibility, d.var) for d in square_program.definitions]
 
 # %% [markdown]
@@ -2381,7 +2381,7 @@ again = parse(show(square_program))
 assert show(again) == show(square_program)
 WRONG = ("x_1 = 1\nk_2(x_1)",
          "cont k_1(x_2) {\n  halt x_2\n}\nhalt x_2",
-         "cont out_1(r_2) {\n  halt r_2\n}\nf_3 = fun ret_4(x_5) {\n  out_1(x_5)\n}\nout_1(f_3)")
+         "cont out_1(r_2) {\n  halt r_2\n}\nf_3 = fun ret_4 exn_5 (x_6) {\n  out_1(x_6)\n}\nout_1(f_3)")
 for text in WRONG:
     try:
         parse_term(text)
@@ -2741,12 +2741,12 @@ def check(root, closed: bool = False) -> None:
 # %%
 check(square_program, closed=True)
 ARITY = "cont k_1(x_2, y_3) {\n  halt x_2\n}\none_4 = 1\nk_1(one_4)"
-NESTED = """private f_1 = fun ret_2(x_3) {
-  g_4 = fun ret_5(y_6) {
-    z_7 = x_3 + y_6
-    ret_5(z_7)
+NESTED = """private f_1 = fun ret_2 exn_3 (x_4) {
+  g_5 = fun ret_6 exn_7 (y_8) {
+    z_9 = x_4 + y_8
+    ret_6(z_9)
   }
-  ret_2(g_4)
+  ret_2(g_5)
 }
 """
 for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (parse(NESTED), True)):
@@ -3462,43 +3462,43 @@ def beside(pictures: list, title: str, gap: float = 28) -> str:
 
 # %%
 MAP = '''
-private map_1 = fun ret_2(f_3, l_4) {
-  t_5 = tag l_4
-  cont empty_6() {
-    nil_7 = inj 0 Nil()
-    ret_2(nil_7)
+private map_1 = fun ret_2 exn_3 (f_4, l_5) {
+  t_6 = tag l_5
+  cont empty_7() {
+    nil_8 = inj 0 Nil()
+    ret_2(nil_8)
   }
-  cont nonempty_8() {
-    x_9 = l_4[0]
-    r_10 = l_4[1]
-    cont after_f_11(fx_12) {
-      cont after_map_13(m_14) {
-        result_15 = inj 1 Cons(fx_12, m_14)
-        ret_2(result_15)
+  cont nonempty_9() {
+    x_10 = l_5[0]
+    r_11 = l_5[1]
+    cont after_f_12(fx_13) {
+      cont after_map_14(m_15) {
+        result_16 = inj 1 Cons(fx_13, m_15)
+        ret_2(result_16)
       }
-      call map_1(f_3, r_10) -> after_map_13
+      call map_1(f_4, r_11) -> after_map_14 / exn_3
     }
-    call f_3(x_9) -> after_f_11
+    call f_4(x_10) -> after_f_12 / exn_3
   }
-  case t_5 { 0 -> empty_6; 1 -> nonempty_8 }
+  case t_6 { 0 -> empty_7; 1 -> nonempty_9 }
 }
-private square_16 = fun ret_17(x_18) {
-  y_19 = x_18 * x_18
-  ret_17(y_19)
+private square_17 = fun ret_18 exn_19 (x_20) {
+  y_21 = x_20 * x_20
+  ret_18(y_21)
 }
 unused = do {
-  nil_20 = inj 0 Nil()
-  three_21 = 3
-  l3_22 = inj 1 Cons(three_21, nil_20)
-  two_23 = 2
-  l2_24 = inj 1 Cons(two_23, l3_22)
-  one_25 = 1
-  l1_26 = inj 1 Cons(one_25, l2_24)
-  cont done_27(squares_28) {
-    u_29 = print(l1_26, squares_28)
-    halt u_29
+  nil_22 = inj 0 Nil()
+  three_23 = 3
+  l3_24 = inj 1 Cons(three_23, nil_22)
+  two_25 = 2
+  l2_26 = inj 1 Cons(two_25, l3_24)
+  one_27 = 1
+  l1_28 = inj 1 Cons(one_27, l2_26)
+  cont done_29(squares_30) {
+    u_31 = print(l1_28, squares_30)
+    halt u_31
   }
-  call map_1(square_16, l1_26) -> done_27
+  call map_1(square_17, l1_28) -> done_29 / uncaught
 }
 '''
 map_program = parse(MAP)
@@ -3596,20 +3596,20 @@ evaluate(parse_term(COUNT))
 
 # %%
 STEP1 = '''
-private f_1 = fun ret_2(cond_3) {
-  cont after_if_4(v_5) {
-    result_6 = tuple(v_5, v_5)
-    ret_2(result_6)
+private f_1 = fun ret_2 exn_3 (cond_4) {
+  cont after_if_5(v_6) {
+    result_7 = tuple(v_6, v_6)
+    ret_2(result_7)
   }
-  cont then_7() {
-    u_8 = fail "Failure"
-    ret_2(u_8)
+  cont then_8() {
+    u_9 = fail "Failure"
+    ret_2(u_9)
   }
-  cont else_9() {
-    zero_10 = 0
-    after_if_4(zero_10)
+  cont else_10() {
+    zero_11 = 0
+    after_if_5(zero_11)
   }
-  case cond_3 { 0 -> else_9; 1 -> then_7 }
+  case cond_4 { 0 -> else_10; 1 -> then_8 }
 }
 '''
 f_program = parse(STEP1)
@@ -3699,7 +3699,7 @@ def call_f(program_text: str, argument: str) -> str:
     u_103 = print(r_102)
     halt u_103
   }}
-  call f_1(c_100) -> k_101
+  call f_1(c_100) -> k_101 / uncaught
 }}
 '''
     try:

@@ -485,12 +485,12 @@ def copy_term(root, renaming: dict):
 
 # %%
 FUNCTION = cps.parse('''
-private double_1 = fun ret_2(x_3) {
-  cont k_4(r_5) {
-    ret_2(r_5)
+private double_1 = fun ret_2 exn_3 (x_4) {
+  cont k_5(r_6) {
+    ret_2(r_6)
   }
-  y_6 = x_3 + x_3
-  k_4(y_6)
+  y_7 = x_4 + x_4
+  k_5(y_7)
 }
 ''')
 lam = FUNCTION.definitions[0].value
@@ -796,7 +796,7 @@ ZERO = cps.parse('''
 unused = do {
   one_1 = 1
   zero_2 = 0
-  q_3 = one_1 / zero_2 @6:9
+  q_3 = one_1 / zero_2 @6:9 / uncaught
   u_4 = print(q_3)
   halt u_4
 }
@@ -927,16 +927,16 @@ def relocate(ret: ContVar, loc) -> None:
 # %%
 demo('''
 unused = do {
-  double_1 = fun ret_2(x_3) {
-    y_4 = x_3 + x_3
-    ret_2(y_4)
+  double_1 = fun ret_2 exn_3 (x_4) {
+    y_5 = x_4 + x_4
+    ret_2(y_5)
   }
-  cont k_5(r_6) {
-    u_7 = print(r_6)
-    halt u_7
+  cont k_6(r_7) {
+    u_8 = print(r_7)
+    halt u_8
   }
-  five_8 = 5
-  call double_1(five_8) -> k_5
+  five_9 = 5
+  call double_1(five_9) -> k_6 / uncaught
 }
 ''', "inline_function_once")
 
@@ -1041,22 +1041,22 @@ class Shrinker(Shrinker):
 
 # %%
 demo('''
-private g_1 = fun ret_2(y_3) {
-  ret_2(y_3)
+private g_1 = fun ret_2 exn_3 (y_4) {
+  ret_2(y_4)
 }
-private f_4 = fun ret_5(x_6) {
-  cont k_7(r_8) {
-    ret_5(r_8)
+private f_5 = fun ret_6 exn_7 (x_8) {
+  cont k_9(r_10) {
+    ret_6(r_10)
   }
-  call g_1(x_6) -> k_7
+  call g_1(x_8) -> k_9 / exn_7
 }
 unused = do {
-  two_9 = 2
-  cont done_10(r_11) {
-    u_12 = print(r_11)
-    halt u_12
+  two_11 = 2
+  cont done_12(r_13) {
+    u_14 = print(r_13)
+    halt u_14
   }
-  call f_4(two_9) -> done_10
+  call f_5(two_11) -> done_12 / uncaught
 }
 ''', "eta")
 
@@ -1141,7 +1141,7 @@ unused = do {
     u_3 = print(r_2)
     halt u_3
   }
-  u_4 = fail "no clause matches the value" @3:1
+  u_4 = fail "no clause matches the value" @3:1 / uncaught
   after_1(u_4)
 }
 ''', "unreachable")
@@ -1171,20 +1171,20 @@ class Shrinker(Shrinker):
 
 # %%
 demo('''
-private add_code_1 = fun ret_2(env_3, y_4) {
-  x_5 = env_3[1]
-  s_6 = x_5 + y_4
-  ret_2(s_6)
+private add_code_1 = fun ret_2 exn_3 (env_4, y_5) {
+  x_6 = env_4[1]
+  s_7 = x_6 + y_5
+  ret_2(s_7)
 }
 unused = do {
-  one_7 = 1
-  add_8 = closure(add_code_1, one_7)
-  two_9 = 2
-  cont k_10(r_11) {
-    u_12 = print(r_11)
-    halt u_12
+  one_8 = 1
+  add_9 = closure(add_code_1, one_8)
+  two_10 = 2
+  cont k_11(r_12) {
+    u_13 = print(r_12)
+    halt u_13
   }
-  call add_8(two_9) -> k_10
+  call add_9(two_10) -> k_11 / uncaught
 }
 ''', "known_call")
 
@@ -1232,21 +1232,21 @@ class Shrinker(Shrinker):
 
 # %%
 demo('''
-private f_1 = fun ret_2(b_3) {
-  cont join_4(x_5, y_6) {
-    ret_2(x_5)
+private f_1 = fun ret_2 exn_3 (b_4) {
+  cont join_5(x_6, y_7) {
+    ret_2(x_6)
   }
-  cont yes_7() {
-    one_8 = 1
-    two_9 = 2
-    join_4(one_8, two_9)
+  cont yes_8() {
+    one_9 = 1
+    two_10 = 2
+    join_5(one_9, two_10)
   }
-  cont no_10() {
-    three_11 = 3
-    four_12 = 4
-    join_4(three_11, four_12)
+  cont no_11() {
+    three_12 = 3
+    four_13 = 4
+    join_5(three_12, four_13)
   }
-  case b_3 { 0 -> no_10; 1 -> yes_7 }
+  case b_4 { 0 -> no_11; 1 -> yes_8 }
 }
 ''', "dead_parameter")
 
@@ -1360,7 +1360,7 @@ unused = do {
     n_7 = s_5[1]
     ok_8 = i_6 <= n_7
     cont stuck_9() {
-      u_10 = fail "no clause matches the value" s_5 @2:3
+      u_10 = fail "no clause matches the value" s_5 @2:3 / uncaught
       halt u_10
     }
     cont go_11() {
@@ -1897,8 +1897,9 @@ class Optimiser(Optimiser):
         outside = {a.loc for a in calls if a.cont.var is k}
         if len(outside) == 1:                   # f's tail calls now make the frame f's call made
             relocate(lam.cont, outside.pop())
+        h = next(a.exn.var for a in calls if a.cont.var is k and a.exn.var is not lam.exn)
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
-        self.substitute(lam.exn, next(a.exn.var for a in calls if a.cont.var is k))   # and raises there
+        self.substitute(lam.exn, h)            # and raises where every call raises
         for a in calls:                         # every call becomes a jump: from outside, or a loop
             self.put(a, apply_cont(j, *[o.var for o in a.args]), made=True)
         _attach(t, "handler", take(lam.body))

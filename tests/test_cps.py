@@ -2196,3 +2196,192 @@ def test_beside_puts_pictures_side_by_side_in_one_svg():
     inner = root.findall(ns + "svg")
     assert [float(s.get("x")) for s in inner] == [10.0, 10.0 + width(a) + 28]
     assert width(both) == pytest.approx(10 + width(a) + 28 + width(b) + 10, abs=1)
+
+
+# --- 7. The second continuation: handlers, raises, uncaught ------------------------------------
+
+RAISING = '''\
+private find_1 = fun ret_2 exn_3 (n_4) {
+  zero_5 = 0
+  z_6 = n_4 == zero_5
+  cont found_7() {
+    ret_2(n_4)
+  }
+  cont missing_8() {
+    e_9 = inj 3 NotFound()
+    exn_3(e_9) raise @2:5
+  }
+  case z_6 { 0 -> missing_8; 1 -> found_7 }
+}
+private divide_10 = fun ret_11 exn_12 (a_13, b_14) {
+  q_15 = a_13 / b_14 @7:3 / exn_12
+  ret_11(q_15)
+}
+public main_16 = do {
+  one_17 = %s
+  cont handler_18(e_19) {
+    t_20 = tag e_19
+    u_21 = print(e_19)
+    cont caught_22() {
+      halt one_17
+    }
+    cont again_23() {
+      uncaught(e_19)
+    }
+    case t_20 { 3 -> caught_22; _ -> again_23 }
+  }
+  cont back_24(r_25) {
+    cont back_26(s_27) {
+      halt s_27
+    }
+    call divide_10(r_25, r_25) -> back_26 / handler_18 @4:1
+  }
+  call find_1(one_17) -> back_24 / handler_18 @3:1
+}
+'''
+
+
+def test_a_raise_in_a_callee_reaches_the_handler_of_its_caller():
+    # find(1) raises NotFound to its own exception continuation, which the call bound to the
+    # caller's local handler: the handler prints it and halts with its argument.
+    prog = parse(RAISING % "1")
+    check(prog)
+    out = io.StringIO()
+    values = run(prog, out)
+    assert out.getvalue() == "NotFound\n"
+    assert values[prog.definitions[2].var] == 1
+
+
+def test_a_failing_primitive_raises_its_predefined_exception_to_the_handler():
+    # find(0) returns 0; divide(0, 0) fails: DivisionByZero (tag 0) goes to the handler, which
+    # passes it on to uncaught: the report is the division's, at the division.
+    prog = parse(RAISING % "0")
+    out = io.StringIO()
+    with pytest.raises(Stop, match=r"^7:3: runtime error: division by zero$"):
+        run(prog, out)
+    assert out.getvalue() == "DivisionByZero\n"
+
+
+def test_an_uncaught_raise_reports_the_exception_at_its_raise():
+    text = 'private f_1 = fun ret_2 exn_3 (x_4) {\n  s_5 = "boom"\n  e_6 = inj 4 Failure(s_5)\n' \
+           '  exn_3(e_6) raise @5:7\n}\npublic main_7 = do {\n  one_8 = 1\n  cont k_9(r_10) {\n' \
+           '    halt r_10\n  }\n  call f_1(one_8) -> k_9 / uncaught @9:1\n}\n'
+    prog = parse(text)
+    check(prog)
+    assert show(prog) == text
+    with pytest.raises(Stop, match=r'^5:7: runtime error: uncaught exception Failure\("boom"\)$'):
+        run(prog, io.StringIO())
+
+
+def test_handlers_and_raise_sites_print_and_parse_back():
+    prog = parse(RAISING % "1")
+    text = show(prog)
+    assert text == RAISING % "1"
+    again = parse(text)
+    check(again)
+    assert show(again) == text
+    raises = [t for t in subterms(again) if type(t) is ApplyCont and t.raises]
+    assert [cps.line_col(t.loc) for t in raises] == [(2, 5)]
+    calls = [t for t in subterms(again) if type(t) is Apply]
+    assert [t.exn.var.hint for t in calls] == ["handler", "handler"]
+    (division,) = [n for n in walk(again) if type(n) is cps.Op and n.op == "/"]
+    assert division.exn.var is again.definitions[1].value.exn
+
+
+def test_a_raise_is_built_as_a_jump_with_a_site():
+    def body(ret, exn, x):
+        return let_cont(lambda h, e: apply_cont(exn, e),      # a handler that passes it on
+                        lambda h: let_prim(cps.inject(4, "Failure", x), lambda e:
+                                           cps.raise_(h, e, loc=cps.Pos(3, 9)), "e"),
+                        ["e"], "handler")
+    prog = Program()
+    f = prog.define(lam(body, ["x"]), "public", name="f")
+    prog.define(let_prim(const("no"), lambda s: let_cont(lambda k, r: halt(r), lambda k:
+                apply(f, k, prog.uncaught, s, loc=cps.Pos(8, 1)), ["r"])), "unused")
+    check(prog)
+    assert "\n  handler_5(e_7) raise @3:9\n" in show(prog)
+    with pytest.raises(Stop, match=r'^3:9: runtime error: uncaught exception Failure\("no"\)$'):
+        run(prog, io.StringIO())
+    again = parse(show(prog))
+    check(again)
+    assert show(again) == show(prog)
+
+
+def test_check_rejects_an_escaping_handler():
+    # a handler used as a value
+    t = let_cont(lambda h, e: halt(e), lambda h: let_prim(tuple_(h), lambda x: halt(x)), ["e"], "h")
+    with pytest.raises(CheckError, match=r"a variable occurrence was expected, not <ContOcc of h>"):
+        check(t)
+    # a handler captured by a function: the function raises to it
+    t = let_cont(lambda h, e: halt(e), lambda h: let_prim(
+        lam(lambda r, exn, y: let_prim(const(1), lambda one: apply(y, r, h, one)), ["y"]),
+        lambda f: halt(f), "f"), ["e"], "h")
+    with pytest.raises(CheckError, match=r"h_1 is a free continuation of the function"):
+        check(t)
+    with pytest.raises(CompileError, match="k is a continuation; a variable is expected here"):
+        parse_term("cont k(e) {\n  halt e\n}\nx = tuple(k)\nhalt x\n")
+
+
+def test_check_rejects_a_call_whose_exception_continuation_is_not_a_continuation():
+    t = let_prim(lam(lambda r, exn, y: apply_cont(r, y)), lambda f: let_cont(
+        lambda k, a: halt(a), lambda k: let_prim(const(1), lambda x: apply(f, k, x, x)), ["a"]), "f")
+    with pytest.raises(CheckError, match=r"a continuation occurrence was expected, not <Occ of x>"):
+        check(t)
+    with pytest.raises(CompileError, match="x is not a continuation; a continuation is expected here"):
+        parse_term("x = 1\ncont k(a) {\n  halt a\n}\ncall x(x) -> k / x\n")
+    with pytest.raises(CompileError, match="expected '/' and the exception continuation"):
+        parse_term("x = 1\ncont k(a) {\n  halt a\n}\ncall x(x) -> k\n")
+
+
+def test_check_rejects_a_handler_of_two_parameters_and_one_continuation_bound_twice():
+    t = let_prim(lam(lambda r, exn, y: apply_cont(r, y)), lambda f: let_cont(
+        lambda k, a: halt(a), lambda k: let_cont(lambda h, a, b: halt(a), lambda h: let_prim(
+            const(1), lambda x: apply(f, k, h, x)), ["a", "b"], "h"), ["a"]), "f")
+    with pytest.raises(CheckError, match=r"h_\d+ expects 2 argument\(s\), and is given 1"):
+        check(t)
+    f = lam(lambda r, exn, y: apply_cont(r, y))
+    f.exn = f.cont                                         # one continuation for both barrels
+    t = let_prim(f, lambda g: halt(g), "f")
+    with pytest.raises(CheckError, match=r"ret_\d+ is bound twice"):
+        check(t)
+    with pytest.raises(CompileError, match=r"r is bound twice"):
+        parse_term("f = fun r r (x) {\n  r(x)\n}\nhalt f\n")
+
+
+def test_uncaught_is_the_top_levels_only():
+    with pytest.raises(CompileError, match="uncaught is the top level's exception continuation"):
+        parse("private f = fun r h (x) {\n  one = 1\n  cont k(v) {\n    r(v)\n  }\n"
+              "  call f(one) -> k / uncaught\n}\n")
+
+
+def test_a_call_naming_a_local_handler_is_not_a_tail_call():
+    # the loop calls itself returning to its own ret, but raising to a local handler: each call
+    # keeps a frame, so a limit of 2 stops it; the same loop raising to its own exn does not.
+    loop = '''\
+private count = fun ret exn (n) {
+  zero = 0
+  done = n <= zero
+  cont stop() {
+    ret(n)
+  }
+  cont go() {
+    cont handler(e) {
+      exn(e)
+    }
+    one = 1
+    m = n - one
+    call count(m) -> ret / %s @4:4
+  }
+  case done { 0 -> go; 1 -> stop }
+}
+public main = do {
+  top = 50
+  cont k(res) {
+    halt res
+  }
+  call count(top) -> k / uncaught
+}
+'''
+    assert main_value(parse(loop % "exn"), stack_limit=2) == 0
+    with pytest.raises(Stop, match="stack overflow"):
+        main_value(parse(loop % "handler"), stack_limit=2)
