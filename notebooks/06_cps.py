@@ -81,36 +81,42 @@
 # `f(x)` we must still call `map`, then build the `Cons`. A CPS program says
 # it. Each "what happens next" becomes a named **continuation**, `k(v)` is a
 # jump that passes `v` to it, and a call names the continuation it returns
-# to. In the language of this chapter (its syntax is defined below) `map` is:
+# to — and the one it *raises* to, if the callee raises an exception. In the
+# language of this chapter (its syntax is defined below) `map` is:
 #
 # ```text
-# private map_1 = fun ret_2(f_3, l_4) {
-#   t_5 = tag l_4
-#   cont empty_6() {
-#     nil_7 = inj 0 Nil()
-#     ret_2(nil_7)
+# private map_1 = fun ret_2 exn_3 (f_4, l_5) {
+#   t_6 = tag l_5
+#   cont empty_7() {
+#     nil_8 = inj 0 Nil()
+#     ret_2(nil_8)
 #   }
-#   cont nonempty_8() {
-#     x_9 = l_4[0]
-#     r_10 = l_4[1]
-#     cont after_f_11(fx_12) {
-#       cont after_map_13(m_14) {
-#         result_15 = inj 1 Cons(fx_12, m_14)
-#         ret_2(result_15)
+#   cont nonempty_9() {
+#     x_10 = l_5[0]
+#     r_11 = l_5[1]
+#     cont after_f_12(fx_13) {
+#       cont after_map_14(m_15) {
+#         result_16 = inj 1 Cons(fx_13, m_15)
+#         ret_2(result_16)
 #       }
-#       call map_1(f_3, r_10) -> after_map_13
+#       call map_1(f_4, r_11) -> after_map_14 / exn_3
 #     }
-#     call f_3(x_9) -> after_f_11
+#     call f_4(x_10) -> after_f_12 / exn_3
 #   }
-#   case t_5 { 0 -> empty_6; 1 -> nonempty_8 }
+#   case t_6 { 0 -> empty_7; 1 -> nonempty_9 }
 # }
 # ```
+#
+# `map` binds two continuations: `ret_2`, where it returns, and `exn_3`,
+# where it raises. Both calls in its body name two: `-> after_map_14`, where
+# the call returns, and `/ exn_3`, where an exception raised by the callee
+# goes — here `map`'s own, so an exception raised by `f` leaves `map` too.
 #
 # This is *second-class* CPS, the kind Kennedy proposed and Flambda2 uses:
 # continuations are not values. They are bound by `cont` (the term
 # `LetCont`), jumped to (`ApplyCont`) or handed to a call as its return
-# point (`Apply`), and nothing else: they cannot be stored in a tuple or
-# passed as an ordinary argument. Three things follow, and the whole back end
+# and exception points (`Apply`), and nothing else: they cannot be stored in
+# a tuple or passed as an ordinary argument. Three things follow, and the whole back end
 # stands on them.
 #
 # 1. **A continuation is a block of code, not a closure.** Since it never
@@ -122,7 +128,8 @@
 # 2. **Calls use the machine stack.** The return continuation of a call is a
 #    continuation of the *caller*, so "call `map`, then continue at
 #    `after_map`" is an ordinary call instruction followed by a branch, and a
-#    call whose return continuation is the function's own `ret` is a tail call.
+#    call whose two continuations are the function's own `ret` and `exn` is a
+#    tail call.
 #    First-class CPS (continuations as closures, the `map_cps` of seed 001)
 #    would instead allocate a closure per call.
 # 3. **Control flow is explicit, and rewriting it is local.** Inlining a
@@ -142,15 +149,43 @@
 # for expressions.
 #
 # <div class="admonition note">
-# <p class="admonition-title">Design note: one return continuation, not two</p>
+# <p class="admonition-title">Design note: two continuations, even where nothing raises</p>
 #
-# Flambda2 gives every function *two* return continuations, one for a normal
-# return and one for an exception ("double-barrelled" CPS, after Hayo
-# Thielecke). L has no exceptions: its runtime errors stop the program. So a
-# function here has one return continuation, and a runtime error is the
-# primitive `fail`, which stops. A language with exceptions would give
-# `Lambda` and `Apply` a second continuation, and `raise` would be a jump to
-# it: no new kind of control flow, only a second place to return to.
+# Like Flambda2, every function here has *two* continuations, one for a
+# normal return and one for an exception ("double-barrelled" CPS, after Hayo
+# Thielecke), and every call names both. L has exceptions: the front end
+# learns `exception`, `raise` and `try … catch` in chapters 4a–5, and
+# [chapter 7](07_cps_convert.ipynb) converts them. In this language they need
+# no new kind of control flow, only a second place to go:
+#
+# - a handler (the clauses of a `catch`) is an ordinary local continuation
+#   (`cont`) of one parameter, the exception;
+# - `raise` is a jump to a continuation, `h(e) raise @3:5`, which records
+#   its *raise site* (where it happened, for the report if nothing catches
+#   it);
+# - a call inside a `try` names the handler as its exception continuation;
+#   any other call names its function's own, so an exception leaves the
+#   function;
+# - the top level raises to one continuation of the program, `uncaught`,
+#   which reports and stops with status 2.
+#
+# Why give every function the second continuation, even in a program that
+# never raises? Because a function is compiled once, for every caller: the
+# same `map` is called inside a `try` by one caller and outside by another,
+# so where it raises to is a parameter, as where it returns to is. Keeping
+# the parameter in every function costs nothing at run time — an
+# exception continuation that nobody jumps to needs no code ([chapter
+# 10](10_llvm.ipynb)) — and makes every pass handle both from the start
+# instead of special-casing functions that may raise.
+#
+# The operations that can fail — `/` and `%` by zero, a `match` without a
+# matching clause, `assert` — raise predefined exceptions (`DivisionByZero`,
+# `MatchFailure`, `AssertionFailed`). Here they are primitives that name
+# the continuation their failure raises to (`q = a / b @2:7 / exn_3`, `u =
+# fail "assertion failed" @4:1 / exn_3`), not an explicit test and a jump:
+# the table of primitives (chapter 4b) says which operations fail and how,
+# and the back end keeps its one check per division. Raising to `uncaught`,
+# such a failure stops the program with today's message at today's place.
 #
 # </div>
 
@@ -165,13 +200,15 @@
 # | `LetPrim(x, p, t)` | `x = p` then `t` | compute `p`, name the result `x`, continue with `t` |
 # | `LetCont(k, [x1…xn], t1, t2)` | `cont k(x1, …, xn) { t1 }` then `t2` | bind the block `t1` with parameters `x1…xn` to `k`, in `t1` (so it can loop) and in `t2`; continue with `t2` |
 # | `ApplyCont(k, [y1…yn])` | `k(y1, …, yn)` | jump to `k`, binding its parameters to `y1…yn` |
-# | `Apply(kind, f, k, [y1…yn])` | `call f(y1, …, yn) -> k` | call the function `f`; it will jump to `k` with its result (`call direct` for a `direct` call) |
+# | `ApplyCont(h, [e], raises)` | `h(e) raise @3:5` | a raise: jump to `h` with the exception `e`, recording the raise site (L source line 3, column 5) |
+# | `Apply(kind, f, k, h, [y1…yn])` | `call f(y1, …, yn) -> k / h` | call the function `f`; it will jump to `k` with its result, or to `h` with an exception it raises (`call direct` for a `direct` call) |
 # | `Case(x, {i: k…}, kd)` | `case x { i -> k; …; _ -> kd }` | jump to the continuation whose integer matches the value of `x`, or to `kd` |
 # | `Halt(x)` | `halt x` | stop; `x` is the value of the computation |
 #
 # A continuation takes any number of parameters (`cont k(x1, …, xn)`); a
-# `Case` arm continuation takes none, and a return continuation exactly one:
-# the function's result. `Case` only chooses where to jump, by the value of an
+# `Case` arm continuation takes none, a return continuation exactly one (the
+# function's result), and an exception continuation exactly one (the
+# exception). `Case` only chooses where to jump, by the value of an
 # integer or boolean variable (`false` is 0, `true` is 1); taking a value
 # apart is separate: the primitive `tag x` reads the constructor number of an
 # injection, `x[i]` reads field `i`.
@@ -222,7 +259,7 @@
 # | `TupleValue([x1…xn])` | `tuple(x1, …, xn)` | a block of n fields; n may be 1 (a mutable *cell*) or 0 |
 # | `MakeClosure([f, x1…xn])` | `closure(f, x1, …, xn)` | a tuple holding a function's code `f` and its environment (made by chapter 8) |
 # | `Inject(tag, name, [x1…xn])` | `inj 1 Cons(x1, x2)` | constructor number `tag` (of its type) applied to fields |
-# | `Lambda(kind, k, [x1…xn], t)` | `fun k(x1, …) { t }`, `fun direct k(x1, …) { t }` | a function with return continuation `k` |
+# | `Lambda(kind, k, h, [x1…xn], t)` | `fun k h (x1, …) { t }`, `fun direct k h (x1, …) { t }` | a function with return continuation `k` and exception continuation `h` |
 # | `External(name)` | `external "name"` | a value defined outside the program (the runtime) |
 #
 # A **primitive** is a value or an operation on variables:
@@ -231,11 +268,13 @@
 # |---|---|---|
 # | `Proj(i, x)` | `x[i]` | field `i` of a tuple or injection |
 # | `Tag(x)` | `tag x` | the constructor number of an injection |
-# | `Op(op, [x, y])` | `x + y`, `x <= y` … | `+ - * / %` (64-bit, C division; `/` and `%` fail on zero) and `== != < <= > >=` |
+# | `Op(op, [x, y])` | `x + y`, `x <= y` … | `+ - * / %` (64-bit, C division) and `== != < <= > >=` |
+# | `Op(op, [x, y], h)` | `x / y @2:7 / h` | an operation that can fail (`/` and `%` on zero), and the continuation `h` its failure raises to |
 # | `Op(op, [x])` | `-x`, `!x` | `neg`, negation (wrapping), and `not` |
 # | `SetField(i, x, y)` | `x[i] := y` | store into field `i` (the cells of captured `var`s); the result is `()` |
 # | `Print([x1…xn])` | `print(x1, …)` | L's `print`: the values separated by spaces, then a newline; the result is `()` |
 # | `Fail(message, [x], loc)` | `fail "message" x @3:7` | stop with a runtime error at L source line 3, column 7, the message followed by the printed value of `x` if there is one |
+# | `Fail(message, [x], loc, h)` | `fail "assertion failed" @3:7 / h` | raise the predefined exception of the message (`MatchFailure`, `AssertionFailed`) to `h`; uncaught, it reports as the line above |
 #
 # This is the list the L back end needs: arithmetic and comparison for the
 # operators, projections and tags for pattern matching, cells for captured
@@ -271,19 +310,24 @@
 # section on Print prints:
 #
 # ```text
-# private square_1 = fun ret_2(x_3) {
-#   y_4 = x_3 * x_3
-#   ret_2(y_4)
+# private square_1 = fun ret_2 exn_3 (x_4) {
+#   y_5 = x_4 * x_4
+#   ret_2(y_5)
 # }
 # unused = do {
-#   seven_5 = 7
-#   cont k_6(r_7) {
-#     u_8 = print(r_7)
-#     halt u_8
+#   seven_6 = 7
+#   cont k_7(r_8) {
+#     u_9 = print(r_8)
+#     halt u_9
 #   }
-#   call square_1(seven_5) -> k_6
+#   call square_1(seven_6) -> k_7 / uncaught
 # }
 # ```
+#
+# The call at the top level raises to `uncaught`, the program's exception
+# continuation: every dynamic definition's body raises there, and a jump to
+# it reports the exception and stops. It is bound by the program, not by a
+# term, and printed without a number: there is one.
 #
 # Static values exist before anything runs, so every function can call every
 # other, in any order (L's mutual recursion); dynamic definitions then run top
@@ -2000,7 +2044,7 @@ except CompileError as e:
 # found, then the line with a caret under column 7, the `)`.
 #
 # Names and scopes. `hint` recovers the printing hint from a printed name
-# (`after_f_11` was printed from the hint `after_f`); `use` reads a name
+# (`after_f_12` was printed from the hint `after_f`); `use` reads a name
 # that must be bound, of the right class, and in scope — each failure a
 # different message; `loc` reads `@line:col`, as a `Span` of the L source
 # when the parser has one, else as a `Pos`.
@@ -2070,10 +2114,10 @@ class Parser(Parser):
 # `hint` on three names, and `loc` on a location read without an L source:
 
 # %%
-Parser.hint("after_f_11"), Parser.hint("x"), Parser.hint("_2"), Parser(Source("<cps>", "@3:7")).loc()
+Parser.hint("after_f_12"), Parser.hint("x"), Parser.hint("_2"), Parser(Source("<cps>", "@3:7")).loc()
 
 # %% [markdown]
-# `after_f_11` loses its number and keeps the underscore inside its hint;
+# `after_f_12` loses its number and keeps the underscore inside its hint;
 # `x` has no number to lose; `_2` keeps its whole name, since taking off the
 # number would leave an empty hint. With no L source the location stays a
 # bare `Pos(3, 7)`.
@@ -2408,16 +2452,26 @@ for text in WRONG:
 # 2. **Uplinks**: every term, primitive and occurrence points at its parent;
 #    every variable's `binder` is the node that binds it.
 # 3. **Unique binders**: no variable is bound twice.
-# 4. **Scope**: every occurrence's variable (found through the union-find) is
-#    in scope there. A continuation is in scope only inside the function that
-#    binds it: continuations are second-class, they never cross a `fun`.
+# 4. **Scope and second-classness**: every occurrence's variable (found
+#    through the union-find) is in scope there. A continuation variable
+#    occurs only where a continuation is expected — the two continuations of
+#    a call, the target of a jump, the arms of a `case`, the exception
+#    continuation of an operation that can fail — never as a value (in a
+#    tuple, an argument, a closure). A continuation is in scope only inside
+#    the function that binds it: continuations are second-class, they never
+#    cross a `fun`. Together these say that a handler never escapes: no value
+#    and no closure can carry it out of its function. `uncaught` is in scope
+#    in the dynamic definitions only, not in functions, which raise to their
+#    own exception continuation.
 # 5. **Occurrence links**: every occurrence met in the term is in its
 #    variable's ring, every ring holds only occurrences of the term, and every
 #    count is right.
 # 6. **Arity and placement**: a jump passes as many arguments as its
-#    continuation has parameters (exactly one to a return continuation, none
-#    to a `case` arm); `case` values are distinct; `halt` appears only in a
-#    dynamic definition, outside every function.
+#    continuation has parameters (exactly one to a return or exception
+#    continuation, one to the continuations a call names, one in a raise, none
+#    to a `case` arm); a function's two continuations are two variables;
+#    `case` values are distinct; `halt` appears only in a dynamic
+#    definition, outside every function.
 # 7. With `closed=True` — the back end's precondition, after closure
 #    conversion — **no function has a free variable** other than globals.
 #
@@ -2760,8 +2814,8 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
 # `check(square_program, closed=True)` printed nothing: it passed. The first
 # message has no "in definition …" before it, because the term was parsed
 # with `parse_term` and sits in no definition. The last one names the whole
-# chain from the definition down to the inner function: `x_3` is bound by
-# the outer `fun ret_2` and used by the inner `fun ret_5`. Before closure
+# chain from the definition down to the inner function: `x_4` is bound by
+# the outer `fun ret_2` and used by the inner `fun ret_6`. Before closure
 # conversion that is an ordinary nested function; after it, it is a bug.
 #
 # ## Interpret
@@ -2781,16 +2835,33 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
 # - A **function value** copies the values of its free variables when it is
 #   created (a flat closure), so a function made in a loop keeps the values of
 #   *that* iteration. Calling it makes a new activation from that copy, its
-#   parameters, and its return continuation.
+#   parameters, and its two continuations: the call's return and exception
+#   continuations.
 # - After closure conversion ([chapter 8](08_closure.ipynb)) a function
 #   value is a `ClosureRecord`, a tuple whose field 0 is its code; calling it
 #   calls that code with the record itself as first argument. The
 #   interpreter accepts both forms, so it can run a program before and after
 #   that chapter.
-# - A call whose return continuation is the caller's own is a **tail call**:
+# - A call whose two continuations are the caller's own is a **tail call**:
 #   the new activation replaces the caller's at the same depth. Any other call
-#   goes one deeper; past `stack_limit` the program stops with L's "stack
-#   overflow" runtime error at the call.
+#   goes one deeper — a call that raises to a local handler too, since the
+#   handler must still be there when the callee raises; past `stack_limit`
+#   the program stops with L's "stack overflow" runtime error at the call.
+# - A **raise** (`h(e) raise @3:5`) is a jump to the handler `h`, which
+#   first records its *raise site* — the report it would make if nothing
+#   catches it — in the interpreter (`Interpreter.site`). A jump that
+#   passes an exception on without `raise` leaves the site alone, so an
+#   exception that goes through handlers that do not want it is still
+#   reported where it was raised. An operation that fails (`/` by zero, an
+#   unmatched `match`, `assert`) raises its predefined exception to the
+#   continuation it names, with today's message as its site; inside a
+#   block of bindings, that jump is made by a Python exception, `Raised`,
+#   which the trampoline catches.
+# - **`uncaught`**, the program's exception continuation, is a continuation
+#   whose code reports the last raise site as a runtime error: the
+#   interpreter raises `RunError` (or `Stop`), as for any runtime error.
+#   A failing operation whose continuation is `uncaught` reports at once,
+#   exactly as before exceptions existed.
 #
 # Runtime values: Python `int`, `bool`, `str`, `()` for Unit, a `list` for a
 # tuple (lists, because `SetField` writes into cells), `Injected` for an
@@ -3528,9 +3599,111 @@ def picture(node, alt: str) -> None:
 
 picture(map_program.definitions[0],
         "Diagram of map_1: a blue box for the function holds yellow boxes for the continuations "
-        "empty_6 and nonempty_8, and inside nonempty_8 the nested after_f_11 and after_map_13; green "
-        "arrows go from the case to empty_6 and nonempty_8, and from the two calls to after_f_11 and "
-        "after_map_13. No arrow leaves the function box.")
+        "empty_7 and nonempty_9, and inside nonempty_9 the nested after_f_12 and after_map_14; green "
+        "arrows go from the case to empty_7 and nonempty_9, and from the two calls to after_f_12 and "
+        "after_map_14. No arrow leaves the function box.")
+
+# %% [markdown]
+# ### Seed 001's `map`, in L and in CPS
+#
+# Seed 001 explains Flambda2's second-class CPS with this very function,
+# written in OCaml and then in its IR. Here it is in L (with the list type
+# it needs: `Nil` is constructor 0, `Cons` constructor 1), beside the CPS of
+# the program above. Each line of the L has its place on the right: the
+# `match` is the `tag` and the `case`; each arm is a `cont` (`empty_7`,
+# `nonempty_9`); each of the two calls is a `call` that names where it
+# returns — `after_f_12` then `after_map_14`, the "what happens next" that
+# the L leaves implicit — and the `Cons` is built in the last continuation.
+#
+# The seed's IR writes only the return continuation, `Apply (map f r
+# {k_after_map})`. Flambda2 passes the exception continuation too, and so
+# does ours: `/ exn_3` on both calls says that an exception raised in `f`
+# or in the recursive `map` leaves this `map` through its own `exn_3` —
+# there is no `try` here. This `map` never raises, and nothing in it pays
+# for the second continuation: it is a name, and chapter 10 makes no code
+# for an exception continuation that nothing jumps to.
+
+# %%
+MAP_L = """data List<t> {
+  Nil
+  Cons(t, List<t>)
+}
+
+def map(f, l) = l.{
+  Nil -> Nil
+  Cons(x, r) -> Cons(f(x), map(f, r))
+}"""
+
+
+def beside_text(left: str, right: str, gap: int = 4) -> str:
+    """Two texts side by side, the left one padded to its widest line."""
+    ls, rs = left.splitlines(), right.splitlines()
+    width = max(map(len, ls)) + gap
+    return "\n".join(a.ljust(width) + b for a, b in itertools.zip_longest(ls, rs, fillvalue="")).rstrip() + "\n"
+
+
+import itertools
+print(beside_text(MAP_L, show(map_program.definitions[0])), end="")
+
+# %% [markdown]
+# ### A raise, caught by the caller
+#
+# No program of chapter 7 raises yet, but the language can already say it.
+# Below, `find` raises `NotFound` (constructor 3 of `Exn`, after the three
+# predefined exceptions) when its argument is not 0: a jump to its own
+# exception continuation, `exn_3(e_9) raise @2:5`. The caller's call names a
+# handler of its own, `/ handler_11`, so that is where the exception lands,
+# with the caller's activation: the handler prints it. The same program
+# with the call raising to `uncaught` instead stops with the report of the
+# raise, at its site.
+
+# %%
+CATCH = '''
+private find_1 = fun ret_2 exn_3 (n_4) {
+  zero_5 = 0
+  z_6 = n_4 == zero_5
+  cont found_7() {
+    ret_2(n_4)
+  }
+  cont missing_8() {
+    e_9 = inj 3 NotFound()
+    exn_3(e_9) raise @2:5
+  }
+  case z_6 { 0 -> missing_8; 1 -> found_7 }
+}
+unused = do {
+  one_10 = 1
+  cont handler_11(e_12) {
+    u_13 = print(e_12)
+    halt u_13
+  }
+  cont back_14(r_15) {
+    v_16 = print(r_15)
+    halt v_16
+  }
+  call find_1(one_10) -> back_14 / handler_11 @3:1
+}
+'''
+catch_program = parse(CATCH)
+check(catch_program)
+assert show(catch_program) == CATCH.lstrip()
+run(catch_program)
+try:
+    run(parse(CATCH.replace("/ handler_11", "/ uncaught")))
+except Stop as e:
+    print("Stop:", e)
+
+# %% [markdown]
+# In the picture, the call has two arrows: one to its return point
+# `back_14`, one to its handler `handler_11`. Both are continuations of the
+# caller; the raise inside `find` jumps to `exn_3`, a parameter of `find`,
+# and it is the call that says where that is.
+
+# %%
+picture(catch_program.definitions[1],
+        "Diagram of a dynamic definition that calls find_1: a grey box holds the yellow boxes of "
+        "handler_11 and back_14; two green arrows go from the call's line, one to back_14, its return "
+        "point, and one to handler_11, its exception continuation.")
 
 # %% [markdown]
 # ### The seed's loop
@@ -3587,8 +3760,10 @@ evaluate(parse_term(COUNT))
 # ```
 #
 # converts naively to a join point `k_after_if` that both branches would
-# reach. Ours has no exceptions, so the `raise` is a `fail` (a runtime
-# error), but the rest is the same:
+# reach. The `raise` is written here as a `fail` (a runtime error), which
+# keeps the example as small as the seed's; a `raise` would be a jump to the
+# function's exception continuation, `exn_3(e) raise`, and the rest is the
+# same:
 
 # %% [markdown]
 # The text is parsed and checked, and the count of `after_if` read from the
@@ -3615,7 +3790,7 @@ private f_1 = fun ret_2 exn_3 (cond_4) {
 f_program = parse(STEP1)
 check(f_program)
 f_lambda = f_program.definitions[0].value
-after_if = f_lambda.body                       # the LetCont of after_if_4
+after_if = f_lambda.body                       # the LetCont of after_if_5
 print(after_if.cont.hint, "is used", after_if.cont.count, "time(s)")
 
 # %% [markdown]
@@ -3626,15 +3801,15 @@ print(after_if.cont.hint, "is used", after_if.cont.count, "time(s)")
 # in between, reporting exactly what is missing.
 #
 # **Step 1: substitute the argument for the parameter.** Every occurrence of
-# `v_5` becomes an occurrence of `zero_10` — one union, whatever the number
-# of occurrences. The term does not check any more: `zero_10` is now used
+# `v_6` becomes an occurrence of `zero_11` — one union, whatever the number
+# of occurrences. The term does not check any more: `zero_11` is now used
 # in `after_if`'s handler, outside its scope. That is expected; the next
 # step moves those uses into the scope. (The checker names variables as the
-# printer would print the changed term, where `zero_10` comes seventh:
-# `zero_7`.)
+# printer would print the changed term, where `zero_11` comes eighth:
+# `zero_8`.)
 
 # %%
-jump = next(o.enclosing for o in occurrences(after_if.cont))    # the only jump: after_if_4(zero_10)
+jump = next(o.enclosing for o in occurrences(after_if.cont))    # the only jump: after_if_5(zero_11)
 (arg,) = [o.var for o in jump.args]
 substitute(after_if.params[0], arg)
 try:
@@ -3655,12 +3830,12 @@ except CheckError as e:
     print("CheckError:", e)
 
 # %% [markdown]
-# The scope error has gone — the handler that uses `zero_10` now sits in
-# place of the jump, inside `else_9`, where `zero_10` is bound — and the
-# checker reports the other gap: the `LetCont` of `after_if_4` has a hole
+# The scope error has gone — the handler that uses `zero_11` now sits in
+# place of the jump, inside `else_10`, where `zero_11` is bound — and the
+# checker reports the other gap: the `LetCont` of `after_if_5` has a hole
 # where its handler was.
 #
-# **Step 3: delete the binding**, which is dead now — `after_if_4` has no
+# **Step 3: delete the binding**, which is dead now — `after_if_5` has no
 # occurrence left — and its hole with it:
 
 # %%
@@ -3674,16 +3849,16 @@ print(show(f_program), end="")
 # and after:
 
 # %%
-picture(parse(STEP1), "Diagram of f_1 before the rewriting: the continuations after_if_4, then_7 and "
-                      "else_9 inside the function box; the case jumps to else_9 and then_7, and else_9 "
-                      "jumps to the join point after_if_4.")
+picture(parse(STEP1), "Diagram of f_1 before the rewriting: the continuations after_if_5, then_8 and "
+                      "else_10 inside the function box; the case jumps to else_10 and then_8, and else_10 "
+                      "jumps to the join point after_if_5.")
 
 # %% [markdown]
 # And after the rewriting, with the box of `after_if` gone:
 
 # %%
 picture(f_program, "Diagram of f_1 after the rewriting: only the continuations then_4 and else_6 are "
-                  "left, each reached from the case; the join point after_if_4 is gone.")
+                  "left, each reached from the case; the join point after_if_5 is gone.")
 
 # %% [markdown]
 # Both versions behave the same: each is run on `false` (the pair) and on
@@ -3727,7 +3902,7 @@ for argument in ("false", "true"):
 #
 # | | |
 # |---|---|
-# | **Build** | `let_prim`, `let_cont`, `lam`, `apply_cont`, `apply`, `case`, `halt`; values `const`, `tuple_`, `closure`, `inject`, `external`; primitives `proj`, `tag`, `op`, `set_field`, `print_`, `fail`; `Seq` for straight-line code; `Program.declare` / `define` |
+# | **Build** | `let_prim`, `let_cont`, `lam` (its body gets `ret`, `exn` and the parameters), `apply_cont`, `raise_`, `apply(f, k, h, …)`, `case`, `halt`; values `const`, `tuple_`, `closure`, `inject`, `external`; primitives `proj`, `tag`, `op(…, exn=h)`, `set_field`, `print_`, `fail(…, exn=h)`; `Seq` for straight-line code; `Program.declare` / `define`, `Program.uncaught`; `PREDEFINED` (the predefined exceptions) |
 # | **Traverse** | `children`, `walk`, `subterms`, `all_occurrences`, `binders`, `fold`, `size`, `free_variables`, `occurrences(var)`, `var.count`, `occ.var`, `enclosing_lambda`, `is_global`, `has_effect` |
 # | **Change** | `substitute`, `replace`, `take`, `move`, `delete_binding`, `redirect`, `swap_prim`, `delete` |
 # | **Check** | `check(root, closed=False)` → `CheckError` |
@@ -3748,6 +3923,18 @@ for argument in ("false", "true"):
 # purpose and expects the error; it feeds the parser truncated, misspelt and
 # randomly mutated texts and expects a located `CompileError` each time,
 # never another exception.
+#
+# For the second continuation, written programs (the generated ones do not
+# raise yet): a raise in a callee reaches the handler its caller's call
+# names; a division by zero raises `DivisionByZero` to a handler, which
+# passes it on to `uncaught`, and the report is the division's; an uncaught
+# raise reports `uncaught exception Failure("boom")` at the raise; handlers
+# and raise sites print and parse back; the checker rejects a handler used
+# as a value or captured by a function, a call whose exception continuation
+# is an ordinary variable, and a function whose two continuations are one;
+# a call that names a local handler is not a tail call (it overflows a
+# small stack where the same loop raising to its own `exn` does not); and
+# a diagram draws an arrow from a call to the handler it names.
 #
 # `bench/cps_speed.py` builds, checks, prints, parses, traverses and runs
 # terms of 10⁴ to 10⁶ nodes and performs substitutions on each, and writes
@@ -3820,8 +4007,8 @@ for n in (3_000, 30_000):
     print(f"{nodes:>6} " + " ".join(f"{c / nodes:>6.2f}" for c, _ in counts))
 
 # %% [markdown]
-# The columns are Python function calls per node: the parser makes about 59,
-# the checker 23, a bare walk 5; the second program is ten times the size
+# The columns are Python function calls per node: the parser makes about 61,
+# the checker 23, a bare walk 4; the second program is ten times the size
 # of the first.
 #
 # Every phase makes the same number of calls per node at both sizes, to

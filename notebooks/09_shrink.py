@@ -941,15 +941,23 @@ unused = do {
 ''', "inline_function_once")
 
 # %% [markdown]
-# The body is now where the call was, and ends with the jump `k_5(y_4)`:
-# `k_5` is a continuation used once, by a jump — the next rule.
+# The body is now where the call was, and ends with the jump `k_1(y_5)`:
+# `k_1` is a continuation used once, by a jump — the next rule. The
+# function's exception continuation `exn_3` was substituted by the call's,
+# `uncaught`, as its return continuation `ret_2` was by `k_6`: whatever the
+# body would have raised goes where the call would have sent it.
 #
 # ### A continuation used once
 #
 # The same for continuations: a handler with one jump to it moves to the
 # jump, its parameters substituted by the jump's arguments. The one use
 # must be a *jump*: a continuation used once as the return point of a call,
-# or as an arm of a `case`, is a place to come back to, and stays. Before
+# its exception continuation, or an arm of a `case`, is a place to come
+# back to, and stays. So is the target of a *raise* (`h(e) raise @…`): the
+# raise records its site before jumping, and moving the handler in its
+# place would lose that record; the rules that rewrite jumps
+# (`dead_parameter`, `unbox`) leave the targets of raises alone for the same
+# reason, and because a raise passes exactly one value. Before
 # moving, the rule checks that the jump is not inside the handler itself (a
 # loop that nothing enters): that climbs the uplinks from the jump to the
 # `cont`, through the code between them — which is code the rule then
@@ -1024,8 +1032,11 @@ unused = do {
 # order, to another continuation is that other continuation: every use of
 # `k` becomes a use of `j` (one `substitute`), and the `cont` goes. When
 # `j` is the function's own return continuation, a call that returned to
-# `k` now returns to `ret`: it has become a *tail call*, which chapter 10
-# compiles as a jump, with no stack.
+# `k` now returns to `ret`: if it raises to the function's own `exn` too,
+# it has become a *tail call*, which chapter 10 compiles as a jump, with no
+# stack. A handler that only passes its exception on (`cont h(e) { exn(e)
+# }`) is η-reduced the same way; one that raises again (`exn(e) raise`) is
+# not, since the raise records a new site.
 
 # %%
 #| export
@@ -1754,8 +1765,10 @@ plt.close(fig)
 # - `f` can become a continuation `j` — a block of the caller, not a
 #   function — because wherever it is called, it will return to `k`;
 # - its return continuation becomes `k` (so its `ret(v)` becomes `k(v)`);
-# - every call `call f(x) -> k` becomes a jump `j(x)`, and a tail call of
-#   `f` by itself, `call f(x) -> ret_f`, becomes a jump `j(x)` too — a
+# - its exception continuation becomes `h`, the one every outside call
+#   raises to (so what `f` raises goes where each call would have sent it);
+# - every call `call f(x) -> k / h` becomes a jump `j(x)`, and a tail call of
+#   `f` by itself, `call f(x) -> ret_f / exn_f`, becomes a jump `j(x)` too — a
 #   loop.
 #
 # This is *contification* (Fluet and Weeks, 2001; Kennedy's paper does it
@@ -1766,6 +1779,25 @@ plt.close(fig)
 # which is what a function call is for). Nor when the shared continuation
 # `k` is not in scope where `f` is bound: then the new `cont` goes at the
 # start of `k`'s scope instead, if every call is in there.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: contification and the second continuation</p>
+#
+# A contified `f` runs inside its caller, so it raises where its caller's
+# calls raised: the rule asks that every outside call agree on the exception
+# continuation `h` as on `k`, and that the calls from inside `f` be tail calls
+# in the full sense — to `f`'s own `ret` *and* `exn`. A call from inside `f`
+# that names a handler of `f` (a call in a `try` block) is no loop edge: the
+# handler must be there when it raises. And `h` must be in scope where the
+# new `cont` goes; the rule takes it only when `h` is a function's own
+# exception continuation (or `uncaught`), which is in scope in the whole of
+# its function, and leaves alone a function whose calls raise to a local
+# handler. Treating `h` as "the caller's" — contifying when the calls
+# disagree, and passing the exception continuation as a parameter of `j` —
+# is not possible: continuations are not values, so a `cont` cannot take one
+# as a parameter.
+#
+# </div>
 #
 # The checks are all about the uses of `f`, so they cost the number of
 # uses; a call is "inside `f`" if it belongs to `f`'s own top-level
@@ -2179,7 +2211,7 @@ class Optimiser(Optimiser):
 # returns to `f`'s own continuation) becomes a jump back to the loop:
 #
 # ```
-# fun ret(x) { B[call f(y) -> ret] }   ==>   fun ret(x') { cont loop(x) { B[loop(y)] }  loop(x') }
+# fun ret exn (x) { B[call f(y) -> ret / exn] }   ==>   fun ret exn (x') { cont loop(x) { B[loop(y)] }  loop(x') }
 # ```
 #
 # L's functions take their arguments as one tuple (chapter 7), which the

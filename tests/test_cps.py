@@ -2385,3 +2385,10 @@ public main = do {
     assert main_value(parse(loop % "exn"), stack_limit=2) == 0
     with pytest.raises(Stop, match="stack overflow"):
         main_value(parse(loop % "handler"), stack_limit=2)
+
+
+def test_a_diagram_draws_an_arrow_to_the_handler_a_call_names():
+    with_handler = parse(RAISING % "1").definitions[2]
+    without = parse((RAISING % "1").replace("/ handler_18", "/ uncaught")).definitions[2]
+    arrows = lambda d: cps.diagram(d).count("marker-end=")
+    assert arrows(with_handler) == arrows(without) + 2     # the two calls' second arrows
