@@ -731,9 +731,10 @@ for cls in (LetPrim, LetCont, ApplyCont, Apply, Case, Halt, Lambda, Op, Fail, De
 # are the *terminators*, which end a block. `Case` lists only `scrutinee`
 # and `default` among its occurrence fields, because its arms live in a
 # list of pairs that its own `occs` reads. And `Apply` lists its
-# occurrences in the order `call f(args) -> k` prints them: function,
-# arguments, then continuation — the order every generic function meets
-# them in.
+# occurrences in the order `call f(args) -> k / h` prints them: function,
+# arguments, then the two continuations — the order every generic function
+# meets them in. `Op` and `Fail` hold a continuation occurrence too, `exn`
+# (or `None`): where their failure raises to.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: slotted classes and <code>type(t) is</code>, not dataclasses and <code>match</code></p>
@@ -1881,16 +1882,19 @@ print("uses of a:", six.count, "of b:", seven.count)
 # definition ::= ("public" | "private") NAME "=" (value | "do" block)
 #              | "unused" "=" "do" block
 # block      ::= "{" (NAME "=" prim | "cont" NAME "(" names ")" block)* last "}"
-# last       ::= NAME "(" names ")"                         jump to a continuation
-#              | "call" ["direct"] NAME "(" names ")" "->" NAME [loc]
-#              | "case" NAME "{" (INT "->" NAME ";")* ["_" "->" NAME] "}"
+# last       ::= cont "(" names ")" ["raise" [loc]]          jump to a continuation; a raise
+#              | "call" ["direct"] NAME "(" names ")" "->" cont "/" cont [loc]
+#              | "case" NAME "{" (INT "->" cont ";")* ["_" "->" cont] "}"
 #              | "halt" NAME
 # prim       ::= value | NAME "[" INT "]" [":=" NAME] | "tag" NAME
-#              | NAME OP NAME [loc] | OP NAME [loc] | PRIMITIVE "(" names ")" [loc]
-#              | "print" "(" names ")" | "fail" STRING NAME* [loc]
+#              | NAME OP NAME [loc] [exn] | OP NAME [loc] [exn]
+#              | PRIMITIVE "(" names ")" [loc] [exn]
+#              | "print" "(" names ")" | "fail" STRING NAME* [loc] [exn]
 # value      ::= INT | "-" INT | "true" | "false" | "()" | STRING
 #              | "tuple" "(" names ")" | "inj" INT NAME "(" names ")"
-#              | "external" STRING | "fun" ["direct"] NAME "(" names ")" block
+#              | "external" STRING | "fun" ["direct"] NAME NAME "(" names ")" block
+# cont       ::= NAME | "uncaught"                         uncaught: at the top level only
+# exn        ::= "/" cont                                  where a failure raises to
 # loc        ::= "@" INT ":" INT                           a line and column of the L source
 # ```
 #
