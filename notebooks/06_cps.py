@@ -3608,7 +3608,7 @@ picture(map_program.definitions[0],
         "after_map_14. No arrow leaves the function box.")
 
 # %% [markdown]
-# ### Seed 001's `map`, in L and in CPS
+# ### Seed 001's map, in L and in CPS
 #
 # Seed 001 explains Flambda2's second-class CPS with this very function,
 # written in OCaml and then in its IR. Here it is in L (with the list type
