@@ -344,11 +344,18 @@ def replay(items: list, V: list):
     return s.end(terminator(items[-1], V))
 
 
+EXN = []     # the exception continuation of the function being built (the program's uncaught at the top)
+
+
 def function(it, V):
-    def body(k, *xs):
+    def body(k, h, *xs):
         V.append(k)
         V.extend(xs)
-        return replay(it[2], V)
+        EXN.append(h)
+        try:
+            return replay(it[2], V)
+        finally:
+            EXN.pop()
     return lam(body, it[1])
 
 
@@ -357,7 +364,7 @@ def terminator(it, V):
     if kind == "jump":
         return apply_cont(V[it[1]], V[it[2]])
     if kind == "call":
-        return apply(V[it[1]], V[it[2]], *[V[a] for a in it[3]])
+        return apply(V[it[1]], V[it[2]], EXN[-1], *[V[a] for a in it[3]])
     if kind == "case":
         default = None if it[3] is None else V[it[3]]
         return case(V[it[1]], {t: V[k] for t, k in it[2]}, default)
@@ -366,6 +373,7 @@ def terminator(it, V):
 
 def build(plan: list, globals_: int) -> tuple:
     prog, V = Program(), []
+    EXN[:] = [prog.uncaught]
     for _ in range(globals_):
         V.append(prog.declare())
     for item in plan:

@@ -89,7 +89,7 @@ class ClosureConverter:
         """The static closure of a direct function: closure(entry), entry(env, x…) = code(x…)."""
         if code not in self.entries:
             arity = len(code.binder.value.params)
-            entry = lam(lambda ret, env, *xs: apply(code, ret, *xs, kind="direct"),
+            entry = lam(lambda ret, exn, env, *xs: apply(code, ret, exn, *xs, kind="direct"),
                         ["env"] + ["x"] * arity, "closure")
             for x, param in zip(entry.params[1:], code.binder.value.params):
                 x.type = param.type              # the back end (chapter 10) reads parameter types

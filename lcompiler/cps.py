@@ -46,6 +46,7 @@ __all__ = [
     'Fail',
     'Definition',
     'Program',
+    'PREDEFINED',
     'const',
     'tuple_',
     'closure',
@@ -61,6 +62,7 @@ __all__ = [
     'let_prim',
     'let_cont',
     'apply_cont',
+    'raise_',
     'apply',
     'case',
     'halt',
@@ -104,6 +106,7 @@ __all__ = [
     'Function',
     'ClosureRecord',
     'Continuation',
+    'Raised',
     'Stop',
     'runtime_error',
     'show_value',
@@ -241,12 +244,12 @@ class LetCont(Term):
     SUBTERMS, BINDS = ("handler", "body"), ("cont", "params")
 
 class ApplyCont(Term):
-    __slots__ = ("cont", "args")
+    __slots__ = ("cont", "args", "raises", "loc")  # raises: a raise site (a raise, at loc)
     OCC_FIELDS = ("cont", "args")
 
 class Apply(Term):
-    __slots__ = ("kind", "func", "cont", "args", "loc")
-    OCC_FIELDS = ("func", "args", "cont")
+    __slots__ = ("kind", "func", "cont", "exn", "args", "loc")
+    OCC_FIELDS = ("func", "args", "cont", "exn")
 
 class Case(Term):
     __slots__ = ("scrutinee", "arms", "default")   # arms: list of (int, ContOcc), sorted
@@ -286,8 +289,8 @@ class Inject(Value):
     OCC_FIELDS = ("fields",)
 
 class Lambda(Value):
-    __slots__ = ("kind", "cont", "params", "body")
-    SUBTERMS, BINDS = ("body",), ("cont", "params")
+    __slots__ = ("kind", "cont", "exn", "params", "body")
+    SUBTERMS, BINDS = ("body",), ("cont", "exn", "params")
 
 class External(Value):
     __slots__ = ("name",)
@@ -301,8 +304,8 @@ class Tag(Prim):
     OCC_FIELDS = ("arg",)
 
 class Op(Prim):
-    __slots__ = ("op", "args", "loc")
-    OCC_FIELDS = ("args",)
+    __slots__ = ("op", "args", "loc", "exn")     # exn: where its failure raises to (None: it cannot fail)
+    OCC_FIELDS = ("args", "exn")
 
 class SetField(Prim):
     __slots__ = ("index", "target", "value")
@@ -313,8 +316,8 @@ class Print(Prim):
     OCC_FIELDS = ("args",)
 
 class Fail(Prim):
-    __slots__ = ("message", "args", "loc")
-    OCC_FIELDS = ("args",)
+    __slots__ = ("message", "args", "loc", "exn")   # exn: where it raises to (None: it stops)
+    OCC_FIELDS = ("args", "exn")
 
 # cell 24
 class Definition(Node):
@@ -331,11 +334,16 @@ class Definition(Node):
 
 
 class Program:
-    """A whole compilation unit: its definitions, in order."""
-    __slots__ = ("definitions",)
+    """A whole compilation unit: its definitions, in order, and its `uncaught` continuation,
+    the exception continuation of every top-level definition's body."""
+    __slots__ = ("definitions", "uncaught")
 
-    def __init__(self, definitions=None):
+    def __init__(self, definitions=None, uncaught: "ContVar" = None):
         self.definitions = [] if definitions is None else definitions
+        if uncaught is None:
+            uncaught = ContVar("uncaught")
+            uncaught.binder = self
+        self.uncaught = uncaught
 
     def occs(self):
         return iter(())
@@ -410,7 +418,13 @@ def _new(cls, **fields):
     return node
 
 # cell 31
-from lcompiler.primitives import PRIMITIVES, by_symbol
+from lcompiler.primitives import PRIMITIVES, by_symbol, DIVISION_BY_ZERO
+
+# The predefined exceptions (tags 0, 1, 2 of the type Exn), by the message of the runtime error
+# they report when nothing catches them.
+PREDEFINED = {DIVISION_BY_ZERO.message: (0, "DivisionByZero"),
+              "no clause matches the value": (1, "MatchFailure"),
+              "assertion failed": (2, "AssertionFailed")}
 
 
 def const(value) -> Const:
@@ -434,11 +448,14 @@ def proj(index: int, x: Var) -> Proj:
 def tag(x: Var) -> Tag:
     return _own(_new(Tag, arg=occur(x)))
 
-def op(operator: str, *args: Var, loc=None) -> Op:
-    """The primitive named operator (a name of chapter 4b's table: "+", "neg") on args."""
+def op(operator: str, *args: Var, loc=None, exn: "ContVar" = None) -> Op:
+    """The primitive named operator (a name of chapter 4b's table: "+", "neg") on args; if it
+    can fail, exn is the continuation its failure raises to."""
     if operator not in PRIMITIVES or PRIMITIVES[operator].arity != len(args):
         raise ValueError(f"no primitive {operator} of {len(args)} operands")
-    return _own(_new(Op, op=operator, args=_occs(args), loc=loc))
+    if exn is not None and PRIMITIVES[operator].fails is None:
+        raise ValueError(f"the primitive {operator} cannot fail: it has no exception continuation")
+    return _own(_new(Op, op=operator, args=_occs(args), loc=loc, exn=None if exn is None else occur(exn)))
 
 def set_field(index: int, target: Var, value: Var) -> SetField:
     return _own(_new(SetField, index=index, target=occur(target), value=occur(value)))
@@ -446,17 +463,21 @@ def set_field(index: int, target: Var, value: Var) -> SetField:
 def print_(*args: Var) -> Print:
     return _own(_new(Print, args=_occs(args)))
 
-def fail(message: str, *args: Var, loc=None) -> Fail:
-    return _own(_new(Fail, message=message, args=_occs(args), loc=loc))
+def fail(message: str, *args: Var, loc=None, exn: "ContVar" = None) -> Fail:
+    """A failure: raises the predefined exception of message to exn, or (no exn) stops the program."""
+    if exn is not None and message not in PREDEFINED:
+        raise ValueError(f"{message!r} is not the message of a predefined exception")
+    return _own(_new(Fail, message=message, args=_occs(args), loc=loc, exn=None if exn is None else occur(exn)))
 
 # cell 35
-def lam(body, params=1, kind: str = "closure", cont: str = "ret") -> Lambda:
-    """A function: body(k, x1, …, xn) returns its body; params is a count or a list of hints."""
-    k = ContVar(cont)
-    xs = [Var(h) for h in _names(params, "x")]
-    node = _new(Lambda, kind=kind, cont=k, params=xs, body=None)
-    _bind(node, k, xs)
-    _attach(node, "body", body(k, *xs))
+def lam(body, params=1, kind: str = "closure", cont: str = "ret", exn: str = "exn") -> Lambda:
+    """A function: body(k, h, x1, …, xn) returns its body, k its return continuation, h its
+    exception continuation; params is a count or a list of hints."""
+    k, h = ContVar(cont), ContVar(exn)
+    xs = [Var(n) for n in _names(params, "x")]
+    node = _new(Lambda, kind=kind, cont=k, exn=h, params=xs, body=None)
+    _bind(node, k, h, xs)
+    _attach(node, "body", body(k, h, *xs))
     return node
 
 
@@ -479,11 +500,19 @@ def let_cont(handler, body, params=1, name: str = "k") -> LetCont:
     _attach(t, "body", body(k))
     return t
 
-def apply_cont(k: ContVar, *args: Var) -> ApplyCont:
-    return _own(_new(ApplyCont, cont=occur(k), args=_occs(args)))
+def apply_cont(k: ContVar, *args: Var, raises: bool = False, loc=None) -> ApplyCont:
+    """A jump to k; raises: it is a raise (of args[0], at loc), which records its raise site."""
+    if raises and len(args) != 1:
+        raise ValueError("a raise passes one value, the exception")
+    return _own(_new(ApplyCont, cont=occur(k), args=_occs(args), raises=raises, loc=loc))
 
-def apply(f: Var, k: ContVar, *args: Var, kind: str = "closure", loc=None) -> Apply:
-    return _own(_new(Apply, kind=kind, func=occur(f), cont=occur(k), args=_occs(args), loc=loc))
+def raise_(h: ContVar, e: Var, loc=None) -> ApplyCont:
+    """raise e to the exception continuation h: a jump that records its raise site."""
+    return apply_cont(h, e, raises=True, loc=loc)
+
+def apply(f: Var, k: ContVar, h: ContVar, *args: Var, kind: str = "closure", loc=None) -> Apply:
+    """Call f on args: it returns to k, it raises to h."""
+    return _own(_new(Apply, kind=kind, func=occur(f), cont=occur(k), exn=occur(h), args=_occs(args), loc=loc))
 
 def case(x: Var, arms: dict, default: ContVar = None) -> Case:
     """Jump to arms[value of x], or to default."""
@@ -550,6 +579,8 @@ class Namer:
 
     def __call__(self, var: Var) -> str:
         name = self.names.get(var)
+        if name is None and type(var.binder) is Program:
+            return "uncaught"                 # the program's continuation: one, never numbered
         if name is None:
             self.count += 1
             hint = var.hint if _IDENT.match(var.hint or "") else "x"
@@ -624,34 +655,40 @@ class Printer:
         if t is Op:
             symbol = PRIMITIVES[p.op].symbol
             if symbol is None:
-                return f"{p.op}({self.args(p.args)}){_at(p.loc)}"
+                return f"{p.op}({self.args(p.args)}){_at(p.loc)}{self.exn(p)}"
             if len(p.args) == 1:
-                return f"{symbol}{n(p.args[0].var)}{_at(p.loc)}"
-            return f"{n(p.args[0].var)} {symbol} {n(p.args[1].var)}{_at(p.loc)}"
+                return f"{symbol}{n(p.args[0].var)}{_at(p.loc)}{self.exn(p)}"
+            return f"{n(p.args[0].var)} {symbol} {n(p.args[1].var)}{_at(p.loc)}{self.exn(p)}"
         if t is SetField:
             return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
         if t is Print:
             return f"print({self.args(p.args)})"
         if t is Fail:
-            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc)
+            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc) + self.exn(p)
         if p is None:
             return "<hole>"
         raise TypeError(f"not a primitive: {p!r}")
 
+    def exn(self, p) -> str:
+        """Where a primitive that can fail raises to: ` / h`, as a call writes its second continuation."""
+        return "" if p.exn is None else f" / {self.name(p.exn.var)}"
+
     # cell 59: Print
     def header(self, lam: Lambda) -> str:
         kind = "fun" if lam.kind == "closure" else "fun direct"
-        k = self.name(lam.cont)
+        k, h = self.name(lam.cont), self.name(lam.exn)
         params = ", ".join(self.name(x) for x in lam.params)
-        return f"{kind} {k}({params}) {{"
+        return f"{kind} {k} {h} ({params}) {{"
 
     def terminator(self, t) -> str:
         n = self.name
         if type(t) is ApplyCont:
-            return f"{n(t.cont.var)}({self.args(t.args)})"
+            site = f" raise{_at(t.loc)}" if t.raises else ""
+            return f"{n(t.cont.var)}({self.args(t.args)}){site}"
         if type(t) is Apply:
             kind = "call" if t.kind == "closure" else "call direct"
-            return f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)}{_at(t.loc)}"
+            return (f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)} / {n(t.exn.var)}"
+                    f"{_at(t.loc)}")
         if type(t) is Case:
             arms = [f"{i} -> {n(k.var)}" for i, k in t.arms]
             if t.default is not None:
@@ -973,7 +1010,8 @@ _TOKEN = re.compile(r"""
 
 _UNESCAPE = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _KEYWORDS = {"public", "private", "unused", "do", "cont", "call", "direct", "case", "halt",
-             "tag", "print", "fail", "tuple", "closure", "inj", "external", "fun", "true", "false"}
+             "tag", "print", "fail", "tuple", "closure", "inj", "external", "fun", "true", "false",
+             "uncaught", "raise"}
 
 
 class Parser:
@@ -983,7 +1021,8 @@ class Parser:
         self.i = 0
         self.vars = {}         # name -> variable, for every binding seen (names are unique)
         self.scope = set()     # ordinary variables in scope
-        self.conts = set()     # continuation variables in scope (only the current function's)
+        self.program_ = Program()  # the program read, whose `uncaught` the top level may name
+        self.conts = {self.program_.uncaught}   # continuation variables in scope (the current function's)
         self.globals = {}
 
     def lex(self, text: str) -> list:
@@ -1059,6 +1098,12 @@ class Parser:
         return base if sep and number.isdigit() and base else name
 
     def use(self, cont: bool = False) -> Var:
+        if cont and self.peek("uncaught"):
+            if self.program_.uncaught not in self.conts:
+                raise self.error("uncaught is the top level's exception continuation; a function raises "
+                                 "to its own")
+            self.i += 1
+            return self.program_.uncaught
         name, offset = self.name("a continuation" if cont else "a variable")
         v = self.vars.get(name)
         if v is None:
@@ -1163,7 +1208,9 @@ class Parser:
             args = self.uses()
             self.expect("->")
             k = self.use(cont=True)
-            return apply(f, k, *args, kind=kind, loc=self.loc())
+            self.expect("/", "'/' and the exception continuation")
+            h = self.use(cont=True)
+            return apply(f, k, h, *args, kind=kind, loc=self.loc())
         if self.accept("case"):
             x = self.use()
             self.expect("{")
@@ -1187,7 +1234,12 @@ class Parser:
             return halt(self.use())
         if self.peek(kind="name") and self.tokens[self.i + 1][1] == "(":
             k = self.use(cont=True)
-            return apply_cont(k, *self.uses())
+            args = self.uses()
+            if self.accept("raise"):
+                if len(args) != 1:
+                    raise self.error_at(self.tokens[self.i - 1][2], "a raise passes one value, the exception")
+                return apply_cont(k, *args, raises=True, loc=self.loc())
+            return apply_cont(k, *args)
         raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
 
     # cell 117: Parse
@@ -1226,14 +1278,14 @@ class Parser:
             args = []
             while self.peek(kind="name"):
                 args.append(self.use())
-            return fail(message, *args, loc=self.loc())
+            return fail(message, *args, loc=self.loc(), exn=self.raises_to())
         kind, text, _ = self.tokens[self.i]
         if kind == "punct" and by_symbol(text, 1):
             self.i += 1
-            return op(by_symbol(text, 1).name, self.use(), loc=self.loc())
+            return op(by_symbol(text, 1).name, self.use(), loc=self.loc(), exn=self.raises_to())
         if kind == "name" and self.tokens[self.i + 1][1] == "(" and text in PRIMITIVES:
             self.i += 1                                     # a primitive that has no operator
-            return op(text, *self.uses(), loc=self.loc())
+            return op(text, *self.uses(), loc=self.loc(), exn=self.raises_to())
         x = self.use()
         if self.accept("["):
             index = self.integer()
@@ -1247,22 +1299,28 @@ class Parser:
             raise self.error("expected an operator, '[' or the end of the line")
         self.i += 1
         y = self.use()
-        return op(row.name, x, y, loc=self.loc())
+        return op(row.name, x, y, loc=self.loc(), exn=self.raises_to())
+
+    def raises_to(self):
+        """The continuation a primitive's failure raises to: ` / h`, or nothing."""
+        return self.use(cont=True) if self.accept("/") else None
 
     # cell 119: Parse
     def function(self) -> Lambda:
         kind = "direct" if self.accept("direct") else "closure"
         name, offset = self.name("the function's return continuation")
+        ename, eoffset = self.name("the function's exception continuation")
         params = self.params()
         saved, self.conts = self.conts, set()
-        def body(k, *xs):
+        def body(k, h, *xs):
             self.register(name, offset, k)
+            self.register(ename, eoffset, h)
             for (pname, poffset), x in zip(params, xs):
                 self.register(pname, poffset, x)
             b = self.block()
             self.scope.difference_update(xs)
             return b
-        f = lam(body, [self.hint(p) for p, _ in params], kind, cont=self.hint(name))
+        f = lam(body, [self.hint(p) for p, _ in params], kind, cont=self.hint(name), exn=self.hint(ename))
         self.conts = saved
         return f
 
@@ -1270,7 +1328,7 @@ class Parser:
     def program(self) -> Program:
         self.newlines(False)
         self.declare_globals()
-        prog = Program()
+        prog = self.program_
         while not self.peek(kind="eof"):
             if not (self.peek("public") or self.peek("private") or self.peek("unused")):
                 raise self.error("expected a definition: 'public', 'private' or 'unused'")
@@ -1379,7 +1437,9 @@ class Checker:
         self.occs.add(id(o))
 
     def arity(self, node, k: Var, n: int) -> None:
-        expected = 1 if type(k.binder) in (Lambda,) and k.binder.cont is k else len(k.binder.params)
+        b = k.binder                     # a function's two continuations, and uncaught, take one value
+        expected = 1 if type(b) is Program or type(b) is Lambda and (b.cont is k or b.exn is k) \
+            else len(b.params)
         if expected != n:
             self.fail(node, f"{self.name(k)} expects {expected} argument(s), and is given {n}")
 
@@ -1400,6 +1460,11 @@ class Checker:
 
     # cell 133: Check
     def program(self, prog: Program) -> None:
+        u = prog.uncaught
+        if not isinstance(u, ContVar) or type(u.binder) is not Program:
+            raise CheckError("the program's uncaught must be a continuation variable bound by a program")
+        self.bound[u] = None                 # the top level's exception continuation
+        self.scope.add(u)
         for d in prog.definitions:
             if type(d) is not Definition:
                 raise CheckError(f"not a definition: {d!r}")
@@ -1470,9 +1535,10 @@ class Checker:
                     self.fail(node, f"a function kind is closure or direct, not {node.kind!r}")
                 self.term_field(node, "body")
                 self.bind(node, node.cont, True, node)
+                self.bind(node, node.exn, True, node)      # bound twice if it is the same as cont
                 for x in node.params:
                     self.bind(node, x, False, node)
-                work += [("unbind", [node.cont, *node.params]), ("node", node.body, node, node)]
+                work += [("unbind", [node.cont, node.exn, *node.params]), ("node", node.body, node, node)]
             else:
                 self.leaf(node, function)
 
@@ -1488,8 +1554,10 @@ class Checker:
         conts = ()
         if t is ApplyCont:
             conts = (node.cont,)
+            if node.raises and len(node.args) != 1:
+                self.fail(node, "a raise passes one value, the exception")
         elif t is Apply:
-            conts = (node.cont,)
+            conts = (node.cont, node.exn)
             if node.kind not in ("closure", "direct"):
                 self.fail(node, f"a call kind is closure or direct, not {node.kind!r}")
         elif t is Case:
@@ -1499,12 +1567,17 @@ class Checker:
                 self.fail(node, "the values of a case must be distinct integers, in order")
         elif t is Halt and function is not None:
             self.fail(node, "halt inside a function (a function returns through its continuation)")
+        elif t is Op or t is Fail:
+            conts = () if node.exn is None else (node.exn,)
+            if t is Op and node.exn is not None and PRIMITIVES[node.op].fails is None:
+                self.fail(node, f"the primitive {node.op} cannot fail, and has an exception continuation")
         for o in node.occs():
             self.occurrence(node, o, any(o is k for k in conts), function)
         if t is ApplyCont:
             self.arity(node, node.cont.var, len(node.args))
         elif t is Apply:
             self.arity(node, node.cont.var, 1)
+            self.arity(node, node.exn.var, 1)
         elif t is Case:
             for k in conts:
                 self.arity(node, k.var, 0)
@@ -1527,6 +1600,14 @@ class Checker:
                 self.fail(var.binder, f"the ring of {self.name(var)} misses occurrences")
 
 # cell 139
+def _uncaught_of(root) -> ContVar:
+    """The uncaught continuation a definition or term outside its program raises to (or a new one)."""
+    for v in free_variables(root):
+        if v.is_cont and type(v.binder) is Program:
+            return v
+    return Program().uncaught
+
+
 def check(root, closed: bool = False) -> None:
     """Verify every invariant of a program, definition or term; CheckError at the first violation."""
     c = Checker(closed)
@@ -1534,8 +1615,10 @@ def check(root, closed: bool = False) -> None:
         if type(root) is Program:
             c.program(root)
         elif type(root) is Definition:
-            c.program(Program([root]))
+            c.program(Program([root], _uncaught_of(root)))
         else:
+            u = _uncaught_of(root)
+            c.bound[u], c.scope = None, {u}      # a term alone may raise to its program's uncaught
             c.visit(root, root.enclosing, None)
         c.links()
 
@@ -1558,10 +1641,10 @@ class Injected:
 
 
 class Function:
-    __slots__ = ("code", "params", "cont", "captured")
+    __slots__ = ("code", "params", "cont", "exn", "captured")
 
-    def __init__(self, code, params, cont, captured):
-        self.code, self.params, self.cont, self.captured = code, params, cont, captured
+    def __init__(self, code, params, cont, exn, captured):
+        self.code, self.params, self.cont, self.exn, self.captured = code, params, cont, exn, captured
 
 
 class ClosureRecord(list):
@@ -1574,6 +1657,13 @@ class Continuation:
 
     def __init__(self, code, params, env):
         self.code, self.params, self.env = code, params, env
+
+
+class Raised(Exception):
+    """A primitive failed inside a block: the trampoline jumps to its exception continuation."""
+
+    def __init__(self, cont: Continuation, value):
+        self.cont, self.value = cont, value
 
 # cell 145
 class Stop(Exception):
@@ -1614,6 +1704,16 @@ class Interpreter:
         self.externals = externals or {}
         self.globals = {}
         self.free = {}          # Lambda -> its free local variables
+        self.site = None        # the last raise's site: (the runtime error's text, its location)
+        x = Var("e")
+        self.uncaught = Continuation(self.report, [x], {})
+        self.exception = x
+
+    def report(self, env):
+        """The code of the uncaught continuation: the runtime error of the raise that got here."""
+        text, loc = self.site if self.site is not None else \
+            (f"uncaught exception {show_value(env[self.exception], True)}", None)
+        raise runtime_error(text, loc)
 
     def get(self, o: Occ):
         """A function reading an occurrence's value from an activation."""
@@ -1683,22 +1783,33 @@ class Interpreter:
             return print_values
         if t is Fail:
             gets, message, loc = [self.get(o) for o in p.args], p.message, p.loc
+            h = None if p.exn is None else p.exn.var
             def failure(env):
                 text = " ".join([message] + [show_value(g(env), True) for g in gets])
-                raise runtime_error(text, loc)
+                self.raise_predefined(env, h, text, loc, message)
             return failure
         raise TypeError(f"not a primitive: {p!r}")
 
     # cell 155: Interpret
+    def raise_predefined(self, env, h, text: str, loc, message: str = None):
+        """A primitive fails: stop with the runtime error text at loc if h is missing or is uncaught,
+        else record the raise site and raise the predefined exception to h."""
+        c = None if h is None else env[h]
+        if c is None or c is self.uncaught:
+            raise runtime_error(text, loc)
+        self.site = (text, loc)
+        tag_, name = PREDEFINED[message or text]
+        raise Raised(c, Injected(tag_, name, []))
+
     def operation(self, p: Op):
         row, gets, loc = PRIMITIVES[p.op], [self.get(o) for o in p.args], p.loc
         f, wraps = row.operation, row.wraps
         if row.fails:
-            failure = row.fails
+            failure, h = row.fails, (None if p.exn is None else p.exn.var)
             def checked(env):
                 values = [g(env) for g in gets]
                 if failure.happens(values):
-                    raise runtime_error(failure.message, loc)
+                    self.raise_predefined(env, h, failure.message, loc)
                 return wrap(f(*values)) if wraps else f(*values)
             return checked
         if len(gets) == 1:
@@ -1740,11 +1851,19 @@ class Interpreter:
     def function(self, lam_: Lambda):
         free = [v for v in free_variables(lam_) if not v.is_cont and not is_global(v)]
         body = self.block(lam_.body)
-        params, cont = lam_.params, lam_.cont
-        return lambda env: Function(body, params, cont, {v: env[v] for v in free})
+        params, cont, exn = lam_.params, lam_.cont, lam_.exn
+        return lambda env: Function(body, params, cont, exn, {v: env[v] for v in free})
 
     # cell 161: Interpret
     def terminator(self, t):
+        if type(t) is ApplyCont and t.raises:
+            k, g, loc = t.cont.var, self.get(t.args[0]), t.loc
+            def raise_(env):
+                c, value = env[k], g(env)
+                self.site = (f"uncaught exception {show_value(value, True)}", loc)
+                c.env[c.params[0]] = value
+                return c.code, c.env
+            return raise_
         if type(t) is ApplyCont:
             k, gets = t.cont.var, [self.get(o) for o in t.args]
             def jump(env):
@@ -1774,8 +1893,8 @@ class Interpreter:
 
     # cell 163: Interpret
     def call(self, t: Apply):
-        gf, gets, k, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.loc
-        tail = type(k.binder) is Lambda and k.binder.cont is k    # k: its own function's return
+        gf, gets, k, h, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.exn.var, t.loc
+        tail = type(k.binder) is Lambda and k.binder.cont is k and k.binder.exn is h   # both its own
         limit = self.stack_limit
         def call(env):
             f = gf(env)
@@ -1787,8 +1906,8 @@ class Interpreter:
             new = dict(f.captured)
             for x, a in zip(f.params, args):
                 new[x] = a
-            ret = env[k]
-            new[f.cont] = ret
+            new[f.cont] = env[k]
+            new[f.exn] = env[h]
             depth = env[None] if tail else env[None] + 1
             if depth > limit:
                 raise runtime_error("stack overflow: the program nested calls too deeply", loc)
@@ -1809,7 +1928,7 @@ class Interpreter:
         try:
             for d, c in code:
                 if d.body is not None:
-                    self.store(d, self.trampoline(c, {None: 0}))
+                    self.store(d, self.trampoline(c, {None: 0, prog.uncaught: self.uncaught}))
         finally:
             self.out.flush()
         return self.globals
@@ -1820,9 +1939,15 @@ class Interpreter:
 
     @staticmethod
     def trampoline(code, env):
-        while code is not None:
-            code, env = code(env)
-        return env
+        while True:
+            try:
+                while code is not None:
+                    code, env = code(env)
+                return env
+            except Raised as r:                     # a primitive failed: jump to its handler
+                c = r.cont
+                c.env[c.params[0]] = r.value
+                code, env = c.code, c.env
 
 # cell 165
 def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
@@ -1836,7 +1961,11 @@ def evaluate(term: Term, out=None):
     interpreter = Interpreter(out)
     with recursion_limit(NESTING_LIMIT):
         code = interpreter.block(term)
-    return interpreter.trampoline(code, {None: 0})
+    env = {None: 0}
+    for v in free_variables(term):
+        if v.is_cont:                      # the exception continuation of the top: uncaught
+            env[v] = interpreter.uncaught
+    return interpreter.trampoline(code, env)
 
 
 # --- A picture of a term -----------------------------------------------
@@ -1845,7 +1974,7 @@ def evaluate(term: Term, out=None):
 from html import escape as _escape
 
 _HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|fun)\b|\w+ = (fun)\b)")
-_TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(")
+_TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(| / (\w+)")   # a jump, and a call's two continuations
 
 
 def _scopes(lines: list) -> tuple:
@@ -1872,7 +2001,7 @@ def _jumps(lines: list, heads: dict) -> list:
         if line.rstrip().endswith("{"):
             continue
         body = line.strip()
-        found = [m.group(1) or m.group(2) for m in _TARGETS.finditer(line)]
+        found = [m.group(1) or m.group(2) or m.group(3) for m in _TARGETS.finditer(line)]
         if body.startswith("case"):
             found = re.findall(r"-> (\w+)", body)
         for name in found:

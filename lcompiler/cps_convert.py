@@ -186,6 +186,7 @@ class Converter:
         self.globals = {}                    # L name -> CPS global variable
         self.ready = {}                      # L name -> the cell that says its definition has run
         self.depth = 0                       # how many functions we are inside
+        self.exn = None                      # the exception continuation here: the function's, or uncaught
 
     # --- small helpers
     def let(self, prim, hint: str, type_, rest):
@@ -243,7 +244,8 @@ class Converter:
         if t is c.Prim:
             loc = (e.op_span or e.span) if PRIMITIVES[e.op].fails else None
             return self.exprs(e.args, env, store, lambda xs, st:
-                self.let(op(e.op, *xs, loc=loc), hint or "v", e.type, lambda x: give(ctx, x, st)))
+                self.let(op(e.op, *xs, loc=loc, exn=self.exn if loc else None), hint or "v", e.type,
+                         lambda x: give(ctx, x, st)))
         if t is c.Lambda:
             return self.let(self.function(e, env), hint or "f", e.type, lambda f: give(ctx, f, store))
         if t is c.App:
@@ -274,14 +276,14 @@ class Converter:
         if t is c.Assert:
             return self.expr(e.cond, env, store, Then(lambda cond, st:
                 self.guard(cond, "assertion failed", e.span,
-                           lambda: self.unit(e.type, lambda u: give(ctx, u, st)))))
+                           lambda: self.unit(e.type, lambda u: give(ctx, u, st)), self.exn)))
         raise TypeError(f"not a core expression: {e!r}")
 
     # cell 17: The rules
-    def guard(self, cond: Var, message: str, span, rest):
-        """If cond is true continue with rest(), else fail with message at span."""
+    def guard(self, cond: Var, message: str, span, rest, exn=None):
+        """If cond is true continue with rest(), else fail with message at span (raising to exn)."""
         return let_cont(lambda ok: rest(), lambda ok:
-            let_cont(lambda bad: let_prim(fail(message, loc=span), lambda u: apply_cont(ok), "u"),
+            let_cont(lambda bad: let_prim(fail(message, loc=span, exn=exn), lambda u: apply_cont(ok), "u"),
                      lambda bad: case(cond, {0: bad, 1: ok}), 0, "bad"), 0, "ok")
 
     # cell 19: The rules
@@ -305,19 +307,23 @@ class Converter:
 
     def call(self, e: c.App, xs: list, store, ctx, hint):
         f, a = xs
+        h = self.exn
         if type(ctx) is Return and not ctx.carried:
-            return apply(f, ctx.cont, a, loc=e.span)
+            return apply(f, ctx.cont, h, a, loc=e.span)
         def after(k, r):
             r.type = e.type
             return give(ctx, r, store)
-        return let_cont(after, lambda k: apply(f, k, a, loc=e.span), [hint or "r"], "k")
+        return let_cont(after, lambda k: apply(f, k, h, a, loc=e.span), [hint or "r"], "k")
 
     def function(self, e: c.Lambda, env) -> Lambda:
         self.depth += 1
-        def body(ret, x):
+        outer = self.exn
+        def body(ret, exn, x):
             x.type = e.type.args[0] if e.type is not None else None
+            self.exn = exn                          # what the body raises goes to the caller's
             return self.expr(e.body, Scope(e.param, "value", x, env), {}, Return(ret))
         f = lam(body, [e.param], "closure")
+        self.exn = outer
         self.depth -= 1
         return f
 
@@ -368,7 +374,7 @@ class Converter:
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
         """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
-            return self.let(fail("no clause matches the value", x, loc=e.span), "u", e.type,
+            return self.let(fail("no clause matches the value", x, loc=e.span, exn=self.exn), "u", e.type,
                             lambda u: give(ctx, u, store))
         pattern, body = e.clauses[i]
         success = lambda env2: self.expr(body, env2, store, ctx)
@@ -431,6 +437,7 @@ class Converter:
     # cell 27: Programs
     def program(self, program: c.Program) -> Program:
         out = Program()
+        self.exn = out.uncaught                 # the top level raises to the program's uncaught
         defs = [item for item in program.items if type(item) is c.Def]
         for d in defs:
             self.globals[d.name.name] = g = out.declare(d.name.name)

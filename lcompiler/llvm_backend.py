@@ -379,6 +379,8 @@ class Backend:
             args = [self.value(b, o, values) for o in t.args]
             if t.cont.var is ret:
                 b.ret(args[0])
+            elif t.cont.var not in blocks:            # a function's exception continuation, or uncaught
+                raise NotImplementedError("a raise: no stage before this one produces one yet")
             else:
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
@@ -393,7 +395,7 @@ class Backend:
     # cell 33: Terms: blocks, φ-nodes, calls
     def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
         args = [w for o in t.args for w in self.words(b, o, values)]
-        tail = t.cont.var is ret
+        tail = t.cont.var is ret and t.exn.var is ret.binder.exn   # both continuations the function's own
         if t.kind == "direct" and tail and t.func.var in blocks:
             self.goto(b, t.func.var, args, blocks)  # a loop: jump back to the start
             return
@@ -763,7 +765,7 @@ class Backend:
 def tail_calls(var, lam: cps.Lambda):
     """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
     for node in cps.walk(lam.body):
-        if type(node) is cps.Apply and node.cont.var is lam.cont:
+        if type(node) is cps.Apply and node.cont.var is lam.cont and node.exn.var is lam.exn:
             yield node
 
 

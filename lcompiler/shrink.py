@@ -474,6 +474,7 @@ class Shrinker:
             self.substitute(x, o.var)
         relocate(lam.cont, a.loc)
         self.substitute(lam.cont, a.cont.var)
+        self.substitute(lam.exn, a.exn.var)     # what the body raises goes where the call's would
         self.put(a, take(lam.body))
 
     # cell 53: A continuation used once
@@ -482,8 +483,8 @@ class Shrinker:
             return False
         o = t.cont.next
         a = o.enclosing
-        if type(a) is not ApplyCont or a.cont is not o or in_handler(a, t):
-            return False
+        if type(a) is not ApplyCont or a.cont is not o or a.raises or in_handler(a, t):
+            return False                     # (a raise records its site: it stays a jump)
         if do:
             for x, y in zip(t.params, a.args):
                 self.substitute(x, y.var)
@@ -503,7 +504,7 @@ class Shrinker:
     # cell 59: η-reduction
     def eta(self, t: LetCont, do: bool) -> bool:
         h = t.handler
-        if type(h) is not ApplyCont or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
+        if type(h) is not ApplyCont or h.raises or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
             return False
         if do:
             self.substitute(t.cont, h.cont.var)
@@ -548,7 +549,7 @@ class Shrinker:
             return False
         if do:
             code = record.fields[0].var
-            self.put(a, apply(code, a.cont.var, a.func.var, *[o.var for o in a.args],
+            self.put(a, apply(code, a.cont.var, a.exn.var, a.func.var, *[o.var for o in a.args],
                               kind="direct", loc=a.loc), made=True)
         return True
 
@@ -558,8 +559,8 @@ class Shrinker:
         found = []
         for o in occurrences(k):
             a = o.enclosing
-            if type(a) is not ApplyCont or a.cont is not o:
-                return None
+            if type(a) is not ApplyCont or a.cont is not o or a.raises:
+                return None                  # a raise passes its one value: its target keeps its parameter
             found.append(a)
         return found
 
@@ -634,9 +635,10 @@ class Shrinker:
         _attach(b, "body", site)
         args = [y if o.var is x else o.var for o in node.args]
         if type(node) is Apply:
-            self.put(node, apply(node.func.var, node.cont.var, *args, kind=node.kind, loc=node.loc), made=True)
+            self.put(node, apply(node.func.var, node.cont.var, node.exn.var, *args, kind=node.kind, loc=node.loc),
+                     made=True)
         else:
-            new = fail(node.message, *args, loc=node.loc)
+            new = fail(node.message, *args, loc=node.loc, exn=None if node.exn is None else node.exn.var)
             for o in new.occs():
                 self.gained(o.var)
             self.swap(site, new)
@@ -894,11 +896,13 @@ class Optimiser(Kennedy):
             if type(a) is not Apply or a.func is not o or len(a.args) != len(lam.params):
                 return None
             if own is not None and self.owner.get(a) is own:
-                if a.cont.var is not lam.cont:
+                if a.cont.var is not lam.cont or a.exn.var is not lam.exn:
                     return None
             elif k is None:
-                k = a.cont.var
-            elif a.cont.var is not k:
+                k, h = a.cont.var, a.exn.var
+                if type(h.binder) is not Lambda and type(h.binder) is not Program:
+                    return None              # a local handler: it may not be in scope where f goes
+            elif a.cont.var is not k or a.exn.var is not h:
                 return None
             calls.append(a)
         return None if k is None else (k, calls)
@@ -936,7 +940,9 @@ class Optimiser(Kennedy):
         outside = {a.loc for a in calls if a.cont.var is k}
         if len(outside) == 1:                   # f's tail calls now make the frame f's call made
             relocate(lam.cont, outside.pop())
+        h = next(a.exn.var for a in calls if a.cont.var is k and a.exn.var is not lam.exn)
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
+        self.substitute(lam.exn, h)            # and raises where every call raises
         for a in calls:                         # every call becomes a jump: from outside, or a loop
             self.put(a, apply_cont(j, *[o.var for o in a.args]), made=True)
         _attach(t, "handler", take(lam.body))
@@ -993,13 +999,14 @@ class Optimiser(Kennedy):
             original = lam.body
         renaming = {x: o.var for x, o in zip(lam.params, a.args)}
         renaming[lam.cont] = a.cont.var
+        renaming[lam.exn] = a.exn.var          # the copy raises where the call raises
         body = copy_term(original, renaming)
         for n in walk(body):
             self.size += 1                  # what the copy really adds, for the bound
             if type(n) is Apply:
                 self.depth[n] = level + 1
                 self.owner[n] = self.owner.get(a)
-                if n.cont.var is a.cont.var and a.loc is not None:
+                if n.cont.var is a.cont.var and n.exn.var is a.exn.var and a.loc is not None:
                     n.loc = a.loc           # was a tail call of the copied function: see relocate
             if type(n) in self.RULES:
                 self.changed(n)
@@ -1058,7 +1065,7 @@ class Optimiser(Kennedy):
             d = f.binder
             self.deep[lam] = type(d) is Definition and any(
                 type(a := o.enclosing) is Apply and a.func is o and self.owner.get(a) is d
-                and a.cont.var is not lam.cont for o in occurrences(f))
+                and (a.cont.var is not lam.cont or a.exn.var is not lam.exn) for o in occurrences(f))
         return self.deep[lam]
 
     def keeps_frames_at(self, a: Apply) -> bool:
@@ -1074,7 +1081,8 @@ class Optimiser(Kennedy):
                 or not self.unroll or not self.may_unroll(lam):
             return False
         tails = [a for o in occurrences(f) if type(a := o.enclosing) is Apply and a.func is o
-                 and a.cont.var is lam.cont and len(a.args) == len(lam.params) and home(a) is lam]
+                 and a.cont.var is lam.cont and a.exn.var is lam.exn and len(a.args) == len(lam.params)
+                 and home(a) is lam]
         if not tails:
             return False
         t = cont_over(f.hint, lam.params)

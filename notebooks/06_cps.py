@@ -81,36 +81,42 @@
 # `f(x)` we must still call `map`, then build the `Cons`. A CPS program says
 # it. Each "what happens next" becomes a named **continuation**, `k(v)` is a
 # jump that passes `v` to it, and a call names the continuation it returns
-# to. In the language of this chapter (its syntax is defined below) `map` is:
+# to — and the one it *raises* to, if the callee raises an exception. In the
+# language of this chapter (its syntax is defined below) `map` is:
 #
 # ```text
-# private map_1 = fun ret_2(f_3, l_4) {
-#   t_5 = tag l_4
-#   cont empty_6() {
-#     nil_7 = inj 0 Nil()
-#     ret_2(nil_7)
+# private map_1 = fun ret_2 exn_3 (f_4, l_5) {
+#   t_6 = tag l_5
+#   cont empty_7() {
+#     nil_8 = inj 0 Nil()
+#     ret_2(nil_8)
 #   }
-#   cont nonempty_8() {
-#     x_9 = l_4[0]
-#     r_10 = l_4[1]
-#     cont after_f_11(fx_12) {
-#       cont after_map_13(m_14) {
-#         result_15 = inj 1 Cons(fx_12, m_14)
-#         ret_2(result_15)
+#   cont nonempty_9() {
+#     x_10 = l_5[0]
+#     r_11 = l_5[1]
+#     cont after_f_12(fx_13) {
+#       cont after_map_14(m_15) {
+#         result_16 = inj 1 Cons(fx_13, m_15)
+#         ret_2(result_16)
 #       }
-#       call map_1(f_3, r_10) -> after_map_13
+#       call map_1(f_4, r_11) -> after_map_14 / exn_3
 #     }
-#     call f_3(x_9) -> after_f_11
+#     call f_4(x_10) -> after_f_12 / exn_3
 #   }
-#   case t_5 { 0 -> empty_6; 1 -> nonempty_8 }
+#   case t_6 { 0 -> empty_7; 1 -> nonempty_9 }
 # }
 # ```
+#
+# `map` binds two continuations: `ret_2`, where it returns, and `exn_3`,
+# where it raises. Both calls in its body name two: `-> after_map_14`, where
+# the call returns, and `/ exn_3`, where an exception raised by the callee
+# goes — here `map`'s own, so an exception raised by `f` leaves `map` too.
 #
 # This is *second-class* CPS, the kind Kennedy proposed and Flambda2 uses:
 # continuations are not values. They are bound by `cont` (the term
 # `LetCont`), jumped to (`ApplyCont`) or handed to a call as its return
-# point (`Apply`), and nothing else: they cannot be stored in a tuple or
-# passed as an ordinary argument. Three things follow, and the whole back end
+# and exception points (`Apply`), and nothing else: they cannot be stored in
+# a tuple or passed as an ordinary argument. Three things follow, and the whole back end
 # stands on them.
 #
 # 1. **A continuation is a block of code, not a closure.** Since it never
@@ -122,7 +128,8 @@
 # 2. **Calls use the machine stack.** The return continuation of a call is a
 #    continuation of the *caller*, so "call `map`, then continue at
 #    `after_map`" is an ordinary call instruction followed by a branch, and a
-#    call whose return continuation is the function's own `ret` is a tail call.
+#    call whose two continuations are the function's own `ret` and `exn` is a
+#    tail call.
 #    First-class CPS (continuations as closures, the `map_cps` of seed 001)
 #    would instead allocate a closure per call.
 # 3. **Control flow is explicit, and rewriting it is local.** Inlining a
@@ -142,15 +149,43 @@
 # for expressions.
 #
 # <div class="admonition note">
-# <p class="admonition-title">Design note: one return continuation, not two</p>
+# <p class="admonition-title">Design note: two continuations, even where nothing raises</p>
 #
-# Flambda2 gives every function *two* return continuations, one for a normal
-# return and one for an exception ("double-barrelled" CPS, after Hayo
-# Thielecke). L has no exceptions: its runtime errors stop the program. So a
-# function here has one return continuation, and a runtime error is the
-# primitive `fail`, which stops. A language with exceptions would give
-# `Lambda` and `Apply` a second continuation, and `raise` would be a jump to
-# it: no new kind of control flow, only a second place to return to.
+# Like Flambda2, every function here has *two* continuations, one for a
+# normal return and one for an exception ("double-barrelled" CPS, after Hayo
+# Thielecke), and every call names both. L has exceptions: the front end
+# learns `exception`, `raise` and `try … catch` in chapters 4a–5, and
+# [chapter 7](07_cps_convert.ipynb) converts them. In this language they need
+# no new kind of control flow, only a second place to go:
+#
+# - a handler (the clauses of a `catch`) is an ordinary local continuation
+#   (`cont`) of one parameter, the exception;
+# - `raise` is a jump to a continuation, `h(e) raise @3:5`, which records
+#   its *raise site* (where it happened, for the report if nothing catches
+#   it);
+# - a call inside a `try` names the handler as its exception continuation;
+#   any other call names its function's own, so an exception leaves the
+#   function;
+# - the top level raises to one continuation of the program, `uncaught`,
+#   which reports and stops with status 2.
+#
+# Why give every function the second continuation, even in a program that
+# never raises? Because a function is compiled once, for every caller: the
+# same `map` is called inside a `try` by one caller and outside by another,
+# so where it raises to is a parameter, as where it returns to is. Keeping
+# the parameter in every function costs nothing at run time — an
+# exception continuation that nobody jumps to needs no code ([chapter
+# 10](10_llvm.ipynb)) — and makes every pass handle both from the start
+# instead of special-casing functions that may raise.
+#
+# The operations that can fail — `/` and `%` by zero, a `match` without a
+# matching clause, `assert` — raise predefined exceptions (`DivisionByZero`,
+# `MatchFailure`, `AssertionFailed`). Here they are primitives that name
+# the continuation their failure raises to (`q = a / b @2:7 / exn_3`, `u =
+# fail "assertion failed" @4:1 / exn_3`), not an explicit test and a jump:
+# the table of primitives (chapter 4b) says which operations fail and how,
+# and the back end keeps its one check per division. Raising to `uncaught`,
+# such a failure stops the program with today's message at today's place.
 #
 # </div>
 
@@ -165,13 +200,15 @@
 # | `LetPrim(x, p, t)` | `x = p` then `t` | compute `p`, name the result `x`, continue with `t` |
 # | `LetCont(k, [x1…xn], t1, t2)` | `cont k(x1, …, xn) { t1 }` then `t2` | bind the block `t1` with parameters `x1…xn` to `k`, in `t1` (so it can loop) and in `t2`; continue with `t2` |
 # | `ApplyCont(k, [y1…yn])` | `k(y1, …, yn)` | jump to `k`, binding its parameters to `y1…yn` |
-# | `Apply(kind, f, k, [y1…yn])` | `call f(y1, …, yn) -> k` | call the function `f`; it will jump to `k` with its result (`call direct` for a `direct` call) |
+# | `ApplyCont(h, [e], raises)` | `h(e) raise @3:5` | a raise: jump to `h` with the exception `e`, recording the raise site (L source line 3, column 5) |
+# | `Apply(kind, f, k, h, [y1…yn])` | `call f(y1, …, yn) -> k / h` | call the function `f`; it will jump to `k` with its result, or to `h` with an exception it raises (`call direct` for a `direct` call) |
 # | `Case(x, {i: k…}, kd)` | `case x { i -> k; …; _ -> kd }` | jump to the continuation whose integer matches the value of `x`, or to `kd` |
 # | `Halt(x)` | `halt x` | stop; `x` is the value of the computation |
 #
 # A continuation takes any number of parameters (`cont k(x1, …, xn)`); a
-# `Case` arm continuation takes none, and a return continuation exactly one:
-# the function's result. `Case` only chooses where to jump, by the value of an
+# `Case` arm continuation takes none, a return continuation exactly one (the
+# function's result), and an exception continuation exactly one (the
+# exception). `Case` only chooses where to jump, by the value of an
 # integer or boolean variable (`false` is 0, `true` is 1); taking a value
 # apart is separate: the primitive `tag x` reads the constructor number of an
 # injection, `x[i]` reads field `i`.
@@ -222,7 +259,7 @@
 # | `TupleValue([x1…xn])` | `tuple(x1, …, xn)` | a block of n fields; n may be 1 (a mutable *cell*) or 0 |
 # | `MakeClosure([f, x1…xn])` | `closure(f, x1, …, xn)` | a tuple holding a function's code `f` and its environment (made by chapter 8) |
 # | `Inject(tag, name, [x1…xn])` | `inj 1 Cons(x1, x2)` | constructor number `tag` (of its type) applied to fields |
-# | `Lambda(kind, k, [x1…xn], t)` | `fun k(x1, …) { t }`, `fun direct k(x1, …) { t }` | a function with return continuation `k` |
+# | `Lambda(kind, k, h, [x1…xn], t)` | `fun k h (x1, …) { t }`, `fun direct k h (x1, …) { t }` | a function with return continuation `k` and exception continuation `h` |
 # | `External(name)` | `external "name"` | a value defined outside the program (the runtime) |
 #
 # A **primitive** is a value or an operation on variables:
@@ -231,11 +268,13 @@
 # |---|---|---|
 # | `Proj(i, x)` | `x[i]` | field `i` of a tuple or injection |
 # | `Tag(x)` | `tag x` | the constructor number of an injection |
-# | `Op(op, [x, y])` | `x + y`, `x <= y` … | `+ - * / %` (64-bit, C division; `/` and `%` fail on zero) and `== != < <= > >=` |
+# | `Op(op, [x, y])` | `x + y`, `x <= y` … | `+ - * / %` (64-bit, C division) and `== != < <= > >=` |
+# | `Op(op, [x, y], h)` | `x / y @2:7 / h` | an operation that can fail (`/` and `%` on zero), and the continuation `h` its failure raises to |
 # | `Op(op, [x])` | `-x`, `!x` | `neg`, negation (wrapping), and `not` |
 # | `SetField(i, x, y)` | `x[i] := y` | store into field `i` (the cells of captured `var`s); the result is `()` |
 # | `Print([x1…xn])` | `print(x1, …)` | L's `print`: the values separated by spaces, then a newline; the result is `()` |
 # | `Fail(message, [x], loc)` | `fail "message" x @3:7` | stop with a runtime error at L source line 3, column 7, the message followed by the printed value of `x` if there is one |
+# | `Fail(message, [x], loc, h)` | `fail "assertion failed" @3:7 / h` | raise the predefined exception of the message (`MatchFailure`, `AssertionFailed`) to `h`; uncaught, it reports as the line above |
 #
 # This is the list the L back end needs: arithmetic and comparison for the
 # operators, projections and tags for pattern matching, cells for captured
@@ -271,19 +310,24 @@
 # section on Print prints:
 #
 # ```text
-# private square_1 = fun ret_2(x_3) {
-#   y_4 = x_3 * x_3
-#   ret_2(y_4)
+# private square_1 = fun ret_2 exn_3 (x_4) {
+#   y_5 = x_4 * x_4
+#   ret_2(y_5)
 # }
 # unused = do {
-#   seven_5 = 7
-#   cont k_6(r_7) {
-#     u_8 = print(r_7)
-#     halt u_8
+#   seven_6 = 7
+#   cont k_7(r_8) {
+#     u_9 = print(r_8)
+#     halt u_9
 #   }
-#   call square_1(seven_5) -> k_6
+#   call square_1(seven_6) -> k_7 / uncaught
 # }
 # ```
+#
+# The call at the top level raises to `uncaught`, the program's exception
+# continuation: every dynamic definition's body raises there, and a jump to
+# it reports the exception and stops. It is bound by the program, not by a
+# term, and printed without a number: there is one.
 #
 # Static values exist before anything runs, so every function can call every
 # other, in any order (L's mutual recursion); dynamic definitions then run top
@@ -551,12 +595,12 @@ class LetCont(Term):
     SUBTERMS, BINDS = ("handler", "body"), ("cont", "params")
 
 class ApplyCont(Term):
-    __slots__ = ("cont", "args")
+    __slots__ = ("cont", "args", "raises", "loc")  # raises: a raise site (a raise, at loc)
     OCC_FIELDS = ("cont", "args")
 
 class Apply(Term):
-    __slots__ = ("kind", "func", "cont", "args", "loc")
-    OCC_FIELDS = ("func", "args", "cont")
+    __slots__ = ("kind", "func", "cont", "exn", "args", "loc")
+    OCC_FIELDS = ("func", "args", "cont", "exn")
 
 class Case(Term):
     __slots__ = ("scrutinee", "arms", "default")   # arms: list of (int, ContOcc), sorted
@@ -604,8 +648,8 @@ class Inject(Value):
     OCC_FIELDS = ("fields",)
 
 class Lambda(Value):
-    __slots__ = ("kind", "cont", "params", "body")
-    SUBTERMS, BINDS = ("body",), ("cont", "params")
+    __slots__ = ("kind", "cont", "exn", "params", "body")
+    SUBTERMS, BINDS = ("body",), ("cont", "exn", "params")
 
 class External(Value):
     __slots__ = ("name",)
@@ -619,8 +663,8 @@ class Tag(Prim):
     OCC_FIELDS = ("arg",)
 
 class Op(Prim):
-    __slots__ = ("op", "args", "loc")
-    OCC_FIELDS = ("args",)
+    __slots__ = ("op", "args", "loc", "exn")     # exn: where its failure raises to (None: it cannot fail)
+    OCC_FIELDS = ("args", "exn")
 
 class SetField(Prim):
     __slots__ = ("index", "target", "value")
@@ -631,8 +675,8 @@ class Print(Prim):
     OCC_FIELDS = ("args",)
 
 class Fail(Prim):
-    __slots__ = ("message", "args", "loc")
-    OCC_FIELDS = ("args",)
+    __slots__ = ("message", "args", "loc", "exn")   # exn: where it raises to (None: it stops)
+    OCC_FIELDS = ("args", "exn")
 
 
 # %% [markdown]
@@ -655,11 +699,16 @@ class Definition(Node):
 
 
 class Program:
-    """A whole compilation unit: its definitions, in order."""
-    __slots__ = ("definitions",)
+    """A whole compilation unit: its definitions, in order, and its `uncaught` continuation,
+    the exception continuation of every top-level definition's body."""
+    __slots__ = ("definitions", "uncaught")
 
-    def __init__(self, definitions=None):
+    def __init__(self, definitions=None, uncaught: "ContVar" = None):
         self.definitions = [] if definitions is None else definitions
+        if uncaught is None:
+            uncaught = ContVar("uncaught")
+            uncaught.binder = self
+        self.uncaught = uncaught
 
     def occs(self):
         return iter(())
@@ -682,9 +731,10 @@ for cls in (LetPrim, LetCont, ApplyCont, Apply, Case, Halt, Lambda, Op, Fail, De
 # are the *terminators*, which end a block. `Case` lists only `scrutinee`
 # and `default` among its occurrence fields, because its arms live in a
 # list of pairs that its own `occs` reads. And `Apply` lists its
-# occurrences in the order `call f(args) -> k` prints them: function,
-# arguments, then continuation — the order every generic function meets
-# them in.
+# occurrences in the order `call f(args) -> k / h` prints them: function,
+# arguments, then the two continuations — the order every generic function
+# meets them in. `Op` and `Fail` hold a continuation occurrence too, `exn`
+# (or `None`): where their failure raises to.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: slotted classes and <code>type(t) is</code>, not dataclasses and <code>match</code></p>
@@ -802,7 +852,13 @@ def _new(cls, **fields):
 
 # %%
 #| export
-from lcompiler.primitives import PRIMITIVES, by_symbol
+from lcompiler.primitives import PRIMITIVES, by_symbol, DIVISION_BY_ZERO
+
+# The predefined exceptions (tags 0, 1, 2 of the type Exn), by the message of the runtime error
+# they report when nothing catches them.
+PREDEFINED = {DIVISION_BY_ZERO.message: (0, "DivisionByZero"),
+              "no clause matches the value": (1, "MatchFailure"),
+              "assertion failed": (2, "AssertionFailed")}
 
 
 def const(value) -> Const:
@@ -826,11 +882,14 @@ def proj(index: int, x: Var) -> Proj:
 def tag(x: Var) -> Tag:
     return _own(_new(Tag, arg=occur(x)))
 
-def op(operator: str, *args: Var, loc=None) -> Op:
-    """The primitive named operator (a name of chapter 4b's table: "+", "neg") on args."""
+def op(operator: str, *args: Var, loc=None, exn: "ContVar" = None) -> Op:
+    """The primitive named operator (a name of chapter 4b's table: "+", "neg") on args; if it
+    can fail, exn is the continuation its failure raises to."""
     if operator not in PRIMITIVES or PRIMITIVES[operator].arity != len(args):
         raise ValueError(f"no primitive {operator} of {len(args)} operands")
-    return _own(_new(Op, op=operator, args=_occs(args), loc=loc))
+    if exn is not None and PRIMITIVES[operator].fails is None:
+        raise ValueError(f"the primitive {operator} cannot fail: it has no exception continuation")
+    return _own(_new(Op, op=operator, args=_occs(args), loc=loc, exn=None if exn is None else occur(exn)))
 
 def set_field(index: int, target: Var, value: Var) -> SetField:
     return _own(_new(SetField, index=index, target=occur(target), value=occur(value)))
@@ -838,8 +897,11 @@ def set_field(index: int, target: Var, value: Var) -> SetField:
 def print_(*args: Var) -> Print:
     return _own(_new(Print, args=_occs(args)))
 
-def fail(message: str, *args: Var, loc=None) -> Fail:
-    return _own(_new(Fail, message=message, args=_occs(args), loc=loc))
+def fail(message: str, *args: Var, loc=None, exn: "ContVar" = None) -> Fail:
+    """A failure: raises the predefined exception of message to exn, or (no exn) stops the program."""
+    if exn is not None and message not in PREDEFINED:
+        raise ValueError(f"{message!r} is not the message of a predefined exception")
+    return _own(_new(Fail, message=message, args=_occs(args), loc=loc, exn=None if exn is None else occur(exn)))
 
 # %% [markdown]
 # `a + b` as a primitive: it holds two new occurrences, each pointing back
@@ -864,13 +926,14 @@ except ValueError as e:
 
 # %%
 #| export
-def lam(body, params=1, kind: str = "closure", cont: str = "ret") -> Lambda:
-    """A function: body(k, x1, …, xn) returns its body; params is a count or a list of hints."""
-    k = ContVar(cont)
-    xs = [Var(h) for h in _names(params, "x")]
-    node = _new(Lambda, kind=kind, cont=k, params=xs, body=None)
-    _bind(node, k, xs)
-    _attach(node, "body", body(k, *xs))
+def lam(body, params=1, kind: str = "closure", cont: str = "ret", exn: str = "exn") -> Lambda:
+    """A function: body(k, h, x1, …, xn) returns its body, k its return continuation, h its
+    exception continuation; params is a count or a list of hints."""
+    k, h = ContVar(cont), ContVar(exn)
+    xs = [Var(n) for n in _names(params, "x")]
+    node = _new(Lambda, kind=kind, cont=k, exn=h, params=xs, body=None)
+    _bind(node, k, h, xs)
+    _attach(node, "body", body(k, h, *xs))
     return node
 
 
@@ -893,11 +956,19 @@ def let_cont(handler, body, params=1, name: str = "k") -> LetCont:
     _attach(t, "body", body(k))
     return t
 
-def apply_cont(k: ContVar, *args: Var) -> ApplyCont:
-    return _own(_new(ApplyCont, cont=occur(k), args=_occs(args)))
+def apply_cont(k: ContVar, *args: Var, raises: bool = False, loc=None) -> ApplyCont:
+    """A jump to k; raises: it is a raise (of args[0], at loc), which records its raise site."""
+    if raises and len(args) != 1:
+        raise ValueError("a raise passes one value, the exception")
+    return _own(_new(ApplyCont, cont=occur(k), args=_occs(args), raises=raises, loc=loc))
 
-def apply(f: Var, k: ContVar, *args: Var, kind: str = "closure", loc=None) -> Apply:
-    return _own(_new(Apply, kind=kind, func=occur(f), cont=occur(k), args=_occs(args), loc=loc))
+def raise_(h: ContVar, e: Var, loc=None) -> ApplyCont:
+    """raise e to the exception continuation h: a jump that records its raise site."""
+    return apply_cont(h, e, raises=True, loc=loc)
+
+def apply(f: Var, k: ContVar, h: ContVar, *args: Var, kind: str = "closure", loc=None) -> Apply:
+    """Call f on args: it returns to k, it raises to h."""
+    return _own(_new(Apply, kind=kind, func=occur(f), cont=occur(k), exn=occur(h), args=_occs(args), loc=loc))
 
 def case(x: Var, arms: dict, default: ContVar = None) -> Case:
     """Jump to arms[value of x], or to default."""
@@ -1035,12 +1106,12 @@ class Program(Program):
 
 # %%
 square_program = Program()
-square = square_program.define(lam(lambda ret, x: let_prim(op("*", x, x), lambda y: apply_cont(ret, y), "y"),
+square = square_program.define(lam(lambda ret, exn, x: let_prim(op("*", x, x), lambda y: apply_cont(ret, y), "y"),
                                    ["x"]), name="square")
 main = Seq()
 n = main.let(const(7), "seven")
 k = main.cont(lambda k, r: let_prim(print_(r), lambda u: halt(u), "u"), ["r"])
-square_program.define(main.end(apply(square, k, n)), "unused")
+square_program.define(main.end(apply(square, k, square_program.uncaught, n)), "unused")
 [(d.visibility, d.var) for d in square_program.definitions]
 
 # %% [markdown]
@@ -1073,6 +1144,8 @@ class Namer:
 
     def __call__(self, var: Var) -> str:
         name = self.names.get(var)
+        if name is None and type(var.binder) is Program:
+            return "uncaught"                 # the program's continuation: one, never numbered
         if name is None:
             self.count += 1
             hint = var.hint if _IDENT.match(var.hint or "") else "x"
@@ -1185,19 +1258,23 @@ class Printer:
         if t is Op:
             symbol = PRIMITIVES[p.op].symbol
             if symbol is None:
-                return f"{p.op}({self.args(p.args)}){_at(p.loc)}"
+                return f"{p.op}({self.args(p.args)}){_at(p.loc)}{self.exn(p)}"
             if len(p.args) == 1:
-                return f"{symbol}{n(p.args[0].var)}{_at(p.loc)}"
-            return f"{n(p.args[0].var)} {symbol} {n(p.args[1].var)}{_at(p.loc)}"
+                return f"{symbol}{n(p.args[0].var)}{_at(p.loc)}{self.exn(p)}"
+            return f"{n(p.args[0].var)} {symbol} {n(p.args[1].var)}{_at(p.loc)}{self.exn(p)}"
         if t is SetField:
             return f"{n(p.target.var)}[{p.index}] := {n(p.value.var)}"
         if t is Print:
             return f"print({self.args(p.args)})"
         if t is Fail:
-            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc)
+            return f"fail {quote(p.message)}" + "".join(" " + n(o.var) for o in p.args) + _at(p.loc) + self.exn(p)
         if p is None:
             return "<hole>"
         raise TypeError(f"not a primitive: {p!r}")
+
+    def exn(self, p) -> str:
+        """Where a primitive that can fail raises to: ` / h`, as a call writes its second continuation."""
+        return "" if p.exn is None else f" / {self.name(p.exn.var)}"
 
 # %% [markdown]
 # The primitive `a + b` of the section on Build, printed by a fresh printer,
@@ -1218,17 +1295,19 @@ Printer().prim(plus)
 class Printer(Printer):
     def header(self, lam: Lambda) -> str:
         kind = "fun" if lam.kind == "closure" else "fun direct"
-        k = self.name(lam.cont)
+        k, h = self.name(lam.cont), self.name(lam.exn)
         params = ", ".join(self.name(x) for x in lam.params)
-        return f"{kind} {k}({params}) {{"
+        return f"{kind} {k} {h} ({params}) {{"
 
     def terminator(self, t) -> str:
         n = self.name
         if type(t) is ApplyCont:
-            return f"{n(t.cont.var)}({self.args(t.args)})"
+            site = f" raise{_at(t.loc)}" if t.raises else ""
+            return f"{n(t.cont.var)}({self.args(t.args)}){site}"
         if type(t) is Apply:
             kind = "call" if t.kind == "closure" else "call direct"
-            return f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)}{_at(t.loc)}"
+            return (f"{kind} {n(t.func.var)}({self.args(t.args)}) -> {n(t.cont.var)} / {n(t.exn.var)}"
+                    f"{_at(t.loc)}")
         if type(t) is Case:
             arms = [f"{i} -> {n(k.var)}" for i, k in t.arms]
             if t.default is not None:
@@ -1803,16 +1882,19 @@ print("uses of a:", six.count, "of b:", seven.count)
 # definition ::= ("public" | "private") NAME "=" (value | "do" block)
 #              | "unused" "=" "do" block
 # block      ::= "{" (NAME "=" prim | "cont" NAME "(" names ")" block)* last "}"
-# last       ::= NAME "(" names ")"                         jump to a continuation
-#              | "call" ["direct"] NAME "(" names ")" "->" NAME [loc]
-#              | "case" NAME "{" (INT "->" NAME ";")* ["_" "->" NAME] "}"
+# last       ::= cont "(" names ")" ["raise" [loc]]          jump to a continuation; a raise
+#              | "call" ["direct"] NAME "(" names ")" "->" cont "/" cont [loc]
+#              | "case" NAME "{" (INT "->" cont ";")* ["_" "->" cont] "}"
 #              | "halt" NAME
 # prim       ::= value | NAME "[" INT "]" [":=" NAME] | "tag" NAME
-#              | NAME OP NAME [loc] | OP NAME [loc] | PRIMITIVE "(" names ")" [loc]
-#              | "print" "(" names ")" | "fail" STRING NAME* [loc]
+#              | NAME OP NAME [loc] [exn] | OP NAME [loc] [exn]
+#              | PRIMITIVE "(" names ")" [loc] [exn]
+#              | "print" "(" names ")" | "fail" STRING NAME* [loc] [exn]
 # value      ::= INT | "-" INT | "true" | "false" | "()" | STRING
 #              | "tuple" "(" names ")" | "inj" INT NAME "(" names ")"
-#              | "external" STRING | "fun" ["direct"] NAME "(" names ")" block
+#              | "external" STRING | "fun" ["direct"] NAME NAME "(" names ")" block
+# cont       ::= NAME | "uncaught"                         uncaught: at the top level only
+# exn        ::= "/" cont                                  where a failure raises to
 # loc        ::= "@" INT ":" INT                           a line and column of the L source
 # ```
 #
@@ -1843,7 +1925,8 @@ _TOKEN = re.compile(r"""
 
 _UNESCAPE = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _KEYWORDS = {"public", "private", "unused", "do", "cont", "call", "direct", "case", "halt",
-             "tag", "print", "fail", "tuple", "closure", "inj", "external", "fun", "true", "false"}
+             "tag", "print", "fail", "tuple", "closure", "inj", "external", "fun", "true", "false",
+             "uncaught", "raise"}
 
 
 class Parser:
@@ -1853,7 +1936,8 @@ class Parser:
         self.i = 0
         self.vars = {}         # name -> variable, for every binding seen (names are unique)
         self.scope = set()     # ordinary variables in scope
-        self.conts = set()     # continuation variables in scope (only the current function's)
+        self.program_ = Program()  # the program read, whose `uncaught` the top level may name
+        self.conts = {self.program_.uncaught}   # continuation variables in scope (the current function's)
         self.globals = {}
 
     def lex(self, text: str) -> list:
@@ -1964,7 +2048,7 @@ except CompileError as e:
 # found, then the line with a caret under column 7, the `)`.
 #
 # Names and scopes. `hint` recovers the printing hint from a printed name
-# (`after_f_11` was printed from the hint `after_f`); `use` reads a name
+# (`after_f_12` was printed from the hint `after_f`); `use` reads a name
 # that must be bound, of the right class, and in scope — each failure a
 # different message; `loc` reads `@line:col`, as a `Span` of the L source
 # when the parser has one, else as a `Pos`.
@@ -1978,6 +2062,12 @@ class Parser(Parser):
         return base if sep and number.isdigit() and base else name
 
     def use(self, cont: bool = False) -> Var:
+        if cont and self.peek("uncaught"):
+            if self.program_.uncaught not in self.conts:
+                raise self.error("uncaught is the top level's exception continuation; a function raises "
+                                 "to its own")
+            self.i += 1
+            return self.program_.uncaught
         name, offset = self.name("a continuation" if cont else "a variable")
         v = self.vars.get(name)
         if v is None:
@@ -2028,10 +2118,10 @@ class Parser(Parser):
 # `hint` on three names, and `loc` on a location read without an L source:
 
 # %%
-Parser.hint("after_f_11"), Parser.hint("x"), Parser.hint("_2"), Parser(Source("<cps>", "@3:7")).loc()
+Parser.hint("after_f_12"), Parser.hint("x"), Parser.hint("_2"), Parser(Source("<cps>", "@3:7")).loc()
 
 # %% [markdown]
-# `after_f_11` loses its number and keeps the underscore inside its hint;
+# `after_f_12` loses its number and keeps the underscore inside its hint;
 # `x` has no number to lose; `_2` keeps its whole name, since taking off the
 # number would leave an empty hint. With no L source the location stays a
 # bare `Pos(3, 7)`.
@@ -2124,7 +2214,9 @@ class Parser(Parser):
             args = self.uses()
             self.expect("->")
             k = self.use(cont=True)
-            return apply(f, k, *args, kind=kind, loc=self.loc())
+            self.expect("/", "'/' and the exception continuation")
+            h = self.use(cont=True)
+            return apply(f, k, h, *args, kind=kind, loc=self.loc())
         if self.accept("case"):
             x = self.use()
             self.expect("{")
@@ -2148,7 +2240,12 @@ class Parser(Parser):
             return halt(self.use())
         if self.peek(kind="name") and self.tokens[self.i + 1][1] == "(":
             k = self.use(cont=True)
-            return apply_cont(k, *self.uses())
+            args = self.uses()
+            if self.accept("raise"):
+                if len(args) != 1:
+                    raise self.error_at(self.tokens[self.i - 1][2], "a raise passes one value, the exception")
+                return apply_cont(k, *args, raises=True, loc=self.loc())
+            return apply_cont(k, *args)
         raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
 
 # %% [markdown]
@@ -2194,14 +2291,14 @@ class Parser(Parser):
             args = []
             while self.peek(kind="name"):
                 args.append(self.use())
-            return fail(message, *args, loc=self.loc())
+            return fail(message, *args, loc=self.loc(), exn=self.raises_to())
         kind, text, _ = self.tokens[self.i]
         if kind == "punct" and by_symbol(text, 1):
             self.i += 1
-            return op(by_symbol(text, 1).name, self.use(), loc=self.loc())
+            return op(by_symbol(text, 1).name, self.use(), loc=self.loc(), exn=self.raises_to())
         if kind == "name" and self.tokens[self.i + 1][1] == "(" and text in PRIMITIVES:
             self.i += 1                                     # a primitive that has no operator
-            return op(text, *self.uses(), loc=self.loc())
+            return op(text, *self.uses(), loc=self.loc(), exn=self.raises_to())
         x = self.use()
         if self.accept("["):
             index = self.integer()
@@ -2215,7 +2312,11 @@ class Parser(Parser):
             raise self.error("expected an operator, '[' or the end of the line")
         self.i += 1
         y = self.use()
-        return op(row.name, x, y, loc=self.loc())
+        return op(row.name, x, y, loc=self.loc(), exn=self.raises_to())
+
+    def raises_to(self):
+        """The continuation a primitive's failure raises to: ` / h`, or nothing."""
+        return self.use(cont=True) if self.accept("/") else None
 
 # %% [markdown]
 # A function starts a new scope of continuations: those of the enclosing
@@ -2228,16 +2329,18 @@ class Parser(Parser):
     def function(self) -> Lambda:
         kind = "direct" if self.accept("direct") else "closure"
         name, offset = self.name("the function's return continuation")
+        ename, eoffset = self.name("the function's exception continuation")
         params = self.params()
         saved, self.conts = self.conts, set()
-        def body(k, *xs):
+        def body(k, h, *xs):
             self.register(name, offset, k)
+            self.register(ename, eoffset, h)
             for (pname, poffset), x in zip(params, xs):
                 self.register(pname, poffset, x)
             b = self.block()
             self.scope.difference_update(xs)
             return b
-        f = lam(body, [self.hint(p) for p, _ in params], kind, cont=self.hint(name))
+        f = lam(body, [self.hint(p) for p, _ in params], kind, cont=self.hint(name), exn=self.hint(ename))
         self.conts = saved
         return f
 
@@ -2253,7 +2356,7 @@ class Parser(Parser):
     def program(self) -> Program:
         self.newlines(False)
         self.declare_globals()
-        prog = Program()
+        prog = self.program_
         while not self.peek(kind="eof"):
             if not (self.peek("public") or self.peek("private") or self.peek("unused")):
                 raise self.error("expected a definition: 'public', 'private' or 'unused'")
@@ -2326,7 +2429,7 @@ again = parse(show(square_program))
 assert show(again) == show(square_program)
 WRONG = ("x_1 = 1\nk_2(x_1)",
          "cont k_1(x_2) {\n  halt x_2\n}\nhalt x_2",
-         "cont out_1(r_2) {\n  halt r_2\n}\nf_3 = fun ret_4(x_5) {\n  out_1(x_5)\n}\nout_1(f_3)")
+         "cont out_1(r_2) {\n  halt r_2\n}\nf_3 = fun ret_4 exn_5 (x_6) {\n  out_1(x_6)\n}\nout_1(f_3)")
 for text in WRONG:
     try:
         parse_term(text)
@@ -2353,16 +2456,26 @@ for text in WRONG:
 # 2. **Uplinks**: every term, primitive and occurrence points at its parent;
 #    every variable's `binder` is the node that binds it.
 # 3. **Unique binders**: no variable is bound twice.
-# 4. **Scope**: every occurrence's variable (found through the union-find) is
-#    in scope there. A continuation is in scope only inside the function that
-#    binds it: continuations are second-class, they never cross a `fun`.
+# 4. **Scope and second-classness**: every occurrence's variable (found
+#    through the union-find) is in scope there. A continuation variable
+#    occurs only where a continuation is expected — the two continuations of
+#    a call, the target of a jump, the arms of a `case`, the exception
+#    continuation of an operation that can fail — never as a value (in a
+#    tuple, an argument, a closure). A continuation is in scope only inside
+#    the function that binds it: continuations are second-class, they never
+#    cross a `fun`. Together these say that a handler never escapes: no value
+#    and no closure can carry it out of its function. `uncaught` is in scope
+#    in the dynamic definitions only, not in functions, which raise to their
+#    own exception continuation.
 # 5. **Occurrence links**: every occurrence met in the term is in its
 #    variable's ring, every ring holds only occurrences of the term, and every
 #    count is right.
 # 6. **Arity and placement**: a jump passes as many arguments as its
-#    continuation has parameters (exactly one to a return continuation, none
-#    to a `case` arm); `case` values are distinct; `halt` appears only in a
-#    dynamic definition, outside every function.
+#    continuation has parameters (exactly one to a return or exception
+#    continuation, one to the continuations a call names, one in a raise, none
+#    to a `case` arm); a function's two continuations are two variables;
+#    `case` values are distinct; `halt` appears only in a dynamic
+#    definition, outside every function.
 # 7. With `closed=True` — the back end's precondition, after closure
 #    conversion — **no function has a free variable** other than globals.
 #
@@ -2430,7 +2543,9 @@ class Checker(Checker):
         self.occs.add(id(o))
 
     def arity(self, node, k: Var, n: int) -> None:
-        expected = 1 if type(k.binder) in (Lambda,) and k.binder.cont is k else len(k.binder.params)
+        b = k.binder                     # a function's two continuations, and uncaught, take one value
+        expected = 1 if type(b) is Program or type(b) is Lambda and (b.cont is k or b.exn is k) \
+            else len(b.params)
         if expected != n:
             self.fail(node, f"{self.name(k)} expects {expected} argument(s), and is given {n}")
 
@@ -2464,6 +2579,11 @@ class Checker(Checker):
 #| export
 class Checker(Checker):
     def program(self, prog: Program) -> None:
+        u = prog.uncaught
+        if not isinstance(u, ContVar) or type(u.binder) is not Program:
+            raise CheckError("the program's uncaught must be a continuation variable bound by a program")
+        self.bound[u] = None                 # the top level's exception continuation
+        self.scope.add(u)
         for d in prog.definitions:
             if type(d) is not Definition:
                 raise CheckError(f"not a definition: {d!r}")
@@ -2543,9 +2663,10 @@ class Checker(Checker):
                     self.fail(node, f"a function kind is closure or direct, not {node.kind!r}")
                 self.term_field(node, "body")
                 self.bind(node, node.cont, True, node)
+                self.bind(node, node.exn, True, node)      # bound twice if it is the same as cont
                 for x in node.params:
                     self.bind(node, x, False, node)
-                work += [("unbind", [node.cont, *node.params]), ("node", node.body, node, node)]
+                work += [("unbind", [node.cont, node.exn, *node.params]), ("node", node.body, node, node)]
             else:
                 self.leaf(node, function)
 
@@ -2578,8 +2699,10 @@ class Checker(Checker):
         conts = ()
         if t is ApplyCont:
             conts = (node.cont,)
+            if node.raises and len(node.args) != 1:
+                self.fail(node, "a raise passes one value, the exception")
         elif t is Apply:
-            conts = (node.cont,)
+            conts = (node.cont, node.exn)
             if node.kind not in ("closure", "direct"):
                 self.fail(node, f"a call kind is closure or direct, not {node.kind!r}")
         elif t is Case:
@@ -2589,12 +2712,17 @@ class Checker(Checker):
                 self.fail(node, "the values of a case must be distinct integers, in order")
         elif t is Halt and function is not None:
             self.fail(node, "halt inside a function (a function returns through its continuation)")
+        elif t is Op or t is Fail:
+            conts = () if node.exn is None else (node.exn,)
+            if t is Op and node.exn is not None and PRIMITIVES[node.op].fails is None:
+                self.fail(node, f"the primitive {node.op} cannot fail, and has an exception continuation")
         for o in node.occs():
             self.occurrence(node, o, any(o is k for k in conts), function)
         if t is ApplyCont:
             self.arity(node, node.cont.var, len(node.args))
         elif t is Apply:
             self.arity(node, node.cont.var, 1)
+            self.arity(node, node.exn.var, 1)
         elif t is Case:
             for k in conts:
                 self.arity(node, k.var, 0)
@@ -2624,6 +2752,14 @@ class Checker(Checker):
                 self.fail(var.binder, f"the ring of {self.name(var)} misses occurrences")
 
 
+def _uncaught_of(root) -> ContVar:
+    """The uncaught continuation a definition or term outside its program raises to (or a new one)."""
+    for v in free_variables(root):
+        if v.is_cont and type(v.binder) is Program:
+            return v
+    return Program().uncaught
+
+
 def check(root, closed: bool = False) -> None:
     """Verify every invariant of a program, definition or term; CheckError at the first violation."""
     c = Checker(closed)
@@ -2631,8 +2767,10 @@ def check(root, closed: bool = False) -> None:
         if type(root) is Program:
             c.program(root)
         elif type(root) is Definition:
-            c.program(Program([root]))
+            c.program(Program([root], _uncaught_of(root)))
         else:
+            u = _uncaught_of(root)
+            c.bound[u], c.scope = None, {u}      # a term alone may raise to its program's uncaught
             c.visit(root, root.enclosing, None)
         c.links()
 
@@ -2661,12 +2799,12 @@ def check(root, closed: bool = False) -> None:
 # %%
 check(square_program, closed=True)
 ARITY = "cont k_1(x_2, y_3) {\n  halt x_2\n}\none_4 = 1\nk_1(one_4)"
-NESTED = """private f_1 = fun ret_2(x_3) {
-  g_4 = fun ret_5(y_6) {
-    z_7 = x_3 + y_6
-    ret_5(z_7)
+NESTED = """private f_1 = fun ret_2 exn_3 (x_4) {
+  g_5 = fun ret_6 exn_7 (y_8) {
+    z_9 = x_4 + y_8
+    ret_6(z_9)
   }
-  ret_2(g_4)
+  ret_2(g_5)
 }
 """
 for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (parse(NESTED), True)):
@@ -2680,8 +2818,8 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
 # `check(square_program, closed=True)` printed nothing: it passed. The first
 # message has no "in definition …" before it, because the term was parsed
 # with `parse_term` and sits in no definition. The last one names the whole
-# chain from the definition down to the inner function: `x_3` is bound by
-# the outer `fun ret_2` and used by the inner `fun ret_5`. Before closure
+# chain from the definition down to the inner function: `x_4` is bound by
+# the outer `fun ret_2` and used by the inner `fun ret_6`. Before closure
 # conversion that is an ordinary nested function; after it, it is a bug.
 #
 # ## Interpret
@@ -2701,16 +2839,33 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
 # - A **function value** copies the values of its free variables when it is
 #   created (a flat closure), so a function made in a loop keeps the values of
 #   *that* iteration. Calling it makes a new activation from that copy, its
-#   parameters, and its return continuation.
+#   parameters, and its two continuations: the call's return and exception
+#   continuations.
 # - After closure conversion ([chapter 8](08_closure.ipynb)) a function
 #   value is a `ClosureRecord`, a tuple whose field 0 is its code; calling it
 #   calls that code with the record itself as first argument. The
 #   interpreter accepts both forms, so it can run a program before and after
 #   that chapter.
-# - A call whose return continuation is the caller's own is a **tail call**:
+# - A call whose two continuations are the caller's own is a **tail call**:
 #   the new activation replaces the caller's at the same depth. Any other call
-#   goes one deeper; past `stack_limit` the program stops with L's "stack
-#   overflow" runtime error at the call.
+#   goes one deeper — a call that raises to a local handler too, since the
+#   handler must still be there when the callee raises; past `stack_limit`
+#   the program stops with L's "stack overflow" runtime error at the call.
+# - A **raise** (`h(e) raise @3:5`) is a jump to the handler `h`, which
+#   first records its *raise site* — the report it would make if nothing
+#   catches it — in the interpreter (`Interpreter.site`). A jump that
+#   passes an exception on without `raise` leaves the site alone, so an
+#   exception that goes through handlers that do not want it is still
+#   reported where it was raised. An operation that fails (`/` by zero, an
+#   unmatched `match`, `assert`) raises its predefined exception to the
+#   continuation it names, with today's message as its site; inside a
+#   block of bindings, that jump is made by a Python exception, `Raised`,
+#   which the trampoline catches.
+# - **`uncaught`**, the program's exception continuation, is a continuation
+#   whose code reports the last raise site as a runtime error: the
+#   interpreter raises `RunError` (or `Stop`), as for any runtime error.
+#   A failing operation whose continuation is `uncaught` reports at once,
+#   exactly as before exceptions existed.
 #
 # Runtime values: Python `int`, `bool`, `str`, `()` for Unit, a `list` for a
 # tuple (lists, because `SetField` writes into cells), `Injected` for an
@@ -2734,10 +2889,10 @@ class Injected:
 
 
 class Function:
-    __slots__ = ("code", "params", "cont", "captured")
+    __slots__ = ("code", "params", "cont", "exn", "captured")
 
-    def __init__(self, code, params, cont, captured):
-        self.code, self.params, self.cont, self.captured = code, params, cont, captured
+    def __init__(self, code, params, cont, exn, captured):
+        self.code, self.params, self.cont, self.exn, self.captured = code, params, cont, exn, captured
 
 
 class ClosureRecord(list):
@@ -2750,6 +2905,13 @@ class Continuation:
 
     def __init__(self, code, params, env):
         self.code, self.params, self.env = code, params, env
+
+
+class Raised(Exception):
+    """A primitive failed inside a block: the trampoline jumps to its exception continuation."""
+
+    def __init__(self, cont: Continuation, value):
+        self.cont, self.value = cont, value
 
 # %% [markdown]
 # `Injected`, `Function` and `Continuation` are the run-time forms of an
@@ -2838,6 +3000,16 @@ class Interpreter:
         self.externals = externals or {}
         self.globals = {}
         self.free = {}          # Lambda -> its free local variables
+        self.site = None        # the last raise's site: (the runtime error's text, its location)
+        x = Var("e")
+        self.uncaught = Continuation(self.report, [x], {})
+        self.exception = x
+
+    def report(self, env):
+        """The code of the uncaught continuation: the runtime error of the raise that got here."""
+        text, loc = self.site if self.site is not None else \
+            (f"uncaught exception {show_value(env[self.exception], True)}", None)
+        raise runtime_error(text, loc)
 
     def get(self, o: Occ):
         """A function reading an occurrence's value from an activation."""
@@ -2919,9 +3091,10 @@ class Interpreter(Interpreter):
             return print_values
         if t is Fail:
             gets, message, loc = [self.get(o) for o in p.args], p.message, p.loc
+            h = None if p.exn is None else p.exn.var
             def failure(env):
                 text = " ".join([message] + [show_value(g(env), True) for g in gets])
-                raise runtime_error(text, loc)
+                self.raise_predefined(env, h, text, loc, message)
             return failure
         raise TypeError(f"not a primitive: {p!r}")
 
@@ -2935,15 +3108,25 @@ class Interpreter(Interpreter):
 # %%
 #| export
 class Interpreter(Interpreter):
+    def raise_predefined(self, env, h, text: str, loc, message: str = None):
+        """A primitive fails: stop with the runtime error text at loc if h is missing or is uncaught,
+        else record the raise site and raise the predefined exception to h."""
+        c = None if h is None else env[h]
+        if c is None or c is self.uncaught:
+            raise runtime_error(text, loc)
+        self.site = (text, loc)
+        tag_, name = PREDEFINED[message or text]
+        raise Raised(c, Injected(tag_, name, []))
+
     def operation(self, p: Op):
         row, gets, loc = PRIMITIVES[p.op], [self.get(o) for o in p.args], p.loc
         f, wraps = row.operation, row.wraps
         if row.fails:
-            failure = row.fails
+            failure, h = row.fails, (None if p.exn is None else p.exn.var)
             def checked(env):
                 values = [g(env) for g in gets]
                 if failure.happens(values):
-                    raise runtime_error(failure.message, loc)
+                    self.raise_predefined(env, h, failure.message, loc)
                 return wrap(f(*values)) if wraps else f(*values)
             return checked
         if len(gets) == 1:
@@ -3011,8 +3194,8 @@ class Interpreter(Interpreter):
     def function(self, lam_: Lambda):
         free = [v for v in free_variables(lam_) if not v.is_cont and not is_global(v)]
         body = self.block(lam_.body)
-        params, cont = lam_.params, lam_.cont
-        return lambda env: Function(body, params, cont, {v: env[v] for v in free})
+        params, cont, exn = lam_.params, lam_.cont, lam_.exn
+        return lambda env: Function(body, params, cont, exn, {v: env[v] for v in free})
 
 # %% [markdown]
 # A terminator becomes a function that returns the next block to run and
@@ -3025,6 +3208,14 @@ class Interpreter(Interpreter):
 #| export
 class Interpreter(Interpreter):
     def terminator(self, t):
+        if type(t) is ApplyCont and t.raises:
+            k, g, loc = t.cont.var, self.get(t.args[0]), t.loc
+            def raise_(env):
+                c, value = env[k], g(env)
+                self.site = (f"uncaught exception {show_value(value, True)}", loc)
+                c.env[c.params[0]] = value
+                return c.code, c.env
+            return raise_
         if type(t) is ApplyCont:
             k, gets = t.cont.var, [self.get(o) for o in t.args]
             def jump(env):
@@ -3062,8 +3253,8 @@ class Interpreter(Interpreter):
 #| export
 class Interpreter(Interpreter):
     def call(self, t: Apply):
-        gf, gets, k, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.loc
-        tail = type(k.binder) is Lambda and k.binder.cont is k    # k: its own function's return
+        gf, gets, k, h, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.exn.var, t.loc
+        tail = type(k.binder) is Lambda and k.binder.cont is k and k.binder.exn is h   # both its own
         limit = self.stack_limit
         def call(env):
             f = gf(env)
@@ -3075,8 +3266,8 @@ class Interpreter(Interpreter):
             new = dict(f.captured)
             for x, a in zip(f.params, args):
                 new[x] = a
-            ret = env[k]
-            new[f.cont] = ret
+            new[f.cont] = env[k]
+            new[f.exn] = env[h]
             depth = env[None] if tail else env[None] + 1
             if depth > limit:
                 raise runtime_error("stack overflow: the program nested calls too deeply", loc)
@@ -3109,7 +3300,7 @@ class Interpreter(Interpreter):
         try:
             for d, c in code:
                 if d.body is not None:
-                    self.store(d, self.trampoline(c, {None: 0}))
+                    self.store(d, self.trampoline(c, {None: 0, prog.uncaught: self.uncaught}))
         finally:
             self.out.flush()
         return self.globals
@@ -3120,9 +3311,15 @@ class Interpreter(Interpreter):
 
     @staticmethod
     def trampoline(code, env):
-        while code is not None:
-            code, env = code(env)
-        return env
+        while True:
+            try:
+                while code is not None:
+                    code, env = code(env)
+                return env
+            except Raised as r:                     # a primitive failed: jump to its handler
+                c = r.cont
+                c.env[c.params[0]] = r.value
+                code, env = c.code, c.env
 
 
 def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
@@ -3136,7 +3333,11 @@ def evaluate(term: Term, out=None):
     interpreter = Interpreter(out)
     with recursion_limit(NESTING_LIMIT):
         code = interpreter.block(term)
-    return interpreter.trampoline(code, {None: 0})
+    env = {None: 0}
+    for v in free_variables(term):
+        if v.is_cont:                      # the exception continuation of the top: uncaught
+            env[v] = interpreter.uncaught
+    return interpreter.trampoline(code, env)
 
 # %% [markdown]
 # The term `a * b` of the section on Change halts with 42; the program of
@@ -3187,7 +3388,7 @@ print(evaluate(term))
 from html import escape as _escape
 
 _HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|fun)\b|\w+ = (fun)\b)")
-_TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(")
+_TARGETS = re.compile(r"-> (\w+)|^\s*(\w+)\(| / (\w+)")   # a jump, and a call's two continuations
 
 
 def _scopes(lines: list) -> tuple:
@@ -3214,7 +3415,7 @@ def _jumps(lines: list, heads: dict) -> list:
         if line.rstrip().endswith("{"):
             continue
         body = line.strip()
-        found = [m.group(1) or m.group(2) for m in _TARGETS.finditer(line)]
+        found = [m.group(1) or m.group(2) or m.group(3) for m in _TARGETS.finditer(line)]
         if body.startswith("case"):
             found = re.findall(r"-> (\w+)", body)
         for name in found:
@@ -3336,43 +3537,43 @@ def beside(pictures: list, title: str, gap: float = 28) -> str:
 
 # %%
 MAP = '''
-private map_1 = fun ret_2(f_3, l_4) {
-  t_5 = tag l_4
-  cont empty_6() {
-    nil_7 = inj 0 Nil()
-    ret_2(nil_7)
+private map_1 = fun ret_2 exn_3 (f_4, l_5) {
+  t_6 = tag l_5
+  cont empty_7() {
+    nil_8 = inj 0 Nil()
+    ret_2(nil_8)
   }
-  cont nonempty_8() {
-    x_9 = l_4[0]
-    r_10 = l_4[1]
-    cont after_f_11(fx_12) {
-      cont after_map_13(m_14) {
-        result_15 = inj 1 Cons(fx_12, m_14)
-        ret_2(result_15)
+  cont nonempty_9() {
+    x_10 = l_5[0]
+    r_11 = l_5[1]
+    cont after_f_12(fx_13) {
+      cont after_map_14(m_15) {
+        result_16 = inj 1 Cons(fx_13, m_15)
+        ret_2(result_16)
       }
-      call map_1(f_3, r_10) -> after_map_13
+      call map_1(f_4, r_11) -> after_map_14 / exn_3
     }
-    call f_3(x_9) -> after_f_11
+    call f_4(x_10) -> after_f_12 / exn_3
   }
-  case t_5 { 0 -> empty_6; 1 -> nonempty_8 }
+  case t_6 { 0 -> empty_7; 1 -> nonempty_9 }
 }
-private square_16 = fun ret_17(x_18) {
-  y_19 = x_18 * x_18
-  ret_17(y_19)
+private square_17 = fun ret_18 exn_19 (x_20) {
+  y_21 = x_20 * x_20
+  ret_18(y_21)
 }
 unused = do {
-  nil_20 = inj 0 Nil()
-  three_21 = 3
-  l3_22 = inj 1 Cons(three_21, nil_20)
-  two_23 = 2
-  l2_24 = inj 1 Cons(two_23, l3_22)
-  one_25 = 1
-  l1_26 = inj 1 Cons(one_25, l2_24)
-  cont done_27(squares_28) {
-    u_29 = print(l1_26, squares_28)
-    halt u_29
+  nil_22 = inj 0 Nil()
+  three_23 = 3
+  l3_24 = inj 1 Cons(three_23, nil_22)
+  two_25 = 2
+  l2_26 = inj 1 Cons(two_25, l3_24)
+  one_27 = 1
+  l1_28 = inj 1 Cons(one_27, l2_26)
+  cont done_29(squares_30) {
+    u_31 = print(l1_28, squares_30)
+    halt u_31
   }
-  call map_1(square_16, l1_26) -> done_27
+  call map_1(square_17, l1_28) -> done_29 / uncaught
 }
 '''
 map_program = parse(MAP)
@@ -3402,9 +3603,111 @@ def picture(node, alt: str) -> None:
 
 picture(map_program.definitions[0],
         "Diagram of map_1: a blue box for the function holds yellow boxes for the continuations "
-        "empty_6 and nonempty_8, and inside nonempty_8 the nested after_f_11 and after_map_13; green "
-        "arrows go from the case to empty_6 and nonempty_8, and from the two calls to after_f_11 and "
-        "after_map_13. No arrow leaves the function box.")
+        "empty_7 and nonempty_9, and inside nonempty_9 the nested after_f_12 and after_map_14; green "
+        "arrows go from the case to empty_7 and nonempty_9, and from the two calls to after_f_12 and "
+        "after_map_14. No arrow leaves the function box.")
+
+# %% [markdown]
+# ### Seed 001's map, in L and in CPS
+#
+# Seed 001 explains Flambda2's second-class CPS with this very function,
+# written in OCaml and then in its IR. Here it is in L (with the list type
+# it needs: `Nil` is constructor 0, `Cons` constructor 1), beside the CPS of
+# the program above. Each line of the L has its place on the right: the
+# `match` is the `tag` and the `case`; each arm is a `cont` (`empty_7`,
+# `nonempty_9`); each of the two calls is a `call` that names where it
+# returns — `after_f_12` then `after_map_14`, the "what happens next" that
+# the L leaves implicit — and the `Cons` is built in the last continuation.
+#
+# The seed's IR writes only the return continuation, `Apply (map f r
+# {k_after_map})`. Flambda2 passes the exception continuation too, and so
+# does ours: `/ exn_3` on both calls says that an exception raised in `f`
+# or in the recursive `map` leaves this `map` through its own `exn_3` —
+# there is no `try` here. This `map` never raises, and nothing in it pays
+# for the second continuation: it is a name, and chapter 10 makes no code
+# for an exception continuation that nothing jumps to.
+
+# %%
+MAP_L = """data List<t> {
+  Nil
+  Cons(t, List<t>)
+}
+
+def map(f, l) = l.{
+  Nil -> Nil
+  Cons(x, r) -> Cons(f(x), map(f, r))
+}"""
+
+
+def beside_text(left: str, right: str, gap: int = 4) -> str:
+    """Two texts side by side, the left one padded to its widest line."""
+    ls, rs = left.splitlines(), right.splitlines()
+    width = max(map(len, ls)) + gap
+    return "\n".join(a.ljust(width) + b for a, b in itertools.zip_longest(ls, rs, fillvalue="")).rstrip() + "\n"
+
+
+import itertools
+print(beside_text(MAP_L, show(map_program.definitions[0])), end="")
+
+# %% [markdown]
+# ### A raise, caught by the caller
+#
+# No program of chapter 7 raises yet, but the language can already say it.
+# Below, `find` raises `NotFound` (constructor 3 of `Exn`, after the three
+# predefined exceptions) when its argument is not 0: a jump to its own
+# exception continuation, `exn_3(e_9) raise @2:5`. The caller's call names a
+# handler of its own, `/ handler_11`, so that is where the exception lands,
+# with the caller's activation: the handler prints it. The same program
+# with the call raising to `uncaught` instead stops with the report of the
+# raise, at its site.
+
+# %%
+CATCH = '''
+private find_1 = fun ret_2 exn_3 (n_4) {
+  zero_5 = 0
+  z_6 = n_4 == zero_5
+  cont found_7() {
+    ret_2(n_4)
+  }
+  cont missing_8() {
+    e_9 = inj 3 NotFound()
+    exn_3(e_9) raise @2:5
+  }
+  case z_6 { 0 -> missing_8; 1 -> found_7 }
+}
+unused = do {
+  one_10 = 1
+  cont handler_11(e_12) {
+    u_13 = print(e_12)
+    halt u_13
+  }
+  cont back_14(r_15) {
+    v_16 = print(r_15)
+    halt v_16
+  }
+  call find_1(one_10) -> back_14 / handler_11 @3:1
+}
+'''
+catch_program = parse(CATCH)
+check(catch_program)
+assert show(catch_program) == CATCH.lstrip()
+run(catch_program)
+try:
+    run(parse(CATCH.replace("/ handler_11", "/ uncaught")))
+except Stop as e:
+    print("Stop:", e)
+
+# %% [markdown]
+# In the picture, the call has two arrows: one to its return point
+# `back_14`, one to its handler `handler_11`. Both are continuations of the
+# caller; the raise inside `find` jumps to `exn_3`, a parameter of `find`,
+# and it is the call that says where that is.
+
+# %%
+picture(catch_program.definitions[1],
+        "Diagram of a dynamic definition that calls find_1: a grey box holds the yellow boxes of "
+        "handler_11 and back_14; two green arrows go from the call's line, one to back_14, its return "
+        "point, and one to handler_11, its exception continuation.")
 
 # %% [markdown]
 # ### The seed's loop
@@ -3461,8 +3764,10 @@ evaluate(parse_term(COUNT))
 # ```
 #
 # converts naively to a join point `k_after_if` that both branches would
-# reach. Ours has no exceptions, so the `raise` is a `fail` (a runtime
-# error), but the rest is the same:
+# reach. The `raise` is written here as a `fail` (a runtime error), which
+# keeps the example as small as the seed's; a `raise` would be a jump to the
+# function's exception continuation, `exn_3(e) raise`, and the rest is the
+# same:
 
 # %% [markdown]
 # The text is parsed and checked, and the count of `after_if` read from the
@@ -3470,26 +3775,26 @@ evaluate(parse_term(COUNT))
 
 # %%
 STEP1 = '''
-private f_1 = fun ret_2(cond_3) {
-  cont after_if_4(v_5) {
-    result_6 = tuple(v_5, v_5)
-    ret_2(result_6)
+private f_1 = fun ret_2 exn_3 (cond_4) {
+  cont after_if_5(v_6) {
+    result_7 = tuple(v_6, v_6)
+    ret_2(result_7)
   }
-  cont then_7() {
-    u_8 = fail "Failure"
-    ret_2(u_8)
+  cont then_8() {
+    u_9 = fail "Failure"
+    ret_2(u_9)
   }
-  cont else_9() {
-    zero_10 = 0
-    after_if_4(zero_10)
+  cont else_10() {
+    zero_11 = 0
+    after_if_5(zero_11)
   }
-  case cond_3 { 0 -> else_9; 1 -> then_7 }
+  case cond_4 { 0 -> else_10; 1 -> then_8 }
 }
 '''
 f_program = parse(STEP1)
 check(f_program)
 f_lambda = f_program.definitions[0].value
-after_if = f_lambda.body                       # the LetCont of after_if_4
+after_if = f_lambda.body                       # the LetCont of after_if_5
 print(after_if.cont.hint, "is used", after_if.cont.count, "time(s)")
 
 # %% [markdown]
@@ -3500,15 +3805,15 @@ print(after_if.cont.hint, "is used", after_if.cont.count, "time(s)")
 # in between, reporting exactly what is missing.
 #
 # **Step 1: substitute the argument for the parameter.** Every occurrence of
-# `v_5` becomes an occurrence of `zero_10` — one union, whatever the number
-# of occurrences. The term does not check any more: `zero_10` is now used
+# `v_6` becomes an occurrence of `zero_11` — one union, whatever the number
+# of occurrences. The term does not check any more: `zero_11` is now used
 # in `after_if`'s handler, outside its scope. That is expected; the next
 # step moves those uses into the scope. (The checker names variables as the
-# printer would print the changed term, where `zero_10` comes seventh:
-# `zero_7`.)
+# printer would print the changed term, where `zero_11` comes eighth:
+# `zero_8`.)
 
 # %%
-jump = next(o.enclosing for o in occurrences(after_if.cont))    # the only jump: after_if_4(zero_10)
+jump = next(o.enclosing for o in occurrences(after_if.cont))    # the only jump: after_if_5(zero_11)
 (arg,) = [o.var for o in jump.args]
 substitute(after_if.params[0], arg)
 try:
@@ -3529,12 +3834,12 @@ except CheckError as e:
     print("CheckError:", e)
 
 # %% [markdown]
-# The scope error has gone — the handler that uses `zero_10` now sits in
-# place of the jump, inside `else_9`, where `zero_10` is bound — and the
-# checker reports the other gap: the `LetCont` of `after_if_4` has a hole
+# The scope error has gone — the handler that uses `zero_11` now sits in
+# place of the jump, inside `else_10`, where `zero_11` is bound — and the
+# checker reports the other gap: the `LetCont` of `after_if_5` has a hole
 # where its handler was.
 #
-# **Step 3: delete the binding**, which is dead now — `after_if_4` has no
+# **Step 3: delete the binding**, which is dead now — `after_if_5` has no
 # occurrence left — and its hole with it:
 
 # %%
@@ -3548,16 +3853,16 @@ print(show(f_program), end="")
 # and after:
 
 # %%
-picture(parse(STEP1), "Diagram of f_1 before the rewriting: the continuations after_if_4, then_7 and "
-                      "else_9 inside the function box; the case jumps to else_9 and then_7, and else_9 "
-                      "jumps to the join point after_if_4.")
+picture(parse(STEP1), "Diagram of f_1 before the rewriting: the continuations after_if_5, then_8 and "
+                      "else_10 inside the function box; the case jumps to else_10 and then_8, and else_10 "
+                      "jumps to the join point after_if_5.")
 
 # %% [markdown]
 # And after the rewriting, with the box of `after_if` gone:
 
 # %%
 picture(f_program, "Diagram of f_1 after the rewriting: only the continuations then_4 and else_6 are "
-                  "left, each reached from the case; the join point after_if_4 is gone.")
+                  "left, each reached from the case; the join point after_if_5 is gone.")
 
 # %% [markdown]
 # Both versions behave the same: each is run on `false` (the pair) and on
@@ -3573,7 +3878,7 @@ def call_f(program_text: str, argument: str) -> str:
     u_103 = print(r_102)
     halt u_103
   }}
-  call f_1(c_100) -> k_101
+  call f_1(c_100) -> k_101 / uncaught
 }}
 '''
     try:
@@ -3601,7 +3906,7 @@ for argument in ("false", "true"):
 #
 # | | |
 # |---|---|
-# | **Build** | `let_prim`, `let_cont`, `lam`, `apply_cont`, `apply`, `case`, `halt`; values `const`, `tuple_`, `closure`, `inject`, `external`; primitives `proj`, `tag`, `op`, `set_field`, `print_`, `fail`; `Seq` for straight-line code; `Program.declare` / `define` |
+# | **Build** | `let_prim`, `let_cont`, `lam` (its body gets `ret`, `exn` and the parameters), `apply_cont`, `raise_`, `apply(f, k, h, …)`, `case`, `halt`; values `const`, `tuple_`, `closure`, `inject`, `external`; primitives `proj`, `tag`, `op(…, exn=h)`, `set_field`, `print_`, `fail(…, exn=h)`; `Seq` for straight-line code; `Program.declare` / `define`, `Program.uncaught`; `PREDEFINED` (the predefined exceptions) |
 # | **Traverse** | `children`, `walk`, `subterms`, `all_occurrences`, `binders`, `fold`, `size`, `free_variables`, `occurrences(var)`, `var.count`, `occ.var`, `enclosing_lambda`, `is_global`, `has_effect` |
 # | **Change** | `substitute`, `replace`, `take`, `move`, `delete_binding`, `redirect`, `swap_prim`, `delete` |
 # | **Check** | `check(root, closed=False)` → `CheckError` |
@@ -3622,6 +3927,18 @@ for argument in ("false", "true"):
 # purpose and expects the error; it feeds the parser truncated, misspelt and
 # randomly mutated texts and expects a located `CompileError` each time,
 # never another exception.
+#
+# For the second continuation, written programs (the generated ones do not
+# raise yet): a raise in a callee reaches the handler its caller's call
+# names; a division by zero raises `DivisionByZero` to a handler, which
+# passes it on to `uncaught`, and the report is the division's; an uncaught
+# raise reports `uncaught exception Failure("boom")` at the raise; handlers
+# and raise sites print and parse back; the checker rejects a handler used
+# as a value or captured by a function, a call whose exception continuation
+# is an ordinary variable, and a function whose two continuations are one;
+# a call that names a local handler is not a tail call (it overflows a
+# small stack where the same loop raising to its own `exn` does not); and
+# a diagram draws an arrow from a call to the handler it names.
 #
 # `bench/cps_speed.py` builds, checks, prints, parses, traverses and runs
 # terms of 10⁴ to 10⁶ nodes and performs substitutions on each, and writes
@@ -3694,8 +4011,8 @@ for n in (3_000, 30_000):
     print(f"{nodes:>6} " + " ".join(f"{c / nodes:>6.2f}" for c, _ in counts))
 
 # %% [markdown]
-# The columns are Python function calls per node: the parser makes about 59,
-# the checker 23, a bare walk 5; the second program is ten times the size
+# The columns are Python function calls per node: the parser makes about 61,
+# the checker 23, a bare walk 4; the second program is ten times the size
 # of the first.
 #
 # Every phase makes the same number of calls per node at both sizes, to

@@ -74,7 +74,18 @@
 #   the intermediate steps, so none has to be reduced away later.
 # - `Return(k)`: a continuation variable. The value is passed by a jump
 #   `k(x)`. The body of a function is translated in `Return(ret)`, so a call
-#   in that context becomes `call f(a) -> ret`: a tail call.
+#   in that context becomes `call f(a) -> ret / exn`: a tail call.
+#
+# Besides the context, the translation keeps one more thing: the *exception
+# continuation* of the code it is in (chapter 6's second barrel). It is the
+# function's own `exn` inside a function, and the program's `uncaught` in a
+# top-level definition; every call names it (`-> k / exn`), and so does every
+# operation that can fail (`/`, `%`, an unmatched `match`, `assert`), which
+# raises its predefined exception there. A call is a tail call only when
+# *both* its continuations are the function's own: the conversion of `try`
+# (which the front end of chapters 4a–5 reads, and a later section of this
+# chapter will convert) names a local handler instead, and a call in its
+# block is then not a tail call.
 #
 # A `Then` context may be used once only — using it twice copies the rest of
 # the term. Where an expression has two ways to finish (the branches of `if`,
@@ -314,18 +325,18 @@ print("assigned:", [(type(e).__name__, sorted(analysis.assigned[id(e)])) for e i
 # | literal `42`, `"s"`, `()`, `true` | `x = 42`, given to the context |
 # | variable | its CPS variable (no code); a `var`: its current value in the store, or `cell[0]` |
 # | `C(e1, …, en)`, `(e1, …, en)` | the fields, then `x = inj tag C(…)` / `x = tuple(…)` |
-# | `e1 op e2`, `-e`, `!e` | the operands, then `x = a op b`, the same primitive (with `@line:col` if it can fail: `/` and `%`) |
-# | `{ p -> e }` (a function) | `f = fun ret(p) { e in Return(ret) }` |
-# | `f(a)` | `f`, `a`, then `call f(a) -> k`: `k` is the context if it is a `Return`, else a new `cont k(r) { context(r) }` — the return point |
+# | `e1 op e2`, `-e`, `!e` | the operands, then `x = a op b`, the same primitive (with `@line:col / exn` if it can fail: `/` and `%`) |
+# | `{ p -> e }` (a function) | `f = fun ret exn (p) { e in Return(ret) }`, `exn` the exception continuation inside |
+# | `f(a)` | `f`, `a`, then `call f(a) -> k / exn`: `k` is the context if it is a `Return`, else a new `cont k(r) { context(r) }` — the return point; `exn` is the exception continuation here |
 # | `if (c) a else b`, `&&`, <code>&#124;&#124;</code> | `c`, then a join point if needed, `cont then() {…}`, `cont else() {…}`, `case c { 0 -> else; 1 -> then }` |
-# | `match (e) { p1 -> b1 … }` | `e`, a join point if needed, then one test per clause, each falling back to the next clause's continuation; the last is `fail "no clause matches the value" x` |
+# | `match (e) { p1 -> b1 … }` | `e`, a join point if needed, then one test per clause, each falling back to the next clause's continuation; the last is `fail "no clause matches the value" x / exn` |
 # | `let x = e; b` | `e` in a context that translates `b` with `x` bound to `e`'s variable |
 # | `var x := e; b` | `e`, then `b` with `x` in the store — or `cell = tuple(v)` if captured |
 # | `x := e` | `e`, then a new store (or `cell[0] := v`); the value is `()` |
 # | `while (c) b` | `cont loop(vars…) { c; case … }`, the body jumping back to `loop` with the new values of the vars it assigned |
 # | `e1; e2` | `e1` in a context that ignores its value and translates `e2` |
 # | `print(e1, …)` | the arguments, then `u = print(…)` |
-# | `assert(c)` | `c`, then `case` to `ok` or to `bad`, where `bad` is `fail "assertion failed" @line:col` |
+# | `assert(c)` | `c`, then `case` to `ok` or to `bad`, where `bad` is `fail "assertion failed" @line:col / exn` |
 #
 # A call in a `Return` context whose continuation receives extra values
 # (a join point carrying `var`s) cannot be the call's return point, because
@@ -349,6 +360,7 @@ class Converter:
         self.globals = {}                    # L name -> CPS global variable
         self.ready = {}                      # L name -> the cell that says its definition has run
         self.depth = 0                       # how many functions we are inside
+        self.exn = None                      # the exception continuation here: the function's, or uncaught
 
     # --- small helpers
     def let(self, prim, hint: str, type_, rest):
@@ -411,7 +423,8 @@ class Converter(Converter):
         if t is c.Prim:
             loc = (e.op_span or e.span) if PRIMITIVES[e.op].fails else None
             return self.exprs(e.args, env, store, lambda xs, st:
-                self.let(op(e.op, *xs, loc=loc), hint or "v", e.type, lambda x: give(ctx, x, st)))
+                self.let(op(e.op, *xs, loc=loc, exn=self.exn if loc else None), hint or "v", e.type,
+                         lambda x: give(ctx, x, st)))
         if t is c.Lambda:
             return self.let(self.function(e, env), hint or "f", e.type, lambda f: give(ctx, f, store))
         if t is c.App:
@@ -442,7 +455,7 @@ class Converter(Converter):
         if t is c.Assert:
             return self.expr(e.cond, env, store, Then(lambda cond, st:
                 self.guard(cond, "assertion failed", e.span,
-                           lambda: self.unit(e.type, lambda u: give(ctx, u, st)))))
+                           lambda: self.unit(e.type, lambda u: give(ctx, u, st)), self.exn)))
         raise TypeError(f"not a core expression: {e!r}")
 
 # %% [markdown]
@@ -455,10 +468,10 @@ class Converter(Converter):
 # %%
 #| export
 class Converter(Converter):
-    def guard(self, cond: Var, message: str, span, rest):
-        """If cond is true continue with rest(), else fail with message at span."""
+    def guard(self, cond: Var, message: str, span, rest, exn=None):
+        """If cond is true continue with rest(), else fail with message at span (raising to exn)."""
         return let_cont(lambda ok: rest(), lambda ok:
-            let_cont(lambda bad: let_prim(fail(message, loc=span), lambda u: apply_cont(ok), "u"),
+            let_cont(lambda bad: let_prim(fail(message, loc=span, exn=exn), lambda u: apply_cont(ok), "u"),
                      lambda bad: case(cond, {0: bad, 1: ok}), 0, "bad"), 0, "ok")
 
 # %% [markdown]
@@ -487,19 +500,23 @@ class Converter(Converter):
 
     def call(self, e: c.App, xs: list, store, ctx, hint):
         f, a = xs
+        h = self.exn
         if type(ctx) is Return and not ctx.carried:
-            return apply(f, ctx.cont, a, loc=e.span)
+            return apply(f, ctx.cont, h, a, loc=e.span)
         def after(k, r):
             r.type = e.type
             return give(ctx, r, store)
-        return let_cont(after, lambda k: apply(f, k, a, loc=e.span), [hint or "r"], "k")
+        return let_cont(after, lambda k: apply(f, k, h, a, loc=e.span), [hint or "r"], "k")
 
     def function(self, e: c.Lambda, env) -> Lambda:
         self.depth += 1
-        def body(ret, x):
+        outer = self.exn
+        def body(ret, exn, x):
             x.type = e.type.args[0] if e.type is not None else None
+            self.exn = exn                          # what the body raises goes to the caller's
             return self.expr(e.body, Scope(e.param, "value", x, env), {}, Return(ret))
         f = lam(body, [e.param], "closure")
+        self.exn = outer
         self.depth -= 1
         return f
 
@@ -604,7 +621,7 @@ class Converter(Converter):
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
         """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
-            return self.let(fail("no clause matches the value", x, loc=e.span), "u", e.type,
+            return self.let(fail("no clause matches the value", x, loc=e.span, exn=self.exn), "u", e.type,
                             lambda u: give(ctx, u, store))
         pattern, body = e.clauses[i]
         success = lambda env2: self.expr(body, env2, store, ctx)
@@ -699,6 +716,7 @@ class Converter(Converter):
 class Converter(Converter):
     def program(self, program: c.Program) -> Program:
         out = Program()
+        self.exn = out.uncaught                 # the top level raises to the program's uncaught
         defs = [item for item in program.items if type(item) is c.Def]
         for d in defs:
             self.globals[d.name.name] = g = out.declare(d.name.name)
@@ -804,7 +822,7 @@ rule(CONDITIONALS)
 # On the right, chapter 6's diagram of the CPS. In `f` the `if` and both
 # its branches are in `Return(ret_2)`: the branches return by themselves.
 # In `g` the `if` is an operand of `+`, in a `Then`; so its branches are
-# given `Return(join_15)`, the join point, whose handler holds the rest of
+# given `Return(join_17)`, the join point, whose handler holds the rest of
 # `g` — the `+ 1` and the return.
 
 # %%
@@ -886,10 +904,10 @@ def converted(text: str, alt: str) -> None:
 converted(CONDITIONALS, "Two L functions beside their CPS. Left, the core tree of f: under def f(x), "
           "the if, marked as returning to ret_2; its condition x > 0 in grey (a Then context); its "
           "branches 1 and 2 in green, each marked as returning to ret_2. The core tree of g: under "
-          "def g(x), the +, green, returning to ret_11; below it the if, yellow, in a Then context, whose "
-          "branches 1 and 2 are green and return to join_15; and the constant 1, grey. Right, the CPS "
-          "diagram: f_1's box holds the continuations then_6 and else_8, both returning through ret_2; "
-          "g_10's box holds join_15, then_19 and else_21, and then_19 and else_21 jump to join_15.")
+          "def g(x), the +, green, returning to ret_12; below it the if, yellow, in a Then context, whose "
+          "branches 1 and 2 are green and return to join_17; and the constant 1, grey. Right, the CPS "
+          "diagram: f_1's box holds the continuations then_7 and else_9, both returning through ret_2; "
+          "g_11's box holds join_17, then_21 and else_23, and then_21 and else_23 jump to join_17.")
 
 # %% [markdown]
 # `&&` and `||` are `if`s (chapter 4b): their right operand is in tail

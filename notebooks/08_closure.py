@@ -65,21 +65,24 @@
 # chapter makes (the whole program is printed below, with `adder`):
 #
 # ```text
-#   f_4 = closure(f_code_5, n_3)                 # where the function was: build the closure
+#   f_5 = closure(f_code_6, n_4)                         # where the function was: build the closure
 # …
-# private f_code_5 = fun ret_17(env_18, x_19) {  # the code: a closed function
-#   n_20 = env_18[1]                             # its free variable, from the tuple
-#   v_21 = x_19 + n_20
-#   ret_17(v_21)
+# private f_code_6 = fun ret_19 exn_20 (env_21, x_22) {  # the code: a closed function
+#   n_23 = env_21[1]                                     # its free variable, from the tuple
+#   v_24 = x_22 + n_23
+#   ret_19(v_24)
 # }
 # ```
 #
 # The code receives the closure itself as an extra first parameter, its
-# *environment*, and reads its free variables out of it. A call of an
-# unknown function `call f(a) -> k` — `f` may be any closure — becomes, in
-# the back end, "load `f[0]`, call it with `(f, a)`"; the CPS keeps writing
-# it `call f(a) -> k`, of the `closure` kind, and chapter 6's interpreter
-# does exactly that when `f` is a tuple.
+# *environment*, and reads its free variables out of it. Like every function,
+# the code takes the two continuations of chapter 6, where it returns and
+# where it raises; they are not values, so they are not in the closure: the
+# caller passes them at each call. A call of an unknown function
+# `call f(a) -> k / h` — `f` may be any closure — becomes, in the back end,
+# "load `f[0]`, call it with `(f, a)`", returning to `k` and raising to `h`;
+# the CPS keeps writing it `call f(a) -> k / h`, of the `closure` kind, and
+# chapter 6's interpreter does exactly that when `f` is a tuple.
 #
 # These are *flat* closures: each holds copies of all its free variables.
 # Copies are safe because CPS variables never change; a mutable `var` that
@@ -254,7 +257,7 @@ class ClosureConverter(ClosureConverter):
         """The static closure of a direct function: closure(entry), entry(env, x…) = code(x…)."""
         if code not in self.entries:
             arity = len(code.binder.value.params)
-            entry = lam(lambda ret, env, *xs: apply(code, ret, *xs, kind="direct"),
+            entry = lam(lambda ret, exn, env, *xs: apply(code, ret, exn, *xs, kind="direct"),
                         ["env"] + ["x"] * arity, "closure")
             for x, param in zip(entry.params[1:], code.binder.value.params):
                 x.type = param.type              # the back end (chapter 10) reads parameter types
@@ -300,10 +303,10 @@ def closure_convert(program: Program) -> Program:
 
 # %% [markdown]
 # The nested functions above, converted. The innermost function, of `z`,
-# uses `x` and `y`: it becomes `f_code_6`, reading both from its
+# uses `x` and `y`: it becomes `f_code_7`, reading both from its
 # environment. The function of `y` has one free variable, `x`, which it
 # needs to build the closure of the innermost (with its own `y`): it
-# becomes `f_code_5`, reading `x` from its environment. `f` has no free
+# becomes `f_code_6`, reading `x` from its environment. `f` has no free
 # variable and stays direct; it builds the closure of the function of `y`.
 
 # %%
@@ -350,9 +353,9 @@ def run_all(text: str) -> str:
 
 # %% [markdown]
 # **A closure.** `adder`'s inner function uses `n`: it becomes the code
-# `f_code_5` (a function literal has no name; chapter 7 calls its value `f`)
+# `f_code_6` (a function literal has no name; chapter 7 calls its value `f`)
 # with an `env` parameter, reading `n` from field 1, and `adder` builds
-# `closure(f_code_5, n_3)`. `adder` itself has no free variable: it is
+# `closure(f_code_6, n_4)`. `adder` itself has no free variable: it is
 # direct, and the call `adder(1)` is a direct call; the call of the closure
 # `inc(41)` is not, since nothing tells which function `inc` is.
 
@@ -367,7 +370,7 @@ print(run_all(ADDER), end="")
 # The same transformation drawn, on a function with two free variables:
 # `line(a, b)` returns the function `{ x -> a * x + b }`. Before, the inner
 # function sits inside `line` and reads `a` and `b` from it (coloured).
-# After, it is a top-level definition of its own, `f_code_7`, which reads
+# After, it is a top-level definition of its own, `f_code_8`, which reads
 # them from its environment, fields 1 and 2; in their place, `line` builds
 # the closure that holds them — in the same colours.
 
@@ -388,10 +391,10 @@ for v in free:
     read = read.body
 after = cps.diagram(program, marks=colours)
 alt = ("A function before and after closure conversion. Before: the definition line_1 holds, inside "
-       "its box, the function f_6, whose body uses a_4 (red) and b_5 (blue), variables of line_1. "
-       "After: line_1 is a direct function that builds f_6 = closure(f_code_7, a_4, b_5), with a_4 in "
-       "red and b_5 in blue; below it, the hoisted definition f_code_7, a function of env_9 and x_10, "
-       "begins with a_11 = env_9[1] in red and b_12 = env_9[2] in blue, and uses those.")
+       "its box, the function f_7, whose body uses a_5 (red) and b_6 (blue), variables of line_1. "
+       "After: line_1 is a direct function that builds f_7 = closure(f_code_8, a_5, b_6), with a_5 in "
+       "red and b_6 in blue; below it, the hoisted definition f_code_8, a function of env_11 and x_12, "
+       "begins with a_13 = env_11[1] in red and b_14 = env_11[2] in blue, and uses those.")
 display(SVG(cps.beside([("before: a function inside a function", before),
                         ("after: a closure, and its code at the top level", after)], alt)),
         metadata={"alt": alt})

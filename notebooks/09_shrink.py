@@ -485,12 +485,12 @@ def copy_term(root, renaming: dict):
 
 # %%
 FUNCTION = cps.parse('''
-private double_1 = fun ret_2(x_3) {
-  cont k_4(r_5) {
-    ret_2(r_5)
+private double_1 = fun ret_2 exn_3 (x_4) {
+  cont k_5(r_6) {
+    ret_2(r_6)
   }
-  y_6 = x_3 + x_3
-  k_4(y_6)
+  y_7 = x_4 + x_4
+  k_5(y_7)
 }
 ''')
 lam = FUNCTION.definitions[0].value
@@ -796,7 +796,7 @@ ZERO = cps.parse('''
 unused = do {
   one_1 = 1
   zero_2 = 0
-  q_3 = one_1 / zero_2 @6:9
+  q_3 = one_1 / zero_2 @6:9 / uncaught
   u_4 = print(q_3)
   halt u_4
 }
@@ -901,6 +901,7 @@ class Shrinker(Shrinker):
             self.substitute(x, o.var)
         relocate(lam.cont, a.loc)
         self.substitute(lam.cont, a.cont.var)
+        self.substitute(lam.exn, a.exn.var)     # what the body raises goes where the call's would
         self.put(a, take(lam.body))
 
 # %% [markdown]
@@ -926,29 +927,37 @@ def relocate(ret: ContVar, loc) -> None:
 # %%
 demo('''
 unused = do {
-  double_1 = fun ret_2(x_3) {
-    y_4 = x_3 + x_3
-    ret_2(y_4)
+  double_1 = fun ret_2 exn_3 (x_4) {
+    y_5 = x_4 + x_4
+    ret_2(y_5)
   }
-  cont k_5(r_6) {
-    u_7 = print(r_6)
-    halt u_7
+  cont k_6(r_7) {
+    u_8 = print(r_7)
+    halt u_8
   }
-  five_8 = 5
-  call double_1(five_8) -> k_5
+  five_9 = 5
+  call double_1(five_9) -> k_6 / uncaught
 }
 ''', "inline_function_once")
 
 # %% [markdown]
-# The body is now where the call was, and ends with the jump `k_5(y_4)`:
-# `k_5` is a continuation used once, by a jump — the next rule.
+# The body is now where the call was, and ends with the jump `k_1(y_5)`:
+# `k_1` is a continuation used once, by a jump — the next rule. The
+# function's exception continuation `exn_3` was substituted by the call's,
+# `uncaught`, as its return continuation `ret_2` was by `k_6`: whatever the
+# body would have raised goes where the call would have sent it.
 #
 # ### A continuation used once
 #
 # The same for continuations: a handler with one jump to it moves to the
 # jump, its parameters substituted by the jump's arguments. The one use
 # must be a *jump*: a continuation used once as the return point of a call,
-# or as an arm of a `case`, is a place to come back to, and stays. Before
+# its exception continuation, or an arm of a `case`, is a place to come
+# back to, and stays. So is the target of a *raise* (`h(e) raise @…`): the
+# raise records its site before jumping, and moving the handler in its
+# place would lose that record; the rules that rewrite jumps
+# (`dead_parameter`, `unbox`) leave the targets of raises alone for the same
+# reason, and because a raise passes exactly one value. Before
 # moving, the rule checks that the jump is not inside the handler itself (a
 # loop that nothing enters): that climbs the uplinks from the jump to the
 # `cont`, through the code between them — which is code the rule then
@@ -962,8 +971,8 @@ class Shrinker(Shrinker):
             return False
         o = t.cont.next
         a = o.enclosing
-        if type(a) is not ApplyCont or a.cont is not o or in_handler(a, t):
-            return False
+        if type(a) is not ApplyCont or a.cont is not o or a.raises or in_handler(a, t):
+            return False                     # (a raise records its site: it stays a jump)
         if do:
             for x, y in zip(t.params, a.args):
                 self.substitute(x, y.var)
@@ -1023,15 +1032,18 @@ unused = do {
 # order, to another continuation is that other continuation: every use of
 # `k` becomes a use of `j` (one `substitute`), and the `cont` goes. When
 # `j` is the function's own return continuation, a call that returned to
-# `k` now returns to `ret`: it has become a *tail call*, which chapter 10
-# compiles as a jump, with no stack.
+# `k` now returns to `ret`: if it raises to the function's own `exn` too,
+# it has become a *tail call*, which chapter 10 compiles as a jump, with no
+# stack. A handler that only passes its exception on (`cont h(e) { exn(e)
+# }`) is η-reduced the same way; one that raises again (`exn(e) raise`) is
+# not, since the raise records a new site.
 
 # %%
 #| export
 class Shrinker(Shrinker):
     def eta(self, t: LetCont, do: bool) -> bool:
         h = t.handler
-        if type(h) is not ApplyCont or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
+        if type(h) is not ApplyCont or h.raises or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
             return False
         if do:
             self.substitute(t.cont, h.cont.var)
@@ -1040,22 +1052,22 @@ class Shrinker(Shrinker):
 
 # %%
 demo('''
-private g_1 = fun ret_2(y_3) {
-  ret_2(y_3)
+private g_1 = fun ret_2 exn_3 (y_4) {
+  ret_2(y_4)
 }
-private f_4 = fun ret_5(x_6) {
-  cont k_7(r_8) {
-    ret_5(r_8)
+private f_5 = fun ret_6 exn_7 (x_8) {
+  cont k_9(r_10) {
+    ret_6(r_10)
   }
-  call g_1(x_6) -> k_7
+  call g_1(x_8) -> k_9 / exn_7
 }
 unused = do {
-  two_9 = 2
-  cont done_10(r_11) {
-    u_12 = print(r_11)
-    halt u_12
+  two_11 = 2
+  cont done_12(r_13) {
+    u_14 = print(r_13)
+    halt u_14
   }
-  call f_4(two_9) -> done_10
+  call f_5(two_11) -> done_12 / uncaught
 }
 ''', "eta")
 
@@ -1140,7 +1152,7 @@ unused = do {
     u_3 = print(r_2)
     halt u_3
   }
-  u_4 = fail "no clause matches the value" @3:1
+  u_4 = fail "no clause matches the value" @3:1 / uncaught
   after_1(u_4)
 }
 ''', "unreachable")
@@ -1164,26 +1176,26 @@ class Shrinker(Shrinker):
             return False
         if do:
             code = record.fields[0].var
-            self.put(a, apply(code, a.cont.var, a.func.var, *[o.var for o in a.args],
+            self.put(a, apply(code, a.cont.var, a.exn.var, a.func.var, *[o.var for o in a.args],
                               kind="direct", loc=a.loc), made=True)
         return True
 
 # %%
 demo('''
-private add_code_1 = fun ret_2(env_3, y_4) {
-  x_5 = env_3[1]
-  s_6 = x_5 + y_4
-  ret_2(s_6)
+private add_code_1 = fun ret_2 exn_3 (env_4, y_5) {
+  x_6 = env_4[1]
+  s_7 = x_6 + y_5
+  ret_2(s_7)
 }
 unused = do {
-  one_7 = 1
-  add_8 = closure(add_code_1, one_7)
-  two_9 = 2
-  cont k_10(r_11) {
-    u_12 = print(r_11)
-    halt u_12
+  one_8 = 1
+  add_9 = closure(add_code_1, one_8)
+  two_10 = 2
+  cont k_11(r_12) {
+    u_13 = print(r_12)
+    halt u_13
   }
-  call add_8(two_9) -> k_10
+  call add_9(two_10) -> k_11 / uncaught
 }
 ''', "known_call")
 
@@ -1206,8 +1218,8 @@ class Shrinker(Shrinker):
         found = []
         for o in occurrences(k):
             a = o.enclosing
-            if type(a) is not ApplyCont or a.cont is not o:
-                return None
+            if type(a) is not ApplyCont or a.cont is not o or a.raises:
+                return None                  # a raise passes its one value: its target keeps its parameter
             found.append(a)
         return found
 
@@ -1231,21 +1243,21 @@ class Shrinker(Shrinker):
 
 # %%
 demo('''
-private f_1 = fun ret_2(b_3) {
-  cont join_4(x_5, y_6) {
-    ret_2(x_5)
+private f_1 = fun ret_2 exn_3 (b_4) {
+  cont join_5(x_6, y_7) {
+    ret_2(x_6)
   }
-  cont yes_7() {
-    one_8 = 1
-    two_9 = 2
-    join_4(one_8, two_9)
+  cont yes_8() {
+    one_9 = 1
+    two_10 = 2
+    join_5(one_9, two_10)
   }
-  cont no_10() {
-    three_11 = 3
-    four_12 = 4
-    join_4(three_11, four_12)
+  cont no_11() {
+    three_12 = 3
+    four_13 = 4
+    join_5(three_12, four_13)
   }
-  case b_3 { 0 -> no_10; 1 -> yes_7 }
+  case b_4 { 0 -> no_11; 1 -> yes_8 }
 }
 ''', "dead_parameter")
 
@@ -1337,9 +1349,10 @@ class Shrinker(Shrinker):
         _attach(b, "body", site)
         args = [y if o.var is x else o.var for o in node.args]
         if type(node) is Apply:
-            self.put(node, apply(node.func.var, node.cont.var, *args, kind=node.kind, loc=node.loc), made=True)
+            self.put(node, apply(node.func.var, node.cont.var, node.exn.var, *args, kind=node.kind, loc=node.loc),
+                     made=True)
         else:
-            new = fail(node.message, *args, loc=node.loc)
+            new = fail(node.message, *args, loc=node.loc, exn=None if node.exn is None else node.exn.var)
             for o in new.occs():
                 self.gained(o.var)
             self.swap(site, new)
@@ -1358,7 +1371,7 @@ unused = do {
     n_7 = s_5[1]
     ok_8 = i_6 <= n_7
     cont stuck_9() {
-      u_10 = fail "no clause matches the value" s_5 @2:3
+      u_10 = fail "no clause matches the value" s_5 @2:3 / uncaught
       halt u_10
     }
     cont go_11() {
@@ -1752,8 +1765,10 @@ plt.close(fig)
 # - `f` can become a continuation `j` — a block of the caller, not a
 #   function — because wherever it is called, it will return to `k`;
 # - its return continuation becomes `k` (so its `ret(v)` becomes `k(v)`);
-# - every call `call f(x) -> k` becomes a jump `j(x)`, and a tail call of
-#   `f` by itself, `call f(x) -> ret_f`, becomes a jump `j(x)` too — a
+# - its exception continuation becomes `h`, the one every outside call
+#   raises to (so what `f` raises goes where each call would have sent it);
+# - every call `call f(x) -> k / h` becomes a jump `j(x)`, and a tail call of
+#   `f` by itself, `call f(x) -> ret_f / exn_f`, becomes a jump `j(x)` too — a
 #   loop.
 #
 # This is *contification* (Fluet and Weeks, 2001; Kennedy's paper does it
@@ -1764,6 +1779,25 @@ plt.close(fig)
 # which is what a function call is for). Nor when the shared continuation
 # `k` is not in scope where `f` is bound: then the new `cont` goes at the
 # start of `k`'s scope instead, if every call is in there.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: contification and the second continuation</p>
+#
+# A contified `f` runs inside its caller, so it raises where its caller's
+# calls raised: the rule asks that every outside call agree on the exception
+# continuation `h` as on `k`, and that the calls from inside `f` be tail calls
+# in the full sense — to `f`'s own `ret` *and* `exn`. A call from inside `f`
+# that names a handler of `f` (a call in a `try` block) is no loop edge: the
+# handler must be there when it raises. And `h` must be in scope where the
+# new `cont` goes; the rule takes it only when `h` is a function's own
+# exception continuation (or `uncaught`), which is in scope in the whole of
+# its function, and leaves alone a function whose calls raise to a local
+# handler. Treating `h` as "the caller's" — contifying when the calls
+# disagree, and passing the exception continuation as a parameter of `j` —
+# is not possible: continuations are not values, so a `cont` cannot take one
+# as a parameter.
+#
+# </div>
 #
 # The checks are all about the uses of `f`, so they cost the number of
 # uses; a call is "inside `f`" if it belongs to `f`'s own top-level
@@ -1831,11 +1865,13 @@ class Optimiser(Optimiser):
             if type(a) is not Apply or a.func is not o or len(a.args) != len(lam.params):
                 return None
             if own is not None and self.owner.get(a) is own:
-                if a.cont.var is not lam.cont:
+                if a.cont.var is not lam.cont or a.exn.var is not lam.exn:
                     return None
             elif k is None:
-                k = a.cont.var
-            elif a.cont.var is not k:
+                k, h = a.cont.var, a.exn.var
+                if type(h.binder) is not Lambda and type(h.binder) is not Program:
+                    return None              # a local handler: it may not be in scope where f goes
+            elif a.cont.var is not k or a.exn.var is not h:
                 return None
             calls.append(a)
         return None if k is None else (k, calls)
@@ -1893,7 +1929,9 @@ class Optimiser(Optimiser):
         outside = {a.loc for a in calls if a.cont.var is k}
         if len(outside) == 1:                   # f's tail calls now make the frame f's call made
             relocate(lam.cont, outside.pop())
+        h = next(a.exn.var for a in calls if a.cont.var is k and a.exn.var is not lam.exn)
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
+        self.substitute(lam.exn, h)            # and raises where every call raises
         for a in calls:                         # every call becomes a jump: from outside, or a loop
             self.put(a, apply_cont(j, *[o.var for o in a.args]), made=True)
         _attach(t, "handler", take(lam.body))
@@ -1984,13 +2022,14 @@ class Optimiser(Optimiser):
             original = lam.body
         renaming = {x: o.var for x, o in zip(lam.params, a.args)}
         renaming[lam.cont] = a.cont.var
+        renaming[lam.exn] = a.exn.var          # the copy raises where the call raises
         body = copy_term(original, renaming)
         for n in walk(body):
             self.size += 1                  # what the copy really adds, for the bound
             if type(n) is Apply:
                 self.depth[n] = level + 1
                 self.owner[n] = self.owner.get(a)
-                if n.cont.var is a.cont.var and a.loc is not None:
+                if n.cont.var is a.cont.var and n.exn.var is a.exn.var and a.loc is not None:
                     n.loc = a.loc           # was a tail call of the copied function: see relocate
             if type(n) in self.RULES:
                 self.changed(n)
@@ -2133,7 +2172,7 @@ class Optimiser(Optimiser):
             d = f.binder
             self.deep[lam] = type(d) is Definition and any(
                 type(a := o.enclosing) is Apply and a.func is o and self.owner.get(a) is d
-                and a.cont.var is not lam.cont for o in occurrences(f))
+                and (a.cont.var is not lam.cont or a.exn.var is not lam.exn) for o in occurrences(f))
         return self.deep[lam]
 
     def keeps_frames_at(self, a: Apply) -> bool:
@@ -2172,7 +2211,7 @@ class Optimiser(Optimiser):
 # returns to `f`'s own continuation) becomes a jump back to the loop:
 #
 # ```
-# fun ret(x) { B[call f(y) -> ret] }   ==>   fun ret(x') { cont loop(x) { B[loop(y)] }  loop(x') }
+# fun ret exn (x) { B[call f(y) -> ret / exn] }   ==>   fun ret exn (x') { cont loop(x) { B[loop(y)] }  loop(x') }
 # ```
 #
 # L's functions take their arguments as one tuple (chapter 7), which the
@@ -2201,7 +2240,8 @@ class Optimiser(Optimiser):
                 or not self.unroll or not self.may_unroll(lam):
             return False
         tails = [a for o in occurrences(f) if type(a := o.enclosing) is Apply and a.func is o
-                 and a.cont.var is lam.cont and len(a.args) == len(lam.params) and home(a) is lam]
+                 and a.cont.var is lam.cont and a.exn.var is lam.exn and len(a.args) == len(lam.params)
+                 and home(a) is lam]
         if not tails:
             return False
         t = cont_over(f.hint, lam.params)

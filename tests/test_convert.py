@@ -878,3 +878,45 @@ def test_lc_show_prints_a_program_that_parses_checks_and_runs(stage, tmp_path):
     unparsable.write_text("def f(x) = (x +\n")
     failing = lc("show", stage, "syntax.l", cwd=tmp_path)
     assert failing.returncode == 1 and re.match(r"syntax\.l:\d+:\d+: error: ", failing.stderr), failing.stderr
+
+
+# --- The second continuation ----------------------------------------------------------------------
+
+def raises_to(node):
+    """The exception continuation the code around node raises to: its function's, or uncaught."""
+    f = cps.enclosing_lambda(node)
+    return f.exn if f is not None else None
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=IDS)
+def test_every_call_and_failing_operation_raises_to_its_functions_exception_continuation(path):
+    program = convert(check_types(source(path))[0])
+    cps.check(program)
+    seen = 0
+    for node in cps.walk(program):
+        t = type(node)
+        if t is cps.Lambda:
+            assert node.exn is not node.cont and node.exn.binder is node
+        h = None
+        if t is Apply:
+            h = node.exn.var
+        elif t is cps.Op and cps.PRIMITIVES[node.op].fails is not None:
+            h = node.exn.var
+        elif t is cps.Fail and node.message in cps.PREDEFINED:
+            h = node.exn.var
+        elif t is cps.Fail:
+            assert node.exn is None                 # reading a definition before it has run stops
+        if h is not None:
+            seen += 1
+            assert h is (raises_to(node) or program.uncaught)
+    assert all(not (type(n) is cps.ApplyCont and n.raises) for n in cps.walk(program))   # nothing raises yet
+    if "call" in cps.show(program) or " / " in cps.show(program):
+        assert seen > 0
+
+
+def test_a_call_is_a_tail_call_only_when_both_its_continuations_are_its_functions():
+    program = convert(check_types(Source("t.l", "def loop(n) = if (n == 0) 0 else loop(n - 1)\n"
+                                                "print(loop(10))\n"))[0])
+    (lam,) = [n for n in cps.walk(program) if type(n) is cps.Lambda]
+    (call,) = [n for n in cps.walk(lam) if type(n) is Apply]
+    assert call.cont.var is lam.cont and call.exn.var is lam.exn

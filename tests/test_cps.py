@@ -339,10 +339,11 @@ class Counting:
 
 
 class Converter:
-    def __init__(self, globals_=None):
+    def __init__(self, globals_=None, uncaught=None):
         self.B = Counting()
         self.globals = globals_ or {}
         self.locs = itertools.count(1)
+        self.exn = Program().uncaught if uncaught is None else uncaught   # where a raise goes here
 
     def ret(self, k, v):
         return self.B.apply_cont(k, v) if isinstance(k, ContVar) else k(v)
@@ -380,7 +381,7 @@ class Converter:
         if t in ("bin", "div"):
             loc = cps.Pos(next(self.locs), 3) if t == "div" else None
             return self.conv(e[2], env, lambda a: self.conv(
-                e[3], env, lambda b: self.let(B.op(e[1], a, b, loc=loc), k)))
+                e[3], env, lambda b: self.let(B.op(e[1], a, b, loc=loc, exn=self.exn if loc else None), k)))
         if t == "neg":
             return self.conv(e[1], env, lambda a: self.let(B.op("neg", a), k))
         if t == "not":
@@ -464,40 +465,47 @@ class Converter:
 
     def function(self, e, env):
         names, body = e[1], e[2]
-        return self.B.lam(lambda r, *xs: self.conv(body, {**env, **dict(zip(names, xs))}, r),
-                          params=list(names), cont="ret")
+
+        def inside(r, h, *xs):
+            outer, self.exn = self.exn, h
+            try:
+                return self.conv(body, {**env, **dict(zip(names, xs))}, r)
+            finally:
+                self.exn = outer
+        return self.B.lam(inside, params=list(names), cont="ret")
 
     def call(self, f, vs, k):
+        h = self.exn
         if isinstance(k, ContVar):
-            return self.B.apply(f, k, *vs)
-        return self.B.let_cont(lambda j, r: k(r), lambda j: self.B.apply(f, j, *vs),
+            return self.B.apply(f, k, h, *vs)
+        return self.B.let_cont(lambda j, r: k(r), lambda j: self.B.apply(f, j, h, *vs),
                                params=["r"], name="after")
 
 
 # Global recursive functions every program has: their CPS, and their meaning.
 def build_sum_to(B, self_var):
     """sum_to(n) = n <= 0 ? 0 : n + sum_to(n - 1), not a tail call."""
-    return B.lam(lambda ret, n: B.let_prim(B.const(0), lambda zero: B.let_prim(
+    return B.lam(lambda ret, exn, n: B.let_prim(B.const(0), lambda zero: B.let_prim(
         B.op("<=", n, zero), lambda z: B.let_cont(
             lambda base: B.apply_cont(ret, zero),
             lambda base: B.let_cont(
                 lambda step: B.let_prim(B.const(1), lambda one: B.let_prim(
                     B.op("-", n, one), lambda m: B.let_cont(
                         lambda after, r: B.let_prim(B.op("+", n, r), lambda s: B.apply_cont(ret, s)),
-                        lambda after: B.apply(self_var, after, m), params=["r"], name="after"))),
+                        lambda after: B.apply(self_var, after, exn, m), params=["r"], name="after"))),
                 lambda step: B.case(z, {0: step, 1: base}), params=0, name="step"),
             params=0, name="base"))), params=["n"])
 
 
 def build_count_tail(B, self_var):
     """count_tail(n, acc) = n <= 0 ? acc : count_tail(n - 1, acc + n), a tail call."""
-    return B.lam(lambda ret, n, acc: B.let_prim(B.const(0), lambda zero: B.let_prim(
+    return B.lam(lambda ret, exn, n, acc: B.let_prim(B.const(0), lambda zero: B.let_prim(
         B.op("<=", n, zero), lambda z: B.let_cont(
             lambda base: B.apply_cont(ret, acc),
             lambda base: B.let_cont(
                 lambda step: B.let_prim(B.const(1), lambda one: B.let_prim(
                     B.op("-", n, one), lambda m: B.let_prim(
-                        B.op("+", acc, n), lambda a2: B.apply(self_var, ret, m, a2)))),
+                        B.op("+", acc, n), lambda a2: B.apply(self_var, ret, exn, m, a2)))),
                 lambda step: B.case(z, {1: base}, step), params=0, name="step"),
             params=0, name="base"))), params=["n", "acc"])
 
@@ -511,7 +519,8 @@ RECURSIVE = {
 
 def recursive_program():
     """A Program holding the recursive functions only, and the globals map for plans."""
-    prog, conv = Program(), Converter()
+    prog = Program()
+    conv = Converter(uncaught=prog.uncaught)
     vars_ = {name: prog.declare(name) for name in sorted(RECURSIVE)}
     for name in sorted(RECURSIVE):
         prog.define(RECURSIVE[name][0](conv.B, vars_[name]), "private", vars_[name])
@@ -646,10 +655,21 @@ def occs_of(root):
     return list(all_occurrences(root))
 
 
+UNCAUGHT = Program().uncaught      # the exception continuation of the terms built alone, below
+
+
+def uncaught_of(root):
+    """The uncaught continuations the root raises to (its program's, bound outside every term)."""
+    return [v for v in free_variables(root) if v.is_cont and type(v.binder) is Program]
+
+
 def free_of(root):
+    """The free variables of a term, or of a program's definitions, but for globals and uncaught."""
     if type(root) is Program:
-        return [v for d in root.definitions for v in free_variables(d) if not is_global(v)]
-    return free_variables(root)
+        free = [v for d in root.definitions for v in free_variables(d) if not is_global(v)]
+    else:
+        free = free_variables(root)
+    return [v for v in free if not (v.is_cont and type(v.binder) is Program)]
 
 
 def inside(node, ancestor):
@@ -688,7 +708,9 @@ def test_traversals_agree_with_what_was_built(b):
     bound = list(binders(root))
     assert len(bound) == len(set(bound))
     occs = occs_of(root)
-    assert len(occs) == sum(v.count for v in bound) == len({id(o) for o in occs})
+    raised_to = sorted(set(uncaught_of(root) if type(root) is not Program else
+                           [v for d in root.definitions for v in uncaught_of(d)]), key=id)
+    assert len(occs) == sum(v.count for v in bound + raised_to) == len({id(o) for o in occs})
     # walk is the printing order: the printer numbers binders 1, 2, 3, … in walk order
     printer = cps.Printer()
     if type(root) is Program:
@@ -917,35 +939,35 @@ def test_long_chains_cost_no_python_recursion():
 # --- 2. Change ------------------------------------------------------------
 
 STEP1 = '''\
-private f_1 = fun ret_2(cond_3) {
-  cont after_if_4(v_5) {
-    result_6 = tuple(v_5, v_5)
-    ret_2(result_6)
+private f_1 = fun ret_2 exn_3 (cond_4) {
+  cont after_if_5(v_6) {
+    result_7 = tuple(v_6, v_6)
+    ret_2(result_7)
   }
-  cont then_7() {
-    u_8 = fail "Failure" @2:30
-    ret_2(u_8)
+  cont then_8() {
+    u_9 = fail "Failure" @2:30
+    ret_2(u_9)
   }
-  cont else_9() {
-    zero_10 = 0
-    after_if_4(zero_10)
+  cont else_10() {
+    zero_11 = 0
+    after_if_5(zero_11)
   }
-  case cond_3 { 0 -> else_9; 1 -> then_7 }
+  case cond_4 { 0 -> else_10; 1 -> then_8 }
 }
 '''
 
 COMPACTED = '''\
-private f_1 = fun ret_2(cond_3) {
-  cont then_4() {
-    u_5 = fail "Failure" @2:30
-    ret_2(u_5)
+private f_1 = fun ret_2 exn_3 (cond_4) {
+  cont then_5() {
+    u_6 = fail "Failure" @2:30
+    ret_2(u_6)
   }
-  cont else_6() {
-    zero_7 = 0
-    result_8 = tuple(zero_7, zero_7)
-    ret_2(result_8)
+  cont else_7() {
+    zero_8 = 0
+    result_9 = tuple(zero_8, zero_8)
+    ret_2(result_9)
   }
-  case cond_3 { 0 -> else_6; 1 -> then_4 }
+  case cond_4 { 0 -> else_7; 1 -> then_5 }
 }
 '''
 
@@ -958,7 +980,7 @@ def call_f(program: Program, argument: str) -> str:
     u_103 = print(r_102)
     halt u_103
   }}
-  call f_1(c_100) -> k_101
+  call f_1(c_100) -> k_101 / uncaught
 }}
 '''
     out = io.StringIO()
@@ -984,7 +1006,7 @@ def test_graph_compaction_inlines_a_continuation_used_once():
     assert (param.count, arg.count) == (2, 1)
     substitute(param, arg)
     assert (param.count, arg.count) == (0, 3)
-    with pytest.raises(CheckError, match=r"in definition f_1, in fun ret_2, in cont after_if_4: "
+    with pytest.raises(CheckError, match=r"in definition f_1, in fun ret_2, in cont after_if_5: "
                                          r"zero_\d+ is used out of its scope"):
         check(prog)
     moved = move(after_if.handler, jump)
@@ -1025,7 +1047,7 @@ def test_delete_binding_refuses_an_effect(prim):
 
 
 @pytest.mark.parametrize("prim", ["a + a", "a == a", "-a", "!a", "a[0]", "tag a", "tuple(a, a)",
-                                  "inj 0 N()", 'external "e"', "fun r() {\n  r(a)\n}"])
+                                  "inj 0 N()", 'external "e"', "fun r h () {\n  r(a)\n}"])
 def test_delete_binding_removes_a_pure_unused_primitive_and_its_uses(prim):
     setup = "b = 1\na = tuple(b)" if prim == "a[0]" else "a = 1"
     t = parse_term(f"{setup}\nu = {prim}\nhalt a\n")
@@ -1181,14 +1203,14 @@ cont join(a, b) {
 cont arm() {
   join(one, two)
 }
-f = fun ret(x) {
+f = fun ret h3 (x) {
   y = x + one
   ret(y)
 }
 cont after(r) {
   case r { 2 -> arm; _ -> arm }
 }
-call f(one) -> after
+call f(one) -> after / uncaught
 '''
 
 
@@ -1255,7 +1277,7 @@ def test_check_rejects_a_let_prim_using_its_own_variable():
 def test_check_rejects_a_parameter_used_after_its_function():
     kept = {}
 
-    def body(r, p):
+    def body(r, h, p):
         kept["p"] = p
         return apply_cont(r, p)
     t = let_prim(lam(body, ["p"]), lambda f: halt(kept["p"]), "f")
@@ -1265,8 +1287,8 @@ def test_check_rejects_a_parameter_used_after_its_function():
 
 def test_check_rejects_a_free_continuation():
     t = let_cont(lambda k, x: halt(x),
-                 lambda k: let_prim(lam(lambda r, y: apply_cont(k, y), ["y"]), lambda f: let_prim(
-                     const(1), lambda one: apply(f, k, one)), "f"), ["x"])
+                 lambda k: let_prim(lam(lambda r, h, y: apply_cont(k, y), ["y"]), lambda f: let_prim(
+                     const(1), lambda one: apply(f, k, UNCAUGHT, one)), "f"), ["x"])
     with pytest.raises(CheckError, match=r"^in fun ret_\d+: k_1 is a free continuation of the "
                                          r"function \(bound outside it\)$"):
         check(t)
@@ -1280,10 +1302,10 @@ def test_check_rejects_a_jump_with_the_wrong_number_of_arguments():
 
 
 def test_check_rejects_a_call_returning_to_a_continuation_of_two_parameters():
-    t = let_prim(lam(lambda r, y: apply_cont(r, y)), lambda f: let_cont(
+    t = let_prim(lam(lambda r, h, y: apply_cont(r, y)), lambda f: let_cont(
         lambda k, a, b: halt(a),
-        lambda k: let_prim(const(1), lambda x: apply(f, k, x)), params=2), "f")
-    with pytest.raises(CheckError, match=r"k_4 expects 2 argument\(s\), and is given 1"):
+        lambda k: let_prim(const(1), lambda x: apply(f, k, UNCAUGHT, x)), params=2), "f")
+    with pytest.raises(CheckError, match=r"k_5 expects 2 argument\(s\), and is given 1"):
         check(t)
 
 
@@ -1297,17 +1319,17 @@ def test_check_rejects_a_case_arm_with_a_parameter():
 
 
 def test_check_rejects_a_return_with_two_values():
-    t = let_prim(lam(lambda r, y: apply_cont(r, y, y), ["y"], cont="r"), lambda f: halt(f), "f")
+    t = let_prim(lam(lambda r, h, y: apply_cont(r, y, y), ["y"], cont="r"), lambda f: halt(f), "f")
     with pytest.raises(CheckError, match=r"in fun (r_\d+): \1 expects 1 argument\(s\), and is given 2"):
         check(t)
 
 
 def test_check_rejects_halt_inside_a_function():
-    t = let_prim(lam(lambda r, y: halt(y), ["y"]), lambda f: halt(f), "f")
+    t = let_prim(lam(lambda r, h, y: halt(y), ["y"]), lambda f: halt(f), "f")
     with pytest.raises(CheckError, match="halt inside a function"):
         check(t)
     prog = Program()
-    prog.define(lam(lambda r, y: halt(y)), "public", name="g")
+    prog.define(lam(lambda r, h, y: halt(y)), "public", name="g")
     with pytest.raises(CheckError, match=r"in definition g_1, in fun ret_2: halt inside a function"):
         check(prog)
 
@@ -1417,11 +1439,11 @@ def test_check_messages_name_the_enclosing_definition_function_and_continuation(
     prog, kept = Program(), {}
     g = prog.declare("g")
 
-    def other(r, p):
+    def other(r, h, p):
         kept["p"] = p
         return apply_cont(r, p)
     g_value = lam(other, ["p"])
-    prog.define(lam(lambda ret, x: let_cont(lambda k: apply_cont(ret, kept["p"]),
+    prog.define(lam(lambda ret, exn, x: let_cont(lambda k: apply_cont(ret, kept["p"]),
                                             lambda k: apply_cont(k), 0), ["x"]), "public", name="f")
     prog.define(g_value, "private", g)
     with pytest.raises(CheckError, match=r"^in definition f_1, in fun (ret_\d+), in cont k_\d+: "
@@ -1430,15 +1452,15 @@ def test_check_messages_name_the_enclosing_definition_function_and_continuation(
 
 
 CLOSED = '''\
-private h_1 = fun direct ret_2(a_3) {
-  ret_2(a_3)
+private h_1 = fun direct ret_2 exn_3 (a_4) {
+  ret_2(a_4)
 }
-public g_4 = fun direct ret_5(x_6) {
-  cont k_7(r_8) {
-    s_9 = r_8 + x_6
-    ret_5(s_9)
+public g_5 = fun direct ret_6 exn_7 (x_8) {
+  cont k_9(r_10) {
+    s_11 = r_10 + x_8
+    ret_6(s_11)
   }
-  call direct h_1(x_6) -> k_7
+  call direct h_1(x_8) -> k_9 / exn_7
 }
 '''
 
@@ -1447,34 +1469,34 @@ def test_check_closed_accepts_globals_and_parameters_only():
     prog = parse(CLOSED)
     check(prog, closed=True)
     check(prog)
-    inner = parse(CLOSED.replace("  call direct h_1(x_6) -> k_7",
-                                 "  f_10 = fun ret_11() {\n    ret_11(x_6)\n  }\n"
-                                 "  call f_10() -> k_7"))
+    inner = parse(CLOSED.replace("  call direct h_1(x_8) -> k_9 / exn_7",
+                                 "  f_12 = fun ret_13 exn_14 () {\n    ret_13(x_8)\n  }\n"
+                                 "  call f_12() -> k_9 / exn_7"))
     check(inner)
-    with pytest.raises(CheckError, match=r"in definition g_\d+, in fun ret_5, in fun ret_\d+: x_6 is a "
+    with pytest.raises(CheckError, match=r"in definition g_\d+, in fun ret_6, in fun ret_\d+: x_8 is a "
                                          r"free variable of the function \(bound outside it\)"):
         check(inner, closed=True)
 
 
 def test_check_closed_rejects_a_free_local_of_a_top_level_lambda():
     t = let_prim(const(1), lambda one: let_prim(
-        lam(lambda r, y: let_prim(op("+", y, one), lambda s: apply_cont(r, s)), ["y"]),
+        lam(lambda r, h, y: let_prim(op("+", y, one), lambda s: apply_cont(r, s)), ["y"]),
         lambda f: halt(f), "f"), "one")
     check(t)
     with pytest.raises(CheckError, match="one_1 is a free variable of the function"):
         check(t, closed=True)
-    closed = let_prim(lam(lambda r, y: apply_cont(r, y)), lambda f: halt(f))
+    closed = let_prim(lam(lambda r, h, y: apply_cont(r, y)), lambda f: halt(f))
     check(closed, closed=True)
 
 
 @pytest.mark.parametrize("text, parser, where", [
-    ("f = fun r(y) {\n  halt y\n}\nhalt f\n", parse_term, "in fun r_2"),
-    ("private a = 1\nprivate b = 2\nprivate c = 3\nprivate g = fun r(y) {\n  halt y\n}\n", parse,
+    ("f = fun r h (y) {\n  halt y\n}\nhalt f\n", parse_term, "in fun r_2"),
+    ("private a = 1\nprivate b = 2\nprivate c = 3\nprivate g = fun r h (y) {\n  halt y\n}\n", parse,
      "in definition g_4, in fun r_5"),
 ])
 def test_check_messages_use_the_printed_names(text, parser, where):
     root = parser(text)
-    assert f"{where.split()[-1]}(" in show(root)
+    assert f"fun {where.split()[-1]} " in show(root)
     with pytest.raises(CheckError) as e:
         check(root)
     assert str(e.value) == f"{where}: halt inside a function (a function returns through its continuation)"
@@ -1484,59 +1506,66 @@ def test_check_messages_use_the_printed_names(text, parser, where):
 
 RICH = '''\
 # every form of the language, once at least
-private f_1 = fun ret_2(x_3, y_4) {
-  s_5 = x_3 + y_4 @1:5
-  ret_2(s_5)
+private f_1 = fun ret_2 exn_3 (x_4, y_5) {
+  s_6 = x_4 + y_5 @1:5
+  ret_2(s_6)
 }
-public g_6 = fun direct ret_7(n_8) {
-  one_9 = 1
-  m_10 = n_8 / one_9 @2:7
-  r_11 = m_10 % one_9 @2:9
-  cont back_12(v_13) {
-    ret_7(v_13)
+public g_7 = fun direct ret_8 exn_9 (n_10) {
+  one_11 = 1
+  m_12 = n_10 / one_11 @2:7 / exn_9
+  r_13 = m_12 % one_11 @2:9 / exn_9
+  cont back_14(v_15) {
+    ret_8(v_15)
   }
-  call f_1(m_10, r_11) -> back_12   # a comment
+  call f_1(m_12, r_13) -> back_14 / exn_9   # a comment
 }
-private c_14 = "a\\"b\\\\c\\n\\td#{}"
-private t_15 = tuple(c_14, f_1)
-private e_16 = external "runtime_thing"
-private nil_17 = inj 0 Nil()
-private big_18 = -9223372036854775808
-public main_19 = do {
-  u_20 = ()
-  b_21 = true
-  nb_22 = !b_21
-  k_23 = -5
-  nk_24 = -k_23
-  cell_25 = tuple(k_23)
-  w_26 = cell_25[0] := nk_24
-  v_27 = cell_25[0]
-  cons_28 = inj 1 Cons(v_27, nil_17)
-  tg_29 = tag cons_28
-  cont done_30(res_31) {
-    p_32 = print(res_31, cons_28, t_15, nb_22, u_20, big_18)
-    halt res_31
+private c_16 = "a\\"b\\\\c\\n\\td#{}"
+private t_17 = tuple(c_16, f_1)
+private e_18 = external "runtime_thing"
+private nil_19 = inj 0 Nil()
+private big_20 = -9223372036854775808
+public main_21 = do {
+  u_22 = ()
+  b_23 = true
+  nb_24 = !b_23
+  k_25 = -5
+  nk_26 = -k_25
+  cell_27 = tuple(k_25)
+  w_28 = cell_27[0] := nk_26
+  v_29 = cell_27[0]
+  cons_30 = inj 1 Cons(v_29, nil_19)
+  tg_31 = tag cons_30
+  cont done_32(res_33) {
+    p_34 = print(res_33, cons_30, t_17, nb_24, u_22, big_20)
+    halt res_33
   }
-  cont zero_33() {
-    z_34 = fail "no" v_27 @3:1
-    done_30(z_34)
+  cont zero_35() {
+    z_36 = fail "no clause matches the value" v_29 @3:1 / uncaught
+    done_32(z_36)
   }
-  cont other_35() {
-    cont back_36(q_37) {
-      done_30(q_37)
+  cont other_37() {
+    cont back_38(q_39) {
+      done_32(q_39)
     }
-    call direct g_6(v_27) -> back_36 @4:2
+    call direct g_7(v_29) -> back_38 / uncaught @4:2
   }
-  case tg_29 { 0 -> zero_33; 1 -> other_35; _ -> zero_33 }
+  case tg_31 { 0 -> zero_35; 1 -> other_37; _ -> zero_35 }
 }
 unused = do {
-  v_38 = 1
-  h_39 = fun ret_40() {
-    cmp_41 = v_38 >= v_38
-    ret_40(cmp_41)
+  v_40 = 1
+  h_41 = fun ret_42 exn_43 () {
+    cmp_44 = v_40 >= v_40
+    cont caught_45(e_46) {
+      ret_42(e_46)
+    }
+    cont raising_47() {
+      nf_48 = inj 3 NotFound()
+      caught_45(nf_48) raise @6:2
+    }
+    case cmp_44 { 0 -> raising_47; 1 -> raising_47 }
   }
-  empty_42 = print()
-  halt empty_42
+  empty_49 = print()
+  halt empty_49
 }
 '''
 
@@ -1582,10 +1611,10 @@ def error_of(text, parser=parse_term, **kwargs):
     ("cont k() {\n  x = 1\n  halt x\n}\ny = tuple(k)\nhalt y\n", 5, 11,
      "k is a continuation; a variable is expected here"),
     ("x = 1\nx(x)\n", 2, 1, "x is not a continuation; a continuation is expected here"),
-    ("cont k(a) {\n  halt a\n}\nf = fun r(x) {\n  k(x)\n}\nhalt f\n", 5, 3,
+    ("cont k(a) {\n  halt a\n}\nf = fun r h12 (x) {\n  k(x)\n}\nhalt f\n", 5, 3,
      "k is used outside the function that binds it"),
     ("cont k(a) {\n  halt a\n}\nk(a)\n", 4, 3, "a is used out of its scope"),
-    ("f = fun r(p) {\n  r(p)\n}\nhalt p\n", 4, 6, "p is used out of its scope"),
+    ("f = fun r h13 (p) {\n  r(p)\n}\nhalt p\n", 4, 6, "p is used out of its scope"),
     ("x = 1 $ 2\n", 1, 7, "unexpected character '$'"),
     ("x = 1\nhalt x\nhalt x\n", 3, 1, "expected the end of the text after the last term, found 'halt'"),
     ("x = 1\ncont k() {\n  halt x\n}\ncase x { 1 -> k; 1 -> k }\n", 5, 18, "case 1 appears twice"),
@@ -1618,7 +1647,7 @@ def test_parse_error_rendering_shows_the_line_and_a_caret():
     ("x = 1\n", 1, 1, "expected a definition: 'public', 'private' or 'unused', found 'x'"),
     ("public g = do {\n  x = 1\n  halt x\n", 4, 1,
      "'}' after the block's last term, found the end of the text"),
-    ("public g = do {\n  halt g\n}\nprivate f = fun k() {\n  k(h)\n}\n", 5, 5, "h is not bound"),
+    ("public g = do {\n  halt g\n}\nprivate f = fun k h14 () {\n  k(h)\n}\n", 5, 5, "h is not bound"),
     ("unused g = do {\n  halt g\n}\n", 1, 8, "expected '=', found 'g'"),
 ])
 def test_program_parse_errors_say_where(text, line, col, message):
@@ -1627,30 +1656,30 @@ def test_program_parse_errors_say_where(text, line, col, message):
 
 
 def test_globals_are_in_scope_everywhere_but_locals_are_not():
-    prog = parse("public g = fun r(x) {\n  call h(x) -> r\n}\npublic h = fun s(y) {\n  s(y)\n}\n")
+    prog = parse("public g = fun r h15 (x) {\n  call h(x) -> r / h15\n}\npublic h = fun s h16 (y) {\n  s(y)\n}\n")
     check(prog)
     assert error_of("public g = do {\n  a = 1\n  halt a\n}\npublic h = do {\n  halt a\n}\n",
                     parse).startswith("<cps>:6:8: error: a is used out of its scope")
 
 
 def test_locations_read_back_as_positions_or_spans():
-    text = "x = 7\nz = 0\ny = x / z @2:3\nhalt y\n"
+    text = "x = 7\nz = 0\ny = x / z @2:3 / uncaught\nhalt y\n"
     t = parse_term(text)
-    assert show(t) == "x_1 = 7\nz_2 = 0\ny_3 = x_1 / z_2 @2:3\nhalt y_3\n"
+    assert show(t) == "x_1 = 7\nz_2 = 0\ny_3 = x_1 / z_2 @2:3 / uncaught\nhalt y_3\n"
     with pytest.raises(Stop, match=r"^2:3: runtime error: division by zero$"):
         evaluate(t)
     source = Source("prog.l", "let a = 1\nlet b = a / 0\n")
     t = parse_term(text, source=source)
     p = first(t, LetPrim).body.body.prim
     assert type(p.loc) is Span and cps.line_col(p.loc) == (2, 3)
-    assert show(t).splitlines()[2].endswith("@2:3")
+    assert show(t).splitlines()[2].endswith("@2:3 / uncaught")
     with pytest.raises(RunError) as e:
         evaluate(t)
     assert "division by zero" in str(e.value) and "prog.l:2:3" in str(e.value)
 
 
 def test_a_location_outside_the_l_source_is_reported_at_the_location():
-    message = error_of("x = 1\ny = x / x @9:1\nhalt y\n", source=Source("l", "a\nb\n"))
+    message = error_of("x = 1\ny = x / x @9:1 / uncaught\nhalt y\n", source=Source("l", "a\nb\n"))
     assert message.split("\n")[0] == "<cps>:2:11: error: the location 9:1 is outside the L source"
 
 
@@ -1845,27 +1874,7 @@ def test_arithmetic_wraps_to_64_bits(text, value):
     assert result == value and type(result) is type(value)
 
 
-PRINTS = '''\
-public g = 5
-unused = do {
-  s = "a\\n"
-  t = tuple(s, g)
-  n = inj 0 Nil()
-  c = inj 1 Cons(g, n)
-  f = fun r(x) {
-    r(x)
-  }
-  u = print(s, t, c, n, f)
-  b = true
-  q = tuple(t, b, u)
-  v = print(q)
-  e = tuple()
-  w = print()
-  cl = closure(f, g)
-  last = print(e, cl, b)
-  halt w
-}
-'''
+PRINTS = "public g = 5\nunused = do {\n  s = \"a\\n\"\n  t = tuple(s, g)\n  n = inj 0 Nil()\n  c = inj 1 Cons(g, n)\n  f = fun r h17 (x) {\n    r(x)\n  }\n  u = print(s, t, c, n, f)\n  b = true\n  q = tuple(t, b, u)\n  v = print(q)\n  e = tuple()\n  w = print()\n  cl = closure(f, g)\n  last = print(e, cl, b)\n  halt w\n}\n"
 
 
 def test_print_writes_l_values():
@@ -1888,7 +1897,7 @@ def test_show_value_quotes_strings_only_inside_values():
 
 
 RECURSION = '''\
-private sum_to = fun ret(n) {
+private sum_to = fun ret h18 (n) {
   zero = 0
   z = n <= zero
   cont base() {
@@ -1901,11 +1910,11 @@ private sum_to = fun ret(n) {
       s = n + r
       ret(s)
     }
-    call sum_to(m) -> after @5:3
+    call sum_to(m) -> after / h18 @5:3
   }
   case z { 0 -> step; 1 -> base }
 }
-private count = fun cret(c, acc) {
+private count = fun cret h19 (c, acc) {
   czero = 0
   cz = c <= czero
   cont cbase() {
@@ -1915,7 +1924,7 @@ private count = fun cret(c, acc) {
     cone = 1
     cm = c - cone
     ca = acc + cone
-    call count(cm, ca) -> cret @9:9
+    call count(cm, ca) -> cret / h19 @9:9
   }
   case cz { 0 -> cstep; 1 -> cbase }
 }
@@ -1925,7 +1934,7 @@ public main = do {
   cont k(res) {
     halt res
   }
-  call %s -> k
+  call %s -> k / uncaught
 }
 '''
 
@@ -1972,14 +1981,14 @@ cont loop(i, fs) {
           u = print(v)
           walk(rest)
         }
-        call f() -> back
+        call f() -> back / uncaught
       }
       case t { 0 -> end; 1 -> next }
     }
     walk(fs)
   }
   cont again() {
-    g = fun r() {
+    g = fun r h20 () {
       twice = i + i
       r(twice)
     }
@@ -2002,7 +2011,7 @@ def test_runtime_errors_of_the_interpreter():
         evaluate(parse_term("x = 5\ncont k() {\n  halt x\n}\ncase x { 1 -> k }\n"))
     assert evaluate(parse_term("x = 5\ncont k() {\n  halt x\n}\ncase x { 1 -> k; _ -> k }\n")) == 5
     with pytest.raises(Stop, match=r"^7:1: runtime error: this is not a function$"):
-        evaluate(parse_term("x = 5\ncont k(r) {\n  halt r\n}\ncall x(x) -> k @7:1\n"))
+        evaluate(parse_term("x = 5\ncont k(r) {\n  halt r\n}\ncall x(x) -> k / uncaught @7:1\n"))
     with pytest.raises(Stop, match='^2:2: runtime error: boom "x"$'):
         evaluate(parse_term('s = "x"\nu = fail "boom" s @2:2\nhalt u\n'))
     with pytest.raises(Stop, match="^runtime error: the definition of h has not run yet$"):
@@ -2040,9 +2049,9 @@ public main = do {
   cont k(r) {
     halt r
   }
-  call g(x) -> k
+  call g(x) -> k / uncaught
 }
-private f = fun ret(a) {
+private f = fun ret h21 (a) {
   b = a * a
   ret(b)
 }
@@ -2054,7 +2063,7 @@ private f = fun ret(a) {
 
 def test_a_closure_record_is_called_with_itself_as_first_argument():
     text = '''\
-private code = fun direct ret(env, x) {
+private code = fun direct ret h22 (env, x) {
   y = env[1]
   s = x + y
   ret(s)
@@ -2066,13 +2075,13 @@ public main = do {
   cont k(r) {
     halt r
   }
-  call c(one) -> k
+  call c(one) -> k / uncaught
 }
 '''
     prog = parse(text)
     check(prog, closed=True)
     assert show(parse(show(prog))) == show(prog)
-    assert "c_9 = closure(code_1, ten_8)" in show(prog)
+    assert "c_10 = closure(code_1, ten_9)" in show(prog)
     assert type(first(prog, cps.MakeClosure)) is cps.MakeClosure
     assert main_value(prog) == 11
 
@@ -2138,7 +2147,7 @@ def test_redirect_changes_one_occurrence_only():
 
 
 def test_swap_prim_detaches_the_old_primitive():
-    t = parse_term("a = 1\nf = fun r(x) {\n  s = x + a\n  r(s)\n}\nhalt f\n")
+    t = parse_term("a = 1\nf = fun r h23 (x) {\n  s = x + a\n  r(s)\n}\nhalt f\n")
     f, a = binding(t, "f"), var(t, "a")
     old = cps.swap_prim(f, const(3))
     assert type(old) is Lambda and old.enclosing is None and f.prim.enclosing is f
@@ -2172,7 +2181,7 @@ def test_a_diagram_with_a_title_stands_alone_and_marks_colour_names():
     assert root.get("fill") == "#0f172a"
     assert [r.get("fill") for r in root.iter(ns + "rect")][0] == "#ffffff"     # the card, under all
     marked = [t.text for t in root.iter(ns + "tspan")]
-    assert marked == ["cond_3"] * 2                                     # its binding and its use
+    assert marked == ["cond_4"] * 2                                     # its binding and its use
     assert svg.count("<rect") == 5                                       # four boxes and the card
 
 
@@ -2187,3 +2196,199 @@ def test_beside_puts_pictures_side_by_side_in_one_svg():
     inner = root.findall(ns + "svg")
     assert [float(s.get("x")) for s in inner] == [10.0, 10.0 + width(a) + 28]
     assert width(both) == pytest.approx(10 + width(a) + 28 + width(b) + 10, abs=1)
+
+
+# --- 7. The second continuation: handlers, raises, uncaught ------------------------------------
+
+RAISING = '''\
+private find_1 = fun ret_2 exn_3 (n_4) {
+  zero_5 = 0
+  z_6 = n_4 == zero_5
+  cont found_7() {
+    ret_2(n_4)
+  }
+  cont missing_8() {
+    e_9 = inj 3 NotFound()
+    exn_3(e_9) raise @2:5
+  }
+  case z_6 { 0 -> missing_8; 1 -> found_7 }
+}
+private divide_10 = fun ret_11 exn_12 (a_13, b_14) {
+  q_15 = a_13 / b_14 @7:3 / exn_12
+  ret_11(q_15)
+}
+public main_16 = do {
+  one_17 = %s
+  cont handler_18(e_19) {
+    t_20 = tag e_19
+    u_21 = print(e_19)
+    cont caught_22() {
+      halt one_17
+    }
+    cont again_23() {
+      uncaught(e_19)
+    }
+    case t_20 { 3 -> caught_22; _ -> again_23 }
+  }
+  cont back_24(r_25) {
+    cont back_26(s_27) {
+      halt s_27
+    }
+    call divide_10(r_25, r_25) -> back_26 / handler_18 @4:1
+  }
+  call find_1(one_17) -> back_24 / handler_18 @3:1
+}
+'''
+
+
+def test_a_raise_in_a_callee_reaches_the_handler_of_its_caller():
+    # find(1) raises NotFound to its own exception continuation, which the call bound to the
+    # caller's local handler: the handler prints it and halts with its argument.
+    prog = parse(RAISING % "1")
+    check(prog)
+    out = io.StringIO()
+    values = run(prog, out)
+    assert out.getvalue() == "NotFound\n"
+    assert values[prog.definitions[2].var] == 1
+
+
+def test_a_failing_primitive_raises_its_predefined_exception_to_the_handler():
+    # find(0) returns 0; divide(0, 0) fails: DivisionByZero (tag 0) goes to the handler, which
+    # passes it on to uncaught: the report is the division's, at the division.
+    prog = parse(RAISING % "0")
+    out = io.StringIO()
+    with pytest.raises(Stop, match=r"^7:3: runtime error: division by zero$"):
+        run(prog, out)
+    assert out.getvalue() == "DivisionByZero\n"
+
+
+def test_an_uncaught_raise_reports_the_exception_at_its_raise():
+    text = 'private f_1 = fun ret_2 exn_3 (x_4) {\n  s_5 = "boom"\n  e_6 = inj 4 Failure(s_5)\n' \
+           '  exn_3(e_6) raise @5:7\n}\npublic main_7 = do {\n  one_8 = 1\n  cont k_9(r_10) {\n' \
+           '    halt r_10\n  }\n  call f_1(one_8) -> k_9 / uncaught @9:1\n}\n'
+    prog = parse(text)
+    check(prog)
+    assert show(prog) == text
+    with pytest.raises(Stop, match=r'^5:7: runtime error: uncaught exception Failure\("boom"\)$'):
+        run(prog, io.StringIO())
+
+
+def test_handlers_and_raise_sites_print_and_parse_back():
+    prog = parse(RAISING % "1")
+    text = show(prog)
+    assert text == RAISING % "1"
+    again = parse(text)
+    check(again)
+    assert show(again) == text
+    raises = [t for t in subterms(again) if type(t) is ApplyCont and t.raises]
+    assert [cps.line_col(t.loc) for t in raises] == [(2, 5)]
+    calls = [t for t in subterms(again) if type(t) is Apply]
+    assert [t.exn.var.hint for t in calls] == ["handler", "handler"]
+    (division,) = [n for n in walk(again) if type(n) is cps.Op and n.op == "/"]
+    assert division.exn.var is again.definitions[1].value.exn
+
+
+def test_a_raise_is_built_as_a_jump_with_a_site():
+    def body(ret, exn, x):
+        return let_cont(lambda h, e: apply_cont(exn, e),      # a handler that passes it on
+                        lambda h: let_prim(cps.inject(4, "Failure", x), lambda e:
+                                           cps.raise_(h, e, loc=cps.Pos(3, 9)), "e"),
+                        ["e"], "handler")
+    prog = Program()
+    f = prog.define(lam(body, ["x"]), "public", name="f")
+    prog.define(let_prim(const("no"), lambda s: let_cont(lambda k, r: halt(r), lambda k:
+                apply(f, k, prog.uncaught, s, loc=cps.Pos(8, 1)), ["r"])), "unused")
+    check(prog)
+    assert "\n  handler_5(e_7) raise @3:9\n" in show(prog)
+    with pytest.raises(Stop, match=r'^3:9: runtime error: uncaught exception Failure\("no"\)$'):
+        run(prog, io.StringIO())
+    again = parse(show(prog))
+    check(again)
+    assert show(again) == show(prog)
+
+
+def test_check_rejects_an_escaping_handler():
+    # a handler used as a value
+    t = let_cont(lambda h, e: halt(e), lambda h: let_prim(tuple_(h), lambda x: halt(x)), ["e"], "h")
+    with pytest.raises(CheckError, match=r"a variable occurrence was expected, not <ContOcc of h>"):
+        check(t)
+    # a handler captured by a function: the function raises to it
+    t = let_cont(lambda h, e: halt(e), lambda h: let_prim(
+        lam(lambda r, exn, y: let_prim(const(1), lambda one: apply(y, r, h, one)), ["y"]),
+        lambda f: halt(f), "f"), ["e"], "h")
+    with pytest.raises(CheckError, match=r"h_1 is a free continuation of the function"):
+        check(t)
+    with pytest.raises(CompileError, match="k is a continuation; a variable is expected here"):
+        parse_term("cont k(e) {\n  halt e\n}\nx = tuple(k)\nhalt x\n")
+
+
+def test_check_rejects_a_call_whose_exception_continuation_is_not_a_continuation():
+    t = let_prim(lam(lambda r, exn, y: apply_cont(r, y)), lambda f: let_cont(
+        lambda k, a: halt(a), lambda k: let_prim(const(1), lambda x: apply(f, k, x, x)), ["a"]), "f")
+    with pytest.raises(CheckError, match=r"a continuation occurrence was expected, not <Occ of x>"):
+        check(t)
+    with pytest.raises(CompileError, match="x is not a continuation; a continuation is expected here"):
+        parse_term("x = 1\ncont k(a) {\n  halt a\n}\ncall x(x) -> k / x\n")
+    with pytest.raises(CompileError, match="expected '/' and the exception continuation"):
+        parse_term("x = 1\ncont k(a) {\n  halt a\n}\ncall x(x) -> k\n")
+
+
+def test_check_rejects_a_handler_of_two_parameters_and_one_continuation_bound_twice():
+    t = let_prim(lam(lambda r, exn, y: apply_cont(r, y)), lambda f: let_cont(
+        lambda k, a: halt(a), lambda k: let_cont(lambda h, a, b: halt(a), lambda h: let_prim(
+            const(1), lambda x: apply(f, k, h, x)), ["a", "b"], "h"), ["a"]), "f")
+    with pytest.raises(CheckError, match=r"h_\d+ expects 2 argument\(s\), and is given 1"):
+        check(t)
+    f = lam(lambda r, exn, y: apply_cont(r, y))
+    f.exn = f.cont                                         # one continuation for both barrels
+    t = let_prim(f, lambda g: halt(g), "f")
+    with pytest.raises(CheckError, match=r"ret_\d+ is bound twice"):
+        check(t)
+    with pytest.raises(CompileError, match=r"r is bound twice"):
+        parse_term("f = fun r r (x) {\n  r(x)\n}\nhalt f\n")
+
+
+def test_uncaught_is_the_top_levels_only():
+    with pytest.raises(CompileError, match="uncaught is the top level's exception continuation"):
+        parse("private f = fun r h (x) {\n  one = 1\n  cont k(v) {\n    r(v)\n  }\n"
+              "  call f(one) -> k / uncaught\n}\n")
+
+
+def test_a_call_naming_a_local_handler_is_not_a_tail_call():
+    # the loop calls itself returning to its own ret, but raising to a local handler: each call
+    # keeps a frame, so a limit of 2 stops it; the same loop raising to its own exn does not.
+    loop = '''\
+private count = fun ret exn (n) {
+  zero = 0
+  done = n <= zero
+  cont stop() {
+    ret(n)
+  }
+  cont go() {
+    cont handler(e) {
+      exn(e)
+    }
+    one = 1
+    m = n - one
+    call count(m) -> ret / %s @4:4
+  }
+  case done { 0 -> go; 1 -> stop }
+}
+public main = do {
+  top = 50
+  cont k(res) {
+    halt res
+  }
+  call count(top) -> k / uncaught
+}
+'''
+    assert main_value(parse(loop % "exn"), stack_limit=2) == 0
+    with pytest.raises(Stop, match="stack overflow"):
+        main_value(parse(loop % "handler"), stack_limit=2)
+
+
+def test_a_diagram_draws_an_arrow_to_the_handler_a_call_names():
+    with_handler = parse(RAISING % "1").definitions[2]
+    without = parse((RAISING % "1").replace("/ handler_18", "/ uncaught")).definitions[2]
+    arrows = lambda d: cps.diagram(d).count("marker-end=")
+    assert arrows(with_handler) == arrows(without) + 2     # the two calls' second arrows

@@ -241,14 +241,14 @@ unused = do {
 """),
     "inline_function_once": ("""
 unused = do {
-  f_1 = fun ret_2(x_3) {
-    ret_2(x_3)
+  f_1 = fun ret_2 exn_3 (x_4) {
+    ret_2(x_4)
   }
-  c_4 = 4
-  cont k_5(r_6) {
-    halt r_6
+  c_5 = 4
+  cont k_6(r_7) {
+    halt r_7
   }
-  call f_1(c_4) -> k_5
+  call f_1(c_5) -> k_6 / uncaught
 }
 """, """
 unused = do {
@@ -288,15 +288,15 @@ unused = do {
 }
 """),
     "eta": ("""
-private f_1 = fun ret_2(x_3) {
-  cont k_4(r_5) {
-    ret_2(r_5)
+private f_1 = fun ret_2 exn_3 (x_4) {
+  cont k_5(r_6) {
+    ret_2(r_6)
   }
-  call f_1(x_3) -> k_4
+  call f_1(x_4) -> k_5 / exn_3
 }
 """, """
-private f_1 = fun ret_2(x_3) {
-  call f_1(x_3) -> ret_2
+private f_1 = fun ret_2 exn_3 (x_4) {
+  call f_1(x_4) -> ret_2 / exn_3
 }
 """),
     "known_case": ("""
@@ -323,121 +323,121 @@ unused = do {
 }
 """),
     "unreachable": ("""
-private f_1 = fun ret_2(x_3) {
-  cont k_4(r_5) {
-    ret_2(r_5)
+private f_1 = fun ret_2 exn_3 (x_4) {
+  cont k_5(r_6) {
+    ret_2(r_6)
   }
-  u_6 = fail "stop"
-  k_4(u_6)
+  u_7 = fail "stop"
+  k_5(u_7)
 }
 """, """
-private f_1 = fun ret_2(x_3) {
-  cont k_4(r_5) {
-    ret_2(r_5)
+private f_1 = fun ret_2 exn_3 (x_4) {
+  cont k_5(r_6) {
+    ret_2(r_6)
   }
-  u_6 = fail "stop"
-  ret_2(u_6)
+  u_7 = fail "stop"
+  ret_2(u_7)
 }
 """),
     "known_call": ("""
-private code_1 = fun ret_2(env_3, x_4) {
-  ret_2(x_4)
+private code_1 = fun ret_2 exn_3 (env_4, x_5) {
+  ret_2(x_5)
 }
 unused = do {
-  c_5 = closure(code_1)
-  cont k_6(r_7) {
-    halt r_7
+  c_6 = closure(code_1)
+  cont k_7(r_8) {
+    halt r_8
   }
-  call c_5(c_5) -> k_6
+  call c_6(c_6) -> k_7 / uncaught
 }
 """, """
-private code_1 = fun ret_2(env_3, x_4) {
-  ret_2(x_4)
+private code_1 = fun ret_2 exn_3 (env_4, x_5) {
+  ret_2(x_5)
 }
 unused = do {
-  c_5 = closure(code_1)
-  cont k_6(r_7) {
-    halt r_7
+  c_6 = closure(code_1)
+  cont k_7(r_8) {
+    halt r_8
   }
-  call direct code_1(c_5, c_5) -> k_6
+  call direct code_1(c_6, c_6) -> k_7 / uncaught
 }
 """),
     "dead_parameter": ("""
-private f_1 = fun ret_2(b_3) {
-  c_4 = 1
-  cont j_5(x_6, y_7) {
-    s_8 = x_6 + x_6
+private f_1 = fun ret_2 exn_3 (b_4) {
+  c_5 = 1
+  cont j_6(x_7, y_8) {
+    s_9 = x_7 + x_7
+    ret_2(s_9)
+  }
+  cont t_10() {
+    j_6(c_5, c_5)
+  }
+  cont e_11() {
+    j_6(c_5, b_4)
+  }
+  case b_4 { 0 -> e_11; 1 -> t_10 }
+}
+""", """
+private f_1 = fun ret_2 exn_3 (b_4) {
+  c_5 = 1
+  cont j_6(x_7) {
+    s_8 = x_7 + x_7
     ret_2(s_8)
   }
   cont t_9() {
-    j_5(c_4, c_4)
+    j_6(c_5)
   }
   cont e_10() {
-    j_5(c_4, b_3)
+    j_6(c_5)
   }
-  case b_3 { 0 -> e_10; 1 -> t_9 }
-}
-""", """
-private f_1 = fun ret_2(b_3) {
-  c_4 = 1
-  cont j_5(x_6) {
-    s_7 = x_6 + x_6
-    ret_2(s_7)
-  }
-  cont t_8() {
-    j_5(c_4)
-  }
-  cont e_9() {
-    j_5(c_4)
-  }
-  case b_3 { 0 -> e_9; 1 -> t_8 }
+  case b_4 { 0 -> e_10; 1 -> t_9 }
 }
 """),
     "unbox": ("""
-private f_1 = fun ret_2(b_3) {
-  c_4 = 1
-  t_5 = tuple(c_4, b_3)
-  cont j_6(p_7) {
-    a_8 = p_7[0]
-    cont bad_9() {
-      u_10 = fail "no clause matches the value" p_7
-      ret_2(u_10)
-    }
-    cont good_11() {
-      ret_2(a_8)
-    }
-    case a_8 { 1 -> good_11; _ -> bad_9 }
-  }
-  cont x_12() {
-    j_6(t_5)
-  }
-  cont y_13() {
-    j_6(t_5)
-  }
-  case b_3 { 0 -> x_12; 1 -> y_13 }
-}
-""", """
-private f_1 = fun ret_2(b_3) {
-  c_4 = 1
-  t_5 = tuple(c_4, b_3)
-  cont j_6(p0_7, p1_8) {
-    cont bad_9() {
-      p_10 = tuple(p0_7, p1_8)
-      u_11 = fail "no clause matches the value" p_10
+private f_1 = fun ret_2 exn_3 (b_4) {
+  c_5 = 1
+  t_6 = tuple(c_5, b_4)
+  cont j_7(p_8) {
+    a_9 = p_8[0]
+    cont bad_10() {
+      u_11 = fail "no clause matches the value" p_8 / exn_3
       ret_2(u_11)
     }
     cont good_12() {
-      ret_2(p0_7)
+      ret_2(a_9)
     }
-    case p0_7 { 1 -> good_12; _ -> bad_9 }
+    case a_9 { 1 -> good_12; _ -> bad_10 }
   }
   cont x_13() {
-    j_6(c_4, b_3)
+    j_7(t_6)
   }
   cont y_14() {
-    j_6(c_4, b_3)
+    j_7(t_6)
   }
-  case b_3 { 0 -> x_13; 1 -> y_14 }
+  case b_4 { 0 -> x_13; 1 -> y_14 }
+}
+""", """
+private f_1 = fun ret_2 exn_3 (b_4) {
+  c_5 = 1
+  t_6 = tuple(c_5, b_4)
+  cont j_7(p0_8, p1_9) {
+    cont bad_10() {
+      p_11 = tuple(p0_8, p1_9)
+      u_12 = fail "no clause matches the value" p_11 / exn_3
+      ret_2(u_12)
+    }
+    cont good_13() {
+      ret_2(p0_8)
+    }
+    case p0_8 { 1 -> good_13; _ -> bad_10 }
+  }
+  cont x_14() {
+    j_7(c_5, b_4)
+  }
+  cont y_15() {
+    j_7(c_5, b_4)
+  }
+  case b_4 { 0 -> x_14; 1 -> y_15 }
 }
 """),
     "static_definition": ("""
@@ -455,12 +455,12 @@ unused = do {
 }
 """),
     "dead_definition": ("""
-private g_1 = fun ret_2(x_3) {
-  call g_1(x_3) -> ret_2
+private g_1 = fun ret_2 exn_3 (x_4) {
+  call g_1(x_4) -> ret_2 / exn_3
 }
 unused = do {
-  c_4 = 1
-  halt c_4
+  c_5 = 1
+  halt c_5
 }
 """, """
 unused = do {
