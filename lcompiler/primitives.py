@@ -69,11 +69,13 @@ def c_rem(a: int, b: int) -> int:
 # cell 23
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """How a primitive stops the program: with the runtime error `message`, when its operand number
-    `operand` (from 0) is `value`."""
+    """How a primitive fails: it raises the predefined exception `exception`, reported as the
+    runtime error `message` if no `try` catches it, when its operand number `operand` (from 0) is
+    `value`."""
     message: str
     operand: int
     value: object
+    exception: str = "DivisionByZero"
 
     def happens(self, values) -> bool:
         """Does the primitive fail on these operands?"""
@@ -103,7 +105,7 @@ class Primitive:
         return wrap(n) if self.wraps else n
 
 # cell 25
-DIVISION_BY_ZERO = Failure("division by zero", 1, 0)
+DIVISION_BY_ZERO = Failure("division by zero", 1, 0, "DivisionByZero")
 
 PRIMITIVES = {p.name: p for p in [
     Primitive("+", "+", ("Int", "Int", "Int"), operator.add, wraps=True),

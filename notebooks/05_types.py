@@ -537,6 +537,8 @@ class Inference(Inference):
                 return self.infer(body, {**env, name: self.let_bound(value, env)})
             case c.LetVar() | c.Assign() | c.While() | c.Seq() | c.Print() | c.Assert():
                 return self.statement(e, env)
+            case c.Raise() | c.Try():
+                return self.exceptions(e, env)
         raise TypeError(f"not a core expression: {e!r}")
 
 
@@ -1020,6 +1022,56 @@ class Inference(Inference):
 # %%
 type_of("{ var n := 0; while (n < 3) { n := n + 1 }; n }")
 type_of("{ var n := 0; n := \"three\"; n }")
+
+# %% [markdown]
+# ### Exceptions: raise and try
+#
+# ```text
+#        Γ ⊢ e : Exn                    Γ ⊢ b : τ    Γ ⊢ pi : Exn ⊣ Γi    Γ, Γi ⊢ ei : τ  (each i)
+# ───────────────────── (Raise)      ──────────────────────────────────────────────────────── (Try)
+#  Γ ⊢ raise(e) : τ  (any τ)          Γ ⊢ try { b } catch { p1 -> e1 … pn -> en } : τ
+# ```
+#
+# Exceptions are the values of one data type, `Exn` — chapter 4b made it, a
+# `data Exn` whose constructors are the predefined exceptions and the
+# program's own — so `raise`'s argument must be an `Exn`, and each clause
+# of a `catch` is a pattern of type `Exn`, checked as a `match`'s clauses
+# are. `raise` never returns, so its result may be given any type: a fresh
+# variable, which the context fixes (`if (n < 0) raise(Negative) else n` is
+# an `Int`). The block of a `try` and its clauses have one type, as the
+# clauses of a `match` do: the first clause is checked against the block.
+#
+# Why the fields of an exception must be closed — no type variable in
+# them, which chapter 4b enforces — is a matter of soundness. If
+# `exception Box(a)` were allowed, `raise(Box(1))` would raise a `Box` of an
+# `Int`, and a `catch { Box(s) -> s + "!" }` far away could take it for a
+# `Box` of a `String`: the type of the field is forgotten by `Exn`, which
+# has no parameter to remember it. That is OCaml's rule too (an exception's
+# arguments cannot mention a type variable, since `exn` has no parameter).
+# A data type can have parameters because its type says what they are, for
+# every value; `Exn` cannot, since one `Exn` holds the exceptions of every
+# part of the program. And since `Exn` has no parameter, chapter 5b has
+# nothing to copy for it: a closed type is its own one instance.
+
+# %%
+#| export
+EXN = TCon("Exn")
+
+
+class Inference(Inference):
+    def exceptions(self, e, env: dict):
+        match e:
+            case c.Raise(arg):
+                self.check(arg, EXN, env, "the argument of raise")
+                return self.fresh()
+            case c.Try(body, clauses):
+                t = self.infer(body, env)
+                for pattern, clause in clauses:
+                    bound = self.pattern(pattern, EXN, {})
+                    self.check(clause, t, {**env, **bound}, origin=("the block of the try", body.span, t))
+                return t
+        raise TypeError(f"not an exception form: {e!r}")
+
 
 # %% [markdown]
 # ## Let, generalisation, and the value restriction
@@ -1872,7 +1924,35 @@ print(f"{'result':6} : {show_type(node.type)}")
 # (The schemes of the `let`-bound functions print with their quantified
 # variables; `p`'s variable has been fixed to `Int` by the time inference
 # ends.)
+
+# %% [markdown]
+# ### Exceptions, typed
 #
+# Two programs with exceptions that type, then the mistakes: raising what is not an
+# exception, a clause whose pattern is not one, a clause whose type is not
+# the block's, and comparing two exceptions with `==` (only `Int`, `Bool` and
+# `String` can be compared).
+
+# %%
+for text in ["""exception Negative
+def root(n) = if (n < 0) raise(Negative) else n / 2
+def safe(n) = try { root(n) } catch { Negative -> 0; DivisionByZero -> -1 }""",
+             """exception Failure(String)
+def fail(why) = raise(Failure(why))
+def message(e) = e.{ Failure(why) -> why; _ -> "another" }"""]:
+    program, typing = check_types(Source("exceptions.l", text))
+    print(typing_text(program, typing), end="\n\n")
+
+for text in ["def f(x) = raise(x + 1)",
+             "exception Stop\ndef f(x) = try { x } catch { 0 -> 1 }",
+             "exception Stop\ndef f(x) = try { x + 1 } catch { Stop -> \"stopped\" }",
+             "exception Stop\ndef same = Stop == Stop"]:
+    try:
+        check_types(Source("wrong.l", text))
+    except CompileError as error:
+        print(error.render(), end="\n\n")
+
+# %% [markdown]
 # ## Errors
 #
 # Some ill-typed programs, and what the programmer is told. The function
