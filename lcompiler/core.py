@@ -55,6 +55,7 @@ __all__ = [
     'Try',
     'EXN',
     'PREDEFINED_EXCEPTIONS',
+    'mentions_exception',
     'Def',
     'Program',
     'to_syntax',
@@ -63,7 +64,6 @@ __all__ = [
     'check_bindable',
     'Desugar',
     'desugar',
-    'mentions_exception',
     'type_variables',
     'is_exception_type',
     'exception_type',
@@ -240,6 +240,16 @@ class Try:                   # try { body } catch { clauses }
 
 EXN = "Exn"                  # the type of exceptions: one data type, whose constructors are the exceptions
 PREDEFINED_EXCEPTIONS = ("DivisionByZero", "MatchFailure", "AssertionFailed")   # in this order, tags 0, 1, 2
+
+
+def mentions_exception(p) -> bool:
+    """Does a pattern name a predefined exception?"""
+    match p:
+        case PCon(name, args):
+            return name in PREDEFINED_EXCEPTIONS or any(mentions_exception(a) for a in args or [])
+        case PTuple(items):
+            return any(mentions_exception(i) for i in items)
+    return False
 
 
 @dataclass(slots=True)
@@ -551,16 +561,6 @@ def desugar(program: s.Program) -> Program:
     return Desugar().program(program)
 
 # cell 64
-def mentions_exception(p) -> bool:
-    """Does a pattern name a predefined exception?"""
-    match p:
-        case PCon(name, args):
-            return name in PREDEFINED_EXCEPTIONS or any(mentions_exception(a) for a in args or [])
-        case PTuple(items):
-            return any(mentions_exception(i) for i in items)
-    return False
-
-
 def type_variables(t) -> list:
     """The type variables (syntax.TVar) of a field's type, left to right."""
     match t:
@@ -643,8 +643,8 @@ class Resolver:
             key = (what == "the type", name)
             if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String", EXN):
                 if key in first and first[key] is None or what == "the type" and name == EXN:
-                    predefined = "exception" if name != EXN else "type of exceptions"
-                    message = f"{name} is the predefined {predefined}: choose another name"
+                    predefined = "a predefined exception" if name != EXN else "the predefined type of exceptions"
+                    message = f"{name} is {predefined}: choose another name"
                     self.errors.append(CompileError(message, span))
                     continue
                 notes = [Note("first defined here", first[key])] if key in first else []

@@ -708,6 +708,9 @@ def references(e) -> set:
         elif t is c.Match:
             todo.append(x.scrutinee)
             todo.extend(body for _, body in x.clauses)
+        elif t is c.Try:
+            todo.append(x.body)
+            todo.extend(body for _, body in x.clauses)
         elif t is list:
             todo.extend(x)
         else:

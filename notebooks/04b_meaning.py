@@ -339,6 +339,16 @@ EXN = "Exn"                  # the type of exceptions: one data type, whose cons
 PREDEFINED_EXCEPTIONS = ("DivisionByZero", "MatchFailure", "AssertionFailed")   # in this order, tags 0, 1, 2
 
 
+def mentions_exception(p) -> bool:
+    """Does a pattern name a predefined exception?"""
+    match p:
+        case PCon(name, args):
+            return name in PREDEFINED_EXCEPTIONS or any(mentions_exception(a) for a in args or [])
+        case PTuple(items):
+            return any(mentions_exception(i) for i in items)
+    return False
+
+
 @dataclass(slots=True)
 class Def:
     name: Var
@@ -1146,16 +1156,6 @@ def desugar(program: s.Program) -> Program:
 
 # %%
 #| export
-def mentions_exception(p) -> bool:
-    """Does a pattern name a predefined exception?"""
-    match p:
-        case PCon(name, args):
-            return name in PREDEFINED_EXCEPTIONS or any(mentions_exception(a) for a in args or [])
-        case PTuple(items):
-            return any(mentions_exception(i) for i in items)
-    return False
-
-
 def type_variables(t) -> list:
     """The type variables (syntax.TVar) of a field's type, left to right."""
     match t:
@@ -1363,8 +1363,8 @@ class Resolver(Resolver):
             key = (what == "the type", name)
             if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String", EXN):
                 if key in first and first[key] is None or what == "the type" and name == EXN:
-                    predefined = "exception" if name != EXN else "type of exceptions"
-                    message = f"{name} is the predefined {predefined}: choose another name"
+                    predefined = "a predefined exception" if name != EXN else "the predefined type of exceptions"
+                    message = f"{name} is {predefined}: choose another name"
                     self.errors.append(CompileError(message, span))
                     continue
                 notes = [Note("first defined here", first[key])] if key in first else []
@@ -2697,6 +2697,8 @@ print(try { try { raise(NotFound) } catch { Failure(_) -> 1 } } catch { NotFound
 # that raised it, after what the program printed before:
 
 # %%
+from lcompiler.errors import RunError
+
 try:
     run_here(Source("uncaught.l", """\
 exception Failure(String)
@@ -2704,7 +2706,7 @@ def check(n) = if (n > 2) raise(Failure("too big")) else n
 print(check(1))
 print(try { check(5) } catch { DivisionByZero -> 0 })
 """))
-except Raised as uncaught:
+except RunError as uncaught:             # a Raised, from the package's module
     print(uncaught.render())
 
 # %% [markdown]
