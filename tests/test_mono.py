@@ -23,7 +23,7 @@ from lcompiler import core as c, cps, syntax as s
 from lcompiler.closure import closure_convert
 from lcompiler.core import pretty_core
 from lcompiler.cps_convert import convert
-from lcompiler.errors import CompileError, RunError, Source
+from lcompiler.errors import CompileError, Source
 from lcompiler.interp import Closure, Data, Interpreter, Raised, show_value
 from lcompiler.types import TCon, TParam, check_types, show_type
 
