@@ -16,17 +16,27 @@ What this chapter promises:
 Three steps, three promises:
 
 - `desugar(program)` turns a syntax tree into a core program, removing
-  every form of sugar. It cannot fail except on a `_` used as a value or a
-  misused `print`/`assert`.
-- `resolve(core)` checks names: unknown variables and constructors, wrong
-  constructor arity, assignment to something that is not a `var`, a name
-  defined twice, a top-level definition read before it can have run. Each
-  is a `CompileError` at the offending name. It also records, on each
+  every form of sugar. It cannot fail except on a `_` used as a value, a
+  misused `print`/`assert`/`raise`, or a type variable in the fields of an
+  exception. The exceptions — three predefined, then the program's — become
+  the constructors of one data type, `Exn`, in one `data` item before the
+  others, which a program that does not use exceptions does not get.
+- `resolve(core)` checks names: unknown variables, constructors and
+  exceptions (with a guess at the name meant), wrong constructor arity,
+  assignment to something that is not a `var`, a name defined twice (an
+  exception named like a constructor or a predefined exception included),
+  a top-level definition read before it can have run. Each is a
+  `CompileError` at the offending name. It also records, on each
   variable, what kind of thing it names.
 - `Interpreter().run(core)` executes the program, printing to standard
-  output, and stops with a `RunError` — printed as `FILE:LINE:COL: runtime
-  error: …` — on a failed assertion, a match failure, a division by zero,
-  a read of a definition that has not run yet, or a stack overflow; and,
+  output. `raise(e)` raises; `try` catches what its clauses match, and
+  passes the rest on; a failed assertion, a match failure and a division
+  by zero raise the predefined exceptions. The program stops with a
+  `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on an
+  exception that nothing catches (a predefined one with the message it had
+  before L had exceptions, any other as `uncaught exception V`, at its
+  first raise), on a read of a definition that has not run yet, or on a
+  stack overflow; and,
   printed as `FILE: runtime error: out of memory: …`, when its live data
   fill the heap limit that the compiled code has (`LC_HEAP_LIMIT`). A
   call costs it a few Python function calls; the end of the chapter
@@ -587,7 +597,7 @@ def exception_type(exceptions: list, span: Span) -> s.Data:
 
 # --- Names: scope analysis ---------------------------------------------
 
-# cell 70
+# cell 72
 def edit_distance(a: str, b: str) -> int:
     """Insertions, deletions, replacements and swaps of neighbours that turn a into b."""
     before, row = None, list(range(len(b) + 1))
@@ -609,7 +619,7 @@ def did_you_mean(name: str, candidates) -> str:
                     if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)
     return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
 
-# cell 75
+# cell 77
 BUILTIN_VALUES = {"true": True, "false": False}
 
 
@@ -636,7 +646,7 @@ class Resolver:
         raise_errors(self.errors)
         return self.program
 
-    # cell 77: Names: scope analysis
+    # cell 79: Names: scope analysis
     def declare(self):
         first = {}                                 # name -> where it was declared first
         for index, item, name, what, span in self.declarations():
@@ -683,7 +693,7 @@ class Resolver:
             found.sort(key=lambda d: -1 if d[4] is None else d[4].start)
         return found
 
-    # cell 79: Names: scope analysis
+    # cell 81: Names: scope analysis
     def con(self, name: str, count: int, span: Span, what: str = "constructor"):
         if name not in self.constructors:
             raise CompileError(f"unknown {what} {name}{did_you_mean(name, self.constructors)}", span)
@@ -712,7 +722,7 @@ class Resolver:
                     self.pattern(a, bound)
         return bound
 
-    # cell 81: Names: scope analysis
+    # cell 83: Names: scope analysis
     def var(self, v: Var, scope: dict, position):
         if v.name in scope:
             v.kind = scope[v.name]
@@ -730,7 +740,7 @@ class Resolver:
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
             raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
-    # cell 84: Names: scope analysis
+    # cell 86: Names: scope analysis
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""
         while True:
@@ -792,7 +802,7 @@ class Resolver:
                 case _:
                     raise TypeError(f"not a core expression: {e!r}")
 
-# cell 84
+# cell 86
 def resolve(program: Program) -> Program:
     """Check the names of a core program; record each variable's kind. Returns the program."""
     return Resolver(program).resolve()

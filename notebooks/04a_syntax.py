@@ -2606,7 +2606,13 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   clauses as the contract says, on hand-made cases;
 # - a program nested two thousand parentheses deep parses, one nested a
 #   hundred thousand deep is an error (not a crash), and appendix A's
-#   Pygments lexer is found under the name `l`.
+#   Pygments lexer is found under the name `l` and colours every keyword
+#   (`exception`, `try` and `catch` included) and `raise`;
+# - the forms of exceptions parse, print and parse back, `catch` on a line
+#   of its own included, and each of their syntax errors is reported as the
+#   section on exceptions says; the random trees include `try`s and
+#   `exception` declarations, the random token sequences the three keywords,
+#   and the mutated programs those of `tests/corpus/exceptions/`.
 #
 # `tests/test_errors.py` checks the several errors of one run: a file made
 # of a dozen broken items, each with a different mistake, gets an error for
@@ -2668,6 +2674,12 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    calls of `expression`, one box per call labelled with its `min_bp` and
 #    what it returned, with `lcompiler.drawing`. What does the tree of calls
 #    have in common with the syntax tree it builds?
+# 6. Add a `finally` part to `try`: `try { … } catch { … } finally { … }`,
+#    with `catch` or `finally` or both. What changes in the tables, the node,
+#    the parser and the printer, and how does the round-trip test tell you
+#    that the printer is right?
+# 7. Make `raise` a keyword, with the rule `"raise" parenthesised`, instead
+#    of a name that chapter 4b recognises. Which messages change?
 #
 # <details><summary>Solutions</summary>
 #
@@ -2705,5 +2717,21 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    `Picture`. The tree of calls has one call per operand position: each
 #    led's right side is a child call, so it has the shape of the syntax
 #    tree, with the operators at the edges instead of in the boxes.
+# 6. `finally` joins `KEYWORDS`; `Try` gets a field `final` (a `Block`, or
+#    None) and `clauses` may be empty when it is there; `try_` reads
+#    `finally { block }` after the clauses, or instead of them, and reports
+#    a `try` with neither; the printer writes the part when it is there. The
+#    test's generator must make the new trees — a `Try` with clauses, with a
+#    `finally`, with both — and the round trip then fails until the printer
+#    writes each as the parser reads it (a `try` with only `finally` is the
+#    case it catches first).
+# 7. `raise` goes into `KEYWORDS` and `nud` gets a case that reads a
+#    parenthesised expression after it. `raise` alone, or `raise` followed by
+#    a space and `(`, becomes a syntax error of this chapter ("expected '('
+#    after 'raise'") instead of chapter 4b's "raise is a built-in form, not
+#    a value"; `raise(a, b)` becomes a tuple argument unless the rule says
+#    one expression; and a variable named `raise`, which chapter 4b refuses
+#    as a binding, could then not even be written. `print` and `assert` stay
+#    names: the three forms would no longer be alike.
 #
 # </details>

@@ -50,17 +50,27 @@
 # Three steps, three promises:
 #
 # - `desugar(program)` turns a syntax tree into a core program, removing
-#   every form of sugar. It cannot fail except on a `_` used as a value or a
-#   misused `print`/`assert`.
-# - `resolve(core)` checks names: unknown variables and constructors, wrong
-#   constructor arity, assignment to something that is not a `var`, a name
-#   defined twice, a top-level definition read before it can have run. Each
-#   is a `CompileError` at the offending name. It also records, on each
+#   every form of sugar. It cannot fail except on a `_` used as a value, a
+#   misused `print`/`assert`/`raise`, or a type variable in the fields of an
+#   exception. The exceptions — three predefined, then the program's — become
+#   the constructors of one data type, `Exn`, in one `data` item before the
+#   others, which a program that does not use exceptions does not get.
+# - `resolve(core)` checks names: unknown variables, constructors and
+#   exceptions (with a guess at the name meant), wrong constructor arity,
+#   assignment to something that is not a `var`, a name defined twice (an
+#   exception named like a constructor or a predefined exception included),
+#   a top-level definition read before it can have run. Each is a
+#   `CompileError` at the offending name. It also records, on each
 #   variable, what kind of thing it names.
 # - `Interpreter().run(core)` executes the program, printing to standard
-#   output, and stops with a `RunError` — printed as `FILE:LINE:COL: runtime
-#   error: …` — on a failed assertion, a match failure, a division by zero,
-#   a read of a definition that has not run yet, or a stack overflow; and,
+#   output. `raise(e)` raises; `try` catches what its clauses match, and
+#   passes the rest on; a failed assertion, a match failure and a division
+#   by zero raise the predefined exceptions. The program stops with a
+#   `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on an
+#   exception that nothing catches (a predefined one with the message it had
+#   before L had exceptions, any other as `uncaught exception V`, at its
+#   first raise), on a read of a definition that has not run yet, or on a
+#   stack overflow; and,
 #   printed as `FILE: runtime error: out of memory: …`, when its live data
 #   fill the heap limit that the compiled code has (`LC_HEAP_LIMIT`). A
 #   call costs it a few Python function calls; the end of the chapter
@@ -959,8 +969,8 @@ class Desugar(Desugar):
 
 # %% [markdown]
 # A call passes exactly one argument: nothing becomes `()`, several become
-# a tuple. `print` and `assert`, recognised by name, become their own nodes
-# instead; `print` keeps its arguments apart.
+# a tuple. `print`, `assert` and `raise`, recognised by name, become their
+# own nodes instead; `print` keeps its arguments apart.
 
 # %%
 #| export
@@ -1188,6 +1198,23 @@ class Desugar(Desugar):
                 raise CompileError(f"an exception's fields cannot have a type variable ({v.name}): "
                                    f"exceptions are of the one type Exn, which has no type parameters", v.span)
         return s.Constructor(declaration.name, declaration.fields, declaration.span)
+
+
+# %% [markdown]
+# A program with two exceptions, desugared: its first item is now the type
+# `Exn`, with the predefined exceptions first; `raise` and `try` are nodes
+# of their own. `pretty_core` prints `Exn` back as the program's
+# `exception` lines (the predefined ones go without saying), so the text
+# reads as L again:
+
+# %%
+exceptional = desugar(parse(Source("exn.l", """\
+exception NotFound
+exception Failure(String)
+def find(k) = if (k == 0) raise(NotFound) else k
+def safe(k) = try { find(k) } catch { NotFound -> 0; Failure(_) -> -1 }""")))
+print([c.name for c in exceptional.items[0].constructors])
+print(pretty_core(exceptional), end="")
 
 
 # %% [markdown]
@@ -2694,7 +2721,9 @@ print(try { try { raise(NotFound) } catch { Failure(_) -> 1 } } catch { NotFound
 
 # %% [markdown]
 # And one that nothing catches stops the program, reported at the `raise`
-# that raised it, after what the program printed before:
+# that raised it, after what the program printed before. On its way out it
+# passed through a `try` whose one clause, `DivisionByZero`, did not match:
+# the report is still at the first `raise`, not at that `try`.
 
 # %%
 from lcompiler.errors import RunError
@@ -2708,6 +2737,47 @@ print(try { check(5) } catch { DivisionByZero -> 0 })
 """))
 except RunError as uncaught:             # a Raised, from the package's module
     print(uncaught.render())
+
+# %% [markdown]
+# #### The seed's example, in L
+#
+# Seed 001, on Flambda 2, explains exceptions with two small OCaml
+# programs: `map`, which is not tail-recursive, and a function `f` whose
+# `let` raises `Failure` in one branch of an `if`. Here they are in L,
+# with `map` applied to a function that raises on the third element:
+
+# %%
+seed_program = Source("seed001.l", """\
+exception Failure
+data List<a> { Cons(a, List<a>); Nil }
+
+def map(f, xs) = xs.{
+  Nil -> Nil
+  Cons(x, r) -> Cons(f(x), map(f, r))
+}
+def f(cond) = {
+  let v = if (cond) raise(Failure) else 0
+  (v, v)
+}
+print(f(false))
+print(try { f(true) } catch { Failure -> (-1, -1) })
+print(try { map({ x -> f(x == 3) }, Cons(1, Cons(2, Cons(3, Cons(4, Nil))))) } catch { Failure -> Nil })
+""")
+run_here(seed_program)
+
+# %% [markdown]
+# The last line is the interesting one. `map` calls itself three times
+# before `f(3 == 3)` raises; none of those calls has returned, and each was
+# about to build a `Cons` with what it was waiting for. The raise abandons
+# them all: nothing of the half-built list survives, and the `try` gets the
+# exception. In this interpreter the three calls are three Python frames
+# that a Python exception unwinds. In the double-barrelled CPS of the
+# following chapters they are three *return* continuations — "build a
+# `Cons` and return it" — that are simply never called: every call of `map`
+# passes on, unchanged, the one *exception* continuation it was given, the
+# `try`'s handler, and `raise` jumps to it. That is the seed's point: a
+# function has two ways out, so it takes two continuations, and a `try` is
+# nothing but a local continuation named as the second one.
 
 # %% [markdown]
 # ### Running a program, on a stack of its own
@@ -3751,8 +3821,25 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # compiled and run, with their runtime error at its place, and nothing else
 # in the compiler changed.
 #
+# `tests/test_exceptions.py` runs the corpus of exceptions,
+# `tests/corpus/exceptions/` — raise and catch with and without a payload,
+# nested `try`s, exceptions through closures and higher-order functions, a
+# clause that raises again or raises another, the predefined exceptions
+# caught, an exception escaping a recursion 100,000 calls deep, a million
+# raises in a loop, a handler that retries a million times, evaluation
+# order around a raise, `var`s seen by the clauses, and uncaught exceptions
+# at their first raise — each with its exact output, error and exit status
+# written by hand and checked against the interpreter (and against the
+# compiled code, once chapters 6 to 10 compile exceptions). With small
+# limits on nested calls it checks that a call in a clause is a tail call
+# when the `try` is one and a call in a block never is, that a caught
+# exception leaves `depth` as it was, and that running out of stack or of
+# heap inside a `try` is not caught. Each of these fails if the line of
+# `try_` it is about is changed.
+#
 # `tests/test_errors.py` holds the exact messages of the resolver, "did you
-# mean" and the notes included, in golden files (`tests/errors/`), and runs
+# mean" and the notes included, in golden files (`tests/errors/`, the
+# mistakes with exceptions among them), and runs
 # the programs that used to crash this interpreter — a 20,000-element list
 # built by non-tail recursion, a 30,000-element list printed, a recursion a
 # hundred thousand calls deep — interpreted and compiled, which must agree.
@@ -3783,6 +3870,14 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    the core of `print(3 + 4, 9 + -2)` with its two `+` renamed: print
 #    that core, run it with this chapter's interpreter, then through the
 #    rest of the pipeline and natively.
+# 8. Add `try { … } finally { … }`, whose second block runs whether the
+#    first finishes or raises (and then the exception goes on). Write it
+#    first as sugar, with `try`, `catch` and `raise`. What does an uncaught
+#    exception then report as its place, and how does the interpreter's
+#    own `try_` avoid that?
+# 9. `try_` puts `depth` back to what it was when the `try` began. Write a
+#    program that a correct interpreter runs to its end and that stops with
+#    a false stack overflow when that line is removed.
 #
 # <details><summary>Solutions</summary>
 #
@@ -3858,5 +3953,25 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # symbol and its parser a binding power: precedence is syntax, which the
 # table leaves to the parser. `tests/test_primitives.py` does all this for `max`, and for a
 # primitive that can fail.
+#
+# 8. As sugar: `try { let r = try { b } catch { e -> { f; raise(e) } }; f; r }`
+#    (with `r` and `e` fresh), where `f` is the `finally` block. It runs `f`
+#    once either way and passes the exception on, but the `raise(e)` in the
+#    clause is a new raise: an exception that nothing catches is reported
+#    at that `raise` — in the desugaring, at no place the programmer wrote —
+#    instead of at its first raise. The interpreter's `try_` passes an
+#    exception on by raising the *same* Python exception (`raise
+#    exception`), which carries its first raise site; a `Finally` core node
+#    whose translation runs `f` in a Python `finally:` keeps it the same way.
+#    (Chapter 6's CPS does it with a jump to the outer handler that has no
+#    site of its own.)
+# 9. Raise from a few calls deep, many times, in a loop of tail calls:
+#    `def down(n) = if (n == 0) raise(Deep) else 1 + down(n - 1)` and
+#    `def many(i) = if (i == 0) 0 else { try { down(50) } catch { Deep -> 0
+#    }; many(i - 1) }`, then `many(100000)`. Each raise leaves 50 calls
+#    without their return; without the line, `depth` grows by 50 each time
+#    and passes `DEPTH_LIMIT` (2²⁰) after about 21,000 turns, a stack
+#    overflow reported at a call that is not deep at all.
+#    `tests/test_exceptions.py` runs this with a limit of 200 calls.
 #
 # </details>

@@ -54,6 +54,9 @@
 # - `show_type` prints a type or scheme as L would write it: `List<a> -> Int`.
 # - `lc show types FILE.l` prints every definition with its scheme, and
 #   `lc run` now refuses an ill-typed program before running anything.
+# - `raise(e)` needs an `e` of type `Exn` and has any type; a `try`'s block
+#   and clauses have one type, its clauses' patterns the type `Exn`; `==` on
+#   `Exn` is a type error, as on any data type.
 
 # %%
 #| default_exp types
@@ -66,9 +69,14 @@
 #     | (τ1, …, τn)                          tuples, n ≥ 2
 #     | τ1 -> τ2                             functions (one argument: several make a tuple)
 #     | Name<τ1, …, τn>                      data types, with their parameters
+#     | Exn                                  exceptions: one data type, no parameter
 #     | a, b, …                              type variables
 # σ ::= ∀ a1 … an. τ                         type schemes: the types of polymorphic definitions
 # ```
+#
+# (`Exn` is an ordinary data type to this chapter: chapter 4b made the
+# program's exceptions its constructors. Only `raise` and `try` need rules
+# of their own, in the section on statements.)
 #
 # A type is a tree of *constructors* — `Int`, `->`, `List` — with type
 # variables at some leaves. We represent the constructors uniformly, as a name
@@ -2137,7 +2145,13 @@ for n in (3, 6, 9, 12):
 #   the doubling types infer as this chapter says;
 # - the program of issue 23 and its variants ("A weak type read by a later
 #   definition") are rejected at their second use, and a definition that
-#   reads a weak type is generalised in its own variables only.
+#   reads a weak type is generalised in its own variables only;
+# - the random programs also raise (at any type) and catch, with clauses
+#   that do and do not match, and may end with an uncaught exception but
+#   never with any other runtime error; the mistakes with exceptions —
+#   raising what is not an `Exn`, a clause of another type than the block,
+#   a pattern that is not an exception, `==` on `Exn`, a field of the wrong
+#   type — are in the golden files of `tests/errors/`.
 #
 # `tests/test_soundness.py` checks the type checker against OCaml's.
 # Hypothesis writes programs around a prelude of data types with one, two
@@ -2199,3 +2213,29 @@ for name, run in json.loads(Path("../tests/soundness.json").read_text()).items()
 # 3. An error's note points at where the expected type came from when that
 #    is another expression. Make `x := e` point at the `var` that declared
 #    `x`: what must the environment remember?
+# 4. Allow `exception Box<a>(a)`, an exception with a type parameter, by
+#    giving `Exn` a parameter. Write the program that then goes wrong, and
+#    say why no choice of the parameter at the `try` can save it.
+# 5. `raise` has the rule (Raise) instead of a type. Give it a type scheme,
+#    as if it were a function, and check that inference then gives the
+#    same types to the examples of the section on exceptions.
+#
+# <details><summary>Solutions to 4 and 5</summary>
+#
+# 4. With `Exn<a>`, `raise(Box(1))` raises an `Exn<Int>` and `try { … }
+#    catch { Box(s) -> s + "!" }` — `+` on strings, in a language that has
+#    it — catches an `Exn<String>`; but the block between them may be any
+#    call, and the type of the exceptions a call may raise appears nowhere
+#    in its type, so nothing relates the two `a`s. Making it appear (an
+#    effect system) is the one way out; OCaml and L instead forbid the
+#    variable, so that every exception has one closed type and `Exn` needs
+#    no parameter.
+# 5. `raise : ∀a. Exn -> a`. Each use instantiates `a` afresh, which is what
+#    the rule's fresh variable does: `raise(x)` is then the application of a
+#    variable of that scheme to `x`, and `check` of the argument against
+#    `Exn` is `application`'s check against the parameter type. The types
+#    of `root`, `safe`, `fail` and `message` come out the same; only the
+#    message of a wrong argument changes ("the argument of raise" is what
+#    `application` already says).
+#
+# </details>

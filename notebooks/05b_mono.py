@@ -1445,7 +1445,11 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 # forbid. Last, with chapter 5's first edition put back, it checks that the
 # checker finds the leak above, and that the pipeline stops the program of
 # issue 23 and the leak at compile time with the checker's error (status 3),
-# while with chapter 5 as it is the leak is a type error.
+# while with chapter 5 as it is the leak is a type error. The programs of
+# `tests/corpus/exceptions/` go through the pass too (their interpreters
+# must agree before and after it), and the checker is shown to catch a
+# `raise` of a non-exception, a `try` whose block or clause has another
+# type than the `try`, and a clause whose pattern is not an `Exn`.
 
 # %% [markdown]
 # ## Exercises
@@ -1469,3 +1473,17 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    `--no-compiled`. Which findings does only OCaml see, which does only
 #    this chapter's checker see, and why can the checker see a mistake in a
 #    program that OCaml accepts? (Look at `leak.l`.)
+# 5. `def protect(f, x, d) = try { f(x) } catch { _ -> d }` used at two
+#    types makes two copies. How many copies of its `catch` clause are
+#    there, and of the type `Exn`? Check with `measure`.
+#
+# <details><summary>Solution to 5</summary>
+#
+# 5. Two copies of `protect`, so two of its `try` and of its clause — each
+#    copy is a whole function body — but `Exn` is one data type, never
+#    copied: it has no parameter, so the clause's pattern `_` has the type
+#    `Exn` in both copies, and `data_declarations` lists `Exn` once.
+#    `measure` reports `protect` with two instances, and the program's one
+#    `data Exn` item is the same after the pass as before.
+#
+# </details>
