@@ -1081,7 +1081,7 @@ class Parser:
             return items[0] if len(items) == 1 else TTuple(items, self.span_from(t))
         self.error(f"expected a type, found {_describe(t)}", t)
 
-    # cell 87: Exceptions: `exception`, `raise`, `try … catch`
+    # cell 87: Exceptions: exception, raise, try and catch
     def try_(self, t: Token):
         """The grammar's rule try; t is the 'try', already consumed."""
         open_ = self.expect("{", " after 'try'")
@@ -1182,7 +1182,7 @@ def to_pattern(e):
                        "a tuple of patterns or a constructor applied to patterns", e.span)
 
 
-# --- Exceptions: `exception`, `raise`, `try … catch` -------------------
+# --- Exceptions: exception, raise, try and catch -----------------------
 
 # cell 87
 @dataclass(slots=True)

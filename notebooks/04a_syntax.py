@@ -1798,7 +1798,7 @@ print(dump(Parser(tokenize(Source("<example>", "data Shape<a> { Circle(radius: I
 # `.arg` and `.result` below it.
 
 # %% [markdown]
-# ### Exceptions: `exception`, `raise`, `try … catch`
+# ### Exceptions: exception, raise, try and catch
 #
 # L has exceptions (the contract's §12; [chapter 4b](04b_meaning.ipynb)
 # says what they mean). Three keywords, `exception`, `try` and `catch`,

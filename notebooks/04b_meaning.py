@@ -1629,7 +1629,7 @@ for name, text in {
     "exception_twice.l": "data Option<a> { Some(a); None }\nexception None",
     "predefined.l": "exception DivisionByZero",
     "closed.l": "exception Failure(String, List<a>)",
-    "raise.l": "def f(x) = x.raise",
+    "raise.l": "exception Stop\ndef f(x) = if (x) raise else raise(Stop)",
     "order.l": "def a = b + 1\ndef b = 2",
     "twice.l": "def f = 1\ndef f = 2",
     "reserved.l": "def g = { print -> 1 }",

@@ -76,7 +76,7 @@
 #
 # (`Exn` is an ordinary data type to this chapter: chapter 4b made the
 # program's exceptions its constructors. Only `raise` and `try` need rules
-# of their own, in the section on statements.)
+# of their own, in a section after the statements.)
 #
 # A type is a tree of *constructors* — `Int`, `->`, `List` — with type
 # variables at some leaves. We represent the constructors uniformly, as a name
