@@ -72,6 +72,11 @@
 #   the copies disagree stops the compiler with a located internal error
 #   (exit status 3), never reaches the back end. `lc show mono FILE.l`
 #   prints the program it returns.
+# - Exceptions add nothing to copy: `Exn` has no type parameter, and
+#   `check` knows the rules of `raise` and `try`. Until the stages after
+#   this one compile them, `exceptions_not_compiled(program)` is the located
+#   `CompileError` with which the `cps` stage stops a program that raises or
+#   catches.
 
 # %%
 #| default_exp mono

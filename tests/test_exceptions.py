@@ -167,3 +167,10 @@ def test_raised_is_a_run_error_carrying_the_value():
     with pytest.raises(Raised) as caught:
         Interpreter(io.StringIO()).run(check(Source("t.l", "print(7 % 0)")))
     assert caught.value.value.name == "DivisionByZero" and caught.value.message == "division by zero"
+
+
+def test_the_repl_accepts_an_exception_declaration():
+    session = driver.Repl(timeout=60)
+    assert session.enter("exception Failure(String)\n") == ""
+    assert session.enter('Failure("x")\n') == 'Failure("x") : Exn\n'
+    assert NOT_YET in session.enter("try { raise(Failure(\"y\")) } catch { _ -> 0 }\n")
