@@ -16,17 +16,27 @@ What this chapter promises:
 Three steps, three promises:
 
 - `desugar(program)` turns a syntax tree into a core program, removing
-  every form of sugar. It cannot fail except on a `_` used as a value or a
-  misused `print`/`assert`.
-- `resolve(core)` checks names: unknown variables and constructors, wrong
-  constructor arity, assignment to something that is not a `var`, a name
-  defined twice, a top-level definition read before it can have run. Each
-  is a `CompileError` at the offending name. It also records, on each
+  every form of sugar. It cannot fail except on a `_` used as a value, a
+  misused `print`/`assert`/`raise`, or a type variable in the fields of an
+  exception. The exceptions — three predefined, then the program's — become
+  the constructors of one data type, `Exn`, in one `data` item before the
+  others, which a program that does not use exceptions does not get.
+- `resolve(core)` checks names: unknown variables, constructors and
+  exceptions (with a guess at the name meant), wrong constructor arity,
+  assignment to something that is not a `var`, a name defined twice (an
+  exception named like a constructor or a predefined exception included),
+  a top-level definition read before it can have run. Each is a
+  `CompileError` at the offending name. It also records, on each
   variable, what kind of thing it names.
 - `Interpreter().run(core)` executes the program, printing to standard
-  output, and stops with a `RunError` — printed as `FILE:LINE:COL: runtime
-  error: …` — on a failed assertion, a match failure, a division by zero,
-  a read of a definition that has not run yet, or a stack overflow; and,
+  output. `raise(e)` raises; `try` catches what its clauses match, and
+  passes the rest on; a failed assertion, a match failure and a division
+  by zero raise the predefined exceptions. The program stops with a
+  `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on an
+  exception that nothing catches (a predefined one with the message it had
+  before L had exceptions, any other as `uncaught exception V`, at its
+  first raise), on a read of a definition that has not run yet, or on a
+  stack overflow; and,
   printed as `FILE: runtime error: out of memory: …`, when its live data
   fill the heap limit that the compiled code has (`LC_HEAP_LIMIT`). A
   call costs it a few Python function calls; the end of the chapter
@@ -51,6 +61,11 @@ __all__ = [
     'Seq',
     'Print',
     'Assert',
+    'Raise',
+    'Try',
+    'EXN',
+    'PREDEFINED_EXCEPTIONS',
+    'mentions_exception',
     'Def',
     'Program',
     'to_syntax',
@@ -59,6 +74,9 @@ __all__ = [
     'check_bindable',
     'Desugar',
     'desugar',
+    'type_variables',
+    'is_exception_type',
+    'exception_type',
     'edit_distance',
     'did_you_mean',
     'BUILTIN_VALUES',
@@ -216,6 +234,35 @@ class Assert:
 
 
 @dataclass(slots=True)
+class Raise:                 # raise(arg): arg is an exception, of type Exn
+    arg: object
+    span: Span = _span()     # the whole raise(…): where an uncaught exception is reported
+    type: object = _type()
+
+
+@dataclass(slots=True)
+class Try:                   # try { body } catch { clauses }
+    body: object
+    clauses: list            # [(pattern, body)], tried against the exception as by Match
+    span: Span = _span()
+    type: object = _type()
+
+
+EXN = "Exn"                  # the type of exceptions: one data type, whose constructors are the exceptions
+PREDEFINED_EXCEPTIONS = ("DivisionByZero", "MatchFailure", "AssertionFailed")   # in this order, tags 0, 1, 2
+
+
+def mentions_exception(p) -> bool:
+    """Does a pattern name a predefined exception?"""
+    match p:
+        case PCon(name, args):
+            return name in PREDEFINED_EXCEPTIONS or any(mentions_exception(a) for a in args or [])
+        case PTuple(items):
+            return any(mentions_exception(i) for i in items)
+    return False
+
+
+@dataclass(slots=True)
 class Def:
     name: Var
     value: object
@@ -274,6 +321,10 @@ def to_syntax(e):
             return s.Call(s.Var("print"), [to_syntax(a) for a in args])
         case Assert(cond):
             return s.Call(s.Var("assert"), [to_syntax(cond)])
+        case Raise(arg):
+            return s.Call(s.Var("raise"), [to_syntax(arg)])
+        case Try(body, clauses):
+            return s.Try(s.Block(_statements(body)), [s.Clause([p], _statements(b)) for p, b in clauses])
     raise TypeError(f"not a core expression: {e!r}")
 
 
@@ -306,6 +357,9 @@ def pretty_core(program: Program) -> str:
         match item:
             case Def(name, value):
                 lines.append(f"def {name.name} = " + s.pretty_expr(to_syntax(value)))
+            case s.Data(name=data) if data == EXN:           # the exceptions the program declares
+                lines.extend(s.pretty(s.ExceptionDecl(c.name, c.fields)) for c in item.constructors
+                             if c.name not in PREDEFINED_EXCEPTIONS)
             case s.Data():
                 lines.append(s.pretty(item))
             case _:
@@ -316,7 +370,7 @@ def pretty_core(program: Program) -> str:
 # --- Desugaring --------------------------------------------------------
 
 # cell 36
-BUILTIN_FORMS = ("print", "assert")
+BUILTIN_FORMS = ("print", "assert", "raise")
 
 
 def check_bindable(name: str, span: Span):
@@ -328,6 +382,7 @@ def check_bindable(name: str, span: Span):
 class Desugar:
     def __init__(self):
         self.counter = 0
+        self.uses_exceptions = False     # a try, a raise, an exception declared or named
 
     def fresh(self) -> str:
         self.counter += 1
@@ -349,6 +404,7 @@ class Desugar:
             case s.Wildcard(span):
                 raise CompileError("_ can only be used in a pattern", span)
             case s.Con(name, args, span):
+                self.uses_exceptions |= name in PREDEFINED_EXCEPTIONS
                 return Con(name, [self.expr(a) for a in args or []], span)
             case s.Tuple(items, span):
                 return Tuple([self.expr(i) for i in items], span)
@@ -405,6 +461,9 @@ class Desugar:
                 return self.call(fn, args, span)
             case s.Dot(receiver, name, args, span):
                 return self.call(name, [receiver] + (args or []), span)
+            case s.Try(body, clauses, span):
+                self.uses_exceptions = True
+                return Try(self.expr(body), self.clauses(clauses), span)
         raise TypeError(f"not an expression: {e!r}")
 
     # cell 50: Desugaring
@@ -415,6 +474,11 @@ class Desugar:
             if len(args) != 1:
                 raise CompileError(f"assert takes one condition, given {len(args)}", fn.span)
             return Assert(self.expr(args[0]), fn.span)
+        if isinstance(fn, s.Var) and fn.name == "raise":
+            if len(args) != 1:
+                raise CompileError(f"raise takes one exception, given {len(args)}", fn.span)
+            self.uses_exceptions = True
+            return Raise(self.expr(args[0]), span)
         arg = (Lit((), span) if not args else self.expr(args[0]) if len(args) == 1
                else Tuple([self.expr(a) for a in args], span))
         return App(self.expr(fn), arg, span)
@@ -422,6 +486,7 @@ class Desugar:
     # cell 55: Desugaring
     def clause_pattern(self, clause: s.Clause):
         ps = clause.patterns
+        self.uses_exceptions |= any(mentions_exception(p) for p in ps)
         return ps[0] if len(ps) == 1 else PTuple(ps, ps[0].span.to(ps[-1].span))
 
     def clause_body(self, clause: s.Clause):
@@ -457,6 +522,7 @@ class Desugar:
                 check_bindable(name, name_span)
                 return Let(name, self.expr(value), rest, span)
             case s.Let(pattern, value, span):
+                self.uses_exceptions |= mentions_exception(pattern)
                 return Match(self.expr(value), [(pattern, rest)], Span(span.source, span.start, span.start + 3))
             case s.VarDecl(name, value, span):
                 check_bindable(name.name, name.span)
@@ -465,13 +531,18 @@ class Desugar:
 
     # cell 62: Desugaring
     def program(self, program: s.Program) -> Program:
-        items, errors = [], []
+        items, errors, exceptions = [], [], []
         for item in program.items:
             try:
-                items.append(self.item(item))
+                if isinstance(item, s.ExceptionDecl):
+                    exceptions.append(self.exception(item))
+                else:
+                    items.append(self.item(item))
             except CompileError as error:      # one mistake per item; the other items are checked too
                 errors.append(error)
         raise_errors(errors)
+        if exceptions or self.uses_exceptions:  # one data type Exn, before everything
+            items.insert(0, exception_type(exceptions, exceptions[0].span if exceptions else program.span))
         return Program(items, program.span)
 
     def item(self, item):
@@ -485,15 +556,48 @@ class Desugar:
                 return item
         return self.expr(item)
 
+    # cell 64: Desugaring
+    def exception(self, declaration: s.ExceptionDecl) -> s.Constructor:
+        """An exception declaration, checked: a constructor of Exn."""
+        for f in declaration.fields or []:
+            for v in type_variables(f.type):
+                raise CompileError(f"an exception's fields cannot have a type variable ({v.name}): "
+                                   f"exceptions are of the one type Exn, which has no type parameters", v.span)
+        return s.Constructor(declaration.name, declaration.fields, declaration.span)
+
 # cell 62
 def desugar(program: s.Program) -> Program:
     """The core program of a syntax tree; fresh names are numbered from %1."""
     return Desugar().program(program)
 
+# cell 64
+def type_variables(t) -> list:
+    """The type variables (syntax.TVar) of a field's type, left to right."""
+    match t:
+        case s.TVar():
+            return [t]
+        case s.TName(_, items) | s.TTuple(items):
+            return [v for i in items for v in type_variables(i)]
+        case s.TFun(arg, result):
+            return type_variables(arg) + type_variables(result)
+    return []
+
+
+def is_exception_type(item) -> bool:
+    """Is a data declaration the type Exn that the desugaring made?"""
+    first = item.constructors[0]
+    return item.name == EXN and first.name == PREDEFINED_EXCEPTIONS[0] and first.span is None
+
+
+def exception_type(exceptions: list, span: Span) -> s.Data:
+    """The data type Exn: the predefined exceptions (with no span), then the declared ones."""
+    predefined = [s.Constructor(name, None, None) for name in PREDEFINED_EXCEPTIONS]
+    return s.Data(EXN, [], predefined + exceptions, False, span)
+
 
 # --- Names: scope analysis ---------------------------------------------
 
-# cell 68
+# cell 72
 def edit_distance(a: str, b: str) -> int:
     """Insertions, deletions, replacements and swaps of neighbours that turn a into b."""
     before, row = None, list(range(len(b) + 1))
@@ -515,7 +619,7 @@ def did_you_mean(name: str, candidates) -> str:
                     if c != name and not c.startswith("%") and abs(len(c) - len(name)) <= reach)
     return f"; did you mean {scored[0][1]}?" if scored and scored[0][0] <= reach else ""
 
-# cell 73
+# cell 77
 BUILTIN_VALUES = {"true": True, "false": False}
 
 
@@ -542,51 +646,66 @@ class Resolver:
         raise_errors(self.errors)
         return self.program
 
-    # cell 75: Names: scope analysis
+    # cell 79: Names: scope analysis
     def declare(self):
         first = {}                                 # name -> where it was declared first
+        for index, item, name, what, span in self.declarations():
+            key = (what == "the type", name)
+            if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String", EXN):
+                if key in first and first[key] is None or what == "the type" and name == EXN:
+                    predefined = "a predefined exception" if name != EXN else "the predefined type of exceptions"
+                    message = f"{name} is {predefined}: choose another name"
+                    self.errors.append(CompileError(message, span))
+                    continue
+                notes = [Note("first defined here", first[key])] if key in first else []
+                message = f"{what} {name} is declared twice" if what else \
+                    f"{name} is defined twice at the top level"
+                self.errors.append(CompileError(message, span, notes))
+                continue
+            first[key] = span
+            try:
+                if what == "the type":
+                    self.types[name] = span
+                elif what:
+                    self.constructors[name] = len(next(c for c in item.constructors if c.name == name).fields or [])
+                else:
+                    check_bindable(name, span)
+                    self.globals[name] = index
+                    if item.is_function:
+                        self.functions.add(name)
+            except CompileError as error:
+                self.errors.append(error)
+
+    def declarations(self) -> list:
+        """(index, item, name, what, span) for every name the items declare: the predefined
+        exceptions first (their span is None), then the others in the order of the source."""
+        found = []
         for index, item in enumerate(self.program.items):
             if isinstance(item, s.Data):
-                names = [(item.name, "the type", item.span)] + [(c.name, "the constructor", c.span)
-                                                                  for c in item.constructors]
+                exn = is_exception_type(item)
+                if not exn:
+                    found.append((index, item, item.name, "the type", item.span))
+                found.extend((index, item, c.name, "the exception" if exn else "the constructor", c.span)
+                             for c in item.constructors)
             elif isinstance(item, Def):
-                names = [(item.name.name, "", item.name.span)]
-            else:
-                continue
-            for name, what, span in names:
-                key = (what == "the type", name)
-                if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String"):
-                    notes = [Note("first defined here", first[key])] if key in first else []
-                    message = f"{what} {name} is declared twice" if what else \
-                        f"{name} is defined twice at the top level"
-                    self.errors.append(CompileError(message, span, notes))
-                    continue
-                first[key] = span
-                try:
-                    if what == "the type":
-                        self.types[name] = span
-                    elif what:
-                        self.constructors[name] = len(next(c for c in item.constructors if c.name == name).fields or [])
-                    else:
-                        check_bindable(name, span)
-                        self.globals[name] = index
-                        if item.is_function:
-                            self.functions.add(name)
-                except CompileError as error:
-                    self.errors.append(error)
+                found.append((index, item, item.name.name, "", item.name.span))
+        if len({d[4].source for d in found if d[4] is not None}) <= 1:   # the exceptions, in their place
+            found.sort(key=lambda d: -1 if d[4] is None else d[4].start)
+        return found
 
-    # cell 77: Names: scope analysis
-    def con(self, name: str, count: int, span: Span):
+    # cell 81: Names: scope analysis
+    def con(self, name: str, count: int, span: Span, what: str = "constructor"):
         if name not in self.constructors:
-            raise CompileError(f"unknown constructor {name}{did_you_mean(name, self.constructors)}", span)
+            raise CompileError(f"unknown {what} {name}{did_you_mean(name, self.constructors)}", span)
         fields_ = self.constructors[name]
         if count != fields_:
             if fields_ == 0:
                 raise CompileError(f"{name} has no fields: it is written {name}, without arguments", span)
             raise CompileError(f"{name} takes {fields_} argument{'s' * (fields_ > 1)}, given {count}", span)
 
-    def pattern(self, p, bound: dict) -> dict:
-        """Check a pattern; add the names it binds to bound."""
+    def pattern(self, p, bound: dict, what: str = "constructor") -> dict:
+        """Check a pattern; add the names it binds to bound. what: what its constructor is called in
+        a message (a catch clause's is an exception)."""
         match p:
             case PVar(name, span):
                 check_bindable(name, span)
@@ -598,12 +717,12 @@ class Resolver:
                     self.pattern(i, bound)
             case PCon(name, args, span):
                 args = args or []
-                self.con(name, len(args), span)
+                self.con(name, len(args), span, what)
                 for a in args:
                     self.pattern(a, bound)
         return bound
 
-    # cell 79: Names: scope analysis
+    # cell 83: Names: scope analysis
     def var(self, v: Var, scope: dict, position):
         if v.name in scope:
             v.kind = scope[v.name]
@@ -621,7 +740,7 @@ class Resolver:
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
             raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
 
-    # cell 82: Names: scope analysis
+    # cell 86: Names: scope analysis
     def expr(self, e, scope: dict, position):
         """position: the index of the top-level item running this code, or None inside a function."""
         while True:
@@ -670,10 +789,20 @@ class Resolver:
                     e = body
                 case Assert(cond):
                     e = cond
+                case Raise(Con(name, args, span) as arg):
+                    self.con(name, len(args), span, "exception")
+                    e = Tuple(args)
+                case Raise(arg):
+                    e = arg
+                case Try(body, clauses):
+                    self.expr(body, scope, position)
+                    for pattern, body in clauses:
+                        self.expr(body, {**scope, **self.pattern(pattern, {}, "exception")}, position)
+                    return
                 case _:
                     raise TypeError(f"not a core expression: {e!r}")
 
-# cell 82
+# cell 86
 def resolve(program: Program) -> Program:
     """Check the names of a core program; record each variable's kind. Returns the program."""
     return Resolver(program).resolve()

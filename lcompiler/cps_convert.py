@@ -483,10 +483,12 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
 
 # cell 57
 from lcompiler import cps, pipeline
+from lcompiler.mono import exceptions_not_compiled
 
 
 @pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
                 check=lambda program, unit: cps.check(program),
                 interpret=lambda program, unit, out: cps.run(program, out))
 def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
+    exceptions_not_compiled(core_program)      # chapter 5b: not yet, for raise and try
     return convert(core_program)

@@ -7,17 +7,27 @@ What this chapter promises:
 Three steps, three promises:
 
 - `desugar(program)` turns a syntax tree into a core program, removing
-  every form of sugar. It cannot fail except on a `_` used as a value or a
-  misused `print`/`assert`.
-- `resolve(core)` checks names: unknown variables and constructors, wrong
-  constructor arity, assignment to something that is not a `var`, a name
-  defined twice, a top-level definition read before it can have run. Each
-  is a `CompileError` at the offending name. It also records, on each
+  every form of sugar. It cannot fail except on a `_` used as a value, a
+  misused `print`/`assert`/`raise`, or a type variable in the fields of an
+  exception. The exceptions — three predefined, then the program's — become
+  the constructors of one data type, `Exn`, in one `data` item before the
+  others, which a program that does not use exceptions does not get.
+- `resolve(core)` checks names: unknown variables, constructors and
+  exceptions (with a guess at the name meant), wrong constructor arity,
+  assignment to something that is not a `var`, a name defined twice (an
+  exception named like a constructor or a predefined exception included),
+  a top-level definition read before it can have run. Each is a
+  `CompileError` at the offending name. It also records, on each
   variable, what kind of thing it names.
 - `Interpreter().run(core)` executes the program, printing to standard
-  output, and stops with a `RunError` — printed as `FILE:LINE:COL: runtime
-  error: …` — on a failed assertion, a match failure, a division by zero,
-  a read of a definition that has not run yet, or a stack overflow; and,
+  output. `raise(e)` raises; `try` catches what its clauses match, and
+  passes the rest on; a failed assertion, a match failure and a division
+  by zero raise the predefined exceptions. The program stops with a
+  `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on an
+  exception that nothing catches (a predefined one with the message it had
+  before L had exceptions, any other as `uncaught exception V`, at its
+  first raise), on a read of a definition that has not run yet, or on a
+  stack overflow; and,
   printed as `FILE: runtime error: out of memory: …`, when its live data
   fill the heap limit that the compiled code has (`LC_HEAP_LIMIT`). A
   call costs it a few Python function calls; the end of the chapter
@@ -30,6 +40,8 @@ __all__ = [
     'Closure',
     'Cell',
     'show_value',
+    'Raised',
+    'PREDEFINED',
     'compile_pattern',
     'STACK_LIMIT',
     'DEPTH_LIMIT',
@@ -60,13 +72,13 @@ __all__ = [
 
 # --- The reference interpreter -----------------------------------------
 
-# cell 94
+# cell 98
 import sys
 from dataclasses import dataclass
 
 from lcompiler.core import (
     App, Assert, Assign, BUILTIN_VALUES, Con, Def, If, Lambda, Let, LetVar, Lit, Match, Prim, Print,
-    Program, Seq, Tuple, Var, While)
+    PREDEFINED_EXCEPTIONS, Program, Raise, Seq, Try, Tuple, Var, While)
 from lcompiler import syntax
 from lcompiler.errors import RunError, Span
 from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, pretty_expr, Str
@@ -93,7 +105,7 @@ class Cell:
     """The box of a var."""
     value: object
 
-# cell 96
+# cell 100
 def show_value(v, nested: bool = False) -> str:
     """How print writes a value."""
     pieces, todo = [], [(v, nested)]
@@ -125,10 +137,24 @@ def show_value(v, nested: bool = False) -> str:
             raise TypeError(f"not an L value: {v!r}")
     return "".join(pieces)
 
+# cell 104
+class Raised(RunError):
+    """An L exception on its way to a handler: its value, and where it was raised."""
+
+    def __init__(self, value: "Data", span: Span, message: str | None = None):
+        self.value, self.span, self.reason = value, span, message
+
+    @property
+    def message(self) -> str:
+        return self.reason or f"uncaught exception {show_value(self.value)}"
+
+
+PREDEFINED = {name: Data(name, ()) for name in PREDEFINED_EXCEPTIONS}   # one value each, shared
+
 
 # --- Staging: from expressions to Python functions ---------------------
 
-# cell 101
+# cell 107
 def compile_pattern(p):
     """A function (value, bindings) -> bool that matches p and records its variables."""
     match p:
@@ -168,7 +194,7 @@ def compile_pattern(p):
 
 # --- Tail calls: a trampoline ------------------------------------------
 
-# cell 106
+# cell 112
 import operator
 
 from lcompiler.support import (
@@ -183,7 +209,7 @@ class TailCall:
     """What a call in tail position returns instead of calling: the function and its argument."""
     __slots__ = ("fn", "arg")
 
-# cell 108
+# cell 114
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
@@ -253,7 +279,7 @@ class Interpreter:
                 f, a = result.fn, result.arg
         return call
 
-    # cell 112: Tail calls: a trampoline
+    # cell 118: Tail calls: a trampoline
     def compile(self, e, tail: bool = False):
         match e:
             case Lit(value):
@@ -325,7 +351,7 @@ class Interpreter:
             return value
         return tuple_
 
-    # cell 114: Tail calls: a trampoline
+    # cell 120: Tail calls: a trampoline
     def application(self, fn, arg, span: Span, tail: bool):
         tail_call = self.tail_call
         arg = self.make_tuple(arg.items, counted=False) if type(arg) is Tuple else self.compile(arg)
@@ -349,7 +375,7 @@ class Interpreter:
             return tail_call
         return any_tail_call
 
-    # cell 116: Tail calls: a trampoline
+    # cell 122: Tail calls: a trampoline
     def function(self, e: Lambda):
         param, body, interp = e.param, e.body, self
         captures = tuple(sorted(free_variables(e)))
@@ -370,7 +396,7 @@ class Interpreter:
                 names, inner = [p.name if type(p) is PVar else None for p in items], self.compile(inner, tail=True)
 
                 def no_clause(v):
-                    return RunError(f"no clause matches the value {show_value(v, True)}", span)
+                    return Raised(PREDEFINED["MatchFailure"], span, f"no clause matches the value {show_value(v, True)}")
                 if len(names) == 2 and None not in names:
                     first, second = names
 
@@ -392,7 +418,7 @@ class Interpreter:
                 return closure(parameters)
         return closure(self.compile(body, tail=True))
 
-    # cell 118: Tail calls: a trampoline
+    # cell 124: Tail calls: a trampoline
     def compile_effects(self, e, tail: bool):
         match e:
             case LetVar(name, value, body):
@@ -432,12 +458,16 @@ class Interpreter:
 
                 def assert_(env):
                     if not cond(env):
-                        raise RunError("assertion failed", span)
+                        raise Raised(PREDEFINED["AssertionFailed"], span, "assertion failed")
                     return ()
                 return assert_
+            case Raise(arg, span):
+                return self.raise_(arg, span)
+            case Try(body, clauses):
+                return self.try_(body, clauses, tail)
         raise TypeError(f"not a core expression: {e!r}")
 
-    # cell 120: Tail calls: a trampoline
+    # cell 126: Tail calls: a trampoline
     def variable(self, name: str, span: Span, kind: str):
         if kind == "local":
             return lambda env: env[name]
@@ -469,13 +499,14 @@ class Interpreter:
                         return body(inner)
                 elif matches(v, env):
                     return body(env)
-            raise RunError(f"no clause matches the value {show_value(v, True)}", span)
+            raise Raised(PREDEFINED["MatchFailure"], span, f"no clause matches the value {show_value(v, True)}")
         return run_match
 
-    # cell 122: Tail calls: a trampoline
+    # cell 128: Tail calls: a trampoline
     def primitive(self, op: str, args: list, span: Span):
         row = PRIMITIVES[op]
         f, wraps, failure = row.operation, row.wraps, row.fails
+        exception = PREDEFINED[failure.exception] if failure else None
 
         def wrong_types():
             return RunError(f"the operands of {op} have the wrong types", span)
@@ -486,7 +517,7 @@ class Interpreter:
             def unary(env):
                 x = a(env)
                 if failure is not None and x == failure.value:
-                    raise RunError(failure.message, span)
+                    raise Raised(exception, span, failure.message)
                 try:
                     n = f(x)
                 except TypeError:
@@ -500,7 +531,7 @@ class Interpreter:
             def checked(env):
                 x, y = a(env), b(env)
                 if (y if second else x) == bad:
-                    raise RunError(message, span)
+                    raise Raised(exception, span, message)
                 try:
                     n = f(x, y)
                 except TypeError:
@@ -544,7 +575,7 @@ class Interpreter:
             return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
         return binary
 
-    # cell 124: Tail calls: a trampoline
+    # cell 130: Tail calls: a trampoline
     def conditional(self, cond, then, orelse):
         match cond:
             case Prim(op, [Var(x, kind="local"), Var(kind="local") | Lit() as right], span, _, op_span) \
@@ -562,14 +593,44 @@ class Interpreter:
         cond = self.compile(cond)
         return lambda env: then(env) if cond(env) else orelse(env)
 
-    # cell 127: Running a program, on a stack of its own
+    # cell 132: Exceptions: raise and try
+    def raise_(self, arg, span: Span):
+        arg = self.compile(arg)
+
+        def raise_exception(env):
+            raise Raised(arg(env), span)
+        return raise_exception
+
+    def try_(self, body, clauses: list, tail: bool):
+        body, interp = self.compile(body), self
+        clauses = [(compile_pattern(p), self.compile(b, tail), binds(p)) for p, b in clauses]
+
+        def try_catch(env):
+            depth = interp.depth
+            try:
+                return body(env)
+            except Raised as raised:
+                exception = raised.with_traceback(None)
+            interp.depth = depth
+            v = exception.value
+            for matches, clause, binding in clauses:
+                if binding:
+                    inner = env.copy()
+                    if matches(v, inner):
+                        return clause(inner)
+                elif matches(v, env):
+                    return clause(env)
+            raise exception                 # no clause wants it: on, with its first raise site
+        return try_catch
+
+    # cell 142: Running a program, on a stack of its own
     def write(self, text: str) -> None:
         try:
             self.out.write(text)
         except BrokenPipeError:
             self.out = Discard()
 
-    # cell 145: A heap of bounded size
+    # cell 160: A heap of bounded size
     def allocated(self) -> int:
         """The words allocated so far, as chapter 10 lays values out."""
         return self.counted + self.granted - self.room
@@ -595,7 +656,7 @@ class Interpreter:
         self.counted += self.granted - self.room
         self.granted = self.room = limit - live
 
-    # cell 147: A heap of bounded size
+    # cell 162: A heap of bounded size
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
         self.functions = {item.name.name: item.value.param for item in program.items
@@ -612,7 +673,7 @@ class Interpreter:
         self.program_span, self.counted, self.room = program.span, 0, self.granted
         on_big_stack(in_frame_room, self.execute, code)
 
-    # cell 149: A heap of bounded size
+    # cell 164: A heap of bounded size
     def execute(self, code: list) -> None:
         limit, out_of_memory = sys.getrecursionlimit(), False
         sys.setrecursionlimit(self.stack_limit)
@@ -637,7 +698,7 @@ class Interpreter:
         if out_of_memory:
             raise RunError("out of memory", self.call_site or program_span(code))
 
-# cell 120
+# cell 126
 def binds(p) -> bool:
     """Does the pattern bind a variable?"""
     match p:
@@ -647,10 +708,10 @@ def binds(p) -> bool:
             return any(binds(i) for i in items or [])
     return False
 
-# cell 122
+# cell 128
 from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
-# cell 124
+# cell 130
 def comparison(op: str) -> bool:
     """Is the primitive op a comparison: two operands, a Bool, no failure?"""
     row = PRIMITIVES[op]
@@ -659,7 +720,7 @@ def comparison(op: str) -> bool:
 
 # --- Running a program, on a stack of its own --------------------------
 
-# cell 127
+# cell 142
 class Discard:
     """Where the output goes once its reader has gone."""
 
@@ -672,7 +733,7 @@ class Discard:
 
 # --- A heap of bounded size --------------------------------------------
 
-# cell 131
+# cell 146
 import os
 
 HEAP_LIMIT_MESSAGE = "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)"
@@ -707,7 +768,7 @@ def read_heap_limit() -> int:
     """The heap limit in bytes: LC_HEAP_LIMIT, or the default; at most 32 GB, as compiled."""
     return min(env_size("LC_HEAP_LIMIT", default_heap_limit()), 32 << 30)
 
-# cell 135
+# cell 150
 class HeapLimitError(RunError):
     """The program's live data filled the heap: reported at the program, not at a line, as the
     compiled code reports it."""
@@ -715,7 +776,7 @@ class HeapLimitError(RunError):
     def render(self) -> str:
         return f"{self.span.source.name}: {self.kind}: {self.message}"
 
-# cell 137
+# cell 152
 def pattern_variables(p) -> set:
     match p:
         case PVar(name):
@@ -747,11 +808,13 @@ def free_variables(e) -> set:
             return free_variables(value) | (free_variables(body) - {name})
         case Assign(target, value):
             return {target.name} | free_variables(value)
-        case Assert(cond):
+        case Assert(cond) | Raise(cond):
             return free_variables(cond)
+        case Try(body, clauses):
+            return free_variables(body).union(*[free_variables(b) - pattern_variables(p) for p, b in clauses])
     raise TypeError(f"not a core expression: {e!r}")
 
-# cell 141
+# cell 156
 def one_holder() -> int:
     """sys.getrefcount of a value that one tuple holds, popped from a list as live_words pops it."""
     holder, todo = (object(),), []
@@ -797,7 +860,7 @@ def live_words(roots) -> int:
                 push_all(v.values())
     return words
 
-# cell 149
+# cell 164
 def program_span(code: list) -> Span | None:
     """Where the program starts: its first item."""
     return code[0][0].span if code else None
@@ -805,7 +868,7 @@ def program_span(code: list) -> Span | None:
 
 # --- Running programs --------------------------------------------------
 
-# cell 151
+# cell 166
 from lcompiler import pipeline
 from lcompiler.core import desugar, pretty_core, resolve
 from lcompiler.errors import CompileError, Source

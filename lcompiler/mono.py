@@ -46,6 +46,11 @@ In the module `lcompiler.mono`:
   the copies disagree stops the compiler with a located internal error
   (exit status 3), never reaches the back end. `lc show mono FILE.l`
   prints the program it returns.
+- Exceptions add nothing to copy: `Exn` has no type parameter, and
+  `check` knows the rules of `raise` and `try`. Until the stages after
+  this one compile them, `exceptions_not_compiled(program)` is the located
+  `CompileError` with which the `cps` stage stops a program that raises or
+  catches.
 """
 
 __all__ = [
@@ -78,6 +83,7 @@ __all__ = [
     'measure',
     'data_declarations',
     'mono_stage',
+    'exceptions_not_compiled',
 ]
 
 
@@ -93,7 +99,7 @@ from lcompiler.types import TCon, TParam, is_value, show_type
 
 UNIT = TCon("Unit")
 EXPRESSIONS = (c.Lit, c.Var, c.Con, c.Tuple, c.Lambda, c.App, c.Prim, c.If, c.Match, c.Let,
-               c.LetVar, c.Assign, c.While, c.Seq, c.Print, c.Assert)
+               c.LetVar, c.Assign, c.While, c.Seq, c.Print, c.Assert, c.Raise, c.Try)
 PATTERNS = (s.PVar, s.PWild, s.PInt, s.PUnit, s.PTuple, s.PCon)
 NODES = EXPRESSIONS + PATTERNS
 NODE_CLASSES = frozenset(NODES)     # `type(v) in NODE_CLASSES` is a quicker test than isinstance
@@ -312,7 +318,7 @@ class Monomorphiser:
             return self.scoped(e, subst, env, [e.param])
         if t is c.LetVar:
             return self.scoped(e, subst, env, [e.name])
-        if t is c.Match:
+        if t is c.Match or t is c.Try:
             return self.match(e, subst, env)
         return rebuild(e, subst, lambda x: self.expr(x, subst, env))
 
@@ -362,7 +368,8 @@ class Monomorphiser:
         return rebuild(e, subst, lambda x: self.expr(x, subst, env), body=body)
 
     # cell 50: A match
-    def match(self, e: c.Match, subst: dict, env: dict):
+    def match(self, e, subst: dict, env: dict):
+        """A match, or a try: its clauses' bodies see the names their patterns bind."""
         clauses = [(pattern(p, subst), self.expr(body, subst, hide(env, bound_by(p))))
                    for p, body in e.clauses]
         return rebuild(e, subst, lambda x: self.expr(x, subst, env), clauses=clauses)
@@ -452,6 +459,8 @@ class Checker:
                 self.binding(e, t, env)
             case c.Match():
                 self.match(e, t, env)
+            case c.Raise() | c.Try():
+                self.exceptions(e, t, env)
             case _:
                 self.fail(e, f"not a core expression: {type(e).__name__}")
 
@@ -574,6 +583,21 @@ class Checker:
                 for q, u in zip(args or [], self.fields(name, t, p)):
                     self.pattern(q, u, env)
 
+    # cell 77: Checking the result
+    def exceptions(self, e, t, env: dict) -> None:
+        match e:
+            case c.Raise(arg=arg):
+                self.same(arg.type, EXN, arg, "the argument of raise")
+                self.expr(arg, env)
+            case c.Try(body=body, clauses=clauses):
+                self.same(body.type, t, body, "the block of a try")
+                self.expr(body, env)
+                for p, clause in clauses:
+                    inner = dict(env)
+                    self.pattern(p, EXN, inner)
+                    self.same(clause.type, t, clause, "a clause of a catch")
+                    self.expr(clause, inner)
+
 # cell 71
 from lcompiler.primitives import COMPARABLE, PRIMITIVES
 from lcompiler.types import BASE_TYPES
@@ -595,6 +619,9 @@ def fits(notation: tuple, found: list) -> bool:
     return True
 
 # cell 77
+from lcompiler.types import EXN
+
+# cell 79
 def check(program: c.Program) -> None:
     """Verify the typing rules on the types a monomorphic program records; IllTyped at the first
     node that breaks one."""
@@ -603,7 +630,7 @@ def check(program: c.Program) -> None:
 
 # --- What it costs -----------------------------------------------------
 
-# cell 85
+# cell 87
 @dataclass
 class Statistics:
     definitions: tuple       # top-level definitions (before, after)
@@ -628,7 +655,7 @@ def census(program: c.Program) -> tuple:
             todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span"))
     return tuple(counts)
 
-# cell 86
+# cell 88
 def measure(program: c.Program) -> tuple:
     """monomorphise(program), and its Statistics."""
     mono = Monomorphiser(program)
@@ -644,7 +671,7 @@ def measure(program: c.Program) -> tuple:
 
 # --- The pipeline's stage ----------------------------------------------
 
-# cell 93
+# cell 95
 def data_declarations(core_program: c.Program) -> dict:
     """Each data type's parameters and constructors (name, field types), from the core program."""
     datas = {}
@@ -654,7 +681,7 @@ def data_declarations(core_program: c.Program) -> dict:
                                 [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
     return datas
 
-# cell 96
+# cell 98
 from lcompiler import pipeline
 from lcompiler.core import pretty_core
 from lcompiler.interp import Interpreter
@@ -668,3 +695,21 @@ def mono_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
     result = monomorphise(program)
     check(result)          # an ill-typed result is a located internal error (IllTyped, status 3)
     return result
+
+# cell 100
+from lcompiler.errors import CompileError
+
+
+def exceptions_not_compiled(program: c.Program) -> None:
+    """A CompileError at the first raise or try of a program, which the later stages cannot
+    compile yet; nothing for a program without them."""
+    todo = [i.value if type(i) is c.Def else i for i in program.items if not isinstance(i, s.Data)]
+    while todo:
+        x = todo.pop()
+        if type(x) is c.Raise or type(x) is c.Try:
+            raise CompileError("exceptions are not compiled yet: run this program with lc run --interp",
+                               x.span)
+        if type(x) is list or type(x) is tuple:
+            todo.extend(x)
+        elif type(x) in NODE_CLASSES:
+            todo.extend(getattr(x, name) for name in field_names(type(x)) if name not in ("span", "type", "op_span"))

@@ -9,17 +9,27 @@ What this chapter promises:
 Three steps, three promises:
 
 - `desugar(program)` turns a syntax tree into a core program, removing
-  every form of sugar. It cannot fail except on a `_` used as a value or a
-  misused `print`/`assert`.
-- `resolve(core)` checks names: unknown variables and constructors, wrong
-  constructor arity, assignment to something that is not a `var`, a name
-  defined twice, a top-level definition read before it can have run. Each
-  is a `CompileError` at the offending name. It also records, on each
+  every form of sugar. It cannot fail except on a `_` used as a value, a
+  misused `print`/`assert`/`raise`, or a type variable in the fields of an
+  exception. The exceptions — three predefined, then the program's — become
+  the constructors of one data type, `Exn`, in one `data` item before the
+  others, which a program that does not use exceptions does not get.
+- `resolve(core)` checks names: unknown variables, constructors and
+  exceptions (with a guess at the name meant), wrong constructor arity,
+  assignment to something that is not a `var`, a name defined twice (an
+  exception named like a constructor or a predefined exception included),
+  a top-level definition read before it can have run. Each is a
+  `CompileError` at the offending name. It also records, on each
   variable, what kind of thing it names.
 - `Interpreter().run(core)` executes the program, printing to standard
-  output, and stops with a `RunError` — printed as `FILE:LINE:COL: runtime
-  error: …` — on a failed assertion, a match failure, a division by zero,
-  a read of a definition that has not run yet, or a stack overflow; and,
+  output. `raise(e)` raises; `try` catches what its clauses match, and
+  passes the rest on; a failed assertion, a match failure and a division
+  by zero raise the predefined exceptions. The program stops with a
+  `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on an
+  exception that nothing catches (a predefined one with the message it had
+  before L had exceptions, any other as `uncaught exception V`, at its
+  first raise), on a read of a definition that has not run yet, or on a
+  stack overflow; and,
   printed as `FILE: runtime error: out of memory: …`, when its live data
   fill the heap limit that the compiled code has (`LC_HEAP_LIMIT`). A
   call costs it a few Python function calls; the end of the chapter
@@ -69,11 +79,13 @@ def c_rem(a: int, b: int) -> int:
 # cell 23
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """How a primitive stops the program: with the runtime error `message`, when its operand number
-    `operand` (from 0) is `value`."""
+    """How a primitive fails: it raises the predefined exception `exception`, reported as the
+    runtime error `message` if no `try` catches it, when its operand number `operand` (from 0) is
+    `value`."""
     message: str
     operand: int
     value: object
+    exception: str = "DivisionByZero"
 
     def happens(self, values) -> bool:
         """Does the primitive fail on these operands?"""
@@ -103,7 +115,7 @@ class Primitive:
         return wrap(n) if self.wraps else n
 
 # cell 25
-DIVISION_BY_ZERO = Failure("division by zero", 1, 0)
+DIVISION_BY_ZERO = Failure("division by zero", 1, 0, "DivisionByZero")
 
 PRIMITIVES = {p.name: p for p in [
     Primitive("+", "+", ("Int", "Int", "Int"), operator.add, wraps=True),

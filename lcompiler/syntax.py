@@ -29,6 +29,7 @@ __all__ = [
     'Sep',
     'Token',
     'KEYWORDS',
+    'ITEM_KEYWORDS',
     'OPERATORS',
     'MAX_INT',
     'ESCAPES',
@@ -79,6 +80,8 @@ __all__ = [
     'Parser',
     'grouped',
     'to_pattern',
+    'Try',
+    'ExceptionDecl',
     'BRACKETS',
     'STARTERS',
     'parse',
@@ -127,7 +130,8 @@ class Token:
 # --- The lexer ---------------------------------------------------------
 
 # cell 8
-KEYWORDS = {"def", "data", "let", "var", "if", "else", "match", "while"}
+KEYWORDS = {"def", "data", "let", "var", "if", "else", "match", "while", "exception", "try", "catch"}
+ITEM_KEYWORDS = ("def", "data", "exception")     # they can only begin a top-level item
 OPERATORS = [":=", "->", "==", "!=", "<=", ">=", "&&", "||",
              "+", "-", "*", "/", "%", "<", ">", "=", "!", "(", ")", "{", "}", ",", ".", ":"]
 MAX_INT = 2**63 - 1
@@ -243,7 +247,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
             value = _decode_string(lexeme, span, errors)
         elif kind == "name":
             kind = lexeme if lexeme in KEYWORDS else "_" if lexeme == "_" else "name"
-            if kind in ("def", "data") and line_break and brackets:   # they begin an item: close what
+            if kind in ITEM_KEYWORDS and line_break and brackets:    # they begin an item: close what
                 brackets.clear()                                       # a mistake left open
                 sep = max(sep, NEWLINE)
         elif kind == "op":
@@ -655,6 +659,8 @@ class Parser:
             cond = self.condition("while")
             body = self.expression()
             return While(cond, body, t.span.to(body.span))
+        if kind == "try":
+            return self.try_(t)
         if kind in BINARY or kind in ("->", ":=", "=", ",", ".", ":"):
             if t.before >= Sep.NEWLINE and kind in BINARY:
                 self.error(f"a line cannot start with the operator {kind}: "
@@ -662,8 +668,12 @@ class Parser:
             self.error(f"expected an expression, found '{t.text}'", t)
         if kind == "else":
             self.error("else without an if before it", t)
-        if kind in ("def", "data") and t.before >= Sep.NEWLINE:
+        if kind == "catch":
+            self.error("catch without a try before it", t)
+        if kind in ITEM_KEYWORDS and t.before >= Sep.NEWLINE:
             self.error(f"'{kind}' begins a top-level item, but the item before it is unfinished", t)
+        if kind == "exception":
+            self.error("'exception' cannot be used here: exceptions are declared at the top level", t)
         if kind in ("let", "var", "def", "data"):
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
@@ -953,6 +963,8 @@ class Parser:
             return self.definition()
         if t.kind == "data":
             return self.data()
+        if t.kind == "exception":
+            return self.exception_()
         if t.kind in ("let", "var"):
             self.error(f"'{t.kind}' cannot be used at the top level: define names with 'def'", t)
         if t.kind in (")", "}"):
@@ -1069,7 +1081,36 @@ class Parser:
             return items[0] if len(items) == 1 else TTuple(items, self.span_from(t))
         self.error(f"expected a type, found {_describe(t)}", t)
 
-    # cell 87: After a mistake: on to the next item
+    # cell 87: Exceptions: exception, raise, try and catch
+    def try_(self, t: Token):
+        """The grammar's rule try; t is the 'try', already consumed."""
+        open_ = self.expect("{", " after 'try'")
+        body = self.braces(open_)
+        if not isinstance(body, Block):
+            self.error("the body of a try is a block, not a function: its first statement "
+                       "cannot be followed by ->", open_)
+        if self.at("catch") and self.peek().before >= Sep.EXPLICIT:
+            self.error("a ';' cannot separate the block of a try from its catch")
+        if not self.at("catch"):
+            self.error(f"expected 'catch' after the block of 'try', found {_describe(self.peek())}")
+        self.advance()
+        open_ = self.expect("{", " after 'catch'")
+        clauses = self.clauses(open_, "'catch'")
+        return Try(body, clauses, self.span_from(t))
+
+    def exception_(self):
+        """The grammar's rule exception."""
+        self.advance()
+        name = self.expect("Name", " after 'exception' (an exception is named like a constructor)")
+        fields_ = None
+        if self.at("(") and self.peek().before == Sep.STUCK:
+            fields_ = self.fields(self.advance())
+            if not fields_:
+                self.error(f"{name.text}() is not allowed: an exception without fields is written "
+                           f"exception {name.text}", name)
+        return ExceptionDecl(name.text, fields_, self.span_from(name))   # at its name, as a constructor
+
+    # cell 92: After a mistake: on to the next item
     def first_on_its_line(self, t: Token) -> bool:
         text = t.span.source.text
         return text[text.rfind("\n", 0, t.span.start) + 1:t.span.start].strip() == ""
@@ -1081,7 +1122,7 @@ class Parser:
         depth = sum(BRACKETS.get(t.kind, 0) for t in self.tokens[first:pos])
         while self.tokens[pos].kind != "eof":
             t = self.tokens[pos]
-            if self.first_on_its_line(t) and (t.kind in ("def", "data") or depth <= 0 and t.kind in STARTERS):
+            if self.first_on_its_line(t) and (t.kind in ITEM_KEYWORDS or depth <= 0 and t.kind in STARTERS):
                 break
             depth += BRACKETS.get(t.kind, 0)
             pos += 1
@@ -1141,18 +1182,36 @@ def to_pattern(e):
                        "a tuple of patterns or a constructor applied to patterns", e.span)
 
 
-# --- After a mistake: on to the next item ------------------------------
+# --- Exceptions: exception, raise, try and catch -----------------------
 
 # cell 87
+@dataclass(slots=True)
+class Try:                     # try { block } catch { clauses }
+    body: Block
+    clauses: list
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class ExceptionDecl:           # exception Name, or exception Name(fields); its span starts at Name
+    name: str
+    fields: list | None        # None: an exception without fields
+    span: Span = _span()
+
+
+# --- After a mistake: on to the next item ------------------------------
+
+# cell 92
 import bisect
 
 BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
-STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var"}
+STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var",
+            "try"}
 
 
 # --- The entry point, and the promise of no other exception ------------
 
-# cell 90
+# cell 95
 def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
     """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
     tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
@@ -1170,7 +1229,7 @@ def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ())
 
 # --- Printing L back ---------------------------------------------------
 
-# cell 102
+# cell 107
 def _bp(e) -> int:
     """How tightly an expression holds together, for placing parentheses."""
     match e:
@@ -1194,7 +1253,7 @@ def _operand(e, min_bp: int) -> str:
 def _string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
-# cell 107
+# cell 112
 def pretty_pattern(p) -> str:
     """A pattern as L text."""
     match p:
@@ -1214,7 +1273,7 @@ def pretty_pattern(p) -> str:
             return f"{name}(" + ", ".join(map(pretty_pattern, args)) + ")"
     raise TypeError(f"not a pattern: {p!r}")
 
-# cell 109
+# cell 114
 def _args(args: list) -> str:
     if len(args) == 1 and isinstance(args[0], (Block, Function)):
         return pretty_expr(args[0])               # f{ … }
@@ -1256,7 +1315,7 @@ def pretty_expr(e, indent: int = 0) -> str:
             return f"{_operand(left, bp - 1)} {op} {_operand(right, bp)}"
     return _pretty_control(e, indent)
 
-# cell 111
+# cell 116
 def _pretty_control(e, indent: int) -> str:
     """An if, while, :=, match, block or function as L text."""
     match e:
@@ -1279,9 +1338,11 @@ def _pretty_control(e, indent: int) -> str:
             return _braces([pretty_statement(s, indent + 2) for s in statements], indent)
         case Function(clauses):
             return _clauses(clauses, indent)
+        case Try(body, clauses):
+            return "try " + pretty_expr(body, indent) + " catch " + _clauses(clauses, indent)
     raise TypeError(f"not an expression: {e!r}")
 
-# cell 116
+# cell 121
 def _clause(c: Clause, indent: int) -> list[str]:
     """A clause as statements: its first line holds the patterns and arrows."""
     head = ", ".join(map(pretty_pattern, c.patterns)) + " -> "
@@ -1312,7 +1373,7 @@ def pretty_statement(s, indent: int = 0) -> str:
             return f"var {name.name} := " + pretty_expr(value, indent)
     return pretty_expr(s, indent)
 
-# cell 118
+# cell 123
 def pretty_type(t) -> str:
     match t:
         case TVar(name):
@@ -1348,12 +1409,14 @@ def pretty(node) -> str:
                 return head + _fields(constructors[0].fields)
             return head + " {\n" + "\n".join(
                 "  " + c.name + ("" if c.fields is None else _fields(c.fields)) for c in constructors) + "\n}"
+        case ExceptionDecl(name, fields_):
+            return f"exception {name}" + ("" if fields_ is None else _fields(fields_))
     return pretty_statement(node)
 
 
 # --- This chapter's two stages -----------------------------------------
 
-# cell 130
+# cell 135
 from lcompiler import pipeline
 
 

@@ -25,6 +25,7 @@ __all__ = [
     'Namer',
     'is_value',
     'OPERANDS',
+    'EXN',
     'references',
     'strongly_connected',
     'TParam',
@@ -264,6 +265,8 @@ class Inference:
                 return self.infer(body, {**env, name: self.let_bound(value, env)})
             case c.LetVar() | c.Assign() | c.While() | c.Seq() | c.Print() | c.Assert():
                 return self.statement(e, env)
+            case c.Raise() | c.Try():
+                return self.exceptions(e, env)
         raise TypeError(f"not a core expression: {e!r}")
 
     # cell 24: Literals, variables, tuples
@@ -418,7 +421,21 @@ class Inference:
                 return UNIT
         raise TypeError(f"not a core statement: {e!r}")
 
-    # cell 53: Let, generalisation, and the value restriction
+    # cell 53: Exceptions: raise and try
+    def exceptions(self, e, env: dict):
+        match e:
+            case c.Raise(arg):
+                self.check(arg, EXN, env, "the argument of raise")
+                return self.fresh()
+            case c.Try(body, clauses):
+                t = self.infer(body, env)
+                for pattern, clause in clauses:
+                    bound = self.pattern(pattern, EXN, {})
+                    self.check(clause, t, {**env, **bound}, origin=("the block of the try", body.span, t))
+                return t
+        raise TypeError(f"not an exception form: {e!r}")
+
+    # cell 55: Let, generalisation, and the value restriction
     def let_bound(self, value, env: dict) -> tuple:
         if not is_value(value):
             return self.infer(value, env), False
@@ -445,7 +462,7 @@ class Inference:
                                    "(only those can be compared with == and !=)", span)
         self.pending_equalities = waiting
 
-    # cell 57: Data declarations
+    # cell 59: Data declarations
     def declare_data(self, declarations: list) -> None:
         arities = {name: 0 for name in BASE_TYPES}
         for d in declarations:
@@ -496,7 +513,7 @@ class Inference:
         both = self.instantiate(TCon("", (result,) + field_types))
         return both.args[0], both.args[1:]
 
-    # cell 59: Data declarations
+    # cell 61: Data declarations
     def construction(self, name: str, args: list, env: dict):
         result, field_types = self.instantiate_constructor(name)
         origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
@@ -506,7 +523,7 @@ class Inference:
                        origin)
         return result
 
-    # cell 68: The top level: strongly connected components
+    # cell 70: The top level: strongly connected components
     def program(self, program: c.Program) -> dict:
         self.declare_data([i for i in program.items if isinstance(i, s.Data)])
         self.globals, self.pending_equalities, errors = {}, [], []
@@ -538,7 +555,7 @@ class Inference:
         raise_errors(errors)
         return {name: t for name, (t, _) in self.globals.items()}
 
-    # cell 70: The top level: strongly connected components
+    # cell 72: The top level: strongly connected components
     def component(self, group: list) -> None:
         """Infer a group of definitions that refer to each other; generalise them if they are values."""
         self.level += 1
@@ -570,7 +587,7 @@ class Inference:
             del self.pending_equalities[pending:]
             raise
 
-    # cell 75: After inference: plain types for the later stages
+    # cell 77: After inference: plain types for the later stages
     def resolve(self, t, cache: dict):
         x = self.shallow(t)
         if type(x) is TVar:
@@ -665,9 +682,15 @@ from lcompiler.primitives import COMPARABLE, PRIMITIVES
 OPERANDS = {1: ("the operand",), 2: ("the left operand", "the right operand")}
 
 
+# --- Exceptions: raise and try -----------------------------------------
+
+# cell 53
+EXN = TCon("Exn")
+
+
 # --- The top level: strongly connected components ----------------------
 
-# cell 62
+# cell 64
 _LOOK_INTO = {}     # a node class -> its fields that may hold nodes (asking dataclasses each time is slow)
 
 
@@ -685,6 +708,9 @@ def references(e) -> set:
         elif t is c.Match:
             todo.append(x.scrutinee)
             todo.extend(body for _, body in x.clauses)
+        elif t is c.Try:
+            todo.append(x.body)
+            todo.extend(body for _, body in x.clauses)
         elif t is list:
             todo.extend(x)
         else:
@@ -698,7 +724,7 @@ def references(e) -> set:
                     todo.append(v)
     return found
 
-# cell 64
+# cell 66
 def strongly_connected(graph: dict) -> list[list]:
     """Tarjan's algorithm, iterative: the components of graph, dependencies first."""
     index, low, on_stack, stack, components = {}, {}, set(), [], []
@@ -738,7 +764,7 @@ def strongly_connected(graph: dict) -> list[list]:
 
 # --- After inference: plain types for the later stages -----------------
 
-# cell 72
+# cell 74
 @dataclass(frozen=True, slots=True)
 class TParam:
     """A type variable left open by inference: a parameter of a polymorphic type."""
@@ -777,7 +803,7 @@ def show_type(t, names: dict | None = None) -> str:
             return f"{name}<" + ", ".join(show_type(a, names) for a in args) + ">"
     raise TypeError(f"not a type: {t!r}")
 
-# cell 77
+# cell 79
 _PLANS = {}     # a class -> how resolve_all walks its objects (looking fields up is slow)
 
 
@@ -808,7 +834,7 @@ def infer_program(program: c.Program) -> Typing:
 
 # --- Inference at work -------------------------------------------------
 
-# cell 79
+# cell 81
 from lcompiler import pipeline
 from lcompiler.errors import Source
 from lcompiler.interp import Interpreter

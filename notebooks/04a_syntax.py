@@ -208,7 +208,8 @@ class Token:
 # name      = ( lower | "_" ) { letter | digit | "_" } [ "?" ] ;   (* not a keyword, not "_" alone *)
 # Name      = upper { letter | digit | "_" } ;
 # wildcard  = "_" ;
-# keyword   = "def" | "data" | "let" | "var" | "if" | "else" | "match" | "while" ;
+# keyword   = "def" | "data" | "let" | "var" | "if" | "else" | "match" | "while"
+#           | "exception" | "try" | "catch" ;
 # ```
 #
 # The tables of the lexer, and its one regular expression: a named group per
@@ -217,7 +218,8 @@ class Token:
 
 # %%
 #| export
-KEYWORDS = {"def", "data", "let", "var", "if", "else", "match", "while"}
+KEYWORDS = {"def", "data", "let", "var", "if", "else", "match", "while", "exception", "try", "catch"}
+ITEM_KEYWORDS = ("def", "data", "exception")     # they can only begin a top-level item
 OPERATORS = [":=", "->", "==", "!=", "<=", ">=", "&&", "||",
              "+", "-", "*", "/", "%", "<", ">", "=", "!", "(", ")", "{", "}", ",", ".", ":"]
 MAX_INT = 2**63 - 1
@@ -377,7 +379,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
             value = _decode_string(lexeme, span, errors)
         elif kind == "name":
             kind = lexeme if lexeme in KEYWORDS else "_" if lexeme == "_" else "name"
-            if kind in ("def", "data") and line_break and brackets:   # they begin an item: close what
+            if kind in ITEM_KEYWORDS and line_break and brackets:    # they begin an item: close what
                 brackets.clear()                                       # a mistake left open
                 sep = max(sep, NEWLINE)
         elif kind == "op":
@@ -970,7 +972,8 @@ class Parser:
 #             | braces
 #             | if
 #             | "match" parenthesised "{" clauses "}"
-#             | "while" parenthesised expression ;
+#             | "while" parenthesised expression
+#             | try ;
 # constructor_use = Name [ "·(" expression { "," expression } ")" | "·" braces ] ;
 # parenthesised   = "(" [ expression { "," expression } ] ")" ;   (* (), grouping, tuple *)
 # if          = "if" parenthesised expression [ "else" expression ] ;
@@ -1015,6 +1018,8 @@ class Parser(Parser):
             cond = self.condition("while")
             body = self.expression()
             return While(cond, body, t.span.to(body.span))
+        if kind == "try":
+            return self.try_(t)
         if kind in BINARY or kind in ("->", ":=", "=", ",", ".", ":"):
             if t.before >= Sep.NEWLINE and kind in BINARY:
                 self.error(f"a line cannot start with the operator {kind}: "
@@ -1022,8 +1027,12 @@ class Parser(Parser):
             self.error(f"expected an expression, found '{t.text}'", t)
         if kind == "else":
             self.error("else without an if before it", t)
-        if kind in ("def", "data") and t.before >= Sep.NEWLINE:
+        if kind == "catch":
+            self.error("catch without a try before it", t)
+        if kind in ITEM_KEYWORDS and t.before >= Sep.NEWLINE:
             self.error(f"'{kind}' begins a top-level item, but the item before it is unfinished", t)
+        if kind == "exception":
+            self.error("'exception' cannot be used here: exceptions are declared at the top level", t)
         if kind in ("let", "var", "def", "data"):
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
@@ -1581,12 +1590,13 @@ print(dump(parse_expression("""{
 #
 # ```text
 # program     = [ item { sep item } ] ;
-# item        = definition | data | statement ;       (* a statement, but not let or var *)
+# item        = definition | data | exception | statement ;   (* a statement, but not let or var *)
 # definition  = "def" name [ "·(" [ pattern { "," pattern } ] ")" ] "=" expression ;
 # data        = "data" Name [ "<" name { "," name } ">" ]
 #               ( "(" fields ")"                       (* one constructor, named Name *)
 #               | "{" constructor { sep constructor } "}" ) ;
 # constructor = Name [ "·(" field { "," field } ")" ] ;
+# exception   = "exception" Name [ "·(" field { "," field } ")" ] ;
 # fields      = [ field { "," field } ] ;
 # field       = [ name ":" ] type ;
 # type        = type_atom [ "->" type ] ;             (* -> groups to the right *)
@@ -1629,6 +1639,8 @@ class Parser(Parser):
             return self.definition()
         if t.kind == "data":
             return self.data()
+        if t.kind == "exception":
+            return self.exception_()
         if t.kind in ("let", "var"):
             self.error(f"'{t.kind}' cannot be used at the top level: define names with 'def'", t)
         if t.kind in (")", "}"):
@@ -1786,6 +1798,95 @@ print(dump(Parser(tokenize(Source("<example>", "data Shape<a> { Circle(radius: I
 # `.arg` and `.result` below it.
 
 # %% [markdown]
+# ### Exceptions: exception, raise, try and catch
+#
+# L has exceptions (the contract's §12; [chapter 4b](04b_meaning.ipynb)
+# says what they mean). Three keywords, `exception`, `try` and `catch`,
+# and one built-in form bring them to the syntax:
+#
+# - `exception Name` or `exception Name(T1, …, Tn)`, a top-level item,
+#   declares an exception — a constructor, written like one of a `data`
+#   declaration;
+# - `raise(e)` raises an exception. Like `print`, `raise` is not a keyword:
+#   the parser reads `raise(e)` as a call, and chapter 4b turns that call
+#   into the built-in form;
+# - `try { s1 … sn } catch { clauses }` runs the block and, if an exception
+#   comes out of it, matches it against the clauses. Like `else`, `catch`
+#   may start a new line: a line break before it does not end the `try`.
+#
+# The grammar's two new rules:
+#
+# ```text
+# try         = "try" "{" block "}" "catch" "{" clauses "}" ;
+# exception   = "exception" Name [ "·(" field { "," field } ")" ] ;
+# ```
+#
+# Two new nodes hold them. A `try`'s block is a `Block` (a `{` whose first
+# statement is followed by `->` would be a function: the parser says that
+# a `try` wants a block); its clauses are those of a `match`.
+
+# %%
+#| export
+@dataclass(slots=True)
+class Try:                     # try { block } catch { clauses }
+    body: Block
+    clauses: list
+    span: Span = _span()
+
+
+@dataclass(slots=True)
+class ExceptionDecl:           # exception Name, or exception Name(fields); its span starts at Name
+    name: str
+    fields: list | None        # None: an exception without fields
+    span: Span = _span()
+
+
+class Parser(Parser):
+    def try_(self, t: Token):
+        """The grammar's rule try; t is the 'try', already consumed."""
+        open_ = self.expect("{", " after 'try'")
+        body = self.braces(open_)
+        if not isinstance(body, Block):
+            self.error("the body of a try is a block, not a function: its first statement "
+                       "cannot be followed by ->", open_)
+        if self.at("catch") and self.peek().before >= Sep.EXPLICIT:
+            self.error("a ';' cannot separate the block of a try from its catch")
+        if not self.at("catch"):
+            self.error(f"expected 'catch' after the block of 'try', found {_describe(self.peek())}")
+        self.advance()
+        open_ = self.expect("{", " after 'catch'")
+        clauses = self.clauses(open_, "'catch'")
+        return Try(body, clauses, self.span_from(t))
+
+    def exception_(self):
+        """The grammar's rule exception."""
+        self.advance()
+        name = self.expect("Name", " after 'exception' (an exception is named like a constructor)")
+        fields_ = None
+        if self.at("(") and self.peek().before == Sep.STUCK:
+            fields_ = self.fields(self.advance())
+            if not fields_:
+                self.error(f"{name.text}() is not allowed: an exception without fields is written "
+                           f"exception {name.text}", name)
+        return ExceptionDecl(name.text, fields_, self.span_from(name))   # at its name, as a constructor
+
+
+# %% [markdown]
+# The two forms at work, in a program that declares an exception with a
+# field, raises it, and catches it on the line after the block:
+
+# %%
+print(dump(Parser(tokenize(Source("<example>", """exception Failure(String)
+def safe(f) = try { f(()) }
+  catch { Failure(why) -> print(why); 0 }
+print(safe{ _ -> raise(Failure("no")) })"""))).program()))
+
+# %% [markdown]
+# `raise(Failure("no"))` is, to the parser, a `Call` of the name `raise`;
+# the `Try` node has the block under `.body` and the clauses under
+# `.clauses`, each a `Clause` as in a `match`.
+
+# %% [markdown]
 # ### After a mistake: on to the next item
 #
 # When an item has a mistake, `program` records the error and looks for a
@@ -1811,7 +1912,8 @@ print(dump(Parser(tokenize(Source("<example>", "data Shape<a> { Circle(radius: I
 import bisect
 
 BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
-STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var"}
+STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "match", "while", "let", "var",
+            "try"}
 
 
 class Parser(Parser):
@@ -1826,7 +1928,7 @@ class Parser(Parser):
         depth = sum(BRACKETS.get(t.kind, 0) for t in self.tokens[first:pos])
         while self.tokens[pos].kind != "eof":
             t = self.tokens[pos]
-            if self.first_on_its_line(t) and (t.kind in ("def", "data") or depth <= 0 and t.kind in STARTERS):
+            if self.first_on_its_line(t) and (t.kind in ITEM_KEYWORDS or depth <= 0 and t.kind in STARTERS):
                 break
             depth += BRACKETS.get(t.kind, 0)
             pos += 1
@@ -2180,6 +2282,8 @@ def _pretty_control(e, indent: int) -> str:
             return _braces([pretty_statement(s, indent + 2) for s in statements], indent)
         case Function(clauses):
             return _clauses(clauses, indent)
+        case Try(body, clauses):
+            return "try " + pretty_expr(body, indent) + " catch " + _clauses(clauses, indent)
     raise TypeError(f"not an expression: {e!r}")
 
 
@@ -2277,6 +2381,8 @@ def pretty(node) -> str:
                 return head + _fields(constructors[0].fields)
             return head + " {\n" + "\n".join(
                 "  " + c.name + ("" if c.fields is None else _fields(c.fields)) for c in constructors) + "\n}"
+        case ExceptionDecl(name, fields_):
+            return f"exception {name}" + ("" if fields_ is None else _fields(fields_))
     return pretty_statement(node)
 
 
@@ -2500,7 +2606,13 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   clauses as the contract says, on hand-made cases;
 # - a program nested two thousand parentheses deep parses, one nested a
 #   hundred thousand deep is an error (not a crash), and appendix A's
-#   Pygments lexer is found under the name `l`.
+#   Pygments lexer is found under the name `l` and colours every keyword
+#   (`exception`, `try` and `catch` included) and `raise`;
+# - the forms of exceptions parse, print and parse back, `catch` on a line
+#   of its own included, and each of their syntax errors is reported as the
+#   section on exceptions says; the random trees include `try`s and
+#   `exception` declarations, the random token sequences the three keywords,
+#   and the mutated programs those of `tests/corpus/exceptions/`.
 #
 # `tests/test_errors.py` checks the several errors of one run: a file made
 # of a dozen broken items, each with a different mistake, gets an error for
@@ -2562,6 +2674,12 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    calls of `expression`, one box per call labelled with its `min_bp` and
 #    what it returned, with `lcompiler.drawing`. What does the tree of calls
 #    have in common with the syntax tree it builds?
+# 6. Add a `finally` part to `try`: `try { … } catch { … } finally { … }`,
+#    with `catch` or `finally` or both. What changes in the tables, the node,
+#    the parser and the printer, and how does the round-trip test tell you
+#    that the printer is right?
+# 7. Make `raise` a keyword, with the rule `"raise" parenthesised`, instead
+#    of a name that chapter 4b recognises. Which messages change?
 #
 # <details><summary>Solutions</summary>
 #
@@ -2599,5 +2717,21 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    `Picture`. The tree of calls has one call per operand position: each
 #    led's right side is a child call, so it has the shape of the syntax
 #    tree, with the operators at the edges instead of in the boxes.
+# 6. `finally` joins `KEYWORDS`; `Try` gets a field `final` (a `Block`, or
+#    None) and `clauses` may be empty when it is there; `try_` reads
+#    `finally { block }` after the clauses, or instead of them, and reports
+#    a `try` with neither; the printer writes the part when it is there. The
+#    test's generator must make the new trees — a `Try` with clauses, with a
+#    `finally`, with both — and the round trip then fails until the printer
+#    writes each as the parser reads it (a `try` with only `finally` is the
+#    case it catches first).
+# 7. `raise` goes into `KEYWORDS` and `nud` gets a case that reads a
+#    parenthesised expression after it. `raise` alone, or `raise` followed by
+#    a space and `(`, becomes a syntax error of this chapter ("expected '('
+#    after 'raise'") instead of chapter 4b's "raise is a built-in form, not
+#    a value"; `raise(a, b)` becomes a tuple argument unless the rule says
+#    one expression; and a variable named `raise`, which chapter 4b refuses
+#    as a binding, could then not even be written. `print` and `assert` stay
+#    names: the three forms would no longer be alike.
 #
 # </details>

@@ -54,6 +54,9 @@
 # - `show_type` prints a type or scheme as L would write it: `List<a> -> Int`.
 # - `lc show types FILE.l` prints every definition with its scheme, and
 #   `lc run` now refuses an ill-typed program before running anything.
+# - `raise(e)` needs an `e` of type `Exn` and has any type; a `try`'s block
+#   and clauses have one type, its clauses' patterns the type `Exn`; `==` on
+#   `Exn` is a type error, as on any data type.
 
 # %%
 #| default_exp types
@@ -66,9 +69,14 @@
 #     | (τ1, …, τn)                          tuples, n ≥ 2
 #     | τ1 -> τ2                             functions (one argument: several make a tuple)
 #     | Name<τ1, …, τn>                      data types, with their parameters
+#     | Exn                                  exceptions: one data type, no parameter
 #     | a, b, …                              type variables
 # σ ::= ∀ a1 … an. τ                         type schemes: the types of polymorphic definitions
 # ```
+#
+# (`Exn` is an ordinary data type to this chapter: chapter 4b made the
+# program's exceptions its constructors. Only `raise` and `try` need rules
+# of their own, in a section after the statements.)
 #
 # A type is a tree of *constructors* — `Int`, `->`, `List` — with type
 # variables at some leaves. We represent the constructors uniformly, as a name
@@ -537,6 +545,8 @@ class Inference(Inference):
                 return self.infer(body, {**env, name: self.let_bound(value, env)})
             case c.LetVar() | c.Assign() | c.While() | c.Seq() | c.Print() | c.Assert():
                 return self.statement(e, env)
+            case c.Raise() | c.Try():
+                return self.exceptions(e, env)
         raise TypeError(f"not a core expression: {e!r}")
 
 
@@ -1022,6 +1032,56 @@ type_of("{ var n := 0; while (n < 3) { n := n + 1 }; n }")
 type_of("{ var n := 0; n := \"three\"; n }")
 
 # %% [markdown]
+# ### Exceptions: raise and try
+#
+# ```text
+#        Γ ⊢ e : Exn                    Γ ⊢ b : τ    Γ ⊢ pi : Exn ⊣ Γi    Γ, Γi ⊢ ei : τ  (each i)
+# ───────────────────── (Raise)      ──────────────────────────────────────────────────────── (Try)
+#  Γ ⊢ raise(e) : τ  (any τ)          Γ ⊢ try { b } catch { p1 -> e1 … pn -> en } : τ
+# ```
+#
+# Exceptions are the values of one data type, `Exn` — chapter 4b made it, a
+# `data Exn` whose constructors are the predefined exceptions and the
+# program's own — so `raise`'s argument must be an `Exn`, and each clause
+# of a `catch` is a pattern of type `Exn`, checked as a `match`'s clauses
+# are. `raise` never returns, so its result may be given any type: a fresh
+# variable, which the context fixes (`if (n < 0) raise(Negative) else n` is
+# an `Int`). The block of a `try` and its clauses have one type, as the
+# clauses of a `match` do: the first clause is checked against the block.
+#
+# Why the fields of an exception must be closed — no type variable in
+# them, which chapter 4b enforces — is a matter of soundness. If
+# `exception Box(a)` were allowed, `raise(Box(1))` would raise a `Box` of an
+# `Int`, and a `catch { Box(s) -> s + "!" }` far away could take it for a
+# `Box` of a `String`: the type of the field is forgotten by `Exn`, which
+# has no parameter to remember it. That is OCaml's rule too (an exception's
+# arguments cannot mention a type variable, since `exn` has no parameter).
+# A data type can have parameters because its type says what they are, for
+# every value; `Exn` cannot, since one `Exn` holds the exceptions of every
+# part of the program. And since `Exn` has no parameter, chapter 5b has
+# nothing to copy for it: a closed type is its own one instance.
+
+# %%
+#| export
+EXN = TCon("Exn")
+
+
+class Inference(Inference):
+    def exceptions(self, e, env: dict):
+        match e:
+            case c.Raise(arg):
+                self.check(arg, EXN, env, "the argument of raise")
+                return self.fresh()
+            case c.Try(body, clauses):
+                t = self.infer(body, env)
+                for pattern, clause in clauses:
+                    bound = self.pattern(pattern, EXN, {})
+                    self.check(clause, t, {**env, **bound}, origin=("the block of the try", body.span, t))
+                return t
+        raise TypeError(f"not an exception form: {e!r}")
+
+
+# %% [markdown]
 # ## Let, generalisation, and the value restriction
 #
 # ```text
@@ -1248,6 +1308,9 @@ def references(e) -> set:
             todo.append(x.value)
         elif t is c.Match:
             todo.append(x.scrutinee)
+            todo.extend(body for _, body in x.clauses)
+        elif t is c.Try:
+            todo.append(x.body)
             todo.extend(body for _, body in x.clauses)
         elif t is list:
             todo.extend(x)
@@ -1872,7 +1935,35 @@ print(f"{'result':6} : {show_type(node.type)}")
 # (The schemes of the `let`-bound functions print with their quantified
 # variables; `p`'s variable has been fixed to `Int` by the time inference
 # ends.)
+
+# %% [markdown]
+# ### Exceptions, typed
 #
+# Two programs with exceptions that type, then the mistakes: raising what is not an
+# exception, a clause whose pattern is not one, a clause whose type is not
+# the block's, and comparing two exceptions with `==` (only `Int`, `Bool` and
+# `String` can be compared).
+
+# %%
+for text in ["""exception Negative
+def root(n) = if (n < 0) raise(Negative) else n / 2
+def safe(n) = try { root(n) } catch { Negative -> 0; DivisionByZero -> -1 }""",
+             """exception Failure(String)
+def fail(why) = raise(Failure(why))
+def message(e) = e.{ Failure(why) -> why; _ -> "another" }"""]:
+    program, typing = check_types(Source("exceptions.l", text))
+    print(typing_text(program, typing), end="\n\n")
+
+for text in ["def f(x) = raise(x + 1)",
+             "exception Stop\ndef f(x) = try { x } catch { 0 -> 1 }",
+             "exception Stop\ndef f(x) = try { x + 1 } catch { Stop -> \"stopped\" }",
+             "exception Stop\ndef same = Stop == Stop"]:
+    try:
+        check_types(Source("wrong.l", text))
+    except CompileError as error:
+        print(error.render(), end="\n\n")
+
+# %% [markdown]
 # ## Errors
 #
 # Some ill-typed programs, and what the programmer is told. The function
@@ -2054,7 +2145,13 @@ for n in (3, 6, 9, 12):
 #   the doubling types infer as this chapter says;
 # - the program of issue 23 and its variants ("A weak type read by a later
 #   definition") are rejected at their second use, and a definition that
-#   reads a weak type is generalised in its own variables only.
+#   reads a weak type is generalised in its own variables only;
+# - the random programs also raise (at any type) and catch, with clauses
+#   that do and do not match, and may end with an uncaught exception but
+#   never with any other runtime error; the mistakes with exceptions —
+#   raising what is not an `Exn`, a clause of another type than the block,
+#   a pattern that is not an exception, `==` on `Exn`, a field of the wrong
+#   type — are in the golden files of `tests/errors/`.
 #
 # `tests/test_soundness.py` checks the type checker against OCaml's.
 # Hypothesis writes programs around a prelude of data types with one, two
@@ -2116,3 +2213,29 @@ for name, run in json.loads(Path("../tests/soundness.json").read_text()).items()
 # 3. An error's note points at where the expected type came from when that
 #    is another expression. Make `x := e` point at the `var` that declared
 #    `x`: what must the environment remember?
+# 4. Allow `exception Box<a>(a)`, an exception with a type parameter, by
+#    giving `Exn` a parameter. Write the program that then goes wrong, and
+#    say why no choice of the parameter at the `try` can save it.
+# 5. `raise` has the rule (Raise) instead of a type. Give it a type scheme,
+#    as if it were a function, and check that inference then gives the
+#    same types to the examples of the section on exceptions.
+#
+# <details><summary>Solutions to 4 and 5</summary>
+#
+# 4. With `Exn<a>`, `raise(Box(1))` raises an `Exn<Int>` and `try { … }
+#    catch { Box(s) -> s + "!" }` — `+` on strings, in a language that has
+#    it — catches an `Exn<String>`; but the block between them may be any
+#    call, and the type of the exceptions a call may raise appears nowhere
+#    in its type, so nothing relates the two `a`s. Making it appear (an
+#    effect system) is the one way out; OCaml and L instead forbid the
+#    variable, so that every exception has one closed type and `Exn` needs
+#    no parameter.
+# 5. `raise : ∀a. Exn -> a`. Each use instantiates `a` afresh, which is what
+#    the rule's fresh variable does: `raise(x)` is then the application of a
+#    variable of that scheme to `x`, and `check` of the argument against
+#    `Exn` is `application`'s check against the parameter type. The types
+#    of `root`, `safe`, `fail` and `message` come out the same; only the
+#    message of a wrong argument changes ("the argument of raise" is what
+#    `application` already says).
+#
+# </details>

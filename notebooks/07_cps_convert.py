@@ -1027,12 +1027,14 @@ plt.close(fig)
 # %%
 #| export
 from lcompiler import cps, pipeline
+from lcompiler.mono import exceptions_not_compiled
 
 
 @pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
                 check=lambda program, unit: cps.check(program),
                 interpret=lambda program, unit, out: cps.run(program, out))
 def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
+    exceptions_not_compiled(core_program)      # chapter 5b: not yet, for raise and try
     return convert(core_program)
 
 # %%

@@ -863,7 +863,7 @@ class Repl:
         except CompileError as error:
             return error.render() + "\n"
         items = parsed.items
-        if items and all(isinstance(i, (syntax.Def, syntax.Data)) for i in items):
+        if items and all(isinstance(i, (syntax.Def, syntax.Data, syntax.ExceptionDecl)) for i in items):
             return self.define(text, [i.name.name for i in items if isinstance(i, syntax.Def)])
         return self.evaluate(text)
 

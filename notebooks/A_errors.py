@@ -605,8 +605,9 @@ class LLexer(RegexLexer):
             (r"\s+", Text),
             (r"//[^\n]*", Comment.Single),
             (r"/\*(.|\n)*?\*/", Comment.Multiline),
-            (words(("def", "data", "let", "var", "if", "else", "match", "while"), suffix=r"\b"), Keyword),
-            (words(("print", "assert"), suffix=r"\b"), Name.Builtin),
+            (words(("def", "data", "let", "var", "if", "else", "match", "while", "exception", "try", "catch"),
+                   suffix=r"\b"), Keyword),
+            (words(("print", "assert", "raise"), suffix=r"\b"), Name.Builtin),
             (words(("true", "false"), suffix=r"\b"), Keyword.Constant),
             (r"[0-9]+", Number.Integer),
             (r'"(\\.|[^"\\\n])*"', String),
@@ -639,7 +640,9 @@ type(get_lexer_by_name("l")).__name__
 # And a highlighter must colour text that has mistakes in it — this
 # chapter's own error examples — where our lexer reports them. Twelve
 # regular expressions do the job; the price is that a new keyword must be
-# added in two places.
+# added in two places — as `exception`, `try` and `catch` were — which
+# `tests/test_syntax.py` checks: every keyword of chapter 4a's lexer is a
+# keyword here.
 #
 # </div>
 

@@ -74,6 +74,18 @@ def test_the_golden_files_cover_what_the_issue_asks():
         assert (ERRORS / f"{name}.err").read_text().count(": error: ") == count, name
 
 
+def test_the_golden_files_cover_the_mistakes_with_exceptions():
+    text = "".join(p.with_suffix(".err").read_text(encoding="utf-8") for p in GOLDEN if p.stem.startswith("exception"))
+    for wanted in ["unknown exception NotFund; did you mean NotFound?", "unknown exception Failur; did you mean Failure?",
+                   "the exception None is declared twice", "the exception Stop is declared twice",
+                   "DivisionByZero is a predefined exception", "Exn is the predefined type of exceptions",
+                   "an exception's fields cannot have a type variable (a)", "raise is a built-in form, not a value",
+                   "raise takes one exception, given 2", "expected 'catch' after the block of 'try'",
+                   "catch without a try", "expected Exn, found Int (the argument of raise)",
+                   "note: the block of the try has type Int", "found Exn (only those can be compared"]:
+        assert wanted in text, wanted
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["if_branches", "three_syntax_errors", "not_utf8"])
 def test_lc_writes_the_golden_messages_and_exits_with_status_1(name):

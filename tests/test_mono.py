@@ -23,8 +23,8 @@ from lcompiler import core as c, cps, syntax as s
 from lcompiler.closure import closure_convert
 from lcompiler.core import pretty_core
 from lcompiler.cps_convert import convert
-from lcompiler.errors import CompileError, RunError, Source
-from lcompiler.interp import Closure, Data, Interpreter, show_value
+from lcompiler.errors import CompileError, Source
+from lcompiler.interp import Closure, Data, Interpreter, Raised, show_value
 from lcompiler.types import TCon, TParam, check_types, show_type
 
 from lcompiler.mono import IllTyped, check, field_type, measure, monomorphise
@@ -142,10 +142,10 @@ class TypedInterpreter(Interpreter):
             def run_match(env):
                 try:
                     return plain(env)
-                except RunError as error:
+                except Raised as error:      # MatchFailure, which a try may catch: the value shown at its type
                     if error.span is span and error.message.startswith("no clause matches"):
-                        raise RunError(f"no clause matches the value {self.show(scrutinee(env), t, True)}",
-                                       span) from None
+                        raise Raised(error.value, span, "no clause matches the value "
+                                     f"{self.show(scrutinee(env), t, True)}") from None
                     raise
             return run_match
         return super().compile(e, tail)
@@ -175,6 +175,64 @@ def test_corpus_means_the_same_monomorphised(path):
     assert on_cps(program) == want
     if path.parent.name == "fail":
         assert want[1] is not None
+
+
+# The exception programs (tests/corpus/exceptions): the copy must not change what raises and what
+# catches. The two that raise a million times are left to tests/test_exceptions.py.
+EXCEPTION_PROGRAMS = [p for p in sorted((CORPUS / "exceptions").glob("*.l"))
+                      if p.stem not in ("million_raises", "handler_tail_calls")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", EXCEPTION_PROGRAMS, ids=[p.stem for p in EXCEPTION_PROGRAMS])
+def test_exception_programs_mean_the_same_monomorphised(path):
+    core = compile_text(path.read_text(encoding="utf-8"), path.name)
+    before = snapshot(core)
+    mono = monomorphise(core)
+    assert snapshot(core) == before, "the input was changed"
+    no_type_variables(mono)
+    check(mono)
+    want = reference(core)
+    assert reference(mono) == want
+    assert typed(mono) == want
+
+
+def test_the_checker_knows_raise_and_try():
+    text = LIST + """exception Stop(Int)
+def f(n) = try { if (n > 0) raise(Stop(n)) else n } catch { Stop(k) -> k; _ -> 0 }
+print(f(1), try { f(0) } catch { DivisionByZero -> 1 })
+"""
+    def damaged(damage) -> str:
+        mono = monomorphise(compile_text(text))
+        check(mono)
+        damage(mono)
+        with pytest.raises(IllTyped) as error:
+            check(mono)
+        return error.value.render().split("\n")[0]
+
+    def first(kind):
+        return lambda p: next(x for x in walk(p.items) if type(x) is kind)
+    raise_ = first(c.Raise)
+
+    def try_(p):                             # f's, with two clauses
+        return next(x for x in walk(p.items) if type(x) is c.Try and len(x.clauses) == 2)
+
+    def break_raise(p):
+        raise_(p).arg.type = INT
+
+    def break_block(p):
+        try_(p).body.type = STRING
+
+    def break_clause(p):
+        try_(p).clauses[0][1].type = BOOL
+
+    def break_pattern(p):
+        try_(p).clauses[1][0].type = INT
+
+    assert damaged(break_raise).endswith("the argument of raise: Int where Exn is wanted")
+    assert damaged(break_block).endswith("the block of a try: String where Int is wanted")
+    assert damaged(break_clause).endswith("a clause of a catch: Bool where Int is wanted")
+    assert damaged(break_pattern).endswith("a pattern: Int where Exn is wanted")
 
 
 def test_the_corpus_is_there():

@@ -1,5 +1,6 @@
 """Lexer and parser (chapter 4a): separation, round trips on random trees, fuzzing."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -126,7 +127,8 @@ def expressions():
             st.builds(s.While, e, e),
             st.builds(s.Assign, st.builds(s.Var, NAMES), e),
             st.builds(s.Block, statements),
-            st.builds(s.Function, st.lists(clause, min_size=1, max_size=3)))
+            st.builds(s.Function, st.lists(clause, min_size=1, max_size=3)),
+            st.builds(s.Try, st.builds(s.Block, statements), st.lists(clause, min_size=1, max_size=2)))
     return st.recursive(leaf, compound, max_leaves=12)
 
 
@@ -148,7 +150,8 @@ def items():
         st.builds(lambda name, fs: s.Data(name, [], [s.Constructor(name, fs)], True),
                   st.sampled_from(["Point", "Box"]), st.lists(field, min_size=1, max_size=2)))
     definition = st.builds(s.Def, st.builds(s.Var, NAMES), st.none() | st.lists(patterns(), max_size=3), expressions())
-    return st.one_of(definition, data, expressions())
+    exception = st.builds(s.ExceptionDecl, CONS, st.none() | st.lists(field, min_size=1, max_size=2))
+    return st.one_of(definition, data, exception, expressions())
 
 
 @pytest.mark.slow
@@ -159,7 +162,7 @@ def test_random_trees_print_to_text_that_parses_back_to_them(program):
     assert parse(Source("random.l", text)) == program, text
 
 
-TOKEN_TEXTS = (["def", "data", "let", "var", "if", "else", "match", "while", "x", "f", "Cons", "Nil", "_",
+TOKEN_TEXTS = (["def", "data", "let", "var", "if", "else", "match", "while", "exception", "try", "catch", "x", "f", "Cons", "Nil", "_",
                 "0", "42", '"s"', "()"] + s.OPERATORS)
 SEPARATORS = ["", " ", "\n", "; ", "\n  "]
 
@@ -217,3 +220,32 @@ def test_pygments_finds_the_l_lexer():
     lexer = get_lexer_by_name("l")
     tokens = list(lexer.get_tokens("def f = { x -> print(x) }"))
     assert (Keyword, "def") in tokens and (Name.Builtin, "print") in tokens
+
+
+def test_the_highlighter_knows_every_keyword_and_raise():
+    from pygments.lexers import get_lexer_by_name
+    from pygments.token import Keyword, Name
+    lexer = get_lexer_by_name("l")
+    for word in sorted(s.KEYWORDS):
+        assert (Keyword, word) in list(lexer.get_tokens(f"{word} x")), word
+    assert (Name.Builtin, "raise") in list(lexer.get_tokens("raise(E)"))
+
+
+def test_exception_items_and_try_parse_print_and_parse_back():
+    text = ("exception Failure(why: String)\nexception NotFound\n"
+            "def f(x) = try { g(x) }\n  catch {\n  Failure(s) -> 1\n  _ -> raise(NotFound)\n}\n")
+    tree = parse(Source("t.l", text))
+    assert isinstance(tree.items[0], s.ExceptionDecl) and tree.items[0].fields[0].name == "why"
+    assert tree.items[1] == s.ExceptionDecl("NotFound", None)
+    body = tree.items[2].value
+    assert isinstance(body, s.Try) and len(body.clauses) == 2
+    assert parse(Source("again.l", pretty(tree))) == tree
+    for bad, message in [("try { 1 }", "expected 'catch' after the block of 'try'"),
+                         ("try { 1 }; catch { _ -> 2 }", "cannot separate the block of a try from its catch"),
+                         ("catch { _ -> 2 }", "catch without a try"),
+                         ("try { x -> 1 } catch { _ -> 2 }", "the body of a try is a block"),
+                         ("try { 1 } catch { }", "'catch' needs at least one clause"),
+                         ("exception E()", "E() is not allowed"),
+                         ("def f() = { exception E\n1 }", "exceptions are declared at the top level")]:
+        with pytest.raises(CompileError, match=re.escape(message)):
+            parse(Source("bad.l", bad))

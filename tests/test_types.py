@@ -113,6 +113,8 @@ def id(x) = x
 def twice(f, x) = f(f(x))
 def length = { Cons(_, t) -> 1 + length(t); Nil -> 0 }
 def map(f, l) = l.{ Cons(x, r) -> Cons(f(x), map(f, r)); Nil -> Nil }
+exception Stop
+exception Fail(Int)
 """
 
 BASE = ["Int", "Bool", "String", "Unit"]
@@ -152,9 +154,17 @@ def expression(draw, t, env, depth):
     """L text of an expression of type t, using the variables of env (name -> type)."""
     names = [x for x, tx in env.items() if tx == t]
     leaf = depth <= 0
-    options = ["literal"] + ["var"] * bool(names) + ([] if leaf else ["let", "if", "call", "id", "shape"])
+    options = ["literal"] + ["var"] * bool(names) + ([] if leaf else ["let", "if", "call", "id", "shape",
+                                                                       "raise", "try"])
     kind = draw(st.sampled_from(options))
     sub = lambda ty, e=env: draw(expression(ty, e, depth - 1))
+    if kind == "raise":             # of any type: an exception, perhaps caught by a try around it
+        return draw(st.sampled_from(["raise(Stop)", f"raise(Fail({sub('Int')}))"]))
+    if kind == "try":               # clauses that do and do not match
+        x = f"v{len(env)}"
+        clauses = draw(st.lists(st.sampled_from([f"Stop -> {sub(t)}", f"Fail({x}) -> {sub(t, {**env, x: 'Int'})}",
+                                                 f"Fail(0) -> {sub(t)}", f"_ -> {sub(t)}"]), min_size=1, max_size=3))
+        return f"try {{ {sub(t)} }} catch {{ {'; '.join(clauses)} }}"
     if kind == "var":
         return draw(st.sampled_from(names))
     if kind == "let":
@@ -224,8 +234,9 @@ def test_random_well_typed_programs_are_accepted_and_never_go_wrong(data):
     out = io.StringIO()
     try:
         Interpreter(out).run(program)
-    except RunError as error:       # every kind of runtime error is a failure here: there is no /, no partial match
-        raise AssertionError(f"{error.render()}\n{text}") from None
+    except RunError as error:       # every kind of runtime error is a failure here: there is no /, no partial
+        if not error.message.startswith("uncaught exception "):        # match; only a raise no clause caught
+            raise AssertionError(f"{error.render()}\n{text}") from None
 
 
 CORPUS_TEXTS = [p.read_text() for p in sorted(CORPUS.glob("*/*.l"))]
