@@ -8,6 +8,22 @@ parameters and the globals, nothing else. **Closure conversion** makes every
 function *closed* — free of free variables — by passing it explicitly the
 values it used to find in its surroundings, and by hoisting every function
 to the top level, where the back end expects it.
+
+What this chapter promises:
+
+In the module `lcompiler.closure`:
+
+- `closure_convert(program)` changes a CPS program in place so that
+  `check(program, closed=True)` holds — no function has a free variable or a
+  free continuation variable (the precondition of chapter 10, as in seed
+  000) — and every function is a top-level definition;
+- the program means the same: chapter 6's interpreter prints the same
+  output, before and after;
+- a function with free variables becomes a *closure*: a tuple of its code
+  and the values of its free variables; a function without free variables
+  stays a plain (`direct`) function and its known calls are direct calls,
+  with no closure built unless the function is also used as a value;
+- `lc show closure FILE.l` prints the result.
 """
 
 __all__ = [
@@ -20,7 +36,7 @@ __all__ = [
 
 # --- The pass ----------------------------------------------------------
 
-# cell 4
+# cell 5
 from lcompiler.cps import (
     Var, Lambda, Apply, Definition, Program, Seq, lam, apply, proj, closure, const,
     children, all_occurrences, free_variables, occurrences, is_global, substitute, redirect,
@@ -43,7 +59,7 @@ def functions_inside_out(program: Program) -> list:
         stack.extend((p, False) for p in reversed(parts) if p is not None)
     return order
 
-# cell 8
+# cell 9
 class ClosureConverter:
     def __init__(self, program: Program):
         self.program = program
@@ -75,7 +91,7 @@ class ClosureConverter:
             swap_prim(site, closure(code, *free))
             self.program.define(f, "private", code)
 
-    # cell 10: The pass
+    # cell 11: The pass
     def calls(self, code: Var) -> None:
         """Known calls of a direct function become direct; other uses get its static closure."""
         for o in list(occurrences(code)):
@@ -99,7 +115,7 @@ class ClosureConverter:
             self.entries[code].type = code.type
         return self.entries[code]
 
-    # cell 12: The pass
+    # cell 13: The pass
     def environment(self, f: Lambda, free: list) -> None:
         """Add the env parameter; read each free variable from it at the start of the body."""
         env = Var("env")
@@ -117,7 +133,7 @@ class ClosureConverter:
         for o in uses:
             redirect(o, inner[o.var])
 
-# cell 13
+# cell 14
 def closure_convert(program: Program) -> Program:
     """Make every function of a CPS program closed and top-level, in place; return it."""
     with collector_paused():
@@ -126,7 +142,7 @@ def closure_convert(program: Program) -> Program:
 
 # --- Showing closure-converted CPS from the command line ---------------
 
-# cell 33
+# cell 34
 from lcompiler import cps, pipeline
 
 

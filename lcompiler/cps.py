@@ -12,6 +12,30 @@ Andrew Kennedy's paper *Compiling with continuations, continued* (2007) as
 the seed documents describe it: the `Cpsast` interface of the original L
 compiler (seed 002), the framework modules of its author's blog (seed 000),
 and OCamlPro's account of the same design inside Flambda2 (seed 001).
+
+What this chapter promises:
+
+In the module `lcompiler.cps`:
+
+- **Representation.** Terms `LetPrim`, `LetCont`, `ApplyCont`, `Apply`,
+  `Case`, `Halt`; values (constants, tuples, injections, lambdas,
+  externals) and primitive operations; top-level `Definition`s with a
+  visibility. Variables are separate from their occurrences, continuation
+  variables separate from ordinary ones, and every occurrence finds its
+  variable in amortised constant time through chapter 2's union-find.
+  Every term, variable and occurrence knows what encloses it.
+- **Build** terms without touching a link (`let_prim`, `let_cont`, … in
+  the higher-order style, and `Seq` for long straight-line code);
+  **Print** them as a readable text (`show`); **Traverse** them
+  (`walk`, `occurrences`, `fold`, `free_variables`); **Change** them in
+  place (`substitute`, `replace`, `move`, `delete_binding`, `redirect`,
+  `swap_prim`); **Parse** the printed text back, with `parse(show(p))`
+  printing as `show(p)`; **Check** every invariant (`check`);
+  **Interpret** them (`run`), the reference semantics for every later
+  pass; and draw them (`diagram`).
+- Everything is linear: no operation walks a term recursively on the
+  Python stack, so a term of a million nodes is as easy as one of ten.
+  `bench/cps_speed.py` measures it, at the end of the chapter.
 """
 
 __all__ = [
@@ -120,7 +144,7 @@ __all__ = [
 
 # --- Variables and occurrences -----------------------------------------
 
-# cell 8
+# cell 9
 from lcompiler.union_find import Fast
 
 OCCURRENCES = Fast("link")        # one structure for every occurrence of every program
@@ -150,7 +174,7 @@ class ContVar(Var):
     def __init__(self, hint: str = "k"):
         super().__init__(hint)
 
-# cell 12
+# cell 13
 class Occ:
     """One use of a variable: an element of the union-find partition of its variable."""
     __slots__ = ("link", "next", "prev", "enclosing")
@@ -170,7 +194,7 @@ class ContOcc(Occ):
     __slots__ = ()
     is_cont = True
 
-# cell 14
+# cell 15
 def occur(var: Var) -> Occ:
     """A new occurrence of var, not yet placed in a term."""
     o = (ContOcc if var.is_cont else Occ)()
@@ -202,7 +226,7 @@ def occurrences(var: Var):
         yield o
         o = nxt
 
-# cell 18
+# cell 19
 class Node:
     """Terms, values and primitives: a few fields and an uplink."""
     __slots__ = ("enclosing",)
@@ -231,7 +255,7 @@ class Node:
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
 
-# cell 20
+# cell 21
 class Term(Node):
     __slots__ = ()
 
@@ -266,7 +290,7 @@ class Halt(Term):
     __slots__ = ("arg",)
     OCC_FIELDS = ("arg",)
 
-# cell 22
+# cell 23
 class Prim(Node):
     __slots__ = ()
 
@@ -319,7 +343,7 @@ class Fail(Prim):
     __slots__ = ("message", "args", "loc", "exn")   # exn: where it raises to (None: it stops)
     OCC_FIELDS = ("args", "exn")
 
-# cell 24
+# cell 25
 class Definition(Node):
     """A top-level binding: visibility, variable (None when unused), static value or dynamic term."""
     __slots__ = ("visibility", "var", "value", "body")
@@ -351,7 +375,7 @@ class Program:
     def bound(self):
         return iter(())
 
-    # cell 43: Build
+    # cell 44: Build
     def declare(self, name: str = "g") -> Var:
         """A global variable, to be given a definition by define()."""
         return Var(name)
@@ -377,7 +401,7 @@ class Program:
 
 # --- Build -------------------------------------------------------------
 
-# cell 29
+# cell 30
 def _attach(parent, field: str, child):
     """Put child (a node or None) in parent.field and point its uplink at parent."""
     setattr(parent, field, child)
@@ -417,7 +441,7 @@ def _new(cls, **fields):
         setattr(node, name, value)
     return node
 
-# cell 31
+# cell 32
 from lcompiler.primitives import PRIMITIVES, by_symbol, DIVISION_BY_ZERO
 
 # The predefined exceptions (tags 0, 1, 2 of the type Exn), by the message of the runtime error
@@ -469,7 +493,7 @@ def fail(message: str, *args: Var, loc=None, exn: "ContVar" = None) -> Fail:
         raise ValueError(f"{message!r} is not the message of a predefined exception")
     return _own(_new(Fail, message=message, args=_occs(args), loc=loc, exn=None if exn is None else occur(exn)))
 
-# cell 35
+# cell 36
 def lam(body, params=1, kind: str = "closure", cont: str = "ret", exn: str = "exn") -> Lambda:
     """A function: body(k, h, x1, …, xn) returns its body, k its return continuation, h its
     exception continuation; params is a count or a list of hints."""
@@ -522,7 +546,7 @@ def case(x: Var, arms: dict, default: ContVar = None) -> Case:
 def halt(x: Var) -> Halt:
     return _own(_new(Halt, arg=occur(x)))
 
-# cell 39
+# cell 40
 class Seq:
     """Build a straight chain of bindings one at a time; end() closes it with a term."""
 
@@ -564,7 +588,7 @@ class Seq:
 
 # --- Print -------------------------------------------------------------
 
-# cell 47
+# cell 48
 import re
 from lcompiler.syntax import Str, pretty_expr
 
@@ -587,7 +611,7 @@ class Namer:
             name = self.names[var] = f"{hint}_{self.count}"
         return name
 
-# cell 51
+# cell 52
 def line_col(loc) -> tuple:
     """(line, column) of a source location: a Span of an L source, or a parsed Pos."""
     if isinstance(loc, Pos):
@@ -626,7 +650,7 @@ def show_const(c) -> str:
         return "()"
     raise ValueError(f"not a constant: {c!r}")
 
-# cell 55
+# cell 56
 class Printer:
     def __init__(self):
         self.name = Namer()
@@ -673,7 +697,7 @@ class Printer:
         """Where a primitive that can fail raises to: ` / h`, as a call writes its second continuation."""
         return "" if p.exn is None else f" / {self.name(p.exn.var)}"
 
-    # cell 59: Print
+    # cell 60: Print
     def header(self, lam: Lambda) -> str:
         kind = "fun" if lam.kind == "closure" else "fun direct"
         k, h = self.name(lam.cont), self.name(lam.exn)
@@ -698,7 +722,7 @@ class Printer:
             return f"halt {n(t.arg.var)}"
         return "<hole>"
 
-    # cell 63: Print
+    # cell 64: Print
     def block(self, term, depth: int) -> None:
         """Print a term at an indentation, iteratively: handlers and lambdas are pushed as work."""
         out, n = self.lines, self.name
@@ -723,7 +747,7 @@ class Printer:
             else:
                 out.append(pad + self.terminator(t))
 
-    # cell 65: Print
+    # cell 66: Print
     def definition(self, d: Definition) -> None:
         head = d.visibility if d.var is None else f"{d.visibility} {self.name(d.var)}"
         if d.body is not None or d.value is None:
@@ -737,7 +761,7 @@ class Printer:
         else:
             self.lines.append(f"{head} = {self.prim(d.value)}")
 
-# cell 65
+# cell 66
 def _print(node) -> Printer:
     """The printer, after printing a program, a definition or a term: its lines and its names."""
     p = Printer()
@@ -758,7 +782,7 @@ def show(node) -> str:
 
 # --- Traverse ----------------------------------------------------------
 
-# cell 71
+# cell 72
 def children(node) -> list:
     """The direct parts of a node (terms and primitives), in printing order."""
     t = type(node)
@@ -798,7 +822,7 @@ def walk(root):
         elif t is Program:
             stack.extend(reversed(node.definitions))
 
-# cell 75
+# cell 76
 def subterms(root):
     """The terms under root, in printing order."""
     return (n for n in walk(root) if isinstance(n, Term))
@@ -829,7 +853,7 @@ def size(root) -> int:
     """The number of nodes (terms, primitives, definitions) under root."""
     return sum(1 for _ in walk(root))
 
-# cell 79
+# cell 80
 def free_variables(root) -> list:
     """The variables occurring under root and bound outside it (globals included), in order of
     first occurrence."""
@@ -867,7 +891,7 @@ def has_effect(prim: Prim) -> bool:
 
 # --- Change ------------------------------------------------------------
 
-# cell 83
+# cell 84
 class ChangeError(Exception):
     """A change that would break the representation's invariants."""
 
@@ -890,7 +914,7 @@ def delete(node) -> None:
             if o.next is not None:
                 _forget(o)
 
-# cell 85
+# cell 86
 def substitute(x: Var, y: Var) -> None:
     """Make every occurrence of x an occurrence of y, in constant time."""
     if x is y:
@@ -913,7 +937,7 @@ def substitute(x: Var, y: Var) -> None:
     y.count += x.count
     x.count = 0
 
-# cell 89
+# cell 90
 def take(part: Term) -> Term:
     """Detach a term from its place, leaving a hole there; return it."""
     parent, f = _slot(part)
@@ -942,7 +966,7 @@ def move(part: Term, dest: Term) -> Term:
         n = n.enclosing
     return replace(dest, take(part))
 
-# cell 93
+# cell 94
 def delete_binding(t: Term) -> Term:
     """Remove an unused LetPrim or LetCont (its body takes its place); return the body."""
     if type(t) is LetPrim:
@@ -965,7 +989,7 @@ def delete_binding(t: Term) -> Term:
         delete(dead)
     return body
 
-# cell 97
+# cell 98
 def redirect(o: Occ, y: Var) -> Occ:
     """Make the single occurrence o an occurrence of y (a new occurrence takes its place)."""
     node = o.enclosing
@@ -995,7 +1019,7 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
 
 # --- Parse -------------------------------------------------------------
 
-# cell 101
+# cell 102
 from lcompiler.errors import CompileError, Source, Span
 from lcompiler.support import recursion_limit, NESTING_LIMIT, collector_paused
 
@@ -1039,7 +1063,7 @@ class Parser:
         tokens.append(("eof", "", len(text)))
         return tokens
 
-    # cell 105: Parse
+    # cell 106: Parse
     def error_at(self, offset: int, message: str, length: int = 1) -> CompileError:
         end = min(offset + length, len(self.source.text))
         return CompileError(message, Span(self.source, offset, max(end, offset)))
@@ -1091,7 +1115,7 @@ class Parser:
         self.i += 1
         return text, offset
 
-    # cell 109: Parse
+    # cell 110: Parse
     @staticmethod
     def hint(name: str) -> str:
         base, sep, number = name.rpartition("_")
@@ -1150,7 +1174,7 @@ class Parser:
             raise self.error_at(at, f"the location {line}:{col} is outside the L source")
         return Span(self.l_source, starts[line - 1] + col - 1, starts[line - 1] + col)
 
-    # cell 113: Parse
+    # cell 114: Parse
     def block(self) -> Term:
         self.expect("{")
         self.newlines()
@@ -1200,7 +1224,7 @@ class Parser:
         self.vars[name] = var
         (self.conts if var.is_cont else self.scope).add(var)
 
-    # cell 115: Parse
+    # cell 116: Parse
     def last(self) -> Term:
         if self.accept("call"):
             kind = "direct" if self.accept("direct") else "closure"
@@ -1242,7 +1266,7 @@ class Parser:
             return apply_cont(k, *args)
         raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
 
-    # cell 117: Parse
+    # cell 118: Parse
     def prim(self) -> Prim:
         if self.peek(kind="int") or (self.peek("-") and self.tokens[self.i + 1][0] == "int"):
             return const(self.integer())
@@ -1305,7 +1329,7 @@ class Parser:
         """The continuation a primitive's failure raises to: ` / h`, or nothing."""
         return self.use(cont=True) if self.accept("/") else None
 
-    # cell 119: Parse
+    # cell 120: Parse
     def function(self) -> Lambda:
         kind = "direct" if self.accept("direct") else "closure"
         name, offset = self.name("the function's return continuation")
@@ -1324,7 +1348,7 @@ class Parser:
         self.conts = saved
         return f
 
-    # cell 121: Parse
+    # cell 122: Parse
     def program(self) -> Program:
         self.newlines(False)
         self.declare_globals()
@@ -1364,7 +1388,7 @@ class Parser:
                 v = self.vars[name] = self.globals[name] = Var(self.hint(name))
                 self.scope.add(v)
 
-# cell 123
+# cell 124
 def parse(text: str, name: str = "<cps>", source: Source = None) -> Program:
     """Read a program printed by show(); source is the L program its @line:col refer to."""
     p = Parser(Source(name, text), source)
@@ -1388,7 +1412,7 @@ def parse_term(text: str, name: str = "<cps>", source: Source = None) -> Term:
 
 # --- Check -------------------------------------------------------------
 
-# cell 127
+# cell 128
 class CheckError(Exception):
     """A broken invariant of a CPS term."""
 
@@ -1417,7 +1441,7 @@ class Checker:
         self.bound[var] = function
         self.scope.add(var)
 
-    # cell 129: Check
+    # cell 130: Check
     def occurrence(self, node, o, cont: bool, function) -> None:
         if not isinstance(o, Occ) or o.is_cont != cont:
             self.fail(node, f"a {'continuation' if cont else 'variable'} occurrence was expected, not {o!r}")
@@ -1443,7 +1467,7 @@ class Checker:
         if expected != n:
             self.fail(node, f"{self.name(k)} expects {expected} argument(s), and is given {n}")
 
-    # cell 131: Check
+    # cell 132: Check
     def where(self, node) -> str:
         """The chain of enclosing definitions, functions and handlers of a node, for a message."""
         parts, prev, steps = [], None, 0
@@ -1458,7 +1482,7 @@ class Checker:
             prev, node, steps = node, getattr(node, "enclosing", None), steps + 1
         return ", ".join(reversed(parts))
 
-    # cell 133: Check
+    # cell 134: Check
     def program(self, prog: Program) -> None:
         u = prog.uncaught
         if not isinstance(u, ContVar) or type(u.binder) is not Program:
@@ -1495,7 +1519,7 @@ class Checker:
         else:
             self.visit(d.body, d, None)
 
-    # cell 135: Check
+    # cell 136: Check
     def visit(self, root, parent, function) -> None:
         work = [("node", root, parent, function)]
         while work:
@@ -1542,7 +1566,7 @@ class Checker:
             else:
                 self.leaf(node, function)
 
-    # cell 137: Check
+    # cell 138: Check
     def term_field(self, node, field: str) -> None:
         part = getattr(node, field)
         if part is not None and not isinstance(part, Term):
@@ -1582,7 +1606,7 @@ class Checker:
             for k in conts:
                 self.arity(node, k.var, 0)
 
-    # cell 139: Check
+    # cell 140: Check
     def links(self) -> None:
         """Rings and counts agree with the occurrences met."""
         for var in self.bound:
@@ -1599,7 +1623,7 @@ class Checker:
             if n != met:
                 self.fail(var.binder, f"the ring of {self.name(var)} misses occurrences")
 
-# cell 139
+# cell 140
 def _uncaught_of(root) -> ContVar:
     """The uncaught continuation a definition or term outside its program raises to (or a new one)."""
     for v in free_variables(root):
@@ -1625,7 +1649,7 @@ def check(root, closed: bool = False) -> None:
 
 # --- Interpret ---------------------------------------------------------
 
-# cell 143
+# cell 144
 import sys
 from lcompiler.errors import RunError
 from lcompiler.primitives import wrap
@@ -1665,7 +1689,7 @@ class Raised(Exception):
     def __init__(self, cont: Continuation, value):
         self.cont, self.value = cont, value
 
-# cell 145
+# cell 146
 class Stop(Exception):
     """A runtime error at a location of a parsed CPS text, which has no L source to show."""
 
@@ -1696,7 +1720,7 @@ def show_value(v, nested: bool = False) -> str:
         return "<function>"
     raise TypeError(f"not an L value: {v!r}")
 
-# cell 149
+# cell 150
 class Interpreter:
     def __init__(self, out=None, stack_limit: int = STACK_LIMIT, externals=None):
         self.out = sys.stdout if out is None else out
@@ -1728,7 +1752,7 @@ class Interpreter:
             return read_global
         return lambda env: env[v]
 
-    # cell 151: Interpret
+    # cell 152: Interpret
     def prim(self, p):
         t = type(p)
         if t is Const:
@@ -1754,7 +1778,7 @@ class Interpreter:
             return self.function(p)
         return self.primitive(p)
 
-    # cell 153: Interpret
+    # cell 154: Interpret
     def primitive(self, p):
         """A primitive that is not a value: a read, an operation, or an effect."""
         t = type(p)
@@ -1790,7 +1814,7 @@ class Interpreter:
             return failure
         raise TypeError(f"not a primitive: {p!r}")
 
-    # cell 155: Interpret
+    # cell 156: Interpret
     def raise_predefined(self, env, h, text: str, loc, message: str = None):
         """A primitive fails: stop with the runtime error text at loc if h is missing or is uncaught,
         else record the raise site and raise the predefined exception to h."""
@@ -1822,7 +1846,7 @@ class Interpreter:
             return lambda env: wrap(f(ga(env), gb(env)))
         return lambda env: f(ga(env), gb(env))
 
-    # cell 159: Interpret
+    # cell 160: Interpret
     def block(self, term):
         steps = []
         while type(term) in (LetPrim, LetCont):
@@ -1854,7 +1878,7 @@ class Interpreter:
         params, cont, exn = lam_.params, lam_.cont, lam_.exn
         return lambda env: Function(body, params, cont, exn, {v: env[v] for v in free})
 
-    # cell 161: Interpret
+    # cell 162: Interpret
     def terminator(self, t):
         if type(t) is ApplyCont and t.raises:
             k, g, loc = t.cont.var, self.get(t.args[0]), t.loc
@@ -1891,7 +1915,7 @@ class Interpreter:
             return lambda env: (None, g(env))
         raise TypeError(f"not a term: {t!r}")
 
-    # cell 163: Interpret
+    # cell 164: Interpret
     def call(self, t: Apply):
         gf, gets, k, h, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.exn.var, t.loc
         tail = type(k.binder) is Lambda and k.binder.cont is k and k.binder.exn is h   # both its own
@@ -1915,7 +1939,7 @@ class Interpreter:
             return f.code, new
         return call
 
-    # cell 165: Interpret
+    # cell 166: Interpret
     def run(self, prog: Program) -> dict:
         with recursion_limit(NESTING_LIMIT):
             code = [(d, self.prim(d.value) if d.value is not None else self.block(d.body))
@@ -1949,7 +1973,7 @@ class Interpreter:
                 c.env[c.params[0]] = r.value
                 code, env = c.code, c.env
 
-# cell 165
+# cell 166
 def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
     """Run a program: its output goes to out (stdout); returns the globals' values.
     A runtime error is a RunError (or Stop, for a parsed text without its L source)."""
@@ -1970,7 +1994,7 @@ def evaluate(term: Term, out=None):
 
 # --- A picture of a term -----------------------------------------------
 
-# cell 169
+# cell 170
 from html import escape as _escape
 
 _HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|fun)\b|\w+ = (fun)\b)")
@@ -2009,7 +2033,7 @@ def _jumps(lines: list, heads: dict) -> list:
                 arrows.append((i, *heads[name], len(line)))
     return arrows
 
-# cell 173
+# cell 174
 def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = None) -> str:
     """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows.
     marks: {variable: colour} for names to colour; title: a description, and a white card."""
@@ -2056,7 +2080,7 @@ def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = N
     out.append("</svg>")
     return "\n".join(out)
 
-# cell 175
+# cell 176
 _SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)"[^>]*?\bheight="([\d.]+)"')
 
 

@@ -9,6 +9,23 @@ where the translation of an expression is handed "what to do with its
 value", so that no administrative redex is ever built and a continuation
 is bound by `cont` only where two branches would otherwise each get a copy
 of it.
+
+What this chapter promises:
+
+In the module `lcompiler.cps_convert`:
+
+- `convert(program)` returns a CPS `Program` that means what the L
+  program means: run by chapter 6's interpreter, it prints the same output
+  and stops with the same runtime error, at the same place, as chapter 4b's
+  reference interpreter. The result passes `check`.
+- A call in tail position is an `Apply` to the enclosing function's return
+  continuation; `if`, `match`, `&&` and `||` make a join point only when
+  their context is not already a continuation variable; `while` is a
+  recursive continuation; a `var` that no function captures lives in
+  continuation parameters, a captured one in a heap cell.
+- Every CPS variable bound for an L value carries that value's type
+  (`var.type`), for the back end's choice of representation.
+- `lc show cps FILE.l` prints the result.
 """
 
 __all__ = [
@@ -28,7 +45,7 @@ __all__ = [
 
 # --- Contexts: what to do with a value ---------------------------------
 
-# cell 4
+# cell 5
 from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
@@ -87,7 +104,7 @@ class Scope:
 
 # --- Mutable variables: continuation parameters or cells ---------------
 
-# cell 7
+# cell 8
 def _children(e) -> list:
     """The core sub-expressions of e, in evaluation order."""
     t = type(e)
@@ -117,7 +134,7 @@ def _children(e) -> list:
         return [e.cond]
     return []
 
-# cell 9
+# cell 10
 class Analysis:
     """Which vars are captured by a function; which names each if/match/while assigns;
     which non-function definitions are read inside functions."""
@@ -170,7 +187,7 @@ class Analysis:
 
 # --- The rules ---------------------------------------------------------
 
-# cell 13
+# cell 14
 UNIT = ()
 
 
@@ -226,7 +243,7 @@ class Converter:
         return let_cont(handler, lambda j: build(Return(j, carried)),
                         ["r"] + [r.name for r in carried], hint)
 
-    # cell 15: The rules
+    # cell 16: The rules
     def expr(self, e, env, store, ctx, hint: str = None):
         t = type(e)
         if t is c.Lit:
@@ -279,14 +296,14 @@ class Converter:
                            lambda: self.unit(e.type, lambda u: give(ctx, u, st)), self.exn)))
         raise TypeError(f"not a core expression: {e!r}")
 
-    # cell 17: The rules
+    # cell 18: The rules
     def guard(self, cond: Var, message: str, span, rest, exn=None):
         """If cond is true continue with rest(), else fail with message at span (raising to exn)."""
         return let_cont(lambda ok: rest(), lambda ok:
             let_cont(lambda bad: let_prim(fail(message, loc=span, exn=exn), lambda u: apply_cont(ok), "u"),
                      lambda bad: case(cond, {0: bad, 1: ok}), 0, "bad"), 0, "ok")
 
-    # cell 19: The rules
+    # cell 20: The rules
     def variable(self, e: c.Var, env, store, ctx):
         if e.kind == "builtin":
             return self.let(const(c.BUILTIN_VALUES[e.name]), e.name, e.type, lambda x: give(ctx, x, store))
@@ -327,7 +344,7 @@ class Converter:
         self.depth -= 1
         return f
 
-    # cell 21: The rules
+    # cell 22: The rules
     def branches(self, e: c.If, cond: Var, env, store, ctx):
         return let_cont(lambda kt: self.expr(e.then, env, store, ctx),
             lambda kt: let_cont(lambda ke: self.expr(e.orelse, env, store, ctx),
@@ -370,7 +387,7 @@ class Converter:
         inner[scope.var] = x
         return self.unit(e.type, lambda u: give(ctx, u, inner))
 
-    # cell 23: Pattern matching
+    # cell 24: Pattern matching
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
         """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
@@ -402,7 +419,7 @@ class Converter:
             return self.constructors[p.name][1] == 1 and all(self.irrefutable(q) for q in p.args or [])
         return False
 
-    # cell 25: Pattern matching
+    # cell 26: Pattern matching
     def pattern(self, p, x: Var, fail_k, env, success):
         """Test x against p; jump to fail_k if it does not match, else success(env with p's variables)."""
         t = type(p)
@@ -434,7 +451,7 @@ class Converter:
         hint = p.name if type(p) is PVar else "y"
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
 
-    # cell 27: Programs
+    # cell 28: Programs
     def program(self, program: c.Program) -> Program:
         out = Program()
         self.exn = out.uncaught                 # the top level raises to the program's uncaught
@@ -469,7 +486,7 @@ class Converter:
 
 # --- Programs ----------------------------------------------------------
 
-# cell 27
+# cell 28
 NESTING = 1_000_000      # Python frames the higher-order translation may nest
 
 
@@ -481,7 +498,7 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
 
 # --- Showing the CPS from the command line -----------------------------
 
-# cell 57
+# cell 58
 from lcompiler import cps, pipeline
 from lcompiler.mono import exceptions_not_compiled
 

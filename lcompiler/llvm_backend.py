@@ -9,6 +9,26 @@ assignment (SSA) language that LLVM optimises and compiles to machine code
 the code calls it for printing, runtime errors, allocation when its
 inline allocator runs out of room, and the garbage collector, and the
 runtime catches a stack that overflows.
+
+What this chapter promises:
+
+In the module `lcompiler.llvm_backend`:
+
+- `to_llvm(source)` compiles a well-typed L program to an LLVM module (an
+  `llvmlite.ir.Module`) that passes LLVM's verifier; `optimise(module)`
+  runs LLVM's O2 pipeline through llvmlite's pass builder and verifies the
+  result again;
+- the module's `main` runs the program on the runtime of chapter 10b: it
+  prints what chapter 4b's reference interpreter prints, and stops with the
+  same rendered runtime error and exit status 2 where the interpreter does;
+- every call in tail position is a real tail call (constant stack); with
+  the runtime's collector, which reads the layouts that this chapter
+  writes into every block, a program that allocates without end in a loop
+  runs in bounded memory; and with its signal handler, which reads the
+  table of call sites that this chapter makes, a recursion that exhausts
+  the stack is a runtime error, not a crash;
+- `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
+  llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 """
 
 __all__ = [
@@ -55,7 +75,7 @@ __all__ = [
 
 # --- Control-flow graphs -----------------------------------------------
 
-# cell 6
+# cell 7
 import re
 from dataclasses import dataclass
 from html import escape as _escape
@@ -99,7 +119,7 @@ class FlowGraph:
             parts.append(f"block {label}, {len(code)} instruction{'s' if len(code) != 1 else ''}, {goes}")
         return f"{self.title}: " + "; ".join(parts)
 
-    # cell 8: Control-flow graphs
+    # cell 9: Control-flow graphs
     def svg(self, width_chars: int = 0) -> str:
         ch, lh, left = 7.2, 17, 8                       # character width, line height, margin
         rows, heads, ends = [], {}, []                  # text lines; block -> row of its label; branch rows
@@ -143,7 +163,7 @@ class FlowGraph:
 
 # --- Data: one word per value ------------------------------------------
 
-# cell 13
+# cell 14
 import llvmlite.ir as ir
 
 from lcompiler import cps, types
@@ -154,7 +174,7 @@ from lcompiler.types import TCon, show_type
 
 # --- The back end, from the top ----------------------------------------
 
-# cell 15
+# cell 16
 I64, I32, I8 = ir.IntType(64), ir.IntType(32), ir.IntType(8)
 I8P, VOID = I8.as_pointer(), ir.VoidType()
 WORD = 8                       # bytes per word
@@ -185,7 +205,7 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
     return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
 
-# cell 19
+# cell 20
 LINKAGE = "linkonce_odr"            # not internal: see above
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
@@ -208,7 +228,7 @@ def written(var) -> bool:
     """Is var the target of a `x[i] := y` somewhere?"""
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
 
-# cell 21
+# cell 22
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
 
@@ -231,7 +251,7 @@ class Backend:
         self.name = printer.name
         self.declare()
 
-    # cell 23: The back end, from the top
+    # cell 24: The back end, from the top
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -259,7 +279,7 @@ class Backend:
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
-    # cell 25: The back end, from the top
+    # cell 26: The back end, from the top
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -302,7 +322,7 @@ class Backend:
     def slot(self, b: ir.IRBuilder, var) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.slots[var])])
 
-    # cell 27: Terms: blocks, φ-nodes, calls
+    # cell 28: Terms: blocks, φ-nodes, calls
     def body(self, f: ir.Function, term, values: dict, ret, params: list = (), me=None):
         """Translate term into the blocks of f; ret is f's return continuation (None: a definition).
 
@@ -355,7 +375,7 @@ class Backend:
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
-    # cell 29: Terms: blocks, φ-nodes, calls
+    # cell 30: Terms: blocks, φ-nodes, calls
     def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
         """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
         f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
@@ -367,7 +387,7 @@ class Backend:
         blocks[me] = (recur, phis)
         return recur, list(phis)
 
-    # cell 31: Terms: blocks, φ-nodes, calls
+    # cell 32: Terms: blocks, φ-nodes, calls
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -392,7 +412,7 @@ class Backend:
         else:
             raise TypeError(f"not a term: {t!r}")
 
-    # cell 33: Terms: blocks, φ-nodes, calls
+    # cell 34: Terms: blocks, φ-nodes, calls
     def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
         args = [w for o in t.args for w in self.words(b, o, values)]
         tail = t.cont.var is ret and t.exn.var is ret.binder.exn   # both continuations the function's own
@@ -414,7 +434,7 @@ class Backend:
         else:
             self.goto(b, t.cont.var, [result], blocks)
 
-    # cell 35: Terms: blocks, φ-nodes, calls
+    # cell 36: Terms: blocks, φ-nodes, calls
     def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
         x = self.value(b, t.scrutinee, values)
         if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
@@ -434,7 +454,7 @@ class Backend:
         for n, k in t.arms:
             switch.add_case(word(n), blocks[k.var][0])
 
-    # cell 46: Primitives, and allocation inline
+    # cell 47: Primitives, and allocation inline
     def field(self, b: ir.IRBuilder, block: ir.Value, i: int) -> ir.Value:
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
@@ -460,7 +480,7 @@ class Backend:
         b.ret(hp)
         return f
 
-    # cell 48: A slow path that saves every register
+    # cell 49: A slow path that saves every register
     def slow_path(self) -> ir.Function:
         """lc_alloc_slow_saving(words), made once per module: lc_alloc_slow, called with every
         register but r11 kept (LLVM's preserve_mostcc), so that its callers need not save any."""
@@ -475,7 +495,7 @@ class Backend:
         b.ret(b.call(self.rt["lc_alloc_slow"], [f.args[0]]))
         return f
 
-    # cell 53: A slow path that saves every register
+    # cell 54: A slow path that saves every register
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -489,7 +509,7 @@ class Backend:
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
-    # cell 55: A slow path that saves every register
+    # cell 56: A slow path that saves every register
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -507,7 +527,7 @@ class Backend:
         b.ret_void()
         return f
 
-    # cell 57: A slow path that saves every register
+    # cell 58: A slow path that saves every register
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -531,7 +551,7 @@ class Backend:
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
-    # cell 59: A slow path that saves every register
+    # cell 60: A slow path that saves every register
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -571,7 +591,7 @@ class Backend:
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
-    # cell 61: A slow path that saves every register
+    # cell 62: A slow path that saves every register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         failure = PRIMITIVES[p.op].fails
         if failure:
@@ -581,7 +601,7 @@ class Backend:
                     b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
-    # cell 65: Arguments in registers: flattening tuples
+    # cell 66: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
                 and only_taken_apart(var))
@@ -603,7 +623,7 @@ class Backend:
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
 
-    # cell 70: Runtime errors, rendered by the compiler
+    # cell 71: Runtime errors, rendered by the compiler
     def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
         text = render(RunError(p.message, p.loc))
         if not args:
@@ -614,7 +634,7 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 72: Printing, directed by types
+    # cell 73: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -654,7 +674,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 74: Printing, directed by types
+    # cell 75: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -674,7 +694,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 76: Where a stack overflow happened: call sites
+    # cell 77: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
@@ -709,7 +729,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 78: The whole module
+    # cell 79: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -761,7 +781,7 @@ class Backend:
 
 # --- Tail calls: three kinds, three translations -----------------------
 
-# cell 37
+# cell 38
 def tail_calls(var, lam: cps.Lambda):
     """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
     for node in cps.walk(lam.body):
@@ -805,7 +825,7 @@ def short_tail_chains(program: cps.Program) -> set:
 
 # --- Registers and the conservative collector --------------------------
 
-# cell 41
+# cell 42
 def saves_no_registers(f: ir.Function) -> None:
     """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
     set.add(f.attributes, '"no_callee_saved_registers"')
@@ -813,10 +833,10 @@ def saves_no_registers(f: ir.Function) -> None:
 
 # --- A slow path that saves every register -----------------------------
 
-# cell 48
+# cell 49
 SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
 
-# cell 61
+# cell 62
 from lcompiler.primitives import PRIMITIVES
 
 
@@ -861,7 +881,7 @@ LOWERING = {
 
 # --- Arguments in registers: flattening tuples -------------------------
 
-# cell 63
+# cell 64
 class Fields(list):
     """The components of a tuple the back end keeps in registers instead of allocating it."""
 
@@ -883,7 +903,7 @@ def only_taken_apart(var) -> bool:
 
 # --- Runtime errors, rendered by the compiler --------------------------
 
-# cell 70
+# cell 71
 OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
 
 
@@ -893,13 +913,13 @@ def render(error: RunError) -> str:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 76
+# cell 77
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
 
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 80
+# cell 81
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -934,7 +954,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 82
+# cell 83
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -965,7 +985,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else lines[at] - 1
     return sites
 
-# cell 84
+# cell 85
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -998,7 +1018,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 94
+# cell 95
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:

@@ -10,6 +10,22 @@ cannot go wrong for a reason of types when it runs: no `1 + true`, no call
 of a number, no `match` of a list against a tuple pattern. The back end will
 also read the types it records on every node to choose how to represent
 values in memory.
+
+What this chapter promises:
+
+- `infer_program(core)` checks a resolved core program (chapter 4b), records
+  on every expression and pattern node its type (in the field `type`), and
+  returns the *type scheme* of every top-level definition — or raises a
+  `CompileError` with the type errors of the program, one per ill-typed
+  definition or statement, each saying what type was expected and what
+  type was found, in L's syntax, and pointing with a note at where the
+  expected type came from.
+- `show_type` prints a type or scheme as L would write it: `List<a> -> Int`.
+- `lc show types FILE.l` prints every definition with its scheme, and
+  `lc run` now refuses an ill-typed program before running anything.
+- `raise(e)` needs an `e` of type `Exn` and has any type; a `try`'s block
+  and clauses have one type, its clauses' patterns the type `Exn`; `==` on
+  `Exn` is a type error, as on any data type.
 """
 
 __all__ = [
@@ -42,7 +58,7 @@ __all__ = [
 
 # --- What the types of L are -------------------------------------------
 
-# cell 4
+# cell 5
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, is_dataclass
 
@@ -92,7 +108,7 @@ def tuple_of(items) -> TCon:
 
 # --- Unification on union-find -----------------------------------------
 
-# cell 6
+# cell 7
 class Mismatch(Exception):
     """Two types that cannot be made equal (occurs: one would contain the other)."""
 
@@ -118,7 +134,7 @@ class Inference:
                 return known
         return t
 
-    # cell 8: Unification on union-find
+    # cell 9: Unification on union-find
     def unify(self, a, b) -> None:
         """Make two types equal, or raise Mismatch."""
         pairs = [(a, b)]
@@ -139,7 +155,7 @@ class Inference:
             else:
                 pairs.extend(zip(a.args, b.args))
 
-    # cell 10: Unification on union-find
+    # cell 11: Unification on union-find
     def bind(self, v: TVar, t: TCon) -> None:
         """Make the unknown v stand for t: the occurs check, and the levels."""
         p = self.uf.find(v)
@@ -157,7 +173,7 @@ class Inference:
                 todo.extend(x.args)
         self.uf.set_description(p, t)
 
-    # cell 12: Unification on union-find
+    # cell 13: Unification on union-find
     def generalize(self, t) -> None:
         """Quantify the unknown variables of t born deeper than the current level."""
         todo = [t]
@@ -200,7 +216,7 @@ class Inference:
             return TCon(x.name, tuple(copy(a) for a in x.args)) if x.args else x
         return copy(t)
 
-    # cell 16: Errors a programmer can act on
+    # cell 17: Errors a programmer can act on
     def unify_at(self, expected, found, span: Span, context: str = "", origin: tuple | None = None) -> None:
         """Make found (the type of the code at span) equal to expected; origin: (what, where, its type),
         the code the expected type comes from, shown in a note."""
@@ -220,7 +236,7 @@ class Inference:
                 notes.append(Note(f"{what} has type {namer.show(whole)}", where))
             raise CompileError(message, span, notes) from None
 
-    # cell 18: Inferring expressions
+    # cell 19: Inferring expressions
     globals: dict
     constructors: dict          # name -> (result type, field types), with generic parameters
     declarations: dict          # constructor name -> its span in its data declaration, for notes
@@ -240,7 +256,7 @@ class Inference:
         e.type = t
         return t
 
-    # cell 20: Inferring expressions
+    # cell 21: Inferring expressions
     def _infer(self, e, env: dict):
         match e:
             case c.Lit():
@@ -269,7 +285,7 @@ class Inference:
                 return self.exceptions(e, env)
         raise TypeError(f"not a core expression: {e!r}")
 
-    # cell 24: Literals, variables, tuples
+    # cell 25: Literals, variables, tuples
     def literal(self, e: c.Lit):
         value = e.value
         return (BOOL if type(value) is bool else INT if type(value) is int
@@ -281,7 +297,7 @@ class Inference:
         t, generic = env[v.name] if v.kind in ("local", "mutable") else self.globals[v.name]
         return self.instantiate(t) if generic else t
 
-    # cell 27: Operators
+    # cell 28: Operators
     pending_equalities: list     # (type, span) of the operands of == and != (''a), checked at generalisation
 
     def primitive(self, op: str, args: list, env: dict):
@@ -303,7 +319,7 @@ class Inference:
             return BASE_TYPES[result]
         return variables[result][0] if result in variables else self.fresh()
 
-    # cell 30: Conditionals
+    # cell 31: Conditionals
     def conditional(self, e: c.If, env: dict):
         self.check(e.cond, BOOL, env)
         if e.form == "if without else":
@@ -322,7 +338,7 @@ class Inference:
         self.check(e.orelse, t, env, origin=("the then branch", e.then.span, t))
         return t
 
-    # cell 33: Patterns and match
+    # cell 34: Patterns and match
     def pattern(self, p, expected, bound: dict, origin: tuple | None = None) -> dict:
         """Check a pattern against the type of the value it matches; add its variables to bound."""
         p.type = expected
@@ -351,7 +367,7 @@ class Inference:
                 raise TypeError(f"not a pattern: {p!r}")
         return bound
 
-    # cell 34: Patterns and match
+    # cell 35: Patterns and match
     def match(self, scrutinee, clauses: list, env: dict):
         t = self.infer(scrutinee, env)
         origin = ("the value matched", scrutinee.span, t)
@@ -367,12 +383,12 @@ class Inference:
                 self.check(body, result, {**env, **bound}, origin=("the first clause", first.span, result))
         return result
 
-    # cell 37: Functions and calls
+    # cell 38: Functions and calls
     def function(self, param: str, body, env: dict):
         v = self.fresh()
         return fn(v, self.infer(body, {**env, param: (v, False)}))
 
-    # cell 40: Functions and calls
+    # cell 41: Functions and calls
     def application(self, callee, arg, env: dict):
         f = self.shallow(self.infer(callee, env))
         if type(f) is TVar:
@@ -395,7 +411,7 @@ class Inference:
             self.check(arg, param, env, f"the argument of {name}", origin)
         return result
 
-    # cell 50: Statements: var, :=, while, sequences, print, assert
+    # cell 51: Statements: var, :=, while, sequences, print, assert
     def statement(self, e, env: dict):
         match e:
             case c.LetVar(name, value, body):
@@ -421,7 +437,7 @@ class Inference:
                 return UNIT
         raise TypeError(f"not a core statement: {e!r}")
 
-    # cell 53: Exceptions: raise and try
+    # cell 54: Exceptions: raise and try
     def exceptions(self, e, env: dict):
         match e:
             case c.Raise(arg):
@@ -435,7 +451,7 @@ class Inference:
                 return t
         raise TypeError(f"not an exception form: {e!r}")
 
-    # cell 55: Let, generalisation, and the value restriction
+    # cell 56: Let, generalisation, and the value restriction
     def let_bound(self, value, env: dict) -> tuple:
         if not is_value(value):
             return self.infer(value, env), False
@@ -462,7 +478,7 @@ class Inference:
                                    "(only those can be compared with == and !=)", span)
         self.pending_equalities = waiting
 
-    # cell 59: Data declarations
+    # cell 60: Data declarations
     def declare_data(self, declarations: list) -> None:
         arities = {name: 0 for name in BASE_TYPES}
         for d in declarations:
@@ -513,7 +529,7 @@ class Inference:
         both = self.instantiate(TCon("", (result,) + field_types))
         return both.args[0], both.args[1:]
 
-    # cell 61: Data declarations
+    # cell 62: Data declarations
     def construction(self, name: str, args: list, env: dict):
         result, field_types = self.instantiate_constructor(name)
         origin = (name, self.declarations[name], fn(tuple_of(field_types) if len(args) > 1
@@ -523,7 +539,7 @@ class Inference:
                        origin)
         return result
 
-    # cell 70: The top level: strongly connected components
+    # cell 71: The top level: strongly connected components
     def program(self, program: c.Program) -> dict:
         self.declare_data([i for i in program.items if isinstance(i, s.Data)])
         self.globals, self.pending_equalities, errors = {}, [], []
@@ -555,7 +571,7 @@ class Inference:
         raise_errors(errors)
         return {name: t for name, (t, _) in self.globals.items()}
 
-    # cell 72: The top level: strongly connected components
+    # cell 73: The top level: strongly connected components
     def component(self, group: list) -> None:
         """Infer a group of definitions that refer to each other; generalise them if they are values."""
         self.level += 1
@@ -587,7 +603,7 @@ class Inference:
             del self.pending_equalities[pending:]
             raise
 
-    # cell 77: After inference: plain types for the later stages
+    # cell 78: After inference: plain types for the later stages
     def resolve(self, t, cache: dict):
         x = self.shallow(t)
         if type(x) is TVar:
@@ -626,7 +642,7 @@ class Inference:
 
 # --- Types in L's syntax -----------------------------------------------
 
-# cell 14
+# cell 15
 class Namer:
     """Names the type variables of the types it prints, in order of appearance."""
 
@@ -659,7 +675,7 @@ class Namer:
 
 # --- Inferring expressions ---------------------------------------------
 
-# cell 18
+# cell 19
 def is_value(e) -> bool:
     """A syntactic value: the right-hand sides that may be generalised."""
     match e:
@@ -676,7 +692,7 @@ def _callee(fn) -> str:
 
 # --- Operators ---------------------------------------------------------
 
-# cell 27
+# cell 28
 from lcompiler.primitives import COMPARABLE, PRIMITIVES
 
 OPERANDS = {1: ("the operand",), 2: ("the left operand", "the right operand")}
@@ -684,13 +700,13 @@ OPERANDS = {1: ("the operand",), 2: ("the left operand", "the right operand")}
 
 # --- Exceptions: raise and try -----------------------------------------
 
-# cell 53
+# cell 54
 EXN = TCon("Exn")
 
 
 # --- The top level: strongly connected components ----------------------
 
-# cell 64
+# cell 65
 _LOOK_INTO = {}     # a node class -> its fields that may hold nodes (asking dataclasses each time is slow)
 
 
@@ -724,7 +740,7 @@ def references(e) -> set:
                     todo.append(v)
     return found
 
-# cell 66
+# cell 67
 def strongly_connected(graph: dict) -> list[list]:
     """Tarjan's algorithm, iterative: the components of graph, dependencies first."""
     index, low, on_stack, stack, components = {}, {}, set(), [], []
@@ -764,7 +780,7 @@ def strongly_connected(graph: dict) -> list[list]:
 
 # --- After inference: plain types for the later stages -----------------
 
-# cell 74
+# cell 75
 @dataclass(frozen=True, slots=True)
 class TParam:
     """A type variable left open by inference: a parameter of a polymorphic type."""
@@ -803,7 +819,7 @@ def show_type(t, names: dict | None = None) -> str:
             return f"{name}<" + ", ".join(show_type(a, names) for a in args) + ">"
     raise TypeError(f"not a type: {t!r}")
 
-# cell 79
+# cell 80
 _PLANS = {}     # a class -> how resolve_all walks its objects (looking fields up is slow)
 
 
@@ -834,7 +850,7 @@ def infer_program(program: c.Program) -> Typing:
 
 # --- Inference at work -------------------------------------------------
 
-# cell 81
+# cell 82
 from lcompiler import pipeline
 from lcompiler.errors import Source
 from lcompiler.interp import Interpreter

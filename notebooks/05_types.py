@@ -41,8 +41,12 @@
 # ([chapter 10](10_llvm.ipynb)).
 #
 # </div>
-#
-# What this chapter promises:
+
+# %%
+#| default_exp types
+
+# %% [markdown]
+# ## What this chapter promises
 #
 # - `infer_program(core)` checks a resolved core program (chapter 4b), records
 #   on every expression and pattern node its type (in the field `type`), and
@@ -57,9 +61,6 @@
 # - `raise(e)` needs an `e` of type `Exn` and has any type; a `try`'s block
 #   and clauses have one type, its clauses' patterns the type `Exn`; `==` on
 #   `Exn` is a type error, as on any data type.
-
-# %%
-#| default_exp types
 
 # %% [markdown]
 # ## What the types of L are

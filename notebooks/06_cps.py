@@ -42,8 +42,14 @@
 # change them in place, [chapter 10](10_llvm.ipynb) compiles them to LLVM.
 #
 # </div>
+
+# %%
+#| default_exp cps
+
+# %% [markdown]
+# ## What this chapter promises
 #
-# What this chapter promises, in the module `lcompiler.cps`:
+# In the module `lcompiler.cps`:
 #
 # - **Representation.** Terms `LetPrim`, `LetCont`, `ApplyCont`, `Apply`,
 #   `Case`, `Halt`; values (constants, tuples, injections, lambdas,
@@ -64,9 +70,6 @@
 # - Everything is linear: no operation walks a term recursively on the
 #   Python stack, so a term of a million nodes is as easy as one of ten.
 #   `bench/cps_speed.py` measures it, at the end of the chapter.
-
-# %%
-#| default_exp cps
 
 # %% [markdown]
 # ## Why continuations, and why second-class ones

@@ -38,8 +38,14 @@
 # [chapter 9](09_shrink.ipynb) optimises them.
 #
 # </div>
+
+# %%
+#| default_exp cps_convert
+
+# %% [markdown]
+# ## What this chapter promises
 #
-# What this chapter promises, in the module `lcompiler.cps_convert`:
+# In the module `lcompiler.cps_convert`:
 #
 # - `convert(program)` returns a CPS `Program` that means what the L
 #   program means: run by chapter 6's interpreter, it prints the same output
@@ -53,9 +59,6 @@
 # - Every CPS variable bound for an L value carries that value's type
 #   (`var.type`), for the back end's choice of representation.
 # - `lc show cps FILE.l` prints the result.
-
-# %%
-#| default_exp cps_convert
 
 # %% [markdown]
 # ## Contexts: what to do with a value

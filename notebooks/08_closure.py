@@ -34,8 +34,14 @@
 # end (after [chapter 9](09_shrink.ipynb)'s last shrinking).
 #
 # </div>
+
+# %%
+#| default_exp closure
+
+# %% [markdown]
+# ## What this chapter promises
 #
-# What this chapter promises, in the module `lcompiler.closure`:
+# In the module `lcompiler.closure`:
 #
 # - `closure_convert(program)` changes a CPS program in place so that
 #   `check(program, closed=True)` holds — no function has a free variable or a
@@ -48,9 +54,6 @@
 #   stays a plain (`direct`) function and its known calls are direct calls,
 #   with no closure built unless the function is also used as a value;
 # - `lc show closure FILE.l` prints the result.
-
-# %%
-#| default_exp closure
 
 # %% [markdown]
 # ## Closures, flat

@@ -22,24 +22,6 @@
 # inline allocator runs out of room, and the garbage collector, and the
 # runtime catches a stack that overflows.
 #
-# What this chapter promises, in the module `lcompiler.llvm_backend`:
-#
-# - `to_llvm(source)` compiles a well-typed L program to an LLVM module (an
-#   `llvmlite.ir.Module`) that passes LLVM's verifier; `optimise(module)`
-#   runs LLVM's O2 pipeline through llvmlite's pass builder and verifies the
-#   result again;
-# - the module's `main` runs the program on the runtime of chapter 10b: it
-#   prints what chapter 4b's reference interpreter prints, and stops with the
-#   same rendered runtime error and exit status 2 where the interpreter does;
-# - every call in tail position is a real tail call (constant stack); with
-#   the runtime's collector, which reads the layouts that this chapter
-#   writes into every block, a program that allocates without end in a loop
-#   runs in bounded memory; and with its signal handler, which reads the
-#   table of call sites that this chapter makes, a recursion that exhausts
-#   the stack is a runtime error, not a crash;
-# - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
-#   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
-#
 # [Chapter 10b](10b_runtime.ipynb) is the runtime, [chapter
 # 11](11_running.ipynb) runs these modules, in the JIT and as native
 # executables, and [chapter 12](12_measuring.ipynb) measures them.
@@ -66,6 +48,27 @@
 
 # %%
 #| default_exp llvm_backend
+
+# %% [markdown]
+# ## What this chapter promises
+#
+# In the module `lcompiler.llvm_backend`:
+#
+# - `to_llvm(source)` compiles a well-typed L program to an LLVM module (an
+#   `llvmlite.ir.Module`) that passes LLVM's verifier; `optimise(module)`
+#   runs LLVM's O2 pipeline through llvmlite's pass builder and verifies the
+#   result again;
+# - the module's `main` runs the program on the runtime of chapter 10b: it
+#   prints what chapter 4b's reference interpreter prints, and stops with the
+#   same rendered runtime error and exit status 2 where the interpreter does;
+# - every call in tail position is a real tail call (constant stack); with
+#   the runtime's collector, which reads the layouts that this chapter
+#   writes into every block, a program that allocates without end in a loop
+#   runs in bounded memory; and with its signal handler, which reads the
+#   table of call sites that this chapter makes, a recursion that exhausts
+#   the stack is a runtime error, not a crash;
+# - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
+#   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 
 # %% [markdown]
 # ## The mapping
