@@ -741,7 +741,7 @@ UINT64 = (1 << 64) - 1
 
 
 def env_size(name: str, fallback: int) -> int:
-    """A size from the environment as chapter 10's runtime reads it: bytes, with an optional K, M
+    """A size from the environment as chapter 10b's runtime reads it: bytes, with an optional K, M
     or G; anything it cannot read leaves the fallback."""
     text = os.environ.get(name)
     if not text or not "0" <= text[0] <= "9":

@@ -1561,22 +1561,28 @@ print(dump(parse_expression("""{
 # `n -> m -> n * m`.
 
 # %% [markdown]
-# Redefining `Parser` in a later cell, as a subclass of the earlier one, lets
-# the chapter present the parser a piece at a time; the package gets the same
-# code in the same order, so its final `Parser` is the complete one.
+# Reopening `Parser` in a later cell — `class Parser(Parser):`, a subclass of
+# the class of the cell before, under the same name — lets the chapter
+# present the parser a piece at a time, each piece run and tested as soon as
+# it is written. The package does not keep that chain: the exporter puts
+# every piece into one class body, so `lcompiler.syntax.Parser` is one class
+# whose methods are marked with the cells they come from.
 #
 # <div class="admonition note">
-# <p class="admonition-title">Design note: a subclass per cell, not one long class</p>
+# <p class="admonition-title">Design note: a class reopened over cells, one class in the package</p>
 #
 # The parser could have been one class in one cell, of several hundred
 # lines with a sentence before it; that is the cell this book tries not to
 # have. Or its methods could have been written as functions and attached to
 # the class afterwards (`Parser.braces = braces`, what nbdev's `@patch`
-# does). A subclass per cell keeps each piece an ordinary class body that
-# Python reads as written, and lets every cell run, and be tested, as soon
-# as it is defined. The cost is visible in the module: fourteen classes
-# named `Parser`, each the subclass of the one before, and a `Parser.__mro__`
-# fifteen long.
+# does), which Python reads as assignments, not as a class. Reopening the
+# class keeps each piece an ordinary class body, and the exporter
+# (`tools/literate.py`) assembles the pieces so that the module reads as
+# final code, not as the notebook's history: one `Parser`, with no chain of
+# fourteen classes of the same name behind it. The rule that makes both
+# readings run the same code — a reopening adds or replaces whole methods,
+# and never calls `super()` to reach an earlier piece — is [appendix
+# A](A_errors.ipynb)'s design note on classes reopened over cells.
 #
 # </div>
 #

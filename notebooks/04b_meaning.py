@@ -2848,7 +2848,7 @@ class Interpreter(Interpreter):
 # ### A heap of bounded size
 #
 # Memory is the other resource a program can exhaust. The compiled code has
-# a heap of bounded size: chapter 10's runtime reads its limit from the
+# a heap of bounded size: chapter 10b's runtime reads its limit from the
 # variable `LC_HEAP_LIMIT` when the program starts (bytes, or with `K`, `M`
 # or `G`; by default 1 GB, or a quarter of the machine's memory if that is
 # less), and when the live data fill fifteen sixteenths of it, the program
@@ -2926,7 +2926,7 @@ cons = Data("Cons", (1, Data("Nil", ())))
 print(f"Python: {sys.getsizeof(cons) + sys.getsizeof(cons.fields)} bytes; compiled: {(1 + len(cons.fields)) * 8} bytes")
 
 # %% [markdown]
-# First, the limit, read as chapter 10's C reads it: `env_size` follows
+# First, the limit, read as chapter 10b's C reads it: `env_size` follows
 # `strtoull` and the shifts of the C function of the same name (a size that
 # does not fit in 64 bits wraps, as it does in C), and `default_heap_limit`
 # is the C function's arithmetic.
@@ -2940,7 +2940,7 @@ UINT64 = (1 << 64) - 1
 
 
 def env_size(name: str, fallback: int) -> int:
-    """A size from the environment as chapter 10's runtime reads it: bytes, with an optional K, M
+    """A size from the environment as chapter 10b's runtime reads it: bytes, with an optional K, M
     or G; anything it cannot read leaves the fallback."""
     text = os.environ.get(name)
     if not text or not "0" <= text[0] <= "9":
@@ -2984,7 +2984,7 @@ print({text: read_setting(text) for text in ["64M", "8g", "1000", "2X", "x"]})
 
 # %% [markdown]
 # `64M` is 64 MiB, `8g` 8 GiB, `1000` a thousand bytes; `2X` and `x` cannot
-# be read, and leave the fallback. (The runtime of chapter 10 also
+# be read, and leave the fallback. (The runtime of chapter 10b also
 # raises a limit below twice its nursery plus a megabyte, 5 MiB by default,
 # to that: the interpreter has no nursery, and takes a small limit as it
 # is.)
@@ -3787,7 +3787,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   the program runs without it);
 # - a tail call costs at most six Python function calls, counted by
 #   Python's profiler hook (it cost twenty-one);
-# - `LC_HEAP_LIMIT` is read as chapter 10's C reads it: the C functions
+# - `LC_HEAP_LIMIT` is read as chapter 10b's C reads it: the C functions
 #   `env_size` and `default_heap_limit`, taken from the runtime's source
 #   and compiled with a C compiler, are the oracle, on fixed and random
 #   settings;

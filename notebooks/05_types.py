@@ -34,7 +34,7 @@
 #
 # **Builds:** the module `lcompiler.types`: `infer_program`, `Typing`,
 # `show_type`, and the pipeline's stage `types`
-# ([chapter 4a](04a_syntax.ipynb)'s `lcompiler.pipeline`), which
+# ([chapter 4](04_pipeline.ipynb)'s `lcompiler.pipeline`), which
 # `lc show types` prints; `lc run` now refuses an ill-typed program. The
 # types recorded on the nodes are read by monomorphisation
 # ([chapter 5b](05b_mono.ipynb)) and the back end
