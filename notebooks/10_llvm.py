@@ -1712,7 +1712,8 @@ class Backend(Backend):
 #    `apply` was called — exactly what the interpreter reports, and found by
 #    following `inlinedAt` from a line 0 to a line that is a call site. None
 #    of this becomes debugging information in the object file: the compile
-#    unit says `emissionKind: NoDebug`.
+#    unit says `emissionKind: NoDebug` (unless `lc build -g` asks for real
+#    lines: section "Debug information" near the end of the chapter).
 # 2. **After optimisation, each call that belongs to a call site gets a
 #    label on either side**, written as inline assembly (`771:` before,
 #    `772:` after, LLVM's local numeric labels), and the second one adds an
@@ -2405,11 +2406,11 @@ print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 # `DILocation` on each instruction. `DebugInfo` makes them, and the back
 # end calls it at four places: where it makes the compile unit
 # (`debug_info`), where it declares a function (`subprogram`), where a
-# node with a source location becomes instructions (`place`, from `chain`,
-# for a primitive that can fail and for a call), and where a call gets its
-# location (`locate`). `place` sets the `IRBuilder`'s `debug_metadata`, so
-# that every instruction it emits afterwards carries the location, until
-# the next located node. A call of an L function must have a location
+# term becomes instructions (`place`, from `chain`, for each primitive and
+# each jump), and where a call gets its location (`locate`). `place` sets
+# the `IRBuilder`'s `debug_metadata`, so that every instruction it emits
+# afterwards carries the location, until the next located node. A call of
+# an L function must have a location
 # (LLVM's verifier rejects "inlinable function call in a function with
 # debug info" without one), which `locate` gives it, tail call or not.
 #
@@ -2419,21 +2420,26 @@ print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 # alone; `call_sites` (above) reads it when it is there, and takes a
 # location whose line and column are a call site's for that call site. So
 # the table of call sites, and the messages of a stack overflow, are the
-# same with and without `-g`.
+# same with and without `-g`. One thing is added for chapter 10b's
+# backtraces: `main` passes, after the call sites' messages, the names of
+# the functions that hold them (`l_name`: `fib` for `fib_1`), and the
+# count of call sites negated, to say that the names are there.
 #
 # **Optimisation and stepping.** `-g` does not change the optimisation
 # level, as `gcc -g -O2` does not: debug information must not change the
-# code (a test below compares the machine code with and without `-g`).
+# code (`tests/test_debug.py` compares the machine code of every example
+# with and without `-g`: the same, but for the count that `main` passes).
 # The price is paid in the debugger: LLVM inlines functions, turns
 # self-calls into loops, merges and moves instructions, so `next` may go
 # back to a line it has left, a function inlined into its caller has no
 # frame of its own, and a breakpoint on a line whose code was folded into
 # another moves to the next line that has code. `lc build -g -O0` turns off
 # both optimisers, chapter 9's and LLVM's, for stepping that follows the
-# source. The back end gives locations to calls and to primitives that can
-# fail (they are the CPS nodes that carry one); the other instructions
-# take the location of the nearest such node before them, so a line with
-# neither (`if (n < 2) n`) has no code of its own. Variables are not
+# source. The CPS nodes that carry a location are the calls and the
+# primitives that can fail; the other instructions take the location of
+# the nearest such node before them in their block (or, at the start of
+# a block, of the first one after: `next_place`), so a line with neither
+# (`if (n < 2) n`) has no code of its own. Variables are not
 # described: gdb shows the L functions and lines, not their values.
 
 # %%
@@ -2522,6 +2528,69 @@ class DebugInfo:
                 [ir.Constant(I32, site), ir.Constant(I32, line), ir.Constant(I32, column)]))
 
 # %% [markdown]
+# A session. The program prints three Fibonacci numbers from a function
+# `show`; built with `lc build -g -O0`, gdb stops at line 6 (`show`'s
+# first), steps over two lines with `next`, stops in `fib` at line 3 and
+# shows the calls under way. The cell runs gdb in batch mode and shows
+# what it prints, without the addresses and the frames of the runtime's
+# thread below `lc_program`; `tests/test_debug.py` drives the same
+# session.
+
+# %%
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FIB = """\
+def fib(n) =
+  if (n < 2) n
+  else fib(n - 1) + fib(n - 2)
+
+def show(n) = {
+  print(fib(n))
+  print(fib(n + 1))
+  fib(n + 2)
+}
+
+print(show(10))
+"""
+KEEP = re.compile(r"^(Breakpoint|Thread \d+ .* hit|\d+\t|#\d|Current source|Producer|Source language)")
+
+
+def gdb_session(program: str, *commands: str) -> str:
+    """What gdb prints on program, built with `lc build -g -O0` as fib.l, running commands."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "fib.l").write_text(program)
+        subprocess.run([str(Path(sys.executable).parent / "lc"), "build", "-g", "-O0", "fib.l", "-o", "fib"],
+                       cwd=tmp, check=True)
+        gdb = [a for c in commands for a in ("-ex", c)]
+        out = subprocess.run(["gdb", "-nx", "-batch", *gdb, "./fib"], cwd=tmp, capture_output=True, text=True).stdout
+    lines, below = [], False
+    for line in out.splitlines():
+        below = below or line.startswith("#") and "lc_program" in line
+        if KEEP.match(line) and not (line.startswith("#") and below and "lc_program" not in line):
+            lines.append(re.sub(r"0x[0-9a-f]+", "0x…", re.sub(r"^Thread \d+ \"\w+\" hit ", "", line)))
+    return "\n".join(lines)
+
+
+if shutil.which("gdb"):
+    print(gdb_session(FIB, "break fib.l:6", "run", "next", "next", "break fib.l:3", "continue", "bt",
+                      "info source"))
+else:
+    print("gdb is not installed: the session is not shown")
+
+# %% [markdown]
+# The breakpoint's address is in `show`, at line 6; `next` goes to lines
+# 7 and 8, over the calls of `fib` (which print 55 and 89 — into the
+# runtime's buffer, so they appear when the program ends); the second
+# breakpoint stops in `fib` called from line 8, and `bt` shows the L
+# functions with their lines, down to the initialiser of the statement at
+# line 11 (`init.statement.2`, a function of the back end's) and
+# `lc_program`. gdb calls the language C: DWARF has no code for L, and
+# C's is the one whose expressions and types gdb can use on our words.
+
+# %% [markdown]
 # ## The promises, tested
 #
 # `tests/test_native.py` checks this chapter, its runtime (chapter 10b)
@@ -2586,9 +2655,11 @@ class DebugInfo:
 #   fault in the stack's guard zone into the runtime error "stack
 #   overflow". Any other fault prints `internal error: segmentation fault`
 #   and exits with status 3, which is always a bug of the compiler or the
-#   runtime. `lc build prog.l -o prog` makes an executable to run under
-#   `gdb`, whose backtrace names the L functions (`f_12`, as `lc show
-#   closure` names them).
+#   runtime. `lc build -g prog.l -o prog` makes an executable to run under
+#   `gdb`, whose backtrace names the L functions and their lines (section
+#   "Debug information" above); without `-g`, gdb knows only the symbols
+#   (`f_12`, as `lc show closure` names them). `LC_BACKTRACE=1` makes a
+#   runtime error print the calls that led to it (chapter 10b).
 # - **llvmlite's own traps**, as the seed found with the OCaml bindings: a
 #   call whose arguments do not match the callee's type, and a φ-node
 #   without incoming values, make a module that the verifier rejects (this

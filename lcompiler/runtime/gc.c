@@ -542,7 +542,7 @@ void collect(bool full)
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 109 */
+/* cell 107 */
 void gc_init(uint64_t limit)
 {
     mark_bits = map_noreserve(limit / 64 + 8);
@@ -564,7 +564,7 @@ void gc_free(uint64_t limit)
 
 void gc_roots(int64_t *globals, int64_t nglobals) { global_roots = globals, n_global_roots = nglobals; }
 
-/* cell 111 */
+/* cell 109 */
 /* With LC_GC_STATS=1: what the collector did, on stderr. */
 void statistics(void)
 {

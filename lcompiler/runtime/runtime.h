@@ -139,12 +139,12 @@ void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls a
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 103 */
+/* cell 101 */
 /* ==== main.c: starting the program =================================== */
 uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
 uint64_t default_heap_limit(void);
 
-/* cell 106 */
+/* cell 104 */
 void heap_init(void);                       /* heap.c */
 void heap_free(void);
 void *map_noreserve(uint64_t bytes);
