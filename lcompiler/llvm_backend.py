@@ -1081,7 +1081,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
     return target_machine(executable=True).emit_assembly(call_site_table(module))
 
 
-# --- Debug information: `lc build -g` and gdb --------------------------
+# --- Debug information, for gdb ----------------------------------------
 
 # cell 110
 from contextlib import contextmanager

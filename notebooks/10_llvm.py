@@ -2383,7 +2383,7 @@ print(lc_program(optimise(to_llvm(SEEDS))))
 print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 
 # %% [markdown]
-# ## Debug information: `lc build -g` and gdb
+# ## Debug information, for gdb
 #
 # The locations that find a call site are debug locations with made-up
 # lines and no debugging information behind them. `lc build -g` makes

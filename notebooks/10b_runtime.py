@@ -3187,7 +3187,7 @@ for r in speed["limit"]:
 # by default (`LC_STACK_SIZE`, above).
 
 # %% [markdown]
-# ## Backtraces: `LC_BACKTRACE=1`
+# ## Backtraces
 #
 # A runtime error names the place where it happened, not how the program
 # got there. With `LC_BACKTRACE=1` in the environment (as OCaml's
