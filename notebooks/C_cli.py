@@ -358,19 +358,14 @@ from lcompiler import driver, interp, llvm_backend, runtime, types
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
-         OPTIMISE,
-         arg("-g", dest="debug", action="store_true",
-             help="with debugging information: a backtrace (LC_BACKTRACE=1) names the L functions"))
+         OPTIMISE)
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
         program, _ = types.check_types(source)
         interp.Interpreter().run(program)
         return 0
-    if not args.debug:
-        return driver.run_here(source, optimiser=args.level > 0)
-    with llvm_backend.debug_information(optimised=args.level > 0):
-        return driver.run_here(source, optimiser=args.level > 0)
+    return driver.run_here(source, optimiser=args.level > 0)
 
 
 # %% [markdown]
