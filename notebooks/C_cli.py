@@ -374,7 +374,12 @@ def run_command(args) -> int:
 # `lc build FILE -o EXE` writes an executable ([chapter
 # 11](11_running.ipynb)). What can be checked before compiling, which may
 # take a while, is checked first: that the executable can be written where
-# it is asked for, and that it would not overwrite the source.
+# it is asked for, and that it would not overwrite the source. With `-g`
+# the executable carries debugging information for gdb ([chapter
+# 10](10_llvm.ipynb), section "Debug information, for gdb"), made within
+# `debug_information`; `-g -O0` turns LLVM's optimiser off as well as
+# chapter 9's, for stepping that follows the source (without `-g`, `-O0`
+# keeps its meaning, chapter 9's optimiser off).
 
 # %%
 #| export
