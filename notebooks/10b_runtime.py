@@ -720,6 +720,7 @@ int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const 
 # %%c runtime/runtime.h
 void output_init(const char *out_of_memory_message);   /* at the start of a run */
 _Noreturn void out_of_memory(void);                    /* the runtime error */
+void backtrace_here(void);                             /* LC_BACKTRACE=1: backtrace.c */
 void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
 
 # %%
@@ -742,6 +743,7 @@ _Noreturn void lc_fail(const char *text)
 {
     flush_output();                     /* to stdout, or stderr after lc_fail_begin */
     write_str(2, text);
+    backtrace_here();                   /* with LC_BACKTRACE=1, the calls that led here */
     _exit(2);
 }
 
@@ -2163,6 +2165,9 @@ void collect(bool full)
 void call_sites_init(const char *stack_overflow_message, const char *const *call_site_messages,
                      int64_t ncall_sites, uint64_t *call_site_tables);
 void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes);
+int64_t site_at(uint64_t a, bool returning);      /* the call site of an address, or -1 */
+int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites);   /* backtrace.c */
+void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls above from */
 
 # %%
 # %%c runtime/stack.c
@@ -2252,7 +2257,8 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
                      int64_t ncall_sites, uint64_t *call_site_tables)
 {
     stack_overflow_text = stack_overflow_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
+    call_site_texts = call_site_messages, site_tables = call_site_tables;
+    n_call_sites = backtrace_init(call_site_messages, ncall_sites);     /* < 0: with names (-g) */
     sort_site_tables();
 }
 
@@ -2277,7 +2283,7 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
 # %%c runtime/stack.c
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
-static int64_t site_at(uint64_t a, bool returning)
+int64_t site_at(uint64_t a, bool returning)
 {
     for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
         struct site *first;
@@ -2296,8 +2302,9 @@ static int64_t site_at(uint64_t a, bool returning)
 }
 
 /* The call site under way at a fault: the faulting instruction's, else
- * that of the innermost return address on the stack that has one. */
-static int64_t faulting_call_site(void *context)
+ * that of the innermost return address on the stack that has one; *above:
+ * where the calls that led to it start (for a backtrace). */
+static int64_t faulting_call_site(void *context, const uint64_t **above)
 {
     uint64_t pc, sp;
 #if defined(__x86_64__)
@@ -2313,8 +2320,10 @@ static int64_t faulting_call_site(void *context)
     /* A function that made its frame (sp moved down) and then faulted at its
      * first store has sp inside the guard zone: the scan starts above it. */
     uint64_t start = sp & ~7ull, usable = (uint64_t)(uintptr_t)(stack_map + GUARD_BYTES);
-    for (uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable)); site < 0 && (uintptr_t)p < stack_top; p++)
+    uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable));
+    for (; site < 0 && (uintptr_t)p < stack_top; p++)
         site = site_at(*p, true);
+    *above = p;
     return site;
 }
 
@@ -2338,8 +2347,10 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        int64_t site = faulting_call_site(context);
+        const uint64_t *above;
+        int64_t site = faulting_call_site(context, &above);
         write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
+        backtrace_from(above);          /* with LC_BACKTRACE=1 */
         _exit(2);
     }
     write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
@@ -3174,6 +3185,208 @@ for r in speed["limit"]:
 # runaway program fails in about two seconds. `LC_HEAP_LIMIT` sets another
 # (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MB
 # by default (`LC_STACK_SIZE`, above).
+
+# %% [markdown]
+# ## Backtraces
+#
+# A runtime error names the place where it happened, not how the program
+# got there. With `LC_BACKTRACE=1` in the environment (as OCaml's
+# `OCAMLRUNPARAM=b`), the runtime prints, after the message, the calls
+# that were under way, innermost first. In this program `descend` and
+# `down` call each other until `down` reaches 0 and calls `check`, whose
+# assertion fails:
+
+# %%
+TAIL = """\
+def check(depth) = {
+  assert(depth < 3)
+  depth
+}
+
+def down(n, depth) = if (n == 0) check(depth) else descend(n - 1, depth)
+
+def descend(n, depth) = 1 + 2 * down(n, depth + 1)
+
+print(descend(5, 0))
+"""
+LC = str(Path(sys.executable).parent / "lc")
+
+
+def backtrace(program: str, name: str, *options: str) -> str:
+    """The standard error of program, built with `lc build OPTIONS` and run with LC_BACKTRACE=1."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, name).write_text(program)
+        subprocess.run([LC, "build", *options, name, "-o", "program"], cwd=tmp, check=True)
+        done = subprocess.run(["./program"], cwd=tmp, capture_output=True, text=True,
+                              env={**os.environ, "LC_BACKTRACE": "1"})
+    return done.stderr
+
+
+print(backtrace(TAIL, "tail.l", "-g", "-O0"), end="")
+
+# %% [markdown]
+# `descend(5, 0)` is called at line 10 and calls `down(5, 1)` at line 8,
+# which calls `descend(4, 1)`, and so on: six calls of `down` from
+# `descend` are under way when `check(6)` fails — the first line of the
+# backtrace and the five more of the next. A run of one call site is
+# printed once, with the count of the others; at most `BACKTRACE_LINES`
+# lines are printed (an endless recursion would print a line per frame).
+#
+# It needs nothing new from the compiler: the table of call sites, made
+# for stack overflows (chapter 10), already maps every return address to
+# a call site and its message. The walk is the overflow handler's search,
+# continued: from the stack pointer where the error is reported, every
+# word of the stack up to its top is looked up in the tables (`site_at`),
+# and each one that is the return address of a call site is a call under
+# way. Each frame holds, at its top, the address where its caller
+# resumes; the other words of a frame are its values:
+#
+# ```
+#  stack_top ─┬─────────────────────────────┐
+#             │ init.statement's frame      │
+#             │ return address → 10:7       │  called from tail.l:10:7
+#             │ descend's frame             │
+#             │ return address → 8:33       │  called from tail.l:8:33 (in descend)
+#             │ down's frame … descend's    │  … five times more
+#             │ check's frame (it replaced  │
+#             │   down's: a tail call)      │
+#             │ return address → lc_fail's  │  not a call site: skipped
+#             │   caller                    │
+#  the scan → │ lc_fail, backtrace_here     │
+#             └─────────────────────────────┘
+# ```
+#
+# Each line is the place cut from the call site's message (everything
+# before `: runtime error`), then the name of the function that holds the
+# call. The names are passed only by a program compiled with `-g`
+# (chapter 10 puts them after the messages, and says so by a negative
+# count); as with OCaml, which needs `-g` for its backtraces, a program
+# compiled without it shows the places alone.
+#
+# **Tail calls leave no frame, so a backtrace skips them**, as OCaml's
+# does. `down` calls `check`, and `descend` in its other branch, in tail
+# position: its frame is replaced by the callee's, and no line of the
+# backtrace says `(in down)`, although every call of `check` and of
+# `descend` but the first was made by `down`. The first line says where
+# the last call that is *not* a tail call was made. A loop written as a
+# tail recursion is one frame, however many times it went round.
+#
+# **Optimisation leaves frames out too.** The program above was compiled
+# with `-O0`, without either optimiser. Optimised (the default), LLVM
+# inlines functions into their callers and turns some recursions into
+# loops, and a call that was inlined has no return address: the same
+# program shows one call fewer, and no name without `-g`:
+
+# %%
+print(backtrace(TAIL, "tail.l"), end="")
+
+# %% [markdown]
+# The walk is conservative, like the collector's scan of the stack: a
+# word of a frame that happens to equal a return address would add a
+# line. Our frames hold L values, integers and pointers into the heap,
+# and neither lands right after a call instruction of the code; an old
+# return address left in a slot that a frame reserves but has not yet
+# written could. The table needs no frame pointer in the program's
+# functions, so the machine code is the same with or without backtraces.
+#
+# `backtrace_here` is called by `lc_fail` after the message, and
+# `backtrace_from` by the overflow handler, from the word above the return
+# address of the call site that its message names. Without the variable
+# both return at once, and the output is what it was. The tests
+# (`tests/test_debug.py`) compare the backtraces of three programs, a
+# division by zero, a match that fails and the program above, with golden
+# files, in the JIT and in executables.
+
+# %%
+# %%c runtime/backtrace.c
+/* backtrace.c -- LC_BACKTRACE=1: the calls that led to a runtime error.
+ *
+ * The compiler's table of call sites (stack.c) says which return address
+ * belongs to which call site; each call site has its message, made by the
+ * compiler, which starts with its place, FILE:LINE:COL.  Compiled with -g,
+ * the program also passes, after the n messages, the names of the
+ * functions that hold the calls, and says so with a count of -n.
+ */
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BACKTRACE_LINES 50             /* then "..." */
+
+static const char *const *site_texts;  /* the call sites' messages */
+static const char *const *site_names;  /* their functions' names, or NULL */
+static int64_t n_sites;
+
+/* Keep the messages (and names); the number of call sites. */
+int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites)
+{
+    n_sites = ncall_sites < 0 ? -ncall_sites : ncall_sites;
+    site_texts = call_site_messages;
+    site_names = ncall_sites < 0 ? call_site_messages + n_sites : NULL;
+    return n_sites;
+}
+
+static bool wanted(void)
+{
+    const char *s = getenv("LC_BACKTRACE");
+    return s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    while (*prefix != '\0' && *s == *prefix) s++, prefix++;
+    return *prefix == '\0';
+}
+
+/* "  called from FILE:LINE:COL (in NAME)" for a call site.  (By hand, not
+ * with strstr: a new function of the C library would move the code of
+ * every executable, whose addresses chapter 12 shows.) */
+static void write_site(int64_t site)
+{
+    char line[512];
+    const char *text = site_texts[site];
+    int place = 0;                     /* the place: up to ": runtime error" */
+    while (text[place] != '\0' && text[place] != '\n' && !starts_with(text + place, ": runtime error")) place++;
+    if (site_names != NULL && site_names[site][0] != '\0')
+        snprintf(line, sizeof line, "  called from %.*s (in %s)\n", place, text, site_names[site]);
+    else
+        snprintf(line, sizeof line, "  called from %.*s\n", place, text);
+    write_str(2, line);
+}
+
+static void write_repeats(int64_t n)
+{
+    char line[80];
+    if (n == 0) return;
+    snprintf(line, sizeof line, "  (the call above, %lld more time%s)\n", (long long)n, n > 1 ? "s" : "");
+    write_str(2, line);
+}
+
+/* The call sites of the return addresses on the L stack above from,
+ * innermost first, a run of one call site as one line and a count. */
+void backtrace_from(const uint64_t *from)
+{
+    if (!wanted() || (uintptr_t)from >= stack_top) return;    /* not on the L thread's stack */
+    int64_t previous = -1, repeats = 0, lines = 0;
+    for (const uint64_t *p = from; (uintptr_t)p < stack_top; p++) {
+        int64_t site = site_at(*p, true);
+        if (site < 0 || site >= n_sites) continue;
+        if (site == previous) { repeats++; continue; }
+        write_repeats(repeats);
+        if (lines++ == BACKTRACE_LINES) { write_str(2, "  ...\n"); return; }
+        write_site(site);
+        previous = site, repeats = 0;
+    }
+    write_repeats(repeats);
+}
+
+/* From the caller's frame: lc_fail's, then the program's. */
+void backtrace_here(void)
+{
+    backtrace_from((const uint64_t *)__builtin_frame_address(0));
+}
 
 # %% [markdown]
 # ## The promises, tested

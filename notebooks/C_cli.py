@@ -352,7 +352,7 @@ def show_command(args) -> int:
 
 # %%
 #| export
-from lcompiler import driver, interp, runtime, types
+from lcompiler import driver, interp, llvm_backend, runtime, types
 
 
 @command("run", "compile an L program to native code and run it",
@@ -374,14 +374,22 @@ def run_command(args) -> int:
 # `lc build FILE -o EXE` writes an executable ([chapter
 # 11](11_running.ipynb)). What can be checked before compiling, which may
 # take a while, is checked first: that the executable can be written where
-# it is asked for, and that it would not overwrite the source.
+# it is asked for, and that it would not overwrite the source. With `-g`
+# the executable carries debugging information for gdb ([chapter
+# 10](10_llvm.ipynb), section "Debug information, for gdb"), made within
+# `debug_information`; `-g -O0` turns LLVM's optimiser off as well as
+# chapter 9's, for stepping that follows the source (without `-g`, `-O0`
+# keeps its meaning, chapter 9's optimiser off).
 
 # %%
 #| export
 @command("build", "compile an L program to a native executable",
          arg("file", help="an L source file"),
          arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"),
-         OPTIMISE)
+         OPTIMISE,
+         arg("-g", dest="debug", action="store_true",
+             help="with debugging information for gdb (chapter 10); -g -O0 also turns LLVM's optimiser off, "
+                  "for stepping that follows the source"))
 def build_command(args) -> int:
     source, output = read_source(args.file), Path(args.output)
     if output.is_dir():                 # checked before compiling, which may take a while
@@ -390,7 +398,11 @@ def build_command(args) -> int:
         raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
     if output.exists() and output.samefile(args.file):
         raise UsageError(f"cannot write {output}: it is the source file")
-    driver.build(source, output, optimiser=args.level > 0)
+    if not args.debug:
+        driver.build(source, output, optimiser=args.level > 0)
+        return 0
+    with llvm_backend.debug_information(optimised=args.level > 0):
+        driver.build(source, output, level=2 if args.level > 0 else 0, optimiser=args.level > 0)
     return 0
 
 

@@ -101,6 +101,7 @@ _Noreturn void lc_fail(const char *text)
 {
     flush_output();                     /* to stdout, or stderr after lc_fail_begin */
     write_str(2, text);
+    backtrace_here();                   /* with LC_BACKTRACE=1, the calls that led here */
     _exit(2);
 }
 

@@ -49,6 +49,7 @@ void flush_output(void);                           /* the program's output so fa
 /* cell 32 */
 void output_init(const char *out_of_memory_message);   /* at the start of a run */
 _Noreturn void out_of_memory(void);                    /* the runtime error */
+void backtrace_here(void);                             /* LC_BACKTRACE=1: backtrace.c */
 void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
 
 /* --- The heap: a nursery and an old generation ----------------------- */
@@ -132,6 +133,9 @@ extern uintptr_t stack_top;                 /* stack.c: the top of the L thread'
 void call_sites_init(const char *stack_overflow_message, const char *const *call_site_messages,
                      int64_t ncall_sites, uint64_t *call_site_tables);
 void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes);
+int64_t site_at(uint64_t a, bool returning);      /* the call site of an address, or -1 */
+int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites);   /* backtrace.c */
+void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls above from */
 
 /* --- Starting the program -------------------------------------------- */
 

@@ -78,14 +78,15 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
                      int64_t ncall_sites, uint64_t *call_site_tables)
 {
     stack_overflow_text = stack_overflow_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
+    call_site_texts = call_site_messages, site_tables = call_site_tables;
+    n_call_sites = backtrace_init(call_site_messages, ncall_sites);     /* < 0: with names (-g) */
     sort_site_tables();
 }
 
 /* cell 92 */
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
-static int64_t site_at(uint64_t a, bool returning)
+int64_t site_at(uint64_t a, bool returning)
 {
     for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
         struct site *first;
@@ -104,8 +105,9 @@ static int64_t site_at(uint64_t a, bool returning)
 }
 
 /* The call site under way at a fault: the faulting instruction's, else
- * that of the innermost return address on the stack that has one. */
-static int64_t faulting_call_site(void *context)
+ * that of the innermost return address on the stack that has one; *above:
+ * where the calls that led to it start (for a backtrace). */
+static int64_t faulting_call_site(void *context, const uint64_t **above)
 {
     uint64_t pc, sp;
 #if defined(__x86_64__)
@@ -121,8 +123,10 @@ static int64_t faulting_call_site(void *context)
     /* A function that made its frame (sp moved down) and then faulted at its
      * first store has sp inside the guard zone: the scan starts above it. */
     uint64_t start = sp & ~7ull, usable = (uint64_t)(uintptr_t)(stack_map + GUARD_BYTES);
-    for (uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable)); site < 0 && (uintptr_t)p < stack_top; p++)
+    uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable));
+    for (; site < 0 && (uintptr_t)p < stack_top; p++)
         site = site_at(*p, true);
+    *above = p;
     return site;
 }
 
@@ -132,8 +136,10 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        int64_t site = faulting_call_site(context);
+        const uint64_t *above;
+        int64_t site = faulting_call_site(context, &above);
         write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
+        backtrace_from(above);          /* with LC_BACKTRACE=1 */
         _exit(2);
     }
     write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
