@@ -268,7 +268,7 @@ def c_constants(names: list[str]) -> dict[str, int]:
 
 # --- Compiling the runtime ---------------------------------------------
 
-# cell 113
+# cell 115
 CFLAGS = ["-std=c11", "-O2", "-pthread", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
 
 

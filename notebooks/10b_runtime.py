@@ -606,6 +606,8 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 void write_all(int fd, const char *s, size_t n);    /* write(2) until done */
 void write_str(int fd, const char *s);
 void flush_output(void);                           /* the program's output so far */
+void catch_stop_signals(void);                     /* SIGINT, SIGTERM: flush, then stop */
+void release_stop_signals(void);                   /* the handlers as they were */
 
 # %%
 # %%c runtime/print.c
@@ -619,12 +621,16 @@ void flush_output(void);                           /* the program's output so fa
 #include "runtime.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static char out_buf[1 << 16];
 static size_t out_len;
 static int out_fd = 1;                  /* 2 after lc_fail_begin */
+static bool line_buffered;              /* flush at every newline (a terminal, or LC_BUFFER=line) */
 
 void write_all(int fd, const char *s, size_t n)
 {
@@ -644,14 +650,27 @@ void flush_output(void)
     out_len = 0;
 }
 
+/* A signal that arrives while out_bytes changes the buffer waits for it
+ * to finish (see "Stopping" below): in_output says it is under way,
+ * stopping holds the signal that waits. */
+static volatile sig_atomic_t in_output, stopping;
+static _Noreturn void stop(int sig);
+
 static void out_bytes(const char *s, size_t n)
 {
-    if (n > sizeof out_buf - out_len) {
-        flush_output();
-        if (n > sizeof out_buf) { write_all(out_fd, s, n); return; }
+    in_output = 1;
+    atomic_signal_fence(memory_order_seq_cst);   /* no store below moves above this line */
+    if (n > sizeof out_buf - out_len) flush_output();
+    if (n > sizeof out_buf) {
+        write_all(out_fd, s, n);
+    } else {
+        memcpy(out_buf + out_len, s, n);
+        out_len += n;
+        if (line_buffered && memchr(s, '\n', n) != NULL) flush_output();
     }
-    memcpy(out_buf + out_len, s, n);
-    out_len += n;
+    atomic_signal_fence(memory_order_seq_cst);
+    in_output = 0;
+    if (stopping) stop(stopping);
 }
 
 # %% [markdown]
@@ -734,7 +753,9 @@ static const char *out_of_memory_text;
 
 void output_init(const char *out_of_memory_message)
 {
-    out_len = 0, out_fd = 1;
+    const char *mode = getenv("LC_BUFFER");     /* checked by check_settings: line or block */
+    out_len = 0, out_fd = 1, stopping = 0;
+    line_buffered = mode != NULL && *mode != '\0' ? strcmp(mode, "line") == 0 : isatty(1);
     out_of_memory_text = out_of_memory_message;
 }
 
@@ -759,6 +780,92 @@ _Noreturn void out_of_memory(void)
 {
     statistics();                       /* with LC_GC_STATS=1, how the heap got there */
     lc_fail(out_of_memory_text);
+}
+
+# %% [markdown]
+# ## Stopping: Ctrl-C and SIGTERM
+#
+# A person who presses Ctrl-C wants the program to stop at once, and to
+# see everything it printed before. The terminal sends the signal `SIGINT`
+# to the program (`SIGTERM` is what `kill` and a time limit send); by
+# default the kernel ends the process on the spot, and whatever was still
+# in `out_buf` is lost. So `lc_run` installs a *handler* for both signals
+# while the program runs: it writes the buffer out, puts the default action
+# back and sends the signal again, to itself. The process then ends as if
+# the handler had never been there: killed by `SIGINT`, which a shell
+# reports as status 130 (128 + 2), or by `SIGTERM`, 143. Ending by the
+# signal itself, rather than with `_exit(130)`, matters to the program's
+# caller: a shell script that runs `lc run` in a loop stops at Ctrl-C only
+# if it sees that its child was killed by `SIGINT`.
+#
+# A handler runs in the middle of whatever the program was doing, and may
+# call only the functions that POSIX lists as *async-signal-safe*:
+# `write`, `raise`, `sigaction`, not `printf` or `fflush`, whose locks and
+# buffers the interrupted code may hold. That is why this runtime has its
+# own buffer, written with `write(2)`. One danger remains: the signal may
+# arrive inside `out_bytes`, between copying bytes into the buffer and
+# counting them, and the handler would then write a half-updated buffer.
+# `out_bytes` therefore marks its work with `in_output`; a handler that
+# finds it set only notes the signal in `stopping` and returns, and
+# `out_bytes`, done, stops the program itself. The fences keep the
+# compiler from moving the buffer's updates across the marks. The handler
+# must run on the thread that runs L code, since `in_output` speaks for
+# that thread: `run_on_big_stack` blocks both signals in the thread that
+# starts it and unblocks them in the L thread, so the kernel delivers them
+# there.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: why Ctrl-C was ignored under the JIT</p>
+#
+# `lc run` calls the program's `main` from Python, through `ctypes`.
+# Python's own handler for `SIGINT` only sets a flag, which the
+# interpreter looks at between two bytecodes; while `main` runs, no
+# bytecode runs, so the flag waited, the program ran on, and Ctrl-C did
+# nothing until it ended. The runtime's handler replaces Python's while
+# `lc_run` runs, and puts it back after.
+#
+# </div>
+
+# %%
+# %%c runtime/print.c
+
+/* Stopping on SIGINT (Ctrl-C) and SIGTERM: the output first, then the
+ * default action, by the same signal.  Only async-signal-safe calls. */
+static struct sigaction old_int, old_term;
+
+static _Noreturn void stop(int sig)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    flush_output();
+    sigaction(sig, &dfl, NULL);
+    raise(sig);                         /* not blocked: SA_NODEFER, or outside the handler */
+    _exit(128 + sig);                   /* in case the signal did not end the process */
+}
+
+static void on_stop_signal(int sig)
+{
+    if (in_output) stopping = sig;      /* out_bytes is changing the buffer: it stops when done */
+    else stop(sig);
+}
+
+void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_NODEFER | SA_RESETHAND;    /* a second Ctrl-C stops at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+}
+
+void release_stop_signals(void)
+{
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
 }
 
 # %% [markdown]
@@ -2353,7 +2460,13 @@ static void *l_thread(void *unused)
     (void)unused;
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
     sigaltstack(&ss, NULL);
+    sigset_t stops;                     /* SIGINT and SIGTERM are handled on this thread */
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
     l_program();
+    flush_output();                     /* while a Ctrl-C still flushes first */
+    pthread_sigmask(SIG_BLOCK, &stops, NULL);
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
     return NULL;
@@ -2397,6 +2510,12 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
 
+    sigset_t stops, old_mask;           /* delivered to the L thread alone (print.c) */
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
+    catch_stop_signals();
+
     pthread_attr_t attr;
     pthread_t thread;
     pthread_attr_init(&attr);
@@ -2406,6 +2525,8 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     pthread_join(thread, NULL);
     pthread_attr_destroy(&attr);
 
+    release_stop_signals();             /* a signal that came meanwhile: the caller's handler */
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
     munmap(stack_map, GUARD_BYTES + stack_bytes);
@@ -2482,6 +2603,7 @@ stack_picture
 
 /* ==== main.c: starting the program =================================== */
 uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
+void check_settings(void);                                  /* exit 2 on one it cannot read */
 uint64_t default_heap_limit(void);
 
 # %%
@@ -2495,6 +2617,7 @@ uint64_t default_heap_limit(void);
 #include "runtime.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* A size from the environment: bytes, with an optional K, M or G. */
@@ -2510,6 +2633,34 @@ uint64_t env_size(const char *name, uint64_t fallback)
     case 'g': case 'G': v <<= 30; end++; break;
     }
     return *end == '\0' ? v : fallback;
+}
+
+/* The variables a user may set, each checked before the program starts:
+ * one that is set but cannot be read is a mistake to report, not to
+ * ignore (status 2, as a runtime error). */
+static const char *const SIZE_SETTINGS[] = {
+    "LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP"};
+
+static _Noreturn void bad_setting(const char *name, const char *value, const char *syntax)
+{
+    write_str(2, "error: the environment variable "), write_str(2, name);
+    write_str(2, " is '"), write_str(2, value), write_str(2, "', not "), write_str(2, syntax);
+    write_str(2, "\n");
+    _exit(2);
+}
+
+void check_settings(void)
+{
+    for (size_t i = 0; i < sizeof SIZE_SETTINGS / sizeof *SIZE_SETTINGS; i++) {
+        const char *value = getenv(SIZE_SETTINGS[i]);
+        if (value != NULL && *value != '\0' && env_size(SIZE_SETTINGS[i], 1) == 1 && env_size(SIZE_SETTINGS[i], 2) == 2)
+            bad_setting(SIZE_SETTINGS[i], value, "a size (bytes, or a number followed by K, M or G, as in 256M)");
+    }
+    const char *buffer = getenv("LC_BUFFER"), *stats = getenv("LC_GC_STATS");
+    if (buffer != NULL && *buffer != '\0' && strcmp(buffer, "line") != 0 && strcmp(buffer, "block") != 0)
+        bad_setting("LC_BUFFER", buffer, "line or block");
+    if (stats != NULL && *stats != '\0' && strcmp(stats, "0") != 0 && strcmp(stats, "1") != 0)
+        bad_setting("LC_GC_STATS", stats, "0 or 1");
 }
 
 /* The default heap limit: DEFAULT_HEAP_LIMIT, or a quarter of the
@@ -2704,6 +2855,7 @@ int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
            const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
 {
+    check_settings();
     output_init(out_of_memory_message);
     call_sites_init(stack_overflow_message, call_site_messages, ncall_sites, call_site_tables);
     gc_roots(globals, nglobals);
