@@ -88,7 +88,10 @@ def defines() -> list[str]:
 
 
 def c_compiler() -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    cc = os.environ.get("CC")
+    if cc and not shutil.which(cc):
+        raise RuntimeError(f"C compiler {cc!r} not found (set CC to a C compiler, e.g. gcc)")
+    cc = cc or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise RuntimeError("no C compiler found: the runtime of L needs one (set CC, or install gcc)")
     return cc
