@@ -20,10 +20,17 @@ that run it:
   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
 - `lc build FILE.l -o EXE` writes an executable that behaves the same;
 - `run_l(text)` and the `%%L` magic run a program in a child process and
-  show its output and its errors; nothing an L program does — a runtime
-  error, an infinite recursion, exhausting memory — takes the kernel down;
+  show its output as it is printed, then its errors; nothing an L program
+  does — a runtime error, an infinite recursion, exhausting memory, a time
+  limit — takes the kernel down; `%%L` cells share one session per
+  kernel, as the entries of the REPL do (`--fresh`: a program of its own,
+  `--reset`: a new session);
 - `lc repl` reads definitions and expressions one at a time and prints
-  each expression's value with its type: `9 : Int`.
+  each expression's value with its type: `9 : Int`; it has line editing
+  and a history on a terminal, the commands `:help`, `:type`, `:load`,
+  `:reset` and `:quit`, and survives Ctrl-C: at the prompt it abandons the
+  entry, while an entry runs it stops the program, and every definition
+  is kept.
 """
 
 __all__ = [
@@ -462,7 +469,7 @@ def load_ipython_extension(ipython) -> None:
 
 # --- The REPL ----------------------------------------------------------
 
-# cell 46
+# cell 52
 import re
 
 from lcompiler import syntax, types
@@ -512,7 +519,7 @@ class Repl:
             return
         self.evaluate(Entry(name, text[start:], text[:start], line), show_unit=not cell)
 
-    # cell 48: The REPL
+    # cell 54: The REPL
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
         shown as it comes: (result, typing)."""
@@ -590,7 +597,7 @@ class Repl:
         except CompileError:
             return None                         # run() shows the error
 
-    # cell 50: The REPL
+    # cell 56: The REPL
     def command(self, line: str) -> bool:
         """Run a command of the REPL; False for :quit."""
         word, _, rest = line.strip().partition(" ")
@@ -624,7 +631,7 @@ class Repl:
                        + (f" (did you mean {near[0]}?)" if near else "") + "; :help lists the commands\n")
         return True
 
-# cell 48
+# cell 54
 class Shown:
     """The output of a run, written as it comes: without its first `skip` characters and, with
     `hold`, without its last newline, until `end` says whether a value's type follows."""
@@ -653,7 +660,7 @@ def data_text(item) -> str:
     head, *constructors = syntax.pretty(item).split("\n")
     return head + (" " + "; ".join(c.strip() for c in constructors[:-1]) + " }" if constructors else "")
 
-# cell 50
+# cell 56
 from difflib import get_close_matches
 
 COMMANDS = {
@@ -723,7 +730,7 @@ def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> Non
         return line
     session_loop(read, write, timeout)
 
-# cell 52
+# cell 58
 def history_file() -> Path:
     state = os.environ.get("XDG_STATE_HOME")
     return Path(state) / "lc_history" if state else Path.home() / ".lc_history"

@@ -70,6 +70,15 @@
 #   compiled into the program for it.
 # - `DEFAULTS` is the one place of the runtime's defaults: the C compiler
 #   receives them as macros, and `lc --help` prints them.
+# - The program's output is written at every line when its standard output
+#   is a terminal (or `LC_BUFFER=line`), in blocks of 64 KiB into a file or
+#   a pipe, and all of it is written however the program ends: normally,
+#   by a runtime error, a stack overflow, the heap's limit, Ctrl-C
+#   (`SIGINT`) or `SIGTERM`; on the last two the program then ends by that
+#   signal (status 130 or 143 in a shell).
+# - A setting of the environment (`LC_STACK_SIZE`, `LC_HEAP_LIMIT`,
+#   `LC_NURSERY`, `LC_BUFFER`, …) that cannot be read stops the program
+#   before it starts, with a message naming it and exit status 2.
 
 # %% [markdown]
 # ## C in the cells of a notebook
@@ -592,15 +601,20 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 # ## Output and printing
 #
 # Output is buffered by the runtime itself, not by C's stdio, for one
-# reason: when the stack overflows, the signal handler must still write out
-# what the program printed before, and only `write` may be called there.
+# reason: when the stack overflows, or Ctrl-C stops the program, a signal
+# handler must still write out what the program printed before, and only
+# `write` may be called there (the section on stopping, below, says why).
 #
 # The buffer is 64 KB, and `out_bytes` writes it out when the next piece
 # would not fit, or writes a piece larger than the buffer directly. A
-# program that prints a line per iteration of a long loop thus makes one
-# system call per 64 KB, not one per line. The file `print.c` holds the
-# buffer; what it offers the other files is writing, and flushing the
-# program's output.
+# program that prints a line per iteration of a long loop into a file or a
+# pipe thus makes one system call per 64 KB, not one per line. On a
+# terminal, where a person watches, each line is written as soon as it is
+# complete, as C's stdio does: `output_init` asks `isatty(1)` at the start
+# of the run, and `LC_BUFFER=line` or `block` overrides it (the REPL and
+# the `%%L` cells of chapter 11 ask for `line`, since their output goes
+# through a pipe to a person). The file `print.c` holds the buffer; what it
+# offers the other files is writing, and flushing the program's output.
 
 # %%
 # %%c runtime/runtime.h
@@ -2483,7 +2497,12 @@ static _Noreturn void internal_error(const char *what)
 
 # %% [markdown]
 # `run_on_big_stack` maps the stack with its guard zone, installs the
-# handler, and runs the program on a thread of its own.
+# handlers, and runs the program on a thread of its own. The thread that
+# calls it blocks `SIGINT` and `SIGTERM` for the time of the run, and the L
+# thread unblocks them, so that the kernel delivers them to the L thread,
+# where the handler of the section on stopping may look at `in_output`;
+# the L thread writes out the program's output before it blocks them
+# again.
 #
 # One `mmap` reserves the guard zone and the stack together, and `mprotect`
 # takes all access away from the guard zone, its lowest megabyte: stacks
@@ -2594,7 +2613,13 @@ stack_picture
 #
 # `env_size` reads the sizes that a user may set in the environment
 # (`LC_STACK_SIZE`, `LC_NURSERY`, `LC_HEAP_LIMIT`), with an optional suffix
-# `K`, `M` or `G`; anything it cannot read leaves the default. The default
+# `K`, `M` or `G`; anything it cannot read leaves the default. But a setting
+# that cannot be read is a mistake of the person who set it, and a program
+# that runs anyway with the default hides it: `check_settings`, which
+# `lc_run` calls first, stops the program with a message that names the
+# variable and what it accepts, and exit status 2. (`env_size` itself keeps
+# its fallback: it is what chapter 4b's interpreter mirrors, and a test
+# compares the two readings, the unreadable ones included.) The default
 # heap limit depends on the machine: `DEFAULT_HEAP_LIMIT`, or a quarter of
 # the machine's memory if that is less, but not under `LEAST_HEAP_LIMIT`
 # (the section on sizes, at the end of the chapter, says how it was
@@ -3331,6 +3356,51 @@ for r in speed["limit"]:
 # by default (`LC_STACK_SIZE`, above).
 
 # %% [markdown]
+# ### Stopping, seen from outside
+#
+# A program that prints a line and then loops for ever, built into an
+# executable and run with its output into a pipe — so the line stays in
+# the 64 KB buffer — and stopped a second later, once by `SIGINT`, as
+# Ctrl-C would, and once by `SIGTERM`. Both times the line comes out, and
+# the process ends by the signal (`subprocess` shows the signal's number,
+# negated; a shell shows 128 more).
+
+# %%
+import signal
+import time
+
+LOOP = 'print("step 1")\ndef spin(n) = spin(n + 1)\nspin(0)\n'
+with tempfile.TemporaryDirectory() as tmp:
+    exe = driver.build(Source("loop.l", LOOP), Path(tmp) / "loop")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        child = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, text=True)
+        time.sleep(1)
+        child.send_signal(sig)
+        print(f"{sig.name}: the output {child.stdout.read()!r}, the status {child.wait()}")
+
+# %% [markdown]
+# The price of the checks in `out_bytes` — two stores and a load of
+# `in_output` and `stopping`, and the test of `line_buffered` — is measured
+# by `bench/output_speed.py`: three programs that print a lot (20 million
+# numbers, 20 million lines of text, 5 million tuples), each linked with
+# this runtime and with the runtime as it was before them, all run in
+# alternation, their output into a pipe. "new/old" is the median of the
+# ratios of CPU times of neighbouring runs; "line" runs this runtime with
+# `LC_BUFFER=line`, a system call per line, which is what the REPL and the
+# `%%L` cells pay for seeing each line at once.
+
+# %% tags=["nbval-ignore-output"]
+import sys
+
+sys.path.insert(0, "../bench")
+from machine import lines as machine_lines  # noqa: E402
+from output_speed import table  # noqa: E402
+
+output_speed = json.loads(Path("../bench/output_speed.json").read_text())
+print("\n".join(machine_lines(output_speed["machine"])))
+print(table(output_speed))
+
+# %% [markdown]
 # ## The promises, tested
 #
 # `tests/test_runtime.py` holds the runtime to this chapter's promises
@@ -3351,6 +3421,13 @@ for r in speed["limit"]:
 # it from its start to the limit, with the nursery's chunks where the
 # nursery is. The cell magic `%%c` rejects a cell with a warning, and lets
 # a function defined in a later cell pass.
+#
+# `tests/test_terminal.py` drives the promises about output and signals as
+# a person meets them, through a pseudo-terminal: `lc run` and an
+# executable show `step 1` while they loop, and end by `SIGINT` when Ctrl-C
+# is typed; into a pipe, `SIGTERM` writes out the 44 KB still in the
+# buffer. `tests/test_cli.py` sets `LC_STACK_SIZE=abc` and the like, and
+# expects the message and status 2, compiled and interpreted.
 #
 # `tests/test_gc.py` checks the collector with programs that would go wrong
 # if it lost a block: an old cell written with young lists (the write

@@ -61,10 +61,17 @@
 #   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
 # - `lc build FILE.l -o EXE` writes an executable that behaves the same;
 # - `run_l(text)` and the `%%L` magic run a program in a child process and
-#   show its output and its errors; nothing an L program does — a runtime
-#   error, an infinite recursion, exhausting memory — takes the kernel down;
+#   show its output as it is printed, then its errors; nothing an L program
+#   does — a runtime error, an infinite recursion, exhausting memory, a time
+#   limit — takes the kernel down; `%%L` cells share one session per
+#   kernel, as the entries of the REPL do (`--fresh`: a program of its own,
+#   `--reset`: a new session);
 # - `lc repl` reads definitions and expressions one at a time and prints
-#   each expression's value with its type: `9 : Int`.
+#   each expression's value with its type: `9 : Int`; it has line editing
+#   and a history on a terminal, the commands `:help`, `:type`, `:load`,
+#   `:reset` and `:quit`, and survives Ctrl-C: at the prompt it abandons the
+#   entry, while an entry runs it stops the program, and every definition
+#   is kept.
 
 # %%
 #| default_exp driver
@@ -564,6 +571,16 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # the runtime exits the process with status 2 — which is `lc run`'s exit
 # status. Python's own buffered output is flushed first, so nothing comes out
 # of order.
+#
+# Ctrl-C, too, reaches the program directly. While `main` runs, Python
+# cannot act on it: its handler of `SIGINT` only sets a flag, looked at
+# between two bytecodes, and no bytecode runs until `main` returns — so an
+# infinite loop used to ignore Ctrl-C. The runtime therefore handles
+# `SIGINT` and `SIGTERM` itself while `lc_run` runs ([chapter 10b's section
+# on stopping](10b_runtime.ipynb#stopping-ctrl-c-and-sigterm)): it writes out
+# what the program printed and ends the process by the same signal, which
+# the shell reports as status 130 (143 for `SIGTERM`). Ctrl-C during the
+# compilation, in Python, is a `KeyboardInterrupt`, and `lc` ends with 130.
 
 # %% [markdown]
 # The runtime needs a C compiler, once, to be compiled (and `lc build` needs
@@ -732,11 +749,24 @@ with tempfile.TemporaryDirectory() as tmp:
 # ## L in a notebook: run_l and the %%L magic
 #
 # `run_l(text)` compiles a program given as text and runs it in a child: it
-# prints the program's output, then its errors (compile or runtime, rendered
-# as `lc` renders them), and returns the `Result`. The cell magic `%%L` does
-# the same with the text of its cell, after `%load_ext lcompiler.driver`; its
-# line may give a name for the cell's source (`%%L fib.l`, used in error
-# messages) and a time limit (`--timeout 10`).
+# prints the program's output as the program prints it (`run_source` hands
+# each line to it: the child's runtime is told to flush at every line,
+# `LC_BUFFER=line`), then its errors (compile or runtime, rendered as `lc`
+# renders them), and returns the `Result`. A program that runs past its time
+# limit is asked to stop with `SIGTERM`, on which its runtime writes out its
+# output, and is killed a second later if it has not
+# ([appendix B](B_support.ipynb#running-in-a-child)).
+#
+# The cell magic `%%L`, after `%load_ext lcompiler.driver`, runs its cell
+# in the kernel's *session*, the REPL's of the next section: the definitions
+# of earlier `%%L` cells are known, and a cell that ends with an expression
+# shows its value with its type, unless its type is `Unit` (a cell that ends
+# with `print(…)` shows only what it prints). A cell whose program fails is
+# forgotten, except for the definitions before the failing expression.
+# `%%L --fresh` runs the cell as a program of its own, as `run_l` does, and
+# `%%L --reset` starts a new session with it. The line may also give a name
+# for the cell's source (`%%L fib.l`, used in error messages) and a time
+# limit (`--timeout 10`).
 
 # %%
 #| export
@@ -837,27 +867,57 @@ print("not run")
 _ = run_l("print(\"the kernel is still here\")")
 
 # %% [markdown]
+# A program that prints, then loops: its line is shown, then the time
+# limit's message (the runtime wrote its output when `SIGTERM` came).
+
+# %%
+_ = run_l('print("started")\ndef spin(n) = spin(n + 1)\nspin(0)', timeout=2)
+
+# %% [markdown]
+# The session: a definition in one cell, used in the next; `--fresh` does
+# not see it, and `--reset` forgets it.
+
+# %%
+# %%L --reset
+def x = 20
+data Shape { Circle(Int); Rect(Int, Int) }
+
+# %%
+# %%L
+x + 22
+
+# %%
+# %%L --fresh
+print(x)
+
+# %% [markdown]
 # ## The REPL
 #
 # `lc repl` reads an entry — a definition, a `data` declaration, or an
 # expression — compiles it with everything accepted before, and runs it. An
 # expression's value is printed with its type, `9 : Int`; a definition is
-# kept (and its type shown) if it compiles and runs; an entry with an error
-# shows the error and is forgotten. An entry may span lines: while what has
-# been typed is an unfinished program (the parser stops at its end), the
-# REPL asks for more with `...`.
+# kept (and its type shown, a `data` declaration echoed on one line) if it
+# compiles and runs; an entry with an error shows the error and is
+# forgotten. An entry may span lines: while what has been typed is an
+# unfinished program (the parser stops at its end), the REPL asks for more
+# with `...`. utop, ghci and Python's REPL are the models: what they offer
+# a person at a terminal, this one offers too — the line editing and a
+# history kept between sessions, commands that start with `:`, and Ctrl-C
+# that stops what is under way without ending the session.
 #
 # How it works, in the simplest way that is right: the REPL keeps the text
 # of the definitions accepted so far. For an expression `e` it compiles
 # those definitions followed by `def it = { e }` and `print(it)` (the
 # braces make any statement an expression), and looks up
-# the type of `it` among the type schemes of chapter 5. Everything runs in a
+# the type of `it` among the type schemes of chapter 5. An entry of
+# several items — definitions, then an expression — is run as two: the
+# definitions first, kept, then the expression. Everything runs in a
 # child process, so a runtime error or an infinite recursion costs the entry
 # and never the session. Since the earlier definitions run again at every
 # entry, the REPL remembers how much output they produce (L programs read no
 # input, so they print the same thing every time) and shows only what is
-# new. The cost is that each entry recompiles the whole session: fine for a
-# session typed by hand.
+# new, as the program prints it. The cost is that each entry recompiles the
+# whole session: fine for a session typed by hand.
 
 # %%
 #| export
@@ -1186,7 +1246,8 @@ def terminal_repl(timeout: float | None = None) -> None:
                 readline.write_history_file(history_file())
 
 # %% [markdown]
-# A session, driven from a list of lines as the tests drive it:
+# A session, driven from a list of lines as the tests drive it, with a
+# command or two:
 
 # %%
 session = ["def square(x) = x * x",
@@ -1199,7 +1260,10 @@ session = ["def square(x) = x * x",
            "id(Rect(1, 2))",
            "area(true)",
            "square(1 / 0)",
-           "print(\"printed\")"]
+           "print(\"printed\")",
+           ":type area",
+           ":tpye id",
+           "def d = 4\nprint(\"d is defined\")\nd * square(d)"]
 repl(iter(session), lambda text: print(text, end=""), prompt=False)
 
 # %% [markdown]
@@ -1209,8 +1273,8 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # stays one flag away, `lc run --interp`, for comparison and for debugging
 # the compiler. `lc build` writes an executable (`build`). `lc repl` starts
 # a session on the terminal (`repl`), with a prompt when its input is a
-# terminal, and without when it reads a file or a pipe — the way the tests
-# drive it. Each command is a few lines around this chapter's functions;
+# terminal (`terminal_repl`, with `readline`), and without when it reads a
+# file or a pipe — the way the tests drive it. Each command is a few lines around this chapter's functions;
 # they are in [appendix C](C_cli.ipynb#the-commands), with the rest of the
 # command line, and `lc --help` lists the runtime's environment variables
 # there.
@@ -1234,6 +1298,24 @@ with tempfile.TemporaryDirectory() as tmp:
     done = subprocess.run([lc_path, "repl"], input="def x = 6\nx * 7\nx.{ 6 -> \"six\"; _ -> \"other\" }\n",
                           capture_output=True, text=True)
     print(done.stdout, end="")
+
+# %% [markdown]
+# Ctrl-C, as the terminal sends it: `SIGINT` to `lc run` on a program that
+# prints a line and then loops. The line is read first (`LC_BUFFER=line`
+# makes the runtime write each line as it prints it, as on a terminal),
+# then the signal is sent; the process ends at once, killed by `SIGINT`,
+# which `subprocess` reports as `-2` and a shell as 130. `lc repl` and
+# `lc run -` (the program on standard input) appear in appendix C, and
+# `tests/test_terminal.py` drives them through a pseudo-terminal.
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    Path(tmp, "loop.l").write_text('print("step 1")\ndef spin(n) = spin(n + 1)\nspin(0)\n')
+    child = subprocess.Popen([lc_path, "run", str(Path(tmp, "loop.l"))], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "LC_BUFFER": "line"})
+    first = child.stdout.readline()
+    child.send_signal(signal.SIGINT)
+    print(f"{first}{child.stdout.read()}(exit status {child.wait()})")
 
 # %% [markdown]
 # ## When something goes wrong
@@ -1408,9 +1490,9 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #    Keep the JIT's compiled module of each entry instead, and link new
 #    entries against it (MCJIT can hold several modules). What must happen to
 #    the definitions' global slots?
-# 2. `run_in_child` reads the program's output only when it ends. Stream it
-#    to the notebook as it is written, so that a long-running cell shows its
-#    progress.
+# 2. A `%%L` cell of the session whose program fails keeps the definitions
+#    that come before its last expression. Make a failing cell keep
+#    nothing. What must `enter` run, and what does it cost?
 # 3. `lc build -O0` leaves out chapter 9's optimiser, but LLVM still
 #    optimises at O2 (`machine_code`'s `level`). Pass the level on to LLVM
 #    too, and compare the compile time and the speed of the benchmarks of
@@ -1432,10 +1514,12 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #    so the slots keep their values between entries, and a definition
 #    entered again must get a new name — the REPL's `definitions` would
 #    then map each name to its latest version.
-# 2. It is [appendix B](B_support.ipynb)'s first exercise: pipes instead of
-#    temporary files, read with `select` while the child runs, each chunk
-#    handed to a callback that prints it into the cell. The `%%L` magic then
-#    passes a callback that writes to the cell's output.
+# 2. Run the whole cell once, as one entry: the definitions and `def it =
+#    { last }` in one program, kept only if it runs. The price is the
+#    output: the session must then know how much of the output the kept
+#    definitions print, to skip it in later entries, and the expression's
+#    own output is mixed in after it — which is why `enter` runs the two
+#    parts apart, and the definitions' output is counted on its own.
 # 3. Give `machine_code` the level and pass it on from `compile_source`,
 #    `run_here` and `build` (`-O0` meaning both optimisers off). At O0 LLVM
 #    compiles faster and the programs run slower: how much of each is for

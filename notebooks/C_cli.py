@@ -60,16 +60,25 @@
 #   prints its LLVM module, `--interp` runs chapter 1's interpreter).
 # - `lc show STAGE FILE` prints what the stage `STAGE` of [chapter
 #   4](04_pipeline.ipynb)'s pipeline hands to the next, for an L file.
-# - `lc run FILE` compiles an L program to native code and runs it;
+# - `lc run FILE` compiles an L program to native code and runs it (`lc
+#   run -` reads it from standard input, named `<stdin>` in messages);
 #   `lc run --interp FILE` type-checks it and runs chapter 4b's reference
-#   interpreter instead; `lc build FILE -o EXE` writes an executable; `lc
-#   repl` reads definitions and expressions one at a time. `-O0` leaves out
-#   chapter 9's optimiser.
+#   interpreter instead; `lc build FILE -o EXE` writes an executable (without
+#   `-o`, in the working directory, named after the source: `hello.l` gives
+#   `hello`); `lc repl` reads definitions and expressions one at a time,
+#   with line editing, a history and the commands `:help`, `:type`, `:load`,
+#   `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+# - A setting of the environment that a program reads (`LC_STACK_SIZE`,
+#   `LC_HEAP_LIMIT`, `LC_BUFFER`, …) that cannot be read is an error naming
+#   the variable and what it accepts (status 2), under `--interp` too; a
+#   `CC` that names no program says that the C compiler was not found; a
+#   misspelt stage of `lc show` gets a suggestion.
 # - `lc` ends with exit status 0 when all went well; 1 for a mistake in the
 #   program found before it runs (every error found, rendered as `FILE:LINE:COL:
 #   error: …`), or in how `lc` was called, or in the machine (`lc: error: …`);
 #   2 for a runtime error (`FILE:LINE:COL: runtime error: …`); 130 when
-#   interrupted; and 3, `lc: internal compiler error: …` in one line, only
+#   interrupted (a program stopped by Ctrl-C ends by `SIGINT`, which a
+#   shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
 #   for a bug of `lc` itself. No Python traceback reaches the user.
 # - `lc --help` lists the commands and the environment variables `lc` and
 #   its programs read; `lc --version` names the version.
@@ -239,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
 # %% [markdown]
 # ## Reading a program
 #
-# Every command but `add` reads an L file. Reading a file that does not
+# Every command but `add` reads an L file; `-` stands for standard input,
+# as for most Unix tools, and the program is then called `<stdin>` in its
+# messages. Reading a file that does not
 # exist, or a directory, or one `lc` may not read, is a `UsageError` (exit
 # status 1), not a traceback. A file that is not UTF-8 is a mistake in the
 # program's text, so it is a `CompileError` at the first byte that cannot
@@ -321,7 +332,9 @@ def add_command(args) -> int:
 # `lc show STAGE FILE` prints the output of one stage of [chapter
 # 4](04_pipeline.ipynb)'s pipeline for a file: `lc show tokens small.l`,
 # `lc show cps small.l`, `lc show asm small.l`. The pipeline knows its
-# stages and how to print each; the command only checks the name.
+# stages and how to print each; the command only checks the name, and
+# suggests the nearest one (as chapter 4's `stage` does, with `difflib`)
+# when it is misspelt.
 
 # %%
 #| export
@@ -401,8 +414,10 @@ def setting_problem() -> str | None:
 # ### lc build
 #
 # `lc build FILE -o EXE` writes an executable ([chapter
-# 11](11_running.ipynb)). What can be checked before compiling, which may
-# take a while, is checked first: that the executable can be written where
+# 11](11_running.ipynb)); without `-o`, it is written in the working
+# directory and named after the source, as `cc` names its `a.out` but
+# more usefully: `lc build src/hello.l` writes `hello`. What can be checked
+# before compiling, which may take a while, is checked first: that the executable can be written where
 # it is asked for, and that it would not overwrite the source.
 
 # %%
@@ -435,9 +450,21 @@ def build_command(args) -> int:
 # C compiler as macros: one place for both), so the help stays true when
 # the runtime changes. The heap's also depends on the machine, as chapter
 # 10b explains, and the help says how.
-# `lc repl` runs [chapter 11](11_running.ipynb)'s `driver.repl` on the
-# terminal, with a prompt when its input is a terminal, and without when it
-# reads a file or a pipe — the way the tests drive it.
+# `lc repl` runs [chapter 11](11_running.ipynb)'s REPL: on a terminal,
+# `driver.terminal_repl`, with the prompt, line editing and a history
+# (`~/.lc_history`, or `$XDG_STATE_HOME/lc_history`); from a file or a
+# pipe, `driver.repl`, without a prompt and without history — the way the
+# tests drive it. On a terminal, Ctrl-C abandons the entry being typed or
+# stops the one running, Ctrl-D on a continuation line abandons the entry,
+# and Ctrl-D on an empty prompt ends the session (status 0).
+#
+# A variable of the environment that the runtime reads must be readable:
+# `LC_STACK_SIZE=abc` used to be ignored, and the program ran with the
+# default, which is not what its user asked for. The compiled runtime
+# checks the settings before the program starts (chapter 10b's
+# `check_settings`); `lc run --interp` checks them the same way
+# (`setting_problem`, with the interpreter's reading of a size), so that
+# both say the same thing with the same status, 2.
 
 # %%
 #| export
@@ -517,6 +544,31 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # program to point at. Each mistake ends `lc` with status 1, but the
 # runtime error, with 2.
 #
+# The smaller conveniences, as a shell shows them: a program on standard
+# input, a stage misspelt, a setting that cannot be read (compiled and
+# interpreted), a C compiler that is not there, and `lc build` without `-o`:
+
+# %%
+import os
+import subprocess
+
+LC = str(Path(sys.executable).parent / "lc")
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    Path("hello.l").write_text('print("hello")\n')
+    for argv, env, stdin in [(["run", "-"], {}, 'print("from standard input")\nprint(1 + true)\n'),
+                             (["show", "tyeps", "hello.l"], {}, None),
+                             (["run", "hello.l"], {"LC_STACK_SIZE": "abc"}, None),
+                             (["run", "--interp", "hello.l"], {"LC_HEAP_LIMIT": "2X"}, None),
+                             (["build", "hello.l"], {"CC": "no-such-cc"}, None),
+                             (["build", "hello.l"], {}, None),
+                             (["run", "hello.l"], {"LC_BUFFER": "never"}, None)]:
+        done = subprocess.run([LC, *argv], input=stdin, capture_output=True, text=True, env={**os.environ, **env})
+        shown = " ".join(f"{k}={v}" for k, v in env.items())
+        print(f"$ {shown + ' ' if shown else ''}lc {' '.join(argv)}\n{done.stdout}{done.stderr}"
+              f"(exit status {done.returncode})\n")
+    print(sorted(os.listdir(".")))
+
+# %% [markdown]
 # And `lc --help`, as a shell shows it:
 
 # %%
