@@ -17,16 +17,25 @@ What this appendix promises:
   prints its LLVM module, `--interp` runs chapter 1's interpreter).
 - `lc show STAGE FILE` prints what the stage `STAGE` of [chapter
   4](04_pipeline.ipynb)'s pipeline hands to the next, for an L file.
-- `lc run FILE` compiles an L program to native code and runs it;
+- `lc run FILE` compiles an L program to native code and runs it (`lc
+  run -` reads it from standard input, named `<stdin>` in messages);
   `lc run --interp FILE` type-checks it and runs chapter 4b's reference
-  interpreter instead; `lc build FILE -o EXE` writes an executable; `lc
-  repl` reads definitions and expressions one at a time. `-O0` leaves out
-  chapter 9's optimiser.
+  interpreter instead; `lc build FILE -o EXE` writes an executable (without
+  `-o`, in the working directory, named after the source: `hello.l` gives
+  `hello`); `lc repl` reads definitions and expressions one at a time,
+  with line editing, a history and the commands `:help`, `:type`, `:load`,
+  `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+- A setting of the environment that a program reads (`LC_STACK_SIZE`,
+  `LC_HEAP_LIMIT`, `LC_BUFFER`, …) that cannot be read is an error naming
+  the variable and what it accepts (status 2), under `--interp` too; a
+  `CC` that names no program says that the C compiler was not found; a
+  misspelt stage of `lc show` gets a suggestion.
 - `lc` ends with exit status 0 when all went well; 1 for a mistake in the
   program found before it runs (every error found, rendered as `FILE:LINE:COL:
   error: …`), or in how `lc` was called, or in the machine (`lc: error: …`);
   2 for a runtime error (`FILE:LINE:COL: runtime error: …`); 130 when
-  interrupted; and 3, `lc: internal compiler error: …` in one line, only
+  interrupted (a program stopped by Ctrl-C ends by `SIGINT`, which a
+  shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
   for a bug of `lc` itself. No Python traceback reaches the user.
 - `lc --help` lists the commands and the environment variables `lc` and
   its programs read; `lc --version` names the version.

@@ -36,6 +36,15 @@ What this chapter promises:
   compiled into the program for it.
 - `DEFAULTS` is the one place of the runtime's defaults: the C compiler
   receives them as macros, and `lc --help` prints them.
+- The program's output is written at every line when its standard output
+  is a terminal (or `LC_BUFFER=line`), in blocks of 64 KiB into a file or
+  a pipe, and all of it is written however the program ends: normally,
+  by a runtime error, a stack overflow, the heap's limit, Ctrl-C
+  (`SIGINT`) or `SIGTERM`; on the last two the program then ends by that
+  signal (status 130 or 143 in a shell).
+- A setting of the environment (`LC_STACK_SIZE`, `LC_HEAP_LIMIT`,
+  `LC_NURSERY`, `LC_BUFFER`, …) that cannot be read stops the program
+  before it starts, with a message naming it and exit status 2.
 """
 
 __all__ = [

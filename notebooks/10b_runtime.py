@@ -3381,10 +3381,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # %% [markdown]
 # The price of the checks in `out_bytes` — two stores and a load of
 # `in_output` and `stopping`, and the test of `line_buffered` — is measured
-# by `bench/output_speed.py`: three programs that print a lot (20 million
-# numbers, 20 million lines of text, 5 million tuples), each linked with
-# this runtime and with the runtime as it was before them, all run in
-# alternation, their output into a pipe. "new/old" is the median of the
+# by `bench/output_speed.py`: three programs that print a lot — numbers,
+# lines of text, tuples; the table gives the size of their output — each
+# linked with this runtime and with the runtime as it was before them, all
+# run in alternation, their output into a pipe. "new/old" is the median of the
 # ratios of CPU times of neighbouring runs; "line" runs this runtime with
 # `LC_BUFFER=line`, a system call per line, which is what the REPL and the
 # `%%L` cells pay for seeing each line at once.

@@ -965,10 +965,13 @@ class Repl:
         if not items or isinstance(items[-1], KEPT):
             self.define(Entry(name, text), items)
             return
-        start, line = items[-1].span.start, self.definitions.count("\n")
+        start = items[-2].span.end if len(items) > 1 else 0   # (a node's span may not start at its start)
+        start, line = len(text) - len(text[start:].lstrip(" \t\n;")), self.definitions.count("\n")
         if items[:-1] and not self.define(Entry(name, text[:start]), items[:-1]):
             return
-        self.evaluate(Entry(name, text[start:], text[:start], line), show_unit=not cell)
+        line_start = text.rfind("\n", 0, start) + 1        # columns as in the entry: padded
+        self.evaluate(Entry(name, " " * (start - line_start) + text[start:], text[:line_start], line),
+                      show_unit=not cell)
 
 
 # %% [markdown]
@@ -1035,8 +1038,11 @@ class Repl(Repl):
         return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
-    def relocate(self, stderr: str, entry: Entry, program: str) -> str:
-        """A runtime error's line numbers, counted from the entry's first line."""
+    def relocate(self, result: Result, entry: Entry, program: str) -> str:
+        """A runtime error's line numbers, counted from the entry's first line (a compile error's
+        are already: `locate`)."""
+        if result.status == 1:
+            return result.stderr
         before = program[:program.index(entry.text, len(self.definitions))].count("\n")
 
         def moved(m):
@@ -1048,14 +1054,14 @@ class Repl(Repl):
             else:
                 return m.group(0)
             return f"{entry.name}:{line}:"
-        return re.sub(rf"^{re.escape(entry.name)}:(\d+):", moved, stderr, flags=re.M)
+        return re.sub(rf"^{re.escape(entry.name)}:(\d+):", moved, result.stderr, flags=re.M)
 
     def define(self, entry: Entry, items: list) -> bool:
         """Run the session with the entry's definitions (and statements); keep them if they run."""
         program = self.definitions + entry.text + "\n"
         result, typing = self.run(entry, program)
         if result.status != 0:
-            self.write(self.relocate(result.stderr, entry, program))
+            self.write(self.relocate(result, entry, program))
             return False
         self.definitions, self.printed = program, len(result.stdout)
         for item in items:
@@ -1073,7 +1079,7 @@ class Repl(Repl):
             program += f"print({self.NAME})\n"
         result, typing = self.run(entry, program, hold=show)
         if result.status != 0:
-            self.write(self.relocate(result.stderr, entry, program))
+            self.write(self.relocate(result, entry, program))
         elif show:
             self.write(f" : {typing.show(self.NAME)}\n")
 

@@ -555,7 +555,8 @@ import subprocess
 LC = str(Path(sys.executable).parent / "lc")
 with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
     Path("hello.l").write_text('print("hello")\n')
-    for argv, env, stdin in [(["run", "-"], {}, 'print("from standard input")\nprint(1 + true)\n'),
+    for argv, env, stdin in [(["run", "-"], {}, 'print("from standard input")\n'),
+                             (["run", "-"], {}, "print(1 + true)\n"),
                              (["show", "tyeps", "hello.l"], {}, None),
                              (["run", "hello.l"], {"LC_STACK_SIZE": "abc"}, None),
                              (["run", "--interp", "hello.l"], {"LC_HEAP_LIMIT": "2X"}, None),

@@ -126,7 +126,7 @@ def test_the_repl_survives_ctrl_c_and_ctrl_d_and_keeps_its_history(tmp_path):
     t.type("def f(n) = f(n + 1)\n")
     t.expect("f : Int -> a\n")
     t.type('{ print("looping"); f(0) }\n')
-    t.expect("looping")                            # the program's output, as it is printed
+    t.expect("\nlooping")             # the program's output as it is printed (not the echo of the entry)
     t.type("\x03")                                 # Ctrl-C while it runs: back to the prompt
     t.expect("Interrupted.\nL> ")
     t.type("def y = (\n")
