@@ -1396,6 +1396,19 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # checked through `lc`: a clear `lc: error: …` and exit status 1 for every
 # mistake of the user or the machine, never status 3.
 #
+# `tests/test_terminal.py` drives what a person does at a terminal through
+# a pseudo-terminal (the standard library's `pty`): Ctrl-C typed while `lc
+# run`, or an executable of `lc build`, loops after printing a line — the
+# line must be on the terminal before, and the process must end by
+# `SIGINT`; and a session of `lc repl` in which Ctrl-C stops a running
+# entry and abandons a half-typed one, Ctrl-D abandons a continuation line
+# and then ends the session with status 0, every definition is kept
+# throughout, a misspelt command gets a suggestion, and the history is in
+# `~/.lc_history` after. It also checks `run_l` under a time limit (the
+# line printed, then the message), that `run_source` hands over a line
+# while the program still runs, and that `%%L` cells share a session unless
+# `--fresh` or `--reset`.
+#
 # ### Random programs and mutants, by the thousand
 #
 # The tests keep small samples: a few dozen random programs per run, a few
