@@ -829,7 +829,9 @@ _Noreturn void out_of_memory(void)
 # must run on the thread that runs L code, since `in_output` speaks for
 # that thread: `run_on_big_stack` blocks both signals in the thread that
 # starts it and unblocks them in the L thread, so the kernel delivers them
-# there.
+# there. A signal that the process ignores when the program starts stays
+# ignored: a shell starts a background job (`lc run loop.l &`) with `SIGINT`
+# ignored, so that a Ctrl-C meant for the foreground does not stop it.
 #
 # <div class="admonition note">
 #
@@ -877,6 +879,8 @@ void catch_stop_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);     /* a background job's: */
+    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);  /* ignored, it stays so */
 }
 
 void release_stop_signals(void)

@@ -172,6 +172,8 @@ void catch_stop_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);     /* a background job's: */
+    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);  /* ignored, it stays so */
 }
 
 void release_stop_signals(void)
