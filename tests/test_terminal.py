@@ -173,3 +173,15 @@ def test_l_cells_share_a_session_unless_fresh_or_reset(capsys):
     unknown = "cell.l:1:1: error: unknown variable x\nx\n^\n"
     assert capsys.readouterr().out == ("x : Int\n2 : Int\nhello\n" + unknown + unknown
                                        + "data List<t> { Cons(t, List<t>); Nil }\n")
+
+
+def test_from_a_pipe_the_repl_loads_files_and_writes_no_history(tmp_path):
+    (tmp_path / "lib.l").write_text('def double(x) = 2 * x\nprint("loaded")\n')
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run([LC, "repl"], input=f":load {tmp_path / 'lib.l'}\ndouble(21)\n:type double\n:reset\n"
+                          "double(1)\n:quit\n1 + 1\n", capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "HOME": str(home), "XDG_STATE_HOME": ""}, timeout=300)
+    assert done.stdout == ("double : Int -> Int\nloaded\n42 : Int\ndouble : Int -> Int\nthe session is empty\n"
+                           "<repl>:1:1: error: unknown variable double\ndouble(1)\n^~~~~~\n")
+    assert done.returncode == 0 and list(home.iterdir()) == []
