@@ -759,7 +759,8 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # The cell magic `%%L`, after `%load_ext lcompiler.driver`, runs its cell
 # in the kernel's *session*, the REPL's of the next section: the definitions
-# of earlier `%%L` cells are known, and a cell that ends with an expression
+# of earlier `%%L` cells are known, a cell's own definitions are shown with
+# their types after what it prints, and a cell that ends with an expression
 # shows its value with its type, unless its type is `Unit` (a cell that ends
 # with `print(…)` shows only what it prints). A cell whose program fails is
 # forgotten, except for the definitions before the failing expression.
