@@ -828,8 +828,8 @@ _Noreturn void out_of_memory(void)
 # compiler from moving the buffer's updates across the marks. The handler
 # must run on the thread that runs L code, since `in_output` speaks for
 # that thread: `run_on_big_stack` blocks both signals in the thread that
-# starts it and unblocks them in the L thread, so the kernel delivers them
-# there. A signal that the process ignores when the program starts stays
+# starts it, and starts the L thread with them unblocked, so the kernel
+# delivers them there. A signal that the process ignores when the program starts stays
 # ignored: a shell starts a background job (`lc run loop.l &`) with `SIGINT`
 # ignored, so that a Ctrl-C meant for the foreground does not stop it.
 #
@@ -2475,19 +2475,16 @@ static void on_fault(int sig, siginfo_t *info, void *context)
 }
 
 /* The L thread.  An alternate signal stack belongs to one thread, so it
- * is set up here. */
+ * is set up here.  It starts with SIGINT and SIGTERM unblocked (see
+ * run_on_big_stack), not by a call here: its frame's size decides how
+ * deep the L program may recurse, and stays as it was. */
 static void *l_thread(void *unused)
 {
     (void)unused;
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
     sigaltstack(&ss, NULL);
-    sigset_t stops;                     /* SIGINT and SIGTERM are handled on this thread */
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
-    pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
     l_program();
     flush_output();                     /* while a Ctrl-C still flushes first */
-    pthread_sigmask(SIG_BLOCK, &stops, NULL);
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
     return NULL;
@@ -2503,10 +2500,11 @@ static _Noreturn void internal_error(const char *what)
 # `run_on_big_stack` maps the stack with its guard zone, installs the
 # handlers, and runs the program on a thread of its own. The thread that
 # calls it blocks `SIGINT` and `SIGTERM` for the time of the run, and the L
-# thread unblocks them, so that the kernel delivers them to the L thread,
+# thread starts with them unblocked (`pthread_attr_setsigmask_np`, a GNU
+# extension), so that the kernel delivers them to the L thread,
 # where the handler of the section on stopping may look at `in_output`;
-# the L thread writes out the program's output before it blocks them
-# again.
+# the L thread writes out the program's output when the program returns,
+# while a signal would still be handled by this runtime.
 #
 # One `mmap` reserves the guard zone and the stack together, and `mprotect`
 # takes all access away from the guard zone, its lowest megabyte: stacks
@@ -2536,7 +2534,7 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
 
-    sigset_t stops, old_mask;           /* delivered to the L thread alone (print.c) */
+    sigset_t stops, old_mask;           /* SIGINT, SIGTERM: delivered to the L thread alone (print.c) */
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
@@ -2546,6 +2544,9 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     pthread_t thread;
     pthread_attr_init(&attr);
     pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
+    sigset_t l_mask = old_mask;         /* the L thread's: the caller's, with the two unblocked */
+    sigdelset(&l_mask, SIGINT), sigdelset(&l_mask, SIGTERM);
+    pthread_attr_setsigmask_np(&attr, &l_mask);
     if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
         internal_error("internal error: cannot start the program thread\n");
     pthread_join(thread, NULL);

@@ -141,19 +141,16 @@ static void on_fault(int sig, siginfo_t *info, void *context)
 }
 
 /* The L thread.  An alternate signal stack belongs to one thread, so it
- * is set up here. */
+ * is set up here.  It starts with SIGINT and SIGTERM unblocked (see
+ * run_on_big_stack), not by a call here: its frame's size decides how
+ * deep the L program may recurse, and stays as it was. */
 static void *l_thread(void *unused)
 {
     (void)unused;
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
     sigaltstack(&ss, NULL);
-    sigset_t stops;                     /* SIGINT and SIGTERM are handled on this thread */
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
-    pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
     l_program();
     flush_output();                     /* while a Ctrl-C still flushes first */
-    pthread_sigmask(SIG_BLOCK, &stops, NULL);
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
     return NULL;
@@ -184,7 +181,7 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
 
-    sigset_t stops, old_mask;           /* delivered to the L thread alone (print.c) */
+    sigset_t stops, old_mask;           /* SIGINT, SIGTERM: delivered to the L thread alone (print.c) */
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
@@ -194,6 +191,9 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     pthread_t thread;
     pthread_attr_init(&attr);
     pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
+    sigset_t l_mask = old_mask;         /* the L thread's: the caller's, with the two unblocked */
+    sigdelset(&l_mask, SIGINT), sigdelset(&l_mask, SIGTERM);
+    pthread_attr_setsigmask_np(&attr, &l_mask);
     if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
         internal_error("internal error: cannot start the program thread\n");
     pthread_join(thread, NULL);
