@@ -29,9 +29,10 @@ In the module `lcompiler.shrink`:
   top-level definitions. None makes a program bigger (but for a tuple
   that `unbox` rebuilds where a `fail` or a call needs it whole).
 - **Two shrinkers** that apply them until none applies:
-  `shrink_census(program)`, Appel and Jim's way (count the uses of every
-  variable, sweep the program once, count again, sweep again, until a
-  sweep changes nothing), and `shrink(program)`, Kennedy's way (one sweep,
+  `shrink_census(program)`, the census algorithm Appel and Jim start
+  from (count the uses of every variable, sweep the program once, count
+  again, sweep again, until a sweep changes nothing), and
+  `shrink(program)`, Kennedy's way (one sweep,
   then a work list of the places a change may have made reducible, with
   the counts kept exact by the representation). `redexes(program)` counts
   what is left to reduce: nothing, after either.
@@ -739,8 +740,8 @@ Shrinker.RULES = {
 
 # cell 83
 class Census(Shrinker):
-    """Appel and Jim's way: count (the census), sweep the program once reducing what the census
-    allows, count again, sweep again, until a sweep changes nothing."""
+    """The census algorithm (the first of Appel and Jim's): count, sweep the program once reducing
+    what the census allows, count again, sweep again, until a sweep changes nothing."""
 
     def uses(self, v: Var) -> int:
         return self.census.get(v, 0)

@@ -69,9 +69,13 @@
 #   printing as `show(p)`; **Check** every invariant (`check`);
 #   **Interpret** them (`run`), the reference semantics for every later
 #   pass; and draw them (`diagram`).
-# - Everything is linear: no operation walks a term recursively on the
-#   Python stack, so a term of a million nodes is as easy as one of ten.
-#   `bench/cps_speed.py` measures it, at the end of the chapter.
+# - Everything is linear, and the operations that walk a whole term —
+#   Traverse, Check, Change, Print — keep their own stack rather than
+#   Python's, so a term of a million nodes is as easy as one of ten. Two
+#   recurse on nesting only, raising Python's recursion limit for deeply
+#   nested terms: Parse, on the bodies of `fun` and `cont`, and the
+#   interpreter's step that prepares a term to run. `bench/cps_speed.py`
+#   measures it all, at the end of the chapter.
 
 # %% [markdown]
 # ## Why continuations, and why second-class ones

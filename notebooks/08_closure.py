@@ -106,6 +106,26 @@
 #
 # </div>
 #
+# <div class="admonition note">
+# <p class="admonition-title">Design note: closures, not lambda lifting</p>
+#
+# The other classic way to close a function is *lambda lifting* (Johnsson,
+# 1985): add each free variable as an extra parameter, and at every call
+# pass the values along, so that no environment is ever built. It works
+# where every call of the function is known — the caller can supply the
+# extra arguments — and it is how compilers treat local functions that
+# never escape. But an L function is a value: it can be passed to `map`,
+# stored in a list, returned, and whoever calls it then knows nothing of
+# its free variables. Those functions need a closure whatever the
+# compiler does, so this chapter closes everything with closures, and gets
+# lambda lifting's benefit where it matters by other means: a function
+# with no free variables calls and is called directly (next section), and
+# chapter 9's contification turns a local function whose calls all return
+# to the same place into a continuation, which needs no environment at
+# all.
+#
+# </div>
+#
 # ## Direct functions and known calls
 #
 # A closure costs an allocation and an indirect call. Most functions of an

@@ -66,9 +66,10 @@
 #   top-level definitions. None makes a program bigger (but for a tuple
 #   that `unbox` rebuilds where a `fail` or a call needs it whole).
 # - **Two shrinkers** that apply them until none applies:
-#   `shrink_census(program)`, Appel and Jim's way (count the uses of every
-#   variable, sweep the program once, count again, sweep again, until a
-#   sweep changes nothing), and `shrink(program)`, Kennedy's way (one sweep,
+#   `shrink_census(program)`, the census algorithm Appel and Jim start
+#   from (count the uses of every variable, sweep the program once, count
+#   again, sweep again, until a sweep changes nothing), and
+#   `shrink(program)`, Kennedy's way (one sweep,
 #   then a work list of the places a change may have made reducible, with
 #   the counts kept exact by the representation). `redexes(program)` counts
 #   what is left to reduce: nothing, after either.
@@ -207,7 +208,7 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | `dead_continuation` | `letcont k x̄ = h in t` | `t` | `k` unused outside `h` |
 # | `inline_continuation_once` (β) | `letcont k x̄ = h in C[k ȳ]` | `C[h[ȳ/x̄]]` | `k` used once, by a jump |
 # | `inline_function_once` (β) | `let f = λk x̄. b in C[f k' ȳ]` | `C[b[k'/k, ȳ/x̄]]` | `f` used once, by a call |
-# | `eta` (η) | `letcont k x̄ = j x̄ in t` | `t[j/k]` | |
+# | `eta` (η) | `letcont k x̄ = j x̄ in t` | `t[j/k]` | `j ≠ k`, and the jump is not a raise |
 # | `fold` | `let x = c₁ ⊕ c₂ in t` | `let x = c in t` | `c = c₁ ⊕ c₂` as L computes it; not `/ 0` |
 # | `known_case` | `case c { … c → k … }` | `k ()` | `c` known (or every arm `k`) |
 # | `project` | `let t = (y₁…yₙ) in C[let x = t.i in t']` | `C[t'[yᵢ/x]]` | `t` never written |
@@ -224,16 +225,25 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # value: everything but `print`, `x[i] := y`, `fail`, and an operation
 # that may stop the program — one whose row in the table of primitives
 # (chapter 4b) has a `Failure`, a division or remainder, unless its divisor
-# is known not to be zero — or that its row says is not pure. Every rule
-# removes at least one node or replaces a node by a simpler one (a
-# computation by a constant, a `case` by a jump, a call through a closure
-# by a direct call, a tuple parameter by its fields), so applying rules in
-# any order stops. That is what *shrinking* means: the
-# rules never make a program bigger, so they can be applied blindly,
-# wherever they apply, as often as they apply. One rule bends this a
-# little: `unbox` removes the tuples built at the jumps, and may add one
-# where a `fail` or a call needs the whole tuple; it still stops, since
-# each time it takes a parameter apart into fields of smaller types.
+# is known not to be zero — or that its row says is not pure.
+#
+# That rewriting stops, in any order, is what *shrinking* means: the rules
+# can then be applied blindly, wherever they apply, as often as they apply.
+# The argument is a measure that every rule lowers. Give a program three
+# numbers, and a fourth: B, the tuple constructors in the types of its
+# continuations' parameters (a parameter of type `(Int, (Int, Int))` counts
+# two); N, its nodes; U, its `fail`s not yet followed by the jump `ret u`;
+# and C, its calls through closures. Compare two programs by B first, then
+# N, then U, then C. `unbox` lowers B — it replaces a
+# parameter by its fields, whose types hold one tuple constructor fewer —
+# though it may add a node, where a `fail` or a call needs the whole tuple;
+# `unreachable` keeps B, does not add a node (the term after the `fail` is
+# at least one node, `ret u` is one), and lowers U; `known_call` keeps
+# the nodes and lowers C; every other rule keeps B or lowers it (none
+# makes a continuation parameter) and removes at least one node (a
+# computation replaced by a constant loses its operands, a `case` replaced
+# by a jump its other arms). A sequence of such quadruples, each smaller
+# than the one before, is finite: so is every sequence of rewrites.
 
 # %% [markdown]
 # ## What is known about a variable
@@ -1515,8 +1525,9 @@ Shrinker.RULES = {
 # parameter it made unused — and some of those are *earlier* in the
 # program than the rewrite itself.
 #
-# **Appel and Jim's census.** Their first algorithm keeps, beside the
-# term, a table of how many times each variable is used: the census. It
+# **The census.** The simplest algorithm of Appel and Jim's paper keeps,
+# beside the term, a table of how many times each variable is used: the
+# census. It
 # counts the whole program, then sweeps it once in order, applying every
 # rule the census allows and keeping the table up to date as it deletes
 # and substitutes; a rewrite that enables another *behind* the sweep waits
@@ -1524,13 +1535,17 @@ Shrinker.RULES = {
 # sweep changes nothing. Each sweep is linear; the number of sweeps is not
 # bounded by a constant — a chain of `n` bindings each used only by the
 # next, the last used by nobody, loses one binding per sweep, `n` sweeps
-# in all, quadratic time.
+# in all, quadratic time. The paper's title promises linear time, and its
+# second algorithm keeps the promise: the term held as a graph in which
+# every variable can reach its uses, so that a rewrite finds the places it
+# makes reducible, wherever they are. Kennedy's representation (chapter 6)
+# refines that graph, and `shrink`, below, is that algorithm on it.
 
 # %%
 #| export
 class Census(Shrinker):
-    """Appel and Jim's way: count (the census), sweep the program once reducing what the census
-    allows, count again, sweep again, until a sweep changes nothing."""
+    """The census algorithm (the first of Appel and Jim's): count, sweep the program once reducing
+    what the census allows, count again, sweep again, until a sweep changes nothing."""
 
     def uses(self, v: Var) -> int:
         return self.census.get(v, 0)
@@ -1747,8 +1762,8 @@ plt.close(fig)
 # good on the generated programs, which need two sweeps whatever their
 # size (a rewrite there rarely enables another behind it), and twice as
 # slow per node for that second sweep; on the chain its time per node grows
-# with the chain, because its sweeps do: quadratic, as Appel and Jim
-# warn. That is the whole difference — the same rules, and a representation
+# with the chain, because its sweeps do: quadratic, which is why Appel
+# and Jim's paper does not stop at it. That is the whole difference — the same rules, and a representation
 # that lets a rewrite find the places it affects.
 
 # %% [markdown]
