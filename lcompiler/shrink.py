@@ -128,8 +128,17 @@ def constant(v: Var):
 
 # cell 18
 def written(v: Var) -> bool:
-    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag)?"""
-    return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
+    """May the tuple bound to v be written — is it a cell of a captured var, or a `ready` flag?
+
+    It may if v is the target of some x[i] := y, or if v is stored in a block (a closure's
+    environment, a tuple, a constructor, a cell), from where another variable can take it and write
+    through it: closure conversion (chapter 8) does exactly that with the cell of a var that a
+    closure assigns — the code writes `env.i[0] := y`, and the cell's own variable is never a target."""
+    for o in occurrences(v):
+        e = o.enclosing
+        if type(e) is SetField or isinstance(e, (TupleValue, Inject)):
+            return True
+    return False
 
 # cell 20
 UNKNOWN = object()
