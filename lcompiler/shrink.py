@@ -127,8 +127,10 @@ def constant(v: Var):
 
 # cell 18
 def written(v: Var) -> bool:
-    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag)?"""
-    return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
+    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag), or in a
+    closure record, whose code may write it under another name?"""
+    return any(type(o.enclosing) is SetField and o.enclosing.target is o or type(o.enclosing) is MakeClosure
+               for o in occurrences(v))
 
 # cell 20
 UNKNOWN = object()

@@ -280,12 +280,17 @@ def constant(v: Var):
 # that a function captures in a one-field tuple, a *cell*, and assigns it
 # with `x[0] := y`; a global read before its definition has run is guarded
 # by a cell too. A projection from a tuple that is ever written must stay.
+# After [chapter 8](08_closure.ipynb), the function that captured a cell
+# writes it through its closure record (`env[1][0] := y`), under another
+# name: a tuple stored in a closure record counts as written too.
 
 # %%
 #| export
 def written(v: Var) -> bool:
-    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag)?"""
-    return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
+    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag), or in a
+    closure record, whose code may write it under another name?"""
+    return any(type(o.enclosing) is SetField and o.enclosing.target is o or type(o.enclosing) is MakeClosure
+               for o in occurrences(v))
 
 # %% [markdown]
 # Constant folding computes as L does, with the `meaning` of the
