@@ -64,9 +64,8 @@ def on_cps(optimised: bool):
     output checked. Its stack limit is the reference interpreter's: deep_recursion_escape nests 100,001
     calls, one more than the CPS interpreter's default allows."""
     def run(src: Source, tmp_path: Path) -> tuple:
-        for stage, value, _ in pipeline.stages_of(src, upto="shrink" if optimised else "cps", optimise=optimised,
-                                                  checked=True):
-            pass
+        *_, (_, value, _) = pipeline.stages_of(src, upto="shrink" if optimised else "cps", optimise=optimised,
+                                               checked=True)
         out = io.StringIO()
         try:
             cps.run(value, out, stack_limit=DEPTH_LIMIT)
