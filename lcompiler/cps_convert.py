@@ -23,6 +23,14 @@ In the module `lcompiler.cps_convert`:
   their context is not already a continuation variable; `while` is a
   recursive continuation; a `var` that no function captures lives in
   continuation parameters, a captured one in a heap cell.
+- `raise(e)` is a jump to the exception continuation in force, recording
+  its raise site; `try` binds a local handler continuation, whose clauses
+  pass an exception they do not match on to the enclosing exception
+  continuation without a new site. A call in a `try`'s block is never a
+  tail call; a call in a clause is one when the `try` is in tail position.
+  A `var` assigned in a block and declared outside it lives in a cell, so
+  the clauses see its value at the raise. A program without `raise` and
+  `try` converts exactly as it did before L had exceptions.
 - Every CPS variable bound for an L value carries that value's type
   (`var.type`), for the back end's choice of representation.
 - `lc show cps FILE.l` prints the result.
@@ -390,24 +398,6 @@ class Converter:
         return let_cont(handler, lambda k: apply_cont(k, *[store[r] for r in carried]),
                         [r.name for r in carried], "loop")
 
-    def handle(self, e: c.Try, env, store, ctx):
-        """try { body } catch { clauses } in ctx, a Return: a handler, then the block returning to done."""
-        outer = self.exn
-        def handler(h, x):
-            x.type = EXN
-            return self.clauses(e, x, 0, env, store, ctx)       # raising to outer, in the try's context
-        def block(h):
-            def done(k, r):
-                r.type = e.type
-                return give(ctx, r, store)
-            def body(k):
-                self.exn = h
-                term = self.expr(e.body, env, store, Return(k))
-                self.exn = outer
-                return term
-            return let_cont(done, body, ["r"], "done")
-        return let_cont(handler, block, ["e"], "handler")
-
     def declare(self, e: c.LetVar, x: Var, env, store, ctx):
         if id(e) in self.analysis.captured:
             return self.let(tuple_(x), e.name + "_cell", None, lambda cell:
@@ -491,7 +481,26 @@ class Converter:
         hint = p.name if type(p) is PVar else "y"
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
 
-    # cell 28: Programs
+    # cell 28: Exceptions: `raise` and `try`
+    def handle(self, e: c.Try, env, store, ctx):
+        """try { body } catch { clauses } in ctx, a Return: a handler, then the block returning to done."""
+        outer = self.exn
+        def handler(h, x):
+            x.type = EXN
+            return self.clauses(e, x, 0, env, store, ctx)       # raising to outer, in the try's context
+        def block(h):
+            def done(k, r):
+                r.type = e.type
+                return give(ctx, r, store)
+            def body(k):
+                self.exn = h
+                term = self.expr(e.body, env, store, Return(k))
+                self.exn = outer
+                return term
+            return let_cont(done, body, ["r"], "done")
+        return let_cont(handler, block, ["e"], "handler")
+
+    # cell 30: Programs
     def program(self, program: c.Program) -> Program:
         out = Program()
         self.exn = out.uncaught                 # the top level raises to the program's uncaught
@@ -526,7 +535,7 @@ class Converter:
 
 # --- Programs ----------------------------------------------------------
 
-# cell 28
+# cell 30
 NESTING = 1_000_000      # Python frames the higher-order translation may nest
 
 
@@ -538,7 +547,7 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
 
 # --- Showing the CPS from the command line -----------------------------
 
-# cell 58
+# cell 68
 from lcompiler import cps, pipeline
 from lcompiler.errors import CompileError, Source, Span
 
