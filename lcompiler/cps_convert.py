@@ -481,7 +481,7 @@ class Converter:
         hint = p.name if type(p) is PVar else "y"
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
 
-    # cell 28: Exceptions: `raise` and `try`
+    # cell 28: Exceptions: raise and try
     def handle(self, e: c.Try, env, store, ctx):
         """try { body } catch { clauses } in ctx, a Return: a handler, then the block returning to done."""
         outer = self.exn

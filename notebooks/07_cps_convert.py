@@ -728,7 +728,7 @@ class Converter(Converter):
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
 
 # %% [markdown]
-# ## Exceptions: `raise` and `try`
+# ## Exceptions: raise and try
 #
 # Chapter 6 gave every function a second continuation, the one it raises
 # to, and the conversion has passed it along from the start (`self.exn`):
