@@ -92,6 +92,20 @@
 # a function captures is a heap cell since [chapter 7](07_cps_convert.ipynb),
 # and the closure copies the pointer to that cell.
 #
+# Exceptions add nothing to the closure, and that is the point of
+# second-class continuations. A function made in the block of a `try` does
+# not capture the `try`'s handler: the handler is a continuation, never a
+# value, so it cannot be a free variable stored in a record. Where a
+# closure's code raises is its second continuation, which each call passes:
+# a closure called in the block of a `try` raises to that block's handler,
+# wherever it was made — the handler is in force while its block runs, as
+# in OCaml. So closure code is `fun ret exn (env, x…)` like any function,
+# and a call through a closure, `call f(a) -> k / h`, passes both. After
+# this chapter, chapter 6's checker still holds every program to
+# second-classness (no continuation in a record, a tuple or an argument);
+# `tests/test_exceptions.py` checks it on the corpus of exception programs,
+# closure-converted and run.
+#
 # <div class="admonition note">
 # <p class="admonition-title">Design note: flat closures, not linked ones</p>
 #

@@ -290,6 +290,9 @@ def constant(v: Var):
 # that a function captures in a one-field tuple, a *cell*, and assigns it
 # with `x[0] := y`; a global read before its definition has run is guarded
 # by a cell too. A projection from a tuple that is ever written must stay.
+# After [chapter 8](08_closure.ipynb), the function that captured a cell
+# writes it through its closure record (`env[1][0] := y`), under another
+# name: a tuple stored in a closure record counts as written too.
 
 # %%
 #| export
