@@ -56,6 +56,11 @@ __all__ = [
     'only_taken_apart',
     'OVERFLOW',
     'render',
+    'EXCEPTION_SLOTS',
+    'is_exception_continuation',
+    'raised_to',
+    'catches',
+    'raising',
     'SITE_TABLE',
     'to_llvm',
     'verified',
@@ -256,10 +261,15 @@ class Backend:
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
         dynamic = [d for d in self.program.definitions if d.body is not None and d.var is not None]
-        self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, len(dynamic))), "lc_globals")
+        self.catching = catches(self.program)          # the section on exceptions: two more roots
+        self.raising = raising(self.program) if self.catching else set()
+        size = len(dynamic) + (len(EXCEPTION_SLOTS) if self.catching else 0)
+        self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, size)), "lc_globals")
         self.globals.initializer = ir.Constant(self.globals.type.pointee, None)
         for i, d in enumerate(dynamic):
             self.slots[d.var] = i
+        self.exception_slots = {name: len(dynamic) + i for i, name in enumerate(EXCEPTION_SLOTS)}
+        self.site_records = {}
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
                 lam = d.value
@@ -334,6 +344,7 @@ class Backend:
         if me is not None:
             start, args = self.recur(f, start, args, blocks, me)
         self.parameters(params, args, values)
+        self.here = (blocks, ret)                      # for a raise inside a primitive (exceptions)
         work = [(start, term)]
         while work:
             block, t = work.pop()
@@ -399,8 +410,8 @@ class Backend:
             args = [self.value(b, o, values) for o in t.args]
             if t.cont.var is ret:
                 b.ret(args[0])
-            elif t.cont.var not in blocks:            # a function's exception continuation, or uncaught
-                raise NotImplementedError("a raise: no stage before this one produces one yet")
+            elif t.raises or t.cont.var not in blocks:    # a raise, or to an exception continuation
+                self.raise_to(b, t, args[0], t.cont.var, blocks, ret)
             else:
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
@@ -430,6 +441,11 @@ class Backend:
         result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
         self.locate(result, None if tail else t.loc)
         if tail:
+            b.ret(result)
+            return
+        if self.catching:                          # the section on exceptions: test the flag
+            self.test_flag(b, t, blocks, ret)
+        if t.cont.var is ret:                      # returns to ret, raises to a handler: not a tail call
             b.ret(result)
         else:
             self.goto(b, t.cont.var, [result], blocks)
@@ -587,6 +603,11 @@ class Backend:
             b.call(self.rt["lc_print_char"], [word(ord("\n"))])
             return word(0)
         if t is cps.Fail:
+            if self.raises_here(p.exn):                # the section on exceptions
+                self.raise_failure(b, p.exn.var, p.message, p.loc, [get(o) for o in p.args],
+                                   [o.var.type for o in p.args])
+                b.position_at_end(b.function.append_basic_block("after.raise"))    # never reached
+                return word(0)
             self.fail(b, p, [get(o) for o in p.args])
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
@@ -598,7 +619,10 @@ class Backend:
             x = args[failure.operand]
             if not (isinstance(x, ir.Constant) and x.constant != failure.value):
                 with b.if_then(b.icmp_signed("==", x, word(failure.value)), likely=False):
-                    b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
+                    if self.raises_here(p.exn):        # the section on exceptions
+                        self.raise_failure(b, p.exn.var, failure.message, p.loc, [], [])
+                    else:
+                        b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
     # cell 66: Arguments in registers: flattening tuples
@@ -634,7 +658,137 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 73: Printing, directed by types
+    # cell 73: Exceptions: a flag tested after each call
+    def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
+        return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
+
+    def own_exception(self, ret):
+        """The exception continuation of the function being translated (ret None: a definition)."""
+        return self.program.uncaught if ret is None else ret.binder.exn
+
+    def raises_here(self, exn) -> bool:
+        """Does a failure raising to exn raise (rather than report at once, as before exceptions)?"""
+        if exn is None or not self.catching:
+            return False
+        return exn.var is not self.program.uncaught
+
+    def site_record(self, prefix: str, rest: str | None, printer) -> ir.Constant:
+        """A raise site, made by the compiler: the uncaught report's text before the value, after
+        it (None: no value), and the value's printer; one constant per text, shared."""
+        key = (prefix, rest, printer.name if printer is not None else None)
+        records = self.site_records
+        if key not in records:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I64, 3), f"site.{len(records)}")
+            null = word(0)
+            g.initializer = ir.Constant(g.type.pointee, [
+                self.string(prefix).ptrtoint(I64),
+                self.string(rest).ptrtoint(I64) if rest is not None else null,
+                printer.ptrtoint(I64) if printer is not None else null])
+            g.global_constant, g.linkage = True, "private"
+            records[key] = g.ptrtoint(I64)
+        return records[key]
+
+    def site_global(self) -> ir.GlobalVariable:
+        if "lc_site" not in self.module.globals:
+            g = ir.GlobalVariable(self.module, I64, "lc_site")
+            g.initializer, g.linkage = word(0), "internal"
+        return self.module.globals["lc_site"]
+
+    def record(self, b: ir.IRBuilder, message: str, loc, value, value_type):
+        """Record the raise site: the report's texts (value: shown after the message) in lc_site,
+        the value in its slot of lc_globals, where the collector finds it."""
+        text = render(RunError(message, loc))
+        if value is None:
+            site = self.site_record(text, None, None)
+        else:
+            first, rest = text.split("\n", 1)
+            site = self.site_record(first + " ", "\n" + rest, self.printer(value_type))
+            b.store(value, self.exception_slot(b, SITE_VALUE))
+        b.store(site, self.site_global())
+
+    def report_now(self, b: ir.IRBuilder, message: str, loc, value, value_type):
+        """Report an uncaught exception at its raise, as before exceptions (lc_fail)."""
+        text = render(RunError(message, loc))
+        if value is None:
+            b.call(self.rt["lc_fail"], [self.cstring(b, text)])
+        else:
+            first, rest = text.split("\n", 1)
+            b.call(self.rt["lc_fail_begin"], [self.cstring(b, first + " ")])
+            b.call(self.printer(value_type), [value, word(1)])
+            b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
+        b.unreachable()
+
+    def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
+        """Jump to the exception continuation h with an exception already recorded: a handler's
+        block; the function's own (set the flag, return: the caller tests it); or uncaught."""
+        if h in blocks:
+            self.goto(b, h, [exception], blocks)
+        elif h is self.program.uncaught:
+            b.call(self.uncaught_report(), [])
+            b.unreachable()
+        else:
+            b.store(exception, self.exception_slot(b, PENDING))
+            b.ret(word(0))
+
+    def raise_to(self, b: ir.IRBuilder, t: cps.ApplyCont, exception, h, blocks: dict, ret):
+        """A jump to an exception continuation h: a raise (t.raises) records its site first."""
+        direct = h is self.program.uncaught or not self.catching
+        if t.raises and direct:                  # nothing can catch it: report at the raise
+            self.report_now(b, "uncaught exception", t.loc, exception, t.args[0].var.type)
+            return
+        if t.raises:
+            self.record(b, "uncaught exception", t.loc, exception, t.args[0].var.type)
+        self.pass_on(b, h, exception, blocks, ret)
+
+    def raise_failure(self, b: ir.IRBuilder, h, message: str, loc, args: list, types: list):
+        """A failing primitive raising its predefined exception (the tag of PREDEFINED) to h."""
+        blocks, ret = self.here
+        self.record(b, message, loc, args[0] if args else None, types[0] if types else None)
+        self.pass_on(b, h, self.nullary(cps.PREDEFINED[message][0]), blocks, ret)
+
+    def test_flag(self, b: ir.IRBuilder, t: cps.Apply, blocks: dict, ret):
+        """After a call that may raise: if the flag is set, clear it and go to the handler, or
+        return at once to the caller (which tests it in turn), or report (uncaught)."""
+        if t.kind == "direct" and t.func.var not in self.raising:
+            return
+        slot = self.exception_slot(b, PENDING)
+        pending = b.load(slot, "pending")
+        raised = b.function.append_basic_block("raised")
+        returned = b.function.append_basic_block("returned")
+        b.cbranch(b.icmp_unsigned("!=", pending, word(0)), raised, returned)
+        b.position_at_end(raised)
+        h = t.exn.var
+        if h in blocks:
+            b.store(word(0), slot)
+        self.pass_on(b, h, pending, blocks, ret)
+        b.position_at_end(returned)
+
+    def uncaught_report(self) -> ir.Function:
+        """lc_uncaught(), made once per module: report the recorded raise site and stop."""
+        if "lc_uncaught" in self.module.globals:
+            return self.module.globals["lc_uncaught"]
+        f = ir.Function(self.module, ir.FunctionType(VOID, []), "lc_uncaught")
+        f.linkage = "internal"
+        f.attributes.add("noreturn")
+        f.attributes.add("cold")
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        site = b.inttoptr(b.load(self.site_global()), I64.as_pointer())
+        prefix, rest, printer = (b.load(b.gep(site, [word(i)])) for i in range(3))
+        no_value = f.append_basic_block("no.value")
+        value = f.append_basic_block("value")
+        b.cbranch(b.icmp_unsigned("==", rest, word(0)), no_value, value)
+        b.position_at_end(no_value)
+        b.call(self.rt["lc_fail"], [b.inttoptr(prefix, I8P)])
+        b.unreachable()
+        b.position_at_end(value)
+        b.call(self.rt["lc_fail_begin"], [b.inttoptr(prefix, I8P)])
+        show = b.inttoptr(printer, ir.FunctionType(VOID, [I64, I64]).as_pointer())
+        b.call(show, [b.load(self.exception_slot(b, SITE_VALUE)), word(1)])
+        b.call(self.rt["lc_fail"], [b.inttoptr(rest, I8P)])
+        b.unreachable()
+        return f
+
+    # cell 75: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -674,7 +828,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 75: Printing, directed by types
+    # cell 77: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -694,7 +848,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 77: Where a stack overflow happened: call sites
+    # cell 79: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
@@ -729,7 +883,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 79: The whole module
+    # cell 81: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -911,15 +1065,70 @@ def render(error: RunError) -> str:
     return error.render() + "\n"
 
 
+# --- Exceptions: a flag tested after each call -------------------------
+
+# cell 73
+EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
+PENDING, SITE_VALUE = EXCEPTION_SLOTS
+
+
+def is_exception_continuation(k) -> bool:
+    """Is k a function's exception continuation, or the program's `uncaught`?"""
+    return type(k.binder) is cps.Program or type(k.binder) is cps.Lambda and k is k.binder.exn
+
+
+def raised_to(node):
+    """The occurrence of the continuation that node raises to, if it may raise."""
+    t = type(node)
+    if t is cps.Apply or t is cps.Op or t is cps.Fail:
+        return node.exn
+    if t is cps.ApplyCont and (node.raises or is_exception_continuation(node.cont.var)):
+        return node.cont
+    return None
+
+
+def catches(program: cps.Program) -> bool:
+    """Does anything in the program catch an exception: does a raise, a failure or a call name a
+    handler (a local continuation) as where it raises to, or a handler pass one on? If not, every
+    raise reaches `uncaught`, and the code is exactly what it was before L had exceptions."""
+    for node in cps.walk(program):
+        h = raised_to(node)
+        if h is not None and type(h.var.binder) is cps.LetCont:
+            return True
+        if type(node) is cps.ApplyCont and not node.raises and is_exception_continuation(node.cont.var):
+            return True
+    return False
+
+
+def raising(program: cps.Program) -> set:
+    """The direct functions that may raise to their own exception continuation: a raise or a
+    failure there, or a call of a closure or of such a function that raises there too. The least
+    fixed point: a function is added when one of these is found, until none is."""
+    lambdas = {d.var: d.value for d in program.definitions if type(d.value) is cps.Lambda}
+    sites = {}
+    for var, lam in lambdas.items():
+        sites[var] = [node for node in cps.walk(lam.body)
+                      if (h := raised_to(node)) is not None and h.var is lam.exn]
+    found, changed = set(), True
+    while changed:
+        changed = False
+        for var, nodes in sites.items():
+            if var not in found and any(type(n) is not cps.Apply or n.kind != "direct" or n.func.var in found
+                                        for n in nodes):
+                found.add(var)
+                changed = True
+    return found
+
+
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 77
+# cell 79
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
 
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 81
+# cell 83
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -954,7 +1163,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 83
+# cell 85
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -985,7 +1194,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else lines[at] - 1
     return sites
 
-# cell 85
+# cell 87
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1018,7 +1227,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 95
+# cell 97
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
