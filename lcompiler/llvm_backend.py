@@ -758,9 +758,13 @@ class Backend:
         b.cbranch(b.icmp_unsigned("!=", pending, word(0)), raised, returned)
         b.position_at_end(raised)
         h = t.exn.var
-        if h in blocks:
+        if h in blocks:                            # caught here: clear the flag
             b.store(word(0), slot)
-        self.pass_on(b, h, pending, blocks, ret)
+            self.goto(b, h, [pending], blocks)
+        elif h is self.program.uncaught:
+            self.pass_on(b, h, pending, blocks, ret)
+        else:                                      # the flag stays set for the caller
+            b.ret(word(0))
         b.position_at_end(returned)
 
     def uncaught_report(self) -> ir.Function:
