@@ -585,6 +585,8 @@ class Backend(Backend):
         fast = short_tail_chains(self.program)
         dynamic = [d for d in self.program.definitions if d.body is not None and d.var is not None]
         self.catching = catches(self.program)          # the section on exceptions: two more roots
+        self.lowering = lowering()
+        self.traps = self.catching and self.lowering == "traps"
         self.raising = raising(self.program) if self.catching else set()
         size = len(dynamic) + (len(EXCEPTION_SLOTS) if self.catching else 0)
         self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, size)), "lc_globals")
@@ -592,7 +594,7 @@ class Backend(Backend):
         for i, d in enumerate(dynamic):
             self.slots[d.var] = i
         self.exception_slots = {name: len(dynamic) + i for i, name in enumerate(EXCEPTION_SLOTS)}
-        self.site_records = {}
+        self.site_records, self.trap_records = {}, {}
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
                 lam = d.value
@@ -601,7 +603,7 @@ class Backend(Backend):
                 f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if d.var in fast else "tailcc"
                 self.subprogram(f)
-                if f.calling_convention == "fastcc":
+                if f.calling_convention == "fastcc" and not self.traps:    # traps: see exceptions
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
                          for p in lam.params for i in range(arity(p))]
@@ -691,6 +693,8 @@ class Backend(Backend):
         back to a block `recur` whose phis stand for the parameters."""
         blocks = {}                                    # continuation -> (its block, its phis)
         start = f.append_basic_block("entry")
+        if self.catching:                              # the section on exceptions: a trap record
+            self.frame_trap(f, start, term)
         args = list(f.args)
         if me is not None:
             start, args = self.recur(f, start, args, blocks, me)
@@ -829,12 +833,15 @@ class Backend(Backend):
             fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
             callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
         cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+        trap = self.push_trap(b, t, blocks) if self.catching and not tail else None   # exceptions: traps
         result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
         self.locate(result, None if tail else t.loc)
         if tail:
             b.ret(result)
             return
-        if self.catching:                          # the section on exceptions: test the flag
+        if trap is not None:
+            b.store(trap, self.trap_global())
+        elif self.catching and not self.traps:     # the section on exceptions: test the flag
             self.test_flag(b, t, blocks, ret)
         if t.cont.var is ret:                      # returns to ret, raises to a handler: not a tail call
             b.ret(result)
@@ -1706,8 +1713,19 @@ class Backend(Backend):
 
 # %%
 #| export
+import os
+
 EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
 PENDING, SITE_VALUE = EXCEPTION_SLOTS
+LOWERINGS = ("flag", "traps")                   # the first is the default
+
+
+def lowering() -> str:
+    """The lowering of exceptions: LC_EXCEPTIONS=traps chooses trap frames, else the flag."""
+    chosen = os.environ.get("LC_EXCEPTIONS", LOWERINGS[0])
+    if chosen not in LOWERINGS:
+        raise ValueError(f"LC_EXCEPTIONS={chosen}: the lowerings are {', '.join(LOWERINGS)}")
+    return chosen
 
 
 def is_exception_continuation(k) -> bool:
@@ -1826,6 +1844,10 @@ class Backend(Backend):
         elif h is self.program.uncaught:
             b.call(self.uncaught_report(), [])
             b.unreachable()
+        elif self.lowering == "traps":
+            b.store(exception, self.exception_slot(b, PENDING))
+            b.call(self.thrower(), [])
+            b.unreachable()
         else:
             b.store(exception, self.exception_slot(b, PENDING))
             b.ret(word(0))
@@ -1866,6 +1888,79 @@ class Backend(Backend):
         else:                                      # the flag stays set for the caller
             b.ret(word(0))
         b.position_at_end(returned)
+
+    # Lowering A, trap frames (LC_EXCEPTIONS=traps): the section's second half.
+
+    def trap_global(self) -> ir.GlobalVariable:
+        """lc_trap: the address of the innermost trap record (0: none)."""
+        if "lc_trap" not in self.module.globals:
+            g = ir.GlobalVariable(self.module, I64, "lc_trap")
+            g.initializer, g.linkage = word(0), "internal"
+        return self.module.globals["lc_trap"]
+
+    def intrinsic(self, name: str, result, params: list) -> ir.Function:
+        if name not in self.module.globals:
+            ir.Function(self.module, ir.FunctionType(result, params), name)
+        return self.module.globals[name]
+
+    def frame_trap(self, f: ir.Function, entry, term):
+        """With traps, a function that calls with a handler of its own gets one trap record in
+        its frame, at the start of its entry block: its calls are never nested in one frame."""
+        if self.lowering == "traps" and any(type(n) is cps.Apply and type(n.exn.var.binder) is cps.LetCont
+                                            for n in cps.walk(term)):
+            self.trap_records[f] = ir.IRBuilder(entry).alloca(ir.ArrayType(I8P, 6), name="trap")
+
+    def push_trap(self, b: ir.IRBuilder, t: cps.Apply, blocks: dict):
+        """Before a call that raises to a handler of this function: fill the frame's trap record
+        (LLVM's setjmp buffer: frame address, resume address, stack pointer; then the previous
+        record) and make it the innermost. The resumed path restores the previous record and goes
+        to the handler with the exception. Returns the previous record, which the caller restores
+        after the call; None for a call that needs no trap."""
+        if self.lowering != "traps" or t.exn.var not in blocks:
+            return None
+        if t.kind == "direct" and t.func.var not in self.raising:     # it cannot raise: no trap
+            return None
+        f = b.function
+        record = self.trap_records[f]
+        slot = lambda i: b.gep(record, [ir.Constant(I32, 0), ir.Constant(I32, i)])
+        b.store(b.call(self.intrinsic("llvm.frameaddress.p0", I8P, [I32]), [ir.Constant(I32, 0)]), slot(0))
+        b.store(b.call(self.intrinsic("llvm.stacksave.p0", I8P, []), []), slot(2))
+        buffer = b.bitcast(record, I8P)
+        resumed = b.call(self.intrinsic("llvm.eh.sjlj.setjmp", I32, [I8P]), [buffer])
+        landing = f.append_basic_block("trapped")
+        go = f.append_basic_block("protected")
+        b.cbranch(b.icmp_unsigned("!=", resumed, ir.Constant(I32, 0)), landing, go, )
+        b.position_at_end(landing)
+        b.store(b.ptrtoint(b.load(slot(5)), I64), self.trap_global())
+        pending = self.exception_slot(b, PENDING)
+        exception = b.load(pending, "pending")
+        b.store(word(0), pending)
+        self.goto(b, t.exn.var, [exception], blocks)
+        b.position_at_end(go)
+        previous = b.load(self.trap_global(), "previous")
+        b.store(b.inttoptr(previous, I8P), slot(5))
+        b.store(b.ptrtoint(buffer, I64), self.trap_global())
+        return previous
+
+    def thrower(self) -> ir.Function:
+        """lc_throw(), made once per module: jump to the innermost trap record, or report."""
+        if "lc_throw" in self.module.globals:
+            return self.module.globals["lc_throw"]
+        f = ir.Function(self.module, ir.FunctionType(VOID, []), "lc_throw")
+        f.linkage = "internal"
+        for attribute in ("noreturn", "noinline", "cold"):
+            f.attributes.add(attribute)
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        trap = b.load(self.trap_global())
+        none, jump = f.append_basic_block("none"), f.append_basic_block("jump")
+        b.cbranch(b.icmp_unsigned("==", trap, word(0)), none, jump)
+        b.position_at_end(none)
+        b.call(self.uncaught_report(), [])
+        b.unreachable()
+        b.position_at_end(jump)
+        b.call(self.intrinsic("llvm.eh.sjlj.longjmp", VOID, [I8P]), [b.inttoptr(trap, I8P)])
+        b.unreachable()
+        return f
 
     def uncaught_report(self) -> ir.Function:
         """lc_uncaught(), made once per module: report the recorded raise site and stop."""
@@ -2293,7 +2388,8 @@ class Backend(Backend):
                 name = self.name(d.var) if d.var is not None else f"statement.{i}"
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", LINKAGE
-                saves_no_registers(f)
+                if not self.traps:
+                    saves_no_registers(f)
                 self.subprogram(f)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
