@@ -29,9 +29,9 @@ In the module `lcompiler.llvm_backend`:
   the stack is a runtime error, not a crash;
 - an exception raised and not caught stops the program with the report of
   the reference interpreter, located at its first raise; one caught runs
-  the handler, with the flag lowering of the section on exceptions; a
-  program that catches nothing compiles to the code it had before L had
-  exceptions;
+  the handler, with a flag tested after the calls that may raise (or
+  trap frames, with `LC_EXCEPTIONS=traps`); a program that catches
+  nothing compiles to the code it had before L had exceptions;
 - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 """
@@ -883,7 +883,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 82: Printing, directed by types
+    # cell 81: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -923,7 +923,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 84: Printing, directed by types
+    # cell 83: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -943,7 +943,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 86: Where a stack overflow happened: call sites
+    # cell 85: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
@@ -978,7 +978,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 88: The whole module
+    # cell 87: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1229,13 +1229,13 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 86
+# cell 85
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
 
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 90
+# cell 89
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1270,7 +1270,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 92
+# cell 91
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1301,7 +1301,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else lines[at] - 1
     return sites
 
-# cell 94
+# cell 93
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1334,7 +1334,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 104
+# cell 103
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:

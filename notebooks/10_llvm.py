@@ -69,9 +69,9 @@
 #   the stack is a runtime error, not a crash;
 # - an exception raised and not caught stops the program with the report of
 #   the reference interpreter, located at its first raise; one caught runs
-#   the handler, with the flag lowering of the section on exceptions; a
-#   program that catches nothing compiles to the code it had before L had
-#   exceptions;
+#   the handler, with a flag tested after the calls that may raise (or
+#   trap frames, with `LC_EXCEPTIONS=traps`); a program that catches
+#   nothing compiles to the code it had before L had exceptions;
 # - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
 #   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 
@@ -108,7 +108,8 @@
 # before exceptions, with a test and a call of the runtime's error report
 # (`lc_fail`): the machine code of such a program is what it was before
 # the CPS had a second continuation. A program that catches gets a flag,
-# tested after the calls that may raise: the section on exceptions, below.
+# tested after the calls that may raise, or trap frames: the section on
+# exceptions, below.
 # The second continuation also counts in the tail call, which must name
 # the function's own `ret` *and* `exn` (a call in a `try` block names a
 # local handler, so its frame must stay). A `case` without a default gets a
@@ -1662,10 +1663,12 @@ class Backend(Backend):
 # followed by a test of the global — if it is set, the caller goes to its
 # handler, or returns at once to its own caller, which tests it in turn.
 #
-# This back end builds the flag, the one that needs no new machinery: no
-# `setjmp`, no unwinder, nothing the collector must learn (every frame is
-# left by an ordinary return, so the conservative scan of the stack sees
-# exactly the frames that are live, as always). Its rules:
+# This back end builds two of them, the flag and trap frames, measures
+# both, and chooses the flag (the end of the section says why); trap
+# frames stay selectable. The flag came first because it needs no new
+# machinery: no `setjmp`, no unwinder, nothing the collector must learn
+# (every frame is left by an ordinary return, so the conservative scan of
+# the stack sees exactly the frames that are live, as always). Its rules:
 #
 # | CPS | LLVM (a program that catches) |
 # |---|---|
@@ -2021,18 +2024,65 @@ except CompileError as error:          # until chapter 7 converts try and raise
     print(error.render())
 
 # %% [markdown]
-# What it costs, measured by `bench/exceptions.py` (`python bench/exceptions.py
-# --json bench/exceptions.json`: pairs of programs that differ in one thing,
-# built as executables and run in alternation, five times each, the median
-# of the user and system CPU time; the cost is the difference of the two
-# medians divided by how many times the thing happens):
+# ### The second lowering: trap frames
+#
+# With `LC_EXCEPTIONS=traps` (an environment variable read as the module is
+# made, so that tests and benchmarks can choose), the same CPS gets OCaml's
+# lowering instead. A call that may raise to a handler of its own function
+# is *protected*: before it, the function fills a *trap record* in its
+# frame — LLVM's `setjmp` buffer of five words (the frame address, the
+# resume address that `llvm.eh.sjlj.setjmp` writes, the stack pointer),
+# then the address of the previous record — and makes it the innermost, in
+# the global `lc_trap`; after it, it puts the previous one back. A raise to
+# the function's own exception continuation records its site, stores the
+# exception in `pending` and calls `lc_throw`, which `longjmp`s to the
+# innermost record (`llvm.eh.sjlj.longjmp`) — or, if there is none, reports
+# the exception as uncaught. At the record, `setjmp` returns a second
+# time, not 0: the function restores the previous record, takes the
+# exception and goes to its handler. No test follows any call.
+#
+# Three decisions, each for a reason:
+#
+# - **A record per protected call, not per `try`.** In CPS a `try` is not
+#   a region: it is a handler that some calls name. Pushing at each such
+#   call needs nothing but the call, and one record per frame suffices,
+#   since two calls of one frame are never in progress at once; a `try`
+#   whose block makes one call (the common case) pays the same either way.
+#   A call of a direct function that cannot raise (`raising`) needs no
+#   record.
+# - **Values live across `setjmp` are in memory.** LLVM's lowering of the
+#   intrinsic treats every register as clobbered when `setjmp` returns the
+#   second time, so whatever the handler uses is reloaded from the frame —
+#   where the conservative scan of the collector finds it. The frames a
+#   `longjmp` jumps over are below the restored stack pointer and are not
+#   scanned again, which is right: they are dead. The tests run a raise
+#   through frames holding the only pointers to young blocks under both
+#   lowerings and the stress mode of the collector.
+# - **A program that catches keeps its callee-saved registers.** The
+#   record holds the frame address, so a function with a record has a
+#   frame pointer, and LLVM cannot keep one across calls of functions that
+#   save no register (the attribute of the section on registers): it fails
+#   with "Interference usage of base pointer/frame pointer". Under traps,
+#   the functions of a program that catches keep their callee-saved
+#   registers — the price being the stale pointers that the attribute
+#   exists to avoid.
+#
+# ### Measured, and chosen
+#
+# What each costs, measured by `bench/exceptions.py` (`python
+# bench/exceptions.py --json bench/exceptions.json`: pairs of programs that
+# differ in one thing, built under each lowering as executables and run in
+# alternation, five times each, the median of the user and system CPU
+# time; the cost is the difference of the two medians divided by how many
+# times the thing happens):
 #
 # - **a call**: `fib(37)`, whose guard `if (n < 0) raise(Negative)` is
-#   never taken, without any `try` (so, by the rule above, no test at all:
-#   the code of a program without exceptions) and inside one `try` (every
-#   call of `fib` is then followed by the test);
+#   never taken, without any `try` (so, by the rule above, no test and no
+#   trap: the code of a program without exceptions) and inside one `try`
+#   (every call of `fib` is then followed by the test of the flag);
 # - **a `try` entered** without a raise: a loop that calls a function that
-#   may raise, inside a `try` and outside;
+#   may raise, inside a `try` and outside, built without chapter 9's
+#   optimiser (which would inline the function, leaving no call to protect);
 # - **a raise caught at depth 1, 20 and 100,000**: a loop around a `try`
 #   whose block calls a recursion of that depth, raising at the bottom,
 #   against the same recursion returning normally. LLVM turns the returning
@@ -2044,51 +2094,67 @@ except CompileError as error:          # until chapter 7 converts try and raise
 # %%
 measured = json.loads(Path("../bench/exceptions.json").read_text())
 machine = measured["machine"]
-print(f"lowering: {measured['lowering']}; measured on {machine['cpu']}, {machine['cores']} cores, "
-      f"load {machine['load'][0]}, {machine['compilers']['llvm']}")
-print(f"{'what':22} {'without s':>9} {'with s':>8} {'count':>11} {'ns each':>11} {'with/count ns':>14}")
-for name, r in measured["measurements"].items():
-    print(f"{name:22} {r['without']['median']:9.3f} {r['with']['median']:8.3f} {r['count']:11,}"
-          f" {r['ns_each']:11.2f} {r['with_ns_each']:14.2f}")
-call = measured["measurements"]["call"]
-print(f"the test after each call of fib: {call['with']['median'] / call['without']['median'] - 1:+.0%} on its time")
+print(f"measured on {machine['cpu']}, {machine['cores']} cores, load {machine['load'][0]},"
+      f" {machine['compilers']['llvm']}")
+print(f"{'lowering':8} {'what':22} {'without s':>9} {'with s':>8} {'count':>11} {'ns each':>11} {'with/count ns':>14}")
+for kind, rows in measured["lowerings"].items():
+    for name, r in rows.items():
+        print(f"{kind:8} {name:22} {r['without']['median']:9.3f} {r['with']['median']:8.3f} {r['count']:11,}"
+              f" {r['ns_each']:11.2f} {r['with_ns_each']:14.2f}")
+flag, traps = measured["lowerings"]["flag"], measured["lowerings"]["traps"]
+print(f"the flag's test after each call of fib: {flag['call']['with']['median'] / flag['call']['without']['median'] - 1:+.0%}"
+      " on its time")
 for depth in (20, 100000):
-    r = measured["measurements"][f"raise at depth {depth}"]
-    print(f"a raise at depth {depth}, descent included: {r['ns_each'] / depth:.1f} ns per frame")
+    r = flag[f"raise at depth {depth}"]
+    print(f"the flag, a raise at depth {depth}, descent included: {r['ns_each'] / depth:.1f} ns per frame")
+print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag['try']['ns_each']:.2f} ns")
 
 # %% [markdown]
-# The first line is the price of the flag, and the reason a program that
-# catches nothing must not pay it: a load, a compare and a branch after
-# each call, on a function that does nothing but call, adds the fraction
-# of its time printed on the last line. A program without `try` pays
-# nothing — its code is byte for byte what it was (the tests check it for
-# every program of the corpus, the examples and the benchmarks). Entering a
-# `try` costs nothing of its own: there is nothing to push, only the test
-# after the calls in its block, which LLVM folds away when it inlines a
-# callee. A raise costs a return and a test per frame it crosses, so its
-# cost grows with the depth: a few nanoseconds at depth 1, where LLVM
-# inlined the raise into a branch, and one or two nanoseconds per frame
-# deeper down, descent included (the last two lines).
+# Reading the table. **A program without `try` pays nothing** under
+# either lowering: its code is byte for byte what it was (the tests check
+# it for every program of the corpus and the examples). In a program that
+# catches, the flag puts a load, a compare and a branch after each call of
+# a function that may raise: on `fib`, which does nothing but call, the
+# fraction of its time printed above; trap frames put nothing there (what
+# is left on their `call` line is the noise of this loaded machine, or the
+# callee-saved registers they keep).
+# **Entering a `try`** costs the flag nothing of its own, and costs a trap
+# a `setjmp` and two stores. **A raise** costs the flag a return and a
+# test per frame it crosses, a nanosecond or two each, so its price grows
+# with the depth; under traps it is one `longjmp` at any depth — and since
+# nothing is tested after the calls, LLVM even turned the raising
+# recursion into a loop. At depth 1, both are a branch: LLVM inlined the
+# raise into the handler's function.
 #
-# The stack, before and after a raise caught 3 frames up: on the left,
-# `down(0)` raises — it records the site, stores the exception in
-# `pending`, and returns; each `down` above it tests the flag after its
-# call and returns at once; on the right, the frame of `loop`, whose call
-# named its handler, has cleared the flag and runs the clauses. The
-# frames in between were left by ordinary returns: the collector never
-# sees a frame that is not live.
+# **The default is the flag.** Its costs fall on programs that catch and
+# call raising functions in their hot loops; those of the traps fall on
+# every `try`, and on every program that catches through the lost
+# attribute, whose absence the section on registers showed can cost a
+# heap many times larger. The flag also asks nothing of the collector or of
+# LLVM's frame layout, and keeps a raise an ordinary sequence of returns,
+# which debuggers and the stack-overflow handler of chapter 10b understand.
+# A program that raises deep and often would choose `LC_EXCEPTIONS=traps`.
+#
+# The stack, before and after a raise caught 3 frames up, under trap
+# frames: on the left, `loop` has filled its trap record and called
+# `down(3)`; `down(0)` raises: it records the site, stores the exception
+# in `pending` and jumps to the record `lc_trap` points to. On the right,
+# the stack pointer is back in `loop`'s frame, which runs its handler; the
+# frames of `down` are below it, dead, and the collector no longer scans
+# them. Under the flag, the same frames would be left one by one, each
+# `down` returning at once after its test.
 
 # %%
 def stack_picture(title: str) -> str:
-    """Two stacks, before and after a raise caught 3 frames up, with the flag (an SVG)."""
-    frames = ["main (lc_run)", "loop: try { down(3) }", "down(3): 1 + down(2)", "down(2): 1 + down(1)",
+    """Two stacks, before and after a raise caught 3 frames up, with trap frames (an SVG)."""
+    frames = ["main (lc_run)", "loop: trap record ← lc_trap", "down(3): 1 + down(2)", "down(2): 1 + down(1)",
               "down(1): 1 + down(0)", "down(0): raise(Bottom(0))"]
-    w, h, gap = 230, 26, 60
+    w, h, gap = 250, 26, 70
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w + gap + 20}" height="{(len(frames) + 3) * h + 20}"'
            f' font-family="monospace" font-size="12" role="img" aria-label="{_escape(title)}">',
            f"<title>{_escape(title)}</title>"]
     for column, (caption, live, flag) in enumerate([("at the raise", len(frames), "pending = Bottom(0)"),
-                                                    ("after: the handler runs", 2, "pending = 0")]):
+                                                    ("after the longjmp", 2, "pending = 0, lc_trap = previous")]):
         x = 10 + column * (w + gap)
         out.append(f'<text x="{x}" y="16" font-weight="bold">{caption}</text>')
         for i, frame in enumerate(frames):
@@ -2096,54 +2162,28 @@ def stack_picture(title: str) -> str:
             alive = i < live
             fill = "#e0f2fe" if alive else "#f3f4f6"
             stroke = "#0369a1" if alive else "#d1d5db"
-            text = frame if alive or column == 0 else "(returned: popped)"
+            text = frame if alive else "(below the stack pointer: dead)"
             if column == 1 and i == 1:
                 text = "loop: handler Bottom(k) -> k"
             out.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h - 4}" fill="{fill}" stroke="{stroke}"/>')
             out.append(f'<text x="{x + 6}" y="{y + 15}" fill="{"#111827" if alive else "#9ca3af"}">{_escape(text)}</text>')
-            if column == 0 and 2 <= i:
-                out.append(f'<text x="{x + w + 4}" y="{y + 15}" fill="#b45309">ret</text>')
+        if column == 0:
+            y1, y0 = 26 + (len(frames) - 1) * h + 11, 26 + h + 11
+            out.append(f'<path d="M{x + w},{y1} C{x + w + 50},{y1} {x + w + 50},{y0} {x + w},{y0}" stroke="#b45309"'
+                       ' fill="none"/>')
+            out.append(f'<text x="{x + w + 6}" y="{(y0 + y1) // 2}" fill="#b45309">longjmp</text>')
         y = 26 + (len(frames) + 1) * h
         out.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h - 4}" fill="#fef3c7" stroke="#b45309"/>')
-        out.append(f'<text x="{x + 6}" y="{y + 15}">lc_globals: {_escape(flag)}</text>')
-    out.append(f'<text x="{10 + w + 8}" y="{26 + 3 * h}" fill="#b45309">stack grows down</text>')
+        out.append(f'<text x="{x + 6}" y="{y + 15}">{_escape(flag)}</text>')
     return "\n".join(out + ["</svg>"])
 
 
-stack_alt = ("Two stacks of frames, top of the program first. At the raise: main, loop in a try, down(3), down(2),"
-             " down(1) and down(0), which raises; the flag in lc_globals holds Bottom(0), and each down frame"
-             " returns in turn. After: only main and loop remain, loop runs its handler, and the flag is 0.")
+stack_alt = ("Two stacks of frames, top of the program first. At the raise: main; loop, whose frame holds the trap"
+             " record that lc_trap points to; down(3), down(2), down(1); and down(0), which raises, sets pending to"
+             " Bottom(0) and jumps back to loop's record. After the longjmp: only main and loop are live, loop runs"
+             " its handler, pending is 0 and lc_trap the previous record; the frames of down are below the stack"
+             " pointer, dead.")
 display(SVG(stack_picture(stack_alt)), metadata={"alt": stack_alt})
-
-# %% [markdown]
-# <div class="admonition note">
-# <p class="admonition-title">Design note: why the flag first, and what trap frames would change</p>
-#
-# The issue asks for two lowerings, measured, and one chosen. The flag came
-# first because it needs nothing new below the back end: no `setjmp`
-# buffer whose layout must match LLVM's `llvm.eh.sjlj.setjmp`, no runtime
-# `lc_raise` that restores a stack pointer, and above all nothing for the
-# collector, whose conservative scan of the stack stays right without a
-# thought — every frame is left by a return. Its costs are plain in the
-# table: nothing for a program that catches nothing, nothing to enter a
-# `try`, but a test after every call of a function that may raise, in a
-# program that catches, and a raise whose cost grows with its depth.
-#
-# Trap frames (the second lowering, not built yet) move those costs
-# around: entering a `try` would push a record of three words (frame
-# address, resume address, stack pointer) and point a global at it, and
-# leaving it would pop it — a few stores instead of nothing; a call would
-# need no test at all; and a raise would cost the same at any depth, one
-# `longjmp` to the innermost record. What it would ask: every value live
-# across the protected call must be in memory, not in a register (LLVM's
-# rules for a function that `returns_twice`), where the conservative scan
-# finds it; the frames a raise jumps over are below the restored stack
-# pointer and no longer scanned, which is what we want; the raise site
-# record stays as it is; and the choice between the two would be made by
-# an option of `Backend`, with `bench/exceptions.py` run for each. A program
-# without `try` would still compile as today under both.
-#
-# </div>
 
 # %% [markdown]
 # ## Printing, directed by types
@@ -2903,10 +2943,12 @@ print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 #
 # `tests/test_exceptions.py` runs the corpus of exception programs compiled
 # (the JIT, executables, without chapter 9) against their golden outputs;
-# `tests/test_exceptions_native.py` checks the section on exceptions: a
+# `tests/test_exceptions_native.py` checks the section on exceptions, each
+# test under both lowerings (the corpus too, under trap frames): a
 # program that catches nothing gets no flag, no record and no extra root
 # (every program of the corpus and the examples); only the calls of
-# functions that may raise are followed by a test (counted in the module);
+# functions that may raise are followed by a test, or protected by a trap
+# (counted in the module);
 # and against the reference interpreter, random programs that raise and
 # catch, a match failure passed on through a `try` reported with its value,
 # a division by zero raised deep, a raise through frames holding the only
