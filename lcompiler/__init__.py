@@ -36,4 +36,5 @@ The runtime, in C:
 - `lcompiler/runtime/gc.c`: notebooks/10b_runtime.ipynb
 - `lcompiler/runtime/stack.c`: notebooks/10b_runtime.ipynb
 - `lcompiler/runtime/main.c`: notebooks/10b_runtime.ipynb
+- `lcompiler/runtime/backtrace.c`: notebooks/10b_runtime.ipynb
 """

@@ -9,9 +9,11 @@ returns — it is handed a *continuation* to jump to instead. This chapter
 defines that language and the small framework that every later pass uses to
 build, inspect, check, change, print, parse and run its terms. It follows
 Andrew Kennedy's paper *Compiling with continuations, continued* (2007) as
-the seed documents describe it: the `Cpsast` interface of the original L
-compiler (seed 002), the framework modules of its author's blog (seed 000),
-and OCamlPro's account of the same design inside Flambda2 (seed 001).
+the sources of this book describe it: the [`Cpsast`
+interface](../bibliography.md#cpsast) of the original L compiler, the
+framework modules of its author's [blog](../bibliography.md#the-l-blog),
+and OCamlPro's [account of the same design inside
+Flambda2](../bibliography.md#flambda2-snippets).
 
 What this chapter promises:
 

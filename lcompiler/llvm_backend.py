@@ -69,6 +69,8 @@ __all__ = [
     'catches',
     'raising',
     'SITE_TABLE',
+    'DEBUG_INFO',
+    'l_name',
     'to_llvm',
     'verified',
     'optimise',
@@ -77,11 +79,19 @@ __all__ = [
     'LOCATION',
     'TAIL_CALL',
     'asm_string',
+    'SITES',
+    'RUNTIME_CALLEE',
+    'debug_sites',
+    'calls_runtime',
     'call_sites',
     'call_site_table',
     'llvm_stage',
     'llvm_opt_stage',
     'asm_stage',
+    'debug_information',
+    'first_line',
+    'next_place',
+    'DebugInfo',
 ]
 
 
@@ -286,7 +296,7 @@ class Backend:
                 f = ir.Function(self.module, ir.FunctionType(I64, [I64] * words), self.name(d.var))
                 f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if d.var in fast else "tailcc"
-                self.subprogram(f)
+                self.subprogram(f, lam)
                 if f.calling_convention == "fastcc" and not self.traps:    # traps: see exceptions
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
@@ -369,6 +379,8 @@ class Backend:
                 values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
                 t = t.body
             elif type(t) is cps.LetPrim:
+                if self.debug is not None:             # lc build -g: see "Debug information"
+                    self.debug.place(b, t)
                 v = self.prim(b, t.prim, values)
                 values[t.var] = v
                 if t.var.count and not isinstance(v, ir.Constant) and not v.name:
@@ -384,6 +396,8 @@ class Backend:
                     work.append((handler, t.handler))
                 t = t.body
             else:
+                if self.debug is not None:
+                    self.debug.place(b, t)
                 self.jump(b, t, values, blocks, ret)
                 return
 
@@ -451,7 +465,7 @@ class Backend:
         cc = callee.calling_convention if t.kind == "direct" else "tailcc"
         trap = self.push_trap(b, t, blocks) if self.catching and not tail else None   # exceptions: traps
         result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
-        self.locate(result, None if tail else t.loc)
+        self.locate(result, t.loc, site=not tail)
         if tail:
             b.ret(result)
             return
@@ -946,35 +960,46 @@ class Backend:
     # cell 85: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
-        information (emissionKind: NoDebug): the locations are for `call_site_table` only."""
+        information (emissionKind: NoDebug): the locations are for `call_site_table` only
+        (unless `lc build -g` asked for full debug information: section "Debug information")."""
         m = self.module
-        self.file = m.add_debug_info("DIFile", {"filename": self.source_name, "directory": ""})
-        self.unit = m.add_debug_info("DICompileUnit", {
-            "language": ir.DIToken("DW_LANG_C"), "file": self.file, "producer": "lcompiler",
-            "isOptimized": True, "runtimeVersion": 0, "emissionKind": ir.DIToken("NoDebug")}, is_distinct=True)
+        self.debug = DebugInfo(self) if DEBUG_INFO.on else None
+        if self.debug is None:
+            self.file = m.add_debug_info("DIFile", {"filename": self.source_name, "directory": ""})
+            self.unit = m.add_debug_info("DICompileUnit", {
+                "language": ir.DIToken("DW_LANG_C"), "file": self.file, "producer": "lcompiler",
+                "isOptimized": True, "runtimeVersion": 0, "emissionKind": ir.DIToken("NoDebug")},
+                is_distinct=True)
         m.add_named_metadata("llvm.dbg.cu", self.unit)
         m.add_named_metadata("llvm.module.flags", m.add_metadata(
             [ir.Constant(I32, 2), ir.MetaDataString(m, "Debug Info Version"), ir.Constant(I32, 3)]))
         self.no_type = m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])})
-        self.scopes, self.site_numbers = {}, {}
+        self.scopes, self.site_numbers, self.site_functions = {}, {}, []
 
-    def subprogram(self, f: ir.Function):
-        """f's scope, which the locations of its calls name."""
+    def subprogram(self, f: ir.Function, node=None):
+        """f's scope, which the locations of its calls name (node: the CPS f is made from)."""
+        if self.debug is not None:
+            self.scopes[f] = self.debug.subprogram(f, node)
+            return
         self.scopes[f] = self.module.add_debug_info("DISubprogram", {
             "name": f.name, "scope": self.file, "file": self.file, "line": 0, "type": self.no_type,
             "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"), "unit": self.unit}, is_distinct=True)
         f.set_metadata("dbg", self.scopes[f])
 
-    def locate(self, call: ir.CallInstr, loc):
-        """Give a call its location: line n + 1 for call site n (a call that is not a tail
-        call, at loc), line 0 for a call whose frame is not a call site of its own."""
+    def locate(self, call: ir.CallInstr, loc, site: bool = True):
+        """Give a call its location: line n + 1 for call site n (a call at loc that is a site:
+        not a tail call), line 0 for a call whose frame is not a call site of its own."""
         line = 0
-        if loc is not None:
+        if loc is not None and site:
             text = render(RunError(OVERFLOW, loc))
             if text not in self.site_numbers:
                 self.site_numbers[text] = len(self.call_sites)
                 self.call_sites.append(text)
+                self.site_functions.append(l_name(call.parent.parent.name))   # for backtraces (10b)
             line = self.site_numbers[text] + 1
+        if self.debug is not None:
+            self.debug.locate(call, loc, line - 1 if line else None)
+            return
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
@@ -995,7 +1020,7 @@ class Backend:
                 f.calling_convention, f.linkage = "tailcc", LINKAGE
                 if not self.traps:
                     saves_no_registers(f)
-                self.subprogram(f)
+                self.subprogram(f, d.body)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
                 self.locate(result, None)
@@ -1017,15 +1042,16 @@ class Backend:
         memory = where + "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)\n"
         roots = b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
         n = word(self.globals.type.pointee.count)
-        sites = ir.GlobalVariable(self.module, ir.ArrayType(I8P, max(1, len(self.call_sites))), "lc_call_sites")
-        texts = [self.string(s).bitcast(I8P) for s in self.call_sites] or [ir.Constant(I8P, None)]
+        named = self.call_sites + (self.site_functions if self.debug is not None else [])   # -g: with names
+        sites = ir.GlobalVariable(self.module, ir.ArrayType(I8P, max(1, len(named))), "lc_call_sites")
+        texts = [self.string(s).bitcast(I8P) for s in named] or [ir.Constant(I8P, None)]
         sites.initializer, sites.global_constant = ir.Constant(sites.type.pointee, texts), True
         first = b.gep(sites, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
         table = ir.GlobalVariable(self.module, ir.ArrayType(I64, 2), SITE_TABLE.format(0))
         table.initializer = ir.Constant(table.value_type, None)     # empty, until call_site_table
         table.linkage = "weak"
         b.ret(b.call(lc_run, [program, roots, n, self.cstring(b, overflow), self.cstring(b, memory),
-                              first, word(len(self.call_sites)),
+                              first, word(len(self.call_sites) * (1 if self.debug is None else -1)),
                               b.gep(table, [ir.Constant(I32, 0), ir.Constant(I32, 0)])]))
 
 
@@ -1230,7 +1256,17 @@ def raising(program: cps.Program) -> set:
 # --- Where a stack overflow happened: call sites -----------------------
 
 # cell 85
+from types import SimpleNamespace
+
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
+DEBUG_INFO = SimpleNamespace(on=False, optimised=True)    # `lc build -g`: section "Debug information"
+
+
+def l_name(function: str) -> str:
+    """The L name of the function that holds a call site, for backtraces (chapter 10b): `fib` for
+    `fib_1`, `x` for the initialiser `init.x_3`, "" for a top-level statement's."""
+    name = function.removeprefix("init.")
+    return "" if name.startswith("statement.") else re.sub(r"_\d+$", "", name)
 
 
 # --- From source to module, verified and optimised ---------------------
@@ -1284,21 +1320,50 @@ def asm_string(text: str) -> str:
     return '"' + text.replace("\\", "\\5C").replace('"', "\\22").replace("\n", "\\0A") + '"'
 
 
+SITES = re.compile(r"^!lc\.sites = !\{(.*)\}$", re.M)
+RUNTIME_CALLEE = re.compile(r'@"?(print\.[^"(]*|lc_[A-Za-z_]+)"?\(')
+
+
+def debug_sites(text: str) -> dict | None:
+    """With full debug information (`lc build -g`, below), the call site of each (line, column)
+    that is one, as the named metadata `!lc.sites` lists them; None without it."""
+    found = SITES.search(text)
+    if found is None:
+        return None
+    nodes = {n: (int(site), int(line), int(column)) for n, site, line, column in
+             re.findall(r"^(!\d+) = !\{i32 (\d+), i32 (\d+), i32 (\d+)\}$", text, re.M)}
+    return {(line, column): site for site, line, column in (nodes[n.strip()] for n in found.group(1).split(","))}
+
+
+def calls_runtime(call: str) -> bool:
+    """Is call (LLVM text) a call of the runtime or of a printer? Never a call site; only with
+    full debug information do such calls carry a location."""
+    callee = RUNTIME_CALLEE.search(call)
+    return callee is not None and (callee.group(1).startswith("print.") or callee.group(1) in RUNTIME_FUNCTIONS
+                                   or callee.group(1) in ("lc_alloc", "lc_alloc_slow_saving", "lc_barrier"))
+
+
 def call_sites(text: str) -> dict:
     """The call site of each location of an optimised module (LLVM text), or None: its own
     (its line - 1), else that of the call it was inlined at."""
-    lines, parents = {}, {}
+    numbered = debug_sites(text)         # with full debug information: the lines are real
+    own, parents = {}, {}
     for node, fields in LOCATION.findall(text):
         line = re.search(r"\bline: (\d+)", fields)
-        lines[node] = int(line.group(1)) if line else 0
+        line = int(line.group(1)) if line else 0
+        if numbered is None:
+            own[node] = line - 1 if line else None
+        else:
+            column = re.search(r"\bcolumn: (\d+)", fields)
+            own[node] = numbered.get((line, int(column.group(1)) if column else 0))
         inlined = re.search(r"\binlinedAt: (!\d+)", fields)
         parents[node] = inlined.group(1) if inlined else None
     sites = {}
-    for node in lines:
+    for node in own:
         at = node
-        while at is not None and not lines[at]:
+        while at is not None and own[at] is None:
             at = parents[at]
-        sites[node] = None if at is None else lines[at] - 1
+        sites[node] = None if at is None else own[at]
     return sites
 
 # cell 93
@@ -1314,7 +1379,8 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     def labelled(m):
         indent, call, node, rest = m.groups()
         n = sites.get(node)
-        if n is None or "@llvm." in call or (TAIL_CALL.search(call) and text.startswith(" ret", m.end() + 1)):
+        if n is None or "@llvm." in call or (TAIL_CALL.search(call) and text.startswith(" ret", m.end() + 1)) \
+                or calls_runtime(call):
             return m.group(0)                   # not a call site, or a tail call that stays one
         before = asm_string(f"771: # call site {n}")
         after = asm_string(f"772:\n.pushsection {SITE_SECTION}\n.quad 771b, 772b, {n}\n.popsection")
@@ -1351,3 +1417,90 @@ def llvm_opt_stage(module: ir.Module, unit: pipeline.Unit) -> llvm.ModuleRef:
 @pipeline.stage("asm", show=lambda text, unit: text.rstrip("\n"))
 def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
     return target_machine(executable=True).emit_assembly(call_site_table(module))
+
+
+# --- Debug information, for gdb ----------------------------------------
+
+# cell 119
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def debug_information(optimised: bool = True):
+    """Within it, the back end emits full debug information (`lc build -g`); optimised says
+    whether the code is optimised (`-g -O0`: not), which the compile unit records."""
+    DEBUG_INFO.on, DEBUG_INFO.optimised = True, optimised
+    try:
+        yield
+    finally:
+        DEBUG_INFO.on, DEBUG_INFO.optimised = False, True
+
+
+def first_line(node) -> int:
+    """The first source line of the CPS under node (a term, or a lambda), 0 if none has one."""
+    lines = [n.loc.source.line_col(n.loc.start)[0] for n in cps.walk(node) if getattr(n, "loc", None) is not None]
+    return min(lines, default=0)
+
+
+def next_place(t):
+    """The first source location met running the term t (None if none is met before a jump)."""
+    while type(t) in (cps.LetPrim, cps.LetCont):
+        if type(t) is cps.LetPrim and getattr(t.prim, "loc", None) is not None:
+            return t.prim.loc
+        t = t.body
+    return getattr(t, "loc", None)
+
+
+class DebugInfo:
+    """The DWARF of one module, for `lc build -g`: the compile unit, a subprogram per function, a
+    location per located node, and the list `!lc.sites` of the call sites' lines and columns."""
+
+    def __init__(self, backend):
+        m = self.module = backend.module
+        path = Path(backend.source_name)
+        self.file = backend.file = m.add_debug_info("DIFile", {
+            "filename": path.name, "directory": str(path.resolve().parent)})
+        self.unit = backend.unit = m.add_debug_info("DICompileUnit", {
+            "language": ir.DIToken("DW_LANG_C"), "file": self.file, "producer": "lcompiler",
+            "isOptimized": DEBUG_INFO.optimised, "runtimeVersion": 0, "emissionKind": ir.DIToken("FullDebug")},
+            is_distinct=True)
+        m.add_named_metadata("llvm.module.flags", m.add_metadata(
+            [ir.Constant(I32, 2), ir.MetaDataString(m, "Dwarf Version"), ir.Constant(I32, 4)]))
+        self.scopes, self.listed = {}, set()
+        self.no_type = m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])})
+
+    def subprogram(self, f: ir.Function, node) -> ir.DIValue:
+        line = first_line(node) if node is not None else 0
+        flags = "DISPFlagDefinition" + (" | DISPFlagOptimized" if DEBUG_INFO.optimised else "")
+        scope = self.module.add_debug_info("DISubprogram", {
+            "name": l_name(f.name) or f.name, "scope": self.file, "file": self.file,
+            "line": line, "scopeLine": line, "type": self.no_type, "spFlags": ir.DIToken(flags),
+            "unit": self.unit}, is_distinct=True)
+        self.scopes[f] = scope
+        f.set_metadata("dbg", scope)
+        return scope
+
+    def location(self, f: ir.Function, loc) -> ir.DIValue:
+        line, column = loc.source.line_col(loc.start) if loc is not None else (0, 0)
+        return self.module.add_debug_info("DILocation", {"line": line, "column": column, "scope": self.scopes[f]})
+
+    def place(self, b: ir.IRBuilder, t):
+        """The instructions b emits for the term t from now on come from its place in the source, if
+        it has one; a block's first instructions without one, from the next place on the way."""
+        f = b.block.parent
+        loc = getattr(t.prim if type(t) is cps.LetPrim else t, "loc", None)
+        if loc is not None:
+            b.debug_metadata = self.location(f, loc)
+        elif b.debug_metadata is None:
+            b.debug_metadata = self.location(f, next_place(t))
+
+    def locate(self, call: ir.CallInstr, loc, site: int | None):
+        """call's real location; if it is call site number site, list its line and column."""
+        at = self.location(call.parent.parent, loc)
+        call.set_metadata("dbg", at)
+        if site is not None and site not in self.listed:
+            self.listed.add(site)
+            line, column = loc.source.line_col(loc.start)
+            self.module.add_named_metadata("lc.sites", self.module.add_metadata(
+                [ir.Constant(I32, site), ir.Constant(I32, line), ir.Constant(I32, column)]))

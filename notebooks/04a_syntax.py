@@ -45,10 +45,10 @@
 # L programs their meaning with a reference interpreter. The language itself is
 # described for readers in [the language reference](../language.md), whose
 # [grammar](../language.md#grammar) this chapter implements a group of rules at
-# a time; the exact contract the compiler meets is the project's
-# `L-LANGUAGE.md`. The design of the lexer follows l-lang, the original L
-# compiler (seed 000): separation is what makes L's C-like surface work without
-# semicolons.
+# a time; the [language reference](../language.md) is the exact contract the
+# compiler meets. The design of the lexer follows l-lang, the original L
+# compiler, as its author's [blog](../bibliography.md#the-l-blog) describes it:
+# separation is what makes L's C-like surface work without semicolons.
 
 # %%
 #| default_exp syntax

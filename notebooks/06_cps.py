@@ -21,14 +21,16 @@
 # defines that language and the small framework that every later pass uses to
 # build, inspect, check, change, print, parse and run its terms. It follows
 # Andrew Kennedy's paper *Compiling with continuations, continued* (2007) as
-# the seed documents describe it: the `Cpsast` interface of the original L
-# compiler (seed 002), the framework modules of its author's blog (seed 000),
-# and OCamlPro's account of the same design inside Flambda2 (seed 001).
+# the sources of this book describe it: the [`Cpsast`
+# interface](../bibliography.md#cpsast) of the original L compiler, the
+# framework modules of its author's [blog](../bibliography.md#the-l-blog),
+# and OCamlPro's [account of the same design inside
+# Flambda2](../bibliography.md#flambda2-snippets).
 #
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
 #
-# **Needs:** the seeds (see the [bibliography](../bibliography.md));
+# **Needs:** those sources (see the [bibliography](../bibliography.md#the-seeds));
 # [chapter 2](02_union_find.ipynb), union-find (`Fast`), which
 # links each use of a variable to the variable; the idea of
 # [chapter 3](03_anf.ipynb), that every intermediate value gets a name; a
@@ -133,7 +135,7 @@
 #    `after_map`" is an ordinary call instruction followed by a branch, and a
 #    call whose two continuations are the function's own `ret` and `exn` is a
 #    tail call.
-#    First-class CPS (continuations as closures, the `map_cps` of seed 001)
+#    First-class CPS (continuations as closures, the `map_cps` of the Flambda2 snippet)
 #    would instead allocate a closure per call.
 # 3. **Control flow is explicit, and rewriting it is local.** Inlining a
 #    continuation, deleting an unused one, turning a tail-recursive function
@@ -296,7 +298,7 @@
 # %% [markdown]
 # ## Top-level definitions
 #
-# A program is a list of **definitions**, as in seed 002. A definition binds a
+# A program is a list of **definitions**, as in `Cpsast`. A definition binds a
 # global variable to either a *static* value (a lambda, a constant, a tuple of
 # other globals) or a *dynamic* one, a term computed when the program starts,
 # whose `halt x` gives the value. Its **visibility** is `public` (other
@@ -3611,9 +3613,9 @@ picture(map_program.definitions[0],
         "after_map_14. No arrow leaves the function box.")
 
 # %% [markdown]
-# ### Seed 001's map, in L and in CPS
+# ### The Flambda2 snippet's map, in L and in CPS
 #
-# Seed 001 explains Flambda2's second-class CPS with this very function,
+# OCamlPro's [snippet](../bibliography.md#flambda2-snippets) explains Flambda2's second-class CPS with this very function,
 # written in OCaml and then in its IR. Here it is in L (with the list type
 # it needs: `Nil` is constructor 0, `Cons` constructor 1), beside the CPS of
 # the program above. Each line of the L has its place on the right: the
@@ -3759,7 +3761,7 @@ evaluate(parse_term(COUNT))
 #
 # ### Graph compaction, step by step
 #
-# Seed 001's second example shows why a CPS intermediate language makes
+# The Flambda2 snippet's second example shows why a CPS intermediate language makes
 # optimisation local. The OCaml function
 #
 # ```ocaml

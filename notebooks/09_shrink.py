@@ -31,8 +31,8 @@
 # (the blog of the original L compiler) builds its CPS framework so that
 # shrinking reductions run in linear time, after Appel and Jim's
 # *Shrinking lambda expressions in linear time* (1997) and Kennedy's
-# *Compiling with continuations, continued* (2007); seed 001 (OCamlPro's
-# Flambda 2) lists what its Simplify pass does: inlining, constant
+# *Compiling with continuations, continued* (2007); OCamlPro's
+# [account of Flambda 2](../bibliography.md#flambda2-snippets) lists what its Simplify pass does: inlining, constant
 # propagation, dead code elimination, loopification, unboxing. The
 # chapter does each of those, on the CPS of chapter 6.
 #
@@ -42,7 +42,7 @@
 # **Needs:** [chapter 6](06_cps.ipynb), the CPS language and its Change
 # operations; [chapter 7](07_cps_convert.ipynb), the CPS an L program becomes;
 # [chapter 8](08_closure.ipynb), closure conversion; [chapter
-# 4a](04a_syntax.ipynb), the pipeline of stages; [chapter 4b](04b_meaning.ipynb),
+# 4](04_pipeline.ipynb), the pipeline of stages; [chapter 4b](04b_meaning.ipynb),
 # the table of primitives, whose rows say what an operation computes and
 # whether it can be folded or deleted.
 #
@@ -2659,7 +2659,7 @@ print("target:", "met by every benchmark" if not missed else "missed by " + ", "
 import importlib.util
 import os
 
-from lcompiler import driver, shrink as shrinking
+from lcompiler import driver
 
 spec = importlib.util.spec_from_file_location("bench_run", "../bench/run.py")
 bench_run = importlib.util.module_from_spec(spec)
@@ -2702,11 +2702,13 @@ def spread_only_projections(x, n) -> bool:
     return all(type(o.enclosing) is cps.Proj for o in cps.occurrences(x))
 
 
-saved, shrinking.spreadable = shrinking.spreadable, spread_only_projections    # what unbox reads
+# driver.build runs the stage "opt" registered last: this notebook's, whose unbox reads this notebook's
+# global `spreadable` (the package's, lcompiler.shrink.spreadable, is another name for the same code)
+saved, spreadable = spreadable, spread_only_projections
 try:
     before_the_fix = allocated(small("takl"))
 finally:
-    shrinking.spreadable = saved
+    spreadable = saved
 print(f"takl, {bench_run.SIZES['takl'][1]} round: -O0 {allocated(small('takl'), False)} bytes, "
       f"optimised {allocated(small('takl'))}, optimised with unbox as it was {before_the_fix}")
 
@@ -2785,37 +2787,46 @@ import subprocess
 import tempfile
 
 PRIMES = Source("primes.l", Path("../bench/programs/primes.l").read_text())
+collector = {}
 with tempfile.TemporaryDirectory() as tmp:
     for rule in (True, False):
         for rounds in (0, UNROLL):
-            saved = shrinking.UNROLL, shrinking.Optimiser.keeps_frames_at
-            shrinking.UNROLL = rounds                          # what driver.build's optimiser reads
+            # this notebook's optimiser (the stage "opt" driver.build runs) reads this notebook's UNROLL
+            saved = UNROLL, Optimiser.keeps_frames_at
+            UNROLL = rounds
             if not rule:                                       # filter may be copied into sieve
-                shrinking.Optimiser.keeps_frames_at = lambda self, a: False
+                Optimiser.keeps_frames_at = lambda self, a: False
             try:
                 exe = driver.build(PRIMES, Path(tmp) / f"primes-{rounds}-{rule}")
             finally:
-                shrinking.UNROLL, shrinking.Optimiser.keeps_frames_at = saved
+                UNROLL, Optimiser.keeps_frames_at = saved
             stats = subprocess.run([str(exe)], capture_output=True, text=True,
                                    env={**os.environ, "LC_GC_STATS": "1"}).stderr
             pinned = int(re.search(r"(\d+) blocks pinned", stats).group(1))
             scanned = float(re.search(r"([\d.]+) MB of stack scanned", stats).group(1))
             promoted = float(re.search(r"promoted ([\d.]+) MB", stats).group(1))
+            collector[rule, rounds] = pinned, scanned, promoted
             print(f"rule {'on ' if rule else 'off'}, UNROLL {rounds}: {pinned:6} blocks pinned by the stack, "
                   f"{scanned:5.1f} MB of stack scanned, {promoted:6.1f} MB promoted")
+(on_pinned, on_scanned, on_promoted), (off_pinned, _, off_promoted) = collector[True, 0], collector[False, 0]
+print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the blocks pinned, "
+      f"{off_promoted / on_promoted:.1f} times the bytes promoted; "
+      f"with {UNROLL} rounds: {collector[False, UNROLL][1] / on_scanned:.2f} times the stack scanned")
 
 # %% [markdown]
 # With the rule, unrolling changes nothing here, as it should: `filter`'s
 # recursive call is one whose result it returns after building a cell, so
 # it is never copied into (the first of the three rules). Without the
-# rule, and without unrolling, the stack pins eighteen times as many
-# blocks, and the collections promote seventeen and a half times as much:
+# rule, and without unrolling, the stack pins many times as many blocks,
+# and the collections promote many times as much (the last line of the
+# output says how many):
 # a slot of `sieve`'s wider frames, which the code of that build does not
 # overwrite, still holds a pointer into a list when the collector looks,
 # and everything after it in the list is kept. With three rounds the frames
 # are laid out differently and that slot is overwritten — by luck (an
 # earlier edition of this chapter took it for a gain from unrolling) — but
-# they are still wider, and the collector scans three fifths more stack;
+# they are still wider, and the collector scans more stack (the same line
+# says how much more);
 # on the larger `primes` of `bench/optimiser.py run`, that was enough to
 # make the optimised program slower than the one compiled with `-O0`. A
 # precise scan of the stack would have neither problem; chapter 10b's
@@ -2886,7 +2897,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # <div class="admonition note">
 # <p class="admonition-title">Design note: Flambda 2 does it in one pass</p>
 #
-# OCaml's Flambda 2 (seed 001) does all
+# OCaml's Flambda 2 ([OCamlPro's account](../bibliography.md#flambda2-snippets)) does all
 # of this and more in one pass, Simplify, which goes *down* the term
 # carrying a typing environment — what is known of each variable: a
 # constant, a set of possible tags, the shape of a block, a closure's

@@ -70,6 +70,15 @@
 #   compiled into the program for it.
 # - `DEFAULTS` is the one place of the runtime's defaults: the C compiler
 #   receives them as macros, and `lc --help` prints them.
+# - The program's output is written at every line when its standard output
+#   is a terminal (or `LC_BUFFER=line`), in blocks of 64 KiB into a file or
+#   a pipe, and all of it is written however the program ends: normally,
+#   by a runtime error, a stack overflow, the heap's limit, Ctrl-C
+#   (`SIGINT`) or `SIGTERM`; on the last two the program then ends by that
+#   signal (status 130 or 143 in a shell).
+# - A setting of the environment (`LC_STACK_SIZE`, `LC_HEAP_LIMIT`,
+#   `LC_NURSERY`, `LC_BUFFER`, …) that cannot be read stops the program
+#   before it starts, with a message naming it and exit status 2.
 
 # %% [markdown]
 # ## C in the cells of a notebook
@@ -140,7 +149,10 @@ def defines() -> list[str]:
 
 
 def c_compiler() -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    cc = os.environ.get("CC")
+    if cc and not shutil.which(cc):
+        raise RuntimeError(f"C compiler {cc!r} not found (set CC to a C compiler, e.g. gcc)")
+    cc = cc or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise RuntimeError("no C compiler found: the runtime of L needs one (set CC, or install gcc)")
     return cc
@@ -589,15 +601,20 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 # ## Output and printing
 #
 # Output is buffered by the runtime itself, not by C's stdio, for one
-# reason: when the stack overflows, the signal handler must still write out
-# what the program printed before, and only `write` may be called there.
+# reason: when the stack overflows, or Ctrl-C stops the program, a signal
+# handler must still write out what the program printed before, and only
+# `write` may be called there (the section on stopping, below, says why).
 #
 # The buffer is 64 KB, and `out_bytes` writes it out when the next piece
 # would not fit, or writes a piece larger than the buffer directly. A
-# program that prints a line per iteration of a long loop thus makes one
-# system call per 64 KB, not one per line. The file `print.c` holds the
-# buffer; what it offers the other files is writing, and flushing the
-# program's output.
+# program that prints a line per iteration of a long loop into a file or a
+# pipe thus makes one system call per 64 KB, not one per line. On a
+# terminal, where a person watches, each line is written as soon as it is
+# complete, as C's stdio does: `output_init` asks `isatty(1)` at the start
+# of the run, and `LC_BUFFER=line` or `block` overrides it (the REPL and
+# the `%%L` cells of chapter 11 ask for `line`, since their output goes
+# through a pipe to a person). The file `print.c` holds the buffer; what it
+# offers the other files is writing, and flushing the program's output.
 
 # %%
 # %%c runtime/runtime.h
@@ -606,6 +623,8 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 void write_all(int fd, const char *s, size_t n);    /* write(2) until done */
 void write_str(int fd, const char *s);
 void flush_output(void);                           /* the program's output so far */
+void catch_stop_signals(void);                     /* SIGINT, SIGTERM: flush, then stop */
+void release_stop_signals(void);                   /* the handlers as they were */
 
 # %%
 # %%c runtime/print.c
@@ -619,12 +638,16 @@ void flush_output(void);                           /* the program's output so fa
 #include "runtime.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static char out_buf[1 << 16];
 static size_t out_len;
 static int out_fd = 1;                  /* 2 after lc_fail_begin */
+static bool line_buffered;              /* flush at every newline (a terminal, or LC_BUFFER=line) */
 
 void write_all(int fd, const char *s, size_t n)
 {
@@ -644,14 +667,27 @@ void flush_output(void)
     out_len = 0;
 }
 
+/* A signal that arrives while out_bytes changes the buffer waits for it
+ * to finish (see "Stopping" below): in_output says it is under way,
+ * stopping holds the signal that waits. */
+static volatile sig_atomic_t in_output, stopping;
+static _Noreturn void stop(int sig);
+
 static void out_bytes(const char *s, size_t n)
 {
-    if (n > sizeof out_buf - out_len) {
-        flush_output();
-        if (n > sizeof out_buf) { write_all(out_fd, s, n); return; }
+    in_output = 1;
+    atomic_signal_fence(memory_order_seq_cst);   /* no store below moves above this line */
+    if (n > sizeof out_buf - out_len) flush_output();
+    if (n > sizeof out_buf) {
+        write_all(out_fd, s, n);
+    } else {
+        memcpy(out_buf + out_len, s, n);
+        out_len += n;
+        if (line_buffered && memchr(s, '\n', n) != NULL) flush_output();
     }
-    memcpy(out_buf + out_len, s, n);
-    out_len += n;
+    atomic_signal_fence(memory_order_seq_cst);
+    in_output = 0;
+    if (stopping) stop(stopping);
 }
 
 # %% [markdown]
@@ -720,6 +756,7 @@ int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const 
 # %%c runtime/runtime.h
 void output_init(const char *out_of_memory_message);   /* at the start of a run */
 _Noreturn void out_of_memory(void);                    /* the runtime error */
+void backtrace_here(void);                             /* LC_BACKTRACE=1: backtrace.c */
 void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
 
 # %%
@@ -734,7 +771,9 @@ static const char *out_of_memory_text;
 
 void output_init(const char *out_of_memory_message)
 {
-    out_len = 0, out_fd = 1;
+    const char *mode = getenv("LC_BUFFER");     /* checked by check_settings: line or block */
+    out_len = 0, out_fd = 1, stopping = 0;
+    line_buffered = mode != NULL && *mode != '\0' ? strcmp(mode, "line") == 0 : isatty(1);
     out_of_memory_text = out_of_memory_message;
 }
 
@@ -742,6 +781,7 @@ _Noreturn void lc_fail(const char *text)
 {
     flush_output();                     /* to stdout, or stderr after lc_fail_begin */
     write_str(2, text);
+    backtrace_here();                   /* with LC_BACKTRACE=1, the calls that led here */
     _exit(2);
 }
 
@@ -759,6 +799,96 @@ _Noreturn void out_of_memory(void)
 {
     statistics();                       /* with LC_GC_STATS=1, how the heap got there */
     lc_fail(out_of_memory_text);
+}
+
+# %% [markdown]
+# ## Stopping: Ctrl-C and SIGTERM
+#
+# A person who presses Ctrl-C wants the program to stop at once, and to
+# see everything it printed before. The terminal sends the signal `SIGINT`
+# to the program (`SIGTERM` is what `kill` and a time limit send); by
+# default the kernel ends the process on the spot, and whatever was still
+# in `out_buf` is lost. So `lc_run` installs a *handler* for both signals
+# while the program runs: it writes the buffer out, puts the default action
+# back and sends the signal again, to itself. The process then ends as if
+# the handler had never been there: killed by `SIGINT`, which a shell
+# reports as status 130 (128 + 2), or by `SIGTERM`, 143. Ending by the
+# signal itself, rather than with `_exit(130)`, matters to the program's
+# caller: a shell script that runs `lc run` in a loop stops at Ctrl-C only
+# if it sees that its child was killed by `SIGINT`.
+#
+# A handler runs in the middle of whatever the program was doing, and may
+# call only the functions that POSIX lists as *async-signal-safe*:
+# `write`, `raise`, `sigaction`, not `printf` or `fflush`, whose locks and
+# buffers the interrupted code may hold. That is why this runtime has its
+# own buffer, written with `write(2)`. One danger remains: the signal may
+# arrive inside `out_bytes`, between copying bytes into the buffer and
+# counting them, and the handler would then write a half-updated buffer.
+# `out_bytes` therefore marks its work with `in_output`; a handler that
+# finds it set only notes the signal in `stopping` and returns, and
+# `out_bytes`, done, stops the program itself. The fences keep the
+# compiler from moving the buffer's updates across the marks. The handler
+# must run on the thread that runs L code, since `in_output` speaks for
+# that thread: `run_on_big_stack` blocks both signals in the thread that
+# starts it, and starts the L thread with them unblocked, so the kernel
+# delivers them there. A signal that the process ignores when the program starts stays
+# ignored: a shell starts a background job (`lc run loop.l &`) with `SIGINT`
+# ignored, so that a Ctrl-C meant for the foreground does not stop it.
+#
+# <div class="admonition note">
+#
+# <p class="admonition-title">Design note: why Ctrl-C was ignored under the JIT</p>
+#
+# `lc run` calls the program's `main` from Python, through `ctypes`.
+# Python's own handler for `SIGINT` only sets a flag, which the
+# interpreter looks at between two bytecodes; while `main` runs, no
+# bytecode runs, so the flag waited, the program ran on, and Ctrl-C did
+# nothing until it ended. The runtime's handler replaces Python's while
+# `lc_run` runs, and puts it back after.
+#
+# </div>
+
+# %%
+# %%c runtime/print.c
+
+/* Stopping on SIGINT (Ctrl-C) and SIGTERM: the output first, then the
+ * default action, by the same signal.  Only async-signal-safe calls. */
+static struct sigaction old_int, old_term;
+
+static _Noreturn void stop(int sig)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    flush_output();
+    sigaction(sig, &dfl, NULL);
+    raise(sig);                         /* not blocked: SA_NODEFER, or outside the handler */
+    _exit(128 + sig);                   /* in case the signal did not end the process */
+}
+
+static void on_stop_signal(int sig)
+{
+    if (in_output) stopping = sig;      /* out_bytes is changing the buffer: it stops when done */
+    else stop(sig);
+}
+
+void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_NODEFER | SA_RESETHAND;    /* a second Ctrl-C stops at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);     /* a background job's: */
+    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);  /* ignored, it stays so */
+}
+
+void release_stop_signals(void)
+{
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
 }
 
 # %% [markdown]
@@ -2163,6 +2293,9 @@ void collect(bool full)
 void call_sites_init(const char *stack_overflow_message, const char *const *call_site_messages,
                      int64_t ncall_sites, uint64_t *call_site_tables);
 void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes);
+int64_t site_at(uint64_t a, bool returning);      /* the call site of an address, or -1 */
+int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites);   /* backtrace.c */
+void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls above from */
 
 # %%
 # %%c runtime/stack.c
@@ -2252,7 +2385,8 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
                      int64_t ncall_sites, uint64_t *call_site_tables)
 {
     stack_overflow_text = stack_overflow_message;
-    call_site_texts = call_site_messages, n_call_sites = ncall_sites, site_tables = call_site_tables;
+    call_site_texts = call_site_messages, site_tables = call_site_tables;
+    n_call_sites = backtrace_init(call_site_messages, ncall_sites);     /* < 0: with names (-g) */
     sort_site_tables();
 }
 
@@ -2277,7 +2411,7 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
 # %%c runtime/stack.c
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
-static int64_t site_at(uint64_t a, bool returning)
+int64_t site_at(uint64_t a, bool returning)
 {
     for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
         struct site *first;
@@ -2296,8 +2430,9 @@ static int64_t site_at(uint64_t a, bool returning)
 }
 
 /* The call site under way at a fault: the faulting instruction's, else
- * that of the innermost return address on the stack that has one. */
-static int64_t faulting_call_site(void *context)
+ * that of the innermost return address on the stack that has one; *above:
+ * where the calls that led to it start (for a backtrace). */
+static int64_t faulting_call_site(void *context, const uint64_t **above)
 {
     uint64_t pc, sp;
 #if defined(__x86_64__)
@@ -2313,8 +2448,10 @@ static int64_t faulting_call_site(void *context)
     /* A function that made its frame (sp moved down) and then faulted at its
      * first store has sp inside the guard zone: the scan starts above it. */
     uint64_t start = sp & ~7ull, usable = (uint64_t)(uintptr_t)(stack_map + GUARD_BYTES);
-    for (uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable)); site < 0 && (uintptr_t)p < stack_top; p++)
+    uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable));
+    for (; site < 0 && (uintptr_t)p < stack_top; p++)
         site = site_at(*p, true);
+    *above = p;
     return site;
 }
 
@@ -2338,8 +2475,10 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     char *addr = info->si_addr;
     flush_output();
     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        int64_t site = faulting_call_site(context);
+        const uint64_t *above;
+        int64_t site = faulting_call_site(context, &above);
         write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
+        backtrace_from(above);          /* with LC_BACKTRACE=1 */
         _exit(2);
     }
     write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
@@ -2347,13 +2486,16 @@ static void on_fault(int sig, siginfo_t *info, void *context)
 }
 
 /* The L thread.  An alternate signal stack belongs to one thread, so it
- * is set up here. */
+ * is set up here.  It starts with SIGINT and SIGTERM unblocked (see
+ * run_on_big_stack), not by a call here: its frame's size decides how
+ * deep the L program may recurse, and stays as it was. */
 static void *l_thread(void *unused)
 {
     (void)unused;
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
     sigaltstack(&ss, NULL);
     l_program();
+    flush_output();                     /* while a Ctrl-C still flushes first */
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
     return NULL;
@@ -2367,7 +2509,13 @@ static _Noreturn void internal_error(const char *what)
 
 # %% [markdown]
 # `run_on_big_stack` maps the stack with its guard zone, installs the
-# handler, and runs the program on a thread of its own.
+# handlers, and runs the program on a thread of its own. The thread that
+# calls it blocks `SIGINT` and `SIGTERM` for the time of the run, and the L
+# thread starts with them unblocked (`pthread_attr_setsigmask_np`, a GNU
+# extension), so that the kernel delivers them to the L thread,
+# where the handler of the section on stopping may look at `in_output`;
+# the L thread writes out the program's output when the program returns,
+# while a signal would still be handled by this runtime.
 #
 # One `mmap` reserves the guard zone and the stack together, and `mprotect`
 # takes all access away from the guard zone, its lowest megabyte: stacks
@@ -2397,15 +2545,26 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
 
+    sigset_t stops, old_mask;           /* SIGINT, SIGTERM: delivered to the L thread alone (print.c) */
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
+    catch_stop_signals();
+
     pthread_attr_t attr;
     pthread_t thread;
     pthread_attr_init(&attr);
     pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
+    sigset_t l_mask = old_mask;         /* the L thread's: the caller's, with the two unblocked */
+    sigdelset(&l_mask, SIGINT), sigdelset(&l_mask, SIGTERM);
+    pthread_attr_setsigmask_np(&attr, &l_mask);
     if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
         internal_error("internal error: cannot start the program thread\n");
     pthread_join(thread, NULL);
     pthread_attr_destroy(&attr);
 
+    release_stop_signals();             /* a signal that came meanwhile: the caller's handler */
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
     munmap(stack_map, GUARD_BYTES + stack_bytes);
@@ -2470,7 +2629,13 @@ stack_picture
 #
 # `env_size` reads the sizes that a user may set in the environment
 # (`LC_STACK_SIZE`, `LC_NURSERY`, `LC_HEAP_LIMIT`), with an optional suffix
-# `K`, `M` or `G`; anything it cannot read leaves the default. The default
+# `K`, `M` or `G`; anything it cannot read leaves the default. But a setting
+# that cannot be read is a mistake of the person who set it, and a program
+# that runs anyway with the default hides it: `check_settings`, which
+# `lc_run` calls first, stops the program with a message that names the
+# variable and what it accepts, and exit status 2. (`env_size` itself keeps
+# its fallback: it is what chapter 4b's interpreter mirrors, and a test
+# compares the two readings, the unreadable ones included.) The default
 # heap limit depends on the machine: `DEFAULT_HEAP_LIMIT`, or a quarter of
 # the machine's memory if that is less, but not under `LEAST_HEAP_LIMIT`
 # (the section on sizes, at the end of the chapter, says how it was
@@ -2482,6 +2647,7 @@ stack_picture
 
 /* ==== main.c: starting the program =================================== */
 uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
+void check_settings(void);                                  /* exit 2 on one it cannot read */
 uint64_t default_heap_limit(void);
 
 # %%
@@ -2495,6 +2661,7 @@ uint64_t default_heap_limit(void);
 #include "runtime.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* A size from the environment: bytes, with an optional K, M or G. */
@@ -2510,6 +2677,34 @@ uint64_t env_size(const char *name, uint64_t fallback)
     case 'g': case 'G': v <<= 30; end++; break;
     }
     return *end == '\0' ? v : fallback;
+}
+
+/* The variables a user may set, each checked before the program starts:
+ * one that is set but cannot be read is a mistake to report, not to
+ * ignore (status 2, as a runtime error). */
+static const char *const SIZE_SETTINGS[] = {
+    "LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP"};
+
+static _Noreturn void bad_setting(const char *name, const char *value, const char *syntax)
+{
+    write_str(2, "error: the environment variable "), write_str(2, name);
+    write_str(2, " is '"), write_str(2, value), write_str(2, "', not "), write_str(2, syntax);
+    write_str(2, "\n");
+    _exit(2);
+}
+
+void check_settings(void)
+{
+    for (size_t i = 0; i < sizeof SIZE_SETTINGS / sizeof *SIZE_SETTINGS; i++) {
+        const char *value = getenv(SIZE_SETTINGS[i]);
+        if (value != NULL && *value != '\0' && env_size(SIZE_SETTINGS[i], 1) == 1 && env_size(SIZE_SETTINGS[i], 2) == 2)
+            bad_setting(SIZE_SETTINGS[i], value, "a size (bytes, or a number followed by K, M or G, as in 256M)");
+    }
+    const char *buffer = getenv("LC_BUFFER"), *stats = getenv("LC_GC_STATS");
+    if (buffer != NULL && *buffer != '\0' && strcmp(buffer, "line") != 0 && strcmp(buffer, "block") != 0)
+        bad_setting("LC_BUFFER", buffer, "line or block");
+    if (stats != NULL && *stats != '\0' && strcmp(stats, "0") != 0 && strcmp(stats, "1") != 0)
+        bad_setting("LC_GC_STATS", stats, "0 or 1");
 }
 
 /* The default heap limit: DEFAULT_HEAP_LIMIT, or a quarter of the
@@ -2704,6 +2899,7 @@ int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
            const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
 {
+    check_settings();
     output_init(out_of_memory_message);
     call_sites_init(stack_overflow_message, call_site_messages, ncall_sites, call_site_tables);
     gc_roots(globals, nglobals);
@@ -3176,6 +3372,259 @@ for r in speed["limit"]:
 # by default (`LC_STACK_SIZE`, above).
 
 # %% [markdown]
+# ### Stopping, seen from outside
+#
+# A program that prints a line and then loops for ever, built into an
+# executable and run with its output into a pipe — so the line stays in
+# the 64 KB buffer — and stopped a second later, once by `SIGINT`, as
+# Ctrl-C would, and once by `SIGTERM`. Both times the line comes out, and
+# the process ends by the signal (`subprocess` shows the signal's number,
+# negated; a shell shows 128 more).
+
+# %%
+import signal
+import time
+
+LOOP = 'print("step 1")\ndef spin(n) = spin(n + 1)\nspin(0)\n'
+with tempfile.TemporaryDirectory() as tmp:
+    exe = driver.build(Source("loop.l", LOOP), Path(tmp) / "loop")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        child = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, text=True)
+        time.sleep(1)
+        child.send_signal(sig)
+        print(f"{sig.name}: the output {child.stdout.read()!r}, the status {child.wait()}")
+
+# %% [markdown]
+# The price of the checks in `out_bytes` — two stores and a load of
+# `in_output` and `stopping`, and the test of `line_buffered` — is measured
+# by `bench/output_speed.py`: three programs that print a lot — numbers,
+# lines of text, tuples; the table gives the size of their output — each
+# linked with this runtime and with the runtime as it was before them, all
+# run in alternation, their output into a pipe. "new/old" is the median of the
+# ratios of CPU times of neighbouring runs; "line" runs this runtime with
+# `LC_BUFFER=line`, a system call per line, which is what the REPL and the
+# `%%L` cells pay for seeing each line at once.
+#
+# On the machine printed above the table, "new/old" stays close to 1: the
+# checks cost nothing that the measurement can tell from the noise. Writing
+# at every line costs many times the whole run of a program that does
+# nothing but print — a price worth paying only where a person reads the
+# lines as they come, which is why it is not the default into a pipe.
+
+# %% tags=["nbval-ignore-output"]
+import sys
+
+sys.path.insert(0, "../bench")
+from machine import lines as machine_lines  # noqa: E402
+from output_speed import table  # noqa: E402
+
+output_speed = json.loads(Path("../bench/output_speed.json").read_text())
+print("\n".join(machine_lines(output_speed["machine"])))
+print(table(output_speed))
+
+# %% [markdown]
+# ## Backtraces
+#
+# A runtime error names the place where it happened, not how the program
+# got there. With `LC_BACKTRACE=1` in the environment (as OCaml's
+# `OCAMLRUNPARAM=b`), the runtime prints, after the message, the calls
+# that were under way, innermost first. In this program `descend` and
+# `down` call each other until `down` reaches 0 and calls `check`, whose
+# assertion fails:
+
+# %%
+TAIL = """\
+def check(depth) = {
+  assert(depth < 3)
+  depth
+}
+
+def down(n, depth) = if (n == 0) check(depth) else descend(n - 1, depth)
+
+def descend(n, depth) = 1 + 2 * down(n, depth + 1)
+
+print(descend(5, 0))
+"""
+LC = str(Path(sys.executable).parent / "lc")
+
+
+def backtrace(program: str, name: str, *options: str) -> str:
+    """The standard error of program, built with `lc build OPTIONS` and run with LC_BACKTRACE=1."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, name).write_text(program)
+        subprocess.run([LC, "build", *options, name, "-o", "program"], cwd=tmp, check=True)
+        done = subprocess.run(["./program"], cwd=tmp, capture_output=True, text=True,
+                              env={**os.environ, "LC_BACKTRACE": "1"})
+    return done.stderr
+
+
+print(backtrace(TAIL, "tail.l", "-g", "-O0"), end="")
+
+# %% [markdown]
+# `descend(5, 0)` is called at line 10 and calls `down(5, 1)` at line 8,
+# which calls `descend(4, 1)`, and so on: six calls of `down` from
+# `descend` are under way when `check(6)` fails — the first line of the
+# backtrace and the five more of the next. A run of one call site is
+# printed once, with the count of the others; at most `BACKTRACE_LINES`
+# lines are printed (an endless recursion would print a line per frame).
+#
+# It needs nothing new from the compiler: the table of call sites, made
+# for stack overflows (chapter 10), already maps every return address to
+# a call site and its message. The walk is the overflow handler's search,
+# continued: from the stack pointer where the error is reported, every
+# word of the stack up to its top is looked up in the tables (`site_at`),
+# and each one that is the return address of a call site is a call under
+# way. Each frame holds, at its top, the address where its caller
+# resumes; the other words of a frame are its values:
+#
+# ```
+#  stack_top ─┬─────────────────────────────┐
+#             │ init.statement's frame      │
+#             │ return address → 10:7       │  called from tail.l:10:7
+#             │ descend's frame             │
+#             │ return address → 8:33       │  called from tail.l:8:33 (in descend)
+#             │ down's frame … descend's    │  … five times more
+#             │ check's frame (it replaced  │
+#             │   down's: a tail call)      │
+#             │ return address → lc_fail's  │  not a call site: skipped
+#             │   caller                    │
+#  the scan → │ lc_fail, backtrace_here     │
+#             └─────────────────────────────┘
+# ```
+#
+# Each line is the place cut from the call site's message (everything
+# before `: runtime error`), then the name of the function that holds the
+# call. The names are passed only by a program compiled with `-g`
+# (chapter 10 puts them after the messages, and says so by a negative
+# count); as with OCaml, which needs `-g` for its backtraces, a program
+# compiled without it shows the places alone.
+#
+# **Tail calls leave no frame, so a backtrace skips them**, as OCaml's
+# does. `down` calls `check`, and `descend` in its other branch, in tail
+# position: its frame is replaced by the callee's, and no line of the
+# backtrace says `(in down)`, although every call of `check` and of
+# `descend` but the first was made by `down`. The first line says where
+# the last call that is *not* a tail call was made. A loop written as a
+# tail recursion is one frame, however many times it went round.
+#
+# **Optimisation leaves frames out too.** The program above was compiled
+# with `-O0`, without either optimiser. Optimised (the default), LLVM
+# inlines functions into their callers and turns some recursions into
+# loops, and a call that was inlined has no return address: the same
+# program shows one call fewer, and no name without `-g`:
+
+# %%
+print(backtrace(TAIL, "tail.l"), end="")
+
+# %% [markdown]
+# The walk is conservative, like the collector's scan of the stack: a
+# word of a frame that happens to equal a return address would add a
+# line. Our frames hold L values, integers and pointers into the heap,
+# and neither lands right after a call instruction of the code; an old
+# return address left in a slot that a frame reserves but has not yet
+# written could. The table needs no frame pointer in the program's
+# functions, so the machine code is the same with or without backtraces.
+#
+# `backtrace_here` is called by `lc_fail` after the message, and
+# `backtrace_from` by the overflow handler, from the word above the return
+# address of the call site that its message names. Without the variable
+# both return at once, and the output is what it was. The tests
+# (`tests/test_debug.py`) compare the backtraces of three programs, a
+# division by zero, a match that fails and the program above, with golden
+# files, in the JIT and in executables.
+
+# %%
+# %%c runtime/backtrace.c
+/* backtrace.c -- LC_BACKTRACE=1: the calls that led to a runtime error.
+ *
+ * The compiler's table of call sites (stack.c) says which return address
+ * belongs to which call site; each call site has its message, made by the
+ * compiler, which starts with its place, FILE:LINE:COL.  Compiled with -g,
+ * the program also passes, after the n messages, the names of the
+ * functions that hold the calls, and says so with a count of -n.
+ */
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BACKTRACE_LINES 50             /* then "..." */
+
+static const char *const *site_texts;  /* the call sites' messages */
+static const char *const *site_names;  /* their functions' names, or NULL */
+static int64_t n_sites;
+
+/* Keep the messages (and names); the number of call sites. */
+int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites)
+{
+    n_sites = ncall_sites < 0 ? -ncall_sites : ncall_sites;
+    site_texts = call_site_messages;
+    site_names = ncall_sites < 0 ? call_site_messages + n_sites : NULL;
+    return n_sites;
+}
+
+static bool wanted(void)
+{
+    const char *s = getenv("LC_BACKTRACE");
+    return s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    while (*prefix != '\0' && *s == *prefix) s++, prefix++;
+    return *prefix == '\0';
+}
+
+/* "  called from FILE:LINE:COL (in NAME)" for a call site.  (By hand, not
+ * with strstr: a new function of the C library would move the code of
+ * every executable, whose addresses chapter 12 shows.) */
+static void write_site(int64_t site)
+{
+    char line[512];
+    const char *text = site_texts[site];
+    int place = 0;                     /* the place: up to ": runtime error" */
+    while (text[place] != '\0' && text[place] != '\n' && !starts_with(text + place, ": runtime error")) place++;
+    if (site_names != NULL && site_names[site][0] != '\0')
+        snprintf(line, sizeof line, "  called from %.*s (in %s)\n", place, text, site_names[site]);
+    else
+        snprintf(line, sizeof line, "  called from %.*s\n", place, text);
+    write_str(2, line);
+}
+
+static void write_repeats(int64_t n)
+{
+    char line[80];
+    if (n == 0) return;
+    snprintf(line, sizeof line, "  (the call above, %lld more time%s)\n", (long long)n, n > 1 ? "s" : "");
+    write_str(2, line);
+}
+
+/* The call sites of the return addresses on the L stack above from,
+ * innermost first, a run of one call site as one line and a count. */
+void backtrace_from(const uint64_t *from)
+{
+    if (!wanted() || (uintptr_t)from >= stack_top) return;    /* not on the L thread's stack */
+    int64_t previous = -1, repeats = 0, lines = 0;
+    for (const uint64_t *p = from; (uintptr_t)p < stack_top; p++) {
+        int64_t site = site_at(*p, true);
+        if (site < 0 || site >= n_sites) continue;
+        if (site == previous) { repeats++; continue; }
+        write_repeats(repeats);
+        if (lines++ == BACKTRACE_LINES) { write_str(2, "  ...\n"); return; }
+        write_site(site);
+        previous = site, repeats = 0;
+    }
+    write_repeats(repeats);
+}
+
+/* From the caller's frame: lc_fail's, then the program's. */
+void backtrace_here(void)
+{
+    backtrace_from((const uint64_t *)__builtin_frame_address(0));
+}
+
+# %% [markdown]
 # ## The promises, tested
 #
 # `tests/test_runtime.py` holds the runtime to this chapter's promises
@@ -3196,6 +3645,13 @@ for r in speed["limit"]:
 # it from its start to the limit, with the nursery's chunks where the
 # nursery is. The cell magic `%%c` rejects a cell with a warning, and lets
 # a function defined in a later cell pass.
+#
+# `tests/test_terminal.py` drives the promises about output and signals as
+# a person meets them, through a pseudo-terminal: `lc run` and an
+# executable show `step 1` while they loop, and end by `SIGINT` when Ctrl-C
+# is typed; into a pipe, `SIGTERM` writes out the 44 KB still in the
+# buffer. `tests/test_cli.py` sets `LC_STACK_SIZE=abc` and the like, and
+# expects the message and status 2, compiled and interpreted.
 #
 # `tests/test_gc.py` checks the collector with programs that would go wrong
 # if it lost a block: an old cell written with young lists (the write

@@ -183,14 +183,30 @@ with tempfile.TemporaryDirectory() as tmp:
                        capture_output=True)
         empty["Chez"] = ["scheme", "--program", str(tmp / "empty.so")]
     empty["Python"] = [sys.executable, "-c", "pass"]
-    for lang, command in empty.items():
-        print(f"{lang:7} an empty program: {best_of(command) * 1000:5.1f} ms")
+    startup = {lang: best_of(command) for lang, command in empty.items()}
+    for lang, seconds_ in startup.items():
+        print(f"{lang:7} an empty program: {seconds_ * 1000:5.1f} ms")
+if "Chez" in startup:
+    quick = [n for n, b in benchmarks.items() if b["languages"]["L"]["median"] < 0.2]
+    print(f"L runs in under 0.2 s on {len(quick)} of the {len(benchmarks)} benchmarks; L/Chez with the start-up"
+          " of both taken out of their medians:")
+    for name, b in benchmarks.items():
+        if "Chez" in b["languages"]:
+            net = ((b["languages"]["L"]["median"] - startup["L"])
+                   / (b["languages"]["Chez"]["median"] - startup["Chez"]))
+            print(f"  {name:12} {b['pairs']['Chez']['ratio']:5.2f} as measured, {net:5.2f} net")
 
 # %% [markdown]
 # Chez Scheme and CPython pay tens of milliseconds (more on a busy machine)
-# before the first line of the program runs; the three executables, almost nothing. Against Chez, so,
-# L starts each benchmark with a small head start, which the sizes (most
-# runs take from a few tenths of a second to a few seconds) keep small.
+# before the first line of the program runs; the three executables, almost
+# nothing. Against Chez, so, L starts each benchmark with a head start, and
+# in the measurement this chapter reads it is not small: that measurement
+# was made at sizes at which many L runs take well under a second (the cell
+# counts them), so Chez's start-up is a large part of its time there, and
+# L/Chez net of it (the cell's last column) is higher than the ratio
+# measured. `bench/run.py` now sizes every benchmark so that its fastest
+# version runs for about a second, and records the start-up apart; the
+# next measurement, at those sizes, makes the head start small.
 
 # %% [markdown]
 # ## Timing in alternation
@@ -246,30 +262,40 @@ for peer in PEERS:
           f" widest {spreads[widest]:.2f} ({widest})")
 
 # %% [markdown]
-# One repetition alone would be a poor witness. The medians of nine are
-# steadier, but on a machine this busy a ratio within ten or twenty percent
-# of 1 in the table below is a tie, and a difference of that size between
-# two runs of the table is noise.
+# One repetition alone would be a poor witness. The median of the pairs is
+# steadier, and how steady is what the table below prints beside it: a 95 %
+# interval, by the bootstrap (resample the paired ratios with replacement,
+# take each resample's median, keep the middle 95 % of those medians).
+# This chapter has **one noise rule**, the one of `bench/run.py`: a ratio is
+# called faster or slower than a threshold only when its whole interval
+# is on one side of it; an interval that contains the threshold is *within
+# noise*. Every verdict below, against 1 or against a target, applies it.
 
 # %% [markdown]
 # ## The results
 #
-# Seconds are medians; each ratio is a time over a time, so below 1 means
-# L is faster. `best` names the faster of C and OCaml. CPython runs once,
-# with a time limit; a `>` marks a run that reached the limit, whose ratio
-# is therefore a lower bound.
+# The table is `python bench/run.py --table`'s, printed from the file by
+# the script's own function. Seconds are medians; each ratio is a time over
+# a time, so below 1 means L is faster, with its interval in brackets.
+# `best` is the faster of C (`gcc -O2`) and OCaml on that benchmark; the
+# columns for `gcc -O3` and `clang -O2` are empty where the measurement
+# predates them. CPython runs once, with a time limit; a `>` marks a run
+# that reached the limit, whose ratio is therefore a lower bound.
 
 # %%
+import importlib.util
+
+spec = importlib.util.spec_from_file_location("bench_run", "../bench/run.py")
+bench_run = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench_run)
+
+
 def ratios(b):
-    """The ratios of one benchmark: L/C, L/OCaml, L/Chez, L/best (and which), Python/L."""
-    r = {f"L/{p}": b["pairs"][p]["ratio"] if p in b["pairs"] else None for p in PEERS}
-    candidates = [p for p in ("C", "OCaml") if p in b["pairs"]]
-    best = min(candidates, key=lambda p: b["languages"][p]["median"])
-    r["best"], r["L/best"] = best, b["pairs"][best]["ratio"]
-    python = b.get("Python", {})
-    r["Python bound"] = "timeout" in python
-    r["Python/L"] = (python.get("median") or python.get("timeout") or math.nan) / b["languages"]["L"]["median"]
-    return r
+    """The median ratios of one benchmark (L/C, L/OCaml, L/Chez, L/best, Python/L), and the peer that is best."""
+    r = bench_run.ratios(b)
+    table = {key: (r[key][0] if r.get(key) else None) for key in ("L/C", "L/OCaml", "L/Chez", "L/best")}
+    table["best"], table["Python/L"], table["interval"] = r["L/best peer"], r["Python/L"] or math.nan, r
+    return table
 
 
 def geometric_mean(values):
@@ -278,23 +304,8 @@ def geometric_mean(values):
 
 
 table = {name: ratios(b) for name, b in benchmarks.items()}
-
-
-def seconds(b, lang):
-    return f"{b['languages'][lang]['median']:7.3f}" if lang in b["languages"] else f"{'-':>7}"
-
-
-print(f"{'benchmark':12} {'n':>9} {'L s':>7} {'C s':>7} {'OCaml s':>7} {'Chez s':>7} {'Python s':>8}"
-      f" {'L/C':>5} {'L/OCaml':>7} {'L/Chez':>6} {'L/best':>6} {'best':>5} {'Python/L':>8}")
-for name, b in benchmarks.items():
-    r, py = table[name], b.get("Python", {})
-    py_s = f"{'>' if r['Python bound'] else ''}{py.get('median') or py.get('timeout'):.1f}"
-    print(f"{name:12} {b['size']:9} {seconds(b, 'L')} {seconds(b, 'C')} {seconds(b, 'OCaml')} {seconds(b, 'Chez')}"
-          f" {py_s:>8} {r['L/C']:5.2f} {r['L/OCaml']:7.2f} {r['L/Chez']:6.2f} {r['L/best']:6.2f} {r['best']:>5}"
-          f" {('>' if r['Python bound'] else '') + format(r['Python/L'], '.0f'):>8}")
 means = {k: geometric_mean(r[k] for r in table.values()) for k in ("L/C", "L/OCaml", "L/Chez", "L/best", "Python/L")}
-print(f"{'geometric mean':52} {means['L/C']:5.2f} {means['L/OCaml']:7.2f} {means['L/Chez']:6.2f}"
-      f" {means['L/best']:6.2f} {'':>5} {means['Python/L']:8.0f}")
+bench_run.print_table(results, list(benchmarks))
 
 # %% [markdown]
 # The same ratios as a picture, on a logarithmic scale: a bar below the
@@ -356,14 +367,17 @@ for family, members in FAMILIES.items():
 # %% [markdown]
 # ### Where L is level or ahead
 #
-# The cell below lists, for each peer, the benchmarks on which L is faster
-# (ratio below 0.9), level (0.9 to 1.1) and slower (above 1.1):
+# The cell below lists, for each peer, the benchmarks on which L is faster,
+# within noise and slower, by the chapter's one rule (the interval against
+# 1):
 
 # %%
 def by_verdict(key):
-    verdicts = {"faster": [], "level": [], "slower": []}
+    verdicts = {"faster": [], "within noise": [], "slower": []}
     for name, r in table.items():
-        verdicts["faster" if r[key] < 0.9 else "level" if r[key] <= 1.1 else "slower"].append(name)
+        e = r["interval"][key]
+        if e:
+            verdicts[bench_run.verdict(e[1], e[2], 1, "faster", "slower")].append(name)
     return verdicts
 
 
@@ -385,15 +399,16 @@ for key in ("L/C", "L/OCaml", "L/Chez", "L/best"):
 # have (`tak`'s recursion unrolled with its loop; `states`' three mutually
 # recursive functions one loop, where the C is a `switch` in a loop).
 #
-# L trails the best of C and OCaml in two places, by less than a
-# quarter: code that does little but allocate closures or short-lived
-# cells and call them, against OCaml (`cpstak`, `cpstree`, `primes`); and
-# `nqueens`, against C. It is level with C on `ack`, which trailed until
-# chapter 9 learned to copy a function's loops with its body; on `live`,
-# although C's `free` hands a replaced node's memory back at once; and on
-# `takl`, which trailed far behind until chapter 9 stopped
-# allocating, at every turn of `shorter?`, a pair that the code compiled
-# without the optimiser never allocated.
+# L trails the best of C and OCaml in two kinds of places, each by less
+# than a quarter: code that does little but allocate closures or
+# short-lived cells and call them, against OCaml (`cpstak`, `primes`;
+# `cpstree` within noise); and list code against C (`nqueens`, and
+# `takl`, which trailed far behind until chapter 9 stopped allocating, at
+# every turn of `shorter?`, a pair that the code compiled without the
+# optimiser never allocated). It is within noise of C on `ack`, which
+# trailed until chapter 9 learned to copy a function's loops with its
+# body, and on `live`, although C's `free` hands a replaced node's memory
+# back at once.
 # The sections below take the families in turn, with one more on `deriv`,
 # which trailed until chapter 9 found that a constant it divides by is
 # one.
@@ -485,7 +500,7 @@ for name in ("fib", "ack"):
 # dozens of calls where GCC's keeps one, and around each call the values
 # still needed are written to the stack and read back; on this machine it
 # is ahead of GCC's all the same, which says that counting calls is not the
-# whole story. (Chapter 10 gives every function that makes no tail call the
+# whole story. (Chapter 10 gives its `fastcc` functions the
 # attribute `"no_callee_saved_registers"`, because a dead pointer left in a
 # callee-saved register is saved on the stack by every deeper call, where
 # the conservative scan of the stack takes it for a live one and pins what
@@ -537,11 +552,12 @@ with tempfile.TemporaryDirectory() as tmp:
 # a global:
 # `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
 # runtime's state, whose first word is the limit). Nor is the collector's
-# work the difference any more: since chapter 10b allocates in a nursery of
-# 2 MB that stays in the processor's cache and is reused after every minor
-# collection, the collections of these programs take a few milliseconds
-# in all, against runs of tenths of seconds (the runtime's statistics,
-# printed when `LC_GC_STATS` is set; run here, live):
+# work the whole difference: chapter 10b allocates in a nursery that is
+# reused after every minor collection and stays in the processor's
+# cache. On the programs whose blocks die young the collector's share of
+# the run is small; on `msort`, whose sorted lists survive, it is a large
+# part (the runtime's statistics, printed when `LC_GC_STATS` is set, with
+# the collector's share of each run; run here, live):
 
 # %% tags=["nbval-ignore-output"]
 import os
@@ -550,8 +566,12 @@ with tempfile.TemporaryDirectory() as tmp:
     for name in ("cpstak", "cpstree", "msort", "binarytrees"):
         text = Path(f"../bench/programs/{name}.l").read_text()
         exe = driver.build(Source(f"{name}.l", text), Path(tmp) / name)
+        start = time.perf_counter()
         done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
-        print(f"{name:12} {done.stderr.strip().splitlines()[0]}")
+        total = time.perf_counter() - start
+        gc_time = float(re.search(r"gc time ([\d.]+) s", done.stderr).group(1))
+        print(f"{name:12} {gc_time:.3f} s of {total:.3f} s in the collector ({100 * gc_time / total:.0f} %): "
+              f"{done.stderr.strip().splitlines()[0]}")
 
 # %% [markdown]
 # What is left is the code around the calls. In `cpstak` every call goes
@@ -693,16 +713,24 @@ with tempfile.TemporaryDirectory() as tmp:
 # %% [markdown]
 # ### The targets
 #
-# The book set its compiler three targets: a geometric mean of L/best of at most 1.05,
-# no benchmark above 1.3, and CPython at least thirty times slower than L
-# on every benchmark. For the last, the cell also prints how much faster
-# than CPython the fastest of all five is, on the benchmarks that miss it.
+# The book sets its compiler three targets: a geometric mean of L/best of at
+# most 0.9; no benchmark with L/best above 1.1; and CPython at least thirty
+# times slower than L on every benchmark. The table's last lines judged the
+# first two by the chapter's one rule (an interval that contains the target
+# is within noise); the cell below repeats the verdicts, and for the third
+# prints how much faster than CPython the fastest of all five is, on the
+# benchmarks that miss it.
 
 # %%
-above = [f"{n} ({r['L/best']:.2f})" for n, r in table.items() if r["L/best"] > 1.3]
+rows = {name: bench_run.ratios(b) for name, b in benchmarks.items()}
+mean = bench_run.mean_entry(rows, "L/best")
+print(f"geometric mean of L/best: {mean[0]:.2f} [{mean[1]:.2f}, {mean[2]:.2f}], target {bench_run.TARGET_MEAN}: "
+      f"{bench_run.verdict(mean[1], mean[2], bench_run.TARGET_MEAN)}")
+each = {name: bench_run.verdict(r["L/best"][1], r["L/best"][2], bench_run.TARGET_EACH) for name, r in rows.items()}
+for v in ("missed", "within noise"):
+    names = [f"{n} ({rows[n]['L/best'][0]:.2f})" for n, x in each.items() if x == v]
+    print(f"L/best above {bench_run.TARGET_EACH}, {v}: {', '.join(names) or 'none'}")
 slow = [f"{n} ({r['Python/L']:.0f})" for n, r in table.items() if r["Python/L"] < 30]
-print(f"geometric mean of L/best: {means['L/best']:.2f}, target 1.05: {'met' if means['L/best'] <= 1.05 else 'missed'}")
-print(f"L/best above 1.3: {', '.join(above) if above else 'none'}: {'missed' if above else 'met'}")
 print(f"Python/L below 30: {', '.join(slow) if slow else 'none'}: {'missed' if slow else 'met'}")
 for name, r in table.items():
     if r["Python/L"] < 30:
@@ -712,11 +740,13 @@ for name, r in table.items():
         print(f"  {name:12} Python/{fastest}: {python / b['languages'][fastest]['median']:.0f}")
 
 # %% [markdown]
-# The first two are met in this measurement: the geometric mean of
-# L/best is well under 1, and no benchmark is above 1.3 — `cpstak`, the
-# closest, by less than the spread of one pair's ratios over the
-# repetitions (printed at the top of the chapter), so another run may put
-# it nearer. The third is missed on four programs, and on three of them
+# In this measurement the first target is met. The second is not missed
+# by the rule, but not met either: no interval lies wholly above 1.1, and
+# seven contain it (the cell names them) — the closure- and
+# cell-allocating programs against OCaml and the list programs against C,
+# which the sections above took apart. Intervals that wide are the cost of
+# runs of a tenth of a second on a busy machine; the next measurement, at
+# sizes of about a second, should narrow them enough to say. The third is missed on four programs, and on three of them
 # no compiler meets it: on `msort`, `binarytrees` and `live` L is the
 # fastest of the five, and CPython is still less than thirty times slower.
 # These programs do little but allocate and walk small blocks, and
@@ -725,15 +755,22 @@ for name, r in table.items():
 # the fastest, and just reaches thirty.
 #
 # Against each peer taken one at a time, L is ahead: the geometric means
-# of L/C, L/OCaml and L/Chez above are well under 1. What remains to be
+# of L/C, L/OCaml and L/Chez in the table are well under 1. What remains to be
 # won is against OCaml, on code that does little but allocate closures and
 # call them. There the two differ in where the heap pointer lives (a
 # register in OCaml, memory in L) and in how the stack is scanned —
 # precisely in OCaml, conservatively in L — and the second stands in the
 # way of the convention without callee-saved registers that OCaml uses,
 # as the section on allocation found.
+#
+# Two of the comparisons need a word. Against C, L's allocating programs
+# measure glibc's `malloc` and `free` as much as GCC's code: a C programmer
+# who wrote an arena or a free list for them would be faster, and this
+# chapter's C does only what a C programmer writes first. And `states` in C
+# is a `switch` in a loop, where L (after chapter 9) keeps the state in the
+# program counter — three loops jumping to each other — which is the better
+# code, not a better compiler of the same code.
 
-# %% [markdown]
 # ## How fast is the compiler?
 #
 # `bench/compile_speed.py` generates programs of blocks of ten lines — a
