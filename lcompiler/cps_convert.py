@@ -48,7 +48,6 @@ __all__ = [
     'NESTING',
     'convert',
     'cps_stage',
-    'exceptions_not_lowered',
 ]
 
 
@@ -549,7 +548,6 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
 
 # cell 68
 from lcompiler import cps, pipeline
-from lcompiler.errors import CompileError, Source, Span
 
 
 @pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
@@ -557,26 +555,3 @@ from lcompiler.errors import CompileError, Source, Span
                 interpret=lambda program, unit, out: cps.run(program, out))
 def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
     return convert(core_program)
-
-
-def exceptions_not_lowered(program: cps.Program, source: Source) -> None:
-    """Until chapter 10 lowers them (issue 25): a CompileError at the first raise, passing on, or
-    call or failing operation raising to a local handler, in a program the optimiser has finished
-    (located at the first of them that has a location: a jump passing an exception on has none)."""
-    first = None
-    for node in cps.walk(program):
-        t = type(node)
-        if t is cps.ApplyCont:
-            k = node.cont.var
-            refused = node.raises or type(k.binder) is Program or type(k.binder) is Lambda and k.binder.exn is k
-        elif t is cps.Apply or (t is cps.Op or t is cps.Fail) and node.exn is not None:
-            refused = type(node.exn.var.binder) is cps.LetCont
-        else:
-            continue
-        if refused and type(node.loc) is Span:
-            first = node.loc
-            break
-        if refused and first is None:
-            first = Span(source, 0, 0)
-    if first is not None:
-        raise CompileError("exceptions are not compiled yet: run this program with lc run --interp", first)

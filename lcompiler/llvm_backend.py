@@ -1275,7 +1275,6 @@ def l_name(function: str) -> str:
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
-from lcompiler.cps_convert import exceptions_not_lowered
 from lcompiler.support import collector_paused, target_machine
 
 
@@ -1405,7 +1404,6 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
-    exceptions_not_lowered(program, unit.source)       # chapter 7: raise and try, not yet (issue 25)
     with collector_paused():
         return Backend(program, unit.datas, unit.source.name).compile()
 

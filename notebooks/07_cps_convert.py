@@ -1219,19 +1219,14 @@ plt.close(fig)
 # `lc show cps` prints — before the optimiser of
 # [chapter 9](09_shrink.ipynb), whose stage `opt` comes next.
 #
-# Every stage up to the shrinker runs exceptions, on chapter 6's
-# interpreter. [Chapter 10](10_llvm.ipynb)'s back end does not lower them
-# yet (issue 25 is teaching it): until it does, its `llvm` stage calls
-# `exceptions_not_lowered`, which refuses, with a located error, a program
-# in which something still raises once the optimiser is done — a `raise`, a
-# jump passing an exception on, a call or a failing operation raising to a
-# local handler. A program whose `try`s the optimiser has proved unneeded
-# compiles.
+# Every stage runs exceptions: up to the shrinker on chapter 6's
+# interpreter, and [chapter 10](10_llvm.ipynb)'s back end lowers the
+# second continuation to machine code (a flag tested after a call that can
+# raise, by default).
 
 # %%
 #| export
 from lcompiler import cps, pipeline
-from lcompiler.errors import CompileError, Source, Span
 
 
 @pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
@@ -1240,28 +1235,6 @@ from lcompiler.errors import CompileError, Source, Span
 def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
     return convert(core_program)
 
-
-def exceptions_not_lowered(program: cps.Program, source: Source) -> None:
-    """Until chapter 10 lowers them (issue 25): a CompileError at the first raise, passing on, or
-    call or failing operation raising to a local handler, in a program the optimiser has finished
-    (located at the first of them that has a location: a jump passing an exception on has none)."""
-    first = None
-    for node in cps.walk(program):
-        t = type(node)
-        if t is cps.ApplyCont:
-            k = node.cont.var
-            refused = node.raises or type(k.binder) is Program or type(k.binder) is Lambda and k.binder.exn is k
-        elif t is cps.Apply or (t is cps.Op or t is cps.Fail) and node.exn is not None:
-            refused = type(node.exn.var.binder) is cps.LetCont
-        else:
-            continue
-        if refused and type(node.loc) is Span:
-            first = node.loc
-            break
-        if refused and first is None:
-            first = Span(source, 0, 0)
-    if first is not None:
-        raise CompileError("exceptions are not compiled yet: run this program with lc run --interp", first)
 
 # %%
 from lcompiler.cli import lc

@@ -2534,7 +2534,6 @@ class Backend(Backend):
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
-from lcompiler.cps_convert import exceptions_not_lowered
 from lcompiler.support import collector_paused, target_machine
 
 
@@ -2795,7 +2794,6 @@ from lcompiler.cli import lc
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
-    exceptions_not_lowered(program, unit.source)       # chapter 7: raise and try, not yet (issue 25)
     with collector_paused():
         return Backend(program, unit.datas, unit.source.name).compile()
 

@@ -6,10 +6,8 @@ runtime error, exit status 2, and NAME.err is exactly what it writes on stderr (
 the status 0). Each program goes each way of WAYS: the reference interpreter; chapter 6's CPS interpreter
 after CPS conversion (chapter 7), and after the optimiser, closure conversion and the shrinker (chapters 9
 and 8), every stage's output checked; and the compiled ways (the JIT, an executable, the JIT without chapter
-9's optimiser). The compiled ways cannot run `raise` and `try` until the back end of issue 25 lands: for a
-program that still has a raise, or a call or failing operation raising to a local handler, once the
-optimiser is done, the `llvm` stage says so (`cps_convert.exceptions_not_lowered`), and `back_end_refuses`
-skips the compiled way with that reason. A program without them runs compiled already.
+9's optimiser). Every way runs every program; `back_end_refuses` stays as the one place that would
+skip a compiled way if the back end ever refused a program again (it no longer says "not compiled yet").
 """
 
 import io
@@ -207,4 +205,4 @@ def test_the_repl_accepts_an_exception_declaration():
 
     assert enter("exception Failure(String)\n") == "exception Failure(String)\n"     # echoed, as data is
     assert enter('Failure("x")\n') == 'Failure("x") : Exn\n'
-    assert NOT_YET in enter("try { raise(Failure(\"y\")) } catch { _ -> 0 }\n")
+    assert enter("try { raise(Failure(\"y\")) } catch { _ -> 0 }\n") == "0 : Int\n"
