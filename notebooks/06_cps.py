@@ -1697,6 +1697,77 @@ def substitute(x: Var, y: Var) -> None:
     x.count = 0
 
 # %% [markdown]
+# Drawn, on a term where both variables have uses — `one` once, `uno` twice —
+# each occurrence labelled with the variable it was made for: the rings
+# (from the head, `next` by `next`, back to the head), and the union-find
+# forest read from the occurrences' `link` fields, each partition under its
+# handle, whose description is the variable.
+
+# %%
+from IPython.display import display
+from lcompiler.drawing import Box, Picture
+from lcompiler.union_find import Partition
+
+s = Seq()
+one = s.let(const(1), "one")
+uno = s.let(const(1), "uno")
+total = s.let(op("+", one, uno), "a")
+pictured = s.end(halt(s.let(op("+", total, uno), "b")))
+print(show(pictured), end="")
+labels = {id(o): f"{v.hint} use {i}" for v in (one, uno)
+          for i, o in enumerate(reversed(list(occurrences(v))), 1)}
+occs = [o for v in (one, uno) for o in reversed(list(occurrences(v)))]
+
+
+def rings() -> list:
+    """Each variable's ring, from its head round to its head again."""
+    heads = []
+    for v in (one, uno):
+        box = head = Box(f"{v.hint}: {v.count} use{'' if v.count == 1 else 's'}", style="green")
+        for o in occurrences(v):
+            box.children.append(Box(labels[id(o)], style="blue", edge="next"))
+            box = box.children[0]
+        box.children.append(Box(f"back to {v.hint}", style="green", edge="next"))
+        heads.append(head)
+    return heads
+
+
+def forest() -> list:
+    """The partitions of the occurrences, read from their links, under their handles."""
+    boxes = {id(o): Box(labels[id(o)], style="blue") for o in occs}
+    roots = []
+    for o in occs:
+        if type(o.link) is Partition:
+            roots.append(Box(f"handle: {o.link.desc.hint}, rank {o.link.rank}", [boxes[id(o)]], "yellow"))
+        else:
+            boxes[id(o.link)].children.append(boxes[id(o)])
+    return roots
+
+
+def in_words() -> tuple:
+    ring = "; ".join(f"{v.hint}'s ring holds " + (", ".join(labels[id(o)] for o in occurrences(v)) or "nothing")
+                     for v in (one, uno))
+    links = "; ".join(f"{labels[id(o)]} → " + (f"the handle of {o.link.desc.hint}" if type(o.link) is Partition
+                                                else labels[id(o.link)]) for o in occs)
+    return ring, links
+
+
+moments = [("before", rings(), forest(), in_words())]
+substitute(uno, one)
+moments.append(("after substitute(uno, one)", rings(), forest(), in_words()))
+for kind, i, edges in (("rings", 0, "down"), ("partitions", 1, "up")):
+    alt = (f"The {kind} of the occurrences of one and uno before and after substitute(uno, one). "
+           + " ".join(f"{when.capitalize()}: {words[i]}." for when, *_, words in moments))
+    display(Picture([(f"{kind}, {when}", moment[i]) for when, *moment in moments], alt=alt, edges=edges))
+
+# %% [markdown]
+# The splice moved both of `uno`'s uses into `one`'s ring, and `uno`'s ring
+# is empty. The union hung `one`'s partition under `uno`'s — `uno`'s had
+# the higher rank, so its root stays the root — and relabelled the handle:
+# its description is now `one`. No occurrence was visited: `uno use 1` and
+# `uno use 2` still have the links they had, and find `one`.
+
+# %% [markdown]
 # A small term with a redundant constant: `uno` is bound to 1 like `one`.
 # Substituting `one` for `uno` leaves `uno` with no use at all:
 

@@ -370,6 +370,69 @@ print(cps.show(to_closed(ADDER)), end="")
 print(run_all(ADDER), end="")
 
 # %% [markdown]
+# What `closure(…)` builds in memory is one heap block. Here it is for a
+# real closure, the one `scale` returns in the small program below, whose
+# `lc show -O0 closure` output comes first: `f_7 = closure(f_code_8, n_6,
+# f_5)`. The block is a header word (its layout is [chapter
+# 10b](10b_runtime.ipynb)'s, computed here by chapter 10's `header`), then
+# field 0, the address of the code, then the captured values in the order
+# the code reads them, `env_20[1]` and `env_20[2]`.
+
+# %%
+import contextlib
+import tempfile
+from pathlib import Path
+
+from lcompiler.cli import lc
+from lcompiler.drawing import Box, Picture
+from lcompiler.llvm_backend import LAYOUT_SHIFT, header
+
+SCALE = "def scale(f, n) = { x -> f(x) * n }\nprint(scale({ y -> y + 1 }, 10)(4))\n"
+printed = io.StringIO()
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), contextlib.redirect_stdout(printed):
+    Path("scale.l").write_text(SCALE)
+    status = lc("show", "-O0", "closure", "scale.l")
+print(printed.getvalue(), end="")
+closed = to_closed(SCALE)
+assert status == 0 and cps.show(closed) in printed.getvalue()      # the program drawn is the one printed
+
+made = next(n for d in closed.definitions for n in cps.walk(d)
+            if type(n) is cps.LetPrim and type(n.prim) is cps.MakeClosure)
+printer = cps.Printer()                    # the names lc show printed
+for d in closed.definitions:
+    printer.definition(d)
+name = printer.name
+fields = [o.var for o in made.prim.fields]
+word0 = header([v.type for v in fields], code=True)
+layout = word0 >> LAYOUT_SHIFT
+pointers = [i for i in range(len(fields)) if layout >> i & 1]
+print(f"{name(made.var)}: {len(fields) + 1} words; header {word0} = {len(fields)} fields, tag 0, "
+      f"layout {layout:#b} (fields that may be pointers: {pointers})")
+
+
+def what(i: int, v) -> str:
+    if i == 0:
+        return f"field 0: the address of the code {name(v)}"
+    return (f"field {i}: {name(v)}, of type {types.show_type(v.type)}, "
+            + ("a pointer" if i in pointers else "not a pointer"))
+
+
+words = [Box(f"word 0, the header: {word0} ({len(fields)} fields, tag 0, layout {layout:#b})", style="yellow")]
+for i, v in enumerate(fields):
+    words.append(Box(what(i, v), style="green" if i == 0 else "blue" if i in pointers else "plain",
+                     edge=f"+{8 * (i + 1)} bytes", name=f"field{i}"))
+for upper, lower in zip(words, words[1:]):
+    upper.children.append(lower)
+code = Box(f"{name(fields[0])}, a top-level function of (env, x)", style="green", name="code")
+alt = (f"The heap block of {name(made.var)} = closure({', '.join(name(v) for v in fields)}): "
+       f"{len(fields) + 1} words, one below the other. Word 0 is the header, {word0}: {len(fields)} fields, "
+       f"tag 0, layout {layout:#b}, so that only field {', '.join(map(str, pointers))} may hold a pointer. "
+       + "; ".join(what(i, v) for i, v in enumerate(fields)).replace("field", "Field", 1)
+       + f". An arrow leads from field 0 to the code {name(fields[0])}, drawn beside the block.")
+Picture([(f"{name(made.var)} = closure(…): {len(fields) + 1} words on the heap", [words[0]]),
+         ("the code it points at", [code])], arrows=[("field0", "code")], alt=alt)
+
+# %% [markdown]
 # The same transformation drawn, on a function with two free variables:
 # `line(a, b)` returns the function `{ x -> a * x + b }`. Before, the inner
 # function sits inside `line` and reads `a` and `b` from it (coloured).
