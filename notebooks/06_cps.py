@@ -4197,9 +4197,10 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
 #    and one on a constructor become two forms, and a pass that wants one
 #    field (chapter 9's known-constructor rule) must find it at the arm.
 # 4. `AllChecker`, below, records each violation in `fail` and goes on;
-#    `check_all` returns the list. On `BROKEN`, which breaks three rules
-#    in three places, it reports all three, where `check` stops at the
-#    first. What may still be checked after a violation is what does not
+#    `check_all` returns the list. On `BROKEN`, which has three
+#    violations in three places (a free variable of a nested function,
+#    and two jumps with the wrong number of arguments), it reports all
+#    three, where `check` stops at the first. What may still be checked after a violation is what does not
 #    depend on it: arity, scope and the free-variable rule are properties
 #    of one node each and stay meaningful; the counts and rings checked at
 #    the end (`links`) are meaningful only if the walk met every

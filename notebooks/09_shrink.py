@@ -3063,12 +3063,14 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    `LetCont`'s handler, it counts the uses of the continuation met there
 #    (one counter per `cont` whose handler the walk is in, kept on the
 #    walk's stack); a continuation whose uses are all inside its own
-#    handler is dead, whatever their number. Kept up to date between
-#    sweeps, the count inside costs what the census costs: each `lost`
-#    and `gained` also asks whether the use is inside the handler, which
-#    is the climb again — so the honest version counts once per sweep,
-#    and the work-list shrinker asks the rule again only at the next
-#    sweep.
+#    handler is dead, whatever their number. For Appel and Jim's census,
+#    which counts afresh before each sweep, that costs nothing beyond its
+#    own walk. Kennedy's shrinker keeps its counts current as it rewrites;
+#    to keep the count of uses inside each handler current too, a use
+#    that appears or disappears must be placed inside the handler or
+#    outside it — the climb again, but only for the uses a rewrite
+#    changes, not for every use of every continuation the rule looks
+#    at.
 # 3. The budget of a call becomes `BUDGET` plus a bonus for each argument
 #    the body can use: a known constant that the body tests or computes
 #    with (after the copy, constant folding and `known_case` shrink it), or
