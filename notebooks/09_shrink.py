@@ -3070,7 +3070,8 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    that appears or disappears must be placed inside the handler or
 #    outside it — the climb again, but only for the uses a rewrite
 #    changes, not for every use of every continuation the rule looks
-#    at.
+#    at. The cell after exercise 4's, `dead_loops`, does the counting in
+#    one walk of the whole program and deletes the loop above.
 # 3. The budget of a call becomes `BUDGET` plus a bonus for each argument
 #    the body can use: a known constant that the body tests or computes
 #    with (after the copy, constant folding and `known_case` shrink it), or
@@ -3207,3 +3208,65 @@ for name, make in (("dead tuples", chain), ("additions", additions)):
 p = additions(100)
 Backward(p).run()
 assert cps.show(p) == "unused = do {\n  a_1 = 101\n  halt a_1\n}\n"     # the whole chain folded
+
+# %% [markdown]
+# Exercise 2: the dead loop of three uses, which `dead_continuation`
+# leaves, found by one walk that counts the uses met inside each handler.
+
+# %%
+from lcompiler.cps import children
+
+LOOP3 = """unused = do {
+  zero_1 = 0
+  cont loop_2(i_3) {
+    cont again_4() {
+      loop_2(i_3)
+    }
+    cont next_5() {
+      one_6 = 1
+      j_7 = i_3 + one_6
+      loop_2(j_7)
+    }
+    cont back_8() {
+      loop_2(zero_1)
+    }
+    case i_3 { 0 -> again_4; 1 -> next_5; 2 -> back_8 }
+  }
+  halt zero_1
+}
+"""
+
+
+def dead_loops(program: Program) -> list:
+    """The continuations that are used, and only inside their own handlers: one walk, counting
+    the uses of each continuation met while the walk is inside that continuation's handler."""
+    inside, open_handlers = Counter(), Counter()
+    stack = [(program, None)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving is not None:                    # the walk leaves the handler of leaving
+            open_handlers[leaving] -= 1
+            continue
+        if type(node) not in (Program, Definition):
+            for o in node.occs():
+                if o.is_cont and open_handlers[o.var]:
+                    inside[o.var] += 1
+        if type(node) is LetCont:
+            stack += [(node.body, None), (None, node.cont), (node.handler, None)]
+            open_handlers[node.cont] += 1
+        else:
+            stack += [(c, None) for c in reversed(children(node)) if c is not None]
+    return [k for k, n in inside.items() if n == k.count]
+
+
+program = cps.parse(LOOP3)
+loop = next(n for n in walk(program) if type(n) is LetCont)
+print(f"{loop.cont.hint} has {loop.cont.count} uses; dead_continuation applies: "
+      f"{Shrinker(program).dead_continuation(loop, False)}")
+dead = dead_loops(program)
+print("dead_loops finds:", [k.hint for k in dead])
+for k in dead:
+    Shrinker(program).unbind(k.binder)
+cps.check(program)
+assert output(program) == output(cps.parse(LOOP3)) and dead_loops(pipeline.compile_to("cps", SEEDS)[0]) == []
+print(cps.show(program), end="")
