@@ -892,8 +892,8 @@ for label, row in (("-O0", without), ("optimised", largest)):
 #
 # <details><summary>Solutions</summary>
 #
-# 1. The JIT's target machine is made in `lcompiler/support.py`'s
-#    `target_machine` (chapter 11's cell) with MCJIT's defaults, the
+# 1. The JIT's target machine is made by `target_machine`
+#    ([appendix B](B_support.ipynb)) with MCJIT's defaults, the
 #    large code model: every call, even from one L function to the next in
 #    the same module, loads a 64-bit address into a register and calls
 #    through it, because the code may be placed anywhere in the address
@@ -945,8 +945,9 @@ for label, row in (("-O0", without), ("optimised", largest)):
 #    shows.
 # 4. In chapter 10's `Backend`, where each L function gets its calling
 #    convention (`f.calling_convention = "fastcc" if … else "tailcc"`),
-#    give it `"preserve_none"` instead (LLVM 19 and later; this llvmlite
-#    has LLVM 22), and give every call the same convention; run
+#    give it `"preserve_none"` instead (LLVM 19 and later), and give
+#    every call the same convention (`call` passes `"tailcc"` for the
+#    calls of closures); run
 #    `pytest tests/test_native.py` first, since a call whose convention
 #    does not match its callee's is undefined behaviour. Then `python
 #    bench/run.py --only cpstak --only primes --json /tmp/preserve-none.json`
