@@ -928,11 +928,14 @@ for label, row in (("-O0", without), ("optimised", largest)):
 #    family's geometric mean in the table above: a ratio far from its
 #    family's says the program stresses something the family's members do
 #    not — and the profile says what.
-# 3. `LC_NURSERY` is read by the runtime when the program starts, so
+# 3. `LC_NURSERY` is read by the runtime when the program starts, so,
+#    after `cp bench/results.json /tmp/nursery-256K.json` (the file that
+#    `--python keep` takes CPython's stored times from),
 #    `LC_NURSERY=256K python bench/run.py --only msort --only binarytrees
 #    --only deriv --only live --python keep --json /tmp/nursery-256K.json`
-#    measures those benchmarks with a nursery of 256 KB, and so on for 64K,
-#    512K, 1M, 2M (the default), 4M, 8M, 32M, each into its own file.
+#    measures those benchmarks with a nursery of 256 KB, and so on for
+#    other sizes, from a few of the runtime's 64 KB chunks to 32M (2M is
+#    the default), each into its own file.
 #    Plot L's time against the nursery's size: the *knee* is the size
 #    beyond which a larger nursery stops paying, because collections are
 #    already rare and the nursery no longer fits in a cache. Compare it
