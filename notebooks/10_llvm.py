@@ -1999,13 +1999,9 @@ class Backend(Backend):
 # to its own exception continuation (it records the site, stores the
 # exception in `pending`, returns), and the call in the `try` is followed
 # by the test, whose `raised` block clears the flag and branches to the
-# handler. `pure` cannot raise: its call has no test. (Until chapter 7
-# converts `try` and `raise`, its `cps` stage refuses the program, and the
-# cell prints that refusal instead.)
+# handler. `pure` cannot raise: its call has no test.
 
 # %%
-from lcompiler.errors import CompileError
-
 catching = Source("catching.l", """exception Big(Int)
 def pure(n) = n * 2
 def risky(n) = if (n > 5) raise(Big(n)) else n
@@ -2020,12 +2016,9 @@ def defined(module, name: str) -> str:
     return text[start:text.index("\n}", start) + 2]
 
 
-try:
-    catching_module = to_llvm(catching, optimiser=False)
-    print(defined(catching_module, "risky"))
-    print(defined(catching_module, "init"))
-except CompileError as error:          # until chapter 7 converts try and raise
-    print(error.render())
+catching_module = to_llvm(catching, optimiser=False)
+print(defined(catching_module, "risky"))
+print(defined(catching_module, "init"))
 
 # %% [markdown]
 # ### The second lowering: trap frames
