@@ -42,6 +42,9 @@ __all__ = [
     'Note',
     'CompileErrors',
     'raise_errors',
+    'CompileWarning',
+    'POLICY',
+    'report_warnings',
     'RunError',
 ]
 
@@ -158,9 +161,33 @@ def raise_errors(errors: list) -> None:
         raise CompileErrors([e for error in errors for e in getattr(error, "errors", [error])])
 
 
+# --- Warnings ----------------------------------------------------------
+
+# cell 15
+import sys
+
+
+class CompileWarning(CompileError):
+    """A program that is legal but probably wrong: reported, and the compilation goes on."""
+
+    kind = "warning"
+
+
+POLICY = {"warnings_are_errors": False}    # set by lc's -Werror
+
+
+def report_warnings(warnings: list, file=None) -> None:
+    """Write the warnings on standard error (FILE), in source order; or, with -Werror, raise them."""
+    warnings = sorted(warnings, key=lambda w: w.span.start)
+    if POLICY["warnings_are_errors"]:
+        raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
+    for w in warnings:
+        print(w.render(), file=file or sys.stderr)
+
+
 # --- Mistakes while a program runs -------------------------------------
 
-# cell 17
+# cell 21
 class RunError(Diagnostic):
     """An error while an L program runs: printed as 'runtime error', exit status 2."""
 

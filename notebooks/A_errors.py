@@ -281,6 +281,57 @@ def raise_errors(errors: list) -> None:
         raise CompileErrors([e for error in errors for e in getattr(error, "errors", [error])])
 
 
+# %% [markdown]
+# ## Warnings
+#
+# Some programs are legal but almost surely not what their author meant: a
+# `match` that forgets a case, a clause that can never be reached, a
+# pattern `true` that binds a new variable instead of testing a Bool.
+# [Chapter 5](05_types.ipynb#warnings-for-pattern-matching) finds them. A
+# `CompileWarning` renders like an error, with `warning` for `error`, and
+# is not raised: `report_warnings` writes the warnings of a compilation on
+# standard error, in the order of the source, and the compilation goes on.
+# With `warnings_are_errors` set — `lc run -Werror`, `lc build -Werror` —
+# it raises them instead, as errors, and `lc` stops with status 1.
+
+# %%
+#| export
+import sys
+
+
+class CompileWarning(CompileError):
+    """A program that is legal but probably wrong: reported, and the compilation goes on."""
+
+    kind = "warning"
+
+
+POLICY = {"warnings_are_errors": False}    # set by lc's -Werror
+
+
+def report_warnings(warnings: list, file=None) -> None:
+    """Write the warnings on standard error (FILE), in source order; or, with -Werror, raise them."""
+    warnings = sorted(warnings, key=lambda w: w.span.start)
+    if POLICY["warnings_are_errors"]:
+        raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
+    for w in warnings:
+        print(w.render(), file=file or sys.stderr)
+
+
+# %% [markdown]
+# A warning, and the same with `-Werror`:
+
+# %%
+text = Source("bool.l", 'def yes(b) = match (b) { true -> "yes"; false -> "no" }\n')
+warning = CompileWarning("this binds a new variable 'true'; to test a Bool, use if", Span(text, 25, 29))
+report_warnings([warning], file=sys.stdout)
+POLICY["warnings_are_errors"] = True
+try:
+    report_warnings([warning], file=sys.stdout)
+except CompileError as error:
+    print(error.render())
+POLICY["warnings_are_errors"] = False
+
+
 
 # %% [markdown]
 # Here is one error with a note — made by hand here, as
