@@ -663,7 +663,14 @@ class Inference(Inference):
         variables = {}                          # 'a -> (its type, the number of the operand that fixed it)
         for i, (a, wanted) in enumerate(zip(args, operands)):
             if not wanted.startswith("'"):
-                self.check(a, BASE_TYPES[wanted], env)
+                try:
+                    self.check(a, BASE_TYPES[wanted], env)
+                except CompileError as error:
+                    if op == "+" and error.message.startswith("expected Int, found String") and not error.notes:
+                        error.notes.append(Note("+ adds Ints; L has no operator that joins strings: to show "
+                                                "them together, give print several arguments, as in "
+                                                'print("n is", n)', a.span))
+                    raise
             elif wanted in variables:
                 t, first = variables[wanted]
                 self.check(a, t, env, origin=(OPERANDS[len(args)][first], args[first].span, t))

@@ -73,8 +73,14 @@ def test_the_golden_files_cover_what_the_issue_asks():
     text = "".join(p.with_suffix(".err").read_text(encoding="utf-8") for p in GOLDEN)
     for wanted in ["did you mean square?", "did you mean Circle?", "did you mean Tree?", "did you mean print?",
                    ": note: the then branch has type String", ": note: add has type (Int, Int) -> Int",
-                   ": note: first defined here", ": note: the '{' is opened here", "is not UTF-8"]:
+                   ": note: first defined here", ": note: the '{' is opened here", "is not UTF-8",
+                   # issue 27's messages
+                   "found '='; did you mean '=='?", "note: L has no return: the value of a block is its last expression",
+                   "note: + adds Ints; L has no operator that joins strings", "unknown variable prnt; did you mean print?"]:
         assert wanted in text, wanted
+    unclosed = (ERRORS / "unclosed_brace_before_def.err").read_text()
+    assert "'def' begins a top-level item" in unclosed and "1:12: note: the '{' is opened here" in unclosed
+    assert (ERRORS / "misspelt_names_in_one_expression.err").read_text().count(": error: unknown variable") == 3
     for name, count in [("three_type_errors", 3), ("three_syntax_errors", 3), ("three_name_errors", 4)]:
         assert (ERRORS / f"{name}.err").read_text().count(": error: ") == count, name
 
