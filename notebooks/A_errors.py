@@ -170,6 +170,16 @@ class Span:
 
 # %%
 #| export
+POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
+          "warnings_are_errors": False}    # lc's -Werror: see "Warnings"
+COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
+
+
+def paint(what: str, text: str) -> str:
+    """TEXT in the colour of WHAT (an ANSI escape sequence), when colour is on."""
+    return f"\x1b[{COLOURS[what]}m{text}\x1b[0m" if POLICY["color"] else text
+
+
 class Diagnostic(Exception):
     """A mistake in a program, with where it is; render() shows it to a person."""
 
@@ -187,8 +197,8 @@ class Diagnostic(Exception):
         text = source.line_text(line)
         pad = "".join("\t" if c == "\t" else " " for c in text[:col - 1])
         width = max(1, min(self.span.end, source.line_starts[line - 1] + len(text)) - self.span.start)
-        return (f"{source.name}:{line}:{col}: {self.kind}: {self.message}\n"
-                f"{text}\n{pad}^{'~' * (width - 1)}")
+        return (f"{paint('place', f'{source.name}:{line}:{col}:')} {paint(self.kind, self.kind + ':')} "
+                f"{self.message}\n{text}\n{pad}{paint('caret', '^' + '~' * (width - 1))}")
 
     def __str__(self) -> str:
         return self.render()
@@ -305,9 +315,6 @@ class CompileWarning(CompileError):
     kind = "warning"
 
 
-POLICY = {"warnings_are_errors": False}    # set by lc's -Werror
-
-
 def report_warnings(warnings: list, file=None) -> None:
     """Write the warnings on standard error (FILE), in source order; or, with -Werror, raise them."""
     warnings = sorted(warnings, key=lambda w: w.span.start)
@@ -393,7 +400,31 @@ print(CompileErrors([unknown, branch]).render())
 # exist for.
 #
 # </div>
+
+# %% [markdown]
+# ## Colour on a terminal
 #
+# On a terminal, colour helps the eye find the word that says what a line
+# is: `lc` paints `error:` red, `warning:` magenta, `note:` cyan, the place
+# `FILE:LINE:COL:` bold, and the caret green, as gcc and clang do. Colour
+# is made of ANSI escape sequences, `ESC [ 1;31 m` … `ESC [ 0 m`, which a
+# terminal obeys and a file keeps as garbage; so `lc` paints only when
+# asked. `lc --color=always` paints, `--color=never` does not, and
+# `--color=auto`, the default, paints when standard error is a terminal
+# and the environment variable `NO_COLOR` is unset or empty (the
+# convention of no-color.org). The switch is `POLICY["color"]`, read by
+# `paint` each time a message is rendered; everything else — golden files,
+# the notebooks, `%%L` — renders without colour. The escape sequences of
+# one warning, made visible with `repr`:
+
+# %%
+painted = Source("paint.l", "def f(n) = match (n) { _ -> 1; 0 -> 2 }\n")
+POLICY["color"] = True
+print(repr(CompileWarning("this clause can never match", Span(painted, 31, 32)).render()))
+POLICY["color"] = False
+
+
+# %% [markdown]
 # ## Mistakes while a program runs
 #
 # A mistake that only shows when the program runs — a division by zero, a
