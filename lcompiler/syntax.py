@@ -1428,7 +1428,7 @@ def pretty(node) -> str:
 
 # --- This chapter's two stages -----------------------------------------
 
-# cell 135
+# cell 138
 from lcompiler import pipeline
 
 

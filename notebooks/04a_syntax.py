@@ -2518,6 +2518,46 @@ except CompileError as error:
     print(error.render())
 
 # %% [markdown]
+# ### Messages for the mistakes of a newcomer
+#
+# Some mistakes come from habits of other languages, and the parser knows
+# them well enough to say more than "expected … found …":
+#
+# - `if (x = 1)`: `=` is L's binding sign (`let`, `def`), and comparison is
+#   `==`. The parser stops at the `=`, where it expected the `)`, and adds
+#   `did you mean '=='?` — `expect` does so whenever a `)` was wanted and an
+#   `=` came;
+# - `return x + 1`: L has no `return` — the value of a block is its last
+#   expression — so `return` is read as a variable, and the parser stops at
+#   the `x` that follows it. `separator` adds a note at the `return`;
+# - a `{` left open, followed by a `def`: the parser reports the `def` (the
+#   next item begins, but this one is unfinished), and `braces` adds a note
+#   at the `{` that was never closed — the same note as when the file ends
+#   inside the braces, since the fix goes at the same place.
+
+# %%
+newcomer = {
+    "assign.l": "def f(x) = if (x = 1) 2 else 3",
+    "return.l": "def f(x) = {\n  return x + 1\n}",
+    "open.l": "def f(x) = {\n  let y = x + 1\n\ndef g(x) = x",
+}
+for name, text in newcomer.items():
+    try:
+        parse(Source(name, text))
+        print(f"{name}: no error!")
+    except CompileError as error:
+        print(error.render(), end="\n\n")
+
+# %% [markdown]
+# Two more of the issue's messages belong to later chapters, because only
+# they know enough: an unknown name is found by [chapter
+# 4b](04b_meaning.ipynb)'s resolver, which reports every unknown name of a
+# definition, not only the first; and `"n is " + n` is a type error of
+# [chapter 5](05_types.ipynb), which adds a note that `+` adds Ints and that
+# `print` with several arguments is how L shows a string and a number
+# together.
+
+# %% [markdown]
 # ## Highlighting L
 #
 # The book shows L code in Markdown cells and pages, in fenced blocks marked

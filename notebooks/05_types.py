@@ -2249,16 +2249,23 @@ for name, run in json.loads(Path("../tests/soundness.json").read_text()).items()
 # The same recursion, asked for the wildcard, builds the missing value
 # on its way back up: `c(w1, …, wn)` from the witness of S(c, P), or a
 # missing constructor with `_` arguments (an Int that no clause names) in
-# front of the witness of D(P). A worked example, the function below. Its
-# first column has Σ = {Nil, Cons}, complete; S(Nil, P) has the row of
-# `Nil`, no column left, so nothing escapes there; S(Cons, P) has two
-# columns, the head and the tail, and the rows `_ Nil` and `_ Cons(_, _)`.
-# Its first column holds only wildcards (Σ empty), so the witness starts
-# with `_` and continues with the default matrix, the tail column alone:
-# `Nil`, `Cons(_, _)`, complete again, and `S(Cons, …)` has the three-clause
-# list's `Cons(_, _)`s… until, in the third clause's case, the tail of the
-# tail has no row: `Cons(_, Cons(_, Cons(_, _)))` escapes. Bottom up, the
-# witness is the constructor applied to the witnesses of its columns.
+# front of the witness of D(P). A worked example: the function `third` of
+# the cell below, whose clauses are the rows `Nil`, `Cons(_, Nil)` and
+# `Cons(_, Cons(_, Nil))`. Is `_` useful?
+#
+# ```text
+# P:  Nil                      Σ = {Nil, Cons}: complete, try each
+#     Cons(_, Nil)             S(Nil, P)  = one row, no column: nothing escapes
+#     Cons(_, Cons(_, Nil))    S(Cons, P) = _ Nil  /  _ Cons(_, Nil)
+#
+# S(Cons, P), column 1: only wildcards, Σ = {}   -> witness  _ , then D = Nil / Cons(_, Nil)
+# D: Σ = {Nil, Cons} complete; S(Nil, D) covered; S(Cons, D) = _ Nil
+#    column 1 wildcards      -> _ , then the matrix Nil alone
+#    Nil alone: Σ = {Nil} misses Cons -> Cons(_, _), and no row is left: escapes
+# back up: Cons(_, Cons(_, _)) for D, so Cons(_, Cons(_, Cons(_, _))) for P
+# ```
+#
+# A list of three or more elements escapes, and that is the warning below.
 #
 # The patterns of L are variables and `_` (wildcards), integers (a type
 # with infinitely many constructors, never all named), `()`, tuples (one
@@ -2509,6 +2516,26 @@ def third = {
 }
 def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 """)
+
+# %% [markdown]
+# In `yes`, both patterns are variables: `false` can never match, since
+# `true` has already taken every value — three warnings for one mistake,
+# each true. `third` misses the lists of three or more, as worked out
+# above. `sign` names 0 and 1, so 2 is the first Int it misses, and its
+# second `0` comes too late. A `let true = …` or a function `{ true -> … }`
+# of one parameter is not warned about: there a new name is what the
+# programmer asked for, and the contract allows it; the warning is for a
+# clause, which looks like a test.
+#
+# `tests/test_warnings.py` checks the algorithm against an independent
+# oracle: for random clauses over a small data type, `data T { A; B(T,
+# Int); C(T, T) }` in a pair with an Int, it enumerates every value up to
+# a depth deeper than the patterns and matches them one by one; a clause
+# is reachable exactly when some value matches it and no clause above, the
+# clauses are exhaustive exactly when every value is matched, and every
+# value the witness describes is matched by no clause. The golden files
+# `tests/errors/warn_*.l` fix the messages, and a test checks that the
+# corpus, the examples and the benchmarks warn only where they mean to.
 
 # %% [markdown]
 # As the compiler is: no finding, and OCaml accepts a few programs that L
