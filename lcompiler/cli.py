@@ -17,16 +17,25 @@ What this appendix promises:
   prints its LLVM module, `--interp` runs chapter 1's interpreter).
 - `lc show STAGE FILE` prints what the stage `STAGE` of [chapter
   4](04_pipeline.ipynb)'s pipeline hands to the next, for an L file.
-- `lc run FILE` compiles an L program to native code and runs it;
+- `lc run FILE` compiles an L program to native code and runs it (`lc
+  run -` reads it from standard input, named `<stdin>` in messages);
   `lc run --interp FILE` type-checks it and runs chapter 4b's reference
-  interpreter instead; `lc build FILE -o EXE` writes an executable; `lc
-  repl` reads definitions and expressions one at a time. `-O0` leaves out
-  chapter 9's optimiser.
+  interpreter instead; `lc build FILE -o EXE` writes an executable (without
+  `-o`, in the working directory, named after the source: `hello.l` gives
+  `hello`); `lc repl` reads definitions and expressions one at a time,
+  with line editing, a history and the commands `:help`, `:type`, `:load`,
+  `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+- A setting of the environment that a program reads (`LC_STACK_SIZE`,
+  `LC_HEAP_LIMIT`, `LC_BUFFER`, …) that cannot be read is an error naming
+  the variable and what it accepts (status 2), under `--interp` too; a
+  `CC` that names no program says that the C compiler was not found; a
+  misspelt stage of `lc show` gets a suggestion.
 - `lc` ends with exit status 0 when all went well; 1 for a mistake in the
   program found before it runs (every error found, rendered as `FILE:LINE:COL:
   error: …`), or in how `lc` was called, or in the machine (`lc: error: …`);
   2 for a runtime error (`FILE:LINE:COL: runtime error: …`); 130 when
-  interrupted; and 3, `lc: internal compiler error: …` in one line, only
+  interrupted (a program stopped by Ctrl-C ends by `SIGINT`, which a
+  shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
   for a bug of `lc` itself. No Python traceback reaches the user.
 - `lc --help` lists the commands and the environment variables `lc` and
   its programs read; `lc --version` names the version.
@@ -49,6 +58,9 @@ __all__ = [
     'add_command',
     'show_command',
     'run_command',
+    'SIZES',
+    'CHOICES',
+    'setting_problem',
     'build_command',
     'runtime_default',
     'repl_command',
@@ -177,9 +189,11 @@ from lcompiler.errors import Source, Span
 
 
 def read_source(path: str) -> Source:
-    """The text of an L file; a UsageError if it cannot be read, a CompileError if it is not UTF-8."""
+    """The text of an L file (`-`: standard input, named `<stdin>`); a UsageError if it cannot be read,
+    a CompileError if it is not UTF-8."""
     try:
-        data = Path(path).read_bytes()
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        path = "<stdin>" if path == "-" else path
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
     try:
@@ -229,13 +243,18 @@ def add_command(args) -> int:
 # --- lc show -----------------------------------------------------------
 
 # cell 20
+from difflib import get_close_matches
+
+
 @command("show", "print what one stage of the compiler hands to the next, for an L file",
          arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
                            "llvm-opt, asm"),
          arg("file", help="an L source file"), OPTIMISE)
 def show_command(args) -> int:
     if args.stage not in pipeline.names():
-        raise UsageError(f"unknown stage {args.stage!r}; the stages are: {', '.join(pipeline.names())}")
+        near = get_close_matches(args.stage, pipeline.names(), n=1)
+        raise UsageError(f"unknown stage {args.stage!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                         + f"; the stages are: {', '.join(pipeline.names())}")
     print(pipeline.show(args.stage, read_source(args.file), optimise=args.level > 0))
     return 0
 
@@ -247,16 +266,38 @@ from lcompiler import driver, interp, llvm_backend, runtime, types
 
 
 @command("run", "compile an L program to native code and run it",
-         arg("file", help="an L source file"),
+         arg("file", help="an L source file, or - for standard input"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
          OPTIMISE)
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
         program, _ = types.check_types(source)
+        if problem := setting_problem():          # as the compiled runtime checks them
+            flush_output()
+            print(problem, file=sys.stderr)
+            return 2
         interp.Interpreter().run(program)
         return 0
     return driver.run_here(source, optimiser=args.level > 0)
+
+
+SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")
+CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1")}
+
+
+def setting_problem() -> str | None:
+    """What chapter 10b's check_settings says of the LC_ variables, for the interpreter."""
+    for name in SIZES:
+        value = os.environ.get(name)
+        if value and interp.env_size(name, 1) == 1 and interp.env_size(name, 2) == 2:
+            return (f"error: the environment variable {name} is '{value}', not a size "
+                    "(bytes, or a number followed by K, M or G, as in 256M)")
+    for name, choices in CHOICES.items():
+        value = os.environ.get(name)
+        if value and value not in choices:
+            return f"error: the environment variable {name} is '{value}', not {' or '.join(choices)}"
+    return None
 
 
 # --- lc build ----------------------------------------------------------
@@ -264,18 +305,21 @@ def run_command(args) -> int:
 # cell 24
 @command("build", "compile an L program to a native executable",
          arg("file", help="an L source file"),
-         arg("-o", dest="output", required=True, metavar="EXE", help="the executable to write"),
+         arg("-o", dest="output", metavar="EXE",
+             help="the executable to write (default: the source's name without .l, here)"),
          OPTIMISE,
          arg("-g", dest="debug", action="store_true",
              help="with debugging information for gdb (chapter 10); -g -O0 also turns LLVM's optimiser off, "
                   "for stepping that follows the source"))
 def build_command(args) -> int:
-    source, output = read_source(args.file), Path(args.output)
+    if args.output is None and args.file == "-":
+        raise UsageError("lc build - needs -o EXE: standard input has no name to give the executable")
+    source, output = read_source(args.file), Path(args.output or Path(args.file).stem)
     if output.is_dir():                 # checked before compiling, which may take a while
         raise UsageError(f"cannot write {output}: it is a directory")
     if not output.parent.is_dir():
         raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
-    if output.exists() and output.samefile(args.file):
+    if output.exists() and args.file != "-" and output.samefile(args.file):
         raise UsageError(f"cannot write {output}: it is the source file")
     if not args.debug:
         driver.build(source, output, optimiser=args.level > 0)
@@ -302,16 +346,19 @@ ENVIRONMENT.update({
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
                      f"(default {runtime_default('LC_STACK_SIZE')})",
     "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
+    "LC_BUFFER": "line: a compiled program writes its output at every line; block: in blocks of 64 KiB "
+                 "(default: line on a terminal, block into a file or a pipe)",
     "CC": "the C compiler that compiles the runtime and links executables (default cc)",
 })
 
 
 @command("repl", "read L definitions and expressions, and run them one at a time")
 def repl_command(args) -> int:
-    interactive = sys.stdin.isatty()
-    if interactive:
-        print("L, compiled to native code one entry at a time. End with Ctrl-D.")
-    driver.repl(sys.stdin, lambda text: print(text, end="", flush=True), prompt=interactive)
+    if sys.stdin.isatty():
+        print("L, compiled to native code one entry at a time. :help for help, Ctrl-D to end.")
+        driver.terminal_repl()
+    else:
+        driver.repl(sys.stdin, driver.print_text, prompt=False)
     return 0
 
 

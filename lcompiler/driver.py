@@ -20,10 +20,17 @@ that run it:
   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
 - `lc build FILE.l -o EXE` writes an executable that behaves the same;
 - `run_l(text)` and the `%%L` magic run a program in a child process and
-  show its output and its errors; nothing an L program does — a runtime
-  error, an infinite recursion, exhausting memory — takes the kernel down;
+  show its output as it is printed, then its errors; nothing an L program
+  does — a runtime error, an infinite recursion, exhausting memory, a time
+  limit — takes the kernel down; `%%L` cells share one session per
+  kernel, as the entries of the REPL do (`--fresh`: a program of its own,
+  `--reset`: a new session);
 - `lc repl` reads definitions and expressions one at a time and prints
-  each expression's value with its type: `9 : Int`.
+  each expression's value with its type: `9 : Int`; it has line editing
+  and a history on a terminal, the commands `:help`, `:type`, `:load`,
+  `:reset` and `:quit`, and survives Ctrl-C: at the prompt it abandons the
+  entry, while an entry runs it stops the program, and every definition
+  is kept.
 """
 
 __all__ = [
@@ -54,11 +61,22 @@ __all__ = [
     'run_source',
     'build',
     'run_l',
+    'SESSION',
+    'MAGIC_LINE',
     'l_cell_magic',
     'load_ipython_extension',
+    'KEPT',
+    'Entry',
+    'print_text',
     'Repl',
+    'Shown',
+    'data_text',
+    'COMMANDS',
     'unfinished',
+    'session_loop',
     'repl',
+    'history_file',
+    'terminal_repl',
 ]
 
 
@@ -348,14 +366,19 @@ def run_here(source: Source, optimiser: bool = True) -> int:
 
 # cell 27
 def run_source(source: Source, timeout: float | None = None, level: int = 2,
-               optimiser: bool = True) -> Result:
-    """Compile and run a program in a child process; a compile error is a Result with status 1."""
+               optimiser: bool = True, output=None) -> Result:
+    """Compile and run a program in a child process; a compile error is a Result with status 1.
+    With output, a function, each line the program prints is handed to it as it is printed."""
     try:
         objects = compile_source(source, level, optimiser=optimiser)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
     engine, main = jit(objects)
-    return run_in_child(main, timeout)
+
+    def line_by_line() -> int:                   # in the child: the runtime flushes every line
+        os.environ["LC_BUFFER"] = "line"
+        return main()
+    return run_in_child(main if output is None else line_by_line, timeout, output)
 
 
 # --- Native executables ------------------------------------------------
@@ -391,9 +414,8 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 
 # cell 35
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
-    """Compile and run an L program given as text, safely; show its output and errors."""
-    result = run_source(Source(name, text), timeout)
-    print(result.stdout, end="")
+    """Compile and run an L program given as text, safely: show its output as it comes, then its errors."""
+    result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
     if result.stderr:
         print(result.stderr, end="", file=sys.stdout)   # in a notebook: right under the output
     if result.status not in (0, 1, 2) and "stopped:" not in result.stderr:
@@ -401,9 +423,15 @@ def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Resu
     return result
 
 
+SESSION: "Repl | None" = None           # the session of the %%L cells of this kernel (below)
+MAGIC_LINE = "%%L [NAME.l] [--timeout SECONDS] [--fresh] [--reset]"
+
+
 def l_cell_magic(line: str, cell: str) -> None:
-    """%%L [NAME.l] [--timeout SECONDS]: run the cell as an L program."""
-    words, name, timeout = line.split(), "cell.l", None
+    """%%L [NAME.l] [--timeout SECONDS] [--fresh] [--reset]: run the cell in the kernel's L session
+    (--fresh: as a program of its own; --reset: in a new session)."""
+    global SESSION
+    words, name, timeout, fresh, reset = line.split(), "cell.l", None, False, False
     while words:
         w = words.pop(0)
         if w == "--timeout":
@@ -415,13 +443,21 @@ def l_cell_magic(line: str, cell: str) -> None:
             if not 0 < timeout < float("inf"):
                 print(f"%%L: error: --timeout needs a number of seconds, not {seconds!r}")
                 return
+        elif w in ("--fresh", "--reset"):
+            fresh, reset = fresh or w == "--fresh", reset or w == "--reset"
         elif w.startswith("-"):
-            print(f"%%L: error: unknown option {w} (the line is: %%L [NAME.l] [--timeout SECONDS])")
+            print(f"%%L: error: unknown option {w} (the line is: {MAGIC_LINE})")
             return
         else:
             name = w
     try:
-        run_l(cell, name, timeout)
+        if fresh:
+            run_l(cell, name, timeout)
+            return
+        if SESSION is None or reset:
+            SESSION = Repl()
+        SESSION.timeout = timeout
+        SESSION.enter(cell, name, cell=True)
     except OSError as error:                      # no C compiler, say
         print(f"%%L: error: {error.strerror or error}")
 
@@ -433,76 +469,215 @@ def load_ipython_extension(ipython) -> None:
 
 # --- The REPL ----------------------------------------------------------
 
-# cell 46
+# cell 52
 import re
 
 from lcompiler import syntax, types
 
+KEPT = (syntax.Def, syntax.Data, syntax.ExceptionDecl, syntax.Let, syntax.VarDecl)   # items that bind names: kept
+
+
+@dataclass
+class Entry:
+    """The text of an entry, or of its last part: `before` is the part run first, from the
+    session's line `before_line` on."""
+    name: str
+    text: str
+    before: str = ""
+    before_line: int = 0
+
+
+def print_text(text: str) -> None:
+    print(text, end="", flush=True)
+
 
 class Repl:
-    """A session: the definitions accepted so far, and how much they print."""
+    """A session: the text accepted so far, how much it prints, and where what it shows goes."""
 
     NAME = "it"
 
-    def __init__(self, timeout: float | None = None):
-        self.definitions, self.printed, self.timeout = "", 0, timeout
+    def __init__(self, write=print_text, timeout: float | None = None):
+        self.write, self.timeout = write, timeout
+        self.reset()
 
-    def enter(self, text: str) -> str:
-        """What the session shows for one complete entry."""
+    def reset(self) -> None:
+        self.definitions, self.printed = "", 0
+
+    def enter(self, text: str, name: str = "<repl>", cell: bool = False) -> None:
+        """Run one complete entry, its output shown as it comes: what it defines is kept; an
+        expression at its end is shown with its type (in a cell, unless its type is Unit)."""
         try:
-            parsed = syntax.parse(Source("<repl>", text))
+            items = syntax.parse(Source(name, text)).items
         except CompileError as error:
-            return error.render() + "\n"
-        items = parsed.items
-        if items and all(isinstance(i, (syntax.Def, syntax.Data, syntax.ExceptionDecl)) for i in items):
-            return self.define(text, [i.name.name for i in items if isinstance(i, syntax.Def)])
-        return self.evaluate(text)
+            self.write(error.render() + "\n")
+            return
+        if not items or isinstance(items[-1], KEPT):
+            self.define(Entry(name, text), items)
+            return
+        start = items[-2].span.end if len(items) > 1 else 0   # (a node's span may not start at its start)
+        start, line = len(text) - len(text[start:].lstrip(" \t\n;")), self.definitions.count("\n")
+        if items[:-1] and not self.define(Entry(name, text[:start]), items[:-1]):
+            return
+        line_start = text.rfind("\n", 0, start) + 1        # columns as in the entry: padded
+        self.evaluate(Entry(name, " " * (start - line_start) + text[start:], text[:line_start], line),
+                      show_unit=not cell)
 
-    def run(self, before: str, entry: str, after: str = "\n"):
-        """Compile and run the session's definitions, then before + entry + after: (result, typing)."""
-        source = Source("<repl>", self.definitions + before + entry + after)
-        self.lines_before = (self.definitions + before).count("\n")
+    # cell 54: The REPL
+    def run(self, entry: Entry, program: str, hold: bool = False):
+        """Compile and run the program (the session, then the entry at `entry_at`), its output
+        shown as it comes: (result, typing)."""
+        source = Source(entry.name, program)
         try:
             _, typing = types.check_types(source)
         except CompileError as error:
-            return Result("", self.locate(error, len(self.definitions + before)), 1), None
-        return run_source(source, self.timeout), typing
+            return Result("", self.locate(error, entry, program), 1), None
+        shown = Shown(self.write, self.printed, hold)
+        try:
+            result = run_source(source, self.timeout, output=shown)
+        except KeyboardInterrupt:
+            shown.end()
+            raise
+        shown.end(value_follows=hold and result.status == 0)
+        return result, typing
 
-    @staticmethod
-    def locate(error: CompileError, offset: int) -> str:
+    def locate(self, error: CompileError, entry: Entry, program: str) -> str:
         """Render the errors in the entry, and their notes, as if the entry were the whole source."""
+        at, original = program.index(entry.text, len(self.definitions)), Source(entry.name, entry.before + entry.text)
+
         def moved(span):
-            if span.start < offset:
+            if not at <= span.start <= at + len(entry.text):
                 return span
-            return Span(Source("<repl>", span.source.text[offset:]), span.start - offset, span.end - offset)
+            shift = at - len(entry.before)
+            return Span(original, span.start - shift, min(span.end - shift, len(original.text)))
         return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
-    # cell 48: The REPL
-    def new_output(self, result: Result) -> str:
-        """What this entry printed, and its error with line numbers counted from the entry."""
-        def relocate(m):
-            line = int(m.group(1)) - self.lines_before
-            return f"<repl>:{line}:" if line > 0 else m.group(0)
-        return result.stdout[self.printed:] + re.sub(r"^<repl>:(\d+):", relocate, result.stderr, flags=re.M)
+    def relocate(self, result: Result, entry: Entry, program: str) -> str:
+        """A runtime error's line numbers, counted from the entry's first line (a compile error's
+        are already: `locate`)."""
+        if result.status == 1:
+            return result.stderr
+        before = program[:program.index(entry.text, len(self.definitions))].count("\n")
 
-    def define(self, text: str, names: list) -> str:
-        result, typing = self.run("", text)
-        shown = self.new_output(result)
-        if result.status == 0:
-            self.definitions += text + "\n"
-            self.printed = len(result.stdout)
-            shown += "".join(f"{n} : {typing.show(n)}\n" for n in names)
-        return shown
+        def moved(m):
+            line = int(m.group(1))
+            if line > before:                       # in the entry's text
+                line = line - before + entry.before.count("\n")
+            elif entry.before and line > entry.before_line:     # in the part of it run first
+                line -= entry.before_line
+            else:
+                return m.group(0)
+            return f"{entry.name}:{line}:"
+        return re.sub(rf"^{re.escape(entry.name)}:(\d+):", moved, result.stderr, flags=re.M)
 
-    def evaluate(self, text: str) -> str:
-        result, typing = self.run(f"def {self.NAME} = {{\n", text, f"\n}}\nprint({self.NAME})\n")
+    def define(self, entry: Entry, items: list) -> bool:
+        """Run the session with the entry's definitions (and statements); keep them if they run."""
+        program = self.definitions + entry.text + "\n"
+        result, typing = self.run(entry, program)
         if result.status != 0:
-            return self.new_output(result)
-        *before, value = result.stdout[self.printed:].split("\n")[:-1] or [""]
-        return "".join(line + "\n" for line in before) + f"{value} : {typing.show(self.NAME)}\n"
+            self.write(self.relocate(result, entry, program))
+            return False
+        self.definitions, self.printed = program, len(result.stdout)
+        for item in items:
+            if isinstance(item, syntax.Def):
+                self.write(f"{item.name.name} : {typing.show(item.name.name)}\n")
+            elif isinstance(item, (syntax.Data, syntax.ExceptionDecl)):
+                self.write(data_text(item) + "\n")
+        return True
 
-# cell 50
+    def evaluate(self, entry: Entry, show_unit: bool = True) -> None:
+        """Run the session with `def it = { entry }`, and show it with its type."""
+        program = self.definitions + f"def {self.NAME} = {{\n" + entry.text + "\n}\n"
+        show = show_unit or self.type_of(entry, program) not in ("Unit", None)
+        if show:
+            program += f"print({self.NAME})\n"
+        result, typing = self.run(entry, program, hold=show)
+        if result.status != 0:
+            self.write(self.relocate(result, entry, program))
+        elif show:
+            self.write(f" : {typing.show(self.NAME)}\n")
+
+    def type_of(self, entry: Entry, program: str) -> str | None:
+        try:
+            return types.check_types(Source(entry.name, program))[1].show(self.NAME)
+        except CompileError:
+            return None                         # run() shows the error
+
+    # cell 56: The REPL
+    def command(self, line: str) -> bool:
+        """Run a command of the REPL; False for :quit."""
+        word, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        if word == ":quit":
+            return False
+        if word == ":help":
+            self.write("".join(f"  {c:12} {text}\n" for c, text in COMMANDS.items())
+                       + "  Ctrl-C stops the entry being typed or run; an expression shows its value : type\n")
+        elif word == ":reset":
+            self.reset()
+            self.write("the session is empty\n")
+        elif word == ":type" and rest:
+            program = self.definitions + f"def {self.NAME} = {{\n" + rest + "\n}\n"
+            try:
+                self.write(f"{rest} : {types.check_types(Source('<repl>', program))[1].show(self.NAME)}\n")
+            except CompileError as error:
+                self.write(self.locate(error, Entry("<repl>", rest), program))
+        elif word == ":load" and rest:
+            try:
+                text = Path(rest).read_text()
+            except (OSError, UnicodeDecodeError) as error:
+                self.write(f":load: cannot read {rest}: {getattr(error, 'strerror', None) or error}\n")
+            else:
+                self.enter(text, name=rest, cell=True)
+        else:
+            names = [c.split()[0] for c in COMMANDS]
+            near = get_close_matches(word, names, n=1)
+            needs = next((c for c in COMMANDS if c.split()[0] == word), None)
+            self.write(f"usage: {needs}\n" if needs else f"unknown command {word}"
+                       + (f" (did you mean {near[0]}?)" if near else "") + "; :help lists the commands\n")
+        return True
+
+# cell 54
+class Shown:
+    """The output of a run, written as it comes: without its first `skip` characters and, with
+    `hold`, without its last newline, until `end` says whether a value's type follows."""
+
+    def __init__(self, write, skip: int, hold: bool):
+        self.write, self.skip, self.hold, self.held = write, skip, hold, False
+
+    def __call__(self, text: str) -> None:
+        cut = min(self.skip, len(text))
+        text, self.skip = text[cut:], self.skip - cut
+        if text and self.held:
+            text, self.held = "\n" + text, False
+        if text and self.hold and text.endswith("\n"):
+            text, self.held = text[:-1], True
+        if text:
+            self.write(text)
+
+    def end(self, value_follows: bool = False) -> None:
+        if self.held and not value_follows:
+            self.write("\n")
+        self.held = False
+
+
+def data_text(item) -> str:
+    """A data or exception declaration as L writes it (chapter 4a's pretty printer), on one line."""
+    head, *constructors = syntax.pretty(item).split("\n")
+    return head + (" " + "; ".join(c.strip() for c in constructors[:-1]) + " }" if constructors else "")
+
+# cell 56
+from difflib import get_close_matches
+
+COMMANDS = {
+    ":help": "this list",
+    ":type EXPR": "the type of an expression, without running it",
+    ":load FILE": "run an L file in the session, and keep its definitions",
+    ":reset": "forget every definition",
+    ":quit": "end the session (Ctrl-D does too)",
+}
+
+
 def unfinished(text: str) -> bool:
     """Is text the beginning of a program, cut short (an error at its very end)?"""
     try:
@@ -512,21 +687,76 @@ def unfinished(text: str) -> bool:
     return False
 
 
-def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> None:
-    """Read entries from an iterator of lines; write what the session shows."""
-    session, entry = Repl(timeout), ""
-    if prompt:
-        write("L> ")
-    for line in lines:
-        entry += line if line.endswith("\n") else line + "\n"
-        if entry.strip() and unfinished(entry):
-            if prompt:
-                write("... ")
+def session_loop(read, write, timeout: float | None = None) -> None:
+    """Read lines with read(prompt) until it raises EOFError on an empty entry; write what the
+    session shows."""
+    session, entry = Repl(write, timeout), ""
+    while True:
+        try:
+            line = read("... " if entry else "L> ")
+        except KeyboardInterrupt:                 # Ctrl-C at the prompt: the entry is abandoned
+            write("\n")
+            entry = ""
             continue
-        if entry.strip():
-            write(session.enter(entry.rstrip("\n")))
+        except EOFError:
+            if not entry:
+                return
+            write("\n")                           # Ctrl-D on a continuation line: abandoned
+            entry = ""
+            continue
+        entry += line if line.endswith("\n") else line + "\n"
+        if not entry.strip():
+            entry = ""
+            continue
+        try:
+            if entry.lstrip().startswith(":"):
+                if not session.command(entry):
+                    return
+            elif unfinished(entry):
+                continue
+            else:
+                session.enter(entry.rstrip("\n"))
+        except KeyboardInterrupt:                 # Ctrl-C while the entry ran
+            write("\nInterrupted.\n")
         entry = ""
+
+
+def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> None:
+    """Read entries from an iterator of lines (a file, a pipe, a list); write what the session shows."""
+    lines = iter(lines)
+
+    def read(text: str) -> str:
         if prompt:
-            write("L> ")
-    if prompt:
-        write("\n")
+            write(text)
+        line = next(lines, None)
+        if line is None:
+            if prompt:
+                write("\n")
+            raise EOFError
+        return line
+    session_loop(read, write, timeout)
+
+# cell 58
+def history_file() -> Path:
+    state = os.environ.get("XDG_STATE_HOME")
+    return Path(state) / "lc_history" if state else Path.home() / ".lc_history"
+
+
+def terminal_repl(timeout: float | None = None) -> None:
+    """The REPL on a terminal: line editing, and the history, kept between sessions."""
+    try:
+        import readline
+    except ImportError:                           # a Python built without it: plain input
+        readline = None
+    if readline is not None:
+        readline.set_history_length(1000)
+        with contextlib.suppress(OSError):
+            readline.read_history_file(history_file())
+    try:
+        session_loop(input, print_text, timeout)
+        print()
+    finally:
+        if readline is not None:
+            with contextlib.suppress(OSError):
+                history_file().parent.mkdir(parents=True, exist_ok=True)
+                readline.write_history_file(history_file())

@@ -36,6 +36,15 @@ What this chapter promises:
   compiled into the program for it.
 - `DEFAULTS` is the one place of the runtime's defaults: the C compiler
   receives them as macros, and `lc --help` prints them.
+- The program's output is written at every line when its standard output
+  is a terminal (or `LC_BUFFER=line`), in blocks of 64 KiB into a file or
+  a pipe, and all of it is written however the program ends: normally,
+  by a runtime error, a stack overflow, the heap's limit, Ctrl-C
+  (`SIGINT`) or `SIGTERM`; on the last two the program then ends by that
+  signal (status 130 or 143 in a shell).
+- A setting of the environment (`LC_STACK_SIZE`, `LC_HEAP_LIMIT`,
+  `LC_NURSERY`, `LC_BUFFER`, …) that cannot be read stops the program
+  before it starts, with a message naming it and exit status 2.
 """
 
 __all__ = [
@@ -88,7 +97,10 @@ def defines() -> list[str]:
 
 
 def c_compiler() -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    cc = os.environ.get("CC")
+    if cc and not shutil.which(cc):
+        raise RuntimeError(f"C compiler {cc!r} not found (set CC to a C compiler, e.g. gcc)")
+    cc = cc or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise RuntimeError("no C compiler found: the runtime of L needs one (set CC, or install gcc)")
     return cc
@@ -268,7 +280,7 @@ def c_constants(names: list[str]) -> dict[str, int]:
 
 # --- Compiling the runtime ---------------------------------------------
 
-# cell 113
+# cell 115
 CFLAGS = ["-std=c11", "-O2", "-pthread", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
 
 

@@ -21,12 +21,14 @@ What this appendix promises:
 - `target_machine(executable=False)`: a new LLVM target machine for this
   host, LLVM initialised on first use: the JIT's (MCJIT's defaults), or an
   executable's (position-independent code, small code model).
-- `run_in_child(main, timeout=None)`: `main()` runs in a forked child, with
-  its standard output and error captured; the `Result` holds them and the
-  exit status (`-N` when signal N killed the child). A child that runs
-  longer than `timeout` seconds is killed, and so is the child of a caller
-  that is interrupted. Nothing the child does — exit, crash, overflow its
-  stack — reaches the caller.
+- `run_in_child(main, timeout=None, output=None)`: `main()` runs in a
+  forked child, with its standard output and error captured; the `Result`
+  holds them and the exit status (`-N` when signal N killed the child);
+  `output(text)` gets the standard output as it comes. A child that runs
+  longer than `timeout` seconds is stopped — `SIGTERM`, then `SIGKILL`
+  after `GRACE` seconds — and so is the child of a caller that is
+  interrupted. Nothing the child does — exit, crash, overflow its stack —
+  reaches the caller.
 - `on_big_stack(run, *args)`: `run(*args)` on a thread with a C stack of
   `THREAD_STACK` bytes; its result, or its exception, as if called here; an
   interrupt of the caller interrupts it too.
@@ -45,8 +47,9 @@ __all__ = [
     'target_machine',
     'libc',
     'Result',
+    'GRACE',
     'run_in_child',
-    'wait',
+    'Child',
     'THREAD_STACK',
     'on_big_stack',
     'FRAME_ROOM',
@@ -128,6 +131,7 @@ def target_machine(executable: bool = False) -> llvm.TargetMachine:
 # --- Running in a child ------------------------------------------------
 
 # cell 17
+import contextlib
 import ctypes
 import os
 import signal
@@ -147,50 +151,113 @@ class Result:
     status: int
 
 
-def run_in_child(main: Callable[[], int], timeout: float | None = None) -> Result:
-    """Call main() in a forked child whose standard output and error are captured; kill it after
-    timeout seconds, or when the caller is interrupted."""
+GRACE = 1.0      # seconds a child stopped by SIGTERM has to write its output, before SIGKILL
+
+
+def run_in_child(main: Callable[[], int], timeout: float | None = None,
+                 output: Callable[[str], object] | None = None) -> Result:
+    """Call main() in a forked child whose standard output and error are captured, its output handed
+    to output(text) as it comes; stop it after timeout seconds, or when the caller is interrupted."""
     libc.fflush(None)                             # nothing buffered may be written twice
     sys.stdout.flush()
     sys.stderr.flush()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    reader, writer = os.pipe()
+    with tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:                              # the child: never returns
             status = 70
             try:
-                os.dup2(out.fileno(), 1)
+                os.close(reader)
+                os.dup2(writer, 1)
                 os.dup2(err.fileno(), 2)
                 status = main()
                 libc.fflush(None)                 # os._exit would drop what C still buffers
             finally:
                 os._exit(status)
+        os.close(writer)
+        child = Child(pid, reader, output)
         try:
-            status = wait(pid, timeout)
+            child.follow(timeout)
         except BaseException:                     # an interrupt: the child goes with it
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            child.stop()
             raise
-        out.seek(0)
+        finally:
+            os.close(reader)
         err.seek(0)
         stderr = err.read().decode(errors="replace")
-        if status == -signal.SIGKILL and timeout is not None:
+        if child.stopped and timeout is not None:
             stderr += f"stopped: the program ran longer than {timeout:g} s\n"
-        return Result(out.read().decode(errors="replace"), stderr, status)
+        return Result(child.text(), stderr, child.status)
 
 # cell 19
-def wait(pid: int, timeout: float | None) -> int:
-    """The exit status of child pid; kill it after timeout seconds."""
-    if timeout is None:
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        time.sleep(0.005)
+import codecs
+import select
+
+
+class Child:
+    """A forked child whose standard output is the pipe `reader`: its output so far, and its status."""
+
+    def __init__(self, pid: int, reader: int, output: Callable[[str], object] | None):
+        self.pid, self.reader, self.output = pid, reader, output
+        self.pieces, self.decoder = [], codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.stopped, self.status = False, None
+
+    def read(self, seconds: float | None) -> bool:
+        """Read what the child writes for at most `seconds` (None: until it closes its output);
+        False once the output is closed."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.reader], [], [], left)[0]:
+                return True
+            data = os.read(self.reader, 1 << 16)
+            if not data:
+                return False
+            self.take(self.decoder.decode(data))
+
+    def take(self, text: str) -> None:
+        if text:
+            self.pieces.append(text)
+            if self.output is not None:
+                self.output(text)
+
+    def follow(self, timeout: float | None) -> None:
+        """Follow the child to its end; stop it after timeout seconds."""
+        if self.read(timeout):
+            self.stop()
+        else:
+            self.reap(timeout)
+
+    def stop(self) -> None:
+        """SIGTERM, then, after GRACE seconds, SIGKILL; the output meanwhile is read."""
+        self.stopped = True
+        try:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+            if self.read(GRACE):
+                os.kill(self.pid, signal.SIGKILL)
+        finally:                                  # even if a second interrupt comes meanwhile
+            if self.status is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+                self.reap(None)
+
+    def reap(self, timeout: float | None) -> None:
+        """Wait for the child to end (it closed its output, but may still run)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.status is None:
+            done, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            if done:
+                self.status = os.waitstatus_to_exitcode(status)
+            elif time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                self.stopped, deadline = True, None
+            else:
+                time.sleep(0.005)
+
+    def text(self) -> str:
+        self.take(self.decoder.decode(b"", final=True))
+        return "".join(self.pieces)
 
 
 # --- A program on a stack of its own -----------------------------------

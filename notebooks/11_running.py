@@ -61,10 +61,17 @@
 #   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
 # - `lc build FILE.l -o EXE` writes an executable that behaves the same;
 # - `run_l(text)` and the `%%L` magic run a program in a child process and
-#   show its output and its errors; nothing an L program does — a runtime
-#   error, an infinite recursion, exhausting memory — takes the kernel down;
+#   show its output as it is printed, then its errors; nothing an L program
+#   does — a runtime error, an infinite recursion, exhausting memory, a time
+#   limit — takes the kernel down; `%%L` cells share one session per
+#   kernel, as the entries of the REPL do (`--fresh`: a program of its own,
+#   `--reset`: a new session);
 # - `lc repl` reads definitions and expressions one at a time and prints
-#   each expression's value with its type: `9 : Int`.
+#   each expression's value with its type: `9 : Int`; it has line editing
+#   and a history on a terminal, the commands `:help`, `:type`, `:load`,
+#   `:reset` and `:quit`, and survives Ctrl-C: at the prompt it abandons the
+#   entry, while an entry runs it stops the program, and every definition
+#   is kept.
 
 # %%
 #| default_exp driver
@@ -564,6 +571,16 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # the runtime exits the process with status 2 — which is `lc run`'s exit
 # status. Python's own buffered output is flushed first, so nothing comes out
 # of order.
+#
+# Ctrl-C, too, reaches the program directly. While `main` runs, Python
+# cannot act on it: its handler of `SIGINT` only sets a flag, looked at
+# between two bytecodes, and no bytecode runs until `main` returns — so an
+# infinite loop used to ignore Ctrl-C. The runtime therefore handles
+# `SIGINT` and `SIGTERM` itself while `lc_run` runs ([chapter 10b's section
+# on stopping](10b_runtime.ipynb#stopping-ctrl-c-and-sigterm)): it writes out
+# what the program printed and ends the process by the same signal, which
+# the shell reports as status 130 (143 for `SIGTERM`). Ctrl-C during the
+# compilation, in Python, is a `KeyboardInterrupt`, and `lc` ends with 130.
 
 # %% [markdown]
 # The runtime needs a C compiler, once, to be compiled (and `lc build` needs
@@ -653,14 +670,19 @@ def run_here(source: Source, optimiser: bool = True) -> int:
 # %%
 #| export
 def run_source(source: Source, timeout: float | None = None, level: int = 2,
-               optimiser: bool = True) -> Result:
-    """Compile and run a program in a child process; a compile error is a Result with status 1."""
+               optimiser: bool = True, output=None) -> Result:
+    """Compile and run a program in a child process; a compile error is a Result with status 1.
+    With output, a function, each line the program prints is handed to it as it is printed."""
     try:
         objects = compile_source(source, level, optimiser=optimiser)
     except CompileError as error:
         return Result("", error.render() + "\n", 1)
     engine, main = jit(objects)
-    return run_in_child(main, timeout)
+
+    def line_by_line() -> int:                   # in the child: the runtime flushes every line
+        os.environ["LC_BUFFER"] = "line"
+        return main()
+    return run_in_child(main if output is None else line_by_line, timeout, output)
 
 # %% [markdown]
 # A program that prints, then fails; and one that never stops, stopped after
@@ -727,18 +749,31 @@ with tempfile.TemporaryDirectory() as tmp:
 # ## L in a notebook: run_l and the %%L magic
 #
 # `run_l(text)` compiles a program given as text and runs it in a child: it
-# prints the program's output, then its errors (compile or runtime, rendered
-# as `lc` renders them), and returns the `Result`. The cell magic `%%L` does
-# the same with the text of its cell, after `%load_ext lcompiler.driver`; its
-# line may give a name for the cell's source (`%%L fib.l`, used in error
-# messages) and a time limit (`--timeout 10`).
+# prints the program's output as the program prints it (`run_source` hands
+# each line to it: the child's runtime is told to flush at every line,
+# `LC_BUFFER=line`), then its errors (compile or runtime, rendered as `lc`
+# renders them), and returns the `Result`. A program that runs past its time
+# limit is asked to stop with `SIGTERM`, on which its runtime writes out its
+# output, and is killed a second later if it has not
+# ([appendix B](B_support.ipynb#running-in-a-child)).
+#
+# The cell magic `%%L`, after `%load_ext lcompiler.driver`, runs its cell
+# in the kernel's *session*, the REPL's of the next section: the definitions
+# of earlier `%%L` cells are known, a cell's own definitions are shown with
+# their types after what it prints, and a cell that ends with an expression
+# shows its value with its type, unless its type is `Unit` (a cell that ends
+# with `print(…)` shows only what it prints). A cell whose program fails is
+# forgotten, except for the definitions before the failing expression.
+# `%%L --fresh` runs the cell as a program of its own, as `run_l` does, and
+# `%%L --reset` starts a new session with it. The line may also give a name
+# for the cell's source (`%%L fib.l`, used in error messages) and a time
+# limit (`--timeout 10`).
 
 # %%
 #| export
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
-    """Compile and run an L program given as text, safely; show its output and errors."""
-    result = run_source(Source(name, text), timeout)
-    print(result.stdout, end="")
+    """Compile and run an L program given as text, safely: show its output as it comes, then its errors."""
+    result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
     if result.stderr:
         print(result.stderr, end="", file=sys.stdout)   # in a notebook: right under the output
     if result.status not in (0, 1, 2) and "stopped:" not in result.stderr:
@@ -746,9 +781,15 @@ def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Resu
     return result
 
 
+SESSION: "Repl | None" = None           # the session of the %%L cells of this kernel (below)
+MAGIC_LINE = "%%L [NAME.l] [--timeout SECONDS] [--fresh] [--reset]"
+
+
 def l_cell_magic(line: str, cell: str) -> None:
-    """%%L [NAME.l] [--timeout SECONDS]: run the cell as an L program."""
-    words, name, timeout = line.split(), "cell.l", None
+    """%%L [NAME.l] [--timeout SECONDS] [--fresh] [--reset]: run the cell in the kernel's L session
+    (--fresh: as a program of its own; --reset: in a new session)."""
+    global SESSION
+    words, name, timeout, fresh, reset = line.split(), "cell.l", None, False, False
     while words:
         w = words.pop(0)
         if w == "--timeout":
@@ -760,13 +801,21 @@ def l_cell_magic(line: str, cell: str) -> None:
             if not 0 < timeout < float("inf"):
                 print(f"%%L: error: --timeout needs a number of seconds, not {seconds!r}")
                 return
+        elif w in ("--fresh", "--reset"):
+            fresh, reset = fresh or w == "--fresh", reset or w == "--reset"
         elif w.startswith("-"):
-            print(f"%%L: error: unknown option {w} (the line is: %%L [NAME.l] [--timeout SECONDS])")
+            print(f"%%L: error: unknown option {w} (the line is: {MAGIC_LINE})")
             return
         else:
             name = w
     try:
-        run_l(cell, name, timeout)
+        if fresh:
+            run_l(cell, name, timeout)
+            return
+        if SESSION is None or reset:
+            SESSION = Repl()
+        SESSION.timeout = timeout
+        SESSION.enter(cell, name, cell=True)
     except OSError as error:                      # no C compiler, say
         print(f"%%L: error: {error.strerror or error}")
 
@@ -819,27 +868,57 @@ print("not run")
 _ = run_l("print(\"the kernel is still here\")")
 
 # %% [markdown]
+# A program that prints, then loops: its line is shown, then the time
+# limit's message (the runtime wrote its output when `SIGTERM` came).
+
+# %%
+_ = run_l('print("started")\ndef spin(n) = spin(n + 1)\nspin(0)', timeout=2)
+
+# %% [markdown]
+# The session: a definition in one cell, used in the next; `--fresh` does
+# not see it, and `--reset` forgets it.
+
+# %%
+# %%L --reset
+def x = 20
+data Shape { Circle(Int); Rect(Int, Int) }
+
+# %%
+# %%L
+x + 22
+
+# %%
+# %%L --fresh
+print(x)
+
+# %% [markdown]
 # ## The REPL
 #
 # `lc repl` reads an entry — a definition, a `data` declaration, or an
 # expression — compiles it with everything accepted before, and runs it. An
 # expression's value is printed with its type, `9 : Int`; a definition is
-# kept (and its type shown) if it compiles and runs; an entry with an error
-# shows the error and is forgotten. An entry may span lines: while what has
-# been typed is an unfinished program (the parser stops at its end), the
-# REPL asks for more with `...`.
+# kept (and its type shown, a `data` declaration echoed on one line) if it
+# compiles and runs; an entry with an error shows the error and is
+# forgotten. An entry may span lines: while what has been typed is an
+# unfinished program (the parser stops at its end), the REPL asks for more
+# with `...`. utop, ghci and Python's REPL are the models: what they offer
+# a person at a terminal, this one offers too — the line editing and a
+# history kept between sessions, commands that start with `:`, and Ctrl-C
+# that stops what is under way without ending the session.
 #
 # How it works, in the simplest way that is right: the REPL keeps the text
 # of the definitions accepted so far. For an expression `e` it compiles
 # those definitions followed by `def it = { e }` and `print(it)` (the
 # braces make any statement an expression), and looks up
-# the type of `it` among the type schemes of chapter 5. Everything runs in a
+# the type of `it` among the type schemes of chapter 5. An entry of
+# several items — definitions, then an expression — is run as two: the
+# definitions first, kept, then the expression. Everything runs in a
 # child process, so a runtime error or an infinite recursion costs the entry
 # and never the session. Since the earlier definitions run again at every
 # entry, the REPL remembers how much output they produce (L programs read no
 # input, so they print the same thing every time) and shows only what is
-# new. The cost is that each entry recompiles the whole session: fine for a
-# session typed by hand.
+# new, as the program prints it. The cost is that each entry recompiles the
+# whole session: fine for a session typed by hand.
 
 # %%
 #| export
@@ -847,88 +926,204 @@ import re
 
 from lcompiler import syntax, types
 
+KEPT = (syntax.Def, syntax.Data, syntax.ExceptionDecl, syntax.Let, syntax.VarDecl)   # items that bind names: kept
+
+
+@dataclass
+class Entry:
+    """The text of an entry, or of its last part: `before` is the part run first, from the
+    session's line `before_line` on."""
+    name: str
+    text: str
+    before: str = ""
+    before_line: int = 0
+
+
+def print_text(text: str) -> None:
+    print(text, end="", flush=True)
+
 
 class Repl:
-    """A session: the definitions accepted so far, and how much they print."""
+    """A session: the text accepted so far, how much it prints, and where what it shows goes."""
 
     NAME = "it"
 
-    def __init__(self, timeout: float | None = None):
-        self.definitions, self.printed, self.timeout = "", 0, timeout
+    def __init__(self, write=print_text, timeout: float | None = None):
+        self.write, self.timeout = write, timeout
+        self.reset()
 
-    def enter(self, text: str) -> str:
-        """What the session shows for one complete entry."""
+    def reset(self) -> None:
+        self.definitions, self.printed = "", 0
+
+    def enter(self, text: str, name: str = "<repl>", cell: bool = False) -> None:
+        """Run one complete entry, its output shown as it comes: what it defines is kept; an
+        expression at its end is shown with its type (in a cell, unless its type is Unit)."""
         try:
-            parsed = syntax.parse(Source("<repl>", text))
+            items = syntax.parse(Source(name, text)).items
         except CompileError as error:
-            return error.render() + "\n"
-        items = parsed.items
-        if items and all(isinstance(i, (syntax.Def, syntax.Data, syntax.ExceptionDecl)) for i in items):
-            return self.define(text, [i.name.name for i in items if isinstance(i, syntax.Def)])
-        return self.evaluate(text)
-
-    def run(self, before: str, entry: str, after: str = "\n"):
-        """Compile and run the session's definitions, then before + entry + after: (result, typing)."""
-        source = Source("<repl>", self.definitions + before + entry + after)
-        self.lines_before = (self.definitions + before).count("\n")
-        try:
-            _, typing = types.check_types(source)
-        except CompileError as error:
-            return Result("", self.locate(error, len(self.definitions + before)), 1), None
-        return run_source(source, self.timeout), typing
-
-    @staticmethod
-    def locate(error: CompileError, offset: int) -> str:
-        """Render the errors in the entry, and their notes, as if the entry were the whole source."""
-        def moved(span):
-            if span.start < offset:
-                return span
-            return Span(Source("<repl>", span.source.text[offset:]), span.start - offset, span.end - offset)
-        return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
-                       .render() + "\n" for e in getattr(error, "errors", [error]))
+            self.write(error.render() + "\n")
+            return
+        if not items or isinstance(items[-1], KEPT):
+            self.define(Entry(name, text), items)
+            return
+        start = items[-2].span.end if len(items) > 1 else 0   # (a node's span may not start at its start)
+        start, line = len(text) - len(text[start:].lstrip(" \t\n;")), self.definitions.count("\n")
+        if items[:-1] and not self.define(Entry(name, text[:start]), items[:-1]):
+            return
+        line_start = text.rfind("\n", 0, start) + 1        # columns as in the entry: padded
+        self.evaluate(Entry(name, " " * (start - line_start) + text[start:], text[:line_start], line),
+                      show_unit=not cell)
 
 
 # %% [markdown]
 # What an entry shows. The session's output so far is printed again at each
-# run, so `new_output` skips the first `printed` characters, and renumbers
-# the lines of a runtime error as lines of the entry. A definition is kept
-# only if it compiles and runs; an expression's value is the last line its
-# program printed, shown with the type of `it`.
+# run, so the output goes through a `Shown`, which drops the first
+# `printed` characters and writes the rest as the program prints it; for an
+# expression it holds back the last newline, after which the value's type
+# goes. The errors are shown as if the entry were the whole program: a
+# compile error's spans are moved into the entry's text, and a runtime
+# error's line numbers are counted from the entry's first line.
 
 # %%
 #| export
+class Shown:
+    """The output of a run, written as it comes: without its first `skip` characters and, with
+    `hold`, without its last newline, until `end` says whether a value's type follows."""
+
+    def __init__(self, write, skip: int, hold: bool):
+        self.write, self.skip, self.hold, self.held = write, skip, hold, False
+
+    def __call__(self, text: str) -> None:
+        cut = min(self.skip, len(text))
+        text, self.skip = text[cut:], self.skip - cut
+        if text and self.held:
+            text, self.held = "\n" + text, False
+        if text and self.hold and text.endswith("\n"):
+            text, self.held = text[:-1], True
+        if text:
+            self.write(text)
+
+    def end(self, value_follows: bool = False) -> None:
+        if self.held and not value_follows:
+            self.write("\n")
+        self.held = False
+
+
 class Repl(Repl):
-    def new_output(self, result: Result) -> str:
-        """What this entry printed, and its error with line numbers counted from the entry."""
-        def relocate(m):
-            line = int(m.group(1)) - self.lines_before
-            return f"<repl>:{line}:" if line > 0 else m.group(0)
-        return result.stdout[self.printed:] + re.sub(r"^<repl>:(\d+):", relocate, result.stderr, flags=re.M)
+    def run(self, entry: Entry, program: str, hold: bool = False):
+        """Compile and run the program (the session, then the entry at `entry_at`), its output
+        shown as it comes: (result, typing)."""
+        source = Source(entry.name, program)
+        try:
+            _, typing = types.check_types(source)
+        except CompileError as error:
+            return Result("", self.locate(error, entry, program), 1), None
+        shown = Shown(self.write, self.printed, hold)
+        try:
+            result = run_source(source, self.timeout, output=shown)
+        except KeyboardInterrupt:
+            shown.end()
+            raise
+        shown.end(value_follows=hold and result.status == 0)
+        return result, typing
 
-    def define(self, text: str, names: list) -> str:
-        result, typing = self.run("", text)
-        shown = self.new_output(result)
-        if result.status == 0:
-            self.definitions += text + "\n"
-            self.printed = len(result.stdout)
-            shown += "".join(f"{n} : {typing.show(n)}\n" for n in names)
-        return shown
+    def locate(self, error: CompileError, entry: Entry, program: str) -> str:
+        """Render the errors in the entry, and their notes, as if the entry were the whole source."""
+        at, original = program.index(entry.text, len(self.definitions)), Source(entry.name, entry.before + entry.text)
 
-    def evaluate(self, text: str) -> str:
-        result, typing = self.run(f"def {self.NAME} = {{\n", text, f"\n}}\nprint({self.NAME})\n")
+        def moved(span):
+            if not at <= span.start <= at + len(entry.text):
+                return span
+            shift = at - len(entry.before)
+            return Span(original, span.start - shift, min(span.end - shift, len(original.text)))
+        return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
+                       .render() + "\n" for e in getattr(error, "errors", [error]))
+
+    def relocate(self, result: Result, entry: Entry, program: str) -> str:
+        """A runtime error's line numbers, counted from the entry's first line (a compile error's
+        are already: `locate`)."""
+        if result.status == 1:
+            return result.stderr
+        before = program[:program.index(entry.text, len(self.definitions))].count("\n")
+
+        def moved(m):
+            line = int(m.group(1))
+            if line > before:                       # in the entry's text
+                line = line - before + entry.before.count("\n")
+            elif entry.before and line > entry.before_line:     # in the part of it run first
+                line -= entry.before_line
+            else:
+                return m.group(0)
+            return f"{entry.name}:{line}:"
+        return re.sub(rf"^{re.escape(entry.name)}:(\d+):", moved, result.stderr, flags=re.M)
+
+    def define(self, entry: Entry, items: list) -> bool:
+        """Run the session with the entry's definitions (and statements); keep them if they run."""
+        program = self.definitions + entry.text + "\n"
+        result, typing = self.run(entry, program)
         if result.status != 0:
-            return self.new_output(result)
-        *before, value = result.stdout[self.printed:].split("\n")[:-1] or [""]
-        return "".join(line + "\n" for line in before) + f"{value} : {typing.show(self.NAME)}\n"
+            self.write(self.relocate(result, entry, program))
+            return False
+        self.definitions, self.printed = program, len(result.stdout)
+        for item in items:
+            if isinstance(item, syntax.Def):
+                self.write(f"{item.name.name} : {typing.show(item.name.name)}\n")
+            elif isinstance(item, (syntax.Data, syntax.ExceptionDecl)):
+                self.write(data_text(item) + "\n")
+        return True
+
+    def evaluate(self, entry: Entry, show_unit: bool = True) -> None:
+        """Run the session with `def it = { entry }`, and show it with its type."""
+        program = self.definitions + f"def {self.NAME} = {{\n" + entry.text + "\n}\n"
+        show = show_unit or self.type_of(entry, program) not in ("Unit", None)
+        if show:
+            program += f"print({self.NAME})\n"
+        result, typing = self.run(entry, program, hold=show)
+        if result.status != 0:
+            self.write(self.relocate(result, entry, program))
+        elif show:
+            self.write(f" : {typing.show(self.NAME)}\n")
+
+    def type_of(self, entry: Entry, program: str) -> str | None:
+        try:
+            return types.check_types(Source(entry.name, program))[1].show(self.NAME)
+        except CompileError:
+            return None                         # run() shows the error
+
+
+def data_text(item) -> str:
+    """A data or exception declaration as L writes it (chapter 4a's pretty printer), on one line."""
+    head, *constructors = syntax.pretty(item).split("\n")
+    return head + (" " + "; ".join(c.strip() for c in constructors[:-1]) + " }" if constructors else "")
 
 
 # %% [markdown]
-# The loop: lines are gathered into an entry while `unfinished` says the
+# The loop. Lines are gathered into an entry while `unfinished` says the
 # text so far is the beginning of a program cut short — the parser's error
-# is at its very end — and each complete entry goes to the session.
+# is at its very end — and each complete entry goes to the session. A line
+# that starts with `:` is a command of the REPL itself (`COMMANDS`). The
+# loop reads through a function, `read(prompt)`, that raises
+# `KeyboardInterrupt` at Ctrl-C and `EOFError` at Ctrl-D, as Python's
+# `input` does: Ctrl-C at the prompt abandons the entry under way, Ctrl-D
+# abandons a half-typed entry, and on an empty prompt ends the session.
+# Ctrl-C while an entry runs reaches the program too (the terminal sends it
+# to every process of the foreground job): the runtime stops the program,
+# `run_in_child` gets the interrupt, and the loop says so and asks for the
+# next entry, the session as it was before the entry.
 
 # %%
 #| export
+from difflib import get_close_matches
+
+COMMANDS = {
+    ":help": "this list",
+    ":type EXPR": "the type of an expression, without running it",
+    ":load FILE": "run an L file in the session, and keep its definitions",
+    ":reset": "forget every definition",
+    ":quit": "end the session (Ctrl-D does too)",
+}
+
+
 def unfinished(text: str) -> bool:
     """Is text the beginning of a program, cut short (an error at its very end)?"""
     try:
@@ -938,27 +1133,128 @@ def unfinished(text: str) -> bool:
     return False
 
 
-def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> None:
-    """Read entries from an iterator of lines; write what the session shows."""
-    session, entry = Repl(timeout), ""
-    if prompt:
-        write("L> ")
-    for line in lines:
-        entry += line if line.endswith("\n") else line + "\n"
-        if entry.strip() and unfinished(entry):
-            if prompt:
-                write("... ")
+class Repl(Repl):
+    def command(self, line: str) -> bool:
+        """Run a command of the REPL; False for :quit."""
+        word, _, rest = line.strip().partition(" ")
+        rest = rest.strip()
+        if word == ":quit":
+            return False
+        if word == ":help":
+            self.write("".join(f"  {c:12} {text}\n" for c, text in COMMANDS.items())
+                       + "  Ctrl-C stops the entry being typed or run; an expression shows its value : type\n")
+        elif word == ":reset":
+            self.reset()
+            self.write("the session is empty\n")
+        elif word == ":type" and rest:
+            program = self.definitions + f"def {self.NAME} = {{\n" + rest + "\n}\n"
+            try:
+                self.write(f"{rest} : {types.check_types(Source('<repl>', program))[1].show(self.NAME)}\n")
+            except CompileError as error:
+                self.write(self.locate(error, Entry("<repl>", rest), program))
+        elif word == ":load" and rest:
+            try:
+                text = Path(rest).read_text()
+            except (OSError, UnicodeDecodeError) as error:
+                self.write(f":load: cannot read {rest}: {getattr(error, 'strerror', None) or error}\n")
+            else:
+                self.enter(text, name=rest, cell=True)
+        else:
+            names = [c.split()[0] for c in COMMANDS]
+            near = get_close_matches(word, names, n=1)
+            needs = next((c for c in COMMANDS if c.split()[0] == word), None)
+            self.write(f"usage: {needs}\n" if needs else f"unknown command {word}"
+                       + (f" (did you mean {near[0]}?)" if near else "") + "; :help lists the commands\n")
+        return True
+
+
+def session_loop(read, write, timeout: float | None = None) -> None:
+    """Read lines with read(prompt) until it raises EOFError on an empty entry; write what the
+    session shows."""
+    session, entry = Repl(write, timeout), ""
+    while True:
+        try:
+            line = read("... " if entry else "L> ")
+        except KeyboardInterrupt:                 # Ctrl-C at the prompt: the entry is abandoned
+            write("\n")
+            entry = ""
             continue
-        if entry.strip():
-            write(session.enter(entry.rstrip("\n")))
+        except EOFError:
+            if not entry:
+                return
+            write("\n")                           # Ctrl-D on a continuation line: abandoned
+            entry = ""
+            continue
+        entry += line if line.endswith("\n") else line + "\n"
+        if not entry.strip():
+            entry = ""
+            continue
+        try:
+            if entry.lstrip().startswith(":"):
+                if not session.command(entry):
+                    return
+            elif unfinished(entry):
+                continue
+            else:
+                session.enter(entry.rstrip("\n"))
+        except KeyboardInterrupt:                 # Ctrl-C while the entry ran
+            write("\nInterrupted.\n")
         entry = ""
+
+
+def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> None:
+    """Read entries from an iterator of lines (a file, a pipe, a list); write what the session shows."""
+    lines = iter(lines)
+
+    def read(text: str) -> str:
         if prompt:
-            write("L> ")
-    if prompt:
-        write("\n")
+            write(text)
+        line = next(lines, None)
+        if line is None:
+            if prompt:
+                write("\n")
+            raise EOFError
+        return line
+    session_loop(read, write, timeout)
+
 
 # %% [markdown]
-# A session, driven from a list of lines as the tests drive it:
+# On a terminal, `lc repl` reads with Python's `input`, which uses the
+# standard library's `readline` when it is loaded: the arrow keys move in
+# the line and through the history, Ctrl-R searches it. The history is
+# kept between sessions in a file, `$XDG_STATE_HOME/lc_history` when that
+# variable is set, else `~/.lc_history`. From a pipe, nothing of this: the
+# lines are read as they are, and no history is written.
+
+# %%
+#| export
+def history_file() -> Path:
+    state = os.environ.get("XDG_STATE_HOME")
+    return Path(state) / "lc_history" if state else Path.home() / ".lc_history"
+
+
+def terminal_repl(timeout: float | None = None) -> None:
+    """The REPL on a terminal: line editing, and the history, kept between sessions."""
+    try:
+        import readline
+    except ImportError:                           # a Python built without it: plain input
+        readline = None
+    if readline is not None:
+        readline.set_history_length(1000)
+        with contextlib.suppress(OSError):
+            readline.read_history_file(history_file())
+    try:
+        session_loop(input, print_text, timeout)
+        print()
+    finally:
+        if readline is not None:
+            with contextlib.suppress(OSError):
+                history_file().parent.mkdir(parents=True, exist_ok=True)
+                readline.write_history_file(history_file())
+
+# %% [markdown]
+# A session, driven from a list of lines as the tests drive it, with a
+# command or two:
 
 # %%
 session = ["def square(x) = x * x",
@@ -971,7 +1267,10 @@ session = ["def square(x) = x * x",
            "id(Rect(1, 2))",
            "area(true)",
            "square(1 / 0)",
-           "print(\"printed\")"]
+           "print(\"printed\")",
+           ":type area",
+           ":tpye id",
+           "def d = 4\nprint(\"d is defined\")\nd * square(d)"]
 repl(iter(session), lambda text: print(text, end=""), prompt=False)
 
 # %% [markdown]
@@ -981,8 +1280,8 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # stays one flag away, `lc run --interp`, for comparison and for debugging
 # the compiler. `lc build` writes an executable (`build`). `lc repl` starts
 # a session on the terminal (`repl`), with a prompt when its input is a
-# terminal, and without when it reads a file or a pipe — the way the tests
-# drive it. Each command is a few lines around this chapter's functions;
+# terminal (`terminal_repl`, with `readline`), and without when it reads a
+# file or a pipe — the way the tests drive it. Each command is a few lines around this chapter's functions;
 # they are in [appendix C](C_cli.ipynb#the-commands), with the rest of the
 # command line, and `lc --help` lists the runtime's environment variables
 # there.
@@ -1006,6 +1305,24 @@ with tempfile.TemporaryDirectory() as tmp:
     done = subprocess.run([lc_path, "repl"], input="def x = 6\nx * 7\nx.{ 6 -> \"six\"; _ -> \"other\" }\n",
                           capture_output=True, text=True)
     print(done.stdout, end="")
+
+# %% [markdown]
+# Ctrl-C, as the terminal sends it: `SIGINT` to `lc run` on a program that
+# prints a line and then loops. The line is read first (`LC_BUFFER=line`
+# makes the runtime write each line as it prints it, as on a terminal),
+# then the signal is sent; the process ends at once, killed by `SIGINT`,
+# which `subprocess` reports as `-2` and a shell as 130. `lc repl` and
+# `lc run -` (the program on standard input) appear in appendix C, and
+# `tests/test_terminal.py` drives them through a pseudo-terminal.
+
+# %%
+with tempfile.TemporaryDirectory() as tmp:
+    Path(tmp, "loop.l").write_text('print("step 1")\ndef spin(n) = spin(n + 1)\nspin(0)\n')
+    child = subprocess.Popen([lc_path, "run", str(Path(tmp, "loop.l"))], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "LC_BUFFER": "line"})
+    first = child.stdout.readline()
+    child.send_signal(signal.SIGINT)
+    print(f"{first}{child.stdout.read()}(exit status {child.wait()})")
 
 # %% [markdown]
 # ## When something goes wrong
@@ -1079,6 +1396,19 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # cells. `tests/test_errors.py` holds the answers of the section above, each
 # checked through `lc`: a clear `lc: error: …` and exit status 1 for every
 # mistake of the user or the machine, never status 3.
+#
+# `tests/test_terminal.py` drives what a person does at a terminal through
+# a pseudo-terminal (the standard library's `pty`): Ctrl-C typed while `lc
+# run`, or an executable of `lc build`, loops after printing a line — the
+# line must be on the terminal before, and the process must end by
+# `SIGINT`; and a session of `lc repl` in which Ctrl-C stops a running
+# entry and abandons a half-typed one, Ctrl-D abandons a continuation line
+# and then ends the session with status 0, every definition is kept
+# throughout, a misspelt command gets a suggestion, and the history is in
+# `~/.lc_history` after. It also checks `run_l` under a time limit (the
+# line printed, then the message), that `run_source` hands over a line
+# while the program still runs, and that `%%L` cells share a session unless
+# `--fresh` or `--reset`.
 #
 # ### Random programs and mutants, by the thousand
 #
@@ -1180,9 +1510,9 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #    Keep the JIT's compiled module of each entry instead, and link new
 #    entries against it (MCJIT can hold several modules). What must happen to
 #    the definitions' global slots?
-# 2. `run_in_child` reads the program's output only when it ends. Stream it
-#    to the notebook as it is written, so that a long-running cell shows its
-#    progress.
+# 2. A `%%L` cell of the session whose program fails keeps the definitions
+#    that come before its last expression. Make a failing cell keep
+#    nothing. What must `enter` run, and what does it cost?
 # 3. `lc build -O0` leaves out chapter 9's optimiser, but LLVM still
 #    optimises at O2 (`machine_code`'s `level`). Pass the level on to LLVM
 #    too, and compare the compile time and the speed of the benchmarks of
@@ -1204,10 +1534,12 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #    so the slots keep their values between entries, and a definition
 #    entered again must get a new name — the REPL's `definitions` would
 #    then map each name to its latest version.
-# 2. It is [appendix B](B_support.ipynb)'s first exercise: pipes instead of
-#    temporary files, read with `select` while the child runs, each chunk
-#    handed to a callback that prints it into the cell. The `%%L` magic then
-#    passes a callback that writes to the cell's output.
+# 2. Run the whole cell once, as one entry: the definitions and `def it =
+#    { last }` in one program, kept only if it runs. The price is the
+#    output: the session must then know how much of the output the kept
+#    definitions print, to skip it in later entries, and the expression's
+#    own output is mixed in after it — which is why `enter` runs the two
+#    parts apart, and the definitions' output is counted on its own.
 # 3. Give `machine_code` the level and pass it on from `compile_source`,
 #    `run_here` and `build` (`-O0` meaning both optimisers off). At O0 LLVM
 #    compiles faster and the programs run slower: how much of each is for

@@ -62,12 +62,14 @@
 # - `target_machine(executable=False)`: a new LLVM target machine for this
 #   host, LLVM initialised on first use: the JIT's (MCJIT's defaults), or an
 #   executable's (position-independent code, small code model).
-# - `run_in_child(main, timeout=None)`: `main()` runs in a forked child, with
-#   its standard output and error captured; the `Result` holds them and the
-#   exit status (`-N` when signal N killed the child). A child that runs
-#   longer than `timeout` seconds is killed, and so is the child of a caller
-#   that is interrupted. Nothing the child does — exit, crash, overflow its
-#   stack — reaches the caller.
+# - `run_in_child(main, timeout=None, output=None)`: `main()` runs in a
+#   forked child, with its standard output and error captured; the `Result`
+#   holds them and the exit status (`-N` when signal N killed the child);
+#   `output(text)` gets the standard output as it comes. A child that runs
+#   longer than `timeout` seconds is stopped — `SIGTERM`, then `SIGKILL`
+#   after `GRACE` seconds — and so is the child of a caller that is
+#   interrupted. Nothing the child does — exit, crash, overflow its stack —
+#   reaches the caller.
 # - `on_big_stack(run, *args)`: `run(*args)` on a thread with a C stack of
 #   `THREAD_STACK` bytes; its result, or its exception, as if called here; an
 #   interrupt of the caller interrupts it too.
@@ -285,15 +287,17 @@ for executable in (False, True):
 # runs thousands of programs, it is not: they must outlive what they run.
 # So they run it the way a shell runs a program: in a child process.
 # `os.fork` makes a copy of the current process, machine code included, in
-# about a millisecond. The child sends its standard output and error to two
-# temporary files, calls `main`, and is gone; the parent waits, reads the
-# files, and returns what happened — what the program wrote and how it ended
-# — as a `Result`. Whatever the program does ends the child, never the
-# parent. A program that never stops is stopped by `timeout` (seconds), or
-# by an interrupt (the notebook's stop button), either of which kills the
-# child. (Reading the files in Python and printing the text also makes the
-# output visible to the notebook's tests, which do not see what native code
-# writes to the file descriptor 1 of the kernel.)
+# about a millisecond. The child sends its standard output into a pipe and
+# its standard error into a temporary file, calls `main`, and is gone; the
+# parent reads the pipe while the child runs — handing each piece to the
+# callback `output`, if it is given one, so that a long program shows its
+# progress as it goes — waits, and returns what happened — what the program
+# wrote and how it ended — as a `Result`. Whatever the program does ends the
+# child, never the parent. A program that never stops is stopped by
+# `timeout` (seconds), or by an interrupt (the notebook's stop button).
+# (Reading the output in Python and printing the text also makes it visible
+# to the notebook's tests, which do not see what native code writes to the
+# file descriptor 1 of the kernel.)
 #
 # Two flushes keep the output in order. Before the fork, every buffer —
 # C's, through the C library `libc`, and Python's — is flushed, so that
@@ -303,6 +307,7 @@ for executable in (False, True):
 
 # %%
 #| export
+import contextlib
 import ctypes
 import os
 import signal
@@ -322,72 +327,146 @@ class Result:
     status: int
 
 
-def run_in_child(main: Callable[[], int], timeout: float | None = None) -> Result:
-    """Call main() in a forked child whose standard output and error are captured; kill it after
-    timeout seconds, or when the caller is interrupted."""
+GRACE = 1.0      # seconds a child stopped by SIGTERM has to write its output, before SIGKILL
+
+
+def run_in_child(main: Callable[[], int], timeout: float | None = None,
+                 output: Callable[[str], object] | None = None) -> Result:
+    """Call main() in a forked child whose standard output and error are captured, its output handed
+    to output(text) as it comes; stop it after timeout seconds, or when the caller is interrupted."""
     libc.fflush(None)                             # nothing buffered may be written twice
     sys.stdout.flush()
     sys.stderr.flush()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    reader, writer = os.pipe()
+    with tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:                              # the child: never returns
             status = 70
             try:
-                os.dup2(out.fileno(), 1)
+                os.close(reader)
+                os.dup2(writer, 1)
                 os.dup2(err.fileno(), 2)
                 status = main()
                 libc.fflush(None)                 # os._exit would drop what C still buffers
             finally:
                 os._exit(status)
+        os.close(writer)
+        child = Child(pid, reader, output)
         try:
-            status = wait(pid, timeout)
+            child.follow(timeout)
         except BaseException:                     # an interrupt: the child goes with it
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            child.stop()
             raise
-        out.seek(0)
+        finally:
+            os.close(reader)
         err.seek(0)
         stderr = err.read().decode(errors="replace")
-        if status == -signal.SIGKILL and timeout is not None:
+        if child.stopped and timeout is not None:
             stderr += f"stopped: the program ran longer than {timeout:g} s\n"
-        return Result(out.read().decode(errors="replace"), stderr, status)
+        return Result(child.text(), stderr, child.status)
 
 
 # %% [markdown]
-# `wait` waits for the child, polling when there is a time limit, and kills
-# it when the limit is passed:
+# `Child` follows the child: it reads the pipe as the child writes into it,
+# hands each piece on, and waits for the child to end. A child that runs
+# past its time limit is asked to stop first, with `SIGTERM`, and given
+# `GRACE` seconds to write out what it holds — the runtime of chapter 10b
+# flushes its output on `SIGTERM` — before `SIGKILL`, which cannot be
+# caught, ends it for sure. An interrupt of the caller (Ctrl-C, or the
+# notebook's stop button) stops the child the same way.
 
 # %%
 #| export
-def wait(pid: int, timeout: float | None) -> int:
-    """The exit status of child pid; kill it after timeout seconds."""
-    if timeout is None:
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        time.sleep(0.005)
+import codecs
+import select
+
+
+class Child:
+    """A forked child whose standard output is the pipe `reader`: its output so far, and its status."""
+
+    def __init__(self, pid: int, reader: int, output: Callable[[str], object] | None):
+        self.pid, self.reader, self.output = pid, reader, output
+        self.pieces, self.decoder = [], codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.stopped, self.status = False, None
+
+    def read(self, seconds: float | None) -> bool:
+        """Read what the child writes for at most `seconds` (None: until it closes its output);
+        False once the output is closed."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.reader], [], [], left)[0]:
+                return True
+            data = os.read(self.reader, 1 << 16)
+            if not data:
+                return False
+            self.take(self.decoder.decode(data))
+
+    def take(self, text: str) -> None:
+        if text:
+            self.pieces.append(text)
+            if self.output is not None:
+                self.output(text)
+
+    def follow(self, timeout: float | None) -> None:
+        """Follow the child to its end; stop it after timeout seconds."""
+        if self.read(timeout):
+            self.stop()
+        else:
+            self.reap(timeout)
+
+    def stop(self) -> None:
+        """SIGTERM, then, after GRACE seconds, SIGKILL; the output meanwhile is read."""
+        self.stopped = True
+        try:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+            if self.read(GRACE):
+                os.kill(self.pid, signal.SIGKILL)
+        finally:                                  # even if a second interrupt comes meanwhile
+            if self.status is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+                self.reap(None)
+
+    def reap(self, timeout: float | None) -> None:
+        """Wait for the child to end (it closed its output, but may still run)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.status is None:
+            done, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            if done:
+                self.status = os.waitstatus_to_exitcode(status)
+            elif time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                self.stopped, deadline = True, None
+            else:
+                time.sleep(0.005)
+
+    def text(self) -> str:
+        self.take(self.decoder.decode(b"", final=True))
+        return "".join(self.pieces)
 
 
 # %% [markdown]
-# Three children: one that writes to its standard output and error and ends
-# with status 3, one that kills itself with the signal of a crash, and one
-# that would sleep for ten seconds, stopped after a fifth of one:
+# Four children: one that writes to its standard output and error and ends
+# with status 3, one that kills itself with the signal of a crash, one
+# that would sleep for ten seconds, stopped after a fifth of one, and one
+# that writes a line and then sleeps, stopped likewise, whose line the
+# callback got while it slept:
 
 # %%
 print(run_in_child(lambda: os.write(1, b"to stdout\n") and os.write(2, b"to stderr\n") and 3))
 print("status", run_in_child(lambda: os.kill(os.getpid(), signal.SIGSEGV)).status)
 print(run_in_child(lambda: time.sleep(10) or 0, timeout=0.2))
+shown = []
+print(run_in_child(lambda: os.write(1, b"started\n") and time.sleep(10) or 0, timeout=0.2, output=shown.append),
+      shown)
 
 # %% [markdown]
 # Signal 11 is `SIGSEGV`, what a program that reads memory it may not
-# gets; signal 9 is `SIGKILL`, which `wait` sent. The notebook is still
-# here.
+# gets; signal 15 is `SIGTERM`, which `Child.stop` sent when the time was
+# up (a Python child that sleeps ends at once on it, so no `SIGKILL` was
+# needed). The notebook is still here.
 #
 # ## A program on a stack of its own
 #
@@ -591,13 +670,11 @@ print("after:", gc.get_threshold())
 #
 # ## Exercises
 #
-# 1. `run_in_child` reads what the child wrote only when the child has
-#    ended. Make it hand the output to a callback as it comes, so that a long
-#    program shows its progress in a notebook. What replaces the temporary
-#    files?
-# 2. `wait` polls every 5 ms when there is a time limit. Wait without
+# 1. `Child.reap` polls every 5 ms when there is a time limit. Wait without
 #    polling instead (`signal.alarm`, or `os.pidfd_open` and `select`). What
 #    does each cost, and which works on macOS?
+# 2. `run_in_child` reads the child's standard error only at the end, from
+#    a file. Why is a file safe there, and what would a second pipe need?
 # 3. Without `in_frame_room`, how does the time of a recursion a million
 #    calls deep change? Time `Interpreter().run` on chapter 4b's deep
 #    recursion with `in_frame_room` replaced by a plain call.
@@ -606,19 +683,18 @@ print("after:", gc.get_threshold())
 #
 # <details><summary>Solutions</summary>
 #
-# 1. A pipe per stream instead of a file, read by the parent while the
-#    child runs: `os.pipe()`, the child's `dup2` onto the write ends, and in
-#    the parent a loop over `select.select` on the read ends that calls the
-#    callback with each chunk, until both ends report end of file; then
-#    `wait`. A pipe that nobody reads fills (64 KiB on Linux) and blocks the
-#    child, which is why the loop must read both streams at once.
-# 2. `os.pidfd_open(pid)` gives a file descriptor that becomes readable
+# 1. `os.pidfd_open(pid)` gives a file descriptor that becomes readable
 #    when the child ends: `select.select([fd], [], [], timeout)` waits for
 #    that or the time limit, with no polling and no signal. It is Linux only
 #    (5.3 and later). `signal.alarm` works everywhere, but only in the main
 #    thread, with whole seconds, and it interrupts whatever else the process
 #    is doing; polling works everywhere at the cost of waking up 200 times a
 #    second, which is nothing next to compiling the program.
+# 2. A file never fills: the child can write as much as it likes to its
+#    standard error while nobody reads it. A second pipe must be read at
+#    the same time as the first — `select` on both read ends, until both
+#    report end of file — or a child that writes 64 KiB of errors (a pipe's
+#    capacity on Linux) blocks for ever.
 # 3. It gets slower, by how much depends on the system: every 16 KiB of
 #    frames, on the way down and again on the way up, CPython asks the
 #    system for a block and gives it back. Chapter 4b measures the whole

@@ -37,3 +37,60 @@ def test_lc_run_has_the_options_of_the_last_chapter():
     help_, arguments, run = cli.COMMANDS["run"]
     options = {n for names, _ in arguments for n in names}
     assert options == {"file", "--interp", "-O"} and "native code" in help_ and run is cli.run_command
+
+
+# --- The smaller things of issue 27 --------------------------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+LC = str(Path(sys.executable).parent / "lc")
+
+
+def lc_(*argv, cwd=None, env=None, input=None) -> subprocess.CompletedProcess:
+    return subprocess.run([LC, *argv], capture_output=True, text=True, cwd=cwd, input=input,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def test_lc_run_dash_reads_the_program_from_standard_input():
+    done = lc_("run", "-", input='print("from stdin")\n')
+    assert (done.stdout, done.returncode) == ("from stdin\n", 0)
+    done = lc_("run", "-", input="print(1 + true)\n")
+    assert done.stderr.startswith("<stdin>:1:11: error: ") and done.returncode == 1
+
+
+@pytest.mark.slow
+def test_lc_build_without_o_names_the_executable_after_the_source(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "hello.l").write_text('print("built")\n')
+    done = lc_("build", "src/hello.l", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert subprocess.run([str(tmp_path / "hello")], capture_output=True, text=True).stdout == "built\n"
+
+
+@pytest.mark.parametrize("variable, value, syntax", [
+    ("LC_STACK_SIZE", "abc", "a size (bytes, or a number followed by K, M or G, as in 256M)"),
+    ("LC_HEAP_LIMIT", "12X", "a size (bytes, or a number followed by K, M or G, as in 256M)"),
+    ("LC_BUFFER", "lines", "line or block")])
+@pytest.mark.parametrize("interp", [False, True])
+def test_a_setting_that_cannot_be_read_is_an_error_naming_it(tmp_path, variable, value, syntax, interp):
+    (tmp_path / "p.l").write_text('print("not run")\n')
+    done = lc_("run", *(["--interp"] if interp else []), str(tmp_path / "p.l"), env={variable: value})
+    assert done.stderr == f"error: the environment variable {variable} is '{value}', not {syntax}\n"
+    assert (done.stdout, done.returncode) == ("", 2)
+
+
+def test_a_c_compiler_that_is_not_there_is_named(tmp_path):
+    (tmp_path / "p.l").write_text('print(1)\n')
+    done = lc_("build", str(tmp_path / "p.l"), "-o", str(tmp_path / "p"), env={"CC": "no-such-cc"})
+    assert done.stderr == "lc: error: C compiler 'no-such-cc' not found (set CC to a C compiler, e.g. gcc)\n"
+    assert done.returncode == 1
+
+
+def test_lc_show_suggests_the_stage_meant(tmp_path):
+    (tmp_path / "p.l").write_text('print(1)\n')
+    done = lc_("show", "typse", str(tmp_path / "p.l"))
+    assert "unknown stage 'typse' (did you mean 'types'?)" in done.stderr and done.returncode == 1

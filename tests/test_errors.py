@@ -250,7 +250,7 @@ def test_version_help_and_usage():
     # they are; tests/test_runtime.py checks that the compiled runtime uses these
     assert "or a quarter of the machine's memory if that is less" in heap, heap
     assert help_bytes(heap) == DEFAULTS["LC_HEAP_LIMIT"] and help_bytes(stack) == DEFAULTS["LC_STACK_SIZE"]
-    for args in (["run"], ["frobnicate"], ["build", "x.l"], []):
+    for args in (["run"], ["frobnicate"], ["build"], []):
         done = lc(*args)
         assert done.returncode == 1 and "usage: lc" in done.stderr and "Traceback" not in done.stderr, args
 

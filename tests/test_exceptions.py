@@ -170,7 +170,14 @@ def test_raised_is_a_run_error_carrying_the_value():
 
 
 def test_the_repl_accepts_an_exception_declaration():
-    session = driver.Repl(timeout=60)
-    assert session.enter("exception Failure(String)\n") == ""
-    assert session.enter('Failure("x")\n') == 'Failure("x") : Exn\n'
-    assert NOT_YET in session.enter("try { raise(Failure(\"y\")) } catch { _ -> 0 }\n")
+    shown = []
+    session = driver.Repl(write=shown.append, timeout=60)
+
+    def enter(text: str) -> str:
+        shown.clear()
+        session.enter(text)
+        return "".join(shown)
+
+    assert enter("exception Failure(String)\n") == "exception Failure(String)\n"     # echoed, as data is
+    assert enter('Failure("x")\n') == 'Failure("x") : Exn\n'
+    assert NOT_YET in enter("try { raise(Failure(\"y\")) } catch { _ -> 0 }\n")

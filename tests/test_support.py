@@ -110,7 +110,19 @@ def test_a_child_that_runs_too_long_is_killed_and_says_why():
     start = time.monotonic()
     r = run_in_child(lambda: time.sleep(30) or 0, timeout=0.3)
     assert time.monotonic() - start < 10
-    assert r == Result("", "stopped: the program ran longer than 0.3 s\n", -signal.SIGKILL)
+    assert r == Result("", "stopped: the program ran longer than 0.3 s\n", -signal.SIGTERM)
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period():
+    def stubborn() -> int:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.write(1, b"started\n")
+        time.sleep(30)
+        return 0
+    shown = []
+    r = run_in_child(stubborn, timeout=0.3, output=shown.append)
+    assert r == Result("started\n", "stopped: the program ran longer than 0.3 s\n", -signal.SIGKILL)
+    assert shown == ["started\n"]
 
 
 def test_on_big_stack_hands_back_results_and_exceptions_and_has_a_big_c_stack():

@@ -3,7 +3,7 @@
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 102 */
+/* cell 104 */
 /* main.c -- the entry point.
  *
  * lc_run may be called several times in one process (the JIT does so,
@@ -13,6 +13,7 @@
 #include "runtime.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* A size from the environment: bytes, with an optional K, M or G. */
@@ -30,6 +31,34 @@ uint64_t env_size(const char *name, uint64_t fallback)
     return *end == '\0' ? v : fallback;
 }
 
+/* The variables a user may set, each checked before the program starts:
+ * one that is set but cannot be read is a mistake to report, not to
+ * ignore (status 2, as a runtime error). */
+static const char *const SIZE_SETTINGS[] = {
+    "LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP"};
+
+static _Noreturn void bad_setting(const char *name, const char *value, const char *syntax)
+{
+    write_str(2, "error: the environment variable "), write_str(2, name);
+    write_str(2, " is '"), write_str(2, value), write_str(2, "', not "), write_str(2, syntax);
+    write_str(2, "\n");
+    _exit(2);
+}
+
+void check_settings(void)
+{
+    for (size_t i = 0; i < sizeof SIZE_SETTINGS / sizeof *SIZE_SETTINGS; i++) {
+        const char *value = getenv(SIZE_SETTINGS[i]);
+        if (value != NULL && *value != '\0' && env_size(SIZE_SETTINGS[i], 1) == 1 && env_size(SIZE_SETTINGS[i], 2) == 2)
+            bad_setting(SIZE_SETTINGS[i], value, "a size (bytes, or a number followed by K, M or G, as in 256M)");
+    }
+    const char *buffer = getenv("LC_BUFFER"), *stats = getenv("LC_GC_STATS");
+    if (buffer != NULL && *buffer != '\0' && strcmp(buffer, "line") != 0 && strcmp(buffer, "block") != 0)
+        bad_setting("LC_BUFFER", buffer, "line or block");
+    if (stats != NULL && *stats != '\0' && strcmp(stats, "0") != 0 && strcmp(stats, "1") != 0)
+        bad_setting("LC_GC_STATS", stats, "0 or 1");
+}
+
 /* The default heap limit: DEFAULT_HEAP_LIMIT, or a quarter of the
  * machine's memory if that is less (but not under LEAST_HEAP_LIMIT).  A
  * program that allocates without end reaches it in seconds, in memory
@@ -41,11 +70,12 @@ uint64_t default_heap_limit(void)
     return quarter > DEFAULT_HEAP_LIMIT ? DEFAULT_HEAP_LIMIT : quarter < LEAST_HEAP_LIMIT ? LEAST_HEAP_LIMIT : quarter;
 }
 
-/* cell 111 */
+/* cell 113 */
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
            const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
 {
+    check_settings();
     output_init(out_of_memory_message);
     call_sites_init(stack_overflow_message, call_site_messages, ncall_sites, call_site_tables);
     gc_roots(globals, nglobals);

@@ -14,12 +14,16 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static char out_buf[1 << 16];
 static size_t out_len;
 static int out_fd = 1;                  /* 2 after lc_fail_begin */
+static bool line_buffered;              /* flush at every newline (a terminal, or LC_BUFFER=line) */
 
 void write_all(int fd, const char *s, size_t n)
 {
@@ -39,14 +43,27 @@ void flush_output(void)
     out_len = 0;
 }
 
+/* A signal that arrives while out_bytes changes the buffer waits for it
+ * to finish (see "Stopping" below): in_output says it is under way,
+ * stopping holds the signal that waits. */
+static volatile sig_atomic_t in_output, stopping;
+static _Noreturn void stop(int sig);
+
 static void out_bytes(const char *s, size_t n)
 {
-    if (n > sizeof out_buf - out_len) {
-        flush_output();
-        if (n > sizeof out_buf) { write_all(out_fd, s, n); return; }
+    in_output = 1;
+    atomic_signal_fence(memory_order_seq_cst);   /* no store below moves above this line */
+    if (n > sizeof out_buf - out_len) flush_output();
+    if (n > sizeof out_buf) {
+        write_all(out_fd, s, n);
+    } else {
+        memcpy(out_buf + out_len, s, n);
+        out_len += n;
+        if (line_buffered && memchr(s, '\n', n) != NULL) flush_output();
     }
-    memcpy(out_buf + out_len, s, n);
-    out_len += n;
+    atomic_signal_fence(memory_order_seq_cst);
+    in_output = 0;
+    if (stopping) stop(stopping);
 }
 
 /* cell 30 */
@@ -93,7 +110,9 @@ static const char *out_of_memory_text;
 
 void output_init(const char *out_of_memory_message)
 {
-    out_len = 0, out_fd = 1;
+    const char *mode = getenv("LC_BUFFER");     /* checked by check_settings: line or block */
+    out_len = 0, out_fd = 1, stopping = 0;
+    line_buffered = mode != NULL && *mode != '\0' ? strcmp(mode, "line") == 0 : isatty(1);
     out_of_memory_text = out_of_memory_message;
 }
 
@@ -119,4 +138,47 @@ _Noreturn void out_of_memory(void)
 {
     statistics();                       /* with LC_GC_STATS=1, how the heap got there */
     lc_fail(out_of_memory_text);
+}
+
+/* --- Stopping: Ctrl-C and SIGTERM ------------------------------------ */
+
+/* cell 35 */
+/* Stopping on SIGINT (Ctrl-C) and SIGTERM: the output first, then the
+ * default action, by the same signal.  Only async-signal-safe calls. */
+static struct sigaction old_int, old_term;
+
+static _Noreturn void stop(int sig)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    flush_output();
+    sigaction(sig, &dfl, NULL);
+    raise(sig);                         /* not blocked: SA_NODEFER, or outside the handler */
+    _exit(128 + sig);                   /* in case the signal did not end the process */
+}
+
+static void on_stop_signal(int sig)
+{
+    if (in_output) stopping = sig;      /* out_bytes is changing the buffer: it stops when done */
+    else stop(sig);
+}
+
+void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_NODEFER | SA_RESETHAND;    /* a second Ctrl-C stops at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);     /* a background job's: */
+    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);  /* ignored, it stays so */
+}
+
+void release_stop_signals(void)
+{
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
 }

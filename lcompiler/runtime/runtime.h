@@ -43,6 +43,8 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 void write_all(int fd, const char *s, size_t n);    /* write(2) until done */
 void write_str(int fd, const char *s);
 void flush_output(void);                           /* the program's output so far */
+void catch_stop_signals(void);                     /* SIGINT, SIGTERM: flush, then stop */
+void release_stop_signals(void);                   /* the handlers as they were */
 
 /* --- Runtime errors -------------------------------------------------- */
 
@@ -54,7 +56,7 @@ void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
 
 /* --- The heap: a nursery and an old generation ----------------------- */
 
-/* cell 37 */
+/* cell 39 */
 /* ==== heap.c: the heap and allocation ================================ */
 #define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
 #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
@@ -77,7 +79,7 @@ extern uint64_t gc_stress;                  /* LC_GC_STRESS = n: collect at ever
 extern uint64_t old_bytes, old_threshold;   /* about the old generation's size; when to collect it */
 extern uint64_t max_heap_bytes, allocated_bytes;    /* for the statistics */
 
-/* cell 40 */
+/* cell 42 */
 static inline void note_block_start(const uint64_t *p)
 {
     uint64_t i = (uint64_t)(p - heap_start);
@@ -100,7 +102,7 @@ static inline void make_free(uint64_t *p, uint64_t words)
 void collect(bool full);                    /* gc.c: a minor collection, and a major one if due */
 void remember(uint64_t *block);             /* gc.c: the write barrier's slow path */
 
-/* cell 52 */
+/* cell 54 */
 void close_run(void);                       /* leave the nursery's current run */
 void close_region(void);                    /* leave the old generation's current region */
 uint64_t *fresh_chunk(size_t k);            /* nursery chunk k from fresh memory, or NULL */
@@ -120,13 +122,13 @@ static inline uint64_t *old_alloc(uint64_t words)
 
 /* --- The garbage collector ------------------------------------------- */
 
-/* cell 58 */
+/* cell 60 */
 /* ==== gc.c: the garbage collector ==================================== */
 extern uintptr_t stack_top;                 /* stack.c: the top of the L thread's stack */
 
 /* --- Stack overflow -------------------------------------------------- */
 
-/* cell 87 */
+/* cell 89 */
 /* ==== stack.c: stack overflow detection ============================== */
 #define GUARD_BYTES      (1ull << 20)   /* below the stack, without access */
 #define ALT_STACK_BYTES  (64 * 1024)    /* the signal handler's own stack */
@@ -139,12 +141,13 @@ void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls a
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 101 */
+/* cell 103 */
 /* ==== main.c: starting the program =================================== */
 uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
+void check_settings(void);                                  /* exit 2 on one it cannot read */
 uint64_t default_heap_limit(void);
 
-/* cell 104 */
+/* cell 106 */
 void heap_init(void);                       /* heap.c */
 void heap_free(void);
 void *map_noreserve(uint64_t bytes);

@@ -3,7 +3,7 @@
 
 /* --- Stack overflow -------------------------------------------------- */
 
-/* cell 88 */
+/* cell 90 */
 /* stack.c -- stack overflow detection.
  *
  * L code runs on a thread whose stack we map ourselves, with a 1 MB
@@ -54,7 +54,7 @@ static int by_address(const void *a, const void *b)
     return x->before < y->before ? -1 : x->before > y->before;
 }
 
-/* cell 90 */
+/* cell 92 */
 /* The entries of a part's table: none in the empty table that a module
  * has until call_site_table gives it its own. */
 static size_t site_entries(uint64_t *table, struct site **first)
@@ -83,7 +83,7 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
     sort_site_tables();
 }
 
-/* cell 92 */
+/* cell 94 */
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
 int64_t site_at(uint64_t a, bool returning)
@@ -130,7 +130,7 @@ static int64_t faulting_call_site(void *context, const uint64_t **above)
     return site;
 }
 
-/* cell 94 */
+/* cell 96 */
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
     char *addr = info->si_addr;
@@ -147,13 +147,16 @@ static void on_fault(int sig, siginfo_t *info, void *context)
 }
 
 /* The L thread.  An alternate signal stack belongs to one thread, so it
- * is set up here. */
+ * is set up here.  It starts with SIGINT and SIGTERM unblocked (see
+ * run_on_big_stack), not by a call here: its frame's size decides how
+ * deep the L program may recurse, and stays as it was. */
 static void *l_thread(void *unused)
 {
     (void)unused;
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
     sigaltstack(&ss, NULL);
     l_program();
+    flush_output();                     /* while a Ctrl-C still flushes first */
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
     return NULL;
@@ -165,7 +168,7 @@ static _Noreturn void internal_error(const char *what)
     _exit(3);
 }
 
-/* cell 96 */
+/* cell 98 */
 /* Run program on a fresh thread with a stack of stack_bytes. */
 void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
 {
@@ -184,15 +187,26 @@ void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
 
+    sigset_t stops, old_mask;           /* SIGINT, SIGTERM: delivered to the L thread alone (print.c) */
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
+    catch_stop_signals();
+
     pthread_attr_t attr;
     pthread_t thread;
     pthread_attr_init(&attr);
     pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
+    sigset_t l_mask = old_mask;         /* the L thread's: the caller's, with the two unblocked */
+    sigdelset(&l_mask, SIGINT), sigdelset(&l_mask, SIGTERM);
+    pthread_attr_setsigmask_np(&attr, &l_mask);
     if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
         internal_error("internal error: cannot start the program thread\n");
     pthread_join(thread, NULL);
     pthread_attr_destroy(&attr);
 
+    release_stop_signals();             /* a signal that came meanwhile: the caller's handler */
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
     munmap(stack_map, GUARD_BYTES + stack_bytes);
