@@ -99,7 +99,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from lcompiler import llvm_backend, pipeline
-from lcompiler.errors import CompileError, Note, Source, Span
+from lcompiler.errors import POLICY, CompileError, CompileErrors, Note, Source, Span
 from lcompiler.support import Result, collector_paused, run_in_child, target_machine
 
 PART_SIZE = 5_000                                 # instructions per part, at least
@@ -526,17 +526,27 @@ class Repl:
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
         shown as it comes: (result, typing)."""
-        source = Source(entry.name, program)
+        source, warnings = Source(entry.name, program), []
+        POLICY["sink"] = warnings              # the warnings of the whole session, shown: the entry's
         try:
             _, typing = types.check_types(source)
         except CompileError as error:
             return Result("", self.locate(error, entry, program), 1), None
+        finally:
+            POLICY["sink"] = None
+        at = program.index(entry.text, len(self.definitions))
+        new = [w for w in warnings if w.span.start >= at]
+        if new:
+            self.write(self.locate(CompileErrors(new) if len(new) > 1 else new[0], entry, program))
         shown = Shown(self.write, self.printed, hold)
+        POLICY["sink"] = []                    # compiled again to run: the warnings are shown already
         try:
             result = run_source(source, self.timeout, output=shown)
         except KeyboardInterrupt:
             shown.end()
             raise
+        finally:
+            POLICY["sink"] = None
         shown.end(value_follows=hold and result.status == 0)
         return result, typing
 
@@ -549,7 +559,7 @@ class Repl:
                 return span
             shift = at - len(entry.before)
             return Span(original, span.start - shift, min(span.end - shift, len(original.text)))
-        return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
+        return "".join(type(e)(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
     def relocate(self, result: Result, entry: Entry, program: str) -> str:

@@ -97,7 +97,8 @@ class Span:
 
 # cell 9
 POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
-          "warnings_are_errors": False}    # lc's -Werror: see "Warnings"
+          "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
+          "sink": None}                    # a list that collects the warnings instead of stderr: the REPL's
 COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
 
 
@@ -190,6 +191,9 @@ def report_warnings(warnings: list, file=None) -> None:
     warnings = sorted(warnings, key=lambda w: w.span.start)
     if POLICY["warnings_are_errors"]:
         raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
+    if POLICY["sink"] is not None:
+        POLICY["sink"].extend(warnings)
+        return
     for w in warnings:
         print(w.render(), file=file or sys.stderr)
 

@@ -171,7 +171,8 @@ class Span:
 # %%
 #| export
 POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
-          "warnings_are_errors": False}    # lc's -Werror: see "Warnings"
+          "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
+          "sink": None}                    # a list that collects the warnings instead of stderr: the REPL's
 COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
 
 
@@ -302,7 +303,11 @@ def raise_errors(errors: list) -> None:
 # is not raised: `report_warnings` writes the warnings of a compilation on
 # standard error, in the order of the source, and the compilation goes on.
 # With `warnings_are_errors` set — `lc run -Werror`, `lc build -Werror` —
-# it raises them instead, as errors, and `lc` stops with status 1.
+# it raises them instead, as errors, and `lc` stops with status 1. The REPL
+# ([chapter 11](11_running.ipynb)) compiles its whole session again at each
+# entry, and shows only the warnings of the new entry, where the entry's
+# errors go: it sets `POLICY["sink"]` to a list, which then collects the
+# warnings instead of standard error.
 
 # %%
 #| export
@@ -320,6 +325,9 @@ def report_warnings(warnings: list, file=None) -> None:
     warnings = sorted(warnings, key=lambda w: w.span.start)
     if POLICY["warnings_are_errors"]:
         raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
+    if POLICY["sink"] is not None:
+        POLICY["sink"].extend(warnings)
+        return
     for w in warnings:
         print(w.render(), file=file or sys.stderr)
 

@@ -11,7 +11,11 @@
 """
 
 import itertools
+import os
+import pty
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
@@ -200,3 +204,75 @@ def test_the_corpus_examples_and_benchmarks_warn_only_where_they_mean_to():
         if count:
             found[str(path.relative_to(ROOT))] = count
     assert checked > 100 and found == EXPECTED
+
+
+# --- 4. lc: -Werror, and colour --------------------------------------------------------------------
+
+ERRORS = ROOT / "tests" / "errors"
+LC = str(Path(sys.executable).parent / "lc")
+
+
+def lc(*args: str, env: dict | None = None, **options) -> subprocess.CompletedProcess:
+    return subprocess.run([LC, *args], cwd=ERRORS, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})}, **options)
+
+
+def test_werror_makes_the_warnings_errors_and_stops_lc_with_status_1(tmp_path):
+    done = lc("run", "--interp", "-Werror", "warn_unreachable.l")
+    golden = (ERRORS / "warn_unreachable.err").read_text()
+    assert (done.stdout, done.stderr, done.returncode) == ("", golden.replace(": warning: ", ": error: "), 1)
+    built = lc("build", "-Werror", "warn_not_covered.l", "-o", str(tmp_path / "x"))
+    assert built.returncode == 1 and ": error: this match does not cover" in built.stderr
+    assert not (tmp_path / "x").exists()
+    # without -Werror the same program runs: the warnings are reported, the status is the program's
+    assert lc("run", "--interp", "warn_unreachable.l").returncode == 0
+
+
+def test_color_always_paints_the_golden_ansi_and_never_does_not():
+    done = lc("run", "--interp", "--color=always", "warn_bool_pattern.l")
+    assert done.stderr == (ERRORS / "warn_bool_pattern.ansi").read_text()
+    assert "\x1b[1;35mwarning:\x1b[0m" in done.stderr and "\x1b[1;32m^~~~\x1b[0m" in done.stderr
+    plain = (ERRORS / "warn_bool_pattern.err").read_text()
+    assert lc("run", "--interp", "--color=never", "warn_bool_pattern.l").stderr == plain
+    assert lc("run", "--interp", "warn_bool_pattern.l").stderr == plain          # auto, into a pipe
+    wrong = lc("run", "--interp", "--color=sometimes", "warn_bool_pattern.l")
+    assert wrong.returncode == 1 and "invalid choice: 'sometimes'" in wrong.stderr
+    # an error is painted as a warning is
+    error = lc("run", "--color=always", "if_branches.l").stderr
+    assert "\x1b[1;31merror:\x1b[0m" in error and "\x1b[1;36mnote:\x1b[0m" in error
+
+
+def stderr_on_a_terminal(*args: str, env: dict | None = None) -> str:
+    """lc's standard error when it is a terminal (a pseudo-terminal), as a person at one sees it."""
+    main, secondary = pty.openpty()
+    try:
+        done = subprocess.run([LC, *args], cwd=ERRORS, stdout=subprocess.PIPE, stderr=secondary, timeout=120,
+                              env={**os.environ, **(env or {})})
+        assert done.returncode == 0
+        os.close(secondary)
+        secondary = None
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:             # EIO: the terminal's other side is closed, all is read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode().replace("\r\n", "\n")
+    finally:
+        os.close(main)
+        if secondary is not None:
+            os.close(secondary)
+
+
+def test_on_a_terminal_auto_paints_unless_no_color_is_set():
+    env = {k: "" for k in ("NO_COLOR",)}
+    painted = (ERRORS / "warn_bool_pattern.ansi").read_text()
+    plain = (ERRORS / "warn_bool_pattern.err").read_text()
+    assert stderr_on_a_terminal("run", "--interp", "warn_bool_pattern.l", env=env) == painted
+    assert stderr_on_a_terminal("run", "--interp", "warn_bool_pattern.l", env={"NO_COLOR": "1"}) == plain
+    assert stderr_on_a_terminal("run", "--interp", "--color=never", "warn_bool_pattern.l", env=env) == plain
+    assert stderr_on_a_terminal("run", "--interp", "--color=always", "warn_bool_pattern.l",
+                                env={"NO_COLOR": "1"}) == painted
