@@ -415,7 +415,14 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 # cell 35
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
     """Compile and run an L program given as text, safely: show its output as it comes, then its errors."""
-    result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
+    warnings, sink = [], POLICY["sink"]
+    POLICY["sink"] = warnings
+    try:
+        result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
+    finally:
+        POLICY["sink"] = sink
+    for w in warnings:                                  # as its errors: under the output
+        print(w.render())
     if result.stderr:
         print(result.stderr, end="", file=sys.stdout)   # in a notebook: right under the output
     if result.status not in (0, 1, 2) and "stopped:" not in result.stderr:
@@ -526,14 +533,14 @@ class Repl:
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
         shown as it comes: (result, typing)."""
-        source, warnings = Source(entry.name, program), []
+        source, warnings, sink = Source(entry.name, program), [], POLICY["sink"]
         POLICY["sink"] = warnings              # the warnings of the whole session, shown: the entry's
         try:
             _, typing = types.check_types(source)
         except CompileError as error:
             return Result("", self.locate(error, entry, program), 1), None
         finally:
-            POLICY["sink"] = None
+            POLICY["sink"] = sink
         at = program.index(entry.text, len(self.definitions))
         new = [w for w in warnings if w.span.start >= at]
         if new:
@@ -546,7 +553,7 @@ class Repl:
             shown.end()
             raise
         finally:
-            POLICY["sink"] = None
+            POLICY["sink"] = sink
         shown.end(value_follows=hold and result.status == 0)
         return result, typing
 

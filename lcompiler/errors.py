@@ -98,7 +98,7 @@ class Span:
 # cell 9
 POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
           "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
-          "sink": None}                    # a list that collects the warnings instead of stderr: the REPL's
+          "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
 COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
 
 
@@ -177,9 +177,6 @@ def raise_errors(errors: list) -> None:
 # --- Warnings ----------------------------------------------------------
 
 # cell 15
-import sys
-
-
 class CompileWarning(CompileError):
     """A program that is legal but probably wrong: reported, and the compilation goes on."""
 
@@ -191,11 +188,12 @@ def report_warnings(warnings: list, file=None) -> None:
     warnings = sorted(warnings, key=lambda w: w.span.start)
     if POLICY["warnings_are_errors"]:
         raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
-    if POLICY["sink"] is not None:
-        POLICY["sink"].extend(warnings)
-        return
-    for w in warnings:
-        print(w.render(), file=file or sys.stderr)
+    sink = file or POLICY["sink"]
+    if isinstance(sink, list):
+        sink.extend(warnings)
+    elif sink is not None:
+        for w in warnings:
+            print(w.render(), file=sink)
 
 
 # --- Mistakes while a program runs -------------------------------------

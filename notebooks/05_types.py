@@ -2479,8 +2479,9 @@ def clause_warnings(checker: Patterns, node, function: bool) -> list:
 # %% [markdown]
 # The stage `types` is registered again, now with its warnings: after
 # inference, `pattern_warnings` looks at the typed program, and
-# `report_warnings` ([appendix A](A_errors.ipynb#warnings)) writes them on
-# standard error, or raises them as errors under `-Werror`.
+# `report_warnings` ([appendix A](A_errors.ipynb#warnings)) hands them to
+# where `lc`, the REPL or `%%L` shows them, or raises them as errors under
+# `-Werror`.
 
 # %%
 #| export

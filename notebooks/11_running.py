@@ -773,7 +773,14 @@ with tempfile.TemporaryDirectory() as tmp:
 #| export
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
     """Compile and run an L program given as text, safely: show its output as it comes, then its errors."""
-    result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
+    warnings, sink = [], POLICY["sink"]
+    POLICY["sink"] = warnings
+    try:
+        result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
+    finally:
+        POLICY["sink"] = sink
+    for w in warnings:                                  # as its errors: under the output
+        print(w.render())
     if result.stderr:
         print(result.stderr, end="", file=sys.stdout)   # in a notebook: right under the output
     if result.status not in (0, 1, 2) and "stopped:" not in result.stderr:
@@ -1013,14 +1020,14 @@ class Repl(Repl):
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
         shown as it comes: (result, typing)."""
-        source, warnings = Source(entry.name, program), []
+        source, warnings, sink = Source(entry.name, program), [], POLICY["sink"]
         POLICY["sink"] = warnings              # the warnings of the whole session, shown: the entry's
         try:
             _, typing = types.check_types(source)
         except CompileError as error:
             return Result("", self.locate(error, entry, program), 1), None
         finally:
-            POLICY["sink"] = None
+            POLICY["sink"] = sink
         at = program.index(entry.text, len(self.definitions))
         new = [w for w in warnings if w.span.start >= at]
         if new:
@@ -1033,7 +1040,7 @@ class Repl(Repl):
             shown.end()
             raise
         finally:
-            POLICY["sink"] = None
+            POLICY["sink"] = sink
         shown.end(value_follows=hold and result.status == 0)
         return result, typing
 

@@ -172,7 +172,7 @@ class Span:
 #| export
 POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
           "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
-          "sink": None}                    # a list that collects the warnings instead of stderr: the REPL's
+          "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
 COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
 
 
@@ -300,20 +300,21 @@ def raise_errors(errors: list) -> None:
 # pattern `true` that binds a new variable instead of testing a Bool.
 # [Chapter 5](05_types.ipynb#warnings-for-pattern-matching) finds them. A
 # `CompileWarning` renders like an error, with `warning` for `error`, and
-# is not raised: `report_warnings` writes the warnings of a compilation on
-# standard error, in the order of the source, and the compilation goes on.
+# is not raised: `report_warnings` hands the warnings of a compilation, in
+# the order of the source, to `POLICY["sink"]`, and the compilation goes on.
+# The sink is where the warnings go: `lc` makes it its standard error, the
+# REPL and `%%L` a list, whose warnings they show with the entry's output;
+# by default, for a program that calls the compiler as a library — the
+# notebooks, the tests — it is `None`, and the warnings are dropped
+# (`pattern_warnings`, in chapter 5, computes them for whoever wants them).
 # With `warnings_are_errors` set — `lc run -Werror`, `lc build -Werror` —
 # it raises them instead, as errors, and `lc` stops with status 1. The REPL
 # ([chapter 11](11_running.ipynb)) compiles its whole session again at each
 # entry, and shows only the warnings of the new entry, where the entry's
-# errors go: it sets `POLICY["sink"]` to a list, which then collects the
-# warnings instead of standard error.
+# errors go.
 
 # %%
 #| export
-import sys
-
-
 class CompileWarning(CompileError):
     """A program that is legal but probably wrong: reported, and the compilation goes on."""
 
@@ -325,17 +326,20 @@ def report_warnings(warnings: list, file=None) -> None:
     warnings = sorted(warnings, key=lambda w: w.span.start)
     if POLICY["warnings_are_errors"]:
         raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
-    if POLICY["sink"] is not None:
-        POLICY["sink"].extend(warnings)
-        return
-    for w in warnings:
-        print(w.render(), file=file or sys.stderr)
+    sink = file or POLICY["sink"]
+    if isinstance(sink, list):
+        sink.extend(warnings)
+    elif sink is not None:
+        for w in warnings:
+            print(w.render(), file=sink)
 
 
 # %% [markdown]
 # A warning, and the same with `-Werror`:
 
 # %%
+import sys
+
 text = Source("bool.l", 'def yes(b) = match (b) { true -> "yes"; false -> "no" }\n')
 warning = CompileWarning("this binds a new variable 'true'; to test a Bool, use if", Span(text, 25, 29))
 report_warnings([warning], file=sys.stdout)

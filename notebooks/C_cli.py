@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
-                  warnings_are_errors=getattr(args, "werror", False))
+                  warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
     try:
         status = args.run(args)
     except Diagnostic as error:
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lc: internal compiler error: {type(error).__name__}: {error}", file=sys.stderr)
         return 3
     finally:                           # lc may be called in a process that goes on (lcompiler.cli.lc)
-        POLICY.update(color=False, warnings_are_errors=False)
+        POLICY.update(color=False, warnings_are_errors=False, sink=None)
     if problem := flush_output():
         print(f"lc: error: cannot write the output: {problem}", file=sys.stderr)
         return 1
@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
 # `--color=always|never|auto` paints the messages ([appendix
 # A](A_errors.ipynb#colour-on-a-terminal)), and `colour_wanted` decides
 # what `auto` means: a terminal on standard error, and no `NO_COLOR`. `main`
-# sets both in `POLICY` before it runs a command, and puts them back after.
+# sets both in `POLICY` before it runs a command, with standard error as
+# the place the warnings go, and puts them back after.
 
 # %%
 #| export

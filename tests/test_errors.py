@@ -22,7 +22,7 @@ import pytest
 
 from lcompiler import driver, pipeline
 from lcompiler.cli import read_source
-from lcompiler.errors import CompileError, CompileErrors, RunError, Source
+from lcompiler.errors import POLICY, CompileError, CompileErrors, RunError, Source
 from lcompiler.interp import Interpreter, check
 from lcompiler.runtime import DEFAULTS
 from lcompiler.syntax import parse
@@ -44,6 +44,7 @@ def lc(*args: str, cwd=ERRORS, env=None, stdout=subprocess.PIPE) -> subprocess.C
 def rendered(path: Path, monkeypatch, capsys) -> str:
     """The errors of the program, or the warnings it compiles with (written on standard error)."""
     monkeypatch.chdir(path.parent)
+    monkeypatch.setitem(POLICY, "sink", sys.stderr)      # as lc does: the warnings on standard error
     capsys.readouterr()
     try:
         check_types(read_source(path.name))
