@@ -26,6 +26,10 @@ What this chapter promises:
 - `raise(e)` needs an `e` of type `Exn` and has any type; a `try`'s block
   and clauses have one type, its clauses' patterns the type `Exn`; `==` on
   `Exn` is a type error, as on any data type.
+- `pattern_warnings(core)`, on a typed program, returns its warnings: a
+  `match`, function or `let` that misses values (naming one), a clause
+  that can never match, a pattern that binds `true` or `false`; the stage
+  `types` reports them (`lc` on standard error, `-Werror` as errors).
 """
 
 __all__ = [

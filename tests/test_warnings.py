@@ -276,3 +276,12 @@ def test_on_a_terminal_auto_paints_unless_no_color_is_set():
     assert stderr_on_a_terminal("run", "--interp", "--color=never", "warn_bool_pattern.l", env=env) == plain
     assert stderr_on_a_terminal("run", "--interp", "--color=always", "warn_bool_pattern.l",
                                 env={"NO_COLOR": "1"}) == painted
+
+
+def test_the_repl_shows_each_entrys_warnings_once_in_the_entry():
+    entries = "data C { R; G }\ndef f = { R -> 1 }\nprint(f(R))\ndef g(x) = match (x) { _ -> 1; G -> 2 }\n"
+    done = subprocess.run([LC, "repl"], input=entries, capture_output=True, text=True, timeout=300)
+    out = done.stdout + done.stderr
+    assert out.count("warning: the clauses of this function do not cover G") == 1, out
+    assert out.count("warning: this clause can never match") == 1, out
+    assert "<repl>:1:9: warning: the clauses" in out and "<repl>:1:32: warning: this clause" in out, out
