@@ -1101,9 +1101,18 @@ class Repl(Repl):
         elif show:
             self.write(f" : {typing.show(self.NAME)}\n")
 
+    @staticmethod
+    def typed_quietly(source: Source):
+        """check_types, its warnings dropped: `run` shows each entry's warnings, once."""
+        sink, POLICY["sink"] = POLICY["sink"], []
+        try:
+            return types.check_types(source)
+        finally:
+            POLICY["sink"] = sink
+
     def type_of(self, entry: Entry, program: str) -> str | None:
         try:
-            return types.check_types(Source(entry.name, program))[1].show(self.NAME)
+            return self.typed_quietly(Source(entry.name, program))[1].show(self.NAME)
         except CompileError:
             return None                         # run() shows the error
 
@@ -1166,7 +1175,7 @@ class Repl(Repl):
         elif word == ":type" and rest:
             program = self.definitions + f"def {self.NAME} = {{\n" + rest + "\n}\n"
             try:
-                self.write(f"{rest} : {types.check_types(Source('<repl>', program))[1].show(self.NAME)}\n")
+                self.write(f"{rest} : {self.typed_quietly(Source('<repl>', program))[1].show(self.NAME)}\n")
             except CompileError as error:
                 self.write(self.locate(error, Entry("<repl>", rest), program))
         elif word == ":load" and rest:

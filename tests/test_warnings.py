@@ -279,7 +279,8 @@ def test_on_a_terminal_auto_paints_unless_no_color_is_set():
 
 
 def test_the_repl_shows_each_entrys_warnings_once_in_the_entry():
-    entries = "data C { R; G }\ndef f = { R -> 1 }\nprint(f(R))\ndef g(x) = match (x) { _ -> 1; G -> 2 }\n"
+    entries = ("data C { R; G }\ndef f = { R -> 1 }\nprint(f(R))\ndef g(x) = match (x) { _ -> 1; G -> 2 }\n"
+               ":type f\nf(G) + 1\n")
     done = subprocess.run([LC, "repl"], input=entries, capture_output=True, text=True, timeout=300)
     out = done.stdout + done.stderr
     assert out.count("warning: the clauses of this function do not cover G") == 1, out
