@@ -228,6 +228,15 @@ def test_werror_makes_the_warnings_errors_and_stops_lc_with_status_1(tmp_path):
     assert lc("run", "--interp", "warn_unreachable.l").returncode == 0
 
 
+def test_lc_show_and_lc_build_report_the_warnings_too(tmp_path):
+    golden = (ERRORS / "warn_not_covered.err").read_text()
+    shown = lc("show", "types", "warn_not_covered.l")
+    assert (shown.stderr, shown.returncode) == (golden, 0) and "second : List<Int> -> Int" in shown.stdout
+    built = lc("build", "warn_not_covered.l", "-o", str(tmp_path / "x"))
+    assert (built.stderr, built.returncode) == (golden, 0)
+    assert subprocess.run([str(tmp_path / "x")], capture_output=True, text=True).stdout == "2 red 0 one 5\n"
+
+
 def test_color_always_paints_the_golden_ansi_and_never_does_not():
     done = lc("run", "--interp", "--color=always", "warn_bool_pattern.l")
     assert done.stderr == (ERRORS / "warn_bool_pattern.ansi").read_text()
