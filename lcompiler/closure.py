@@ -142,7 +142,7 @@ def closure_convert(program: Program) -> Program:
 
 # --- Showing closure-converted CPS from the command line ---------------
 
-# cell 34
+# cell 36
 from lcompiler import cps, pipeline
 
 

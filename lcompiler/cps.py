@@ -35,9 +35,13 @@ In the module `lcompiler.cps`:
   printing as `show(p)`; **Check** every invariant (`check`);
   **Interpret** them (`run`), the reference semantics for every later
   pass; and draw them (`diagram`).
-- Everything is linear: no operation walks a term recursively on the
-  Python stack, so a term of a million nodes is as easy as one of ten.
-  `bench/cps_speed.py` measures it, at the end of the chapter.
+- Everything is linear, and the operations that walk a whole term —
+  Traverse, Check, Change, Print — keep their own stack rather than
+  Python's, so a term of a million nodes is as easy as one of ten. Two
+  recurse on nesting only, raising Python's recursion limit for deeply
+  nested terms: Parse, on the bodies of `fun` and `cont`, and the
+  interpreter's step that prepares a term to run. `bench/cps_speed.py`
+  measures it all, at the end of the chapter.
 """
 
 __all__ = [
@@ -939,7 +943,7 @@ def substitute(x: Var, y: Var) -> None:
     y.count += x.count
     x.count = 0
 
-# cell 90
+# cell 93
 def take(part: Term) -> Term:
     """Detach a term from its place, leaving a hole there; return it."""
     parent, f = _slot(part)
@@ -968,7 +972,7 @@ def move(part: Term, dest: Term) -> Term:
         n = n.enclosing
     return replace(dest, take(part))
 
-# cell 94
+# cell 97
 def delete_binding(t: Term) -> Term:
     """Remove an unused LetPrim or LetCont (its body takes its place); return the body."""
     if type(t) is LetPrim:
@@ -991,7 +995,7 @@ def delete_binding(t: Term) -> Term:
         delete(dead)
     return body
 
-# cell 98
+# cell 101
 def redirect(o: Occ, y: Var) -> Occ:
     """Make the single occurrence o an occurrence of y (a new occurrence takes its place)."""
     node = o.enclosing
@@ -1021,7 +1025,7 @@ def swap_prim(t: LetPrim, prim: Prim) -> Prim:
 
 # --- Parse -------------------------------------------------------------
 
-# cell 102
+# cell 105
 from lcompiler.errors import CompileError, Source, Span
 from lcompiler.support import recursion_limit, NESTING_LIMIT, collector_paused
 
@@ -1065,7 +1069,7 @@ class Parser:
         tokens.append(("eof", "", len(text)))
         return tokens
 
-    # cell 106: Parse
+    # cell 109: Parse
     def error_at(self, offset: int, message: str, length: int = 1) -> CompileError:
         end = min(offset + length, len(self.source.text))
         return CompileError(message, Span(self.source, offset, max(end, offset)))
@@ -1117,7 +1121,7 @@ class Parser:
         self.i += 1
         return text, offset
 
-    # cell 110: Parse
+    # cell 113: Parse
     @staticmethod
     def hint(name: str) -> str:
         base, sep, number = name.rpartition("_")
@@ -1176,7 +1180,7 @@ class Parser:
             raise self.error_at(at, f"the location {line}:{col} is outside the L source")
         return Span(self.l_source, starts[line - 1] + col - 1, starts[line - 1] + col)
 
-    # cell 114: Parse
+    # cell 117: Parse
     def block(self) -> Term:
         self.expect("{")
         self.newlines()
@@ -1226,7 +1230,7 @@ class Parser:
         self.vars[name] = var
         (self.conts if var.is_cont else self.scope).add(var)
 
-    # cell 116: Parse
+    # cell 119: Parse
     def last(self) -> Term:
         if self.accept("call"):
             kind = "direct" if self.accept("direct") else "closure"
@@ -1268,7 +1272,7 @@ class Parser:
             return apply_cont(k, *args)
         raise self.error("expected a binding, 'cont', or a final term (a jump, call, case or halt)")
 
-    # cell 118: Parse
+    # cell 121: Parse
     def prim(self) -> Prim:
         if self.peek(kind="int") or (self.peek("-") and self.tokens[self.i + 1][0] == "int"):
             return const(self.integer())
@@ -1331,7 +1335,7 @@ class Parser:
         """The continuation a primitive's failure raises to: ` / h`, or nothing."""
         return self.use(cont=True) if self.accept("/") else None
 
-    # cell 120: Parse
+    # cell 123: Parse
     def function(self) -> Lambda:
         kind = "direct" if self.accept("direct") else "closure"
         name, offset = self.name("the function's return continuation")
@@ -1350,7 +1354,7 @@ class Parser:
         self.conts = saved
         return f
 
-    # cell 122: Parse
+    # cell 125: Parse
     def program(self) -> Program:
         self.newlines(False)
         self.declare_globals()
@@ -1390,7 +1394,7 @@ class Parser:
                 v = self.vars[name] = self.globals[name] = Var(self.hint(name))
                 self.scope.add(v)
 
-# cell 124
+# cell 127
 def parse(text: str, name: str = "<cps>", source: Source = None) -> Program:
     """Read a program printed by show(); source is the L program its @line:col refer to."""
     p = Parser(Source(name, text), source)
@@ -1414,7 +1418,7 @@ def parse_term(text: str, name: str = "<cps>", source: Source = None) -> Term:
 
 # --- Check -------------------------------------------------------------
 
-# cell 128
+# cell 131
 class CheckError(Exception):
     """A broken invariant of a CPS term."""
 
@@ -1443,7 +1447,7 @@ class Checker:
         self.bound[var] = function
         self.scope.add(var)
 
-    # cell 130: Check
+    # cell 133: Check
     def occurrence(self, node, o, cont: bool, function) -> None:
         if not isinstance(o, Occ) or o.is_cont != cont:
             self.fail(node, f"a {'continuation' if cont else 'variable'} occurrence was expected, not {o!r}")
@@ -1469,7 +1473,7 @@ class Checker:
         if expected != n:
             self.fail(node, f"{self.name(k)} expects {expected} argument(s), and is given {n}")
 
-    # cell 132: Check
+    # cell 135: Check
     def where(self, node) -> str:
         """The chain of enclosing definitions, functions and handlers of a node, for a message."""
         parts, prev, steps = [], None, 0
@@ -1484,7 +1488,7 @@ class Checker:
             prev, node, steps = node, getattr(node, "enclosing", None), steps + 1
         return ", ".join(reversed(parts))
 
-    # cell 134: Check
+    # cell 137: Check
     def program(self, prog: Program) -> None:
         u = prog.uncaught
         if not isinstance(u, ContVar) or type(u.binder) is not Program:
@@ -1521,7 +1525,7 @@ class Checker:
         else:
             self.visit(d.body, d, None)
 
-    # cell 136: Check
+    # cell 139: Check
     def visit(self, root, parent, function) -> None:
         work = [("node", root, parent, function)]
         while work:
@@ -1568,7 +1572,7 @@ class Checker:
             else:
                 self.leaf(node, function)
 
-    # cell 138: Check
+    # cell 141: Check
     def term_field(self, node, field: str) -> None:
         part = getattr(node, field)
         if part is not None and not isinstance(part, Term):
@@ -1608,7 +1612,7 @@ class Checker:
             for k in conts:
                 self.arity(node, k.var, 0)
 
-    # cell 140: Check
+    # cell 143: Check
     def links(self) -> None:
         """Rings and counts agree with the occurrences met."""
         for var in self.bound:
@@ -1625,7 +1629,7 @@ class Checker:
             if n != met:
                 self.fail(var.binder, f"the ring of {self.name(var)} misses occurrences")
 
-# cell 140
+# cell 143
 def _uncaught_of(root) -> ContVar:
     """The uncaught continuation a definition or term outside its program raises to (or a new one)."""
     for v in free_variables(root):
@@ -1651,7 +1655,7 @@ def check(root, closed: bool = False) -> None:
 
 # --- Interpret ---------------------------------------------------------
 
-# cell 144
+# cell 147
 import sys
 from lcompiler.errors import RunError
 from lcompiler.primitives import wrap
@@ -1691,7 +1695,7 @@ class Raised(Exception):
     def __init__(self, cont: Continuation, value):
         self.cont, self.value = cont, value
 
-# cell 146
+# cell 149
 class Stop(Exception):
     """A runtime error at a location of a parsed CPS text, which has no L source to show."""
 
@@ -1722,7 +1726,7 @@ def show_value(v, nested: bool = False) -> str:
         return "<function>"
     raise TypeError(f"not an L value: {v!r}")
 
-# cell 150
+# cell 153
 class Interpreter:
     def __init__(self, out=None, stack_limit: int = STACK_LIMIT, externals=None):
         self.out = sys.stdout if out is None else out
@@ -1754,7 +1758,7 @@ class Interpreter:
             return read_global
         return lambda env: env[v]
 
-    # cell 152: Interpret
+    # cell 155: Interpret
     def prim(self, p):
         t = type(p)
         if t is Const:
@@ -1780,7 +1784,7 @@ class Interpreter:
             return self.function(p)
         return self.primitive(p)
 
-    # cell 154: Interpret
+    # cell 157: Interpret
     def primitive(self, p):
         """A primitive that is not a value: a read, an operation, or an effect."""
         t = type(p)
@@ -1816,7 +1820,7 @@ class Interpreter:
             return failure
         raise TypeError(f"not a primitive: {p!r}")
 
-    # cell 156: Interpret
+    # cell 159: Interpret
     def raise_predefined(self, env, h, text: str, loc, message: str = None):
         """A primitive fails: stop with the runtime error text at loc if h is missing or is uncaught,
         else record the raise site and raise the predefined exception to h."""
@@ -1848,7 +1852,7 @@ class Interpreter:
             return lambda env: wrap(f(ga(env), gb(env)))
         return lambda env: f(ga(env), gb(env))
 
-    # cell 160: Interpret
+    # cell 163: Interpret
     def block(self, term):
         steps = []
         while type(term) in (LetPrim, LetCont):
@@ -1880,7 +1884,7 @@ class Interpreter:
         params, cont, exn = lam_.params, lam_.cont, lam_.exn
         return lambda env: Function(body, params, cont, exn, {v: env[v] for v in free})
 
-    # cell 162: Interpret
+    # cell 165: Interpret
     def terminator(self, t):
         if type(t) is ApplyCont and t.raises:
             k, g, loc = t.cont.var, self.get(t.args[0]), t.loc
@@ -1917,7 +1921,7 @@ class Interpreter:
             return lambda env: (None, g(env))
         raise TypeError(f"not a term: {t!r}")
 
-    # cell 164: Interpret
+    # cell 167: Interpret
     def call(self, t: Apply):
         gf, gets, k, h, loc = self.get(t.func), [self.get(o) for o in t.args], t.cont.var, t.exn.var, t.loc
         tail = type(k.binder) is Lambda and k.binder.cont is k and k.binder.exn is h   # both its own
@@ -1941,7 +1945,7 @@ class Interpreter:
             return f.code, new
         return call
 
-    # cell 166: Interpret
+    # cell 169: Interpret
     def run(self, prog: Program) -> dict:
         with recursion_limit(NESTING_LIMIT):
             code = [(d, self.prim(d.value) if d.value is not None else self.block(d.body))
@@ -1975,7 +1979,7 @@ class Interpreter:
                 c.env[c.params[0]] = r.value
                 code, env = c.code, c.env
 
-# cell 166
+# cell 169
 def run(prog: Program, out=None, stack_limit: int = STACK_LIMIT) -> dict:
     """Run a program: its output goes to out (stdout); returns the globals' values.
     A runtime error is a RunError (or Stop, for a parsed text without its L source)."""
@@ -1996,7 +2000,7 @@ def evaluate(term: Term, out=None):
 
 # --- A picture of a term -----------------------------------------------
 
-# cell 170
+# cell 173
 from html import escape as _escape
 
 _HEADER = re.compile(r"\s*(?:(cont) (\w+)\(|(?:public|private|unused)\b.*= (do|fun)\b|\w+ = (fun)\b)")
@@ -2035,7 +2039,7 @@ def _jumps(lines: list, heads: dict) -> list:
                 arrows.append((i, *heads[name], len(line)))
     return arrows
 
-# cell 174
+# cell 177
 def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = None) -> str:
     """An SVG picture of a program, definition or term: scopes as boxes, jumps as arrows.
     marks: {variable: colour} for names to colour; title: a description, and a white card."""
@@ -2082,7 +2086,7 @@ def diagram(node, width_chars: int = None, *, marks: dict = None, title: str = N
     out.append("</svg>")
     return "\n".join(out)
 
-# cell 176
+# cell 179
 _SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)"[^>]*?\bheight="([\d.]+)"')
 
 

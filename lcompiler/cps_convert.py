@@ -23,6 +23,14 @@ In the module `lcompiler.cps_convert`:
   their context is not already a continuation variable; `while` is a
   recursive continuation; a `var` that no function captures lives in
   continuation parameters, a captured one in a heap cell.
+- `raise(e)` is a jump to the exception continuation in force, recording
+  its raise site; `try` binds a local handler continuation, whose clauses
+  pass an exception they do not match on to the enclosing exception
+  continuation without a new site. A call in a `try`'s block is never a
+  tail call; a call in a clause is one when the `try` is in tail position.
+  A `var` assigned in a block and declared outside it lives in a cell, so
+  the clauses see its value at the raise. A program without `raise` and
+  `try` converts exactly as it did before L had exceptions.
 - Every CPS variable bound for an L value carries that value's type
   (`var.type`), for the back end's choice of representation.
 - `lc show cps FILE.l` prints the result.
@@ -49,10 +57,11 @@ __all__ = [
 from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
-    const, tuple_, inject, proj, tag, op, set_field, print_, fail)
+    const, tuple_, inject, proj, tag, op, set_field, print_, fail, raise_)
 from lcompiler.primitives import PRIMITIVES
 from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
+from lcompiler.types import EXN
 
 
 class Then:
@@ -132,17 +141,22 @@ def _children(e) -> list:
         return [e.first, e.second]
     if t is c.Assert:
         return [e.cond]
+    if t is c.Raise:
+        return [e.arg]
+    if t is c.Try:
+        return [e.body] + [body for _, body in e.clauses]
     return []
 
 # cell 10
 class Analysis:
-    """Which vars are captured by a function; which names each if/match/while assigns;
-    which non-function definitions are read inside functions."""
+    """Which vars are captured by a function (or assigned in a try's block); which names each
+    if/match/while/try assigns; which non-function definitions are read inside functions."""
 
     def __init__(self, program: c.Program):
-        self.captured = set()        # ids of captured LetVar nodes
-        self.assigned = {}           # id(If/Match/While) -> names assigned inside, outside lambdas
+        self.captured = set()        # ids of LetVar nodes that live in a cell
+        self.assigned = {}           # id(If/Match/While/Try) -> names assigned inside, outside lambdas
         self.late_globals = set()    # names of non-function definitions read inside functions
+        self.blocks = 0              # how many try blocks the walk is in
         self.functions = {d.name.name for d in program.items if type(d) is c.Def and d.is_function}
         for item in program.items:
             if type(item) is c.Def:
@@ -160,7 +174,7 @@ class Analysis:
                 self.late_globals.add(e.name)
             return set()
         if t is c.Assign:
-            self.capture(e.target.name, depth, mutables)
+            self.capture(e.target.name, depth, mutables, assigned=True)
             names = self.expr(e.value, depth, mutables)
             names.add(e.target.name)
             return names
@@ -170,8 +184,16 @@ class Analysis:
         if t is c.LetVar:
             names = self.expr(e.value, depth, mutables)
             inner = dict(mutables)
-            inner[e.name] = (e, depth)
+            inner[e.name] = (e, depth, self.blocks)
             return names | self.expr(e.body, depth, inner)
+        if t is c.Try:
+            self.blocks += 1
+            names = self.expr(e.body, depth, mutables)
+            self.blocks -= 1
+            for _, body in e.clauses:
+                names |= self.expr(body, depth, mutables)
+            self.assigned[id(e)] = frozenset(names)
+            return names
         names = set()
         for part in _children(e):
             names |= self.expr(part, depth, mutables)
@@ -179,9 +201,9 @@ class Analysis:
             self.assigned[id(e)] = frozenset(names)
         return names
 
-    def capture(self, name: str, depth: int, mutables: dict) -> None:
-        node, bound_at = mutables.get(name, (None, depth))
-        if node is not None and bound_at < depth:
+    def capture(self, name: str, depth: int, mutables: dict, assigned: bool = False) -> None:
+        node, bound_at, blocks = mutables.get(name, (None, depth, 0))
+        if node is not None and (bound_at < depth or assigned and blocks < self.blocks):
             self.captured.add(id(node))
 
 
@@ -294,6 +316,11 @@ class Converter:
             return self.expr(e.cond, env, store, Then(lambda cond, st:
                 self.guard(cond, "assertion failed", e.span,
                            lambda: self.unit(e.type, lambda u: give(ctx, u, st)), self.exn)))
+        if t is c.Raise:
+            h = self.exn
+            return self.expr(e.arg, env, store, Then(lambda x, st: raise_(h, x, loc=e.span)))
+        if t is c.Try:
+            return self.join(e, ctx, store, lambda ctx2: self.handle(e, env, store, ctx2))
         raise TypeError(f"not a core expression: {e!r}")
 
     # cell 18: The rules
@@ -391,6 +418,8 @@ class Converter:
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
         """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
+            if type(e) is c.Try:                     # no clause matches: on to the enclosing handler
+                return apply_cont(self.exn, x)
             return self.let(fail("no clause matches the value", x, loc=e.span, exn=self.exn), "u", e.type,
                             lambda u: give(ctx, u, store))
         pattern, body = e.clauses[i]
@@ -451,7 +480,26 @@ class Converter:
         hint = p.name if type(p) is PVar else "y"
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
 
-    # cell 28: Programs
+    # cell 28: Exceptions: raise and try
+    def handle(self, e: c.Try, env, store, ctx):
+        """try { body } catch { clauses } in ctx, a Return: a handler, then the block returning to done."""
+        outer = self.exn
+        def handler(h, x):
+            x.type = EXN
+            return self.clauses(e, x, 0, env, store, ctx)       # raising to outer, in the try's context
+        def block(h):
+            def done(k, r):
+                r.type = e.type
+                return give(ctx, r, store)
+            def body(k):
+                self.exn = h
+                term = self.expr(e.body, env, store, Return(k))
+                self.exn = outer
+                return term
+            return let_cont(done, body, ["r"], "done")
+        return let_cont(handler, block, ["e"], "handler")
+
+    # cell 30: Programs
     def program(self, program: c.Program) -> Program:
         out = Program()
         self.exn = out.uncaught                 # the top level raises to the program's uncaught
@@ -486,7 +534,7 @@ class Converter:
 
 # --- Programs ----------------------------------------------------------
 
-# cell 28
+# cell 30
 NESTING = 1_000_000      # Python frames the higher-order translation may nest
 
 
@@ -498,14 +546,12 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
 
 # --- Showing the CPS from the command line -----------------------------
 
-# cell 58
+# cell 68
 from lcompiler import cps, pipeline
-from lcompiler.mono import exceptions_not_compiled
 
 
 @pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
                 check=lambda program, unit: cps.check(program),
                 interpret=lambda program, unit, out: cps.run(program, out))
 def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
-    exceptions_not_compiled(core_program)      # chapter 5b: not yet, for raise and try
     return convert(core_program)

@@ -27,6 +27,11 @@ In the module `lcompiler.llvm_backend`:
   runs in bounded memory; and with its signal handler, which reads the
   table of call sites that this chapter makes, a recursion that exhausts
   the stack is a runtime error, not a crash;
+- an exception raised and not caught stops the program with the report of
+  the reference interpreter, located at its first raise; one caught runs
+  the handler, with a flag tested after the calls that may raise (or
+  trap frames, with `LC_EXCEPTIONS=traps`); a program that catches
+  nothing compiles to the code it had before L had exceptions;
 - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 """
@@ -56,6 +61,13 @@ __all__ = [
     'only_taken_apart',
     'OVERFLOW',
     'render',
+    'EXCEPTION_SLOTS',
+    'LOWERINGS',
+    'lowering',
+    'is_exception_continuation',
+    'raised_to',
+    'catches',
+    'raising',
     'SITE_TABLE',
     'DEBUG_INFO',
     'l_name',
@@ -266,10 +278,17 @@ class Backend:
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
         dynamic = [d for d in self.program.definitions if d.body is not None and d.var is not None]
-        self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, len(dynamic))), "lc_globals")
+        self.catching = catches(self.program)          # the section on exceptions: two more roots
+        self.lowering = lowering()
+        self.traps = self.catching and self.lowering == "traps"
+        self.raising = raising(self.program) if self.catching else set()
+        size = len(dynamic) + (len(EXCEPTION_SLOTS) if self.catching else 0)
+        self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, size)), "lc_globals")
         self.globals.initializer = ir.Constant(self.globals.type.pointee, None)
         for i, d in enumerate(dynamic):
             self.slots[d.var] = i
+        self.exception_slots = {name: len(dynamic) + i for i, name in enumerate(EXCEPTION_SLOTS)}
+        self.site_records, self.trap_records = {}, {}
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
                 lam = d.value
@@ -278,7 +297,7 @@ class Backend:
                 f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if d.var in fast else "tailcc"
                 self.subprogram(f, lam)
-                if f.calling_convention == "fastcc":
+                if f.calling_convention == "fastcc" and not self.traps:    # traps: see exceptions
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
                          for p in lam.params for i in range(arity(p))]
@@ -340,10 +359,13 @@ class Backend:
         back to a block `recur` whose phis stand for the parameters."""
         blocks = {}                                    # continuation -> (its block, its phis)
         start = f.append_basic_block("entry")
+        if self.catching:                              # the section on exceptions: a trap record
+            self.frame_trap(f, start, term)
         args = list(f.args)
         if me is not None:
             start, args = self.recur(f, start, args, blocks, me)
         self.parameters(params, args, values)
+        self.here = (blocks, ret)                      # for a raise inside a primitive (exceptions)
         work = [(start, term)]
         while work:
             block, t = work.pop()
@@ -413,8 +435,8 @@ class Backend:
             args = [self.value(b, o, values) for o in t.args]
             if t.cont.var is ret:
                 b.ret(args[0])
-            elif t.cont.var not in blocks:            # a function's exception continuation, or uncaught
-                raise NotImplementedError("a raise: no stage before this one produces one yet")
+            elif t.raises or t.cont.var not in blocks:    # a raise, or to an exception continuation
+                self.raise_to(b, t, args[0], t.cont.var, blocks, ret)
             else:
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
@@ -441,9 +463,17 @@ class Backend:
             fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
             callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
         cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+        trap = self.push_trap(b, t, blocks) if self.catching and not tail else None   # exceptions: traps
         result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
         self.locate(result, t.loc, site=not tail)
         if tail:
+            b.ret(result)
+            return
+        if trap is not None:
+            b.store(trap, self.trap_global())
+        elif self.catching and not self.traps:     # the section on exceptions: test the flag
+            self.test_flag(b, t, blocks, ret)
+        if t.cont.var is ret:                      # returns to ret, raises to a handler: not a tail call
             b.ret(result)
         else:
             self.goto(b, t.cont.var, [result], blocks)
@@ -601,6 +631,11 @@ class Backend:
             b.call(self.rt["lc_print_char"], [word(ord("\n"))])
             return word(0)
         if t is cps.Fail:
+            if self.raises_here(p.exn):                # the section on exceptions
+                self.raise_failure(b, p.exn.var, p.message, p.loc, [get(o) for o in p.args],
+                                   [o.var.type for o in p.args])
+                b.position_at_end(b.function.append_basic_block("after.raise"))    # never reached
+                return word(0)
             self.fail(b, p, [get(o) for o in p.args])
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
@@ -612,7 +647,10 @@ class Backend:
             x = args[failure.operand]
             if not (isinstance(x, ir.Constant) and x.constant != failure.value):
                 with b.if_then(b.icmp_signed("==", x, word(failure.value)), likely=False):
-                    b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
+                    if self.raises_here(p.exn):        # the section on exceptions
+                        self.raise_failure(b, p.exn.var, failure.message, p.loc, [], [])
+                    else:
+                        b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
     # cell 66: Arguments in registers: flattening tuples
@@ -648,7 +686,218 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 73: Printing, directed by types
+    # cell 73: Exceptions: a flag tested after each call
+    def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
+        return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
+
+    def own_exception(self, ret):
+        """The exception continuation of the function being translated (ret None: a definition)."""
+        return self.program.uncaught if ret is None else ret.binder.exn
+
+    def raises_here(self, exn) -> bool:
+        """Does a failure raising to exn raise (rather than report at once, as before exceptions)?"""
+        if exn is None or not self.catching:
+            return False
+        return exn.var is not self.program.uncaught
+
+    def site_record(self, prefix: str, rest: str | None, printer) -> ir.Constant:
+        """A raise site, made by the compiler: the uncaught report's text before the value, after
+        it (None: no value), and the value's printer; one constant per text, shared."""
+        key = (prefix, rest, printer.name if printer is not None else None)
+        records = self.site_records
+        if key not in records:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I64, 3), f"site.{len(records)}")
+            null = word(0)
+            g.initializer = ir.Constant(g.type.pointee, [
+                self.string(prefix).ptrtoint(I64),
+                self.string(rest).ptrtoint(I64) if rest is not None else null,
+                printer.ptrtoint(I64) if printer is not None else null])
+            g.global_constant, g.linkage = True, "private"
+            records[key] = g.ptrtoint(I64)
+        return records[key]
+
+    def site_global(self) -> ir.GlobalVariable:
+        if "lc_site" not in self.module.globals:
+            g = ir.GlobalVariable(self.module, I64, "lc_site")
+            g.initializer, g.linkage = word(0), "internal"
+        return self.module.globals["lc_site"]
+
+    def record(self, b: ir.IRBuilder, message: str, loc, value, value_type):
+        """Record the raise site: the report's texts (value: shown after the message) in lc_site,
+        the value in its slot of lc_globals, where the collector finds it."""
+        text = render(RunError(message, loc))
+        if value is None:
+            site = self.site_record(text, None, None)
+        else:
+            first, rest = text.split("\n", 1)
+            site = self.site_record(first + " ", "\n" + rest, self.printer(value_type))
+            b.store(value, self.exception_slot(b, SITE_VALUE))
+        b.store(site, self.site_global())
+
+    def report_now(self, b: ir.IRBuilder, message: str, loc, value, value_type):
+        """Report an uncaught exception at its raise, as before exceptions (lc_fail)."""
+        text = render(RunError(message, loc))
+        if value is None:
+            b.call(self.rt["lc_fail"], [self.cstring(b, text)])
+        else:
+            first, rest = text.split("\n", 1)
+            b.call(self.rt["lc_fail_begin"], [self.cstring(b, first + " ")])
+            b.call(self.printer(value_type), [value, word(1)])
+            b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
+        b.unreachable()
+
+    def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
+        """Jump to the exception continuation h with an exception already recorded: a handler's
+        block; the function's own (set the flag, return: the caller tests it); or uncaught."""
+        if h in blocks:
+            self.goto(b, h, [exception], blocks)
+        elif h is self.program.uncaught:
+            b.call(self.uncaught_report(), [])
+            b.unreachable()
+        elif self.lowering == "traps":
+            b.store(exception, self.exception_slot(b, PENDING))
+            b.call(self.thrower(), [])
+            b.unreachable()
+        else:
+            b.store(exception, self.exception_slot(b, PENDING))
+            b.ret(word(0))
+
+    def raise_to(self, b: ir.IRBuilder, t: cps.ApplyCont, exception, h, blocks: dict, ret):
+        """A jump to an exception continuation h: a raise (t.raises) records its site first."""
+        direct = h is self.program.uncaught or not self.catching
+        if t.raises and direct:                  # nothing can catch it: report at the raise
+            self.report_now(b, "uncaught exception", t.loc, exception, t.args[0].var.type)
+            return
+        if t.raises:
+            self.record(b, "uncaught exception", t.loc, exception, t.args[0].var.type)
+        self.pass_on(b, h, exception, blocks, ret)
+
+    def raise_failure(self, b: ir.IRBuilder, h, message: str, loc, args: list, types: list):
+        """A failing primitive raising its predefined exception (the tag of PREDEFINED) to h."""
+        blocks, ret = self.here
+        self.record(b, message, loc, args[0] if args else None, types[0] if types else None)
+        self.pass_on(b, h, self.nullary(cps.PREDEFINED[message][0]), blocks, ret)
+
+    def test_flag(self, b: ir.IRBuilder, t: cps.Apply, blocks: dict, ret):
+        """After a call that may raise: if the flag is set, clear it and go to the handler, or
+        return at once to the caller (which tests it in turn), or report (uncaught)."""
+        if t.kind == "direct" and t.func.var not in self.raising:
+            return
+        slot = self.exception_slot(b, PENDING)
+        pending = b.load(slot, "pending")
+        raised = b.function.append_basic_block("raised")
+        returned = b.function.append_basic_block("returned")
+        b.cbranch(b.icmp_unsigned("!=", pending, word(0)), raised, returned)
+        b.position_at_end(raised)
+        h = t.exn.var
+        if h in blocks:                            # caught here: clear the flag
+            b.store(word(0), slot)
+            self.goto(b, h, [pending], blocks)
+        elif h is self.program.uncaught:
+            self.pass_on(b, h, pending, blocks, ret)
+        else:                                      # the flag stays set for the caller
+            b.ret(word(0))
+        b.position_at_end(returned)
+
+    # Lowering A, trap frames (LC_EXCEPTIONS=traps): the section's second half.
+
+    def trap_global(self) -> ir.GlobalVariable:
+        """lc_trap: the address of the innermost trap record (0: none)."""
+        if "lc_trap" not in self.module.globals:
+            g = ir.GlobalVariable(self.module, I64, "lc_trap")
+            g.initializer, g.linkage = word(0), "internal"
+        return self.module.globals["lc_trap"]
+
+    def intrinsic(self, name: str, result, params: list) -> ir.Function:
+        if name not in self.module.globals:
+            ir.Function(self.module, ir.FunctionType(result, params), name)
+        return self.module.globals[name]
+
+    def frame_trap(self, f: ir.Function, entry, term):
+        """With traps, a function that calls with a handler of its own gets one trap record in
+        its frame, at the start of its entry block: its calls are never nested in one frame."""
+        if self.lowering == "traps" and any(type(n) is cps.Apply and type(n.exn.var.binder) is cps.LetCont
+                                            for n in cps.walk(term)):
+            self.trap_records[f] = ir.IRBuilder(entry).alloca(ir.ArrayType(I8P, 6), name="trap")
+
+    def push_trap(self, b: ir.IRBuilder, t: cps.Apply, blocks: dict):
+        """Before a call that raises to a handler of this function: fill the frame's trap record
+        (LLVM's setjmp buffer: frame address, resume address, stack pointer; then the previous
+        record) and make it the innermost. The resumed path restores the previous record and goes
+        to the handler with the exception. Returns the previous record, which the caller restores
+        after the call; None for a call that needs no trap."""
+        if self.lowering != "traps" or t.exn.var not in blocks:
+            return None
+        if t.kind == "direct" and t.func.var not in self.raising:     # it cannot raise: no trap
+            return None
+        f = b.function
+        record = self.trap_records[f]
+        slot = lambda i: b.gep(record, [ir.Constant(I32, 0), ir.Constant(I32, i)])
+        b.store(b.call(self.intrinsic("llvm.frameaddress.p0", I8P, [I32]), [ir.Constant(I32, 0)]), slot(0))
+        b.store(b.call(self.intrinsic("llvm.stacksave.p0", I8P, []), []), slot(2))
+        buffer = b.bitcast(record, I8P)
+        resumed = b.call(self.intrinsic("llvm.eh.sjlj.setjmp", I32, [I8P]), [buffer])
+        landing = f.append_basic_block("trapped")
+        go = f.append_basic_block("protected")
+        b.cbranch(b.icmp_unsigned("!=", resumed, ir.Constant(I32, 0)), landing, go, )
+        b.position_at_end(landing)
+        b.store(b.ptrtoint(b.load(slot(5)), I64), self.trap_global())
+        pending = self.exception_slot(b, PENDING)
+        exception = b.load(pending, "pending")
+        b.store(word(0), pending)
+        self.goto(b, t.exn.var, [exception], blocks)
+        b.position_at_end(go)
+        previous = b.load(self.trap_global(), "previous")
+        b.store(b.inttoptr(previous, I8P), slot(5))
+        b.store(b.ptrtoint(buffer, I64), self.trap_global())
+        return previous
+
+    def thrower(self) -> ir.Function:
+        """lc_throw(), made once per module: jump to the innermost trap record, or report."""
+        if "lc_throw" in self.module.globals:
+            return self.module.globals["lc_throw"]
+        f = ir.Function(self.module, ir.FunctionType(VOID, []), "lc_throw")
+        f.linkage = "internal"
+        for attribute in ("noreturn", "noinline", "cold"):
+            f.attributes.add(attribute)
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        trap = b.load(self.trap_global())
+        none, jump = f.append_basic_block("none"), f.append_basic_block("jump")
+        b.cbranch(b.icmp_unsigned("==", trap, word(0)), none, jump)
+        b.position_at_end(none)
+        b.call(self.uncaught_report(), [])
+        b.unreachable()
+        b.position_at_end(jump)
+        b.call(self.intrinsic("llvm.eh.sjlj.longjmp", VOID, [I8P]), [b.inttoptr(trap, I8P)])
+        b.unreachable()
+        return f
+
+    def uncaught_report(self) -> ir.Function:
+        """lc_uncaught(), made once per module: report the recorded raise site and stop."""
+        if "lc_uncaught" in self.module.globals:
+            return self.module.globals["lc_uncaught"]
+        f = ir.Function(self.module, ir.FunctionType(VOID, []), "lc_uncaught")
+        f.linkage = "internal"
+        f.attributes.add("noreturn")
+        f.attributes.add("cold")
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        site = b.inttoptr(b.load(self.site_global()), I64.as_pointer())
+        prefix, rest, printer = (b.load(b.gep(site, [word(i)])) for i in range(3))
+        no_value = f.append_basic_block("no.value")
+        value = f.append_basic_block("value")
+        b.cbranch(b.icmp_unsigned("==", rest, word(0)), no_value, value)
+        b.position_at_end(no_value)
+        b.call(self.rt["lc_fail"], [b.inttoptr(prefix, I8P)])
+        b.unreachable()
+        b.position_at_end(value)
+        b.call(self.rt["lc_fail_begin"], [b.inttoptr(prefix, I8P)])
+        show = b.inttoptr(printer, ir.FunctionType(VOID, [I64, I64]).as_pointer())
+        b.call(show, [b.load(self.exception_slot(b, SITE_VALUE)), word(1)])
+        b.call(self.rt["lc_fail"], [b.inttoptr(rest, I8P)])
+        b.unreachable()
+        return f
+
+    # cell 81: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -688,7 +937,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 75: Printing, directed by types
+    # cell 83: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -708,7 +957,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 77: Where a stack overflow happened: call sites
+    # cell 85: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -754,7 +1003,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 79: The whole module
+    # cell 87: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -769,7 +1018,8 @@ class Backend:
                 name = self.name(d.var) if d.var is not None else f"statement.{i}"
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", LINKAGE
-                saves_no_registers(f)
+                if not self.traps:
+                    saves_no_registers(f)
                 self.subprogram(f, d.body)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
@@ -937,9 +1187,75 @@ def render(error: RunError) -> str:
     return error.render() + "\n"
 
 
+# --- Exceptions: a flag tested after each call -------------------------
+
+# cell 73
+import os
+
+EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
+PENDING, SITE_VALUE = EXCEPTION_SLOTS
+LOWERINGS = ("flag", "traps")                   # the first is the default
+
+
+def lowering() -> str:
+    """The lowering of exceptions: LC_EXCEPTIONS=traps chooses trap frames, else the flag."""
+    chosen = os.environ.get("LC_EXCEPTIONS", LOWERINGS[0])
+    if chosen not in LOWERINGS:
+        raise ValueError(f"LC_EXCEPTIONS={chosen}: the lowerings are {', '.join(LOWERINGS)}")
+    return chosen
+
+
+def is_exception_continuation(k) -> bool:
+    """Is k a function's exception continuation, or the program's `uncaught`?"""
+    return type(k.binder) is cps.Program or type(k.binder) is cps.Lambda and k is k.binder.exn
+
+
+def raised_to(node):
+    """The occurrence of the continuation that node raises to, if it may raise."""
+    t = type(node)
+    if t is cps.Apply or t is cps.Op or t is cps.Fail:
+        return node.exn
+    if t is cps.ApplyCont and (node.raises or is_exception_continuation(node.cont.var)):
+        return node.cont
+    return None
+
+
+def catches(program: cps.Program) -> bool:
+    """Does anything in the program catch an exception: does a raise, a failure or a call name a
+    handler (a local continuation) as where it raises to, or a handler pass one on? If not, every
+    raise reaches `uncaught`, and the code is exactly what it was before L had exceptions."""
+    for node in cps.walk(program):
+        h = raised_to(node)
+        if h is not None and type(h.var.binder) is cps.LetCont:
+            return True
+        if type(node) is cps.ApplyCont and not node.raises and is_exception_continuation(node.cont.var):
+            return True
+    return False
+
+
+def raising(program: cps.Program) -> set:
+    """The direct functions that may raise to their own exception continuation: a raise or a
+    failure there, or a call of a closure or of such a function that raises there too. The least
+    fixed point: a function is added when one of these is found, until none is."""
+    lambdas = {d.var: d.value for d in program.definitions if type(d.value) is cps.Lambda}
+    sites = {}
+    for var, lam in lambdas.items():
+        sites[var] = [node for node in cps.walk(lam.body)
+                      if (h := raised_to(node)) is not None and h.var is lam.exn]
+    found, changed = set(), True
+    while changed:
+        changed = False
+        for var, nodes in sites.items():
+            if var not in found and any(type(n) is not cps.Apply or n.kind != "direct" or n.func.var in found
+                                        for n in nodes):
+                found.add(var)
+                changed = True
+    return found
+
+
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 77
+# cell 85
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -955,7 +1271,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 81
+# cell 89
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -990,7 +1306,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 83
+# cell 91
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1050,7 +1366,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 85
+# cell 93
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1084,7 +1400,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 95
+# cell 103
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1105,7 +1421,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 111
+# cell 119
 from contextlib import contextmanager
 from pathlib import Path
 

@@ -47,10 +47,7 @@ In the module `lcompiler.mono`:
   (exit status 3), never reaches the back end. `lc show mono FILE.l`
   prints the program it returns.
 - Exceptions add nothing to copy: `Exn` has no type parameter, and
-  `check` knows the rules of `raise` and `try`. Until the stages after
-  this one compile them, `exceptions_not_compiled(program)` is the located
-  `CompileError` with which the `cps` stage stops a program that raises or
-  catches.
+  `check` knows the rules of `raise` and `try`.
 """
 
 __all__ = [
@@ -83,7 +80,6 @@ __all__ = [
     'measure',
     'data_declarations',
     'mono_stage',
-    'exceptions_not_compiled',
 ]
 
 
@@ -695,21 +691,3 @@ def mono_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
     result = monomorphise(program)
     check(result)          # an ill-typed result is a located internal error (IllTyped, status 3)
     return result
-
-# cell 100
-from lcompiler.errors import CompileError
-
-
-def exceptions_not_compiled(program: c.Program) -> None:
-    """A CompileError at the first raise or try of a program, which the later stages cannot
-    compile yet; nothing for a program without them."""
-    todo = [i.value if type(i) is c.Def else i for i in program.items if not isinstance(i, s.Data)]
-    while todo:
-        x = todo.pop()
-        if type(x) is c.Raise or type(x) is c.Try:
-            raise CompileError("exceptions are not compiled yet: run this program with lc run --interp",
-                               x.span)
-        if type(x) is list or type(x) is tuple:
-            todo.extend(x)
-        elif type(x) in NODE_CLASSES:
-            todo.extend(getattr(x, name) for name in field_names(type(x)) if name not in ("span", "type", "op_span"))

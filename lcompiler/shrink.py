@@ -29,9 +29,10 @@ In the module `lcompiler.shrink`:
   top-level definitions. None makes a program bigger (but for a tuple
   that `unbox` rebuilds where a `fail` or a call needs it whole).
 - **Two shrinkers** that apply them until none applies:
-  `shrink_census(program)`, Appel and Jim's way (count the uses of every
-  variable, sweep the program once, count again, sweep again, until a
-  sweep changes nothing), and `shrink(program)`, Kennedy's way (one sweep,
+  `shrink_census(program)`, the census algorithm Appel and Jim start
+  from (count the uses of every variable, sweep the program once, count
+  again, sweep again, until a sweep changes nothing), and
+  `shrink(program)`, Kennedy's way (one sweep,
   then a work list of the places a change may have made reducible, with
   the counts kept exact by the representation). `redexes(program)` counts
   what is left to reduce: nothing, after either.
@@ -127,8 +128,17 @@ def constant(v: Var):
 
 # cell 18
 def written(v: Var) -> bool:
-    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag)?"""
-    return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
+    """May the tuple bound to v be written — is it a cell of a captured var, or a `ready` flag?
+
+    It may if v is the target of some x[i] := y, or if v is stored in a block (a closure's
+    environment, a tuple, a constructor, a cell), from where another variable can take it and write
+    through it: closure conversion (chapter 8) does exactly that with the cell of a var that a
+    closure assigns — the code writes `env.i[0] := y`, and the cell's own variable is never a target."""
+    for o in occurrences(v):
+        e = o.enclosing
+        if type(e) is SetField or isinstance(e, (TupleValue, Inject)):
+            return True
+    return False
 
 # cell 20
 UNKNOWN = object()
@@ -739,8 +749,8 @@ Shrinker.RULES = {
 
 # cell 83
 class Census(Shrinker):
-    """Appel and Jim's way: count (the census), sweep the program once reducing what the census
-    allows, count again, sweep again, until a sweep changes nothing."""
+    """The census algorithm (the first of Appel and Jim's): count, sweep the program once reducing
+    what the census allows, count again, sweep again, until a sweep changes nothing."""
 
     def uses(self, v: Var) -> int:
         return self.census.get(v, 0)

@@ -2187,10 +2187,10 @@ def _string(s: str) -> str:
 # (0) — it extends as far as it can — and a call or a name most (100).
 # `_operand` puts parentheses around an expression whose power is not above
 # what its place needs: `a + b` (50) as an operand of `*` (60) gets them,
-# `a * b` as an operand of `+` does not. A left operand may have one less
-# than its operator's own power, a right operand may not, which is why
-# `(a - b) - c` is printed `a - b - c` while `a - (b - c)` keeps its
-# parentheses.
+# `a * b` as an operand of `+` does not. A left operand may have its
+# operator's own power (its place needs only one less), a right operand
+# must have more, which is why `(a - b) - c` is printed `a - b - c` while
+# `a - (b - c)` keeps its parentheses.
 
 # %% [markdown]
 # Patterns need no parentheses but their own: a tuple's and a constructor's

@@ -73,10 +73,7 @@
 #   (exit status 3), never reaches the back end. `lc show mono FILE.l`
 #   prints the program it returns.
 # - Exceptions add nothing to copy: `Exn` has no type parameter, and
-#   `check` knows the rules of `raise` and `try`. Until the stages after
-#   this one compile them, `exceptions_not_compiled(program)` is the located
-#   `CompileError` with which the `cps` stage stops a program that raises or
-#   catches.
+#   `check` knows the rules of `raise` and `try`.
 
 # %%
 #| default_exp mono
@@ -1338,34 +1335,6 @@ def mono_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
     check(result)          # an ill-typed result is a located internal error (IllTyped, status 3)
     return result
 
-
-# %% [markdown]
-# The stages after this one, from CPS on, do not know exceptions yet: a
-# program with a `raise` or a `try` goes no further than `mono`, and the
-# `cps` stage stops it with a located error, the first `raise` or `try` it
-# finds, rather than crash on a node it does not know. (Programs without
-# them — including every program in which only the predefined exceptions
-# can happen, uncaught — are compiled as before.) `lc run --interp` runs
-# them.
-
-# %%
-#| export
-from lcompiler.errors import CompileError
-
-
-def exceptions_not_compiled(program: c.Program) -> None:
-    """A CompileError at the first raise or try of a program, which the later stages cannot
-    compile yet; nothing for a program without them."""
-    todo = [i.value if type(i) is c.Def else i for i in program.items if not isinstance(i, s.Data)]
-    while todo:
-        x = todo.pop()
-        if type(x) is c.Raise or type(x) is c.Try:
-            raise CompileError("exceptions are not compiled yet: run this program with lc run --interp",
-                               x.span)
-        if type(x) is list or type(x) is tuple:
-            todo.extend(x)
-        elif type(x) in NODE_CLASSES:
-            todo.extend(getattr(x, name) for name in field_names(type(x)) if name not in ("span", "type", "op_span"))
 
 # %% [markdown]
 # ### The checker on every compilation, and what it costs

@@ -69,9 +69,13 @@
 #   printing as `show(p)`; **Check** every invariant (`check`);
 #   **Interpret** them (`run`), the reference semantics for every later
 #   pass; and draw them (`diagram`).
-# - Everything is linear: no operation walks a term recursively on the
-#   Python stack, so a term of a million nodes is as easy as one of ten.
-#   `bench/cps_speed.py` measures it, at the end of the chapter.
+# - Everything is linear, and the operations that walk a whole term —
+#   Traverse, Check, Change, Print — keep their own stack rather than
+#   Python's, so a term of a million nodes is as easy as one of ten. Two
+#   recurse on nesting only, raising Python's recursion limit for deeply
+#   nested terms: Parse, on the bodies of `fun` and `cont`, and the
+#   interpreter's step that prepares a term to run. `bench/cps_speed.py`
+#   measures it all, at the end of the chapter.
 
 # %% [markdown]
 # ## Why continuations, and why second-class ones
@@ -1695,6 +1699,77 @@ def substitute(x: Var, y: Var) -> None:
     x.next = x.prev = x
     y.count += x.count
     x.count = 0
+
+# %% [markdown]
+# Drawn, on a term where both variables have uses — `one` once, `uno` twice —
+# each occurrence labelled with the variable it was made for: the rings
+# (from the head, `next` by `next`, back to the head), and the union-find
+# forest read from the occurrences' `link` fields, each partition under its
+# handle, whose description is the variable.
+
+# %%
+from IPython.display import display
+from lcompiler.drawing import Box, Picture
+from lcompiler.union_find import Partition
+
+s = Seq()
+one = s.let(const(1), "one")
+uno = s.let(const(1), "uno")
+total = s.let(op("+", one, uno), "a")
+pictured = s.end(halt(s.let(op("+", total, uno), "b")))
+print(show(pictured), end="")
+labels = {id(o): f"{v.hint} use {i}" for v in (one, uno)
+          for i, o in enumerate(reversed(list(occurrences(v))), 1)}
+occs = [o for v in (one, uno) for o in reversed(list(occurrences(v)))]
+
+
+def rings() -> list:
+    """Each variable's ring, from its head round to its head again."""
+    heads = []
+    for v in (one, uno):
+        box = head = Box(f"{v.hint}: {v.count} use{'' if v.count == 1 else 's'}", style="green")
+        for o in occurrences(v):
+            box.children.append(Box(labels[id(o)], style="blue", edge="next"))
+            box = box.children[0]
+        box.children.append(Box(f"back to {v.hint}", style="green", edge="next"))
+        heads.append(head)
+    return heads
+
+
+def forest() -> list:
+    """The partitions of the occurrences, read from their links, under their handles."""
+    boxes = {id(o): Box(labels[id(o)], style="blue") for o in occs}
+    roots = []
+    for o in occs:
+        if type(o.link) is Partition:
+            roots.append(Box(f"handle: {o.link.desc.hint}, rank {o.link.rank}", [boxes[id(o)]], "yellow"))
+        else:
+            boxes[id(o.link)].children.append(boxes[id(o)])
+    return roots
+
+
+def in_words() -> tuple:
+    ring = "; ".join(f"{v.hint}'s ring holds " + (", ".join(labels[id(o)] for o in occurrences(v)) or "nothing")
+                     for v in (one, uno))
+    links = "; ".join(f"{labels[id(o)]} → " + (f"the handle of {o.link.desc.hint}" if type(o.link) is Partition
+                                                else labels[id(o.link)]) for o in occs)
+    return ring, links
+
+
+moments = [("before", rings(), forest(), in_words())]
+substitute(uno, one)
+moments.append(("after substitute(uno, one)", rings(), forest(), in_words()))
+for kind, i, edges in (("rings", 0, "down"), ("partitions", 1, "up")):
+    alt = (f"The {kind} of the occurrences of one and uno before and after substitute(uno, one). "
+           + " ".join(f"{when.capitalize()}: {words[i]}." for when, *_, words in moments))
+    display(Picture([(f"{kind}, {when}", moment[i]) for when, *moment in moments], alt=alt, edges=edges))
+
+# %% [markdown]
+# The splice moved both of `uno`'s uses into `one`'s ring, and `uno`'s ring
+# is empty. The union hung `one`'s partition under `uno`'s — `uno`'s had
+# the higher rank, so its root stays the root — and relabelled the handle:
+# its description is now `one`. No occurrence was visited: `uno use 1` and
+# `uno use 2` still have the links they had, and find `one`.
 
 # %% [markdown]
 # A small term with a redundant constant: `uno` is bound to 1 like `one`.
@@ -4076,3 +4151,203 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
 #    and `parse`, and in chapter 7's pattern matching?
 # 4. Make `check` report *all* the violations it finds, not only the first.
 #    Which invariants can still be checked once an earlier one fails?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. `inline_once`, below, is the graph compaction's three steps made
+#    general: if the `LetCont` binds a continuation used exactly once, and
+#    that one use is a jump (an `ApplyCont`) in the `LetCont`'s body, it
+#    substitutes the jump's arguments for the parameters, moves the handler
+#    to the jump and deletes the binding. It refuses the other single uses,
+#    and says why: a `case` arm (the `Case` holds continuations, not terms,
+#    so there is no place to put a handler), the return or exception
+#    continuation of a call (the call returns there; only a pass that knows
+#    the callee could inline it, chapter 9's contification), and a jump
+#    from the continuation's own handler (a loop that nothing enters).
+#    Run on every continuation of `map_program`, it inlines none: all five
+#    are used once, `empty_7` and `nonempty_9` as the arms of the `case`,
+#    `after_f_12`, `after_map_14` and `done_29` as the return points of
+#    calls. On the graph compaction's `f_1` it inlines `after_if_5`, as the
+#    hand-made steps did, and leaves the arms `then_8` and `else_10`.
+# 2. Each occurrence would have to be rewritten: `substitute(x, y)` would
+#    cost one pointer write per occurrence of `x`, linear in its number of
+#    uses, instead of one `union` and a splice; and a shrinking pass that
+#    substitutes the result of a substitution again (`x → t1 → t2 → …`)
+#    would move the same occurrences again and again, quadratic in the
+#    worst case. The occurrences would also have to be found, so the ring
+#    would still be needed. To measure it: `python bench/cps_speed.py`
+#    prints, in its last table, µs per `substitute` for variables of 10,
+#    1,000 and 100,000 occurrences; a direct-pointer version adds a loop
+#    `for o in occurrences(x): o.var = y` (with `var` a plain slot). The
+#    cell below times both on this machine: look for the union-find
+#    column staying flat while the direct one grows in proportion to the
+#    occurrences, and for the size at which they cross (a `union` and a
+#    splice cost more than a few field writes, so at a handful of uses the
+#    direct version is no slower).
+# 3. The arm continuation takes the constructor's fields as parameters:
+#    `cont nonempty_9(x_10, r_11)`, and the `case` on the list itself (not
+#    on `tag l_5`) jumps to it with the fields. `check` must then know, for
+#    each arm, how many fields its constructor has — the `Case` carries
+#    each arm's arity, or the scrutinee's type does — and checks the
+#    arm's parameters against it (rule 6, arity, for a `case` as for a
+#    jump); a `default` arm takes no field. `show` and `parse` keep the
+#    arms' text, `0 -> empty_7; 1 -> nonempty_9`, but the `case` prints its
+#    scrutinee rather than a `tag`, and `parse` reads the arity from the
+#    arms' handlers. The interpreter and the back end read the fields at
+#    the jump (the back end: loads, then a φ-node per field in the arm).
+#    Chapter 7 no longer emits `t = tag l` and the projections `l[0]`,
+#    `l[1]` of a constructor's fields: a pattern's variables are the arm's
+#    parameters. The price: a `case` on an `Int` or `Bool` (no fields)
+#    and one on a constructor become two forms, and a pass that wants one
+#    field (chapter 9's known-constructor rule) must find it at the arm.
+# 4. `AllChecker`, below, records each violation in `fail` and goes on;
+#    `check_all` returns the list. On `BROKEN`, which has three
+#    violations in three places (a free variable of a nested function,
+#    and two jumps with the wrong number of arguments), it reports all
+#    three, where `check` stops at the first. What may still be checked after a violation is what does not
+#    depend on it: arity, scope and the free-variable rule are properties
+#    of one node each and stay meaningful; the counts and rings checked at
+#    the end (`links`) are meaningful only if the walk met every
+#    occurrence. A violation of the term's *shape* — a hole where a term
+#    should be, an occurrence that is not an `Occ` — leaves nothing to
+#    walk below it, and a checker that goes on must stop at that node (the
+#    code below does not meet one: `BROKEN` parses).
+#
+# </details>
+#
+# Exercise 1's `inline_once` and its run on the graph compaction's `f_1`
+# and on `map_program`, each checked, run and compared with the original:
+
+# %%
+def inline_once(t: LetCont) -> str:
+    """Inline the continuation that t binds if its body jumps to it exactly once: substitute the
+    jump's arguments for the parameters, move the handler to the jump, delete the binding.
+    Returns "inlined", or why not."""
+    k = t.cont
+    if k.count != 1:
+        return f"used {k.count} times"
+    (o,) = occurrences(k)
+    user = o.enclosing
+    if type(user) is Case:
+        return "a case arm"
+    if type(user) is Apply:
+        return f"the {'return' if user.cont is o else 'exception'} continuation of a call"
+    n = user
+    while n.enclosing is not t:                # climb to the child of t that holds the jump
+        n = n.enclosing
+    if n is t.handler:
+        return "jumped to from its own handler: a loop"
+    for param, arg in zip(t.params, [a.var for a in user.args]):
+        substitute(param, arg)
+    move(t.handler, user)
+    delete_binding(t)
+    return "inlined"
+
+
+def inline_every_once(program: Program) -> dict:
+    """inline_once on every continuation of the program: what became of each, by its printed name."""
+    printer = Printer()
+    for d in program.definitions:
+        printer.definition(d)
+    conts = [n for d in program.definitions for n in walk(d) if type(n) is LetCont]
+    names = [printer.name(t.cont) for t in conts]
+    return dict(zip(names, [inline_once(t) for t in conts]))
+
+
+f_inlined = parse(STEP1)
+print(inline_every_once(f_inlined))
+check(f_inlined)
+for argument in ("false", "true"):
+    assert call_f(show(f_inlined), argument) == call_f(STEP1, argument)
+map_inlined = parse(MAP)
+print(inline_every_once(map_inlined))
+check(map_inlined)
+assert show(map_inlined) == MAP.lstrip()                 # nothing qualified: unchanged
+
+# %% [markdown]
+# Exercise 2: `substitute` against a direct pointer in each occurrence,
+# rewritten one by one, for variables of 10 to 100,000 uses (timed on this
+# machine, so its output is not compared by the tests):
+
+# %% tags=["nbval-ignore-output"]
+import time
+
+
+class Direct:
+    """An occurrence that points straight at its variable."""
+    __slots__ = ("var",)
+
+
+def best_of(f, repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def direct_substitute(occs: list, y) -> None:
+    for o in occs:
+        o.var = y
+
+
+print(f"{'occurrences':>11} {'µs union-find':>14} {'µs direct':>10}")
+for n in (10, 1_000, 100_000):
+    xs, ys = [Var("x") for _ in range(5)], Var("y")
+    for x in xs:
+        for _ in range(n):
+            occur(x)
+    occur(ys)
+    pending = iter(xs)
+    uf = best_of(lambda: substitute(next(pending), ys))
+    assert ys.count == 5 * n + 1
+    direct = [Direct() for _ in range(n)]
+    d = best_of(lambda: direct_substitute(direct, ys))
+    assert all(o.var is ys for o in direct)
+    print(f"{n:>11} {1e6 * uf:>14.2f} {1e6 * d:>10.2f}")
+
+# %% [markdown]
+# Exercise 4: a checker that reports every violation.
+
+# %%
+class AllChecker(Checker):
+    """A Checker that records every violation and goes on, instead of stopping at the first."""
+
+    def __init__(self, closed: bool = False):
+        super().__init__(closed)
+        self.found = []
+
+    def fail(self, node, message: str):
+        where = self.where(node)
+        self.found.append(f"{where}: {message}" if where else message)
+
+
+def check_all(program: Program, closed: bool = False) -> list:
+    """Every violation that check would report one at a time, in the order of the walk."""
+    c = AllChecker(closed)
+    with collector_paused():
+        c.program(program)
+        c.links()
+    return c.found
+
+
+BROKEN = """private f_1 = fun ret_2 exn_3 (x_4) {
+  cont k_5(a_6, b_7) {
+    g_8 = fun ret_9 exn_10 (y_11) {
+      z_12 = x_4 + y_11
+      ret_9(z_12)
+    }
+    ret_2(g_8, a_6)
+  }
+  k_5(x_4)
+}
+"""
+found = check_all(parse(BROKEN), closed=True)
+for message in found:
+    print(message)
+try:
+    check(parse(BROKEN), closed=True)
+except CheckError as e:
+    assert str(e) == found[0]                            # check stops at the first of them
+assert len(found) == 3 and check_all(parse(MAP)) == []

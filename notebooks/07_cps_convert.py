@@ -56,6 +56,14 @@
 #   their context is not already a continuation variable; `while` is a
 #   recursive continuation; a `var` that no function captures lives in
 #   continuation parameters, a captured one in a heap cell.
+# - `raise(e)` is a jump to the exception continuation in force, recording
+#   its raise site; `try` binds a local handler continuation, whose clauses
+#   pass an exception they do not match on to the enclosing exception
+#   continuation without a new site. A call in a `try`'s block is never a
+#   tail call; a call in a clause is one when the `try` is in tail position.
+#   A `var` assigned in a block and declared outside it lives in a cell, so
+#   the clauses see its value at the raise. A program without `raise` and
+#   `try` converts exactly as it did before L had exceptions.
 # - Every CPS variable bound for an L value carries that value's type
 #   (`var.type`), for the back end's choice of representation.
 # - `lc show cps FILE.l` prints the result.
@@ -85,10 +93,9 @@
 # top-level definition; every call names it (`-> k / exn`), and so does every
 # operation that can fail (`/`, `%`, an unmatched `match`, `assert`), which
 # raises its predefined exception there. A call is a tail call only when
-# *both* its continuations are the function's own: the conversion of `try`
-# (which the front end of chapters 4a–5 reads, and a later section of this
-# chapter will convert) names a local handler instead, and a call in its
-# block is then not a tail call.
+# *both* its continuations are the function's own: inside the block of a
+# `try`, the exception continuation is a local handler instead (the section
+# on exceptions, below), and a call there is not a tail call.
 #
 # A `Then` context may be used once only — using it twice copies the rest of
 # the term. Where an expression has two ways to finish (the branches of `if`,
@@ -106,10 +113,11 @@
 from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
-    const, tuple_, inject, proj, tag, op, set_field, print_, fail)
+    const, tuple_, inject, proj, tag, op, set_field, print_, fail, raise_)
 from lcompiler.primitives import PRIMITIVES
 from lcompiler.support import NESTING_LIMIT, collector_paused, recursion_limit
 from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild
+from lcompiler.types import EXN
 
 
 class Then:
@@ -195,7 +203,9 @@ class Scope:
 # captures the cell. Deciding which `var`s are captured is the same
 # pre-pass: a use of `x` inside a `Lambda` nested in `x`'s `var` is a
 # capture. Only captured variables pay for a heap cell; loop counters and
-# accumulators stay in registers.
+# accumulators stay in registers. (There is one more reason for a cell, an
+# assignment in the block of a `try`: the section on exceptions explains
+# it, and the pre-pass records it too.)
 
 # %%
 #| export
@@ -226,6 +236,10 @@ def _children(e) -> list:
         return [e.first, e.second]
     if t is c.Assert:
         return [e.cond]
+    if t is c.Raise:
+        return [e.arg]
+    if t is c.Try:
+        return [e.body] + [body for _, body in e.clauses]
     return []
 
 # %% [markdown]
@@ -233,20 +247,23 @@ def _children(e) -> list:
 # evaluates them; the pre-pass walks core trees with it, and so does
 # `bench/convert_speed.py`, to count a program's nodes. The pre-pass, `Analysis`, walks each definition once, keeping the
 # `var`s in scope with the depth of functions at which each was declared: a
-# use at a greater depth is a capture. On the way back up it returns the
-# names each expression assigns, and records them for every `if`, `match`
-# and `while`.
+# use at a greater depth is a capture. It also keeps how many `try` blocks
+# surround each declaration: an assignment inside more of them than its
+# `var` is a capture too. On the way back up it returns the
+# names each expression assigns, and records them for every `if`, `match`,
+# `while` and `try`.
 
 # %%
 #| export
 class Analysis:
-    """Which vars are captured by a function; which names each if/match/while assigns;
-    which non-function definitions are read inside functions."""
+    """Which vars are captured by a function (or assigned in a try's block); which names each
+    if/match/while/try assigns; which non-function definitions are read inside functions."""
 
     def __init__(self, program: c.Program):
-        self.captured = set()        # ids of captured LetVar nodes
-        self.assigned = {}           # id(If/Match/While) -> names assigned inside, outside lambdas
+        self.captured = set()        # ids of LetVar nodes that live in a cell
+        self.assigned = {}           # id(If/Match/While/Try) -> names assigned inside, outside lambdas
         self.late_globals = set()    # names of non-function definitions read inside functions
+        self.blocks = 0              # how many try blocks the walk is in
         self.functions = {d.name.name for d in program.items if type(d) is c.Def and d.is_function}
         for item in program.items:
             if type(item) is c.Def:
@@ -264,7 +281,7 @@ class Analysis:
                 self.late_globals.add(e.name)
             return set()
         if t is c.Assign:
-            self.capture(e.target.name, depth, mutables)
+            self.capture(e.target.name, depth, mutables, assigned=True)
             names = self.expr(e.value, depth, mutables)
             names.add(e.target.name)
             return names
@@ -274,8 +291,16 @@ class Analysis:
         if t is c.LetVar:
             names = self.expr(e.value, depth, mutables)
             inner = dict(mutables)
-            inner[e.name] = (e, depth)
+            inner[e.name] = (e, depth, self.blocks)
             return names | self.expr(e.body, depth, inner)
+        if t is c.Try:
+            self.blocks += 1
+            names = self.expr(e.body, depth, mutables)
+            self.blocks -= 1
+            for _, body in e.clauses:
+                names |= self.expr(body, depth, mutables)
+            self.assigned[id(e)] = frozenset(names)
+            return names
         names = set()
         for part in _children(e):
             names |= self.expr(part, depth, mutables)
@@ -283,9 +308,9 @@ class Analysis:
             self.assigned[id(e)] = frozenset(names)
         return names
 
-    def capture(self, name: str, depth: int, mutables: dict) -> None:
-        node, bound_at = mutables.get(name, (None, depth))
-        if node is not None and bound_at < depth:
+    def capture(self, name: str, depth: int, mutables: dict, assigned: bool = False) -> None:
+        node, bound_at, blocks = mutables.get(name, (None, depth, 0))
+        if node is not None and (bound_at < depth or assigned and blocks < self.blocks):
             self.captured.add(id(node))
 
 # %% [markdown]
@@ -340,6 +365,8 @@ print("assigned:", [(type(e).__name__, sorted(analysis.assigned[id(e)])) for e i
 # | `e1; e2` | `e1` in a context that ignores its value and translates `e2` |
 # | `print(e1, …)` | the arguments, then `u = print(…)` |
 # | `assert(c)` | `c`, then `case` to `ok` or to `bad`, where `bad` is `fail "assertion failed" @line:col / exn` |
+# | `raise(e)` | `e`, then `exn(x) raise @line:col`: a jump to the exception continuation in force; the context is dropped |
+# | `try { b } catch { clauses }` | a join point if needed, `cont handler(e) { clauses… }`, `cont done(r) {…}`, then `b` in `Return(done)` raising to `handler` |
 #
 # A call in a `Return` context whose continuation receives extra values
 # (a join point carrying `var`s) cannot be the call's return point, because
@@ -459,6 +486,11 @@ class Converter(Converter):
             return self.expr(e.cond, env, store, Then(lambda cond, st:
                 self.guard(cond, "assertion failed", e.span,
                            lambda: self.unit(e.type, lambda u: give(ctx, u, st)), self.exn)))
+        if t is c.Raise:
+            h = self.exn
+            return self.expr(e.arg, env, store, Then(lambda x, st: raise_(h, x, loc=e.span)))
+        if t is c.Try:
+            return self.join(e, ctx, store, lambda ctx2: self.handle(e, env, store, ctx2))
         raise TypeError(f"not a core expression: {e!r}")
 
 # %% [markdown]
@@ -624,6 +656,8 @@ class Converter(Converter):
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
         """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
+            if type(e) is c.Try:                     # no clause matches: on to the enclosing handler
+                return apply_cont(self.exn, x)
             return self.let(fail("no clause matches the value", x, loc=e.span, exn=self.exn), "u", e.type,
                             lambda u: give(ctx, u, store))
         pattern, body = e.clauses[i]
@@ -692,6 +726,103 @@ class Converter(Converter):
             return rest(env)
         hint = p.name if type(p) is PVar else "y"
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
+
+# %% [markdown]
+# ## Exceptions: raise and try
+#
+# Chapter 6 gave every function a second continuation, the one it raises
+# to, and the conversion has passed it along from the start (`self.exn`):
+# the function's own `exn` in a function, the program's `uncaught` at top
+# level. Exceptions themselves now take two rules, and one change in how
+# `var`s are kept.
+#
+# **`raise(e)`** converts `e` and jumps to the exception continuation in
+# force: `exn_3(x) raise @2:35`. The jump carries its *raise site*, the
+# location of the `raise(…)`, which chapter 6's interpreter (and later the
+# runtime) records in one place when the jump is taken: an exception that
+# nothing catches is reported there. The context is not used at all —
+# nothing follows a raise — so a `raise` in a branch makes that branch end
+# with a jump, like a `return` would.
+#
+# **`try { b } catch { clauses }`** binds two continuations and converts
+# the block between them:
+#
+# - `cont handler(e) { … }`, the local handler: its body is the clauses
+#   matched against `e`, exactly as the clauses of a `match` (the automaton
+#   of the previous section), each clause's body converted in the `try`'s
+#   own context and raising to the *enclosing* exception continuation. The
+#   end of the automaton, where `match` fails with "no clause matches", is
+#   here a plain jump `exn(e)` to the enclosing exception continuation —
+#   without a raise site, since the exception is not raised anew: its
+#   original site stays the one the runtime recorded, and an exception
+#   that goes through `try`s whose clauses do not match is reported where
+#   it was first raised (§12).
+# - `cont done(r) { … }`, the block's return point: it hands the block's
+#   value to the `try`'s context.
+# - the block, converted in `Return(done)` with `handler` as its exception
+#   continuation: every call in it is `call f(x) -> … / handler`, and every
+#   operation that can fail (`/`, `%`, a `match`, an `assert`) raises its
+#   predefined exception to `handler` too.
+#
+# When the `try` is an operand (its context a `Then`), a join point for its
+# value is bound first, as for an `if`; both `done` and the clauses go to
+# it.
+#
+# **Tail calls.** A call is a tail call only when both its continuations
+# are the function's own (chapter 6). A call in the block names `handler`,
+# so it is never one, whatever its position in the block: the handler must
+# still be there when the callee raises, so the caller's frame must stay.
+# The clauses run after the handler has done its work: they are converted
+# in the `try`'s own context with the enclosing exception continuation, so
+# a call in a clause of a `try` in tail position is `call f(x) -> ret /
+# exn` — a tail call. A loop that retries in its handler runs in constant
+# stack space.
+#
+# **`var`s seen by the handler.** L promises that assignments made in the
+# block before the raise are visible in the clauses. An uncaptured `var`
+# lives in continuation parameters: its current value is whatever CPS
+# variable the store names at each point, and a jump passes the values to
+# the continuation it goes to. A raise *in the block itself* could pass
+# them to the handler the same way. But a raise from a function called in
+# the block reaches the handler through the callee's exception
+# continuation, which takes one value, the exception — and the callee
+# cannot know, let alone pass, its caller's continuation parameters. A
+# failing `/` deep in a loop of the block is no better: the `loop`
+# continuation's parameters hold the counter, and the handler was bound
+# outside the loop. So a `var` that is assigned in a block and declared
+# outside it lives in a heap cell, exactly like a `var` a function
+# captures: the block writes the cell, the handler reads it, and whatever
+# raised, the handler sees the last value written. The pre-pass makes that
+# decision (`Analysis` counts the `try` blocks around each `var` and each
+# assignment); a `var` declared inside the block, or only read there, or
+# assigned only in a clause, stays in parameters.
+#
+# `handle` converts a `try` once its context is a `Return` (`expr` has
+# bound the join point if one was needed). The handler is built first, with
+# `self.exn` still the enclosing exception continuation; `self.exn` is the
+# handler only while the block is converted.
+
+# %%
+#| export
+class Converter(Converter):
+    def handle(self, e: c.Try, env, store, ctx):
+        """try { body } catch { clauses } in ctx, a Return: a handler, then the block returning to done."""
+        outer = self.exn
+        def handler(h, x):
+            x.type = EXN
+            return self.clauses(e, x, 0, env, store, ctx)       # raising to outer, in the try's context
+        def block(h):
+            def done(k, r):
+                r.type = e.type
+                return give(ctx, r, store)
+            def body(k):
+                self.exn = h
+                term = self.expr(e.body, env, store, Return(k))
+                self.exn = outer
+                return term
+            return let_cont(done, body, ["r"], "done")
+        return let_cont(handler, block, ["e"], "handler")
+
 
 # %% [markdown]
 # ## Programs
@@ -956,6 +1087,67 @@ rule("def counter() = { var n := 0; let next = { u -> n := n + 1; n }; next(());
 rule("def limit = 10 * 10\ndef below(x) = x < limit\nprint(below(5))")
 
 # %% [markdown]
+# **Exceptions.** Seed 001 shows Flambda 2's CPS on a small OCaml function,
+# `let f cond = let v = if cond then raise Failure else 0 in (v, v)`. In L:
+
+# %%
+SEED_001 = "exception Failure\ndef f(cond) = { let v = if (cond) raise(Failure) else 0; (v, v) }\n"
+rule(SEED_001)
+
+# %% [markdown]
+# This is the seed's "step 1": the `if` is an operand of the `let`, so it
+# gets a join point (the seed's `k_after_if`), whose handler builds the pair
+# and returns it; the `then` branch jumps to `exn_3`, the function's
+# exception continuation (the seed's `k_raise_exception`), recording the
+# raise site `@2:35`; the `else` branch jumps to the join point with `0`.
+# The raise does not use the context at all, so the join point is jumped to
+# once, from `else`. [Chapter 9](09_shrink.ipynb)'s optimiser inlines a
+# continuation used once — the seed's "step 2, after graph compaction". (A
+# private function that nothing calls is dead, and the optimiser would
+# remove it; we make `f` public for the picture.)
+
+# %%
+from lcompiler.shrink import optimise
+
+seed_program = to_cps(SEED_001)
+seed_program.definitions[0].visibility = "public"
+optimise(seed_program)
+cps.check(seed_program)
+print(cps.show(seed_program), end="")
+
+# %% [markdown]
+# As in the seed, the result reads as `if cond then raise Failure else (0,
+# 0)`: the pair is built on the one path that returns.
+#
+# A `try`: the handler `handler` matches the exception against the clauses
+# (`Stop` is tag 3 of `Exn`, after the three predefined exceptions) and
+# passes anything else on to `exn`, the function's own, with a plain jump;
+# the block's call `g(x)` returns to `k` and raises to `handler` — not a
+# tail call; the clause's call `g(1)` returns to `ret` and raises to
+# `exn` — a tail call, because the `try` is in tail position. The `done`
+# continuation, the block's return point, only returns here; the optimiser
+# will remove it.
+
+# %%
+TRY = ("exception Stop\ndef g(x) = if (x > 3) raise(Stop) else x\n"
+       "def h(x) = try { g(x) + 1 } catch { Stop -> g(1) }\nprint(h(2), h(5))")
+rule(TRY)
+print(run_both(TRY), end="")
+
+# %% [markdown]
+# A `var` assigned in the block and declared outside it is a cell. Here the
+# loop raises out of the `while` and the clause reads `i`: the value the
+# block wrote last. `i` is assigned in the loop, but the loop continuation
+# does not carry it: the cell does (`i_cell`, read and written with `[0]`).
+
+# %%
+WHILE = ("exception Stop\ndef above(n) = {\n  var i := 0\n"
+         "  try { while (true) { i := i + 1; if (i * i > n) raise(Stop) }; 0 } catch { Stop -> i }\n}\n"
+         "print(above(10), above(99))")
+rule(WHILE)
+print(run_both(WHILE), end="")
+
+# %% [markdown]
 # ## The seeds' program
 #
 # The program of the seeds is in `examples/seeds.l`: one `assert`, whose
@@ -1026,19 +1218,23 @@ plt.close(fig)
 # that is the program the later stages compile, so that is what
 # `lc show cps` prints — before the optimiser of
 # [chapter 9](09_shrink.ipynb), whose stage `opt` comes next.
+#
+# Every stage runs exceptions: up to the shrinker on chapter 6's
+# interpreter, and [chapter 10](10_llvm.ipynb)'s back end lowers the
+# second continuation to machine code (a flag tested after a call that can
+# raise, by default).
 
 # %%
 #| export
 from lcompiler import cps, pipeline
-from lcompiler.mono import exceptions_not_compiled
 
 
 @pipeline.stage("cps", show=lambda program, unit: cps.show(program).rstrip("\n"),
                 check=lambda program, unit: cps.check(program),
                 interpret=lambda program, unit, out: cps.run(program, out))
 def cps_stage(core_program: c.Program, unit: pipeline.Unit) -> cps.Program:
-    exceptions_not_compiled(core_program)      # chapter 5b: not yet, for raise and try
     return convert(core_program)
+
 
 # %%
 from lcompiler.cli import lc
@@ -1069,6 +1265,22 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   continuation; an `if` in tail position binds no join point and one as an
 #   operand binds exactly one; an uncaptured `var` allocates no cell and a
 #   captured one does; a parameter carries its L type.
+# - **Exceptions**: the calls in the blocks of `try`s, counted, none a tail
+#   call; a call in a clause of a `try` in tail position is one, and a loop
+#   that retries in its handler runs a million times on chapter 6's
+#   interpreter with a stack of two frames (and overflows a stack of 100
+#   when the retry is in the block of an outer `try`); a loop that raises
+#   out of a `while` shows the clauses the block's last assignments, with
+#   cells for exactly the `var`s the rule names; an exception through two
+#   `try`s that do not match keeps its raise site, after this chapter and
+#   after the optimiser; the predefined exceptions raise to the handler of
+#   their block; closure code takes both continuations.
+#   `tests/test_exceptions.py` runs the corpus of exception programs
+#   (`tests/corpus/exceptions/`) on chapter 6's interpreter after this
+#   chapter, and after the optimiser, closure conversion and the shrinker,
+#   against golden outputs; `tests/test_pipeline.py` walks them through
+#   every stage; random programs that raise and catch go through every
+#   interpreter.
 
 # %%
 import json
@@ -1121,3 +1333,44 @@ print(f"time per source node, largest / smallest: "
 #    measure with the `chain` programs above.
 # 4. Translate `&&` and `||` directly, without going through `if`. Is the
 #    result any different?
+# 5. A `var` assigned in a `try`'s block lives in a cell. When the block
+#    makes no call, every raise that reaches the handler is a jump written
+#    in this function. Could the handler then take the `var`s as extra
+#    parameters instead? What would each kind of raise in the block have to
+#    do?
+# 6. Convert the block of a `try` whose context is `Return(ret)` in that
+#    context itself, without `done`. What changes in the CPS of `TRY`, in
+#    what chapter 6's interpreter counts, and after the optimiser?
+# 7. A `try` whose block cannot raise (`try { x + 1 } catch { _ -> 0 }`)
+#    binds a handler that nothing jumps to. Should the conversion leave the
+#    `try` out? Look at what the optimiser makes of it.
+#
+# <details><summary>Solutions</summary>
+#
+# 5. Yes for some raises, not all. An explicit `raise(e)` in the block is
+#    an `ApplyCont` to the handler: it can pass the store's current values
+#    along with the exception, as a jump to a join point does. A failing
+#    operation (`/`, `%`, a `match`, an `assert`) names the continuation it
+#    raises to, and chapter 6 gives that continuation one value, the
+#    exception: it would need to carry the values too, or be made explicit
+#    as a test and a jump (`if b == 0 raise DivisionByZero`). A call cannot:
+#    the callee raises through its own exception continuation, which takes
+#    one value. So the handler may take parameters only when the block has
+#    no call, a rule the pre-pass can check (it would walk the block for
+#    `App` nodes); the gain is the cell's allocation and its reads and
+#    writes, which for a loop counter in a block are in the loop.
+# 6. `call g_1(x_13) -> k_22 / handler_14` does not change (the call is an
+#    operand of `+`); the `+ 1` then jumps to `ret_11` instead of `done_20`,
+#    and `done_20` is gone. A call that ended the block would become `call
+#    g(x) -> ret / handler`: it returns through the function's own return
+#    continuation, but raises to a local handler, so it is still no tail
+#    call — chapter 6's interpreter counts a frame for it, since its test
+#    looks at both continuations. Chapter 9's η-reduction of `cont done(r)
+#    { ret(r) }` reaches the same term from ours, so after the optimiser the
+#    two conversions agree. Keeping `done` keeps one rule for every `try`.
+# 7. The conversion need not: the optimiser removes a continuation that no
+#    jump names, as for any dead code. For `def k(x) = try { x + 1 } catch
+#    { _ -> 0 }`, `lc show opt` has no handler. The conversion stays simple
+#    and the case is handled once, where dead code is.
+#
+# </details>

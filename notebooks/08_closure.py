@@ -92,6 +92,20 @@
 # a function captures is a heap cell since [chapter 7](07_cps_convert.ipynb),
 # and the closure copies the pointer to that cell.
 #
+# Exceptions add nothing to the closure, and that is the point of
+# second-class continuations. A function made in the block of a `try` does
+# not capture the `try`'s handler: the handler is a continuation, never a
+# value, so it cannot be a free variable stored in a record. Where a
+# closure's code raises is its second continuation, which each call passes:
+# a closure called in the block of a `try` raises to that block's handler,
+# wherever it was made — the handler is in force while its block runs, as
+# in OCaml. So closure code is `fun ret exn (env, x…)` like any function,
+# and a call through a closure, `call f(a) -> k / h`, passes both. After
+# this chapter, chapter 6's checker still holds every program to
+# second-classness (no continuation in a record, a tuple or an argument);
+# `tests/test_exceptions.py` checks it on the corpus of exception programs,
+# closure-converted and run.
+#
 # <div class="admonition note">
 # <p class="admonition-title">Design note: flat closures, not linked ones</p>
 #
@@ -103,6 +117,26 @@
 # of an outer function is a chain of loads. With CPS variables immutable,
 # flat closures are the simple and safe choice; exercise 2 measures the
 # other.
+#
+# </div>
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: closures, not lambda lifting</p>
+#
+# The other classic way to close a function is *lambda lifting* (Johnsson,
+# 1985): add each free variable as an extra parameter, and at every call
+# pass the values along, so that no environment is ever built. It works
+# where every call of the function is known — the caller can supply the
+# extra arguments — and it is how compilers treat local functions that
+# never escape. But an L function is a value: it can be passed to `map`,
+# stored in a list, returned, and whoever calls it then knows nothing of
+# its free variables. Those functions need a closure whatever the
+# compiler does, so this chapter closes everything with closures, and gets
+# lambda lifting's benefit where it matters by other means: a function
+# with no free variables calls and is called directly (next section), and
+# chapter 9's contification turns a local function whose calls all return
+# to the same place into a continuation, which needs no environment at
+# all.
 #
 # </div>
 #
@@ -370,6 +404,69 @@ print(cps.show(to_closed(ADDER)), end="")
 print(run_all(ADDER), end="")
 
 # %% [markdown]
+# What `closure(…)` builds in memory is one heap block. Here it is for a
+# real closure, the one `scale` returns in the small program below, whose
+# `lc show -O0 closure` output comes first: `f_7 = closure(f_code_8, n_6,
+# f_5)`. The block is a header word (its layout is [chapter
+# 10b](10b_runtime.ipynb)'s, computed here by chapter 10's `header`), then
+# field 0, the address of the code, then the captured values in the order
+# the code reads them, `env_20[1]` and `env_20[2]`.
+
+# %%
+import contextlib
+import tempfile
+from pathlib import Path
+
+from lcompiler.cli import lc
+from lcompiler.drawing import Box, Picture
+from lcompiler.llvm_backend import LAYOUT_SHIFT, header
+
+SCALE = "def scale(f, n) = { x -> f(x) * n }\nprint(scale({ y -> y + 1 }, 10)(4))\n"
+printed = io.StringIO()
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), contextlib.redirect_stdout(printed):
+    Path("scale.l").write_text(SCALE)
+    status = lc("show", "-O0", "closure", "scale.l")
+print(printed.getvalue(), end="")
+closed = to_closed(SCALE)
+assert status == 0 and cps.show(closed) in printed.getvalue()      # the program drawn is the one printed
+
+made = next(n for d in closed.definitions for n in cps.walk(d)
+            if type(n) is cps.LetPrim and type(n.prim) is cps.MakeClosure)
+printer = cps.Printer()                    # the names lc show printed
+for d in closed.definitions:
+    printer.definition(d)
+name = printer.name
+fields = [o.var for o in made.prim.fields]
+word0 = header([v.type for v in fields], code=True)
+layout = word0 >> LAYOUT_SHIFT
+pointers = [i for i in range(len(fields)) if layout >> i & 1]
+print(f"{name(made.var)}: {len(fields) + 1} words; header {word0} = {len(fields)} fields, tag 0, "
+      f"layout {layout:#b} (fields that may be pointers: {pointers})")
+
+
+def what(i: int, v) -> str:
+    if i == 0:
+        return f"field 0: the address of the code {name(v)}"
+    return (f"field {i}: {name(v)}, of type {types.show_type(v.type)}, "
+            + ("a pointer" if i in pointers else "not a pointer"))
+
+
+words = [Box(f"word 0, the header: {word0} ({len(fields)} fields, tag 0, layout {layout:#b})", style="yellow")]
+for i, v in enumerate(fields):
+    words.append(Box(what(i, v), style="green" if i == 0 else "blue" if i in pointers else "plain",
+                     edge=f"+{8 * (i + 1)} bytes", name=f"field{i}"))
+for upper, lower in zip(words, words[1:]):
+    upper.children.append(lower)
+code = Box(f"{name(fields[0])}, a top-level function of (env, x)", style="green", name="code")
+alt = (f"The heap block of {name(made.var)} = closure({', '.join(name(v) for v in fields)}): "
+       f"{len(fields) + 1} words, one below the other. Word 0 is the header, {word0}: {len(fields)} fields, "
+       f"tag 0, layout {layout:#b}, so that only field {', '.join(map(str, pointers))} may hold a pointer. "
+       + "; ".join(what(i, v) for i, v in enumerate(fields)).replace("field", "Field", 1)
+       + f". An arrow leads from field 0 to the code {name(fields[0])}, drawn beside the block.")
+Picture([(f"{name(made.var)} = closure(…): {len(fields) + 1} words on the heap", [words[0]]),
+         ("the code it points at", [code])], arrows=[("field0", "code")], alt=alt)
+
+# %% [markdown]
 # The same transformation drawn, on a function with two free variables:
 # `line(a, b)` returns the function `{ x -> a * x + b }`. Before, the inner
 # function sits inside `line` and reads `a` and `b` from it (coloured).
@@ -533,3 +630,155 @@ print(f"time per source node, largest / smallest: "
 #    the corpus never outlive the call of the function that makes them (so
 #    that the back end could put them on the stack)? Write the analysis with
 #    the framework's Traverse functions.
+#
+# <details><summary>Solutions</summary>
+#
+# 1. After closure conversion, a call `call f(a) -> k / h` whose `f` is
+#    bound in the same function by `f = closure(f_code, …)` calls a known
+#    code: `call_known_closures`, below, replaces it by `call direct
+#    f_code(f, a) -> k / h`, the closure passed as the `env` its code
+#    reads. The closure is still built (the code reads its free variables
+#    from it); a next step would pass those as arguments instead, which is
+#    lambda lifting. In `examples/closures.l` it changes no call at all,
+#    with or without the optimiser, as the cell below prints: no function
+#    there both builds a closure and calls it — `adder(1)(2)` calls the
+#    closure that `adder` returned, which `adder`'s caller does not know.
+#    On the exercise's own example it changes both calls at `-O0`; the
+#    optimiser (chapter 9) leaves no call of a closure to change.
+# 2. A linked closure holds the code, a link to the closure of the
+#    function that builds it (when that function has one), and only the
+#    values that function binds itself; a variable of a function further
+#    out is reached through the links, one load per level. The pass
+#    changes in `environment`: a free variable that the building function
+#    itself reads from its `env` is not copied but reached through the
+#    link, and the code's projections become chains `env[1][1]…`. The cell
+#    below counts the words of every `closure(…)` both ways, from the
+#    closure-converted program (a count of the layout, not the pass):
+#    on the seeds' program the one closure, `pair`'s inner function, is
+#    the same size either way — `pair` is direct, so there is nothing to
+#    link to, and both copy `first` and `second`; on a function nested
+#    five deep, linked closures save a few words, and the innermost
+#    function then reads `a` through three links and a load instead of
+#    one load. And a linked closure keeps every enclosing closure alive as
+#    long as it lives, the space leak of the design note.
+# 3. A closure can live in the frame of the function that builds it if
+#    it is dead when that function returns. `stays_on_stack`, below, finds
+#    the simple, local case with the Traverse functions alone: every
+#    occurrence of the closure's variable (`occurrences`) is the function
+#    of a call (`enclosing`) that returns to the builder — not a tail call,
+#    after which the builder's frame is gone — and no occurrence is an
+#    argument, a field of a tuple or of another closure, or a value
+#    returned. On the corpus (`tests/corpus/run` and `examples`) it finds
+#    the few printed below at `-O0`, and none in the optimised programs,
+#    where chapter 9's inlining has already removed such closures. A closure
+#    passed to a function that only calls it (`map(f, l)`) also stays on
+#    the stack, but proving that needs an interprocedural analysis, of
+#    what every callee does with its parameters.
+#
+# </details>
+#
+# Exercise 1: known closures called directly, counted on
+# `examples/closures.l` and on the exercise's example, and run before and
+# after by chapter 6's interpreter, with the same output:
+
+# %%
+from lcompiler.cps import Apply, LetPrim, MakeClosure, Proj, apply, replace, walk
+
+
+def known_closure_calls(program: cps.Program) -> list:
+    """The calls of a closure that the same function builds with closure(code, …)."""
+    return [n for d in program.definitions for n in walk(d)
+            if type(n) is Apply and n.kind == "closure"
+            and type(b := n.func.var.binder) is LetPrim and type(b.prim) is MakeClosure]
+
+
+def call_known_closures(program: cps.Program) -> int:
+    """Make each call of a known closure a direct call of its code, the closure as its env."""
+    calls = known_closure_calls(program)
+    for call in calls:
+        f = call.func.var
+        code = f.binder.prim.fields[0].var
+        direct = apply(code, call.cont.var, call.exn.var, f, *[a.var for a in call.args], kind="direct")
+        direct.loc = call.loc
+        replace(call, direct)
+    return len(calls)
+
+
+KNOWN = "def g(n) = { let f = { x -> x + n }; f(1) + f(2) }\nprint(g(10))\n"
+for name, text in (("closures.l", Path("../examples/closures.l").read_text()), ("the example", KNOWN)):
+    for optimise in (False, True):
+        p, _ = pipeline.compile_to("closure", Source(name, text), optimise=optimise)
+        before = io.StringIO()
+        cps.run(p, before)
+        unknown = sum(type(n) is Apply and n.kind == "closure" for d in p.definitions for n in walk(d))
+        changed = call_known_closures(p)
+        cps.check(p, closed=True)
+        after = io.StringIO()
+        cps.run(p, after)
+        assert after.getvalue() == before.getvalue()
+        print(f"{name}, {'optimised' if optimise else '-O0'}: {unknown} calls of closures, {changed} known")
+
+# %% [markdown]
+# Exercise 2: the words of the closures, flat and linked, on the seeds'
+# program and on a function nested five deep:
+
+# %%
+def builder(node):
+    """The function whose body holds node (None at the top level)."""
+    node = node.enclosing
+    while node is not None and type(node) is not Lambda:
+        node = node.enclosing
+    return node
+
+
+def closure_words(text: str) -> tuple:
+    """Words of every closure(…) of the closure-converted program, flat (header, code, each captured
+    value) and linked: header, code, a link to the closure of the function that builds it if that one
+    has an environment, and the captured values that function does not itself read from it."""
+    flat = linked = 0
+    for d in to_closed(text).definitions:
+        for n in walk(d):
+            if type(n) is LetPrim and type(n.prim) is MakeClosure:
+                b = builder(n)
+                env = b.params[0] if b is not None and b.kind == "closure" else None
+                inherited = [o for o in n.prim.fields[1:] if type(o.var.binder) is LetPrim
+                             and type(o.var.binder.prim) is Proj and o.var.binder.prim.arg.var is env]
+                flat += len(n.prim.fields) + 1
+                linked += 2 + (env is not None) + len(n.prim.fields) - 1 - len(inherited)
+    return flat, linked
+
+
+DEEP = "def deep(a) = { b -> { c -> { d -> { e -> a + b + c + d + e } } } }\nprint(deep(1)(2)(3)(4)(5))\n"
+for name, text in (("the seeds' program", SEEDS), ("deep, five functions nested", DEEP)):
+    flat, linked = closure_words(text)
+    print(f"{name}: flat closures {flat} words, linked {linked} words")
+assert closure_words(DEEP) == (3 + 4 + 5 + 6, 3 + 4 + 4 + 4)    # closures of 1, 2, 3, 4 free variables
+
+# %% [markdown]
+# Exercise 3: the closures that could live on the stack, in the corpus.
+
+# %%
+def stays_on_stack(f: Var) -> bool:
+    """Is the closure bound to f dead when the function that builds it returns? Yes if every use
+    of f is as the function of a call that returns to that function (not a tail call)."""
+    home = builder(f.binder)
+    for o in occurrences(f):
+        call = o.enclosing
+        if home is None or type(call) is not Apply or call.func is not o or call.cont.var is home.cont:
+            return False
+    return True
+
+
+corpus = sorted(Path("../tests/corpus/run").glob("*.l")) + sorted(Path("../examples").glob("*.l"))
+for optimise in (False, True):
+    made, found = 0, []
+    for path in corpus:
+        p, _ = pipeline.compile_to("closure", Source(path.name, path.read_text()), optimise=optimise)
+        closures = [n.var for d in p.definitions for n in walk(d)
+                    if type(n) is LetPrim and type(n.prim) is MakeClosure]
+        made += len(closures)
+        on_stack = sum(map(stays_on_stack, closures))
+        if on_stack:
+            found.append(f"{path.name} ({on_stack} of {len(closures)})")
+    print(f"{'optimised' if optimise else '-O0'}: {len(corpus)} programs, {made} closures built, "
+          f"on the stack: {', '.join(found) or 'none'}")

@@ -66,9 +66,10 @@
 #   top-level definitions. None makes a program bigger (but for a tuple
 #   that `unbox` rebuilds where a `fail` or a call needs it whole).
 # - **Two shrinkers** that apply them until none applies:
-#   `shrink_census(program)`, Appel and Jim's way (count the uses of every
-#   variable, sweep the program once, count again, sweep again, until a
-#   sweep changes nothing), and `shrink(program)`, Kennedy's way (one sweep,
+#   `shrink_census(program)`, the census algorithm Appel and Jim start
+#   from (count the uses of every variable, sweep the program once, count
+#   again, sweep again, until a sweep changes nothing), and
+#   `shrink(program)`, Kennedy's way (one sweep,
 #   then a work list of the places a change may have made reducible, with
 #   the counts kept exact by the representation). `redexes(program)` counts
 #   what is left to reduce: nothing, after either.
@@ -207,7 +208,7 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | `dead_continuation` | `letcont k x̄ = h in t` | `t` | `k` unused outside `h` |
 # | `inline_continuation_once` (β) | `letcont k x̄ = h in C[k ȳ]` | `C[h[ȳ/x̄]]` | `k` used once, by a jump |
 # | `inline_function_once` (β) | `let f = λk x̄. b in C[f k' ȳ]` | `C[b[k'/k, ȳ/x̄]]` | `f` used once, by a call |
-# | `eta` (η) | `letcont k x̄ = j x̄ in t` | `t[j/k]` | |
+# | `eta` (η) | `letcont k x̄ = j x̄ in t` | `t[j/k]` | `j ≠ k`, and the jump is not a raise |
 # | `fold` | `let x = c₁ ⊕ c₂ in t` | `let x = c in t` | `c = c₁ ⊕ c₂` as L computes it; not `/ 0` |
 # | `known_case` | `case c { … c → k … }` | `k ()` | `c` known (or every arm `k`) |
 # | `project` | `let t = (y₁…yₙ) in C[let x = t.i in t']` | `C[t'[yᵢ/x]]` | `t` never written |
@@ -224,16 +225,25 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # value: everything but `print`, `x[i] := y`, `fail`, and an operation
 # that may stop the program — one whose row in the table of primitives
 # (chapter 4b) has a `Failure`, a division or remainder, unless its divisor
-# is known not to be zero — or that its row says is not pure. Every rule
-# removes at least one node or replaces a node by a simpler one (a
-# computation by a constant, a `case` by a jump, a call through a closure
-# by a direct call, a tuple parameter by its fields), so applying rules in
-# any order stops. That is what *shrinking* means: the
-# rules never make a program bigger, so they can be applied blindly,
-# wherever they apply, as often as they apply. One rule bends this a
-# little: `unbox` removes the tuples built at the jumps, and may add one
-# where a `fail` or a call needs the whole tuple; it still stops, since
-# each time it takes a parameter apart into fields of smaller types.
+# is known not to be zero — or that its row says is not pure.
+#
+# That rewriting stops, in any order, is what *shrinking* means: the rules
+# can then be applied blindly, wherever they apply, as often as they apply.
+# The argument is a measure that every rule lowers. Give a program three
+# numbers, and a fourth: B, the tuple constructors in the types of its
+# continuations' parameters (a parameter of type `(Int, (Int, Int))` counts
+# two); N, its nodes; U, its `fail`s not yet followed by the jump `ret u`;
+# and C, its calls through closures. Compare two programs by B first, then
+# N, then U, then C. `unbox` lowers B — it replaces a
+# parameter by its fields, whose types hold one tuple constructor fewer —
+# though it may add a node, where a `fail` or a call needs the whole tuple;
+# `unreachable` keeps B, does not add a node (the term after the `fail` is
+# at least one node, `ret u` is one), and lowers U; `known_call` keeps
+# the nodes and lowers C; every other rule keeps B or lowers it (none
+# makes a continuation parameter) and removes at least one node (a
+# computation replaced by a constant loses its operands, a `case` replaced
+# by a jump its other arms). A sequence of such quadruples, each smaller
+# than the one before, is finite: so is every sequence of rewrites.
 
 # %% [markdown]
 # ## What is known about a variable
@@ -280,12 +290,24 @@ def constant(v: Var):
 # that a function captures in a one-field tuple, a *cell*, and assigns it
 # with `x[0] := y`; a global read before its definition has run is guarded
 # by a cell too. A projection from a tuple that is ever written must stay.
+# After [chapter 8](08_closure.ipynb), the function that captured a cell
+# writes it through its closure record (`env[1][0] := y`), under another
+# name: a tuple stored in a closure record counts as written too.
 
 # %%
 #| export
 def written(v: Var) -> bool:
-    """Is v the target of some x[i] := y (a cell of a captured var, or a `ready` flag)?"""
-    return any(type(o.enclosing) is SetField and o.enclosing.target is o for o in occurrences(v))
+    """May the tuple bound to v be written — is it a cell of a captured var, or a `ready` flag?
+
+    It may if v is the target of some x[i] := y, or if v is stored in a block (a closure's
+    environment, a tuple, a constructor, a cell), from where another variable can take it and write
+    through it: closure conversion (chapter 8) does exactly that with the cell of a var that a
+    closure assigns — the code writes `env.i[0] := y`, and the cell's own variable is never a target."""
+    for o in occurrences(v):
+        e = o.enclosing
+        if type(e) is SetField or isinstance(e, (TupleValue, Inject)):
+            return True
+    return False
 
 # %% [markdown]
 # Constant folding computes as L does, with the `meaning` of the
@@ -811,7 +833,14 @@ print(output(ZERO), end="")
 # the field itself: the projection's variable is substituted by the field's
 # (one union-find `union`, whatever the number of its uses) and the binding
 # goes. The same for the tag of a known injection, which becomes a
-# constant for `case` to see. A written tuple — a cell — is left alone.
+# constant for `case` to see. A tuple that may be written — a cell — is
+# left alone: one that is the target of a write, and one stored in another
+# block, since a closure's code writes the cell of a var it assigns through
+# its environment (`env.i[0] := y`, chapter 8), where the cell's own
+# variable appears nowhere. (Until a program of the exception corpus showed
+# it, `written` looked only for the first kind, and the shrinker after
+# closure conversion forwarded a cell's first value past the writes of a
+# closure: `tests/test_shrink.py` keeps that program.)
 
 # %%
 #| export
@@ -1515,8 +1544,9 @@ Shrinker.RULES = {
 # parameter it made unused — and some of those are *earlier* in the
 # program than the rewrite itself.
 #
-# **Appel and Jim's census.** Their first algorithm keeps, beside the
-# term, a table of how many times each variable is used: the census. It
+# **The census.** The simplest algorithm of Appel and Jim's paper keeps,
+# beside the term, a table of how many times each variable is used: the
+# census. It
 # counts the whole program, then sweeps it once in order, applying every
 # rule the census allows and keeping the table up to date as it deletes
 # and substitutes; a rewrite that enables another *behind* the sweep waits
@@ -1524,13 +1554,17 @@ Shrinker.RULES = {
 # sweep changes nothing. Each sweep is linear; the number of sweeps is not
 # bounded by a constant — a chain of `n` bindings each used only by the
 # next, the last used by nobody, loses one binding per sweep, `n` sweeps
-# in all, quadratic time.
+# in all, quadratic time. The paper's title promises linear time, and its
+# second algorithm keeps the promise: the term held as a graph in which
+# every variable can reach its uses, so that a rewrite finds the places it
+# makes reducible, wherever they are. Kennedy's representation (chapter 6)
+# refines that graph, and `shrink`, below, is that algorithm on it.
 
 # %%
 #| export
 class Census(Shrinker):
-    """Appel and Jim's way: count (the census), sweep the program once reducing what the census
-    allows, count again, sweep again, until a sweep changes nothing."""
+    """The census algorithm (the first of Appel and Jim's): count, sweep the program once reducing
+    what the census allows, count again, sweep again, until a sweep changes nothing."""
 
     def uses(self, v: Var) -> int:
         return self.census.get(v, 0)
@@ -1747,8 +1781,8 @@ plt.close(fig)
 # good on the generated programs, which need two sweeps whatever their
 # size (a rewrite there rarely enables another behind it), and twice as
 # slow per node for that second sweep; on the chain its time per node grows
-# with the chain, because its sweeps do: quadratic, as Appel and Jim
-# warn. That is the whole difference — the same rules, and a representation
+# with the chain, because its sweeps do: quadratic, which is why Appel
+# and Jim's paper does not stop at it. That is the whole difference — the same rules, and a representation
 # that lets a rewrite find the places it affects.
 
 # %% [markdown]
@@ -3015,3 +3049,258 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    as Flambda 2 does, not only to those that may be unrolled. Which
 #    programs of the corpus change their LLVM (`lc show llvm-opt`), and
 #    does `python bench/optimiser.py run` see a difference?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. In CPS a `match` is `t = tag x` and a `case t`, so "the same
+#    variable" means a second `tag` of the same value `x`. Inside the
+#    handler of an arm `k` that only that `case` jumps to (`k` used once),
+#    the tag of `x` is known: the arm's number. The rule keeps, while the
+#    shrinker is inside such a handler, a map from `x` to that number
+#    (entered when the sweep enters the handler, left when it leaves); a
+#    `t2 = tag x` under it is then a known constant, and `known_case` does
+#    the rest — the `case t2` becomes a jump, and the arms not taken may
+#    die. An arm reached from two `case`s, or from a default, knows
+#    nothing. To measure it, count the `Case` nodes of every program of
+#    `tests/corpus/run` and `bench/programs` after the stage `opt`
+#    (`pipeline.compile_to("opt", source)`, then `cps.walk`) with the rule
+#    and without it: what to look for is programs that match twice on the
+#    same value, as a function does that tests `[]` and then the head of
+#    the same list in two helpers inlined into it; a program that matches
+#    each value once gains nothing.
+# 2. A loop with three jumps to itself and none from outside:
+#
+#    ```text
+#    unused = do {
+#      zero_1 = 0
+#      cont loop_2(i_3) {
+#        cont again_4() {
+#          loop_2(i_3)
+#        }
+#        cont next_5() {
+#          one_6 = 1
+#          j_7 = i_3 + one_6
+#          loop_2(j_7)
+#        }
+#        cont back_8() {
+#          loop_2(zero_1)
+#        }
+#        t_9 = tag i_3
+#        case t_9 { 0 -> again_4; 1 -> next_5; 2 -> back_8 }
+#      }
+#      halt zero_1
+#    }
+#    ```
+#
+#    `dead_continuation` leaves it, since `loop_2` has three uses. Without
+#    climbing from each use, the census can say it: when the sweep walks a
+#    `LetCont`'s handler, it counts the uses of the continuation met there
+#    (one counter per `cont` whose handler the walk is in, kept on the
+#    walk's stack); a continuation whose uses are all inside its own
+#    handler is dead, whatever their number. For Appel and Jim's census,
+#    which counts afresh before each sweep, that costs nothing beyond its
+#    own walk. Kennedy's shrinker keeps its counts current as it rewrites;
+#    to keep the count of uses inside each handler current too, a use
+#    that appears or disappears must be placed inside the handler or
+#    outside it — the climb again, but only for the uses a rewrite
+#    changes, not for every use of every continuation the rule looks
+#    at. The cell after exercise 4's, `dead_loops`, does the counting in
+#    one walk of the whole program and deletes the loop above.
+# 3. The budget of a call becomes `BUDGET` plus a bonus for each argument
+#    the body can use: a known constant that the body tests or computes
+#    with (after the copy, constant folding and `known_case` shrink it), or
+#    a known function that the body calls (after the copy, the call is
+#    known, and may be inlined in turn). The simplest version doubles the
+#    budget when any argument is such a value; a finer one sizes the body
+#    *after* substituting the arguments and shrinking the copy, and keeps
+#    the copy only if it fits, at the cost of shrinking copies that are
+#    thrown away. `python bench/optimiser.py run` then times every
+#    benchmark with and without the optimiser: compare its ratios before
+#    and after the change, against the spread of the control (the copy of
+#    `-O0` timed against itself) that it prints; a ratio that moves less
+#    than that spread has not changed. Watch the growth too: the program
+#    must stay under `GROWTH × size + SLACK`, and a larger budget reaches
+#    that limit sooner on the programs that inline most.
+# 4. In the reverse of program order — from the end of each definition
+#    to its start — the chain of dead tuples goes in one sweep: `x_n` is
+#    dead, its deletion takes one use from `x_{n-1}`, which the sweep
+#    reaches next, and so on (the census then sweeps once more, and finds
+#    nothing left, as every run of it ends). A program that needs one
+#    sweep per binding in that order is the mirror image, where a rewrite
+#    enables one *below* it: a chain of additions `a1 = a0 + 1`,
+#    `a2 = a1 + 1`, … folds whole in the first sweep in program order
+#    (each `a_i` is a constant when the sweep reaches `a_{i+1}`; the next
+#    sweep deletes the constants left unused), whatever its length, and
+#    needs one sweep per addition backwards. No fixed order suits every
+#    program, which is why Kennedy's work list revisits what a rewrite
+#    touched instead. The cell below sweeps both ways on both chains, and
+#    checks that both orders apply the same rewrites.
+# 5. Fluet and Weeks build the call graph of the functions, with a node
+#    *root* for "called from somewhere else": an edge from `f` to `g` for
+#    each call of `g` in `f`'s body, and from root to each function that
+#    escapes or is called with a continuation other than a tail call's.
+#    A function `g` whose immediate dominator in that graph is a function
+#    `f` (every path from root to `g` passes through `f`), and every
+#    non-tail call of which returns to one continuation `k`, can become a
+#    continuation bound in `f`'s body; a group such as `even`/`odd`, each
+#    called only by the other in tail position and by the outside with one
+#    continuation `k`, is dominated by root and returns to `k`: all of it
+#    becomes continuations bound where `k` is in scope. CPS here binds one
+#    `cont` at a time, so the group is nested: `cont even(n) { cont
+#    odd(m) {…} … }` works when the outside calls only `even` (then `odd`,
+#    in `even`'s handler, is in scope wherever it is called); when the
+#    outside calls both, the language needs a `cont` that binds several
+#    continuations at once, as Flambda 2's does. The calls become jumps
+#    and the pair a loop of two blocks; `contify` today handles the group
+#    of one function.
+# 6. Build `cpstree` both ways at a small size (rewrite its first line),
+#    `lc build bench/programs/cpstree.l -o opt` and `lc build -O0
+#    bench/programs/cpstree.l -o o0`, and count what each executes with
+#    `valgrind --tool=cachegrind ./opt` and `./o0`: the `I refs` line is
+#    the number of instructions, a deterministic count, and
+#    `cg_annotate` breaks it down by function (the collector's functions
+#    separate from the program's). Then compare `lc show llvm` with
+#    `lc show -O0 llvm` of the same file. If the optimised build executes
+#    fewer or as many instructions, and its IR is the same or smaller,
+#    what is left of a difference in time is the measurement (the order of
+#    runs, the machine's load, caches): time it again in alternation and
+#    see whether the ratio stays inside the control's spread. If it
+#    executes more, `cg_annotate` says in which function, and the IR of
+#    that function says what the optimiser did there (a copy that made a
+#    frame wider, a loop that allocates more).
+# 7. Build `primes` as the cell above does, with the rule off and
+#    `UNROLL` 0, and keep the executable; `objdump -d` it and read
+#    `sieve`'s frame: the `sub rsp` at its start gives its size, and the
+#    stores `mov …, N(%rsp)` say which slot holds what. The runtime's
+#    stack scan (chapter 10b) can print, with each pinned block, the
+#    address of the word that pinned it; subtracting the frame's base
+#    (the stack pointer at the call the scan walked through) gives the
+#    slot, which `objdump`'s listing names. What to look for is a slot
+#    stored to before a call and never overwritten afterwards: a dead
+#    pointer left in the frame. The back end could clear it — store 0 into
+#    the slot when the value dies, one store per dead pointer — or the
+#    runtime could scan precisely, with LLVM's stack maps
+#    (`gc.statepoint`), which chapter 10b's conservative scan does
+#    without. Clearing only before the calls that make a frame long-lived
+#    (the recursive call of `sieve`) is cheap: one store per such call.
+# 8. The loop header of "Loops before copies" would be given to every
+#    recursive function with a tail call to itself, not only to those
+#    that may be unrolled: its body moves into a `cont loop`, and its tail
+#    calls of itself become jumps to it. To see the effect, print `lc show llvm-opt`
+#    of each program of the corpus and of `bench/programs` before and after
+#    the change and `diff` them; the programs whose LLVM changes are those
+#    with a large self-tail-recursive function. LLVM's tail-recursion
+#    elimination already makes such calls a loop (as the section says of
+#    `ack`), so expect small differences in the machine code, and
+#    `python bench/optimiser.py run` to see ratios within the control's
+#    spread unless a program's hot loop is one of them.
+#
+# </details>
+#
+# Exercise 4: the census shrinker sweeping backwards, on the chain of dead
+# tuples and on a chain of additions, against the sweeps in program order.
+
+# %%
+from lcompiler.cps import op
+
+
+class Backward(Census):
+    """The census shrinker, each sweep from the end of the program to its start."""
+
+    def run(self) -> Counter:
+        with collector_paused():
+            while True:
+                self.stats["passes"] += 1
+                self.census = Counter(o.var for o in all_occurrences(self.program))
+                before = sum(self.stats.values())
+                nodes = [n for d in self.program.definitions for n in walk(d) if type(n) in self.RULES]
+                for n in reversed(nodes):
+                    if n not in self.dead:
+                        self.visit(n)
+                self.tidy()
+                if sum(self.stats.values()) == before:
+                    return self.stats
+
+
+def additions(n: int) -> Program:
+    """a0 = 1, a1 = a0 + 1, …, a_n = a_{n-1} + 1; halt a_n: each folds once the one before has."""
+    s = Seq()
+    a, one = s.let(const(1), "a"), s.let(const(1), "one")
+    for _ in range(n):
+        a = s.let(op("+", a, one), "a")
+    p = Program()
+    p.define(s.end(halt(a)), "unused")
+    return p
+
+
+print(f"{'program':>16} {'forward sweeps':>15} {'backward sweeps':>16}")
+for name, make in (("dead tuples", chain), ("additions", additions)):
+    for n in (10, 100):
+        forward, backward = Census(make(n)).run(), Backward(make(n)).run()
+        assert forward - Counter(passes=forward["passes"]) == backward - Counter(passes=backward["passes"])
+        print(f"{name + ' ' + str(n):>16} {forward['passes']:>15} {backward['passes']:>16}")
+p = additions(100)
+Backward(p).run()
+assert cps.show(p) == "unused = do {\n  a_1 = 101\n  halt a_1\n}\n"     # the whole chain folded
+
+# %% [markdown]
+# Exercise 2: the dead loop of three uses, which `dead_continuation`
+# leaves, found by one walk that counts the uses met inside each handler.
+
+# %%
+from lcompiler.cps import children
+
+LOOP3 = """unused = do {
+  zero_1 = 0
+  cont loop_2(i_3) {
+    cont again_4() {
+      loop_2(i_3)
+    }
+    cont next_5() {
+      one_6 = 1
+      j_7 = i_3 + one_6
+      loop_2(j_7)
+    }
+    cont back_8() {
+      loop_2(zero_1)
+    }
+    case i_3 { 0 -> again_4; 1 -> next_5; 2 -> back_8 }
+  }
+  halt zero_1
+}
+"""
+
+
+def dead_loops(program: Program) -> list:
+    """The continuations that are used, and only inside their own handlers: one walk, counting
+    the uses of each continuation met while the walk is inside that continuation's handler."""
+    inside, open_handlers = Counter(), Counter()
+    stack = [(program, None)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving is not None:                    # the walk leaves the handler of leaving
+            open_handlers[leaving] -= 1
+            continue
+        if type(node) not in (Program, Definition):
+            for o in node.occs():
+                if o.is_cont and open_handlers[o.var]:
+                    inside[o.var] += 1
+        if type(node) is LetCont:
+            stack += [(node.body, None), (None, node.cont), (node.handler, None)]
+            open_handlers[node.cont] += 1
+        else:
+            stack += [(c, None) for c in reversed(children(node)) if c is not None]
+    return [k for k, n in inside.items() if n == k.count]
+
+
+program = cps.parse(LOOP3)
+loop = next(n for n in walk(program) if type(n) is LetCont)
+print(f"{loop.cont.hint} has {loop.cont.count} uses; dead_continuation applies: "
+      f"{Shrinker(program).dead_continuation(loop, False)}")
+dead = dead_loops(program)
+print("dead_loops finds:", [k.hint for k in dead])
+for k in dead:
+    Shrinker(program).unbind(k.binder)
+cps.check(program)
+assert output(program) == output(cps.parse(LOOP3)) and dead_loops(pipeline.compile_to("cps", SEEDS)[0]) == []
+print(cps.show(program), end="")

@@ -67,6 +67,11 @@
 #   runs in bounded memory; and with its signal handler, which reads the
 #   table of call sites that this chapter makes, a recursion that exhausts
 #   the stack is a runtime error, not a crash;
+# - an exception raised and not caught stops the program with the report of
+#   the reference interpreter, located at its first raise; one caught runs
+#   the handler, with a flag tested after the calls that may raise (or
+#   trap frames, with `LC_EXCEPTIONS=traps`); a program that catches
+#   nothing compiles to the code it had before L had exceptions;
 # - `lc show llvm FILE.l` prints the module as the back end makes it, `lc show
 #   llvm-opt FILE.l` after LLVM's O2 pipeline, `lc show asm FILE.l` as assembly.
 
@@ -96,17 +101,18 @@
 # pointer from field 0 of the closure and calls it with the closure as the
 # first argument, as chapter 8 arranged.
 #
-# The exception continuations have no line in the table: they need no code
-# yet. No program converted by chapter 7 raises — a failing operation, even
-# where it names its exception continuation (`q = a / b @2:7 / exn`),
-# still reaches `uncaught` in every program, and the back end compiles it as
-# before, a test and a call of the runtime's error report (`lc_fail`).
-# So `exn` is not a parameter of the LLVM function and a call passes
-# nothing for it; the only place the second continuation counts is the
-# tail call, which must name the function's own `ret` *and* `exn` (a call
-# in a `try` block names a local handler, so its frame must stay). The
-# machine code of every program is what it was before the CPS had a second
-# continuation. A `case` without a default gets a
+# The exception continuations have no line in the table: `exn` is not a
+# parameter of the LLVM function and a call passes nothing for it. In a
+# program that catches nothing, every raise ends at `uncaught`, so a raise
+# or a failing operation (`q = a / b @2:7 / exn`) reports at once, as
+# before exceptions, with a test and a call of the runtime's error report
+# (`lc_fail`): the machine code of such a program is what it was before
+# the CPS had a second continuation. A program that catches gets a flag,
+# tested after the calls that may raise, or trap frames: the section on
+# exceptions, below.
+# The second continuation also counts in the tail call, which must name
+# the function's own `ret` *and* `exn` (a call in a `try` block names a
+# local handler, so its frame must stay). A `case` without a default gets a
 # default block holding LLVM's `unreachable`: the converter covers every tag,
 # so that block is never reached, and saying so lets LLVM drop the test.
 #
@@ -579,10 +585,17 @@ class Backend(Backend):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
         dynamic = [d for d in self.program.definitions if d.body is not None and d.var is not None]
-        self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, len(dynamic))), "lc_globals")
+        self.catching = catches(self.program)          # the section on exceptions: two more roots
+        self.lowering = lowering()
+        self.traps = self.catching and self.lowering == "traps"
+        self.raising = raising(self.program) if self.catching else set()
+        size = len(dynamic) + (len(EXCEPTION_SLOTS) if self.catching else 0)
+        self.globals = ir.GlobalVariable(self.module, ir.ArrayType(I64, max(1, size)), "lc_globals")
         self.globals.initializer = ir.Constant(self.globals.type.pointee, None)
         for i, d in enumerate(dynamic):
             self.slots[d.var] = i
+        self.exception_slots = {name: len(dynamic) + i for i, name in enumerate(EXCEPTION_SLOTS)}
+        self.site_records, self.trap_records = {}, {}
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
                 lam = d.value
@@ -591,7 +604,7 @@ class Backend(Backend):
                 f.linkage = LINKAGE
                 f.calling_convention = "fastcc" if d.var in fast else "tailcc"
                 self.subprogram(f, lam)
-                if f.calling_convention == "fastcc":
+                if f.calling_convention == "fastcc" and not self.traps:    # traps: see exceptions
                     saves_no_registers(f)
                 names = [self.name(p) + (f".{i}" if arity(p) > 1 else "")
                          for p in lam.params for i in range(arity(p))]
@@ -681,10 +694,13 @@ class Backend(Backend):
         back to a block `recur` whose phis stand for the parameters."""
         blocks = {}                                    # continuation -> (its block, its phis)
         start = f.append_basic_block("entry")
+        if self.catching:                              # the section on exceptions: a trap record
+            self.frame_trap(f, start, term)
         args = list(f.args)
         if me is not None:
             start, args = self.recur(f, start, args, blocks, me)
         self.parameters(params, args, values)
+        self.here = (blocks, ret)                      # for a raise inside a primitive (exceptions)
         work = [(start, term)]
         while work:
             block, t = work.pop()
@@ -782,8 +798,8 @@ class Backend(Backend):
             args = [self.value(b, o, values) for o in t.args]
             if t.cont.var is ret:
                 b.ret(args[0])
-            elif t.cont.var not in blocks:            # a function's exception continuation, or uncaught
-                raise NotImplementedError("a raise: no stage before this one produces one yet")
+            elif t.raises or t.cont.var not in blocks:    # a raise, or to an exception continuation
+                self.raise_to(b, t, args[0], t.cont.var, blocks, ret)
             else:
                 self.goto(b, t.cont.var, args, blocks)
         elif type(t) is cps.Apply:
@@ -822,9 +838,17 @@ class Backend(Backend):
             fty = ir.FunctionType(I64, [I64] * (len(args) + 1))
             callee, args = b.inttoptr(code, fty.as_pointer()), [record] + args
         cc = callee.calling_convention if t.kind == "direct" else "tailcc"
+        trap = self.push_trap(b, t, blocks) if self.catching and not tail else None   # exceptions: traps
         result = b.call(callee, args, cconv=cc, tail=tail and cc == "tailcc")
         self.locate(result, t.loc, site=not tail)
         if tail:
+            b.ret(result)
+            return
+        if trap is not None:
+            b.store(trap, self.trap_global())
+        elif self.catching and not self.traps:     # the section on exceptions: test the flag
+            self.test_flag(b, t, blocks, ret)
+        if t.cont.var is ret:                      # returns to ret, raises to a handler: not a tail call
             b.ret(result)
         else:
             self.goto(b, t.cont.var, [result], blocks)
@@ -1386,6 +1410,11 @@ class Backend(Backend):
             b.call(self.rt["lc_print_char"], [word(ord("\n"))])
             return word(0)
         if t is cps.Fail:
+            if self.raises_here(p.exn):                # the section on exceptions
+                self.raise_failure(b, p.exn.var, p.message, p.loc, [get(o) for o in p.args],
+                                   [o.var.type for o in p.args])
+                b.position_at_end(b.function.append_basic_block("after.raise"))    # never reached
+                return word(0)
             self.fail(b, p, [get(o) for o in p.args])
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
@@ -1464,7 +1493,10 @@ class Backend(Backend):
             x = args[failure.operand]
             if not (isinstance(x, ir.Constant) and x.constant != failure.value):
                 with b.if_then(b.icmp_signed("==", x, word(failure.value)), likely=False):
-                    b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
+                    if self.raises_here(p.exn):        # the section on exceptions
+                        self.raise_failure(b, p.exn.var, failure.message, p.loc, [], [])
+                    else:
+                        b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
 # %% [markdown]
@@ -1612,6 +1644,550 @@ class Backend(Backend):
         b.call(self.rt["lc_fail_begin"], [self.cstring(b, first + " ")])
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
+
+# %% [markdown]
+# ## Exceptions: a flag tested after each call
+#
+# A raise in CPS is a jump to a continuation, and three kinds of
+# continuation can be its target. A *handler* bound in the same function
+# (the clauses of a `try` around the raise) is a block, and the raise is a
+# branch to it, like any jump. The program's `uncaught` reports and stops.
+# The hard one is the function's own exception continuation `exn`: the
+# handler is in some caller, how many frames up nobody knows at compile
+# time, and it must be reached *with that caller's stack*, the frames in
+# between abandoned. Machine code has three ways of doing that
+# (the issue lists them): *trap frames*, as OCaml's native code does — a
+# `try` pushes a record holding the handler's address and the stack
+# pointer, and a raise restores the stack pointer and jumps, in one step
+# whatever the depth; *zero-cost unwinding*, C++'s `invoke` and
+# `landingpad`, which costs nothing until a raise and then walks tables
+# frame by frame (and cannot be used on our `musttail` calls); and a
+# *flag*, as Swift's `swifterror` and Koka do: a raise stores the exception
+# in a global and returns normally, and every call that may raise is
+# followed by a test of the global — if it is set, the caller goes to its
+# handler, or returns at once to its own caller, which tests it in turn.
+#
+# This back end builds two of them, the flag and trap frames, measures
+# both, and chooses the flag (the end of the section says why); trap
+# frames stay selectable. The flag came first because it needs no new
+# machinery: no `setjmp`, no unwinder, nothing the collector must learn
+# (every frame is left by an ordinary return, so the conservative scan of
+# the stack sees exactly the frames that are live, as always). Its rules:
+#
+# | CPS | LLVM (a program that catches) |
+# |---|---|
+# | `h(e) raise @l:c`, `h` a handler of this function | record the raise site, then `br label %h` |
+# | `exn(e) raise @l:c`, `exn` the function's own | record the site, store `e` in the flag, `ret i64 0` |
+# | `uncaught(e) raise @l:c` | report at once (`lc_fail`), as before exceptions |
+# | `h(e)` without `raise` (no clause matched: pass it on) | the same without recording: the first raise's site stays |
+# | `call f(…) -> k / h`, not a tail call, `f` may raise | the call, then `if flag != 0`: clear it and `br %h` (a handler), or `ret` (the function's own), or report (`uncaught`) |
+# | `call f(…) -> ret / exn`, a tail call | as before: the callee's flag is the caller's |
+# | `q = a / b @l:c / h`, `fail "…" @l:c / h` | the test of before, its failure raising `DivisionByZero` (`MatchFailure`, `AssertionFailed`) to `h` by the rules above |
+#
+# Three details make it cheap where nothing is caught:
+#
+# - **A program that catches nothing compiles as before.** If no raise, no
+#   failure and no call names a handler as where it raises to, every
+#   exception ends at `uncaught`, however many frames it would cross: the
+#   raise itself can report, at once. `catches` decides this for the whole
+#   program; when it says no, the back end emits exactly today's code —
+#   no flag, no record, no test — and a raise is a call of `lc_fail`
+#   with its message rendered by the compiler, like a division by zero.
+# - **Only a call that may raise is tested.** `raising` finds the direct
+#   functions that may raise to their own exception continuation: a raise,
+#   a failure or a pass-on there, or a call of a closure (unknown) or of
+#   such a function that names it; the least fixed point of that rule. A
+#   call of `fib` that can never raise is followed by no test.
+# - **A tail call needs no test**: the callee's flag, if set, is returned
+#   to this function's caller, which tests it.
+#
+# The flag is a word of `lc_globals`, the array of the program's dynamic
+# definitions that the collector takes as roots (chapter 10b): the back end
+# adds two words at its end, `pending` (the exception, 0 when none: no heap
+# block has address 0) and the value of the raise site.
+#
+# **The raise site.** The report of an uncaught exception needs the place of
+# the *first* raise, and for a `MatchFailure` the value that no clause
+# matched, but the exception that travels is only the constructor. So a
+# raise that something may catch records its site before it jumps: the
+# address of a constant of three words, made by the compiler — the text of
+# the report up to the value, after it (0: no value), the value's printer —
+# in the global `lc_site`, and the value (the exception itself, or a match
+# failure's unmatched value) in its word of `lc_globals`, where the collector
+# finds it. A pass-on leaves the record alone. `lc_uncaught`, a function of
+# the module, prints the report from the record, as `lc_fail_begin`, the
+# printer and `lc_fail` print one at a raise.
+
+# %%
+#| export
+import os
+
+EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
+PENDING, SITE_VALUE = EXCEPTION_SLOTS
+LOWERINGS = ("flag", "traps")                   # the first is the default
+
+
+def lowering() -> str:
+    """The lowering of exceptions: LC_EXCEPTIONS=traps chooses trap frames, else the flag."""
+    chosen = os.environ.get("LC_EXCEPTIONS", LOWERINGS[0])
+    if chosen not in LOWERINGS:
+        raise ValueError(f"LC_EXCEPTIONS={chosen}: the lowerings are {', '.join(LOWERINGS)}")
+    return chosen
+
+
+def is_exception_continuation(k) -> bool:
+    """Is k a function's exception continuation, or the program's `uncaught`?"""
+    return type(k.binder) is cps.Program or type(k.binder) is cps.Lambda and k is k.binder.exn
+
+
+def raised_to(node):
+    """The occurrence of the continuation that node raises to, if it may raise."""
+    t = type(node)
+    if t is cps.Apply or t is cps.Op or t is cps.Fail:
+        return node.exn
+    if t is cps.ApplyCont and (node.raises or is_exception_continuation(node.cont.var)):
+        return node.cont
+    return None
+
+
+def catches(program: cps.Program) -> bool:
+    """Does anything in the program catch an exception: does a raise, a failure or a call name a
+    handler (a local continuation) as where it raises to, or a handler pass one on? If not, every
+    raise reaches `uncaught`, and the code is exactly what it was before L had exceptions."""
+    for node in cps.walk(program):
+        h = raised_to(node)
+        if h is not None and type(h.var.binder) is cps.LetCont:
+            return True
+        if type(node) is cps.ApplyCont and not node.raises and is_exception_continuation(node.cont.var):
+            return True
+    return False
+
+
+def raising(program: cps.Program) -> set:
+    """The direct functions that may raise to their own exception continuation: a raise or a
+    failure there, or a call of a closure or of such a function that raises there too. The least
+    fixed point: a function is added when one of these is found, until none is."""
+    lambdas = {d.var: d.value for d in program.definitions if type(d.value) is cps.Lambda}
+    sites = {}
+    for var, lam in lambdas.items():
+        sites[var] = [node for node in cps.walk(lam.body)
+                      if (h := raised_to(node)) is not None and h.var is lam.exn]
+    found, changed = set(), True
+    while changed:
+        changed = False
+        for var, nodes in sites.items():
+            if var not in found and any(type(n) is not cps.Apply or n.kind != "direct" or n.func.var in found
+                                        for n in nodes):
+                found.add(var)
+                changed = True
+    return found
+
+
+class Backend(Backend):
+    def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
+        return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
+
+    def own_exception(self, ret):
+        """The exception continuation of the function being translated (ret None: a definition)."""
+        return self.program.uncaught if ret is None else ret.binder.exn
+
+    def raises_here(self, exn) -> bool:
+        """Does a failure raising to exn raise (rather than report at once, as before exceptions)?"""
+        if exn is None or not self.catching:
+            return False
+        return exn.var is not self.program.uncaught
+
+    def site_record(self, prefix: str, rest: str | None, printer) -> ir.Constant:
+        """A raise site, made by the compiler: the uncaught report's text before the value, after
+        it (None: no value), and the value's printer; one constant per text, shared."""
+        key = (prefix, rest, printer.name if printer is not None else None)
+        records = self.site_records
+        if key not in records:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I64, 3), f"site.{len(records)}")
+            null = word(0)
+            g.initializer = ir.Constant(g.type.pointee, [
+                self.string(prefix).ptrtoint(I64),
+                self.string(rest).ptrtoint(I64) if rest is not None else null,
+                printer.ptrtoint(I64) if printer is not None else null])
+            g.global_constant, g.linkage = True, "private"
+            records[key] = g.ptrtoint(I64)
+        return records[key]
+
+    def site_global(self) -> ir.GlobalVariable:
+        if "lc_site" not in self.module.globals:
+            g = ir.GlobalVariable(self.module, I64, "lc_site")
+            g.initializer, g.linkage = word(0), "internal"
+        return self.module.globals["lc_site"]
+
+    def record(self, b: ir.IRBuilder, message: str, loc, value, value_type):
+        """Record the raise site: the report's texts (value: shown after the message) in lc_site,
+        the value in its slot of lc_globals, where the collector finds it."""
+        text = render(RunError(message, loc))
+        if value is None:
+            site = self.site_record(text, None, None)
+        else:
+            first, rest = text.split("\n", 1)
+            site = self.site_record(first + " ", "\n" + rest, self.printer(value_type))
+            b.store(value, self.exception_slot(b, SITE_VALUE))
+        b.store(site, self.site_global())
+
+    def report_now(self, b: ir.IRBuilder, message: str, loc, value, value_type):
+        """Report an uncaught exception at its raise, as before exceptions (lc_fail)."""
+        text = render(RunError(message, loc))
+        if value is None:
+            b.call(self.rt["lc_fail"], [self.cstring(b, text)])
+        else:
+            first, rest = text.split("\n", 1)
+            b.call(self.rt["lc_fail_begin"], [self.cstring(b, first + " ")])
+            b.call(self.printer(value_type), [value, word(1)])
+            b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
+        b.unreachable()
+
+    def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
+        """Jump to the exception continuation h with an exception already recorded: a handler's
+        block; the function's own (set the flag, return: the caller tests it); or uncaught."""
+        if h in blocks:
+            self.goto(b, h, [exception], blocks)
+        elif h is self.program.uncaught:
+            b.call(self.uncaught_report(), [])
+            b.unreachable()
+        elif self.lowering == "traps":
+            b.store(exception, self.exception_slot(b, PENDING))
+            b.call(self.thrower(), [])
+            b.unreachable()
+        else:
+            b.store(exception, self.exception_slot(b, PENDING))
+            b.ret(word(0))
+
+    def raise_to(self, b: ir.IRBuilder, t: cps.ApplyCont, exception, h, blocks: dict, ret):
+        """A jump to an exception continuation h: a raise (t.raises) records its site first."""
+        direct = h is self.program.uncaught or not self.catching
+        if t.raises and direct:                  # nothing can catch it: report at the raise
+            self.report_now(b, "uncaught exception", t.loc, exception, t.args[0].var.type)
+            return
+        if t.raises:
+            self.record(b, "uncaught exception", t.loc, exception, t.args[0].var.type)
+        self.pass_on(b, h, exception, blocks, ret)
+
+    def raise_failure(self, b: ir.IRBuilder, h, message: str, loc, args: list, types: list):
+        """A failing primitive raising its predefined exception (the tag of PREDEFINED) to h."""
+        blocks, ret = self.here
+        self.record(b, message, loc, args[0] if args else None, types[0] if types else None)
+        self.pass_on(b, h, self.nullary(cps.PREDEFINED[message][0]), blocks, ret)
+
+    def test_flag(self, b: ir.IRBuilder, t: cps.Apply, blocks: dict, ret):
+        """After a call that may raise: if the flag is set, clear it and go to the handler, or
+        return at once to the caller (which tests it in turn), or report (uncaught)."""
+        if t.kind == "direct" and t.func.var not in self.raising:
+            return
+        slot = self.exception_slot(b, PENDING)
+        pending = b.load(slot, "pending")
+        raised = b.function.append_basic_block("raised")
+        returned = b.function.append_basic_block("returned")
+        b.cbranch(b.icmp_unsigned("!=", pending, word(0)), raised, returned)
+        b.position_at_end(raised)
+        h = t.exn.var
+        if h in blocks:                            # caught here: clear the flag
+            b.store(word(0), slot)
+            self.goto(b, h, [pending], blocks)
+        elif h is self.program.uncaught:
+            self.pass_on(b, h, pending, blocks, ret)
+        else:                                      # the flag stays set for the caller
+            b.ret(word(0))
+        b.position_at_end(returned)
+
+    # Lowering A, trap frames (LC_EXCEPTIONS=traps): the section's second half.
+
+    def trap_global(self) -> ir.GlobalVariable:
+        """lc_trap: the address of the innermost trap record (0: none)."""
+        if "lc_trap" not in self.module.globals:
+            g = ir.GlobalVariable(self.module, I64, "lc_trap")
+            g.initializer, g.linkage = word(0), "internal"
+        return self.module.globals["lc_trap"]
+
+    def intrinsic(self, name: str, result, params: list) -> ir.Function:
+        if name not in self.module.globals:
+            ir.Function(self.module, ir.FunctionType(result, params), name)
+        return self.module.globals[name]
+
+    def frame_trap(self, f: ir.Function, entry, term):
+        """With traps, a function that calls with a handler of its own gets one trap record in
+        its frame, at the start of its entry block: its calls are never nested in one frame."""
+        if self.lowering == "traps" and any(type(n) is cps.Apply and type(n.exn.var.binder) is cps.LetCont
+                                            for n in cps.walk(term)):
+            self.trap_records[f] = ir.IRBuilder(entry).alloca(ir.ArrayType(I8P, 6), name="trap")
+
+    def push_trap(self, b: ir.IRBuilder, t: cps.Apply, blocks: dict):
+        """Before a call that raises to a handler of this function: fill the frame's trap record
+        (LLVM's setjmp buffer: frame address, resume address, stack pointer; then the previous
+        record) and make it the innermost. The resumed path restores the previous record and goes
+        to the handler with the exception. Returns the previous record, which the caller restores
+        after the call; None for a call that needs no trap."""
+        if self.lowering != "traps" or t.exn.var not in blocks:
+            return None
+        if t.kind == "direct" and t.func.var not in self.raising:     # it cannot raise: no trap
+            return None
+        f = b.function
+        record = self.trap_records[f]
+        slot = lambda i: b.gep(record, [ir.Constant(I32, 0), ir.Constant(I32, i)])
+        b.store(b.call(self.intrinsic("llvm.frameaddress.p0", I8P, [I32]), [ir.Constant(I32, 0)]), slot(0))
+        b.store(b.call(self.intrinsic("llvm.stacksave.p0", I8P, []), []), slot(2))
+        buffer = b.bitcast(record, I8P)
+        resumed = b.call(self.intrinsic("llvm.eh.sjlj.setjmp", I32, [I8P]), [buffer])
+        landing = f.append_basic_block("trapped")
+        go = f.append_basic_block("protected")
+        b.cbranch(b.icmp_unsigned("!=", resumed, ir.Constant(I32, 0)), landing, go, )
+        b.position_at_end(landing)
+        b.store(b.ptrtoint(b.load(slot(5)), I64), self.trap_global())
+        pending = self.exception_slot(b, PENDING)
+        exception = b.load(pending, "pending")
+        b.store(word(0), pending)
+        self.goto(b, t.exn.var, [exception], blocks)
+        b.position_at_end(go)
+        previous = b.load(self.trap_global(), "previous")
+        b.store(b.inttoptr(previous, I8P), slot(5))
+        b.store(b.ptrtoint(buffer, I64), self.trap_global())
+        return previous
+
+    def thrower(self) -> ir.Function:
+        """lc_throw(), made once per module: jump to the innermost trap record, or report."""
+        if "lc_throw" in self.module.globals:
+            return self.module.globals["lc_throw"]
+        f = ir.Function(self.module, ir.FunctionType(VOID, []), "lc_throw")
+        f.linkage = "internal"
+        for attribute in ("noreturn", "noinline", "cold"):
+            f.attributes.add(attribute)
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        trap = b.load(self.trap_global())
+        none, jump = f.append_basic_block("none"), f.append_basic_block("jump")
+        b.cbranch(b.icmp_unsigned("==", trap, word(0)), none, jump)
+        b.position_at_end(none)
+        b.call(self.uncaught_report(), [])
+        b.unreachable()
+        b.position_at_end(jump)
+        b.call(self.intrinsic("llvm.eh.sjlj.longjmp", VOID, [I8P]), [b.inttoptr(trap, I8P)])
+        b.unreachable()
+        return f
+
+    def uncaught_report(self) -> ir.Function:
+        """lc_uncaught(), made once per module: report the recorded raise site and stop."""
+        if "lc_uncaught" in self.module.globals:
+            return self.module.globals["lc_uncaught"]
+        f = ir.Function(self.module, ir.FunctionType(VOID, []), "lc_uncaught")
+        f.linkage = "internal"
+        f.attributes.add("noreturn")
+        f.attributes.add("cold")
+        b = ir.IRBuilder(f.append_basic_block("entry"))
+        site = b.inttoptr(b.load(self.site_global()), I64.as_pointer())
+        prefix, rest, printer = (b.load(b.gep(site, [word(i)])) for i in range(3))
+        no_value = f.append_basic_block("no.value")
+        value = f.append_basic_block("value")
+        b.cbranch(b.icmp_unsigned("==", rest, word(0)), no_value, value)
+        b.position_at_end(no_value)
+        b.call(self.rt["lc_fail"], [b.inttoptr(prefix, I8P)])
+        b.unreachable()
+        b.position_at_end(value)
+        b.call(self.rt["lc_fail_begin"], [b.inttoptr(prefix, I8P)])
+        show = b.inttoptr(printer, ir.FunctionType(VOID, [I64, I64]).as_pointer())
+        b.call(show, [b.load(self.exception_slot(b, SITE_VALUE)), word(1)])
+        b.call(self.rt["lc_fail"], [b.inttoptr(rest, I8P)])
+        b.unreachable()
+        return f
+
+# %% [markdown]
+# A function that may raise, and a caller that catches: `risky` raises
+# to its own exception continuation (it records the site, stores the
+# exception in `pending`, returns), and the call in the `try` is followed
+# by the test, whose `raised` block clears the flag and branches to the
+# handler. `pure` cannot raise: its call has no test. (Until chapter 7
+# converts `try` and `raise`, its `cps` stage refuses the program, and the
+# cell prints that refusal instead.)
+
+# %%
+from lcompiler.errors import CompileError
+
+catching = Source("catching.l", """exception Big(Int)
+def pure(n) = n * 2
+def risky(n) = if (n > 5) raise(Big(n)) else n
+print(try { pure(3) + risky(7) } catch { Big(k) -> k })
+""")
+
+
+def defined(module, name: str) -> str:
+    """The text of one function of a module."""
+    text = str(module)
+    start = text.index(f'define linkonce_odr fastcc i64 @"{name}') if name != "init" else text.index('define linkonce_odr tailcc i64 @"init')
+    return text[start:text.index("\n}", start) + 2]
+
+
+try:
+    catching_module = to_llvm(catching, optimiser=False)
+    print(defined(catching_module, "risky"))
+    print(defined(catching_module, "init"))
+except CompileError as error:          # until chapter 7 converts try and raise
+    print(error.render())
+
+# %% [markdown]
+# ### The second lowering: trap frames
+#
+# With `LC_EXCEPTIONS=traps` (an environment variable read as the module is
+# made, so that tests and benchmarks can choose), the same CPS gets OCaml's
+# lowering instead. A call that may raise to a handler of its own function
+# is *protected*: before it, the function fills a *trap record* in its
+# frame — LLVM's `setjmp` buffer of five words (the frame address, the
+# resume address that `llvm.eh.sjlj.setjmp` writes, the stack pointer),
+# then the address of the previous record — and makes it the innermost, in
+# the global `lc_trap`; after it, it puts the previous one back. A raise to
+# the function's own exception continuation records its site, stores the
+# exception in `pending` and calls `lc_throw`, which `longjmp`s to the
+# innermost record (`llvm.eh.sjlj.longjmp`) — or, if there is none, reports
+# the exception as uncaught. At the record, `setjmp` returns a second
+# time, not 0: the function restores the previous record, takes the
+# exception and goes to its handler. No test follows any call.
+#
+# Three decisions, each for a reason:
+#
+# - **A record per protected call, not per `try`.** In CPS a `try` is not
+#   a region: it is a handler that some calls name. Pushing at each such
+#   call needs nothing but the call, and one record per frame suffices,
+#   since two calls of one frame are never in progress at once; a `try`
+#   whose block makes one call (the common case) pays the same either way.
+#   A call of a direct function that cannot raise (`raising`) needs no
+#   record.
+# - **Values live across `setjmp` are in memory.** LLVM's lowering of the
+#   intrinsic treats every register as clobbered when `setjmp` returns the
+#   second time, so whatever the handler uses is reloaded from the frame —
+#   where the conservative scan of the collector finds it. The frames a
+#   `longjmp` jumps over are below the restored stack pointer and are not
+#   scanned again, which is right: they are dead. The tests run a raise
+#   through frames holding the only pointers to young blocks under both
+#   lowerings and the stress mode of the collector.
+# - **A program that catches keeps its callee-saved registers.** The
+#   record holds the frame address, so a function with a record has a
+#   frame pointer, and LLVM cannot keep one across calls of functions that
+#   save no register (the attribute of the section on registers): it fails
+#   with "Interference usage of base pointer/frame pointer". Under traps,
+#   the functions of a program that catches keep their callee-saved
+#   registers — the price being the stale pointers that the attribute
+#   exists to avoid.
+#
+# ### Measured, and chosen
+#
+# What each costs, measured by `bench/exceptions.py` (`python
+# bench/exceptions.py --json bench/exceptions.json`: pairs of programs that
+# differ in one thing, built under each lowering as executables and run in
+# alternation, five times each, the median of the user and system CPU
+# time; the cost is the difference of the two medians divided by how many
+# times the thing happens):
+#
+# - **a call**: `fib(37)`, whose guard `if (n < 0) raise(Negative)` is
+#   never taken, without any `try` (so, by the rule above, no test and no
+#   trap: the code of a program without exceptions) and inside one `try`
+#   (every call of `fib` is then followed by the test of the flag);
+# - **a `try` entered** without a raise: a loop that calls a function that
+#   may raise, inside a `try` and outside, built without chapter 9's
+#   optimiser (which would inline the function, leaving no call to protect);
+# - **a raise caught at depth 1, 20 and 100,000**: a loop around a `try`
+#   whose block calls a recursion of that depth, raising at the bottom,
+#   against the same recursion returning normally. LLVM turns the returning
+#   recursion into a loop, or into its result, so the difference is the cost
+#   of the descent and the raise together, which is the price a program
+#   pays; the last column divides the raising program's whole time by the
+#   number of raises.
+
+# %%
+measured = json.loads(Path("../bench/exceptions.json").read_text())
+machine = measured["machine"]
+print(f"measured on {machine['cpu']}, {machine['cores']} cores, load {machine['load'][0]},"
+      f" {machine['compilers']['llvm']}")
+print(f"{'lowering':8} {'what':22} {'without s':>9} {'with s':>8} {'count':>11} {'ns each':>11} {'with/count ns':>14}")
+for kind, rows in measured["lowerings"].items():
+    for name, r in rows.items():
+        print(f"{kind:8} {name:22} {r['without']['median']:9.3f} {r['with']['median']:8.3f} {r['count']:11,}"
+              f" {r['ns_each']:11.2f} {r['with_ns_each']:14.2f}")
+flag, traps = measured["lowerings"]["flag"], measured["lowerings"]["traps"]
+print(f"the flag's test after each call of fib: {flag['call']['with']['median'] / flag['call']['without']['median'] - 1:+.0%}"
+      " on its time")
+for depth in (20, 100000):
+    r = flag[f"raise at depth {depth}"]
+    print(f"the flag, a raise at depth {depth}, descent included: {r['ns_each'] / depth:.1f} ns per frame")
+print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag['try']['ns_each']:.2f} ns")
+
+# %% [markdown]
+# Reading the table. **A program without `try` pays nothing** under
+# either lowering: its code is byte for byte what it was (the tests check
+# it for every program of the corpus and the examples). In a program that
+# catches, the flag puts a load, a compare and a branch after each call of
+# a function that may raise: on `fib`, which does nothing but call, the
+# fraction of its time printed above; trap frames put nothing there (what
+# is left on their `call` line is the noise of this loaded machine, or the
+# callee-saved registers they keep).
+# **Entering a `try`** costs the flag nothing of its own, and costs a trap
+# a `setjmp` and two stores. **A raise** costs the flag a return and a
+# test per frame it crosses, a nanosecond or two each, so its price grows
+# with the depth; under traps it is one `longjmp` at any depth — and since
+# nothing is tested after the calls, LLVM even turned the raising
+# recursion into a loop. At depth 1, both are a branch: LLVM inlined the
+# raise into the handler's function.
+#
+# **The default is the flag.** Its costs fall on programs that catch and
+# call raising functions in their hot loops; those of the traps fall on
+# every `try`, and on every program that catches through the lost
+# attribute, whose absence the section on registers showed can cost a
+# heap many times larger. The flag also asks nothing of the collector or of
+# LLVM's frame layout, and keeps a raise an ordinary sequence of returns,
+# which debuggers and the stack-overflow handler of chapter 10b understand.
+# A program that raises deep and often would choose `LC_EXCEPTIONS=traps`.
+#
+# The stack, before and after a raise caught 3 frames up, under trap
+# frames: on the left, `loop` has filled its trap record and called
+# `down(3)`; `down(0)` raises: it records the site, stores the exception
+# in `pending` and jumps to the record `lc_trap` points to. On the right,
+# the stack pointer is back in `loop`'s frame, which runs its handler; the
+# frames of `down` are below it, dead, and the collector no longer scans
+# them. Under the flag, the same frames would be left one by one, each
+# `down` returning at once after its test.
+
+# %%
+def stack_picture(title: str) -> str:
+    """Two stacks, before and after a raise caught 3 frames up, with trap frames (an SVG)."""
+    frames = ["main (lc_run)", "loop: trap record ← lc_trap", "down(3): 1 + down(2)", "down(2): 1 + down(1)",
+              "down(1): 1 + down(0)", "down(0): raise(Bottom(0))"]
+    w, h, gap = 250, 26, 70
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w + gap + 20}" height="{(len(frames) + 3) * h + 20}"'
+           f' font-family="monospace" font-size="12" role="img" aria-label="{_escape(title)}">',
+           f"<title>{_escape(title)}</title>"]
+    for column, (caption, live, flag) in enumerate([("at the raise", len(frames), "pending = Bottom(0)"),
+                                                    ("after the longjmp", 2, "pending = 0, lc_trap = previous")]):
+        x = 10 + column * (w + gap)
+        out.append(f'<text x="{x}" y="16" font-weight="bold">{caption}</text>')
+        for i, frame in enumerate(frames):
+            y = 26 + i * h
+            alive = i < live
+            fill = "#e0f2fe" if alive else "#f3f4f6"
+            stroke = "#0369a1" if alive else "#d1d5db"
+            text = frame if alive else "(below the stack pointer: dead)"
+            if column == 1 and i == 1:
+                text = "loop: handler Bottom(k) -> k"
+            out.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h - 4}" fill="{fill}" stroke="{stroke}"/>')
+            out.append(f'<text x="{x + 6}" y="{y + 15}" fill="{"#111827" if alive else "#9ca3af"}">{_escape(text)}</text>')
+        if column == 0:
+            y1, y0 = 26 + (len(frames) - 1) * h + 11, 26 + h + 11
+            out.append(f'<path d="M{x + w},{y1} C{x + w + 50},{y1} {x + w + 50},{y0} {x + w},{y0}" stroke="#b45309"'
+                       ' fill="none"/>')
+            out.append(f'<text x="{x + w + 6}" y="{(y0 + y1) // 2}" fill="#b45309">longjmp</text>')
+        y = 26 + (len(frames) + 1) * h
+        out.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h - 4}" fill="#fef3c7" stroke="#b45309"/>')
+        out.append(f'<text x="{x + 6}" y="{y + 15}">{_escape(flag)}</text>')
+    return "\n".join(out + ["</svg>"])
+
+
+stack_alt = ("Two stacks of frames, top of the program first. At the raise: main; loop, whose frame holds the trap"
+             " record that lc_trap points to; down(3), down(2), down(1); and down(0), which raises, sets pending to"
+             " Bottom(0) and jumps back to loop's record. After the longjmp: only main and loop are live, loop runs"
+             " its handler, pending is 0 and lc_trap the previous record; the frames of down are below the stack"
+             " pointer, dead.")
+display(SVG(stack_picture(stack_alt)), metadata={"alt": stack_alt})
 
 # %% [markdown]
 # ## Printing, directed by types
@@ -1878,7 +2454,8 @@ class Backend(Backend):
                 name = self.name(d.var) if d.var is not None else f"statement.{i}"
                 f = ir.Function(self.module, ir.FunctionType(I64, []), "init." + name)
                 f.calling_convention, f.linkage = "tailcc", LINKAGE
-                saves_no_registers(f)
+                if not self.traps:
+                    saves_no_registers(f)
                 self.subprogram(f, d.body)
                 self.body(f, d.body, {}, None)
                 result = b.call(f, [], cconv="tailcc")
@@ -2628,6 +3205,21 @@ else:
 # row of chapter 4b's table of primitives and for nothing else, and that
 # each lowering, compiled and run, computes what its row's `meaning` says
 # on random and extreme operands.
+#
+# `tests/test_exceptions.py` runs the corpus of exception programs compiled
+# (the JIT, executables, without chapter 9) against their golden outputs;
+# `tests/test_exceptions_native.py` checks the section on exceptions, each
+# test under both lowerings (the corpus too, under trap frames): a
+# program that catches nothing gets no flag, no record and no extra root
+# (every program of the corpus and the examples); only the calls of
+# functions that may raise are followed by a test, or protected by a trap
+# (counted in the module);
+# and against the reference interpreter, random programs that raise and
+# catch, a match failure passed on through a `try` reported with its value,
+# a division by zero raised deep, a raise through frames holding the only
+# pointers to young blocks under the collector's stress mode, stack overflow
+# and out of memory inside a `try` still fatal and located, and a loop that
+# retries in its handler in a stack of 256 KiB.
 
 # %% [markdown]
 # ## When something goes wrong: debugging hints

@@ -889,3 +889,83 @@ for label, row in (("-O0", without), ("optimised", largest)):
 #    (the experiment of the allocation section) and measure `cpstak` and
 #    `primes`. Then make the conservative scan of the stack find the
 #    callee-saved registers of the frames it walks: what does it cost?
+#
+# <details><summary>Solutions</summary>
+#
+# 1. The JIT's target machine is made by `target_machine`
+#    ([appendix B](B_support.ipynb)) with MCJIT's defaults, the
+#    large code model: every call, even from one L function to the next in
+#    the same module, loads a 64-bit address into a register and calls
+#    through it, because the code may be placed anywhere in the address
+#    space. Passing `codemodel="small"` there for the JIT too makes the
+#    calls between L functions `call rel32`, like the executable's — they
+#    sit in one code section, close together. The calls into the runtime,
+#    a shared library loaded wherever the system put it, may then be more
+#    than 2 GB away: MCJIT's linker must route them through stubs (a jump
+#    through a 64-bit address placed near the code), which it makes for a
+#    `PLT32` relocation to a far symbol; check that `lc run` of every
+#    corpus program still runs (`pytest tests/test_native.py`), since a
+#    call the linker cannot reach fails when the code is linked in memory,
+#    not when it is compiled. Measure as chapter 11 does, timing the run and not the
+#    compilation: `lc run bench/programs/fib.l` against `lc build
+#    bench/programs/fib.l -o fib && ./fib`, alternated, several times
+#    each, before and after the change. What to look for: whether the gap
+#    between the JIT's run and the executable's, which the large code
+#    model's indirect calls explain in part, closes; `fib` makes a call
+#    per addition, so if the calls matter, it shows them.
+# 2. Pick a program that stresses one thing, write it five times in the
+#    style of each language (`bench/programs/NAME.{l,c,ml,ss,py}`, the
+#    first line of each setting `n`, the outputs identical), and add
+#    `"NAME": (full size, small size)` to `SIZES`; `python bench/run.py
+#    --small --only NAME` checks that the five outputs agree, then
+#    `python bench/run.py --only NAME --json /tmp/NAME.json` measures it
+#    without touching `bench/results.json`. Its family is what dominates
+#    its time: calls (integer recursion), tail calls between functions
+#    (mutual recursion), a `var` loop, closures, continuations, lists,
+#    trees, or live data — `LC_GC_STATS=1 ./NAME` prints the collector's
+#    time (`gc time`) beside the program's, and a profile (`perf record ./NAME`, `perf
+#    report`) where the rest goes. Compare its L/OCaml ratio with the
+#    family's geometric mean in the table above: a ratio far from its
+#    family's says the program stresses something the family's members do
+#    not — and the profile says what.
+# 3. `LC_NURSERY` is read by the runtime when the program starts, so,
+#    after `cp bench/results.json /tmp/nursery-256K.json` (the file that
+#    `--python keep` takes CPython's stored times from),
+#    `LC_NURSERY=256K python bench/run.py --only msort --only binarytrees
+#    --only deriv --only live --python keep --json /tmp/nursery-256K.json`
+#    measures those benchmarks with a nursery of 256 KB, and so on for
+#    other sizes, from a few of the runtime's 64 KB chunks to 32M (2M is
+#    the default), each into its own file.
+#    Plot L's time against the nursery's size: the *knee* is the size
+#    beyond which a larger nursery stops paying, because collections are
+#    already rare and the nursery no longer fits in a cache. Compare it
+#    with `lscpu`'s cache sizes: the L2 cache is per core, the L3 shared
+#    (on a machine shared with other work, repeat the runs, and look at
+#    the spread). `live` keeps more data alive than any of those
+#    nurseries holds: every minor collection copies out what the nursery
+#    holds, nearly all of it live, so a larger nursery changes little — its
+#    time goes to promoting and to the major heap, which `LC_GC_STATS=1`
+#    shows.
+# 4. In chapter 10's `Backend`, where each L function gets its calling
+#    convention (`f.calling_convention = "fastcc" if … else "tailcc"`),
+#    give it `"preserve_none"` instead (LLVM 19 and later), and give
+#    every call the same convention (`call` passes `"tailcc"` for the
+#    calls of closures); run
+#    `pytest tests/test_native.py` first, since a call whose convention
+#    does not match its callee's is undefined behaviour. Then `python
+#    bench/run.py --only cpstak --only primes --json /tmp/preserve-none.json`
+#    against a run of the unchanged compiler, in alternation. The second
+#    part: the stack scan of chapter 10b spills the scanning function's
+#    callee-saved registers into its own frame, so that a pointer held
+#    only in one of them is seen; what it cannot tell is which words of
+#    the frames it walks are dead. To look only at the live slots and the
+#    registers each frame saved, the scan would walk the frames one by
+#    one with the unwinder (`libunwind`'s `unw_step`, reading the DWARF
+#    call-frame information that says where each frame saved which
+#    register) instead of reading the stack as one array of words. Its
+#    cost: one unwind step per frame per collection, each a search of the
+#    call-frame tables, against one load per word today; measure it with
+#    `LC_GC_STATS=1` on `primes` and `cpstak` (the time of the minor
+#    collections), and by `bench/run.py` on the whole programs.
+#
+# </details>

@@ -2,10 +2,12 @@
 
 - The page: the stages and their order are those of PIPELINE, and nothing else can register.
 - Every stage, checked and run (Essentials of Compilation's `test_pass`): every corpus program and
-  example goes through the pipeline, with and without the optimiser; after each stage that has a
-  checker, the checker accepts the stage's output, and after each stage that has an interpreter, the
-  interpreter prints what the reference interpreter prints and stops with the same runtime error. The
-  LLVM stages are verified; what their machine code prints is compared by tests/test_native.py.
+  example, and every program of the exception corpus, goes through the pipeline, with and without the
+  optimiser; after each stage that has a checker, the checker accepts the stage's output, and after each
+  stage that has an interpreter, the interpreter prints what the reference interpreter prints and stops
+  with the same runtime error. The LLVM stages are verified; what their machine code prints is compared
+  by tests/test_native.py. Until the back end lowers exceptions (issue 25), the llvm stage refuses a
+  program that still raises after the optimiser: its walk ends at shrink, and the test says so.
 - No import cycle among the modules of lcompiler (imports at the top of a module).
 - `lc show asm` shows the machine code of the executable `lc build` writes (small code model).
 """
@@ -18,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from lcompiler import pipeline
-from lcompiler.errors import RunError
+from lcompiler.errors import CompileError, RunError
 
 from test_convert import IDS, PROGRAMS, SLOW, expected_outcome, source
+from test_exceptions import EXCEPTIONS, NOT_YET
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +59,11 @@ def interpreted(stage, value, unit) -> tuple:
 
 # Every eighth program is in the fast loop (`pytest -m "not slow"`), the others only in the full run.
 SAMPLED = [pytest.param(path, id=name, marks=() if k % 8 == 0 else pytest.mark.slow)
-           for k, (path, name) in enumerate(zip(PROGRAMS, IDS))]
+           for k, (path, name) in enumerate(zip(PROGRAMS + EXCEPTIONS,
+                                                IDS + [f"exceptions/{p.stem}" for p in EXCEPTIONS]))]
+# Programs the walk leaves to tests/test_exceptions.py, which runs them each way once: a million raises in
+# each of seven interpreters; and 100,001 nested calls, one more than the CPS interpreter allows by default.
+HEAVY = {"million_raises", "handler_tail_calls", "deep_recursion_escape"}
 
 
 @pytest.mark.parametrize("optimise", [True, False], ids=["optimised", "O0"])
@@ -64,13 +71,20 @@ SAMPLED = [pytest.param(path, id=name, marks=() if k % 8 == 0 else pytest.mark.s
 def test_every_stage_checks_and_runs_the_program(path, optimise):
     if path.stem in SLOW:
         pytest.skip("a million tail calls in each of seven interpreters: tests/test_convert.py runs it")
+    if path.stem in HEAVY:
+        pytest.skip("too deep or too long for the walk's interpreters: tests/test_exceptions.py runs it")
     want = expected_outcome(path)
     seen = []
-    for stage, value, unit in pipeline.stages_of(source(path), upto="llvm-opt", optimise=optimise,
-                                                 checked=True):
-        seen.append(stage.name)
-        if stage.interpret is not None:
-            assert interpreted(stage, value, unit) == want, f"after the stage {stage.name}"
+    try:
+        for stage, value, unit in pipeline.stages_of(source(path), upto="llvm-opt", optimise=optimise,
+                                                     checked=True):
+            seen.append(stage.name)
+            if stage.interpret is not None:
+                assert interpreted(stage, value, unit) == want, f"after the stage {stage.name}"
+    except CompileError as error:
+        if NOT_YET not in error.message or seen[-1] not in ("shrink", "closure") or path not in EXCEPTIONS:
+            raise
+        pytest.skip(f"every stage up to {seen[-1]} checked and run; the llvm stage: {NOT_YET} (issue 25)")
     assert seen[-1] == "llvm-opt"
 
 

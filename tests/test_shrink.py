@@ -153,6 +153,21 @@ def test_an_alias_of_a_definition_that_becomes_static_late_is_reduced():
     assert on_cps(program) == ("() () ()\n", None)
 
 
+def test_a_cell_a_closure_writes_through_its_environment_is_not_forwarded():
+    """Found by the exception corpus (vars_seen_by_handlers, issue 25): after closure conversion the
+    closure writes `last`'s cell as `env.1[0] := n`, and the cell's own variable is never the target of a
+    write; the shrinker took the cell for a constant tuple and forwarded its first value, -1, to the
+    read after the loop. Run compiled at every level, as the interpreter runs it."""
+    text = ("def deep(n, log) = if (n == 0) 0 else { log(n); deep(n - 1, log) }\n"
+            "def main() = { var last := -1; deep(5, { n -> last := n }); last }\n"
+            "print(main())\n")
+    source = Source("cell.l", text)
+    assert driver.run_source(source).stdout == "1\n"
+    assert driver.run_source(source, optimiser=False).stdout == "1\n"
+    program, _ = pipeline.compile_to("shrink", source)
+    assert on_cps(program) == ("1\n", None)
+
+
 def test_the_census_is_the_true_count():
     """The census-based shrinker keeps its own table of counts as it rewrites: at the end of every
     sweep the table must agree with a fresh count."""
