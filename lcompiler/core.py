@@ -738,7 +738,9 @@ class Resolver:
             v.kind = "builtin"
         else:
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
-            raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
+            # not raised: the names after it in the same expression are checked too, and each
+            # unknown one reported (resolve raises them all at the end)
+            self.errors.append(CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span))
 
     # cell 86: Names: scope analysis
     def expr(self, e, scope: dict, position):

@@ -35,7 +35,7 @@ __all__ = [
 
 # --- Pictures of the book's data ---------------------------------------
 
-# cell 20
+# cell 27
 from dataclasses import dataclass, field
 from html import escape
 
@@ -59,7 +59,7 @@ class Box:
     edge: str = ""
     name: str | None = None
 
-# cell 22
+# cell 29
 CHAR_W, BOX_H, GAP, LEVEL = 7.2, 22, 14, 46     # pixels: a character, a box, between boxes, between levels
 
 
@@ -94,7 +94,7 @@ def _move(boxes: list, dx: float, places: dict) -> None:
         places[id(box)] = (x + dx, depth)
         stack += box.children
 
-# cell 24
+# cell 31
 def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
     """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
     arrow pointing "down" to the child, "up" to the parent, or "none"), the edge's label
@@ -124,7 +124,7 @@ def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named
         stack += [(c, (cx, y)) for c in reversed(box.children)]
     return bottom
 
-# cell 26
+# cell 33
 @dataclass
 class Picture:
     """Panels of trees side by side, each with a caption; edges from parent to child

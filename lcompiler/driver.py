@@ -99,7 +99,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from lcompiler import llvm_backend, pipeline
-from lcompiler.errors import CompileError, Note, Source, Span
+from lcompiler.errors import POLICY, CompileError, CompileErrors, Note, Source, Span
 from lcompiler.support import Result, collector_paused, run_in_child, target_machine
 
 PART_SIZE = 5_000                                 # instructions per part, at least
@@ -415,7 +415,14 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 # cell 35
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
     """Compile and run an L program given as text, safely: show its output as it comes, then its errors."""
-    result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
+    warnings, sink = [], POLICY["sink"]
+    POLICY["sink"] = warnings
+    try:
+        result = run_source(Source(name, text), timeout, output=lambda text: print(text, end="", flush=True))
+    finally:
+        POLICY["sink"] = sink
+    for w in warnings:                                  # as its errors: under the output
+        print(w.render())
     if result.stderr:
         print(result.stderr, end="", file=sys.stdout)   # in a notebook: right under the output
     if result.status not in (0, 1, 2) and "stopped:" not in result.stderr:
@@ -526,17 +533,27 @@ class Repl:
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
         shown as it comes: (result, typing)."""
-        source = Source(entry.name, program)
+        source, warnings, sink = Source(entry.name, program), [], POLICY["sink"]
+        POLICY["sink"] = warnings              # the warnings of the whole session, shown: the entry's
         try:
             _, typing = types.check_types(source)
         except CompileError as error:
             return Result("", self.locate(error, entry, program), 1), None
+        finally:
+            POLICY["sink"] = sink
+        at = program.index(entry.text, len(self.definitions))
+        new = [w for w in warnings if w.span.start >= at]
+        if new:
+            self.write(self.locate(CompileErrors(new) if len(new) > 1 else new[0], entry, program))
         shown = Shown(self.write, self.printed, hold)
+        POLICY["sink"] = []                    # compiled again to run: the warnings are shown already
         try:
             result = run_source(source, self.timeout, output=shown)
         except KeyboardInterrupt:
             shown.end()
             raise
+        finally:
+            POLICY["sink"] = sink
         shown.end(value_follows=hold and result.status == 0)
         return result, typing
 
@@ -549,7 +566,7 @@ class Repl:
                 return span
             shift = at - len(entry.before)
             return Span(original, span.start - shift, min(span.end - shift, len(original.text)))
-        return "".join(CompileError(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
+        return "".join(type(e)(e.message, moved(e.span), [Note(n.message, moved(n.span)) for n in e.notes])
                        .render() + "\n" for e in getattr(error, "errors", [error]))
 
     def relocate(self, result: Result, entry: Entry, program: str) -> str:
@@ -597,9 +614,18 @@ class Repl:
         elif show:
             self.write(f" : {typing.show(self.NAME)}\n")
 
+    @staticmethod
+    def typed_quietly(source: Source):
+        """check_types, its warnings dropped: `run` shows each entry's warnings, once."""
+        sink, POLICY["sink"] = POLICY["sink"], []
+        try:
+            return types.check_types(source)
+        finally:
+            POLICY["sink"] = sink
+
     def type_of(self, entry: Entry, program: str) -> str | None:
         try:
-            return types.check_types(Source(entry.name, program))[1].show(self.NAME)
+            return self.typed_quietly(Source(entry.name, program))[1].show(self.NAME)
         except CompileError:
             return None                         # run() shows the error
 
@@ -619,7 +645,7 @@ class Repl:
         elif word == ":type" and rest:
             program = self.definitions + f"def {self.NAME} = {{\n" + rest + "\n}\n"
             try:
-                self.write(f"{rest} : {types.check_types(Source('<repl>', program))[1].show(self.NAME)}\n")
+                self.write(f"{rest} : {self.typed_quietly(Source('<repl>', program))[1].show(self.NAME)}\n")
             except CompileError as error:
                 self.write(self.locate(error, Entry("<repl>", rest), program))
         elif word == ":load" and rest:

@@ -37,11 +37,16 @@ What this appendix promises:
 __all__ = [
     'Source',
     'Span',
+    'POLICY',
+    'COLOURS',
+    'paint',
     'Diagnostic',
     'CompileError',
     'Note',
     'CompileErrors',
     'raise_errors',
+    'CompileWarning',
+    'report_warnings',
     'RunError',
 ]
 
@@ -91,6 +96,17 @@ class Span:
         return Span(self.source, self.start, other.end)
 
 # cell 9
+POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
+          "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
+          "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
+COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
+
+
+def paint(what: str, text: str) -> str:
+    """TEXT in the colour of WHAT (an ANSI escape sequence), when colour is on."""
+    return f"\x1b[{COLOURS[what]}m{text}\x1b[0m" if POLICY["color"] else text
+
+
 class Diagnostic(Exception):
     """A mistake in a program, with where it is; render() shows it to a person."""
 
@@ -108,8 +124,8 @@ class Diagnostic(Exception):
         text = source.line_text(line)
         pad = "".join("\t" if c == "\t" else " " for c in text[:col - 1])
         width = max(1, min(self.span.end, source.line_starts[line - 1] + len(text)) - self.span.start)
-        return (f"{source.name}:{line}:{col}: {self.kind}: {self.message}\n"
-                f"{text}\n{pad}^{'~' * (width - 1)}")
+        return (f"{paint('place', f'{source.name}:{line}:{col}:')} {paint(self.kind, self.kind + ':')} "
+                f"{self.message}\n{text}\n{pad}{paint('caret', '^' + '~' * (width - 1))}")
 
     def __str__(self) -> str:
         return self.render()
@@ -158,9 +174,31 @@ def raise_errors(errors: list) -> None:
         raise CompileErrors([e for error in errors for e in getattr(error, "errors", [error])])
 
 
+# --- Warnings ----------------------------------------------------------
+
+# cell 15
+class CompileWarning(CompileError):
+    """A program that is legal but probably wrong: reported, and the compilation goes on."""
+
+    kind = "warning"
+
+
+def report_warnings(warnings: list, file=None) -> None:
+    """Write the warnings on standard error (FILE), in source order; or, with -Werror, raise them."""
+    warnings = sorted(warnings, key=lambda w: w.span.start)
+    if POLICY["warnings_are_errors"]:
+        raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
+    sink = file or POLICY["sink"]
+    if isinstance(sink, list):
+        sink.extend(warnings)
+    elif sink is not None:
+        for w in warnings:
+            print(w.render(), file=sink)
+
+
 # --- Mistakes while a program runs -------------------------------------
 
-# cell 17
+# cell 24
 class RunError(Diagnostic):
     """An error while an L program runs: printed as 'runtime error', exit status 2."""
 

@@ -33,7 +33,7 @@ __all__ = [
 
 # --- Colours for L -----------------------------------------------------
 
-# cell 31
+# cell 38
 from pygments.lexer import RegexLexer, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
 

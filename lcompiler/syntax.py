@@ -620,7 +620,8 @@ class Parser:
         if t.kind != kind:
             wanted = {"name": "a name", "Name": "a capitalised name"}.get(kind, f"'{kind}'")
             notes = [Note(f"the '{opened.text}' is opened here", opened.span)] if opened else []
-            self.error(f"expected {wanted}{context}, found {_describe(t)}", notes=notes)
+            mean = "; did you mean '=='?" if t.kind == "=" and kind == ")" else ""
+            self.error(f"expected {wanted}{context}, found {_describe(t)}{mean}", notes=notes)
         return self.advance()
 
     def span_from(self, start: Token) -> Span:
@@ -833,6 +834,14 @@ class Parser:
         already consumed."""
         if self.at("}"):
             self.error("{} is empty: the unit value is written ()", open_)
+        try:
+            return self.braces_after(open_)
+        except CompileError as error:
+            if error.message.endswith("the item before it is unfinished") and not error.notes:
+                error.notes.append(Note("the '{' is opened here", open_.span))   # the one never closed
+            raise
+
+    def braces_after(self, open_: Token):
         first = self.statement()
         if self.at("->", ","):
             return Function(self.clauses(open_, "'{'", first), self.span_from(open_))
@@ -864,7 +873,10 @@ class Parser:
             self.error(f"expected '{closing}', found the end of the file", t)
         if t.kind == "else":
             self.error("else without an if before it", t)
-        self.error(f"expected a new line or ';' before {_describe(t)}", t)
+        before = self.tokens[self.pos - 1]
+        notes = [Note("L has no return: the value of a block is its last expression, "
+                      "so write the value alone", before.span)] if before.text == "return" else []
+        self.error(f"expected a new line or ';' before {_describe(t)}", t, notes)
 
     # cell 68: Blocks, functions and clauses
     def clause_block(self, what: str) -> list:
@@ -1416,7 +1428,7 @@ def pretty(node) -> str:
 
 # --- This chapter's two stages -----------------------------------------
 
-# cell 135
+# cell 138
 from lcompiler import pipeline
 
 

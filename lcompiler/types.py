@@ -26,6 +26,10 @@ What this chapter promises:
 - `raise(e)` needs an `e` of type `Exn` and has any type; a `try`'s block
   and clauses have one type, its clauses' patterns the type `Exn`; `==` on
   `Exn` is a type error, as on any data type.
+- `pattern_warnings(core)`, on a typed program, returns its warnings: a
+  `match`, function or `let` that misses values (naming one), a clause
+  that can never match, a pattern that binds `true` or `false`; the stage
+  `types` reports them (`lc` on standard error, `-Werror` as errors).
 """
 
 __all__ = [
@@ -53,6 +57,13 @@ __all__ = [
     'check_types',
     'typing_text',
     'show_types',
+    'WILD',
+    'head',
+    'Patterns',
+    'bound_bools',
+    'pattern_warnings',
+    'clause_warnings',
+    'types_with_warnings',
 ]
 
 
@@ -306,7 +317,14 @@ class Inference:
         variables = {}                          # 'a -> (its type, the number of the operand that fixed it)
         for i, (a, wanted) in enumerate(zip(args, operands)):
             if not wanted.startswith("'"):
-                self.check(a, BASE_TYPES[wanted], env)
+                try:
+                    self.check(a, BASE_TYPES[wanted], env)
+                except CompileError as error:
+                    if op == "+" and error.message.startswith("expected Int, found String") and not error.notes:
+                        error.notes.append(Note("+ adds Ints; L has no operator that joins strings: to show "
+                                                "them together, give print several arguments, as in "
+                                                'print("n is", n)', a.span))
+                    raise
             elif wanted in variables:
                 t, first = variables[wanted]
                 self.check(a, t, env, origin=(OPERANDS[len(args)][first], args[first].span, t))
@@ -878,3 +896,205 @@ def typing_text(program: c.Program, typing: Typing) -> str:
 
 def show_types(source: Source) -> str:
     return typing_text(*check_types(source))
+
+
+# --- Warnings for pattern matching -------------------------------------
+
+# cell 113
+WILD = None                 # a variable or _: matches anything
+
+
+def head(p) -> tuple | None:
+    """The constructor of a pattern, as (key, arity), and its arguments; WILD for a variable or _."""
+    match p:
+        case s.PCon(name, args):
+            return ("con", name), list(args or [])
+        case s.PTuple(items):
+            return ("tuple", len(items)), list(items)
+        case s.PInt(value):
+            return ("int", value), []
+        case s.PUnit():
+            return ("unit",), []
+    return WILD
+
+
+class Patterns:
+    """Maranget's usefulness, over the data types of one program."""
+
+    def __init__(self, datas: list):
+        self.family = {}        # constructor name -> (its data type's name, [(constructor, arity)])
+        for d in datas:
+            members = [(k.name, len(k.fields or [])) for k in d.constructors]
+            for k in d.constructors:
+                self.family[k.name] = (d.name, members)
+
+    def complete(self, keys: list) -> bool:
+        """Do the constructors KEYS, heads of one column, include every constructor of its type?"""
+        if not keys:
+            return False
+        kind = keys[0][0]
+        if kind in ("tuple", "unit"):
+            return True
+        if kind == "con" and keys[0][1] in self.family:
+            data, members = self.family[keys[0][1]]
+            return data != c.EXN and {name for name, _ in members} <= {k[1] for k in keys}
+        return False
+
+    def arity(self, key: tuple) -> int:
+        if key[0] == "tuple":
+            return key[1]
+        if key[0] == "con":
+            return dict(self.family[key[1]][1])[key[1]] if key[1] in self.family else 0
+        return 0
+
+    @staticmethod
+    def specialise(rows: list, key: tuple, n: int) -> list:
+        out = []
+        for row in rows:
+            h = head(row[0])
+            if h is WILD:
+                out.append([WILD] * n + row[1:])
+            elif h[0] == key:
+                out.append(h[1] + row[1:])
+        return out
+
+    @staticmethod
+    def default(rows: list) -> list:
+        return [row[1:] for row in rows if head(row[0]) is WILD]
+
+    def heads(self, rows: list) -> list:
+        keys = []
+        for row in rows:
+            h = head(row[0])
+            if h is not WILD and h[0] not in keys:
+                keys.append(h[0])
+        return keys
+
+    def useful(self, rows: list, q: list) -> bool:
+        """Is the pattern row Q useful with respect to the matrix ROWS: does a value match Q and no row?"""
+        if not q:
+            return not rows
+        h = head(q[0])
+        if h is not WILD:
+            return self.useful(self.specialise(rows, h[0], len(h[1])), h[1] + q[1:])
+        keys = self.heads(rows)
+        if self.complete(keys):
+            return any(self.useful(self.specialise(rows, k, self.arity(k)), [WILD] * self.arity(k) + q[1:])
+                       for k in keys)
+        return self.useful(self.default(rows), q[1:])
+
+    def missing(self, rows: list, n: int) -> list | None:
+        """N patterns (as text) that describe values matched by no row of ROWS; None if there are none."""
+        if n == 0:
+            return None if rows else []
+        keys = self.heads(rows)
+        if self.complete(keys):
+            for k in self.ordered(keys):
+                a = self.arity(k)
+                w = self.missing(self.specialise(rows, k, a), a + n - 1)
+                if w is not None:
+                    return [self.show(k, w[:a])] + w[a:]
+            return None
+        w = self.missing(self.default(rows), n - 1)
+        if w is None:
+            return None
+        return [self.absent(keys)] + w
+
+    def ordered(self, keys: list) -> list:
+        """Constructors in the order of their declaration, so that the witness is predictable."""
+        if keys[0][0] == "con":
+            order = [name for name, _ in self.family[keys[0][1]][1]]
+            return sorted(keys, key=lambda k: order.index(k[1]))
+        return keys
+
+    def absent(self, keys: list) -> str:
+        """A constructor of the column's type that no key names, with _ for its arguments; _ if any."""
+        if keys and keys[0][0] == "int":
+            taken = {k[1] for k in keys}
+            return str(next(i for i in range(len(taken) + 1) if i not in taken))
+        if keys and keys[0][0] == "con" and keys[0][1] in self.family:
+            data, members = self.family[keys[0][1]]
+            for name, a in members:
+                if ("con", name) not in keys and data != c.EXN:
+                    return self.show(("con", name), ["_"] * a)
+        return "_"
+
+    @staticmethod
+    def show(key: tuple, args: list) -> str:
+        if key[0] == "tuple":
+            return "(" + ", ".join(args) + ")"
+        if key[0] == "int":
+            return str(key[1])
+        if key[0] == "unit":
+            return "()"
+        return key[1] + (f"({', '.join(args)})" if args else "")
+
+# cell 115
+from lcompiler.errors import CompileWarning
+
+
+def bound_bools(p) -> list:
+    """The variables named true or false that a pattern binds."""
+    match p:
+        case s.PVar(name, span) if name in ("true", "false"):
+            return [(name, span)]
+        case s.PCon(_, args):
+            return [b for a in args or [] for b in bound_bools(a)]
+        case s.PTuple(items):
+            return [b for i in items for b in bound_bools(i)]
+    return []
+
+
+def pattern_warnings(program: c.Program) -> list:
+    """The warnings about the patterns of a program: non-exhaustive, unreachable, true/false bound."""
+    checker = Patterns([d for d in program.items if isinstance(d, s.Data)])
+    warnings, functions, todo = [], set(), [program.items]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+            continue
+        if not is_dataclass(x) or isinstance(x, (s.Data, Span, TCon, TParam)):
+            continue
+        if isinstance(x, c.Lambda) and isinstance(x.body, c.Match) and x.param.startswith("%"):
+            functions.add(id(x.body))
+        if isinstance(x, (c.Match, c.Try)):
+            warnings += clause_warnings(checker, x, id(x) in functions)
+        for f in fields(x):
+            if f.name not in ("span", "type", "op_span", "kind"):
+                v = getattr(x, f.name)
+                if v is not None and not isinstance(v, (str, int, bool)):
+                    todo.append(v)
+    return sorted(warnings, key=lambda w: w.span.start)
+
+
+def clause_warnings(checker: Patterns, node, function: bool) -> list:
+    warnings, rows = [], []
+    for pattern, _ in node.clauses:
+        for name, span in bound_bools(pattern):
+            warnings.append(CompileWarning(f"this binds a new variable '{name}'; to test a Bool, use if", span))
+        if not checker.useful(rows, [pattern]):
+            warnings.append(CompileWarning("this clause can never match", pattern.span))
+        rows.append([pattern])
+    if isinstance(node, c.Match):
+        missed = checker.missing(rows, 1)
+        if missed is not None:
+            what = ("the clauses of this function do not" if function else
+                    "this pattern does not" if node.span.end - node.span.start == 3 and
+                    node.span.source.text[node.span.start:node.span.end] == "let" else "this match does not")
+            span = node.span
+            if span.source.text.startswith("match", span.start):       # the keyword, not the whole match
+                span = Span(span.source, span.start, span.start + len("match"))
+            warnings.append(CompileWarning(f"{what} cover {missed[0]}", span))
+    return warnings
+
+# cell 117
+from lcompiler.errors import report_warnings
+
+
+@pipeline.stage("types", show=lambda program, unit: typing_text(program, unit.typing),
+                interpret=lambda program, unit, out: Interpreter(out).run(program))
+def types_with_warnings(program: c.Program, unit: pipeline.Unit) -> c.Program:
+    unit.typing = infer_program(program)
+    report_warnings(pattern_warnings(program))
+    return program

@@ -949,7 +949,8 @@ class Parser:
         if t.kind != kind:
             wanted = {"name": "a name", "Name": "a capitalised name"}.get(kind, f"'{kind}'")
             notes = [Note(f"the '{opened.text}' is opened here", opened.span)] if opened else []
-            self.error(f"expected {wanted}{context}, found {_describe(t)}", notes=notes)
+            mean = "; did you mean '=='?" if t.kind == "=" and kind == ")" else ""
+            self.error(f"expected {wanted}{context}, found {_describe(t)}{mean}", notes=notes)
         return self.advance()
 
     def span_from(self, start: Token) -> Span:
@@ -1411,6 +1412,14 @@ class Parser(Parser):
         already consumed."""
         if self.at("}"):
             self.error("{} is empty: the unit value is written ()", open_)
+        try:
+            return self.braces_after(open_)
+        except CompileError as error:
+            if error.message.endswith("the item before it is unfinished") and not error.notes:
+                error.notes.append(Note("the '{' is opened here", open_.span))   # the one never closed
+            raise
+
+    def braces_after(self, open_: Token):
         first = self.statement()
         if self.at("->", ","):
             return Function(self.clauses(open_, "'{'", first), self.span_from(open_))
@@ -1442,7 +1451,10 @@ class Parser(Parser):
             self.error(f"expected '{closing}', found the end of the file", t)
         if t.kind == "else":
             self.error("else without an if before it", t)
-        self.error(f"expected a new line or ';' before {_describe(t)}", t)
+        before = self.tokens[self.pos - 1]
+        notes = [Note("L has no return: the value of a block is its last expression, "
+                      "so write the value alone", before.span)] if before.text == "return" else []
+        self.error(f"expected a new line or ';' before {_describe(t)}", t, notes)
 
 
 # %% [markdown]
@@ -2504,6 +2516,46 @@ try:
     parse(several)
 except CompileError as error:
     print(error.render())
+
+# %% [markdown]
+# ### Messages for the mistakes of a newcomer
+#
+# Some mistakes come from habits of other languages, and the parser knows
+# them well enough to say more than "expected … found …":
+#
+# - `if (x = 1)`: `=` is L's binding sign (`let`, `def`), and comparison is
+#   `==`. The parser stops at the `=`, where it expected the `)`, and adds
+#   `did you mean '=='?` — `expect` does so whenever a `)` was wanted and an
+#   `=` came;
+# - `return x + 1`: L has no `return` — the value of a block is its last
+#   expression — so `return` is read as a variable, and the parser stops at
+#   the `x` that follows it. `separator` adds a note at the `return`;
+# - a `{` left open, followed by a `def`: the parser reports the `def` (the
+#   next item begins, but this one is unfinished), and `braces` adds a note
+#   at the `{` that was never closed — the same note as when the file ends
+#   inside the braces, since the fix goes at the same place.
+
+# %%
+newcomer = {
+    "assign.l": "def f(x) = if (x = 1) 2 else 3",
+    "return.l": "def f(x) = {\n  return x + 1\n}",
+    "open.l": "def f(x) = {\n  let y = x + 1\n\ndef g(x) = x",
+}
+for name, text in newcomer.items():
+    try:
+        parse(Source(name, text))
+        print(f"{name}: no error!")
+    except CompileError as error:
+        print(error.render(), end="\n\n")
+
+# %% [markdown]
+# Two more of the issue's messages belong to later chapters, because only
+# they know enough: an unknown name is found by [chapter
+# 4b](04b_meaning.ipynb)'s resolver, which reports every unknown name of a
+# definition, not only the first; and `"n is " + n` is a type error of
+# [chapter 5](05_types.ipynb), which adds a note that `+` adds Ints and that
+# `print` with several arguments is how L shows a string and a number
+# together.
 
 # %% [markdown]
 # ## Highlighting L

@@ -1474,7 +1474,11 @@ class Resolver(Resolver):
 # top-level definitions, then among the built-in values; its kind is
 # written on the node. `position` is the index of the top-level item whose
 # code is running, or `None` inside a function body: reading a
-# non-function definition at or after that index is the order error.
+# non-function definition at or after that index is the order error. An
+# unknown name is not raised but noted, and the walk goes on: several
+# misspelt names in one expression, `sqare(x) + prnt(x)`, are all reported,
+# not only the first — an unknown name invents no mistake in the names
+# after it, since each is looked up on its own.
 
 # %%
 #| export
@@ -1494,7 +1498,9 @@ class Resolver(Resolver):
             v.kind = "builtin"
         else:
             known = [*scope, *self.globals, *BUILTIN_VALUES, *BUILTIN_FORMS]
-            raise CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span)
+            # not raised: the names after it in the same expression are checked too, and each
+            # unknown one reported (resolve raises them all at the end)
+            self.errors.append(CompileError(f"unknown variable {v.name}{did_you_mean(v.name, known)}", v.span))
 
 
 # %% [markdown]

@@ -170,6 +170,17 @@ class Span:
 
 # %%
 #| export
+POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
+          "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
+          "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
+COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
+
+
+def paint(what: str, text: str) -> str:
+    """TEXT in the colour of WHAT (an ANSI escape sequence), when colour is on."""
+    return f"\x1b[{COLOURS[what]}m{text}\x1b[0m" if POLICY["color"] else text
+
+
 class Diagnostic(Exception):
     """A mistake in a program, with where it is; render() shows it to a person."""
 
@@ -187,8 +198,8 @@ class Diagnostic(Exception):
         text = source.line_text(line)
         pad = "".join("\t" if c == "\t" else " " for c in text[:col - 1])
         width = max(1, min(self.span.end, source.line_starts[line - 1] + len(text)) - self.span.start)
-        return (f"{source.name}:{line}:{col}: {self.kind}: {self.message}\n"
-                f"{text}\n{pad}^{'~' * (width - 1)}")
+        return (f"{paint('place', f'{source.name}:{line}:{col}:')} {paint(self.kind, self.kind + ':')} "
+                f"{self.message}\n{text}\n{pad}{paint('caret', '^' + '~' * (width - 1))}")
 
     def __str__(self) -> str:
         return self.render()
@@ -281,6 +292,65 @@ def raise_errors(errors: list) -> None:
         raise CompileErrors([e for error in errors for e in getattr(error, "errors", [error])])
 
 
+# %% [markdown]
+# ## Warnings
+#
+# Some programs are legal but almost surely not what their author meant: a
+# `match` that forgets a case, a clause that can never be reached, a
+# pattern `true` that binds a new variable instead of testing a Bool.
+# [Chapter 5](05_types.ipynb#warnings-for-pattern-matching) finds them. A
+# `CompileWarning` renders like an error, with `warning` for `error`, and
+# is not raised: `report_warnings` hands the warnings of a compilation, in
+# the order of the source, to `POLICY["sink"]`, and the compilation goes on.
+# The sink is where the warnings go: `lc` makes it its standard error, the
+# REPL and `%%L` a list, whose warnings they show with the entry's output;
+# by default, for a program that calls the compiler as a library — the
+# notebooks, the tests — it is `None`, and the warnings are dropped
+# (`pattern_warnings`, in chapter 5, computes them for whoever wants them).
+# With `warnings_are_errors` set — `lc run -Werror`, `lc build -Werror` —
+# it raises them instead, as errors, and `lc` stops with status 1. The REPL
+# ([chapter 11](11_running.ipynb)) compiles its whole session again at each
+# entry, and shows only the warnings of the new entry, where the entry's
+# errors go.
+
+# %%
+#| export
+class CompileWarning(CompileError):
+    """A program that is legal but probably wrong: reported, and the compilation goes on."""
+
+    kind = "warning"
+
+
+def report_warnings(warnings: list, file=None) -> None:
+    """Write the warnings on standard error (FILE), in source order; or, with -Werror, raise them."""
+    warnings = sorted(warnings, key=lambda w: w.span.start)
+    if POLICY["warnings_are_errors"]:
+        raise_errors([CompileError(w.message, w.span, w.notes) for w in warnings])
+    sink = file or POLICY["sink"]
+    if isinstance(sink, list):
+        sink.extend(warnings)
+    elif sink is not None:
+        for w in warnings:
+            print(w.render(), file=sink)
+
+
+# %% [markdown]
+# A warning, and the same with `-Werror`:
+
+# %%
+import sys
+
+text = Source("bool.l", 'def yes(b) = match (b) { true -> "yes"; false -> "no" }\n')
+warning = CompileWarning("this binds a new variable 'true'; to test a Bool, use if", Span(text, 25, 29))
+report_warnings([warning], file=sys.stdout)
+POLICY["warnings_are_errors"] = True
+try:
+    report_warnings([warning], file=sys.stdout)
+except CompileError as error:
+    print(error.render())
+POLICY["warnings_are_errors"] = False
+
+
 
 # %% [markdown]
 # Here is one error with a note — made by hand here, as
@@ -342,7 +412,31 @@ print(CompileErrors([unknown, branch]).render())
 # exist for.
 #
 # </div>
+
+# %% [markdown]
+# ## Colour on a terminal
 #
+# On a terminal, colour helps the eye find the word that says what a line
+# is: `lc` paints `error:` red, `warning:` magenta, `note:` cyan, the place
+# `FILE:LINE:COL:` bold, and the caret green, as gcc and clang do. Colour
+# is made of ANSI escape sequences, `ESC [ 1;31 m` … `ESC [ 0 m`, which a
+# terminal obeys and a file keeps as garbage; so `lc` paints only when
+# asked. `lc --color=always` paints, `--color=never` does not, and
+# `--color=auto`, the default, paints when standard error is a terminal
+# and the environment variable `NO_COLOR` is unset or empty (the
+# convention of no-color.org). The switch is `POLICY["color"]`, read by
+# `paint` each time a message is rendered; everything else — golden files,
+# the notebooks, `%%L` — renders without colour. The escape sequences of
+# one warning, made visible with `repr`:
+
+# %%
+painted = Source("paint.l", "def f(n) = match (n) { _ -> 1; 0 -> 2 }\n")
+POLICY["color"] = True
+print(repr(CompileWarning("this clause can never match", Span(painted, 31, 32)).render()))
+POLICY["color"] = False
+
+
+# %% [markdown]
 # ## Mistakes while a program runs
 #
 # A mistake that only shows when the program runs — a division by zero, a
@@ -666,6 +760,10 @@ type(get_lexer_by_name("l")).__name__
 #   `CompileError` while a group starts with its first; `tests/test_syntax.py`
 #   checks that every rejected program of the corpus is rejected at the
 #   line and column its first line names, which is `Span`'s arithmetic.
+#   Its golden files `warn_*.l` hold warnings, with the program run (status
+#   0); `tests/test_warnings.py` checks `-Werror` (status 1), the colours of
+#   `--color=always` byte for byte against a golden file, and, through a
+#   pseudo-terminal, that `auto` paints a terminal unless `NO_COLOR` is set.
 # - `tests/test_drawing.py` lays out random trees and checks that the boxes
 #   of one level never overlap and that a parent is centred over its
 #   children; that a picture is well-formed SVG holding every label, and its

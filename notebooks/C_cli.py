@@ -102,7 +102,7 @@ import textwrap
 from importlib import metadata
 from typing import Callable
 
-from lcompiler.errors import CompileError, Diagnostic
+from lcompiler.errors import POLICY, CompileError, Diagnostic
 
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
 ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
@@ -212,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
+    POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
+                  warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
     try:
         status = args.run(args)
     except Diagnostic as error:
@@ -238,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a bug in lc, not in the input: say so, briefly
         print(f"lc: internal compiler error: {type(error).__name__}: {error}", file=sys.stderr)
         return 3
+    finally:                           # lc may be called in a process that goes on (lcompiler.cli.lc)
+        POLICY.update(color=False, warnings_are_errors=False, sink=None)
     if problem := flush_output():
         print(f"lc: error: cannot write the output: {problem}", file=sys.stderr)
         return 1
@@ -256,7 +260,15 @@ def main(argv: list[str] | None = None) -> int:
 # program's text, so it is a `CompileError` at the first byte that cannot
 # be decoded, with its line. `OPTIMISE` is the option `-O` of the commands
 # that compile: `-O0` asks for the stages without the optimiser of
-# [chapter 9](09_shrink.ipynb).
+# [chapter 9](09_shrink.ipynb). Two more options shape the messages:
+# `-Werror` (of `lc run` and `lc build`) makes the warnings of [chapter
+# 5](05_types.ipynb#warnings-for-pattern-matching) errors, so that a
+# program with a warning is not run or built and `lc` exits with status 1;
+# `--color=always|never|auto` paints the messages ([appendix
+# A](A_errors.ipynb#colour-on-a-terminal)), and `colour_wanted` decides
+# what `auto` means: a terminal on standard error, and no `NO_COLOR`. `main`
+# sets both in `POLICY` before it runs a command, with standard error as
+# the place the warnings go, and puts them back after.
 
 # %%
 #| export
@@ -285,6 +297,17 @@ def read_source(path: str) -> Source:
 
 OPTIMISE = arg("-O", dest="level", type=int, choices=(0, 1), default=1, metavar="LEVEL",
                help="-O0: without the optimiser of chapter 9 (-O1, the default: with it)")
+COLOR = arg("--color", choices=("auto", "always", "never"), default="auto",
+            help="colour the messages: always, never, or auto (the default: when standard error is a "
+                 "terminal and NO_COLOR is not set)")
+WERROR = arg("-Werror", dest="werror", action="store_true", help="make the warnings errors (exit status 1)")
+
+
+def colour_wanted(choice: str) -> bool:
+    """--color=always|never|auto: auto colours a terminal, unless NO_COLOR is set (no-color.org)."""
+    if choice != "auto":
+        return choice == "always"
+    return sys.stderr.isatty() and not os.environ.get("NO_COLOR")
 
 
 # %% [markdown]
@@ -344,7 +367,7 @@ from difflib import get_close_matches
 @command("show", "print what one stage of the compiler hands to the next, for an L file",
          arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
                            "llvm-opt, asm"),
-         arg("file", help="an L source file"), OPTIMISE)
+         arg("file", help="an L source file"), OPTIMISE, COLOR)
 def show_command(args) -> int:
     if args.stage not in pipeline.names():
         near = get_close_matches(args.stage, pipeline.names(), n=1)
@@ -378,7 +401,7 @@ from lcompiler import driver, interp, llvm_backend, runtime, types
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file, or - for standard input"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
-         OPTIMISE)
+         OPTIMISE, WERROR, COLOR)
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
@@ -432,7 +455,7 @@ def setting_problem() -> str | None:
          arg("file", help="an L source file"),
          arg("-o", dest="output", metavar="EXE",
              help="the executable to write (default: the source's name without .l, here)"),
-         OPTIMISE,
+         OPTIMISE, WERROR, COLOR,
          arg("-g", dest="debug", action="store_true",
              help="with debugging information for gdb (chapter 10); -g -O0 also turns LLVM's optimiser off, "
                   "for stepping that follows the source"))
@@ -501,7 +524,7 @@ ENVIRONMENT.update({
 })
 
 
-@command("repl", "read L definitions and expressions, and run them one at a time")
+@command("repl", "read L definitions and expressions, and run them one at a time", COLOR)
 def repl_command(args) -> int:
     if sys.stdin.isatty():
         print("L, compiled to native code one entry at a time. :help for help, Ctrl-D to end.")

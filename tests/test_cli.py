@@ -36,7 +36,7 @@ def test_every_command_function_of_the_module_is_one_lc_runs():
 def test_lc_run_has_the_options_of_the_last_chapter():
     help_, arguments, run = cli.COMMANDS["run"]
     options = {n for names, _ in arguments for n in names}
-    assert options == {"file", "--interp", "-O"} and "native code" in help_ and run is cli.run_command
+    assert options == {"file", "--interp", "-O", "-Werror", "--color"} and "native code" in help_ and run is cli.run_command
 
 
 # --- The smaller things of issue 27 --------------------------------------

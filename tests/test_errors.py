@@ -22,7 +22,7 @@ import pytest
 
 from lcompiler import driver, pipeline
 from lcompiler.cli import read_source
-from lcompiler.errors import CompileError, CompileErrors, RunError, Source
+from lcompiler.errors import POLICY, CompileError, CompileErrors, RunError, Source
 from lcompiler.interp import Interpreter, check
 from lcompiler.runtime import DEFAULTS
 from lcompiler.syntax import parse
@@ -41,25 +41,31 @@ def lc(*args: str, cwd=ERRORS, env=None, stdout=subprocess.PIPE) -> subprocess.C
 
 # --- 1. Golden messages -----------------------------------------------------------------------
 
-def rendered(path: Path, monkeypatch) -> str:
+def rendered(path: Path, monkeypatch, capsys) -> str:
+    """The errors of the program, or the warnings it compiles with (written on standard error)."""
     monkeypatch.chdir(path.parent)
+    monkeypatch.setitem(POLICY, "sink", sys.stderr)      # as lc does: the warnings on standard error
+    capsys.readouterr()
     try:
         check_types(read_source(path.name))
     except CompileError as error:
-        return error.render() + "\n"
-    return "accepted!\n"
+        return capsys.readouterr().err + error.render() + "\n"
+    return capsys.readouterr().err or "accepted!\n"
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-def test_golden_messages(path, monkeypatch):
-    got, golden = rendered(path, monkeypatch), path.with_suffix(".err")
+def test_golden_messages(path, monkeypatch, capsys):
+    got, golden = rendered(path, monkeypatch, capsys), path.with_suffix(".err")
     if os.environ.get("LC_UPDATE_GOLDEN"):
         golden.write_text(got, encoding="utf-8")
     assert got == golden.read_text(encoding="utf-8")
-    assert "Traceback" not in got and ": error: " in got
+    assert "Traceback" not in got
+    # warn_*.l are accepted, with warnings only; the others are rejected
+    assert (": error: " not in got and ": warning: " in got) if path.stem.startswith("warn_") else ": error: " in got
     # the pipeline (lc run, lc show) reports the same: its tokens stage hands the lexical errors on
     try:
         pipeline.compile_to("types", read_source(path.name))
+        assert capsys.readouterr().err == got
     except CompileError as error:
         assert error.render() + "\n" == got
 
@@ -68,8 +74,14 @@ def test_the_golden_files_cover_what_the_issue_asks():
     text = "".join(p.with_suffix(".err").read_text(encoding="utf-8") for p in GOLDEN)
     for wanted in ["did you mean square?", "did you mean Circle?", "did you mean Tree?", "did you mean print?",
                    ": note: the then branch has type String", ": note: add has type (Int, Int) -> Int",
-                   ": note: first defined here", ": note: the '{' is opened here", "is not UTF-8"]:
+                   ": note: first defined here", ": note: the '{' is opened here", "is not UTF-8",
+                   # issue 27's messages
+                   "found '='; did you mean '=='?", "note: L has no return: the value of a block is its last expression",
+                   "note: + adds Ints; L has no operator that joins strings", "unknown variable prnt; did you mean print?"]:
         assert wanted in text, wanted
+    unclosed = (ERRORS / "unclosed_brace_before_def.err").read_text()
+    assert "'def' begins a top-level item" in unclosed and "1:12: note: the '{' is opened here" in unclosed
+    assert (ERRORS / "misspelt_names_in_one_expression.err").read_text().count(": error: unknown variable") == 3
     for name, count in [("three_type_errors", 3), ("three_syntax_errors", 3), ("three_name_errors", 4)]:
         assert (ERRORS / f"{name}.err").read_text().count(": error: ") == count, name
 
@@ -84,6 +96,21 @@ def test_the_golden_files_cover_the_mistakes_with_exceptions():
                    "catch without a try", "expected Exn, found Int (the argument of raise)",
                    "note: the block of the try has type Int", "found Exn (only those can be compared"]:
         assert wanted in text, wanted
+
+
+def test_the_golden_files_cover_the_warnings():
+    text = "".join(p.with_suffix(".err").read_text(encoding="utf-8") for p in GOLDEN if p.stem.startswith("warn_"))
+    for wanted in ["warning: this match does not cover Cons(_, Nil)", "this binds a new variable 'true'; to test a Bool, use if",
+                   "warning: this clause can never match", "the clauses of this function do not cover Blue",
+                   "this pattern does not cover Nil", "do not cover (Cons(_, _), Cons(_, _))"]:
+        assert wanted in text, wanted
+
+
+@pytest.mark.parametrize("name", ["warn_bool_pattern", "warn_not_covered", "warn_unreachable"])
+def test_lc_writes_the_warnings_and_runs_the_program(name):
+    done = lc("run", "--interp", f"{name}.l")
+    assert (done.stderr, done.returncode) == ((ERRORS / f"{name}.err").read_text(encoding="utf-8"), 0)
+    assert done.stdout.strip() != ""
 
 
 @pytest.mark.slow
