@@ -1,4 +1,4 @@
-#define N 7000000
+#define N 5500000
 /* raiseparse: a parser of arithmetic expressions that fails on bad input.
    N inputs are generated from a seeded random sequence: expressions of
    digits, +, -, * and parentheses, as C strings in a buffer (written from

@@ -1,4 +1,4 @@
-let n = 7000000
+let n = 5500000
 (* raiseparse: a parser of arithmetic expressions that raises on bad input.
    n inputs are generated from a seeded random sequence: expressions of
    digits, +, -, * and parentheses, as lists of character codes (as in the L

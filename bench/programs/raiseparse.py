@@ -1,4 +1,4 @@
-N = 7000000
+N = 5500000
 # raiseparse: a parser of arithmetic expressions that raises on bad input.
 # N inputs are generated from a seeded random sequence: expressions of
 # digits, +, -, * and parentheses, as strings, in which about one digit in
