@@ -117,7 +117,8 @@ SIZES = {
     "rbtree": (450_000, 1000),
     "perm": (2400, 1),            # the C version's arena makes it the fastest by far: L takes about 9 s
     "change": (1200, 100),
-    # The exception benchmarks go here when exceptions land.
+    "raisesearch": (240, 1),      # first n-queens solutions, a raise at every dead end (issue 25)
+    "raiseparse": (5_500_000, 1000),  # a parser that raises on the bad half of its inputs (issue 25)
 }
 # Benchmarks also measured at smaller sizes, to see how their time grows.
 SCALING = {"live": (62_500, 125_000, 500_000)}
