@@ -2747,7 +2747,7 @@ except RunError as uncaught:             # a Raised, from the package's module
 # %% [markdown]
 # #### The seed's example, in L
 #
-# Seed 001, on Flambda 2, explains exceptions with two small OCaml
+# OCamlPro's [account of Flambda 2](../bibliography.md#flambda2-snippets) explains exceptions with two small OCaml
 # programs: `map`, which is not tail-recursive, and a function `f` whose
 # `let` raises `Failure` in one branch of an `if`. Here they are in L,
 # with `map` applied to a function that raises on the third element:

@@ -827,7 +827,7 @@ class Converter(Converter):
 # %% [markdown]
 # ## Programs
 #
-# Following seed 002, each top-level item becomes a definition:
+# Following [`Cpsast`](../bibliography.md#cpsast), each top-level item becomes a definition:
 #
 # - a function definition (`def f(x) = …`) becomes a **static** definition
 #   holding a `fun`: it exists before anything runs, so the functions of a
@@ -1087,7 +1087,7 @@ rule("def counter() = { var n := 0; let next = { u -> n := n + 1; n }; next(());
 rule("def limit = 10 * 10\ndef below(x) = x < limit\nprint(below(5))")
 
 # %% [markdown]
-# **Exceptions.** Seed 001 shows Flambda 2's CPS on a small OCaml function,
+# **Exceptions.** OCamlPro's [account](../bibliography.md#flambda2-snippets) shows Flambda 2's CPS on a small OCaml function,
 # `let f cond = let v = if cond then raise Failure else 0 in (v, v)`. In L:
 
 # %%

@@ -27,8 +27,9 @@
 # function that always returns to the same place into a block of its
 # caller, and *inlining*, which copies a small function into its calls.
 #
-# The sources are the two optimising halves of the seed documents. Seed 000
-# (the blog of the original L compiler) builds its CPS framework so that
+# The sources are the two optimising halves of the seed documents. The
+# [blog of the original L compiler](../bibliography.md#the-l-blog) builds
+# its CPS framework so that
 # shrinking reductions run in linear time, after Appel and Jim's
 # *Shrinking lambda expressions in linear time* (1997) and Kennedy's
 # *Compiling with continuations, continued* (2007); OCamlPro's

@@ -78,7 +78,7 @@
 # %% [markdown]
 # ## The mapping
 #
-# Seed 000 (the l-lang compiler) translates its CPS to LLVM with a handful of
+# The l-lang compiler's [blog](../bibliography.md#the-l-blog) translates its CPS to LLVM with a handful of
 # rules, and the reason they are so few is that CPS and SSA are two notations
 # for the same thing (Kelsey; Appel, *SSA is functional programming*): a
 # continuation bound by `Let_cont` is a basic block, its parameters are the
@@ -118,7 +118,7 @@
 #
 # ### The seed's example
 #
-# Seed 000 explains its translation with one small CPS term, a loop that
+# Its author explains the translation with one small CPS term, a loop that
 # never ends:
 #
 # ```text
@@ -2940,7 +2940,7 @@ print(run_in_child(main))
 # %% [markdown]
 # ## The seeds' program
 #
-# The program of seed 000, which builds a pair out of functions alone, and
+# The program of the L compiler's blog, which builds a pair out of functions alone, and
 # its assertion `second(p) * (first(p) + second(p)) == 60`. Chapter 9's
 # optimiser reduces it to nothing before it reaches the back end — its CPS
 # is one unit value and a `halt` — so the module's `lc_program` calls an
