@@ -339,8 +339,8 @@ class Shrinker:
                     v = o.var
                     _forget(o)
                     self.lost(v)
-                    if type(n) is SetField and o is n.target:
-                        self.known_more(v)        # one write fewer: a projection may fold now
+                    if type(n) is SetField or isinstance(n, (TupleValue, Inject)):
+                        self.known_more(v)        # one write or one store fewer: a projection may fold now
 
     def put(self, old, new, made: bool = False) -> None:
         """The detached term new goes where old is; old is discarded. made: new was just built."""
