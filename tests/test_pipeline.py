@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from lcompiler import pipeline
-from lcompiler.errors import CompileError, RunError
+from lcompiler.errors import RunError
 
 from test_convert import IDS, PROGRAMS, SLOW, expected_outcome, source
-from test_exceptions import EXCEPTIONS, NOT_YET
+from test_exceptions import EXCEPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,16 +75,10 @@ def test_every_stage_checks_and_runs_the_program(path, optimise):
         pytest.skip("too deep or too long for the walk's interpreters: tests/test_exceptions.py runs it")
     want = expected_outcome(path)
     seen = []
-    try:
-        for stage, value, unit in pipeline.stages_of(source(path), upto="llvm-opt", optimise=optimise,
-                                                     checked=True):
-            seen.append(stage.name)
-            if stage.interpret is not None:
-                assert interpreted(stage, value, unit) == want, f"after the stage {stage.name}"
-    except CompileError as error:
-        if NOT_YET not in error.message or seen[-1] not in ("shrink", "closure") or path not in EXCEPTIONS:
-            raise
-        pytest.skip(f"every stage up to {seen[-1]} checked and run; the llvm stage: {NOT_YET} (issue 25)")
+    for stage, value, unit in pipeline.stages_of(source(path), upto="llvm-opt", optimise=optimise, checked=True):
+        seen.append(stage.name)
+        if stage.interpret is not None:
+            assert interpreted(stage, value, unit) == want, f"after the stage {stage.name}"
     assert seen[-1] == "llvm-opt"
 
 
