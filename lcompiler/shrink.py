@@ -44,6 +44,12 @@ In the module `lcompiler.shrink`:
   tail calls have become a loop — *loopification*), shrinking after
   each.
   The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
+- **Exceptions** need no rule of their own: a handler is a continuation.
+  A raise to a handler used once takes the handler's place (its passes-on
+  then raise at the same site), so a `try` whose handler meets its
+  exception becomes an `if` or a loop exit; a `try` whose block cannot
+  raise loses its handler; inlining sends a function's raises to the
+  handler of its call; a loop that raises out of a `try` is contified.
 - Every step keeps the program's meaning (its output, its runtime error
   with its location, its exit status) and chapter 6's `check`.
 - The optimised program never allocates more bytes than the same program
@@ -63,6 +69,8 @@ __all__ = [
     'MOVE_LIMIT',
     'size_up_to',
     'in_handler',
+    'exceptional',
+    'passes_on',
     'top',
     'home',
     'same_field',
@@ -196,6 +204,28 @@ def in_handler(node, t: LetCont) -> bool:
     while node is not t:
         prev, node = node, node.enclosing
     return prev is t.handler
+
+
+def exceptional(k, seen: frozenset = frozenset()) -> bool:
+    """Is k an exception continuation: the program's `uncaught`, a function's `exn`, or a handler
+    (a local continuation that something raises to, or that passes its one parameter on to one)?"""
+    b = k.binder
+    if type(b) is Program:
+        return True
+    if type(b) is Lambda:
+        return b.exn is k
+    for o in occurrences(k):
+        n = o.enclosing
+        if type(n) is ApplyCont and n.raises or type(n) in (Apply, Op, Fail) and n.exn is o:
+            return True
+    return len(b.params) == 1 and k not in seen and bool(passes_on(b, seen | {k}))
+
+
+def passes_on(t: LetCont, seen: frozenset = frozenset()) -> list:
+    """The jumps in handler t that pass its exception on, unchanged, to an exception continuation."""
+    return [o.enclosing for o in occurrences(t.params[0])
+            if type(o.enclosing) is ApplyCont and not o.enclosing.raises and len(o.enclosing.args) == 1
+            and o.enclosing.args[0] is o and exceptional(o.enclosing.cont.var, seen)]
 
 
 def top(node):
@@ -493,16 +523,19 @@ class Shrinker:
             return False
         o = t.cont.next
         a = o.enclosing
-        if type(a) is not ApplyCont or a.cont is not o or a.raises or in_handler(a, t):
-            return False                     # (a raise records its site: it stays a jump)
+        if type(a) is not ApplyCont or a.cont is not o or in_handler(a, t):
+            return False
         if do:
+            if a.raises:                     # the site is recorded where the exception goes on
+                for j in passes_on(t):
+                    self.put(j, apply_cont(j.cont.var, j.args[0].var, raises=True, loc=a.loc), made=True)
             for x, y in zip(t.params, a.args):
                 self.substitute(x, y.var)
             self.put(a, take(t.handler))
             self.unbind(t)
         return True
 
-    # cell 56: Dead continuations
+    # cell 58: Dead continuations
     def dead_continuation(self, t: LetCont, do: bool) -> bool:
         n = self.uses(t.cont)
         if n and (n > 2 or not all(in_handler(o.enclosing, t) for o in occurrences(t.cont))):
@@ -511,7 +544,7 @@ class Shrinker:
             self.unbind(t)
         return True
 
-    # cell 59: η-reduction
+    # cell 61: η-reduction
     def eta(self, t: LetCont, do: bool) -> bool:
         h = t.handler
         if type(h) is not ApplyCont or h.raises or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
@@ -521,7 +554,7 @@ class Shrinker:
             self.unbind(t)
         return True
 
-    # cell 62: A case on a known value
+    # cell 64: A case on a known value
     def known_case(self, c: Case, do: bool) -> bool:
         ok, v = constant(c.scrutinee.var)
         targets = {k.var for _, k in c.arms} | ({c.default.var} if c.default else set())
@@ -538,7 +571,7 @@ class Shrinker:
             self.put(c, apply_cont(target), made=True)
         return True
 
-    # cell 65: The end of the road
+    # cell 67: The end of the road
     def unreachable(self, t: LetPrim, do: bool) -> bool:
         if type(t.prim) is not Fail:
             return False
@@ -552,7 +585,7 @@ class Shrinker:
             self.put(rest, apply_cont(f.cont, t.var) if type(f) is Lambda else halt(t.var), made=True)
         return True
 
-    # cell 68: A known closure, called directly
+    # cell 70: A known closure, called directly
     def known_call(self, a: Apply, do: bool) -> bool:
         record = known(a.func.var)
         if a.kind != "closure" or type(record) is not MakeClosure:
@@ -563,7 +596,7 @@ class Shrinker:
                               kind="direct", loc=a.loc), made=True)
         return True
 
-    # cell 71: Continuation parameters: unused, or boxed
+    # cell 73: Continuation parameters: unused, or boxed
     def jumps(self, k: ContVar):
         """The jumps k(…), when every use of k is one; else None."""
         found = []
@@ -592,7 +625,7 @@ class Shrinker:
                 self.rejump(a, args)
         return True
 
-    # cell 74: Continuation parameters: unused, or boxed
+    # cell 76: Continuation parameters: unused, or boxed
     def unbox(self, t: LetCont, do: bool) -> bool:
         jumps = self.jumps(t.cont)
         if not jumps:
@@ -656,7 +689,7 @@ class Shrinker:
         self.changed(parent)
         self.near_top(parent)
 
-    # cell 78: Top-level definitions
+    # cell 80: Top-level definitions
     def dead_definition(self, d: Definition, do: bool) -> bool:
         v = d.var
         if v is None or d.visibility == "public":
@@ -718,7 +751,7 @@ def relocate(ret: ContVar, loc) -> None:
 
 # --- Continuation parameters: unused, or boxed -------------------------
 
-# cell 74
+# cell 76
 def spreadable(x: Var, n: int) -> bool:
     """Can the parameter x, an n-tuple, become its n fields? Every use must be a projection, or an
     argument of `fail` or of a call, which take a tuple rebuilt from the fields at no cost."""
@@ -733,7 +766,7 @@ def spreadable(x: Var, n: int) -> bool:
 
 # --- The order of the rules --------------------------------------------
 
-# cell 81
+# cell 83
 Shrinker.RULES = {
     LetPrim: (Shrinker.dead_value, Shrinker.inline_function_once, Shrinker.fold, Shrinker.project,
               Shrinker.unreachable),
@@ -747,7 +780,7 @@ Shrinker.RULES = {
 
 # --- Two shrinkers -----------------------------------------------------
 
-# cell 83
+# cell 85
 class Census(Shrinker):
     """The census algorithm (the first of Appel and Jim's): count, sweep the program once reducing
     what the census allows, count again, sweep again, until a sweep changes nothing."""
@@ -778,7 +811,7 @@ class Census(Shrinker):
                 if sum(self.stats.values()) == before:
                     return self.stats
 
-# cell 85
+# cell 87
 class Kennedy(Shrinker):
     """One sweep in program order, then a work list of the nodes a rewrite may have made redexes."""
 
@@ -841,7 +874,7 @@ def shrink_census(program: Program, after=None) -> Counter:
     """The same reductions, with Appel and Jim's census and repeated sweeps."""
     return Census(program, after).run()
 
-# cell 87
+# cell 89
 def redexes(program: Program) -> Counter:
     """The shrinking redexes left in a program, by rule (nothing is changed)."""
     s = Shrinker(program)
@@ -856,7 +889,7 @@ def redexes(program: Program) -> Counter:
 
 # --- Contification -----------------------------------------------------
 
-# cell 96
+# cell 98
 BUDGET = 40            # the largest function body (nodes) copied into a call
 DEPTH = 3              # how deep copies of copies of function bodies go
 UNROLL = 3             # in how many rounds a recursive function is copied into itself …
@@ -895,7 +928,7 @@ class Optimiser(Kennedy):
                     funcs.append((n.var, n.prim))
         return funcs, calls
 
-    # cell 98: Contification
+    # cell 100: Contification
     def return_point(self, f: Var, lam: Lambda):
         """(k, calls) when every use of f is a call, every call from inside f is a tail call, and every
         other call returns to the same continuation k; else None."""
@@ -910,19 +943,25 @@ class Optimiser(Kennedy):
                     return None
             elif k is None:
                 k, h = a.cont.var, a.exn.var
-                if type(h.binder) is not Lambda and type(h.binder) is not Program:
-                    return None              # a local handler: it may not be in scope where f goes
             elif a.cont.var is not k or a.exn.var is not h:
                 return None
             calls.append(a)
         return None if k is None else (k, calls)
 
-    def placement(self, f: Var, k: ContVar, calls: list):
-        """Where the new continuation goes: f's binding, if k is in scope there; else the start of
-        k's scope; None when a call is in k's own handler (which that start does not reach)."""
-        scope = k.binder
-        if type(scope) is LetCont and any(in_handler(a, scope) for a in calls if a.cont.var is k):
+    def placement(self, f: Var, k: ContVar, h: ContVar, calls: list):
+        """Where the new continuation goes: f's binding, if k and h are in scope there; else the
+        start of the inner of their scopes; None when a call is in k's or h's own handler (which
+        that start does not reach)."""
+        outside = [a for a in calls if a.cont.var is k]
+        scopes = {c.binder for c in (k, h) if type(c.binder) is LetCont}
+        if any(in_handler(a, s) for s in scopes for a in outside):
             return None
+        scope = k.binder
+        if scopes:                              # the inner one: met first climbing from a call
+            node = outside[0]
+            while node not in scopes and node is not scope:
+                node = node.enclosing
+            scope = node
         site = f.binder
         if type(site) is LetPrim:
             node, prev = site.enclosing, site
@@ -932,7 +971,7 @@ class Optimiser(Kennedy):
                 return site
         return scope
 
-    # cell 100: Contification
+    # cell 102: Contification
     def contify(self, f: Var, lam: Lambda) -> bool:
         if lam.body is None or f.binder in self.dead or lam in self.dead:
             return False
@@ -942,7 +981,8 @@ class Optimiser(Kennedy):
         k, calls = found
         if type(f.binder) is Definition and size_up_to(lam.body, MOVE_LIMIT) > MOVE_LIMIT:
             return False
-        where = self.placement(f, k, calls)
+        h = next(a.exn.var for a in calls if a.cont.var is k)
+        where = self.placement(f, k, h, calls)
         if where is None:
             return False
         t = cont_over(f.hint, lam.params)
@@ -950,7 +990,6 @@ class Optimiser(Kennedy):
         outside = {a.loc for a in calls if a.cont.var is k}
         if len(outside) == 1:                   # f's tail calls now make the frame f's call made
             relocate(lam.cont, outside.pop())
-        h = next(a.exn.var for a in calls if a.cont.var is k and a.exn.var is not lam.exn)
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
         self.substitute(lam.exn, h)            # and raises where every call raises
         for a in calls:                         # every call becomes a jump: from outside, or a loop
@@ -977,7 +1016,7 @@ class Optimiser(Kennedy):
             self.after("contify", t)
         return True
 
-    # cell 102: Inlining within a budget
+    # cell 104: Inlining within a budget
     def inline(self, a: Apply) -> bool:
         if a in self.dead or a.enclosing is None:
             return False
@@ -1031,7 +1070,7 @@ class Optimiser(Kennedy):
                                     and not makes_closures(lam.body))
         return self.unrollable[lam]
 
-    # cell 104: What runs before anything can call
+    # cell 106: What runs before anything can call
     def early_writes(self) -> int:
         """Writes of constants into static cells, made before anything can call a function,
         become the cells' initial values."""
@@ -1067,7 +1106,7 @@ class Optimiser(Kennedy):
         self.known_more(cell)
         return True
 
-    # cell 110: What runs before anything can call
+    # cell 112: What runs before anything can call
     def keeps_frames(self, f: Var, lam: Lambda) -> bool:
         """Does the top-level function f = lam call itself other than in tail position? (Asked once
         a round per function, as its size is.)"""
@@ -1083,7 +1122,7 @@ class Optimiser(Kennedy):
         d = self.owner.get(a)
         return d is not None and d.var is not None and type(d.value) is Lambda and self.keeps_frames(d.var, d.value)
 
-    # cell 112: Loops before copies
+    # cell 114: Loops before copies
     def loopify(self, f: Var, lam: Lambda) -> bool:
         """Make the tail calls of the top-level function f = lam from its own body jumps to a loop
         continuation that holds its body; False if there are none, or lam may not be unrolled."""
@@ -1132,7 +1171,7 @@ class Optimiser(Kennedy):
                 self.changed(n)
         return jump
 
-    # cell 114: The optimiser
+    # cell 116: The optimiser
     def run(self, rounds: int = 4) -> Counter:
         with collector_paused():
             self.stats["early_write"] += self.early_writes()
@@ -1159,7 +1198,7 @@ class Optimiser(Kennedy):
                     break
         return self.stats
 
-# cell 100
+# cell 102
 def cont_over(hint: str, params: list) -> LetCont:
     """A `cont` not yet placed: a fresh continuation variable, and params (variables that exist
     already, bound from now on by the `cont`) as its parameters."""
@@ -1173,7 +1212,7 @@ def cont_over(hint: str, params: list) -> LetCont:
 
 # --- What runs before anything can call --------------------------------
 
-# cell 106
+# cell 108
 def returns_soon(a: Apply, lam: Lambda) -> bool:
     """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
     t = a.cont.var.binder
@@ -1184,7 +1223,7 @@ def returns_soon(a: Apply, lam: Lambda) -> bool:
         h = h.body
     return type(h) is ApplyCont and h.cont.var is lam.cont
 
-# cell 108
+# cell 110
 def makes_closures(body) -> bool:
     """Does body define a function (a Lambda), which a copy of body would copy?"""
     return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
@@ -1192,7 +1231,7 @@ def makes_closures(body) -> bool:
 
 # --- The optimiser -----------------------------------------------------
 
-# cell 114
+# cell 116
 def optimise(program: Program, after=None, **options) -> Counter:
     """Shrink, contify, inline and shrink again, in place; return how many rewrites of each kind."""
     return Optimiser(program, after, **options).run()
@@ -1200,7 +1239,7 @@ def optimise(program: Program, after=None, **options) -> Counter:
 
 # --- In the pipeline ---------------------------------------------------
 
-# cell 128
+# cell 139
 from lcompiler import cps, pipeline
 
 

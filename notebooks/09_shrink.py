@@ -82,6 +82,12 @@
 #   tail calls have become a loop — *loopification*), shrinking after
 #   each.
 #   The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
+# - **Exceptions** need no rule of their own: a handler is a continuation.
+#   A raise to a handler used once takes the handler's place (its passes-on
+#   then raise at the same site), so a `try` whose handler meets its
+#   exception becomes an `if` or a loop exit; a `try` whose block cannot
+#   raise loses its handler; inlining sends a function's raises to the
+#   handler of its call; a loop that raises out of a `try` is contified.
 # - Every step keeps the program's meaning (its output, its runtime error
 #   with its location, its exit status) and chapter 6's `check`.
 # - The optimised program never allocates more bytes than the same program
@@ -208,6 +214,7 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | `dead_value` | `let x = p in t` | `t` | `x` unused, `p` pure |
 # | `dead_continuation` | `letcont k x̄ = h in t` | `t` | `k` unused outside `h` |
 # | `inline_continuation_once` (β) | `letcont k x̄ = h in C[k ȳ]` | `C[h[ȳ/x̄]]` | `k` used once, by a jump |
+# | … on a raise | `letcont k e = h in C[k y raise@ℓ]` | `C[h'[y/e]]`, `h'`: `h` with each `x e` raise`@ℓ` | `k` used once, by a raise; `x` an exception continuation |
 # | `inline_function_once` (β) | `let f = λk x̄. b in C[f k' ȳ]` | `C[b[k'/k, ȳ/x̄]]` | `f` used once, by a call |
 # | `eta` (η) | `letcont k x̄ = j x̄ in t` | `t[j/k]` | `j ≠ k`, and the jump is not a raise |
 # | `fold` | `let x = c₁ ⊕ c₂ in t` | `let x = c in t` | `c = c₁ ⊕ c₂` as L computes it; not `/ 0` |
@@ -403,6 +410,28 @@ def in_handler(node, t: LetCont) -> bool:
     while node is not t:
         prev, node = node, node.enclosing
     return prev is t.handler
+
+
+def exceptional(k, seen: frozenset = frozenset()) -> bool:
+    """Is k an exception continuation: the program's `uncaught`, a function's `exn`, or a handler
+    (a local continuation that something raises to, or that passes its one parameter on to one)?"""
+    b = k.binder
+    if type(b) is Program:
+        return True
+    if type(b) is Lambda:
+        return b.exn is k
+    for o in occurrences(k):
+        n = o.enclosing
+        if type(n) is ApplyCont and n.raises or type(n) in (Apply, Op, Fail) and n.exn is o:
+            return True
+    return len(b.params) == 1 and k not in seen and bool(passes_on(b, seen | {k}))
+
+
+def passes_on(t: LetCont, seen: frozenset = frozenset()) -> list:
+    """The jumps in handler t that pass its exception on, unchanged, to an exception continuation."""
+    return [o.enclosing for o in occurrences(t.params[0])
+            if type(o.enclosing) is ApplyCont and not o.enclosing.raises and len(o.enclosing.args) == 1
+            and o.enclosing.args[0] is o and exceptional(o.enclosing.cont.var, seen)]
 
 
 def top(node):
@@ -699,6 +728,8 @@ class Shrinker(Shrinker):
 import inspect
 import io
 
+from lcompiler.errors import RunError
+
 
 def first_redex(shrinker: Shrinker, rule: str):
     """The first node, in program order, where the rule applies."""
@@ -712,11 +743,12 @@ def first_redex(shrinker: Shrinker, rule: str):
 
 
 def output(program: Program) -> str:
+    """What program prints under chapter 6's interpreter, and the runtime error it stops with."""
     out = io.StringIO()
     try:
         cps.run(program, out)
-    except cps.Stop as e:
-        out.write(str(e) + "\n")
+    except (cps.Stop, RunError) as e:
+        out.write(str(e).split("\n")[0] + "\n")
     return out.getvalue()
 
 
@@ -983,15 +1015,30 @@ unused = do {
 # jump, its parameters substituted by the jump's arguments. The one use
 # must be a *jump*: a continuation used once as the return point of a call,
 # its exception continuation, or an arm of a `case`, is a place to come
-# back to, and stays. So is the target of a *raise* (`h(e) raise @…`): the
-# raise records its site before jumping, and moving the handler in its
-# place would lose that record; the rules that rewrite jumps
-# (`dead_parameter`, `unbox`) leave the targets of raises alone for the same
-# reason, and because a raise passes exactly one value. Before
-# moving, the rule checks that the jump is not inside the handler itself (a
-# loop that nothing enters): that climbs the uplinks from the jump to the
-# `cont`, through the code between them — which is code the rule then
-# moves, or deletes if the check finds the dead loop.
+# back to, and stays. Before moving, the rule checks that the jump is not
+# inside the handler itself (a loop that nothing enters): that climbs the
+# uplinks from the jump to the `cont`, through the code between them —
+# which is code the rule then moves, or deletes if the check finds the dead
+# loop.
+#
+# The one jump may be a *raise* (`h(e) raise @…`): a `try` whose block
+# raises in one place, directly, with no call between. A raise is a jump
+# that also records its site, for the message printed if the exception is
+# never caught; the site is read only where the exception goes on
+# uncaught. Where does it go on? Only where the handler *passes it on*:
+# a clause that does not match ends in a jump of the handler's parameter,
+# unchanged, to the next exception continuation out (`exn(e)`, or
+# `uncaught(e)`, or an outer handler of the same function). So the rule
+# moves the handler to the raise as it would to a jump, and each jump that
+# passes the exception on becomes a raise at the moved raise's site —
+# the record happens later, on the one path that reads it. Nothing runs
+# between the two places but the tests of the clauses' patterns, which
+# raise nothing and so cannot overwrite the record. Once moved, the handler
+# meets the exception it catches: the `case` on its tag is `known_case`'s,
+# and the passes-on in the other arms are deleted with their arms. A
+# `try` with a `raise` in its block has become an `if`, or a loop exit.
+# The rules that rewrite jumps (`dead_parameter`, `unbox`) still leave the
+# targets of raises alone, because a raise passes exactly one value.
 
 # %%
 #| export
@@ -1001,9 +1048,12 @@ class Shrinker(Shrinker):
             return False
         o = t.cont.next
         a = o.enclosing
-        if type(a) is not ApplyCont or a.cont is not o or a.raises or in_handler(a, t):
-            return False                     # (a raise records its site: it stays a jump)
+        if type(a) is not ApplyCont or a.cont is not o or in_handler(a, t):
+            return False
         if do:
+            if a.raises:                     # the site is recorded where the exception goes on
+                for j in passes_on(t):
+                    self.put(j, apply_cont(j.cont.var, j.args[0].var, raises=True, loc=a.loc), made=True)
             for x, y in zip(t.params, a.args):
                 self.substitute(x, y.var)
             self.put(a, take(t.handler))
@@ -1019,6 +1069,34 @@ unused = do {
   }
   seven_4 = 7
   k_1(seven_4)
+}
+''', "inline_continuation_once")
+
+# %% [markdown]
+# And a raise: `done_9` is raised to `handler_1`, which catches `Done`
+# and passes anything else on to `uncaught`. Moved to the raise, the
+# handler tests a value whose tag the next rule knows; its pass-on,
+# `uncaught(e_2)`, became a raise at the site the raise had (`@2:3`), so
+# that if it ever ran, the message would name the same place as before.
+
+# %%
+demo('''
+unused = do {
+  cont handler_1(e_2) {
+    cont next_3() {
+      uncaught(e_2)
+    }
+    tag_4 = tag e_2
+    cont Done_5() {
+      k_6 = e_2[0]
+      u_7 = print(k_6)
+      halt u_7
+    }
+    case tag_4 { 3 -> Done_5; _ -> next_3 }
+  }
+  seven_8 = 7
+  done_9 = inj 3 Done(seven_8)
+  handler_1(done_9) raise @2:3
 }
 ''', "inline_continuation_once")
 
@@ -1824,10 +1902,15 @@ plt.close(fig)
 # in the full sense — to `f`'s own `ret` *and* `exn`. A call from inside `f`
 # that names a handler of `f` (a call in a `try` block) is no loop edge: the
 # handler must be there when it raises. And `h` must be in scope where the
-# new `cont` goes; the rule takes it only when `h` is a function's own
-# exception continuation (or `uncaught`), which is in scope in the whole of
-# its function, and leaves alone a function whose calls raise to a local
-# handler. Treating `h` as "the caller's" — contifying when the calls
+# new `cont` goes, as `k` must. A function's own exception continuation (or
+# `uncaught`) is in scope in the whole of its function. A handler — the
+# calls are in a `try` block — is in scope in the `try`'s block only; so
+# the new `cont` goes at the start of the inner of the two scopes, `k`'s
+# or `h`'s. They are nested, since both contain every outside call, and
+# the inner one is found by climbing from a call to the first of the two
+# binders. Then `f`'s raises are jumps to a handler of the same function,
+# and a loop that raises out of its `try` is a loop with an exit (`first`,
+# below). Treating `h` as "the caller's" — contifying when the calls
 # disagree, and passing the exception continuation as a parameter of `j` —
 # is not possible: continuations are not values, so a `cont` cannot take one
 # as a parameter.
@@ -1904,19 +1987,25 @@ class Optimiser(Optimiser):
                     return None
             elif k is None:
                 k, h = a.cont.var, a.exn.var
-                if type(h.binder) is not Lambda and type(h.binder) is not Program:
-                    return None              # a local handler: it may not be in scope where f goes
             elif a.cont.var is not k or a.exn.var is not h:
                 return None
             calls.append(a)
         return None if k is None else (k, calls)
 
-    def placement(self, f: Var, k: ContVar, calls: list):
-        """Where the new continuation goes: f's binding, if k is in scope there; else the start of
-        k's scope; None when a call is in k's own handler (which that start does not reach)."""
-        scope = k.binder
-        if type(scope) is LetCont and any(in_handler(a, scope) for a in calls if a.cont.var is k):
+    def placement(self, f: Var, k: ContVar, h: ContVar, calls: list):
+        """Where the new continuation goes: f's binding, if k and h are in scope there; else the
+        start of the inner of their scopes; None when a call is in k's or h's own handler (which
+        that start does not reach)."""
+        outside = [a for a in calls if a.cont.var is k]
+        scopes = {c.binder for c in (k, h) if type(c.binder) is LetCont}
+        if any(in_handler(a, s) for s in scopes for a in outside):
             return None
+        scope = k.binder
+        if scopes:                              # the inner one: met first climbing from a call
+            node = outside[0]
+            while node not in scopes and node is not scope:
+                node = node.enclosing
+            scope = node
         site = f.binder
         if type(site) is LetPrim:
             node, prev = site.enclosing, site
@@ -1956,7 +2045,8 @@ class Optimiser(Optimiser):
         k, calls = found
         if type(f.binder) is Definition and size_up_to(lam.body, MOVE_LIMIT) > MOVE_LIMIT:
             return False
-        where = self.placement(f, k, calls)
+        h = next(a.exn.var for a in calls if a.cont.var is k)
+        where = self.placement(f, k, h, calls)
         if where is None:
             return False
         t = cont_over(f.hint, lam.params)
@@ -1964,7 +2054,6 @@ class Optimiser(Optimiser):
         outside = {a.loc for a in calls if a.cont.var is k}
         if len(outside) == 1:                   # f's tail calls now make the frame f's call made
             relocate(lam.cont, outside.pop())
-        h = next(a.exn.var for a in calls if a.cont.var is k and a.exn.var is not lam.exn)
         self.substitute(lam.cont, k)           # f returns where every call returns: to k
         self.substitute(lam.exn, h)            # and raises where every call raises
         for a in calls:                         # every call becomes a jump: from outside, or a loop
@@ -2470,6 +2559,129 @@ for rounds in range(UNROLL + 1):
           f" {calls} call(s) of ack")
 
 # %% [markdown]
+# ### Exceptions: raises become jumps, `try` becomes `if`
+#
+# Chapter 7 turns `try { b } catch { … }` into a handler — a `cont` that
+# tests the exception's tag against each clause and passes anything else
+# on — and its block `b` into code that raises to it: `raise(e)` becomes
+# `h(e) raise @…`, a call in `b` names `h` as its second continuation.
+# Nothing in this chapter was written for exceptions, and yet the rules
+# above are what makes them cheap, because a handler is just a
+# continuation:
+#
+# | what | rule | before | after |
+# |---|---|---|---|
+# | a raise to a handler of the same function | — (it is one already) | `h(e) raise @ℓ` | a jump: a branch in chapter 10, not an unwinding |
+# | a `try` whose handler meets its exception | `inline_continuation_once` on a raise, then `project` (tag), `known_case` | `letcont h e = case tag e {…} in C[h(v) raise @ℓ]`, `v = inj Done(…)` | `C[` the `Done` clause `]`; its passes-on become raises `@ℓ` |
+# | `try`/`raise` as a loop exit | the same, inside the loop | a loop whose exit raises to `h` | a loop whose exit is the clause |
+# | a `try` whose block cannot raise | `dead_continuation` (nothing names `h`), after `fold` drops the `/ h` of an operation that cannot fail | `letcont h e = … in t` | `t` |
+# | a function inlined into a `try` | `inline_function_once`, inlining | `call f(x) -> k / h` | `f`'s body, its `exn` replaced by `h`: its raises go to the handler |
+# | a loop that raises out of a `try` | contification | `call f(x) -> k / h`, `h` local | `cont f(x) { …h(e) raise… }` inside `h`'s scope |
+#
+# The first row needs no rule: a raise to a handler in the same function
+# is a jump already, and chapter 10 compiles a jump to a local continuation
+# as a branch, with nothing on the stack to unwind. Contification needs a
+# place for the new `cont` where both `k` and the handler `h` are in scope:
+# the inner of their two scopes (the design note below). Here is the loop
+# exit, a `while` that leaves by raising, before and after:
+
+# %%
+SEARCH = Source("search.l", """\
+exception Done(Int)
+def search(n) = {
+  var i := 0
+  try { while (true) { if (i * i > n) raise(Done(i)); i := i + 1 }; 0 } catch { Done(k) -> k }
+}
+print(search(1000))
+""")
+print(pipeline.show("opt", SEARCH))
+
+# %% [markdown]
+# The `try` is gone: the `while` is the `cont` `loop`, and its exit prints
+# `i` where it raised `Done(i)`. Drawn, before and after:
+
+# %%
+side_by_side(pipeline.compile_to("cps", SEARCH)[0], pipeline.compile_to("opt", SEARCH)[0],
+             "search before the optimiser, a loop raising Done(i) to a handler that tests its tag, and "
+             "after it: the same loop, whose exit prints i")
+
+# %% [markdown]
+# A recursive function that raises is a loop too, once contified: `find`
+# below is called once, in a `try`, so it becomes a `cont` inside the
+# handler's scope, and its raises, which went to its own `exn`, are jumps
+# to the handler. It has two raises and a closure call naming the handler,
+# so the handler stays (it is not used once):
+
+# %%
+FIRST = Source("first.l", """\
+exception Found(Int)
+def find(p, i, n) = if (i == n) raise(Found(-1)) else if (p(i)) raise(Found(i)) else find(p, i + 1, n)
+def first_square_above(k) = try { find({ x -> x * x > k }, 0, 1000000) } catch { Found(x) -> x }
+print(first_square_above(1000))
+print(first_square_above(5000))
+""")
+print(pipeline.show("opt", FIRST).split("unused = do")[0])
+
+# %% [markdown]
+# For a few programs, what the optimiser leaves: the handlers (local
+# continuations something raises to), the raises, and the calls, at
+# `-O0` and optimised, and what each prints — the same both ways,
+# including the located message of an exception nobody catches:
+
+# %%
+def exception_census(program: Program) -> tuple:
+    """(handlers, raises, calls) in program: handlers are local continuations raised to."""
+    nodes = list(walk(program))
+    handlers = sum(type(n) is LetCont and len(n.params) == 1 and exceptional(n.cont) for n in nodes)
+    raises = sum(type(n) is ApplyCont and n.raises for n in nodes)
+    return handlers, raises, sum(type(n) is Apply for n in nodes)
+
+
+EXCEPTION_PROGRAMS = {
+    "search": SEARCH,
+    "first": FIRST,
+    "cannot raise": Source("safe.l", """\
+exception Found(Int)
+def half(x) = try { x / 2 } catch { DivisionByZero -> 0 }
+print(half(9), half(10))
+"""),
+    "inlined": Source("inlined.l", """\
+exception Negative(Int)
+def check(x) = if (x < 0) raise(Negative(x)) else x
+def safe(x) = try { check(x) * 2 } catch { Negative(n) -> n }
+print(safe(4), safe(-4))
+"""),
+    "uncaught": Source("uncaught.l", """\
+exception A(Int)
+exception B
+def f(n) = try { try { if (n > 0) raise(A(n)) else 0 } catch { B -> 1 } } catch { B -> 2 }
+print(f(0))
+print(f(3))
+"""),
+}
+print(f"{'program':13} {'-O0: handlers raises calls':>27} {'optimised':>26}   prints")
+for name, src in EXCEPTION_PROGRAMS.items():
+    rows = []
+    for stage in ("cps", "opt"):
+        rows.append(exception_census(pipeline.compile_to(stage, src)[0]))
+    printed = output(pipeline.compile_to("opt", src)[0])
+    assert printed == output(pipeline.compile_to("cps", src)[0])
+    print(f"{name:13} {rows[0][0]:>15} {rows[0][1]:>6} {rows[0][2]:>5}"
+          f" {rows[1][0]:>15} {rows[1][1]:>6} {rows[1][2]:>5}   {printed.strip()!r}")
+
+# %% [markdown]
+# In `search`, `cannot raise` and `inlined`, nothing of the exceptions
+# is left: no handler, no raise. In `inlined`, inlining sent `check`'s
+# raise to `safe`'s handler, where it met its clause (`Negative(n) -> n`)
+# and became the code after the test `x < 0`; the constant arguments did
+# the rest. `first` keeps its handler, used by two raises and a closure
+# call (exercise 9), and its calls: the two of `first_square_above` and
+# the closure's. `uncaught`'s raise of `A(3)` passed two
+# handlers that do not catch it: both were moved to the raise, neither
+# matched, and the raise that is left goes straight to `uncaught` from the
+# same place, so the message names line 3, column 35, as before.
+
+# %% [markdown]
 # ## In the pipeline
 #
 # The optimiser is two stages of [chapter 4](04_pipeline.ipynb)'s pipeline:
@@ -2924,6 +3136,13 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #   one that makes closures (`tak` in continuation-passing style), is not
 #   unrolled — with the rule switched off, it is. Each prints what it
 #   printed before.
+# - **Exceptions.** The raise demonstrated above, rewritten once and then
+#   shrunk, as text; the programs of the exceptions table leave the
+#   handlers, raises and calls it prints, and print the same, with the same
+#   located message and status, optimised, at `-O0` and interpreted; `find`
+#   is contified inside its caller's `try`, its raises and its closure call
+#   naming the handler; random programs that raise and catch go the ways
+#   of the random programs above.
 # - **`lc`**: `lc show opt`, `-O0`.
 
 # %% [markdown]
@@ -3050,6 +3269,10 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    as Flambda 2 does, not only to those that may be unrolled. Which
 #    programs of the corpus change their LLVM (`lc show llvm-opt`), and
 #    does `python bench/optimiser.py run` see a difference?
+# 9. `first`'s handler stays because it has three uses: two raises and the
+#    closure call `p(i)`. Write the rule that gives each raise its own copy
+#    of a handler small enough to copy, so that each meets its exception.
+#    When is that worth it, and what happens to the closure call's use?
 #
 # <details><summary>Solutions</summary>
 #
@@ -3196,6 +3419,21 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    `python bench/optimiser.py run` to see ratios within the control's
 #    spread unless a program's hot loop is one of them.
 #
+# 9. The rule is `inline_continuation_once` for a raise, with a copy
+#    (chapter 9's `copy_term`, as inlining copies a function body) instead
+#    of a move: for a raise `h(v) raise @ℓ` whose handler `h` has other
+#    uses and a body of at most some budget of nodes (`size_up_to`), put a
+#    copy of the handler there, with `v` for its parameter and each
+#    pass-on made a raise at `ℓ`. The original stays for the other uses.
+#    It is worth it when the copy meets a value whose tag is known
+#    (`v = inj …` in scope), so that `known_case` cuts the copy down to one
+#    clause: a few nodes for a branch and a test saved per raise, and the
+#    `inj` itself dead if the clause only reads its fields. For `first`
+#    the two copies become `ret(-1)` and `ret(i)` (after `project`), and
+#    the handler is left with one use, the closure call: the call still
+#    names it, since the closure may raise anything, so it stays — which
+#    is right, and costs nothing at run time, as a handler that nothing
+#    raises to at run time is code that never runs.
 # </details>
 #
 # Exercise 4: the census shrinker sweeping backwards, on the chain of dead

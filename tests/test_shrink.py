@@ -14,6 +14,10 @@
   inliner.
 - Allocation: no program of the corpus, the examples or the benchmarks (at their small sizes) allocates
   more bytes optimised than at -O0, by the runtime's own count.
+- Exceptions: a raise to a handler used once takes the handler's place, its passes-on raising at the
+  raise's site; a `try` whose handler meets its exception, or whose block cannot raise, leaves no
+  handler; a loop that raises out of a `try` is contified; an uncaught exception is reported at the same
+  place optimised and not; random programs that raise and catch, as above.
 - `lc show opt`, `lc show shrink`, `-O0`.
 """
 
@@ -137,6 +141,20 @@ def test_random_programs_mean_the_same_after_every_single_rewrite(text):
 @settings(RANDOM, max_examples=15)
 @given(programs())
 def test_random_programs_compiled_with_and_without_the_optimiser(text):
+    compiled_the_same_with_and_without_the_optimiser(text)
+
+
+@pytest.mark.slow
+@settings(RANDOM, max_examples=40)
+@given(programs(exceptions=True))
+def test_random_programs_that_raise_and_catch_mean_the_same_after_every_single_rewrite(text):
+    means_the_same_after_every_single_rewrite(text)
+
+
+@pytest.mark.slow
+@settings(RANDOM, max_examples=15)
+@given(programs(exceptions=True))
+def test_random_programs_that_raise_and_catch_compiled_with_and_without_the_optimiser(text):
     compiled_the_same_with_and_without_the_optimiser(text)
 
 
@@ -723,3 +741,133 @@ def test_the_optimised_program_allocates_no_more_than_at_O0(src, monkeypatch):
     optimised_printed, optimised = allocated(src, optimiser=True)
     assert optimised_printed == printed
     assert optimised <= plain, f"{optimised} bytes allocated optimised, {plain} at -O0"
+
+
+# --- Exceptions ----------------------------------------------------------------------------------
+
+RAISE_ONCE = """
+unused = do {
+  cont handler_1(e_2) {
+    cont next_3() {
+      uncaught(e_2)
+    }
+    tag_4 = tag e_2
+    cont Done_5() {
+      k_6 = e_2[0]
+      u_7 = print(k_6)
+      halt u_7
+    }
+    case tag_4 { 3 -> Done_5; _ -> next_3 }
+  }
+  seven_8 = 7
+  done_9 = inj 3 Done(seven_8)
+  handler_1(done_9) raise @2:3
+}
+"""
+
+
+def test_a_raise_to_a_handler_used_once_moves_it_there_and_its_pass_on_raises_at_the_same_site():
+    program = parse(RAISE_ONCE)
+    s = shrink.Shrinker(program)
+    node = next(n for n in walk(program) if type(n) is LetCont and n.cont.hint == "handler")
+    assert s.inline_continuation_once(node, True)
+    s.tidy()
+    cps.check(program)
+    assert show(program) == """unused = do {
+  seven_1 = 7
+  done_2 = inj 3 Done(seven_1)
+  cont next_3() {
+    uncaught(done_2) raise @2:3
+  }
+  tag_4 = tag done_2
+  cont Done_5() {
+    k_6 = done_2[0]
+    u_7 = print(k_6)
+    halt u_7
+  }
+  case tag_4 { 3 -> Done_5; _ -> next_3 }
+}
+"""
+    shrink.shrink(program)
+    assert show(program) == """unused = do {
+  seven_1 = 7
+  u_2 = print(seven_1)
+  halt u_2
+}
+"""
+
+
+def test_a_handler_whose_exception_is_also_passed_to_a_join_point_still_moves():
+    """The exception returned as a value (`catch { e -> e }`) is not a pass-on: the jump stays a jump."""
+    program = parse(RAISE_ONCE.replace("cont next_3() {\n      uncaught(e_2)", "cont next_3() {\n      k_0(e_2)")
+                    .replace("unused = do {\n", "unused = do {\n  cont k_0(v_0) {\n    halt v_0\n  }\n", 1))
+    s = shrink.Shrinker(program)
+    node = next(n for n in walk(program) if type(n) is LetCont and n.cont.hint == "handler")
+    assert s.inline_continuation_once(node, True)
+    s.tidy()
+    cps.check(program)
+    assert "raise" not in show(program)
+
+
+EXCEPTIONS = {   # name: (program, (handlers, raises, calls) after the optimiser, stdout, stderr)
+    "search": ("""exception Done(Int)
+def search(n) = {
+  var i := 0
+  try { while (true) { if (i * i > n) raise(Done(i)); i := i + 1 }; 0 } catch { Done(k) -> k }
+}
+print(search(1000))
+""", (0, 0, 0), "32\n", ""),
+    "cannot_raise": ("""exception Found(Int)
+def half(x) = try { x / 2 } catch { DivisionByZero -> 0 }
+print(half(9), half(10))
+""", (0, 0, 0), "4 5\n", ""),
+    "inlined": ("""exception Negative(Int)
+def check(x) = if (x < 0) raise(Negative(x)) else x
+def safe(x) = try { check(x) * 2 } catch { Negative(n) -> n }
+print(safe(4), safe(-4))
+""", (0, 0, 0), "8 -4\n", ""),
+    "uncaught": ("""exception A(Int)
+exception B
+def f(n) = try { try { if (n > 0) raise(A(n)) else 0 } catch { B -> 1 } } catch { B -> 2 }
+print(f(0))
+print(f(3))
+""", (0, 1, 0), "0\n", "t.l:3:35: runtime error: uncaught exception A(3)"),
+}
+
+
+def exception_census(program) -> tuple:
+    nodes = list(walk(program))
+    return (sum(type(n) is LetCont and len(n.params) == 1 and shrink.exceptional(n.cont) for n in nodes),
+            sum(type(n) is cps.ApplyCont and n.raises for n in nodes), sum(type(n) is Apply for n in nodes))
+
+
+@pytest.mark.parametrize("name", sorted(EXCEPTIONS))
+def test_the_optimiser_leaves_no_handler_that_meets_its_exception_or_that_nothing_raises_to(name, tmp_path):
+    text, census, stdout, stderr = EXCEPTIONS[name]
+    src = Source("t.l", text)
+    assert exception_census(converted(src))[:2] != (0, 0)          # the -O0 program has its handlers
+    assert exception_census(pipeline.compile_to("opt", src)[0]) == census
+    path = tmp_path / "t.l"
+    path.write_text(text)
+    for options in ([], ["-O0"], ["--interp"]):
+        r = subprocess.run(LC + ["run", *options, "t.l"], cwd=tmp_path, capture_output=True, text=True)
+        assert r.stdout == stdout and r.stderr.startswith(stderr) and r.returncode == (2 if stderr else 0), options
+        assert stderr or not r.stderr
+
+
+def test_a_loop_that_raises_out_of_a_try_is_contified_and_raises_to_the_handler():
+    src = Source("first.l", """exception Found(Int)
+def find(p, i, n) = if (i == n) raise(Found(-1)) else if (p(i)) raise(Found(i)) else find(p, i + 1, n)
+def first_square_above(k) = try { find({ x -> x * x > k }, 0, 1000000) } catch { Found(x) -> x }
+print(first_square_above(1000))
+print(first_square_above(5000))
+""")
+    program = pipeline.compile_to("opt", src)[0]
+    assert not any(d.var is not None and d.var.hint == "find" for d in program.definitions)
+    loops = [n for n in walk(program) if type(n) is LetCont and n.cont.hint == "find"]
+    assert len(loops) == 1
+    raises = [n for n in walk(loops[0].handler) if type(n) is cps.ApplyCont and n.raises]
+    assert len(raises) == 2 and all(type(r.cont.var.binder) is LetCont for r in raises)
+    assert all(type(a.exn.var.binder) is LetCont for a in walk(program) if type(a) is Apply
+               and shrink.home(a) is shrink.home(loops[0]))                    # the closure call too
+    assert on_cps(program) == on_cps(converted(src))
