@@ -147,3 +147,50 @@ def test_the_components_picture_of_chapter_5_draws_the_program_its_uses_and_the_
         assert ("∀" in after) == any(not v.startswith("_") for v in variables), (members, after)
         assert ("1" in after) == any(v.startswith("_") for v in variables), (members, after)
         assert set(after) <= {"∀", "1"}
+
+
+def test_the_context_picture_of_chapter_7_shades_a_context_that_the_continuation_computes():
+    from lcompiler import cps, types
+    from lcompiler.cps_convert import convert
+    from lcompiler.errors import Source
+
+    sources, svg = stored_picture("07_cps_convert.ipynb", 'context_picture("def h(g, x) = g(x) + 1")')
+    trees, diagram = list(svg.iter(SVG + "svg"))[1:]           # the two pictures side by side
+    colour = {"#dbeafe": "blue", "#fef9c3": "yellow", "#f1f5f9": "plain"}
+    panels, box = [[]], None
+    for shape in trees:
+        if shape.tag == SVG + "rect" and shape.get("fill") in colour:
+            box = colour[shape.get("fill")]
+        elif shape.tag == SVG + "text" and box is None and panels[-1]:
+            panels.append([])                                   # the caption of the second tree
+        elif shape.tag == SVG + "text" and box is not None:
+            panels[-1].append((box, shape.text))
+            box = None
+    (whole, context) = panels
+    subexpression = [label for style, label in whole if style == "blue"]
+    rest = [label for style, label in whole if style == "yellow"]
+    assert sorted(subexpression) == ["call", "g", "x"]
+    assert sorted(context) == sorted([("yellow", label) for label in rest] + [("plain", "□")]), \
+        "the context is the tree with a hole in place of the subexpression"
+
+    # the CPS drawn is what the converter makes of the example today
+    lines = ["".join(t.itertext()) for t in diagram.iter(SVG + "text")]
+    program, _ = types.check_types(Source("example.l", "def h(g, x) = g(x) + 1"))
+    assert "\n".join(lines) + "\n" == cps.show(convert(program))
+    # the continuation the caption names is the one the call returns to, and it holds the context:
+    # it receives the hole's value, does the yellow operation to it, and returns where the tree says
+    captions = [t.text for t in svg.findall(SVG + "text")]
+    k = re.fullmatch(r"CPS: the context is the continuation (\w+)", captions[1]).group(1)
+    call, = [line for line in lines if line.strip().startswith("call ")]
+    assert f"-> {k} /" in call
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(f"cont {k}("))
+    hole = re.match(rf"\s*cont {k}\((\w+)\)", lines[start]).group(1)
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] == " " * indent + "}")
+    body = lines[start + 1:end]
+    ret = next(label for _, label in whole if label.startswith("return to ")).removeprefix("return to ")
+    operator, constant = sorted(label for label in rest if not label.startswith("return to "))
+    assert any(re.fullmatch(rf"\s*\w+ = {hole} {re.escape(operator)} \w+", line) for line in body), body  # □ + …
+    assert any(re.fullmatch(rf"\s*\w+ = {constant}", line) for line in body), body                   # … 1
+    assert re.fullmatch(rf"\s*{ret}\(\w+\)", body[-1]), body                                  # returned
+    assert not any(re.search(r"\b(g|x)_\d+\b", line) for line in body), "the call is not in its context"
