@@ -87,6 +87,16 @@
 #   `k(x)`. The body of a function is translated in `Return(ret)`, so a call
 #   in that context becomes `call f(a) -> ret / exn`: a tail call.
 #
+# This is the one-pass transformation of [Danvy and
+# Filinski](../bibliography.md#danvy-filinski) ("Representing Control: A
+# Study of the CPS Transformation", 1992), and it takes from it exactly
+# this: during the conversion a continuation is a function of the
+# translator — their static, meta-level continuation, our `Then` — applied
+# while the term is built, so the intermediate steps leave no
+# administrative redex to reduce later; and a continuation is reified,
+# written into the term, only where the term needs one, as the return point
+# of a call (`k_7` in the picture below).
+#
 # Here is one context, drawn. In `def h(g, x) = g(x) + 1`, the
 # subexpression `g(x)` (blue) has a context (yellow): the rest of the
 # computation, what happens to `g(x)`'s value next — add 1 to it, and
@@ -164,13 +174,14 @@ def context_picture(text: str) -> None:
 context_picture("def h(g, x) = g(x) + 1")
 
 # %% [markdown]
-# Where the value of an expression is not the result of a call — `x`, or
-# `g(x) + 1`'s sum — no continuation is made: the `Then`'s function is
-# simply called, and the rest of the computation follows in the same block,
-# `v_10 = r_8 + c_9` and then `ret_2(v_10)`. And the whole body is in the
-# `Return` context of a function's body: had `h` been `g(x)` alone, the
-# call would have been a tail call, returning to `ret` itself, with no `k`
-# at all (the function `f` in "The rules at work", below, is one).
+# Where a value is not the result of a call, no continuation is made. The
+# constant `1`, the second operand of `+`, is translated in a `Then` too,
+# whose function is simply called: it builds `v_10 = r_8 + c_9` right after
+# `c_9 = 1`, in the same block. The sum is in the body's context,
+# `Return(ret_2)`, and is handed on by the jump `ret_2(v_10)`. Had `h` been
+# `g(x)` alone, the call itself would have been in that `Return`: a tail
+# call, returning to `ret` directly, with no `k` at all (the function `f`
+# in "The rules at work", below, is one).
 #
 # Besides the context, the translation keeps one more thing: the *exception
 # continuation* of the code it is in (chapter 6's second barrel). It is the
