@@ -1903,9 +1903,10 @@ for version in (FirstEdition, Traced):
 # on the left), the level at which each component's unknowns are born, and
 # their levels once the component is done, in its types: `∀` for a
 # generalised unknown, a number for one that stayed unknown and belongs to
-# that level. Each definition has its own column, in the order of the text;
-# each component its own row, in the order of inference, so every arrow
-# between components points up, to a component inferred earlier.
+# that level (the levels `Traced` printed above). Each definition has its
+# own column, in the order of the text; each component its own row, in the
+# order of inference, so every arrow between components points up, to a
+# component inferred earlier.
 
 # %%
 LEVELLED = """\
@@ -1942,7 +1943,7 @@ class Levelled(Inference):
         after = set()
         for d in group:
             after.update(self.levels(self.globals[d.name.name][0]))
-        self.steps.append(([d.name.name for d in group], sorted(self.born), sorted(after),
+        self.steps.append(([d.name.name for d in group], sorted(self.born), sorted(after, reverse=True),
                            self.globals[group[0].name.name][1]))
         self.born = None
 
@@ -2054,8 +2055,9 @@ components_picture(LEVELLED)
 # a call: weak, its unknown lowered by `lower` from level 2 to level 1, the
 # top. Last, `g`: its own unknown is born at level 2 and generalised, but
 # its type also holds `swap`'s unknown, still at level 1 — the weak `_b` of
-# `g : a -> List<_b> -> List<_b>`, printed above. In the first edition that
-# `1` would read `2`, and `g`'s generalisation would have taken it.
+# `g : a -> List<_b> -> List<_b>`, printed above. In the first edition, as
+# `FirstEdition` printed above, `swap`'s row would end in `2` and `g`'s in
+# `∀ ∀`: `g`'s generalisation took `swap`'s unknown too.
 
 
 # %% [markdown]
