@@ -1,4 +1,5 @@
-"""lcompiler.drawing (chapter 1): the layout of trees, and what a picture says."""
+"""lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and two pictures the
+chapters store (chapters 5 and 7), read back from the notebooks and checked against what they claim."""
 
 import json
 import re
