@@ -53,7 +53,7 @@ __all__ = [
 
 # --- Contexts: what to do with a value ---------------------------------
 
-# cell 5
+# cell 7
 from lcompiler import core as c, syntax as s
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
@@ -113,7 +113,7 @@ class Scope:
 
 # --- Mutable variables: continuation parameters or cells ---------------
 
-# cell 8
+# cell 10
 def _children(e) -> list:
     """The core sub-expressions of e, in evaluation order."""
     t = type(e)
@@ -147,7 +147,7 @@ def _children(e) -> list:
         return [e.body] + [body for _, body in e.clauses]
     return []
 
-# cell 10
+# cell 12
 class Analysis:
     """Which vars are captured by a function (or assigned in a try's block); which names each
     if/match/while/try assigns; which non-function definitions are read inside functions."""
@@ -209,7 +209,7 @@ class Analysis:
 
 # --- The rules ---------------------------------------------------------
 
-# cell 14
+# cell 16
 UNIT = ()
 
 
@@ -265,7 +265,7 @@ class Converter:
         return let_cont(handler, lambda j: build(Return(j, carried)),
                         ["r"] + [r.name for r in carried], hint)
 
-    # cell 16: The rules
+    # cell 18: The rules
     def expr(self, e, env, store, ctx, hint: str = None):
         t = type(e)
         if t is c.Lit:
@@ -323,14 +323,14 @@ class Converter:
             return self.join(e, ctx, store, lambda ctx2: self.handle(e, env, store, ctx2))
         raise TypeError(f"not a core expression: {e!r}")
 
-    # cell 18: The rules
+    # cell 20: The rules
     def guard(self, cond: Var, message: str, span, rest, exn=None):
         """If cond is true continue with rest(), else fail with message at span (raising to exn)."""
         return let_cont(lambda ok: rest(), lambda ok:
             let_cont(lambda bad: let_prim(fail(message, loc=span, exn=exn), lambda u: apply_cont(ok), "u"),
                      lambda bad: case(cond, {0: bad, 1: ok}), 0, "bad"), 0, "ok")
 
-    # cell 20: The rules
+    # cell 22: The rules
     def variable(self, e: c.Var, env, store, ctx):
         if e.kind == "builtin":
             return self.let(const(c.BUILTIN_VALUES[e.name]), e.name, e.type, lambda x: give(ctx, x, store))
@@ -371,7 +371,7 @@ class Converter:
         self.depth -= 1
         return f
 
-    # cell 22: The rules
+    # cell 24: The rules
     def branches(self, e: c.If, cond: Var, env, store, ctx):
         return let_cont(lambda kt: self.expr(e.then, env, store, ctx),
             lambda kt: let_cont(lambda ke: self.expr(e.orelse, env, store, ctx),
@@ -414,7 +414,7 @@ class Converter:
         inner[scope.var] = x
         return self.unit(e.type, lambda u: give(ctx, u, inner))
 
-    # cell 24: Pattern matching
+    # cell 26: Pattern matching
     def clauses(self, e: c.Match, x: Var, i: int, env, store, ctx, excluded=frozenset()):
         """Clauses i, i+1, … of e; excluded: tags x cannot have, as the clauses before failed."""
         if i == len(e.clauses):
@@ -448,7 +448,7 @@ class Converter:
             return self.constructors[p.name][1] == 1 and all(self.irrefutable(q) for q in p.args or [])
         return False
 
-    # cell 26: Pattern matching
+    # cell 28: Pattern matching
     def pattern(self, p, x: Var, fail_k, env, success):
         """Test x against p; jump to fail_k if it does not match, else success(env with p's variables)."""
         t = type(p)
@@ -480,7 +480,7 @@ class Converter:
         hint = p.name if type(p) is PVar else "y"
         return self.let(proj(i, x), hint, p.type, lambda y: self.pattern(p, y, fail_k, env, rest))
 
-    # cell 28: Exceptions: raise and try
+    # cell 30: Exceptions: raise and try
     def handle(self, e: c.Try, env, store, ctx):
         """try { body } catch { clauses } in ctx, a Return: a handler, then the block returning to done."""
         outer = self.exn
@@ -499,7 +499,7 @@ class Converter:
             return let_cont(done, body, ["r"], "done")
         return let_cont(handler, block, ["e"], "handler")
 
-    # cell 30: Programs
+    # cell 32: Programs
     def program(self, program: c.Program) -> Program:
         out = Program()
         self.exn = out.uncaught                 # the top level raises to the program's uncaught
@@ -534,7 +534,7 @@ class Converter:
 
 # --- Programs ----------------------------------------------------------
 
-# cell 30
+# cell 32
 NESTING = 1_000_000      # Python frames the higher-order translation may nest
 
 
@@ -546,7 +546,7 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
 
 # --- Showing the CPS from the command line -----------------------------
 
-# cell 68
+# cell 70
 from lcompiler import cps, pipeline
 
 

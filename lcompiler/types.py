@@ -900,7 +900,7 @@ def show_types(source: Source) -> str:
 
 # --- Warnings for pattern matching -------------------------------------
 
-# cell 113
+# cell 119
 WILD = None                 # a variable or _: matches anything
 
 
@@ -1029,7 +1029,7 @@ class Patterns:
             return "()"
         return key[1] + (f"({', '.join(args)})" if args else "")
 
-# cell 115
+# cell 121
 from lcompiler.errors import CompileWarning
 
 
@@ -1088,7 +1088,7 @@ def clause_warnings(checker: Patterns, node, function: bool) -> list:
             warnings.append(CompileWarning(f"{what} cover {missed[0]}", span))
     return warnings
 
-# cell 117
+# cell 123
 from lcompiler.errors import report_warnings
 
 

@@ -1891,6 +1891,176 @@ for version in (FirstEdition, Traced):
 # crash the program when it runs.
 
 # %% [markdown]
+# ### Components and levels, drawn
+#
+# Here is the whole top level at once, for one program that puts the two
+# stories of this section together: `id`, `even` and `odd` from above, and
+# `make_cell`, `swap` and `g`. The picture is drawn from what the compiler
+# computes: `references` gives the arrows (a definition points at the
+# definitions it uses), `strongly_connected` the components (a dashed frame
+# around each), and `Levelled`, an `Inference` like `Traced`, records the
+# order in which `program` hands the components to `component` (the number
+# on the left), the level at which each component's unknowns are born, and
+# their levels once the component is done, in its types: `∀` for a
+# generalised unknown, a number for one that stayed unknown and belongs to
+# that level (the levels `Traced` printed above). Each definition has its
+# own column, in the order of the text; each component its own row, in the
+# order of inference, so every arrow between components points up, to a
+# component inferred earlier.
+
+# %%
+LEVELLED = """\
+data List<t> { Cons(t, List<t>); Nil }
+def id(x) = x
+def even(n) = if (n == 0) id(true) else odd(n - 1)
+def odd(n) = if (n == 0) id(false) else even(n - 1)
+def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
+def swap = make_cell()
+def g(y) = swap
+"""
+types_of(LEVELLED)
+
+
+# %%
+class Levelled(Inference):
+    """An Inference that records each component it infers: its names, in order, the levels its
+    unknowns are born at, and the levels of the unknowns of its types once it is done."""
+
+    levels = Traced.levels
+
+    def __init__(self):
+        super().__init__()
+        self.steps, self.born = [], None
+
+    def fresh(self) -> TVar:
+        if self.born is not None:
+            self.born.add(self.level)
+        return super().fresh()
+
+    def component(self, group: list) -> None:
+        self.born = set()
+        super().component(group)
+        after = set()
+        for d in group:
+            after.update(self.levels(self.globals[d.name.name][0]))
+        self.steps.append(([d.name.name for d in group], sorted(self.born), sorted(after, reverse=True),
+                           self.globals[group[0].name.name][1]))
+        self.born = None
+
+
+# %% [markdown]
+# `components_picture` lays the definitions out on that grid and draws
+# them with the sizes, font and colours of `lcompiler.drawing`: a blue box
+# per definition, a grey arrow per use (an arc, above or below, between two
+# definitions of one row), a dashed frame per component. Each shape says
+# what it stands for in its attributes (`data-name`, `data-from`,
+# `data-to`, …), which `tests/test_drawing.py` reads back from the picture
+# stored in this notebook and compares with the program.
+
+# %%
+from html import escape
+from xml.etree import ElementTree
+
+from lcompiler.drawing import BOX_H, CHAR_W, GAP, STYLES
+
+
+def level_text(level: int) -> str:
+    return "∀" if level == GENERIC else str(level)
+
+
+class SVGText(str):
+    """An SVG text that Jupyter shows as a picture, with its description."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
+        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+
+
+def components_picture(text: str) -> SVGText:
+    """The definitions of text as boxes, their uses as arrows, its components as frames, in the
+    order inference takes them, with the levels of their unknowns."""
+    program = check_names(Source("levels.l", text))
+    inference = Levelled()
+    inference.program(program)
+    defs = {d.name.name: d for d in program.items if isinstance(d, c.Def)}
+    uses = {name: sorted(references(d.value) & defs.keys()) for name, d in defs.items()}
+    row = {name: i for i, (names, *_) in enumerate(inference.steps) for name in names}
+    width, x, left, high = {}, {}, 34, BOX_H + 52
+    for name in defs:                                   # a column per definition, in the order of the text
+        x[name], width[name] = left + GAP + sum(width.values()) + 2 * GAP * len(width), len(name) * CHAR_W + 14
+    y = {name: 40 + row[name] * high for name in defs}
+    notes = round(max(x[name] + width[name] for name in defs) + 3 * GAP, 1)
+    words = [f"{', '.join(map(str, born))} → " + (" ".join(map(level_text, after)) or "no unknowns")
+             + (", generalised" if general else ", weak")
+             for names, born, after, general in inference.steps]
+    shapes = [f'<text x="{left}" y="18" font-weight="bold">definitions →</text>',
+              f'<text x="{notes}" y="18" font-weight="bold">levels: born → after</text>']
+    for i, (names, born, after, _) in enumerate(inference.steps):
+        x0, x1 = min(x[n] for n in names) - GAP, max(x[n] + width[n] for n in names) + GAP
+        top = 40 + i * high - 10
+        shapes.append(f'<rect class="component" data-order="{i + 1}" data-members="{" ".join(names)}" '
+                      f'data-born="{" ".join(map(str, born))}" data-after="{" ".join(map(level_text, after))}" '
+                      f'x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" height="{BOX_H + 30}" rx="8" '
+                      f'fill="none" stroke="{STYLES["yellow"][1]}" stroke-dasharray="5,3"/>')
+        shapes.append(f'<text x="{left - 22}" y="{top + 25}" font-weight="bold" '
+                      f'fill="{STYLES["yellow"][1]}">{i + 1}</text>')
+        shapes.append(f'<text x="{notes}" y="{top + 25}">{escape(words[i])}</text>')
+    for name in defs:
+        fill, stroke = STYLES["blue"]
+        shapes.append(f'<rect class="definition" data-name="{name}" x="{x[name]:.1f}" y="{y[name]}" '
+                      f'width="{width[name]:.1f}" height="{BOX_H}" rx="5" fill="{fill}" stroke="{stroke}"/>')
+        shapes.append(f'<text x="{x[name] + width[name] / 2:.1f}" y="{y[name] + 15}" '
+                      f'text-anchor="middle">{name}</text>')
+    arrows = []
+    for user in defs:
+        for used in uses[user]:
+            ux, vx = x[user] + width[user] / 2, x[used] + width[used] / 2
+            if row[used] < row[user]:                   # up, to a component inferred before
+                path = f"M{ux:.1f},{y[user]} L{vx:.1f},{y[used] + BOX_H + 1}"
+            elif used == user:                          # a definition that calls itself: a loop
+                r = x[user] + width[user]
+                path = (f"M{r:.1f},{y[user] + 6} C{r + 24:.1f},{y[user] - 8} "
+                        f"{r + 24:.1f},{y[user] + BOX_H + 8} {r + 1:.1f},{y[user] + BOX_H - 6}")
+            else:                                       # within a component: two arcs under the boxes
+                bottom, depth = y[user] + BOX_H, 30 if ux < vx else 14
+                path = (f"M{ux - 6:.1f},{bottom} Q{(ux + vx) / 2:.1f},{bottom + depth} "
+                        f"{vx + 6:.1f},{bottom + 1}")
+            arrows.append(f'<path class="uses" data-from="{user}" data-to="{used}" d="{path}" '
+                          f'stroke="#475569" fill="none" marker-end="url(#arrow)"/>')
+    width_all = notes + max(len(w) for w in words + ["levels: born → after"]) * CHAR_W + 10
+    height = 40 + len(inference.steps) * high - 12
+    alt = ("The definitions of the program as boxes, one column each, one row per component, "
+           "in the order inference takes them. Uses: "
+           + "; ".join(f"{user} uses {', '.join(uses[user])}" for user in defs if uses[user])
+           + ". Components, in order, with the level their unknowns are born at and their levels after: "
+           + "; ".join(f"{i + 1}. {' and '.join(names)}: {w}"
+                       for i, ((names, *_), w) in enumerate(zip(inference.steps, words))) + ".")
+    return SVGText("\n".join(
+        [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width_all:.0f}" height="{height}" '
+         f'viewBox="0 0 {width_all:.0f} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
+         f'<title>{escape(alt)}</title>',
+         '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+         '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+         f'<rect width="{width_all:.0f}" height="{height}" fill="#ffffff"/>', *arrows, *shapes, '</svg>']))
+
+
+components_picture(LEVELLED)
+
+# %% [markdown]
+# Read it from the top. `id` comes first, alone, since it uses nothing; its
+# unknown is born at level 2, one deeper than the top, and generalised. `even`
+# and `odd` use each other, so they are one component, inferred together
+# at level 2 and monomorphic within it; their types end with no unknowns
+# at all. `make_cell` is a function, a value, and is generalised. `swap` is
+# a call: weak, its unknown lowered by `lower` from level 2 to level 1, the
+# top. Last, `g`: its own unknown is born at level 2 and generalised, but
+# its type also holds `swap`'s unknown, still at level 1 — the weak `_b` of
+# `g : a -> List<_b> -> List<_b>`, printed above. In the first edition, as
+# `FirstEdition` printed above, `swap`'s row would end in `2` and `g`'s in
+# `∀ ∀`: `g`'s generalisation took `swap`'s unknown too.
+
+
+# %% [markdown]
 # ### The seeds' sample program, step by step
 #
 # The sample program of the seeds rebinds `true` and `false` to functions —

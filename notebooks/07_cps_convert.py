@@ -87,6 +87,102 @@
 #   `k(x)`. The body of a function is translated in `Return(ret)`, so a call
 #   in that context becomes `call f(a) -> ret / exn`: a tail call.
 #
+# This is the one-pass transformation of [Danvy and
+# Filinski](../bibliography.md#danvy-filinski) ("Representing Control: A
+# Study of the CPS Transformation", 1992), and it takes from it exactly
+# this: during the conversion a continuation is a function of the
+# translator — their static, meta-level continuation, our `Then` — applied
+# while the term is built, so the intermediate steps leave no
+# administrative redex to reduce later; and a continuation is reified,
+# written into the term, only where the term needs one, as the return point
+# of a call (`k_7` in the picture below).
+#
+# Here is one context, drawn. In `def h(g, x) = g(x) + 1`, the
+# subexpression `g(x)` (blue) has a context (yellow): the rest of the
+# computation, what happens to `g(x)`'s value next — add 1 to it, and
+# return the sum from `h`. Written with a hole `□` where the value goes, the
+# context is `□ + 1`, returned. The converter translates `g(x)` in a
+# `Then` whose Python function builds exactly that rest. A call cannot
+# hand its result to a Python function — the callee returns by jumping to
+# a continuation — so the rule of calls turns the context into one: the
+# continuation `k_7` (yellow, on the right), whose body is the `□ + 1` and
+# the return, with the hole now its parameter `r_8`. The picture is drawn
+# from the converter's own record of the contexts: the package's
+# `Converter` (the code of this chapter, which follows), noting the
+# context of each expression it translates, and chapter 6's diagram of the
+# CPS it returns.
+
+# %%
+from IPython.display import SVG
+
+from lcompiler import core as c, cps, cps_convert, syntax as s, types
+from lcompiler.drawing import Box, Picture
+from lcompiler.errors import Source
+from lcompiler.primitives import PRIMITIVES as OPERATORS
+
+
+class Noting(cps_convert.Converter):
+    """This chapter's converter, from the package, noting the context each expression is translated in."""
+
+    def __init__(self, program):
+        super().__init__(program)
+        self.contexts = {}
+
+    def expr(self, e, env, store, ctx, hint=None):
+        self.contexts[id(e)] = ctx
+        return super().expr(e, env, store, ctx, hint)
+
+
+def with_hole(e, hole, show_hole: bool, style: str = "yellow") -> Box:
+    """The core tree under e: the subexpression hole and its operands in blue (or a box □ in its
+    place, if show_hole), the rest in style."""
+    t = type(e)
+    if e is hole:
+        if show_hole:
+            return Box("□")
+        style = "blue"
+    label = OPERATORS[e.op].symbol if t is c.Prim else "call" if t is c.App else s.pretty_expr(c.to_syntax(e))
+    return Box(label, [with_hole(x, hole, show_hole, style) for x in cps_convert._children(e)], style)
+
+
+def context_picture(text: str) -> None:
+    """The body of the one function of text, the context of its one call, and the CPS it becomes."""
+    core_program, _ = types.check_types(Source("example.l", text))
+    noting = Noting(core_program)
+    program = noting.program(core_program)
+    (_, body), = core_program.items[0].value.body.clauses          # under the match of the parameters
+    call, = [x for x in body.args if type(x) is c.App]                  # the call under the +
+    given, around = noting.contexts[id(call)], noting.contexts[id(body)]
+    apply_, = [t for t in cps.subterms(program.definitions[0].value.body) if type(t) is cps.Apply]
+    printer = cps.Printer()
+    printer.definition(program.definitions[0])
+    k, ret = printer.name(apply_.cont.var), printer.name(around.cont)
+    assert type(given) is cps_convert.Then and type(around) is cps_convert.Return
+    tree = Box(f"return to {ret}", [with_hole(body, call, False)], "yellow")
+    context = Box(f"return to {ret}", [with_hole(body, call, True)], "yellow")
+    trees = Picture([(f"{s.pretty_expr(c.to_syntax(body))}", [tree]), ("its context", [context])], alt="").svg()
+    alt = (f"Left, the tree of {s.pretty_expr(c.to_syntax(body))}, the body of h, under a box 'return to {ret}': "
+           f"the call g(x) and its operands in blue, the rest in yellow. Middle, the context of the call, the "
+           f"same tree with □ in place of the call. Right, the CPS of h: a function box holding the continuation "
+           f"{k} (yellow), whose body adds 1 to its parameter and jumps to {ret}, and the call of g that returns "
+           f"to {k}.")
+    diagram = cps.diagram(program, marks={apply_.cont.var: "#ca8a04"})
+    display(SVG(cps.beside([("L: the call, and its context", trees),
+                            (f"CPS: the context is the continuation {k}", diagram)], alt)), metadata={"alt": alt})
+
+
+context_picture("def h(g, x) = g(x) + 1")
+
+# %% [markdown]
+# Where a value is not the result of a call, no continuation is made. The
+# constant `1`, the second operand of `+`, is translated in a `Then` too,
+# whose function is simply called: it builds `v_10 = r_8 + c_9` right after
+# `c_9 = 1`, in the same block. The sum is in the body's context,
+# `Return(ret_2)`, and is handed on by the jump `ret_2(v_10)`. Had `h` been
+# `g(x)` alone, the call itself would have been in that `Return`: a tail
+# call, returning to `ret` directly, with no `k` at all (the function `f`
+# in "The rules at work", below, is one).
+#
 # Besides the context, the translation keeps one more thing: the *exception
 # continuation* of the code it is in (chapter 6's second barrel). It is the
 # function's own `exn` inside a function, and the program's `uncaught` in a

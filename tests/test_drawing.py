@@ -1,6 +1,9 @@
-"""lcompiler.drawing (chapter 1): the layout of trees, and what a picture says."""
+"""lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and two pictures the
+chapters store (chapters 5 and 7), read back from the notebooks and checked against what they claim."""
 
+import json
 import re
+from pathlib import Path
 from xml.etree import ElementTree
 
 from hypothesis import given, settings, strategies as st
@@ -66,3 +69,129 @@ def test_arrows_between_named_boxes_widen_the_picture():
     arrowed = Picture([("", [left])], alt="", arrows=[("jump", "j")]).svg()
     width = lambda svg: float(re.search(r'width="([0-9.]+)"', svg).group(1))
     assert width(arrowed) > width(plain) and 'stroke-dasharray="5,3"' in arrowed
+
+
+# --- The pictures the chapters store, read back and checked against what they claim --------
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def stored_picture(notebook: str, call: str) -> tuple[str, ElementTree.Element]:
+    """The source of the code cell of notebook that ends with call, and the SVG it stored."""
+    cells = json.loads((NOTEBOOKS / notebook).read_text())["cells"]
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] == "code" and "".join(cell["source"]).rstrip().endswith(call):
+            svgs = ["".join(o["data"]["image/svg+xml"]) for o in cell["outputs"] if "image/svg+xml" in o.get("data", {})]
+            assert len(svgs) == 1, f"{notebook}: the cell {call} stored {len(svgs)} pictures"
+            sources = "".join("".join(c["source"]) for c in cells[:i] if c["cell_type"] == "code")
+            return sources, ElementTree.fromstring(svgs[0])
+    raise AssertionError(f"{notebook}: no cell ends with {call}")
+
+
+def test_the_components_picture_of_chapter_5_draws_the_program_its_uses_and_the_order_of_inference():
+    from lcompiler import types
+    from lcompiler.errors import Source
+    from lcompiler.interp import check
+
+    sources, svg = stored_picture("05_types.ipynb", "components_picture(LEVELLED)")
+    text = re.search(r'LEVELLED = """\\\n(.*?)"""', sources, re.S).group(1)
+    # the oracle: the program's text, read with regular expressions, not with the compiler
+    heads = list(re.finditer(r"^def (\w+)(\([^)]*\))? =", text, re.M))
+    defs = [h.group(1) for h in heads]
+    uses = set()
+    for h, after in zip(heads, heads[1:] + [None]):
+        body = text[h.end():after.start() if after else len(text)]
+        params = set(re.findall(r"\w+", h.group(2) or ""))
+        uses |= {(h.group(1), w) for w in re.findall(r"[A-Za-z_]\w*", body) if w in defs and w not in params}
+    reach = {(u, v) for u, v in uses} | {(d, d) for d in defs}
+    for _ in defs:
+        reach |= {(u, w) for u, v in reach for v2, w in reach if v == v2}
+
+    boxes = {r.get("data-name"): r for r in svg.iter(SVG + "rect") if r.get("class") == "definition"}
+    arrows = [(p.get("data-from"), p.get("data-to"), p.get("d")) for p in svg.iter(SVG + "path")
+              if p.get("class") == "uses"]
+    frames = sorted((int(r.get("data-order")), r.get("data-members").split(), r.get("data-after").split(), r)
+                    for r in svg.iter(SVG + "rect") if r.get("class") == "component")
+    assert sorted(boxes) == sorted(defs), "every definition is a box, and only they"
+    assert sorted((u, v) for u, v, _ in arrows) == sorted(uses), "every use is an arrow, every arrow a use"
+    assert [order for order, *_ in frames] == list(range(1, len(frames) + 1))
+    assert sorted(n for _, members, *_ in frames for n in members) == sorted(defs)
+    order = {n: o for o, members, *_ in frames for n in members}
+    for u in defs:
+        for v in defs:
+            assert (order[u] == order[v]) == ((u, v) in reach and (v, u) in reach), "a frame is a component"
+    for u, v, d in arrows:
+        assert order[v] <= order[u], "a definition is inferred after what it uses"
+        if order[v] < order[u]:
+            (x1, y1), (x2, y2) = [tuple(map(float, xy.split(","))) for xy in re.findall(r"[\d.]+,[\d.]+", d)]
+            assert y2 < y1, "an arrow to an earlier component points up"
+    for _, members, _, frame in frames:
+        for n in members:
+            box = boxes[n]
+            assert float(frame.get("x")) < float(box.get("x")) < float(frame.get("x")) + float(frame.get("width"))
+            assert float(frame.get("y")) < float(box.get("y")) < float(frame.get("y")) + float(frame.get("height"))
+
+    class Visits(types.Inference):                     # the order the compiler's inference takes
+        def component(self, group):
+            self.seen.append([d.name.name for d in group])
+            super().component(group)
+    inference = Visits()
+    inference.seen = []
+    inference.program(check(Source("levels.l", text)))
+    assert inference.seen == [members for _, members, *_ in frames]
+
+    # the levels after: ∀ for a quantified variable (a, b…), 1 for a weak one (_a, _b…) in the printed types
+    printed = dict(line.split(" : ", 1) for line in types.show_types(Source("levels.l", text)).splitlines())
+    for _, members, after, _ in frames:
+        variables = {v for n in members for v in re.findall(r"\b_?[a-z]\b", printed[n])}
+        assert ("∀" in after) == any(not v.startswith("_") for v in variables), (members, after)
+        assert ("1" in after) == any(v.startswith("_") for v in variables), (members, after)
+        assert set(after) <= {"∀", "1"}
+
+
+def test_the_context_picture_of_chapter_7_shades_a_context_that_the_continuation_computes():
+    from lcompiler import cps, types
+    from lcompiler.cps_convert import convert
+    from lcompiler.errors import Source
+
+    sources, svg = stored_picture("07_cps_convert.ipynb", 'context_picture("def h(g, x) = g(x) + 1")')
+    trees, diagram = list(svg.iter(SVG + "svg"))[1:]           # the two pictures side by side
+    colour = {"#dbeafe": "blue", "#fef9c3": "yellow", "#f1f5f9": "plain"}
+    panels, box = [[]], None
+    for shape in trees:
+        if shape.tag == SVG + "rect" and shape.get("fill") in colour:
+            box = colour[shape.get("fill")]
+        elif shape.tag == SVG + "text" and box is None and panels[-1]:
+            panels.append([])                                   # the caption of the second tree
+        elif shape.tag == SVG + "text" and box is not None:
+            panels[-1].append((box, shape.text))
+            box = None
+    (whole, context) = panels
+    subexpression = [label for style, label in whole if style == "blue"]
+    rest = [label for style, label in whole if style == "yellow"]
+    assert sorted(subexpression) == ["call", "g", "x"]
+    assert sorted(context) == sorted([("yellow", label) for label in rest] + [("plain", "□")]), \
+        "the context is the tree with a hole in place of the subexpression"
+
+    # the CPS drawn is what the converter makes of the example today
+    lines = ["".join(t.itertext()) for t in diagram.iter(SVG + "text")]
+    program, _ = types.check_types(Source("example.l", "def h(g, x) = g(x) + 1"))
+    assert "\n".join(lines) + "\n" == cps.show(convert(program))
+    # the continuation the caption names is the one the call returns to, and it holds the context:
+    # it receives the hole's value, does the yellow operation to it, and returns where the tree says
+    captions = [t.text for t in svg.findall(SVG + "text")]
+    k = re.fullmatch(r"CPS: the context is the continuation (\w+)", captions[1]).group(1)
+    call, = [line for line in lines if line.strip().startswith("call ")]
+    assert f"-> {k} /" in call
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(f"cont {k}("))
+    hole = re.match(rf"\s*cont {k}\((\w+)\)", lines[start]).group(1)
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] == " " * indent + "}")
+    body = lines[start + 1:end]
+    ret = next(label for _, label in whole if label.startswith("return to ")).removeprefix("return to ")
+    operator, constant = sorted(label for label in rest if not label.startswith("return to "))
+    assert any(re.fullmatch(rf"\s*\w+ = {hole} {re.escape(operator)} \w+", line) for line in body), body  # □ + …
+    assert any(re.fullmatch(rf"\s*\w+ = {constant}", line) for line in body), body                   # … 1
+    assert re.fullmatch(rf"\s*{ret}\(\w+\)", body[-1]), body                                  # returned
+    assert not any(re.search(r"\b(g|x)_\d+\b", line) for line in body), "the call is not in its context"
