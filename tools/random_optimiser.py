@@ -1,6 +1,6 @@
 """Random well-typed L programs through chapter 9's optimiser: a long run of what its tests check on a few.
 
-    nice -n 10 python tools/random_optimiser.py [-n 2000] [--seed 1] [--compiled]
+    nice -n 10 python tools/random_optimiser.py [-n 2000] [--seed 1] [--compiled] [--exceptions]
 
 The random tests of tests/test_shrink.py run the same few programs at every run (Hypothesis with
 `derandomize`), so that a test run cannot fail by chance. This script explores further: it takes n
@@ -9,7 +9,9 @@ programs from the generator of tests/test_convert.py, reproducibly for a seed (t
 runs: both shrinkers and the optimiser, chapter 6's `check` after every single rewrite, no redex left at
 the end, the same output and runtime error as before. With --compiled, each program is also compiled with
 and without the optimiser and run, as `test_random_programs_compiled_with_and_without_the_optimiser` does:
-the same output, errors and exit status, and no more bytes allocated optimised.
+the same output, errors and exit status, and no more bytes allocated optimised. With --exceptions, the
+programs also raise (directly, or from a recursion of random depth) and catch, with handlers that do and
+do not match, as the tests `test_random_programs_that_raise_and_catch_*` draw them.
 
 Every program that fails is a finding: it is minimised (lines, then tokens, removed while the same check
 still fails with the same message) and printed. Fix the bug, and add the program to the tests.
@@ -48,12 +50,13 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=2000, help="how many programs (default 2000)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--compiled", action="store_true", help="also compile and run each program both ways")
+    parser.add_argument("--exceptions", action="store_true", help="programs that raise and catch exceptions")
     parser.add_argument("--minimise-budget", type=float, default=300, help="seconds per finding")
     args = parser.parse_args()
     sys.setrecursionlimit(100_000)
 
     start = time.monotonic()
-    texts = generate(args.n, args.seed, runaway=0)
+    texts = generate(args.n, args.seed, runaway=0, exceptions=args.exceptions)
     checks = [means_the_same_after_every_single_rewrite] \
         + ([compiled_the_same_with_and_without_the_optimiser] if args.compiled else [])
     print(f"{len(texts)} programs generated (seed {args.seed}); checks: {', '.join(c.__name__ for c in checks)}",
