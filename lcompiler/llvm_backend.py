@@ -51,6 +51,9 @@ __all__ = [
     'tail_calls',
     'self_tail_calls',
     'short_tail_chains',
+    'UNKNOWN',
+    'split',
+    'split_picture',
     'saves_no_registers',
     'SAVING_SLOW_PATH',
     'division',
@@ -498,7 +501,7 @@ class Backend:
         for n, k in t.arms:
             switch.add_case(word(n), blocks[k.var][0])
 
-    # cell 47: Primitives, and allocation inline
+    # cell 51: Primitives, and allocation inline
     def field(self, b: ir.IRBuilder, block: ir.Value, i: int) -> ir.Value:
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
@@ -524,7 +527,7 @@ class Backend:
         b.ret(hp)
         return f
 
-    # cell 49: A slow path that saves every register
+    # cell 53: A slow path that saves every register
     def slow_path(self) -> ir.Function:
         """lc_alloc_slow_saving(words), made once per module: lc_alloc_slow, called with every
         register but r11 kept (LLVM's preserve_mostcc), so that its callers need not save any."""
@@ -539,7 +542,7 @@ class Backend:
         b.ret(b.call(self.rt["lc_alloc_slow"], [f.args[0]]))
         return f
 
-    # cell 54: A slow path that saves every register
+    # cell 58: A slow path that saves every register
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -553,7 +556,7 @@ class Backend:
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
-    # cell 56: A slow path that saves every register
+    # cell 60: A slow path that saves every register
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -571,7 +574,7 @@ class Backend:
         b.ret_void()
         return f
 
-    # cell 58: A slow path that saves every register
+    # cell 62: A slow path that saves every register
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -595,7 +598,7 @@ class Backend:
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
-    # cell 60: A slow path that saves every register
+    # cell 64: A slow path that saves every register
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -640,7 +643,7 @@ class Backend:
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
-    # cell 62: A slow path that saves every register
+    # cell 66: A slow path that saves every register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         failure = PRIMITIVES[p.op].fails
         if failure:
@@ -653,7 +656,7 @@ class Backend:
                         b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
-    # cell 66: Arguments in registers: flattening tuples
+    # cell 70: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
                 and only_taken_apart(var))
@@ -675,7 +678,7 @@ class Backend:
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
 
-    # cell 71: Runtime errors, rendered by the compiler
+    # cell 75: Runtime errors, rendered by the compiler
     def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
         text = render(RunError(p.message, p.loc))
         if not args:
@@ -686,7 +689,7 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 73: Exceptions: a flag tested after each call
+    # cell 77: Exceptions: a flag tested after each call
     def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
 
@@ -897,7 +900,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 81: Printing, directed by types
+    # cell 85: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -937,7 +940,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 83: Printing, directed by types
+    # cell 87: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -957,7 +960,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 85: Where a stack overflow happened: call sites
+    # cell 89: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -1003,7 +1006,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 87: The whole module
+    # cell 91: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1099,9 +1102,64 @@ def short_tail_chains(program: cps.Program) -> set:
     return short
 
 
+# --- The split, drawn --------------------------------------------------
+
+# cell 40
+from lcompiler.drawing import Box, Picture
+
+UNKNOWN = "a closure's code"       # the target of a call through a closure, in `split`
+
+
+def split(backend) -> tuple[list, list]:
+    """The kinds of the functions of a back end's module, after compile(): ([(LLVM name, "fastcc" or
+    "tailcc" or "initialiser", a loop?)], [(caller, callee or UNKNOWN, in tail position?)]), in
+    program order; the calls are those of the closure-converted program, each pair once."""
+    functions, calls = [], []
+    for i, d in enumerate(backend.program.definitions):
+        if type(d.value) is cps.Lambda:
+            name, term, ret = backend.name(d.var), d.value.body, d.value.cont
+            f = backend.functions[d.var]
+            recur = any(block.name == "recur" for block in f.blocks)
+            functions.append((name, f.calling_convention, recur))
+        elif d.body is not None:
+            name = "init." + (backend.name(d.var) if d.var is not None else f"statement.{i}")
+            term, ret = d.body, None
+            functions.append((name, "initialiser", False))
+        else:
+            continue
+        for node in cps.walk(term):
+            if type(node) is cps.Apply:
+                callee = backend.name(node.func.var) if node.kind == "direct" else UNKNOWN
+                tail = ret is not None and node.cont.var is ret and node.exn.var is ret.binder.exn
+                if (name, callee, tail) not in calls:
+                    calls.append((name, callee, tail))
+    return functions, calls
+
+
+def split_picture(backend, title: str) -> Picture:
+    """The functions of a compiled back end as boxes coloured by kind, one below the other, with their
+    calls as arrows: solid for a call that returns, dashed for a tail call (split gives the facts)."""
+    functions, calls = split(backend)
+    style = {"fastcc": "green", "tailcc": "yellow", "initialiser": "blue"}
+    boxes = [Box(f"{name}: {'tailcc, an initialiser' if kind == 'initialiser' else kind}"
+                 + (", a loop (recur)" if recur else ""), style=style[kind], name=name)
+             for name, kind, recur in functions]
+    if any(callee == UNKNOWN for _, callee, _ in calls):
+        boxes.append(Box(f"{UNKNOWN}: tailcc, known only at run time", name=UNKNOWN))
+    for upper, lower in zip(boxes, boxes[1:]):
+        upper.children.append(lower)
+    arrows = [(caller, callee, "dashed" if tail else "solid") for caller, callee, tail in calls]
+    words = [f"{name} is {'an initialiser, tailcc' if kind == 'initialiser' else kind}"
+             + (", with a loop for its self tail call" if recur else "") for name, kind, recur in functions]
+    said = [f"{caller} {'tail-calls' if tail else 'calls'} {callee}" for caller, callee, tail in calls]
+    alt = (f"{title}. The functions, one below the other: {'; '.join(words)}. Green is fastcc, yellow tailcc, "
+           f"blue an initialiser. Solid arrows are calls that return, dashed arrows tail calls: {'; '.join(said)}.")
+    return Picture([(title, boxes[:1])], alt=alt, edges="hidden", arrows=arrows)
+
+
 # --- Registers and the conservative collector --------------------------
 
-# cell 42
+# cell 46
 def saves_no_registers(f: ir.Function) -> None:
     """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
     set.add(f.attributes, '"no_callee_saved_registers"')
@@ -1109,10 +1167,10 @@ def saves_no_registers(f: ir.Function) -> None:
 
 # --- A slow path that saves every register -----------------------------
 
-# cell 49
+# cell 53
 SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
 
-# cell 62
+# cell 66
 from lcompiler.primitives import PRIMITIVES
 
 
@@ -1157,7 +1215,7 @@ LOWERING = {
 
 # --- Arguments in registers: flattening tuples -------------------------
 
-# cell 64
+# cell 68
 class Fields(list):
     """The components of a tuple the back end keeps in registers instead of allocating it."""
 
@@ -1179,7 +1237,7 @@ def only_taken_apart(var) -> bool:
 
 # --- Runtime errors, rendered by the compiler --------------------------
 
-# cell 71
+# cell 75
 OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
 
 
@@ -1189,7 +1247,7 @@ def render(error: RunError) -> str:
 
 # --- Exceptions: a flag tested after each call -------------------------
 
-# cell 73
+# cell 77
 import os
 
 EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
@@ -1255,7 +1313,7 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 85
+# cell 89
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -1271,7 +1329,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 89
+# cell 93
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1306,7 +1364,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 91
+# cell 95
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1366,7 +1424,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 93
+# cell 97
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1400,7 +1458,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 103
+# cell 107
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1421,7 +1479,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 119
+# cell 123
 from contextlib import contextmanager
 from pathlib import Path
 

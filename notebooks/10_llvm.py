@@ -962,6 +962,105 @@ def short_tail_chains(program: cps.Program) -> set:
     return short
 
 # %% [markdown]
+# ### The split, drawn
+#
+# Which functions of a program fall into which kind is easiest to see on a
+# picture of its calls. `split` reads it off the back end itself: the
+# convention that `declare` gave each LLVM function (from
+# `short_tail_chains`), whether the function got its loop block `recur`
+# (`self_tail_calls`), and every call of the closure-converted program,
+# in tail position or not by the rule that `call` applies (both
+# continuations the caller's own). `split_picture` draws that: a box per
+# function, green for `fastcc`, yellow for `tailcc`, blue for the
+# initialisers (which are `tailcc`, and save no registers, as the section
+# below explains); a solid grey arrow for a call that returns to its caller, a
+# dashed red one for a tail call; an arrow from a box to itself for a
+# function that calls itself. A call through a closure has no known
+# target: its arrow goes to one box that stands for any closure's code.
+
+# %%
+#| export
+from lcompiler.drawing import Box, Picture
+
+UNKNOWN = "a closure's code"       # the target of a call through a closure, in `split`
+
+
+def split(backend) -> tuple[list, list]:
+    """The kinds of the functions of a back end's module, after compile(): ([(LLVM name, "fastcc" or
+    "tailcc" or "initialiser", a loop?)], [(caller, callee or UNKNOWN, in tail position?)]), in
+    program order; the calls are those of the closure-converted program, each pair once."""
+    functions, calls = [], []
+    for i, d in enumerate(backend.program.definitions):
+        if type(d.value) is cps.Lambda:
+            name, term, ret = backend.name(d.var), d.value.body, d.value.cont
+            f = backend.functions[d.var]
+            recur = any(block.name == "recur" for block in f.blocks)
+            functions.append((name, f.calling_convention, recur))
+        elif d.body is not None:
+            name = "init." + (backend.name(d.var) if d.var is not None else f"statement.{i}")
+            term, ret = d.body, None
+            functions.append((name, "initialiser", False))
+        else:
+            continue
+        for node in cps.walk(term):
+            if type(node) is cps.Apply:
+                callee = backend.name(node.func.var) if node.kind == "direct" else UNKNOWN
+                tail = ret is not None and node.cont.var is ret and node.exn.var is ret.binder.exn
+                if (name, callee, tail) not in calls:
+                    calls.append((name, callee, tail))
+    return functions, calls
+
+
+def split_picture(backend, title: str) -> Picture:
+    """The functions of a compiled back end as boxes coloured by kind, one below the other, with their
+    calls as arrows: solid for a call that returns, dashed for a tail call (split gives the facts)."""
+    functions, calls = split(backend)
+    style = {"fastcc": "green", "tailcc": "yellow", "initialiser": "blue"}
+    boxes = [Box(f"{name}: {'tailcc, an initialiser' if kind == 'initialiser' else kind}"
+                 + (", a loop (recur)" if recur else ""), style=style[kind], name=name)
+             for name, kind, recur in functions]
+    if any(callee == UNKNOWN for _, callee, _ in calls):
+        boxes.append(Box(f"{UNKNOWN}: tailcc, known only at run time", name=UNKNOWN))
+    for upper, lower in zip(boxes, boxes[1:]):
+        upper.children.append(lower)
+    arrows = [(caller, callee, "dashed" if tail else "solid") for caller, callee, tail in calls]
+    words = [f"{name} is {'an initialiser, tailcc' if kind == 'initialiser' else kind}"
+             + (", with a loop for its self tail call" if recur else "") for name, kind, recur in functions]
+    said = [f"{caller} {'tail-calls' if tail else 'calls'} {callee}" for caller, callee, tail in calls]
+    alt = (f"{title}. The functions, one below the other: {'; '.join(words)}. Green is fastcc, yellow tailcc, "
+           f"blue an initialiser. Solid arrows are calls that return, dashed arrows tail calls: {'; '.join(said)}.")
+    return Picture([(title, boxes[:1])], alt=alt, edges="hidden", arrows=arrows)
+
+# %% [markdown]
+# The program drawn is small, and printed first; it is compiled without
+# chapter 9's optimiser, which would inline or contify most of its
+# functions (a function called once, or only with a known return, becomes a
+# block of its caller) and leave little to draw. It has each kind:
+# `fib` and `range` make no tail call, `sum` only one to itself, and `map`
+# none either — all four `fastcc`; `even` and `odd` tail-call each
+# other, a cycle; `apply` tail-calls a closure; and the code of every
+# closure is `tailcc`.
+
+# %%
+from lcompiler import llvm_backend      # the package: this notebook's Backend is not complete yet
+
+SPLIT = """data List<a> { Cons(a, List<a>); Nil }
+def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)
+def even(n) = if (n == 0) true else odd(n - 1)
+def odd(n) = if (n == 0) false else even(n - 1)
+def range(i, n) = if (i == n) Nil else Cons(i, range(i + 1, n))
+def sum(l, s) = match (l) { Nil -> s; Cons(x, rest) -> sum(rest, s + x) }
+def map(f, l) = match (l) { Nil -> Nil; Cons(x, rest) -> Cons(f(x), map(f, rest)) }
+def apply(f, x) = f(x)
+print(sum(map({ x -> fib(x) }, range(0, 20)), 0), even(1001), apply({ x -> x + 1 }, 41))
+"""
+print(SPLIT)
+closed, unit = pipeline.compile_to("shrink", Source("split.l", SPLIT), False)   # -O0: no shrink, up to closure
+split_backend = llvm_backend.Backend(closed, unit.datas, "split.l")
+split_backend.compile()
+llvm_backend.split_picture(split_backend, "split.l: the functions of the back end, by kind, and their calls")
+
+# %% [markdown]
 # ### Registers and the conservative collector
 #
 # One more attribute, on the `fastcc` functions, and the reason for it is
