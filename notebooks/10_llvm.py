@@ -40,8 +40,10 @@
 #
 # **Builds:** the module `lcompiler.llvm_backend` (the back end `Backend`,
 # `to_llvm`, `optimise`, `call_site_table`, `RUNTIME_FUNCTIONS` — what the
-# code calls in the runtime of [chapter 10b](10b_runtime.ipynb) — and
-# `FlowGraph`, which draws a function's control-flow graph), and the
+# code calls in the runtime of [chapter 10b](10b_runtime.ipynb) —
+# `FlowGraph`, which draws a function's control-flow graph, and `split`
+# and `split_picture`, which draw the kinds of a program's functions and
+# their calls), and the
 # pipeline's stages `llvm`, `llvm-opt` and `asm`.
 #
 # </div>
@@ -3379,7 +3381,13 @@ else:
 # `tests/test_primitives.py` checks that `LOWERING` has an entry for every
 # row of chapter 4b's table of primitives and for nothing else, and that
 # each lowering, compiled and run, computes what its row's `meaning` says
-# on random and extreme operands.
+# on random and extreme operands. `tests/test_drawing.py` checks the
+# picture of the split against the LLVM text the back end makes, for the
+# program of that section and three of chapter 12's, with and without
+# chapter 9: a box per function, its colour and label the convention of
+# its `define` and a loop exactly where a jump to `recur` is, and an arrow
+# per call, dashed exactly where the call's result is returned at once or
+# the call became that jump.
 #
 # `tests/test_exceptions.py` runs the corpus of exception programs compiled
 # (the JIT, executables, without chapter 9) against their golden outputs;
