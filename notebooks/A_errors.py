@@ -774,8 +774,10 @@ type(get_lexer_by_name("l")).__name__
 # - `tests/test_drawing.py` lays out random trees and checks that the boxes
 #   of one level never overlap and that a parent is centred over its
 #   children; that a picture is well-formed SVG holding every label, and its
-#   description; and that arrows between named boxes widen the picture
-#   enough to hold them.
+#   description; that arrows between named boxes widen the picture
+#   enough to hold them; and that an arrow drawn solid has no dashes, one
+#   from a box to itself comes back at another height, and `edges="hidden"`
+#   draws no line between a parent and its child.
 # - `tests/test_syntax.py` asks Pygments for the lexer `l` and colours a
 #   line of L with it; `tests/test_book.py` and `tests/test_site.py` check
 #   that the site colours L where the chapters print it.
