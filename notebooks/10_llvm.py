@@ -1139,10 +1139,11 @@ llvm_backend.split_picture(split_backend, "split.l: the functions of the back en
 # (`bench/programs/primes.l`), shows where that leads: the recursive
 # `sieve` leaves its dead input list in a callee-saved register, each
 # deeper call saves it again, and the collector takes every one of those
-# words for a live pointer (the table below counts the blocks they pin). LLVM's function attribute
-# `"no_callee_saved_registers"` turns the convention around: the function
-# saves no register for its caller, so a caller keeps what it needs across
-# a call in its *own* frame, and only that.
+# words for a live pointer (the table below counts the blocks they pin).
+# LLVM's function attribute `"no_callee_saved_registers"` turns the
+# convention around: the function saves no register for its caller, so a
+# caller keeps what it needs across a call in its *own* frame, and only
+# that.
 #
 # The attribute goes on the `fastcc` functions and the initialisers, which
 # are only ever called directly, and not on the `tailcc` ones, which
@@ -1168,9 +1169,8 @@ llvm_backend.split_picture(split_backend, "split.l: the functions of the back en
 
 # %%
 import json
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 sys.path.insert(0, "../bench")
 from machine import lines as machine_lines   # noqa: E402  (bench/machine.py: the machine, in a few lines)
@@ -1193,7 +1193,7 @@ print(f"primes without the attribute: {primes['without']['pinned'] / primes['wit
 # %% [markdown]
 # On the calls themselves the attribute costs nothing that can be told
 # from the noise of a shared machine: the ratios of the other six
-# programs lie within a few percent of 1, either way (the line under the
+# programs lie within a tenth of 1, either way (the line under the
 # table). On `primes`, without it, stale pointers in saved registers pin
 # hundreds of times as many blocks, and what those blocks point to is kept
 # with them: the heap is larger and the program slower, by the factors of
@@ -2335,8 +2335,9 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # call raising functions in their hot loops; those of the traps fall on
 # every `try`, and on every program that catches through the lost
 # attribute, whose absence the section on registers showed costs
-# `primes` hundreds of times the pinned blocks and a larger heap. The flag also asks nothing of the collector or of
-# LLVM's frame layout, and keeps a raise an ordinary sequence of returns,
+# `primes` hundreds of times the pinned blocks and a larger heap. The flag
+# also asks nothing of the collector or of LLVM's frame layout, and keeps
+# a raise an ordinary sequence of returns,
 # which debuggers and the stack-overflow handler of chapter 10b understand.
 # A program that raises deep and often would choose `LC_EXCEPTIONS=traps`.
 #
