@@ -426,11 +426,14 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # allocator's. The cell of `total` is written (its header, 1, and 0), then
 # the block `P(20, 1)` (its header, 2, then 20 at `%.11`, and 1), then the
 # closure's block (its header, its code, the cell). Then LLVM loads the 20
-# back from `%.11`, the field it has just written: the stores into the
-# closure's block might, for all it knows, have changed it. It adds the 20
-# to `total` and stores the sum into the cell, and loads the 20 from
-# `%.11` once more, for the same reason: two loads of a constant it
-# wrote itself.
+# back from `%.11`, the field it has just written. Two things lie between
+# the store and the load: the closure's allocation, whose slow path calls
+# the runtime, which may collect, and a collection does write into blocks
+# (it updates the fields that point to blocks it moves); and the stores
+# into the closure's block, which for all LLVM knows may be the same
+# memory. It adds the 20 to `total`, stores the sum into the cell, and
+# loads the 20 from `%.11` once more: this time only the store into the
+# cell lies between, and LLVM cannot tell the cell from the field.
 
 # %%
 from lcompiler.llvm_backend import optimise, to_llvm   # the package's, defined below
@@ -3525,9 +3528,10 @@ except RuntimeError as error:
 #    on the back end's loads and stores — one type for the fields of
 #    blocks the program never writes after making them, another for the
 #    cells of `var`s, another for headers — and see which of the two
-#    loads O2 then removes. Would `!invariant.load` on the first kind be
-#    correct, given that the block's fields are written once, right after
-#    it is allocated?
+#    loads O2 then removes, and why not the other. Would
+#    `!invariant.load` on the first kind be correct, given that the
+#    program writes a block's fields once, right after allocating it, and
+#    that the collector rewrites the fields that point to blocks it moves?
 #
 # The exercises on the collector are [chapter 10b](10b_runtime.ipynb)'s,
 # with the runtime that the code of this chapter calls: its C, its
