@@ -97,7 +97,8 @@ def _move(boxes: list, dx: float, places: dict) -> None:
 # cell 31
 def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
     """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
-    arrow pointing "down" to the child, "up" to the parent, or "none"), the edge's label
+    arrow pointing "down" to the child, "up" to the parent, or "none"; "hidden": no line, the
+    tree only lays the boxes out), the edge's label
     beside it. Records in named where the boxes with a name are; returns the lowest y."""
     bottom = 0
     stack = [(r, None) for r in roots]
@@ -113,7 +114,7 @@ def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named
         shapes.append(f'<rect x="{cx - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{BOX_H}" rx="5" '
                       f'fill="{fill}" stroke="{stroke}"/>')
         shapes.append(f'<text x="{cx:.1f}" y="{y + 15}" text-anchor="middle">{escape(box.label)}</text>')
-        if parent is not None:
+        if parent is not None and edges != "hidden":
             px, py = parent
             line = f'M{cx:.1f},{y} L{px:.1f},{py + BOX_H}' if edges == "up" else f'M{px:.1f},{py + BOX_H} L{cx:.1f},{y}'
             marker = '' if edges == "none" else ' marker-end="url(#arrow)"'
@@ -128,12 +129,14 @@ def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named
 @dataclass
 class Picture:
     """Panels of trees side by side, each with a caption; edges from parent to child
-    (arrows "down", "up" towards the parent, or "none"); extra dashed arrows between
-    named boxes. Shown in Jupyter as SVG, with alt, a description in words, for the site."""
+    (arrows "down", "up" towards the parent, "none", or "hidden"); extra arrows between named boxes,
+    dashed unless an arrow says "solid". Shown in Jupyter as SVG, with alt, a description in
+    words, for the site."""
     panels: list                   # [(caption, [root Box, ...]), ...]
     alt: str
     edges: str = "down"
-    arrows: list = field(default_factory=list)   # [(name of the box it leaves, name of the box it reaches)]
+    arrows: list = field(default_factory=list)   # [(name of the box it leaves, name of the box it reaches)
+    #                                               or the same and "dashed" or "solid"]
 
     def svg(self) -> str:
         places, shapes, x0 = {}, [], 10
@@ -150,12 +153,14 @@ class Picture:
             height = max(height, _draw(roots, places, top, self.edges, shapes, named))
             x0 = right + 4 * GAP
         widest = 0
-        for source, target in self.arrows:
+        for source, target, *style in self.arrows:
             (x1, y1), (x2, y2) = named[source], named[target]
             bend = max(x1, x2) + 30 + abs(y1 - y2) / 5
-            shapes.append(f'<path d="M{x1:.1f},{y1 + BOX_H / 2} C{bend:.1f},{y1 + BOX_H / 2} '
-                          f'{bend:.1f},{y2 + BOX_H / 2} {x2 + 1:.1f},{y2 + BOX_H / 2}" stroke="#dc2626" '
-                          f'stroke-dasharray="5,3" fill="none" marker-end="url(#arrow)"/>')
+            a, b = (y1 + BOX_H / 2, y2 + BOX_H / 2) if source != target else (y1 + 5, y1 + BOX_H - 5)
+            look = ('stroke="#475569"' if style == ["solid"] else 'stroke="#dc2626" stroke-dasharray="5,3"')
+            shapes.append(f'<path d="M{x1:.1f},{a} C{bend:.1f},{a - (source == target) * 12} '
+                          f'{bend:.1f},{b + (source == target) * 12} {x2 + 1:.1f},{b}" {look} '
+                          f'fill="none" marker-end="url(#arrow)"/>')
             widest = max(widest, bend)
         width, height = max(x0 - 4 * GAP, widest) + 10, height + 10
         return "\n".join(

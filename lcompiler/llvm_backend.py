@@ -51,6 +51,9 @@ __all__ = [
     'tail_calls',
     'self_tail_calls',
     'short_tail_chains',
+    'UNKNOWN',
+    'split',
+    'split_picture',
     'saves_no_registers',
     'SAVING_SLOW_PATH',
     'division',
@@ -185,7 +188,7 @@ class FlowGraph:
 
 # --- Data: one word per value ------------------------------------------
 
-# cell 14
+# cell 18
 import llvmlite.ir as ir
 
 from lcompiler import cps, types
@@ -196,7 +199,7 @@ from lcompiler.types import TCon, show_type
 
 # --- The back end, from the top ----------------------------------------
 
-# cell 16
+# cell 20
 I64, I32, I8 = ir.IntType(64), ir.IntType(32), ir.IntType(8)
 I8P, VOID = I8.as_pointer(), ir.VoidType()
 WORD = 8                       # bytes per word
@@ -227,7 +230,7 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
     return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
 
-# cell 20
+# cell 24
 LINKAGE = "linkonce_odr"            # not internal: see above
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
@@ -250,7 +253,7 @@ def written(var) -> bool:
     """Is var the target of a `x[i] := y` somewhere?"""
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
 
-# cell 22
+# cell 26
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
 
@@ -273,7 +276,7 @@ class Backend:
         self.name = printer.name
         self.declare()
 
-    # cell 24: The back end, from the top
+    # cell 28: The back end, from the top
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -308,7 +311,7 @@ class Backend:
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
-    # cell 26: The back end, from the top
+    # cell 30: The back end, from the top
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -351,7 +354,7 @@ class Backend:
     def slot(self, b: ir.IRBuilder, var) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.slots[var])])
 
-    # cell 28: Terms: blocks, φ-nodes, calls
+    # cell 32: Terms: blocks, φ-nodes, calls
     def body(self, f: ir.Function, term, values: dict, ret, params: list = (), me=None):
         """Translate term into the blocks of f; ret is f's return continuation (None: a definition).
 
@@ -411,7 +414,7 @@ class Backend:
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
-    # cell 30: Terms: blocks, φ-nodes, calls
+    # cell 34: Terms: blocks, φ-nodes, calls
     def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
         """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
         f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
@@ -423,7 +426,7 @@ class Backend:
         blocks[me] = (recur, phis)
         return recur, list(phis)
 
-    # cell 32: Terms: blocks, φ-nodes, calls
+    # cell 36: Terms: blocks, φ-nodes, calls
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -448,7 +451,7 @@ class Backend:
         else:
             raise TypeError(f"not a term: {t!r}")
 
-    # cell 34: Terms: blocks, φ-nodes, calls
+    # cell 38: Terms: blocks, φ-nodes, calls
     def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
         args = [w for o in t.args for w in self.words(b, o, values)]
         tail = t.cont.var is ret and t.exn.var is ret.binder.exn   # both continuations the function's own
@@ -478,7 +481,7 @@ class Backend:
         else:
             self.goto(b, t.cont.var, [result], blocks)
 
-    # cell 36: Terms: blocks, φ-nodes, calls
+    # cell 40: Terms: blocks, φ-nodes, calls
     def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
         x = self.value(b, t.scrutinee, values)
         if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
@@ -498,7 +501,7 @@ class Backend:
         for n, k in t.arms:
             switch.add_case(word(n), blocks[k.var][0])
 
-    # cell 47: Primitives, and allocation inline
+    # cell 56: Primitives, and allocation inline
     def field(self, b: ir.IRBuilder, block: ir.Value, i: int) -> ir.Value:
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
@@ -524,7 +527,7 @@ class Backend:
         b.ret(hp)
         return f
 
-    # cell 49: A slow path that saves every register
+    # cell 58: A slow path that saves every register
     def slow_path(self) -> ir.Function:
         """lc_alloc_slow_saving(words), made once per module: lc_alloc_slow, called with every
         register but r11 kept (LLVM's preserve_mostcc), so that its callers need not save any."""
@@ -539,7 +542,7 @@ class Backend:
         b.ret(b.call(self.rt["lc_alloc_slow"], [f.args[0]]))
         return f
 
-    # cell 54: A slow path that saves every register
+    # cell 63: A slow path that saves every register
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -553,7 +556,7 @@ class Backend:
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
-    # cell 56: A slow path that saves every register
+    # cell 65: A slow path that saves every register
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -571,7 +574,7 @@ class Backend:
         b.ret_void()
         return f
 
-    # cell 58: A slow path that saves every register
+    # cell 67: A slow path that saves every register
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -595,7 +598,7 @@ class Backend:
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
-    # cell 60: A slow path that saves every register
+    # cell 69: A slow path that saves every register
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -640,7 +643,7 @@ class Backend:
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
-    # cell 62: A slow path that saves every register
+    # cell 71: A slow path that saves every register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         failure = PRIMITIVES[p.op].fails
         if failure:
@@ -653,7 +656,7 @@ class Backend:
                         b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
-    # cell 66: Arguments in registers: flattening tuples
+    # cell 75: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
                 and only_taken_apart(var))
@@ -675,7 +678,7 @@ class Backend:
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
 
-    # cell 71: Runtime errors, rendered by the compiler
+    # cell 80: Runtime errors, rendered by the compiler
     def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
         text = render(RunError(p.message, p.loc))
         if not args:
@@ -686,7 +689,7 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 73: Exceptions: a flag tested after each call
+    # cell 82: Exceptions: a flag tested after each call
     def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
 
@@ -897,7 +900,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 81: Printing, directed by types
+    # cell 90: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -937,7 +940,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 83: Printing, directed by types
+    # cell 92: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -957,7 +960,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 85: Where a stack overflow happened: call sites
+    # cell 94: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -1003,7 +1006,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 87: The whole module
+    # cell 96: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1057,7 +1060,7 @@ class Backend:
 
 # --- Tail calls: three kinds, three translations -----------------------
 
-# cell 38
+# cell 42
 def tail_calls(var, lam: cps.Lambda):
     """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
     for node in cps.walk(lam.body):
@@ -1099,9 +1102,64 @@ def short_tail_chains(program: cps.Program) -> set:
     return short
 
 
+# --- The split, drawn --------------------------------------------------
+
+# cell 44
+from lcompiler.drawing import Box, Picture
+
+UNKNOWN = "a closure's code"       # the target of a call through a closure, in `split`
+
+
+def split(backend) -> tuple[list, list]:
+    """The kinds of the functions of a back end's module, after compile(): ([(LLVM name, "fastcc" or
+    "tailcc" or "initialiser", a loop?)], [(caller, callee or UNKNOWN, in tail position?)]), in
+    program order; the calls are those of the closure-converted program, each pair once."""
+    functions, calls = [], []
+    for i, d in enumerate(backend.program.definitions):
+        if type(d.value) is cps.Lambda:
+            name, term, ret = backend.name(d.var), d.value.body, d.value.cont
+            f = backend.functions[d.var]
+            recur = any(block.name == "recur" for block in f.blocks)
+            functions.append((name, f.calling_convention, recur))
+        elif d.body is not None:
+            name = "init." + (backend.name(d.var) if d.var is not None else f"statement.{i}")
+            term, ret = d.body, None
+            functions.append((name, "initialiser", False))
+        else:
+            continue
+        for node in cps.walk(term):
+            if type(node) is cps.Apply:
+                callee = backend.name(node.func.var) if node.kind == "direct" else UNKNOWN
+                tail = ret is not None and node.cont.var is ret and node.exn.var is ret.binder.exn
+                if (name, callee, tail) not in calls:
+                    calls.append((name, callee, tail))
+    return functions, calls
+
+
+def split_picture(backend, title: str) -> Picture:
+    """The functions of a compiled back end as boxes coloured by kind, one below the other, with their
+    calls as arrows: solid for a call that returns, dashed for a tail call (split gives the facts)."""
+    functions, calls = split(backend)
+    style = {"fastcc": "green", "tailcc": "yellow", "initialiser": "blue"}
+    boxes = [Box(f"{name}: {'tailcc, an initialiser' if kind == 'initialiser' else kind}"
+                 + (", a loop (recur)" if recur else ""), style=style[kind], name=name)
+             for name, kind, recur in functions]
+    if any(callee == UNKNOWN for _, callee, _ in calls):
+        boxes.append(Box(f"{UNKNOWN}: tailcc, known only at run time", name=UNKNOWN))
+    for upper, lower in zip(boxes, boxes[1:]):
+        upper.children.append(lower)
+    arrows = [(caller, callee, "dashed" if tail else "solid") for caller, callee, tail in calls]
+    words = [f"{name} is {'an initialiser, tailcc' if kind == 'initialiser' else kind}"
+             + (", with a loop for its self tail call" if recur else "") for name, kind, recur in functions]
+    said = [f"{caller} {'tail-calls' if tail else 'calls'} {callee}" for caller, callee, tail in calls]
+    alt = (f"{title}. The functions, one below the other: {'; '.join(words)}. Green is fastcc, yellow tailcc, "
+           f"blue an initialiser. Solid arrows are calls that return, dashed arrows tail calls: {'; '.join(said)}.")
+    return Picture([(title, boxes[:1])], alt=alt, edges="hidden", arrows=arrows)
+
+
 # --- Registers and the conservative collector --------------------------
 
-# cell 42
+# cell 50
 def saves_no_registers(f: ir.Function) -> None:
     """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
     set.add(f.attributes, '"no_callee_saved_registers"')
@@ -1109,10 +1167,10 @@ def saves_no_registers(f: ir.Function) -> None:
 
 # --- A slow path that saves every register -----------------------------
 
-# cell 49
+# cell 58
 SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
 
-# cell 62
+# cell 71
 from lcompiler.primitives import PRIMITIVES
 
 
@@ -1157,7 +1215,7 @@ LOWERING = {
 
 # --- Arguments in registers: flattening tuples -------------------------
 
-# cell 64
+# cell 73
 class Fields(list):
     """The components of a tuple the back end keeps in registers instead of allocating it."""
 
@@ -1179,7 +1237,7 @@ def only_taken_apart(var) -> bool:
 
 # --- Runtime errors, rendered by the compiler --------------------------
 
-# cell 71
+# cell 80
 OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
 
 
@@ -1189,7 +1247,7 @@ def render(error: RunError) -> str:
 
 # --- Exceptions: a flag tested after each call -------------------------
 
-# cell 73
+# cell 82
 import os
 
 EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
@@ -1255,7 +1313,7 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 85
+# cell 94
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -1271,7 +1329,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 89
+# cell 98
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1306,7 +1364,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 91
+# cell 100
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1366,7 +1424,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 93
+# cell 102
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1400,7 +1458,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 103
+# cell 112
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1421,7 +1479,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 119
+# cell 128
 from contextlib import contextmanager
 from pathlib import Path
 

@@ -280,7 +280,7 @@ def c_constants(names: list[str]) -> dict[str, int]:
 
 # --- Compiling the runtime ---------------------------------------------
 
-# cell 115
+# cell 117
 CFLAGS = ["-std=c11", "-O2", "-pthread", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
 
 

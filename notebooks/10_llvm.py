@@ -40,8 +40,10 @@
 #
 # **Builds:** the module `lcompiler.llvm_backend` (the back end `Backend`,
 # `to_llvm`, `optimise`, `call_site_table`, `RUNTIME_FUNCTIONS` — what the
-# code calls in the runtime of [chapter 10b](10b_runtime.ipynb) — and
-# `FlowGraph`, which draws a function's control-flow graph), and the
+# code calls in the runtime of [chapter 10b](10b_runtime.ipynb) —
+# `FlowGraph`, which draws a function's control-flow graph, and `split`
+# and `split_picture`, which draw the kinds of a program's functions and
+# their calls), and the
 # pipeline's stages `llvm`, `llvm-opt` and `asm`.
 #
 # </div>
@@ -413,9 +415,71 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # analysis (`!tbaa`) to keep headers, fields and cells apart. What they
 # would gain here has not been measured: chapter 9 has already removed,
 # in the CPS, most of the loads that they would let LLVM remove, and
-# exercise 1 at the end of the chapter is a first step.
+# exercise 5 at the end of the chapter tries them on the program below.
 #
 # </div>
+#
+# What LLVM does not know shows in a small program, compiled without
+# chapter 9's optimiser (which would have removed the second `match`) and
+# then by LLVM's O2 pipeline, which inlines `twice` and the closure into
+# `main`. Printed below are the loads and stores of `main` other than the
+# allocator's. The cell of `total` is written (its header, 1, and 0), then
+# the block `P(20, 1)` (its header, 2, then 20 at `%.11`, and 1), then the
+# closure's block (its header, its code, the cell). Then LLVM loads the 20
+# back from `%.11`, the field it has just written. Two things lie between
+# the store and the load: the closure's allocation, whose slow path calls
+# the runtime, which may collect, and a collection does write into blocks
+# (it updates the fields that point to blocks it moves); and the stores
+# into the closure's block, which for all LLVM knows may be the same
+# memory. It adds the 20 to `total`, stores the sum into the cell, and
+# loads the 20 from `%.11` once more: this time only the store into the
+# cell lies between, and LLVM cannot tell the cell from the field.
+
+# %%
+from lcompiler.llvm_backend import optimise, to_llvm   # the package's, defined below
+
+ALIAS = """data Pair { P(Int, Int) }
+def twice(p, f) = {
+  let a = match (p) { P(x, _) -> x }
+  f(a)
+  let b = match (p) { P(x, _) -> x }
+  a + b
+}
+def main() = {
+  var total := 0
+  let r = twice(P(20, 1), { x -> total := total + x })
+  print(r, total)
+}
+main()
+"""
+alias_o2 = str(optimise(to_llvm(Source("alias.l", ALIAS), optimiser=False)))
+alias_main = llvm_function(alias_o2, re.search(r"define .*@(main_\d+)\(", alias_o2).group(1))
+print(*(line.strip() for line in alias_main.splitlines() if re.search(r"(load i64|store i64 .*), ptr %", line)),
+      sep="\n")
+
+# %% [markdown]
+# Of the ways of telling LLVM more, two do not fit this back end as it
+# is: `nonnull` and `dereferenceable` (and their metadata on loads) are
+# said of values of pointer type, and LLVM's verifier refuses them on a
+# word. Asked with a one-line function, as the back end would write it,
+# then with a pointer:
+
+# %%
+import llvmlite.binding as llvm
+
+for signature in ("i64 nonnull %x", "i64 dereferenceable(16) %x", "ptr nonnull dereferenceable(16) %x"):
+    value = "%x" if signature.startswith("i64") else "0"
+    try:
+        llvm.parse_assembly(f"define i64 @f({signature}) {{\n  ret i64 {value}\n}}\n").verify()
+        print(f"{signature}: accepted")
+    except RuntimeError as error:
+        print(f"{signature}: {str(error).strip().splitlines()[0]}")
+
+# %% [markdown]
+# So using them means giving the addresses of blocks a pointer type first,
+# a change to every function of the back end. `!tbaa` and
+# `!invariant.load` are said of the loads and stores instead, and could be
+# added as the back end is; exercise 5 tries them on `ALIAS`.
 
 # %%
 #| export
@@ -962,6 +1026,108 @@ def short_tail_chains(program: cps.Program) -> set:
     return short
 
 # %% [markdown]
+# ### The split, drawn
+#
+# Which functions of a program fall into which kind is easiest to see on a
+# picture of its calls. `split` reads it off the back end itself: the
+# convention that `declare` gave each LLVM function (from
+# `short_tail_chains`), whether the function got its loop block `recur`
+# (`self_tail_calls`), and every call of the closure-converted program,
+# in tail position or not by the rule that `call` applies (both
+# continuations the caller's own). `split_picture` draws that: a box per
+# function, green for `fastcc`, yellow for `tailcc`, blue for the
+# initialisers (which are `tailcc`, and save no registers, as the section
+# below explains); a solid grey arrow for a call that returns to its caller, a
+# dashed red one for a tail call; an arrow from a box to itself for a
+# function that calls itself. A call through a closure has no known
+# target: its arrow goes to one box that stands for any closure's code.
+
+# %%
+#| export
+from lcompiler.drawing import Box, Picture
+
+UNKNOWN = "a closure's code"       # the target of a call through a closure, in `split`
+
+
+def split(backend) -> tuple[list, list]:
+    """The kinds of the functions of a back end's module, after compile(): ([(LLVM name, "fastcc" or
+    "tailcc" or "initialiser", a loop?)], [(caller, callee or UNKNOWN, in tail position?)]), in
+    program order; the calls are those of the closure-converted program, each pair once."""
+    functions, calls = [], []
+    for i, d in enumerate(backend.program.definitions):
+        if type(d.value) is cps.Lambda:
+            name, term, ret = backend.name(d.var), d.value.body, d.value.cont
+            f = backend.functions[d.var]
+            recur = any(block.name == "recur" for block in f.blocks)
+            functions.append((name, f.calling_convention, recur))
+        elif d.body is not None:
+            name = "init." + (backend.name(d.var) if d.var is not None else f"statement.{i}")
+            term, ret = d.body, None
+            functions.append((name, "initialiser", False))
+        else:
+            continue
+        for node in cps.walk(term):
+            if type(node) is cps.Apply:
+                callee = backend.name(node.func.var) if node.kind == "direct" else UNKNOWN
+                tail = ret is not None and node.cont.var is ret and node.exn.var is ret.binder.exn
+                if (name, callee, tail) not in calls:
+                    calls.append((name, callee, tail))
+    return functions, calls
+
+
+def split_picture(backend, title: str) -> Picture:
+    """The functions of a compiled back end as boxes coloured by kind, one below the other, with their
+    calls as arrows: solid for a call that returns, dashed for a tail call (split gives the facts)."""
+    functions, calls = split(backend)
+    style = {"fastcc": "green", "tailcc": "yellow", "initialiser": "blue"}
+    boxes = [Box(f"{name}: {'tailcc, an initialiser' if kind == 'initialiser' else kind}"
+                 + (", a loop (recur)" if recur else ""), style=style[kind], name=name)
+             for name, kind, recur in functions]
+    if any(callee == UNKNOWN for _, callee, _ in calls):
+        boxes.append(Box(f"{UNKNOWN}: tailcc, known only at run time", name=UNKNOWN))
+    for upper, lower in zip(boxes, boxes[1:]):
+        upper.children.append(lower)
+    arrows = [(caller, callee, "dashed" if tail else "solid") for caller, callee, tail in calls]
+    words = [f"{name} is {'an initialiser, tailcc' if kind == 'initialiser' else kind}"
+             + (", with a loop for its self tail call" if recur else "") for name, kind, recur in functions]
+    said = [f"{caller} {'tail-calls' if tail else 'calls'} {callee}" for caller, callee, tail in calls]
+    alt = (f"{title}. The functions, one below the other: {'; '.join(words)}. Green is fastcc, yellow tailcc, "
+           f"blue an initialiser. Solid arrows are calls that return, dashed arrows tail calls: {'; '.join(said)}.")
+    return Picture([(title, boxes[:1])], alt=alt, edges="hidden", arrows=arrows)
+
+# %% [markdown]
+# The program drawn is small, and printed first; it is compiled without
+# chapter 9's optimiser, which would inline or contify most of its
+# functions (a function called once, or only with a known return, becomes a
+# block of its caller) and leave little to draw. It has each kind:
+# `fib`, `range` and `map` make no tail call and `sum` only one to itself
+# (its loop), so all four are `fastcc`; `even` and `odd` tail-call each
+# other, a cycle, and `apply` tail-calls a closure, so those three are
+# `tailcc`. Each `{ x -> … }` is two functions after chapter 8: the
+# closure's code, `f_entry_…`, called through the closure and so `tailcc`,
+# which tail-calls a direct function `f_…` holding the body, `fastcc`
+# here since its chains of tail calls are short.
+
+# %%
+from lcompiler import llvm_backend      # the package: this notebook's Backend is not complete yet
+
+SPLIT = """data List<a> { Cons(a, List<a>); Nil }
+def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)
+def even(n) = if (n == 0) true else odd(n - 1)
+def odd(n) = if (n == 0) false else even(n - 1)
+def range(i, n) = if (i == n) Nil else Cons(i, range(i + 1, n))
+def sum(l, s) = match (l) { Nil -> s; Cons(x, rest) -> sum(rest, s + x) }
+def map(f, l) = match (l) { Nil -> Nil; Cons(x, rest) -> Cons(f(x), map(f, rest)) }
+def apply(f, x) = f(x)
+print(sum(map({ x -> fib(x) }, range(0, 20)), 0), even(1001), apply({ x -> x + 1 }, 41))
+"""
+print(SPLIT)
+closed, unit = pipeline.compile_to("shrink", Source("split.l", SPLIT), False)   # -O0: no shrink, up to closure
+split_backend = llvm_backend.Backend(closed, unit.datas, "split.l")
+split_backend.compile()
+llvm_backend.split_picture(split_backend, "split.l: the functions of the back end, by kind, and their calls")
+
+# %% [markdown]
 # ### Registers and the conservative collector
 #
 # One more attribute, on the `fastcc` functions, and the reason for it is
@@ -972,14 +1138,15 @@ def short_tail_chains(program: cps.Program) -> set:
 # the nursery, pins it where it is). Normally a function saves, in its own
 # stack frame, the *callee-saved* registers it wants to use, holding
 # whatever its caller had left in them — often a value the caller no
-# longer needs. The `primes` benchmark of chapter 12 shows where that
-# leads: the recursive `sieve` leaves its dead input list in a callee-saved
-# register, each deeper call saves it again, and the collector takes every
-# one of those words for a live pointer (the table below counts the
-# blocks they pin). LLVM's function attribute
-# `"no_callee_saved_registers"` turns the convention around: the function
-# saves no register for its caller, so a caller keeps what it needs across
-# a call in its *own* frame, and only that.
+# longer needs. `primes`, one of the benchmark programs of chapter 12
+# (`bench/programs/primes.l`), shows where that leads: the recursive
+# `sieve` leaves its dead input list in a callee-saved register, each
+# deeper call saves it again, and the collector takes every one of those
+# words for a live pointer (the table below counts the blocks they pin).
+# LLVM's function attribute `"no_callee_saved_registers"` turns the
+# convention around: the function saves no register for its caller, so a
+# caller keeps what it needs across a call in its *own* frame, and only
+# that.
 #
 # The attribute goes on the `fastcc` functions and the initialisers, which
 # are only ever called directly, and not on the `tailcc` ones, which
@@ -996,31 +1163,44 @@ def short_tail_chains(program: cps.Program) -> set:
 # Does it still pay, with the generational collector of chapter 10b, now
 # that a stale pointer costs a pinned block rather than a whole list kept until
 # the next full collection? And what does it cost the calls? The script
-# `bench/calls.py` builds seven benchmarks of chapter 12 with and without
-# the attribute and runs the two in alternation (`python bench/calls.py
-# --json bench/calls.json`: seven runs each, user and system CPU time);
-# here are its figures, with the collector's own statistics:
+# `bench/calls.py` builds seven of the benchmark programs that chapter 12
+# measures (its `bench/programs/`), each with and without the attribute,
+# and runs the two in alternation (`python bench/calls.py --json
+# bench/calls.json`: seven runs each, user and system CPU time). Its
+# figures, read from the file, which records the machine they were taken
+# on, with the collector's own statistics (`LC_GC_STATS`):
 
 # %%
 import json
+import sys
 from pathlib import Path
 
+sys.path.insert(0, "../bench")
+from machine import lines as machine_lines   # noqa: E402  (bench/machine.py: the machine, in a few lines)
+
 calls = json.loads(Path("../bench/calls.json").read_text())
+print("\n".join(machine_lines(calls["fib"]["machine"])))
 print(f"{'benchmark':10} {'with s':>7} {'without s':>9} {'without/with':>13} {'pinned with':>12} {'without':>8}"
       f" {'heap MB with':>13} {'without':>8}")
 for name, r in calls.items():
     w, wo = r["with"], r["without"]
     print(f"{name:10} {w['median']:7.3f} {wo['median']:9.3f} {r['ratio']['median']:13.3f} {w['pinned']:12,}"
           f" {wo['pinned']:8,} {w['max_heap_mb']:13.1f} {wo['max_heap_mb']:8.1f}")
+others = [r["ratio"]["median"] for n, r in calls.items() if n != "primes"]
+primes = calls["primes"]
+print(f"without/with, the six others: from {min(others):.3f} to {max(others):.3f}")
+print(f"primes without the attribute: {primes['without']['pinned'] / primes['with']['pinned']:,.0f} times the pinned"
+      f" blocks, {primes['without']['max_heap_mb'] / primes['with']['max_heap_mb']:.1f} times the heap,"
+      f" {primes['ratio']['median']:.2f} times the time")
 
 # %% [markdown]
 # On the calls themselves the attribute costs nothing that can be told
-# from the noise: a few percent either way, `fib` and `fold` a little
-# faster with it, `ack` a little slower. On `primes`, without it, stale
-# pointers in saved registers pin almost eight hundred times as many
-# blocks, and what those blocks point to is kept with them: the heap grows
-# from 10 MB to more than 400, and the program is eight times slower. It
-# stays.
+# from the noise of a shared machine: the ratios of the other six
+# programs lie within a tenth of 1, either way (the line under the
+# table). On `primes`, without it, stale pointers in saved registers pin
+# hundreds of times as many blocks, and what those blocks point to is kept
+# with them: the heap is larger and the program slower, by the factors of
+# the last line. It stays.
 
 # %%
 #| export
@@ -1103,23 +1283,54 @@ for name, keep in (("map", "rbx|call"), ("f_code", "")):
 # garbage-collector-safety" (1996) describes it for C, and the compiler
 # changes that would prevent it.
 #
-# Here a pointer *into* a block is safe: the collector pins the block
-# around any address a word of the stack points into, not only at its
-# start (`find_block`, in chapter 10b), and a pinned block does not move,
-# so the offset pointer stays right; old blocks never move at all. A
-# pointer *outside* the block would not be safe: it would pin a neighbour,
-# and the block itself could be copied away. What keeps it from happening
-# is the shape of the code this back end writes, not a promise of LLVM's:
-# every address it computes is that of a word 0 to n of a block of n
-# fields, a constant offset from the block's start, and L has no arrays to
-# loop over, which is what strength reduction turns into pointers that end
-# past an object. We know of no LLVM pass that moves such an address out
-# of its block, and the tests that collect at every allocation
-# (`LC_GC_STRESS=1`, chapter 10b) would show a block moved from under a
-# derived pointer as a wrong result or a crash; a precise collector, with
-# LLVM's statepoints, would have LLVM keep every base pointer itself.
+# What this runtime does with each kind of derived pointer, read from its
+# code (chapter 10b):
+#
+# - A pointer *into* a block is safe. Both phases that read the stack
+#   look for the block *around* an address, not only at one: `pin`, in a
+#   minor collection, and `mark_value`, in a major one, both start with
+#   `find_block`, which walks from the nearest recorded block start below
+#   the address. The block is pinned or marked as if the word pointed at
+#   its header, and a pinned block does not move, so `x + 16` stays right;
+#   old blocks never move at all. LLVM does make such pointers: the cell
+#   after this note finds them in the machine code of `rbtree`, one of
+#   chapter 12's benchmark programs, where a loop that walks down the tree
+#   adds a field's offset to a node's address, and loads through the sum.
+# - A pointer *outside* its block is not safe. It would pin or mark
+#   whatever lies there — a neighbour, a filler, nothing — and the block
+#   itself, if no other word points to it, would not survive: copied
+#   elsewhere if a field of another survivor points to it, freed if none
+#   does, and the program would then read through a stale address.
+#
+# What keeps the second kind from happening is the shape of the code this
+# back end writes, not a promise of LLVM's. Every field address it computes
+# is that of a word 0 to n of a block of n fields, a constant offset from
+# the block's start, and L has no arrays to loop over, which is what
+# strength reduction turns into pointers that end past an object. One
+# address it computes is outside a block: the allocator's `new`, the end of
+# the block just allocated, which it stores into `lc_hp`. In the fast path
+# the block's address is `new` minus the block's size, and LLVM could in
+# principle keep only `new` across a call and subtract; after the merge
+# with the slow path the address is a φ-node of the two paths, no longer
+# an offset of `new`. We know of no LLVM pass that does this, but that is
+# an observation, not a proof: the tests that collect at every allocation
+# (`LC_GC_STRESS=1`, chapter 10b) would show a block freed or moved from
+# under a derived pointer as a wrong result or a crash, in the programs
+# they run. A precise collector, with LLVM's statepoints, would have LLVM
+# keep every base pointer itself.
 #
 # </div>
+
+# %%
+RBTREE = Source("rbtree.l", Path("../bench/programs/rbtree.l").read_text())
+rbtree_asm = pipeline.show("asm", RBTREE).splitlines()
+derived = [(rbtree_asm[i].strip(), rbtree_asm[i + k].strip()) for i in range(len(rbtree_asm) - 2)
+           for k in (1, 2) if (m := re.fullmatch(r"\taddq\t\$(\d+), (%r\w+)", rbtree_asm[i]))
+           and rbtree_asm[i + k].strip() == f"movq\t({m.group(2)}), {m.group(2)}"]
+print(f"{len(derived)} places in rbtree's machine code where a register becomes a field's address and is loaded"
+      " through, in place of the node's:")
+for add, load in derived:
+    print(" ", add.replace("\t", " "), "|", load.replace("\t", " "))
 
 # %% [markdown]
 # ## Primitives, and allocation inline
@@ -1193,8 +1404,8 @@ class Backend(Backend):
 # a `push` and a `pop` on every call of the function, for the sake of a
 # call that almost never happens. In continuation-passing code, where a
 # typical function allocates a closure and tail-calls the next one,
-# `perf annotate` on `cpstak` (chapter 12) found six pushes and six pops
-# in almost every function.
+# that is a `push` and a `pop` per register in almost every function: the
+# count below, on `cpstak`, one of chapter 12's benchmark programs.
 #
 # So the allocator does not call `lc_alloc_slow` itself. It calls
 # `lc_alloc_slow_saving`, a function of the module with LLVM's
@@ -2126,9 +2337,10 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # **The default is the flag.** Its costs fall on programs that catch and
 # call raising functions in their hot loops; those of the traps fall on
 # every `try`, and on every program that catches through the lost
-# attribute, whose absence the section on registers showed can cost a
-# heap many times larger. The flag also asks nothing of the collector or of
-# LLVM's frame layout, and keeps a raise an ordinary sequence of returns,
+# attribute, whose absence the section on registers showed costs
+# `primes` hundreds of times the pinned blocks and a larger heap. The flag
+# also asks nothing of the collector or of LLVM's frame layout, and keeps
+# a raise an ordinary sequence of returns,
 # which debuggers and the stack-overflow handler of chapter 10b understand.
 # A program that raises deep and often would choose `LC_EXCEPTIONS=traps`.
 #
@@ -3197,7 +3409,13 @@ else:
 # `tests/test_primitives.py` checks that `LOWERING` has an entry for every
 # row of chapter 4b's table of primitives and for nothing else, and that
 # each lowering, compiled and run, computes what its row's `meaning` says
-# on random and extreme operands.
+# on random and extreme operands. `tests/test_drawing.py` checks the
+# picture of the split against the LLVM text the back end makes, for the
+# program of that section and three of chapter 12's, with and without
+# chapter 9: a box per function, its colour and label the convention of
+# its `define` and a loop exactly where a jump to `recur` is, and an arrow
+# per call, dashed exactly where the call's result is returned at once or
+# the call became that jump.
 #
 # `tests/test_exceptions.py` runs the corpus of exception programs compiled
 # (the JIT, executables, without chapter 9) against their golden outputs;
@@ -3305,6 +3523,15 @@ except RuntimeError as error:
 #    Kennedy's "A simple, fast dominance algorithm" fits in a page), and
 #    check the rule yourself on the functions of the worked example, before
 #    and after O2.
+# 5. In the program `ALIAS` of the design note on addresses as integers,
+#    LLVM loads a field twice that it has just written. Put a `!tbaa` tag
+#    on the back end's loads and stores — one type for the fields of
+#    blocks the program never writes after making them, another for the
+#    cells of `var`s, another for headers — and see which of the two
+#    loads O2 then removes, and why not the other. Would
+#    `!invariant.load` on the first kind be correct, given that the
+#    program writes a block's fields once, right after allocating it, and
+#    that the collector rewrites the fields that point to blocks it moves?
 #
 # The exercises on the collector are [chapter 10b](10b_runtime.ipynb)'s,
 # with the runtime that the code of this chapter calls: its C, its

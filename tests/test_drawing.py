@@ -195,3 +195,76 @@ def test_the_context_picture_of_chapter_7_shades_a_context_that_the_continuation
     assert any(re.fullmatch(rf"\s*\w+ = {constant}", line) for line in body), body                   # … 1
     assert re.fullmatch(rf"\s*{ret}\(\w+\)", body[-1]), body                                  # returned
     assert not any(re.search(r"\b(g|x)_\d+\b", line) for line in body), "the call is not in its context"
+
+
+def test_arrows_can_be_solid_and_an_arrow_to_its_own_box_is_a_loop():
+    column = Box("a", [Box("b", name="b")], name="a")
+    svg = Picture([("", [column])], alt="", edges="hidden",
+                  arrows=[("a", "b", "solid"), ("b", "b"), ("a", "a", "dashed")]).svg()
+    paths = re.findall(r"<path d=\"M([0-9.]+),([0-9.]+) C[^\"]*\" ([^/]*)/>", svg)
+    assert len(paths) == 3                                    # "hidden": no line between a and b
+    assert 'stroke-dasharray' not in paths[0][2] and all('stroke-dasharray' in p[2] for p in paths[1:])
+    for x, y, _ in paths[1:]:                                 # a loop leaves and comes back beside the box
+        assert re.search(rf'{re.escape(x)},{re.escape(y)} C[0-9.]+,[0-9.]+ [0-9.]+,[0-9.]+ [0-9.]+,'
+                         rf'(?!{re.escape(y)}")', svg)
+
+
+# --- chapter 10: the split of functions into fastcc, tailcc and loops ---------------------------
+
+CALL = re.compile(r'(tail )?call (fastcc|tailcc) i64 (@"?([\w.]+)"?|%"?[\w.]+"?)\(')
+
+
+def module_facts(text: str) -> tuple[dict, set]:
+    """From the back end's LLVM text alone: {function: (convention, has a loop block)} and the set of
+    calls (caller, callee or None for a closure, in tail position?); a tail position is a call whose
+    result the next instruction returns, or the jump to `recur` that replaced a self tail call."""
+    functions, calls, name, lines = {}, set(), None, text.splitlines()
+    for i, line in enumerate(lines):
+        if (m := re.match(r'define linkonce_odr (fastcc|tailcc) i64 @"?([\w.]+)"?\(', line)):
+            name = m.group(2)
+            functions[name] = (m.group(1), False)
+        elif line.startswith("define"):
+            name = None
+        elif name is not None and (m := CALL.search(line)):
+            result = line.split("=")[0].strip()
+            tail = lines[i + 1].strip().startswith(f"ret i64 {result}")
+            calls.add((name, m.group(4), tail))
+        elif name is not None and re.match(r'\s*br label %"?recur"?', line):
+            functions[name] = (functions[name][0], True)
+            calls.add((name, name, True))
+    return functions, calls
+
+
+def test_the_picture_of_the_split_is_the_back_ends_classification():
+    from lcompiler import pipeline
+    from lcompiler.errors import Source
+    from lcompiler.llvm_backend import UNKNOWN, Backend, split_picture
+
+    chapter = (Path(__file__).parent.parent / "notebooks" / "10_llvm.py").read_text()
+    programs = {"split.l": re.search(r'SPLIT = """(.*?)"""', chapter, re.S).group(1)}
+    programs |= {f"{n}.l": (Path(__file__).parent.parent / "bench" / "programs" / f"{n}.l").read_text()
+                 for n in ("fold", "nqueens", "cpstak")}
+    for name, text in programs.items():
+        for optimise in (False, True):
+            closed, unit = pipeline.compile_to("shrink", Source(name, text), optimise)
+            backend = Backend(closed, unit.datas, name)
+            functions, calls = module_facts(str(backend.compile()))
+            picture = split_picture(backend, name)
+            boxes, box = [], picture.panels[0][1][0]
+            while box is not None:
+                boxes.append(box)
+                box = box.children[0] if box.children else None
+            drawn = {b.name: b for b in boxes if b.name != UNKNOWN}
+            assert set(drawn) == set(functions), name
+            for f, (convention, loop) in functions.items():
+                label, style = drawn[f].label, drawn[f].style
+                if f.startswith("init."):
+                    assert convention == "tailcc" and style == "blue" and "initialiser" in label, (name, f)
+                else:
+                    assert label.startswith(f"{f}: {convention}") and style == {"fastcc": "green",
+                                                                               "tailcc": "yellow"}[convention]
+                assert ("a loop (recur)" in label) == loop, (name, f)
+            arrows = {(a, None if b == UNKNOWN else b, style == "dashed") for a, b, style in picture.arrows}
+            assert arrows == calls, (name, optimise, arrows ^ calls)
+            svg = picture.svg()
+            assert svg.count("stroke-dasharray") == sum(tail for *_, tail in calls), name

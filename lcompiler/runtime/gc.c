@@ -3,7 +3,7 @@
 
 /* --- The garbage collector ------------------------------------------- */
 
-/* cell 58 */
+/* cell 60 */
 /* gc.c -- the garbage collector.
  *
  * Generational, with a nursery that is copied and an old generation that
@@ -74,7 +74,7 @@ static uint64_t minor_count, major_count, promoted_bytes;
 static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
 static double minor_seconds, major_seconds;
 
-/* cell 62 */
+/* cell 64 */
 static void grow_stack(struct stack *s)
 {
     s->cap = s->cap ? 2 * s->cap : 1024;
@@ -95,7 +95,7 @@ static double now_seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* cell 64 */
+/* cell 66 */
 /* The block (or filler) that contains address v, or NULL if v is outside
  * the heap.  When v points at a recorded start -- the usual case, as L
  * values point at headers -- there is no walk, and no header to read. */
@@ -123,7 +123,7 @@ void lc_remember(int64_t block) { remember(as_ptr(block)); }
 static void pin(uint64_t v);
 static void mark_value(uint64_t v);
 
-/* cell 66 */
+/* cell 68 */
 /* Scan the stack from this function's frame up to the top: pin (in a
  * minor collection) or mark what its words point to, and return its size
  * in words.  Not inlined, so that its frame lies below that of the
@@ -143,7 +143,7 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
     return (stack_top - sp) / 8;
 }
 
-/* cell 68 */
+/* cell 70 */
 /* -- Minor collections ---------------------------------------------- */
 
 /* Phase 1: a word that may be a pointer pins the young block it points into. */
@@ -185,7 +185,7 @@ static void forward_fields(uint64_t *block)
     for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
 }
 
-/* cell 70 */
+/* cell 72 */
 /* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
  * now or before), which its row of old_bits lists -- so the sweep does not
  * walk the young blocks, dead or copied; in a major collection, the old
@@ -238,7 +238,7 @@ static void sweep_nursery(void)
     cursor = chunk_end = NULL;
 }
 
-/* cell 72 */
+/* cell 74 */
 /* A minor collection costs at least the stack it scans.  When the stack
  * is deep, the nursery grows to twice its size (up to 64 MB, and an
  * eighth of the heap limit), so that
@@ -268,7 +268,7 @@ static void resize_nursery(uint64_t stack_words)
     }
 }
 
-/* cell 74 */
+/* cell 76 */
 /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
  * start of the nth minor collection, after its tracing, and at its end:
  * the data of the pictures in chapter 10b.  A line per block: the stage,
@@ -328,7 +328,7 @@ static void dump_heap(void)
     dump_span(heap_end, heap_limit_end, "fresh");
 }
 
-/* cell 76 */
+/* cell 78 */
 static __attribute__((noinline)) void minor_collection(void)
 {
     double t0 = now_seconds();
@@ -366,7 +366,7 @@ static __attribute__((noinline)) void minor_collection(void)
     minor_seconds += now_seconds() - t0;
 }
 
-/* cell 78 */
+/* cell 80 */
 /* -- Major collections ---------------------------------------------- */
 
 /* Mark the block v points into, and push it to have its fields scanned.
@@ -404,7 +404,7 @@ static void scan_block(const uint64_t *block)
         for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
 }
 
-/* cell 80 */
+/* cell 82 */
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
  * scanned, so that its header is in the cache when its turn comes; this
@@ -429,7 +429,7 @@ static void drain_mark_stack(void)
     }
 }
 
-/* cell 82 */
+/* cell 84 */
 /* Append a gap to its free list; the sweep finds gaps in address order. */
 static uint64_t *small_tail, *big_tail;
 
@@ -463,7 +463,7 @@ static bool is_marked(const uint64_t *p)
     return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
 }
 
-/* cell 84 */
+/* cell 86 */
 /* The space between the end of one live block and the start of the next
  * becomes one gap, whatever dead blocks and old gaps it held; free space
  * at the very end goes back to heap_end instead.  Walking the mark bits,
@@ -501,7 +501,7 @@ static uint64_t sweep(void)
     return live;
 }
 
-/* cell 86 */
+/* cell 88 */
 static __attribute__((noinline)) void major_collection(void)
 {
     double t0 = now_seconds();
@@ -542,7 +542,7 @@ void collect(bool full)
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 109 */
+/* cell 111 */
 void gc_init(uint64_t limit)
 {
     mark_bits = map_noreserve(limit / 64 + 8);
@@ -564,7 +564,7 @@ void gc_free(uint64_t limit)
 
 void gc_roots(int64_t *globals, int64_t nglobals) { global_roots = globals, n_global_roots = nglobals; }
 
-/* cell 111 */
+/* cell 113 */
 /* With LC_GC_STATS=1: what the collector did, on stderr. */
 void statistics(void)
 {

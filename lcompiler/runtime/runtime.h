@@ -122,13 +122,13 @@ static inline uint64_t *old_alloc(uint64_t words)
 
 /* --- The garbage collector ------------------------------------------- */
 
-/* cell 60 */
+/* cell 62 */
 /* ==== gc.c: the garbage collector ==================================== */
 extern uintptr_t stack_top;                 /* stack.c: the top of the L thread's stack */
 
 /* --- Stack overflow -------------------------------------------------- */
 
-/* cell 89 */
+/* cell 91 */
 /* ==== stack.c: stack overflow detection ============================== */
 #define GUARD_BYTES      (1ull << 20)   /* below the stack, without access */
 #define ALT_STACK_BYTES  (64 * 1024)    /* the signal handler's own stack */
@@ -141,13 +141,13 @@ void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls a
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 103 */
+/* cell 105 */
 /* ==== main.c: starting the program =================================== */
 uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
 void check_settings(void);                                  /* exit 2 on one it cannot read */
 uint64_t default_heap_limit(void);
 
-/* cell 106 */
+/* cell 108 */
 void heap_init(void);                       /* heap.c */
 void heap_free(void);
 void *map_noreserve(uint64_t bytes);
