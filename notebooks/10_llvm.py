@@ -1993,7 +1993,16 @@ def raising(program: cps.Program) -> set:
                 changed = True
     return found
 
+# %% [markdown]
+# In the `Backend`, first the places: the flag's word and the site value's
+# in `lc_globals` (`exception_slot`), the record of a site (a constant of
+# three words, `site_record`, made once per site) and the global that
+# points to the last one recorded (`site_global`); then the two things a
+# raise site does — `record` it for later, or `report_now`, where nothing
+# can catch.
 
+# %%
+#| export
 class Backend(Backend):
     def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
@@ -2054,6 +2063,17 @@ class Backend(Backend):
             b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
         b.unreachable()
 
+# %% [markdown]
+# Then the rules of the table, a method each: `pass_on` is a jump to an
+# exception continuation that records nothing (a handler's block, or set
+# the flag and return, or report from the record); `raise_to` is a raise
+# (record, then pass on — or report at once where nothing can catch);
+# `raise_failure` is a failing primitive raising its predefined exception;
+# `test_flag` is the test after a call that may raise.
+
+# %%
+#| export
+class Backend(Backend):
     def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
         """Jump to the exception continuation h with an exception already recorded: a handler's
         block; the function's own (set the flag, return: the caller tests it); or uncaught."""
@@ -2107,8 +2127,18 @@ class Backend(Backend):
             b.ret(word(0))
         b.position_at_end(returned)
 
-    # Lowering A, trap frames (LC_EXCEPTIONS=traps): the section's second half.
+# %% [markdown]
+# Last, what only the second lowering uses (`LC_EXCEPTIONS=traps`, whose
+# section follows): the global `lc_trap` that points to the innermost trap
+# record, LLVM's `setjmp`/`longjmp` intrinsics, a trap record in the frame
+# of a function that calls with a handler of its own (`frame_trap`), filled
+# before such a call (`push_trap`), and `lc_throw`, which jumps to it. And
+# `lc_uncaught`, which both lowerings use: the report, printed from the
+# record of the first raise.
 
+# %%
+#| export
+class Backend(Backend):
     def trap_global(self) -> ir.GlobalVariable:
         """lc_trap: the address of the innermost trap record (0: none)."""
         if "lc_trap" not in self.module.globals:
