@@ -2519,6 +2519,16 @@ class Patterns:
                 keys.append(h[0])
         return keys
 
+# %% [markdown]
+# Usefulness itself, the recursion of the worked example: a row `q` whose
+# first pattern is a constructor asks the specialised matrix; a wildcard
+# asks every constructor of the column when the column's heads name them
+# all (a complete signature), and only the default matrix when they do
+# not — a value with a constructor no row names would escape there.
+
+# %%
+#| export
+class Patterns(Patterns):
     def useful(self, rows: list, q: list) -> bool:
         """Is the pattern row Q useful with respect to the matrix ROWS: does a value match Q and no row?"""
         if not q:
@@ -2532,6 +2542,17 @@ class Patterns:
                        for k in keys)
         return self.useful(self.default(rows), q[1:])
 
+# %% [markdown]
+# A warning is better with an example of what escapes. `missing` follows
+# the same recursion but returns the witness it finds, as text: the first
+# constructor (in the order of the declaration, so that the message is the
+# same at every run) whose specialised matrix lets a value through, or, for
+# an incomplete column, a constructor nobody named (`absent`) — a number
+# not among the integers tried, a constructor of the data type, or `_`.
+
+# %%
+#| export
+class Patterns(Patterns):
     def missing(self, rows: list, n: int) -> list | None:
         """N patterns (as text) that describe values matched by no row of ROWS; None if there are none."""
         if n == 0:
