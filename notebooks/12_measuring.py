@@ -305,7 +305,8 @@ for peer in PEERS:
 #
 # The table is `python bench/run.py --table`'s, printed from the file by
 # the script's own function. Seconds are medians; each ratio is a time over
-# a time, so below 1 means L is faster, with its interval in brackets.
+# a time, so below 1 means L's runs took less time, with its interval in
+# brackets — L is *faster* only when the whole interval is below 1.
 # `best` is the faster of C (`gcc -O2`) and OCaml on that benchmark; the
 # columns for `gcc -O3` and `clang -O2` are empty where the measurement
 # predates them. CPython runs once, with a time limit; a `>` marks a run
