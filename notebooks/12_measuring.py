@@ -223,8 +223,8 @@ for peer, entries in net.items():
 # (the cell names them), and on the shortest Chez run, `cpstak`'s, the
 # start-up is most of the time, on several others well over a quarter
 # (the last column). Net of it, L/Chez is higher on every benchmark, most
-# where the start-up weighs most; several verdicts change (the cell prints both, by the
-# rule of the next section), and the geometric mean of L/Chez rises by
+# where the start-up weighs most; several verdicts change (the cell
+# prints both, by the rule of the next section), and the geometric mean of L/Chez rises by
 # more than a third; L/C and L/OCaml hardly move. The net ratios are
 # estimates: the start-up was measured at another moment than the runs,
 # and taking it out of a run of a tenth of a second leaves a difference of
@@ -435,13 +435,13 @@ for key, entries in columns_.items():
 # list for these programs would be faster (the C version of `deriv`, whose
 # expressions share parts, does use an arena).
 #
-# **`states` compares two programs, not two compilers.** The C version is
-# a `switch` on the state inside one loop, as C is written; L writes three
-# mutually recursive functions in tail calls, and chapter 9 makes one loop
-# of them in which the state *is* the place in the code — each function a
-# block, each call a jump — so no state is stored or tested. That is the
-# better code, and L's ratio to C says so, but GCC was given a different
-# program; a C programmer with `goto` would write L's.
+# **`states` compares two programs, not two compilers.** The C version
+# keeps the state in a variable and `switch`es on it inside one loop, as C
+# is written; L writes three mutually recursive functions in tail calls,
+# and chapter 9 makes one loop of them in which the state is the place in
+# the code — each function a block, each call a jump — so that no state
+# variable is written or dispatched on. That is the better code, and L's
+# ratio to C says so, but GCC was given a different program.
 #
 # L trails the best of C and OCaml (the last line of the cell) in two
 # kinds of places: code that does little but allocate closures or
@@ -557,7 +557,8 @@ for name in ("fib", "ack"):
 # the conservative scan of the stack takes it for a live one and pins what
 # it points to. So a caller keeps what it needs across a call in its own
 # frame; here the values are integers, and the spills are pure cost,
-# though a small one, which chapter 10 measures.) On `tak`, whose outer call is a tail call,
+# though a small one, which chapter 10 measures.) On `tak`, whose outer
+# call is a tail call,
 # chapter 9 makes the same loops, and L takes well under half of C's time.
 # OCaml does neither — its `fib` is one call per call, on tagged integers
 # — and L is ahead of it on all three.
@@ -580,10 +581,11 @@ print(f"geometric mean of L/OCaml: {shown(allocating_mean)}, {versus_1(allocatin
 
 # %% [markdown]
 # Against OCaml, L is ahead on these as a whole, narrowly (the interval of
-# the mean ends just below 1): ahead where data survive — `msort`'s lists of 10,000
-# numbers, `binarytrees`' trees, `nqueens`' boards — within noise on
+# the mean ends just below 1): ahead where data survive — `msort`'s lists
+# of 10,000 numbers, `binarytrees`' trees, `nqueens`' boards — within noise on
 # `fold` and `cpstree`, and behind on `cpstak` and `primes`, which do
-# little but allocate closures or cells that die at once and call them. Allocating itself is the same in both. A `Cons`
+# little but allocate closures or cells that die at once and call them.
+# Allocating itself is the same in both. A `Cons`
 # in L is a bump of a heap pointer — chapter 10's `lc_alloc`, inlined:
 # load the heap pointer, add the size, compare with the limit, store it
 # back, write the header (with the layout that tells the collector which
@@ -773,7 +775,8 @@ for size in sorted(sizes):
 # eight times over the sizes measured; it does not. L/C stays near 1 —
 # within noise of it at the three smaller sizes, below it at the largest;
 # L/OCaml falls as `n` grows; L/Chez stays below 1, and net of start-up
-# does too except at the smallest size, where it is within noise of 1. What the collector does as
+# does too except at the smallest size, where it is within noise of 1.
+# What the collector does as
 # the tree grows, its statistics show (run here, live):
 
 # %% tags=["nbval-ignore-output"]
