@@ -534,12 +534,12 @@ for name in ("fib", "ack"):
           f" L {len(l_code[name]):4} instructions with {calls(l_code[name], name):2}")
 
 # %% [markdown]
-# GCC inlines `fib` and `ack` into themselves eight levels deep and makes
-# a loop of one call at every level, so that a single recursive call is
+# GCC inlines `fib` and `ack` into themselves several levels deep and
+# makes a loop of one call at every level, so that a single recursive call is
 # left in the whole function, each doing much more work. Chapter 9 does the
 # same to `ack`: its two tail calls become a loop *before* its body is
 # copied into its one other call, so that every copy is a loop of its own,
-# and L's `ack`, like GCC's, calls itself once in eight levels — in fewer
+# and L's `ack`, like GCC's, calls itself once in the whole function — in fewer
 # instructions than GCC's — and runs level with it. `fib` has no tail call
 # to make a loop of. Chapter 9's unrolling leaves a call wherever a copy
 # calls `fib` in a place LLVM cannot make a loop of, so L's `fib` keeps
@@ -681,9 +681,9 @@ print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 # (`[rdi+0x8]`), or the last one it made, whose code it knows (`rcx`). The
 # `push rax` and `pop rax` save nothing: they move the stack pointer by one
 # word, to keep it aligned for the one call the function can make, to the
-# slow path, out of line. Earlier versions of this code saved six
+# slow path, out of line. Earlier versions of this code saved
 # callee-saved registers on entry and restored them before the jump that
-# ends them, a third of their instructions: they held values across that
+# ends them: they held values across that
 # call, and the C convention makes a call overwrite the other registers.
 # Chapter 10 now calls the slow path through `lc_alloc_slow_saving`, whose
 # `preserve_mostcc` convention keeps every register, so the values stay
