@@ -5,6 +5,7 @@ stdout, stderr and exit status compiled as under the reference interpreter of ch
 """
 
 import io
+import json
 import os
 import re
 import shutil
@@ -434,3 +435,21 @@ def test_the_benchmarks_agree_in_l_c_ocaml_chez_and_python():
                            capture_output=True, text=True, timeout=300)
     assert table.returncode == 0 and table.stdout.startswith("machine: "), table.stdout + table.stderr
     assert "target L/best: geometric mean <= 0.9: " in table.stdout
+
+
+def test_the_startup_is_recorded_with_the_machine(tmp_path):
+    """bench/startup.py, chapter 12's start-up measured apart from the benchmarks: the empty
+    program of every installed language runs and prints 0 (bench/run.py's measure_startup checks
+    it), and the JSON file records each language's runs and the machine they ran on."""
+    out = tmp_path / "startup.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "startup.py"), "--repeat", "2", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads(out.read_text())
+    installed = [lang for lang, tool in (("OCaml", "ocamlopt"), ("Chez", "scheme")) if shutil.which(tool)]
+    assert list(record["languages"]) == ["L", "C", *installed, "Python"]
+    for lang, runs in record["languages"].items():       # L runs beside each of the others
+        assert len(runs["times"]) == 2 * (len(record["languages"]) - 1 if lang == "L" else 1), lang
+        assert 0 < runs["min"] <= runs["median"] <= runs["max"]
+    assert record["machine"]["cpu"] and record["machine"]["cores"] >= 1
+    assert record["machine"]["command"] == f"python bench/startup.py --repeat 2 --json {out}"
