@@ -2559,7 +2559,7 @@ for rounds in range(UNROLL + 1):
           f" {calls} call(s) of ack")
 
 # %% [markdown]
-# ### Exceptions: raises become jumps, `try` becomes `if`
+# ### Exceptions: raises become jumps, a try becomes an if
 #
 # Chapter 7 turns `try { b } catch { … }` into a handler — a `cont` that
 # tests the exception's tag against each clause and passes anything else
