@@ -526,7 +526,7 @@ def print_table(results, names):
 
     rows = {name: ratios(results["benchmarks"][name]) for name in names}
     print(f"\nL/peer: median of the paired ratios [{LEVEL:.0%} bootstrap interval]; "
-          "< 1: L is faster")
+          "< 1: L took less time (faster: the whole interval below 1)")
     print(f"{'benchmark':12}" + "".join(f"{'L/' + p:>19}" for p in PEERS) + f"{'Python/L':>10}")
     for name, r in rows.items():
         print(f"{name:12}" + "".join(" " + fmt_ratio(r[f"L/{p}"]) for p in PEERS)
