@@ -1,6 +1,7 @@
 """lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and two pictures the
 chapters store (chapters 5 and 7), read back from the notebooks and checked against what they claim."""
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -268,3 +269,50 @@ def test_the_picture_of_the_split_is_the_back_ends_classification():
             assert arrows == calls, (name, optimise, arrows ^ calls)
             svg = picture.svg()
             assert svg.count("stroke-dasharray") == sum(tail for *_, tail in calls), name
+
+
+# --- chapter 4: the pipeline, drawn from a run --------------------------------------------------
+
+def boxes_and_edges(svg: ElementTree.Element) -> tuple[list, list]:
+    """[(y, fill of the box, its label)] and [(y, edge label)] of a picture of trees, top to bottom."""
+    boxes, edges, fill = [], [], None
+    for shape in svg:
+        if shape.tag == SVG + "rect" and shape.get("rx"):
+            fill = shape.get("fill")
+        elif shape.tag == SVG + "text" and shape.get("fill") == "#7c3aed":
+            edges.append((float(shape.get("y")), shape.text))
+        elif shape.tag == SVG + "text" and fill is not None:
+            boxes.append((float(shape.get("y")), fill, shape.text))
+            fill = None
+    return sorted(boxes), sorted(edges)
+
+
+def test_the_pipeline_picture_of_chapter_4_is_the_pipeline_and_its_stages():
+    from lcompiler import pipeline
+    from lcompiler.drawing import STYLES
+    from lcompiler.errors import Source
+
+    sources, svg = stored_picture("04_pipeline.ipynb", "pipeline_picture(SMALL)")
+    small = Source("small.l", ast.literal_eval(re.search(r'SMALL = Source\("small.l", (".*?")\)', sources).group(1)))
+    boxes, edges = boxes_and_edges(svg)
+    first, *stages, last = boxes
+    assert first[2] == "source text" and last[2] == pipeline.PIPELINE[-1][3]
+    drawn = [re.fullmatch(r"(\S+) \(chapter (\w+)\)((?:  [✓▶] \w+)*)", label).groups() for _, _, label in stages]
+    assert [(name, chapter) for name, chapter, _ in drawn] == [(n, ch) for n, _, ch, _ in pipeline.PIPELINE]
+    yellow = [name for (name, *_), (_, fill, _) in zip(drawn, stages) if fill == STYLES["yellow"][0]]
+    assert yellow == list(pipeline.OPTIMISATIONS)
+    assert all(fill == STYLES["blue"][0] for (name, *_), (_, fill, _) in zip(drawn, stages) if name not in yellow)
+    registered = {s.name: s for s in pipeline.load()}
+    for name, _, marks in drawn:
+        assert ("✓ checker" in marks) == (registered[name].check is not None), name
+        assert ("▶ interpreter" in marks) == (registered[name].interpret is not None), name
+    # each edge is the class of what the run hands on: from the source, then from each stage in turn
+    handed = [small] + [value for _, value, _ in pipeline.stages_of(small)]
+    assert len(edges) == len(handed)
+    for (_, label), value in zip(edges, handed):
+        kind, (module, _, name) = type(value), label.split(" of ")[0].rpartition(".")
+        assert name == kind.__name__, (label, kind)
+        assert kind.__module__.startswith(module if module.startswith("llvmlite") else f"lcompiler.{module}"
+                                          if module else "builtins"), (label, kind)
+        if " of " in label:
+            assert {type(v).__name__ for v in value} == {label.split(" of ")[1]}, label
