@@ -327,7 +327,7 @@ def pipeline_picture(source: Source) -> Picture:
     of its checker and interpreter, each edge with the class of what passes down it."""
     chapters = {name: chapter for name, _, chapter, _ in pipeline.PIPELINE}
     boxes, received, marked = [Box("source text")], value_class(source), []
-    for s, value, unit in pipeline.stages_of(source, checked=True):
+    for s, value, _ in pipeline.stages_of(source, checked=True):
         marks = "".join(mark for mark, has in (("  ✓ checker", s.check), ("  ▶ interpreter", s.interpret)) if has)
         boxes.append(Box(f"{s.name} (chapter {chapters[s.name]}){marks}", edge=received,
                          style="yellow" if s.name in pipeline.OPTIMISATIONS else "blue"))
