@@ -119,6 +119,9 @@ Picture([("the compiler, from source to machine code", [Box("source text", [chai
             "opt and shrink, the optimisations, are yellow.")
 
 # %% [markdown]
+# (A second picture, in the section "Every stage, checked and run" below,
+# adds what passes from each stage to the next, and which stages have a
+# checker and an interpreter.)
 # Two things in that order are worth a remark. The optimiser of chapter 9
 # runs *before* closure conversion (chapter 8) although it is taught after
 # it: it needs to see which function a closure calls, which closure
@@ -303,12 +306,14 @@ for s, value, unit in pipeline.stages_of(SMALL, checked=True):
           f"  interpreter: {'yes' if s.interpret else 'no'}")
 
 # %% [markdown]
-# The same run, drawn: each box is a stage of `pipeline.PIPELINE`, with
-# its chapter and a mark for a checker (✓) and for an interpreter (▶) when
-# `pipeline.STAGES` holds one; each edge is labelled with the class of the
-# value the stage below receives, as the run handed it on; the two
-# optimisations are yellow, since `-O0` leaves them out. Nothing in the
-# picture is typed in: `pipeline_picture` reads it all from the run.
+# The same run, drawn. Each box is a stage, in the order of
+# `pipeline.PIPELINE`, with its chapter, and with a mark for a checker
+# (✓) and for an interpreter (▶) when the stage that `pipeline.STAGES`
+# holds has one; the two optimisations are yellow, since `-O0` leaves them
+# out. Each edge is labelled with the class of the value that goes down
+# it, as the run handed it on. `pipeline_picture` reads all of this from
+# the tables and from the run; only the first box, the source text, is
+# written by hand.
 
 # %%
 def value_class(value) -> str:
@@ -347,8 +352,13 @@ def pipeline_picture(source: Source) -> Picture:
 pipeline_picture(SMALL)
 
 # %% [markdown]
-# and what the interpreters of the stages that have one print, each on the
-# output of its own stage — the same line every time:
+# Three stages in a row hand on the same class, `core.Program`: the core
+# program, the same program with a type on every node, and the same again
+# with no type variable left. The class does not tell them apart; their
+# invariants do, and the checker of `mono` is the one that tests them.
+#
+# Here is what the interpreters of the stages that have one print, each
+# on the output of its own stage — the same line every time:
 
 # %%
 import io

@@ -767,6 +767,10 @@ instances_picture(typed, "show, of type a -> Unit, above its four instances: sho
 # by a function of its own, and each shape says what it stands for in its
 # attributes (`data-name`, `data-from`, `data-to`), which
 # `tests/test_drawing.py` reads back from the picture stored here.
+#
+# `calls_of` finds the calls: it walks the program the pass returns, as
+# `names_in` does, and keeps every application of a variable that names a
+# copy.
 
 # %%
 from html import escape
@@ -797,6 +801,12 @@ def calls_of(program: c.Program, names: set) -> list:
     return sorted(found, key=lambda call: (call.span.start, -call.span.end, call.fn.name))
 
 
+# %% [markdown]
+# `calls_picture` runs the monomorphiser on the typed program, and lays out
+# its polymorphic top-level definitions, their instances and the calls
+# `calls_of` finds, in three columns, a box per row:
+
+# %%
 def calls_picture(source: Source) -> SVGText:
     """A program's polymorphic definitions, left; their copies, middle; the calls of the copies in the
     monomorphic program, right, with the source text of each; arrows from a definition to its copies,
@@ -867,6 +877,14 @@ def calls_picture(source: Source) -> SVGText:
 
 
 calls_picture(SHOW)
+
+# %% [markdown]
+# Read it from the right. `show(pair(true))` holds two calls, and each went
+# to a copy of its own: the outer one to `show_2`, at `(Bool, Bool) ->
+# Unit`, the inner one to `pair`, the copy at `Bool`, which kept the name.
+# Each copy is called from exactly one place here, since the program uses
+# each definition at a different type each time; two calls at the same
+# type would point at the same copy.
 
 # %% [markdown]
 # ## Checking the result
