@@ -764,7 +764,9 @@ instances_picture(typed, "show, of type a -> Unit, above its four instances: sho
 # grey arrow goes from a definition to each of its copies, a dashed one
 # from each call to the copy it now calls. Like chapter 5's picture of
 # components, it is drawn with the sizes and colours of `lcompiler.drawing`
-# by a function of its own, and each shape says what it stands for in its
+# by a function of its own (the arrows of a `Picture` leave and reach a box
+# on its right side, which suits one column, not three), and each shape
+# says what it stands for in its
 # attributes (`data-name`, `data-from`, `data-to`), which
 # `tests/test_drawing.py` reads back from the picture stored here.
 #
