@@ -381,7 +381,7 @@ def monomorphise(program: c.Program) -> c.Program:
 
 # --- Checking the result -----------------------------------------------
 
-# cell 59
+# cell 64
 from lcompiler.errors import Diagnostic
 
 INT, BOOL, STRING = TCon("Int"), TCon("Bool"), TCon("String")
@@ -392,7 +392,7 @@ class IllTyped(Diagnostic):
     kind = "internal compiler error: ill-typed after monomorphisation"
     status = 3
 
-# cell 61
+# cell 66
 def field_type(t, subst: dict):
     """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
     if isinstance(t, s.TVar):
@@ -405,7 +405,7 @@ def field_type(t, subst: dict):
         return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
     raise TypeError(f"not a field type: {t!r}")
 
-# cell 63
+# cell 68
 class Checker:
     """The typing rules of the core language, checked on a monomorphic program's recorded types."""
 
@@ -438,7 +438,7 @@ class Checker:
             self.fail(node, f"{name} has the type {show_type(t)}, not a {data}")
         return [field_type(f, dict(zip(parameters, t.args))) for f in written]
 
-    # cell 65: Checking the result
+    # cell 70: Checking the result
     def expr(self, e, env: dict) -> None:
         """Check e under env (variable -> type)."""
         if getattr(e, "span", None) is not None:
@@ -470,7 +470,7 @@ class Checker:
                 elif not isinstance(item, s.Data):
                     self.expr(item, {})
 
-    # cell 67: Checking the result
+    # cell 72: Checking the result
     def value(self, e, t, env: dict) -> None:
         match e:
             case c.Lit(value=v):
@@ -490,7 +490,7 @@ class Checker:
                 for i in items:
                     self.expr(i, env)
 
-    # cell 69: Checking the result
+    # cell 74: Checking the result
     def function(self, e, t, env: dict) -> None:
         match e:
             case c.Lambda(param=x, body=body):
@@ -503,7 +503,7 @@ class Checker:
                 self.expr(fn, env)
                 self.expr(arg, env)
 
-    # cell 71: Checking the result
+    # cell 76: Checking the result
     def operation(self, e, t, env: dict) -> None:
         match e:
             case c.Prim(op=op, args=args):
@@ -529,7 +529,7 @@ class Checker:
                 self.same(cond.type, BOOL, cond, "an assertion")
                 self.expr(cond, env)
 
-    # cell 73: Checking the result
+    # cell 78: Checking the result
     def binding(self, e, t, env: dict) -> None:
         match e:
             case c.Let(name=x, value=v, body=body) | c.LetVar(name=x, value=v, body=body):
@@ -551,7 +551,7 @@ class Checker:
                 self.expr(first, env)
                 self.expr(second, env)
 
-    # cell 75: Checking the result
+    # cell 80: Checking the result
     def match(self, e: c.Match, t, env: dict) -> None:
         self.expr(e.scrutinee, env)
         for p, body in e.clauses:
@@ -579,7 +579,7 @@ class Checker:
                 for q, u in zip(args or [], self.fields(name, t, p)):
                     self.pattern(q, u, env)
 
-    # cell 77: Checking the result
+    # cell 82: Checking the result
     def exceptions(self, e, t, env: dict) -> None:
         match e:
             case c.Raise(arg=arg):
@@ -594,7 +594,7 @@ class Checker:
                     self.same(clause.type, t, clause, "a clause of a catch")
                     self.expr(clause, inner)
 
-# cell 71
+# cell 76
 from lcompiler.primitives import COMPARABLE, PRIMITIVES
 from lcompiler.types import BASE_TYPES
 
@@ -614,10 +614,10 @@ def fits(notation: tuple, found: list) -> bool:
             return False
     return True
 
-# cell 77
+# cell 82
 from lcompiler.types import EXN
 
-# cell 79
+# cell 84
 def check(program: c.Program) -> None:
     """Verify the typing rules on the types a monomorphic program records; IllTyped at the first
     node that breaks one."""
@@ -626,7 +626,7 @@ def check(program: c.Program) -> None:
 
 # --- What it costs -----------------------------------------------------
 
-# cell 87
+# cell 92
 @dataclass
 class Statistics:
     definitions: tuple       # top-level definitions (before, after)
@@ -651,7 +651,7 @@ def census(program: c.Program) -> tuple:
             todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span"))
     return tuple(counts)
 
-# cell 88
+# cell 93
 def measure(program: c.Program) -> tuple:
     """monomorphise(program), and its Statistics."""
     mono = Monomorphiser(program)
@@ -667,7 +667,7 @@ def measure(program: c.Program) -> tuple:
 
 # --- The pipeline's stage ----------------------------------------------
 
-# cell 95
+# cell 100
 def data_declarations(core_program: c.Program) -> dict:
     """Each data type's parameters and constructors (name, field types), from the core program."""
     datas = {}
@@ -677,7 +677,7 @@ def data_declarations(core_program: c.Program) -> dict:
                                 [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
     return datas
 
-# cell 98
+# cell 103
 from lcompiler import pipeline
 from lcompiler.core import pretty_core
 from lcompiler.interp import Interpreter

@@ -119,6 +119,9 @@ Picture([("the compiler, from source to machine code", [Box("source text", [chai
             "opt and shrink, the optimisations, are yellow.")
 
 # %% [markdown]
+# (A second picture, in the section "Every stage, checked and run" below,
+# adds what passes from each stage to the next, and which stages have a
+# checker and an interpreter.)
 # Two things in that order are worth a remark. The optimiser of chapter 9
 # runs *before* closure conversion (chapter 8) although it is taught after
 # it: it needs to see which function a closure calls, which closure
@@ -303,8 +306,59 @@ for s, value, unit in pipeline.stages_of(SMALL, checked=True):
           f"  interpreter: {'yes' if s.interpret else 'no'}")
 
 # %% [markdown]
-# and what the interpreters of the stages that have one print, each on the
-# output of its own stage — the same line every time:
+# The same run, drawn. Each box is a stage, in the order of
+# `pipeline.PIPELINE`, with its chapter, and with a mark for a checker
+# (✓) and for an interpreter (▶) when the stage that `pipeline.STAGES`
+# holds has one; the two optimisations are yellow, since `-O0` leaves them
+# out. Each edge is labelled with the class of the value that goes down
+# it, as the run handed it on. `pipeline_picture` reads all of this from
+# the tables and from the run; only the first box, the source text, is
+# written by hand.
+
+# %%
+def value_class(value) -> str:
+    """The class of a value a stage hands on, with its package: core.Program, llvmlite.ir.Module…"""
+    kind = type(value)
+    name = kind.__qualname__
+    if kind.__module__ != "builtins":
+        name = ".".join(kind.__module__.split(".")[:2] + [name]).removeprefix("lcompiler.")
+    if kind is list and value:
+        name += f" of {type(value[0]).__qualname__}"
+    return name
+
+
+def pipeline_picture(source: Source) -> Picture:
+    """The stages a program goes through, top to bottom, each labelled with its chapter and the marks
+    of its checker and interpreter, each edge with the class of what passes down it."""
+    chapters = {name: chapter for name, _, chapter, _ in pipeline.PIPELINE}
+    boxes, received, marked = [Box("source text")], value_class(source), []
+    for s, value, _ in pipeline.stages_of(source, checked=True):
+        marks = "".join(mark for mark, has in (("  ✓ checker", s.check), ("  ▶ interpreter", s.interpret)) if has)
+        boxes.append(Box(f"{s.name} (chapter {chapters[s.name]}){marks}", edge=received,
+                         style="yellow" if s.name in pipeline.OPTIMISATIONS else "blue"))
+        received = value_class(value)
+        facts = [fact for fact, has in (("an optimisation", s.name in pipeline.OPTIMISATIONS),
+                                        ("with a checker", s.check), ("with an interpreter", s.interpret)) if has]
+        marked.append(", ".join([f"{s.name}, of chapter {chapters[s.name]}", *facts, f"receiving {boxes[-1].edge}"]))
+    *_, last = pipeline.PIPELINE
+    boxes.append(Box(last[3], edge=received))
+    for upper, lower in zip(reversed(boxes[1:]), reversed(boxes[:-1])):
+        lower.children = [upper]
+    return Picture([(f"{source.name} through the stages, top to bottom (yellow: left out at -O0)", boxes[:1])],
+                   alt=f"A column of boxes, from the source text of {source.name} down through the stages: "
+                       + "; ".join(marked) + f"; the last hands on {received}, {last[3]}.")
+
+
+pipeline_picture(SMALL)
+
+# %% [markdown]
+# Three stages in a row hand on the same class, `core.Program`: the core
+# program, the same program with a type on every node, and the same again
+# with no type variable left. The class does not tell them apart; their
+# invariants do, and the checker of `mono` is the one that tests them.
+#
+# Here is what the interpreters of the stages that have one print, each
+# on the output of its own stage — the same line every time:
 
 # %%
 import io

@@ -756,6 +756,139 @@ instances_picture(typed, "show, of type a -> Unit, above its four instances: sho
                          "Bool and pair_1 where a = List<Unit>")
 
 # %% [markdown]
+# That picture says which copies there are; the next says who calls them.
+# On the left are the worked example's polymorphic definitions (blue), each
+# with its type scheme; in the middle, the copies the monomorphiser made of
+# them (green), each with its ground type; on the right, every call of a
+# copy in the program the pass returns, as its text reads in `show.l`. A
+# grey arrow goes from a definition to each of its copies, a dashed one
+# from each call to the copy it now calls. Like chapter 5's picture of
+# components, it is drawn with the sizes and colours of `lcompiler.drawing`
+# by a function of its own (the arrows of a `Picture` leave and reach a box
+# on its right side, which suits one column, not three), and each shape
+# says what it stands for in its
+# attributes (`data-name`, `data-from`, `data-to`), which
+# `tests/test_drawing.py` reads back from the picture stored here.
+#
+# `calls_of` finds the calls: it walks the program the pass returns, as
+# `names_in` does, and keeps every application of a variable that names a
+# copy.
+
+# %%
+from html import escape
+from xml.etree import ElementTree
+
+from lcompiler.drawing import BOX_H, CHAR_W, GAP, STYLES
+
+
+class SVGText(str):
+    """An SVG text that Jupyter shows as a picture, with its description (as in chapter 5)."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
+        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+
+
+def calls_of(program: c.Program, names: set) -> list:
+    """The calls in program of a function named in names, in the order of the source."""
+    found, todo = [], list(program.items)
+    while todo:
+        x = todo.pop()
+        if type(x) is list or type(x) is tuple:
+            todo.extend(x)
+        elif type(x) in NODE_CLASSES or type(x) is c.Def:
+            if type(x) is c.App and type(x.fn) is c.Var and x.fn.name in names:
+                found.append(x)
+            todo.extend(getattr(x, name) for name in field_names(type(x)) if name not in ("span", "type", "op_span"))
+    return sorted(found, key=lambda call: (call.span.start, -call.span.end, call.fn.name))
+
+
+# %% [markdown]
+# `calls_picture` runs the monomorphiser on the typed program, and lays out
+# its polymorphic top-level definitions, their instances and the calls
+# `calls_of` finds, in three columns, a box per row:
+
+# %%
+def calls_picture(source: Source) -> SVGText:
+    """A program's polymorphic definitions, left; their copies, middle; the calls of the copies in the
+    monomorphic program, right, with the source text of each; arrows from a definition to its copies,
+    and from a call to the copy it calls."""
+    typed, _ = check_types(source)
+    m = Monomorphiser(typed)
+    mono = m.run()
+    polys = [poly for poly in m.bindings if poly.definition is not None]
+    copies = [(poly, inst) for poly in polys for inst in poly.instances.values()]
+    calls = calls_of(mono, {inst.name for _, inst in copies})
+    row = lambda i: 34 + i * (BOX_H + 16)
+    shapes, arrows = [], []
+
+    def box(kind: str, x: float, y: float, label: str, style: str, **data) -> float:
+        w = len(label) * CHAR_W + 14
+        fill, stroke = STYLES[style]
+        attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items())
+        shapes.append(f'<rect class="{kind}"{attributes} x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
+                      f'height="{BOX_H}" rx="5" fill="{fill}" stroke="{stroke}"/>')
+        shapes.append(f'<text x="{x + w / 2:.1f}" y="{y + 15:.1f}" text-anchor="middle">{escape(label)}</text>')
+        return w
+
+    def arrow(kind: str, x1: float, y1: float, x2: float, y2: float, look: str, **data) -> None:
+        middle = (x1 + x2) / 2
+        attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items())
+        arrows.append(f'<path class="{kind}"{attributes} d="M{x1:.1f},{y1 + BOX_H / 2:.1f} C{middle:.1f},'
+                      f'{y1 + BOX_H / 2:.1f} {middle:.1f},{y2 + BOX_H / 2:.1f} {x2:.1f},{y2 + BOX_H / 2:.1f}" '
+                      f'{look} fill="none" marker-end="url(#arrow)"/>')
+
+    labels = {poly.name: f"{poly.name} : {show_type(poly.scheme)}" for poly in polys}
+    middle_x = 10 + max(len(label) * CHAR_W + 14 for label in labels.values()) + 6 * GAP
+    where, right_x = {}, middle_x                       # where[copy] = (its left, right, top)
+    for i, (poly, inst) in enumerate(copies):
+        w = box("copy", middle_x, row(i), f"{inst.name} : {show_type(inst.type)}", "green",
+                name=inst.name, type=show_type(inst.type))
+        where[inst.name] = (middle_x, middle_x + w, row(i))
+        right_x = max(right_x, middle_x + w + 6 * GAP)
+    for poly in polys:
+        tops = [where[inst.name][2] for inst in poly.instances.values()]
+        y = (min(tops) + max(tops)) / 2
+        w = box("definition", 10, y, labels[poly.name], "blue", name=poly.name, type=show_type(poly.scheme))
+        for inst in poly.instances.values():
+            left, _, top = where[inst.name]
+            arrow("copied", 10 + w, y, left - 1, top, 'stroke="#475569"', **{"from": poly.name, "to": inst.name})
+    widest = right_x
+    for j, call in enumerate(calls):
+        text = source.text[call.span.start:call.span.end]
+        w = box("call", right_x, row(j), text, "plain", text=text)
+        _, right, top = where[call.fn.name]
+        arrow("calls", right_x, row(j), right + 1, top, 'stroke="#dc2626" stroke-dasharray="5,3"',
+              **{"from": text, "to": call.fn.name})
+        widest = max(widest, right_x + w)
+    captions = [(10, "polymorphic definitions"), (middle_x, "their copies"), (right_x, f"the calls in {source.name}")]
+    shapes += [f'<text x="{x:.1f}" y="18" font-weight="bold">{escape(words)}</text>' for x, words in captions]
+    width, height = max(widest, right_x + len(captions[-1][1]) * CHAR_W) + 10, row(max(len(copies), len(calls))) - 6
+    alt = (f"Three columns: the polymorphic definitions of {source.name}, their copies, and the calls of the "
+           "copies. " + " ".join(f"{poly.name}, of type {show_type(poly.scheme)}, is copied to "
+                                  + ", ".join(f"{i.name} at {show_type(i.type)}" for i in poly.instances.values())
+                                  + "." for poly in polys)
+           + " " + " ".join(f"{source.text[call.span.start:call.span.end]} calls {call.fn.name}." for call in calls))
+    return SVGText("\n".join(
+        [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+         f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="monospace" font-size="12" fill="#0f172a">',
+         f'<title>{escape(alt)}</title>',
+         '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+         '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+         f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>', *arrows, *shapes, '</svg>']))
+
+
+calls_picture(SHOW)
+
+# %% [markdown]
+# Read it from the right. `show(pair(true))` holds two calls, and each went
+# to a copy of its own: the outer one to `show_2`, at `(Bool, Bool) ->
+# Unit`, the inner one to `pair`, the copy at `Bool`, which kept the name.
+# Each copy is called from exactly one place here, since the program uses
+# each definition at a different type each time; two calls at the same
+# type would point at the same copy.
+
+# %% [markdown]
 # ## Checking the result
 #
 # The result of the pass is a core program whose every node records a

@@ -1,6 +1,7 @@
 """lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and two pictures the
 chapters store (chapters 5 and 7), read back from the notebooks and checked against what they claim."""
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -268,3 +269,112 @@ def test_the_picture_of_the_split_is_the_back_ends_classification():
             assert arrows == calls, (name, optimise, arrows ^ calls)
             svg = picture.svg()
             assert svg.count("stroke-dasharray") == sum(tail for *_, tail in calls), name
+
+
+# --- chapter 4: the pipeline, drawn from a run --------------------------------------------------
+
+def boxes_and_edges(svg: ElementTree.Element) -> tuple[list, list]:
+    """[(y, fill of the box, its label)] and [(y, edge label)] of a picture of trees, top to bottom."""
+    boxes, edges, fill = [], [], None
+    for shape in svg:
+        if shape.tag == SVG + "rect" and shape.get("rx"):
+            fill = shape.get("fill")
+        elif shape.tag == SVG + "text" and shape.get("fill") == "#7c3aed":
+            edges.append((float(shape.get("y")), shape.text))
+        elif shape.tag == SVG + "text" and fill is not None:
+            boxes.append((float(shape.get("y")), fill, shape.text))
+            fill = None
+    return sorted(boxes), sorted(edges)
+
+
+def test_the_pipeline_picture_of_chapter_4_is_the_pipeline_and_its_stages():
+    from lcompiler import pipeline
+    from lcompiler.drawing import STYLES
+    from lcompiler.errors import Source
+
+    sources, svg = stored_picture("04_pipeline.ipynb", "pipeline_picture(SMALL)")
+    small = Source("small.l", ast.literal_eval(re.search(r'SMALL = Source\("small.l", (".*?")\)', sources).group(1)))
+    boxes, edges = boxes_and_edges(svg)
+    first, *stages, last = boxes
+    assert first[2] == "source text" and last[2] == pipeline.PIPELINE[-1][3]
+    drawn = [re.fullmatch(r"(\S+) \(chapter (\w+)\)((?:  [✓▶] \w+)*)", label).groups() for _, _, label in stages]
+    assert [(name, chapter) for name, chapter, _ in drawn] == [(n, ch) for n, _, ch, _ in pipeline.PIPELINE]
+    yellow = [name for (name, *_), (_, fill, _) in zip(drawn, stages) if fill == STYLES["yellow"][0]]
+    assert yellow == list(pipeline.OPTIMISATIONS)
+    assert all(fill == STYLES["blue"][0] for (name, *_), (_, fill, _) in zip(drawn, stages) if name not in yellow)
+    registered = {s.name: s for s in pipeline.load()}
+    for name, _, marks in drawn:
+        assert ("✓ checker" in marks) == (registered[name].check is not None), name
+        assert ("▶ interpreter" in marks) == (registered[name].interpret is not None), name
+    # each edge is the class of what the run hands on: from the source, then from each stage in turn
+    handed = [small] + [value for _, value, _ in pipeline.stages_of(small)]
+    assert len(edges) == len(handed)
+    for (_, label), value in zip(edges, handed):
+        kind, (module, _, name) = type(value), label.split(" of ")[0].rpartition(".")
+        assert name == kind.__name__, (label, kind)
+        assert kind.__module__.startswith(module if module.startswith("llvmlite") else f"lcompiler.{module}"
+                                          if module else "builtins"), (label, kind)
+        if " of " in label:
+            assert {type(v).__name__ for v in value} == {label.split(" of ")[1]}, label
+
+
+# --- chapter 5b: the calls of a polymorphic definition, and the copies they call ---------------
+
+def calls_in(line: str, names: set) -> list[tuple[str, str]]:
+    """(the name, the text of the call) of every call in line of a function named in names, in order."""
+    out = []
+    for m in re.finditer(r"(\w+)\(", line):
+        depth, end = 0, m.end() - 1
+        for end in range(m.end() - 1, len(line)):
+            depth += {"(": 1, ")": -1}.get(line[end], 0)
+            if depth == 0:
+                break
+        out.append((m.group(1), line[m.start():end + 1]))
+    return [(name, text) for name, text in out if name in names]
+
+
+def test_the_calls_picture_of_chapter_5b_is_the_monomorphisers_copies_and_calls():
+    from lcompiler import pipeline
+    from lcompiler.core import Def
+    from lcompiler.errors import Source
+    from lcompiler.types import show_type
+
+    sources, svg = stored_picture("05b_mono.ipynb", "calls_picture(SHOW)")
+    show = Source("show.l", re.search(r'SHOW = Source\("show.l", """(.*?)"""\)', sources, re.S).group(1))
+    rects = {kind: [r for r in svg.iter(SVG + "rect") if r.get("class") == kind] for kind in ("definition", "copy",
+                                                                                           "call")}
+    paths = {kind: {(p.get("data-from"), p.get("data-to")) for p in svg.iter(SVG + "path") if p.get("class") == kind}
+             for kind in ("copied", "calls")}
+    # the oracle: the texts chapter 5 and the pass print, `lc show types` and `lc show mono`, read with regexes
+    schemes = dict(line.split(" : ", 1) for line in pipeline.show("types", show).splitlines())
+    polymorphic = {name: t for name, t in schemes.items() if re.search(r"\b[a-z]\b", t)}
+    assert {(r.get("data-name"), r.get("data-type")) for r in rects["definition"]} == set(polymorphic.items())
+    mono = pipeline.show("mono", show).splitlines()
+    copies = [m.group(1) for line in mono if (m := re.match(r"def (\w+) =", line))
+              and m.group(1) not in set(schemes) - set(polymorphic)]
+    assert sorted(r.get("data-name") for r in rects["copy"]) == sorted(copies), "the copies are the pass's defs"
+    typed = {d.name.name: show_type(d.value.type) for d in pipeline.compile_to("mono", show)[0].items
+             if isinstance(d, Def)}
+    for r in rects["copy"]:
+        name, t = r.get("data-name"), r.get("data-type")
+        assert typed[name] == t, name
+        origin, = [p for p in polymorphic if re.fullmatch(rf"{p}(_\d+)?", name)]
+        assert (origin, name) in paths["copied"]
+        pattern, seen = "", set()                # the copy's type is an instance of the scheme: a = …, each a alike
+        for k, part in enumerate(re.split(r"\b([a-z])\b", polymorphic[origin])):
+            pattern += re.escape(part) if k % 2 == 0 else f"(?P={part})" if part in seen else f"(?P<{part}>.+)"
+            seen.add(part)
+        assert re.fullmatch(pattern, t), (name, t, polymorphic[origin])
+    assert len(paths["copied"]) == len(copies)
+    # each call, as written, to the copy the pass's program calls in its place: statement by statement
+    last_def = lambda lines: max(i for i, line in enumerate(lines) if line.startswith("def "))
+    written = show.text.splitlines()
+    before, after = written[last_def(written) + 1:], mono[last_def(mono) + 1:]
+    assert len(before) == len(after)
+    expected = set()
+    for line, copied in zip(before, after):
+        calls, now = calls_in(line, set(polymorphic)), calls_in(copied, set(copies))
+        assert len(calls) == len(now)
+        expected |= {(text, name) for (_, text), (name, _) in zip(calls, now)}
+    assert paths["calls"] == expected
+    assert sorted(r.get("data-text") for r in rects["call"]) == sorted(text for text, _ in expected)
