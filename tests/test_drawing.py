@@ -1,5 +1,6 @@
-"""lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and two pictures the
-chapters store (chapters 5 and 7), read back from the notebooks and checked against what they claim."""
+"""lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and the pictures the
+chapters store that claim facts about the compiler (chapters 4, 5, 5b, 7 and 10), read back from the
+notebooks and checked against what they claim."""
 
 import ast
 import json
