@@ -110,7 +110,7 @@ def names() -> list[str]:
 from lcompiler.drawing import Box, Picture
 
 chain = None
-for name, module, chapter, _ in reversed(PIPELINE):
+for name, _module, chapter, _ in reversed(PIPELINE):
     chain = Box(f"{name}  (chapter {chapter})", [chain] if chain else [],
                 "yellow" if name in OPTIMISATIONS else "blue")
 Picture([("the compiler, from source to machine code", [Box("source text", [chain])])],
