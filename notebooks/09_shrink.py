@@ -3431,8 +3431,10 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 # rebuilt where a `fail` or a call needs it), but the lesson is in how it
 # was found and how it stays found. Time is the wrong witness: on a
 # shared machine the same program varies by up to an eighth from one
-# measurement to the next (the table of unrolling rounds shows it), and a
-# test that times things fails by chance. Allocation is the right
+# measurement to the next within a session (the table of unrolling rounds
+# shows it), and by more from one session to another (the section on
+# measurements compares two), and a test that times things fails by
+# chance. Allocation is the right
 # one for this kind of regression: the runtime counts the bytes exactly,
 # the count does not depend on the machine, so a test compares the two
 # builds of every program of the corpus, the examples, the benchmarks and
