@@ -6,6 +6,8 @@
 - Each step: on random programs, chapter 6's `check` holds after every single rewrite, of both
   shrinkers and of the optimiser; the census the census-based shrinker keeps is the true count.
 - Fixed point: after either shrinker and after the optimiser, `redexes` finds nothing.
+- Termination: every shrinking rewrite lowers chapter 9's measure (B, W, U, C), computed here by a walk of
+  its own.
 - Each rule, on a small program, as text before and after.
 - The seeds' program compiles to no allocation and no call.
 - Tail calls: the million-call loops run in the CPS interpreter (whose stack is far smaller) and
@@ -36,6 +38,7 @@ from lcompiler import cps, driver, pipeline, shrink
 from lcompiler.closure import closure_convert
 from lcompiler.cps import Apply, LetCont, Lambda, MakeClosure, TupleValue, Inject, parse, show, walk
 from lcompiler.errors import Source
+from lcompiler.types import TCon
 
 from test_convert import PROGRAMS, IDS, SLOW, expected_outcome, on_cps, programs, source
 from test_native import expected as expected_native
@@ -206,6 +209,95 @@ def test_both_shrinkers_reach_a_fixed_point_of_the_same_size():
         shrink.shrink_census(b)
         assert not shrink.redexes(a) and not shrink.redexes(b)
         assert cps.size(a) == cps.size(b), path.name
+
+
+# --- Termination: the measure every shrinking rule lowers ---------------------------------------------
+
+def tuple_constructors(t) -> int:
+    """The tuple constructors `*` in a type: (Int, (Int, Int)) has two."""
+    return isinstance(t, TCon) and ((t.name == "*") + sum(tuple_constructors(a) for a in t.args))
+
+
+def measure(program: cps.Program) -> tuple[int, int, int, int]:
+    """Chapter 9's termination measure (B, W, U, C), computed by a walk of its own: B, the tuple
+    constructors in the types of continuation parameters; W, the nodes plus the occurrences held by
+    primitives and cases plus the continuations' parameters plus the definitions' names; U, the `fail`s
+    not followed by the jump of their result to their function's return (a `halt` at top level);
+    C, the calls through closures."""
+    b = w = u = c = 0
+    for n in walk(program):
+        w += 1
+        if type(n) is LetCont:
+            w += len(n.params)
+            b += sum(tuple_constructors(x.type) for x in n.params)
+        elif type(n) is cps.Definition and n.var is not None:
+            w += 1
+        elif type(n) is Apply and n.kind == "closure":
+            c += 1
+        if isinstance(n, cps.Prim) or type(n) is cps.Case:
+            w += sum(1 for _ in n.occs())
+        if type(n) is cps.LetPrim and type(n.prim) is cps.Fail:
+            rest, home = n.body, n.enclosing
+            while type(home) not in (Lambda, cps.Definition):
+                home = home.enclosing
+            u += not (type(rest) is cps.ApplyCont and type(home) is Lambda and rest.cont.var is home.cont
+                      and rest.args[0].var is n.var
+                      or type(rest) is cps.Halt and type(home) is not Lambda and rest.arg.var is n.var)
+    return b, w, u, c
+
+
+SHRINKING = {rule.__name__ for rules in shrink.Shrinker.RULES.values() for rule in rules}
+
+
+def lowers_the_measure(program: cps.Program, run, seen: Counter) -> None:
+    """Run a shrinker or the optimiser on program; after every shrinking rewrite, the measure must be
+    lower than before it. The optimiser's own steps (early writes, contification, inlining) may raise
+    it: the reference is taken again before each of its shrinking phases."""
+    state = [measure(program)]
+
+    def after(rule, node):
+        now = measure(program)
+        if rule in SHRINKING:
+            assert now < state[0], (rule, state[0], now)
+            seen[rule] += 1
+        state[0] = now
+
+    class Measured(shrink.Optimiser):
+        def early_writes(self):
+            n = super().early_writes()
+            state[0] = measure(self.program)
+            return n
+
+        def drain(self):
+            state[0] = measure(self.program)
+            return super().drain()
+
+    if run is shrink.optimise:
+        Measured(program, after=after).run()
+    else:
+        run(program, after=after)
+
+
+def test_every_shrinking_rewrite_lowers_the_measure():
+    seen = Counter()
+    sources = [source(p) for p in PROGRAMS + sorted((ROOT / "tests" / "corpus" / "exceptions").glob("*.l"))
+               + sorted((ROOT / "bench" / "programs").glob("*.l"))]
+    sources += [Source(f"{name}.l", text) for name, (text, *_) in EXCEPTIONS.items()]
+    for src in sources:
+        for run in (shrink.shrink, shrink.shrink_census, shrink.optimise):
+            program = converted(src)
+            lowers_the_measure(program, run, seen)
+            closure_convert(program)
+            lowers_the_measure(program, shrink.shrink, seen)
+    assert SHRINKING <= set(seen), SHRINKING - set(seen)      # every rule was met, and checked
+
+
+def test_a_raise_to_a_handler_used_once_lowers_the_measure():
+    program = parse(RAISE_ONCE)
+    before = measure(program)
+    handler = next(n for n in walk(program) if type(n) is LetCont and n.cont.hint == "handler")
+    assert shrink.Shrinker(program).inline_continuation_once(handler, True)
+    assert measure(program) < before
 
 
 def test_the_census_needs_a_sweep_per_link_of_a_dead_chain_and_the_work_list_one():
