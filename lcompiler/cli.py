@@ -44,6 +44,7 @@ What this appendix promises:
 """
 
 __all__ = [
+    'VERSION',
     'COMMANDS',
     'ENVIRONMENT',
     'UsageError',
@@ -52,6 +53,7 @@ __all__ = [
     'ArgumentParser',
     'version',
     'flush_output',
+    'environment_help',
     'main',
     'read_source',
     'OPTIMISE',
@@ -78,11 +80,9 @@ import argparse
 import os
 import sys
 import textwrap
-from importlib import metadata
 from typing import Callable
 
-from lcompiler.errors import POLICY, CompileError, Diagnostic
-
+VERSION = "0.1.0"                      # pyproject.toml's; tests/test_cli.py checks that they agree
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
 ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
 
@@ -109,12 +109,14 @@ class ArgumentParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(1, f"{self.prog}: error: {message}\n")
 
+    def format_help(self) -> str:       # an epilog that is a function is written when the help is shown
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
 
 def version() -> str:
-    try:
-        return f"lc {metadata.version('lcompiler')} (Python {sys.version.split()[0]})"
-    except metadata.PackageNotFoundError:
-        return "lc (not installed)"
+    return f"lc {VERSION} (Python {sys.version.split()[0]})"
 
 # cell 12
 def flush_output() -> str | None:
@@ -130,14 +132,19 @@ def flush_output() -> str | None:
         return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
 
 # cell 14
+def environment_help() -> str:
+    """The end of lc --help: the variables of ENVIRONMENT, `{default}` in a text being the runtime's."""
+    return "environment variables:\n" + "\n".join(
+        textwrap.fill(text.replace("{default}", runtime_default(name)) if "{default}" in text else text,
+                      79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
+        for name, text in ENVIRONMENT.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
     time, 3 a bug in lc)."""
-    epilog = "environment variables:\n" + "\n".join(
-        textwrap.fill(text, 79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
-        for name, text in ENVIRONMENT.items())
     parser = ArgumentParser(prog="lc", description="The L compiler of the book.",
-                            epilog=epilog if ENVIRONMENT else None,
+                            epilog=environment_help if ENVIRONMENT else None,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -150,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
+    from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
     try:
@@ -191,13 +199,11 @@ def main(argv: list[str] | None = None) -> int:
 # cell 16
 from pathlib import Path
 
-from lcompiler import pipeline
-from lcompiler.errors import Source, Span
 
-
-def read_source(path: str) -> Source:
-    """The text of an L file (`-`: standard input, named `<stdin>`); a UsageError if it cannot be read,
-    a CompileError if it is not UTF-8."""
+def read_source(path: str):
+    """The text of an L file (`-`: standard input, named `<stdin>`), a Source; a UsageError if it cannot
+    be read, a CompileError if it is not UTF-8."""
+    from lcompiler.errors import CompileError, Source, Span
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         path = "<stdin>" if path == "-" else path
@@ -230,14 +236,13 @@ def colour_wanted(choice: str) -> bool:
 # --- lc add ------------------------------------------------------------
 
 # cell 18
-from lcompiler import addlang
-
-
 @command("add", "compile an expression of additions to LLVM and run it (chapter 1)",
          arg("expression", help="for example '3 + (2 + 4)'"),
          arg("--llvm", action="store_true", help="print the LLVM module instead of running it"),
          arg("--interp", action="store_true", help="run the interpreter instead of native code"))
 def add_command(args) -> int:
+    from lcompiler import addlang
+    from lcompiler.errors import CompileError
     e, spans = addlang.parse(args.expression)
     if unbound := addlang.free_variables(e):
         raise CompileError(f"unbound variable {unbound[0]}: lc add compiles closed expressions",
@@ -261,14 +266,14 @@ def add_command(args) -> int:
 # --- lc show -----------------------------------------------------------
 
 # cell 20
-from difflib import get_close_matches
-
-
 @command("show", "print what one stage of the compiler hands to the next, for an L file",
          arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
                            "llvm-opt, asm"),
          arg("file", help="an L source file"), OPTIMISE, COLOR)
 def show_command(args) -> int:
+    from difflib import get_close_matches
+
+    from lcompiler import pipeline
     if args.stage not in pipeline.names():
         near = get_close_matches(args.stage, pipeline.names(), n=1)
         raise UsageError(f"unknown stage {args.stage!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -280,9 +285,6 @@ def show_command(args) -> int:
 # --- lc run ------------------------------------------------------------
 
 # cell 22
-from lcompiler import driver, interp, llvm_backend, runtime, types
-
-
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file, or - for standard input"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
@@ -290,6 +292,7 @@ from lcompiler import driver, interp, llvm_backend, runtime, types
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
+        from lcompiler import interp, types
         program, _ = types.check_types(source)
         if problem := setting_problem():          # as the compiled runtime checks them
             flush_output()
@@ -297,6 +300,7 @@ def run_command(args) -> int:
             return 2
         interp.Interpreter().run(program)
         return 0
+    from lcompiler import driver
     return driver.run_here(source, optimiser=args.level > 0)
 
 
@@ -306,6 +310,7 @@ CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1")}
 
 def setting_problem() -> str | None:
     """What chapter 10b's check_settings says of the LC_ variables, for the interpreter."""
+    from lcompiler import interp
     for name in SIZES:
         value = os.environ.get(name)
         if value and interp.env_size(name, 1) == 1 and interp.env_size(name, 2) == 2:
@@ -339,6 +344,7 @@ def build_command(args) -> int:
         raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
     if output.exists() and args.file != "-" and output.samefile(args.file):
         raise UsageError(f"cannot write {output}: it is the source file")
+    from lcompiler import driver, llvm_backend
     if not args.debug:
         driver.build(source, output, optimiser=args.level > 0)
         return 0
@@ -352,6 +358,7 @@ def build_command(args) -> int:
 # cell 26
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
+    from lcompiler import runtime
     size = runtime.DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
@@ -360,9 +367,9 @@ def runtime_default(variable: str) -> str:
 ENVIRONMENT.update({
     "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
                      "stops with a runtime error (bytes, or with K, M or G; default "
-                     f"{runtime_default('LC_HEAP_LIMIT')}, or a quarter of the machine's memory if that is less)",
+                     "{default}, or a quarter of the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
-                     f"(default {runtime_default('LC_STACK_SIZE')})",
+                     "(default {default})",
     "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
     "LC_BUFFER": "line: a compiled program writes its output at every line; block: in blocks of 64 KiB "
                  "(default: line on a terminal, block into a file or a pipe)",
@@ -372,6 +379,7 @@ ENVIRONMENT.update({
 
 @command("repl", "read L definitions and expressions, and run them one at a time", COLOR)
 def repl_command(args) -> int:
+    from lcompiler import driver
     if sys.stdin.isatty():
         print("L, compiled to native code one entry at a time. :help for help, Ctrl-D to end.")
         driver.terminal_repl()

@@ -99,11 +99,9 @@ import argparse
 import os
 import sys
 import textwrap
-from importlib import metadata
 from typing import Callable
 
-from lcompiler.errors import POLICY, CompileError, Diagnostic
-
+VERSION = "0.1.0"                      # pyproject.toml's; tests/test_cli.py checks that they agree
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
 ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
 
@@ -140,7 +138,10 @@ print(arg("--llvm", action="store_true", help="print the LLVM module instead of 
 # %% [markdown]
 # `argparse` exits with status 2 when the arguments are wrong, which for
 # `lc` would mean a runtime error; our parser says 1, a usage error. And
-# `lc --version` names the package's version and Python's.
+# `lc --version` names the package's version and Python's. The version is
+# the constant `VERSION`, not asked of the installed package's metadata:
+# `importlib.metadata` alone took a quarter of `lc --version`'s time (see
+# "How fast lc answers", below).
 
 # %%
 #| export
@@ -149,12 +150,14 @@ class ArgumentParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(1, f"{self.prog}: error: {message}\n")
 
+    def format_help(self) -> str:       # an epilog that is a function is written when the help is shown
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
 
 def version() -> str:
-    try:
-        return f"lc {metadata.version('lcompiler')} (Python {sys.version.split()[0]})"
-    except metadata.PackageNotFoundError:
-        return "lc (not installed)"
+    return f"lc {VERSION} (Python {sys.version.split()[0]})"
 
 
 # %% [markdown]
@@ -181,7 +184,8 @@ def flush_output() -> str | None:
 
 # %% [markdown]
 # `main` builds the parser from the registry, with the environment
-# variables of `ENVIRONMENT` listed under `lc --help`, then runs
+# variables of `ENVIRONMENT` listed under `lc --help` (`environment_help`,
+# called only when the help is shown), then runs
 # the sub-command. Everything that can go wrong becomes a message and an
 # exit status: a `Diagnostic` — a mistake in the L program, or a runtime
 # error — is shown with its place and its own status (1 or 2); a
@@ -192,14 +196,19 @@ def flush_output() -> str | None:
 
 # %%
 #| export
+def environment_help() -> str:
+    """The end of lc --help: the variables of ENVIRONMENT, `{default}` in a text being the runtime's."""
+    return "environment variables:\n" + "\n".join(
+        textwrap.fill(text.replace("{default}", runtime_default(name)) if "{default}" in text else text,
+                      79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
+        for name, text in ENVIRONMENT.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
     time, 3 a bug in lc)."""
-    epilog = "environment variables:\n" + "\n".join(
-        textwrap.fill(text, 79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
-        for name, text in ENVIRONMENT.items())
     parser = ArgumentParser(prog="lc", description="The L compiler of the book.",
-                            epilog=epilog if ENVIRONMENT else None,
+                            epilog=environment_help if ENVIRONMENT else None,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -212,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
+    from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
     try:
@@ -274,13 +284,11 @@ def main(argv: list[str] | None = None) -> int:
 #| export
 from pathlib import Path
 
-from lcompiler import pipeline
-from lcompiler.errors import Source, Span
 
-
-def read_source(path: str) -> Source:
-    """The text of an L file (`-`: standard input, named `<stdin>`); a UsageError if it cannot be read,
-    a CompileError if it is not UTF-8."""
+def read_source(path: str):
+    """The text of an L file (`-`: standard input, named `<stdin>`), a Source; a UsageError if it cannot
+    be read, a CompileError if it is not UTF-8."""
+    from lcompiler.errors import CompileError, Source, Span
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         path = "<stdin>" if path == "-" else path
@@ -321,14 +329,13 @@ def colour_wanted(choice: str) -> bool:
 
 # %%
 #| export
-from lcompiler import addlang
-
-
 @command("add", "compile an expression of additions to LLVM and run it (chapter 1)",
          arg("expression", help="for example '3 + (2 + 4)'"),
          arg("--llvm", action="store_true", help="print the LLVM module instead of running it"),
          arg("--interp", action="store_true", help="run the interpreter instead of native code"))
 def add_command(args) -> int:
+    from lcompiler import addlang
+    from lcompiler.errors import CompileError
     e, spans = addlang.parse(args.expression)
     if unbound := addlang.free_variables(e):
         raise CompileError(f"unbound variable {unbound[0]}: lc add compiles closed expressions",
@@ -361,14 +368,14 @@ def add_command(args) -> int:
 
 # %%
 #| export
-from difflib import get_close_matches
-
-
 @command("show", "print what one stage of the compiler hands to the next, for an L file",
          arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
                            "llvm-opt, asm"),
          arg("file", help="an L source file"), OPTIMISE, COLOR)
 def show_command(args) -> int:
+    from difflib import get_close_matches
+
+    from lcompiler import pipeline
     if args.stage not in pipeline.names():
         near = get_close_matches(args.stage, pipeline.names(), n=1)
         raise UsageError(f"unknown stage {args.stage!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -395,9 +402,6 @@ def show_command(args) -> int:
 
 # %%
 #| export
-from lcompiler import driver, interp, llvm_backend, runtime, types
-
-
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file, or - for standard input"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
@@ -405,6 +409,7 @@ from lcompiler import driver, interp, llvm_backend, runtime, types
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
+        from lcompiler import interp, types
         program, _ = types.check_types(source)
         if problem := setting_problem():          # as the compiled runtime checks them
             flush_output()
@@ -412,6 +417,7 @@ def run_command(args) -> int:
             return 2
         interp.Interpreter().run(program)
         return 0
+    from lcompiler import driver
     return driver.run_here(source, optimiser=args.level > 0)
 
 
@@ -421,6 +427,7 @@ CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1")}
 
 def setting_problem() -> str | None:
     """What chapter 10b's check_settings says of the LC_ variables, for the interpreter."""
+    from lcompiler import interp
     for name in SIZES:
         value = os.environ.get(name)
         if value and interp.env_size(name, 1) == 1 and interp.env_size(name, 2) == 2:
@@ -469,6 +476,7 @@ def build_command(args) -> int:
         raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
     if output.exists() and args.file != "-" and output.samefile(args.file):
         raise UsageError(f"cannot write {output}: it is the source file")
+    from lcompiler import driver, llvm_backend
     if not args.debug:
         driver.build(source, output, optimiser=args.level > 0)
         return 0
@@ -484,7 +492,9 @@ def build_command(args) -> int:
 # compiles read. The runtime's are chapter 10b's, with the defaults that
 # the runtime's C is compiled with (chapter 10b's `DEFAULTS`, passed to the
 # C compiler as macros: one place for both), so the help stays true when
-# the runtime changes. The heap's also depends on the machine, as chapter
+# the runtime changes; a text says `{default}` where the runtime's default
+# goes, and `environment_help` asks the runtime for it when the help is
+# shown. The heap's also depends on the machine, as chapter
 # 10b explains, and the help says how.
 # `lc repl` runs [chapter 11](11_running.ipynb)'s REPL: on a terminal,
 # `driver.terminal_repl`, with the prompt, line editing and a history
@@ -506,6 +516,7 @@ def build_command(args) -> int:
 #| export
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
+    from lcompiler import runtime
     size = runtime.DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
@@ -514,9 +525,9 @@ def runtime_default(variable: str) -> str:
 ENVIRONMENT.update({
     "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
                      "stops with a runtime error (bytes, or with K, M or G; default "
-                     f"{runtime_default('LC_HEAP_LIMIT')}, or a quarter of the machine's memory if that is less)",
+                     "{default}, or a quarter of the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
-                     f"(default {runtime_default('LC_STACK_SIZE')})",
+                     "(default {default})",
     "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
     "LC_BUFFER": "line: a compiled program writes its output at every line; block: in blocks of 64 KiB "
                  "(default: line on a terminal, block into a file or a pipe)",
@@ -526,6 +537,7 @@ ENVIRONMENT.update({
 
 @command("repl", "read L definitions and expressions, and run them one at a time", COLOR)
 def repl_command(args) -> int:
+    from lcompiler import driver
     if sys.stdin.isatty():
         print("L, compiled to native code one entry at a time. :help for help, Ctrl-D to end.")
         driver.terminal_repl()

@@ -94,3 +94,45 @@ def test_lc_show_suggests_the_stage_meant(tmp_path):
     (tmp_path / "p.l").write_text('print(1)\n')
     done = lc_("show", "typse", str(tmp_path / "p.l"))
     assert "unknown stage 'typse' (did you mean 'types'?)" in done.stderr and done.returncode == 1
+
+
+# --- Issue 26: lc answers --help and --version without loading the compiler -----------------
+
+import tomllib  # noqa: E402
+
+STAGES = {"lcompiler.addlang", "lcompiler.anf", "lcompiler.pipeline", "lcompiler.syntax", "lcompiler.core",
+          "lcompiler.primitives", "lcompiler.interp", "lcompiler.types", "lcompiler.mono", "lcompiler.cps",
+          "lcompiler.cps_convert", "lcompiler.closure", "lcompiler.shrink", "lcompiler.llvm_backend",
+          "lcompiler.driver", "lcompiler.union_find"}
+
+
+def imported(*argv: str) -> set[str]:
+    """The modules that `lc ARGV`, the installed script, imports (python -X importtime, in a child)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", LC, *argv], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {line.split("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+            and not line.split("|")[2].strip().startswith("imported package")}
+
+
+def test_the_stage_modules_are_known():
+    """STAGES names every module of the package but those lc needs to answer --help."""
+    modules = {f"lcompiler.{p.stem}" for p in Path(cli.__file__).parent.glob("*.py") if p.stem != "__init__"}
+    assert STAGES < modules
+    assert modules - STAGES == {"lcompiler.cli", "lcompiler.runtime", "lcompiler.errors", "lcompiler.support",
+                                "lcompiler.drawing", "lcompiler.highlight", "lcompiler.cache"} & modules
+
+
+@pytest.mark.parametrize("option, allowed", [("--help", {"lcompiler", "lcompiler.cli", "lcompiler.runtime"}),
+                                             ("--version", {"lcompiler", "lcompiler.cli"})])
+def test_lc_help_and_version_import_none_of_the_compiler(option, allowed):
+    modules = imported(option)
+    assert {"lcompiler", "lcompiler.cli"} <= modules     # the measurement sees lc's own modules
+    assert {m for m in modules if m.startswith("lcompiler")} <= allowed
+    assert not {m for m in modules if m.startswith("llvmlite") or m == "importlib.metadata"}
+
+
+def test_the_version_is_pyprojects():
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    assert cli.VERSION == project["version"]
+    assert lc_("--version").stdout == f"lc {project['version']} (Python {sys.version.split()[0]})\n"
