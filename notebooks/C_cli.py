@@ -396,16 +396,21 @@ def show_command(args) -> int:
 # the reference interpreter instead — after the type checker, as in chapter
 # 5. The package holds that last version only; the chapters tell the story,
 # and show the command at work with `--interp`. The native path runs the
-# program in this process (`driver.run_here`): its output and its runtime
-# errors are written by the program itself, and a runtime error ends the
-# process with status 2, which is `lc`'s.
+# program in this process (`cache.run`, which does what `driver.run_here`
+# does, but takes the machine code from [chapter 11's cache of
+# programs](11_running.ipynb#running-again-without-compiling-a-cache-of-programs)
+# when the program was compiled before, unless `--no-cache`): its output
+# and its runtime errors are written by the program itself, and a runtime
+# error ends the process with status 2, which is `lc`'s.
 
 # %%
 #| export
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file, or - for standard input"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
-         OPTIMISE, WERROR, COLOR)
+         OPTIMISE, WERROR, COLOR,
+         arg("--no-cache", dest="cached", action="store_false",
+             help="compile the program even if it was compiled and kept before, and keep nothing (chapter 11)"))
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
@@ -417,8 +422,8 @@ def run_command(args) -> int:
             return 2
         interp.Interpreter().run(program)
         return 0
-    from lcompiler import driver
-    return driver.run_here(source, optimiser=args.level > 0)
+    from lcompiler import cache
+    return cache.run(source, optimiser=args.level > 0, cached=args.cached)
 
 
 SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")
@@ -528,7 +533,9 @@ ENVIRONMENT.update({
                      "{default}, or a quarter of the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
                      "(default {default})",
-    "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
+    "LC_CACHE": "where lc keeps what it compiles: the runtime, and the programs lc run compiled, "
+                "so that a program run again unchanged is not compiled again (default ~/.cache/lcompiler; "
+                "lc run --no-cache keeps nothing)",
     "LC_BUFFER": "line: a compiled program writes its output at every line; block: in blocks of 64 KiB "
                  "(default: line on a terminal, block into a file or a pipe)",
     "CC": "the C compiler that compiles the runtime and links executables (default cc)",
