@@ -25,6 +25,10 @@ What this appendix promises:
   `hello`); `lc repl` reads definitions and expressions one at a time,
   with line editing, a history and the commands `:help`, `:type`, `:load`,
   `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+  `lc run` runs a program it has compiled before, unchanged, without
+  compiling it again ([chapter
+  11](11_running.ipynb#running-again-without-compiling-a-cache-of-programs));
+  `--no-cache` compiles it all the same.
 - A setting of the environment that a program reads (`LC_STACK_SIZE`,
   `LC_HEAP_LIMIT`, `LC_BUFFER`, …) that cannot be read is an error naming
   the variable and what it accepts (status 2), under `--interp` too; a
@@ -38,7 +42,8 @@ What this appendix promises:
   shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
   for a bug of `lc` itself. No Python traceback reaches the user.
 - `lc --help` lists the commands and the environment variables `lc` and
-  its programs read; `lc --version` names the version.
+  its programs read; `lc --version` names the version. Neither loads a
+  stage of the compiler: each command imports what it needs when it runs.
 - `lc(*arguments)` runs the command in a notebook, its error output in
   order with its output, and returns the exit status.
 """
@@ -394,7 +399,7 @@ def repl_command(args) -> int:
 
 # --- lc in a notebook --------------------------------------------------
 
-# cell 28
+# cell 32
 import contextlib
 
 

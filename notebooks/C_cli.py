@@ -68,6 +68,10 @@
 #   `hello`); `lc repl` reads definitions and expressions one at a time,
 #   with line editing, a history and the commands `:help`, `:type`, `:load`,
 #   `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+#   `lc run` runs a program it has compiled before, unchanged, without
+#   compiling it again ([chapter
+#   11](11_running.ipynb#running-again-without-compiling-a-cache-of-programs));
+#   `--no-cache` compiles it all the same.
 # - A setting of the environment that a program reads (`LC_STACK_SIZE`,
 #   `LC_HEAP_LIMIT`, `LC_BUFFER`, …) that cannot be read is an error naming
 #   the variable and what it accepts (status 2), under `--interp` too; a
@@ -81,7 +85,8 @@
 #   shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
 #   for a bug of `lc` itself. No Python traceback reaches the user.
 # - `lc --help` lists the commands and the environment variables `lc` and
-#   its programs read; `lc --version` names the version.
+#   its programs read; `lc --version` names the version. Neither loads a
+#   stage of the compiler: each command imports what it needs when it runs.
 # - `lc(*arguments)` runs the command in a notebook, its error output in
 #   order with its output, and returns the exit status.
 #
@@ -140,8 +145,8 @@ print(arg("--llvm", action="store_true", help="print the LLVM module instead of 
 # `lc` would mean a runtime error; our parser says 1, a usage error. And
 # `lc --version` names the package's version and Python's. The version is
 # the constant `VERSION`, not asked of the installed package's metadata:
-# `importlib.metadata` alone took a quarter of `lc --version`'s time (see
-# "How fast lc answers", below).
+# importing `importlib.metadata` to read it was a good part of the time
+# `lc --version` took (see "How fast lc answers", below).
 
 # %%
 #| export
@@ -555,6 +560,61 @@ def repl_command(args) -> int:
 
 
 # %% [markdown]
+# ## How fast lc answers
+#
+# `lc --help` should answer at once; it used to take several times as
+# long as Python needs to start, because
+# importing `lcompiler.cli` imported the whole compiler: the commands'
+# modules were imported at the top of the module, and each imports the
+# stages it runs, down to LLVM's binding. Now a command imports what it
+# needs in its own body, when it runs: `lc --help` and `lc --version` load
+# `argparse` and this module, and `lc --help` chapter 10b's `runtime` for
+# the defaults it prints; `lc run` on a program found in chapter 11's cache
+# loads the runtime and LLVM's binding, and still no stage. Two more things
+# cost time for nothing: `importlib.metadata`, to read the version of the
+# installed package, which the constant `VERSION` replaces (a test checks
+# that it is `pyproject.toml`'s), and the runtime's defaults in the help,
+# now asked for only when the help is shown (`environment_help`). Which
+# modules of the package `lc` imports, as Python's `-X importtime` lists
+# them:
+
+# %%
+import subprocess
+
+LC = str(Path(sys.executable).parent / "lc")     # the lc that pip installed with the package
+
+
+def imported(*argv: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", LC, *argv], capture_output=True, text=True)
+    modules = {line.split("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return sorted(m for m in modules if m.split(".")[0] in ("lcompiler", "llvmlite"))
+
+
+for argv in (["--version"], ["--help"]):
+    print(f"lc {' '.join(argv)}: {', '.join(imported(*argv))}")
+
+# %% [markdown]
+# And how long `lc --help` and `lc --version` take on this machine, the
+# median of twenty runs of each, in alternation, beside Python doing
+# nothing (`python -c pass`), which is the floor: the time depends on the
+# machine and its load, so the cell's output is not checked.
+
+# %% tags=["nbval-ignore-output"]
+import statistics
+import time
+
+times = {"python -c pass": [], "lc --version": [], "lc --help": []}
+commands = {"python -c pass": [sys.executable, "-c", "pass"], "lc --version": [LC, "--version"],
+            "lc --help": [LC, "--help"]}
+for _ in range(20):
+    for name, argv in commands.items():
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True)
+        times[name].append(time.perf_counter() - start)
+for name, seconds in times.items():
+    print(f"{name:15} {statistics.median(seconds):.3f} s")
+
+# %% [markdown]
 # ## lc in a notebook
 #
 # In a notebook, the error messages `lc` writes to standard error and the
@@ -671,7 +731,10 @@ print(done.stdout, end="")
 #   nested five thousand parentheses deep — which must be errors with status
 #   1, never tracebacks.
 # - `tests/test_cli.py` checks the registry: each command once, and no
-#   function of the module that no command runs.
+#   function of the module that no command runs; that `lc --help` and `lc
+#   --version` import no stage of the compiler (the modules a child process
+#   imports, as `python -X importtime` lists them), that `VERSION` is
+#   `pyproject.toml`'s, and chapter 11's cache of programs through `lc run`.
 #
 # ## Exercises
 #
