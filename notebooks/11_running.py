@@ -1722,10 +1722,9 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # the edited one (written twice), and the program with a warning.
 #
 # How long `lc run` takes, compiling and not, on this machine: the median of
-# ten runs of each, in alternation, of a program of one line and of the
-# biggest example of the book (the time of a run that compiles depends on
-# the load of the machine; these are not the book's benchmarks, which
-# chapter 12 runs).
+# ten runs of each, in alternation, of the book's `hello.l` and of its
+# biggest example (the times depend on the machine and its load, so the
+# cell's output is not checked; chapter 12 runs the book's benchmarks).
 
 # %% tags=["nbval-ignore-output"]
 import statistics
