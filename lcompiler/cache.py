@@ -83,6 +83,7 @@ def entry_name(source, optimiser: bool, policy: dict, environment: dict, package
 import contextlib
 import struct
 import tempfile
+import time
 
 KEPT = 100          # entries the folder keeps, the ones used last
 
@@ -144,10 +145,14 @@ def keep(path: Path, entry: bytes, most: int = KEPT) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         return
-    entries = []
+    entries, hour_ago = [], time.time() - 3600
     for other in path.parent.glob("*.lcp"):
         with contextlib.suppress(OSError):       # another lc may be removing it
             entries.append((other.stat().st_mtime, other))
+    for other in path.parent.glob(".new-*"):     # left by an lc killed while it wrote
+        with contextlib.suppress(OSError):
+            if other.stat().st_mtime < hour_ago:
+                other.unlink()
     for _, other in sorted(entries)[:max(0, len(entries) - most)]:
         with contextlib.suppress(OSError):
             other.unlink()

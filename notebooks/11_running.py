@@ -1398,7 +1398,8 @@ with tempfile.TemporaryDirectory() as tmp:
 # temporary file of the folder, then renamed to its name, which is atomic:
 # two `lc run` at the same time never see half an entry. The folder keeps
 # the `KEPT` entries used last (a hit touches its entry), so that it does
-# not grow without end. A cache that cannot be written — a full disk, a
+# not grow without end; a temporary file that an `lc` killed while writing
+# left behind is removed after an hour. A cache that cannot be written — a full disk, a
 # read-only home — is a cache that keeps nothing; the program runs all the
 # same.
 #
@@ -1509,6 +1510,7 @@ for what, name in names.items():
 import contextlib
 import struct
 import tempfile
+import time
 
 KEPT = 100          # entries the folder keeps, the ones used last
 
@@ -1570,10 +1572,14 @@ def keep(path: Path, entry: bytes, most: int = KEPT) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         return
-    entries = []
+    entries, hour_ago = [], time.time() - 3600
     for other in path.parent.glob("*.lcp"):
         with contextlib.suppress(OSError):       # another lc may be removing it
             entries.append((other.stat().st_mtime, other))
+    for other in path.parent.glob(".new-*"):     # left by an lc killed while it wrote
+        with contextlib.suppress(OSError):
+            if other.stat().st_mtime < hour_ago:
+                other.unlink()
     for _, other in sorted(entries)[:max(0, len(entries) - most)]:
         with contextlib.suppress(OSError):
             other.unlink()

@@ -285,3 +285,8 @@ def test_keep_keeps_the_entries_used_last(tmp_path):
     cache.keep(tmp_path / "6.lcp", cache.pack("w", [b"\x06"]), most=3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["3.lcp", "5.lcp", "6.lcp"]
     assert time.time() - (tmp_path / "3.lcp").stat().st_mtime < 600
+    for name, age in ((".new-old", 7200), (".new-recent", 60)):   # left by an lc killed while writing
+        (tmp_path / name).write_bytes(b"half")
+        os.utime(tmp_path / name, (time.time() - age, time.time() - age))
+    cache.keep(tmp_path / "7.lcp", cache.pack("", [b"\x07"]), most=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".new-recent", "5.lcp", "6.lcp", "7.lcp"]
