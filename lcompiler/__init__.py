@@ -21,6 +21,7 @@ Each module and the notebook it comes from:
 - `lcompiler.llvm_backend`: notebooks/10_llvm.ipynb
 - `lcompiler.runtime`: notebooks/10b_runtime.ipynb
 - `lcompiler.driver`: notebooks/11_running.ipynb
+- `lcompiler.cache`: notebooks/11_running.ipynb
 - `lcompiler.errors`: notebooks/A_errors.ipynb
 - `lcompiler.drawing`: notebooks/A_errors.ipynb
 - `lcompiler.highlight`: notebooks/A_errors.ipynb

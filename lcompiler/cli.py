@@ -25,6 +25,10 @@ What this appendix promises:
   `hello`); `lc repl` reads definitions and expressions one at a time,
   with line editing, a history and the commands `:help`, `:type`, `:load`,
   `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+  `lc run` runs a program it has compiled before, unchanged, without
+  compiling it again ([chapter
+  11](11_running.ipynb#running-again-without-compiling-a-cache-of-programs));
+  `--no-cache` compiles it all the same.
 - A setting of the environment that a program reads (`LC_STACK_SIZE`,
   `LC_HEAP_LIMIT`, `LC_BUFFER`, …) that cannot be read is an error naming
   the variable and what it accepts (status 2), under `--interp` too; a
@@ -38,12 +42,14 @@ What this appendix promises:
   shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
   for a bug of `lc` itself. No Python traceback reaches the user.
 - `lc --help` lists the commands and the environment variables `lc` and
-  its programs read; `lc --version` names the version.
+  its programs read; `lc --version` names the version. Neither loads a
+  stage of the compiler: each command imports what it needs when it runs.
 - `lc(*arguments)` runs the command in a notebook, its error output in
   order with its output, and returns the exit status.
 """
 
 __all__ = [
+    'VERSION',
     'COMMANDS',
     'ENVIRONMENT',
     'UsageError',
@@ -52,6 +58,7 @@ __all__ = [
     'ArgumentParser',
     'version',
     'flush_output',
+    'environment_help',
     'main',
     'read_source',
     'OPTIMISE',
@@ -78,11 +85,9 @@ import argparse
 import os
 import sys
 import textwrap
-from importlib import metadata
 from typing import Callable
 
-from lcompiler.errors import POLICY, CompileError, Diagnostic
-
+VERSION = "0.1.0"                      # pyproject.toml's; tests/test_cli.py checks that they agree
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
 ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
 
@@ -109,12 +114,14 @@ class ArgumentParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(1, f"{self.prog}: error: {message}\n")
 
+    def format_help(self) -> str:       # an epilog that is a function is written when the help is shown
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
 
 def version() -> str:
-    try:
-        return f"lc {metadata.version('lcompiler')} (Python {sys.version.split()[0]})"
-    except metadata.PackageNotFoundError:
-        return "lc (not installed)"
+    return f"lc {VERSION} (Python {sys.version.split()[0]})"
 
 # cell 12
 def flush_output() -> str | None:
@@ -130,14 +137,19 @@ def flush_output() -> str | None:
         return None if isinstance(error, BrokenPipeError) else error.strerror or str(error)
 
 # cell 14
+def environment_help() -> str:
+    """The end of lc --help: the variables of ENVIRONMENT, `{default}` in a text being the runtime's."""
+    return "environment variables:\n" + "\n".join(
+        textwrap.fill(text.replace("{default}", runtime_default(name)) if "{default}" in text else text,
+                      79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
+        for name, text in ENVIRONMENT.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
     time, 3 a bug in lc)."""
-    epilog = "environment variables:\n" + "\n".join(
-        textwrap.fill(text, 79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
-        for name, text in ENVIRONMENT.items())
     parser = ArgumentParser(prog="lc", description="The L compiler of the book.",
-                            epilog=epilog if ENVIRONMENT else None,
+                            epilog=environment_help if ENVIRONMENT else None,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -150,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
+    from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
     try:
@@ -191,13 +204,11 @@ def main(argv: list[str] | None = None) -> int:
 # cell 16
 from pathlib import Path
 
-from lcompiler import pipeline
-from lcompiler.errors import Source, Span
 
-
-def read_source(path: str) -> Source:
-    """The text of an L file (`-`: standard input, named `<stdin>`); a UsageError if it cannot be read,
-    a CompileError if it is not UTF-8."""
+def read_source(path: str):
+    """The text of an L file (`-`: standard input, named `<stdin>`), a Source; a UsageError if it cannot
+    be read, a CompileError if it is not UTF-8."""
+    from lcompiler.errors import CompileError, Source, Span
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         path = "<stdin>" if path == "-" else path
@@ -230,14 +241,13 @@ def colour_wanted(choice: str) -> bool:
 # --- lc add ------------------------------------------------------------
 
 # cell 18
-from lcompiler import addlang
-
-
 @command("add", "compile an expression of additions to LLVM and run it (chapter 1)",
          arg("expression", help="for example '3 + (2 + 4)'"),
          arg("--llvm", action="store_true", help="print the LLVM module instead of running it"),
          arg("--interp", action="store_true", help="run the interpreter instead of native code"))
 def add_command(args) -> int:
+    from lcompiler import addlang
+    from lcompiler.errors import CompileError
     e, spans = addlang.parse(args.expression)
     if unbound := addlang.free_variables(e):
         raise CompileError(f"unbound variable {unbound[0]}: lc add compiles closed expressions",
@@ -261,14 +271,14 @@ def add_command(args) -> int:
 # --- lc show -----------------------------------------------------------
 
 # cell 20
-from difflib import get_close_matches
-
-
 @command("show", "print what one stage of the compiler hands to the next, for an L file",
          arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
                            "llvm-opt, asm"),
          arg("file", help="an L source file"), OPTIMISE, COLOR)
 def show_command(args) -> int:
+    from difflib import get_close_matches
+
+    from lcompiler import pipeline
     if args.stage not in pipeline.names():
         near = get_close_matches(args.stage, pipeline.names(), n=1)
         raise UsageError(f"unknown stage {args.stage!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -280,16 +290,16 @@ def show_command(args) -> int:
 # --- lc run ------------------------------------------------------------
 
 # cell 22
-from lcompiler import driver, interp, llvm_backend, runtime, types
-
-
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file, or - for standard input"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
-         OPTIMISE, WERROR, COLOR)
+         OPTIMISE, WERROR, COLOR,
+         arg("--no-cache", dest="cached", action="store_false",
+             help="compile the program even if it was compiled and kept before, and keep nothing (chapter 11)"))
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
+        from lcompiler import interp, types
         program, _ = types.check_types(source)
         if problem := setting_problem():          # as the compiled runtime checks them
             flush_output()
@@ -297,7 +307,8 @@ def run_command(args) -> int:
             return 2
         interp.Interpreter().run(program)
         return 0
-    return driver.run_here(source, optimiser=args.level > 0)
+    from lcompiler import cache
+    return cache.run(source, optimiser=args.level > 0, cached=args.cached)
 
 
 SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")
@@ -306,6 +317,7 @@ CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1")}
 
 def setting_problem() -> str | None:
     """What chapter 10b's check_settings says of the LC_ variables, for the interpreter."""
+    from lcompiler import interp
     for name in SIZES:
         value = os.environ.get(name)
         if value and interp.env_size(name, 1) == 1 and interp.env_size(name, 2) == 2:
@@ -339,6 +351,7 @@ def build_command(args) -> int:
         raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
     if output.exists() and args.file != "-" and output.samefile(args.file):
         raise UsageError(f"cannot write {output}: it is the source file")
+    from lcompiler import driver, llvm_backend
     if not args.debug:
         driver.build(source, output, optimiser=args.level > 0)
         return 0
@@ -352,6 +365,7 @@ def build_command(args) -> int:
 # cell 26
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
+    from lcompiler import runtime
     size = runtime.DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
@@ -360,10 +374,12 @@ def runtime_default(variable: str) -> str:
 ENVIRONMENT.update({
     "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
                      "stops with a runtime error (bytes, or with K, M or G; default "
-                     f"{runtime_default('LC_HEAP_LIMIT')}, or a quarter of the machine's memory if that is less)",
+                     "{default}, or a quarter of the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
-                     f"(default {runtime_default('LC_STACK_SIZE')})",
-    "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
+                     "(default {default})",
+    "LC_CACHE": "where lc keeps what it compiles: the runtime, and the programs lc run compiled, "
+                "so that a program run again unchanged is not compiled again (default ~/.cache/lcompiler; "
+                "lc run --no-cache keeps nothing)",
     "LC_BUFFER": "line: a compiled program writes its output at every line; block: in blocks of 64 KiB "
                  "(default: line on a terminal, block into a file or a pipe)",
     "CC": "the C compiler that compiles the runtime and links executables (default cc)",
@@ -372,6 +388,7 @@ ENVIRONMENT.update({
 
 @command("repl", "read L definitions and expressions, and run them one at a time", COLOR)
 def repl_command(args) -> int:
+    from lcompiler import driver
     if sys.stdin.isatty():
         print("L, compiled to native code one entry at a time. :help for help, Ctrl-D to end.")
         driver.terminal_repl()
@@ -382,7 +399,7 @@ def repl_command(args) -> int:
 
 # --- lc in a notebook --------------------------------------------------
 
-# cell 28
+# cell 32
 import contextlib
 
 

@@ -19,6 +19,9 @@ that run it:
   runtime errors and the exit status are the reference interpreter's
   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
 - `lc build FILE.l -o EXE` writes an executable that behaves the same;
+- `lc run` keeps the machine code it compiles: a program run again
+  unchanged is not compiled again, and behaves exactly as when it was
+  (`lc run --no-cache` compiles it all the same);
 - `run_l(text)` and the `%%L` magic run a program in a child process and
   show its output as it is printed, then its errors; nothing an L program
   does — a runtime error, an infinite recursion, exhausting memory, a time

@@ -60,6 +60,9 @@
 #   runtime errors and the exit status are the reference interpreter's
 #   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
 # - `lc build FILE.l -o EXE` writes an executable that behaves the same;
+# - `lc run` keeps the machine code it compiles: a program run again
+#   unchanged is not compiled again, and behaves exactly as when it was
+#   (`lc run --no-cache` compiles it all the same);
 # - `run_l(text)` and the `%%L` magic run a program in a child process and
 #   show its output as it is printed, then its errors; nothing an L program
 #   does — a runtime error, an infinite recursion, exhausting memory, a time
@@ -1349,6 +1352,420 @@ with tempfile.TemporaryDirectory() as tmp:
     first = child.stdout.readline()
     child.send_signal(signal.SIGINT)
     print(f"{first}{child.stdout.read()}(exit status {child.wait()})")
+
+# %% [markdown]
+# ## Running again without compiling: a cache of programs
+#
+# `lc run` compiles its program every time, though a program is mostly run
+# unchanged, again and again, while its author looks at what it prints or
+# edits another file. Compiling is most of the time `lc run` takes: for a
+# program of a line, starting Python and loading the compiler's modules;
+# for a big one, the stages and LLVM (chapter 12 measures them). So `lc run`
+# keeps what it compiles: the object files that `machine_code` makes for
+# the JIT, in a folder, under a name that is a hash of everything they
+# depend on. Running the same program again finds them, loads them and
+# calls `main`, without compiling — without even loading the compiler.
+#
+# The contract: a program is run from the cache only if nothing it was
+# compiled from has changed, and then it behaves exactly as if it had been
+# compiled again — the same output, the same messages, the same exit
+# status, the same signals. What the machine code depends on, and so what
+# the name of an entry is the hash of:
+#
+# - the program: its text, and its name, which the runtime errors compiled
+#   into it quote (`hello.l:2:1: runtime error: …`);
+# - the compiler: every file of the package `lcompiler`, its Python modules
+#   and the runtime's C, and the version of llvmlite, which brings its LLVM,
+#   and the machine's kind (`x86_64`): editing a chapter and exporting it is
+#   a new compiler, and every program is compiled again;
+# - the options: `-O`, and those that shape the warnings, `-Werror` and
+#   the colour;
+# - the environment: `CC`, and every variable whose name starts with `LC_`
+#   (but `LC_CACHE`, which says where the cache is). Most of them are read
+#   by the runtime when the program runs, not by the compiler, so this is
+#   more than needed: changing `LC_STACK_SIZE` costs a compilation. But it
+#   is safe without anyone having to remember, when a chapter lets a
+#   variable steer the compiler (chapter 10's `LC_EXCEPTIONS` does), to add
+#   it to a list here.
+#
+# An entry holds the object files, and the warnings that compiling the
+# program wrote, as they were written: a program run from the cache says
+# them again, so that what `lc run` shows does not depend on whether it
+# compiled. It starts with a line naming the format and the SHA-256 of the
+# rest, which is checked when it is read: a truncated entry, a corrupt one,
+# one from another version of the format, is a miss, and the program is
+# compiled again and the entry written anew. An entry is written into a
+# temporary file of the folder, then renamed to its name, which is atomic:
+# two `lc run` at the same time never see half an entry. The folder keeps
+# the `KEPT` entries used last (a hit touches its entry), so that it does
+# not grow without end; a temporary file that an `lc` killed while writing
+# left behind is removed after an hour. A cache that cannot be written — a full disk, a
+# read-only home — is a cache that keeps nothing; the program runs all the
+# same.
+#
+# <div class="admonition note">
+# <p class="admonition-title">Design note: which cache, where, and how to turn it off</p>
+#
+# **What is kept.** The object files for the JIT, not an executable. A
+# miss then costs what `lc run` cost before — an executable would need the
+# C compiler to link it, every time a program changes — and a hit runs the
+# program exactly as before: in `lc`'s own process, through the same
+# runtime library, so that the output, the runtime errors, the exit status
+# and Ctrl-C are what the rest of this chapter says they are. Running an
+# executable instead would have to carry the signals and the exit status
+# from a child process back to `lc`'s, which is its own source of
+# differences.
+#
+# **Where.** [Chapter 10b](10b_runtime.ipynb) already keeps the compiled
+# runtime under `$LC_CACHE` (by default `~/.cache/lcompiler`); the programs
+# go in its folder `programs`. A second variable, `LC_CACHE_DIR` say, was
+# the other choice; one is better: `LC_CACHE` pointed at an empty folder is
+# how the tests and the section below show `lc` on a machine where nothing
+# has been compiled yet, and with two variables such a machine would still
+# run, from the other cache, a program that no C compiler on it could have
+# compiled.
+#
+# **Off.** `lc run --no-cache` compiles, runs, and keeps nothing. An empty
+# `LC_CACHE` cannot say it, since it already means the default folder.
+#
+# </div>
+#
+# The code is a module of its own, `lcompiler.cache`, which imports no stage
+# of the compiler: a hit loads llvmlite's binding, the runtime and the
+# object files, and nothing else; a miss imports this chapter's `driver`
+# and compiles with `compile_source`. First the name of an entry: the hash
+# of the compiler, then of everything else.
+
+# %%
+#| export cache
+"""lc run's cache of compiled programs: a program run again unchanged is not compiled again."""
+
+import hashlib
+import os
+from pathlib import Path
+
+import lcompiler
+
+FORMAT = b"lc compiled program, format 1\n"      # the first line of an entry
+PACKAGE = Path(lcompiler.__file__).parent         # the compiler's files
+
+
+def compiler_digest(package: Path = PACKAGE) -> bytes:
+    """The SHA-256 of the compiler: the package's Python modules and the runtime's C, names and contents."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".c", ".h")):
+        digest.update(f"{path.relative_to(package)}\0{path.stat().st_size}\0".encode() + path.read_bytes())
+    return digest.digest()
+
+
+def entry_name(source, optimiser: bool, policy: dict, environment: dict, package: Path = PACKAGE) -> str:
+    """The name of a program's entry: a hash of what its machine code depends on."""
+    import llvmlite
+    settings = sorted((name, value) for name, value in environment.items()
+                      if (name.startswith("LC_") and name != "LC_CACHE") or name == "CC")
+    digest = hashlib.sha256(FORMAT + compiler_digest(package))
+    digest.update(repr((llvmlite.__version__, os.uname().machine, source.name, source.text, optimiser,
+                        policy["color"], policy["warnings_are_errors"], settings)).encode())
+    return digest.hexdigest()
+
+# %% [markdown]
+# The hello program of the section above, and what changes its name: an
+# edit, an option, a variable of the environment, a compiler that is not
+# the same (a copy of the package with one character added to one file);
+# and what does not — running it again, or moving the cache:
+
+# %%
+import shutil
+
+from lcompiler.cache import PACKAGE, entry_name
+
+hello = Source("hello.l", 'print("Hello from native code", 6 * 7)\n')
+usual = {"color": False, "warnings_are_errors": False}
+first = entry_name(hello, True, usual, {})
+with tempfile.TemporaryDirectory() as tmp:
+    copy = Path(shutil.copytree(PACKAGE, Path(tmp, "lcompiler")))
+    (copy / "driver.py").write_text((copy / "driver.py").read_text() + "\n")
+    names = {"the same program, again": entry_name(hello, True, usual, {}),
+             "LC_CACHE elsewhere": entry_name(hello, True, usual, {"LC_CACHE": "/elsewhere", "HOME": "/x"}),
+             "edited": entry_name(Source("hello.l", 'print("Hello from native code", 6 * 8)\n'), True, usual, {}),
+             "named ./hello.l": entry_name(Source("./hello.l", hello.text), True, usual, {}),
+             "-O0": entry_name(hello, False, usual, {}),
+             "-Werror": entry_name(hello, True, {**usual, "warnings_are_errors": True}, {}),
+             "LC_STACK_SIZE=1G": entry_name(hello, True, usual, {"LC_STACK_SIZE": "1G"}),
+             "CC=clang": entry_name(hello, True, usual, {"CC": "clang"}),
+             "another compiler": entry_name(hello, True, usual, {}, package=copy)}
+for what, name in names.items():
+    print(f"{what:24} {'the same entry' if name == first else 'another entry'}")
+
+# %% [markdown]
+# An entry, written and read. `pack` lays out the warnings and the object
+# files, each after its length, behind the line of the format and the hash
+# of what follows; `unpack` gives them back, or `None` for anything that is
+# not an entry as `pack` writes it. `keep` writes one atomically, then
+# removes the entries used least recently beyond `KEPT`; `kept` reads one,
+# and touches it.
+
+# %%
+#| export cache
+import contextlib
+import struct
+import tempfile
+import time
+
+KEPT = 100          # entries the folder keeps, the ones used last
+
+
+def pack(warnings: str, objects: list[bytes]) -> bytes:
+    """An entry: the format's line, the SHA-256 of the rest, then each field after its length."""
+    body = b"".join(struct.pack("<Q", len(field)) + field for field in [warnings.encode(), *objects])
+    return FORMAT + hashlib.sha256(body).digest() + body
+
+
+def unpack(data: bytes) -> tuple[str, list[bytes]] | None:
+    """The warnings and the object files of an entry; None if it is not one pack wrote, whole."""
+    head = len(FORMAT) + 32
+    if not data.startswith(FORMAT) or hashlib.sha256(data[head:]).digest() != data[len(FORMAT):head]:
+        return None
+    fields, at = [], head
+    while at + 8 <= len(data):
+        (size,) = struct.unpack_from("<Q", data, at)
+        fields.append(data[at + 8:at + 8 + size])
+        at += 8 + size
+    if at != len(data) or len(fields) < 2:
+        return None
+    return fields[0].decode(), fields[1:]
+
+
+def folder() -> Path | None:
+    """Where the programs are kept: the folder programs of chapter 10b's cache; None if it cannot be made."""
+    from lcompiler import runtime
+    try:
+        programs = runtime.cache_directory() / "programs"
+        programs.mkdir(exist_ok=True)
+        return programs
+    except OSError:
+        return None
+
+
+def kept(path: Path) -> tuple[str, list[bytes]] | None:
+    """The entry at path, if there is a whole one; it is then the one used last."""
+    try:
+        found = unpack(path.read_bytes())
+        if found is not None:
+            os.utime(path)
+        return found
+    except OSError:
+        return None
+
+
+def keep(path: Path, entry: bytes, most: int = KEPT) -> None:
+    """Write an entry atomically, then forget the entries used least recently beyond `most`; quietly
+    nothing if the folder cannot be written."""
+    temporary = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".new-", delete=False) as file:
+            temporary = file.name
+            file.write(entry)
+        os.replace(temporary, path)               # atomic: a reader sees the old entry or the new one
+    except OSError:
+        if temporary:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        return
+    entries, hour_ago = [], time.time() - 3600
+    for other in path.parent.glob("*.lcp"):
+        with contextlib.suppress(OSError):       # another lc may be removing it
+            entries.append((other.stat().st_mtime, other))
+    for other in path.parent.glob(".new-*"):     # left by an lc killed while it wrote
+        with contextlib.suppress(OSError):
+            if other.stat().st_mtime < hour_ago:
+                other.unlink()
+    for _, other in sorted(entries)[:max(0, len(entries) - most)]:
+        with contextlib.suppress(OSError):
+            other.unlink()
+
+# %% [markdown]
+# A few entries, as `pack` writes them and as they may be found: whole,
+# cut short, with a byte changed, from another format:
+
+# %%
+from lcompiler.cache import pack, unpack
+
+entry = pack("hello.l:1:1: warning: …\n", [b"\x7fELF first part", b"\x7fELF second part"])
+for what, data in [("whole", entry), ("cut short", entry[:-3]), ("a byte changed", entry[:-1] + b"!"),
+                   ("another format", entry.replace(b"format 1", b"format 2")), ("empty", b"")]:
+    print(f"{what:15} {unpack(data)}")
+
+# %% [markdown]
+# Then `run`, which `lc run` calls. It looks for the program's entry; on a
+# miss it compiles the program with `compile_source`, as `run_here` does,
+# while a `Recorder` in `POLICY`'s place of the warnings writes them to
+# standard error as ever and keeps a copy; then it keeps the entry. On a
+# hit it writes the warnings kept. Either way `call_main` loads the object
+# files with the runtime library and calls `main`, as `jit` and `run_here`
+# do: the same few lines, here so that a hit needs nothing of `driver`,
+# whose module imports the whole compiler.
+
+# %%
+#| export cache
+import sys
+
+
+class Recorder:
+    """A file that writes what it is given on to another (standard error) and keeps a copy."""
+
+    def __init__(self, sink):
+        self.sink, self.parts = sink, []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.sink.write(text) if self.sink is not None else len(text)
+
+    def flush(self) -> None:
+        if self.sink is not None:
+            self.sink.flush()
+
+
+def run(source, optimiser: bool = True, cached: bool = True) -> int:
+    """lc run: the program's machine code from the cache, or compiled (and kept); then run in this
+    process, as driver.run_here runs it (a runtime error exits the process with status 2)."""
+    from lcompiler.errors import POLICY
+    place = folder() if cached and not isinstance(POLICY["sink"], list) else None
+    path = place / f"{entry_name(source, optimiser, POLICY, os.environ)}.lcp" if place else None
+    found = kept(path) if path else None
+    if found is None:
+        from lcompiler import driver
+        sink = POLICY["sink"]
+        if path:
+            POLICY["sink"] = recorder = Recorder(sink)
+        try:
+            objects = driver.compile_source(source, optimiser=optimiser)
+        finally:
+            POLICY["sink"] = sink
+        if path:
+            keep(path, pack("".join(recorder.parts), objects))
+    else:
+        warnings, objects = found
+        if warnings and POLICY["sink"] is not None:
+            POLICY["sink"].write(warnings)
+    return call_main(objects)
+
+
+_runtime_loaded = False
+
+
+def call_main(objects: list[bytes]) -> int:
+    """Load object files with chapter 10b's runtime library and call their main (driver.jit's work)."""
+    global _runtime_loaded
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from lcompiler import runtime
+    from lcompiler.support import target_machine
+    if not _runtime_loaded:
+        try:
+            library = runtime.runtime_library("shared")
+        except RuntimeError as error:            # no C compiler: a ToolchainError, as driver.runtime says
+            from lcompiler.driver import ToolchainError
+            raise ToolchainError(str(error)) from None
+        llvm.load_library_permanently(str(library))
+        _runtime_loaded = True
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+    for code in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+    engine.finalize_object()
+    main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return main()
+
+# %% [markdown]
+# At work, from the shell, with a cache of its own (`LC_CACHE`): a program
+# run, run again, edited and run, its entry cut short and run, and run with
+# `--no-cache`; then a program with a warning, run twice, and once with
+# `-Werror`. Whether `lc` compiled is not a matter of timing: Python's
+# `-X importtime` lists the modules a run imports, and a run that compiles
+# imports the pipeline of chapter 4.
+
+# %%
+def shell_run(*argv: str, env: dict) -> str:
+    """lc ARGV as a shell runs it; what it printed, its exit status, and whether it compiled."""
+    done = subprocess.run([sys.executable, "-X", "importtime", lc_path, *argv], capture_output=True,
+                          text=True, env={**os.environ, **env})
+    compiled = any(line.startswith("import time:") and line.split("|")[2].strip() == "lcompiler.pipeline"
+                   for line in done.stderr.splitlines())
+    messages = "".join(line + "\n" for line in done.stderr.splitlines() if not line.startswith("import time:"))
+    return (f"$ lc {' '.join(argv)}\n{done.stdout}{messages}(exit status {done.returncode}; "
+            f"{'compiled' if compiled else 'from the cache'})\n")
+
+
+with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+    cache = {"LC_CACHE": str(Path(tmp, "cache"))}
+    Path("hello.l").write_text('print("Hello from native code", 6 * 7)\n')
+    print(shell_run("run", "hello.l", env=cache))
+    print(shell_run("run", "hello.l", env=cache))
+    Path("hello.l").write_text('print("Hello from native code", 6 * 8)\n')
+    print(shell_run("run", "hello.l", env=cache))
+    entries = sorted(Path("cache", "programs").glob("*.lcp"), key=lambda p: p.stat().st_mtime)
+    entries[-1].write_bytes(entries[-1].read_bytes()[:-100])      # the entry used last, cut short
+    print(shell_run("run", "hello.l", env=cache))
+    print(shell_run("run", "hello.l", env=cache))
+    print(shell_run("run", "--no-cache", "hello.l", env=cache))
+    Path("warns.l").write_text('def f(x) = x.{ 0 -> "zero" }\nprint(f(0))\n')
+    print(shell_run("run", "warns.l", env=cache))
+    print(shell_run("run", "warns.l", env=cache))
+    print(shell_run("run", "-Werror", "warns.l", env=cache))
+    print(sorted(p.suffix for p in Path("cache", "programs").iterdir()))
+
+# %% [markdown]
+# The first run compiles, the second does not and prints the same; the
+# edited program is compiled, and so is the one whose entry was cut short,
+# after which it is whole again; `--no-cache` compiles. The warning is said
+# by the run that compiled and by the one that did not, the same; with
+# `-Werror` it is an error and nothing runs, which is not kept. The folder
+# holds one entry per program that was compiled and run: the first hello,
+# the edited one (written twice), and the program with a warning.
+#
+# How long `lc run` takes, compiling and not, on this machine: the median of
+# ten runs of each, in alternation, of the book's `hello.l` and of its
+# biggest example (the times depend on the machine and its load, so the
+# cell's output is not checked; chapter 12 runs the book's benchmarks).
+
+# %% tags=["nbval-ignore-output"]
+import statistics
+import time
+
+
+def wall(argv: list[str], env: dict) -> float:
+    start = time.perf_counter()
+    subprocess.run([lc_path, *argv], capture_output=True, env={**os.environ, **env})
+    return time.perf_counter() - start
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    cache = {"LC_CACHE": tmp}
+    biggest = max(Path("../examples").glob("*.l"), key=lambda p: p.stat().st_size)
+    for program in (Path("../examples/hello.l"), biggest):
+        wall(["run", str(program)], cache)                        # the runtime, and the entry
+        times = {"compiling": [], "from the cache": []}
+        for _ in range(10):
+            times["compiling"].append(wall(["run", "--no-cache", str(program)], cache))
+            times["from the cache"].append(wall(["run", str(program)], cache))
+        print(f"lc run {program.name} ({len(program.read_text().splitlines())} lines): "
+              + ", ".join(f"{how} {statistics.median(t):.3f} s" for how, t in times.items()))
+
+# %% [markdown]
+# `tests/test_cli.py` checks the promises of this section through `lc`,
+# with a cache of its own: a program run again is not compiled (the
+# pipeline is not imported) and prints, says and returns the same — a
+# program that ends with a runtime error, a program with a warning, a
+# program stopped by Ctrl-C; an edit, an option and a setting of the
+# environment each make it compiled again, with the new result; an entry
+# cut short or changed is compiled again; `--no-cache` keeps nothing; and
+# `lc --help`, `lc --version` and a hit import none of the compiler's
+# stages. The entry's name is checked to change with each file of a copy of
+# the package, and `keep` to keep the entries used last.
 
 # %% [markdown]
 # ## When something goes wrong

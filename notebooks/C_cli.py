@@ -68,6 +68,10 @@
 #   `hello`); `lc repl` reads definitions and expressions one at a time,
 #   with line editing, a history and the commands `:help`, `:type`, `:load`,
 #   `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+#   `lc run` runs a program it has compiled before, unchanged, without
+#   compiling it again ([chapter
+#   11](11_running.ipynb#running-again-without-compiling-a-cache-of-programs));
+#   `--no-cache` compiles it all the same.
 # - A setting of the environment that a program reads (`LC_STACK_SIZE`,
 #   `LC_HEAP_LIMIT`, `LC_BUFFER`, …) that cannot be read is an error naming
 #   the variable and what it accepts (status 2), under `--interp` too; a
@@ -81,7 +85,8 @@
 #   shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
 #   for a bug of `lc` itself. No Python traceback reaches the user.
 # - `lc --help` lists the commands and the environment variables `lc` and
-#   its programs read; `lc --version` names the version.
+#   its programs read; `lc --version` names the version. Neither loads a
+#   stage of the compiler: each command imports what it needs when it runs.
 # - `lc(*arguments)` runs the command in a notebook, its error output in
 #   order with its output, and returns the exit status.
 #
@@ -99,11 +104,9 @@ import argparse
 import os
 import sys
 import textwrap
-from importlib import metadata
 from typing import Callable
 
-from lcompiler.errors import POLICY, CompileError, Diagnostic
-
+VERSION = "0.1.0"                      # pyproject.toml's; tests/test_cli.py checks that they agree
 COMMANDS: dict[str, tuple[str, tuple, Callable]] = {}
 ENVIRONMENT: dict[str, str] = {}       # the variables lc reads, for --help: name -> what it does
 
@@ -140,7 +143,10 @@ print(arg("--llvm", action="store_true", help="print the LLVM module instead of 
 # %% [markdown]
 # `argparse` exits with status 2 when the arguments are wrong, which for
 # `lc` would mean a runtime error; our parser says 1, a usage error. And
-# `lc --version` names the package's version and Python's.
+# `lc --version` names the package's version and Python's. The version is
+# the constant `VERSION`, not asked of the installed package's metadata:
+# importing `importlib.metadata` to read it was a good part of the time
+# `lc --version` took (see "How fast lc answers", below).
 
 # %%
 #| export
@@ -149,12 +155,14 @@ class ArgumentParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(1, f"{self.prog}: error: {message}\n")
 
+    def format_help(self) -> str:       # an epilog that is a function is written when the help is shown
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
 
 def version() -> str:
-    try:
-        return f"lc {metadata.version('lcompiler')} (Python {sys.version.split()[0]})"
-    except metadata.PackageNotFoundError:
-        return "lc (not installed)"
+    return f"lc {VERSION} (Python {sys.version.split()[0]})"
 
 
 # %% [markdown]
@@ -181,7 +189,8 @@ def flush_output() -> str | None:
 
 # %% [markdown]
 # `main` builds the parser from the registry, with the environment
-# variables of `ENVIRONMENT` listed under `lc --help`, then runs
+# variables of `ENVIRONMENT` listed under `lc --help` (`environment_help`,
+# called only when the help is shown), then runs
 # the sub-command. Everything that can go wrong becomes a message and an
 # exit status: a `Diagnostic` — a mistake in the L program, or a runtime
 # error — is shown with its place and its own status (1 or 2); a
@@ -192,14 +201,19 @@ def flush_output() -> str | None:
 
 # %%
 #| export
+def environment_help() -> str:
+    """The end of lc --help: the variables of ENVIRONMENT, `{default}` in a text being the runtime's."""
+    return "environment variables:\n" + "\n".join(
+        textwrap.fill(text.replace("{default}", runtime_default(name)) if "{default}" in text else text,
+                      79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
+        for name, text in ENVIRONMENT.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run lc; return its exit status (0 ok, 1 error in the input or the system, 2 failure at run
     time, 3 a bug in lc)."""
-    epilog = "environment variables:\n" + "\n".join(
-        textwrap.fill(text, 79, initial_indent=f"  {name:15} ", subsequent_indent=" " * 18)
-        for name, text in ENVIRONMENT.items())
     parser = ArgumentParser(prog="lc", description="The L compiler of the book.",
-                            epilog=epilog if ENVIRONMENT else None,
+                            epilog=environment_help if ENVIRONMENT else None,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -212,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
+    from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
     try:
@@ -274,13 +289,11 @@ def main(argv: list[str] | None = None) -> int:
 #| export
 from pathlib import Path
 
-from lcompiler import pipeline
-from lcompiler.errors import Source, Span
 
-
-def read_source(path: str) -> Source:
-    """The text of an L file (`-`: standard input, named `<stdin>`); a UsageError if it cannot be read,
-    a CompileError if it is not UTF-8."""
+def read_source(path: str):
+    """The text of an L file (`-`: standard input, named `<stdin>`), a Source; a UsageError if it cannot
+    be read, a CompileError if it is not UTF-8."""
+    from lcompiler.errors import CompileError, Source, Span
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         path = "<stdin>" if path == "-" else path
@@ -321,14 +334,13 @@ def colour_wanted(choice: str) -> bool:
 
 # %%
 #| export
-from lcompiler import addlang
-
-
 @command("add", "compile an expression of additions to LLVM and run it (chapter 1)",
          arg("expression", help="for example '3 + (2 + 4)'"),
          arg("--llvm", action="store_true", help="print the LLVM module instead of running it"),
          arg("--interp", action="store_true", help="run the interpreter instead of native code"))
 def add_command(args) -> int:
+    from lcompiler import addlang
+    from lcompiler.errors import CompileError
     e, spans = addlang.parse(args.expression)
     if unbound := addlang.free_variables(e):
         raise CompileError(f"unbound variable {unbound[0]}: lc add compiles closed expressions",
@@ -361,14 +373,14 @@ def add_command(args) -> int:
 
 # %%
 #| export
-from difflib import get_close_matches
-
-
 @command("show", "print what one stage of the compiler hands to the next, for an L file",
          arg("stage", help="the stage: tokens, ast, core, types, mono, cps, opt, closure, shrink, llvm, "
                            "llvm-opt, asm"),
          arg("file", help="an L source file"), OPTIMISE, COLOR)
 def show_command(args) -> int:
+    from difflib import get_close_matches
+
+    from lcompiler import pipeline
     if args.stage not in pipeline.names():
         near = get_close_matches(args.stage, pipeline.names(), n=1)
         raise UsageError(f"unknown stage {args.stage!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -389,22 +401,25 @@ def show_command(args) -> int:
 # the reference interpreter instead — after the type checker, as in chapter
 # 5. The package holds that last version only; the chapters tell the story,
 # and show the command at work with `--interp`. The native path runs the
-# program in this process (`driver.run_here`): its output and its runtime
-# errors are written by the program itself, and a runtime error ends the
-# process with status 2, which is `lc`'s.
+# program in this process (`cache.run`, which does what `driver.run_here`
+# does, but takes the machine code from [chapter 11's cache of
+# programs](11_running.ipynb#running-again-without-compiling-a-cache-of-programs)
+# when the program was compiled before, unless `--no-cache`): its output
+# and its runtime errors are written by the program itself, and a runtime
+# error ends the process with status 2, which is `lc`'s.
 
 # %%
 #| export
-from lcompiler import driver, interp, llvm_backend, runtime, types
-
-
 @command("run", "compile an L program to native code and run it",
          arg("file", help="an L source file, or - for standard input"),
          arg("--interp", action="store_true", help="run it with the reference interpreter of chapter 4b instead"),
-         OPTIMISE, WERROR, COLOR)
+         OPTIMISE, WERROR, COLOR,
+         arg("--no-cache", dest="cached", action="store_false",
+             help="compile the program even if it was compiled and kept before, and keep nothing (chapter 11)"))
 def run_command(args) -> int:
     source = read_source(args.file)
     if args.interp:
+        from lcompiler import interp, types
         program, _ = types.check_types(source)
         if problem := setting_problem():          # as the compiled runtime checks them
             flush_output()
@@ -412,7 +427,8 @@ def run_command(args) -> int:
             return 2
         interp.Interpreter().run(program)
         return 0
-    return driver.run_here(source, optimiser=args.level > 0)
+    from lcompiler import cache
+    return cache.run(source, optimiser=args.level > 0, cached=args.cached)
 
 
 SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")
@@ -421,6 +437,7 @@ CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1")}
 
 def setting_problem() -> str | None:
     """What chapter 10b's check_settings says of the LC_ variables, for the interpreter."""
+    from lcompiler import interp
     for name in SIZES:
         value = os.environ.get(name)
         if value and interp.env_size(name, 1) == 1 and interp.env_size(name, 2) == 2:
@@ -469,6 +486,7 @@ def build_command(args) -> int:
         raise UsageError(f"cannot write {output}: there is no directory {output.parent}")
     if output.exists() and args.file != "-" and output.samefile(args.file):
         raise UsageError(f"cannot write {output}: it is the source file")
+    from lcompiler import driver, llvm_backend
     if not args.debug:
         driver.build(source, output, optimiser=args.level > 0)
         return 0
@@ -484,7 +502,9 @@ def build_command(args) -> int:
 # compiles read. The runtime's are chapter 10b's, with the defaults that
 # the runtime's C is compiled with (chapter 10b's `DEFAULTS`, passed to the
 # C compiler as macros: one place for both), so the help stays true when
-# the runtime changes. The heap's also depends on the machine, as chapter
+# the runtime changes; a text says `{default}` where the runtime's default
+# goes, and `environment_help` asks the runtime for it when the help is
+# shown. The heap's also depends on the machine, as chapter
 # 10b explains, and the help says how.
 # `lc repl` runs [chapter 11](11_running.ipynb)'s REPL: on a terminal,
 # `driver.terminal_repl`, with the prompt, line editing and a history
@@ -506,6 +526,7 @@ def build_command(args) -> int:
 #| export
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
+    from lcompiler import runtime
     size = runtime.DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
@@ -514,10 +535,12 @@ def runtime_default(variable: str) -> str:
 ENVIRONMENT.update({
     "LC_HEAP_LIMIT": "the most memory a compiled program's heap may take; a program that needs more "
                      "stops with a runtime error (bytes, or with K, M or G; default "
-                     f"{runtime_default('LC_HEAP_LIMIT')}, or a quarter of the machine's memory if that is less)",
+                     "{default}, or a quarter of the machine's memory if that is less)",
     "LC_STACK_SIZE": "the stack of a compiled program, which bounds how deep its calls may nest "
-                     f"(default {runtime_default('LC_STACK_SIZE')})",
-    "LC_CACHE": "where the runtime, once compiled, is kept (default ~/.cache/lcompiler)",
+                     "(default {default})",
+    "LC_CACHE": "where lc keeps what it compiles: the runtime, and the programs lc run compiled, "
+                "so that a program run again unchanged is not compiled again (default ~/.cache/lcompiler; "
+                "lc run --no-cache keeps nothing)",
     "LC_BUFFER": "line: a compiled program writes its output at every line; block: in blocks of 64 KiB "
                  "(default: line on a terminal, block into a file or a pipe)",
     "CC": "the C compiler that compiles the runtime and links executables (default cc)",
@@ -526,6 +549,7 @@ ENVIRONMENT.update({
 
 @command("repl", "read L definitions and expressions, and run them one at a time", COLOR)
 def repl_command(args) -> int:
+    from lcompiler import driver
     if sys.stdin.isatty():
         print("L, compiled to native code one entry at a time. :help for help, Ctrl-D to end.")
         driver.terminal_repl()
@@ -534,6 +558,61 @@ def repl_command(args) -> int:
     return 0
 
 
+
+# %% [markdown]
+# ## How fast lc answers
+#
+# `lc --help` should answer at once; it used to take several times as
+# long as Python needs to start, because
+# importing `lcompiler.cli` imported the whole compiler: the commands'
+# modules were imported at the top of the module, and each imports the
+# stages it runs, down to LLVM's binding. Now a command imports what it
+# needs in its own body, when it runs: `lc --help` and `lc --version` load
+# `argparse` and this module, and `lc --help` chapter 10b's `runtime` for
+# the defaults it prints; `lc run` on a program found in chapter 11's cache
+# loads the runtime and LLVM's binding, and still no stage. Two more things
+# cost time for nothing: `importlib.metadata`, to read the version of the
+# installed package, which the constant `VERSION` replaces (a test checks
+# that it is `pyproject.toml`'s), and the runtime's defaults in the help,
+# now asked for only when the help is shown (`environment_help`). Which
+# modules of the package `lc` imports, as Python's `-X importtime` lists
+# them:
+
+# %%
+import subprocess
+
+LC = str(Path(sys.executable).parent / "lc")     # the lc that pip installed with the package
+
+
+def imported(*argv: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", LC, *argv], capture_output=True, text=True)
+    modules = {line.split("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return sorted(m for m in modules if m.split(".")[0] in ("lcompiler", "llvmlite"))
+
+
+for argv in (["--version"], ["--help"]):
+    print(f"lc {' '.join(argv)}: {', '.join(imported(*argv))}")
+
+# %% [markdown]
+# And how long `lc --help` and `lc --version` take on this machine, the
+# median of twenty runs of each, in alternation, beside Python doing
+# nothing (`python -c pass`), which is the floor: the time depends on the
+# machine and its load, so the cell's output is not checked.
+
+# %% tags=["nbval-ignore-output"]
+import statistics
+import time
+
+times = {"python -c pass": [], "lc --version": [], "lc --help": []}
+commands = {"python -c pass": [sys.executable, "-c", "pass"], "lc --version": [LC, "--version"],
+            "lc --help": [LC, "--help"]}
+for _ in range(20):
+    for name, argv in commands.items():
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True)
+        times[name].append(time.perf_counter() - start)
+for name, seconds in times.items():
+    print(f"{name:15} {statistics.median(seconds):.3f} s")
 
 # %% [markdown]
 # ## lc in a notebook
@@ -652,7 +731,10 @@ print(done.stdout, end="")
 #   nested five thousand parentheses deep — which must be errors with status
 #   1, never tracebacks.
 # - `tests/test_cli.py` checks the registry: each command once, and no
-#   function of the module that no command runs.
+#   function of the module that no command runs; that `lc --help` and `lc
+#   --version` import no stage of the compiler (the modules a child process
+#   imports, as `python -X importtime` lists them), that `VERSION` is
+#   `pyproject.toml`'s, and chapter 11's cache of programs through `lc run`.
 #
 # ## Exercises
 #
