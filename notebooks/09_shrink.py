@@ -3499,6 +3499,11 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    closure call `p(i)`. Write the rule that gives each raise its own copy
 #    of a handler small enough to copy, so that each meets its exception.
 #    When is that worth it, and what happens to the closure call's use?
+# 10. After the optimiser, `search` still reads and writes `i` through
+#    `i_cell`, the one-field block chapter 7 made because a handler had to
+#    see the `var`'s latest value. The handler is gone; the cell is not.
+#    Write the rule that turns a cell nobody else can see back into
+#    continuation parameters, and say when it applies.
 #
 # <details><summary>Solutions</summary>
 #
@@ -3660,6 +3665,22 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    names it, since the closure may raise anything, so it stays — which
 #    is right, and costs nothing at run time, as a handler that nothing
 #    raises to at run time is code that never runs.
+# 10. A cell `c = tuple(v)` can become parameters when every use of `c` is
+#    a read `c[0]` or a write `c[0] := w` in the same function (no use
+#    passes `c` to a call, a jump, a closure or a tuple: nothing else can
+#    see it) and no handler is left that the cell was made for. Then, as
+#    LLVM's `mem2reg` does for stack slots, each read takes the value of the
+#    write before it on its path: along straight code that is a
+#    substitution, and each continuation reached from places that wrote
+#    different values gets a parameter for the cell's value, which every
+#    jump to it passes (the loop `loop_4` gets one: `i`). The reads then
+#    fold away, the writes are dead, and so is the `tuple`. In CPS the
+#    "paths" are the continuations' nesting and the jumps, so the rule walks
+#    the function once, carrying the current value, and adds the parameters
+#    where a continuation has more than one jump into it. For `search` it
+#    leaves the loop of the `while` with `i` as its parameter and no
+#    allocation — the program chapter 7 would have made for a `var` outside
+#    any `try`.
 # </details>
 #
 # Exercise 4: the census shrinker sweeping backwards, on the chain of dead
