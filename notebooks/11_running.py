@@ -1546,6 +1546,24 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # again the million frames the recursion keeps alive. Chapter 4b now lets
 # the collector look at new objects less often while a program runs.
 #
+# Programs that raise and catch, on the compiler that compiles exceptions
+# (issue 25), and a smaller run without them on the same compiler:
+#
+# ```text
+# $ nice -n 10 python tools/random_programs.py --exceptions -n 300 --out /tmp/rp-exc
+# done: 300 programs run 5 ways (interpreter, jit, executable, jit -O0, jit traps); agree,
+#   status 0 141, agree, runtime error 155, agree, stack overflow 4, findings 0
+# $ nice -n 10 python tools/random_programs.py -n 200 --out /tmp/rp
+# done: 200 programs run 4 ways (interpreter, jit, executable, jit -O0); agree, status 0 176,
+#   agree, runtime error 17, agree, stack overflow 7, findings 0
+# ```
+#
+# (687 s and 254 s). A first try had a finding on every program with a
+# warning, in the script: `lc run` writes the compiler's warnings on stderr
+# before the program's output, and the executable, built before, did not;
+# the script now counts what `lc build` wrote as the executable's too, and
+# allows warnings before the program's own stderr.
+#
 # Earlier runs, on the compiler before the optimiser and the new runtime,
 # three ways (without `lc run -O0`), printed:
 #
