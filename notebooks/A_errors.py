@@ -763,8 +763,10 @@ type(get_lexer_by_name("l")).__name__
 #   line and column its first line names, which is `Span`'s arithmetic.
 #   Its golden files `warn_*.l` hold warnings, with the program run (status
 #   0); `tests/test_warnings.py` checks `-Werror` (status 1), the colours of
-#   `--color=always` byte for byte against a golden file, and, through a
-#   pseudo-terminal, that `auto` paints a terminal unless `NO_COLOR` is set.
+#   `--color=always` byte for byte against a golden file, that every kind
+#   of message has a colour (a painted runtime error, an uncaught exception,
+#   keeps status 2), and, through a pseudo-terminal, that `auto` paints a
+#   terminal unless `NO_COLOR` is set.
 # - `tests/test_drawing.py` lays out random trees and checks that the boxes
 #   of one level never overlap and that a parent is centred over its
 #   children; that a picture is well-formed SVG holding every label, and its
