@@ -8,10 +8,12 @@ nested patterns on user data types, polymorphic helpers at several types, vars c
 mutual recursion, non-tail recursion thousands of calls deep, every kind of runtime error on purpose, and
 now and then a recursion that never ends). Each is run by `lc` in each way of WAYS — the reference
 interpreter, the JIT, a native executable, the JIT without chapter 9's optimiser — and what each way
-writes on stdout, writes on stderr, and its exit status must be the same, and a status the contract allows for a well-typed program: 0, or 2 with
-a located runtime error. Every program that breaks this is a finding: it is minimised (its lines, then its
-tokens, removed while the same ways still disagree in the same way) and saved in the output folder with
-what each way did. The script prints the counts as it goes and at the end.
+writes on stdout, writes on stderr, and its exit status must be the same, and a status the contract
+allows for a well-typed program: 0, or 2 with a located runtime error (the compiler's warnings may come
+first on stderr; an executable's are those `lc build` wrote). Every program that breaks this is a
+finding: it is minimised (its lines, then its tokens, removed while the same ways still disagree in the
+same way) and saved in the output folder with what each way did. The script prints the counts as it
+goes and at the end.
 
 With --exceptions the programs also raise (directly, or from a recursion of random depth) and catch,
 with handlers that do and do not match, and go a fifth way by default: the JIT with exceptions lowered to
