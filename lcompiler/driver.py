@@ -574,21 +574,21 @@ class Repl:
 
     def relocate(self, result: Result, entry: Entry, program: str) -> str:
         """A runtime error's line numbers, counted from the entry's first line (a compile error's
-        are already: `locate`)."""
+        are already: `locate`); on a terminal, the place is painted (appendix A's colour)."""
         if result.status == 1:
             return result.stderr
         before = program[:program.index(entry.text, len(self.definitions))].count("\n")
 
         def moved(m):
-            line = int(m.group(1))
+            line = int(m.group(2))
             if line > before:                       # in the entry's text
                 line = line - before + entry.before.count("\n")
             elif entry.before and line > entry.before_line:     # in the part of it run first
                 line -= entry.before_line
             else:
                 return m.group(0)
-            return f"{entry.name}:{line}:"
-        return re.sub(rf"^{re.escape(entry.name)}:(\d+):", moved, result.stderr, flags=re.M)
+            return f"{m.group(1)}{entry.name}:{line}:"
+        return re.sub(rf"^((?:\x1b\[[0-9;]*m)?){re.escape(entry.name)}:(\d+):", moved, result.stderr, flags=re.M)
 
     def define(self, entry: Entry, items: list) -> bool:
         """Run the session with the entry's definitions (and statements); keep them if they run."""

@@ -99,7 +99,8 @@ class Span:
 POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
           "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
           "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
-COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
+COLOURS = {"error": "1;31", "runtime error": "1;31", "warning": "1;35", "note": "1;36",   # as gcc's
+           "place": "1", "caret": "1;32"}
 
 
 def paint(what: str, text: str) -> str:

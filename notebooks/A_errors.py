@@ -173,7 +173,8 @@ class Span:
 POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: see "Colour on a terminal"
           "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
           "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
-COLOURS = {"error": "1;31", "warning": "1;35", "note": "1;36", "place": "1", "caret": "1;32"}   # as gcc's
+COLOURS = {"error": "1;31", "runtime error": "1;31", "warning": "1;35", "note": "1;36",   # as gcc's
+           "place": "1", "caret": "1;32"}
 
 
 def paint(what: str, text: str) -> str:
@@ -417,7 +418,7 @@ print(CompileErrors([unknown, branch]).render())
 # ## Colour on a terminal
 #
 # On a terminal, colour helps the eye find the word that says what a line
-# is: `lc` paints `error:` red, `warning:` magenta, `note:` cyan, the place
+# is: `lc` paints `error:` and `runtime error:` red, `warning:` magenta, `note:` cyan, the place
 # `FILE:LINE:COL:` bold, and the caret green, as gcc and clang do. Colour
 # is made of ANSI escape sequences, `ESC [ 1;31 m` … `ESC [ 0 m`, which a
 # terminal obeys and a file keeps as garbage; so `lc` paints only when
@@ -769,8 +770,10 @@ type(get_lexer_by_name("l")).__name__
 #   line and column its first line names, which is `Span`'s arithmetic.
 #   Its golden files `warn_*.l` hold warnings, with the program run (status
 #   0); `tests/test_warnings.py` checks `-Werror` (status 1), the colours of
-#   `--color=always` byte for byte against a golden file, and, through a
-#   pseudo-terminal, that `auto` paints a terminal unless `NO_COLOR` is set.
+#   `--color=always` byte for byte against a golden file, that every kind
+#   of message has a colour (a painted runtime error, an uncaught exception,
+#   keeps status 2), and, through a pseudo-terminal, that `auto` paints a
+#   terminal unless `NO_COLOR` is set.
 # - `tests/test_drawing.py` lays out random trees and checks that the boxes
 #   of one level never overlap and that a parent is centred over its
 #   children; that a picture is well-formed SVG holding every label, and its

@@ -17,7 +17,7 @@ the block of a `try` is a tail call, a call in a clause of a `try` in tail posit
 retries in constant stack), the clauses see the vars a block assigned before raising out of a `while`,
 an exception that no clause matches keeps its raise site, the predefined exceptions raise to the handler
 of their block, closure code takes both continuations; random programs that raise and catch mean the same
-on every interpreter of the pipeline.
+on every interpreter of the pipeline, and compiled, by the JIT with chapter 9's optimiser and without.
 """
 
 import io
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from lcompiler import cps, pipeline
+from lcompiler import cps, driver, pipeline
 from lcompiler.closure import closure_convert
 from lcompiler.cps import (
     Apply, CheckError, Const, Definition, Lambda, LetCont, LetPrim, MakeClosure, Op, SetField,
@@ -221,8 +221,9 @@ INTS = [0, 1, 2, 3, 7, 42, 99, 4611686018427387904, 9223372036854775807]
 
 # Exceptions (issue 25): with programs(exceptions=True), expressions also raise — directly, or from a
 # recursion of random depth — and catch, with handlers that do and do not match (an exception no clause
-# matches goes on outward, perhaps uncaught: a runtime error). Until the back end compiles them, the
-# tests of compiled code draw programs without them (the switch is off by default).
+# matches goes on outward, perhaps uncaught: a runtime error). The switch is off by default: the random
+# tests of other files draw programs without them, and those with them go the interpreters of every stage
+# and the compiled ways below (and tests/test_exceptions_native.py's, under each lowering).
 EXCEPTIONS_PRELUDE = """\
 exception Stop
 exception Fail(Int)
@@ -624,9 +625,9 @@ def test_random_programs_mean_the_same_after_each_pass(text):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(programs(exceptions=True))
 def test_random_programs_with_exceptions_mean_the_same_on_every_interpreter(text):
-    """Until the back end compiles exceptions, the ways without it: the interpreter of every stage from
-    core to shrink, with the optimiser (the CPS interpreter after cps, opt, closure and shrink), each
-    stage's output checked; and the converted program prints, parses and runs again."""
+    """The interpreter of every stage from core to shrink, with the optimiser (the CPS interpreter after
+    cps, opt, closure and shrink), each stage's output checked; and the converted program prints, parses
+    and runs again. Compiled: the next test."""
     src = Source("random.l", text)
     outcomes = {}
     for stage, value, unit in pipeline.stages_of(src, upto="shrink", checked=True):
@@ -637,6 +638,22 @@ def test_random_programs_with_exceptions_mean_the_same_on_every_interpreter(text
     assert all(got == want for got in outcomes.values()), (text, outcomes)
     program, _ = three_ways(src, want)
     round_trip(program, src, True, want, run=True)
+
+
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(programs(exceptions=True))
+def test_random_programs_with_exceptions_run_compiled_as_the_reference_interpreter_runs_them(text):
+    """The JIT with chapter 9's optimiser and without (-O0), each in a child process (chapter 11's
+    run_source: a crash is a status, not the end of pytest), against the reference interpreter: what
+    it prints, its runtime error (an uncaught exception among them) and its exit status. The same
+    programs at every run (derandomize): a test run cannot fail by chance."""
+    src = Source("random.l", text)
+    printed, error = reference(check_types(src)[0])
+    want = printed, "" if error is None else error + "\n", 0 if error is None else 2
+    for optimiser in (True, False):
+        r = driver.run_source(src, timeout=120, optimiser=optimiser)
+        assert (r.stdout, r.stderr, r.status) == want, (f"optimiser {'on' if optimiser else 'off'}", text)
 
 
 @pytest.mark.slow

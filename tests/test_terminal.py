@@ -3,6 +3,7 @@
 
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -147,6 +148,63 @@ def test_the_repl_survives_ctrl_c_and_ctrl_d_and_keeps_its_history(tmp_path):
     t.type("\x04")                                 # Ctrl-D on an empty prompt: the end
     assert t.status() == 0
     assert "x * 21" in (home / ".lc_history").read_text()
+
+
+BOOM = "exception Boom(Int)\ndef f(n) = if (n > 2) raise(Boom(n)) else n\n"
+
+
+@pytest.mark.slow
+def test_an_uncaught_exception_in_the_repl_is_reported_as_lc_run_reports_it_and_the_session_goes_on(tmp_path):
+    """On a terminal, where lc paints its messages (appendix A): lc run, --interp and an executable stop
+    with status 2; the REPL shows the same message, its line counted from the entry, and goes on."""
+    (tmp_path / "boom.l").write_text(BOOM + "print(f(1))\nraise(Boom(3))\n")
+    env = {"LC_CACHE": CACHE, "NO_COLOR": ""}
+    assert subprocess.run([LC, "build", "boom.l", "-o", "boom"], cwd=tmp_path, timeout=300).returncode == 0
+    for argv in ([LC, "run", "boom.l"], [LC, "run", "--interp", "boom.l"], [str(tmp_path / "boom")]):
+        t = Terminal(argv, tmp_path, env)
+        assert t.status(120) == 2
+        assert plain(t.seen) == "1\nboom.l:4:1: runtime error: uncaught exception Boom(3)\nraise(Boom(3))\n" \
+                                "^~~~~~~~~~~~~~\n", argv
+    home = tmp_path / "home"
+    home.mkdir()
+    t = Terminal([LC, "repl"], tmp_path, {**env, "HOME": str(home), "XDG_STATE_HOME": ""})
+    t.expect("L> ")
+    for line in BOOM.splitlines():
+        t.type(line + "\n")
+    t.expect("f : Int -> Int\nL> ")
+    t.type("raise(Boom(3))\n")                      # raised in the entry
+    shown = t.expect("L> ")
+    assert "\x1b[1;31mruntime error:" in shown      # painted
+    assert plain(shown) == "raise(Boom(3))\n<repl>:1:1: runtime error: uncaught exception Boom(3)\n" \
+                           "raise(Boom(3))\n^~~~~~~~~~~~~~\nL> "
+    t.type("def g = f(9)\n")                        # raised in a function defined earlier: where it raises
+    assert "\n<repl>:2:23: runtime error: uncaught exception Boom(9)\n" in plain(t.expect("L> "))
+    t.type("try { f(8) } catch { Boom(k) -> k * 10 }\n")     # the session goes on, f still there
+    assert "80 : Int" in t.expect("L> ")
+    t.type("g\n")                                   # a definition that raised is not kept
+    assert "unknown variable g" in plain(t.expect("L> "))
+    t.type("\x04")
+    assert t.status() == 0
+
+
+def plain(text: str) -> str:
+    """The text without its colours."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def test_an_uncaught_exception_in_an_l_cell_is_reported_and_the_session_goes_on(capsys):
+    driver.SESSION = None
+    for line, cell in [("", BOOM), ("", "print(f(2))\nraise(Boom(3))"), ("", "f(2) * 7"),
+                       ("--fresh", "exception E\nprint(1)\nraise(E)"), ("", "def g = f(9)"), ("", "f(1)")]:
+        driver.l_cell_magic(line, cell)
+    assert capsys.readouterr().out == (
+        "exception Boom(Int)\nf : Int -> Int\n"
+        "2\ncell.l:2:1: runtime error: uncaught exception Boom(3)\nraise(Boom(3))\n^~~~~~~~~~~~~~\n"
+        "14 : Int\n"
+        "1\ncell.l:3:1: runtime error: uncaught exception E\nraise(E)\n^~~~~~~~\n"
+        "cell.l:2:23: runtime error: uncaught exception Boom(9)\ndef f(n) = if (n > 2) raise(Boom(n)) else n\n"
+        "                      ^~~~~~~~~~~~~~\n"
+        "1 : Int\n")
 
 
 def test_run_l_shows_what_a_program_printed_before_its_time_ran_out(capsys):

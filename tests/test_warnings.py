@@ -251,6 +251,24 @@ def test_color_always_paints_the_golden_ansi_and_never_does_not():
     assert "\x1b[1;31merror:\x1b[0m" in error and "\x1b[1;36mnote:\x1b[0m" in error
 
 
+def test_every_kind_of_message_has_a_colour_and_a_painted_runtime_error_keeps_status_2(tmp_path):
+    """A kind without a colour was an internal error (status 3) for every runtime error on a terminal."""
+    from lcompiler import errors
+    kinds, todo = set(), [errors.Diagnostic]
+    while todo:
+        cls = todo.pop()
+        kinds.add(cls.kind)
+        todo += cls.__subclasses__()
+    assert "runtime error" in kinds and kinds <= set(errors.COLOURS)
+    (tmp_path / "boom.l").write_text("exception Boom(Int)\nprint(1)\nraise(Boom(3))\n")
+    for way in (["--interp"], [], ["-O0"]):
+        done = subprocess.run([LC, "run", *way, "--color=always", "boom.l"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+        assert (done.stdout, done.returncode) == ("1\n", 2), done.stderr
+        assert done.stderr.startswith("\x1b[1mboom.l:3:1:\x1b[0m \x1b[1;31mruntime error:\x1b[0m uncaught exception "
+                                      "Boom(3)\n"), done.stderr
+
+
 def stderr_on_a_terminal(*args: str, env: dict | None = None) -> str:
     """lc's standard error when it is a terminal (a pseudo-terminal), as a person at one sees it."""
     main, secondary = pty.openpty()

@@ -1,22 +1,23 @@
 """Random well-typed L programs, run every way L can run; any disagreement is a finding.
 
     python tools/random_programs.py [-n 2000] [--seed 1] [--out DIR] [--timeout 60]
-    python tools/random_programs.py --exceptions --ways interpreter      # raise and try (issue 25)
+    python tools/random_programs.py --exceptions [-n 300]      # raise and try (issue 25): five ways
 
 Each program comes from the generator of tests/test_convert.py (every construct of the contract:
 nested patterns on user data types, polymorphic helpers at several types, vars captured by closures,
 mutual recursion, non-tail recursion thousands of calls deep, every kind of runtime error on purpose, and
 now and then a recursion that never ends). Each is run by `lc` in each way of WAYS — the reference
-interpreter, the JIT, a native executable, the JIT without chapter 9's optimiser — and what each way writes on stdout, writes on stderr, and
-its exit status must be the same, and a status the contract allows for a well-typed program: 0, or 2 with
-a located runtime error. Every program that breaks this is a finding: it is minimised (its lines, then its
-tokens, removed while the same ways still disagree in the same way) and saved in the output folder with
-what each way did. The script prints the counts as it goes and at the end.
+interpreter, the JIT, a native executable, the JIT without chapter 9's optimiser — and what each way
+writes on stdout, writes on stderr, and its exit status must be the same, and a status the contract
+allows for a well-typed program: 0, or 2 with a located runtime error (the compiler's warnings may come
+first on stderr; an executable's are those `lc build` wrote). Every program that breaks this is a
+finding: it is minimised (its lines, then its tokens, removed while the same ways still disagree in the
+same way) and saved in the output folder with what each way did. The script prints the counts as it
+goes and at the end.
 
 With --exceptions the programs also raise (directly, or from a recursion of random depth) and catch,
-with handlers that do and do not match. The compiled ways cannot run `raise` and `try` until the back
-end of issue 25 lands (they stop with "exceptions are not compiled yet"): until then, run those programs
-the ways that can, `--ways interpreter`.
+with handlers that do and do not match, and go a fifth way by default: the JIT with exceptions lowered to
+trap frames (`LC_EXCEPTIONS=traps`, chapter 10) instead of the flag.
 
 Long runs compete with other work: run them with `nice -n 10`.
 """
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,9 +45,10 @@ from lcompiler import cli, support  # noqa: E402
 @dataclass(frozen=True)
 class Way:
     """One way to run a program: the arguments of `lc` before the file (`run …`), or, with executable,
-    of `lc build` after `-o EXE`, whose executable is then run."""
+    of `lc build` after `-o EXE`, whose executable is then run; env, variables set for `lc`."""
     args: tuple
     executable: bool = False
+    env: tuple = ()
 
 
 WAYS = {
@@ -55,7 +56,9 @@ WAYS = {
     "jit": Way(("run",)),
     "executable": Way(("build",), executable=True),
     "jit -O0": Way(("run", "-O0")),             # without the optimiser of chapter 9
+    "jit traps": Way(("run",), env=(("LC_EXCEPTIONS", "traps"),)),    # exceptions lowered to trap frames
 }
+EXCEPTIONS_ONLY = {"jit traps"}         # a way that differs from another only for programs that raise
 
 
 @dataclass(frozen=True)
@@ -71,42 +74,32 @@ class Outcome:
 TIMEOUT = -1000
 
 
-def lc_in_child(argv: list[str], timeout: float, cwd: Path) -> Outcome:
-    """Run `lc ARGV` as cli.main in a forked child (no interpreter start-up), its output captured."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        pid = os.fork()
-        if pid == 0:
-            status = 99
-            try:
-                os.chdir(cwd)
-                os.dup2(out.fileno(), 1)
-                os.dup2(err.fileno(), 2)
-                status = cli.main(list(argv))
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(status if isinstance(status, int) else 99)
-        status = wait(pid, timeout)
-        out.seek(0)
-        err.seek(0)
-        return Outcome(out.read().decode(errors="replace"), err.read().decode(errors="replace"), status)
+def lc_in_child(argv: list[str], timeout: float, cwd: Path, env: tuple = ()) -> Outcome:
+    """Run `lc ARGV` as cli.main in a forked child (no interpreter start-up; appendix B's run_in_child),
+    its output captured; an exception of lc itself is a traceback on stderr and status 99."""
+    def main() -> int:
+        try:
+            os.chdir(cwd)
+            os.environ.update(env)
+            status = cli.main(list(argv))
+            sys.stdout.flush()
+            return status if isinstance(status, int) else 99
+        except BaseException:
+            traceback.print_exc()
+            sys.stderr.flush()
+            return 99
 
-
-def wait(pid: int, timeout: float) -> int:
-    """The child's exit status, or TIMEOUT when chapter 11's wait had to kill it."""
-    status = support.wait(pid, timeout)
-    return TIMEOUT if status == -signal.SIGKILL else status
+    r = support.run_in_child(main, timeout)
+    if r.stderr.endswith(f"stopped: the program ran longer than {timeout:g} s\n"):
+        return Outcome("", "", TIMEOUT)
+    return Outcome(r.stdout, r.stderr, r.status)
 
 
 def run_way(way: Way, path: Path, timeout: float) -> Outcome:
     if not way.executable:
-        return lc_in_child([*way.args, path.name], timeout, path.parent)
+        return lc_in_child([*way.args, path.name], timeout, path.parent, way.env)
     exe = path.with_suffix(".exe")
-    built = lc_in_child(["build", path.name, "-o", exe.name, *way.args[1:]], timeout, path.parent)
+    built = lc_in_child(["build", path.name, "-o", exe.name, *way.args[1:]], timeout, path.parent, way.env)
     if built.status != 0:
         return built
     try:
@@ -115,10 +108,19 @@ def run_way(way: Way, path: Path, timeout: float) -> Outcome:
         return Outcome("", "", TIMEOUT)
     finally:
         exe.unlink(missing_ok=True)
-    return Outcome(done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"), done.returncode)
+    # what `lc build` warned of (chapter 4b's warnings) comes first, as `lc run` writes it before running
+    return Outcome(done.stdout.decode(errors="replace"), built.stderr + done.stderr.decode(errors="replace"),
+                   done.returncode)
 
 
 RUNTIME_ERROR = re.compile(r"^random\.l:\d+:\d+: runtime error: .+\n.*\n[ \t]*\^~*\n\Z")
+WARNING = re.compile(r"^random\.l:\d+:\d+: warning: .+\n.*\n[ \t]*\^~*\n", re.M)
+
+
+def unwarned(stderr: str) -> str:
+    """stderr without the compiler's warnings (a clause list that does not cover every constructor
+    is well typed, and warned of: at compile time, before the program runs)."""
+    return WARNING.sub("", stderr)
 
 
 def problems(outcomes: dict) -> tuple:
@@ -132,7 +134,7 @@ def problems(outcomes: dict) -> tuple:
             found.append(f"{name} differs ({', '.join(what)})")
         if o.status == TIMEOUT:
             found.append(f"{name} timed out")
-        elif o.status == 0 and o.stderr or o.status == 2 and not RUNTIME_ERROR.match(o.stderr) \
+        elif o.status == 0 and unwarned(o.stderr) or o.status == 2 and not RUNTIME_ERROR.match(unwarned(o.stderr)) \
                 or o.status not in (0, 2):
             found.append(f"{name}: status {o.status} against the contract")
     return tuple(found)
@@ -218,9 +220,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "lc-random-findings")
     parser.add_argument("--minimise-budget", type=float, default=600, help="seconds per finding")
     parser.add_argument("--exceptions", action="store_true", help="programs that raise and catch exceptions")
-    parser.add_argument("--ways", nargs="+", choices=list(WAYS), default=list(WAYS),
-                        help="the ways to run each program (default: all)")
+    parser.add_argument("--ways", nargs="+", choices=list(WAYS),
+                        help="the ways to run each program (default: all; without --exceptions, all but "
+                             + ", ".join(sorted(EXCEPTIONS_ONLY)) + ")")
     args = parser.parse_args()
+    if args.ways is None:
+        args.ways = [name for name in WAYS if args.exceptions or name not in EXCEPTIONS_ONLY]
     for name in [name for name in WAYS if name not in args.ways]:
         del WAYS[name]
 
