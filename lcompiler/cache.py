@@ -36,7 +36,7 @@ __all__ = [
     'PACKAGE',
     'compiler_digest',
     'entry_name',
-    'KEPT',
+    'ENTRIES_KEPT',
     'pack',
     'unpack',
     'folder',
@@ -50,7 +50,7 @@ __all__ = [
 
 # --- Running again without compiling: a cache of programs --------------
 
-# cell 68
+# cell 70
 import hashlib
 import os
 from pathlib import Path
@@ -79,13 +79,13 @@ def entry_name(source, optimiser: bool, policy: dict, environment: dict, package
                         policy["color"], policy["warnings_are_errors"], settings)).encode())
     return digest.hexdigest()
 
-# cell 72
+# cell 74
 import contextlib
 import struct
 import tempfile
 import time
 
-KEPT = 100          # entries the folder keeps, the ones used last
+ENTRIES_KEPT = 100          # entries the folder keeps, the ones used last
 
 
 def pack(warnings: str, objects: list[bytes]) -> bytes:
@@ -131,7 +131,7 @@ def kept(path: Path) -> tuple[str, list[bytes]] | None:
         return None
 
 
-def keep(path: Path, entry: bytes, most: int = KEPT) -> None:
+def keep(path: Path, entry: bytes, most: int = ENTRIES_KEPT) -> None:
     """Write an entry atomically, then forget the entries used least recently beyond `most`; quietly
     nothing if the folder cannot be written."""
     temporary = None
@@ -157,7 +157,7 @@ def keep(path: Path, entry: bytes, most: int = KEPT) -> None:
         with contextlib.suppress(OSError):
             other.unlink()
 
-# cell 76
+# cell 78
 import sys
 
 

@@ -415,7 +415,7 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 
 # --- L in a notebook: run_l and the %%L magic --------------------------
 
-# cell 35
+# cell 37
 def run_l(text: str, name: str = "cell.l", timeout: float | None = None) -> Result:
     """Compile and run an L program given as text, safely: show its output as it comes, then its errors."""
     warnings, sink = [], POLICY["sink"]
@@ -479,7 +479,7 @@ def load_ipython_extension(ipython) -> None:
 
 # --- The REPL ----------------------------------------------------------
 
-# cell 52
+# cell 54
 import re
 
 from lcompiler import syntax, types
@@ -532,7 +532,7 @@ class Repl:
         self.evaluate(Entry(name, " " * (start - line_start) + text[start:], text[:line_start], line),
                       show_unit=not cell)
 
-    # cell 54: The REPL
+    # cell 56: The REPL
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
         shown as it comes: (result, typing)."""
@@ -632,7 +632,7 @@ class Repl:
         except CompileError:
             return None                         # run() shows the error
 
-    # cell 56: The REPL
+    # cell 58: The REPL
     def command(self, line: str) -> bool:
         """Run a command of the REPL; False for :quit."""
         word, _, rest = line.strip().partition(" ")
@@ -666,7 +666,7 @@ class Repl:
                        + (f" (did you mean {near[0]}?)" if near else "") + "; :help lists the commands\n")
         return True
 
-# cell 54
+# cell 56
 class Shown:
     """The output of a run, written as it comes: without its first `skip` characters and, with
     `hold`, without its last newline, until `end` says whether a value's type follows."""
@@ -695,7 +695,7 @@ def data_text(item) -> str:
     head, *constructors = syntax.pretty(item).split("\n")
     return head + (" " + "; ".join(c.strip() for c in constructors[:-1]) + " }" if constructors else "")
 
-# cell 56
+# cell 58
 from difflib import get_close_matches
 
 COMMANDS = {
@@ -765,7 +765,7 @@ def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> Non
         return line
     session_loop(read, write, timeout)
 
-# cell 58
+# cell 60
 def history_file() -> Path:
     state = os.environ.get("XDG_STATE_HOME")
     return Path(state) / "lc_history" if state else Path.home() / ".lc_history"

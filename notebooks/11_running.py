@@ -749,6 +749,92 @@ with tempfile.TemporaryDirectory() as tmp:
     print("exit status", done.returncode)
 
 # %% [markdown]
+# ### The three ways, on one time line
+#
+# Each way starts with the same two steps — the stages of the pipeline, in
+# Python, then LLVM's optimisation and code generation — and differs in
+# what it does with the machine code. `lc run` loads it into this process
+# and calls `main`. `run_l`, `%%L` and the REPL (later in this chapter)
+# load it the same way and call `main` in a forked child, so a crash or an
+# endless loop ends the child, not the host. `lc build` asks LLVM for
+# position-independent code instead, links it with the runtime using the
+# C compiler, and then the executable runs with no Python at all. The cell
+# below times each step for `fib(30)`, one way after the other, and draws
+# them: the widths change from run to run (this cell's figures are not
+# compared by the tests), the order of the steps does not. For a program
+# this small, the two compiling steps are most of every line; the link is
+# what a build adds, the fork what a child adds, and loading the code is
+# the JIT's only cost.
+
+# %% tags=["nbval-ignore-output"]
+import time
+
+import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
+
+TIMELINE = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(30))\n")
+
+
+def timed(steps: list, what: str, run):
+    """Run run(), append (what, seconds) to steps, and return what it returned."""
+    start = time.perf_counter()
+    result = run()
+    steps.append((what, time.perf_counter() - start))
+    return result
+
+
+def timeline(source: Source) -> dict:
+    """Each way of running source, with its steps (what, seconds), measured now, one after the other."""
+    ways = {"lc run: JIT, in this process": [], "run_l, %%L, REPL: a child": [], "lc build; then the executable": []}
+    for way, steps in ways.items():
+        module = timed(steps, "front end, optimiser", lambda: pipeline.compile_to("llvm", source)[0])
+        executable = way.startswith("lc build")
+        objects = timed(steps, "LLVM", lambda: machine_code(module, executable=executable))
+        if not executable:
+            engine, main = timed(steps, "load", lambda: jit(objects))
+            if way.startswith("lc run"):
+                sys.stdout.flush()
+                assert timed(steps, "run", main) == 0
+            else:
+                assert timed(steps, "fork, run", lambda: run_in_child(main, 60)).status == 0
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
+            for file, code in zip(files, objects):
+                file.write_bytes(code)
+            exe = Path(tmp) / "fib"
+            timed(steps, "link", lambda: subprocess.run(
+                [c_compiler(), *map(str, files), str(runtime("object")), "-o", str(exe), "-lpthread"], check=True))
+            assert timed(steps, "exec, run", lambda: subprocess.run([str(exe)], capture_output=True)).returncode == 0
+    return ways
+
+
+pipeline.compile_to("llvm", TIMELINE)                # once before timing: Python's first-call costs
+ways = timeline(TIMELINE)
+colours = {"front end, optimiser": "tab:blue", "LLVM": "tab:orange", "load": "tab:green", "run": "tab:red",
+           "fork, run": "tab:red", "link": "tab:purple", "exec, run": "tab:red"}
+longest = max(sum(seconds for _, seconds in steps) for steps in ways.values())
+fig, ax = plt.subplots(figsize=(9, 2.9))
+for y, (way, steps) in enumerate(reversed(ways.items())):
+    x = 0.0
+    for what, seconds in steps:
+        ax.broken_barh([(x * 1000, seconds * 1000)], (y - 0.35, 0.7), color=colours[what])
+        if seconds > 0.25 * longest:                # a label only where it fits
+            ax.text((x + seconds / 2) * 1000, y, what, ha="center", va="center", fontsize=8, color="white")
+        x += seconds
+ax.set_yticks(range(len(ways)), list(reversed(ways)))
+ax.set_xlabel("milliseconds, from the source text to the end of the run")
+ax.legend(handles=[Patch(color=c, label=w) for w, c in colours.items() if w not in ("fork, run", "exec, run")],
+          loc="upper center", bbox_to_anchor=(0.5, -0.32), fontsize=8, ncol=5, frameon=False)
+plt.tight_layout()
+display(fig, metadata={"alt": "Three time lines, one per way of running fib(30): " + "; ".join(
+    f"{way}: " + ", ".join(f"{what} {seconds * 1000:.0f} ms" for what, seconds in steps) for way, steps in ways.items())})
+plt.close(fig)
+for way, steps in ways.items():
+    print(f"{way:32} " + "  ".join(f"{what} {seconds * 1000:.0f}" for what, seconds in steps)
+          + f"  = {sum(s for _, s in steps) * 1000:.0f} ms")
+
+# %% [markdown]
 # ## L in a notebook: run_l and the %%L magic
 #
 # `run_l(text)` compiles a program given as text and runs it in a child: it
@@ -1397,7 +1483,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # compiled again and the entry written anew. An entry is written into a
 # temporary file of the folder, then renamed to its name, which is atomic:
 # two `lc run` at the same time never see half an entry. The folder keeps
-# the `KEPT` entries used last (a hit touches its entry), so that it does
+# the `ENTRIES_KEPT` entries used last (a hit touches its entry), so that it does
 # not grow without end; a temporary file that an `lc` killed while writing
 # left behind is removed after an hour. A cache that cannot be written — a full disk, a
 # read-only home — is a cache that keeps nothing; the program runs all the
@@ -1502,7 +1588,7 @@ for what, name in names.items():
 # files, each after its length, behind the line of the format and the hash
 # of what follows; `unpack` gives them back, or `None` for anything that is
 # not an entry as `pack` writes it. `keep` writes one atomically, then
-# removes the entries used least recently beyond `KEPT`; `kept` reads one,
+# removes the entries used least recently beyond `ENTRIES_KEPT`; `kept` reads one,
 # and touches it.
 
 # %%
@@ -1512,7 +1598,7 @@ import struct
 import tempfile
 import time
 
-KEPT = 100          # entries the folder keeps, the ones used last
+ENTRIES_KEPT = 100          # entries the folder keeps, the ones used last
 
 
 def pack(warnings: str, objects: list[bytes]) -> bytes:
@@ -1558,7 +1644,7 @@ def kept(path: Path) -> tuple[str, list[bytes]] | None:
         return None
 
 
-def keep(path: Path, entry: bytes, most: int = KEPT) -> None:
+def keep(path: Path, entry: bytes, most: int = ENTRIES_KEPT) -> None:
     """Write an entry atomically, then forget the entries used least recently beyond `most`; quietly
     nothing if the folder cannot be written."""
     temporary = None
