@@ -1584,8 +1584,83 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    types makes two copies. How many copies of its `catch` clause are
 #    there, and of the type `Exn`? Check with `measure`.
 #
-# <details><summary>Solution to 5</summary>
+# <details><summary>Solutions</summary>
 #
+# 1. Let each definition use the one before at two types, its argument's
+#    and a bigger one: `def p0(x) = (x, 1)`, then
+#    `def p{i}(x) = p{i-1}(p{i-1}(x))` for i = 1 … n, and `print(pn(0))`.
+#    `p{i}` at a type τ needs `p{i-1}` at τ and at `(τ, Int)`, …, so `pn`
+#    used once needs 2 instances of `p{n-1}`, 4 of `p{n-2}`, and 2ⁿ of
+#    `p0`, all at different types: the program grows by one line per step,
+#    the copies double. The cell below builds the chain for n = 1 … 8 and
+#    prints `measure`'s definitions and nodes before and after, and the
+#    instances of `p0`. What Hindley–Milner guarantees is that this
+#    *terminates*: without polymorphic recursion a function is used at one
+#    type inside its own component, so every instance of a definition asks
+#    only for instances of definitions of earlier components, at types
+#    made of its own, and the requests form a finite tree over the
+#    program's components. What it does not guarantee is that the tree is
+#    small: its size, and the size of the types in it (the last `p0`
+#    takes a tuple nested 2ⁿ − 1 deep), can be exponential in the length
+#    of the program — just as inferring an ML type can take exponential
+#    time on programs written to make it. Real programs are not written
+#    that way, which is what the corpus measurement of "What it costs"
+#    says.
+# 2. The back end looks at a type in three places: `print`, a match that
+#    can fail (its error prints the value), and the layout of a block it
+#    allocates (chapter 10's `may_point`: is the word a pointer or not?).
+#    Everywhere else a word is a word. So erase every node's type to
+#    "pointer or not", keep the full type of the arguments of a `print`
+#    and of the value matched by a match whose clauses are not exhaustive
+#    (chapter 5's `Patterns.missing` says which), and compare the
+#    instances of a binding by their code with every instance name read
+#    as its binding's name: `length` on a `List<Int>` and on a
+#    `List<String>` then have the same key, and `zip` of
+#    `clauses_fn_no_match_tuple.l`, whose match fails and prints a tuple
+#    of two different types, keeps its two instances. The cell below
+#    counts, over the corpus and the examples, the top-level instances of
+#    bindings used at two types or more, and how many keys they have. Two
+#    cautions. Reading every instance of a callee as the same is right only
+#    if they are merged too; the exact answer refines the groups until
+#    they are stable, as the minimisation of an automaton does, and may
+#    merge fewer. And the merged copies are only code: `lc` would gain a
+#    smaller binary, not a faster one.
+# 3. Let `fail` record the error instead of raising it, and go on. Going
+#    on needs a type, so the checker goes on with the one the rule
+#    *wants* — a pattern binds its variable at the type of the value
+#    matched, not the broken type recorded on it — and `fields`, which
+#    cannot list the fields of a constructor at a type not its own, gives
+#    none. `Collecting` in `tests/test_mono.py` does
+#    this, and runs every damage of the test suite's `BROKEN` program. One
+#    broken type is read by two rules, the rule of the node that has it
+#    and the rule of the node that uses it, so a damaged type can give two
+#    errors where the damage to a name or to a call's type gives one: the
+#    literal `1` made a `Bool` breaks "a literal" and the `+` over it; the
+#    `x` of a branch made a `String` breaks the `if` and the variable rule
+#    (x is an `Int` in Γ); `n` declared a `String` breaks its definition
+#    and its use in `Cons(n, Nil)`; and the type variable left on `"s"`
+#    is reported, then compared with `String`. The broken pattern gives one,
+#    because the checker binds `x` at the type it wants.
+# 4. Without `--no-compiled` each program L accepts is also compiled, and
+#    the stage `mono` runs this chapter's checker. Run with
+#    `nice python tools/soundness.py --bug --no-compiled --programs 300`
+#    and then `nice python tools/soundness.py --bug --programs 150`
+#    (seed 1, this machine: AMD EPYC, 2 cores), OCaml finds programs that
+#    the buggy L accepts and OCaml rejects (a weak type read at two types
+#    through a definition), and the checker stops every one of those that
+#    the second run met, with status 3 — and stops more: programs that
+#    OCaml *accepts*. None is seen by OCaml alone, since a weak binding read
+#    at two types is one copy read at two types, which the checker always
+#    sees. `leak.l` shows why the checker sees more. OCaml accepts it, and
+#    is right to: its value restriction is the relaxed one, and `xs =
+#    id(Nil)` gets `'a list`, generalised, since `'a` occurs only where no
+#    value of it can be stored, and the program prints `nil3`. L's first
+#    edition accepts it too, but with *wrong types*: it generalised `xs`'s
+#    unknown inside `f` while `xs` itself stayed one copy. OCaml judges
+#    whether the program can be typed; the checker judges the types this
+#    compiler recorded, its proof, and a wrong proof of a true statement is
+#    still a bug, one that the next program, with a cell in place of
+#    `Nil`, turns into a crash.
 # 5. Two copies of `protect`, so two of its `try` and of its clause — each
 #    copy is a whole function body — but `Exn` is one data type, never
 #    copied: it has no parameter, so the clause's pattern `_` has the type
@@ -1594,3 +1669,61 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    `data Exn` item is the same after the pass as before.
 #
 # </details>
+#
+# Exercise 1's chain, for n = 1 … 8: definitions and nodes before and after
+# the pass, and the instances of `p0`:
+
+# %%
+print(f"{'n':>2} {'definitions':>12} {'nodes':>12} {'copies of p0':>13}")
+for n in range(1, 9):
+    chain = "def p0(x) = (x, 1)\n" + "".join(f"def p{i}(x) = p{i - 1}(p{i - 1}(x))\n" for i in range(1, n + 1))
+    _, stats = measure(check_types(Source("chain.l", chain + f"print(p{n}(0))\n"))[0])
+    print(f"{n:>2} {stats.definitions[0]:>5} -> {stats.definitions[1]:<4} {stats.nodes[0]:>5} -> {stats.nodes[1]:<4}"
+          f" {stats.instances['p0']:>13}")
+
+# %% [markdown]
+# Exercise 2's keys: an instance's code as the back end sees it, and the
+# instances of the corpus's polymorphic definitions that the keys would
+# merge:
+
+# %%
+from lcompiler.types import Patterns
+
+
+def erased_key(value, base: dict, patterns: Patterns) -> tuple:
+    """The code of an instance with every instance named after its binding, the full type where print
+    or a match that can fail reads it, and elsewhere only whether the word may be a pointer."""
+    keys, todo = [], [value]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(reversed(x))
+            continue
+        if not hasattr(x, "__dataclass_fields__"):
+            keys.append(repr(x))
+            continue
+        if type(x) is c.Print:
+            keys.append(("print", tuple(show_type(a.type) for a in x.args)))
+        elif type(x) is c.Match and patterns.missing([[p] for p, _ in x.clauses], 1) is not None:
+            keys.append(("match that can fail", show_type(x.scrutinee.type)))
+        t = getattr(x, "type", None)
+        pointer = t is not None and not (type(t) is TCon and t.name in ("Int", "Bool", "Unit", "String"))
+        keys.append(("var", base.get(x.name, x.name)) if type(x) is c.Var else (type(x).__name__, pointer))
+        todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span", "name"))
+    return tuple(keys)
+
+
+copies, kept = 0, 0
+for path in corpus:
+    typed, _ = check_types(Source(path.name, path.read_text()))
+    patterns = Patterns([d for d in typed.items if isinstance(d, s.Data)])
+    mono = Monomorphiser(typed)
+    mono.run()
+    base = {i.name: poly.name for poly in mono.bindings for i in poly.instances.values()}
+    for poly in mono.bindings:
+        if poly.definition is not None and len(poly.instances) > 1:
+            keys = {erased_key(i.value.value, base, patterns) for i in poly.instances.values()}
+            copies, kept = copies + len(poly.instances), kept + len(keys)
+            if len(keys) < len(poly.instances):
+                print(f"{path.name:28} {poly.name:12} {len(poly.instances)} -> {len(keys)}")
+print(f"instances of definitions used at two types or more: {copies}; once merged: {kept}")

@@ -27,7 +27,7 @@ from lcompiler.errors import CompileError, Source
 from lcompiler.interp import Closure, Data, Interpreter, Raised, show_value
 from lcompiler.types import TCon, TParam, check_types, show_type
 
-from lcompiler.mono import IllTyped, check, field_type, measure, monomorphise
+from lcompiler.mono import Checker, IllTyped, check, field_type, measure, monomorphise
 
 from test_convert import on_cps, outcome, programs, reference
 
@@ -568,3 +568,62 @@ def test_random_programs(text):
     closure_convert(program)
     cps.check(program, closed=True)
     assert on_cps(program) == want
+
+
+# --- The worked solution of chapter 5b's exercise 3: every broken rule ----------------------------
+
+class Collecting(Checker):
+    """The checker, going on after a broken rule: fail records the error; fields gives none for a
+    constructor at a type not its own."""
+
+    def __init__(self, program):
+        super().__init__(program)
+        self.errors = []
+
+    def fail(self, node, message):
+        try:
+            super().fail(node, message)
+        except IllTyped as error:
+            self.errors.append(error.render().split("\n")[0].split("monomorphisation: ")[1])
+
+    def fields(self, name, t, node):
+        try:
+            return super().fields(name, t, node)
+        except IllTyped:
+            return []
+
+
+@pytest.mark.parametrize("damage, found", [
+    (break_literal, ["a literal: Bool where Int is wanted", "+ on Bool, Int giving Int"]),
+    (break_variable, ["the variable id: Int where Int -> Int is wanted"]),
+    (break_call, ["the callee of a call: Bool -> Bool where Bool -> Int is wanted"]),
+    (break_primitive, ["> on Int, Bool giving Bool"]),
+    (break_if, ["a branch: String where Int is wanted", "the variable x: String where Int is wanted"]),
+    (break_pattern, ["a pattern: String where Int is wanted"]),
+    (break_definition, ["the value of n: Int where String is wanted",
+                        "the variable n: Int where String is wanted"]),
+    (leave_a_type_variable, ["the type a has a type variable", "a literal: a where String is wanted"]),
+], ids=lambda x: x.__name__ if callable(x) else None)
+def test_solution_3_every_broken_rule(damage, found):
+    mono = monomorphise(compile_text(BROKEN))
+    checker = Collecting(mono)
+    checker.program(mono)
+    assert checker.errors == []
+    damage(mono)
+    checker = Collecting(mono)
+    checker.program(mono)
+    assert checker.errors == found
+    with pytest.raises(IllTyped) as first:                   # the chapter's check: the first of them
+        check(mono)
+    assert first.value.render().split("\n")[0].endswith(found[0])
+
+
+def test_solution_1_a_chain_of_definitions_doubles_the_copies():
+    """Chapter 5b's exercise 1: p{i} uses p{i-1} at two types; p0 is copied 2^n times."""
+    for n in range(1, 7):
+        chain = "def p0(x) = (x, 1)\n" + "".join(f"def p{i}(x) = p{i - 1}(p{i - 1}(x))\n" for i in range(1, n + 1))
+        mono, stats = measure(compile_text(chain + f"print(p{n}(0))\n"))
+        assert stats.instances["p0"] == 2 ** n
+        assert stats.definitions == (n + 1, 2 ** (n + 1) - 1)
+        no_type_variables(mono)
+        check(mono)

@@ -336,3 +336,144 @@ def test_the_program_of_the_issue_is_refused_before_it_runs():
     line, col = conflicting_use(ISSUE)
     assert (result.status, result.stdout) == (1, ""), result
     assert result.stderr.startswith(f"issue.l:{line}:{col}: error: expected List<Int>, found List<String>")
+
+
+# --- The worked solutions of chapter 5's exercises ------------------------------------------------
+
+import lcompiler.types as types_module
+from lcompiler import core as c
+
+
+class TuplePatterns(types_module.Inference):
+    """Exercise 1: `let (a, b) = v; e` (a match of one clause on a value) generalised as a let is."""
+
+    def match(self, scrutinee, clauses, env):
+        if len(clauses) != 1 or not types_module.is_value(scrutinee) or \
+                getattr(scrutinee, "name", "").startswith("%"):
+            return super().match(scrutinee, clauses, env)
+        (pattern, body), = clauses
+        self.level += 1
+        t = self.infer(scrutinee, env)
+        bound = self.pattern(pattern, t, {}, ("the value matched", scrutinee.span, t))
+        self.level -= 1
+        self.settle_equalities()
+        self.generalize(t)
+        return self.infer(body, {**env, **{x: (u, True) for x, (u, _) in bound.items()}})
+
+
+def test_solution_1_tuple_patterns_generalised(monkeypatch):
+    before = "def id(x) = x\ndef main() = { let (a, b) = (id, id); (a(1), a(true), b(\"s\")) }\n"
+    with pytest.raises(CompileError, match="expected Int, found Bool"):
+        show_types(Source("t.l", before))                    # the chapter's inference: a is monomorphic
+    monkeypatch.setattr(types_module, "Inference", TuplePatterns)
+    assert schemes(before)["main"] == "Unit -> (Int, Bool, String)"
+    assert schemes(LIST_TEXT + "def id(x) = x\ndef main() = { let (a, b) = (id, Nil); "
+                   "(a(1), a(true), Cons(1, b), Cons(true, b)) }")["main"] == \
+        "Unit -> (Int, Bool, List<Int>, List<Bool>)"
+    for not_generalised in ["def main() = { let (a, b) = (id(id), Nil); (a(1), a(true), b) }",
+                            "def f(p) = { let (a, b) = p; (a(1), a(true)) }"]:   # a call; a parameter
+        with pytest.raises(CompileError, match="expected Int, found Bool"):
+            show_types(Source("t.l", LIST_TEXT + "def id(x) = x\n" + not_generalised))
+    # chapter 5b copies lets only: its checker stops the generalised match, as the solution says
+    from lcompiler.mono import IllTyped, check, monomorphise
+    typed, _ = check_types(Source("t.l", before + "print(main())\n"))
+    with pytest.raises(IllTyped, match="the variable a: Int -> Int where Unit -> Unit is wanted"):
+        check(monomorphise(typed))
+
+
+LIST_TEXT = "data List<t> { Cons(t, List<t>); Nil }\n"
+
+
+class FreeInEnvironment(types_module.Inference):
+    """Exercise 2: generalise the unknowns not free in Γ, found by walking Γ, instead of by levels."""
+    scope, group, visited = {}, set(), 0     # Γ's locals; the globals being generalised; types walked
+
+    def let_bound(self, value, env):
+        outer, self.scope, self.group = (self.scope, self.group), env, set()
+        try:
+            return super().let_bound(value, env)
+        finally:
+            self.scope, self.group = outer
+
+    def component(self, group):
+        self.scope, self.group = {}, {d.name.name for d in group}
+        super().component(group)
+
+    def unknowns(self, t, found: set) -> set:
+        todo = [t]
+        while todo:
+            FreeInEnvironment.visited += 1
+            x = self.shallow(todo.pop())
+            if type(x) is types_module.TVar:
+                found.add(self.uf.find(x))
+            else:
+                todo.extend(x.args)
+        return found
+
+    def generalize(self, t) -> None:
+        free = set()
+        gamma = [u for name, (u, _) in self.globals.items() if name not in self.group]
+        for u in gamma + [u for u, _ in self.scope.values()]:
+            self.unknowns(u, free)
+        for p in self.unknowns(t, set()) - free:
+            if self.uf.description(p).level != types_module.GENERIC:
+                self.uf.description(p).level = types_module.GENERIC
+
+
+def outcome(path) -> str:
+    try:
+        return show_types(Source(path.name, path.read_text()))
+    except CompileError as error:
+        return error.render()
+
+
+def test_solution_2_free_in_the_environment_agrees_with_levels_and_is_quadratic(monkeypatch):
+    programs = WELL_TYPED + ILL_TYPED
+    with_levels = [outcome(p) for p in programs]
+    monkeypatch.setattr(types_module, "Inference", FreeInEnvironment)
+    assert [outcome(p) for p in programs] == with_levels
+
+    def walked(n: int) -> int:
+        text = "def f0(n) = n\n" + "".join(f"def f{i}(n) = if (n == 0) {i} else f{i - 1}(n - 1)\n"
+                                           for i in range(1, n + 1))
+        FreeInEnvironment.visited = 0
+        show_types(Source("chain.l", text))
+        return FreeInEnvironment.visited
+    assert 3.8 < walked(400) / walked(200) < 4.2             # twice the definitions, four times the walk
+
+
+class Declared(tuple):
+    """An environment entry (type, generalised?) that remembers where its var got its type."""
+    origin = None
+
+
+class DeclarationNotes(types_module.Inference):
+    """Exercise 3: the error of `x := e` notes the var that declared x."""
+
+    def statement(self, e, env):
+        if type(e) is c.LetVar:
+            t = self.infer(e.value, env)
+            entry = Declared((t, False))
+            entry.origin = (f"the var {e.name}", e.value.span, t)
+            return self.infer(e.body, {**env, e.name: entry})
+        if type(e) is c.Assign:
+            target_type = self.variable(e.target, env)
+            e.target.type = target_type
+            self.check(e.value, target_type, env, f"the assignment to {e.target.name}",
+                       getattr(env.get(e.target.name), "origin", None))
+            return types_module.UNIT
+        return super().statement(e, env)
+
+
+def test_solution_3_an_assignment_notes_its_var(monkeypatch):
+    text = 'def main() = {\n  var n := 0;\n  { var n := "s"; n := "t" };\n  n := "three";\n  n\n}\n'
+    with pytest.raises(CompileError) as before:
+        show_types(Source("t.l", text))
+    assert before.value.notes == []
+    monkeypatch.setattr(types_module, "Inference", DeclarationNotes)
+    with pytest.raises(CompileError) as after:
+        show_types(Source("t.l", text))
+    assert after.value.render() == before.value.render() + (
+        "\nt.l:2:12: note: the var n has type Int\n  var n := 0;\n           ^")
+    for path in WELL_TYPED:                                   # and nothing else changes
+        show_types(Source(path.name, path.read_text()))
