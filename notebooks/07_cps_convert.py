@@ -1452,13 +1452,12 @@ print(f"time per source node, largest / smallest: "
 #    every path and no failing path, since every leaf has a clause. The
 #    automaton (`rule` on that function, or `lc show cps`) reads each
 #    list's tag in two places and ends with a `fail "no clause matches the
-#    value"`: after the third clause
-#    fails, the fourth reads the three tags again: the automaton's memory
-#    of excluded tags is about the scrutinee's own tag, not about the
-#    components of a tuple, so it does not know that `a`, `b` and `c` are
-#    all `Cons` there. So on `(Cons, Cons, Cons)` it executes twice
-#    as many tag reads as the tree, and it keeps a failing path (with a
-#    printer of the tuple) that cannot be taken. To implement the tree,
+#    value"`: after the third clause fails, the fourth reads the three
+#    tags again. Its memory of excluded tags is about the scrutinee's own
+#    tag, not about the components of a tuple, so it does not know that
+#    `a`, `b` and `c` are all `Cons` there. On `(Cons, Cons, Cons)` it
+#    executes twice as many tag reads as the tree, and it keeps a failing
+#    path (with a printer of the tuple) that cannot be taken. To implement the tree,
 #    `clauses` becomes a function of a *matrix* (rows of patterns, one
 #    column per sub-value read so far): pick the first column with a
 #    constructor in its first row, `case` on its tag, and for each
@@ -1466,8 +1465,10 @@ print(f"time per source node, largest / smallest: "
 #    wildcard, its fields as new columns); the default is the rows with a
 #    wildcard. On `examples/queens.l` nothing changes: its matches have one
 #    column, and the automaton's excluded tags already make the last
-#    constructor test-free, so both translations read each tag once. The tree pays in size only when columns interleave
-#    wildcards, as here: each wildcard row is copied into every branch.
+#    constructor test-free, so both translations read each tag once. The
+#    tree is the larger one when wildcard rows survive into many branches
+#    and are copied into each (Maranget's worst case); on this match it is
+#    the smaller, since each `Nil` branch ends at once.
 # 2. The pre-pass records, for an `if`, the names assigned anywhere under
 #    it — its condition included — and the join point carries every `var`
 #    of the store with one of those names. A `var` assigned only in the
