@@ -1443,6 +1443,98 @@ print(f"time per source node, largest / smallest: "
 #
 # <details><summary>Solutions</summary>
 #
+# 1. A decision tree tests one column at a time and copies into each
+#    branch the clauses still possible there: for the match of a tuple of
+#    three lists `(a, b, c)` with the clauses `(Nil, _, _)`, `(_, Nil, _)`,
+#    `(_, _, Nil)`, `(Cons(x, _), Cons(y, _), Cons(z, _))`, the tree reads
+#    `a`'s tag (`Nil` → clause 1), then `b`'s (`Nil` → clause 2), then
+#    `c`'s (`Nil` → clause 3, `Cons` → clause 4): three `tag` reads on
+#    every path and no failing path, since every leaf has a clause. The
+#    automaton (`rule` on that function, or `lc show cps`) reads each
+#    list's tag in two places and ends with a `fail "no clause matches the
+#    value"`: after the third clause fails, the fourth reads the three
+#    tags again. Its memory of excluded tags is about the scrutinee's own
+#    tag, not about the components of a tuple, so it does not know that
+#    `a`, `b` and `c` are all `Cons` there. On `(Cons, Cons, Cons)` it
+#    executes twice as many tag reads as the tree, and it keeps a failing
+#    path (with a printer of the tuple) that cannot be taken. To implement the tree,
+#    `clauses` becomes a function of a *matrix* (rows of patterns, one
+#    column per sub-value read so far): pick the first column with a
+#    constructor in its first row, `case` on its tag, and for each
+#    constructor specialise the matrix (rows with that constructor or a
+#    wildcard, its fields as new columns); the default is the rows with a
+#    wildcard. On `examples/queens.l` nothing changes: its matches have one
+#    column, and the automaton's excluded tags already make the last
+#    constructor test-free, so both translations read each tag once. The
+#    tree is the larger one when wildcard rows survive into many branches
+#    and are copied into each (Maranget's worst case); on this match it is
+#    the smaller, since each `Nil` branch ends at once.
+# 2. The pre-pass records, for an `if`, the names assigned anywhere under
+#    it — its condition included — and the join point carries every `var`
+#    of the store with one of those names. A `var` assigned only in the
+#    condition then travels through the join point with the same value from
+#    both branches: in `def f(n) = { var x := 0; let r = if ({ x := n; x >
+#    0 }) 1 else 2; r + x }` the join point is `cont join(r, x2)` and both
+#    branches jump with `n`. (The scrutinee of a `match` is the same case.)
+#    The value the condition leaves is already in the store when the
+#    branches start, so the join point needs only what the *branches*
+#    assign: `Analysis.expr` records, for an `if` or a `match`, the union of
+#    its branches' sets, and still returns the condition's names too, for
+#    the enclosing nodes:
+#
+#    ```python
+#    first, *branches = _children(e)
+#    before = self.expr(first, depth, mutables)
+#    names = set()
+#    for part in branches:
+#        names |= self.expr(part, depth, mutables)
+#    self.assigned[id(e)] = frozenset(names)
+#    return before | names
+#    ```
+#
+#    The join point of the example then takes `r` alone. A second,
+#    rarer imprecision is by name: a `var x` declared inside a branch
+#    that shadows an outer `x` makes the outer one carried too; recording
+#    the binding `LetVar` instead of the name fixes it. `tests/test_solutions.py`
+#    runs this pre-pass: on the example, and on random programs, where the
+#    CPS means what the reference interpreter says and is never larger.
+# 3. Copying the context costs its size once per branch; the join point
+#    costs it once, plus the `cont` binding and one jump per branch. With
+#    *s* the number of nodes the context builds (as `cps.size` counts: a
+#    `let` and its primitive are two) and *m* ends, copying is no larger
+#    when *m·s ≤ s + 1 + m*; for an `if` (*m* = 2), when *s* ≤ 3 — a lone
+#    jump such as `ret(r)`, or one primitive and a jump. The table above
+#    shows it at n = 1: the one `if`'s context is `ret(a1)`, one node, and
+#    copying is smaller by two nodes; from n = 2 on, the first `if`'s
+#    context holds the rest of the chain and the join point wins, by more
+#    at each step. The rule: bind a join point unless the context, built
+#    once, is a jump or a primitive then a jump. The converter cannot
+#    measure a `Then` context without building it (the context is a Python
+#    function), and building it to measure it would, in a chain, build the
+#    rest of the chain again at each step; so the rule is best applied
+#    after the conversion, where chapter 9 already applies it for the
+#    smallest case: a join point whose body is `ret(r)` is η-reduced away
+#    (solution 6 relies on the same rule). The
+#    `print(if (c) a else b)` of the question is the same count: its
+#    context is the `print`, then the rest of the function.
+# 4. `a && b` is `if (a) b else false` (chapter 4b), and translated
+#    directly as a value — convert `a`, `case` on it, `b` in the context on
+#    one side, the constant `false` on the other, a join point if the
+#    context is a `Then` — it gives exactly the CPS that `rule` shows above
+#    for `def f(a, b) = a > 0 && b > 0`, up to the name of the constant.
+#    The difference is in a *condition*: `if (a > 0 && b > 0) 1 else 0` as
+#    an operand converts the `&&` into a join point whose parameter is the
+#    boolean, then `case`s on that boolean, so the `else` path of the `&&`
+#    jumps with the constant `false` only to have it tested again. A direct
+#    translation gives `&&` and `||` a third kind of context, a *test*
+#    (two continuations, true and false): `a && b` in a test converts `a`
+#    in a test whose true side converts `b` in the same test and whose
+#    false side jumps straight to the false continuation; `||` is the
+#    mirror. No boolean is built and no join point is
+#    bound. Chapter 9's optimiser does not do this for us when the values
+#    are unknown: in a loop calling that function, `lc show opt` still has
+#    the join point for the boolean and the second `case` on it (LLVM's
+#    jump threading may still remove the second test later).
 # 5. Yes for some raises, not all. An explicit `raise(e)` in the block is
 #    an `ApplyCont` to the handler: it can pass the store's current values
 #    along with the exception, as a jump to a join point does. A failing

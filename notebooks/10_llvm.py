@@ -3563,6 +3563,112 @@ except RuntimeError as error:
 #    program writes a block's fields once, right after allocating it, and
 #    that the collector rewrites the fields that point to blocks it moves?
 #
+# <details><summary>Solutions</summary>
+#
+# 1. The cache is a dictionary in the translation of one LLVM basic block,
+#    from the word to the pointer made of it: `field` (and `header_tag`'s
+#    load of a header) asks it before emitting `inttoptr`, and it is
+#    emptied whenever the builder moves to a new block — a pointer made in
+#    one block is not usable in a sibling, and one made in a dominating
+#    block would need the dominator tree (exercise 4). Counting in the
+#    output of `lc show llvm` (no O2) the `inttoptr`s whose word was already
+#    converted earlier in the same basic block, over `examples/` and
+#    `bench/programs/`, finds a few in most programs and none in those
+#    that never read a block (`ack`, `fib`, `tak`): the IR shrinks by a few
+#    per cent at most, which is the most the compile time can gain. After
+#    O2 nothing changes at all: `inttoptr` has no effect, so LLVM's
+#    EarlyCSE and GVN merge two conversions of the same word in the same
+#    block before any other pass sees them. The saving is in the back end's
+#    output and in the first passes' work, and chapter 12's
+#    `compile_speed.py`, which times compilation in alternation with the
+#    unchanged compiler, is the place to see whether it is measurable; the
+#    fraction of instructions removed says to expect it within noise.
+# 2. `arity` becomes the number of leaves of the tuple type (a component
+#    that is itself a tuple counts its own leaves), `parameters` binds a
+#    nested `Fields` of `Fields`, `words` flattens recursively (a
+#    projection of a nested `Fields` is the inner `Fields`, still no load),
+#    and `value`, where a flattened tuple is needed whole, builds the inner
+#    tuples first. Where it matters: a program whose functions take a
+#    tuple among their arguments, such as `def f(p, n)` called with a pair
+#    `p`. Walking the parameters of every `Lambda` after the stage
+#    `shrink` (`pipeline.compile_to("shrink", source)`, then `cps.walk`) for
+#    the programs of `examples/`, `bench/programs/` and
+#    `tests/corpus/run/`, none has a nested tuple parameter with chapter
+#    9's optimiser, which inlines the functions that take them; without it
+#    (`optimise=False`) two corpus programs do, `func_tuple_sugar.l`
+#    (`((Int, Int), (Int, Int))`) and `unit_tuples.l`
+#    (`((Int, Int), Int)`), and no benchmark. So the change would save an
+#    allocation per call in two small test programs at `-O0` and nothing a
+#    benchmark measures: one level is where the calls of real programs are.
+# 3. Mutual recursion that no pass can turn into a loop, since each call's
+#    result goes into a block built after it returns:
+#
+#    ```text
+#    data List { Cons(Int, List); Nil }
+#    def f(n) = Cons(n, g(n + 1))
+#    def g(n) = Cons(n, f(n + 1))
+#    print(f(0))
+#    ```
+#
+#    Both `lc run` and `lc run --interp` report the overflow at line 3,
+#    column 20, the call `f(n + 1)` in `g`. That agreement is luck of
+#    parity. The interpreter stops at a *count* of nested calls (chapter
+#    4b's `DEPTH_LIMIT`), so the site it names is decided by the parity of
+#    that count; the compiled program stops when the stack's *bytes* run
+#    out (`LC_STACK_SIZE`), after a number of calls that depends on the
+#    sizes of `f`'s and `g`'s frames, which depend on the register
+#    allocator and on what LLVM inlined. Start the recursion from a third
+#    function that recurses k times first, and as k grows the two parities
+#    flip at different values of k: no byte budget matches a call budget
+#    for every k. To agree on every program an implementation would have to
+#    count calls as the interpreter does — a counter incremented and tested
+#    at every call, the cost this chapter's call sites were designed to
+#    avoid. (Write the recursion as `1 + g(n + 1)` instead, and LLVM turns
+#    it into a loop with an accumulator: `lc show llvm-opt` of `def d(n) = 1
+#    + d(n + 1)` has a block `tailrecurse`, and the compiled program runs
+#    for ever where the interpreter reports an overflow.)
+# 4. `tests/test_solutions.py` holds it. From `FlowGraph.blocks()`: number
+#    the blocks reachable from the entry in postorder; the immediate
+#    dominator of the entry is itself; then, until nothing changes, for
+#    each other block in reverse postorder, its new immediate dominator is
+#    the `intersect` of its processed predecessors, where `intersect(a, b)`
+#    climbs from whichever of the two has the smaller postorder number to
+#    its immediate dominator until they meet. The dominators of a block
+#    are then its chain of immediate dominators. The rule checked: every
+#    value named `%x = …` in block D and used in block B needs D among B's
+#    dominators (and, when D is B, the definition before the use); a use in
+#    a φ counts as a use at the end of the block it comes from, so
+#    `phi [%v, %b]` needs `%v`'s block to dominate `%b`. The test checks the
+#    algorithm against dominance computed from its definition (B cannot be
+#    reached from the entry without D), then the rule on every function of
+#    the worked example's module, before and after O2: it holds everywhere,
+#    as LLVM's verifier promised, and it catches a use in a join block of
+#    a value defined in only one branch, the mistake a back end makes when
+#    it forgets a φ.
+# 5. Three type nodes under one root: "field" (the fields of blocks that
+#    the program writes once, at allocation), "cell" (the field of a
+#    `var`'s cell, written by `x := …`) and "header", each load and store
+#    of the back end tagged with the kind it touches. In `main` of `ALIAS`,
+#    the second load of `%.11` has only the store into the cell `%.6`
+#    between it and the first: with the tags, LLVM knows a "cell" store
+#    cannot change a "field" and GVN can reuse the first load's value. The
+#    first load stays: between the store of 20 and it lie the stores into
+#    the closure's block — its fields are of the kind "field" too, so they
+#    may be the same memory — and the call of the allocator's slow path,
+#    about which TBAA says nothing, and which may collect. (This is what
+#    the reasoning predicts; it has not been run here.) `!invariant.load`
+#    would not be correct: it says the location holds the same value
+#    wherever it can be read, and two things write these fields after the
+#    block exists — the initialising stores right after the allocation
+#    (LLVM could then move a load above them), and the collector, which
+#    rewrites a field that points to a block it moves, so that a load
+#    reused across a collection could give the block's old address. The
+#    precise tool is `llvm.invariant.start` after the initialising stores,
+#    and it would hold only for fields that are not pointers to blocks the
+#    collector may move, such as the `Int` fields of `P`.
+#
+# </details>
+#
 # The exercises on the collector are [chapter 10b](10b_runtime.ipynb)'s,
 # with the runtime that the code of this chapter calls: its C, its
 # collector and its stack, next.
