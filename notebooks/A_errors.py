@@ -178,8 +178,9 @@ COLOURS = {"error": "1;31", "runtime error": "1;31", "warning": "1;35", "note": 
 
 
 def paint(what: str, text: str) -> str:
-    """TEXT in the colour of WHAT (an ANSI escape sequence), when colour is on."""
-    return f"\x1b[{COLOURS[what]}m{text}\x1b[0m" if POLICY["color"] else text
+    """TEXT in the colour of WHAT (an ANSI escape sequence), when colour is on; a kind of message with no
+    colour of its own (an internal compiler error's, which names its stage) is painted as an error."""
+    return f"\x1b[{COLOURS.get(what, COLOURS['error'])}m{text}\x1b[0m" if POLICY["color"] else text
 
 
 class Diagnostic(Exception):
