@@ -532,7 +532,7 @@ class Repl:
         self.evaluate(Entry(name, " " * (start - line_start) + text[start:], text[:line_start], line),
                       show_unit=not cell)
 
-    # cell 56: The REPL
+    # cell 58: The REPL
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
         shown as it comes: (result, typing)."""
@@ -590,6 +590,7 @@ class Repl:
             return f"{m.group(1)}{entry.name}:{line}:"
         return re.sub(rf"^((?:\x1b\[[0-9;]*m)?){re.escape(entry.name)}:(\d+):", moved, result.stderr, flags=re.M)
 
+    # cell 60: The REPL
     def define(self, entry: Entry, items: list) -> bool:
         """Run the session with the entry's definitions (and statements); keep them if they run."""
         program = self.definitions + entry.text + "\n"
@@ -632,7 +633,7 @@ class Repl:
         except CompileError:
             return None                         # run() shows the error
 
-    # cell 58: The REPL
+    # cell 62: The REPL
     def command(self, line: str) -> bool:
         """Run a command of the REPL; False for :quit."""
         word, _, rest = line.strip().partition(" ")
@@ -689,13 +690,13 @@ class Shown:
             self.write("\n")
         self.held = False
 
-
+# cell 60
 def data_text(item) -> str:
     """A data or exception declaration as L writes it (chapter 4a's pretty printer), on one line."""
     head, *constructors = syntax.pretty(item).split("\n")
     return head + (" " + "; ".join(c.strip() for c in constructors[:-1]) + " }" if constructors else "")
 
-# cell 58
+# cell 62
 from difflib import get_close_matches
 
 COMMANDS = {
@@ -765,7 +766,7 @@ def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> Non
         return line
     session_loop(read, write, timeout)
 
-# cell 60
+# cell 64
 def history_file() -> Path:
     state = os.environ.get("XDG_STATE_HOME")
     return Path(state) / "lc_history" if state else Path.home() / ".lc_history"

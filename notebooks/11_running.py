@@ -1104,7 +1104,15 @@ class Shown:
             self.write("\n")
         self.held = False
 
+# %% [markdown]
+# `run` compiles and runs the session with the entry, its output through a
+# `Shown`: it types the program first, to show the entry's warnings (and
+# only the entry's: the session's were shown when they were entered), then
+# compiles it again to run it with no warning to show. A Ctrl-C while it
+# runs ends the held line before it goes on up to the loop.
 
+# %%
+#| export
 class Repl(Repl):
     def run(self, entry: Entry, program: str, hold: bool = False):
         """Compile and run the program (the session, then the entry at `entry_at`), its output
@@ -1163,6 +1171,17 @@ class Repl(Repl):
             return f"{m.group(1)}{entry.name}:{line}:"
         return re.sub(rf"^((?:\x1b\[[0-9;]*m)?){re.escape(entry.name)}:(\d+):", moved, result.stderr, flags=re.M)
 
+# %% [markdown]
+# The two kinds of entry. A definition (or a statement, or several) is
+# run with the session before it; if it runs, the session keeps it, and
+# each new name is shown with its type (chapter 5's scheme). An expression
+# is wrapped as `def it = { … }` and printed; its type follows its value on
+# the same line — unless it is `Unit` and the entry came from `%%L`, where
+# a cell of statements should not end with `()`.
+
+# %%
+#| export
+class Repl(Repl):
     def define(self, entry: Entry, items: list) -> bool:
         """Run the session with the entry's definitions (and statements); keep them if they run."""
         program = self.definitions + entry.text + "\n"
