@@ -534,7 +534,7 @@ def print_table(results, names):
     print(f"{'geo. mean':12}" + "".join(" " + fmt_ratio(mean_entry(rows, f"L/{p}")) for p in PEERS)
           + f" {fmt(geometric_mean(r['Python/L'] for r in rows.values()), 9, 1)}")
 
-    print(f"\nL/best: L over the faster of gcc -O2 and ocamlopt (issue 26); -O3: of gcc -O3 and ocamlopt;"
+    print(f"\nL/best: L over the faster of gcc -O2 and ocamlopt (the targets' peer); -O3: of gcc -O3 and ocamlopt;"
           f" clang: of clang -O2 and ocamlopt.\ntarget per benchmark: L/best <= {TARGET_EACH}, judged by the"
           f" interval (the noise rule: an interval that contains {TARGET_EACH} is 'within noise')")
     print(f"{'benchmark':12}" + "".join(f"{c:>19}{'peer':>6} {'<= ' + str(TARGET_EACH):>13}" for c in BESTS))
@@ -570,7 +570,7 @@ def print_table(results, names):
     under = [f"{n} {r['Python/L']:.1f}" for n, r in rows.items()
              if r["Python/L"] and r["Python/L"] < TARGET_PYTHON and not r["Python/L at least"]]
     measured = [n for n, r in rows.items() if r["Python/L"]]
-    print(f"target (issue 17): Python/L >= {TARGET_PYTHON} everywhere (one CPython run, no interval): "
+    print(f"target: Python/L >= {TARGET_PYTHON} everywhere (one CPython run, no interval): "
           + ("missed by " + ", ".join(under) if under else f"met on the {len(measured)} measured"))
     for name in results.get("scaling", {}):
         print(f"\n{name}: microseconds per unit of size (medians)")
