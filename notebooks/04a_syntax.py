@@ -2434,7 +2434,7 @@ print(pretty(program))
 # put the nodes in different places:
 
 # %%
-parse(Source("again.l", pretty(program))) == program
+print(parse(Source("again.l", pretty(program))) == program)
 
 # %% [markdown]
 # <div class="admonition note">

@@ -463,8 +463,6 @@ def c_rem(a: int, b: int) -> int:
 # C's division beside Python's, on −7 and 2, then the two wrap-arounds:
 
 # %%
-from lcompiler.primitives import MAX_INT, MIN_INT, c_div, c_rem, wrap
-
 print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT, c_div(MIN_INT, -1) == MIN_INT)
 
 # %% [markdown]
