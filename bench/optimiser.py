@@ -76,7 +76,10 @@ from compile_speed import program  # noqa: E402  (the generated L programs)
 # about half a second without the optimiser on the book's machine (a 2-core AMD EPYC virtual machine).
 SIZES = {"ack": 12, "binarytrees": 19, "cpstak": 3000, "cpstree": 1000, "deriv": 1000, "fib": 41,
              "fold": 40000, "live": 250000, "loop": 4000000, "msort": 250, "nqueens": 13, "primes": 150000,
-             "states": 200000000, "tak": 11, "takl": 4000}
+             "states": 200000000, "tak": 11, "takl": 4000,
+             # about half of bench/run.py's sizes (about a second for the fastest version there)
+             "change": 1000, "divrec": 200000, "gcd": 4600, "hof": 34000, "interp": 300000, "mandel": 3200,
+             "perm": 600, "rbtree": 250000, "raisesearch": 120, "raiseparse": 2750000}
 TARGET = 1.05          # optimised / -O0, at most
 
 

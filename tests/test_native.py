@@ -4,6 +4,7 @@ Differential: every corpus program and example, and random well-typed programs, 
 stdout, stderr and exit status compiled as under the reference interpreter of chapter 4b.
 """
 
+import importlib.util
 import io
 import json
 import os
@@ -435,6 +436,21 @@ def test_the_benchmarks_agree_in_l_c_ocaml_chez_and_python():
                            capture_output=True, text=True, timeout=300)
     assert table.returncode == 0 and table.stdout.startswith("machine: "), table.stdout + table.stderr
     assert "target L/best: geometric mean <= 0.9: " in table.stdout
+
+
+def test_every_benchmark_has_a_size_in_every_script_that_measures_them_all():
+    """bench/run.py and bench/optimiser.py (chapter 9's -O0 against the optimiser) measure every
+    program of bench/programs: each needs its size in both, or the measuring session stops there."""
+    names = {p.stem for p in (ROOT / "bench" / "programs").glob("*.l")}
+    for script in ("run", "optimiser"):
+        spec = importlib.util.spec_from_file_location(f"bench_{script}", ROOT / "bench" / f"{script}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(ROOT / "bench"))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(ROOT / "bench"))
+        assert set(module.SIZES) == names, script
 
 
 def test_the_startup_is_recorded_with_the_machine(tmp_path):
