@@ -515,7 +515,19 @@ class Repl:
 
     def enter(self, text: str, name: str = "<repl>", cell: bool = False) -> None:
         """Run one complete entry, its output shown as it comes: what it defines is kept; an
-        expression at its end is shown with its type (in a cell, unless its type is Unit)."""
+        expression at its end is shown with its type (in a cell, unless its type is Unit). A
+        failure of lc itself is said in one line, as `lc` says it, and the session goes on
+        without the entry."""
+        try:
+            self.enter_items(text, name, cell)
+        except (RecursionError, MemoryError) as error:
+            self.write("error: " + ("the entry is nested too deeply for this compiler"
+                                    if isinstance(error, RecursionError) else "out of memory") + "\n")
+        except Exception as error:         # a bug in lc, not in the entry: said, never a traceback
+            self.write(f"internal compiler error: {type(error).__name__}: {error}\n"
+                       "(the entry is dropped; the session goes on)\n")
+
+    def enter_items(self, text: str, name: str, cell: bool) -> None:
         try:
             items = syntax.parse(Source(name, text)).items
         except CompileError as error:

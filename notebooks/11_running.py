@@ -1014,7 +1014,10 @@ print(x)
 # entry, the REPL remembers how much output they produce (L programs read no
 # input, so they print the same thing every time) and shows only what is
 # new, as the program prints it. The cost is that each entry recompiles the
-# whole session: fine for a session typed by hand.
+# whole session: fine for a session typed by hand. And if the compiler
+# itself fails on an entry — a bug in `lc`, which `lc run` would report as
+# an internal compiler error with status 3 — the session says so in one
+# line, as `lc` does, drops the entry, and goes on with what it had.
 
 # %%
 #| export
@@ -1053,7 +1056,19 @@ class Repl:
 
     def enter(self, text: str, name: str = "<repl>", cell: bool = False) -> None:
         """Run one complete entry, its output shown as it comes: what it defines is kept; an
-        expression at its end is shown with its type (in a cell, unless its type is Unit)."""
+        expression at its end is shown with its type (in a cell, unless its type is Unit). A
+        failure of lc itself is said in one line, as `lc` says it, and the session goes on
+        without the entry."""
+        try:
+            self.enter_items(text, name, cell)
+        except (RecursionError, MemoryError) as error:
+            self.write("error: " + ("the entry is nested too deeply for this compiler"
+                                    if isinstance(error, RecursionError) else "out of memory") + "\n")
+        except Exception as error:         # a bug in lc, not in the entry: said, never a traceback
+            self.write(f"internal compiler error: {type(error).__name__}: {error}\n"
+                       "(the entry is dropped; the session goes on)\n")
+
+    def enter_items(self, text: str, name: str, cell: bool) -> None:
         try:
             items = syntax.parse(Source(name, text)).items
         except CompileError as error:
@@ -2069,7 +2084,7 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # the collector look at new objects less often while a program runs.
 #
 # Programs that raise and catch, on the compiler that compiles exceptions
-# (issue 25), and a smaller run without them on the same compiler:
+# (chapters 5 to 10 each have a section on them), and a smaller run without them on the same compiler:
 #
 # ```text
 # $ nice -n 10 python tools/random_programs.py --exceptions -n 300 --out /tmp/rp-exc

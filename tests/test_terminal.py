@@ -248,3 +248,23 @@ def test_from_a_pipe_the_repl_loads_files_and_writes_no_history(tmp_path):
     assert done.stdout == ("double : Int -> Int\nloaded\n42 : Int\ndouble : Int -> Int\nthe session is empty\n"
                            "<repl>:1:1: error: unknown variable double\ndouble(1)\n^~~~~~\n")
     assert done.returncode == 0 and not (home / ".lc_history").exists()
+
+
+def test_a_failure_of_lc_itself_in_an_entry_is_said_in_one_line_and_the_session_goes_on(monkeypatch):
+    """A bug in the compiler (here, a stage made to fail on one entry) is what `lc` reports as an
+    internal compiler error with status 3: the session says so, drops the entry, keeps the rest."""
+    real, failed = driver.types.check_types, []
+
+    def failing(source, *args, **kwargs):
+        if "boom" in source.text and not failed:       # once: the entry that defines boom
+            failed.append(source)
+            raise ZeroDivisionError("a bug")
+        return real(source, *args, **kwargs)
+    monkeypatch.setattr(driver.types, "check_types", failing)
+    shown = []
+    driver.repl(iter(["def x = 2", "def boom = 1", "x * 21", "boom"]), shown.append, prompt=False)
+    assert "".join(shown) == ("x : Int\n"
+                              "internal compiler error: ZeroDivisionError: a bug\n"
+                              "(the entry is dropped; the session goes on)\n"
+                              "42 : Int\n"
+                              "<repl>:1:1: error: unknown variable boom\nboom\n^~~~\n")
