@@ -34,7 +34,7 @@ BENCH = Path(__file__).resolve().parent
 # (file, chapters that read it, the command that makes it (the options the file records, or the chapter
 # cites), the tiny command that checks the script, with {json} for where its file goes).
 STEPS = [
-    ("results.json", "12", "run.py --repeat 9",
+    ("results.json", "12", "run.py --repeat 5",
      "run.py --small --only fib --only interp --json {json}"),
     ("compile_speed.json", "11, 12", "compile_speed.py --repeat 3 --gcc --json bench/compile_speed.json",
      "compile_speed.py --lines 100 200 --repeat 1 --gcc --json {json}"),

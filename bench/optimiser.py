@@ -5,6 +5,7 @@
     python bench/optimiser.py run [--repeat 11]               # the benchmarks with and without it
     python bench/optimiser.py unroll [--repeat 5]             # the benchmarks, recursion unrolled 0-3 rounds
     python bench/optimiser.py closures [--repeat 21]          # unrolling functions that make closures, or not
+    python bench/optimiser.py layout interp [--repeat 7]      # one benchmark: instructions run, and code layouts
 
 `shrinkers` times Appel and Jim's census-based shrinker and Kennedy's
 work-list shrinker on the same programs, 10^3 to 10^6 CPS nodes: generated L
@@ -44,6 +45,19 @@ not unrolled) and with that rule switched off; it counts the functions
 (closure bodies included) left after the optimiser and, where the two builds
 differ, times them in alternation.
 
+`layout NAME` looks at one benchmark whose optimised build is not faster
+than its -O0 build: are there more instructions to run, or the same ones laid
+out differently? It counts the instructions each build executes, its indirect branches and
+how many of those valgrind's model of a branch predictor mispredicts (valgrind's
+cachegrind, at an eighth of the size, where valgrind is installed), then builds both again under three layouts of the machine code
+(LLVM's default; every block that is not fallen into aligned to 32 bytes;
+every function to 64 bytes: LLVM's options -align-all-nofallthru-blocks=5
+and -align-all-functions=6, set in a child process that builds, since an
+LLVM option is set once per process), and times the six executables in
+alternation. If a change of alignment alone moves a build's time as much as
+the optimiser does, the difference between the two builds is where their
+code lies, not what it does.
+
 Each command adds its figures to bench/optimiser.json (--json, before the
 command), which chapter 9 reads, with the machine it ran on (bench/machine.py,
 under "machines"). With --only, the benchmarks named are measured again and
@@ -52,6 +66,7 @@ the others' figures are kept.
 import argparse
 import datetime
 import json
+import re
 import resource
 import shutil
 import statistics
@@ -339,6 +354,67 @@ def closures(args) -> None:
     save("closures", rows, args)
 
 
+LAYOUTS = {"default": None, "blocks aligned": "-align-all-nofallthru-blocks=5",
+           "functions aligned": "-align-all-functions=6"}
+
+
+def build_with(args) -> None:
+    """(In a child process:) build one benchmark with an LLVM option set first."""
+    if args.option != "none":
+        import llvmlite.binding as llvm
+        llvm.set_option("", "-" + args.option)        # (passed without its dash: argparse)
+    driver.build(sized(HERE / "programs" / f"{args.name}.l", args.size), Path(args.exe),
+                 optimiser=args.optimiser == "optimised")      # "O0" or "optimised"
+
+
+def instructions(exe: Path) -> dict | None:
+    """What exe executes, by valgrind's cachegrind with its model of branch prediction: instructions,
+    indirect branches (jump tables, calls through pointers) and how many of those it mispredicts."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--branch-sim=yes",
+                               f"--cachegrind-out-file={tmp}/out", str(exe)], capture_output=True, text=True, check=True)
+
+    def number(pattern: str) -> int:
+        return int(re.search(pattern, done.stderr).group(1).replace(",", ""))
+    return {"instructions": number(r"I\s+refs:\s+([\d,]+)"),
+            "indirect branches": number(r"Branches:.*\+\s+([\d,]+) ind"),
+            "indirect mispredicted": number(r"Mispredicts:.*\+\s+([\d,]+) ind")}
+
+
+def layout(args) -> None:
+    name, size = args.name, SIZES[args.name]
+    small = args.count_size or size // 8            # valgrind runs a program some fifty times slower
+    row = {"size": size, "count size": small, "instructions": {}, "layouts": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        exes = {}
+        for label in ("-O0", "optimised"):
+            exe = Path(tmp) / f"small{label}"
+            subprocess.run([sys.executable, __file__, "build-with", "none", name, str(small), label.strip("-"),
+                            str(exe)], check=True)
+            row["instructions"][label] = instructions(exe)
+        for layout_name, option in LAYOUTS.items():
+            for label in ("-O0", "optimised"):
+                exe = Path(tmp) / f"{layout_name.replace(' ', '-')}{label}"
+                subprocess.run([sys.executable, __file__, "build-with", (option or "none").lstrip("-"), name, str(size),
+                                label.strip("-"), str(exe)], check=True)
+                exes[layout_name, label] = exe
+        outputs = {subprocess.run([exe], capture_output=True, text=True).stdout for exe in exes.values()}
+        assert len(outputs) == 1, name
+        times = alternately(exes, args.repeat)
+    for layout_name in LAYOUTS:
+        o0, opt = times[layout_name, "-O0"], times[layout_name, "optimised"]
+        ratios = [b / a for a, b in zip(o0, opt)]
+        row["layouts"][layout_name] = {"-O0": o0, "optimised": opt, "ratios": ratios,
+                                       "ratio": statistics.median(ratios)}
+        print(f"{name} {layout_name:18} -O0 {statistics.median(o0):.3f} s  optimised {statistics.median(opt):.3f} s"
+              f"  ratio {statistics.median(ratios):.2f}", flush=True)
+    print(f"{name}: instructions at n = {small}: {row['instructions']}")
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    save("layout", {**data.get("layout", {}), name: row}, args)
+
+
 def main(argv=None) -> int:
     global RESULTS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -359,11 +435,20 @@ def main(argv=None) -> int:
     k = sub.add_parser("closures")
     k.add_argument("--repeat", type=int, default=21)
     k.add_argument("--only", nargs="*", help="benchmark names")
+    lay = sub.add_parser("layout")
+    lay.add_argument("name", choices=sorted(SIZES))
+    lay.add_argument("--repeat", type=int, default=7)
+    lay.add_argument("--count-size", type=int, help="the size at which cachegrind counts (default: an eighth)")
+    b = sub.add_parser("build-with")               # used by layout, in a child process
+    for field in ("option", "name", "size", "optimiser", "exe"):
+        b.add_argument(field)
     args = ap.parse_args(argv)
+    if args.command == "build-with":
+        args.size = int(args.size)
     RESULTS = args.json
     sys.setrecursionlimit(100_000)
     {"shrinkers": shrinkers, "compile": compile_, "run": run, "unroll": unroll,
-     "closures": closures}[args.command](args)
+     "closures": closures, "layout": layout, "build-with": build_with}[args.command](args)
     return 0
 
 

@@ -2549,7 +2549,7 @@ for name, text in newcomer.items():
         print(error.render(), end="\n\n")
 
 # %% [markdown]
-# Two more of the issue's messages belong to later chapters, because only
+# Two more messages for newcomers belong to later chapters, because only
 # they know enough: an unknown name is found by [chapter
 # 4b](04b_meaning.ipynb)'s resolver, which reports every unknown name of a
 # definition, not only the first; and `"n is " + n` is a type error of
@@ -2691,6 +2691,9 @@ import json
 
 SPEED = json.loads(Path("../bench/parse_speed.json").read_text())
 print(SPEED["command"], "—", SPEED["settings"]["clock"], "clock, best of", SPEED["settings"]["repeat"], "runs")
+where = SPEED.get("machine", {})
+print(f"measured {where.get('date', '?')} on {where.get('cpu', 'a machine not recorded')}, "
+      f"{where.get('cores', '?')} cores, load average {where.get('load')} at the start")
 print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>8} {'µs/token':>9} {'collecting s':>13}")
 for row in SPEED["sizes"]:
     lines, tokens, whole, collecting = row["lines"], row["tokens"], row["parse s"], row["parse s, collector running"]
@@ -2703,13 +2706,13 @@ for name in ("parse s", "parse s, collector running"):
 print(f"the collector's share of the largest parse: {1 - last['parse s'] / last['parse s, collector running']:.0%}")
 
 # %% [markdown]
-# About 18,000 to 19,000 lines per second — 5.4 to 5.6 µs per token — at
-# every size: the time per line of the largest program is 0.98 times that of
-# the smallest, so lexing and parsing are linear. Lexing is more than half of
+# About 25,000 lines per second — 3.9 to 4.0 µs per token — at every
+# size: the time per line of the largest program is 1.02 times that of the
+# smallest, so lexing and parsing are linear. Lexing is more than half of
 # the work (`parse s` includes it). With the garbage collector left running,
-# the largest program takes 8.14 s instead of 5.33 s: the collector would be
-# a third of the parse (34 %), for nothing, since there are no cycles to
-# find; and its time per line grows with the program (1.15 times from the
+# the largest program takes 6.49 s instead of 3.90 s: the collector would be
+# two fifths of the parse (40 %), for nothing, since there are no cycles to
+# find; and its time per line grows with the program (1.05 times from the
 # smallest to the largest), as it examines again and again a tree it cannot
 # know to be free of cycles.
 #

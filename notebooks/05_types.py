@@ -1773,18 +1773,19 @@ swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
 # ### A weak type read by a later definition
 #
 # The first edition of this chapter had a hole here, and a reader found it
-# with the chapter's own `make_cell` (issue 23 of the project). Add one
+# with the chapter's own `make_cell`; the program below is the one the
+# reader sent. Add one
 # definition, `g`, that does nothing but return `swap`, and use `swap`
 # through `g`. The definitions alone, then the program:
 
 # %%
-issue = swap + """\
+reader = swap + """\
 def g(y) = swap
 g(1)(Cons(1, Nil))
 g(2)(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
 """
 types_of(swap + "def g(y) = swap\n")
-types_of(issue)
+types_of(reader)
 
 # %% [markdown]
 # That is the right answer: `g` is generalised in the type of its own
@@ -1854,7 +1855,7 @@ class FirstEdition(Traced):
 
 for version in (FirstEdition, Traced):
     print(f"{version.__name__}:")
-    inference, program = version(), check_names(Source("issue.l", issue))
+    inference, program = version(), check_names(Source("reader.l", reader))
     try:
         schemes = inference.program(program)
         printed = io.StringIO()
@@ -2325,7 +2326,7 @@ for n in (3, 6, 9, 12):
 #   confusion at run time;
 # - the value-restriction program above, `even`/`odd`, the seeds' program and
 #   the doubling types infer as this chapter says;
-# - the program of issue 23 and its variants ("A weak type read by a later
+# - the reader's program and its variants ("A weak type read by a later
 #   definition") are rejected at their second use, and a definition that
 #   reads a weak type is generalised in its own variables only;
 # - the random programs also raise (at any type) and catch, with clauses
@@ -2692,7 +2693,7 @@ def types_with_warnings(program: c.Program, unit: pipeline.Unit) -> c.Program:
 
 
 # %% [markdown]
-# The example of the issue that asked for the warnings, and the three-clause
+# The example from the reader who asked for the warnings, and the three-clause
 # list function of the worked example:
 
 # %%

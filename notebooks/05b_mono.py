@@ -1480,8 +1480,8 @@ def mono_stage(program: c.Program, unit: pipeline.Unit) -> c.Program:
 # wrongly stops the compiler with exit status 3, a compiler bug, at the
 # place where the types stop agreeing, before any code is generated. (GHC
 # has the same kind of check, its "Core Lint", behind a flag.) Here is
-# chapter 5's first edition again, on the program of issue 23, which the
-# first edition compiled into a program that died of a segmentation fault:
+# chapter 5's first edition again, on the reader's program of chapter 5
+# ("A weak type read by a later definition"), which the first edition compiled into a program that died of a segmentation fault:
 
 # %% tags=["raises-exception"]
 import contextlib
@@ -1489,7 +1489,7 @@ import tempfile
 
 from lcompiler.cli import lc
 
-ISSUE = """data List<t> { Cons(t, List<t>); Nil }
+READER = """data List<t> { Cons(t, List<t>); Nil }
 def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
 def swap = make_cell()
 def g(y) = swap
@@ -1497,8 +1497,8 @@ g(1)(Cons(1, Nil))
 g(2)(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
 """
 with levels_not_lowered(), tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
-    Path("issue.l").write_text(ISSUE)
-    print("exit status", lc("run", "issue.l"))
+    Path("reader.l").write_text(READER)
+    print("exit status", lc("run", "reader.l"))
 
 # %% [markdown]
 # The error points at `swap` in `def g(y) = swap`. The copy of `g` for the
@@ -1550,8 +1550,8 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 # same checks on random programs. It also checks that `check` fails, at
 # the right place, on programs broken in each of the ways the rules
 # forbid. Last, with chapter 5's first edition put back, it checks that the
-# checker finds the leak above, and that the pipeline stops the program of
-# issue 23 and the leak at compile time with the checker's error (status 3),
+# checker finds the leak above, and that the pipeline stops the reader's
+# program of chapter 5 and the leak at compile time with the checker's error (status 3),
 # while with chapter 5 as it is the leak is a type error. The programs of
 # `tests/corpus/exceptions/` go through the pass too (their interpreters
 # must agree before and after it), and the checker is shown to catch a

@@ -1452,9 +1452,9 @@ print(show(square_program), end="")
 # printer writes them). `walk` uses an explicit stack, not recursion, so a
 # chain of a million bindings is no problem. It pushes each node's
 # children itself, last first, rather than calling `children`: the order is
-# the same, but `walk` is the inner loop of nearly every later pass, and a
-# call and a list per node took a third of its time (on chapter 12's
-# 10,000-line program, 110,022 nodes in 26 ms that way, 18 ms this way).
+# the same, but `walk` is the inner loop of nearly every later pass, and it
+# saves a call and a list per node (the `walk` column of the table of
+# costs per node at the end of the chapter is what a visit costs this way).
 
 # %%
 #| export
@@ -4031,6 +4031,9 @@ from pathlib import Path
 
 SPEED = json.loads(Path("../bench/cps_speed.json").read_text())
 phases = SPEED["phases"]
+where = SPEED.get("machine", {})
+print(f"measured {where.get('date', '?')} on {where.get('cpu', 'a machine not recorded')}, "
+      f"{where.get('cores', '?')} cores, load average {where.get('load')} at the start")
 print(SPEED["command"], f"— µs per node, {SPEED['settings']['stat']} of `runs` runs, "
       f"{SPEED['settings']['clock']} clock; subst: µs per substitution; touch: µs to read what it writes")
 print(f"{'nodes':>8} {'lines':>7} {'depth':>5} {'runs':>4} " + " ".join(f"{p:>6}" for p in phases)
@@ -4041,18 +4044,26 @@ for row in SPEED["sizes"]:
 small, large = SPEED["sizes"][0], SPEED["sizes"][-1]
 print("time per node, largest program / smallest (1.00 is linear):",
       ", ".join(f"{p} {large[p] / small[p]:.2f}" for p in phases))
+dearest = max(phases, key=lambda p: small[p])
+cheapest = min(phases, key=lambda p: small[p])
+growth = [large[p] / small[p] for p in phases]
+for label, p in (("dearest", dearest), ("cheapest", cheapest)):
+    values = [row[p] for row in SPEED["sizes"]]
+    print(f"{label} per node: {p}, {min(values):.2f} to {max(values):.2f} µs")
+print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0f}-fold growth of the program: "
+      f"{min(growth):.2f} to {max(growth):.2f}")
 
 # %% [markdown]
 # Read a row as one program: its size in nodes and in printed lines, how
 # many times each phase was timed (the table keeps the minimum), then the
 # microseconds each phase spends per node. Down a column, a linear phase
-# keeps the same figure; across a row, parsing is the dearest phase per node
-# (6.83 to 7.93 µs) and a bare `walk` the cheapest (0.18 to 0.20 µs).
+# keeps the same figure; across a row, the last lines name the dearest
+# phase per node and the cheapest, a bare `walk`.
 #
 # Over a hundredfold growth of the program, the time per node of every
-# phase grows by a factor between 1.02 and 1.45 — where a quadratic phase
-# would grow a hundredfold. Timings on a shared machine are noisy, though,
-# and a factor 1.45 could hide an algorithm that is a little worse than
+# phase grows by the factors printed last — where a quadratic phase would
+# grow a hundredfold. Timings on a shared machine are noisy, though, and a
+# factor near 1.5 could hide an algorithm that is a little worse than
 # linear. So count the work instead of timing it: the number of Python
 # function calls each phase makes per node, on generated programs of
 # 3,000 and 30,000 nodes (the same generator, at a size that takes seconds
@@ -4115,11 +4126,11 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
       f"{large['subst']:.2f} µs at {large['nodes']}; touch: {small['touch']:.2f} and {large['touch']:.2f} µs")
 
 # %% [markdown]
-# A substitution costs about 0.4 µs whether the variable has 10 or
-# 100,000 occurrences: it is one `union` and one splice. In the generated
-# programs it costs more as the program grows, from 0.5 to 1.4 µs; but so
-# does "touch", which only reads the objects a substitution writes, from
-# 0.3 to 0.9 µs. That is the price of reaching objects scattered in a
+# A substitution costs under a microsecond (0.6 to 0.8 µs) whether the
+# variable has 10 or 100,000 occurrences: it is one `union` and one splice.
+# In the generated programs it costs more as the program grows, from 0.7 to
+# 1.5 µs; but so does "touch", which only reads the objects a substitution
+# writes, from 0.6 to 1.3 µs. That is the price of reaching objects scattered in a
 # larger heap, not work the substitution does.
 #
 # <div class="admonition note">

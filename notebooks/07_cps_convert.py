@@ -1395,6 +1395,9 @@ print(corpus["run"], "programs that run,", corpus["fail"], "that fail at run tim
 # %%
 SPEED = json.loads(Path("../bench/convert_speed.json").read_text())
 print(SPEED["command"], "—", SPEED["settings"]["clock"], "clock, best of", SPEED["settings"]["repeat"], "runs")
+where = SPEED.get("machine", {})
+print(f"measured {where.get('date', '?')} on {where.get('cpu', 'a machine not recorded')}, "
+      f"{where.get('cores', '?')} cores, load average {where.get('load')} at the start")
 print(f"{'source nodes':>12} {'CPS nodes':>10} {'CPS/src':>8} {'convert s':>10} {'µs/node':>8}")
 for row in SPEED["sizes"]:
     n = row["source nodes"]
@@ -1407,9 +1410,11 @@ print(f"time per source node, largest / smallest: "
 
 # %% [markdown]
 # The CPS is 1.93 nodes per source node at every size. The time per node
-# grows by half over a hundredfold growth of the program, from 12.5 µs to
-# 19 µs — far from the hundredfold of a quadratic pass, and the slow growth
-# that chapter 6 measured on its own framework, where a profile showed the
+# grows a little more than twofold over a hundredfold growth of the
+# program, from 10 µs to 22.5 µs, most of it below 30,000 nodes and a tenth
+# over the last threefold — far from the hundredfold of a quadratic pass,
+# and the slow growth that chapter 6 measured on its own framework, where a
+# profile showed the
 # same number of calls per node at every size and the cost of reaching
 # objects in a larger heap growing. Nothing in the conversion visits a node
 # more than a fixed number of times: it is linear.

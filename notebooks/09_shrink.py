@@ -2953,19 +2953,60 @@ for i, threshold in ((0, "1"), (1, f"the target {run['target']}")):
                                                for v, n in counts.items()))
 
 # %% [markdown]
-# No benchmark misses the target; thirteen meet it, and two, `cpstree`
-# and `live`, are within noise of it — their intervals reach past 1.05,
-# as `cpstree`'s control does: the same executable against itself. Where
-# the optimiser does what LLVM cannot (the end of this section says
-# what), the optimised program takes from two fifths to a little over
-# four fifths of the time: `fib`, `tak`, `ack`, `states`, `binarytrees`,
-# `deriv`. `fold` and `msort` gain a tenth or less, `loop` a hair, by the
-# rule; `cpstak`, `cpstree`, `live`, `primes` and `takl` are within noise
-# of 1; `nqueens` is slower by the rule, by a per cent or two — its
-# interval lies just above 1, inside the target — and this chapter has not
-# found why (exercise 6's method applies to it as well).
+# One benchmark misses the target, by the rule: `interp`, whose optimised
+# build takes 1.07 times the time of its `-O0` build, its interval wholly
+# above 1.05 — a promise broken, which this measurement found and this
+# chapter has not mended; the next cell looks at why. The other
+# twenty-four meet it. Where the optimiser does what LLVM cannot (the end
+# of this section says what), the optimised program takes from a third
+# to three fifths of the time: `change`, `tak`, `fib`, `mandel`, `ack`,
+# `states`; `binarytrees`, `hof`, `fold`, `deriv`, `msort` and
+# `raiseparse` gain from a twentieth to a quarter. Four are slower than 1
+# by the rule, inside the target, by a per cent or two (`cpstak`,
+# `nqueens`, `raisesearch`, and `interp` past it); five are within noise
+# of 1 (the counts are the table's last lines).
+#
+# What does the optimiser do to `interp`? `python bench/optimiser.py
+# layout interp` counts what each build executes — with valgrind's
+# `cachegrind`, which also simulates a branch predictor — and times both
+# builds again under three layouts of their machine code: LLVM's own,
+# every block that is not fallen into aligned to 32 bytes, every function
+# to 64. If the difference were only where the code happens to lie in
+# memory, moving it would move the ratio:
+
+# %%
+import statistics
+
+lay = MEASURED["layout"]["interp"]
+print(measured_on("layout"))
+counts = lay["instructions"]
+print(f"at n = {lay['count size']}, by cachegrind:")
+for label, c in counts.items():
+    print(f"  {label:>10}: {c['instructions']:,} instructions, {c['indirect branches']:,} indirect branches, "
+          f"{c['indirect mispredicted']:,} of them mispredicted")
+print("  optimised / -O0: " + ", ".join(f"{key} {counts['optimised'][key] / counts['-O0'][key]:.3f}"
+                                        for key in counts["-O0"]))
+print(f"at n = {lay['size']}, CPU seconds, medians of {len(next(iter(lay['layouts'].values()))['ratios'])} runs in alternation:")
+for name, r in lay["layouts"].items():
+    low, high = bench_run.interval(r["ratios"])
+    print(f"  {name:18} -O0 {statistics.median(r['-O0']):.3f}  optimised {statistics.median(r['optimised']):.3f}"
+          f"  ratio {r['ratio']:.2f} [{low:.2f}, {high:.2f}]")
 
 # %% [markdown]
+# The optimised build runs slightly fewer instructions and exactly as many
+# indirect branches — the jump tables of its `match`es, taken once for
+# each node the interpreter visits — but more of
+# those branches go to a target the simulated predictor did not expect.
+# Aligning the code moves both builds' times by a tenth or more, and the
+# ratio hardly at all: it is not where the code lies but how its branches
+# follow one another. The optimised `eval` has `get` inlined, and its
+# `match (k)` returns one of six fields read before it (as chapter 7
+# wrote `get`), where LLVM, inlining `get` into the `-O0` build, turns the
+# same `match` into one load at a computed address. Whether that is the
+# cause, this chapter has not established: until it does, `interp` is
+# the one benchmark on which this section's promise is broken, and
+# chapter 12 says so too.
+
 # ### Never more allocation than without it
 #
 # Time is noisy; what a program allocates is not. The runtime of chapter
@@ -3111,15 +3152,15 @@ for name, r in MEASURED["closures"].items():
 # the table of rounds (the file keeps the fastest, median and slowest of
 # the 21 runs) — and keeps 6 functions where unrolling made 123; on
 # `cpstree`, whose recursive functions make fewer closures, it keeps 6
-# functions where unrolling made 20, and the two times are within noise.
+# functions where unrolling made 20, and saves as much time.
 
 # %% [markdown]
 # The default build — the optimiser with its three rounds — is in two of
 # these tables: as `optimised` in the first (`bench/optimiser.py run`) and
 # as `UNROLL 3` in the table of rounds (`bench/optimiser.py unroll`). They
-# are two sessions, of two sub-commands, a quarter of an hour and a
-# commit apart (the machine lines above), and the default build's times
-# differ between them:
+# are two sessions, of two sub-commands, minutes apart on the same commit
+# (the machine lines above), and the default build's times differ between
+# them all the same:
 
 # %%
 print(f"{'':12} {'run s':>7} {'unroll s':>9} {'ratio':>6}")
@@ -3131,30 +3172,37 @@ for name, r in MEASURED["run"]["benchmarks"].items():
 print(f"from one session to the other: {min(across.values()):.2f} to {max(across.values()):.2f}")
 
 # %% [markdown]
-# From nine tenths to one and a half times (`states`): the noise of two
-# sessions, or a difference between the two commits — the file cannot say
-# which. So no time of one table is compared with a time of another: each
-# verdict in this section is taken inside one session, by the rule, from
-# the ratios that session measured.
+# From 0.94 (`rbtree`) to 1.10 (`nqueens`): with the same compiler on
+# both sides, that is the noise of two sessions. So no time of one table
+# is compared with a time of another: each verdict in this section is
+# taken inside one session, by the rule, from the ratios that session
+# measured.
 #
 # Unrolling pays where calls are most of the work. Against no unrolling,
-# `fib`, `tak`, `ack` and `deriv` are faster at every round, by the rule;
-# after three rounds `fib` and `tak` take about two fifths of their time
-# without unrolling, `ack` three fifths, `deriv` five sixths. Between
-# successive rounds their medians keep falling, but by less, and the
-# table does not hold what the rule would need to call those differences.
-# Everywhere else the rounds are within noise of no unrolling —
-# `binarytrees` and `cpstree` too, whose medians move by a fifth in
-# opposite directions, because their five runs spread wider still. Six
-# benchmarks are the same program at every round, and their times still
-# differ by up to an eighth (the line under the table of rounds). The price is
-# code: the table of sizes shows programs of a few hundred nodes growing
-# to many times that — `fib` twenty-six times, `tak` eighteen —
-# and `deriv` from 515 nodes to 2,723, more than `SLACK` alone, within
-# its bound of `GROWTH × size + SLACK`. Three rounds is where gcc stops as
-# well — at `-O2` it inlines a recursive function into itself eight
-# levels deep, and `objdump -d` of chapter 12's `fib` and `ack` in C shows
-# that nest of loops, with one call left at the bottom.
+# `fib`, `tak`, `ack`, `change` and `binarytrees` are faster at every
+# round, by the rule; after three rounds `fib` and `tak` take about two
+# fifths of their time without unrolling, `change` a third, `ack` a half,
+# `binarytrees` four fifths. More rounds are not always better: `fib`
+# keeps gaining, `tak` and `ack` stop after the second round, and
+# `change` is slower after three rounds than after two (0.34 against
+# 0.27 of its time without unrolling) — the third round copies its body
+# into itself once more and the program grows twelvefold, and the code
+# that grows no longer pays for the calls it saves. Everywhere else the
+# rounds are within noise of no unrolling — `deriv` too, whose median
+# falls by a fifth after one round but whose five runs spread wider
+# still. Thirteen benchmarks are the same program at every round, and
+# their times still differ by up to 8 % (the line under the table of
+# rounds). The price is code: the table of sizes shows programs of a few
+# hundred nodes growing to many times that — `fib` twenty-six times,
+# `tak` eighteen, `change` twelve — and `deriv` from 515 nodes to 2,723,
+# more than `SLACK` alone, within its bound of `GROWTH × size + SLACK`.
+# Three rounds is where gcc stops as well — at `-O2` it inlines a
+# recursive function into itself eight levels deep, and `objdump -d` of
+# chapter 12's `fib` and `ack` in C shows that nest of loops, with one
+# call left at the bottom. That the same setting is best for `fib` and
+# worst of three for `change` is what makes the choice depend on the
+# program: a fixed number of rounds is a compromise, and chapter 12
+# measures what it costs against gcc.
 #
 # The same figures, as the picture of the trade-off the knob `UNROLL`
 # makes: for each benchmark, one point per setting — no unrolling, then
@@ -3180,7 +3228,7 @@ O0_SIZE = {name: cps.size(pipeline.compile_to("cps", Source(f"{name}.l",
            for name in MEASURED["unroll"]}
 fig, ax = plt.subplots(figsize=(7.5, 4.6))
 changing = [name for name, r in MEASURED["unroll"].items() if len({r[u]["cps nodes"] for u in ROUNDS}) > 1]
-colours = dict(zip(changing, [c for i, c in enumerate(plt.cm.tab10.colors) if i != 7]))   # tab10's 7th is grey
+colours = dict(zip(changing, [c for i, c in enumerate(plt.cm.tab20.colors) if i not in (14, 15)]))  # not its greys
 for name, r in MEASURED["unroll"].items():
     default = MEASURED["run"]["benchmarks"][name]["ratio"]            # optimised / -O0, the run session
     xs = [r[u]["cps nodes"] / O0_SIZE[name] for u in ROUNDS]
@@ -3196,7 +3244,7 @@ ax.plot([1], [1], marker="*", markersize=14, color="black", linestyle="none", la
 ax.set_xscale("log")
 ax.set_yscale("log")
 ax.set_xticks([0.5, 1, 2, 5, 10, 20], ["0.5", "1", "2", "5", "10", "20"])
-ax.set_yticks([0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1], ["0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1", "1.1"])
+ax.set_yticks([0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.2], ["0.2", "0.3", "0.4", "0.5", "0.6", "0.8", "1", "1.2"])
 ax.minorticks_off()
 ax.set_xlabel("CPS nodes, over -O0's")
 ax.set_ylabel("time, over -O0's")
@@ -3205,10 +3253,10 @@ ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
 fig.tight_layout()
 display(fig, metadata={"alt": "Time over -O0's time against CPS nodes over -O0's, log-log, one line per benchmark "
                               "through its four settings of UNROLL, the default (three rounds) a large dot and "
-                              "no unrolling a hollow square, -O0 a star at (1, 1): fib, tak, ack and deriv end far "
-                              "down and to the right; binarytrees, cpstree, live and msort end far right with "
+                              "no unrolling a hollow square, -O0 a star at (1, 1): fib, tak, change and ack end far "
+                              "down and to the right; cpstree, live, msort and rbtree end far right with "
                               "little change in time; the grey benchmarks, the same program at every round, "
-                              "sit near 1 in size and at or below about 1 in time"})
+                              "sit near or left of 1 in size and at or below 1 in time, but interp at 1.07"})
 plt.close(fig)
 print("right of 1 at the default (more code than -O0):",
       ", ".join(f"{n} {MEASURED['unroll'][n]['3']['cps nodes'] / O0_SIZE[n]:.1f}" for n in MEASURED["unroll"]
@@ -3216,24 +3264,27 @@ print("right of 1 at the default (more code than -O0):",
 
 # %% [markdown]
 # What it shows. Four lines end far down and to the right: `fib`,
-# `tak`, `ack` and `deriv`, whose time the rounds cut to between two and
-# four fifths of `-O0`'s, for four and a half to twenty-six times the
-# code (the last line under the picture) — the trade the knob was made
-# for. Four go far right and hardly down: `binarytrees`, `cpstree`, `live`
-# and `msort` end at six to nine times the code of `-O0` with their third
-# round, for times the rule does not tell apart from no unrolling's (the
-# table of verdicts above); on these programs the rounds buy nothing
-# measurable, and the third costs the most code. `primes` moves a little
-# right and not down. The knob does not add code steadily: on `fib`,
-# `tak`, `binarytrees`, `live` and `msort` the first round leaves a
-# smaller program than none (the square lies right of the next dot; the
-# table of rounds prints the nodes); the second or third round is where
-# the code jumps. The grey points, the benchmarks unrolling does not
-# change, are where the rest of the optimiser puts them: left of 1 in
-# size, or just right of it (`fold`, `takl`), and within a few per cent of
-# 1 in time, or below it (`fold`, `states`). No line rises above `-O0` by more
-# than the spreads the tables print: no setting of the knob made a
-# benchmark slower, by the measurements here.
+# `tak`, `change` and `ack`, whose time the rounds cut to between a third
+# and a half of `-O0`'s, for four and a half to twenty-six times the code
+# (the last line under the picture) — the trade the knob was made for;
+# `binarytrees` and `deriv` go as far right for less, a quarter and a
+# tenth of the time. Four go far right and hardly down: `cpstree`,
+# `live`, `msort` and `rbtree` end at five to nine times the code of
+# `-O0` with their third round, for times the rule does not tell apart
+# from no unrolling's (the table of verdicts above); on these programs the
+# rounds buy nothing measurable, and the third costs the most code.
+# `primes` and `divrec` move a little right and not down. The knob does
+# not add code steadily: on `fib`, `tak`, `binarytrees`, `live`, `msort`,
+# `rbtree` and `divrec` the first round leaves a smaller program than none
+# (the square lies right of the next dot; the table of rounds prints the
+# nodes); the second or third round is where the code jumps. The grey
+# points, the benchmarks unrolling does not change, are where the rest of
+# the optimiser puts them: left of 1 in size, or just right of it (`fold`,
+# `takl`), and in time at or below 1 (`mandel` and `states` far below) —
+# all but one: `interp`, at 1.07, the miss of the first table. No
+# coloured line rises above `-O0` by more than the spreads the tables
+# print: no setting of the knob made a benchmark slower, by the
+# measurements here.
 #
 # One program used to gain from unrolling for another reason, and shows
 # what the last of the inliner's rules is for. `primes`' `filter`

@@ -1866,8 +1866,8 @@ class Backend(Backend):
 # The hard one is the function's own exception continuation `exn`: the
 # handler is in some caller, how many frames up nobody knows at compile
 # time, and it must be reached *with that caller's stack*, the frames in
-# between abandoned. Machine code has three ways of doing that
-# (the issue lists them): *trap frames*, as OCaml's native code does — a
+# between abandoned. Machine code has three ways of doing that:
+# *trap frames*, as OCaml's native code does — a
 # `try` pushes a record holding the handler's address and the stack
 # pointer, and a raise restores the stack pointer and jumps, in one step
 # whatever the depth; *zero-cost unwinding*, C++'s `invoke` and

@@ -3339,7 +3339,7 @@ for name, r in speed["nursery"].items():
 # `primes` and `fold` are much slower, `cpstak` a little, and `nqueens`,
 # which allocates little that lives, does not care. Above 2 MB, `primes`
 # still gains (the last lines say how much), and the others change by a
-# few percent, either way.
+# tenth at most, either way.
 #
 # The default is 2 MB, the size of OCaml's default minor heap (256 K
 # words of 8 bytes). The reason for a small nursery is the cache: a
@@ -3351,7 +3351,7 @@ for name, r in speed["nursery"].items():
 # one of the four programs; the default stays OCaml's, a size that keeps
 # the nursery in some level of cache on most machines.
 #
-# Second, the promise of the issue that asked for this collector: a large
+# Second, the promise a generational collector makes: a large
 # structure that stays live while the program allocates must not make each
 # allocation dearer. A list of S cells is built, then 3 × 10^7 short-lived
 # cells are allocated; the time per short-lived cell is the difference
@@ -3385,8 +3385,8 @@ for r in speed["limit"]:
           f" status {r['status']}")
 
 # %% [markdown]
-# The limit was 4 GB: a program that allocates without end took over ten
-# seconds to fail, and took 4 GB of memory from the machine while it did — a
+# The limit was 4 GB: a program that allocates without end took some nine
+# seconds to fail (the last line), and took 4 GB of memory from the machine while it did — a
 # laptop with 8 GB would swap, one with 4 GB would not survive it. The
 # default is now **1 GB**, or a quarter of the machine's memory if that is
 # less: the list of ten million cells fits in it four times over, and a
