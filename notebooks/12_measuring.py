@@ -779,8 +779,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # in them. C's arena frees a whole round in one step. The policy that
 # decides when a major collection runs (chapter 10b's: when the old
 # generation has grown to twice its live data, or the blocks left pinned
-# in the nursery have cost as much as a major collection) is what `perm`
-# says should be looked at next.
+# in the nursery have cost as much as a major collection) is one thing
+# `perm` says to look at; the nursery's size is the other — in a nursery
+# large enough to hold a round (`LC_NURSERY`, exercise 3 below), the
+# round's lists have the time to die young.
 
 # %% [markdown]
 # What is left is the code around the calls. In `cpstak` every call goes
@@ -978,9 +980,12 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # as far as this book knows:
 #
 # - `perm` (about 9 against C): C's arena against L's collector, which
-#   spends three quarters of the run in major collections (the section on
-#   allocation); a policy for major collections that suits data dying in
-#   the old generation by the round is the next thing to try;
+#   spends three quarters of the run collecting (the section on
+#   allocation). A nursery that grows while most of it survives is the
+#   next thing to try; two first attempts did not keep chapter 10b's
+#   promises — one that grew for good made each short-lived allocation
+#   dearer once a large structure had been built, one that also shrank
+#   grew the heap tenfold as it went back and forth;
 # - `takl`, `rbtree` (about 1.3 to 1.4 against C): list and tree code that
 #   allocates as it walks, where the C versions manage their cells by hand
 #   (the comment at the top of each file says how) — not examined further
