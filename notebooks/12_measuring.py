@@ -231,8 +231,8 @@ for peer, entries in net.items():
 # sizes of this measurement, where every benchmark's fastest version runs
 # for about a second and none of L's medians is under 0.2 s (the cell's
 # line), the head start is small: Chez's start-up is at most a twelfth of
-# its median (the last column), L/Chez rises by a few hundredths net of
-# it, and no verdict changes. The net ratios are estimates all the same:
+# its median (the last column), L/Chez rises by a tenth at most net of
+# it, its geometric mean by two hundredths, and no verdict changes. The net ratios are estimates all the same:
 # the least start-up is subtracted from runs that each paid their own.
 # Where the sections below discuss L against Chez, they print both.
 
@@ -776,7 +776,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # keeps them all until the round ends, so nearly everything survives the
 # nursery, is promoted, and dies in the old generation; L makes well over
 # a thousand major collections and spends about three quarters of the run
-# in them. C's arena frees a whole round in one step. The policy that
+# collecting. C's arena frees a whole round in one step. The policy that
 # decides when a major collection runs (chapter 10b's: when the old
 # generation has grown to twice its live data, or the blocks left pinned
 # in the nursery have cost as much as a major collection) is one thing
