@@ -233,11 +233,18 @@ def test_a_cache_that_cannot_be_written_keeps_nothing_and_the_program_runs(tmp_p
         assert compiled and seen(done) == ("1\n", "", 0)
 
 
+def as_from_a_terminal() -> None:
+    """(In the child, before exec:) SIGINT to its default. A program started by a background job
+    inherits SIGINT ignored, and an L program keeps it so (chapter 10b): the test would wait."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_a_program_from_the_cache_as_before(tmp_path):
     (tmp_path / "loop.l").write_text('print("step 1")\ndef spin(n) = spin(n + 1)\nspin(0)\n')
     env = {**os.environ, "LC_CACHE": str(tmp_path / "cache"), "LC_BUFFER": "line"}
     for _ in range(2):                                   # compiled, then from the cache
-        child = subprocess.Popen([LC, "run", str(tmp_path / "loop.l")], stdout=subprocess.PIPE, text=True, env=env)
+        child = subprocess.Popen([LC, "run", str(tmp_path / "loop.l")], stdout=subprocess.PIPE, text=True, env=env,
+                                 preexec_fn=as_from_a_terminal)
         assert child.stdout.readline() == "step 1\n"
         child.send_signal(signal.SIGINT)
         assert (child.stdout.read(), child.wait(timeout=60)) == ("", -signal.SIGINT)

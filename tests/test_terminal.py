@@ -28,6 +28,7 @@ class Terminal:
         if self.pid == 0:                          # the child: a session of its own, the pty its terminal
             try:
                 os.chdir(cwd)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)   # as from a terminal, not a background job
                 os.execve(argv[0], argv, {**os.environ, "TERM": "dumb", **(env or {})})
             finally:
                 os._exit(127)
