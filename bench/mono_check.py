@@ -13,10 +13,7 @@ whole compilation; with --json, records them with the machine (CPU model, cores)
 Long runs compete with other work: run with `nice -n 10`.
 """
 import argparse
-import datetime
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -26,7 +23,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from compile_speed import program, stages  # noqa: E402
-from run import cpu_model  # noqa: E402
+from machine import describe  # noqa: E402  (bench/machine.py: the machine a measurement ran on)
 
 from lcompiler import mono  # noqa: E402
 from lcompiler.errors import Source  # noqa: E402
@@ -66,9 +63,7 @@ def main(argv=None) -> int:
     if args.json is not None:
         record = {"command": "python bench/mono_check.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                   "lines": lines, "repeat": args.repeat, "seconds": median, "runs": runs,
-                  "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "system": platform.platform(),
-                              "python": platform.python_version(),
-                              "date": datetime.datetime.now().isoformat(timespec="seconds"), "nice": os.nice(0)}}
+                  "machine": describe()}
         args.json.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 

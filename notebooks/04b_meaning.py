@@ -641,9 +641,10 @@ print(len(PRIMITIVES), "rows;", by_symbol("-", 1).name, by_symbol("-", 2).name, 
 # a printer per type); `assert` is control, not an operation on values (in
 # CPS, a `case` and a `fail`). Each keeps a node of its own in every
 # language of the compiler, and a row for them would need columns that
-# only they used. Exceptions, when they come, will add `raise`, an
-# operation that never returns; the row has room for it, since a new field
-# with a default (`returns: bool = True`) changes none of the rows above.
+# only they used. Exceptions, when they came, were kept out of the table
+# for the same reason: `raise` never returns and `try` is control, so
+# each is a node of its own (the section on exceptions, below), not a row
+# of an operation on values.
 #
 # </div>
 
@@ -2165,8 +2166,10 @@ class Interpreter:
 # look at what the function value is nor a copy of its environment.
 #
 # Neither closure restores the count of calls in progress when an exception
-# passes through it: an exception ends the program — L has no way to catch
-# one — and the count with it.
+# passes through it — that would take a `finally` in every call, run at
+# every return: the `try` of L that catches the exception puts the count back to
+# what it was when it began (the section on exceptions, below), and an
+# exception that nothing catches ends the program, and the count with it.
 #
 # A closure whose body asks for the same closure again, ten times, then
 # returns: the loop goes round eleven times, at one depth.
