@@ -587,7 +587,8 @@ def by_symbol(symbol: str, arity: int) -> Primitive | None:
 # written with operands `a` and `b`:
 
 # %%
-from lcompiler.primitives import PRIMITIVES, by_symbol
+# the package's table from here on, the one every stage reads (a row added to it is seen by this notebook too)
+from lcompiler.primitives import PRIMITIVES, by_symbol  # noqa: F811
 
 
 def how_written(p) -> str:
