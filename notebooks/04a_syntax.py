@@ -43,10 +43,9 @@
 # This is the first of two halves of chapter 4. The second,
 # [4b](04b_meaning.ipynb), removes the syntactic sugar, checks names, and gives
 # L programs their meaning with a reference interpreter. The language itself is
-# described for readers in [the language reference](../language.md), whose
-# [grammar](../language.md#grammar) this chapter implements a group of rules at
-# a time; the [language reference](../language.md) is the exact contract the
-# compiler meets. The design of the lexer follows l-lang, the original L
+# described for readers in [the language reference](../language.md), the
+# exact contract the compiler meets; this chapter implements its
+# [grammar](../language.md#grammar) a group of rules at a time. The design of the lexer follows l-lang, the original L
 # compiler, as its author's [blog](../bibliography.md#the-l-blog) describes it:
 # separation is what makes L's C-like surface work without semicolons.
 
@@ -408,7 +407,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
 # place of the mistake — nothing for a stray character, the number 0 for a
 # malformed number, a string running to the end of the line for an unclosed
 # one — so that the parser can still look for mistakes further on. For the
-# same reason, a `def` or `data` at the start of a line closes whatever
+# same reason, a `def`, `data` or `exception` at the start of a line closes whatever
 # brackets are still open: they can only begin a top-level item, so a
 # bracket open before them was left open by mistake, and without this rule
 # every line break after it would count as mere whitespace.
@@ -1601,8 +1600,8 @@ print(dump(parse_expression("""{
 # ### Top-level items and data declarations
 #
 # A program is a sequence of items separated by line breaks or `;`:
-# definitions, `data` declarations, and statements other than `let` and
-# `var` (at the top level, names are made with `def`). A `data` declaration
+# definitions, `data` and `exception` declarations, and statements other than
+# `let` and `var` (at the top level, names are made with `def`). A `data` declaration
 # has its own little syntax of types: `Int`, `List<a>`, `(T1, T2)`,
 # `T1 -> T2` (right-associative). The grammar's rules:
 #
@@ -1694,8 +1693,8 @@ class Parser(Parser):
 # %% [markdown]
 # A `data` declaration, the rule `data` (and `constructor`): its name, its
 # type parameters, then either one constructor's fields in parentheses — the
-# shorthand `data Point(x: Int, y: Int)` — or constructors in braces, one per
-# line. `fields` reads the fields of a constructor, the rules `fields` and
+# shorthand `data Point(x: Int, y: Int)` — or constructors in braces,
+# separated by line breaks or `;`. `fields` reads the fields of a constructor, the rules `fields` and
 # `field`.
 
 # %%
@@ -1818,8 +1817,8 @@ print(dump(Parser(tokenize(Source("<example>", "data Shape<a> { Circle(radius: I
 # %% [markdown]
 # ### Exceptions: exception, raise, try and catch
 #
-# L has exceptions (the contract's §12; [chapter 4b](04b_meaning.ipynb)
-# says what they mean). Three keywords, `exception`, `try` and `catch`,
+# L has exceptions ([the language reference](../language.md#exceptions)
+# describes them; [chapter 4b](04b_meaning.ipynb) says what they mean). Three keywords, `exception`, `try` and `catch`,
 # and one built-in form bring them to the syntax:
 #
 # - `exception Name` or `exception Name(T1, …, Tn)`, a top-level item,
@@ -1912,8 +1911,8 @@ print(safe{ _ -> raise(Failure("no")) })"""))).program()))
 # skipping everything in between. Where to start again decides whether the
 # errors that follow are real or invented by the skipping, so the rule is
 # cautious. A token qualifies when it is the first thing on its line, and
-# either it is `def` or `data` — which can only begin an item, wherever they
-# stand — or it could begin a statement and every bracket the failed item
+# either it is `def`, `data` or `exception` — which can only begin an item,
+# wherever they stand — or it could begin a statement and every bracket the failed item
 # opened has been closed before it. Counting the brackets keeps the parser
 # from starting again at the lines inside a broken function body, each of
 # which would then be misread as a top-level statement, and its `}` as a
@@ -1959,7 +1958,8 @@ class Parser(Parser):
 # `parse` tokenises and parses a whole program (or parses the tokens it is
 # given, with the lexical mistakes found making them). The parser is
 # recursive, and Python's default recursion limit (1000 frames) would stop
-# it at a nesting depth of about two hundred parentheses. CPython 3.11 runs
+# it at a nesting depth of fewer than 250 parentheses (a parenthesis costs
+# four frames, as said below). CPython 3.11 runs
 # Python-to-Python calls without the C stack, so `parse` raises the limit
 # while it works, to twenty thousand frames more than are running when it
 # starts: thousands of levels of nesting, counted from `parse` itself, so
@@ -2072,8 +2072,9 @@ print(dump(parse(sample)))
 # The same tree, drawn with [appendix A](A_errors.ipynb)'s boxes: a box per
 # node, labelled with its class and its leaves (names, numbers, operators),
 # and an edge per child, labelled with the field that holds it when a node
-# has several. The program's items, `let` and `var` statements and clauses
-# are green, expressions blue, patterns yellow; where a field holds a list,
+# has several. Definitions, `data` declarations, `let` and `var`
+# statements and clauses are green, expressions (a top-level statement
+# too) blue, patterns yellow; where a field holds a list,
 # its elements hang from the node in order, numbered when there are
 # several.
 
@@ -2137,7 +2138,7 @@ Picture([(text, [ast_box(parse_expression(text))]) for text in ("a - b * c - d",
 # put in parentheses when its own power is too low for its place: the left
 # operand of `-` needs parentheses if it binds more loosely than `-`; the
 # right operand also if it binds *as* loosely (`a - (b - c)`), since `-` is
-# left-associative. `if`, `while`, `match` and `:=` extend as far as they can,
+# left-associative. `if`, `while` and `:=` extend as far as they can,
 # so they are parenthesised wherever something could follow them.
 #
 # Two callees need parentheses even though they bind tightly: a call of
@@ -2187,9 +2188,10 @@ def _string(s: str) -> str:
 # (0) — it extends as far as it can — and a call or a name most (100).
 # `_operand` puts parentheses around an expression whose power is not above
 # what its place needs: `a + b` (50) as an operand of `*` (60) gets them,
-# `a * b` as an operand of `+` does not. A left operand may have its
-# operator's own power (its place needs only one less), a right operand
-# must have more, which is why `(a - b) - c` is printed `a - b - c` while
+# `a * b` as an operand of `+` does not. For an operator of power `bp`,
+# `_operand` parenthesises a left operand whose power is at most `bp - 1`,
+# and a right operand whose power is at most `bp`: a left operand of the
+# operator's own power goes bare, a right one does not, which is why `(a - b) - c` is printed `a - b - c` while
 # `a - (b - c)` keeps its parentheses.
 
 # %% [markdown]
@@ -2271,7 +2273,7 @@ def pretty_expr(e, indent: int = 0) -> str:
 
 # %% [markdown]
 # `_pretty_control` writes the forms that hold statements or extend as far
-# as they can: `if`, `while`, `:=`, `match`, blocks and functions. `indent`
+# as they can: `if`, `while`, `:=`, `match`, `try`, blocks and functions. `indent`
 # is the column the form starts at, for the blocks that do not fit on one
 # line. A `then` branch that extends as far as it can must be parenthesised
 # when an `else` follows, or it would take the `else` for itself.
@@ -2684,7 +2686,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # every kind of construct, times `tokenize` and `parse` on them (the best of
 # several runs), times `parse` once more with the garbage collector left
 # running, and writes what it measured to `bench/parse_speed.json`. The last
-# run on this book's machine (2 cores, CPython 3.11), read from that file:
+# run on this book's machine, read from that file (the cell prints the
+# machine):
 
 # %%
 import json
@@ -2766,9 +2769,11 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    parenthesised expression on the same line. For `f (x)` the same holds;
 #    the warning is worth keeping for the programmer who meant `f` as a value
 #    followed by a parenthesised statement, which L would have read as one.
-# 4. Seven methods, one per level of precedence, each a loop over the
-#    operators of its level calling the next level down, with `unary` and
-#    `postfix` last. On the corpus the two parsers print the same trees.
+# 4. Eight methods: six for the levels of the binary operators, from `or`
+#    to `product`, each a loop over the operators of its level calling the
+#    next level down, then `unary` and `postfix`. On the corpus the two
+#    parsers must print the same trees: `pretty` of both, program by
+#    program, is the check.
 #    The time goes into the calls: every expression, even a lone name, goes
 #    down through every level, a Python call each, where the Pratt loop makes
 #    one call and one lookup in `BINARY` per operator it meets; measure the
