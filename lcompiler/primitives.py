@@ -21,10 +21,11 @@ Three steps, three promises:
   a top-level definition read before it can have run. Each is a
   `CompileError` at the offending name. It also records, on each
   variable, what kind of thing it names.
-- `Interpreter().run(core)` executes the program, printing to standard
-  output. `raise(e)` raises; `try` catches what its clauses match, and
-  passes the rest on; a failed assertion, a match failure and a division
-  by zero raise the predefined exceptions. The program stops with a
+- `Interpreter().run(program)` executes a resolved core program
+  (`run_source(source)` parses, desugars, resolves and runs a text in one
+  call), printing to standard output. `raise(e)` raises; `try` catches
+  what its clauses match, and passes the rest on; a failed assertion, a
+  match failure and a division by zero raise the predefined exceptions. The program stops with a
   `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on an
   exception that nothing catches (a predefined one with the message it had
   before L had exceptions, any other as `uncaught exception V`, at its

@@ -62,10 +62,11 @@
 #   a top-level definition read before it can have run. Each is a
 #   `CompileError` at the offending name. It also records, on each
 #   variable, what kind of thing it names.
-# - `Interpreter().run(core)` executes the program, printing to standard
-#   output. `raise(e)` raises; `try` catches what its clauses match, and
-#   passes the rest on; a failed assertion, a match failure and a division
-#   by zero raise the predefined exceptions. The program stops with a
+# - `Interpreter().run(program)` executes a resolved core program
+#   (`run_source(source)` parses, desugars, resolves and runs a text in one
+#   call), printing to standard output. `raise(e)` raises; `try` catches
+#   what its clauses match, and passes the rest on; a failed assertion, a
+#   match failure and a division by zero raise the predefined exceptions. The program stops with a
 #   `RunError` — printed as `FILE:LINE:COL: runtime error: …` — on an
 #   exception that nothing catches (a predefined one with the message it had
 #   before L had exceptions, any other as `uncaught exception V`, at its
@@ -119,7 +120,7 @@
 # | `a && b`, <code>a &#124;&#124; b</code> | `if (a) b else false`, `if (a) true else b` |
 # | `-e`, `!e` | `neg(e)`, `not(e)`; `-5` is the literal −5 |
 # | `if (c) e` | `if (c) e else ()` |
-# | `{ s1 … sn }` | nested `Let`, `LetVar`, `Seq`; a block ending in `let`, `var` or an assignment ends with `()` |
+# | `{ s1 … sn }` | nested `Let`, `LetVar`, `Seq`; a block ending in `let` or `var` ends with `()` (a final assignment needs none: its value is `()`) |
 # | `let p = e` with p not a variable | `match (e) { p -> … }`, failing at the `let` |
 #
 # The fresh names the desugaring invents, `%1`, `%2`, …, cannot be written in
@@ -500,8 +501,8 @@ print(c_div(-7, 2), c_rem(-7, 2), -7 // 2, -7 % 2, wrap(MAX_INT + 1) == MIN_INT,
 # `meaning` is the result on operands for which it does not fail:
 # `operation`, then `wrap` if the row says so. The optimiser calls
 # `meaning`; the interpreters apply `operation` and `wrap` themselves,
-# which lets this chapter's skip `wrap` when the result is already within
-# 64 bits, as it almost always is.
+# which lets this chapter's interpreter skip `wrap` when the result is
+# already within 64 bits, as it almost always is.
 
 # %%
 #| export primitives
@@ -624,7 +625,7 @@ print(len(PRIMITIVES), "rows;", by_symbol("-", 1).name, by_symbol("-", 2).name, 
 # The road not taken — a case for each operator in each stage — is the one
 # this compiler first took: the meaning of `+` was written in this
 # chapter's interpreter, again in chapter 6's and again in chapter 9's
-# constant folding, and "`/` and `%` can fail" in five places. A new
+# constant folding, and "`/` and `%` can fail" in several places. A new
 # primitive meant finding them all, and a place missed was wrong only on
 # the programs that reached it.
 #
@@ -1292,8 +1293,8 @@ print(pretty_core(desugar(parse(sugared))))
 # one letter gets no suggestion, since every other one-letter name would be
 # as close. The
 # candidates are the names that could be meant there: the variables in
-# scope, the top-level definitions, `true`, `false`, `print` and `assert`
-# for a variable; the declared constructors for a constructor.
+# scope, the top-level definitions, `true`, `false`, `print`, `assert`
+# and `raise` for a variable; the declared constructors for a constructor.
 
 # %%
 #| export
@@ -1342,7 +1343,8 @@ print(repr(did_you_mean("sqare", ["square", "sum", "print"])), repr(did_you_mean
 # against them. Each top-level item is checked on its own, and a mistake in
 # one does not stop the others from being checked: `resolve` collects the
 # errors and reports them all, in the order of the source. (An item's own
-# checking stops at its first mistake.)
+# checking stops at its first mistake, but for unknown variables, which
+# are noted and passed, as `var` below shows.)
 
 # %%
 #| export
@@ -1705,7 +1707,7 @@ def node_tree(node, style: str, edge: str = "") -> Box:
         if f.name in HIDDEN:
             continue
         for item in v if isinstance(v, list) else [v]:
-            if isinstance(item, tuple):                 # a clause of a core Match: (pattern, body)
+            if isinstance(item, tuple) and item:        # a clause of a core Match: (pattern, body)
                 children += [node_tree(item[0], style, "pattern"), node_tree(item[1], style, "body")]
             elif is_dataclass(item):
                 children.append(node_tree(item, style, f.name if f.name in EDGE_LABELS else ""))
@@ -1913,9 +1915,9 @@ print(failure.render())
 # expression is evaluated. Each case of the translation here still says, in
 # one place, what a construct means; but the questions "which construct is
 # this?" and "where are its parts?" are answered once, when the program is
-# translated, not at every execution. That makes the interpreter several
-# times faster than a `match` over the tree, which matters: the tests run
-# loops of millions of iterations through it. The price is one level of
+# translated, not at every execution. That makes the interpreter faster
+# than a `match` over the tree, which matters: the tests run loops of a
+# million iterations through it. The price is one level of
 # indirection for the reader: each case returns a function, and the
 # function is what runs.
 #
@@ -1984,7 +1986,8 @@ print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Dat
 # ### Tail calls: a trampoline
 #
 # The contract promises that a call in tail position runs in constant stack:
-# a loop written as tail recursion must run ten million times. In our
+# a loop written as tail recursion may turn ten million times, or any
+# number of times. In our
 # translation a call is a Python call, and a Python call grows Python's stack;
 # ten million of them would exceed any limit. The standard remedy is a
 # **trampoline**. A function body is translated knowing which of its calls are
@@ -2003,15 +2006,16 @@ print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Dat
 # go? The interpreter has a limit of its own, 2²⁰ = 1,048,576 nested calls
 # (`DEPTH_LIMIT`), which [the language reference](../language.md#guarantees)
 # states. The compiled code of [chapter 10](10_llvm.ipynb) has another: its
-# stack of 256 MiB holds some sixteen million calls of a small function. A
-# recursion between 2²⁰ and sixteen million calls deep therefore runs
-# compiled and stops interpreted; the tests of this book go a million calls
-# deep at most. A program that goes too deep stops with a runtime error, "stack
+# stack of 256 MiB holds, as the same page says, some sixteen million calls
+# of a small function. A recursion between 2²⁰ and sixteen million calls
+# deep therefore runs compiled and stops interpreted; the recursions that
+# the tests of this book run to their end go a million calls deep at most.
+# A program that goes too deep stops with a runtime error, "stack
 # overflow", at the last call it made — the same message, at the same place,
 # as the compiled code's when its own stack runs out.
 #
 # <div class="admonition note">
-# <p class="admonition-title">Design note: a million Python calls deep, with the stack on the heap</p>
+# <p class="admonition-title">Design note: a million calls deep, with the stack on the heap</p>
 #
 # An interpreter for a language with deep recursion has two classic
 # choices: keep its own stack of pending work in a data structure (a CPS
@@ -2659,9 +2663,9 @@ def comparison(op: str) -> bool:
 #
 # - the block is translated with `tail=False`: a call in the block must
 #   return to the `try`, which must still be there to catch what the call
-#   raises (a tail call would leave the `try` first, as §12 of the contract
-#   says), so the block's calls run their own trampoline, inside the Python
-#   `try`;
+#   raises (a tail call would leave the `try` first, as [the language
+#   reference](../language.md#try-and-catch) says), so the block's calls
+#   run their own trampoline, inside the Python `try`;
 # - the clauses are translated with the `tail` of the `try` itself, and run
 #   *after* the Python `try` statement has finished: a call in a clause of a
 #   `try` in tail position returns a `TailCall` to the trampoline of the
@@ -2747,7 +2751,7 @@ except RunError as uncaught:             # a Raised, from the package's module
     print(uncaught.render())
 
 # %% [markdown]
-# #### The seed's example, in L
+# #### Flambda 2's example, in L
 #
 # OCamlPro's [account of Flambda 2](../bibliography.md#flambda2-snippets) explains exceptions with two small OCaml
 # programs: `map`, which is not tail-recursive, and a function `f` whose
@@ -2755,7 +2759,7 @@ except RunError as uncaught:             # a Raised, from the package's module
 # with `map` applied to a function that raises on the third element:
 
 # %%
-seed_program = Source("seed001.l", """\
+seed_program = Source("flambda2.l", """\
 exception Failure
 data List<a> { Cons(a, List<a>); Nil }
 
@@ -2783,7 +2787,8 @@ run_here(seed_program)
 # following chapters they are three *return* continuations — "build a
 # `Cons` and return it" — that are simply never called: every call of `map`
 # passes on, unchanged, the one *exception* continuation it was given, the
-# `try`'s handler, and `raise` jumps to it. That is the seed's point: a
+# `try`'s handler, and `raise` jumps to it. That is the point of
+# OCamlPro's account: a
 # function has two ways out, so it takes two continuations, and a `try` is
 # nothing but a local continuation named as the second one.
 
@@ -3541,8 +3546,8 @@ print(f"{churn.allocated():,} words allocated, {churn.allocated() * 8 / churn.he
 # A loop of a million iterations written as tail recursion runs in constant
 # stack — here with Python's recursion limit lowered to 200 frames for the
 # duration, which a non-tail recursion of that length would exceed five
-# thousand times over. (The tests run the same loop a million times under a
-# limit of 300 frames.) The
+# thousand times over. (The tests run the same loop, of a million
+# iterations, under a limit of 300 frames.) The
 # cell is a timing, so nbval does not compare its output.
 
 # %% tags=["nbval-ignore-output"]
@@ -3692,11 +3697,12 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"compiled, {name}: {measured.stdout}", end="")
 
 # %% [markdown]
-# Seconds and the better part of a gigabyte for a million nested calls
-# interpreted, where the compiled code takes milliseconds and under twenty
-# megabytes; and seconds to report a runaway recursion, which the compiled
-# code reports in a fraction of a second, once it has filled its stack of
-# 256 MiB.
+# The better part of a gigabyte for a million nested calls interpreted,
+# where the compiled code takes under twenty megabytes; and, in time, many
+# times the compiled code's, both to run them and to report a runaway
+# recursion, which the compiled code reports once it has filled its stack
+# of 256 MiB. (The times above are this machine's, the last time the
+# notebook ran, and move with its load.)
 #
 # ### Measured: the heap limit
 #
@@ -3866,7 +3872,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    everything in scope — `start` included, which neither closure uses.
 #    Make `Lambda` capture only the variables its body uses (each
 #    `Closure` names them already, in `captures`), draw `tick_read` again,
-#    and measure the memory of a million nested calls before and after.
+#    and find a program whose memory the change reduces. Why does a
+#    million nested calls of `count` not show it?
 # 5. Draw, with `node_tree`, the core of the sugared program above. Which
 #    sugar makes the most boxes?
 # 6. `measure_heap` follows every value the program can reach each time it
@@ -3891,28 +3898,44 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #
 # 1. The lexer (`++` among its operators, before `+`, since the longest
 #    operator is tried first) and the parser's table of binding powers
-#    (`++` with `+`), which the printer reads too. Not the core: the
-#    desugaring turns any binary operator but `&&` and `||` into a `Prim` of
-#    the same name. And the interpreter's table of operators, where `++` is
-#    Python's `+` on two strings — and a runtime error, "the operands of ++
-#    have the wrong types", on anything else, until chapter 5's types rule it
-#    out.
+#    (`++` with `+`), which the printer reads too; and one row in the
+#    table of primitives, `Primitive("++", "++", ("String", "String",
+#    "String"), operator.add)`. Neither the core nor the interpreter
+#    changes: the desugaring finds the row by its symbol and makes a
+#    `Prim` of it, and the interpreter applies the row's operation,
+#    Python's `+` on two strings. Until chapter 5's types rule out other
+#    operands, that `+` would also add two Ints, and stop with the runtime
+#    error "the operands of ++ have the wrong types" on an Int and a
+#    String. The compiled code needs more: a lowering in chapter 10, which
+#    `tests/test_primitives.py` asks of every row: here a call of a
+#    runtime function, yet to be written, that allocates the new string.
 # 2. With slots numbered by `resolve`, a variable becomes an index, a `let`
 #    a store into a list made once per call, and a closure copies only the
 #    slots it captures. The loops get faster by what the copies of the
 #    dictionary cost; `bench/interp_speed.py` measures it, alternating the
 #    two versions so that the machine's load falls on both alike.
 # 3. In `calling`, when `known` names a top-level function, count the call
-#    in a dictionary of the interpreter (`self.calls[known] += 1`), and at
+#    in a dictionary of the interpreter (`self.calls[known] += 1`), and do
+#    the same in `application`'s `tail_call_known` for a tail call that
+#    names one (a loop of tail calls never passes through `calling` again);
+#    at
 #    the end of `run` print the counts, largest first, to standard error so
 #    that the program's output is unchanged. Calls through a closure need
 #    the closure to carry its function's name: `Lambda` knows where it was
 #    defined.
 # 4. Where the interpreter makes a `Closure`, give it the environment
 #    `{name: env[name] for name in captures}` instead of `env` itself;
-#    `start` then leaves the picture. A million nested calls keep a million
-#    environments alive, so the memory falls by the variables each no longer
-#    holds — measure it with `tracemalloc` before and after.
+#    `start` then leaves the picture, and the environments hold `count`
+#    alone. A million nested calls of `count` do not change: `count` is a
+#    top-level function, whose closure has an empty environment already,
+#    and each call's environment is that and the parameter. What changes
+#    is what a closure keeps alive that its body never reads: with
+#    `def keeper(n) = { let big = build(n, Nil); { x -> x + 1 } }` (`build`
+#    makes a list of n elements) and `def f = keeper(100000)`, the closure
+#    `f` held `big` and `n`, and Python's memory kept the list; now it
+#    holds nothing, and `tracemalloc` shows the list's megabytes gone once
+#    `keeper` has returned. The heap's accounts do not change: `live_words`
+#    already follows only `captures`. `tests/test_solutions.py` runs both.
 # 5. A function of several parameters: `add(a, b)` becomes a `Lambda` of a
 #    fresh parameter whose body is a `Match` on a tuple pattern, where the
 #    syntax had a list of two parameters, so it grows the most; `while` and
@@ -3923,8 +3946,9 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    young would miss it. A generational collector keeps a *remembered set*,
 #    filled by a *write barrier* on every assignment into an old value; in
 #    L only a `var`'s cell can be assigned, so the barrier is one check in
-#    `Assign`. Chapter 10b's runtime has both: the barrier `lc_barrier` on
-#    such stores, and `lc_remember`.
+#    `Assign`. The compiled code has both: chapter 10 calls the barrier,
+#    `lc_barrier`, after a store of a pointer into a block, and chapter
+#    10b's runtime keeps the remembered set (`lc_remember`).
 # 7. A row in the table, and its lowering in chapter 10; no stage changes:
 #
 # ```python
@@ -3960,9 +3984,9 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # write `min` in L, give it a `symbol`, and teach chapter 4a's lexer the
 # symbol and its parser a binding power: precedence is syntax, which the
 # table leaves to the parser. `tests/test_primitives.py` does all this for `max`, and for a
-# primitive that can fail.
+# primitive that can fail; `tests/test_solutions.py` runs this solution.
 #
-# 8. As sugar: `try { let r = try { b } catch { e -> { f; raise(e) } }; f; r }`
+# 8. As sugar: `{ let r = try { b } catch { e -> { f; raise(e) } }; f; r }`
 #    (with `r` and `e` fresh), where `f` is the `finally` block. It runs `f`
 #    once either way and passes the exception on, but the `raise(e)` in the
 #    clause is a new raise: an exception that nothing catches is reported
@@ -3974,11 +3998,13 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    (Chapter 6's CPS does it with a jump to the outer handler that has no
 #    site of its own.)
 # 9. Raise from a few calls deep, many times, in a loop of tail calls:
+#    with `exception Deep`,
 #    `def down(n) = if (n == 0) raise(Deep) else 1 + down(n - 1)` and
 #    `def many(i) = if (i == 0) 0 else { try { down(50) } catch { Deep -> 0
-#    }; many(i - 1) }`, then `many(100000)`. Each raise leaves 50 calls
-#    without their return; without the line, `depth` grows by 50 each time
-#    and passes `DEPTH_LIMIT` (2²⁰) after about 21,000 turns, a stack
+#    }; many(i - 1) }`, then `many(100000)`. Each raise leaves 51 calls,
+#    `down(50)` down to `down(0)`, without their return; without the line,
+#    `depth` grows by 51 each time and passes `DEPTH_LIMIT` (2²⁰) after
+#    about 20,600 turns, a stack
 #    overflow reported at a call that is not deep at all.
 #    `tests/test_exceptions.py` runs this with a limit of 200 calls.
 #

@@ -5,22 +5,121 @@ Chapter 7, exercise 2: a join point carries a `var` that only the condition of i
 scrutinee of its `match`) assigned; the precise pre-pass records the names the branches assign.
 Judged on random programs against the reference interpreter, and on the size of the output.
 
+Chapter 4b, exercise 4: closures that keep only the variables their body uses (`captures`); the
+environments of `tick_read` hold `count` alone, and a closure no longer keeps alive, in Python's
+memory, a list in scope that its body never reads.
+
+Chapter 4b, exercise 7: a primitive `min`, added as a row of the table and a lowering, through
+the interpreter and the rest of the pipeline to native code (the tables put back afterwards).
+
 Chapter 10, exercise 4: Cooper, Harvey and Kennedy's dominators of a `FlowGraph`, judged against
 dominance computed from its definition (d dominates b when b cannot be reached from the entry
 without d), then used to check that every use of an SSA value is dominated by its definition, in
 the worked example's functions before and after O2.
 """
 
+import gc
+import io
 import re
+import tracemalloc
 
 from hypothesis import given, settings
 
-from lcompiler import core as c, cps, cps_convert, types
+from lcompiler import core as c, cps, cps_convert, driver, llvm_backend, pipeline, types
+from lcompiler.interp import Interpreter, check
+from lcompiler.primitives import PRIMITIVES, Primitive
 from lcompiler.cps_convert import Analysis, Converter, _children
 from lcompiler.errors import Source
 from lcompiler.llvm_backend import FlowGraph, optimise, to_llvm
 
 from test_convert import on_cps, programs, reference
+
+
+# --- chapter 4b, exercise 4
+
+class Capturing(Interpreter):
+    """The reference interpreter, but a closure's environment holds only its captures."""
+
+    def function(self, e):
+        make = super().function(e)
+
+        def capturing(env):
+            closure = make(env)
+            closure.env = {name: closure.env[name] for name in closure.captures}
+            return closure
+        return capturing
+
+
+TICK_READ = """def counter(start) = {
+  var count := start
+  ({ by -> count := count + by }, { () -> count })
+}
+def tick_read = counter(0)
+tick_read.{ (tick, _) -> { tick(2); tick(3) } }
+print(tick_read.{ (_, read) -> read() })
+"""
+
+KEEPER = """data List<a> { Cons(a, List<a>); Nil }
+def build(n, acc) = if (n == 0) acc else build(n - 1, Cons(n, acc))
+def keeper(n) = { let big = build(n, Nil); { x -> x + 1 } }
+def f = keeper(100000)
+print(f(1))
+"""
+
+
+def held_after(interpreter_class, text: str):
+    """Run text; the interpreter, its output, and the bytes Python still holds once it has run."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        interpreter = interpreter_class(io.StringIO())
+        interpreter.run(check(Source("x.l", text)))
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return interpreter, interpreter.out.getvalue(), held
+
+
+def test_closures_that_keep_only_their_captures():
+    before, after = Interpreter(io.StringIO()), Capturing(io.StringIO())
+    for interpreter in (before, after):
+        interpreter.run(check(Source("tick.l", TICK_READ)))
+    assert before.out.getvalue() == after.out.getvalue() == "5\n"
+    assert [sorted(f.env) for f in before.globals["tick_read"]] == [["count", "start"]] * 2
+    assert [sorted(f.env) for f in after.globals["tick_read"]] == [["count"]] * 2
+    keeping, printed, held = held_after(Interpreter, KEEPER)
+    capturing, printed_too, held_too = held_after(Capturing, KEEPER)
+    assert printed == printed_too == "2\n"
+    assert sorted(keeping.globals["f"].env) == ["big", "n"] and capturing.globals["f"].env == {}
+    assert held - held_too > 100000 * 50          # the list of 100,000 Cons, kept before and not after
+
+
+# --- chapter 4b, exercise 7
+
+def test_a_primitive_min_through_every_stage(monkeypatch):
+    monkeypatch.setitem(PRIMITIVES, "min", Primitive("min", None, ("Int", "Int", "Int"), min))
+    monkeypatch.setitem(llvm_backend.LOWERING, "min",
+                        lambda backend, b, p, args: b.select(b.icmp_signed("<", *args), *args))
+    source = Source("min.l", "print(3 + 4, 9 + -2)\n")
+    program = check(source)
+    for prim in program.items[0].args:
+        prim.op = "min"
+    assert c.pretty_core(program) == "print(min(3, 4), min(9, -2))\n"
+    out = io.StringIO()
+    Interpreter(out).run(program)
+    assert out.getvalue() == "3 -2\n"
+    unit, value = pipeline.Unit(source), program
+    stages = pipeline.load()
+    assert [stage.name for stage in stages[3:10]] == ["types", "mono", "cps", "opt", "closure", "shrink", "llvm"]
+    for stage in stages[3:10]:
+        value = stage.run(value, unit)
+        if stage.name == "cps":
+            assert "v_3 = min(c_1, c_2)" in cps.show(value)
+        if stage.name == "opt":
+            assert "min" not in cps.show(value)           # chapter 9 folded both
+    engine, main = driver.jit(driver.machine_code(value))
+    assert driver.run_in_child(main).stdout == "3 -2\n"
 
 
 # --- chapter 7, exercise 2
