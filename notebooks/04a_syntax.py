@@ -2792,10 +2792,11 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    writes each as the parser reads it (a `try` with only `finally` is the
 #    case it catches first).
 # 7. `raise` goes into `KEYWORDS` and `nud` gets a case that reads a
-#    parenthesised expression after it. `raise` alone, or `raise` followed by
-#    a space and `(`, becomes a syntax error of this chapter ("expected '('
+#    parenthesised expression after it, as `condition` reads that of `if`.
+#    `raise` alone becomes a syntax error of this chapter ("expected '('
 #    after 'raise'") instead of chapter 4b's "raise is a built-in form, not
-#    a value"; `raise(a, b)` becomes a tuple argument unless the rule says
+#    a value"; `raise (x)`, with a space, today an error (a call needs its
+#    `(` stuck), parses, as `if (c)` does; `raise(a, b)` becomes a tuple argument unless the rule says
 #    one expression; and a variable named `raise`, which chapter 4b refuses
 #    as a binding, could then not even be written. `print` and `assert` stay
 #    names: the three forms would no longer be alike.
