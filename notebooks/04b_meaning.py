@@ -399,7 +399,7 @@ print(one_plus_two == Prim("+", [Lit(1), Lit(2)], span=None, type="Int"))
 # is written once, here, in a table: the module `lcompiler.primitives`, one
 # row per primitive, which each of those stages reads. Adding a primitive
 # is adding a row, then telling chapter 10 which instructions compute it;
-# the last exercise of this chapter does it.
+# exercise 7 of this chapter does it.
 #
 # A row says:
 #
