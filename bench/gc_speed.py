@@ -2,18 +2,20 @@
 
     python bench/gc_speed.py [--json bench/gc_speed.json] [--repeat 3]
 
-1. live: a list of S cells stays live while the program allocates 3 * 10^7 short-lived cells;
-   the time per short-lived cell, for S from 0 to 3 * 10^6, must not grow with S (a collector
-   that traced the live list at every collection would grow linearly per cell, quadratically in
-   all);
+1. live: a list of S cells stays live while the program allocates 3 * 10^7 short-lived cells,
+   or 6 * 10^7; the time per short-lived cell -- the difference of the two, over 3 * 10^7: what
+   one more costs, once the list is built and whatever collections the build left to the first
+   cells -- for S from 0 to 3 * 10^6, must not grow with S (a collector that traced the live
+   list at every collection would grow linearly per cell, quadratically in all);
 2. cells: 10^8 short-lived cells, in bounded memory (the contract's test);
 3. list: a list of 10^7 cells, built and summed;
 4. limit: a list that grows until the heap reaches its limit: the time until the runtime error
    (status 2, "out of memory"), for limits of 256 MB, 1 GB (the default) and 4 GB (the default
    before this collector);
-5. nursery: the allocation-heavy benchmarks of bench/programs (cpstak, nqueens, primes, fold)
-   with nurseries of 256 KB to 8 MB (LC_NURSERY), all sizes run in alternation; CPU seconds
-   relative to the default size, 2 MB.
+5. nursery: the allocation-heavy benchmarks of bench/programs (cpstak, nqueens, primes, fold,
+   binarytrees, perm) with nurseries of 256 KB to 8 MB (LC_NURSERY: the size the nursery starts
+   at and never goes below), all sizes run in alternation; CPU seconds relative to the default
+   size, 2 MB, and the largest the nursery grew to.
 
 Each program runs --repeat times; the medians are printed, with the peak resident memory of the
 process and the collector's own statistics (LC_GC_STATS=1). Times are user + system CPU seconds
@@ -64,7 +66,8 @@ print(grow(0, Nil))
 
 SIZES = [0, 100_000, 1_000_000, 3_000_000]
 NURSERIES = ["256K", "512K", "1M", "2M", "4M", "8M"]
-ALLOCATING = ["cpstak", "nqueens", "primes", "fold"]
+ALLOCATING = ["cpstak", "nqueens", "primes", "fold", "binarytrees", "perm"]
+SIZED = {"binarytrees": 18, "perm": 600}     # the others at the size their file says: a second or less
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 CHURN = 30_000_000
 LIMITS = ["256M", "1G", "4G"]
@@ -84,12 +87,16 @@ def run(exe: Path, env: dict | None = None) -> dict:
     _, status, usage = os.wait4(child.pid, 0)
     minor = re.search(r"gc: (\d+) minor and (\d+) major collections", err)
     heap = re.search(r"max heap ([\d.]+) MB", err)
+    nursery = re.search(r"nursery up to ([\d.]+) MB", err)
+    gc_time = re.search(r"gc time ([\d.]+) s", err)
     peak = re.search(r"gc: peak resident memory\s+(\d+) kB", err)   # ru_maxrss would count the parent's
     code = os.waitstatus_to_exitcode(status)
     return {"cpu": usage.ru_utime + usage.ru_stime, "rss_mb": int(peak.group(1)) / 1024 if peak else None,
             "status": code, "output": out, "error": err.splitlines()[-1] if code else "",
             "minor": int(minor.group(1)) if minor else None, "major": int(minor.group(2)) if minor else None,
-            "max_heap_mb": float(heap.group(1)) if heap else None}
+            "max_heap_mb": float(heap.group(1)) if heap else None,
+            "nursery_mb": float(nursery.group(1)) if nursery else None,
+            "gc_s": float(gc_time.group(1)) if gc_time else None}
 
 
 def median_run(exe: Path, repeat: int, env: dict | None = None) -> dict:
@@ -108,16 +115,18 @@ def main(argv=None) -> int:
     results = {"live": [], "limit": []}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        print(f"1. a live list of S cells while {CHURN:,} short-lived cells are allocated")
-        print(f"{'S':>10} {'build s':>8} {'total s':>8} {'ns/cell':>8} {'minor':>6} {'major':>6} {'heap MB':>8}")
+        print(f"1. a live list of S cells, then {CHURN:,} short-lived cells, or twice as many")
+        print(f"{'S':>10} {'once s':>8} {'twice s':>8} {'ns/cell':>8} {'minor':>6} {'major':>6} {'heap MB':>8}")
         for size in SIZES:
-            only = median_run(build(LIVE.replace("SIZE", str(size)).replace("CHURN", "0"), f"live{size}.l", tmp), args.repeat)
-            both = median_run(build(LIVE.replace("SIZE", str(size)).replace("CHURN", str(CHURN)), f"churn{size}.l", tmp), args.repeat)
-            per_cell = (both["cpu"] - only["cpu"]) / CHURN * 1e9
-            results["live"].append({"size": size, "build_s": only["cpu"], "total_s": both["cpu"], "ns_per_cell": per_cell,
-                                    "minor": both["minor"], "major": both["major"], "max_heap_mb": both["max_heap_mb"]})
-            print(f"{size:>10,} {only['cpu']:8.3f} {both['cpu']:8.3f} {per_cell:8.2f} {both['minor']:6} {both['major']:6} "
-                  f"{both['max_heap_mb']:8.1f}")
+            once = median_run(build(LIVE.replace("SIZE", str(size)).replace("CHURN", str(CHURN)), f"once{size}.l", tmp), args.repeat)
+            twice = median_run(build(LIVE.replace("SIZE", str(size)).replace("CHURN", str(2 * CHURN)), f"twice{size}.l", tmp),
+                               args.repeat)
+            per_cell = (twice["cpu"] - once["cpu"]) / CHURN * 1e9
+            results["live"].append({"size": size, "once_s": once["cpu"], "twice_s": twice["cpu"], "ns_per_cell": per_cell,
+                                    "minor": twice["minor"], "major": twice["major"], "max_heap_mb": twice["max_heap_mb"],
+                                    "nursery_mb": twice["nursery_mb"]})
+            print(f"{size:>10,} {once['cpu']:8.3f} {twice['cpu']:8.3f} {per_cell:8.2f} {twice['minor']:6} {twice['major']:6} "
+                  f"{twice['max_heap_mb']:8.1f}")
         cells = median_run(build(CELLS, "cells.l", tmp), args.repeat)
         results["cells"] = cells
         print(f"\n2. 10^8 short-lived cells: {cells['cpu']:.2f} s, peak resident memory {cells['rss_mb']:.1f} MB, "
@@ -137,13 +146,20 @@ def main(argv=None) -> int:
         print(f"{'benchmark':10}" + "".join(f"{n:>14}" for n in NURSERIES))
         results["nursery"] = {}
         for name in ALLOCATING:
-            exe = build((PROGRAMS / f"{name}.l").read_text(), f"{name}.l", tmp)
-            times = {n: [] for n in NURSERIES}
+            first, rest = (PROGRAMS / f"{name}.l").read_text().split("\n", 1)
+            text = f"def n = {SIZED[name]}\n{rest}" if name in SIZED else f"{first}\n{rest}"
+            exe = build(text, f"{name}.l", tmp)
+            times, largest, gc = ({n: [] for n in NURSERIES} for _ in range(3))
             for _ in range(args.repeat):
                 for n in NURSERIES:
-                    times[n].append(run(exe, {"LC_NURSERY": n})["cpu"])
+                    r = run(exe, {"LC_NURSERY": n})
+                    times[n].append(r["cpu"])
+                    largest[n].append(r["nursery_mb"])
+                    gc[n].append(r["gc_s"])
             ratios = {n: statistics.median(a / b for a, b in zip(times[n], times["2M"])) for n in NURSERIES}
-            results["nursery"][name] = {n: {"median": statistics.median(times[n]), "ratio": ratios[n]} for n in NURSERIES}
+            results["nursery"][name] = {n: {"median": statistics.median(times[n]), "ratio": ratios[n],
+                                            "largest_mb": max(largest[n]), "gc_s": statistics.median(gc[n])}
+                                      for n in NURSERIES}
             print(f"{name:10}" + "".join(f"{statistics.median(times[n]):7.3f} ({ratios[n]:.2f})" for n in NURSERIES))
     if args.json:
         from machine import describe    # bench/machine.py

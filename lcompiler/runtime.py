@@ -24,7 +24,8 @@ What this chapter promises:
   library exports nothing else; the layout of a heap block in `lc.h` is
   the one the back end writes.
 - A program that allocates without end in a loop runs in bounded memory:
-  a nursery of 2 MB (`LC_NURSERY`) is emptied by copying its few
+  a nursery of 2 MB (`LC_NURSERY`; larger while the stack is deep, or
+  while that pays when much of it survives) is emptied by copying its
   survivors into an old generation, which a mark-and-sweep collects; the
   collector finds pointers in the fields of blocks precisely, by their
   layout, and on the stack conservatively, pinning what the stack points

@@ -72,6 +72,7 @@ static int64_t *global_roots, n_global_roots;
 static uint64_t kept_blocks, rent, major_cost;  /* old blocks in the nursery; what they have cost; a major's cost */
 static uint64_t minor_count, major_count, promoted_bytes;
 static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
+static uint64_t largest_nursery;                /* chunks: the most the nursery had */
 static double minor_seconds, major_seconds;
 
 /* cell 64 */
@@ -219,6 +220,19 @@ static uint64_t sweep_chunk(size_t k, bool major)
 
 static void add_free_to_lists(uint64_t *chunk);
 
+/* The nursery's spare chunks: empty, out of use, kept for when it grows
+ * again, in nursery[nursery_chunks .. nursery_chunks + spare_chunks). */
+static size_t spare_chunks;
+
+/* Chunk nursery[from], a spare, becomes nursery[to]. */
+static void take_spare(size_t to, size_t from)
+{
+    uint64_t *chunk = nursery[from];
+    nursery[to] = chunk;
+    nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(to + 1);
+    memset(old_bits[to], 0, sizeof old_bits[to]);
+}
+
 static void sweep_nursery(void)
 {
     kept_blocks = 0;
@@ -226,7 +240,9 @@ static void sweep_nursery(void)
         if (sweep_chunk(c, false) > CHUNK_WORDS / 2) {
             uint64_t *full = nursery[c];          /* too full: the chunk goes to the old generation */
             nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
-            if ((nursery[c] = fresh_chunk(c)) == NULL) {
+            if (spare_chunks > 0) {               /* a spare takes its place, */
+                take_spare(c, nursery_chunks + --spare_chunks);
+            } else if ((nursery[c] = fresh_chunk(c)) == NULL) {     /* or a fresh chunk */
                 nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(c + 1);
                 nursery[c] = full;                 /* no room for another: keep it */
                 continue;
@@ -239,17 +255,87 @@ static void sweep_nursery(void)
 }
 
 /* cell 74 */
-/* A minor collection costs at least the stack it scans.  When the stack
- * is deep, the nursery grows to twice its size (up to 64 MB, and an
- * eighth of the heap limit), so that
- * scanning costs at most half a word per word allocated; when the stack
- * is shallow again, the nursery shrinks back to LC_NURSERY.  A chunk that
- * leaves the nursery goes to the old generation, with its free runs. */
+/* How big the nursery should be.  A minor collection costs at least the
+ * stack it scans: when the stack is deep, the nursery is twice its size,
+ * so that scanning costs at most half a word per word allocated.
+ *
+ * And a minor collection costs the blocks that survive it, copied into
+ * the old generation, where they stay until a major collection.  When
+ * more than half of the nursery survived, the nursery doubles, on trial:
+ * if the blocks die young, but not quite young enough, twice the time lets
+ * many of them die before they are copied, and the words copied per word
+ * allocated fall.  If instead the blocks are long-lived, a larger nursery
+ * only holds more of them, out of the cache.  The words that survive two
+ * collections after the change are compared with those of the two before
+ * it: unless the larger nursery copied at most half as many again, so at
+ * most three quarters as many per word allocated, it goes back to its
+ * size and does not grow again for TRIAL_PAUSE collections.  A nursery
+ * larger than LC_NURSERY that has kept its size for TRIAL_PAUSE
+ * collections tries half its size, judged the same way: it keeps the
+ * smaller size unless the larger one would have passed its trial from
+ * there.  When less than a thirty-second survived, the nursery halves.
+ * Never less than LC_NURSERY, never more than 64 MB or an eighth of the
+ * heap limit.  Every decision depends on words counted, none on time, so
+ * that a program collects the same way at every run.
+ *
+ * A chunk that leaves the nursery when it shrinks is kept as a spare, if
+ * nothing old lies in it, so that growing again costs no fresh memory; a
+ * chunk that holds old blocks goes to the old generation, with its free
+ * runs, and the last spare takes its place in the array. */
 #define MAX_NURSERY_CHUNKS 1024
+#define TRIAL_PAUSE 64
+
+static uint64_t survived_words;              /* copied or pinned by this minor collection */
+static uint64_t survived_before;             /* and by the one before */
+static uint64_t trial_from, trial_age;       /* on trial: the size before (chunks); collections since */
+static uint64_t trial_before, trial_after;   /* words survived: two collections before; since */
+static uint64_t growth_pause, unchanged;     /* collections before the next growth; since the last change */
+
+static uint64_t start_trial(uint64_t chunks)
+{
+    trial_from = nursery_chunks, trial_age = 0;
+    trial_before = survived_words + survived_before, trial_after = 0;
+    return chunks;
+}
+
+/* The size the survivors of this collection ask for, in chunks. */
+static uint64_t size_by_survivors(void)
+{
+    uint64_t size = nursery_chunks * CHUNK_WORDS, before = trial_from, want = nursery_chunks;
+    if (growth_pause > 0) growth_pause--;
+    unchanged++;
+    if (before != 0) {                                 /* on trial */
+        trial_after += survived_words;
+        if (++trial_age == 2) {
+            trial_from = 0, unchanged = 0;
+            bool larger_pays = before < nursery_chunks ? 2 * trial_after <= 3 * trial_before
+                                                       : 2 * trial_before <= 3 * trial_after;
+            if (before < nursery_chunks && !larger_pays) want = before, growth_pause = TRIAL_PAUSE;
+            if (before > nursery_chunks && larger_pays) want = before;
+        }
+    } else if (minor_count > 0 && survived_words > size / 2 && growth_pause == 0) {
+        want = start_trial(2 * nursery_chunks);
+    } else if (survived_words < size / 32) {
+        want = nursery_chunks / 2;
+    } else if (nursery_chunks > base_chunks && unchanged >= TRIAL_PAUSE) {
+        want = start_trial(nursery_chunks / 2);
+    }
+    survived_before = survived_words;
+    return want;
+}
+
+static bool holds_old_blocks(size_t k)
+{
+    for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
+        if (old_bits[k][w] != 0) return true;
+    return false;
+}
 
 static void resize_nursery(uint64_t stack_words)
 {
     uint64_t want = 2 * stack_words / CHUNK_WORDS, most = (uint64_t)(heap_limit_end - heap_start) / CHUNK_WORDS / 8;
+    uint64_t by_survivors = size_by_survivors();
+    if (want < by_survivors) want = by_survivors;
     if (want > MAX_NURSERY_CHUNKS) want = MAX_NURSERY_CHUNKS;
     if (want > most) want = most;                 /* and at most an eighth of the heap */
     if (want < base_chunks) want = base_chunks;
@@ -259,12 +345,21 @@ static void resize_nursery(uint64_t stack_words)
         old_bits = realloc(old_bits, room_chunks * sizeof *old_bits);
         if (nursery == NULL || old_bits == NULL) out_of_memory();
     }
-    while (nursery_chunks < want && (nursery[nursery_chunks] = fresh_chunk(nursery_chunks)) != NULL)
+    while (nursery_chunks < want) {
+        if (spare_chunks > 0) spare_chunks--;      /* nursery[nursery_chunks] is the first spare */
+        else if ((nursery[nursery_chunks] = fresh_chunk(nursery_chunks)) == NULL) break;
         nursery_chunks++;
+    }
+    if (nursery_chunks > largest_nursery) largest_nursery = nursery_chunks;
     while (nursery_chunks > want) {
         uint64_t *chunk = nursery[--nursery_chunks];
+        if (!holds_old_blocks(nursery_chunks)) {
+            spare_chunks++;                        /* the first spare now */
+            continue;
+        }
         nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
         add_free_to_lists(chunk);
+        if (spare_chunks > 0) take_spare(nursery_chunks, nursery_chunks + spare_chunks);
     }
 }
 
@@ -332,6 +427,7 @@ static void dump_heap(void)
 static __attribute__((noinline)) void minor_collection(void)
 {
     double t0 = now_seconds();
+    uint64_t promoted_before = promoted_bytes;
     bool dump = minor_count + 1 == dump_at;
     if (dump) dump_nursery("start");
     /* Spill the callee-saved registers into this frame, where the stack
@@ -351,11 +447,14 @@ static __attribute__((noinline)) void minor_collection(void)
         forward_fields(remembered.items[i]);
         *remembered.items[i] &= ~REMEMBERED_BIT;
     }
+    survived_words = 0;
     for (size_t i = 0; i < pinned.len; i++) {
         forward_fields(pinned.items[i]);
-        old_bytes += 8 * block_words(*pinned.items[i]);
+        survived_words += block_words(*pinned.items[i]);
     }
+    old_bytes += 8 * survived_words;
     while (to_scan.len > 0) forward_fields(to_scan.items[--to_scan.len]);
+    survived_words += (promoted_bytes - promoted_before) / 8;
     if (dump) dump_nursery("traced");
     pinned_count += pinned.len;
     remembered.len = pinned.len = 0;
@@ -548,7 +647,8 @@ void gc_init(uint64_t limit)
     mark_bits = map_noreserve(limit / 64 + 8);
     if (mark_bits == NULL) out_of_memory();
     minor_count = major_count = promoted_bytes = 0;
-    pinned_count = stack_scanned = 0;
+    pinned_count = stack_scanned = largest_nursery = spare_chunks = 0;
+    trial_from = trial_age = growth_pause = unchanged = survived_before = 0;
     minor_seconds = major_seconds = 0;
     kept_blocks = rent = 0, major_cost = MIN_MAJOR_COST;
     dump_at = env_size("LC_GC_DUMP", 0);
@@ -581,8 +681,9 @@ void statistics(void)
                          (double)promoted_bytes / (1 << 20), minor_seconds + major_seconds, minor_seconds,
                          major_seconds);
         write_all(2, line, (size_t)n);
-        n = snprintf(line, sizeof line, "gc: %llu blocks pinned, %.1f MB of stack scanned by minor collections\n",
-                     (unsigned long long)pinned_count, (double)stack_scanned * 8 / (1 << 20));
+        n = snprintf(line, sizeof line, "gc: %llu blocks pinned, %.1f MB of stack scanned by minor collections, "
+                     "nursery up to %.3g MB\n", (unsigned long long)pinned_count,
+                     (double)stack_scanned * 8 / (1 << 20), (double)(largest_nursery > nursery_chunks ? largest_nursery : nursery_chunks) * CHUNK_WORDS * 8 / (1 << 20));
         write_all(2, line, (size_t)n);
         /* The peak resident memory of this process since it started (Linux):
          * VmHWM counts this program's own memory, not the parent it was

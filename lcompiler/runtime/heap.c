@@ -13,8 +13,8 @@
  *
  * - the *nursery*, where the program allocates: a few chunks of 64 KB
  *   (LC_NURSERY bytes in all, DEFAULT_NURSERY by default: it stays in
- *   the cache), aligned on 64 KB, reused after every minor collection
- *   (gc.c);
+ *   the cache; more for a while, when that pays: gc.c), aligned on 64 KB,
+ *   reused after every minor collection;
  * - the *old generation*, everything else: the blocks that survived a
  *   minor collection, copied there.
  *
