@@ -562,7 +562,9 @@ for key, entries in columns_.items():
 #   with its arena;
 # - integer loops against gcc -O2: `mandel`, `gcd` and `change` — on
 #   `change` gcc -O3 and clang are slower than L (the table's other
-#   columns), so what L trails there is one particular choice of gcc -O2's;
+#   columns), so what L trails there is one particular choice of gcc -O2's,
+#   and on all three, what GCC may assume because an overflow is undefined
+#   in C and defined in L (the section on integers that wrap, below);
 # - `interp`, against OCaml (and C and Chez): the one benchmark that the
 #   optimiser of chapter 9 makes slower than `-O0`, which that chapter
 #   looks into without finding the cause.
@@ -686,6 +688,43 @@ for name in ("fib", "ack"):
 # clang's (the table above), three compilers of the same C disagreeing by
 # a factor of three. Chapter 9's table of unrolling rounds shows the same
 # program on L's side: three rounds make `change` slower than two.
+
+# %% [markdown]
+# ### Integers that wrap
+#
+# One more difference on the integer programs lies between the languages,
+# not the compilers. L's `Int` wraps around when it overflows (the
+# language reference says so); in C a signed overflow is undefined
+# behaviour, which lets GCC assume that none happens. In `mandel`, that
+# `x * x` is never negative, so that dividing it by 2^16 is a shift, where
+# L must first add 2^16 − 1 to a negative product, to round toward zero;
+# and that `2 * x * y / 65536` is `x * y / 32768`. GCC's option `-fwrapv`
+# gives C's signed integers L's meaning, and takes those assumptions
+# away. `bench/wrapv.py` times the integer programs on which gcc -O2 is
+# L's peer in L and in C built both ways, in alternation as above:
+
+# %%
+wrapv = json.loads(Path("../bench/wrapv.json").read_text())
+print("\n".join(bench_machine.lines(wrapv["machine"])), "|", wrapv["command"])
+print(f"{'benchmark':10} {'L/C (gcc -O2)':>30} {'L/C (gcc -O2 -fwrapv)':>30}")
+for name, r in wrapv["benchmarks"].items():
+    cells = [(r[k]["ratio"], *r[k]["ci"]) for k in ("L/C", "L/C-fwrapv")]
+    print(f"{name:10} " + " ".join(f"{shown(e)} {versus_1(e):12}" for e in cells))
+
+# %% [markdown]
+# On `mandel` and `change`, L trails gcc -O2 and is level with it, or
+# ahead, once C's integers wrap as L's do: what L trailed there was C's
+# freedom to ignore overflow, not GCC's code. (On `change` that freedom
+# is what gcc -O2 alone makes use of: gcc -O3 and clang are slower than
+# L without `-fwrapv`.) On `gcd` the option changes nothing, and L stays a
+# few hundredths behind for a reason of the same kind: the processor's
+# division instruction traps when it divides the least `Int` by −1, and
+# L's `%` is defined there (it gives 0), so L compares the divisor with −1
+# before each division, where in C that case is undefined, `-fwrapv` or
+# not. `fib` and `loop` stay ahead of C either way, and `ack` level or
+# ahead. L does not give its integers C's meaning to win this back: a
+# program whose arithmetic overflows would then mean whatever the
+# optimiser made of it.
 
 # %% [markdown]
 # ### Where L trails: allocation
@@ -999,12 +1038,15 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   where the C version manages its nodes by hand (the comment at the top
 #   of the file says how) — not examined further yet;
 # - `mandel` (about 1.2 against C): fixed-point arithmetic in nested
-#   `while` loops; not examined yet;
+#   `while` loops, where gcc -O2 may assume that a product does not
+#   overflow and L may not; with `-fwrapv`, which makes C's integers wrap
+#   as L's do, L is faster (the section on integers that wrap);
 # - `interp` (about 1.4 against OCaml): the optimiser makes it slower
 #   than `-O0` (chapter 9), for a reason not found;
 # - within noise: `cpstak` and `divrec` against OCaml (closures and cells
 #   that die at once: the heap pointer in a register, next paragraph),
-#   `change` against gcc -O2 (and ahead of gcc -O3 and clang).
+#   `change` against gcc -O2 (and level with it with `-fwrapv`, ahead of
+#   gcc -O3 and clang).
 #
 # Against gcc -O3 the picture is the same; against clang -O2, the C
 # compiler of the LLVM that L also uses, the geometric mean meets the
