@@ -1034,9 +1034,12 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   instructions and mispredicted branches in the two programs; why the same loop runs
 #   slower in L has not been found — this machine gives a program no
 #   hardware counters to ask;
-# - `rbtree` (about 1.3 against C): tree code that allocates as it walks,
-#   where the C version manages its nodes by hand (the comment at the top
-#   of the file says how) — not examined further yet;
+# - `rbtree` (about 1.3 against C): L's tree is persistent, so an
+#   insertion copies the nodes of its path, where the C version updates
+#   its tree in place and mallocs one node per insertion (the comment at
+#   the top of the file says so); the collector's share of L's run, about
+#   a quarter in the section on allocation, is about the whole difference,
+#   so the collector, not the code of the walk, is where it would be won;
 # - `mandel` (about 1.2 against C): fixed-point arithmetic in nested
 #   `while` loops, where gcc -O2 may assume that a product does not
 #   overflow and L may not; with `-fwrapv`, which makes C's integers wrap
