@@ -2061,6 +2061,7 @@ static void resize_nursery(uint64_t stack_words)
  * the chunk, the block's offset and size in words, what it is, and for a
  * copied block, the offset of its copy from the start of the heap. */
 static uint64_t dump_at;
+static bool tracing;                   /* LC_GC_TRACE=1: a line per minor collection */
 
 static void dump_nursery(const char *stage)
 {
@@ -2166,7 +2167,15 @@ static __attribute__((noinline)) void minor_collection(void)
     pinned_count += pinned.len;
     remembered.len = pinned.len = 0;
     sweep_nursery();
+    uint64_t chunks_before = nursery_chunks;
     resize_nursery(stack_words);
+    if (tracing) {                         /* the nursery's size, before and after, and what survived */
+        char line[96];
+        int length = snprintf(line, sizeof line, "gc: minor %llu: nursery %llu KB, survived %llu KB, next %llu KB\n",
+                              (unsigned long long)minor_count + 1, (unsigned long long)chunks_before * CHUNK_WORDS / 128,
+                              (unsigned long long)survived_words / 128, (unsigned long long)nursery_chunks * CHUNK_WORDS / 128);
+        write_all(2, line, (size_t)length);
+    }
     if (dump) dump_nursery("swept");
     minor_count++;
     minor_seconds += now_seconds() - t0;
@@ -2876,11 +2885,15 @@ void check_settings(void)
         if (value != NULL && *value != '\0' && env_size(SIZE_SETTINGS[i], 1) == 1 && env_size(SIZE_SETTINGS[i], 2) == 2)
             bad_setting(SIZE_SETTINGS[i], value, "a size (bytes, or a number followed by K, M or G, as in 256M)");
     }
-    const char *buffer = getenv("LC_BUFFER"), *stats = getenv("LC_GC_STATS");
+    const char *buffer = getenv("LC_BUFFER");
     if (buffer != NULL && *buffer != '\0' && strcmp(buffer, "line") != 0 && strcmp(buffer, "block") != 0)
         bad_setting("LC_BUFFER", buffer, "line or block");
-    if (stats != NULL && *stats != '\0' && strcmp(stats, "0") != 0 && strcmp(stats, "1") != 0)
-        bad_setting("LC_GC_STATS", stats, "0 or 1");
+    static const char *const SWITCHES[] = {"LC_GC_STATS", "LC_GC_TRACE"};
+    for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
+        const char *value = getenv(SWITCHES[i]);
+        if (value != NULL && *value != '\0' && strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+            bad_setting(SWITCHES[i], value, "0 or 1");
+    }
 }
 
 /* The default heap limit: DEFAULT_HEAP_LIMIT, or a quarter of the
@@ -2994,6 +3007,8 @@ void gc_init(uint64_t limit)
     minor_seconds = major_seconds = 0;
     kept_blocks = rent = 0, major_cost = MIN_MAJOR_COST;
     dump_at = env_size("LC_GC_DUMP", 0);
+    const char *trace = getenv("LC_GC_TRACE");
+    tracing = trace != NULL && strcmp(trace, "1") == 0;
     to_scan.len = remembered.len = pinned.len = 0;
 }
 
@@ -3223,7 +3238,7 @@ print(f"after: {sum(1 for *_, k, _ in dump['swept'] if k == 'old')} old blocks, 
 
 # %% [markdown]
 # Three quarters of the young blocks are dead, and cost the collection
-# nothing; about a quarter are copied; a handful (nine here) are pinned by
+# nothing; about a quarter are copied; a few (nineteen here) are pinned by
 # the stack — nodes that the running `insert` holds, or that a register
 # saved on the stack still points to — and stay, next to the few pinned by
 # the collections before. Drawn to scale, the 64 KB of the chunk before
@@ -3456,6 +3471,62 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 # %% [markdown]
 # Every cell dies before the next minor collection: nothing is promoted,
 # nothing is pinned, and the heap is the nursery.
+#
+# ### The nursery's size, collection by collection
+#
+# With `LC_GC_TRACE=1` the runtime writes a line per minor collection:
+# the nursery's size, the words that survived it, and the size it gives
+# the nursery for the next one. Two benchmark programs of chapter 12, at
+# small sizes: `perm`, whose lists live for a round of permutations and
+# then die, and `live`, whose tree lives for the whole run while paths
+# of it are replaced. (The trace's counts, like every decision of the
+# nursery's, are the same at every run.)
+
+# %%
+def nursery_trace(name: str, size: int) -> list[tuple[int, int, int]]:
+    """(nursery KB, survived KB, next KB) for each minor collection of a benchmark at this size."""
+    text = f"def n = {size}\n" + Path(f"../bench/programs/{name}.l").read_text().split("\n", 1)[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = driver.build(Source(f"{name}.l", text), Path(tmp) / name)
+        err = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_TRACE": "1"}).stderr
+    return [tuple(map(int, m)) for m in re.findall(r"nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", err)]
+
+
+traces = {"perm": nursery_trace("perm", 150), "live": nursery_trace("live", 250000)}
+for name, trace in traces.items():
+    grown = sum(1 for size, _, after in trace if after > size)
+    undone = sum(1 for i in range(len(trace) - 2) if trace[i][2] > trace[i][0] and trace[i + 2][2] == trace[i][0])
+    print(f"{name}: {len(trace)} minor collections; the nursery between {min(s for s, _, _ in trace) // 1024} and "
+          f"{max(s for s, _, _ in trace) // 1024} MB; doubled {grown} times, undone by the trial {undone} times")
+
+# %%
+import matplotlib.pyplot as plt
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 3), sharey=False)
+for ax, (name, trace) in zip(axes, traces.items()):
+    xs = range(1, len(trace) + 1)
+    ax.bar(xs, [s / 1024 for _, s, _ in trace], color="#4c78a8", label="survived")
+    ax.step(xs, [n / 1024 for n, _, _ in trace], where="mid", color="#e45756", label="nursery")
+    ax.axhline(y=2, color="grey", linewidth=0.5, linestyle=":")
+    ax.set_title(name, fontsize=10)
+    ax.set_xlabel("minor collection")
+    ax.set_ylabel("MB")
+axes[0].legend(frameon=False, fontsize=8)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# In `perm` most of a 2 MB nursery survives, so it doubles on trial; the
+# trial passes — about as much survives the larger nursery, a smaller
+# share of it — and it doubles again, up to the size where what survives
+# grows with the nursery, the round's own lists. A collection that comes
+# just as a round ends finds almost nothing alive, and the nursery halves;
+# the next one, in the middle of a round, finds more than half alive, and
+# it doubles again. In `live`, building the tree is all survivors: the
+# nursery doubles on trial, and the trial fails — twice the nursery kept
+# nearly twice as many of the tree's nodes — so it goes back to 2 MB, and
+# stays there for the updates that follow, where about a third of it
+# survives each collection.
 #
 # ### Sizes and limits
 #

@@ -370,6 +370,7 @@ static void resize_nursery(uint64_t stack_words)
  * the chunk, the block's offset and size in words, what it is, and for a
  * copied block, the offset of its copy from the start of the heap. */
 static uint64_t dump_at;
+static bool tracing;                   /* LC_GC_TRACE=1: a line per minor collection */
 
 static void dump_nursery(const char *stage)
 {
@@ -459,7 +460,15 @@ static __attribute__((noinline)) void minor_collection(void)
     pinned_count += pinned.len;
     remembered.len = pinned.len = 0;
     sweep_nursery();
+    uint64_t chunks_before = nursery_chunks;
     resize_nursery(stack_words);
+    if (tracing) {                         /* the nursery's size, before and after, and what survived */
+        char line[96];
+        int length = snprintf(line, sizeof line, "gc: minor %llu: nursery %llu KB, survived %llu KB, next %llu KB\n",
+                              (unsigned long long)minor_count + 1, (unsigned long long)chunks_before * CHUNK_WORDS / 128,
+                              (unsigned long long)survived_words / 128, (unsigned long long)nursery_chunks * CHUNK_WORDS / 128);
+        write_all(2, line, (size_t)length);
+    }
     if (dump) dump_nursery("swept");
     minor_count++;
     minor_seconds += now_seconds() - t0;
@@ -652,6 +661,8 @@ void gc_init(uint64_t limit)
     minor_seconds = major_seconds = 0;
     kept_blocks = rent = 0, major_cost = MIN_MAJOR_COST;
     dump_at = env_size("LC_GC_DUMP", 0);
+    const char *trace = getenv("LC_GC_TRACE");
+    tracing = trace != NULL && strcmp(trace, "1") == 0;
     to_scan.len = remembered.len = pinned.len = 0;
 }
 

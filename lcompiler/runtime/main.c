@@ -52,11 +52,15 @@ void check_settings(void)
         if (value != NULL && *value != '\0' && env_size(SIZE_SETTINGS[i], 1) == 1 && env_size(SIZE_SETTINGS[i], 2) == 2)
             bad_setting(SIZE_SETTINGS[i], value, "a size (bytes, or a number followed by K, M or G, as in 256M)");
     }
-    const char *buffer = getenv("LC_BUFFER"), *stats = getenv("LC_GC_STATS");
+    const char *buffer = getenv("LC_BUFFER");
     if (buffer != NULL && *buffer != '\0' && strcmp(buffer, "line") != 0 && strcmp(buffer, "block") != 0)
         bad_setting("LC_BUFFER", buffer, "line or block");
-    if (stats != NULL && *stats != '\0' && strcmp(stats, "0") != 0 && strcmp(stats, "1") != 0)
-        bad_setting("LC_GC_STATS", stats, "0 or 1");
+    static const char *const SWITCHES[] = {"LC_GC_STATS", "LC_GC_TRACE"};
+    for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
+        const char *value = getenv(SWITCHES[i]);
+        if (value != NULL && *value != '\0' && strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+            bad_setting(SWITCHES[i], value, "0 or 1");
+    }
 }
 
 /* The default heap limit: DEFAULT_HEAP_LIMIT, or a quarter of the
