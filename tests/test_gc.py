@@ -165,3 +165,19 @@ def test_the_nursery_grows_while_most_of_it_survives(env, start):
     assert (out, status) == (f"{n * (n + 1) // 2} {20000 * 5050} {n * (n + 1) // 2}\n", 0)
     if start:          # (a collection at every allocation leaves nothing to survive)
         assert float(re.search(r"nursery up to ([\d.]+) MB", err).group(1)) >= 2 * start, err
+
+
+def test_the_trace_has_a_line_per_minor_collection_and_follows_the_nursery():
+    out, err, status = run(GROWING.replace("$N", "1000000"), {"LC_GC_TRACE": "1", "LC_GC_STATS": "1"})
+    assert status == 0, err
+    trace = [tuple(map(int, m)) for m in re.findall(r"nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", err)]
+    minor = int(re.search(r"gc: (\d+) minor", err).group(1))
+    assert len(trace) == minor > 0
+    assert all(after == size for (_, _, after), (size, _, _) in zip(trace, trace[1:]))    # each next is the next size
+    assert any(after == 2 * size for size, _, after in trace)                              # the list makes it grow
+    assert all(2048 <= size <= 64 * 1024 for size, _, _ in trace)                          # between LC_NURSERY and 64 MB
+
+
+def test_a_switch_that_is_neither_0_nor_1_is_a_clear_error():
+    out, err, status = run('print(1)\n', {"LC_GC_TRACE": "yes"})
+    assert (out, status) == ("", 2) and "LC_GC_TRACE is 'yes', not 0 or 1" in err, err
