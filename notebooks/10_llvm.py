@@ -3498,7 +3498,8 @@ else:
 #   `LC_GC_STRESS=1` the runtime collects at every allocation (and fully
 #   every n-th with `LC_GC_STRESS=n`), so a forgotten pointer shows at
 #   once. `LC_NURSERY=64K` makes minor collections frequent,
-#   `LC_GC_STATS=1` reports what the collector did, `LC_GC_DUMP=n` lists
+#   `LC_GC_STATS=1` reports what the collector did, `LC_GC_TRACE=1` writes
+#   a line per minor collection, `LC_GC_DUMP=n` lists
 #   the nursery at the n-th minor collection, and `LC_HEAP_LIMIT` and
 #   `LC_STACK_SIZE` change the two limits.
 # - **A crash of the runtime.** The signal handler (chapter 10b) turns a
