@@ -3513,7 +3513,13 @@ for ax, (name, trace) in zip(axes, traces.items()):
     ax.set_ylabel("MB")
 axes[0].legend(frameon=False, fontsize=8)
 fig.tight_layout()
-plt.show()
+display(fig, metadata={"alt": "Two bar charts, one bar per minor collection: the megabytes that survived it, under "
+                              "a line, the nursery's size. " + " ".join(
+                                  f"{name}: {len(trace)} collections, the nursery from "
+                                  f"{min(n for n, _, _ in trace) // 1024} to {max(n for n, _, _ in trace) // 1024} MB, "
+                                  f"up to {max(s for _, s, _ in trace) / 1024:.1f} MB surviving one collection."
+                                  for name, trace in traces.items())})
+plt.close(fig)
 
 # %% [markdown]
 # In `perm` most of a 2 MB nursery survives, so it doubles on trial; the
