@@ -281,7 +281,7 @@ def c_constants(names: list[str]) -> dict[str, int]:
 
 # --- Compiling the runtime ---------------------------------------------
 
-# cell 117
+# cell 119
 CFLAGS = ["-std=c11", "-O2", "-pthread", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
 
 

@@ -2009,6 +2009,13 @@ static uint64_t size_by_survivors(void)
     return want;
 }
 
+# %% [markdown]
+# Then the nursery is made that size: spares first, fresh chunks when
+# there are none; and when it shrinks, the chunks it lets go become
+# spares, unless old blocks lie in them.
+
+# %%
+# %%c runtime/gc.c
 static bool holds_old_blocks(size_t k)
 {
     for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)

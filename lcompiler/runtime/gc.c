@@ -324,6 +324,7 @@ static uint64_t size_by_survivors(void)
     return want;
 }
 
+/* cell 76 */
 static bool holds_old_blocks(size_t k)
 {
     for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
@@ -363,7 +364,7 @@ static void resize_nursery(uint64_t stack_words)
     }
 }
 
-/* cell 76 */
+/* cell 78 */
 /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
  * start of the nth minor collection, after its tracing, and at its end:
  * the data of the pictures in chapter 10b.  A line per block: the stage,
@@ -424,7 +425,7 @@ static void dump_heap(void)
     dump_span(heap_end, heap_limit_end, "fresh");
 }
 
-/* cell 78 */
+/* cell 80 */
 static __attribute__((noinline)) void minor_collection(void)
 {
     double t0 = now_seconds();
@@ -474,7 +475,7 @@ static __attribute__((noinline)) void minor_collection(void)
     minor_seconds += now_seconds() - t0;
 }
 
-/* cell 80 */
+/* cell 82 */
 /* -- Major collections ---------------------------------------------- */
 
 /* Mark the block v points into, and push it to have its fields scanned.
@@ -512,7 +513,7 @@ static void scan_block(const uint64_t *block)
         for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
 }
 
-/* cell 82 */
+/* cell 84 */
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
  * scanned, so that its header is in the cache when its turn comes; this
@@ -537,7 +538,7 @@ static void drain_mark_stack(void)
     }
 }
 
-/* cell 84 */
+/* cell 86 */
 /* Append a gap to its free list; the sweep finds gaps in address order. */
 static uint64_t *small_tail, *big_tail;
 
@@ -571,7 +572,7 @@ static bool is_marked(const uint64_t *p)
     return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
 }
 
-/* cell 86 */
+/* cell 88 */
 /* The space between the end of one live block and the start of the next
  * becomes one gap, whatever dead blocks and old gaps it held; free space
  * at the very end goes back to heap_end instead.  Walking the mark bits,
@@ -609,7 +610,7 @@ static uint64_t sweep(void)
     return live;
 }
 
-/* cell 88 */
+/* cell 90 */
 static __attribute__((noinline)) void major_collection(void)
 {
     double t0 = now_seconds();
@@ -650,7 +651,7 @@ void collect(bool full)
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 111 */
+/* cell 113 */
 void gc_init(uint64_t limit)
 {
     mark_bits = map_noreserve(limit / 64 + 8);
@@ -675,7 +676,7 @@ void gc_free(uint64_t limit)
 
 void gc_roots(int64_t *globals, int64_t nglobals) { global_roots = globals, n_global_roots = nglobals; }
 
-/* cell 113 */
+/* cell 115 */
 /* With LC_GC_STATS=1: what the collector did, on stderr. */
 void statistics(void)
 {

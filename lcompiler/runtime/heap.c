@@ -238,7 +238,7 @@ int64_t lc_alloc_old(int64_t words)
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 109 */
+/* cell 111 */
 void *map_noreserve(uint64_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

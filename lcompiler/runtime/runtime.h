@@ -128,7 +128,7 @@ extern uintptr_t stack_top;                 /* stack.c: the top of the L thread'
 
 /* --- Stack overflow -------------------------------------------------- */
 
-/* cell 91 */
+/* cell 93 */
 /* ==== stack.c: stack overflow detection ============================== */
 #define GUARD_BYTES      (1ull << 20)   /* below the stack, without access */
 #define ALT_STACK_BYTES  (64 * 1024)    /* the signal handler's own stack */
@@ -141,13 +141,13 @@ void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls a
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 105 */
+/* cell 107 */
 /* ==== main.c: starting the program =================================== */
 uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
 void check_settings(void);                                  /* exit 2 on one it cannot read */
 uint64_t default_heap_limit(void);
 
-/* cell 108 */
+/* cell 110 */
 void heap_init(void);                       /* heap.c */
 void heap_free(void);
 void *map_noreserve(uint64_t bytes);
