@@ -3530,12 +3530,12 @@ plt.close(fig)
 
 # %% [markdown]
 # In `perm` most of a 2 MB nursery survives, so it doubles on trial; the
-# trial passes — about as much survives the larger nursery, a smaller
-# share of it — and it doubles again, up to the size where what survives
-# grows with the nursery, the round's own lists. A collection that comes
-# just as a round ends finds almost nothing alive, and the nursery halves;
-# the next one, in the middle of a round, finds more than half alive, and
-# it doubles again. In `live`, building the tree is all survivors: the
+# trial passes — not much more survives the larger nursery, a smaller
+# share of it — and it doubles again, until less than half of it
+# survives: 16 MB. A collection that comes just as a round ends finds
+# almost nothing alive, and the nursery halves; a few collections later,
+# in the middle of a round, more than half survives again, and it doubles
+# again, on a trial that passes too. In `live`, building the tree is all survivors: the
 # nursery doubles on trial, and the trial fails — twice the nursery kept
 # nearly twice as many of the tree's nodes — so it goes back to 2 MB, and
 # stays there for the updates that follow, where about a third of it
