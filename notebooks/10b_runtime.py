@@ -3987,6 +3987,12 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    and run it in Jupyter. Then declare a `static` function in one cell,
 #    use it, and define it in the next. What does the magic say in each
 #    case, and why does it let the second pass?
+# 6. The nursery's trial judges a larger size by the words that survive.
+#    Judge it by time instead: the seconds from the end of one collection
+#    to the end of the next, over the words allocated in between. Run
+#    `perm` and `live` twice each with `LC_GC_TRACE=1`, and time `live`
+#    against the runtime of this chapter. What changes from one run to the
+#    next, and why is `live` not faster?
 #
 # <details><summary>Solutions</summary>
 #
@@ -4028,5 +4034,22 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    The magic lets exactly that complaint, and "defined but not used",
 #    pass, since a file grown over cells is unfinished until its last
 #    cell; the test of the finished files lets nothing pass.
+# 6. `now_seconds` at the end of `collect` and again in `size_by_survivors`
+#    gives the interval; `allocated_bytes` before and after gives the words
+#    (add the survivors' share of `major_seconds` if major collections are
+#    to count). The traces differ from run to run: an interval's time
+#    depends on what else the machine does, and on whether the memory was
+#    touched before (the first interval after a growth pays for fresh
+#    pages, so compare the second), so a trial near the threshold passes
+#    one time and fails the next — and with it every count that
+#    `LC_GC_STATS` prints. On `live`, a trial made while the tree is built
+#    compares an interval of building with one of updating, which is
+#    cheaper for reasons of its own, and passes; the nursery stays at 4 or
+#    8 MB for the updates, which a larger nursery does not help (about a
+#    third survives either way), and the program is slower, not faster,
+#    for allocating out of the cache. Counting words sees neither the
+#    cache nor the machine's noise, which is its weakness and its use: the
+#    rule of three quarters asks for a large saving, and the same program
+#    always collects the same way.
 #
 # </details>
