@@ -1902,7 +1902,7 @@ static void sweep_nursery(void)
 # one collection does not tell the two cases apart; what survives a
 # larger nursery does:
 #
-# - When more than half the nursery survived a collection, the nursery
+# - When more than a quarter of the nursery survived a collection, the nursery
 #   doubles, *on trial*. If the blocks were dying young, but not quite
 #   young enough, twice the nursery lets many of them die before they are
 #   copied, and about as many words survive a collection as before — half
@@ -1916,7 +1916,9 @@ static void sweep_nursery(void)
 #   tries half its size, since the program may have moved on to work that
 #   a smaller nursery does as well; it grows back if the larger size would
 #   have passed its trial from there.
-# - When less than a thirty-second of the nursery survived, it halves.
+# - When less than a thirty-second of the nursery survived two collections
+#   in a row, it halves (one such collection may only be the end of a
+#   phase of the program, the next one its start).
 #
 # Every decision counts words, none reads a clock, so that a program
 # collects the same way at every run (the counts of collections printed
@@ -1946,7 +1948,7 @@ static void sweep_nursery(void)
  *
  * And a minor collection costs the blocks that survive it, copied into
  * the old generation, where they stay until a major collection.  When
- * more than half of the nursery survived, the nursery doubles, on trial:
+ * more than a quarter of the nursery survived, the nursery doubles, on trial:
  * if the blocks die young, but not quite young enough, twice the time lets
  * many of them die before they are copied, and the words copied per word
  * allocated fall.  If instead the blocks are long-lived, a larger nursery
@@ -1958,7 +1960,8 @@ static void sweep_nursery(void)
  * larger than LC_NURSERY that has kept its size for TRIAL_PAUSE
  * collections tries half its size, judged the same way: it keeps the
  * smaller size unless the larger one would have passed its trial from
- * there.  When less than a thirty-second survived, the nursery halves.
+ * there.  When less than a thirty-second survived two collections in a
+ * row, the nursery halves.
  * Never less than LC_NURSERY, never more than 64 MB or an eighth of the
  * heap limit.  Every decision depends on words counted, none on time, so
  * that a program collects the same way at every run.
@@ -1998,9 +2001,9 @@ static uint64_t size_by_survivors(void)
             if (before < nursery_chunks && !larger_pays) want = before, growth_pause = TRIAL_PAUSE;
             if (before > nursery_chunks && larger_pays) want = before;
         }
-    } else if (minor_count > 0 && survived_words > size / 2 && growth_pause == 0) {
+    } else if (minor_count > 0 && survived_words > size / 4 && growth_pause == 0) {
         want = start_trial(2 * nursery_chunks);
-    } else if (survived_words < size / 32) {
+    } else if (survived_words + survived_before < size / 16) {      /* two collections in a row */
         want = nursery_chunks / 2;
     } else if (nursery_chunks > base_chunks && unchanged >= TRIAL_PAUSE) {
         want = start_trial(nursery_chunks / 2);

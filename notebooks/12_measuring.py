@@ -819,7 +819,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # keeps them all until the round ends, so that in a nursery of 2 MB most
 # of what a collection finds is still live, is promoted, and dies in the
 # old generation soon after. Chapter 10b's nursery grows, on trial, while
-# more than half of it survives and a larger one copies much less; on
+# more than a quarter of it survives and a larger one copies much less; on
 # `perm` it grows to 16 MB, and the lists of a round have more time to die
 # young. Even so L makes hundreds of major collections and spends about
 # half the run collecting, where C's arena frees a whole round in one

@@ -141,7 +141,7 @@ def test_benchmarks_under_stress_print_what_c_prints(name, tmp_path):
     assert run(text, {"LC_GC_STRESS": "3"}, f"{name}.l") == (expected, "", 0)
 
 
-# The nursery grows on trial when more than half of it survives a minor collection (chapter 10b):
+# The nursery grows on trial when more than a quarter of it survives a minor collection (chapter 10b):
 # a list built across many collections survives whole, so the nursery must have doubled at least
 # once -- whether it keeps the size is judged by time, and not tested here. The program is run
 # with a nursery of 64 KB, with the default, and in stress mode; each must print the same sums.
