@@ -3357,7 +3357,7 @@ MemoryPicture(chunk_rows, {"free": ("#ffffff", "a free run"), "pinned": ("#f5851
 # region being filled, the nursery's chunks, and the fresh memory up to the
 # limit, with the numbers of collections so far. Here is a longer run of
 # the same program — 300,000 insertions into a tree of 1,000 keys, with a
-# nursery of one chunk — whose old generation fills with the copies of
+# nursery that starts at one chunk — whose old generation fills with the copies of
 # paths that later insertions replace, until a major collection sweeps
 # them into gaps. The number of major collections only grows, so the first
 # minor collection that a major one follows is found by halves, in a few
@@ -3396,10 +3396,11 @@ for when, heap in heaps.items():
 # on the left to `heap_end`, then the fresh memory up to the limit, not to
 # scale; and, enlarged, the 16 KB of the heap after the major collection
 # where the blocks are the most scattered, and the blocks and the gaps
-# between them can be told apart. The nursery's one chunk is not at the
-# start: the first chunk filled up with pinned blocks and was given to the
-# old generation, and another took its place, from the end of the heap as
-# it was then (the heap has grown past it since). A
+# between them can be told apart. The nursery has two chunks here (more
+# than a quarter of one chunk survives this program's collections, and a
+# second one passed its trial): the heap's first chunk, and one that came
+# from the end of the heap as it was when the nursery grew (the heap has
+# grown past it since). A
 # gap of 1,024 words (`LARGE_WORDS`) or more is on the list for large
 # blocks and for regions; a smaller one is on the list of small gaps,
 # which the regions of survivors take first.
@@ -3534,15 +3535,17 @@ plt.close(fig)
 # %% [markdown]
 # In `perm` most of a 2 MB nursery survives, so it doubles on trial; the
 # trial passes — not much more survives the larger nursery, a smaller
-# share of it — and it doubles again, until less than half of it
-# survives: 16 MB. A collection that comes just as a round ends finds
-# almost nothing alive, and the nursery halves; a few collections later,
-# in the middle of a round, more than half survives again, and it doubles
-# again, on a trial that passes too. In `live`, building the tree is all survivors: the
-# nursery doubles on trial, and the trial fails — twice the nursery kept
-# nearly twice as many of the tree's nodes — so it goes back to 2 MB, and
-# stays there for the updates that follow, where about a third of it
-# survives each collection.
+# share of it — and it doubles again, to 16 MB and then 32. There, two
+# collections that come as a round ends find almost nothing alive, and
+# the nursery halves; a few collections later, in the middle of a round,
+# more than a quarter survives again, and it doubles again, on a trial
+# that passes too — so it goes back and forth between 16 and 32 MB. In `live`,
+# building the tree is all survivors: the nursery doubles on trial, and
+# the trial fails — twice the nursery kept nearly twice as many of the
+# tree's nodes — so it goes back to 2 MB. For the updates that follow,
+# about a third of it survives each collection, more than a quarter, so
+# it tries again every 64 collections, and fails each time: the tree's
+# paths are long-lived.
 #
 # ### Sizes and limits
 #
@@ -3584,14 +3587,15 @@ for name, r in speed["nursery"].items():
 # collections come too often, and each one promotes blocks that would
 # have died with a little more time: at 256 KB `primes` and `fold` are
 # much slower, `cpstak` a little, and `nqueens`, which allocates little
-# that lives, does not care. `binarytrees` and `perm`, where more than
-# half the nursery survives, grow it on trial, to 16 MB from 2 MB; from a
-# smaller start they pay for the collections made on the way, and from
-# 256 KB `perm`'s trials fail until its nursery is 4 MB at most (the
-# survivors of a round outnumber what a small nursery can hold, so
-# doubling it doubles them), and the run takes twice as long. Above 2 MB,
-# `primes` still gains (the lines of ratios say how much), and the others
-# change by a tenth at most, either way.
+# that lives, does not care. `binarytrees` and `perm`, where much of the
+# nursery survives, grow it on trial from any start; `binarytrees` pays
+# for the collections made on the way up from 256 or 512 KB. `perm`'s
+# times scatter with no order in the sizes: its nursery goes back and
+# forth between 16 and 32 MB, and where its collections fall in its rounds
+# of permutations decides how much each one copies (the picture above),
+# so that the start decides little but which collections those are.
+# Above 2 MB, `primes` still gains (the lines of ratios say how much), and
+# `cpstak`, `nqueens` and `fold` change by a tenth at most, either way.
 #
 # The default is 2 MB, the size of OCaml's default minor heap (256 K
 # words of 8 bytes). The reason for a small nursery is the cache: a
@@ -3599,10 +3603,10 @@ for name, r in speed["nursery"].items():
 # still in the processor's cache. Which cache it fits in depends on the
 # machine: on the one printed above, 2 MB is twice the second-level cache
 # of a core and a small part of the third level. The measurements say
-# that, on that machine, a larger start would pay on one of the six
-# programs, and the two that need more get it by growing; the default
-# stays OCaml's, a size that keeps the nursery in some level of cache on
-# most machines.
+# that, on that machine, a larger start would pay on `primes`, and that
+# the two programs that need a larger nursery get one by growing; the
+# default stays OCaml's, a size that keeps the nursery in some level of
+# cache on most machines.
 #
 # Second, the promise a generational collector makes: a large
 # structure that stays live while the program allocates must not make each
