@@ -928,7 +928,10 @@ class Parser:
 
     # -- moving through the tokens ---------------------------------------
     def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+        try:                        # the parser's hottest call: no min() and len() each time
+            return self.tokens[self.pos + ahead]
+        except IndexError:          # looking past the end sees the last token, eof
+            return self.tokens[-1]
 
     def advance(self) -> Token:
         t = self.tokens[self.pos]
@@ -937,7 +940,7 @@ class Parser:
         return t
 
     def at(self, *kinds: str) -> bool:
-        return self.peek().kind in kinds
+        return self.tokens[self.pos].kind in kinds      # self.pos never passes eof
 
     def error(self, message: str, token: Token | None = None, notes: list = ()):
         raise CompileError(message, (token or self.peek()).span, notes)
