@@ -258,7 +258,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
                 brackets.pop()
         if tokens:
             tokens[-1].after = sep
-        tokens.append(Token(kind, lexeme, span, before=sep, value=value))
+        tokens.append(Token(kind, lexeme, span, sep, NEWLINE, value))   # before, after, value
         sep, line_break = STUCK, False
     end = len(text)
     eof = Token("eof", "", Span(source, end, end), before=max(sep, NEWLINE))

@@ -332,7 +332,9 @@ def tokenize(source: Source, errors: list | None = None) -> list[Token]:
 # and as the `after` of the token before it. Brackets are pushed and popped
 # as they pass, so that a line break inside `(` counts as whitespace. The
 # loop runs once per lexeme, blanks included, so it is written for speed:
-# a blank makes no `Span`, and the methods it calls are looked up once.
+# a blank makes no `Span`, the methods it calls are looked up once, and a
+# token is made with its fields given by position (its `after` is set when
+# the next token comes).
 
 # %%
 #| export
@@ -389,7 +391,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
                 brackets.pop()
         if tokens:
             tokens[-1].after = sep
-        tokens.append(Token(kind, lexeme, span, before=sep, value=value))
+        tokens.append(Token(kind, lexeme, span, sep, NEWLINE, value))   # before, after, value
         sep, line_break = STUCK, False
     end = len(text)
     eof = Token("eof", "", Span(source, end, end), before=max(sep, NEWLINE))
