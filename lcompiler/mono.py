@@ -152,19 +152,20 @@ def rebuild(node, subst: dict, copy, **given):
     """A new node of node's class: the fields in given as given, its type under subst, its
     sub-nodes (alone or in a list) passed through copy, and the rest (names, spans, kinds,
     forms, literal values) shared."""
-    parts = {}
+    parts = []
     for name in field_names(type(node)):
-        v = getattr(node, name)
         if name in given:
-            v = given[name]
-        elif name == "type":
+            parts.append(given[name])
+            continue
+        v = getattr(node, name)
+        if name == "type":
             v = substitute(v, subst)
         elif type(v) is list:
             v = [copy(x) for x in v]
         elif type(v) in NODE_CLASSES:
             v = copy(v)
-        parts[name] = v
-    return type(node)(**parts)
+        parts.append(v)
+    return type(node)(*parts)       # the fields in their order: quicker than by keyword
 
 
 def pattern(p, subst: dict):
@@ -209,19 +210,32 @@ class Poly:
 # --- The monomorphiser -------------------------------------------------
 
 # cell 28
+_NAME_PLANS = {}    # a node class -> (its fields that hold a name, its fields that may hold nodes)
+
+
 def names_in(program: c.Program) -> set:
     """Every name bound or used in a program."""
     names, todo = set(), list(program.items)
     while todo:
         x = todo.pop()
-        if type(x) is list or type(x) is tuple:
+        t = type(x)
+        if t is list or t is tuple:
             todo.extend(x)
-        elif type(x) in NODE_CLASSES or type(x) is c.Def:
-            for name in field_names(type(x)):
+        elif t in NODE_CLASSES or t is c.Def:
+            plan = _NAME_PLANS.get(t)
+            if plan is None:
+                fs = field_names(t)
+                plan = _NAME_PLANS[t] = (tuple(n for n in fs if n in ("name", "param")),
+                                         tuple(n for n in fs if n not in ("name", "param", "span", "type", "op_span")))
+            for name in plan[0]:
                 v = getattr(x, name)
-                if name in ("name", "param") and type(v) is str:
+                if type(v) is str:
                     names.add(v)
-                elif name not in ("span", "type", "op_span"):
+                else:
+                    todo.append(v)
+            for name in plan[1]:
+                v = getattr(x, name)
+                if type(v) is not str:      # a kind, an operator: no name inside
                     todo.append(v)
     return names
 

@@ -258,7 +258,7 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
                 brackets.pop()
         if tokens:
             tokens[-1].after = sep
-        tokens.append(Token(kind, lexeme, span, before=sep, value=value))
+        tokens.append(Token(kind, lexeme, span, sep, NEWLINE, value))   # before, after, value
         sep, line_break = STUCK, False
     end = len(text)
     eof = Token("eof", "", Span(source, end, end), before=max(sep, NEWLINE))
@@ -600,7 +600,10 @@ class Parser:
 
     # -- moving through the tokens ---------------------------------------
     def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+        try:                        # the parser's hottest call: no min() and len() each time
+            return self.tokens[self.pos + ahead]
+        except IndexError:          # looking past the end sees the last token, eof
+            return self.tokens[-1]
 
     def advance(self) -> Token:
         t = self.tokens[self.pos]
@@ -609,7 +612,7 @@ class Parser:
         return t
 
     def at(self, *kinds: str) -> bool:
-        return self.peek().kind in kinds
+        return self.tokens[self.pos].kind in kinds      # self.pos never passes eof
 
     def error(self, message: str, token: Token | None = None, notes: list = ()):
         raise CompileError(message, (token or self.peek()).span, notes)

@@ -844,7 +844,7 @@ _PLANS = {}     # a class -> how resolve_all walks its objects (looking fields u
 def walk_plan(cls) -> tuple | None:
     """For a node class of the core tree: (has a `type` field, the other fields that may hold
     nodes); None for anything else (types themselves, data declarations, names)."""
-    if is_dataclass(cls) and not issubclass(cls, (TCon, TParam, s.Data)):
+    if is_dataclass(cls) and not issubclass(cls, (TCon, TParam, s.Data, Span)):
         names = [f.name for f in fields(cls)]
         plan = ("type" in names, tuple(n for n in names if n not in ("type", "span", "op_span")))
     else:
@@ -1056,17 +1056,19 @@ def pattern_warnings(program: c.Program) -> list:
         if isinstance(x, (list, tuple)):
             todo.extend(x)
             continue
-        if not is_dataclass(x) or isinstance(x, (s.Data, Span, TCon, TParam)):
+        plan = _PLANS.get(type(x), False)       # the fields to look into, as resolve_all does
+        if plan is False:
+            plan = walk_plan(type(x))
+        if plan is None:
             continue
         if isinstance(x, c.Lambda) and isinstance(x.body, c.Match) and x.param.startswith("%"):
             functions.add(id(x.body))
         if isinstance(x, (c.Match, c.Try)):
             warnings += clause_warnings(checker, x, id(x) in functions)
-        for f in fields(x):
-            if f.name not in ("span", "type", "op_span", "kind"):
-                v = getattr(x, f.name)
-                if v is not None and not isinstance(v, (str, int, bool)):
-                    todo.append(v)
+        for name in plan[1]:
+            v = getattr(x, name)
+            if v is not None and not isinstance(v, (str, int)):
+                todo.append(v)
     return sorted(warnings, key=lambda w: w.span.start)
 
 

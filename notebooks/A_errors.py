@@ -116,6 +116,7 @@
 # %%
 #| export
 import bisect
+import re
 from dataclasses import dataclass, field
 
 
@@ -127,7 +128,7 @@ class Source:
     line_starts: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        starts = [0] + [i + 1 for i, c in enumerate(self.text) if c == "\n"]
+        starts = [0] + [m.end() for m in re.finditer("\n", self.text)]    # not a Python loop per character
         object.__setattr__(self, "line_starts", tuple(starts))
 
     def line_col(self, offset: int) -> tuple[int, int]:
