@@ -245,10 +245,13 @@ for peer, entries in net.items():
 # one core, `taskset -c 1`, while for most of its hour the other core ran
 # the measurements of the other chapters, one after the other: every
 # figure of the book was measured in that one session. Then chapter 10b's
-# nursery learned to grow, which changed three programs, `perm`,
-# `binarytrees` and `live`; those three were measured again a few hours
-# later, with chapter 10b's own measurements, and the table's first lines
-# say which rows come from which command.) Timing all of L,
+# nursery learned to grow, and the five programs whose nursery now grows
+# at these sizes, `perm`, `binarytrees`, `live`, `rbtree` and `msort`,
+# were measured again a few hours later, with chapter 10b's own
+# measurements, while the other core ran other work; the table's first
+# lines say which rows come from which command, and the widest spreads
+# of this chapter, `binarytrees`' and `live`'s, are from that second
+# session.) Timing all of L,
 # then all of C, would put the drift into the ratio. So `bench/run.py`
 # builds every version once, then runs, for each repetition,
 #
@@ -341,14 +344,15 @@ bench_run.print_table(results, list(benchmarks))
 # is faster on the geometric mean — gcc -O2, clang, OCaml, Chez — with
 # every interval below 1. Against the best of gcc -O2 and OCaml on each
 # program it is about level, a little ahead: the geometric mean of
-# L/best is just under 1, and misses the target of 0.9. Five benchmarks
-# miss the target of 1.1 outright and three are within noise of it. One
-# of the five weighs on the mean more than all the others: on `perm`, L
-# takes almost five times as long as C, whose version allocates the cells
-# of each round from an arena and frees them in one step, where L's
-# collector copies and marks them (the section on allocation shows L
-# spending about half of that run in the collector) — while against
-# OCaml, which collects as L does, L takes less than a third of the time. The sections below take the families one at a
+# L/best is a little under 1, and misses the target of 0.9. Five
+# benchmarks miss the target of 1.1 outright and four are within noise of
+# it. One of the five weighs on the mean more than all the others: on
+# `perm`, L takes three and a half times as long as C, whose version
+# allocates the cells of each round from an arena and frees them in one
+# step, where L's collector copies and marks them (the section on
+# allocation shows L spending about a third of that run in the collector)
+# — while against OCaml, which collects as L does, L takes about a
+# quarter of the time. The sections below take the families one at a
 # time.
 #
 # The same ratios as a picture, on a logarithmic scale: a bar below the
@@ -542,7 +546,7 @@ for key, entries in columns_.items():
 # a general-purpose allocator, not GCC's code: a C programmer who wrote an
 # arena or a free list for these programs would be faster. The C versions
 # of `deriv` and `perm`, whose values share parts, do use an arena — and
-# on `perm` that is worth a factor of almost five.
+# on `perm` that is worth a factor of three and a half.
 #
 # **`states` compares two programs, not two compilers.** The C version
 # keeps the state in a variable and `switch`es on it inside one loop, as C
@@ -571,7 +575,7 @@ for key, entries in columns_.items():
 #
 # It is within noise of C on `live`, although C's `free` hands a replaced
 # node's memory back at once. Against Chez, net of its start-up, L is
-# behind on `msort`, `interp` and `perm`.
+# behind on `msort` and `interp`, within noise on `perm`.
 # The sections below take the families in turn, with one more on `deriv`,
 # which trailed until chapter 9 found that a constant it divides by is
 # one.
@@ -820,9 +824,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # of what a collection finds is still live, is promoted, and dies in the
 # old generation soon after. Chapter 10b's nursery grows, on trial, while
 # more than a quarter of it survives and a larger one copies much less; on
-# `perm` it grows to 16 MB, and the lists of a round have more time to die
-# young. Even so L makes hundreds of major collections and spends about
-# half the run collecting, where C's arena frees a whole round in one
+# `perm` it grows to 16 and 32 MB, and the lists of a round have more time
+# to die young. Even so L makes hundreds of major collections and spends
+# about a third of the run collecting, where C's arena frees a whole round in one
 # step. The policy that decides when a major collection runs (chapter
 # 10b's: when the old generation has grown to twice its live data, or the
 # blocks left pinned in the nursery have cost as much as a major
@@ -1023,23 +1027,24 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # and within noise on three (the cell names them). What each miss comes
 # from, as far as this book knows:
 #
-# - `perm` (almost 5 against C): C's arena against L's collector, which
-#   spends about half the run collecting (the section on allocation), even
-#   with chapter 10b's nursery that grows while much of it survives; when
-#   to make a major collection is the next thing to look at;
+# - `perm` (about 3.5 against C): C's arena against L's collector, which
+#   spends about a third of the run collecting (the section on
+#   allocation), even with chapter 10b's nursery that grows while much of
+#   it survives; when to make a major collection is the next thing to look
+#   at;
 # - `takl` (1.4 against C): not its allocation, which is a few cells per
 #   round; its time goes to the loop of `shorter?`, which walks two lists
 #   side by side. L's machine code for that loop is C's, instruction for
 #   instruction (offsets apart), and valgrind counts about as many
-#   instructions and mispredicted branches in the two programs; why the same loop runs
-#   slower in L has not been found — this machine gives a program no
-#   hardware counters to ask;
+#   instructions and mispredicted branches in the two programs; why the
+#   same loop runs slower in L has not been found — this machine gives a
+#   program no hardware counters to ask;
 # - `rbtree` (about 1.3 against C): L's tree is persistent, so an
 #   insertion copies the nodes of its path, where the C version updates
 #   its tree in place and mallocs one node per insertion (the comment at
 #   the top of the file says so); the collector's share of L's run, about
-#   a quarter in the section on allocation, is about the whole difference,
-#   so the collector, not the code of the walk, is where it would be won;
+#   a fifth in the section on allocation, is most of the difference, so
+#   the collector, not the code of the walk, is where it would be won;
 # - `mandel` (about 1.2 against C): fixed-point arithmetic in nested
 #   `while` loops, where gcc -O2 may assume that a product does not
 #   overflow and L may not; with `-fwrapv`, which makes C's integers wrap
@@ -1049,21 +1054,19 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # - within noise: `cpstak` and `divrec` against OCaml (closures and cells
 #   that die at once: the heap pointer in a register, next paragraph),
 #   `change` against gcc -O2 (and level with it with `-fwrapv`, ahead of
-#   gcc -O3 and clang).
+#   gcc -O3 and clang), `live` against C, whose interval is wide (its
+#   second measurement, on a busier machine).
 #
 # Against gcc -O3 the picture is the same; against clang -O2, the C
 # compiler of the LLVM that L also uses, the geometric mean meets the
 # target of 0.9 (the table's last columns). The third target is missed on
-# seven programs, and on most of them no compiler meets it: on `msort`,
-# `binarytrees`, `live`, `gcd` and `rbtree` CPython is less than thirty
-# times slower than even the fastest of the five, and on `divrec` it only
-# just is (the cell prints the fastest and its ratio). These programs do
+# five programs, and on four of them no compiler meets it: on `msort`,
+# `live`, `gcd` and `rbtree` CPython is less than thirty times slower than
+# even the fastest of the five, and on `divrec` only the fastest, OCaml,
+# meets it (the cell prints the fastest and its ratio). These programs do
 # little but allocate and walk small blocks, or divide integers, and
 # CPython's reference counting frees each dead object at once and hands
-# its memory back, still in the cache, to the next one. On `perm` the
-# ratio is only a lower bound — CPython was stopped after two minutes —
-# and it is below 30 because L is still slow there, not because CPython
-# is fast.
+# its memory back, still in the cache, to the next one.
 #
 # Against each peer taken one at a time, L is ahead: the interval of every
 # geometric mean lies below 1, and against Chez it still does with Chez's
