@@ -2,7 +2,8 @@
 and a desktop's, in the light scheme and the dark.
 
     python tools/site_check.py check SITE [PAGE ...]       what breaks, page by page (all chapters by default)
-    python tools/site_check.py shots SITE OUT [PAGE ...]   screenshots: 390 and 1440 px, light and dark
+    python tools/site_check.py shots SITE OUT [PAGE ...]   screenshots: 390 and 1440 px, light and dark,
+                                                          each page whole, top to bottom
 
 SITE is a folder that ``mkdocs build`` wrote (``site/`` by default); a PAGE is a page's folder
 in it (``notebooks/12_measuring``, ``.`` for the home page). The checks, on each page at 390 px
@@ -39,6 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PHONE, DESKTOP = (390, 844), (1440, 900)
+PIECE = 4000  # the height of a page that one whole-page screenshot holds, at most
 
 # The flags a headless Chromium needs on a machine without a network or a display: without the
 # background-networking ones it waits for servers it cannot reach.
@@ -166,9 +168,23 @@ class Browser:
             raise RuntimeError(f"in the page: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path) -> None:
-        data = self.send("Page.captureScreenshot", session=True, format="png")["data"]
+    def screenshot(self, path: Path, clip: dict | None = None) -> None:
+        """The window as it is; or, with a clip (x, y, width, height and scale, in the page's
+        pixels), that part of the page, drawn whole even where it lies outside the window."""
+        extra = {"clip": clip, "captureBeyondViewport": True} if clip else {}
+        data = self.send("Page.captureScreenshot", session=True, format="png", **extra)["data"]
         path.write_bytes(base64.b64decode(data))
+
+    def whole_page(self, path: Path, scale: float = 1) -> list[Path]:
+        """The page from top to bottom, in pieces of at most PIECE of its pixels in height:
+        path-01.png, path-02.png, ... (a long chapter is tens of thousands of pixels high)."""
+        width, height = self.evaluate("[document.documentElement.clientWidth, document.documentElement.scrollHeight]")
+        made = []
+        for n, top in enumerate(range(0, height, PIECE), 1):
+            piece = path.with_name(f"{path.stem}-{n:02d}{path.suffix}")
+            self.screenshot(piece, {"x": 0, "y": top, "width": width, "height": min(PIECE, height - top), "scale": scale})
+            made.append(piece)
+        return made
 
 
 # What the checks run in the page: they return a list of findings, each a short sentence.
@@ -258,12 +274,16 @@ def chapters(site: Path) -> list[str]:
     return sorted(p.parent.relative_to(site).as_posix() for p in (site / "notebooks").glob("*/index.html"))
 
 
+# A phone's width and a desktop's, each light (False) and dark (True).
+VIEWS = ((PHONE, False), (PHONE, True), (DESKTOP, False), (DESKTOP, True))
+
+
 def check(browser: Browser, site: Path, pages: list[str]) -> dict[str, list[str]]:
     """What is broken on each page: at a phone's width, light and dark, and at a desktop's."""
     found = {}
     for page in pages:
         problems = []
-        for (width, height), dark in ((PHONE, False), (PHONE, True), (DESKTOP, False)):
+        for (width, height), dark in VIEWS[:3]:
             browser.open(page_url(site, page), width, height, dark=dark)
             scheme = "dark" if dark else "light"
             problems += [f"at {width} px, {scheme}, {problem}" for problem in browser.evaluate(CHECKS_JS)]
@@ -271,22 +291,24 @@ def check(browser: Browser, site: Path, pages: list[str]) -> dict[str, list[str]
     return found
 
 
-def shots(browser: Browser, site: Path, out: Path, pages: list[str], scroll_to: str | None = None) -> list[Path]:
-    """Screenshots of the pages at 390 and 1440 px, light and dark; with a CSS selector,
-    scrolled so that its first match is at the top."""
+def shots(browser: Browser, site: Path, out: Path, pages: list[str], scroll_to: str | None = None,
+          views=VIEWS, scale: float = 1) -> list[Path]:
+    """Screenshots of the pages at 390 and 1440 px, light and dark (or the views given), each
+    page whole, cut in pieces (page-390-light-01.png, ...); with a CSS selector, only the window,
+    scrolled so that the selector's first match is at the top."""
     out.mkdir(parents=True, exist_ok=True)
     made = []
     for page in pages:
-        for width, height in (PHONE, DESKTOP):
-            for dark in (False, True):
-                browser.open(page_url(site, page), width, height, dark=dark)
-                if scroll_to:
-                    browser.evaluate(f"(e => e && e.scrollIntoView())(document.querySelector({json.dumps(scroll_to)}))")
-                    time.sleep(0.5)  # the header's title changes to the section's, in a transition
-                name = (page.strip("./").replace("/", "_") or "home")
-                path = out / f"{name}-{width}-{'dark' if dark else 'light'}.png"
+        for (width, height), dark in views:
+            browser.open(page_url(site, page), width, height, dark=dark)
+            path = out / f"{page.strip('./').replace('/', '_') or 'home'}-{width}-{'dark' if dark else 'light'}.png"
+            if scroll_to:
+                browser.evaluate(f"(e => e && e.scrollIntoView())(document.querySelector({json.dumps(scroll_to)}))")
+                time.sleep(0.5)  # the header's title changes to the section's, in a transition
                 browser.screenshot(path)
                 made.append(path)
+            else:
+                made += browser.whole_page(path, scale)
     return made
 
 
@@ -300,14 +322,19 @@ def main(argv: list[str]) -> int:
     s.add_argument("site", type=Path)
     s.add_argument("out", type=Path)
     s.add_argument("pages", nargs="*")
-    s.add_argument("--scroll-to", metavar="SELECTOR", help="scroll the first element it matches to the top")
+    s.add_argument("--scroll-to", metavar="SELECTOR", help="only the window, scrolled so that the first element "
+                   "the selector matches is at the top")
+    s.add_argument("--scale", type=float, default=1, help="the pictures' size, as a share of the page's (0.5: half)")
+    s.add_argument("--views", default="390-light,390-dark,1440-light,1440-dark",
+                   help="which of the widths and schemes, separated by commas")
     args = parser.parse_args(argv)
     if not (args.site / "index.html").is_file():
         parser.error(f"{args.site} is not a built site (mkdocs build writes one)")
     pages = args.pages or chapters(args.site)
     with Browser() as browser:
         if args.command == "shots":
-            for path in shots(browser, args.site, args.out, pages, args.scroll_to):
+            views = [v for v in VIEWS if f"{v[0][0]}-{'dark' if v[1] else 'light'}" in args.views.split(",")]
+            for path in shots(browser, args.site, args.out, pages, args.scroll_to, views, args.scale):
                 print(path)
             return 0
         failed = 0
