@@ -15,7 +15,9 @@ in it (``notebooks/12_measuring``, ``.`` for the home page). The checks, on each
 - every table that is wider than the text column is inside a box that scrolls sideways, and
   no word of a table is broken across two lines;
 - a picture is never wider than its output (it is a link to itself at full size);
-- the page itself is no wider than the window (nothing sticks out to the right).
+- the page itself is no wider than the window (nothing sticks out to the right);
+- the prose shows no raw Markdown: no list item run on into the paragraph before it, and no
+  ``[link](url)``, ``**bold**`` or backquoted code left as it was written.
 
 The browser is driven through the DevTools protocol over a pipe (``--remote-debugging-pipe``):
 JSON messages, each ended by a NUL byte, on the browser's file descriptors 3 (in) and 4 (out).
@@ -253,6 +255,18 @@ CHECKS_JS = r"""
     const box = img.closest('.jp-OutputArea-output');
     if (img.getBoundingClientRect().right > box.getBoundingClientRect().right + 1)
       found.push(`a picture (${where(img)}): it is wider than its output`);
+  }
+  // prose shows no raw Markdown: a list item run on into the paragraph before it (a line that
+  // begins with '- ' or '1. '), a link, bold text or code that was not converted
+  const prose = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+  const markup = [[/\n[ \t]*([-*+]|\d+[.)])([ \t]|$)/, 'a list item'], [/\]\(/, 'a link'],
+                  [/\*\*/, 'bold text'], [/`/, 'code']];
+  for (let node; (node = prose.nextNode()); ) {
+    const el = node.parentElement;
+    if (el.closest('pre, code, kbd, script, style, .jp-OutputArea, .jp-InputArea')) continue;
+    const raw = markup.find(([re]) => re.test(node.data));
+    if (raw)
+      found.push(`the prose (${where(el)}) shows ${raw[1]} as raw Markdown: '${node.data.trim().slice(0, 40)}'`);
   }
   // (a phone zooms out to show a page wider than itself: the layout's width is the screen's)
   const root = document.documentElement;
