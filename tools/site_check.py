@@ -13,7 +13,8 @@ in it (``notebooks/12_measuring``, ``.`` for the home page). The checks, on each
   or a code cell wraps at all: a long line scrolls sideways;
 - a code cell's box never cuts its code: what does not fit scrolls;
 - every table that is wider than the text column is inside a box that scrolls sideways, and
-  no word of a table is broken across two lines;
+  no word of a table is broken across two lines; no table is wider than the column only
+  because its cells are given a minimum width (it would fit without);
 - a picture is never wider than its output (it is a link to itself at full size);
 - the page itself is no wider than the window (nothing sticks out to the right);
 - the prose shows no raw Markdown: no list item run on into the paragraph before it, and no
@@ -249,6 +250,17 @@ CHECKS_JS = r"""
     const wide = table.getBoundingClientRect().right > column.right + 1;
     if (wide && !scroller)
       found.push(`a table (${where(table)}): it is wider than the text column and nothing scrolls it`);
+    // wider only because its cells are given a minimum width (Material gives a header cell
+    // 5rem): without it, its words would fit the column, where now its last column is squeezed
+    // to a few words a line and cut at the window's edge
+    if (wide) {
+      const cells = [...table.querySelectorAll('th, td')];
+      const before = cells.map(cell => cell.style.minWidth);
+      cells.forEach(cell => { cell.style.minWidth = '0'; });
+      if (table.getBoundingClientRect().right <= column.right + 1)
+        found.push(`a table (${where(table)}): it is wider than the text column only because of its cells' minimum width`);
+      cells.forEach((cell, n) => { cell.style.minWidth = before[n]; });
+    }
   }
   // pictures: never wider than their output
   for (const img of content.querySelectorAll('.jp-OutputArea-output img')) {
