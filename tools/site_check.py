@@ -173,9 +173,16 @@ class Browser:
 
     def screenshot(self, path: Path, clip: dict | None = None) -> None:
         """The window as it is; or, with a clip (x, y, width, height and scale, in the page's
-        pixels), that part of the page, drawn whole even where it lies outside the window."""
+        pixels), that part of the page, drawn whole even where it lies outside the window.
+        A part far below the window was once drawn with a cell's box left blank, its tiles not
+        yet painted: such a picture is taken again until two in a row are the same."""
         extra = {"clip": clip, "captureBeyondViewport": True} if clip else {}
-        data = self.send("Page.captureScreenshot", session=True, format="png", **extra)["data"]
+        data = None
+        for _ in range(4 if clip else 1):
+            again = self.send("Page.captureScreenshot", session=True, format="png", **extra)["data"]
+            if again == data:
+                break
+            data = again
         path.write_bytes(base64.b64decode(data))
 
     def whole_page(self, path: Path, scale: float = 1) -> list[Path]:
