@@ -151,8 +151,9 @@ def test_no_page_breaks_a_word_or_cuts_code_on_a_phone_or_a_desktop(built_site, 
 
 @needs_chromium
 def test_the_browser_check_can_fail(tmp_path, browser):
-    """JupyterLab's own rule for outputs, a table too wide with nothing to scroll it, and code
-    cut by its box: each is found."""
+    """JupyterLab's own rule for outputs, a table too wide with nothing to scroll it, code cut
+    by its box, list items run on as raw Markdown into a paragraph, and a table made too wide
+    by its cells' minimum width: each is found."""
     long_line = " ".join(["overflow"] * 30)
     (tmp_path / "index.html").write_text(f"""<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -166,7 +167,10 @@ def test_the_browser_check_can_fail(tmp_path, browser):
   <div class="jp-InputArea-editor"><pre>{long_line}</pre></div>
   <div class="jp-OutputArea-output"><pre>{long_line}</pre></div>
   <table><tr><td>{"&nbsp;".join(["wide"] * 40)}</td></tr></table>
-</div></div>""")
+</div><ul><li><p>A first item, its last paragraph.
+- <a id="next"></a>The next item, run on, with [a link](https://example.org).</p></li></ul>
+<div class="md-typeset__table"><table id="narrow"><tr><th style="min-width: 200px">a</th>
+  <th style="min-width: 200px">b</th></tr></table></div></div>""")
     browser.open((tmp_path / "index.html").as_uri(), *site_check.PHONE)
     found = browser.evaluate(site_check.CHECKS_JS)
     assert any(f.startswith("an output (cell 1): the word 'overflow' is broken") for f in found), found
@@ -174,6 +178,9 @@ def test_the_browser_check_can_fail(tmp_path, browser):
     assert "a code cell (cell 1): it is wider than its box, which cuts it" in found
     assert "a table (cell 1): it is wider than the text column and nothing scrolls it" in found
     assert any(f.startswith("the page is ") for f in found), found
+    assert "the prose (p) shows a list item as raw Markdown: 'A first item, its last paragraph.\n-'" in found
+    assert any(f.startswith("the prose (p) shows a link as raw Markdown: 'The next item") for f in found), found
+    assert "a table (table): it is wider than the text column only because of its cells' minimum width" in found
 
 
 # --- the licence, and the tools -----------------------------------------------------------

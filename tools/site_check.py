@@ -2,7 +2,8 @@
 and a desktop's, in the light scheme and the dark.
 
     python tools/site_check.py check SITE [PAGE ...]       what breaks, page by page (all chapters by default)
-    python tools/site_check.py shots SITE OUT [PAGE ...]   screenshots: 390 and 1440 px, light and dark
+    python tools/site_check.py shots SITE OUT [PAGE ...]   screenshots: 390 and 1440 px, light and dark,
+                                                          each page whole, top to bottom
 
 SITE is a folder that ``mkdocs build`` wrote (``site/`` by default); a PAGE is a page's folder
 in it (``notebooks/12_measuring``, ``.`` for the home page). The checks, on each page at 390 px
@@ -12,9 +13,12 @@ in it (``notebooks/12_measuring``, ``.`` for the home page). The checks, on each
   or a code cell wraps at all: a long line scrolls sideways;
 - a code cell's box never cuts its code: what does not fit scrolls;
 - every table that is wider than the text column is inside a box that scrolls sideways, and
-  no word of a table is broken across two lines;
+  no word of a table is broken across two lines; no table is wider than the column only
+  because its cells are given a minimum width (it would fit without);
 - a picture is never wider than its output (it is a link to itself at full size);
-- the page itself is no wider than the window (nothing sticks out to the right).
+- the page itself is no wider than the window (nothing sticks out to the right);
+- the prose shows no raw Markdown: no list item run on into the paragraph before it, and no
+  ``[link](url)``, ``**bold**`` or backquoted code left as it was written.
 
 The browser is driven through the DevTools protocol over a pipe (``--remote-debugging-pipe``):
 JSON messages, each ended by a NUL byte, on the browser's file descriptors 3 (in) and 4 (out).
@@ -39,6 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PHONE, DESKTOP = (390, 844), (1440, 900)
+PIECE = 4000  # the height of a page that one whole-page screenshot holds, at most
 
 # The flags a headless Chromium needs on a machine without a network or a display: without the
 # background-networking ones it waits for servers it cannot reach.
@@ -166,9 +171,30 @@ class Browser:
             raise RuntimeError(f"in the page: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path) -> None:
-        data = self.send("Page.captureScreenshot", session=True, format="png")["data"]
+    def screenshot(self, path: Path, clip: dict | None = None) -> None:
+        """The window as it is; or, with a clip (x, y, width, height and scale, in the page's
+        pixels), that part of the page, drawn whole even where it lies outside the window.
+        A part far below the window was once drawn with a cell's box left blank, its tiles not
+        yet painted: such a picture is taken again until two in a row are the same."""
+        extra = {"clip": clip, "captureBeyondViewport": True} if clip else {}
+        data = None
+        for _ in range(4 if clip else 1):
+            again = self.send("Page.captureScreenshot", session=True, format="png", **extra)["data"]
+            if again == data:
+                break
+            data = again
         path.write_bytes(base64.b64decode(data))
+
+    def whole_page(self, path: Path, scale: float = 1) -> list[Path]:
+        """The page from top to bottom, in pieces of at most PIECE of its pixels in height:
+        path-01.png, path-02.png, ... (a long chapter is tens of thousands of pixels high)."""
+        width, height = self.evaluate("[document.documentElement.clientWidth, document.documentElement.scrollHeight]")
+        made = []
+        for n, top in enumerate(range(0, height, PIECE), 1):
+            piece = path.with_name(f"{path.stem}-{n:02d}{path.suffix}")
+            self.screenshot(piece, {"x": 0, "y": top, "width": width, "height": min(PIECE, height - top), "scale": scale})
+            made.append(piece)
+        return made
 
 
 # What the checks run in the page: they return a list of findings, each a short sentence.
@@ -231,12 +257,35 @@ CHECKS_JS = r"""
     const wide = table.getBoundingClientRect().right > column.right + 1;
     if (wide && !scroller)
       found.push(`a table (${where(table)}): it is wider than the text column and nothing scrolls it`);
+    // wider only because its cells are given a minimum width (Material gives a header cell
+    // 5rem): without it, its words would fit the column, where now its last column is squeezed
+    // to a few words a line and cut at the window's edge
+    if (wide) {
+      const cells = [...table.querySelectorAll('th, td')];
+      const before = cells.map(cell => cell.style.minWidth);
+      cells.forEach(cell => { cell.style.minWidth = '0'; });
+      if (table.getBoundingClientRect().right <= column.right + 1)
+        found.push(`a table (${where(table)}): it is wider than the text column only because of its cells' minimum width`);
+      cells.forEach((cell, n) => { cell.style.minWidth = before[n]; });
+    }
   }
   // pictures: never wider than their output
   for (const img of content.querySelectorAll('.jp-OutputArea-output img')) {
     const box = img.closest('.jp-OutputArea-output');
     if (img.getBoundingClientRect().right > box.getBoundingClientRect().right + 1)
       found.push(`a picture (${where(img)}): it is wider than its output`);
+  }
+  // prose shows no raw Markdown: a list item run on into the paragraph before it (a line that
+  // begins with '- ' or '1. '), a link, bold text or code that was not converted
+  const prose = document.createTreeWalker(content, NodeFilter.SHOW_TEXT);
+  const markup = [[/\n[ \t]*([-*+]|\d+[.)])([ \t]|$)/, 'a list item'], [/\]\(/, 'a link'],
+                  [/\*\*/, 'bold text'], [/`/, 'code']];
+  for (let node; (node = prose.nextNode()); ) {
+    const el = node.parentElement;
+    if (el.closest('pre, code, kbd, script, style, .jp-OutputArea, .jp-InputArea')) continue;
+    const raw = markup.find(([re]) => re.test(node.data));
+    if (raw)
+      found.push(`the prose (${where(el)}) shows ${raw[1]} as raw Markdown: '${node.data.trim().slice(0, 40)}'`);
   }
   // (a phone zooms out to show a page wider than itself: the layout's width is the screen's)
   const root = document.documentElement;
@@ -258,12 +307,16 @@ def chapters(site: Path) -> list[str]:
     return sorted(p.parent.relative_to(site).as_posix() for p in (site / "notebooks").glob("*/index.html"))
 
 
+# A phone's width and a desktop's, each light (False) and dark (True).
+VIEWS = ((PHONE, False), (PHONE, True), (DESKTOP, False), (DESKTOP, True))
+
+
 def check(browser: Browser, site: Path, pages: list[str]) -> dict[str, list[str]]:
     """What is broken on each page: at a phone's width, light and dark, and at a desktop's."""
     found = {}
     for page in pages:
         problems = []
-        for (width, height), dark in ((PHONE, False), (PHONE, True), (DESKTOP, False)):
+        for (width, height), dark in VIEWS[:3]:
             browser.open(page_url(site, page), width, height, dark=dark)
             scheme = "dark" if dark else "light"
             problems += [f"at {width} px, {scheme}, {problem}" for problem in browser.evaluate(CHECKS_JS)]
@@ -271,22 +324,24 @@ def check(browser: Browser, site: Path, pages: list[str]) -> dict[str, list[str]
     return found
 
 
-def shots(browser: Browser, site: Path, out: Path, pages: list[str], scroll_to: str | None = None) -> list[Path]:
-    """Screenshots of the pages at 390 and 1440 px, light and dark; with a CSS selector,
-    scrolled so that its first match is at the top."""
+def shots(browser: Browser, site: Path, out: Path, pages: list[str], scroll_to: str | None = None,
+          views=VIEWS, scale: float = 1) -> list[Path]:
+    """Screenshots of the pages at 390 and 1440 px, light and dark (or the views given), each
+    page whole, cut in pieces (page-390-light-01.png, ...); with a CSS selector, only the window,
+    scrolled so that the selector's first match is at the top."""
     out.mkdir(parents=True, exist_ok=True)
     made = []
     for page in pages:
-        for width, height in (PHONE, DESKTOP):
-            for dark in (False, True):
-                browser.open(page_url(site, page), width, height, dark=dark)
-                if scroll_to:
-                    browser.evaluate(f"(e => e && e.scrollIntoView())(document.querySelector({json.dumps(scroll_to)}))")
-                    time.sleep(0.5)  # the header's title changes to the section's, in a transition
-                name = (page.strip("./").replace("/", "_") or "home")
-                path = out / f"{name}-{width}-{'dark' if dark else 'light'}.png"
+        for (width, height), dark in views:
+            browser.open(page_url(site, page), width, height, dark=dark)
+            path = out / f"{page.strip('./').replace('/', '_') or 'home'}-{width}-{'dark' if dark else 'light'}.png"
+            if scroll_to:
+                browser.evaluate(f"(e => e && e.scrollIntoView())(document.querySelector({json.dumps(scroll_to)}))")
+                time.sleep(0.5)  # the header's title changes to the section's, in a transition
                 browser.screenshot(path)
                 made.append(path)
+            else:
+                made += browser.whole_page(path, scale)
     return made
 
 
@@ -300,14 +355,19 @@ def main(argv: list[str]) -> int:
     s.add_argument("site", type=Path)
     s.add_argument("out", type=Path)
     s.add_argument("pages", nargs="*")
-    s.add_argument("--scroll-to", metavar="SELECTOR", help="scroll the first element it matches to the top")
+    s.add_argument("--scroll-to", metavar="SELECTOR", help="only the window, scrolled so that the first element "
+                   "the selector matches is at the top")
+    s.add_argument("--scale", type=float, default=1, help="the pictures' size, as a share of the page's (0.5: half)")
+    s.add_argument("--views", default="390-light,390-dark,1440-light,1440-dark",
+                   help="which of the widths and schemes, separated by commas")
     args = parser.parse_args(argv)
     if not (args.site / "index.html").is_file():
         parser.error(f"{args.site} is not a built site (mkdocs build writes one)")
     pages = args.pages or chapters(args.site)
     with Browser() as browser:
         if args.command == "shots":
-            for path in shots(browser, args.site, args.out, pages, args.scroll_to):
+            views = [v for v in VIEWS if f"{v[0][0]}-{'dark' if v[1] else 'light'}" in args.views.split(",")]
+            for path in shots(browser, args.site, args.out, pages, args.scroll_to, views, args.scale):
                 print(path)
             return 0
         failed = 0
