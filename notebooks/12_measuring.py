@@ -245,9 +245,9 @@ for peer, entries in net.items():
 # one core, `taskset -c 1`, while for most of its hour the other core ran
 # the measurements of the other chapters, one after the other: every
 # figure of the book was measured in that one session. Then chapter 10b's
-# nursery learned to grow, and the five programs whose nursery now grows
-# at these sizes, `perm`, `binarytrees`, `live`, `rbtree` and `msort`,
-# were measured again a few hours later, with chapter 10b's own
+# nursery learned to grow, and the five programs whose collections that
+# changed most at these sizes, `perm`, `binarytrees`, `live`, `rbtree` and
+# `msort`, were measured again a few hours later, with chapter 10b's own
 # measurements, while the other core ran other work; the table's first
 # lines say which rows come from which command, and the widest spreads
 # of this chapter, `binarytrees`' and `live`'s, are from that second
