@@ -1123,9 +1123,9 @@ for target in (5, 2):
 # program (it even falls, as the parts of the largest programs are
 # compiled in parallel). The book first set a 10,000-line program at most
 # 5 seconds, then at most 2; the last two lines say where it stands: just
-# over the first, and two and a half times the second. That is half of
-# what `gcc -O2` takes on the same program in C (the C version of the
-# 10,000-line program is the 14,004-line one).
+# within the first, and two and a half times the second. That is about
+# two thirds of what `gcc -O2` takes on the same program in C (the C
+# version of the 10,000-line program is the 14,004-line one).
 #
 # Where the time goes, stage by stage, for the largest program:
 
@@ -1138,7 +1138,7 @@ for name, seconds in sorted(largest["seconds"].items(), key=lambda kv: -kv[1]):
 print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
 
 # %% [markdown]
-# About four fifths of the time is Python's: the stages of chapters 4 to
+# Three quarters of the time is Python's: the stages of chapters 4 to
 # 10, each linear and each a fraction of a second, the optimiser of
 # chapter 9 the largest of them. LLVM's share is small
 # because of that optimiser, which hands LLVM a smaller program with less
