@@ -248,7 +248,8 @@ for peer, entries in net.items():
 # nursery learned to grow, and the five programs whose collections that
 # changed most at these sizes, `perm`, `binarytrees`, `live`, `rbtree` and
 # `msort`, were measured again a few hours later, with chapter 10b's own
-# measurements, while the other core ran other work; the table's first
+# measurements, while the other core ran other work, and `cpstree`, whose
+# nursery tries a larger size once, after them; the table's first
 # lines say which rows come from which command, and the widest spreads
 # of this chapter, `binarytrees`' and `live`'s, are from that second
 # session.) Timing all of L,
