@@ -77,12 +77,14 @@ __all__ = [
 import sys
 from dataclasses import dataclass
 
-from lcompiler.core import (
-    App, Assert, Assign, BUILTIN_VALUES, Con, Def, If, Lambda, Let, LetVar, Lit, Match, Prim, Print,
-    PREDEFINED_EXCEPTIONS, Program, Raise, Seq, Try, Tuple, Var, While)
+# (A module of its own imports the core's classes from the package: in the notebook they replace the
+# cells' definitions above, which are the same classes, exported to lcompiler.core.)
+from lcompiler.core import (  # noqa: F811
+    App, Assert, Assign, BUILTIN_VALUES, Con, Def, If, Lambda, Let, LetVar, Lit, Match, Prim, Print,  # noqa: F811
+    PREDEFINED_EXCEPTIONS, Program, Raise, Seq, Try, Tuple, Var, While)  # noqa: F811
 from lcompiler import syntax
 from lcompiler.errors import RunError, Span
-from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, pretty_expr, Str
+from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, pretty_expr, Str  # noqa: F811
 
 
 @dataclass(slots=True, eq=False)
@@ -872,7 +874,7 @@ def program_span(code: list) -> Span | None:
 # cell 166
 from lcompiler import pipeline
 from lcompiler.core import desugar, pretty_core, resolve
-from lcompiler.errors import CompileError, Source
+from lcompiler.errors import CompileError, Source  # noqa: F811  (the module's own import)
 
 
 def core_of(tree) -> Program:

@@ -1763,12 +1763,14 @@ Picture([("syntax (chapter 4a)", [node_tree(parse(both).items[0], "blue")]),
 import sys
 from dataclasses import dataclass
 
-from lcompiler.core import (
-    App, Assert, Assign, BUILTIN_VALUES, Con, Def, If, Lambda, Let, LetVar, Lit, Match, Prim, Print,
-    PREDEFINED_EXCEPTIONS, Program, Raise, Seq, Try, Tuple, Var, While)
+# (A module of its own imports the core's classes from the package: in the notebook they replace the
+# cells' definitions above, which are the same classes, exported to lcompiler.core.)
+from lcompiler.core import (  # noqa: F811
+    App, Assert, Assign, BUILTIN_VALUES, Con, Def, If, Lambda, Let, LetVar, Lit, Match, Prim, Print,  # noqa: F811
+    PREDEFINED_EXCEPTIONS, Program, Raise, Seq, Try, Tuple, Var, While)  # noqa: F811
 from lcompiler import syntax
 from lcompiler.errors import RunError, Span
-from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, pretty_expr, Str
+from lcompiler.syntax import PCon, PInt, PTuple, PUnit, PVar, PWild, pretty_expr, Str  # noqa: F811
 
 
 @dataclass(slots=True, eq=False)
@@ -3281,7 +3283,7 @@ class Interpreter(Interpreter):
 #| export interp
 from lcompiler import pipeline
 from lcompiler.core import desugar, pretty_core, resolve
-from lcompiler.errors import CompileError, Source
+from lcompiler.errors import CompileError, Source  # noqa: F811  (the module's own import)
 
 
 def core_of(tree) -> Program:
@@ -3320,8 +3322,6 @@ def run_source(source: Source, out=None) -> None:
 # interpreter. The sugared program from above, run:
 
 # %%
-from lcompiler.interp import run_source
-
 run_source(sugared)
 
 # %% [markdown]
@@ -3363,7 +3363,6 @@ run_source(seeds_program)
 # %%
 from lcompiler.core import to_syntax
 from lcompiler.interp import Cell, Closure, show_value
-from lcompiler.syntax import pretty_expr
 
 
 class Recording(Interpreter):
@@ -3724,8 +3723,9 @@ for limit, record in heap["limits"].items():
         peak = statistics.median(x["peak_mb"] for x in r["runs"])
         end = f"status {run['status']}" if run["status"] is not None else f"still running after {run['stopped after']:.0f} s"
         print(f"{limit:>8} {side:19} {seconds:6.1f} s {peak:7,.0f} MB  {end}: {run['stderr'][:44] or '(nothing)'}")
-    ratio = lambda key: record["interpreted"][f"median {key}"] / record["compiled"][f"median {key}"]
-    print(f"{limit:>8} interpreted/compiled: {ratio('cpu'):.0f} times the time, {ratio('peak_mb'):.1f} times the memory")
+    interpreted, compiled = record["interpreted"], record["compiled"]
+    print(f"{limit:>8} interpreted/compiled: {interpreted['median cpu'] / compiled['median cpu']:.0f} times the time, "
+          f"{interpreted['median peak_mb'] / compiled['median peak_mb']:.1f} times the memory")
 
 # %% [markdown]
 # Both ways stop `grow.l` with the same message and exit status, at either
