@@ -44,6 +44,7 @@ __all__ = [
     'NESTING_LIMIT',
     'stack_depth',
     'recursion_limit',
+    'INNER_LOOP_ALIGN_LOG2',
     'target_machine',
     'libc',
     'Result',
@@ -112,6 +113,7 @@ def recursion_limit(limit: int):
 import llvmlite.binding as llvm
 
 _llvm_ready = False
+INNER_LOOP_ALIGN_LOG2 = 5        # innermost loops start at a multiple of 2**5 = 32 bytes (chapter 12)
 
 
 def target_machine(executable: bool = False) -> llvm.TargetMachine:
@@ -122,6 +124,7 @@ def target_machine(executable: bool = False) -> llvm.TargetMachine:
     if not _llvm_ready:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        llvm.set_option("", f"-x86-experimental-pref-innermost-loop-alignment={INNER_LOOP_ALIGN_LOG2}")
         _llvm_ready = True
     if not executable:
         return llvm.Target.from_default_triple().create_target_machine()
