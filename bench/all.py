@@ -61,6 +61,8 @@ STEPS = [
     ("exceptions.json", "10", "exceptions.py --json bench/exceptions.json", "exceptions.py --repeat 1 --json {json}"),
     ("gc_speed.json", "10", "gc_speed.py --repeat 5 --json bench/gc_speed.json", "gc_speed.py --repeat 1 --json {json}"),
     ("wrapv.json", "12", "wrapv.py --repeat 5 --json bench/wrapv.json", "wrapv.py --repeat 1 --json {json}"),
+    ("align.json", "12", "align.py --repeat 5 --json bench/align.json",
+     "align.py --repeat 1 --only takl --json {json}"),
 ]
 
 

@@ -239,6 +239,19 @@ def test_one_call_lies_between_the_labels_of_a_call_site(path):
         assert len(calls) == 1 and (first, second, number) == (before, after, site)
 
 
+def test_takl_s_innermost_loop_starts_at_a_multiple_of_32_bytes():
+    """Appendix B sets LLVM's option for it; llvm.set_option ignores an option LLVM does not know,
+    so a renamed option would silently give 16-byte loops again (chapter 12's takl, 1.3x slower)."""
+    assembly = pipeline.show("asm", source(ROOT / "bench" / "programs" / "takl.l"))
+    mas = re.search(r"^mas_\d+:\n(.*?)\.Lfunc_end", assembly, re.M | re.S).group(1)
+    lines = mas.splitlines()
+    labels = {line[:-1]: i for i, line in enumerate(lines) if re.match(r"\.LBB\w+:$", line)}
+    backward = {m.group(1) for i, line in enumerate(lines)
+                if (m := re.match(r"\s+j\w+\s+(\.LBB\w+)$", line)) and labels.get(m.group(1), i) < i}
+    assert backward, "mas has a loop"
+    assert any(lines[labels[label] - 1].split() == [".p2align", "5"] for label in backward)
+
+
 def test_short_lived_allocation_runs_in_bounded_memory():
     r = run("""
         data List<a> { Cons(a, List<a>)
