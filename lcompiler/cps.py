@@ -13,7 +13,9 @@ the sources of this book describe it: the [`Cpsast`
 interface](../bibliography.md#cpsast) of the original L compiler, the
 framework modules of its author's [blog](../bibliography.md#the-l-blog),
 and OCamlPro's [account of the same design inside
-Flambda2](../bibliography.md#flambda2-snippets).
+Flambda2](../bibliography.md#flambda2-snippets). Below, *the seed* is
+the first two, the L compiler's own sources, and *the snippet* is
+OCamlPro's post.
 
 What this chapter promises:
 

@@ -25,7 +25,9 @@
 # interface](../bibliography.md#cpsast) of the original L compiler, the
 # framework modules of its author's [blog](../bibliography.md#the-l-blog),
 # and OCamlPro's [account of the same design inside
-# Flambda2](../bibliography.md#flambda2-snippets).
+# Flambda2](../bibliography.md#flambda2-snippets). Below, *the seed* is
+# the first two, the L compiler's own sources, and *the snippet* is
+# OCamlPro's post.
 #
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
@@ -152,8 +154,9 @@
 #    CPS adds, in Kennedy's argument, is *scope*. A variable is visible
 #    exactly in the term under its binding, so whether a rewrite keeps the
 #    program valid is decided by looking at the terms it touches, where an
-#    SSA rewrite must keep the dominance of definitions over uses, and the
-#    phi nodes, right across the whole function.
+#    SSA rewrite must keep right, across the whole function, each
+#    definition's *dominance* over its uses (it comes first on every path
+#    to them) and the φ-nodes.
 #
 # The language is also in *administrative normal form*: every operand is a
 # variable, including constants (`one = 1` before `x + one`). Every value
@@ -3707,9 +3710,9 @@ picture(map_program.definitions[0],
 # returns — `after_f_12` then `after_map_14`, the "what happens next" that
 # the L leaves implicit — and the `Cons` is built in the last continuation.
 #
-# The seed's IR writes only the return continuation, `Apply (map f r
-# {k_after_map})`. Flambda2 passes the exception continuation too, and so
-# does ours: `/ exn_3` on both calls says that an exception raised in `f`
+# The snippet's first listing writes only the return continuation,
+# `Apply (map f r {k_after_map})`; Flambda2 passes the exception
+# continuation too, as the snippet goes on to explain, and so does ours: `/ exn_3` on both calls says that an exception raised in `f`
 # or in the recursive `map` leaves this `map` through its own `exn_3` —
 # there is no `try` here. This `map` never raises, and nothing in it pays
 # for the second continuation: it is a name, and chapter 10 makes no code
@@ -3852,9 +3855,10 @@ evaluate(parse_term(COUNT))
 # let f cond = let v = if cond then raise Failure else 0 in (v, v)
 # ```
 #
-# converts naively to a join point `k_after_if` that both branches would
-# reach. The `raise` is written here as a `fail` (a runtime error), which
-# keeps the example as small as the seed's; a `raise` would be a jump to the
+# converts naively to a join point `k_after_if`, bound because the `if`
+# has two branches, though only the `else` branch reaches it. The `raise`
+# is written here as a `fail` (a runtime error), which keeps the example
+# as small as the snippet's; a `raise` would be a jump to the
 # function's exception continuation, `exn_3(e) raise`, and the rest is the
 # same:
 
@@ -3937,7 +3941,7 @@ check(f_program)
 print(show(f_program), end="")
 
 # %% [markdown]
-# This is the seed's "step 2": the else branch computes `(0, 0)` and returns
+# This is the snippet's "step 2": the else branch computes `(0, 0)` and returns
 # it, the then branch fails, and the join point is gone. The picture, before
 # and after:
 

@@ -288,10 +288,10 @@ class Scope:
 # assigned on the way become *continuation parameters*: a join point after an
 # `if` that assigns `x` is `cont join(r, x2)`, and each branch jumps to it with
 # its own value of `x`; a loop is `cont loop(x1) { … loop(x2) }`. This is
-# exactly SSA construction, with continuation parameters as phi nodes — and
-# [chapter 10](10_llvm.ipynb) will turn them into phi nodes. Which variables a merge carries
-# is decided by a pass before the translation: the names assigned inside each
-# `if`, `match` and `while`.
+# exactly SSA construction, with continuation parameters as φ-nodes — and
+# [chapter 10](10_llvm.ipynb) will turn them into φ-nodes. Which variables
+# a merge carries is decided by a pass before the translation: the names
+# assigned inside each `if`, `match`, `while` and `try`.
 #
 # A function that captures `x` cannot see the store: it may run long after
 # the store has changed, or run when `x` is changed by its caller. So a
@@ -1195,16 +1195,17 @@ SEED_001 = "exception Failure\ndef f(cond) = { let v = if (cond) raise(Failure) 
 rule(SEED_001)
 
 # %% [markdown]
-# This is the seed's "step 1": the `if` is an operand of the `let`, so it
-# gets a join point (the seed's `k_after_if`), whose handler builds the pair
-# and returns it; the `then` branch jumps to `exn_3`, the function's
-# exception continuation (the seed's `k_raise_exception`), recording the
-# raise site `@2:35`; the `else` branch jumps to the join point with `0`.
-# The raise does not use the context at all, so the join point is jumped to
-# once, from `else`. [Chapter 9](09_shrink.ipynb)'s optimiser inlines a
-# continuation used once — the seed's "step 2, after graph compaction". (A
-# private function that nothing calls is dead, and the optimiser would
-# remove it; we make `f` public for the listing below.)
+# This is the account's "step 1": the `if` is an operand of the `let`, so
+# it gets a join point (the account's `k_after_if`), whose handler builds
+# the pair and returns it; the `then` branch jumps to `exn_3`, the
+# function's exception continuation (the account's `k_raise_exception`),
+# recording the raise site `@2:35`; the `else` branch jumps to the join
+# point with `0`. The raise does not use the context at all, so the join
+# point is jumped to once, from `else`. [Chapter 9](09_shrink.ipynb)'s
+# optimiser inlines a continuation used once — the account's "step 2,
+# after graph compaction". (A private function that nothing calls is dead,
+# and the optimiser would remove it; we make `f` public for the listing
+# below.)
 
 # %%
 from lcompiler.shrink import optimise
@@ -1216,7 +1217,7 @@ cps.check(seed_program)
 print(cps.show(seed_program), end="")
 
 # %% [markdown]
-# As in the seed, the result reads as `if cond then raise Failure else (0,
+# As in the account, the result reads as `if cond then raise Failure else (0,
 # 0)`: the pair is built on the one path that returns.
 #
 # A `try`: the handler `handler` matches the exception against the clauses
