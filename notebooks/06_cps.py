@@ -3678,10 +3678,11 @@ values = run(map_program)
 # values. The `assert` in the cell has already checked that the text prints
 # back exactly as it was written.
 #
-# Its picture: the function boxes, the continuation boxes nested in them,
-# and the arrows of `case`, of the two calls' return points, and of the
-# final jumps. No arrow leaves a function box: that is what second-class
-# continuations mean.
+# Its picture: the function's box, the continuation boxes nested in it,
+# and the arrows of the `case` and of the two calls' return points (the
+# jumps to `ret_2` return to a continuation of the caller, which has no
+# box here, and get no arrow). No arrow leaves a function box: that is
+# what second-class continuations mean.
 
 # %%
 from IPython.display import SVG
