@@ -4068,7 +4068,8 @@ print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0
       f"{min(growth):.2f} to {max(growth):.2f}")
 
 # %% [markdown]
-# Read a row as one program: its size in nodes and in printed lines, how
+# Read a row as one program: its size in nodes and in printed lines, its
+# depth (the deepest nesting of handlers and functions in it), how
 # many times each phase was timed (the table keeps the minimum), then the
 # microseconds each phase spends per node. Down a column, a linear phase
 # keeps the same figure; across a row, the last lines name the dearest
