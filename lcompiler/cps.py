@@ -13,7 +13,9 @@ the sources of this book describe it: the [`Cpsast`
 interface](../bibliography.md#cpsast) of the original L compiler, the
 framework modules of its author's [blog](../bibliography.md#the-l-blog),
 and OCamlPro's [account of the same design inside
-Flambda2](../bibliography.md#flambda2-snippets).
+Flambda2](../bibliography.md#flambda2-snippets). Below, *the seed* is
+the first two, the L compiler's own sources, and *the snippet* is
+OCamlPro's post.
 
 What this chapter promises:
 
@@ -35,7 +37,10 @@ In the module `lcompiler.cps`:
   printing as `show(p)`; **Check** every invariant (`check`);
   **Interpret** them (`run`), the reference semantics for every later
   pass; and draw them (`diagram`).
-- Everything is linear, and the operations that walk a whole term —
+- Everything is linear in the size of the term but one step: the
+  interpreter, preparing a term to run, asks `free_variables` of every
+  function, so the body of a function nested d deep is walked d times.
+  The operations that walk a whole term —
   Traverse, Check, Change, Print — keep their own stack rather than
   Python's, so a term of a million nodes is as easy as one of ten. Two
   recurse on nesting only, raising Python's recursion limit for deeply

@@ -4,7 +4,8 @@
 
 This chapter translates a typed L program (the core of chapter 4b, with the
 types of chapter 5 on every node) into the CPS language of chapter 6, in one
-pass. It is chapter 3's compiler C5 grown up: the same higher-order style,
+pass (after a small pre-pass that decides where each mutable variable
+lives). It is chapter 3's compiler C5 grown up: the same higher-order style,
 where the translation of an expression is handed "what to do with its
 value", so that no administrative redex is ever built and a continuation
 is bound by `cont` only where two branches would otherwise each get a copy

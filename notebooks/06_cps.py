@@ -25,7 +25,9 @@
 # interface](../bibliography.md#cpsast) of the original L compiler, the
 # framework modules of its author's [blog](../bibliography.md#the-l-blog),
 # and OCamlPro's [account of the same design inside
-# Flambda2](../bibliography.md#flambda2-snippets).
+# Flambda2](../bibliography.md#flambda2-snippets). Below, *the seed* is
+# the first two, the L compiler's own sources, and *the snippet* is
+# OCamlPro's post.
 #
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
@@ -69,7 +71,10 @@
 #   printing as `show(p)`; **Check** every invariant (`check`);
 #   **Interpret** them (`run`), the reference semantics for every later
 #   pass; and draw them (`diagram`).
-# - Everything is linear, and the operations that walk a whole term —
+# - Everything is linear in the size of the term but one step: the
+#   interpreter, preparing a term to run, asks `free_variables` of every
+#   function, so the body of a function nested d deep is walked d times.
+#   The operations that walk a whole term —
 #   Traverse, Check, Change, Print — keep their own stack rather than
 #   Python's, so a term of a million nodes is as easy as one of ten. Two
 #   recurse on nesting only, raising Python's recursion limit for deeply
@@ -149,8 +154,9 @@
 #    CPS adds, in Kennedy's argument, is *scope*. A variable is visible
 #    exactly in the term under its binding, so whether a rewrite keeps the
 #    program valid is decided by looking at the terms it touches, where an
-#    SSA rewrite must keep the dominance of definitions over uses, and the
-#    phi nodes, right across the whole function.
+#    SSA rewrite must keep right, across the whole function, each
+#    definition's *dominance* over its uses (it comes first on every path
+#    to them) and the φ-nodes.
 #
 # The language is also in *administrative normal form*: every operand is a
 # variable, including constants (`one = 1` before `x + one`). Every value
@@ -194,7 +200,8 @@
 # fail "assertion failed" @4:1 / exn_3`), not an explicit test and a jump:
 # the table of primitives (chapter 4b) says which operations fail and how,
 # and the back end keeps its one check per division. Raising to `uncaught`,
-# such a failure stops the program with today's message at today's place.
+# such a failure stops the program with the message, and at the place, that
+# a program without `try` reports (`division by zero` at the operator).
 #
 # </div>
 
@@ -1971,8 +1978,9 @@ print("uses of a:", six.count, "of b:", seven.count)
 #              | PRIMITIVE "(" names ")" [loc] [exn]
 #              | "print" "(" names ")" | "fail" STRING NAME* [loc] [exn]
 # value      ::= INT | "-" INT | "true" | "false" | "()" | STRING
-#              | "tuple" "(" names ")" | "inj" INT NAME "(" names ")"
-#              | "external" STRING | "fun" ["direct"] NAME NAME "(" names ")" block
+#              | "tuple" "(" names ")" | "closure" "(" names ")"
+#              | "inj" INT NAME "(" names ")" | "external" STRING
+#              | "fun" ["direct"] NAME NAME "(" names ")" block
 # cont       ::= NAME | "uncaught"                         uncaught: at the top level only
 # exn        ::= "/" cont                                  where a failure raises to
 # loc        ::= "@" INT ":" INT                           a line and column of the L source
@@ -2122,10 +2130,11 @@ except CompileError as e:
 
 # %% [markdown]
 # The first two results (the name with its offset, and `True` from
-# `accept`) are not shown, because the cell's last expression is the
-# `try`; the error is. It is the same three-line format as the L front
-# end's errors: the place as `FILE:LINE:COL`, the message with what was
-# found, then the line with a caret under column 7, the `)`.
+# `accept`) are not shown, because they are not the last thing in the
+# cell: the `try` is, and it shows the error. It is the same three-line
+# format as the L front end's errors: the place as `FILE:LINE:COL`, the
+# message with what was found, then the line with a caret under column 7,
+# the `)`.
 #
 # Names and scopes. `hint` recovers the printing hint from a printed name
 # (`after_f_12` was printed from the hint `after_f`); `use` reads a name
@@ -2218,7 +2227,7 @@ Parser.hint("after_f_12"), Parser.hint("x"), Parser.hint("_2"), Parser(Source("<
 # (`tokens[self.i + 1]`, to tell `x = …` from a jump `k(…)`); with a
 # generated parser they would be a second pass over its tree, and its
 # errors would have to be translated into the L front end's format. It
-# would also be a new dependency for a grammar of a dozen rules.
+# would also be a new dependency for a grammar of nine rules.
 #
 # </div>
 #
@@ -2938,7 +2947,8 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
 #   exception that goes through handlers that do not want it is still
 #   reported where it was raised. An operation that fails (`/` by zero, an
 #   unmatched `match`, `assert`) raises its predefined exception to the
-#   continuation it names, with today's message as its site; inside a
+#   continuation it names, with its runtime error (`division by zero`)
+#   as its site; inside a
 #   block of bindings, that jump is made by a Python exception, `Raised`,
 #   which the trampoline catches.
 # - **`uncaught`**, the program's exception continuation, is a continuation
@@ -3182,8 +3192,9 @@ class Interpreter(Interpreter):
 # Arithmetic is L's — 64-bit, wrapping, and C's division — because it is
 # the table's: an operation applies its row's `operation`, and `wrap`s the
 # result if the row says so. A row that can fail is tested first, and its
-# failure — a division by zero — is a runtime error at the operation's
-# location.
+# failure — a division by zero — raises `DivisionByZero` to the
+# operation's exception continuation; with none, or with `uncaught`, it
+# is a runtime error at the operation's location.
 
 # %%
 #| export
@@ -3667,10 +3678,11 @@ values = run(map_program)
 # values. The `assert` in the cell has already checked that the text prints
 # back exactly as it was written.
 #
-# Its picture: the function boxes, the continuation boxes nested in them,
-# and the arrows of `case`, of the two calls' return points, and of the
-# final jumps. No arrow leaves a function box: that is what second-class
-# continuations mean.
+# Its picture: the function's box, the continuation boxes nested in it,
+# and the arrows of the `case` and of the two calls' return points (the
+# jumps to `ret_2` return to a continuation of the caller, which has no
+# box here, and get no arrow). No arrow leaves a function box: that is
+# what second-class continuations mean.
 
 # %%
 from IPython.display import SVG
@@ -3699,9 +3711,9 @@ picture(map_program.definitions[0],
 # returns — `after_f_12` then `after_map_14`, the "what happens next" that
 # the L leaves implicit — and the `Cons` is built in the last continuation.
 #
-# The seed's IR writes only the return continuation, `Apply (map f r
-# {k_after_map})`. Flambda2 passes the exception continuation too, and so
-# does ours: `/ exn_3` on both calls says that an exception raised in `f`
+# The snippet's first listing writes only the return continuation,
+# `Apply (map f r {k_after_map})`; Flambda2 passes the exception
+# continuation too, as the snippet goes on to explain, and so does ours: `/ exn_3` on both calls says that an exception raised in `f`
 # or in the recursive `map` leaves this `map` through its own `exn_3` —
 # there is no `try` here. This `map` never raises, and nothing in it pays
 # for the second continuation: it is a name, and chapter 10 makes no code
@@ -3732,10 +3744,10 @@ print(beside_text(MAP_L, show(map_program.definitions[0])), end="")
 # %% [markdown]
 # ### A raise, caught by the caller
 #
-# No program of chapter 7 raises yet, but the language can already say it.
-# Below, `find` raises `NotFound` (constructor 3 of `Exn`, after the three
-# predefined exceptions) when its argument is not 0: a jump to its own
-# exception continuation, `exn_3(e_9) raise @2:5`. The caller's call names a
+# No program of this chapter has raised yet, but the language can already
+# say it. Below, `find` raises `NotFound` (constructor 3 of `Exn`, after
+# the three predefined exceptions) when its argument is not 0: a jump to
+# its own exception continuation, `exn_3(e_9) raise @2:5`. The caller's call names a
 # handler of its own, `/ handler_11`, so that is where the exception lands,
 # with the caller's activation: the handler prints it. The same program
 # with the call raising to `uncaught` instead stops with the report of the
@@ -3779,15 +3791,16 @@ except Stop as e:
 
 # %% [markdown]
 # In the picture, the call has two arrows: one to its return point
-# `back_14`, one to its handler `handler_11`. Both are continuations of the
-# caller; the raise inside `find` jumps to `exn_3`, a parameter of `find`,
-# and it is the call that says where that is.
+# `back_14`, one to its handler `handler_11` (drawn alone, the definition
+# is numbered afresh: they are `back_5` and `handler_2` there). Both are
+# continuations of the caller; the raise inside `find` jumps to `exn_3`,
+# a parameter of `find`, and it is the call that says where that is.
 
 # %%
 picture(catch_program.definitions[1],
-        "Diagram of a dynamic definition that calls find_1: a grey box holds the yellow boxes of "
-        "handler_11 and back_14; two green arrows go from the call's line, one to back_14, its return "
-        "point, and one to handler_11, its exception continuation.")
+        "Diagram of a dynamic definition that calls find_8: a grey box holds the yellow boxes of "
+        "handler_2 and back_5; two green arrows go from the call's line, one to back_5, its return "
+        "point, and one to handler_2, its exception continuation.")
 
 # %% [markdown]
 # ### The seed's loop
@@ -3843,9 +3856,10 @@ evaluate(parse_term(COUNT))
 # let f cond = let v = if cond then raise Failure else 0 in (v, v)
 # ```
 #
-# converts naively to a join point `k_after_if` that both branches would
-# reach. The `raise` is written here as a `fail` (a runtime error), which
-# keeps the example as small as the seed's; a `raise` would be a jump to the
+# converts naively to a join point `k_after_if`, bound because the `if`
+# has two branches, though only the `else` branch reaches it. The `raise`
+# is written here as a `fail` (a runtime error), which keeps the example
+# as small as the snippet's; a `raise` would be a jump to the
 # function's exception continuation, `exn_3(e) raise`, and the rest is the
 # same:
 
@@ -3928,7 +3942,7 @@ check(f_program)
 print(show(f_program), end="")
 
 # %% [markdown]
-# This is the seed's "step 2": the else branch computes `(0, 0)` and returns
+# This is the snippet's "step 2": the else branch computes `(0, 0)` and returns
 # it, the then branch fails, and the join point is gone. The picture, before
 # and after:
 
@@ -3941,7 +3955,7 @@ picture(parse(STEP1), "Diagram of f_1 before the rewriting: the continuations af
 # And after the rewriting, with the box of `after_if` gone:
 
 # %%
-picture(f_program, "Diagram of f_1 after the rewriting: only the continuations then_4 and else_6 are "
+picture(f_program, "Diagram of f_1 after the rewriting: only the continuations then_5 and else_7 are "
                   "left, each reached from the case; the join point after_if_5 is gone.")
 
 # %% [markdown]
@@ -4054,7 +4068,8 @@ print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0
       f"{min(growth):.2f} to {max(growth):.2f}")
 
 # %% [markdown]
-# Read a row as one program: its size in nodes and in printed lines, how
+# Read a row as one program: its size in nodes and in printed lines, its
+# depth (the deepest nesting of handlers and functions in it), how
 # many times each phase was timed (the table keeps the minimum), then the
 # microseconds each phase spends per node. Down a column, a linear phase
 # keeps the same figure; across a row, the last lines name the dearest
@@ -4108,10 +4123,10 @@ for n in (3_000, 30_000):
 #
 # Every phase makes the same number of calls per node at both sizes, to
 # within 1 % — except the interpreter, which runs only the path the
-# program takes, and makes 5 % fewer on the larger one. The algorithms are
-# linear; what grows a little in the timings is the cost of each
-# dictionary and set lookup once those tables hold a million entries and
-# no longer fit in the processor's caches — the effect
+# program takes, and makes 5 % fewer on the larger one. On these programs
+# the algorithms are linear; what grows a little in the timings is the
+# cost of each dictionary and set lookup once those tables hold a million
+# entries and no longer fit in the processor's caches — the effect
 # [chapter 2](02_union_find.ipynb) measured on union-find.
 #
 # Substitution is constant time in the number of occurrences: the last
@@ -4173,8 +4188,12 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
 #    and says why: a `case` arm (the `Case` holds continuations, not terms,
 #    so there is no place to put a handler), the return or exception
 #    continuation of a call (the call returns there; only a pass that knows
-#    the callee could inline it, chapter 9's contification), and a jump
-#    from the continuation's own handler (a loop that nothing enters).
+#    the callee could inline it, chapter 9's contification), the exception
+#    continuation of an operation that can fail (an operation is not a
+#    jump), a raise (a handler inlined at a raise would no longer record
+#    its site; chapter 9's rule turns the handler's passes-on into raises
+#    to keep it), and a jump from the continuation's own handler (a loop
+#    that nothing enters).
 #    Run on every continuation of `map_program`, it inlines none: all five
 #    are used once, `empty_7` and `nonempty_9` as the arms of the `case`,
 #    `after_f_12`, `after_map_14` and `done_29` as the return points of
@@ -4243,6 +4262,10 @@ def inline_once(t: LetCont) -> str:
         return "a case arm"
     if type(user) is Apply:
         return f"the {'return' if user.cont is o else 'exception'} continuation of a call"
+    if type(user) is not ApplyCont:
+        return "the exception continuation of an operation that can fail"
+    if user.raises:
+        return "a raise"
     n = user
     while n.enclosing is not t:                # climb to the child of t that holds the jump
         n = n.enclosing

@@ -16,7 +16,8 @@
 #
 # This chapter translates a typed L program (the core of chapter 4b, with the
 # types of chapter 5 on every node) into the CPS language of chapter 6, in one
-# pass. It is chapter 3's compiler C5 grown up: the same higher-order style,
+# pass (after a small pre-pass that decides where each mutable variable
+# lives). It is chapter 3's compiler C5 grown up: the same higher-order style,
 # where the translation of an expression is handed "what to do with its
 # value", so that no administrative redex is ever built and a continuation
 # is bound by `cont` only where two branches would otherwise each get a copy
@@ -287,10 +288,10 @@ class Scope:
 # assigned on the way become *continuation parameters*: a join point after an
 # `if` that assigns `x` is `cont join(r, x2)`, and each branch jumps to it with
 # its own value of `x`; a loop is `cont loop(x1) { … loop(x2) }`. This is
-# exactly SSA construction, with continuation parameters as phi nodes — and
-# [chapter 10](10_llvm.ipynb) will turn them into phi nodes. Which variables a merge carries
-# is decided by a pass before the translation: the names assigned inside each
-# `if`, `match` and `while`.
+# exactly SSA construction, with continuation parameters as φ-nodes — and
+# [chapter 10](10_llvm.ipynb) will turn them into φ-nodes. Which variables
+# a merge carries is decided by a pass before the translation: the names
+# assigned inside each `if`, `match`, `while` and `try`.
 #
 # A function that captures `x` cannot see the store: it may run long after
 # the store has changed, or run when `x` is changed by its caller. So a
@@ -453,7 +454,7 @@ print("assigned:", [(type(e).__name__, sorted(analysis.assigned[id(e)])) for e i
 # | `{ p -> e }` (a function) | `f = fun ret exn (p) { e in Return(ret) }`, `exn` the exception continuation inside |
 # | `f(a)` | `f`, `a`, then `call f(a) -> k / exn`: `k` is the context if it is a `Return`, else a new `cont k(r) { context(r) }` — the return point; `exn` is the exception continuation here |
 # | `if (c) a else b`, `&&`, <code>&#124;&#124;</code> | `c`, then a join point if needed, `cont then() {…}`, `cont else() {…}`, `case c { 0 -> else; 1 -> then }` |
-# | `match (e) { p1 -> b1 … }` | `e`, a join point if needed, then one test per clause, each falling back to the next clause's continuation; the last is `fail "no clause matches the value" x / exn` |
+# | `match (e) { p1 -> b1 … }` | `e`, a join point if needed, then one test per clause, each falling back to the next clause's continuation; the last is `fail "no clause matches the value" x @line:col / exn` |
 # | `let x = e; b` | `e` in a context that translates `b` with `x` bound to `e`'s variable |
 # | `var x := e; b` | `e`, then `b` with `x` in the store — or `cell = tuple(v)` if captured |
 # | `x := e` | `e`, then a new store (or `cell[0] := v`); the value is `()` |
@@ -593,8 +594,9 @@ class Converter(Converter):
 # `guard` writes the shape shared by `assert` and the check of a definition
 # read too early: `cont ok() {…} cont bad() { u = fail …; ok() } case c {0 ->
 # bad; 1 -> ok}`. The jump after `fail` is never taken (`fail` stops the
-# program); it is there because every block must end with a jump, and it
-# keeps the continuation used once by each path.
+# program, or raises its exception to `exn`); it is there because every
+# block must end with a jump, and it keeps the continuation used once by
+# each path.
 
 # %%
 #| export
@@ -852,7 +854,8 @@ class Converter(Converter):
 #   without a raise site, since the exception is not raised anew: its
 #   original site stays the one the runtime recorded, and an exception
 #   that goes through `try`s whose clauses do not match is reported where
-#   it was first raised (§12).
+#   it was first raised ([the language
+#   reference](../language.md#uncaught-exceptions)).
 # - `cont done(r) { … }`, the block's return point: it hands the block's
 #   value to the `try`'s context.
 # - the block, converted in `Return(done)` with `handler` as its exception
@@ -937,7 +940,8 @@ class Converter(Converter):
 # All are `private`: an L program is one compilation unit, and nothing is
 # exported. A function may be called before a non-function definition it
 # reads has run (L's contract makes that a runtime error); for each
-# definition read inside a function, the translation adds a static cell
+# non-function definition read inside a function, the translation adds a
+# static cell
 # `ready = tuple(false)`, set to `true` at the end of the definition's term,
 # and the read checks it with a `guard`.
 
@@ -1191,16 +1195,17 @@ SEED_001 = "exception Failure\ndef f(cond) = { let v = if (cond) raise(Failure) 
 rule(SEED_001)
 
 # %% [markdown]
-# This is the seed's "step 1": the `if` is an operand of the `let`, so it
-# gets a join point (the seed's `k_after_if`), whose handler builds the pair
-# and returns it; the `then` branch jumps to `exn_3`, the function's
-# exception continuation (the seed's `k_raise_exception`), recording the
-# raise site `@2:35`; the `else` branch jumps to the join point with `0`.
-# The raise does not use the context at all, so the join point is jumped to
-# once, from `else`. [Chapter 9](09_shrink.ipynb)'s optimiser inlines a
-# continuation used once — the seed's "step 2, after graph compaction". (A
-# private function that nothing calls is dead, and the optimiser would
-# remove it; we make `f` public for the picture.)
+# This is the account's "step 1": the `if` is an operand of the `let`, so
+# it gets a join point (the account's `k_after_if`), whose handler builds
+# the pair and returns it; the `then` branch jumps to `exn_3`, the
+# function's exception continuation (the account's `k_raise_exception`),
+# recording the raise site `@2:35`; the `else` branch jumps to the join
+# point with `0`. The raise does not use the context at all, so the join
+# point is jumped to once, from `else`. [Chapter 9](09_shrink.ipynb)'s
+# optimiser inlines a continuation used once — the account's "step 2,
+# after graph compaction". (A private function that nothing calls is dead,
+# and the optimiser would remove it; we make `f` public for the listing
+# below.)
 
 # %%
 from lcompiler.shrink import optimise
@@ -1212,7 +1217,7 @@ cps.check(seed_program)
 print(cps.show(seed_program), end="")
 
 # %% [markdown]
-# As in the seed, the result reads as `if cond then raise Failure else (0,
+# As in the account, the result reads as `if cond then raise Failure else (0,
 # 0)`: the pair is built on the one path that returns.
 #
 # A `try`: the handler `handler` matches the exception against the clauses
@@ -1411,13 +1416,19 @@ print(f"time per source node, largest / smallest: "
 # %% [markdown]
 # The CPS is 1.93 nodes per source node at every size. The time per node
 # grows a little more than twofold over a hundredfold growth of the
-# program, from 10 µs to 22.5 µs, most of it below 30,000 nodes and a tenth
-# over the last threefold — far from the hundredfold of a quadratic pass,
-# and the slow growth that chapter 6 measured on its own framework, where a
-# profile showed the
-# same number of calls per node at every size and the cost of reaching
-# objects in a larger heap growing. Nothing in the conversion visits a node
-# more than a fixed number of times: it is linear.
+# program, from 10 µs to 22.5 µs, most of it below 30,000 nodes, and by a
+# tenth (20.5 to 22.5 µs) over the last threefold — far from the
+# hundredfold of a quadratic pass, and the slow growth that chapter 6
+# measured on its own framework, where a profile showed the same number of
+# calls per node at every size and the cost of reaching objects in a
+# larger heap growing. Nothing in the conversion visits a node more than a
+# fixed number of times. What is not linear is what it keeps of the names
+# in scope: a name is found by walking the environment, a linked list of
+# them, and the store of uncaptured `var`s is copied or scanned whole by
+# `declare`, `assign`, a join point and a loop; so a block of n `let`s
+# that each read a parameter, or of n `var`s, costs time in n². These
+# programs bind a handful of names per definition, and on them the
+# conversion is linear.
 
 # %% [markdown]
 # ## Exercises
@@ -1453,8 +1464,8 @@ print(f"time per source node, largest / smallest: "
 #    three lists `(a, b, c)` with the clauses `(Nil, _, _)`, `(_, Nil, _)`,
 #    `(_, _, Nil)`, `(Cons(x, _), Cons(y, _), Cons(z, _))`, the tree reads
 #    `a`'s tag (`Nil` → clause 1), then `b`'s (`Nil` → clause 2), then
-#    `c`'s (`Nil` → clause 3, `Cons` → clause 4): three `tag` reads on
-#    every path and no failing path, since every leaf has a clause. The
+#    `c`'s (`Nil` → clause 3, `Cons` → clause 4): at most three `tag`
+#    reads on a path and no failing path, since every leaf has a clause. The
 #    automaton (`rule` on that function, or `lc show cps`) reads each
 #    list's tag in two places and ends with a `fail "no clause matches the
 #    value"`: after the third clause fails, the fourth reads the three

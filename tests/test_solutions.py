@@ -1,6 +1,13 @@
 """The worked solutions of the chapters' exercises whose answer is code: each is run here, so that
 it cannot rot.
 
+Chapter 6, exercise 1: `inline_once` inlines a continuation jumped to once, and refuses, saying
+why, a case arm, a call's continuation, an operation's exception continuation, a raise and a loop;
+on random programs, inlining every continuation it can keeps `check` and the meaning.
+
+Chapter 6, exercise 4: `check_all` reports the three violations of `BROKEN`, the first of them
+the one `check` stops at, and nothing where `check` passes.
+
 Chapter 7, exercise 2: a join point carries a `var` that only the condition of its `if` (or the
 scrutinee of its `match`) assigned; the precise pre-pass records the names the branches assign.
 Judged on random programs against the reference interpreter, and on the size of the output.
@@ -23,7 +30,8 @@ import io
 import re
 import tracemalloc
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from lcompiler import core as c, cps, cps_convert, driver, llvm_backend, pipeline, types
 from lcompiler.interp import Interpreter, check
@@ -33,6 +41,7 @@ from lcompiler.errors import Source
 from lcompiler.llvm_backend import FlowGraph, optimise, to_llvm
 
 from test_convert import on_cps, programs, reference
+from test_cps import interpret as cps_interpret, programs as cps_programs, terms as cps_terms
 
 
 # --- chapter 4b, exercise 4
@@ -120,6 +129,154 @@ def test_a_primitive_min_through_every_stage(monkeypatch):
             assert "min" not in cps.show(value)           # chapter 9 folded both
     engine, main = driver.jit(driver.machine_code(value))
     assert driver.run_in_child(main).stdout == "3 -2\n"
+
+
+# --- chapter 6, exercise 1
+
+def inline_once(t: cps.LetCont) -> str:
+    """The notebook's inline_once: inline the continuation t binds if its body jumps to it once."""
+    k = t.cont
+    if k.count != 1:
+        return f"used {k.count} times"
+    (o,) = cps.occurrences(k)
+    user = o.enclosing
+    if type(user) is cps.Case:
+        return "a case arm"
+    if type(user) is cps.Apply:
+        return f"the {'return' if user.cont is o else 'exception'} continuation of a call"
+    if type(user) is not cps.ApplyCont:
+        return "the exception continuation of an operation that can fail"
+    if user.raises:
+        return "a raise"
+    n = user
+    while n.enclosing is not t:                # climb to the child of t that holds the jump
+        n = n.enclosing
+    if n is t.handler:
+        return "jumped to from its own handler: a loop"
+    for param, arg in zip(t.params, [a.var for a in user.args]):
+        cps.substitute(param, arg)
+    cps.move(t.handler, user)
+    cps.delete_binding(t)
+    return "inlined"
+
+
+def inline_every_once(program) -> list:
+    conts = [n for n in cps.walk(program) if type(n) is cps.LetCont]
+    return [inline_once(t) for t in conts]
+
+
+REFUSED = """private f_1 = fun ret_2 exn_3 (x_4) {
+  cont loop_5(i_6) {
+    loop_5(i_6)
+  }
+  cont h_7(e_8) {
+    ret_2(e_8)
+  }
+  cont fails_9(e_10) {
+    ret_2(e_10)
+  }
+  cont back_11(r_12) {
+    cont k_13(r_14) {
+      ret_2(r_14)
+    }
+    call f_1(r_12) -> k_13 / exn_3
+  }
+  zero_15 = 0
+  q_16 = x_4 / zero_15 / fails_9
+  t_17 = x_4 == zero_15
+  cont raise_18() {
+    h_7(x_4) raise @1:1
+  }
+  cont call_19() {
+    call f_1(q_16) -> back_11 / exn_3
+  }
+  case t_17 { 0 -> call_19; 1 -> raise_18 }
+}
+"""
+
+
+def test_inline_once_refuses_each_use_that_is_not_a_plain_jump_and_says_why():
+    program = cps.parse(REFUSED)
+    assert inline_every_once(program) == [
+        "jumped to from its own handler: a loop", "a raise",
+        "the exception continuation of an operation that can fail",
+        "the return continuation of a call", "the return continuation of a call",
+        "a case arm", "a case arm"]
+    cps.check(program)
+    assert cps.show(program) == REFUSED                  # nothing changed
+
+
+def placed(root):
+    """A generated program, or a generated term as the body of a definition (so that every
+    continuation binding has a place to be deleted from; its halt value is the global's)."""
+    if type(root) is cps.Program:
+        return root
+    program = cps.Program(uncaught=cps._uncaught_of(root))
+    program.define(root, "private", name="result")
+    return program
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(cps_terms(), cps_programs()))
+def test_inline_once_on_every_continuation_keeps_the_meaning(b):
+    program = placed(b.root)
+    before = cps_interpret(program)
+    inline_every_once(program)
+    cps.check(program)
+    assert cps_interpret(program) == before
+
+
+# --- chapter 6, exercise 4
+
+class AllChecker(cps.Checker):
+    """The notebook's AllChecker: record every violation and go on."""
+
+    def __init__(self, closed: bool = False):
+        super().__init__(closed)
+        self.found = []
+
+    def fail(self, node, message: str):
+        where = self.where(node)
+        self.found.append(f"{where}: {message}" if where else message)
+
+
+def check_all(program, closed: bool = False) -> list:
+    c = AllChecker(closed)
+    with cps_convert.collector_paused():
+        c.program(program)
+        c.links()
+    return c.found
+
+
+BROKEN = """private f_1 = fun ret_2 exn_3 (x_4) {
+  cont k_5(a_6, b_7) {
+    g_8 = fun ret_9 exn_10 (y_11) {
+      z_12 = x_4 + y_11
+      ret_9(z_12)
+    }
+    ret_2(g_8, a_6)
+  }
+  k_5(x_4)
+}
+"""
+
+
+def test_check_all_reports_the_three_violations_and_check_the_first():
+    found = check_all(cps.parse(BROKEN), closed=True)
+    assert [m.split(": ", 1)[1] for m in found] == [
+        "x_4 is a free variable of the function (bound outside it)",
+        "ret_2 expects 1 argument(s), and is given 2",
+        "k_5 expects 2 argument(s), and is given 1"]
+    with pytest.raises(cps.CheckError) as e:
+        cps.check(cps.parse(BROKEN), closed=True)
+    assert str(e.value) == found[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cps_programs())
+def test_check_all_finds_nothing_where_check_passes(b):
+    cps.check(b.root)
+    assert check_all(b.root) == []
 
 
 # --- chapter 7, exercise 2
