@@ -9,6 +9,7 @@ import ast
 import html.parser
 import json
 import posixpath
+import re
 import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -202,3 +203,28 @@ def test_every_picture_has_a_description(built_site):
 def test_l_cells_are_highlighted_as_l(built_site):
     page = (built_site / "notebooks" / "11_running" / "index.html").read_text()
     assert 'class="highlight-ipynb hl-l"><pre><span></span><span class="cp">%%L' in page
+
+
+def numbered_continuations(text: str) -> list[str]:
+    """Lines that continue a bullet of a Markdown list but begin with a number and a full stop:
+    Python-Markdown (MkDocs' pages) reads them as a new numbered item, so that a year at the start
+    of a wrapped line ("  2001. When ...") splits a bibliography entry in two."""
+    found, in_bullet = [], False
+    for line in text.splitlines():
+        if line.startswith(("- ", "* ")):
+            in_bullet = True
+        elif not line.strip():
+            in_bullet = False
+        elif in_bullet and re.match(r"\s+\d+\.\s", line):
+            found.append(line)
+    return found
+
+
+def test_no_wrapped_line_of_a_page_starts_like_a_numbered_item():
+    found = {page.name: numbered_continuations(page.read_text()) for page in (ROOT / "book").glob("*.md")}
+    assert not {name: lines for name, lines in found.items() if lines}
+
+
+def test_the_numbered_continuation_check_can_fail():
+    assert numbered_continuations('- A. "Title". *ICFP*\n  2001. What it is.\n') == ["  2001. What it is."]
+    assert numbered_continuations("1. one\n2. two\n- a bullet\n  with 2 lines\n") == []
