@@ -732,6 +732,60 @@ for name, r in wrapv["benchmarks"].items():
 # optimiser made of it.
 
 # %% [markdown]
+# ### Where a loop starts
+#
+# `takl` spends nearly all its time in one loop of six instructions, the
+# loop of `shorter?` inlined into `mas`, which walks two lists side by side.
+# L's machine code for it was C's, instruction for instruction, and
+# valgrind counted about as many instructions and mispredicted branches in
+# the two programs; yet L's ran much longer. The difference was not in
+# the instructions but in where they lay. LLVM, like gcc -O2, starts
+# a loop at an address that is a multiple of 16 bytes. In L's `takl` the
+# loop began 48 bytes into a 64-byte line of code and its last instruction,
+# the branch back, lay in the next line; in C's it fitted inside one line.
+# The processor fetches and decodes code a line at a time (and keeps
+# decoded instructions per line), so a small loop that straddles two lines
+# costs more at every turn.
+#
+# The compiler now starts innermost loops at a multiple of 32 bytes
+# (appendix B's `target_machine` sets the option of LLVM's x86 back end):
+# a loop of up to 32 bytes then never straddles a line, wherever its
+# function lands. The padding before a loop costs little (it is often
+# jumped over), but it moves the code after it, so it can move another
+# program's hot code onto a boundary as well as off one. `bench/align.py`
+# builds every L benchmark both ways and times the two in alternation:
+# the ratio is the 32-byte build's time over the 16-byte build's. The
+# loops of `mas` in each build are printed first, as (start, branch back):
+
+# %%
+align = json.loads(Path("../bench/align.json").read_text())
+print("\n".join(bench_machine.lines(align["machine"])), "|", align["command"])
+for build, found in align["benchmarks"]["takl"]["loops"].items():
+    spans = ", ".join(f"{a} .. {b} ({int(a, 16) % 64} bytes into a 64-byte line,"
+                      f" {'inside it' if int(a, 16) // 64 == int(b, 16) // 64 else 'ending in the next'})"
+                      for a, b in found)
+    print(f"takl's loops of mas, {'32' if build == 'L' else '16'}-byte loops: {spans}")
+print(f"{'benchmark':12} {'32 bytes / 16 bytes':>20}")
+for name, r in sorted(align["benchmarks"].items(), key=lambda item: item[1]["L/L-16"]["ratio"]):
+    e = (r["L/L-16"]["ratio"], *r["L/L-16"]["ci"])
+    print(f"{name:12} {shown(e)} {bench_run.verdict(e[1], e[2], 1, 'faster', 'slower')}")
+g = align["geometric mean"]
+print(f"{'geometric mean':12} {shown((g['ratio'], *g['ci']))}")
+
+# %% [markdown]
+# Over all the benchmarks the 32-byte loops win a little (the interval of
+# the geometric mean lies below 1), `takl` by a quarter, a few others by
+# a tenth; most do not move; and a few lose a few hundredths — in `fib`,
+# for one, the padding moved the hot cycle of its loop, which starts inside
+# the loop rather than at its head, across a boundary that it did not
+# cross before. No rule for where code goes is right for every program;
+# this one removes the worst case, a small loop cut in two, for every
+# program. The same luck of placement is why `takl` looked so different
+# on different processors, and why `interp`'s optimised build could be
+# slower than its `-O0` one (chapter 9): the same instructions, laid out
+# differently.
+
+# %% [markdown]
 # ### Where L trails: allocation
 #
 # The benchmarks that allocate most — continuation closures, lists,
