@@ -660,10 +660,11 @@ def run_here(source: Source, optimiser: bool = True) -> int:
 # programs of additions, with `run_in_child` of the workshop's support
 # module ([appendix B](B_support.ipynb#running-in-a-child) has its code):
 # the parent compiles (a `CompileError` is reported in the parent, as
-# usual), forks, and the child calls `main` with its standard output and
-# error sent to two temporary files — a runtime error is written to the
-# second; the parent waits, reads the files, and returns what happened as a
-# `Result`, what the program wrote on each and its exit status. Whatever the
+# usual), forks, and the child calls `main` with its standard output sent
+# to a pipe, which the parent reads as the program writes, and its standard
+# error to a temporary file — a runtime error is written there; the parent
+# reads both to the end, waits, and returns what happened as a `Result`,
+# what the program wrote on each and its exit status. Whatever the
 # program does — exit with a runtime error, overflow its stack, exhaust its
 # heap, even crash — ends the child, never the parent. A program that never
 # stops is stopped by `timeout` (seconds), or by an interrupt (the
@@ -701,7 +702,8 @@ print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), ti
 # ## Native executables
 #
 # `lc build` asks LLVM for an object file — machine code for this machine,
-# position independent so that the system linker may make a PIE — and links
+# position independent (chapter 10), so that the system linker may make a
+# position-independent executable, a PIE — and links
 # it with the runtime's object file, compiled by the system C compiler
 # (`cc`), which also links the C library and POSIX threads. The executable
 # needs nothing else: not Python, not LLVM.
