@@ -2004,9 +2004,10 @@ class Optimiser(Kennedy):
 # %% [markdown]
 # `return_point` finds the continuation all the outside calls share, and
 # checks that the other calls are tail calls from inside `f`; `placement`
-# finds where the new `cont` can go: where `f` was bound if `k` is in
-# scope there (the common case: a local function, or a loop called from
-# the function whose return is `k`), else at the start of `k`'s scope.
+# finds where the new `cont` can go: where `f` was bound if `k` and `h`
+# are in scope there (the common case: a local function, or a loop called
+# from the function whose return is `k`), else at the start of the inner
+# of their two scopes (the design note above).
 
 # %%
 #| export
@@ -2056,7 +2057,8 @@ class Optimiser(Optimiser):
 # %% [markdown]
 # The rewrite itself: a new `cont` whose parameters are `f`'s (the same
 # variables, now bound by the `cont`), `f`'s return continuation
-# substituted by `k`, every call replaced by a jump, the body moved into
+# substituted by `k` and its exception continuation by `h`, every call
+# replaced by a jump, the body moved into
 # the handler, and the `cont` put in place. A top-level function moved
 # into another counts against `MOVE_LIMIT`, as when it is inlined once.
 
