@@ -45,8 +45,9 @@
 #
 # - `closure_convert(program)` changes a CPS program in place so that
 #   `check(program, closed=True)` holds — no function has a free variable or a
-#   free continuation variable (the precondition of chapter 10, as in seed
-#   000) — and every function is a top-level definition;
+#   free continuation variable (the precondition of chapter 10, as in the
+#   [blog of the L compiler](../bibliography.md#the-l-blog)'s translation
+#   to LLVM) — and every function is a top-level definition;
 # - the program means the same: chapter 6's interpreter prints the same
 #   output, before and after;
 # - a function with free variables becomes a *closure*: a tuple of its code
@@ -145,8 +146,9 @@
 # A closure costs an allocation and an indirect call. Most functions of an
 # L program do not need one: every top-level `def` mentions only its
 # parameters and other globals, which are in scope everywhere. Such a
-# function with no free variables becomes a **direct** function (the seed's
-# `No_environment`), and every call that names it — `call f(a)` where `f` is
+# function with no free variables becomes a **direct** function
+# (`No_environment` in the L compiler's
+# [Cpsast](../bibliography.md#cpsast)), and every call that names it — `call f(a)` where `f` is
 # the variable bound to it — becomes `call direct f(a) -> k`: a plain call
 # instruction, no tuple, no load.
 #
