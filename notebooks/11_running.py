@@ -2196,11 +2196,19 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #    hundred programs with `tools/random_programs.py`. Each should stop
 #    with "stack overflow" at its recursive call, every way; a finding is a
 #    recursion that crashes compiled, or stops at another place, or with
-#    another message, one way than another.
+#    another message, one way than another. Tried by hand first, one
+#    program of each shape — `def runaway(n) = runaway(n + 1) +
+#    runaway(n + 2) + 1`; `def runaway(n) = { let f = { m -> 2 *
+#    runaway(m + n) + 1 }; f(n + 1) }`, whose `f(n + 1)` is a call through
+#    a closure at `-O0` (the optimiser inlines `f`); and `ping` and `pong`,
+#    `2 * pong(n + 1) + 1` and `3 * ping(n + 1) + 2` — each stops with
+#    "stack overflow" at the same recursive call, with status 2, under
+#    `lc run`, `lc run --interp`, `lc run -O0` and as an executable of
+#    `lc build`: no finding there.
 # 5. `part_boxes` of the two texts of `split`, with the boxes filtered to
 #    the names that one part declares from the other and their homes. The
 #    cell of the section "A split, drawn" that splits this program prints
-#    what is left: one function, `prev66_2197`, called across the cut. No
+#    the functions among them: one, `prev66_2197`, called across the cut. No
 #    order does better on this program: its blocks make one chain
 #    (`step{i}` calls `prev{i}`, which calls `step{i-1}`), so any cut into
 #    two runs crosses it somewhere, and the depth-first order the driver
