@@ -685,6 +685,9 @@ print(f"time per source node, largest / smallest: "
 #
 # </details>
 #
+# The three solutions' code follows; `tests/test_solutions.py` runs it
+# too, and checks the counts it prints.
+#
 # Exercise 1: known closures called directly, counted on
 # `examples/closures.l` and on the exercise's example, and run before and
 # after by chapter 6's interpreter, with the same output:
