@@ -1482,9 +1482,9 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # `lc run` compiles its program every time, though a program is mostly run
 # unchanged, again and again, while its author looks at what it prints or
-# edits another file. Compiling is most of the time `lc run` takes: for a
-# program of a line, starting Python and loading the compiler's modules;
-# for a big one, the stages and LLVM (chapter 12 measures them). So `lc run`
+# edits another file. Compiling is much of the time `lc run` takes: for a
+# program of a line, loading the compiler's modules (the end of this
+# section times it); for a big one, the stages and LLVM (chapter 12 measures them). So `lc run`
 # keeps what it compiles: the object files that `machine_code` makes for
 # the JIT, in a folder, under a name that is a hash of everything they
 # depend on. Running the same program again finds them, loads them and
