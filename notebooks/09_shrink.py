@@ -3687,10 +3687,11 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    `UNROLL` 0, and keep the executable; `objdump -d` it and read
 #    `sieve`'s frame: the `sub rsp` at its start gives its size, and the
 #    stores `mov …, N(%rsp)` say which slot holds what. The runtime's
-#    stack scan (chapter 10b) can print, with each pinned block, the
-#    address of the word that pinned it; subtracting the frame's base
-#    (the stack pointer at the call the scan walked through) gives the
-#    slot, which `objdump`'s listing names. What to look for is a slot
+#    stack scan (chapter 10b) does not say where it found a pinning word;
+#    made to print, where it scans the stack (`scan_thread_stack` in `gc.c`), the
+#    address of each word that pins a block, it does, and subtracting the
+#    frame's base (the stack pointer at the call the scan walked through)
+#    gives the slot, which `objdump`'s listing names. What to look for is a slot
 #    stored to before a call and never overwritten afterwards: a dead
 #    pointer left in the frame. The back end could clear it — store 0 into
 #    the slot when the value dies, one store per dead pointer — or the
