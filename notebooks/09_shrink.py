@@ -2719,8 +2719,8 @@ for name, src in EXCEPTION_PROGRAMS.items():
 # raise to `safe`'s handler, where it met its clause (`Negative(n) -> n`)
 # and became the code after the test `x < 0`; the constant arguments did
 # the rest. `first` keeps its handler, used by two raises and a closure
-# call (exercise 9), and its calls: the two of `first_square_above` and
-# the closure's. `uncaught`'s raise of `A(3)` passed two
+# call (exercise 9), and its calls: the program's two calls of
+# `first_square_above` and the closure call `p(i)`. `uncaught`'s raise of `A(3)` passed two
 # handlers that do not catch it: both were moved to the raise, neither
 # matched, and the raise that is left goes straight to `uncaught` from the
 # same place, so the message names line 3, column 35, as before.
