@@ -15,8 +15,9 @@ In the module `lcompiler.closure`:
 
 - `closure_convert(program)` changes a CPS program in place so that
   `check(program, closed=True)` holds — no function has a free variable or a
-  free continuation variable (the precondition of chapter 10, as in seed
-  000) — and every function is a top-level definition;
+  free continuation variable (the precondition of chapter 10, as in the
+  [blog of the L compiler](../bibliography.md#the-l-blog)'s translation
+  to LLVM) — and every function is a top-level definition;
 - the program means the same: chapter 6's interpreter prints the same
   output, before and after;
 - a function with free variables becomes a *closure*: a tuple of its code

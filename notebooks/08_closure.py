@@ -45,8 +45,9 @@
 #
 # - `closure_convert(program)` changes a CPS program in place so that
 #   `check(program, closed=True)` holds — no function has a free variable or a
-#   free continuation variable (the precondition of chapter 10, as in seed
-#   000) — and every function is a top-level definition;
+#   free continuation variable (the precondition of chapter 10, as in the
+#   [blog of the L compiler](../bibliography.md#the-l-blog)'s translation
+#   to LLVM) — and every function is a top-level definition;
 # - the program means the same: chapter 6's interpreter prints the same
 #   output, before and after;
 # - a function with free variables becomes a *closure*: a tuple of its code
@@ -145,8 +146,9 @@
 # A closure costs an allocation and an indirect call. Most functions of an
 # L program do not need one: every top-level `def` mentions only its
 # parameters and other globals, which are in scope everywhere. Such a
-# function with no free variables becomes a **direct** function (the seed's
-# `No_environment`), and every call that names it — `call f(a)` where `f` is
+# function with no free variables becomes a **direct** function
+# (`No_environment` in the L compiler's
+# [Cpsast](../bibliography.md#cpsast)), and every call that names it — `call f(a)` where `f` is
 # the variable bound to it — becomes `call direct f(a) -> k`: a plain call
 # instruction, no tuple, no load.
 #
@@ -176,8 +178,9 @@
 #    of `v` to `v'`; hoist the function to a definition `code`; and put
 #    `closure(code, v1, …, vn)` where it was.
 #
-# Every step is one of chapter 6's Change operations (`redirect`,
-# `swap_prim`, `substitute`, `delete_binding`), so the links stay right, and
+# Each step is made with chapter 6's Change operations (`redirect`,
+# `swap_prim`, `substitute`, `delete_binding`, `take`) and its Build
+# functions (`Seq`, `lam`, `closure`), so the links stay right, and
 # the cost is linear in the size of each function body outside the
 # functions nested in it.
 #
@@ -615,7 +618,7 @@ print(f"time per source node, largest / smallest: "
       " (1.00 is linear)")
 
 # %% [markdown]
-# Closure conversion costs 3 to 4 µs per source node at every size,
+# Closure conversion costs from 2.8 to 3.8 µs per source node,
 # growing by a third over a hundredfold growth of the program, as chapter
 # 6's phases do when the heap outgrows the caches: each function's body is
 # walked a fixed number of times, and the functions nested in it are not
@@ -681,6 +684,9 @@ print(f"time per source node, largest / smallest: "
 #    what every callee does with its parameters.
 #
 # </details>
+#
+# The three solutions' code follows; `tests/test_solutions.py` runs it
+# too, and checks the counts it prints.
 #
 # Exercise 1: known closures called directly, counted on
 # `examples/closures.l` and on the exercise's example, and run before and

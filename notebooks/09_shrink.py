@@ -115,7 +115,8 @@ SEEDS = Source("seeds.l", Path("../examples/seeds.l").read_text())
 print(SEEDS.text[SEEDS.text.index("assert("):], end="")
 
 # %% [markdown]
-# Chapter 7 turns it into six functions and four calls. `lc show cps`
+# Chapter 7 turns it into six functions and seven calls, four of them in
+# the statement itself. `lc show cps`
 # prints what the optimiser receives (`-O0`, without the optimiser, gives
 # the same program to closure conversion):
 
@@ -1546,8 +1547,9 @@ unused = do {
 # moves there, like a local one, if it is small enough: moving functions
 # into each other without a limit builds one enormous function out of a
 # chain of calls, on which LLVM spends time that grows faster than its size
-# (chapter 12 met that once already). And a definition that computes a
-# constant becomes *static*: its value is known to every function that
+# (chapter 12 tells how LLVM's own inliner once did that to its
+# compile-speed benchmark). And a definition that computes a constant
+# becomes *static*: its value is known to every function that
 # reads it, and nothing computes it at run time.
 
 # %%
@@ -1784,7 +1786,8 @@ def shrink_census(program: Program, after=None) -> Counter:
 # %% [markdown]
 # Both leave the same kind of result: no redex. `redexes` asks every rule
 # about every node, without applying any, and counts the answers. Here on
-# the seeds' program (whose three small functions need the inliner to go
+# the seeds' program (whose four small functions left after shrinking,
+# `true`, `false`, `second` and `f`, need the inliner to go
 # away; shrinking alone moves the functions used once):
 
 # %%
@@ -1834,7 +1837,7 @@ for n in (10, 100):
           f"work list one sweep, {work['dead_value']} deletions")
 
 # %% [markdown]
-# `bench/optimiser.py shrinkers` times both on programs of 10³ to 10⁶ CPS
+# `bench/optimiser.py shrinkers` times both on programs of 10³ to 2·10⁶ CPS
 # nodes: the CPS of generated L programs (the blocks of chapter 12's
 # compile-speed benchmark: a data type, a `match`, a closure, a loop, calls
 # between blocks), and chains of dead tuples. Its last run, read from
@@ -1888,14 +1891,14 @@ display(fig, metadata={"alt": "Microseconds per node of the two shrinkers agains
 plt.close(fig)
 
 # %% [markdown]
-# The work list's time per node is flat over three orders of magnitude, on
-# both kinds of program: linear, as Kennedy promises. The census is as
-# good on the generated programs, which need two sweeps whatever their
-# size (a rewrite there rarely enables another behind it), and twice as
-# slow per node for that second sweep; on the chain its time per node grows
-# with the chain, because its sweeps do: quadratic, in this chapter's
-# measurements, where the linear algorithm of Appel and Jim, in Kennedy's
-# representation, stays flat. That is the whole difference — the same
+# The work list's time per node stays between 2.3 and 4.1 µs over three
+# orders of magnitude, on both kinds of program: linear, as Kennedy
+# promises. The census is linear too on the generated programs, which need
+# two sweeps whatever their size (a rewrite there rarely enables another
+# behind it), and about twice as slow per node for that second sweep; on
+# the chain its time per node grows with the chain, because its sweeps do:
+# quadratic, in this chapter's measurements, where the linear algorithm of
+# Appel and Jim, in Kennedy's representation, stays linear. That is the whole difference — the same
 # rules, and a representation that lets a rewrite find the places it
 # affects.
 
@@ -2001,9 +2004,10 @@ class Optimiser(Kennedy):
 # %% [markdown]
 # `return_point` finds the continuation all the outside calls share, and
 # checks that the other calls are tail calls from inside `f`; `placement`
-# finds where the new `cont` can go: where `f` was bound if `k` is in
-# scope there (the common case: a local function, or a loop called from
-# the function whose return is `k`), else at the start of `k`'s scope.
+# finds where the new `cont` can go: where `f` was bound if `k` and `h`
+# are in scope there (the common case: a local function, or a loop called
+# from the function whose return is `k`), else at the start of the inner
+# of their two scopes (the design note above).
 
 # %%
 #| export
@@ -2053,7 +2057,8 @@ class Optimiser(Optimiser):
 # %% [markdown]
 # The rewrite itself: a new `cont` whose parameters are `f`'s (the same
 # variables, now bound by the `cont`), `f`'s return continuation
-# substituted by `k`, every call replaced by a jump, the body moved into
+# substituted by `k` and its exception continuation by `h`, every call
+# replaced by a jump, the body moved into
 # the handler, and the `cont` put in place. A top-level function moved
 # into another counts against `MOVE_LIMIT`, as when it is inlined once.
 
@@ -2144,8 +2149,8 @@ class Optimiser(Optimiser):
 #   in practice programs shrink; the bound is what is promised and tested.
 #
 # Besides the bounds, three rules keep the inliner from copying where a
-# copy costs more than it saves; they follow the code, each with what it
-# avoids.
+# copy costs more than it saves; they follow the code and the next
+# section, each with what it avoids.
 
 # %%
 #| export
@@ -2260,7 +2265,8 @@ class Optimiser(Optimiser):
         return True
 
 # %% [markdown]
-# One kind of recursive call is not unrolled: a call whose result the
+# The inliner's first rule: one kind of recursive call is not unrolled,
+# a call whose result the
 # function returns after a few operations, as `fib(n - 2)` in `fib(n - 1) +
 # fib(n - 2)`. LLVM turns such a call into a loop, with an *accumulator*
 # for the additions still to do (tail-call elimination "modulo" an
@@ -2270,8 +2276,9 @@ class Optimiser(Optimiser):
 # slower than the one that does not; that measurement is not among those
 # `bench/optimiser.json` keeps, so this chapter quotes no figure from it.
 # What the optimiser makes of `fib` with this rule is counted exactly in
-# the section on `fib` below.) Tail calls are not unrolled either: they become a loop first,
-# as the section after the next explains.
+# the section on `fib` below.) Tail calls are not unrolled either: they
+# become a loop first, as the section "Loops before copies", after the
+# three rules, explains.
 
 # %%
 #| export
@@ -2712,8 +2719,8 @@ for name, src in EXCEPTION_PROGRAMS.items():
 # raise to `safe`'s handler, where it met its clause (`Negative(n) -> n`)
 # and became the code after the test `x < 0`; the constant arguments did
 # the rest. `first` keeps its handler, used by two raises and a closure
-# call (exercise 9), and its calls: the two of `first_square_above` and
-# the closure's. `uncaught`'s raise of `A(3)` passed two
+# call (exercise 9), and its calls: the program's two calls of
+# `first_square_above` and the closure call `p(i)`. `uncaught`'s raise of `A(3)` passed two
 # handlers that do not catch it: both were moved to the raise, neither
 # matched, and the raise that is left goes straight to `uncaught` from the
 # same place, so the message names line 3, column 35, as before.
@@ -2912,7 +2919,7 @@ for label in ("-O0", "optimised"):
 # %% [markdown]
 # And the compiled programs, `python bench/optimiser.py run`: every
 # benchmark of chapter 12 built with and without the optimiser, at a size
-# (`n`) where the program takes about half a second or more without it — a
+# (`n`) where the program takes a third of a second or more without it — a
 # run of a tenth of a second on this shared machine measures its noise
 # more than the program — and timed in alternation: `-O0`, optimised, and
 # a copy of the `-O0` executable, then again, eleven times. The seconds
@@ -2996,8 +3003,8 @@ for name, r in lay["layouts"].items():
           f"  ratio {r['ratio']:.2f} [{low:.2f}, {high:.2f}]")
 
 # %% [markdown]
-# The optimised build runs slightly fewer instructions and exactly as many
-# indirect branches — the jump tables of its `match`es, taken once for
+# The optimised build runs slightly fewer instructions and as many indirect
+# branches (three fewer, of sixteen million) — the jump tables of its `match`es, taken once for
 # each node the interpreter visits — but more of those branches go to a
 # target the simulated predictor did not expect. Layout alone moves the
 # ratio further than that: aligning every block makes the `-O0` build a
@@ -3052,7 +3059,8 @@ for name in sorted(bench_run.SIZES):
     print(f"{name:12} {bench_run.SIZES[name][1]:6} {allocated(small(name), False):12} {allocated(small(name)):12}")
 
 # %% [markdown]
-# The optimiser allocates a little less on `fold`, `msort` and `primes`,
+# The optimiser allocates a little less on `fold`, `hof`, `msort`,
+# `primes` and `raiseparse`,
 # where it removed a tuple or a closure, and the same elsewhere (`fib` and
 # `tak`, for one, pass their arguments in registers either way). Before
 # this chapter's `unbox` rebuilt a tuple where a `fail` needs it, `takl`
@@ -3287,7 +3295,8 @@ print("right of 1 at the default (more code than -O0):",
 # nodes); the second or third round is where the code jumps. The grey
 # points, the benchmarks unrolling does not change, are where the rest of
 # the optimiser puts them: left of 1 in size, or just right of it (`fold`,
-# `takl`), and in time at or below 1 (`mandel` and `states` far below) —
+# `takl`), and in time below 1 or at most two per cent above it (`mandel`
+# and `states` far below) —
 # all but one: `interp`, at 1.07, the miss of the first table. No
 # coloured line rises above `-O0` by more than the spreads the tables
 # print: no setting of the knob made a benchmark slower, by the
@@ -3488,7 +3497,7 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 # pair that the `-O0` build never did. The fix is in `unbox` (a tuple
 # rebuilt where a `fail` or a call needs it), but the lesson is in how it
 # was found and how it stays found. Time is the wrong witness: on a
-# shared machine the same program varies by up to an eighth from one
+# shared machine the same program varies by up to 8 % from one
 # measurement to the next within a session (the table of unrolling rounds
 # shows it), and by more from one session to another (the section on
 # measurements compares two), and a test that times things fails by
@@ -3685,10 +3694,11 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 #    `UNROLL` 0, and keep the executable; `objdump -d` it and read
 #    `sieve`'s frame: the `sub rsp` at its start gives its size, and the
 #    stores `mov …, N(%rsp)` say which slot holds what. The runtime's
-#    stack scan (chapter 10b) can print, with each pinned block, the
-#    address of the word that pinned it; subtracting the frame's base
-#    (the stack pointer at the call the scan walked through) gives the
-#    slot, which `objdump`'s listing names. What to look for is a slot
+#    stack scan (chapter 10b) does not say where it found a pinning word;
+#    made to print, where it scans the stack (`scan_thread_stack` in `gc.c`), the
+#    address of each word that pins a block, it does, and subtracting the
+#    frame's base (the stack pointer at the call the scan walked through)
+#    gives the slot, which `objdump`'s listing names. What to look for is a slot
 #    stored to before a call and never overwritten afterwards: a dead
 #    pointer left in the frame. The back end could clear it — store 0 into
 #    the slot when the value dies, one store per dead pointer — or the

@@ -84,8 +84,9 @@
 #
 # Everything below starts from the same step: LLVM turns the back end's
 # module into machine code — verify, optimise at O2, select instructions,
-# allocate registers, emit an object file. For a small program that is a
-# few milliseconds. For a large one it is a good share of the compile time,
+# allocate registers, emit an object file. For a small program that is
+# most of the compiling (the time line later in this chapter shows it on
+# `fib`); for a large one it is a good share of the compile time,
 # and it grows with the amount of IR. [Chapter 12](12_measuring.ipynb)
 # times every stage of the compiler on generated programs of 1,250 to
 # 10,000 lines and records the medians in `bench/compile_speed.json`; its
@@ -269,8 +270,8 @@ def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
 # What a function uses is read off its instructions' operands (a global,
 # or a constant expression such as `ptrtoint (ptr @f to i64)`, whose text
 # names it), in the order its text would name them; a global variable's
-# initializer is printed to find them. Printing is what costs here — a
-# tenth of a second per 20,000 instructions, in llvmlite's Python — so it
+# initializer is printed to find them. Printing is what costs here —
+# llvmlite prints a module in Python, instruction by instruction — so it
 # is put off: `plan` decides everything without printing a function, and
 # `part_text` prints one part, only what that part holds. `machine_code`
 # (below) calls `part_text` in the process that compiles the part, so the
@@ -472,7 +473,8 @@ for part, text in enumerate(halves):
 # 10's `optimise`), label the call sites and add the part's table of them
 # (chapter 10's `call_site_table`: part k's table links to part k + 1's),
 # emit. The target machine (`target_machine`, appendix B) differs between
-# the JIT and executables only in its code model (next sections). `machine_code`
+# the JIT and executables in its code model and in making the code position
+# independent for executables (next sections). `machine_code`
 # decides how many parts, forks one child per part but the last, compiles
 # the last itself meanwhile, and collects the children's object files
 # through temporary files. A child that fails — a bug of this compiler —
@@ -658,10 +660,11 @@ def run_here(source: Source, optimiser: bool = True) -> int:
 # programs of additions, with `run_in_child` of the workshop's support
 # module ([appendix B](B_support.ipynb#running-in-a-child) has its code):
 # the parent compiles (a `CompileError` is reported in the parent, as
-# usual), forks, and the child calls `main` with its standard output and
-# error sent to two temporary files — a runtime error is written to the
-# second; the parent waits, reads the files, and returns what happened as a
-# `Result`, what the program wrote on each and its exit status. Whatever the
+# usual), forks, and the child calls `main` with its standard output sent
+# to a pipe, which the parent reads as the program writes, and its standard
+# error to a temporary file — a runtime error is written there; the parent
+# reads both to the end, waits, and returns what happened as a `Result`,
+# what the program wrote on each and its exit status. Whatever the
 # program does — exit with a runtime error, overflow its stack, exhaust its
 # heap, even crash — ends the child, never the parent. A program that never
 # stops is stopped by `timeout` (seconds), or by an interrupt (the
@@ -699,7 +702,8 @@ print(run_source(Source("forever.l", "def spin(n) = spin(n + 1)\nspin(0)\n"), ti
 # ## Native executables
 #
 # `lc build` asks LLVM for an object file — machine code for this machine,
-# position independent so that the system linker may make a PIE — and links
+# position independent (chapter 10), so that the system linker may make a
+# position-independent executable, a PIE — and links
 # it with the runtime's object file, compiled by the system C compiler
 # (`cc`), which also links the C library and POSIX threads. The executable
 # needs nothing else: not Python, not LLVM.
@@ -735,9 +739,9 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 # The linker writes the executable into a temporary folder, from where it is
 # copied to its place: so an output that cannot be written — a folder that
 # does not exist, a file that is a folder — is an `OSError` that names the
-# output, not a failure of the linker. The examples of the book, built and
-# run as executables (the runtime's object file is compiled once and cached;
-# each build is an LLVM compilation and a link):
+# output, not a failure of the linker. One of the book's examples,
+# `queens.l`, built and run as an executable (the runtime's object file is
+# compiled once and cached; each build is an LLVM compilation and a link):
 
 # %%
 import contextlib
@@ -1478,9 +1482,9 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # `lc run` compiles its program every time, though a program is mostly run
 # unchanged, again and again, while its author looks at what it prints or
-# edits another file. Compiling is most of the time `lc run` takes: for a
-# program of a line, starting Python and loading the compiler's modules;
-# for a big one, the stages and LLVM (chapter 12 measures them). So `lc run`
+# edits another file. Compiling is much of the time `lc run` takes: for a
+# program of a line, loading the compiler's modules (the end of this
+# section times it); for a big one, the stages and LLVM (chapter 12 measures them). So `lc run`
 # keeps what it compiles: the object files that `machine_code` makes for
 # the JIT, in a folder, under a name that is a hash of everything they
 # depend on. Running the same program again finds them, loads them and
@@ -1929,8 +1933,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # %% [markdown]
 # ### An exception nobody catches
 #
-# An exception that no `try` catches (chapter 4b; §12 of the language
-# reference) is a runtime error like the others: the place of the `raise`,
+# An exception that no `try` catches (chapter 4b; the language
+# reference's [uncaught exceptions](../language.md#uncaught-exceptions)) is a runtime error like the others: the place of the `raise`,
 # `uncaught exception` and the exception's value, the line and a caret —
 # and exit status 2, whichever way the program runs. The program below
 # prints a line, then raises `Boom(3)` outside any `try`: its output so far
@@ -2154,9 +2158,9 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # 2. A `%%L` cell of the session whose program fails keeps the definitions
 #    that come before its last expression. Make a failing cell keep
 #    nothing. What must `enter` run, and what does it cost?
-# 3. `lc build -O0` leaves out chapter 9's optimiser, but LLVM still
-#    optimises at O2 (`machine_code`'s `level`). Pass the level on to LLVM
-#    too, and compare the compile time and the speed of the benchmarks of
+# 3. `lc run -O0` and `lc build -O0` (without `-g`) leave out chapter 9's
+#    optimiser, but LLVM still optimises at O2 (`machine_code`'s `level`).
+#    Pass the level on to LLVM too, and compare the compile time and the speed of the benchmarks of
 #    chapter 12 at O0, O1 and O2.
 # 4. Give `tools/random_programs.py` runaway recursions of other shapes
 #    (two recursive calls, a call through a closure, mutual recursion) and
@@ -2181,8 +2185,10 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #    definitions print, to skip it in later entries, and the expression's
 #    own output is mixed in after it — which is why `enter` runs the two
 #    parts apart, and the definitions' output is counted on its own.
-# 3. Give `machine_code` the level and pass it on from `compile_source`,
-#    `run_here` and `build` (`-O0` meaning both optimisers off). At O0 LLVM
+# 3. `machine_code`, `compile_source` and `build` already take the level
+#    (`lc build -g -O0` passes 0, for the debugger); pass it from `lc`'s
+#    `build_command` to `build`, and from `run_command` through the cache's
+#    `run` to `compile_source` (`-O0` meaning both optimisers off). At O0 LLVM
 #    compiles faster and the programs run slower: how much of each is for
 #    your machine to measure, with `bench/compile_speed.py` for the compile
 #    time and `bench/run.py` for the programs.
@@ -2190,13 +2196,26 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #    hundred programs with `tools/random_programs.py`. Each should stop
 #    with "stack overflow" at its recursive call, every way; a finding is a
 #    recursion that crashes compiled, or stops at another place, or with
-#    another message, one way than another.
-# 5. `part_boxes` of the plan of `split`, with the boxes filtered to the
-#    names whose uses cross from one part to the other. Fewer calls cross
-#    the cut when the definitions that call each other most are in the same
-#    run of the order: the depth-first order the driver uses already keeps
-#    a function with what it calls first; ordering by the call graph's
-#    strongly connected components, largest first, would keep mutual
-#    recursions whole.
+#    another message, one way than another. Tried by hand first, one
+#    program of each shape — `def runaway(n) = runaway(n + 1) +
+#    runaway(n + 2) + 1`; `def runaway(n) = { let f = { m -> 2 *
+#    runaway(m + n) + 1 }; f(n + 1) }`, whose `f(n + 1)` is a call through
+#    a closure at `-O0` (the optimiser inlines `f`); and `ping` and `pong`,
+#    `2 * pong(n + 1) + 1` and `3 * ping(n + 1) + 2` — each stops with
+#    "stack overflow" at the same recursive call, with status 2, under
+#    `lc run`, `lc run --interp`, `lc run -O0` and as an executable of
+#    `lc build`: no finding there.
+# 5. `part_boxes` of the two texts of `split`, with the boxes filtered to
+#    the names that one part declares from the other and their homes. The
+#    cell of the section "A split, drawn" that splits this program prints
+#    the functions among them: one, `prev66_2197`, called across the cut. No
+#    order does better on this program: its blocks make one chain
+#    (`step{i}` calls `prev{i}`, which calls `step{i-1}`), so any cut into
+#    two runs crosses it somewhere, and the depth-first order the driver
+#    uses, which keeps a function with what it calls first, crosses it
+#    once. Where the call graph is not a chain, fewer calls cross when the
+#    definitions that call each other most are in the same run: ordering
+#    by the call graph's strongly connected components, largest first,
+#    would keep mutual recursions whole.
 #
 # </details>

@@ -23,12 +23,18 @@ Chapter 10, exercise 4: Cooper, Harvey and Kennedy's dominators of a `FlowGraph`
 dominance computed from its definition (d dominates b when b cannot be reached from the entry
 without d), then used to check that every use of an SSA value is dominated by its definition, in
 the worked example's functions before and after O2.
+
+Chapter 8, exercises 1 to 3: known closures called directly (none in `examples/closures.l`, both
+calls of the exercise's example at -O0), the words of flat and linked closures (the seeds' program,
+a function nested five deep), and the closures of the corpus that could live on the stack (three at
+-O0, none optimised) — the counts the chapter prints.
 """
 
 import gc
 import io
 import re
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -36,6 +42,8 @@ from hypothesis import given, settings, strategies as st
 from lcompiler import core as c, cps, cps_convert, driver, llvm_backend, pipeline, types
 from lcompiler.interp import Interpreter, check
 from lcompiler.primitives import PRIMITIVES, Primitive
+from lcompiler.closure import closure_convert
+from lcompiler.cps import Apply, Lambda, LetPrim, MakeClosure, Proj, apply, occurrences, replace, walk
 from lcompiler.cps_convert import Analysis, Converter, _children
 from lcompiler.errors import Source
 from lcompiler.llvm_backend import FlowGraph, optimise, to_llvm
@@ -484,3 +492,112 @@ def test_a_use_that_its_definition_does_not_dominate_is_found():
                        "  ret i64 %y\n}\n")
     assert dominators(broken)["join"] == {"entry", "join"}
     assert undominated_uses(broken, {"%c"}) == [("%x", "join")]
+
+
+# --- chapter 8, exercises 1, 2 and 3
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cps_output(program) -> str:
+    out = io.StringIO()
+    cps.run(program, out)
+    return out.getvalue()
+
+
+def closure_calls(program) -> int:
+    return sum(type(n) is Apply and n.kind == "closure" for d in program.definitions for n in walk(d))
+
+
+def call_known_closures(program) -> int:
+    """Exercise 1: each call of a closure that the same function builds becomes a direct call of
+    its code, the closure passed as its env."""
+    calls = [n for d in program.definitions for n in walk(d)
+             if type(n) is Apply and n.kind == "closure"
+             and type(b := n.func.var.binder) is LetPrim and type(b.prim) is MakeClosure]
+    for call in calls:
+        f = call.func.var
+        code = f.binder.prim.fields[0].var
+        direct = apply(code, call.cont.var, call.exn.var, f, *[a.var for a in call.args], kind="direct")
+        direct.loc = call.loc
+        replace(call, direct)
+    return len(calls)
+
+
+def test_known_closures_called_directly():
+    known = "def g(n) = { let f = { x -> x + n }; f(1) + f(2) }\nprint(g(10))\n"
+    closures = (ROOT / "examples" / "closures.l").read_text()
+    counts = {}
+    for name, text in (("closures.l", closures), ("known", known)):
+        for optimised in (False, True):
+            p, _ = pipeline.compile_to("closure", Source(name, text), optimise=optimised)
+            before = cps_output(p)
+            calls = closure_calls(p)
+            changed = call_known_closures(p)
+            cps.check(p, closed=True)
+            assert cps_output(p) == before
+            counts[name, optimised] = (calls, changed)
+    assert counts == {("closures.l", False): (24, 0), ("closures.l", True): (7, 0),
+                      ("known", False): (2, 2), ("known", True): (0, 0)}
+
+
+def builder(node):
+    """The function whose body holds node (None at the top level)."""
+    node = node.enclosing
+    while node is not None and type(node) is not Lambda:
+        node = node.enclosing
+    return node
+
+
+def closed(text: str):
+    program, _ = pipeline.compile_to("cps", Source("x.l", text), optimise=False)
+    closure_convert(program)
+    cps.check(program, closed=True)
+    return program
+
+
+def closure_words(text: str) -> tuple:
+    """Exercise 2: the words of every closure(…), flat and linked (a link to the builder's own
+    environment instead of the values the builder itself reads from it)."""
+    flat = linked = 0
+    for d in closed(text).definitions:
+        for n in walk(d):
+            if type(n) is LetPrim and type(n.prim) is MakeClosure:
+                b = builder(n)
+                env = b.params[0] if b is not None and b.kind == "closure" else None
+                inherited = [o for o in n.prim.fields[1:] if type(o.var.binder) is LetPrim
+                             and type(o.var.binder.prim) is Proj and o.var.binder.prim.arg.var is env]
+                flat += len(n.prim.fields) + 1
+                linked += 2 + (env is not None) + len(n.prim.fields) - 1 - len(inherited)
+    return flat, linked
+
+
+def test_flat_and_linked_closures_counted():
+    deep = "def deep(a) = { b -> { c -> { d -> { e -> a + b + c + d + e } } } }\nprint(deep(1)(2)(3)(4)(5))\n"
+    assert closure_words((ROOT / "examples" / "seeds.l").read_text()) == (4, 4)
+    assert closure_words(deep) == (3 + 4 + 5 + 6, 3 + 4 + 4 + 4)
+
+
+def stays_on_stack(f) -> bool:
+    """Exercise 3: every use of the closure f is as the function of a call that returns to the
+    function that builds it (not a tail call)."""
+    home = builder(f.binder)
+    for o in occurrences(f):
+        call = o.enclosing
+        if home is None or type(call) is not Apply or call.func is not o or call.cont.var is home.cont:
+            return False
+    return True
+
+
+def test_closures_that_could_live_on_the_stack():
+    corpus = sorted((ROOT / "tests" / "corpus" / "run").glob("*.l")) + sorted((ROOT / "examples").glob("*.l"))
+    found = {}
+    for optimised in (False, True):
+        for path in corpus:
+            p, _ = pipeline.compile_to("closure", Source(path.name, path.read_text()), optimise=optimised)
+            made = [n.var for d in p.definitions for n in walk(d)
+                    if type(n) is LetPrim and type(n.prim) is MakeClosure]
+            if any(map(stays_on_stack, made)):
+                found[path.name, optimised] = (sum(map(stays_on_stack, made)), len(made))
+    assert found == {("closure_counter.l", False): (1, 4), ("closures_capture.l", False): (1, 5),
+                     ("shadowing.l", False): (1, 1)}
