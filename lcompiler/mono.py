@@ -28,8 +28,8 @@ In the module `lcompiler.mono`:
 - A polymorphic binding is a top-level `def`, or a `let`, whose type still
   has type variables. Each one is replaced by one copy per type it is used
   at. We call these copies its *instances*. The first instance keeps the
-  name; the others are called `name_1`, `name_2`, …, with numbers that no
-  name of the program uses.
+  name; the others are called `name_1`, `name_2`, …, skipping any such
+  name that the program already uses.
 - A type variable that nothing fixes becomes `Unit`. An example is
   `print(Nil)`: the element type of a list that stays empty. No value has
   such a type, so any choice is right. A list of it is always `Nil`, and

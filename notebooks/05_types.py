@@ -218,9 +218,10 @@ def tuple_of(items) -> TCon:
 # long programs. Levels make generalisation proportional to the size of the
 # type generalised (Rémy 1992; it is how OCaml does it), at the price of one
 # integer per partition kept up to date by `bind` — and by `lower`, for a
-# definition that is not generalised. The measurement at the
-# end of the chapter shows the time per definition flat as programs grow;
-# exercise 2 asks what the textbook test would do.
+# definition that is not generalised. The measurement near the end of
+# the chapter shows the time per definition staying near where it started
+# while the programs grow sixty-four-fold; exercise 2 asks what the
+# textbook test would do.
 #
 # </div>
 #
@@ -1734,8 +1735,10 @@ def empty = map(id, Nil)
 # and raises an exception at run time on functions, which L's contract
 # forbids; Haskell puts the condition in the scheme, `Eq a => a -> a ->
 # Bool`, and passes the comparison as a hidden argument; a scheme
-# `∀a ∈ {Int, Bool, String}. (a, a) -> Bool` would do the same for L, and
-# would cost nothing at run time, since [chapter 5b](05b_mono.ipynb) copies
+# `∀a ∈ {Int, Bool, String}. (a, a) -> Bool` would do the same for L (it is
+# Standard ML's answer: its *equality type variables*, written `''a`, the
+# notation chapter 4b's table borrows, range over the types that `=` can
+# compare), and would cost nothing at run time, since [chapter 5b](05b_mono.ipynb) copies
 # each polymorphic definition at the ground types it is used at. L chose the
 # simplest rule, as Haskell does for its numeric literals (whose type, left
 # open, defaults to `Integer`).
@@ -1824,8 +1827,6 @@ types_of(reader)
 # %%
 import io
 
-from lcompiler.interp import Interpreter
-
 
 class Traced(Inference):
     """An Inference that prints, after each component, the levels of the unknowns of its types."""
@@ -1886,7 +1887,7 @@ for version in (FirstEdition, Traced):
 # edition. But a test written after a bug is understood guards against that
 # bug, and the next one may be elsewhere; so `tests/test_soundness.py` asks
 # a type checker this book did not write, OCaml's, about random programs
-# made to sit where this bug hid (see "What the tests check", at the end).
+# made to sit where this bug hid (see "What the tests check", near the end).
 # Last, [chapter 5b](05b_mono.ipynb)'s checker now runs on every
 # compilation: a mistake of this kind that got past both would stop the
 # compiler with an internal error pointing at the definition it broke, not
@@ -2229,8 +2230,9 @@ print(map({ x -> x * x }, Cons(1, Cons(2, Nil))), length(Cons("a", Nil)))
 # the types it compares, with union-find's nearly constant finds; so on
 # ordinary programs, whose types stay small, it is linear in the size of the
 # program. `bench/infer_speed.py` measures it on generated programs of
-# definitions (each a line with a dozen calls of polymorphic helpers, each
-# instantiated afresh), doubling their number from one size to the next;
+# definitions (each a line that calls the definition before it and makes
+# six uses of the polymorphic helpers `id`, `pair`, `length` and `map`,
+# each instantiated afresh), doubling their number from one size to the next;
 # by default up to 100,000 definitions, which takes minutes. The cell runs it
 # up to 6,400, live (its times are this machine's, now, so the book's tests
 # do not compare them):
@@ -2244,9 +2246,12 @@ print(subprocess.run([sys.executable, "../bench/infer_speed.py", "--largest", "6
 
 # %% [markdown]
 # The last line compares the time per definition of the largest program
-# with the smallest's: near 1, inference is linear. Single doublings (the
-# column "ratio") wander around 2 with the noise of a shared machine. The
-# front end of chapter 4 (parsing, desugaring, resolving) takes about as
+# with the smallest's. Exactly linear inference would print 1.00; one
+# quadratic in the number of definitions would print about 64, since the
+# largest program has 64 times as many definitions as the smallest. It
+# stays near 1, give or take the noise of a shared machine, which also
+# makes single doublings (the column "ratio") wander around 2. The front
+# end of chapters 4a and 4b (parsing, desugaring, resolving) takes about as
 # long again as inference.
 #
 # Types do not always stay small. Each function below doubles the size of
@@ -2265,9 +2270,6 @@ print(subprocess.run([sys.executable, "../bench/infer_speed.py", "--largest", "6
 # inference creates, and the distinct nodes of `dn`'s type in memory:
 
 # %%
-import time
-
-
 def doubling(n: int) -> str:
     lines = ["def double(x) = (x, x)", "def d0(x) = double(x)"]
     lines += [f"def d{i}(x) = double(d{i - 1}(x))" for i in range(1, n + 1)]
@@ -2372,6 +2374,23 @@ for name, run in json.loads(Path("../tests/soundness.json").read_text()).items()
     print(f"  programs with findings: {f['programs with findings']}" + (f", by kind: {kinds}" if kinds else ""))
 
 # %% [markdown]
+# As the compiler is: no finding, and OCaml accepts a few programs that L
+# rejects, those where its relaxed value restriction generalises what L's
+# does not (`id(Nil)`). With the first edition's bug put back, OCaml rejects
+# programs that L accepts; no compiled program crashes, because those whose
+# recorded types disagree stop at compile time with chapter 5b's internal
+# error; and the reference interpreter, which never looks at a type, meets
+# a value of the wrong kind in a few ("this is not a function"), and in
+# two prints something other than OCaml does.
+#
+# `tests/test_errors.py` compares the messages of this chapter, notes and
+# "did you mean" included, with golden files (`tests/errors/`): the two
+# branches of an `if`, the clauses of a `match` and of a function, the
+# operands of `==`, the argument of a top-level function, the field of a
+# constructor; three type errors in three definitions, all reported in the
+# order of the source; a definition whose error is not reported again in
+# the definitions that use it.
+#
 # ## Warnings for pattern matching
 #
 # A program can type-check and still contain a mistake that the types
@@ -2738,22 +2757,6 @@ def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 # corpus, the examples and the benchmarks warn only where they mean to.
 
 # %% [markdown]
-# As the compiler is: no finding, and OCaml accepts a few programs that L
-# rejects, those where its relaxed value restriction generalises what L's
-# does not (`id(Nil)`). With the first edition's bug put back, OCaml rejects
-# programs that L accepts; no compiled program crashes, because those whose
-# recorded types disagree stop at compile time with chapter 5b's internal
-# error; and the reference interpreter, which never looks at a type, meets
-# a value of the wrong kind in a few ("this is not a function").
-#
-# `tests/test_errors.py` compares the messages of this chapter, notes and
-# "did you mean" included, with golden files (`tests/errors/`): the two
-# branches of an `if`, the clauses of a `match` and of a function, the
-# operands of `==`, the argument of a top-level function, the field of a
-# constructor; three type errors in three definitions, all reported in the
-# order of the source; a definition whose error is not reported again in
-# the definitions that use it.
-#
 # ## Exercises
 #
 # 1. Generalise the variables bound by a tuple pattern in `let (a, b) =
@@ -2872,8 +2875,9 @@ def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 #    the rule's fresh variable does: `raise(x)` is then the application of a
 #    variable of that scheme to `x`, and `check` of the argument against
 #    `Exn` is `application`'s check against the parameter type. The types
-#    of `root`, `safe`, `fail` and `message` come out the same; only the
-#    message of a wrong argument changes ("the argument of raise" is what
-#    `application` already says).
+#    of `root`, `safe`, `fail` and `message` come out the same, and so does
+#    the message of a wrong argument: `application` names the callee, "the
+#    argument of raise", as the rule's case does (with no note, since
+#    `raise` has no definition to point at).
 #
 # </details>

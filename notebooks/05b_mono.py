@@ -54,8 +54,8 @@
 # - A polymorphic binding is a top-level `def`, or a `let`, whose type still
 #   has type variables. Each one is replaced by one copy per type it is used
 #   at. We call these copies its *instances*. The first instance keeps the
-#   name; the others are called `name_1`, `name_2`, …, with numbers that no
-#   name of the program uses.
+#   name; the others are called `name_1`, `name_2`, …, skipping any such
+#   name that the program already uses.
 # - A type variable that nothing fixes becomes `Unit`. An example is
 #   `print(Nil)`: the element type of a list that stays empty. No value has
 #   such a type, so any choice is right. A list of it is always `Nil`, and
@@ -166,7 +166,7 @@ print(pipeline.show("mono", SHOW))
 # gives `a = Int`: this is the first instance, and it keeps the name `show`.
 # `show(Cons("a", Nil))` asks for `a = List<String>`, a new instance named
 # `show_1`. `show(pair(true))` asks for `show` at `(Bool, Bool)` and for
-# `pair` at `Bool`. The last statement asks for `show` at `(List<b>,
+# `pair` at `Bool`. The fourth, `show(pair(Nil))`, asks for `show` at `(List<b>,
 # List<b>)` and `pair` at `List<b>`, where nothing fixes `b`: `b` becomes
 # `Unit`. The `print(Nil)` at the end keeps its single `Nil`, now a
 # `List<Unit>`. Each copy is the definition's body, copied with its types
@@ -560,8 +560,9 @@ def monomorphise(program: c.Program) -> c.Program:
 #
 # `expr` copies an expression under a substitution. Five kinds of node need
 # more than `rebuild`: a variable, which may name a polymorphic binding; a
-# `let`, which may bind one; and a function, a `var` and a `match`, which
-# bind names that shadow the polymorphic `let`s of `env`. Every other node
+# `let`, which may bind one; and a function, a `var` and a `match` (or a
+# `try`, whose clauses are a `match`'s), which bind names that shadow the
+# polymorphic `let`s of `env`. Every other node
 # is copied by the rule.
 
 # %%
@@ -776,7 +777,7 @@ instances_picture(typed, "show, of type a -> Unit, above its four instances: sho
 # with its type scheme; in the middle, the copies the monomorphiser made of
 # them (green), each with its ground type; on the right, every call of a
 # copy in the program the pass returns, as its text reads in `show.l`. A
-# grey arrow goes from a definition to each of its copies, a dashed one
+# grey arrow goes from a definition to each of its copies, a red dashed one
 # from each call to the copy it now calls. Like chapter 5's picture of
 # components, it is drawn with the sizes and colours of `lcompiler.drawing`
 # by a function of its own (the arrows of a `Picture` leave and reach a box
@@ -856,7 +857,7 @@ def calls_picture(source: Source) -> SVGText:
     labels = {poly.name: f"{poly.name} : {show_type(poly.scheme)}" for poly in polys}
     middle_x = 10 + max(len(label) * CHAR_W + 14 for label in labels.values()) + 6 * GAP
     where, right_x = {}, middle_x                       # where[copy] = (its left, right, top)
-    for i, (poly, inst) in enumerate(copies):
+    for i, (_, inst) in enumerate(copies):
         w = box("copy", middle_x, row(i), f"{inst.name} : {show_type(inst.type)}", "green",
                 name=inst.name, type=show_type(inst.type))
         where[inst.name] = (middle_x, middle_x + w, row(i))
@@ -1660,7 +1661,7 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    the stage `mono` runs this chapter's checker. Run with
 #    `nice python tools/soundness.py --bug --no-compiled --programs 300`
 #    and then `nice python tools/soundness.py --bug --programs 150`
-#    (seed 1, this machine: AMD EPYC, 2 cores), OCaml finds programs that
+#    (random seed 1, this machine: AMD EPYC, 2 cores), OCaml finds programs that
 #    the buggy L accepts and OCaml rejects (a weak type read at two types
 #    through a definition), and the checker stops every one of those that
 #    the second run met, with status 3 — and stops more: programs that
