@@ -1060,7 +1060,8 @@ type_of("{ var n := 0; n := \"three\"; n }")
 # are. `raise` never returns, so its result may be given any type: a fresh
 # variable, which the context fixes (`if (n < 0) raise(Negative) else n` is
 # an `Int`). The block of a `try` and its clauses have one type, as the
-# clauses of a `match` do: the first clause is checked against the block.
+# clauses of a `match` do: each clause is checked against the block, with
+# a note at the block when it does not fit.
 #
 # Why the fields of an exception must be closed — no type variable in
 # them, which chapter 4b enforces — is a matter of soundness. If
@@ -1501,7 +1502,9 @@ class Inference(Inference):
 # by *resolving* every recorded type — following every variable to what it
 # stands for — into an immutable tree of `TCon`s, where a variable still
 # unknown becomes a `TParam`: a type the program leaves open (the `a` of
-# `length : List<a> -> Int`), which the back end must represent uniformly.
+# `length : List<a> -> Int`), which [chapter 5b](05b_mono.ipynb) then
+# replaces, in each copy of the definition, by the type that copy is used
+# at.
 
 # %%
 #| export

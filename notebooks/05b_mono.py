@@ -979,8 +979,8 @@ def field_type(t, subst: dict):
 # The `Checker` knows each constructor's type and fields, and the type of
 # each global. `fail` raises the located error at a node. Every node of
 # the corpus has a span, but a span is optional in chapter 4b's classes:
-# a node without one would be reported at the nearest node above it that
-# has one.
+# a node without one would be reported at the last node checked before it
+# that has one (`where`), usually the node around it.
 # `ground` reads a node's type, and fails if there is none or if it has a
 # type variable.
 
@@ -1527,10 +1527,12 @@ with levels_not_lowered(), tempfile.TemporaryDirectory() as tmp, contextlib.chdi
 # type at all, which `match_type` cannot match, is the same `IllTyped`
 # error, at the use.
 #
-# What does it cost? `bench/mono_check.py` compiles the 10,000-line program
-# of `bench/compile_speed.py` as `lc` does, and times the checker alone on
-# the monomorphised program, the two in alternation, seven times each; it
-# records the medians and the machine in `bench/mono_check.json`:
+# What does it cost? `bench/mono_check.py` takes the 10,000-line program
+# of `bench/compile_speed.py` and times, in turn, seven times each, three
+# things: its whole compilation as `lc` runs it (the stage `mono` timed
+# within it), monomorphisation alone, and the checker alone on the
+# monomorphised program; it records the medians and the machine in
+# `bench/mono_check.json`:
 
 # %%
 import json
