@@ -1625,13 +1625,16 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    time on programs written to make it. Real programs are not written
 #    that way, which is what the corpus measurement of "What it costs"
 #    says.
-# 2. The back end looks at a type in three places: `print`, a match that
-#    can fail (its error prints the value), and the layout of a block it
-#    allocates (chapter 10's `may_point`: is the word a pointer or not?).
-#    Everywhere else a word is a word. So erase every node's type to
-#    "pointer or not", keep the full type of the arguments of a `print`
-#    and of the value matched by a match whose clauses are not exhaustive
-#    (chapter 5's `Patterns.missing` says which), and compare the
+# 2. The back end looks at a type in four places: `print`, a match that
+#    can fail (its error prints the value), the layout of a block it
+#    allocates (chapter 10's `may_point`: is the word a pointer or not?),
+#    and its calling convention (a parameter whose type is a tuple is
+#    passed as its components, a word each). Everywhere else a word is a
+#    word. So erase every node's type to its *shape* — a tuple's to the
+#    shapes of its components, any other to "pointer or not" — keep the
+#    full type of the arguments of a `print` and of the value matched by a
+#    match whose clauses are not exhaustive (chapter 5's
+#    `Patterns.missing` says which), and compare the
 #    instances of a binding by their code with every instance name read
 #    as its binding's name: `length` on a `List<Int>` and on a
 #    `List<String>` then have the same key, and `zip` of
@@ -1709,9 +1712,17 @@ for n in range(1, 9):
 from lcompiler.types import Patterns
 
 
+def shape(t):
+    """How the back end holds a value of type t: a tuple as its components (chapter 10 passes a
+    tuple parameter as its words), anything else as one word that may or may not be a pointer."""
+    if type(t) is TCon and t.name == "*":
+        return tuple(shape(a) for a in t.args)
+    return t is not None and not (type(t) is TCon and t.name in ("Int", "Bool", "Unit", "String"))
+
+
 def erased_key(value, base: dict, patterns: Patterns) -> tuple:
     """The code of an instance with every instance named after its binding, the full type where print
-    or a match that can fail reads it, and elsewhere only whether the word may be a pointer."""
+    or a match that can fail reads it, and elsewhere only its shape."""
     keys, todo = [], [value]
     while todo:
         x = todo.pop()
@@ -1725,9 +1736,8 @@ def erased_key(value, base: dict, patterns: Patterns) -> tuple:
             keys.append(("print", tuple(show_type(a.type) for a in x.args)))
         elif type(x) is c.Match and patterns.missing([[p] for p, _ in x.clauses], 1) is not None:
             keys.append(("match that can fail", show_type(x.scrutinee.type)))
-        t = getattr(x, "type", None)
-        pointer = t is not None and not (type(t) is TCon and t.name in ("Int", "Bool", "Unit", "String"))
-        keys.append(("var", base.get(x.name, x.name)) if type(x) is c.Var else (type(x).__name__, pointer))
+        held = shape(getattr(x, "type", None))
+        keys.append(("var", base.get(x.name, x.name), held) if type(x) is c.Var else (type(x).__name__, held))
         todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span", "name"))
     return tuple(keys)
 
