@@ -1676,8 +1676,9 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    sees. `leak.l` shows why the checker sees more. OCaml accepts it, and
 #    is right to: its value restriction is the relaxed one, and `xs =
 #    id(Nil)` gets `'a list`, generalised, since `'a` occurs only where no
-#    value of it can be stored, and the program prints `nil3`. L's first
-#    edition accepts it too, but with *wrong types*: it generalised `xs`'s
+#    value of it can be stored, and the program prints `nil`, then `3`.
+#    L's first edition accepts it too, but with *wrong types*: it
+#    generalised `xs`'s
 #    unknown inside `f` while `xs` itself stayed one copy. OCaml judges
 #    whether the program can be typed; the checker judges the types this
 #    compiler recorded, its proof, and a wrong proof of a true statement is
