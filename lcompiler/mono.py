@@ -26,10 +26,11 @@ In the module `lcompiler.mono`:
   means the same as the input: it prints the same output, and it stops
   with the same runtime errors at the same places.
 - A polymorphic binding is a top-level `def`, or a `let`, whose type still
-  has type variables. Each one is replaced by one copy per type it is used
-  at. We call these copies its *instances*. The first instance keeps the
-  name; the others are called `name_1`, `name_2`, …, with numbers that no
-  name of the program uses.
+  has generalised type variables (a weak one, `_a`, stands for one type,
+  and is treated as the next promise says). Each one is replaced by one
+  copy per type it is used at. We call these copies its *instances*. The first instance keeps the
+  name; the others are called `name_1`, `name_2`, …, skipping any such
+  name that the program already uses.
 - A type variable that nothing fixes becomes `Unit`. An example is
   `print(Nil)`: the element type of a list that stays empty. No value has
   such a type, so any choice is right. A list of it is always `Nil`, and

@@ -17,9 +17,10 @@ What this chapter promises:
   on every expression and pattern node its type (in the field `type`), and
   returns the *type scheme* of every top-level definition — or raises a
   `CompileError` with the type errors of the program, one per ill-typed
-  definition or statement, each saying what type was expected and what
-  type was found, in L's syntax, and pointing with a note at where the
-  expected type came from.
+  definition (or group of definitions that use each other) or statement,
+  each saying what type was expected and what type was found, in L's
+  syntax, and, when the expected type comes from another piece of the
+  program, pointing at that piece with a note.
 - `show_type` prints a type or scheme as L would write it: `List<a> -> Int`.
 - `lc show types FILE.l` prints every definition with its scheme, and
   `lc run` now refuses an ill-typed program before running anything.

@@ -52,9 +52,10 @@
 #   on every expression and pattern node its type (in the field `type`), and
 #   returns the *type scheme* of every top-level definition — or raises a
 #   `CompileError` with the type errors of the program, one per ill-typed
-#   definition or statement, each saying what type was expected and what
-#   type was found, in L's syntax, and pointing with a note at where the
-#   expected type came from.
+#   definition (or group of definitions that use each other) or statement,
+#   each saying what type was expected and what type was found, in L's
+#   syntax, and, when the expected type comes from another piece of the
+#   program, pointing at that piece with a note.
 # - `show_type` prints a type or scheme as L would write it: `List<a> -> Int`.
 # - `lc show types FILE.l` prints every definition with its scheme, and
 #   `lc run` now refuses an ill-typed program before running anything.
@@ -218,9 +219,10 @@ def tuple_of(items) -> TCon:
 # long programs. Levels make generalisation proportional to the size of the
 # type generalised (Rémy 1992; it is how OCaml does it), at the price of one
 # integer per partition kept up to date by `bind` — and by `lower`, for a
-# definition that is not generalised. The measurement at the
-# end of the chapter shows the time per definition flat as programs grow;
-# exercise 2 asks what the textbook test would do.
+# definition that is not generalised. The measurement near the end of
+# the chapter shows the time per definition staying near where it started
+# while the programs grow sixty-four-fold; exercise 2 asks what the
+# textbook test would do.
 #
 # </div>
 #
@@ -1059,7 +1061,8 @@ type_of("{ var n := 0; n := \"three\"; n }")
 # are. `raise` never returns, so its result may be given any type: a fresh
 # variable, which the context fixes (`if (n < 0) raise(Negative) else n` is
 # an `Int`). The block of a `try` and its clauses have one type, as the
-# clauses of a `match` do: the first clause is checked against the block.
+# clauses of a `match` do: each clause is checked against the block, with
+# a note at the block when it does not fit.
 #
 # Why the fields of an exception must be closed — no type variable in
 # them, which chapter 4b enforces — is a matter of soundness. If
@@ -1500,7 +1503,9 @@ class Inference(Inference):
 # by *resolving* every recorded type — following every variable to what it
 # stands for — into an immutable tree of `TCon`s, where a variable still
 # unknown becomes a `TParam`: a type the program leaves open (the `a` of
-# `length : List<a> -> Int`), which the back end must represent uniformly.
+# `length : List<a> -> Int`), which [chapter 5b](05b_mono.ipynb) then
+# replaces, in each copy of the definition, by the type that copy is used
+# at.
 
 # %%
 #| export
@@ -1734,8 +1739,10 @@ def empty = map(id, Nil)
 # and raises an exception at run time on functions, which L's contract
 # forbids; Haskell puts the condition in the scheme, `Eq a => a -> a ->
 # Bool`, and passes the comparison as a hidden argument; a scheme
-# `∀a ∈ {Int, Bool, String}. (a, a) -> Bool` would do the same for L, and
-# would cost nothing at run time, since [chapter 5b](05b_mono.ipynb) copies
+# `∀a ∈ {Int, Bool, String}. (a, a) -> Bool` would do the same for L (it is
+# Standard ML's answer: its *equality type variables*, written `''a`, the
+# notation chapter 4b's table borrows, range over the types that `=` can
+# compare), and would cost nothing at run time, since [chapter 5b](05b_mono.ipynb) copies
 # each polymorphic definition at the ground types it is used at. L chose the
 # simplest rule, as Haskell does for its numeric literals (whose type, left
 # open, defaults to `Integer`).
@@ -1824,8 +1831,6 @@ types_of(reader)
 # %%
 import io
 
-from lcompiler.interp import Interpreter
-
 
 class Traced(Inference):
     """An Inference that prints, after each component, the levels of the unknowns of its types."""
@@ -1886,7 +1891,7 @@ for version in (FirstEdition, Traced):
 # edition. But a test written after a bug is understood guards against that
 # bug, and the next one may be elsewhere; so `tests/test_soundness.py` asks
 # a type checker this book did not write, OCaml's, about random programs
-# made to sit where this bug hid (see "What the tests check", at the end).
+# made to sit where this bug hid (see "What the tests check", near the end).
 # Last, [chapter 5b](05b_mono.ipynb)'s checker now runs on every
 # compilation: a mistake of this kind that got past both would stop the
 # compiler with an internal error pointing at the definition it broke, not
@@ -2065,8 +2070,9 @@ components_picture(LEVELLED)
 # %% [markdown]
 # ### The seeds' sample program, step by step
 #
-# The sample program of the seeds rebinds `true` and `false` to functions —
-# Church booleans — and builds pairs from them. Here is how inference goes
+# The sample program of the seeds rebinds `true` and `false` to functions
+# that choose one of two values — *Church booleans*, after Alonzo Church,
+# who encoded data as functions — and builds pairs from them. Here is how inference goes
 # through it, with the type each name gets (the block is the argument of an
 # `==`, inside an `assert`):
 #
@@ -2229,8 +2235,9 @@ print(map({ x -> x * x }, Cons(1, Cons(2, Nil))), length(Cons("a", Nil)))
 # the types it compares, with union-find's nearly constant finds; so on
 # ordinary programs, whose types stay small, it is linear in the size of the
 # program. `bench/infer_speed.py` measures it on generated programs of
-# definitions (each a line with a dozen calls of polymorphic helpers, each
-# instantiated afresh), doubling their number from one size to the next;
+# definitions (each a line that calls the definition before it and makes
+# six uses of the polymorphic helpers `id`, `pair`, `length` and `map`,
+# each instantiated afresh), doubling their number from one size to the next;
 # by default up to 100,000 definitions, which takes minutes. The cell runs it
 # up to 6,400, live (its times are this machine's, now, so the book's tests
 # do not compare them):
@@ -2244,9 +2251,12 @@ print(subprocess.run([sys.executable, "../bench/infer_speed.py", "--largest", "6
 
 # %% [markdown]
 # The last line compares the time per definition of the largest program
-# with the smallest's: near 1, inference is linear. Single doublings (the
-# column "ratio") wander around 2 with the noise of a shared machine. The
-# front end of chapter 4 (parsing, desugaring, resolving) takes about as
+# with the smallest's. Exactly linear inference would print 1.00; one
+# quadratic in the number of definitions would print about 64, since the
+# largest program has 64 times as many definitions as the smallest. It
+# stays near 1, give or take the noise of a shared machine, which also
+# makes single doublings (the column "ratio") wander around 2. The front
+# end of chapters 4a and 4b (parsing, desugaring, resolving) takes about as
 # long again as inference.
 #
 # Types do not always stay small. Each function below doubles the size of
@@ -2265,9 +2275,6 @@ print(subprocess.run([sys.executable, "../bench/infer_speed.py", "--largest", "6
 # inference creates, and the distinct nodes of `dn`'s type in memory:
 
 # %%
-import time
-
-
 def doubling(n: int) -> str:
     lines = ["def double(x) = (x, x)", "def d0(x) = double(x)"]
     lines += [f"def d{i}(x) = double(d{i - 1}(x))" for i in range(1, n + 1)]
@@ -2372,6 +2379,23 @@ for name, run in json.loads(Path("../tests/soundness.json").read_text()).items()
     print(f"  programs with findings: {f['programs with findings']}" + (f", by kind: {kinds}" if kinds else ""))
 
 # %% [markdown]
+# As the compiler is: no finding, and OCaml accepts a few programs that L
+# rejects, those where its relaxed value restriction generalises what L's
+# does not (`id(Nil)`). With the first edition's bug put back, OCaml rejects
+# programs that L accepts; no compiled program crashes, because those whose
+# recorded types disagree stop at compile time with chapter 5b's internal
+# error; and the reference interpreter, which never looks at a type, meets
+# a value of the wrong kind in a few ("this is not a function"), and in
+# two prints something other than OCaml does.
+#
+# `tests/test_errors.py` compares the messages of this chapter, notes and
+# "did you mean" included, with golden files (`tests/errors/`): the two
+# branches of an `if`, the clauses of a `match` and of a function, the
+# operands of `==`, the argument of a top-level function, the field of a
+# constructor; three type errors in three definitions, all reported in the
+# order of the source; a definition whose error is not reported again in
+# the definitions that use it.
+#
 # ## Warnings for pattern matching
 #
 # A program can type-check and still contain a mistake that the types
@@ -2738,22 +2762,6 @@ def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 # corpus, the examples and the benchmarks warn only where they mean to.
 
 # %% [markdown]
-# As the compiler is: no finding, and OCaml accepts a few programs that L
-# rejects, those where its relaxed value restriction generalises what L's
-# does not (`id(Nil)`). With the first edition's bug put back, OCaml rejects
-# programs that L accepts; no compiled program crashes, because those whose
-# recorded types disagree stop at compile time with chapter 5b's internal
-# error; and the reference interpreter, which never looks at a type, meets
-# a value of the wrong kind in a few ("this is not a function").
-#
-# `tests/test_errors.py` compares the messages of this chapter, notes and
-# "did you mean" included, with golden files (`tests/errors/`): the two
-# branches of an `if`, the clauses of a `match` and of a function, the
-# operands of `==`, the argument of a top-level function, the field of a
-# constructor; three type errors in three definitions, all reported in the
-# order of the source; a definition whose error is not reported again in
-# the definitions that use it.
-#
 # ## Exercises
 #
 # 1. Generalise the variables bound by a tuple pattern in `let (a, b) =
@@ -2872,8 +2880,9 @@ def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 #    the rule's fresh variable does: `raise(x)` is then the application of a
 #    variable of that scheme to `x`, and `check` of the argument against
 #    `Exn` is `application`'s check against the parameter type. The types
-#    of `root`, `safe`, `fail` and `message` come out the same; only the
-#    message of a wrong argument changes ("the argument of raise" is what
-#    `application` already says).
+#    of `root`, `safe`, `fail` and `message` come out the same, and so does
+#    the message of a wrong argument: `application` names the callee, "the
+#    argument of raise", as the rule's case does (with no note, since
+#    `raise` has no definition to point at).
 #
 # </details>

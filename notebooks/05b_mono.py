@@ -52,10 +52,11 @@
 #   means the same as the input: it prints the same output, and it stops
 #   with the same runtime errors at the same places.
 # - A polymorphic binding is a top-level `def`, or a `let`, whose type still
-#   has type variables. Each one is replaced by one copy per type it is used
-#   at. We call these copies its *instances*. The first instance keeps the
-#   name; the others are called `name_1`, `name_2`, …, with numbers that no
-#   name of the program uses.
+#   has generalised type variables (a weak one, `_a`, stands for one type,
+#   and is treated as the next promise says). Each one is replaced by one
+#   copy per type it is used at. We call these copies its *instances*. The first instance keeps the
+#   name; the others are called `name_1`, `name_2`, …, skipping any such
+#   name that the program already uses.
 # - A type variable that nothing fixes becomes `Unit`. An example is
 #   `print(Nil)`: the element type of a list that stays empty. No value has
 #   such a type, so any choice is right. A list of it is always `Nil`, and
@@ -166,7 +167,7 @@ print(pipeline.show("mono", SHOW))
 # gives `a = Int`: this is the first instance, and it keeps the name `show`.
 # `show(Cons("a", Nil))` asks for `a = List<String>`, a new instance named
 # `show_1`. `show(pair(true))` asks for `show` at `(Bool, Bool)` and for
-# `pair` at `Bool`. The last statement asks for `show` at `(List<b>,
+# `pair` at `Bool`. The fourth, `show(pair(Nil))`, asks for `show` at `(List<b>,
 # List<b>)` and `pair` at `List<b>`, where nothing fixes `b`: `b` becomes
 # `Unit`. The `print(Nil)` at the end keeps its single `Nil`, now a
 # `List<Unit>`. Each copy is the definition's body, copied with its types
@@ -560,8 +561,9 @@ def monomorphise(program: c.Program) -> c.Program:
 #
 # `expr` copies an expression under a substitution. Five kinds of node need
 # more than `rebuild`: a variable, which may name a polymorphic binding; a
-# `let`, which may bind one; and a function, a `var` and a `match`, which
-# bind names that shadow the polymorphic `let`s of `env`. Every other node
+# `let`, which may bind one; and a function, a `var` and a `match` (or a
+# `try`, whose clauses are a `match`'s), which bind names that shadow the
+# polymorphic `let`s of `env`. Every other node
 # is copied by the rule.
 
 # %%
@@ -776,7 +778,7 @@ instances_picture(typed, "show, of type a -> Unit, above its four instances: sho
 # with its type scheme; in the middle, the copies the monomorphiser made of
 # them (green), each with its ground type; on the right, every call of a
 # copy in the program the pass returns, as its text reads in `show.l`. A
-# grey arrow goes from a definition to each of its copies, a dashed one
+# grey arrow goes from a definition to each of its copies, a red dashed one
 # from each call to the copy it now calls. Like chapter 5's picture of
 # components, it is drawn with the sizes and colours of `lcompiler.drawing`
 # by a function of its own (the arrows of a `Picture` leave and reach a box
@@ -856,7 +858,7 @@ def calls_picture(source: Source) -> SVGText:
     labels = {poly.name: f"{poly.name} : {show_type(poly.scheme)}" for poly in polys}
     middle_x = 10 + max(len(label) * CHAR_W + 14 for label in labels.values()) + 6 * GAP
     where, right_x = {}, middle_x                       # where[copy] = (its left, right, top)
-    for i, (poly, inst) in enumerate(copies):
+    for i, (_, inst) in enumerate(copies):
         w = box("copy", middle_x, row(i), f"{inst.name} : {show_type(inst.type)}", "green",
                 name=inst.name, type=show_type(inst.type))
         where[inst.name] = (middle_x, middle_x + w, row(i))
@@ -978,8 +980,8 @@ def field_type(t, subst: dict):
 # The `Checker` knows each constructor's type and fields, and the type of
 # each global. `fail` raises the located error at a node. Every node of
 # the corpus has a span, but a span is optional in chapter 4b's classes:
-# a node without one would be reported at the nearest node above it that
-# has one.
+# a node without one would be reported at the last node checked before it
+# that has one (`where`), usually the node around it.
 # `ground` reads a node's type, and fails if there is none or if it has a
 # type variable.
 
@@ -1526,10 +1528,12 @@ with levels_not_lowered(), tempfile.TemporaryDirectory() as tmp, contextlib.chdi
 # type at all, which `match_type` cannot match, is the same `IllTyped`
 # error, at the use.
 #
-# What does it cost? `bench/mono_check.py` compiles the 10,000-line program
-# of `bench/compile_speed.py` as `lc` does, and times the checker alone on
-# the monomorphised program, the two in alternation, seven times each; it
-# records the medians and the machine in `bench/mono_check.json`:
+# What does it cost? `bench/mono_check.py` takes the 10,000-line program
+# of `bench/compile_speed.py` and times, in turn, seven times each, three
+# things: its whole compilation as `lc` runs it (the stage `mono` timed
+# within it), monomorphisation alone, and the checker alone on the
+# monomorphised program; it records the medians and the machine in
+# `bench/mono_check.json`:
 
 # %%
 import json
@@ -1621,13 +1625,16 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    time on programs written to make it. Real programs are not written
 #    that way, which is what the corpus measurement of "What it costs"
 #    says.
-# 2. The back end looks at a type in three places: `print`, a match that
-#    can fail (its error prints the value), and the layout of a block it
-#    allocates (chapter 10's `may_point`: is the word a pointer or not?).
-#    Everywhere else a word is a word. So erase every node's type to
-#    "pointer or not", keep the full type of the arguments of a `print`
-#    and of the value matched by a match whose clauses are not exhaustive
-#    (chapter 5's `Patterns.missing` says which), and compare the
+# 2. The back end looks at a type in four places: `print`, a match that
+#    can fail (its error prints the value), the layout of a block it
+#    allocates (chapter 10's `may_point`: is the word a pointer or not?),
+#    and its calling convention (a parameter whose type is a tuple is
+#    passed as its components, a word each). Everywhere else a word is a
+#    word. So erase every node's type to its *shape* — a tuple's to the
+#    shapes of its components, any other to "pointer or not" — keep the
+#    full type of the arguments of a `print` and of the value matched by a
+#    match whose clauses are not exhaustive (chapter 5's
+#    `Patterns.missing` says which), and compare the
 #    instances of a binding by their code with every instance name read
 #    as its binding's name: `length` on a `List<Int>` and on a
 #    `List<String>` then have the same key, and `zip` of
@@ -1660,7 +1667,7 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    the stage `mono` runs this chapter's checker. Run with
 #    `nice python tools/soundness.py --bug --no-compiled --programs 300`
 #    and then `nice python tools/soundness.py --bug --programs 150`
-#    (seed 1, this machine: AMD EPYC, 2 cores), OCaml finds programs that
+#    (random seed 1, this machine: AMD EPYC, 2 cores), OCaml finds programs that
 #    the buggy L accepts and OCaml rejects (a weak type read at two types
 #    through a definition), and the checker stops every one of those that
 #    the second run met, with status 3 — and stops more: programs that
@@ -1669,8 +1676,9 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    sees. `leak.l` shows why the checker sees more. OCaml accepts it, and
 #    is right to: its value restriction is the relaxed one, and `xs =
 #    id(Nil)` gets `'a list`, generalised, since `'a` occurs only where no
-#    value of it can be stored, and the program prints `nil3`. L's first
-#    edition accepts it too, but with *wrong types*: it generalised `xs`'s
+#    value of it can be stored, and the program prints `nil`, then `3`.
+#    L's first edition accepts it too, but with *wrong types*: it
+#    generalised `xs`'s
 #    unknown inside `f` while `xs` itself stayed one copy. OCaml judges
 #    whether the program can be typed; the checker judges the types this
 #    compiler recorded, its proof, and a wrong proof of a true statement is
@@ -1705,9 +1713,17 @@ for n in range(1, 9):
 from lcompiler.types import Patterns
 
 
+def shape(t):
+    """How the back end holds a value of type t: a tuple as its components (chapter 10 passes a
+    tuple parameter as its words), anything else as one word that may or may not be a pointer."""
+    if type(t) is TCon and t.name == "*":
+        return tuple(shape(a) for a in t.args)
+    return t is not None and not (type(t) is TCon and t.name in ("Int", "Bool", "Unit", "String"))
+
+
 def erased_key(value, base: dict, patterns: Patterns) -> tuple:
     """The code of an instance with every instance named after its binding, the full type where print
-    or a match that can fail reads it, and elsewhere only whether the word may be a pointer."""
+    or a match that can fail reads it, and elsewhere only its shape."""
     keys, todo = [], [value]
     while todo:
         x = todo.pop()
@@ -1721,9 +1737,8 @@ def erased_key(value, base: dict, patterns: Patterns) -> tuple:
             keys.append(("print", tuple(show_type(a.type) for a in x.args)))
         elif type(x) is c.Match and patterns.missing([[p] for p, _ in x.clauses], 1) is not None:
             keys.append(("match that can fail", show_type(x.scrutinee.type)))
-        t = getattr(x, "type", None)
-        pointer = t is not None and not (type(t) is TCon and t.name in ("Int", "Bool", "Unit", "String"))
-        keys.append(("var", base.get(x.name, x.name)) if type(x) is c.Var else (type(x).__name__, pointer))
+        held = shape(getattr(x, "type", None))
+        keys.append(("var", base.get(x.name, x.name), held) if type(x) is c.Var else (type(x).__name__, held))
         todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span", "name"))
     return tuple(keys)
 

@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     start = time.monotonic()
     texts = generate(args.programs, args.seed)
     print(f"{len(texts)} programs generated ({len(set(texts))} distinct, seed {args.seed}) in "
-          f"{time.monotonic() - start:.0f} s{'; with the bug of issue 23 put back' if args.bug else ''}", flush=True)
+          f"{time.monotonic() - start:.0f} s{'; with the bug of the first edition put back' if args.bug else ''}", flush=True)
     counts = Counter()
     kinds = Counter()
     compiled = not args.no_compiled
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
                   "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "system": platform.platform(),
                               "date": datetime.datetime.now().isoformat(timespec="seconds")}}
         runs = json.loads(args.json.read_text()) if args.json.exists() else {}
-        runs["with the bug of issue 23 put back" if args.bug else "as it is"] = record
+        runs["with the bug of the first edition put back" if args.bug else "as it is"] = record
         args.json.write_text(json.dumps(runs, indent=1) + "\n")
     return 1 if counts["programs with findings"] and not args.bug else 0
 
