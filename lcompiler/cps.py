@@ -219,14 +219,15 @@ def occur(var: Var) -> Occ:
     return o
 
 
-def _forget(o: Occ) -> None:
-    """Take an occurrence out of its variable's ring (its term is being deleted)."""
+def _forget(o: Occ) -> Var:
+    """Take an occurrence out of its variable's ring (its term is being deleted); return the variable."""
     var = o.var
     o.prev.next, o.next.prev = o.next, o.prev
     o.next = o.prev = None
     var.count -= 1
     if var.count == 0:
         var.partition = None           # no occurrence left: start afresh on the next one
+    return var
 
 
 def occurrences(var: Var):

@@ -47,6 +47,7 @@ __all__ = [
     'LINKAGE',
     'RUNTIME_FUNCTIONS',
     'written',
+    'namer',
     'Backend',
     'tail_calls',
     'self_tail_calls',
@@ -254,6 +255,31 @@ def written(var) -> bool:
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
 
 # cell 26
+def namer(program: cps.Program) -> cps.Namer:
+    """The names `lc show` gives the variables of program (chapter 6's `Namer`), without the text."""
+    name = cps.Namer()
+    for node in cps.walk(program):
+        t = type(node)
+        if t is cps.LetPrim:                     # most nodes: a binding, then its primitive
+            name(node.var)
+        elif t is cps.LetCont or t is cps.Lambda or t is cps.Definition:
+            for x in node.bound():
+                if x is not None:                # an unused definition binds nothing
+                    name(x)
+        elif t is cps.Case:                      # its arms are not a field of occurrences
+            for o in node.occs():
+                name(o.var)
+        elif t is not cps.Program:
+            for f in t.OCC_FIELDS:               # a field holds an occurrence, a list of them, or None
+                v = getattr(node, f)
+                if type(v) is list:
+                    for o in v:
+                        name(o.var)
+                elif v is not None:
+                    name(v.var)
+    return name
+
+# cell 27
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
 
@@ -270,13 +296,10 @@ class Backend:
             self.rt[name].storage_class = "dso_local"   # linked into the same executable: see lc_alloc
         self.strings, self.printers, self.call_sites = {}, {}, []
         self.debug_info()
-        printer = cps.Printer()                  # LLVM names = the names `lc show closure` prints
-        for d in program.definitions:
-            printer.definition(d)
-        self.name = printer.name
+        self.name = namer(program)               # LLVM names = the names `lc show closure` prints
         self.declare()
 
-    # cell 28: The back end, from the top
+    # cell 29: The back end, from the top
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -311,7 +334,7 @@ class Backend:
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
-    # cell 30: The back end, from the top
+    # cell 31: The back end, from the top
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -354,7 +377,7 @@ class Backend:
     def slot(self, b: ir.IRBuilder, var) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.slots[var])])
 
-    # cell 32: Terms: blocks, φ-nodes, calls
+    # cell 33: Terms: blocks, φ-nodes, calls
     def body(self, f: ir.Function, term, values: dict, ret, params: list = (), me=None):
         """Translate term into the blocks of f; ret is f's return continuation (None: a definition).
 
@@ -414,7 +437,7 @@ class Backend:
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
-    # cell 34: Terms: blocks, φ-nodes, calls
+    # cell 35: Terms: blocks, φ-nodes, calls
     def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
         """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
         f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
@@ -426,7 +449,7 @@ class Backend:
         blocks[me] = (recur, phis)
         return recur, list(phis)
 
-    # cell 36: Terms: blocks, φ-nodes, calls
+    # cell 37: Terms: blocks, φ-nodes, calls
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -451,7 +474,7 @@ class Backend:
         else:
             raise TypeError(f"not a term: {t!r}")
 
-    # cell 38: Terms: blocks, φ-nodes, calls
+    # cell 39: Terms: blocks, φ-nodes, calls
     def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
         args = [w for o in t.args for w in self.words(b, o, values)]
         tail = t.cont.var is ret and t.exn.var is ret.binder.exn   # both continuations the function's own
@@ -481,7 +504,7 @@ class Backend:
         else:
             self.goto(b, t.cont.var, [result], blocks)
 
-    # cell 40: Terms: blocks, φ-nodes, calls
+    # cell 41: Terms: blocks, φ-nodes, calls
     def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
         x = self.value(b, t.scrutinee, values)
         if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
@@ -501,7 +524,7 @@ class Backend:
         for n, k in t.arms:
             switch.add_case(word(n), blocks[k.var][0])
 
-    # cell 56: Primitives, and allocation inline
+    # cell 57: Primitives, and allocation inline
     def field(self, b: ir.IRBuilder, block: ir.Value, i: int) -> ir.Value:
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
@@ -527,7 +550,7 @@ class Backend:
         b.ret(hp)
         return f
 
-    # cell 58: A slow path that saves every register
+    # cell 59: A slow path that saves every register
     def slow_path(self) -> ir.Function:
         """lc_alloc_slow_saving(words), made once per module: lc_alloc_slow, called with every
         register but r11 kept (LLVM's preserve_mostcc), so that its callers need not save any."""
@@ -542,7 +565,7 @@ class Backend:
         b.ret(b.call(self.rt["lc_alloc_slow"], [f.args[0]]))
         return f
 
-    # cell 63: A slow path that saves every register
+    # cell 64: A slow path that saves every register
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -556,7 +579,7 @@ class Backend:
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
-    # cell 65: A slow path that saves every register
+    # cell 66: A slow path that saves every register
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -574,7 +597,7 @@ class Backend:
         b.ret_void()
         return f
 
-    # cell 67: A slow path that saves every register
+    # cell 68: A slow path that saves every register
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -598,7 +621,7 @@ class Backend:
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
-    # cell 69: A slow path that saves every register
+    # cell 70: A slow path that saves every register
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -643,7 +666,7 @@ class Backend:
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
-    # cell 71: A slow path that saves every register
+    # cell 72: A slow path that saves every register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         failure = PRIMITIVES[p.op].fails
         if failure:
@@ -656,7 +679,7 @@ class Backend:
                         b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
-    # cell 75: Arguments in registers: flattening tuples
+    # cell 76: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
                 and only_taken_apart(var))
@@ -678,7 +701,7 @@ class Backend:
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
 
-    # cell 80: Runtime errors, rendered by the compiler
+    # cell 81: Runtime errors, rendered by the compiler
     def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
         text = render(RunError(p.message, p.loc))
         if not args:
@@ -689,7 +712,7 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 84: Exceptions: a flag tested after each call
+    # cell 85: Exceptions: a flag tested after each call
     def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
 
@@ -749,7 +772,7 @@ class Backend:
             b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
         b.unreachable()
 
-    # cell 86: Exceptions: a flag tested after each call
+    # cell 87: Exceptions: a flag tested after each call
     def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
         """Jump to the exception continuation h with an exception already recorded: a handler's
         block; the function's own (set the flag, return: the caller tests it); or uncaught."""
@@ -803,7 +826,7 @@ class Backend:
             b.ret(word(0))
         b.position_at_end(returned)
 
-    # cell 88: Exceptions: a flag tested after each call
+    # cell 89: Exceptions: a flag tested after each call
     def trap_global(self) -> ir.GlobalVariable:
         """lc_trap: the address of the innermost trap record (0: none)."""
         if "lc_trap" not in self.module.globals:
@@ -900,7 +923,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 96: Printing, directed by types
+    # cell 97: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -940,7 +963,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 98: Printing, directed by types
+    # cell 99: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -960,7 +983,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 100: Where a stack overflow happened: call sites
+    # cell 101: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -1006,7 +1029,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 102: The whole module
+    # cell 103: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1060,7 +1083,7 @@ class Backend:
 
 # --- Tail calls: three kinds, three translations -----------------------
 
-# cell 42
+# cell 43
 def tail_calls(var, lam: cps.Lambda):
     """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
     for node in cps.walk(lam.body):
@@ -1104,7 +1127,7 @@ def short_tail_chains(program: cps.Program) -> set:
 
 # --- The split, drawn --------------------------------------------------
 
-# cell 44
+# cell 45
 from lcompiler.drawing import Box, Picture
 
 UNKNOWN = "a closure's code"       # the target of a call through a closure, in `split`
@@ -1159,7 +1182,7 @@ def split_picture(backend, title: str) -> Picture:
 
 # --- Registers and the conservative collector --------------------------
 
-# cell 50
+# cell 51
 def saves_no_registers(f: ir.Function) -> None:
     """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
     set.add(f.attributes, '"no_callee_saved_registers"')
@@ -1167,10 +1190,10 @@ def saves_no_registers(f: ir.Function) -> None:
 
 # --- A slow path that saves every register -----------------------------
 
-# cell 58
+# cell 59
 SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
 
-# cell 71
+# cell 72
 from lcompiler.primitives import PRIMITIVES
 
 
@@ -1215,7 +1238,7 @@ LOWERING = {
 
 # --- Arguments in registers: flattening tuples -------------------------
 
-# cell 73
+# cell 74
 class Fields(list):
     """The components of a tuple the back end keeps in registers instead of allocating it."""
 
@@ -1237,7 +1260,7 @@ def only_taken_apart(var) -> bool:
 
 # --- Runtime errors, rendered by the compiler --------------------------
 
-# cell 80
+# cell 81
 OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
 
 
@@ -1247,7 +1270,7 @@ def render(error: RunError) -> str:
 
 # --- Exceptions: a flag tested after each call -------------------------
 
-# cell 82
+# cell 83
 import os
 
 EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
@@ -1313,7 +1336,7 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 100
+# cell 101
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -1329,7 +1352,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 104
+# cell 105
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1364,7 +1387,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 106
+# cell 107
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1424,7 +1447,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 108
+# cell 109
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1458,7 +1481,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 118
+# cell 119
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1479,7 +1502,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 134
+# cell 135
 from contextlib import contextmanager
 from pathlib import Path
 

@@ -482,7 +482,8 @@ class ContOcc(Occ):
 # `occur` makes an occurrence: a singleton partition of the union-find
 # structure, joined to the variable's partition (the variable stays its
 # description), and a new element at the head of the ring. `_forget` takes
-# one out of the ring when the term holding it is deleted.
+# one out of the ring when the term holding it is deleted, and returns its
+# variable.
 
 # %%
 #| export
@@ -499,14 +500,15 @@ def occur(var: Var) -> Occ:
     return o
 
 
-def _forget(o: Occ) -> None:
-    """Take an occurrence out of its variable's ring (its term is being deleted)."""
+def _forget(o: Occ) -> Var:
+    """Take an occurrence out of its variable's ring (its term is being deleted); return the variable."""
     var = o.var
     o.prev.next, o.next.prev = o.next, o.prev
     o.next = o.prev = None
     var.count -= 1
     if var.count == 0:
         var.partition = None           # no occurrence left: start afresh on the next one
+    return var
 
 
 def occurrences(var: Var):

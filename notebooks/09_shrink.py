@@ -652,8 +652,7 @@ class Shrinker(Shrinker):
             self.dead.add(n)
             for o in n.occs():
                 if o.next is not None:
-                    v = o.var
-                    _forget(o)
+                    v = _forget(o)                # one find: the variable it leaves
                     self.lost(v)
                     if type(n) is SetField or isinstance(n, (TupleValue, Inject)):
                         self.known_more(v)        # one write or one store fewer: a projection may fold now

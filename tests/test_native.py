@@ -338,6 +338,22 @@ def test_a_flow_graph_has_the_blocks_and_branches_of_its_function():
     assert "block a, 1 instruction, returns; block b, 1 instruction, cannot be reached" in switch.alt
 
 
+def test_the_back_ends_names_are_those_the_printer_numbers():
+    """`namer` numbers without printing; the LLVM names must stay those `lc show closure` prints."""
+    from lcompiler import cps
+    for path in PROGRAMS:
+        for optimiser in (True, False):
+            source = Source(path.name, path.read_text())
+            unit, value = pipeline.Unit(source, optimiser), source
+            for s in pipeline.load():
+                if s.name == "llvm":
+                    break
+                if optimiser or s.name not in pipeline.OPTIMISATIONS:
+                    value = s.run(value, unit)
+            printed = cps._print(value).name
+            assert list(llvm_backend.namer(value).names.items()) == list(printed.names.items()), path
+
+
 def test_a_broken_module_is_caught_by_the_verifier():
     bad = "define i64 @f() {\nentry:\n  ret i64 %x\n}\n"
     with pytest.raises(RuntimeError):
