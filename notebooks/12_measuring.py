@@ -775,9 +775,11 @@ print(f"{'geometric mean':12} {shown((g['ratio'], *g['ci']))}")
 # %% [markdown]
 # Over all the benchmarks the 32-byte loops win a little (the interval of
 # the geometric mean lies below 1), `takl` by a quarter, a few others by
-# a tenth; most do not move; and a few lose a few hundredths — in `fib`,
-# for one, the padding moved the hot cycle of its loop, which starts inside
-# the loop rather than at its head, across a boundary that it did not
+# a tenth; most do not move; and a few lose a few hundredths (`ack`,
+# `raisesearch`, `primes` and `fold`, by the rule). The padding moves the
+# code after it, and where the hottest cycle of a loop does not begin at
+# the loop's head — in `fib`'s loop it begins a few instructions in —
+# aligning the head can push that cycle across a boundary it did not
 # cross before. No rule for where code goes is right for every program;
 # this one removes the worst case, a small loop cut in two, for every
 # program. The same luck of placement is why `takl` looked so different
@@ -1082,43 +1084,42 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # and within noise on three (the cell names them). What each miss comes
 # from, as far as this book knows:
 #
-# - `perm` (about 3.5 against C): C's arena against L's collector, which
-#   spends about a third of the run collecting (the section on
+# - `perm` (about 3.6 against C): C's arena against L's collector, which
+#   spends nearly a third of the run collecting (the section on
 #   allocation), even with chapter 10b's nursery that grows while much of
 #   it survives; when to make a major collection is the next thing to look
 #   at;
-# - `takl` (1.4 against C): not its allocation, which is a few cells per
-#   round; its time goes to the loop of `shorter?`, which walks two lists
-#   side by side. L's machine code for that loop is C's, instruction for
-#   instruction (offsets apart), and valgrind counts about as many
-#   instructions and mispredicted branches in the two programs; why the
-#   same loop runs slower in L has not been found — this machine gives a
-#   program no hardware counters to ask;
-# - `rbtree` (about 1.3 against C): L's tree is persistent, so an
+# - `rbtree` (about 1.2 against C): L's tree is persistent, so an
 #   insertion copies the nodes of its path, where the C version updates
 #   its tree in place and mallocs one node per insertion (the comment at
 #   the top of the file says so); the collector's share of L's run, about
-#   a fifth in the section on allocation, is most of the difference, so
+#   a quarter in the section on allocation, is most of the difference, so
 #   the collector, not the code of the walk, is where it would be won;
-# - `mandel` (about 1.2 against C): fixed-point arithmetic in nested
-#   `while` loops, where gcc -O2 may assume that a product does not
-#   overflow and L may not; with `-fwrapv`, which makes C's integers wrap
-#   as L's do, L is faster (the section on integers that wrap);
-# - `interp` (about 1.4 against OCaml): the optimiser makes it slower
-#   than `-O0` (chapter 9), for a reason not found;
-# - within noise: `cpstak` and `divrec` against OCaml (closures and cells
-#   that die at once: the heap pointer in a register, next paragraph),
-#   `change` against gcc -O2 (and level with it with `-fwrapv`, ahead of
-#   gcc -O3 and clang), `live` against C, whose interval is wide (its
-#   second measurement, on a busier machine).
+# - `mandel` and `change` (about 1.2 against gcc -O2): integer code where
+#   gcc -O2 may assume that a product or a sum does not overflow and L may
+#   not; with `-fwrapv`, which makes C's integers wrap as L's do, L is
+#   faster on `mandel` and within noise on `change` (the section on
+#   integers that wrap), and on `change` gcc -O3 and clang are slower than
+#   L without it;
+# - `interp` (about 1.4 against OCaml): its time is a loop of `match`es
+#   through jump tables, and chapter 9 shows the time of each build
+#   moving by up to a fifth with the layout of its code alone; what
+#   OCaml's version does better has not been looked at;
+# - `cpstak` (about 1.4) and `divrec` (about 1.15) against OCaml:
+#   closures and cells that die at once — the heap pointer in a register,
+#   next paragraph;
+# - within noise: `takl` and `nqueens` against C (`takl`'s 32-byte loops
+#   took 0.76 of the time of 16-byte ones in the section on where a loop
+#   starts, so with LLVM's 16 it would be about 1.4), and `live` against
+#   C, whose interval is wide.
 #
 # Against gcc -O3 the picture is the same; against clang -O2, the C
 # compiler of the LLVM that L also uses, the geometric mean meets the
 # target of 0.9 (the table's last columns). The third target is missed on
-# five programs, and on four of them no compiler meets it: on `msort`,
+# four programs, and on all four no compiler meets it: on `msort`,
 # `live`, `gcd` and `rbtree` CPython is less than thirty times slower than
-# even the fastest of the five, and on `divrec` only the fastest, OCaml,
-# meets it (the cell prints the fastest and its ratio). These programs do
+# even the fastest of the five (the cell prints the fastest and its
+# ratio). These programs do
 # little but allocate and walk small blocks, or divide integers, and
 # CPython's reference counting frees each dead object at once and hands
 # its memory back, still in the cache, to the next one.
