@@ -3162,7 +3162,7 @@ for name, r in MEASURED["closures"].items():
 
 # %% [markdown]
 # On `cpstak`, whose `tak` makes three closures, the rule saves about a
-# sixth of the time — faster by the rule, with the same widest interval as
+# seventh of the time — faster by the rule, with the same widest interval as
 # the table of rounds (the file keeps the fastest, median and slowest of
 # the 21 runs) — and keeps 6 functions where unrolling made 123; on
 # `cpstree`, whose recursive functions make fewer closures, it keeps 6
@@ -3172,9 +3172,10 @@ for name, r in MEASURED["closures"].items():
 # The default build — the optimiser with its three rounds — is in two of
 # these tables: as `optimised` in the first (`bench/optimiser.py run`) and
 # as `UNROLL 3` in the table of rounds (`bench/optimiser.py unroll`). They
-# are two sessions, of two sub-commands, minutes apart on the same commit
-# (the machine lines above), and the default build's times differ between
-# them all the same:
+# are two sessions, of two sub-commands, under an hour apart, on two
+# commits whose compilers make the same programs (the machine lines above;
+# what changed between them was the compiler's own speed and the book's
+# prose), and the default build's times differ between them all the same:
 
 # %%
 print(f"{'':12} {'run s':>7} {'unroll s':>9} {'ratio':>6}")
@@ -3186,27 +3187,31 @@ for name, r in MEASURED["run"]["benchmarks"].items():
 print(f"from one session to the other: {min(across.values()):.2f} to {max(across.values()):.2f}")
 
 # %% [markdown]
-# From 0.94 (`rbtree`) to 1.10 (`nqueens`): with the same compiler on
-# both sides, that is the noise of two sessions. So no time of one table
+# Most within a few hundredths of 1, but `rbtree` at 0.87 and `live` at
+# 0.73: with the same programs on both sides, that is the noise of two
+# sessions, largest on the two programs whose time is most in the memory
+# they walk, which the other core's work shares. So no time of one table
 # is compared with a time of another: each verdict in this section is
 # taken inside one session, by the rule, from the ratios that session
 # measured.
 #
 # Unrolling pays where calls are most of the work. Against no unrolling,
-# `fib`, `tak`, `ack`, `change` and `binarytrees` are faster at every
-# round, by the rule; after three rounds `fib` and `tak` take about two
-# fifths of their time without unrolling, `change` a third, `ack` a half,
-# `binarytrees` four fifths. More rounds are not always better: `fib`
-# keeps gaining, `tak` and `ack` stop after the second round, and
-# `change` is slower after three rounds than after two (0.34 against
-# 0.27 of its time without unrolling) — the third round copies its body
-# into itself once more and the program grows twelvefold, and the code
-# that grows no longer pays for the calls it saves. Everywhere else the
-# rounds are within noise of no unrolling — `deriv` too, whose median
-# falls by a fifth after one round but whose five runs spread wider
-# still. Thirteen benchmarks are the same program at every round, and
-# their times still differ by up to 8 % (the line under the table of
-# rounds). The price is code: the table of sizes shows programs of a few
+# `fib`, `tak`, `ack`, `change`, `binarytrees` and `deriv` are faster at
+# every round, by the rule; after three rounds `fib` and `tak` take about
+# two fifths of their time without unrolling, `change` under a third,
+# `ack` three fifths, `binarytrees` three quarters, `deriv` four fifths.
+# More rounds are not always better: `fib` keeps gaining, `tak` stops
+# after the second round and `ack` gains little more, and `change` does
+# no better after two rounds than after one and has its median higher
+# after three (0.30 against 0.27 of its time without unrolling) — the
+# third round copies its body into itself once more and the program grows
+# twelvefold, and the code that grows no longer pays for the calls it
+# saves. `msort` is faster by a few hundredths after one round, and back
+# level after three; everywhere else the rounds are within noise of no
+# unrolling, or a verdict rests on a difference of less than a hundredth
+# (`gcd`, `raisesearch`). Thirteen benchmarks are the same program at
+# every round, and their times differ by at most 1 % (the line under the
+# table of rounds). The price is code: the table of sizes shows programs of a few
 # hundred nodes growing to many times that — `fib` twenty-six times,
 # `tak` eighteen, `change` twelve — and `deriv` from 515 nodes to 2,723,
 # more than `SLACK` alone, within its bound of `GROWTH × size + SLACK`.
@@ -3270,7 +3275,7 @@ display(fig, metadata={"alt": "Time over -O0's time against CPS nodes over -O0's
                               "no unrolling a hollow square, -O0 a star at (1, 1): fib, tak, change and ack end far "
                               "down and to the right; cpstree, live, msort and rbtree end far right with "
                               "little change in time; the grey benchmarks, the same program at every round, "
-                              "sit near or left of 1 in size and at or below 1 in time, but interp at 1.07"})
+                              "sit near or left of 1 in size and near or below 1 in time"})
 plt.close(fig)
 print("right of 1 at the default (more code than -O0):",
       ", ".join(f"{n} {MEASURED['unroll'][n]['3']['cps nodes'] / O0_SIZE[n]:.1f}" for n in MEASURED["unroll"]
@@ -3279,14 +3284,14 @@ print("right of 1 at the default (more code than -O0):",
 # %% [markdown]
 # What it shows. Four lines end far down and to the right: `fib`,
 # `tak`, `change` and `ack`, whose time the rounds cut to between a third
-# and a half of `-O0`'s, for four and a half to twenty-six times the code
-# (the last line under the picture) — the trade the knob was made for;
-# `binarytrees` and `deriv` go as far right for less, a quarter and a
-# tenth of the time. Four go far right and hardly down: `cpstree`,
+# and three fifths of `-O0`'s, for four and a half to twenty-six times the
+# code (the last line under the picture) — the trade the knob was made
+# for; `binarytrees` and `deriv` go as far right for less, about a quarter
+# and a fifth of the time. Four go far right and hardly down: `cpstree`,
 # `live`, `msort` and `rbtree` end at five to nine times the code of
-# `-O0` with their third round, for times the rule does not tell apart
-# from no unrolling's (the table of verdicts above); on these programs the
-# rounds buy nothing measurable, and the third costs the most code.
+# `-O0` with their third round, for times within a few hundredths of no
+# unrolling's (the table of verdicts above); on these programs the rounds
+# buy little or nothing measurable, and the third costs the most code.
 # `primes` and `divrec` move a little right and not down. The knob does
 # not add code steadily: on `fib`, `tak`, `binarytrees`, `live`, `msort`,
 # `rbtree` and `divrec` the first round leaves a smaller program than none
@@ -3294,9 +3299,8 @@ print("right of 1 at the default (more code than -O0):",
 # nodes); the second or third round is where the code jumps. The grey
 # points, the benchmarks unrolling does not change, are where the rest of
 # the optimiser puts them: left of 1 in size, or just right of it (`fold`,
-# `takl`), and in time below 1 or at most two per cent above it (`mandel`
-# and `states` far below) —
-# all but one: `interp`, at 1.07, the miss of the first table. No
+# `takl`), and in time below 1 or at most four per cent above it
+# (`mandel` and `states` far below, `raisesearch` the highest). No
 # coloured line rises above `-O0` by more than the spreads the tables
 # print: no setting of the knob made a benchmark slower, by the
 # measurements here.
@@ -3496,10 +3500,11 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 # pair that the `-O0` build never did. The fix is in `unbox` (a tuple
 # rebuilt where a `fail` or a call needs it), but the lesson is in how it
 # was found and how it stays found. Time is the wrong witness: on a
-# shared machine the same program varies by up to 8 % from one
-# measurement to the next within a session (the table of unrolling rounds
-# shows it), and by more from one session to another (the section on
-# measurements compares two), and a test that times things fails by
+# shared machine the same program varies from one measurement to the
+# next within a session (by up to 1 % in the table of unrolling rounds,
+# by up to 8 % in an earlier measurement of the same table), and by more
+# from one session to another (the section on measurements compares two,
+# a quarter apart on `live`), and a test that times things fails by
 # chance. Allocation is the right
 # one for this kind of regression: the runtime counts the bytes exactly,
 # the count does not depend on the machine, so a test compares the two
