@@ -3502,7 +3502,7 @@ print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the b
 # was found and how it stays found. Time is the wrong witness: on a
 # shared machine the same program varies from one measurement to the
 # next within a session (by up to 1 % in the table of unrolling rounds,
-# by up to 8 % in an earlier measurement of the same table), and by more
+# and on a busier day by more), and by more
 # from one session to another (the section on measurements compares two,
 # a quarter apart on `live`), and a test that times things fails by
 # chance. Allocation is the right
