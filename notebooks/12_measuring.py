@@ -717,8 +717,10 @@ for name, r in wrapv["benchmarks"].items():
     print(f"{name:10} " + " ".join(f"{shown(e)} {versus_1(e):12}" for e in cells))
 
 # %% [markdown]
-# On `mandel` and `change`, L trails gcc -O2 and is level with it, or
-# ahead, once C's integers wrap as L's do: what L trailed there was C's
+# On `mandel`, L trails gcc -O2 and is ahead of it once C's integers wrap
+# as L's do; on `change`, whose ratio to gcc -O2 moves from one session to
+# the next (within noise of 1 here, a fifth above it in the table of
+# results), L is ahead with `-fwrapv`. What L trailed there was C's
 # freedom to ignore overflow, not GCC's code. (On `change` that freedom
 # is what gcc -O2 alone makes use of: gcc -O3 and clang are slower than
 # L without `-fwrapv`.) On `gcd` the option changes nothing, and L stays a
@@ -726,8 +728,8 @@ for name, r in wrapv["benchmarks"].items():
 # division instruction traps when it divides the least `Int` by −1, and
 # L's `%` is defined there (it gives 0), so L compares the divisor with −1
 # before each division, where in C that case is undefined, `-fwrapv` or
-# not. `fib` and `loop` stay ahead of C either way, and `ack` level or
-# ahead. L does not give its integers C's meaning to win this back: a
+# not. `fib` and `loop` stay ahead of C either way, and `ack` level with
+# it, a hundredth ahead. L does not give its integers C's meaning to win this back: a
 # program whose arithmetic overflows would then mean whatever the
 # optimiser made of it.
 
@@ -1098,9 +1100,8 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # - `mandel` and `change` (about 1.2 against gcc -O2): integer code where
 #   gcc -O2 may assume that a product or a sum does not overflow and L may
 #   not; with `-fwrapv`, which makes C's integers wrap as L's do, L is
-#   faster on `mandel` and within noise on `change` (the section on
-#   integers that wrap), and on `change` gcc -O3 and clang are slower than
-#   L without it;
+#   faster on both (the section on integers that wrap), and on `change`
+#   gcc -O3 and clang are slower than L without it;
 # - `interp` (about 1.4 against OCaml): its time is a loop of `match`es
 #   through jump tables, and chapter 9 shows the time of each build
 #   moving by up to a fifth with the layout of its code alone; what
@@ -1179,9 +1180,9 @@ for target in (5, 2):
 # program (it even falls, as the parts of the largest programs are
 # compiled in parallel). The book first set a 10,000-line program at most
 # 5 seconds, then at most 2; the last two lines say where it stands: just
-# within the first, and two and a half times the second. That is about
-# two thirds of what `gcc -O2` takes on the same program in C (the C
-# version of the 10,000-line program is the 14,004-line one).
+# within the first, and nearly two and a half times the second. That is
+# under three fifths of what `gcc -O2` takes on the same program in C (the
+# C version of the 10,000-line program is the 14,004-line one).
 #
 # Where the time goes, stage by stage, for the largest program:
 
@@ -1194,7 +1195,7 @@ for name, seconds in sorted(largest["seconds"].items(), key=lambda kv: -kv[1]):
 print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
 
 # %% [markdown]
-# Three quarters of the time is Python's: the stages of chapters 4 to
+# Over three quarters of the time is Python's: the stages of chapters 4 to
 # 10, each linear and each a fraction of a second, the optimiser of
 # chapter 9 the largest of them. LLVM's share is small
 # because of that optimiser, which hands LLVM a smaller program with less
@@ -1238,11 +1239,11 @@ for label, row in (("-O0", without), ("optimised", largest)):
 # definition reads with the fields of each class looked up once (chapter
 # 5); and the parts of the module are printed by the processes that
 # compile them (chapter 11), so that llvmlite's printing runs in parallel
-# too. It is just over 5 seconds again in this measurement, the type
-# checker and the monomorphiser taking half as long again as they did
-# then; whether the exceptions and warnings added since cost that, or the
-# machine, one measurement of each cannot say. Going further — 2 seconds
-# is two and a half times less — would take fewer objects per node in the
+# too. Since then the exceptions and the warnings came, and the front end
+# was made faster again (chapter 4a's parser and tokens, chapter 5's
+# pattern warnings, chapter 10's names for the back end, each measured
+# the same way), which brings it to the figure above. Going further — 2
+# seconds is nearly two and a half times less — would take fewer objects per node in the
 # Python stages (the lexer and the type checker build a Python object for
 # every token and every type variable), or fewer stages: four walks of the
 # whole program, from tokens to types, could be two. On a machine with
