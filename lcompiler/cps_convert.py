@@ -55,7 +55,7 @@ __all__ = [
 # --- Contexts: what to do with a value ---------------------------------
 
 # cell 7
-from lcompiler import core as c, syntax as s
+from lcompiler import core as c, syntax as s  # noqa: F811  (the cell imports what it uses, as a module would)
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
     const, tuple_, inject, proj, tag, op, set_field, print_, fail, raise_)

@@ -102,7 +102,7 @@ __all__ = [
 # --- Control-flow graphs -----------------------------------------------
 
 # cell 7
-import re
+import re  # noqa: F811  (the cell imports what it uses, as a module would)
 from dataclasses import dataclass
 from html import escape as _escape
 
@@ -192,7 +192,7 @@ class FlowGraph:
 # cell 18
 import llvmlite.ir as ir
 
-from lcompiler import cps, types
+from lcompiler import cps, types  # noqa: F811  (the cell imports what it uses, as a module would)
 from lcompiler.mono import field_type
 from lcompiler.errors import RunError, Source
 from lcompiler.types import TCon, show_type
@@ -1481,7 +1481,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 119
+# cell 118
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1502,7 +1502,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 135
+# cell 134
 from contextlib import contextmanager
 from pathlib import Path
 

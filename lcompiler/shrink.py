@@ -106,10 +106,10 @@ __all__ = [
 # --- What is known about a variable ------------------------------------
 
 # cell 16
-from collections import Counter
+from collections import Counter  # noqa: F811  (the cell imports what it uses, as a module would)
 
 from lcompiler.cps import (
-    Var, ContVar, Term, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,
+    Var, ContVar, Term, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,  # noqa: F811  (the cell imports what it uses, as a module would)
     Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
     SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,

@@ -444,7 +444,7 @@ class ContVar(Var):
 # %%
 x = Var("x")
 k = ContVar("k")
-x, x.count, x.next is x, k.is_cont
+x, x.count, x.next is x, k.is_cont  # noqa: B018  (the cell shows it)
 
 # %% [markdown]
 # A fresh variable has no use yet: its count is 0, and its ring is empty,
@@ -4090,7 +4090,7 @@ print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0
 import cProfile
 import io
 import pstats
-import sys
+import sys  # noqa: F811  (the cell imports what it uses, as a module would)
 
 sys.path.insert(0, "../bench")
 import cps_speed
@@ -4110,11 +4110,11 @@ def calls(action) -> tuple:
 print(f"{'nodes':>6} " + " ".join(f"{p:>6}" for p in ("build", "check", "show", "parse", "walk", "run")))
 for n in (3_000, 30_000):
     plan, globals_, _ = cps_speed.Planner(n, 6 + n).program()
-    counts = [calls(lambda: cps_speed.build(plan, globals_))]
+    counts = [calls(lambda: cps_speed.build(plan, globals_))]  # noqa: B023  (called in this iteration)
     program_n = counts[0][1][0]
-    counts += [calls(lambda: exported.check(program_n)), calls(lambda: exported.show(program_n))]
-    counts += [calls(lambda: exported.parse(counts[-1][1])), calls(lambda: exported.size(program_n)),
-               calls(lambda: exported.run(program_n, io.StringIO()))]
+    counts += [calls(lambda: exported.check(program_n)), calls(lambda: exported.show(program_n))]  # noqa: B023  (called in this iteration)
+    counts += [calls(lambda: exported.parse(counts[-1][1])), calls(lambda: exported.size(program_n)),  # noqa: B023  (called in this iteration)
+               calls(lambda: exported.run(program_n, io.StringIO()))]  # noqa: B023  (called in this iteration)
     nodes = exported.size(program_n)
     print(f"{nodes:>6} " + " ".join(f"{c / nodes:>6.2f}" for c, _ in counts))
 
@@ -4336,10 +4336,10 @@ for n in (10, 1_000, 100_000):
             occur(x)
     occur(ys)
     pending = iter(xs)
-    uf = best_of(lambda: substitute(next(pending), ys))
+    uf = best_of(lambda: substitute(next(pending), ys))  # noqa: B023  (called in this iteration)
     assert ys.count == 5 * n + 1
     direct = [Direct() for _ in range(n)]
-    d = best_of(lambda: direct_substitute(direct, ys))
+    d = best_of(lambda: direct_substitute(direct, ys))  # noqa: B023  (called in this iteration)
     assert all(o.var is ys for o in direct)
     print(f"{n:>11} {1e6 * uf:>14.2f} {1e6 * d:>10.2f}")
 

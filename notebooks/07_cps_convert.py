@@ -114,7 +114,7 @@
 # CPS it returns.
 
 # %%
-from IPython.display import SVG
+from IPython.display import SVG, display
 
 from lcompiler import core as c, cps, cps_convert, syntax as s, types
 from lcompiler.drawing import Box, Picture
@@ -207,7 +207,7 @@ context_picture("def h(g, x) = g(x) + 1")
 
 # %%
 #| export
-from lcompiler import core as c, syntax as s
+from lcompiler import core as c, syntax as s  # noqa: F811  (the cell imports what it uses, as a module would)
 from lcompiler.cps import (
     Var, Program, Lambda, let_prim, let_cont, lam, apply, apply_cont, case, halt,
     const, tuple_, inject, proj, tag, op, set_field, print_, fail, raise_)
@@ -416,8 +416,8 @@ class Analysis:
 # `if` in it assigns `i` too:
 
 # %%
-from lcompiler import types
-from lcompiler.errors import Source
+from lcompiler import types  # noqa: F811  (the cell imports what it uses, as a module would)
+from lcompiler.errors import Source  # noqa: F811  (the cell imports what it uses, as a module would)
 
 
 def core_nodes(e):
@@ -999,7 +999,7 @@ def convert(program: c.Program, join_points: bool = True) -> Program:
 
 # %%
 import io
-from lcompiler import cps, interp, types
+from lcompiler import cps, interp, types  # noqa: F811  (the cell imports what it uses, as a module would)
 from lcompiler.errors import Source, RunError
 
 
@@ -1060,8 +1060,8 @@ rule(CONDITIONALS)
 # `g` — the `+ 1` and the return.
 
 # %%
-from IPython.display import SVG
-from lcompiler.drawing import Box, Picture
+from IPython.display import SVG, display  # noqa: F811  (the cell imports what it uses, as a module would)
+from lcompiler.drawing import Box, Picture  # noqa: F811  (the cell imports what it uses, as a module would)
 
 
 class Recording(Converter):
@@ -1290,6 +1290,7 @@ for n, a, b in sizes:
 
 # %%
 import matplotlib.pyplot as plt
+
 ns = [n for n, _, _ in sizes]
 fig, ax = plt.subplots(figsize=(6, 3.2))
 ax.plot(ns, [a for _, a, _ in sizes], "o-", label="join points (C5's discipline)")

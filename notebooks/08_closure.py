@@ -478,7 +478,7 @@ Picture([(f"{name(made.var)} = closure(…): {len(fields) + 1} words on the heap
 # the closure that holds them — in the same colours.
 
 # %%
-from IPython.display import SVG
+from IPython.display import SVG, display
 
 LINE = "def line(a, b) = { x -> a * x + b }"
 program = to_cps(LINE)
@@ -693,7 +693,7 @@ print(f"time per source node, largest / smallest: "
 # after by chapter 6's interpreter, with the same output:
 
 # %%
-from lcompiler.cps import Apply, LetPrim, MakeClosure, Proj, apply, replace, walk
+from lcompiler.cps import Apply, LetPrim, MakeClosure, Proj, apply, replace, walk  # noqa: F811  (the cell imports what it uses, as a module would)
 
 
 def known_closure_calls(program: cps.Program) -> list:

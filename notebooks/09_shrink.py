@@ -286,10 +286,10 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 
 # %%
 #| export
-from collections import Counter
+from collections import Counter  # noqa: F811  (the cell imports what it uses, as a module would)
 
 from lcompiler.cps import (
-    Var, ContVar, Term, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,
+    Var, ContVar, Term, LetPrim, LetCont, ApplyCont, Apply, Case, Halt,  # noqa: F811  (the cell imports what it uses, as a module would)
     Prim, Value, Const, TupleValue, MakeClosure, Inject, Lambda, Proj, Tag, Op,
     SetField, Fail, Definition, Program, Occ, Seq,
     occur, occurrences, all_occurrences, walk, delete, has_effect, is_global, substitute, take,
@@ -1816,7 +1816,7 @@ for name, shrinker in (("census", shrink_census), ("work list", shrink)):
 # `x2 = tuple(x1)`, …, it needs one sweep per tuple:
 
 # %%
-from lcompiler.cps import Seq, tuple_
+from lcompiler.cps import Seq, tuple_  # noqa: F811  (the cell imports what it uses, as a module would)
 
 
 def chain(n: int) -> Program:
@@ -2781,7 +2781,7 @@ def shrink_stage(program: cps.Program, unit: pipeline.Unit) -> cps.Program:
 # %%
 from lcompiler import closure as closure_conversion
 from lcompiler.llvm_backend import Backend
-from lcompiler.support import collector_paused
+from lcompiler.support import collector_paused  # noqa: F811  (the cell imports what it uses, as a module would)
 
 programs = sorted(Path("../tests/corpus/run").glob("*.l")) + sorted(Path("../examples").glob("*.l")) \
     + sorted(Path("../bench/programs").glob("*.l"))

@@ -218,7 +218,7 @@ Listings(("CPS (lc show shrink)", pipeline.show("shrink", K)), ("LLVM (lc show l
 
 # %%
 #| export
-import re
+import re  # noqa: F811  (the cell imports what it uses, as a module would)
 from dataclasses import dataclass
 from html import escape as _escape
 
@@ -485,7 +485,7 @@ for signature in ("i64 nonnull %x", "i64 dereferenceable(16) %x", "ptr nonnull d
 #| export
 import llvmlite.ir as ir
 
-from lcompiler import cps, types
+from lcompiler import cps, types  # noqa: F811  (the cell imports what it uses, as a module would)
 from lcompiler.mono import field_type
 from lcompiler.errors import RunError, Source
 from lcompiler.types import TCon, show_type
@@ -1275,7 +1275,7 @@ for all_marked, stack in ((False, "256K"), (True, "64M")):
     engine.finalize_object()
     fold_main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address("main"))
     os.environ["LC_STACK_SIZE"] = stack
-    run = run_in_child(lambda: (os.dup2(1, 2), fold_main())[1])     # its stderr with its output
+    run = run_in_child(lambda: (os.dup2(1, 2), fold_main())[1])     # its stderr with its output  # noqa: B023  (called in this iteration)
     print(f"{'every function marked' if all_marked else 'as the back end marks them'}, LC_STACK_SIZE={stack}: {run}")
 del os.environ["LC_STACK_SIZE"]
 assembly = target_machine(executable=True).emit_assembly(call_site_table(fold_module(True)))
@@ -3037,9 +3037,6 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # its code in [appendix B](B_support.ipynb#llvms-description-of-the-machine);
 # `asm` shows the executable's, labels of the call-site table included,
 # which is what a reader comparing L's machine code with gcc's wants to see.
-
-# %%
-from lcompiler.cli import lc
 
 # %% [markdown]
 # The next cell registers the three stages with [chapter

@@ -364,6 +364,7 @@ bench_run.print_table(results, list(benchmarks))
 
 # %%
 import matplotlib.pyplot as plt
+from IPython.display import display
 
 names = list(benchmarks)
 fig, ax = plt.subplots(figsize=(10, 3.6))
@@ -398,7 +399,7 @@ entries = sorted(((n, table[n]["interval"]["L/best"], table[n]["best"]) for n in
 mean_best = bench_run.mean_entry({n: table[n]["interval"] for n in names}, "L/best")
 colour = {"met": "tab:green", "missed": "tab:red", "within noise": "tab:grey"}
 fig, ax = plt.subplots(figsize=(7, 0.28 * len(entries) + 1.2))
-for y, (name, (median, low, high, *_), best) in enumerate(entries):
+for y, (_name, (median, low, high, *_), _best) in enumerate(entries):
     c = colour[bench_run.verdict(low, high, bench_run.TARGET_EACH)]
     ax.plot([low, high], [y, y], color=c, linewidth=2)
     ax.plot([median], [y], "o", color=c)
