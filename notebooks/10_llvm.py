@@ -3037,6 +3037,10 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # its code in [appendix B](B_support.ipynb#llvms-description-of-the-machine);
 # `asm` shows the executable's, labels of the call-site table included,
 # which is what a reader comparing L's machine code with gcc's wants to see.
+# Both ask LLVM to start every innermost loop at a multiple of 32 bytes
+# rather than its usual 16, so that a small loop never straddles two
+# 64-byte lines of code: [chapter 12](12_measuring.ipynb) found `takl`'s
+# loop cut in two that way, and measures the rule on every benchmark.
 
 # %% [markdown]
 # The next cell registers the three stages with [chapter
