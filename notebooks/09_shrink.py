@@ -3314,9 +3314,14 @@ print("right of 1 at the default (more code than -O0):",
 # block points to survives with it. Before the rule, the inliner copied
 # `filter` into `sieve`, three levels deep. The collector's own statistics
 # (`LC_GC_STATS=1`), for `primes` built with no rounds of unrolling and
-# with the three of `lc`, with the rule and with it switched off:
+# with the three of `lc`, with the rule and with it switched off. (The
+# test suite does not compare this cell's figures: in one of its runs the
+# build without the rule and without unrolling pinned a few hundred blocks
+# fewer, for a reason this chapter has not found — the collector's counts
+# are otherwise the same from run to run. The cell checks instead what the
+# next paragraph says of them.)
 
-# %%
+# %% tags=["nbval-ignore-output"]
 import subprocess
 import tempfile
 
@@ -3346,6 +3351,9 @@ with tempfile.TemporaryDirectory() as tmp:
 print(f"without the rule, no unrolling: {off_pinned / on_pinned:.1f} times the blocks pinned, "
       f"{off_promoted / on_promoted:.1f} times the bytes promoted; "
       f"with {UNROLL} rounds: {collector[False, UNROLL][1] / on_scanned:.2f} times the stack scanned")
+assert abs(collector[True, UNROLL][0] - on_pinned) < on_pinned / 10      # the rule on: unrolling changes little
+assert off_pinned > 5 * on_pinned and off_promoted > 5 * on_promoted     # off: many times as many, and as much
+assert collector[False, UNROLL][1] > on_scanned                           # three rounds: more stack scanned
 
 # %% [markdown]
 # With the rule, unrolling changes nothing here, as it should: `filter`'s
