@@ -83,7 +83,7 @@ def entry_name(source, optimiser: bool, policy: dict, environment: dict, package
 import contextlib
 import struct
 import tempfile
-import time
+import time  # noqa: F811  (the cell imports what it uses, as a module would)
 
 ENTRIES_KEPT = 100          # entries the folder keeps, the ones used last
 

@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     custom_cell_magics: L,c
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -11,6 +12,7 @@
 #     name: python3
 # ---
 
+# %%
 
 # %% [markdown]
 # # Chapter 10b. The runtime and the collector
@@ -272,53 +274,52 @@ def load_ipython_extension(ipython) -> None:
 # since a word alone cannot say whether it is an `Int` or an address), and
 # five flags that the collector sets and reads.
 
-# %%
-# %%c runtime/lc.h
-/* lc.h -- what compiled L code and the runtime agree on: the layout of a
- * heap block, the two words of the inline allocator, and the functions
- * that compiled code calls (chapter 10's RUNTIME_FUNCTIONS declares the
- * same ones to LLVM).  Only what this file declares is exported from the
- * runtime's shared library: the rest is compiled -fvisibility=hidden. */
-#pragma once
-#include <stdint.h>
-
-#define LC_API __attribute__((visibility("default")))
-
-/* ==== Values and the heap-block layout ===============================
- *
- * Every L value is one 64-bit word.  An Int uses all 64 bits, so a word
- * alone does not say whether it is an Int or a pointer.  A heap block
- * says it for its own fields: the compiler knows the type of every field
- * it stores, and writes into each block's header which fields may hold
- * pointers (its *layout*).  A word on the stack or in a register has no
- * header: there the collector must stay conservative.
- *
- * A heap block is a header word followed by n fields.  The header holds
- *     bits  0..23  n, the number of fields (the block is n + 1 words)
- *     bits 24..39  the tag: the constructor number, 0 for tuples, closures
- *     bits 40..58  the layout: bit 40 + i set if field i may be a pointer
- *     bit  59      CONSERVATIVE: more than 19 fields, no layout; any field
- *                  may be a pointer
- *     bit  60      OLD: not in the nursery (promoted, pinned, or static)
- *     bit  61      REMEMBERED: in the remembered set (gc.c)
- *     bit  62      FREE: not a block but free space (a "filler"), whose
- *                  size - 1 is in bits 0..58
- *     bit  63      FORWARDED: a nursery block that was copied; the rest of
- *                  the header is the address of the copy
- * Free space has a header of its own, so the heap can always be walked
- * from its first word to its end, one block or filler at a time.
- */
-#define FIELDS_MASK      0xFFFFFFull
-#define TAG_SHIFT        24
-#define TAG_BITS         16
-#define LAYOUT_SHIFT     40
-#define LAYOUT_FIELDS    19
-#define CONSERVATIVE_BIT (1ull << 59)
-#define OLD_BIT          (1ull << 60)
-#define REMEMBERED_BIT   (1ull << 61)
-#define FREE_BIT         (1ull << 62)
-#define FORWARDED_BIT    (1ull << 63)
-#define FREE_MASK        (CONSERVATIVE_BIT - 1)
+# %% magic_args="runtime/lc.h" language="c"
+# /* lc.h -- what compiled L code and the runtime agree on: the layout of a
+#  * heap block, the two words of the inline allocator, and the functions
+#  * that compiled code calls (chapter 10's RUNTIME_FUNCTIONS declares the
+#  * same ones to LLVM).  Only what this file declares is exported from the
+#  * runtime's shared library: the rest is compiled -fvisibility=hidden. */
+# #pragma once
+# #include <stdint.h>
+#
+# #define LC_API __attribute__((visibility("default")))
+#
+# /* ==== Values and the heap-block layout ===============================
+#  *
+#  * Every L value is one 64-bit word.  An Int uses all 64 bits, so a word
+#  * alone does not say whether it is an Int or a pointer.  A heap block
+#  * says it for its own fields: the compiler knows the type of every field
+#  * it stores, and writes into each block's header which fields may hold
+#  * pointers (its *layout*).  A word on the stack or in a register has no
+#  * header: there the collector must stay conservative.
+#  *
+#  * A heap block is a header word followed by n fields.  The header holds
+#  *     bits  0..23  n, the number of fields (the block is n + 1 words)
+#  *     bits 24..39  the tag: the constructor number, 0 for tuples, closures
+#  *     bits 40..58  the layout: bit 40 + i set if field i may be a pointer
+#  *     bit  59      CONSERVATIVE: more than 19 fields, no layout; any field
+#  *                  may be a pointer
+#  *     bit  60      OLD: not in the nursery (promoted, pinned, or static)
+#  *     bit  61      REMEMBERED: in the remembered set (gc.c)
+#  *     bit  62      FREE: not a block but free space (a "filler"), whose
+#  *                  size - 1 is in bits 0..58
+#  *     bit  63      FORWARDED: a nursery block that was copied; the rest of
+#  *                  the header is the address of the copy
+#  * Free space has a header of its own, so the heap can always be walked
+#  * from its first word to its end, one block or filler at a time.
+#  */
+# #define FIELDS_MASK      0xFFFFFFull
+# #define TAG_SHIFT        24
+# #define TAG_BITS         16
+# #define LAYOUT_SHIFT     40
+# #define LAYOUT_FIELDS    19
+# #define CONSERVATIVE_BIT (1ull << 59)
+# #define OLD_BIT          (1ull << 60)
+# #define REMEMBERED_BIT   (1ull << 61)
+# #define FREE_BIT         (1ull << 62)
+# #define FORWARDED_BIT    (1ull << 63)
+# #define FREE_MASK        (CONSERVATIVE_BIT - 1)
 
 # %% [markdown]
 # Take the header of a `Cons` of a `List<Int>`, 2199023255554, which
@@ -505,7 +506,7 @@ header_picture = MemoryPicture(rows, {
         f"(bits 0 to 23). A young Cons of a List<Int> has 2 fields, tag 0, layout 0b10 and no flag; old and "
         f"remembered, OLD and REMEMBERED are set too; a copied block's header is FORWARDED and the address "
         f"of the copy; free space is FREE and its size minus one.", scale=14)
-header_picture
+header_picture  # noqa: B018  (the cell shows it)
 
 # %% [markdown]
 # ### The functions compiled code calls
@@ -519,39 +520,38 @@ header_picture
 # could otherwise meet a function of the same name in the process, and a
 # call meant for one would reach the other.
 
-# %%
-# %%c runtime/lc.h
-
-/* The two words of the inline allocator: compiled code allocates by
- * bumping lc_hp towards lc_hl, the ends of the current run of free space
- * in the nursery (heap.c), and calls lc_alloc_slow when a block does not
- * fit. */
-LC_API extern int64_t lc_hp, lc_hl;
-
-/* Allocation: the slow path, and blocks of more than 19 fields (heap.c);
- * the slow path of the write barrier (gc.c). */
-LC_API int64_t lc_alloc_slow(int64_t words);
-LC_API int64_t lc_alloc_old(int64_t words);
-LC_API void lc_remember(int64_t block);
-
-/* Printing the leaves of values: the back end generates a printer for
- * each type, which calls these (print.c).  A string is its address. */
-LC_API void lc_print_int(int64_t v);
-LC_API void lc_print_bool(int64_t b);
-LC_API void lc_print_unit(int64_t u);
-LC_API void lc_print_char(int64_t c);
-LC_API void lc_print_str(int64_t s);
-LC_API void lc_print_quoted(int64_t s);
-LC_API int64_t lc_str_eq(int64_t a, int64_t b);
-
-/* Runtime errors, rendered by the compiler (print.c). */
-LC_API void lc_fail_begin(const char *prefix);
-LC_API _Noreturn void lc_fail(const char *text);
-
-/* The entry point, called by the generated main (main.c). */
-LC_API int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
-                  const char *stack_overflow_message, const char *out_of_memory_message,
-                  const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables);
+# %% magic_args="runtime/lc.h" language="c"
+#
+# /* The two words of the inline allocator: compiled code allocates by
+#  * bumping lc_hp towards lc_hl, the ends of the current run of free space
+#  * in the nursery (heap.c), and calls lc_alloc_slow when a block does not
+#  * fit. */
+# LC_API extern int64_t lc_hp, lc_hl;
+#
+# /* Allocation: the slow path, and blocks of more than 19 fields (heap.c);
+#  * the slow path of the write barrier (gc.c). */
+# LC_API int64_t lc_alloc_slow(int64_t words);
+# LC_API int64_t lc_alloc_old(int64_t words);
+# LC_API void lc_remember(int64_t block);
+#
+# /* Printing the leaves of values: the back end generates a printer for
+#  * each type, which calls these (print.c).  A string is its address. */
+# LC_API void lc_print_int(int64_t v);
+# LC_API void lc_print_bool(int64_t b);
+# LC_API void lc_print_unit(int64_t u);
+# LC_API void lc_print_char(int64_t c);
+# LC_API void lc_print_str(int64_t s);
+# LC_API void lc_print_quoted(int64_t s);
+# LC_API int64_t lc_str_eq(int64_t a, int64_t b);
+#
+# /* Runtime errors, rendered by the compiler (print.c). */
+# LC_API void lc_fail_begin(const char *prefix);
+# LC_API _Noreturn void lc_fail(const char *text);
+#
+# /* The entry point, called by the generated main (main.c). */
+# LC_API int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
+#                   const char *stack_overflow_message, const char *out_of_memory_message,
+#                   const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables);
 
 # %% [markdown]
 # The runtime's own files share a second header, `runtime.h`, which grows
@@ -564,39 +564,38 @@ LC_API int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
 # header, a filler's size, or, for a block already copied, the size of its
 # copy, whose address its header now holds.
 
-# %%
-# %%c runtime/runtime.h
-/* runtime.h -- what the runtime's files share, and no compiled code sees:
- * each section of chapter 10b adds what its file offers the others. */
-#pragma once
-#define _GNU_SOURCE
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include "lc.h"
-
-/* The defaults of the sizes a user may set, in bytes, are Python's
- * (lcompiler.runtime.DEFAULTS): runtime_library passes them as macros. */
-#if !defined(DEFAULT_NURSERY) || !defined(DEFAULT_STACK_SIZE) || !defined(DEFAULT_HEAP_LIMIT) \
-    || !defined(LEAST_HEAP_LIMIT)
-#error "compile the runtime with the defaults of lcompiler.runtime.DEFAULTS: -DDEFAULT_NURSERY=... (see defines())"
-#endif
-
-/* Compiled code holds addresses as int64_t; the runtime as word pointers. */
-static inline uint64_t *as_ptr(int64_t address) { return (uint64_t *)(uintptr_t)address; }
-static inline int64_t as_int(const uint64_t *p) { return (int64_t)(uintptr_t)p; }
-
-static inline uint64_t filler_header(uint64_t words) { return FREE_BIT | (words - 1); }
-
-/* The size in words of the block, filler or copied block with this header. */
-static inline uint64_t block_words(uint64_t header)
-{
-    if (header & FORWARDED_BIT) header = *as_ptr((int64_t)(header & ~FORWARDED_BIT));
-    return (header & FREE_BIT ? header & FREE_MASK : header & FIELDS_MASK) + 1;
-}
-
-/* The fields of a block that may hold pointers: a bit per field. */
-static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT & ((1ull << LAYOUT_FIELDS) - 1); }
+# %% magic_args="runtime/runtime.h" language="c"
+# /* runtime.h -- what the runtime's files share, and no compiled code sees:
+#  * each section of chapter 10b adds what its file offers the others. */
+# #pragma once
+# #define _GNU_SOURCE
+# #include <stdbool.h>
+# #include <stddef.h>
+# #include <stdint.h>
+# #include "lc.h"
+#
+# /* The defaults of the sizes a user may set, in bytes, are Python's
+#  * (lcompiler.runtime.DEFAULTS): runtime_library passes them as macros. */
+# #if !defined(DEFAULT_NURSERY) || !defined(DEFAULT_STACK_SIZE) || !defined(DEFAULT_HEAP_LIMIT) \
+#     || !defined(LEAST_HEAP_LIMIT)
+# #error "compile the runtime with the defaults of lcompiler.runtime.DEFAULTS: -DDEFAULT_NURSERY=... (see defines())"
+# #endif
+#
+# /* Compiled code holds addresses as int64_t; the runtime as word pointers. */
+# static inline uint64_t *as_ptr(int64_t address) { return (uint64_t *)(uintptr_t)address; }
+# static inline int64_t as_int(const uint64_t *p) { return (int64_t)(uintptr_t)p; }
+#
+# static inline uint64_t filler_header(uint64_t words) { return FREE_BIT | (words - 1); }
+#
+# /* The size in words of the block, filler or copied block with this header. */
+# static inline uint64_t block_words(uint64_t header)
+# {
+#     if (header & FORWARDED_BIT) header = *as_ptr((int64_t)(header & ~FORWARDED_BIT));
+#     return (header & FREE_BIT ? header & FREE_MASK : header & FIELDS_MASK) + 1;
+# }
+#
+# /* The fields of a block that may hold pointers: a bit per field. */
+# static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT & ((1ull << LAYOUT_FIELDS) - 1); }
 
 # %% [markdown]
 # ## Output and printing
@@ -617,79 +616,77 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 # through a pipe to a person). The file `print.c` holds the buffer; what it
 # offers the other files is writing, and flushing the program's output.
 
-# %%
-# %%c runtime/runtime.h
+# %% magic_args="runtime/runtime.h" language="c"
+#
+# /* ==== print.c: output, printing, runtime errors ====================== */
+# void write_all(int fd, const char *s, size_t n);    /* write(2) until done */
+# void write_str(int fd, const char *s);
+# void flush_output(void);                           /* the program's output so far */
+# void catch_stop_signals(void);                     /* SIGINT, SIGTERM: flush, then stop */
+# void release_stop_signals(void);                   /* the handlers as they were */
 
-/* ==== print.c: output, printing, runtime errors ====================== */
-void write_all(int fd, const char *s, size_t n);    /* write(2) until done */
-void write_str(int fd, const char *s);
-void flush_output(void);                           /* the program's output so far */
-void catch_stop_signals(void);                     /* SIGINT, SIGTERM: flush, then stop */
-void release_stop_signals(void);                   /* the handlers as they were */
-
-# %%
-# %%c runtime/print.c
-/* print.c -- output, printing and runtime errors.
- *
- * Program output goes into our own buffer, written to fd 1 with write(2)
- * when it is full and at the end.  Not stdio: the stack-overflow signal
- * handler must flush the output, and write(2) -- unlike fflush -- may be
- * called from a signal handler.
- */
-#include "runtime.h"
-
-#include <errno.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static char out_buf[1 << 16];
-static size_t out_len;
-static int out_fd = 1;                  /* 2 after lc_fail_begin */
-static bool line_buffered;              /* flush at every newline (a terminal, or LC_BUFFER=line) */
-
-void write_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t k = write(fd, s, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return;              /* nowhere left to report it */
-        s += k, n -= (size_t)k;
-    }
-}
-
-void write_str(int fd, const char *s) { write_all(fd, s, strlen(s)); }
-
-void flush_output(void)
-{
-    write_all(out_fd, out_buf, out_len);
-    out_len = 0;
-}
-
-/* A signal that arrives while out_bytes changes the buffer waits for it
- * to finish (see "Stopping" below): in_output says it is under way,
- * stopping holds the signal that waits. */
-static volatile sig_atomic_t in_output, stopping;
-static _Noreturn void stop(int sig);
-
-static void out_bytes(const char *s, size_t n)
-{
-    in_output = 1;
-    atomic_signal_fence(memory_order_seq_cst);   /* no store below moves above this line */
-    if (n > sizeof out_buf - out_len) flush_output();
-    if (n > sizeof out_buf) {
-        write_all(out_fd, s, n);
-    } else {
-        memcpy(out_buf + out_len, s, n);
-        out_len += n;
-        if (line_buffered && memchr(s, '\n', n) != NULL) flush_output();
-    }
-    atomic_signal_fence(memory_order_seq_cst);
-    in_output = 0;
-    if (stopping) stop(stopping);
-}
+# %% magic_args="runtime/print.c" language="c"
+# /* print.c -- output, printing and runtime errors.
+#  *
+#  * Program output goes into our own buffer, written to fd 1 with write(2)
+#  * when it is full and at the end.  Not stdio: the stack-overflow signal
+#  * handler must flush the output, and write(2) -- unlike fflush -- may be
+#  * called from a signal handler.
+#  */
+# #include "runtime.h"
+#
+# #include <errno.h>
+# #include <signal.h>
+# #include <stdatomic.h>
+# #include <stdlib.h>
+# #include <string.h>
+# #include <unistd.h>
+#
+# static char out_buf[1 << 16];
+# static size_t out_len;
+# static int out_fd = 1;                  /* 2 after lc_fail_begin */
+# static bool line_buffered;              /* flush at every newline (a terminal, or LC_BUFFER=line) */
+#
+# void write_all(int fd, const char *s, size_t n)
+# {
+#     while (n > 0) {
+#         ssize_t k = write(fd, s, n);
+#         if (k < 0 && errno == EINTR) continue;
+#         if (k < 0) return;              /* nowhere left to report it */
+#         s += k, n -= (size_t)k;
+#     }
+# }
+#
+# void write_str(int fd, const char *s) { write_all(fd, s, strlen(s)); }
+#
+# void flush_output(void)
+# {
+#     write_all(out_fd, out_buf, out_len);
+#     out_len = 0;
+# }
+#
+# /* A signal that arrives while out_bytes changes the buffer waits for it
+#  * to finish (see "Stopping" below): in_output says it is under way,
+#  * stopping holds the signal that waits. */
+# static volatile sig_atomic_t in_output, stopping;
+# static _Noreturn void stop(int sig);
+#
+# static void out_bytes(const char *s, size_t n)
+# {
+#     in_output = 1;
+#     atomic_signal_fence(memory_order_seq_cst);   /* no store below moves above this line */
+#     if (n > sizeof out_buf - out_len) flush_output();
+#     if (n > sizeof out_buf) {
+#         write_all(out_fd, s, n);
+#     } else {
+#         memcpy(out_buf + out_len, s, n);
+#         out_len += n;
+#         if (line_buffered && memchr(s, '\n', n) != NULL) flush_output();
+#     }
+#     atomic_signal_fence(memory_order_seq_cst);
+#     in_output = 0;
+#     if (stopping) stop(stopping);
+# }
 
 # %% [markdown]
 # The printing functions that the generated code calls put their text in
@@ -704,38 +701,37 @@ static void out_bytes(const char *s, size_t n)
 # (`print.List<Int>` in chapter 10's worked example), and they call these
 # functions for the leaves.
 
-# %%
-# %%c runtime/print.c
-void lc_print_int(int64_t v)
-{
-    char digits[24], *p = digits + sizeof digits;
-    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;  /* unsigned: -INT64_MIN overflows */
-    do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
-    if (v < 0) *--p = '-';
-    out_bytes(p, (size_t)(digits + sizeof digits - p));
-}
-
-void lc_print_bool(int64_t b) { if (b) out_bytes("true", 4); else out_bytes("false", 5); }
-void lc_print_unit(int64_t u) { (void)u; out_bytes("()", 2); }
-void lc_print_char(int64_t c) { char b = (char)c; out_bytes(&b, 1); }
-void lc_print_str(int64_t s) { out_bytes((const char *)s, strlen((const char *)s)); }
-
-void lc_print_quoted(int64_t s)
-{
-    out_bytes("\"", 1);
-    for (const char *t = (const char *)s; *t; t++) {
-        switch (*t) {
-        case '\n': out_bytes("\\n", 2); break;
-        case '\t': out_bytes("\\t", 2); break;
-        case '\\': out_bytes("\\\\", 2); break;
-        case '"':  out_bytes("\\\"", 2); break;
-        default:   out_bytes(t, 1);
-        }
-    }
-    out_bytes("\"", 1);
-}
-
-int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const char *)b) == 0; }
+# %% magic_args="runtime/print.c" language="c"
+# void lc_print_int(int64_t v)
+# {
+#     char digits[24], *p = digits + sizeof digits;
+#     uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;  /* unsigned: -INT64_MIN overflows */
+#     do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
+#     if (v < 0) *--p = '-';
+#     out_bytes(p, (size_t)(digits + sizeof digits - p));
+# }
+#
+# void lc_print_bool(int64_t b) { if (b) out_bytes("true", 4); else out_bytes("false", 5); }
+# void lc_print_unit(int64_t u) { (void)u; out_bytes("()", 2); }
+# void lc_print_char(int64_t c) { char b = (char)c; out_bytes(&b, 1); }
+# void lc_print_str(int64_t s) { out_bytes((const char *)s, strlen((const char *)s)); }
+#
+# void lc_print_quoted(int64_t s)
+# {
+#     out_bytes("\"", 1);
+#     for (const char *t = (const char *)s; *t; t++) {
+#         switch (*t) {
+#         case '\n': out_bytes("\\n", 2); break;
+#         case '\t': out_bytes("\\t", 2); break;
+#         case '\\': out_bytes("\\\\", 2); break;
+#         case '"':  out_bytes("\\\"", 2); break;
+#         default:   out_bytes(t, 1);
+#         }
+#     }
+#     out_bytes("\"", 1);
+# }
+#
+# int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const char *)b) == 0; }
 
 # %% [markdown]
 # ## Runtime errors
@@ -753,54 +749,52 @@ int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const 
 # asks for them. `lc_run` gives this file that message, and a fresh
 # buffer, at the start of every run (`output_init`).
 
-# %%
-# %%c runtime/runtime.h
-void output_init(const char *out_of_memory_message);   /* at the start of a run */
-_Noreturn void out_of_memory(void);                    /* the runtime error */
-void backtrace_here(void);                             /* LC_BACKTRACE=1: backtrace.c */
-void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
+# %% magic_args="runtime/runtime.h" language="c"
+# void output_init(const char *out_of_memory_message);   /* at the start of a run */
+# _Noreturn void out_of_memory(void);                    /* the runtime error */
+# void backtrace_here(void);                             /* LC_BACKTRACE=1: backtrace.c */
+# void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
 
-# %%
-# %%c runtime/print.c
-
-/* The compiler renders the messages; we deliver them: program output
- * first (flushed to stdout), then the message on stderr, then exit
- * status 2.  We call _exit, not exit: lc_run may run in a child forked
- * from Python, whose atexit handlers and stdio buffers are the parent's.
- */
-static const char *out_of_memory_text;
-
-void output_init(const char *out_of_memory_message)
-{
-    const char *mode = getenv("LC_BUFFER");     /* checked by check_settings: line or block */
-    out_len = 0, out_fd = 1, stopping = 0;
-    line_buffered = mode != NULL && *mode != '\0' ? strcmp(mode, "line") == 0 : isatty(1);
-    out_of_memory_text = out_of_memory_message;
-}
-
-_Noreturn void lc_fail(const char *text)
-{
-    flush_output();                     /* to stdout, or stderr after lc_fail_begin */
-    write_str(2, text);
-    backtrace_here();                   /* with LC_BACKTRACE=1, the calls that led here */
-    _exit(2);
-}
-
-/* The start of a message that shows a value: the compiled code then
- * prints the value with lc_print_* (now to stderr) and calls lc_fail
- * with the rest of the message. */
-void lc_fail_begin(const char *prefix)
-{
-    flush_output();
-    out_fd = 2;
-    write_str(2, prefix);
-}
-
-_Noreturn void out_of_memory(void)
-{
-    statistics();                       /* with LC_GC_STATS=1, how the heap got there */
-    lc_fail(out_of_memory_text);
-}
+# %% magic_args="runtime/print.c" language="c"
+#
+# /* The compiler renders the messages; we deliver them: program output
+#  * first (flushed to stdout), then the message on stderr, then exit
+#  * status 2.  We call _exit, not exit: lc_run may run in a child forked
+#  * from Python, whose atexit handlers and stdio buffers are the parent's.
+#  */
+# static const char *out_of_memory_text;
+#
+# void output_init(const char *out_of_memory_message)
+# {
+#     const char *mode = getenv("LC_BUFFER");     /* checked by check_settings: line or block */
+#     out_len = 0, out_fd = 1, stopping = 0;
+#     line_buffered = mode != NULL && *mode != '\0' ? strcmp(mode, "line") == 0 : isatty(1);
+#     out_of_memory_text = out_of_memory_message;
+# }
+#
+# _Noreturn void lc_fail(const char *text)
+# {
+#     flush_output();                     /* to stdout, or stderr after lc_fail_begin */
+#     write_str(2, text);
+#     backtrace_here();                   /* with LC_BACKTRACE=1, the calls that led here */
+#     _exit(2);
+# }
+#
+# /* The start of a message that shows a value: the compiled code then
+#  * prints the value with lc_print_* (now to stderr) and calls lc_fail
+#  * with the rest of the message. */
+# void lc_fail_begin(const char *prefix)
+# {
+#     flush_output();
+#     out_fd = 2;
+#     write_str(2, prefix);
+# }
+#
+# _Noreturn void out_of_memory(void)
+# {
+#     statistics();                       /* with LC_GC_STATS=1, how the heap got there */
+#     lc_fail(out_of_memory_text);
+# }
 
 # %% [markdown]
 # ## Stopping: Ctrl-C and SIGTERM
@@ -849,48 +843,47 @@ _Noreturn void out_of_memory(void)
 #
 # </div>
 
-# %%
-# %%c runtime/print.c
-
-/* Stopping on SIGINT (Ctrl-C) and SIGTERM: the output first, then the
- * default action, by the same signal.  Only async-signal-safe calls. */
-static struct sigaction old_int, old_term;
-
-static _Noreturn void stop(int sig)
-{
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    flush_output();
-    sigaction(sig, &dfl, NULL);
-    raise(sig);                         /* not blocked: SA_NODEFER, or outside the handler */
-    _exit(128 + sig);                   /* in case the signal did not end the process */
-}
-
-static void on_stop_signal(int sig)
-{
-    if (in_output) stopping = sig;      /* out_bytes is changing the buffer: it stops when done */
-    else stop(sig);
-}
-
-void catch_stop_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_NODEFER | SA_RESETHAND;    /* a second Ctrl-C stops at once */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);     /* a background job's: */
-    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);  /* ignored, it stays so */
-}
-
-void release_stop_signals(void)
-{
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-}
+# %% magic_args="runtime/print.c" language="c"
+#
+# /* Stopping on SIGINT (Ctrl-C) and SIGTERM: the output first, then the
+#  * default action, by the same signal.  Only async-signal-safe calls. */
+# static struct sigaction old_int, old_term;
+#
+# static _Noreturn void stop(int sig)
+# {
+#     struct sigaction dfl;
+#     memset(&dfl, 0, sizeof dfl);
+#     dfl.sa_handler = SIG_DFL;
+#     flush_output();
+#     sigaction(sig, &dfl, NULL);
+#     raise(sig);                         /* not blocked: SA_NODEFER, or outside the handler */
+#     _exit(128 + sig);                   /* in case the signal did not end the process */
+# }
+#
+# static void on_stop_signal(int sig)
+# {
+#     if (in_output) stopping = sig;      /* out_bytes is changing the buffer: it stops when done */
+#     else stop(sig);
+# }
+#
+# void catch_stop_signals(void)
+# {
+#     struct sigaction sa;
+#     memset(&sa, 0, sizeof sa);
+#     sa.sa_handler = on_stop_signal;
+#     sa.sa_flags = SA_NODEFER | SA_RESETHAND;    /* a second Ctrl-C stops at once */
+#     sigemptyset(&sa.sa_mask);
+#     sigaction(SIGINT, &sa, &old_int);
+#     sigaction(SIGTERM, &sa, &old_term);
+#     if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);     /* a background job's: */
+#     if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);  /* ignored, it stays so */
+# }
+#
+# void release_stop_signals(void)
+# {
+#     sigaction(SIGINT, &old_int, NULL);
+#     sigaction(SIGTERM, &old_term, NULL);
+# }
 
 # %% [markdown]
 # ## The heap: a nursery and an old generation
@@ -975,54 +968,53 @@ void release_stop_signals(void)
 # This part of the runtime is the allocator: the slow path behind the
 # inline bump allocation, in the nursery, and allocation in the old
 # generation, for survivors and for blocks of more than 19 fields.
-
+#
 # It is the file `heap.c`, and its state — the bounds of the heap, the
 # nursery's chunks, the region being filled — is shared with the
 # collector, `gc.c`, through `runtime.h`. The pictures at the end of the
 # chapter show the nursery's chunks and the old generation of a real run.
 
-# %%
-# %%c runtime/heap.c
-/* heap.c -- the heap and allocation.
- *
- * The heap lives in one virtual region the size of the heap limit,
- * reserved at start-up with MAP_NORESERVE, so that pages cost memory only
- * once touched.  The used part is [heap_start, heap_end); it grows by
- * moving heap_end up.  It has two generations:
- *
- * - the *nursery*, where the program allocates: a few chunks of 64 KB
- *   (LC_NURSERY bytes in all, DEFAULT_NURSERY by default: it stays in
- *   the cache; more for a while, when that pays: gc.c), aligned on 64 KB,
- *   reused after every minor collection;
- * - the *old generation*, everything else: the blocks that survived a
- *   minor collection, copied there.
- *
- * Compiled code allocates inline by bumping lc_hp towards lc_hl, the ends
- * of the current *run*: free space in a nursery chunk.  After a
- * collection a chunk is one run, unless blocks were pinned in it (gc.c):
- * then its runs are the spaces between them.  The free space of a run
- * not yet allocated in starts with a filler header, so that the nursery,
- * like the rest of the heap, can be walked block by block.  When a
- * request does not fit, the code calls lc_alloc_slow, which moves to the
- * next run, in this chunk or the next; when there is none, it collects.
- *
- * The old generation is filled in *regions*, some free stretch of the
- * heap: the next gap (in address order) that the last major collection
- * left between live blocks, else fresh memory at heap_end, up to the
- * limit.  The collector copies survivors into the current region, promo.
- * A large request (over LARGE_WORDS) is carved out of the first gap that
- * holds it, or from heap_end; gaps of LARGE_WORDS or more are kept in a
- * list of their own, so that this search does not crawl through the
- * small ones.  Blocks of more than 19 fields -- too many for a layout in
- * the header -- are allocated in the old generation at once (lc_alloc_old).
- */
-#include "runtime.h"
-
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-
-int64_t lc_hp, lc_hl;
+# %% magic_args="runtime/heap.c" language="c"
+# /* heap.c -- the heap and allocation.
+#  *
+#  * The heap lives in one virtual region the size of the heap limit,
+#  * reserved at start-up with MAP_NORESERVE, so that pages cost memory only
+#  * once touched.  The used part is [heap_start, heap_end); it grows by
+#  * moving heap_end up.  It has two generations:
+#  *
+#  * - the *nursery*, where the program allocates: a few chunks of 64 KB
+#  *   (LC_NURSERY bytes in all, DEFAULT_NURSERY by default: it stays in
+#  *   the cache; more for a while, when that pays: gc.c), aligned on 64 KB,
+#  *   reused after every minor collection;
+#  * - the *old generation*, everything else: the blocks that survived a
+#  *   minor collection, copied there.
+#  *
+#  * Compiled code allocates inline by bumping lc_hp towards lc_hl, the ends
+#  * of the current *run*: free space in a nursery chunk.  After a
+#  * collection a chunk is one run, unless blocks were pinned in it (gc.c):
+#  * then its runs are the spaces between them.  The free space of a run
+#  * not yet allocated in starts with a filler header, so that the nursery,
+#  * like the rest of the heap, can be walked block by block.  When a
+#  * request does not fit, the code calls lc_alloc_slow, which moves to the
+#  * next run, in this chunk or the next; when there is none, it collects.
+#  *
+#  * The old generation is filled in *regions*, some free stretch of the
+#  * heap: the next gap (in address order) that the last major collection
+#  * left between live blocks, else fresh memory at heap_end, up to the
+#  * limit.  The collector copies survivors into the current region, promo.
+#  * A large request (over LARGE_WORDS) is carved out of the first gap that
+#  * holds it, or from heap_end; gaps of LARGE_WORDS or more are kept in a
+#  * list of their own, so that this search does not crawl through the
+#  * small ones.  Blocks of more than 19 fields -- too many for a layout in
+#  * the header -- are allocated in the old generation at once (lc_alloc_old).
+#  */
+# #include "runtime.h"
+#
+# #include <stdlib.h>
+# #include <string.h>
+# #include <sys/mman.h>
+#
+# int64_t lc_hp, lc_hl;
 
 # %% [markdown]
 # The state of the heap: the sizes of chunks and regions, the bounds of the
@@ -1041,48 +1033,46 @@ int64_t lc_hp, lc_hl;
 # The collector reads and changes all of this, so it is declared in
 # `runtime.h`, with what each variable means, and defined in `heap.c`.
 
-# %%
-# %%c runtime/runtime.h
+# %% magic_args="runtime/runtime.h" language="c"
+#
+# /* ==== heap.c: the heap and allocation ================================ */
+# #define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
+# #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
+# #define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
+# #define LARGE_WORDS   1024
+# #define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
+#
+# extern uint64_t *heap_start, *heap_end, *heap_limit_end;
+# extern uint64_t *small_gaps, *big_gaps;     /* linked through each gap's word 1 */
+# extern uint64_t *start_bits;                /* known block starts: see gc.c */
+# extern uint16_t *nursery_map;               /* per 64 KB of heap: k + 1 if it is nursery chunk k */
+# extern uint64_t **nursery;                  /* the nursery's chunks */
+# extern uint64_t (*old_bits)[CHUNK_WORDS / 64];  /* per nursery chunk: a bit per word that starts an old block */
+# extern size_t nursery_chunks, next_chunk;   /* how many; the next one to look for runs in */
+# extern size_t base_chunks, room_chunks;     /* LC_NURSERY in chunks; room in nursery and old_bits */
+# extern uint64_t *cursor, *chunk_end;        /* where to look for the next run, in the current chunk */
+# extern int64_t run_start;                   /* for the statistics */
+# extern struct region { uint64_t *hp, *hl; } promo;  /* the old generation's region being filled */
+# extern uint64_t gc_stress;                  /* LC_GC_STRESS = n: collect at every allocation, fully every nth */
+# extern uint64_t old_bytes, old_threshold;   /* about the old generation's size; when to collect it */
+# extern uint64_t max_heap_bytes, allocated_bytes;    /* for the statistics */
 
-/* ==== heap.c: the heap and allocation ================================ */
-#define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
-#define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
-#define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
-#define LARGE_WORDS   1024
-#define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
-
-extern uint64_t *heap_start, *heap_end, *heap_limit_end;
-extern uint64_t *small_gaps, *big_gaps;     /* linked through each gap's word 1 */
-extern uint64_t *start_bits;                /* known block starts: see gc.c */
-extern uint16_t *nursery_map;               /* per 64 KB of heap: k + 1 if it is nursery chunk k */
-extern uint64_t **nursery;                  /* the nursery's chunks */
-extern uint64_t (*old_bits)[CHUNK_WORDS / 64];  /* per nursery chunk: a bit per word that starts an old block */
-extern size_t nursery_chunks, next_chunk;   /* how many; the next one to look for runs in */
-extern size_t base_chunks, room_chunks;     /* LC_NURSERY in chunks; room in nursery and old_bits */
-extern uint64_t *cursor, *chunk_end;        /* where to look for the next run, in the current chunk */
-extern int64_t run_start;                   /* for the statistics */
-extern struct region { uint64_t *hp, *hl; } promo;  /* the old generation's region being filled */
-extern uint64_t gc_stress;                  /* LC_GC_STRESS = n: collect at every allocation, fully every nth */
-extern uint64_t old_bytes, old_threshold;   /* about the old generation's size; when to collect it */
-extern uint64_t max_heap_bytes, allocated_bytes;    /* for the statistics */
-
-# %%
-# %%c runtime/heap.c
-
-uint64_t *heap_start, *heap_end, *heap_limit_end;
-uint64_t *small_gaps, *big_gaps;
-uint64_t *start_bits;
-uint16_t *nursery_map;
-uint64_t **nursery;
-uint64_t (*old_bits)[CHUNK_WORDS / 64];
-size_t nursery_chunks, next_chunk;
-size_t base_chunks, room_chunks;
-uint64_t *cursor, *chunk_end;
-int64_t run_start;
-struct region promo;
-uint64_t gc_stress;
-uint64_t old_bytes, old_threshold;
-uint64_t max_heap_bytes, allocated_bytes;
+# %% magic_args="runtime/heap.c" language="c"
+#
+# uint64_t *heap_start, *heap_end, *heap_limit_end;
+# uint64_t *small_gaps, *big_gaps;
+# uint64_t *start_bits;
+# uint16_t *nursery_map;
+# uint64_t **nursery;
+# uint64_t (*old_bits)[CHUNK_WORDS / 64];
+# size_t nursery_chunks, next_chunk;
+# size_t base_chunks, room_chunks;
+# uint64_t *cursor, *chunk_end;
+# int64_t run_start;
+# struct region promo;
+# uint64_t gc_stress;
+# uint64_t old_bytes, old_threshold;
+# uint64_t max_heap_bytes, allocated_bytes;
 
 # %% [markdown]
 # A few helpers, in `runtime.h` because the collector uses them too, and
@@ -1098,44 +1088,42 @@ uint64_t max_heap_bytes, allocated_bytes;
 # with the heap's bounds and a look in `nursery_map`. And the allocator
 # calls the collector's `collect` when the nursery is full.
 
-# %%
-# %%c runtime/runtime.h
-
-static inline void note_block_start(const uint64_t *p)
-{
-    uint64_t i = (uint64_t)(p - heap_start);
-    start_bits[i / 64] |= 1ull << (i % 64);
-}
-
-static inline bool in_nursery(uint64_t v)
-{
-    return v >= (uintptr_t)heap_start && v < (uintptr_t)heap_end
-           && nursery_map[(v - (uintptr_t)heap_start) >> CHUNK_SHIFT];
-}
-
-/* Free space in the heap: a filler, and its start recorded. */
-static inline void make_free(uint64_t *p, uint64_t words)
-{
-    *p = filler_header(words);
-    note_block_start(p);
-}
-
-void collect(bool full);                    /* gc.c: a minor collection, and a major one if due */
-void remember(uint64_t *block);             /* gc.c: the write barrier's slow path */
+# %% magic_args="runtime/runtime.h" language="c"
+#
+# static inline void note_block_start(const uint64_t *p)
+# {
+#     uint64_t i = (uint64_t)(p - heap_start);
+#     start_bits[i / 64] |= 1ull << (i % 64);
+# }
+#
+# static inline bool in_nursery(uint64_t v)
+# {
+#     return v >= (uintptr_t)heap_start && v < (uintptr_t)heap_end
+#            && nursery_map[(v - (uintptr_t)heap_start) >> CHUNK_SHIFT];
+# }
+#
+# /* Free space in the heap: a filler, and its start recorded. */
+# static inline void make_free(uint64_t *p, uint64_t words)
+# {
+#     *p = filler_header(words);
+#     note_block_start(p);
+# }
+#
+# void collect(bool full);                    /* gc.c: a minor collection, and a major one if due */
+# void remember(uint64_t *block);             /* gc.c: the write barrier's slow path */
 
 # %% [markdown]
 # `set_heap_end` moves the end of the heap, and keeps the largest the heap
 # has been, for the statistics.
 
-# %%
-# %%c runtime/heap.c
-
-static void set_heap_end(uint64_t *end)
-{
-    uint64_t bytes = (uint64_t)(end - heap_start) * 8;
-    heap_end = end;
-    if (bytes > max_heap_bytes) max_heap_bytes = bytes;
-}
+# %% magic_args="runtime/heap.c" language="c"
+#
+# static void set_heap_end(uint64_t *end)
+# {
+#     uint64_t bytes = (uint64_t)(end - heap_start) * 8;
+#     heap_end = end;
+#     if (bytes > max_heap_bytes) max_heap_bytes = bytes;
+# }
 # %% [markdown]
 # The nursery's side. A minor collection leaves each chunk as free *runs*
 # between the blocks that stayed (those the stack pinned), each covered by
@@ -1167,56 +1155,55 @@ static void set_heap_end(uint64_t *end)
 #
 # </div>
 
-# %%
-# %%c runtime/heap.c
-/* -- The nursery ---------------------------------------------------- */
-
-/* Leave the current run: count what was used of it, and cover the rest
- * with a filler. */
-void close_run(void)
-{
-    allocated_bytes += (uint64_t)(lc_hp - run_start);
-    if (lc_hl > lc_hp) *as_ptr(lc_hp) = filler_header((uint64_t)(lc_hl - lc_hp) / 8);
-    lc_hp = lc_hl = run_start = 0;
-}
-
-/* The next run that holds `words`, after the cursor: in this chunk, else
- * in the chunks not yet allocated in since the last collection. */
-static bool next_run(uint64_t words)
-{
-    for (;;) {
-        while (cursor < chunk_end) {
-            uint64_t header = *cursor, n = block_words(header);
-            if ((header & FREE_BIT) && n >= words) {
-                lc_hp = run_start = as_int(cursor);
-                lc_hl = as_int(cursor + n);
-                cursor += n;
-                return true;
-            }
-            cursor += n;
-        }
-        if (next_chunk == nursery_chunks) return false;
-        cursor = nursery[next_chunk++];
-        chunk_end = cursor + CHUNK_WORDS;
-    }
-}
-
-/* The address of `words` fresh words in the nursery.  The caller must
- * write the header at once, before it allocates again: a collection needs
- * every block in the heap to have its header. */
-int64_t lc_alloc_slow(int64_t words)
-{
-    uint64_t w = words < 1 ? 1 : (uint64_t)words;
-    close_run();
-    if (gc_stress || !next_run(w)) {
-        collect(false);
-        if (!next_run(w)) out_of_memory();
-    }
-    int64_t p = lc_hp;
-    lc_hp += 8 * (int64_t)w;
-    if (gc_stress) close_run();            /* so that the next allocation comes here too */
-    return p;
-}
+# %% magic_args="runtime/heap.c" language="c"
+# /* -- The nursery ---------------------------------------------------- */
+#
+# /* Leave the current run: count what was used of it, and cover the rest
+#  * with a filler. */
+# void close_run(void)
+# {
+#     allocated_bytes += (uint64_t)(lc_hp - run_start);
+#     if (lc_hl > lc_hp) *as_ptr(lc_hp) = filler_header((uint64_t)(lc_hl - lc_hp) / 8);
+#     lc_hp = lc_hl = run_start = 0;
+# }
+#
+# /* The next run that holds `words`, after the cursor: in this chunk, else
+#  * in the chunks not yet allocated in since the last collection. */
+# static bool next_run(uint64_t words)
+# {
+#     for (;;) {
+#         while (cursor < chunk_end) {
+#             uint64_t header = *cursor, n = block_words(header);
+#             if ((header & FREE_BIT) && n >= words) {
+#                 lc_hp = run_start = as_int(cursor);
+#                 lc_hl = as_int(cursor + n);
+#                 cursor += n;
+#                 return true;
+#             }
+#             cursor += n;
+#         }
+#         if (next_chunk == nursery_chunks) return false;
+#         cursor = nursery[next_chunk++];
+#         chunk_end = cursor + CHUNK_WORDS;
+#     }
+# }
+#
+# /* The address of `words` fresh words in the nursery.  The caller must
+#  * write the header at once, before it allocates again: a collection needs
+#  * every block in the heap to have its header. */
+# int64_t lc_alloc_slow(int64_t words)
+# {
+#     uint64_t w = words < 1 ? 1 : (uint64_t)words;
+#     close_run();
+#     if (gc_stress || !next_run(w)) {
+#         collect(false);
+#         if (!next_run(w)) out_of_memory();
+#     }
+#     int64_t p = lc_hp;
+#     lc_hp += 8 * (int64_t)w;
+#     if (gc_stress) close_run();            /* so that the next allocation comes here too */
+#     return p;
+# }
 
 # %% [markdown]
 # The old generation's side. Survivors are copied into a *region*: a gap
@@ -1234,48 +1221,47 @@ int64_t lc_alloc_slow(int64_t words)
 # list. `grow`, fresh memory at the end of the heap up to the limit, is the
 # last resort.
 
-# %%
-# %%c runtime/heap.c
-/* -- The old generation --------------------------------------------- */
-
-/* Take gaps off *list until one holds `words`, as the new region.  The
- * ones too small are dropped: they stay in the heap as fillers, and the
- * next sweep merges them with their neighbours.  A big gap is handed out
- * one region at a time, the rest going back to the list. */
-static bool take_gap_region(uint64_t **list, uint64_t words)
-{
-    while (*list != NULL) {
-        uint64_t *gap = *list, size = block_words(gap[0]);
-        *list = as_ptr((int64_t)gap[1]);
-        if (size < words) continue;
-        if (size > 2 * REGION_WORDS) {
-            uint64_t *rest = gap + REGION_WORDS;
-            make_free(rest, size - REGION_WORDS);
-            rest[1] = (uint64_t)as_int(*list);
-            *list = rest;
-            size = REGION_WORDS;
-        }
-        promo.hp = gap, promo.hl = gap + size;
-        return true;
-    }
-    return false;
-}
-
-/* Leave the current region, its rest covered with a filler. */
-void close_region(void)
-{
-    if (promo.hl > promo.hp) make_free(promo.hp, (uint64_t)(promo.hl - promo.hp));
-    promo.hp = promo.hl = NULL;
-}
-
-/* Fresh memory at heap_end, up to the limit: `words`, or a region if more. */
-static uint64_t *grow(uint64_t words)
-{
-    if ((uint64_t)(heap_limit_end - heap_end) < words) return NULL;
-    uint64_t *p = heap_end;
-    set_heap_end(heap_end + words);
-    return p;
-}
+# %% magic_args="runtime/heap.c" language="c"
+# /* -- The old generation --------------------------------------------- */
+#
+# /* Take gaps off *list until one holds `words`, as the new region.  The
+#  * ones too small are dropped: they stay in the heap as fillers, and the
+#  * next sweep merges them with their neighbours.  A big gap is handed out
+#  * one region at a time, the rest going back to the list. */
+# static bool take_gap_region(uint64_t **list, uint64_t words)
+# {
+#     while (*list != NULL) {
+#         uint64_t *gap = *list, size = block_words(gap[0]);
+#         *list = as_ptr((int64_t)gap[1]);
+#         if (size < words) continue;
+#         if (size > 2 * REGION_WORDS) {
+#             uint64_t *rest = gap + REGION_WORDS;
+#             make_free(rest, size - REGION_WORDS);
+#             rest[1] = (uint64_t)as_int(*list);
+#             *list = rest;
+#             size = REGION_WORDS;
+#         }
+#         promo.hp = gap, promo.hl = gap + size;
+#         return true;
+#     }
+#     return false;
+# }
+#
+# /* Leave the current region, its rest covered with a filler. */
+# void close_region(void)
+# {
+#     if (promo.hl > promo.hp) make_free(promo.hp, (uint64_t)(promo.hl - promo.hp));
+#     promo.hp = promo.hl = NULL;
+# }
+#
+# /* Fresh memory at heap_end, up to the limit: `words`, or a region if more. */
+# static uint64_t *grow(uint64_t words)
+# {
+#     if ((uint64_t)(heap_limit_end - heap_end) < words) return NULL;
+#     uint64_t *p = heap_end;
+#     set_heap_end(heap_end + words);
+#     return p;
+# }
 
 # %% [markdown]
 # A block larger than `LARGE_WORDS` takes the first big gap that holds
@@ -1288,26 +1274,25 @@ static uint64_t *grow(uint64_t words)
 # has room for the link: a free gap is linked to the next through its word
 # 1, so it needs two words.
 
-# %%
-# %%c runtime/heap.c
-/* A large block from the first big gap that holds it.  The rest of the
- * gap stays in the list, in the same place. */
-static uint64_t *take_gap_block(uint64_t words)
-{
-    for (uint64_t *prev = NULL, *gap = big_gaps; gap != NULL; prev = gap, gap = as_ptr((int64_t)gap[1])) {
-        uint64_t size = block_words(gap[0]);
-        if (size < words) continue;
-        uint64_t *next = as_ptr((int64_t)gap[1]), *rest = gap + words;
-        if (size - words >= 1) make_free(rest, size - words);
-        if (size - words >= 2) {               /* room for a link: keep it listed */
-            rest[1] = (uint64_t)as_int(next);
-            next = rest;
-        }
-        if (prev) prev[1] = (uint64_t)as_int(next); else big_gaps = next;
-        return gap;
-    }
-    return NULL;
-}
+# %% magic_args="runtime/heap.c" language="c"
+# /* A large block from the first big gap that holds it.  The rest of the
+#  * gap stays in the list, in the same place. */
+# static uint64_t *take_gap_block(uint64_t words)
+# {
+#     for (uint64_t *prev = NULL, *gap = big_gaps; gap != NULL; prev = gap, gap = as_ptr((int64_t)gap[1])) {
+#         uint64_t size = block_words(gap[0]);
+#         if (size < words) continue;
+#         uint64_t *next = as_ptr((int64_t)gap[1]), *rest = gap + words;
+#         if (size - words >= 1) make_free(rest, size - words);
+#         if (size - words >= 2) {               /* room for a link: keep it listed */
+#             rest[1] = (uint64_t)as_int(next);
+#             next = rest;
+#         }
+#         if (prev) prev[1] = (uint64_t)as_int(next); else big_gaps = next;
+#         return gap;
+#     }
+#     return NULL;
+# }
 
 # %% [markdown]
 # `old_alloc_slow` puts a block in the current region, taking a new one
@@ -1320,31 +1305,30 @@ static uint64_t *take_gap_block(uint64_t words)
 # allocated here has its start recorded in `start_bits`: old blocks are the
 # ones an ambiguous root may point into later.
 
-# %%
-# %%c runtime/heap.c
-/* `words` words in the old generation, or NULL if the heap is at its
- * limit.  The block's start is recorded. */
-uint64_t *old_alloc_slow(uint64_t words)
-{
-    uint64_t *p;
-    if (words > LARGE_WORDS) {
-        if ((p = take_gap_block(words)) == NULL && (p = grow(words)) == NULL) return NULL;
-    } else {
-        if ((uint64_t)(promo.hl - promo.hp) < words) {
-            close_region();
-            if (!take_gap_region(&small_gaps, words) && !take_gap_region(&big_gaps, words)) {
-                uint64_t n = (uint64_t)(heap_limit_end - heap_end) < REGION_WORDS ? words : REGION_WORDS;
-                if ((promo.hp = grow(n)) == NULL) return NULL;
-                promo.hl = promo.hp + n;
-            }
-        }
-        p = promo.hp;
-        promo.hp += words;
-    }
-    note_block_start(p);
-    old_bytes += words * 8;
-    return p;
-}
+# %% magic_args="runtime/heap.c" language="c"
+# /* `words` words in the old generation, or NULL if the heap is at its
+#  * limit.  The block's start is recorded. */
+# uint64_t *old_alloc_slow(uint64_t words)
+# {
+#     uint64_t *p;
+#     if (words > LARGE_WORDS) {
+#         if ((p = take_gap_block(words)) == NULL && (p = grow(words)) == NULL) return NULL;
+#     } else {
+#         if ((uint64_t)(promo.hl - promo.hp) < words) {
+#             close_region();
+#             if (!take_gap_region(&small_gaps, words) && !take_gap_region(&big_gaps, words)) {
+#                 uint64_t n = (uint64_t)(heap_limit_end - heap_end) < REGION_WORDS ? words : REGION_WORDS;
+#                 if ((promo.hp = grow(n)) == NULL) return NULL;
+#                 promo.hl = promo.hp + n;
+#             }
+#         }
+#         p = promo.hp;
+#         promo.hp += words;
+#     }
+#     note_block_start(p);
+#     old_bytes += words * 8;
+#     return p;
+# }
 
 # %% [markdown]
 # The fast path of the pair is in `runtime.h`, for the collector's copy loop
@@ -1352,25 +1336,24 @@ uint64_t *old_alloc_slow(uint64_t words)
 # leaving the current run and the current region before a collection walks
 # the heap, and a fresh chunk for the nursery.
 
-# %%
-# %%c runtime/runtime.h
-
-void close_run(void);                       /* leave the nursery's current run */
-void close_region(void);                    /* leave the old generation's current region */
-uint64_t *fresh_chunk(size_t k);            /* nursery chunk k from fresh memory, or NULL */
-uint64_t *old_alloc_slow(uint64_t words);
-
-/* `words` words in the old generation, or NULL if the heap is at its
- * limit: the common case inline.  The block's start is recorded. */
-static inline uint64_t *old_alloc(uint64_t words)
-{
-    if (words > LARGE_WORDS || (uint64_t)(promo.hl - promo.hp) < words) return old_alloc_slow(words);
-    uint64_t *p = promo.hp;
-    promo.hp += words;
-    note_block_start(p);
-    old_bytes += words * 8;
-    return p;
-}
+# %% magic_args="runtime/runtime.h" language="c"
+#
+# void close_run(void);                       /* leave the nursery's current run */
+# void close_region(void);                    /* leave the old generation's current region */
+# uint64_t *fresh_chunk(size_t k);            /* nursery chunk k from fresh memory, or NULL */
+# uint64_t *old_alloc_slow(uint64_t words);
+#
+# /* `words` words in the old generation, or NULL if the heap is at its
+#  * limit: the common case inline.  The block's start is recorded. */
+# static inline uint64_t *old_alloc(uint64_t words)
+# {
+#     if (words > LARGE_WORDS || (uint64_t)(promo.hl - promo.hp) < words) return old_alloc_slow(words);
+#     uint64_t *p = promo.hp;
+#     promo.hp += words;
+#     note_block_start(p);
+#     old_bytes += words * 8;
+#     return p;
+# }
 
 # %% [markdown]
 # A fresh nursery chunk is carved out of fresh memory, aligned on 64 KB so
@@ -1384,36 +1367,35 @@ static inline uint64_t *old_alloc(uint64_t words)
 # (`CONSERVATIVE`), so that anything that reads it meanwhile treats each of
 # its fields as a possible pointer, which is always safe.
 
-# %%
-# %%c runtime/heap.c
-/* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
-uint64_t *fresh_chunk(size_t k)
-{
-    uint64_t *aligned = heap_start + (((uint64_t)(heap_end - heap_start) + CHUNK_WORDS - 1) & ~(CHUNK_WORDS - 1));
-    if (aligned > heap_limit_end || (uint64_t)(heap_limit_end - aligned) < CHUNK_WORDS) return NULL;
-    if (aligned > heap_end) make_free(heap_end, (uint64_t)(aligned - heap_end));
-    set_heap_end(aligned + CHUNK_WORDS);
-    nursery_map[(uint64_t)(aligned - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(k + 1);
-    memset(old_bits[k], 0, sizeof old_bits[k]);
-    make_free(aligned, CHUNK_WORDS);
-    return aligned;
-}
-
-/* A block of more than 19 fields: in the old generation, and remembered,
- * as its fields may be made to point into the nursery. */
-int64_t lc_alloc_old(int64_t words)
-{
-    uint64_t w = (uint64_t)words, *p;
-    if (old_bytes > old_threshold) collect(true);
-    if ((p = old_alloc(w)) == NULL) {
-        collect(true);
-        if ((p = old_alloc(w)) == NULL) out_of_memory();
-    }
-    *p = CONSERVATIVE_BIT | OLD_BIT | (w - 1);   /* until the compiled code writes the header */
-    allocated_bytes += 8 * w;
-    remember(p);
-    return as_int(p);
-}
+# %% magic_args="runtime/heap.c" language="c"
+# /* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
+# uint64_t *fresh_chunk(size_t k)
+# {
+#     uint64_t *aligned = heap_start + (((uint64_t)(heap_end - heap_start) + CHUNK_WORDS - 1) & ~(CHUNK_WORDS - 1));
+#     if (aligned > heap_limit_end || (uint64_t)(heap_limit_end - aligned) < CHUNK_WORDS) return NULL;
+#     if (aligned > heap_end) make_free(heap_end, (uint64_t)(aligned - heap_end));
+#     set_heap_end(aligned + CHUNK_WORDS);
+#     nursery_map[(uint64_t)(aligned - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(k + 1);
+#     memset(old_bits[k], 0, sizeof old_bits[k]);
+#     make_free(aligned, CHUNK_WORDS);
+#     return aligned;
+# }
+#
+# /* A block of more than 19 fields: in the old generation, and remembered,
+#  * as its fields may be made to point into the nursery. */
+# int64_t lc_alloc_old(int64_t words)
+# {
+#     uint64_t w = (uint64_t)words, *p;
+#     if (old_bytes > old_threshold) collect(true);
+#     if ((p = old_alloc(w)) == NULL) {
+#         collect(true);
+#         if ((p = old_alloc(w)) == NULL) out_of_memory();
+#     }
+#     *p = CONSERVATIVE_BIT | OLD_BIT | (w - 1);   /* until the compiled code writes the header */
+#     allocated_bytes += 8 * w;
+#     remember(p);
+#     return as_int(p);
+# }
 
 
 # %% [markdown]
@@ -1543,88 +1525,86 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 #
 # </div>
 
-# %%
-# %%c runtime/gc.c
-/* gc.c -- the garbage collector.
- *
- * Generational, with a nursery that is copied and an old generation that
- * is marked and swept.  The roots are the registered globals array and
- * every word on the stack of the thread that runs L code, from the
- * current stack pointer to the top, registers included: *ambiguous*
- * roots, any of which may be an Int.  Fields of blocks are precise: the
- * layout in the header says which may be pointers.
- *
- * A minor collection empties the nursery into the old generation, in
- * three phases (Bartlett's mostly-copying collection):
- *   1. pin: a young block that an ambiguous root points into -- anywhere
- *      into it: compiled code may hold interior pointers -- cannot move,
- *      as the root cannot be updated if it is not a pointer.  It stays
- *      where it is, and becomes old there (OLD_BIT).  The fields of
- *      remembered blocks without a layout are ambiguous too.
- *   2. copy: every young block that a precise root points to is copied
- *      into the old generation, and the root updated: the fields of
- *      remembered blocks and of pinned blocks, then the fields of each
- *      copy, until there is none left to scan.  The block left behind is
- *      marked FORWARDED, with the address of its copy, for the other
- *      pointers to it.
- *   3. sweep the nursery: every chunk becomes free runs around the pinned
- *      blocks.  A chunk that pinned blocks fill more than half is given
- *      to the old generation, and a fresh chunk takes its place.
- * The old generation's blocks that may point into the nursery are the
- * *remembered set*: compiled code, after it stores into a block whose
- * header says OLD (and not yet REMEMBERED), calls lc_remember (the write
- * barrier), and blocks allocated old are remembered at once.  A minor
- * collection costs the stack, the globals, the remembered set and the
- * survivors, not the garbage: most of the nursery is never looked at.
- *
- * A major collection, when the old generation has doubled since the
- * last one, or when the old blocks met by the sweeps of the nursery since
- * then add up to more than a major collection costs, is the mark-sweep of the whole heap that this runtime had
- * before it had a nursery: marking follows pointers from the roots with
- * an explicit stack (recursion would overflow the C stack on a long
- * list), and the sweep turns what is not marked into gaps, for the
- * regions of the old generation.  It comes right after a minor
- * collection, when the nursery holds no young block.
- *
- * To find the block around an address (an ambiguous root), the collector
- * keeps a bitmap of block starts, start_bits, with one bit per heap word.
- * Not every start is recorded -- the mutator's inline fast path does not
- * record the blocks it allocates -- but every recorded one is a real block
- * start: after a sweep, the live blocks and the gaps; since then, the
- * start of each run, region and copy.  Since blocks and gaps tile the
- * heap, the block around an address can be found by walking forward,
- * block by block, from the nearest recorded start below it, recording the
- * starts it passes.
- */
-#include "runtime.h"
-
-#include <stdio.h>              /* snprintf, for LC_GC_DUMP and LC_GC_STATS */
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-
-#define MIN_MAJOR_COST (64ull << 10)            /* words: the least a major collection is taken to cost */
-
-static uint64_t *mark_bits;                /* one bit per heap word */
-struct stack { uint64_t **items; size_t len, cap; };
-static struct stack to_scan, remembered, pinned;
-static int64_t *global_roots, n_global_roots;
-static uint64_t kept_blocks, rent, major_cost;  /* old blocks in the nursery; what they have cost; a major's cost */
-static uint64_t minor_count, major_count, promoted_bytes;
-static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
-static uint64_t largest_nursery;                /* chunks: the most the nursery had */
-static double minor_seconds, major_seconds;
+# %% magic_args="runtime/gc.c" language="c"
+# /* gc.c -- the garbage collector.
+#  *
+#  * Generational, with a nursery that is copied and an old generation that
+#  * is marked and swept.  The roots are the registered globals array and
+#  * every word on the stack of the thread that runs L code, from the
+#  * current stack pointer to the top, registers included: *ambiguous*
+#  * roots, any of which may be an Int.  Fields of blocks are precise: the
+#  * layout in the header says which may be pointers.
+#  *
+#  * A minor collection empties the nursery into the old generation, in
+#  * three phases (Bartlett's mostly-copying collection):
+#  *   1. pin: a young block that an ambiguous root points into -- anywhere
+#  *      into it: compiled code may hold interior pointers -- cannot move,
+#  *      as the root cannot be updated if it is not a pointer.  It stays
+#  *      where it is, and becomes old there (OLD_BIT).  The fields of
+#  *      remembered blocks without a layout are ambiguous too.
+#  *   2. copy: every young block that a precise root points to is copied
+#  *      into the old generation, and the root updated: the fields of
+#  *      remembered blocks and of pinned blocks, then the fields of each
+#  *      copy, until there is none left to scan.  The block left behind is
+#  *      marked FORWARDED, with the address of its copy, for the other
+#  *      pointers to it.
+#  *   3. sweep the nursery: every chunk becomes free runs around the pinned
+#  *      blocks.  A chunk that pinned blocks fill more than half is given
+#  *      to the old generation, and a fresh chunk takes its place.
+#  * The old generation's blocks that may point into the nursery are the
+#  * *remembered set*: compiled code, after it stores into a block whose
+#  * header says OLD (and not yet REMEMBERED), calls lc_remember (the write
+#  * barrier), and blocks allocated old are remembered at once.  A minor
+#  * collection costs the stack, the globals, the remembered set and the
+#  * survivors, not the garbage: most of the nursery is never looked at.
+#  *
+#  * A major collection, when the old generation has doubled since the
+#  * last one, or when the old blocks met by the sweeps of the nursery since
+#  * then add up to more than a major collection costs, is the mark-sweep of the whole heap that this runtime had
+#  * before it had a nursery: marking follows pointers from the roots with
+#  * an explicit stack (recursion would overflow the C stack on a long
+#  * list), and the sweep turns what is not marked into gaps, for the
+#  * regions of the old generation.  It comes right after a minor
+#  * collection, when the nursery holds no young block.
+#  *
+#  * To find the block around an address (an ambiguous root), the collector
+#  * keeps a bitmap of block starts, start_bits, with one bit per heap word.
+#  * Not every start is recorded -- the mutator's inline fast path does not
+#  * record the blocks it allocates -- but every recorded one is a real block
+#  * start: after a sweep, the live blocks and the gaps; since then, the
+#  * start of each run, region and copy.  Since blocks and gaps tile the
+#  * heap, the block around an address can be found by walking forward,
+#  * block by block, from the nearest recorded start below it, recording the
+#  * starts it passes.
+#  */
+# #include "runtime.h"
+#
+# #include <stdio.h>              /* snprintf, for LC_GC_DUMP and LC_GC_STATS */
+# #include <stdlib.h>
+# #include <string.h>
+# #include <sys/mman.h>
+# #include <time.h>
+#
+# #define MIN_MAJOR_COST (64ull << 10)            /* words: the least a major collection is taken to cost */
+#
+# static uint64_t *mark_bits;                /* one bit per heap word */
+# struct stack { uint64_t **items; size_t len, cap; };
+# static struct stack to_scan, remembered, pinned;
+# static int64_t *global_roots, n_global_roots;
+# static uint64_t kept_blocks, rent, major_cost;  /* old blocks in the nursery; what they have cost; a major's cost */
+# static uint64_t minor_count, major_count, promoted_bytes;
+# static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words scanned by minor collections */
+# static uint64_t largest_nursery;                /* chunks: the most the nursery had */
+# static double minor_seconds, major_seconds;
 
 # %% [markdown]
 # The collector scans the stack of the thread that runs L code up to its
 # top, which `stack.c` (below) knows, having made that stack.
 
-# %%
-# %%c runtime/runtime.h
-
-/* ==== gc.c: the garbage collector ==================================== */
-extern uintptr_t stack_top;                 /* stack.c: the top of the L thread's stack */
+# %% magic_args="runtime/runtime.h" language="c"
+#
+# /* ==== gc.c: the garbage collector ==================================== */
+# extern uintptr_t stack_top;                 /* stack.c: the top of the L thread's stack */
 
 # %% [markdown]
 # The stacks grow by doubling; `now_seconds` times the collections for the
@@ -1636,27 +1616,26 @@ extern uintptr_t stack_top;                 /* stack.c: the top of the L thread'
 # following it by recursion in C would overflow the C stack. Doubling the
 # array when it is full makes a push cost a constant on average.
 
-# %%
-# %%c runtime/gc.c
-static void grow_stack(struct stack *s)
-{
-    s->cap = s->cap ? 2 * s->cap : 1024;
-    s->items = realloc(s->items, s->cap * sizeof *s->items);
-    if (s->items == NULL) out_of_memory();
-}
-
-static inline void push(struct stack *s, uint64_t *block)
-{
-    if (s->len == s->cap) grow_stack(s);
-    s->items[s->len++] = block;
-}
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+# %% magic_args="runtime/gc.c" language="c"
+# static void grow_stack(struct stack *s)
+# {
+#     s->cap = s->cap ? 2 * s->cap : 1024;
+#     s->items = realloc(s->items, s->cap * sizeof *s->items);
+#     if (s->items == NULL) out_of_memory();
+# }
+#
+# static inline void push(struct stack *s, uint64_t *block)
+# {
+#     if (s->len == s->cap) grow_stack(s);
+#     s->items[s->len++] = block;
+# }
+#
+# static double now_seconds(void)
+# {
+#     struct timespec t;
+#     clock_gettime(CLOCK_MONOTONIC, &t);
+#     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+# }
 
 # %% [markdown]
 # The collector's helpers. `find_block` finds the block around an address
@@ -1676,34 +1655,33 @@ static double now_seconds(void)
 # tests before it calls, so that a block is added to the remembered set
 # once between two collections, however often the program stores into it.
 
-# %%
-# %%c runtime/gc.c
-/* The block (or filler) that contains address v, or NULL if v is outside
- * the heap.  When v points at a recorded start -- the usual case, as L
- * values point at headers -- there is no walk, and no header to read. */
-static inline uint64_t *find_block(uint64_t v)
-{
-    if (v < (uintptr_t)heap_start || v >= (uintptr_t)heap_end) return NULL;
-    uint64_t i = (v - (uintptr_t)heap_start) / 8, w = i / 64;
-    uint64_t bits = start_bits[w] & ((2ull << (i % 64)) - 1);   /* bits 0..i%64 */
-    while (bits == 0) bits = start_bits[--w];    /* ends: word 0 starts a block */
-    uint64_t s = w * 64 + 63 - (uint64_t)__builtin_clzll(bits), next;
-    for (; s < i && (next = s + block_words(heap_start[s])) <= i; s = next)
-        note_block_start(heap_start + next);
-    return heap_start + s;
-}
-
-/* The write barrier's slow path. */
-void remember(uint64_t *block)
-{
-    *block |= REMEMBERED_BIT;
-    push(&remembered, block);
-}
-
-void lc_remember(int64_t block) { remember(as_ptr(block)); }
-
-static void pin(uint64_t v);
-static void mark_value(uint64_t v);
+# %% magic_args="runtime/gc.c" language="c"
+# /* The block (or filler) that contains address v, or NULL if v is outside
+#  * the heap.  When v points at a recorded start -- the usual case, as L
+#  * values point at headers -- there is no walk, and no header to read. */
+# static inline uint64_t *find_block(uint64_t v)
+# {
+#     if (v < (uintptr_t)heap_start || v >= (uintptr_t)heap_end) return NULL;
+#     uint64_t i = (v - (uintptr_t)heap_start) / 8, w = i / 64;
+#     uint64_t bits = start_bits[w] & ((2ull << (i % 64)) - 1);   /* bits 0..i%64 */
+#     while (bits == 0) bits = start_bits[--w];    /* ends: word 0 starts a block */
+#     uint64_t s = w * 64 + 63 - (uint64_t)__builtin_clzll(bits), next;
+#     for (; s < i && (next = s + block_words(heap_start[s])) <= i; s = next)
+#         note_block_start(heap_start + next);
+#     return heap_start + s;
+# }
+#
+# /* The write barrier's slow path. */
+# void remember(uint64_t *block)
+# {
+#     *block |= REMEMBERED_BIT;
+#     push(&remembered, block);
+# }
+#
+# void lc_remember(int64_t block) { remember(as_ptr(block)); }
+#
+# static void pin(uint64_t v);
+# static void mark_value(uint64_t v);
 
 # %% [markdown]
 # The stack is scanned word by word, from the collector's own frame (where
@@ -1718,26 +1696,25 @@ static void mark_value(uint64_t v);
 # where the registers were spilled (`__builtin_unwind_init`, in
 # `minor_collection` below); this is why the function must not be inlined.
 
-# %%
-# %%c runtime/gc.c
-/* Scan the stack from this function's frame up to the top: pin (in a
- * minor collection) or mark what its words point to, and return its size
- * in words.  Not inlined, so that its frame lies below that of the
- * collection, where the registers were put.  The loop is the cost of a
- * minor collection when the stack is deep: it tests a word in a few
- * instructions, and looks further only at a word that points into the
- * nursery. */
-static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
-{
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)7;
-    uint64_t low = (uintptr_t)heap_start, size = (uintptr_t)heap_end - low;
-    for (const uint64_t *p = (const uint64_t *)sp; p < (const uint64_t *)stack_top; p++) {
-        uint64_t v = *p;
-        if (!minor) mark_value(v);
-        else if (v - low < size && nursery_map[(v - low) >> CHUNK_SHIFT]) pin(v);
-    }
-    return (stack_top - sp) / 8;
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* Scan the stack from this function's frame up to the top: pin (in a
+#  * minor collection) or mark what its words point to, and return its size
+#  * in words.  Not inlined, so that its frame lies below that of the
+#  * collection, where the registers were put.  The loop is the cost of a
+#  * minor collection when the stack is deep: it tests a word in a few
+#  * instructions, and looks further only at a word that points into the
+#  * nursery. */
+# static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
+# {
+#     uintptr_t sp = (uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)7;
+#     uint64_t low = (uintptr_t)heap_start, size = (uintptr_t)heap_end - low;
+#     for (const uint64_t *p = (const uint64_t *)sp; p < (const uint64_t *)stack_top; p++) {
+#         uint64_t v = *p;
+#         if (!minor) mark_value(v);
+#         else if (v - low < size && nursery_map[(v - low) >> CHUNK_SHIFT]) pin(v);
+#     }
+#     return (stack_top - sp) / 8;
+# }
 
 # %% [markdown]
 # A minor collection's first two phases: `pin` marks a young block `OLD`
@@ -1755,48 +1732,47 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
 # copied, a forwarding address left in its old header, and the copy pushed
 # on `to_scan`, to have its own fields forwarded in turn.
 
-# %%
-# %%c runtime/gc.c
-/* -- Minor collections ---------------------------------------------- */
-
-/* Phase 1: a word that may be a pointer pins the young block it points into. */
-static void pin(uint64_t v)
-{
-    if (!in_nursery(v)) return;
-    uint64_t *block = find_block(v);
-    if (*block & (OLD_BIT | FREE_BIT)) return;      /* old already, or free space */
-    *block |= OLD_BIT;
-    push(&pinned, block);
-    uint64_t i = (uint64_t)(block - heap_start), k = nursery_map[i / CHUNK_WORDS] - 1u;
-    old_bits[k][i % CHUNK_WORDS / 64] |= 1ull << (i % 64);
-}
-
-/* Phase 2: a field that holds a pointer into the nursery is made to point
- * to the block's copy, made first if need be. */
-static void forward(uint64_t *field)
-{
-    uint64_t v = *field;
-    if (!in_nursery(v)) return;
-    uint64_t *block = as_ptr((int64_t)v), header = *block;
-    if (header & FORWARDED_BIT) {
-        *field = header & ~FORWARDED_BIT;
-        return;
-    }
-    if (header & OLD_BIT) return;                    /* pinned: it stays */
-    uint64_t words = (header & FIELDS_MASK) + 1, *copy = old_alloc(words);
-    if (copy == NULL) out_of_memory();
-    memcpy(copy, block, words * 8);
-    *copy = header | OLD_BIT;
-    *block = FORWARDED_BIT | (uint64_t)as_int(copy);
-    *field = (uint64_t)as_int(copy);
-    promoted_bytes += words * 8;
-    push(&to_scan, copy);
-}
-
-static void forward_fields(uint64_t *block)
-{
-    for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* -- Minor collections ---------------------------------------------- */
+#
+# /* Phase 1: a word that may be a pointer pins the young block it points into. */
+# static void pin(uint64_t v)
+# {
+#     if (!in_nursery(v)) return;
+#     uint64_t *block = find_block(v);
+#     if (*block & (OLD_BIT | FREE_BIT)) return;      /* old already, or free space */
+#     *block |= OLD_BIT;
+#     push(&pinned, block);
+#     uint64_t i = (uint64_t)(block - heap_start), k = nursery_map[i / CHUNK_WORDS] - 1u;
+#     old_bits[k][i % CHUNK_WORDS / 64] |= 1ull << (i % 64);
+# }
+#
+# /* Phase 2: a field that holds a pointer into the nursery is made to point
+#  * to the block's copy, made first if need be. */
+# static void forward(uint64_t *field)
+# {
+#     uint64_t v = *field;
+#     if (!in_nursery(v)) return;
+#     uint64_t *block = as_ptr((int64_t)v), header = *block;
+#     if (header & FORWARDED_BIT) {
+#         *field = header & ~FORWARDED_BIT;
+#         return;
+#     }
+#     if (header & OLD_BIT) return;                    /* pinned: it stays */
+#     uint64_t words = (header & FIELDS_MASK) + 1, *copy = old_alloc(words);
+#     if (copy == NULL) out_of_memory();
+#     memcpy(copy, block, words * 8);
+#     *copy = header | OLD_BIT;
+#     *block = FORWARDED_BIT | (uint64_t)as_int(copy);
+#     *field = (uint64_t)as_int(copy);
+#     promoted_bytes += words * 8;
+#     push(&to_scan, copy);
+# }
+#
+# static void forward_fields(uint64_t *block)
+# {
+#     for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
+# }
 
 # %% [markdown]
 # The third phase sweeps each chunk into free runs around its old blocks,
@@ -1811,74 +1787,73 @@ static void forward_fields(uint64_t *block)
 # takes its place. If the heap has no room for a fresh chunk, the full one
 # stays.
 
-# %%
-# %%c runtime/gc.c
-/* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
- * now or before), which its row of old_bits lists -- so the sweep does not
- * walk the young blocks, dead or copied; in a major collection, the old
- * blocks that are not marked go too.  Returns how many words stay. */
-static bool is_marked(const uint64_t *p);
-
-/* Forget the recorded starts in [from, to), both multiples of 64 words apart from the heap's start. */
-static void clear_starts(const uint64_t *from, const uint64_t *to)
-{
-    memset(start_bits + (from - heap_start) / 64, 0, (size_t)(to - from) / 64 * 8);
-}
-
-static uint64_t sweep_chunk(size_t k, bool major)
-{
-    uint64_t *chunk = nursery[k], *end = chunk + CHUNK_WORDS, *free_from = chunk, kept = 0;
-    clear_starts(chunk, end);
-    for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
-        for (uint64_t bits = old_bits[k][w]; bits != 0; bits &= bits - 1) {
-            uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(bits), *p = chunk + i, n = block_words(*p);
-            if (major && !is_marked(p)) {
-                old_bits[k][w] &= ~(1ull << (i % 64));
-                continue;
-            }
-            if (p > free_from) make_free(free_from, (uint64_t)(p - free_from));
-            note_block_start(p);
-            kept += n, free_from = p + n, kept_blocks++;
-        }
-    if (end > free_from) make_free(free_from, (uint64_t)(end - free_from));
-    return kept;
-}
-
-static void add_free_to_lists(uint64_t *chunk);
-
-/* The nursery's spare chunks: empty, out of use, kept for when it grows
- * again, in nursery[nursery_chunks .. nursery_chunks + spare_chunks). */
-static size_t spare_chunks;
-
-/* Chunk nursery[from], a spare, becomes nursery[to]. */
-static void take_spare(size_t to, size_t from)
-{
-    uint64_t *chunk = nursery[from];
-    nursery[to] = chunk;
-    nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(to + 1);
-    memset(old_bits[to], 0, sizeof old_bits[to]);
-}
-
-static void sweep_nursery(void)
-{
-    kept_blocks = 0;
-    for (size_t c = 0; c < nursery_chunks; c++) {
-        if (sweep_chunk(c, false) > CHUNK_WORDS / 2) {
-            uint64_t *full = nursery[c];          /* too full: the chunk goes to the old generation */
-            nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
-            if (spare_chunks > 0) {               /* a spare takes its place, */
-                take_spare(c, nursery_chunks + --spare_chunks);
-            } else if ((nursery[c] = fresh_chunk(c)) == NULL) {     /* or a fresh chunk */
-                nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(c + 1);
-                nursery[c] = full;                 /* no room for another: keep it */
-                continue;
-            }
-            add_free_to_lists(full);
-        }
-    }
-    next_chunk = 0;
-    cursor = chunk_end = NULL;
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
+#  * now or before), which its row of old_bits lists -- so the sweep does not
+#  * walk the young blocks, dead or copied; in a major collection, the old
+#  * blocks that are not marked go too.  Returns how many words stay. */
+# static bool is_marked(const uint64_t *p);
+#
+# /* Forget the recorded starts in [from, to), both multiples of 64 words apart from the heap's start. */
+# static void clear_starts(const uint64_t *from, const uint64_t *to)
+# {
+#     memset(start_bits + (from - heap_start) / 64, 0, (size_t)(to - from) / 64 * 8);
+# }
+#
+# static uint64_t sweep_chunk(size_t k, bool major)
+# {
+#     uint64_t *chunk = nursery[k], *end = chunk + CHUNK_WORDS, *free_from = chunk, kept = 0;
+#     clear_starts(chunk, end);
+#     for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
+#         for (uint64_t bits = old_bits[k][w]; bits != 0; bits &= bits - 1) {
+#             uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(bits), *p = chunk + i, n = block_words(*p);
+#             if (major && !is_marked(p)) {
+#                 old_bits[k][w] &= ~(1ull << (i % 64));
+#                 continue;
+#             }
+#             if (p > free_from) make_free(free_from, (uint64_t)(p - free_from));
+#             note_block_start(p);
+#             kept += n, free_from = p + n, kept_blocks++;
+#         }
+#     if (end > free_from) make_free(free_from, (uint64_t)(end - free_from));
+#     return kept;
+# }
+#
+# static void add_free_to_lists(uint64_t *chunk);
+#
+# /* The nursery's spare chunks: empty, out of use, kept for when it grows
+#  * again, in nursery[nursery_chunks .. nursery_chunks + spare_chunks). */
+# static size_t spare_chunks;
+#
+# /* Chunk nursery[from], a spare, becomes nursery[to]. */
+# static void take_spare(size_t to, size_t from)
+# {
+#     uint64_t *chunk = nursery[from];
+#     nursery[to] = chunk;
+#     nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(to + 1);
+#     memset(old_bits[to], 0, sizeof old_bits[to]);
+# }
+#
+# static void sweep_nursery(void)
+# {
+#     kept_blocks = 0;
+#     for (size_t c = 0; c < nursery_chunks; c++) {
+#         if (sweep_chunk(c, false) > CHUNK_WORDS / 2) {
+#             uint64_t *full = nursery[c];          /* too full: the chunk goes to the old generation */
+#             nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
+#             if (spare_chunks > 0) {               /* a spare takes its place, */
+#                 take_spare(c, nursery_chunks + --spare_chunks);
+#             } else if ((nursery[c] = fresh_chunk(c)) == NULL) {     /* or a fresh chunk */
+#                 nursery_map[(uint64_t)(full - heap_start) >> (CHUNK_SHIFT - 3)] = (uint16_t)(c + 1);
+#                 nursery[c] = full;                 /* no room for another: keep it */
+#                 continue;
+#             }
+#             add_free_to_lists(full);
+#         }
+#     }
+#     next_chunk = 0;
+#     cursor = chunk_end = NULL;
+# }
 
 # %% [markdown]
 # After each minor collection the nursery is given a size, for two
@@ -1940,190 +1915,187 @@ static void sweep_nursery(void)
 # becomes old-generation memory, like a chunk too full of pinned blocks,
 # and the last spare takes its place in the array.
 
-# %%
-# %%c runtime/gc.c
-/* How big the nursery should be.  A minor collection costs at least the
- * stack it scans: when the stack is deep, the nursery is twice its size,
- * so that scanning costs at most half a word per word allocated.
- *
- * And a minor collection costs the blocks that survive it, copied into
- * the old generation, where they stay until a major collection.  When
- * more than a quarter of the nursery survived, the nursery doubles, on trial:
- * if the blocks die young, but not quite young enough, twice the time lets
- * many of them die before they are copied, and the words copied per word
- * allocated fall.  If instead the blocks are long-lived, a larger nursery
- * only holds more of them, out of the cache.  The words that survive two
- * collections after the change are compared with those of the two before
- * it: unless the larger nursery copied at most half as many again, so at
- * most three quarters as many per word allocated, it goes back to its
- * size and does not grow again for TRIAL_PAUSE collections.  A nursery
- * larger than LC_NURSERY that has kept its size for TRIAL_PAUSE
- * collections tries half its size, judged the same way: it keeps the
- * smaller size unless the larger one would have passed its trial from
- * there.  When less than a thirty-second survived two collections in a
- * row, the nursery halves.
- * Never less than LC_NURSERY, never more than 64 MB or an eighth of the
- * heap limit.  Every decision depends on words counted, none on time, so
- * that a program collects the same way at every run.
- *
- * A chunk that leaves the nursery when it shrinks is kept as a spare, if
- * nothing old lies in it, so that growing again costs no fresh memory; a
- * chunk that holds old blocks goes to the old generation, with its free
- * runs, and the last spare takes its place in the array. */
-#define MAX_NURSERY_CHUNKS 1024
-#define TRIAL_PAUSE 64
-
-static uint64_t survived_words;              /* copied or pinned by this minor collection */
-static uint64_t survived_before;             /* and by the one before */
-static uint64_t trial_from, trial_age;       /* on trial: the size before (chunks); collections since */
-static uint64_t trial_before, trial_after;   /* words survived: two collections before; since */
-static uint64_t growth_pause, unchanged;     /* collections before the next growth; since the last change */
-
-static uint64_t start_trial(uint64_t chunks)
-{
-    trial_from = nursery_chunks, trial_age = 0;
-    trial_before = survived_words + survived_before, trial_after = 0;
-    return chunks;
-}
-
-/* The size the survivors of this collection ask for, in chunks. */
-static uint64_t size_by_survivors(void)
-{
-    uint64_t size = nursery_chunks * CHUNK_WORDS, before = trial_from, want = nursery_chunks;
-    if (growth_pause > 0) growth_pause--;
-    unchanged++;
-    if (before != 0) {                                 /* on trial */
-        trial_after += survived_words;
-        if (++trial_age == 2) {
-            trial_from = 0, unchanged = 0;
-            bool larger_pays = before < nursery_chunks ? 2 * trial_after <= 3 * trial_before
-                                                       : 2 * trial_before <= 3 * trial_after;
-            if (before < nursery_chunks && !larger_pays) want = before, growth_pause = TRIAL_PAUSE;
-            if (before > nursery_chunks && larger_pays) want = before;
-        }
-    } else if (minor_count > 0 && survived_words > size / 4 && growth_pause == 0) {
-        want = start_trial(2 * nursery_chunks);
-    } else if (survived_words + survived_before < size / 16) {      /* two collections in a row */
-        want = nursery_chunks / 2;
-    } else if (nursery_chunks > base_chunks && unchanged >= TRIAL_PAUSE) {
-        want = start_trial(nursery_chunks / 2);
-    }
-    survived_before = survived_words;
-    return want;
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* How big the nursery should be.  A minor collection costs at least the
+#  * stack it scans: when the stack is deep, the nursery is twice its size,
+#  * so that scanning costs at most half a word per word allocated.
+#  *
+#  * And a minor collection costs the blocks that survive it, copied into
+#  * the old generation, where they stay until a major collection.  When
+#  * more than a quarter of the nursery survived, the nursery doubles, on trial:
+#  * if the blocks die young, but not quite young enough, twice the time lets
+#  * many of them die before they are copied, and the words copied per word
+#  * allocated fall.  If instead the blocks are long-lived, a larger nursery
+#  * only holds more of them, out of the cache.  The words that survive two
+#  * collections after the change are compared with those of the two before
+#  * it: unless the larger nursery copied at most half as many again, so at
+#  * most three quarters as many per word allocated, it goes back to its
+#  * size and does not grow again for TRIAL_PAUSE collections.  A nursery
+#  * larger than LC_NURSERY that has kept its size for TRIAL_PAUSE
+#  * collections tries half its size, judged the same way: it keeps the
+#  * smaller size unless the larger one would have passed its trial from
+#  * there.  When less than a thirty-second survived two collections in a
+#  * row, the nursery halves.
+#  * Never less than LC_NURSERY, never more than 64 MB or an eighth of the
+#  * heap limit.  Every decision depends on words counted, none on time, so
+#  * that a program collects the same way at every run.
+#  *
+#  * A chunk that leaves the nursery when it shrinks is kept as a spare, if
+#  * nothing old lies in it, so that growing again costs no fresh memory; a
+#  * chunk that holds old blocks goes to the old generation, with its free
+#  * runs, and the last spare takes its place in the array. */
+# #define MAX_NURSERY_CHUNKS 1024
+# #define TRIAL_PAUSE 64
+#
+# static uint64_t survived_words;              /* copied or pinned by this minor collection */
+# static uint64_t survived_before;             /* and by the one before */
+# static uint64_t trial_from, trial_age;       /* on trial: the size before (chunks); collections since */
+# static uint64_t trial_before, trial_after;   /* words survived: two collections before; since */
+# static uint64_t growth_pause, unchanged;     /* collections before the next growth; since the last change */
+#
+# static uint64_t start_trial(uint64_t chunks)
+# {
+#     trial_from = nursery_chunks, trial_age = 0;
+#     trial_before = survived_words + survived_before, trial_after = 0;
+#     return chunks;
+# }
+#
+# /* The size the survivors of this collection ask for, in chunks. */
+# static uint64_t size_by_survivors(void)
+# {
+#     uint64_t size = nursery_chunks * CHUNK_WORDS, before = trial_from, want = nursery_chunks;
+#     if (growth_pause > 0) growth_pause--;
+#     unchanged++;
+#     if (before != 0) {                                 /* on trial */
+#         trial_after += survived_words;
+#         if (++trial_age == 2) {
+#             trial_from = 0, unchanged = 0;
+#             bool larger_pays = before < nursery_chunks ? 2 * trial_after <= 3 * trial_before
+#                                                        : 2 * trial_before <= 3 * trial_after;
+#             if (before < nursery_chunks && !larger_pays) want = before, growth_pause = TRIAL_PAUSE;
+#             if (before > nursery_chunks && larger_pays) want = before;
+#         }
+#     } else if (minor_count > 0 && survived_words > size / 4 && growth_pause == 0) {
+#         want = start_trial(2 * nursery_chunks);
+#     } else if (survived_words + survived_before < size / 16) {      /* two collections in a row */
+#         want = nursery_chunks / 2;
+#     } else if (nursery_chunks > base_chunks && unchanged >= TRIAL_PAUSE) {
+#         want = start_trial(nursery_chunks / 2);
+#     }
+#     survived_before = survived_words;
+#     return want;
+# }
 
 # %% [markdown]
 # Then the nursery is made that size: spares first, fresh chunks when
 # there are none; and when it shrinks, the chunks it lets go become
 # spares, unless old blocks lie in them.
 
-# %%
-# %%c runtime/gc.c
-static bool holds_old_blocks(size_t k)
-{
-    for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
-        if (old_bits[k][w] != 0) return true;
-    return false;
-}
-
-static void resize_nursery(uint64_t stack_words)
-{
-    uint64_t want = 2 * stack_words / CHUNK_WORDS, most = (uint64_t)(heap_limit_end - heap_start) / CHUNK_WORDS / 8;
-    uint64_t by_survivors = size_by_survivors();
-    if (want < by_survivors) want = by_survivors;
-    if (want > MAX_NURSERY_CHUNKS) want = MAX_NURSERY_CHUNKS;
-    if (want > most) want = most;                 /* and at most an eighth of the heap */
-    if (want < base_chunks) want = base_chunks;
-    if (want > room_chunks) {
-        room_chunks = want;
-        nursery = realloc(nursery, room_chunks * sizeof *nursery);
-        old_bits = realloc(old_bits, room_chunks * sizeof *old_bits);
-        if (nursery == NULL || old_bits == NULL) out_of_memory();
-    }
-    while (nursery_chunks < want) {
-        if (spare_chunks > 0) spare_chunks--;      /* nursery[nursery_chunks] is the first spare */
-        else if ((nursery[nursery_chunks] = fresh_chunk(nursery_chunks)) == NULL) break;
-        nursery_chunks++;
-    }
-    if (nursery_chunks > largest_nursery) largest_nursery = nursery_chunks;
-    while (nursery_chunks > want) {
-        uint64_t *chunk = nursery[--nursery_chunks];
-        if (!holds_old_blocks(nursery_chunks)) {
-            spare_chunks++;                        /* the first spare now */
-            continue;
-        }
-        nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
-        add_free_to_lists(chunk);
-        if (spare_chunks > 0) take_spare(nursery_chunks, nursery_chunks + spare_chunks);
-    }
-}
+# %% magic_args="runtime/gc.c" language="c"
+# static bool holds_old_blocks(size_t k)
+# {
+#     for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
+#         if (old_bits[k][w] != 0) return true;
+#     return false;
+# }
+#
+# static void resize_nursery(uint64_t stack_words)
+# {
+#     uint64_t want = 2 * stack_words / CHUNK_WORDS, most = (uint64_t)(heap_limit_end - heap_start) / CHUNK_WORDS / 8;
+#     uint64_t by_survivors = size_by_survivors();
+#     if (want < by_survivors) want = by_survivors;
+#     if (want > MAX_NURSERY_CHUNKS) want = MAX_NURSERY_CHUNKS;
+#     if (want > most) want = most;                 /* and at most an eighth of the heap */
+#     if (want < base_chunks) want = base_chunks;
+#     if (want > room_chunks) {
+#         room_chunks = want;
+#         nursery = realloc(nursery, room_chunks * sizeof *nursery);
+#         old_bits = realloc(old_bits, room_chunks * sizeof *old_bits);
+#         if (nursery == NULL || old_bits == NULL) out_of_memory();
+#     }
+#     while (nursery_chunks < want) {
+#         if (spare_chunks > 0) spare_chunks--;      /* nursery[nursery_chunks] is the first spare */
+#         else if ((nursery[nursery_chunks] = fresh_chunk(nursery_chunks)) == NULL) break;
+#         nursery_chunks++;
+#     }
+#     if (nursery_chunks > largest_nursery) largest_nursery = nursery_chunks;
+#     while (nursery_chunks > want) {
+#         uint64_t *chunk = nursery[--nursery_chunks];
+#         if (!holds_old_blocks(nursery_chunks)) {
+#             spare_chunks++;                        /* the first spare now */
+#             continue;
+#         }
+#         nursery_map[(uint64_t)(chunk - heap_start) >> (CHUNK_SHIFT - 3)] = 0;
+#         add_free_to_lists(chunk);
+#         if (spare_chunks > 0) take_spare(nursery_chunks, nursery_chunks + spare_chunks);
+#     }
+# }
 
 # %% [markdown]
 # `LC_GC_DUMP` describes the nursery block by block, and the whole heap
 # stretch by stretch: the pictures of the collector at work, at the end of
 # the chapter, are drawn from it.
 
-# %%
-# %%c runtime/gc.c
-/* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
- * start of the nth minor collection, after its tracing, and at its end:
- * the data of the pictures in chapter 10b.  A line per block: the stage,
- * the chunk, the block's offset and size in words, what it is, and for a
- * copied block, the offset of its copy from the start of the heap. */
-static uint64_t dump_at;
-static bool tracing;                   /* LC_GC_TRACE=1: a line per minor collection */
-
-static void dump_nursery(const char *stage)
-{
-    char line[128];
-    for (size_t k = 0; k < nursery_chunks; k++)
-        for (uint64_t *p = nursery[k], n; p < nursery[k] + CHUNK_WORDS; p += n) {
-            uint64_t h = *p;
-            n = block_words(h);
-            const char *what = h & FORWARDED_BIT ? "copied" : h & FREE_BIT ? "free" : h & OLD_BIT ? "old" : "young";
-            int length = snprintf(line, sizeof line, "%s %zu %llu %llu %s %lld\n", stage, k,
-                                  (unsigned long long)(p - nursery[k]), (unsigned long long)n, what,
-                                  h & FORWARDED_BIT ? (long long)(as_ptr((int64_t)(h & ~FORWARDED_BIT)) - heap_start) : -1ll);
-            write_all(2, line, (size_t)length);
-        }
-}
-
-/* And at the end of the nth collection (after its major collection, if
- * one follows), the whole heap: a line "collection", the numbers of minor
- * and major collections so far, then a line per stretch of the heap from
- * its start, "heap", the stretch's offset and size in words, and what it
- * holds: old blocks, free space, the rest of the region being filled, a
- * nursery chunk, or the fresh memory up to the limit. */
-static void dump_span(const uint64_t *from, const uint64_t *to, const char *kind)
-{
-    char line[96];
-    int length = snprintf(line, sizeof line, "heap %llu %llu %s\n", (unsigned long long)(from - heap_start),
-                          (unsigned long long)(to - from), kind);
-    write_all(2, line, (size_t)length);
-}
-
-static void dump_heap(void)
-{
-    static const char *const kinds[] = {"blocks", "free", "region", "nursery"};
-    char line[64];
-    int length = snprintf(line, sizeof line, "collection %llu %llu\n", (unsigned long long)minor_count,
-                          (unsigned long long)major_count);
-    write_all(2, line, (size_t)length);
-    int kind = -1;
-    uint64_t *from = heap_start;
-    for (uint64_t *p = heap_start, n; p < heap_end; p += n) {
-        int k;
-        if (nursery_map[(uint64_t)(p - heap_start) >> (CHUNK_SHIFT - 3)]) k = 3, n = CHUNK_WORDS;
-        else if (p == promo.hp && promo.hl > promo.hp) k = 2, n = (uint64_t)(promo.hl - promo.hp);
-        else n = block_words(*p), k = *p & FREE_BIT ? 1 : 0;
-        if (k != kind || k == 3) {               /* a new stretch; each chunk one of its own */
-            if (kind >= 0) dump_span(from, p, kinds[kind]);
-            kind = k, from = p;
-        }
-    }
-    if (kind >= 0) dump_span(from, heap_end, kinds[kind]);
-    dump_span(heap_end, heap_limit_end, "fresh");
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
+#  * start of the nth minor collection, after its tracing, and at its end:
+#  * the data of the pictures in chapter 10b.  A line per block: the stage,
+#  * the chunk, the block's offset and size in words, what it is, and for a
+#  * copied block, the offset of its copy from the start of the heap. */
+# static uint64_t dump_at;
+# static bool tracing;                   /* LC_GC_TRACE=1: a line per minor collection */
+#
+# static void dump_nursery(const char *stage)
+# {
+#     char line[128];
+#     for (size_t k = 0; k < nursery_chunks; k++)
+#         for (uint64_t *p = nursery[k], n; p < nursery[k] + CHUNK_WORDS; p += n) {
+#             uint64_t h = *p;
+#             n = block_words(h);
+#             const char *what = h & FORWARDED_BIT ? "copied" : h & FREE_BIT ? "free" : h & OLD_BIT ? "old" : "young";
+#             int length = snprintf(line, sizeof line, "%s %zu %llu %llu %s %lld\n", stage, k,
+#                                   (unsigned long long)(p - nursery[k]), (unsigned long long)n, what,
+#                                   h & FORWARDED_BIT ? (long long)(as_ptr((int64_t)(h & ~FORWARDED_BIT)) - heap_start) : -1ll);
+#             write_all(2, line, (size_t)length);
+#         }
+# }
+#
+# /* And at the end of the nth collection (after its major collection, if
+#  * one follows), the whole heap: a line "collection", the numbers of minor
+#  * and major collections so far, then a line per stretch of the heap from
+#  * its start, "heap", the stretch's offset and size in words, and what it
+#  * holds: old blocks, free space, the rest of the region being filled, a
+#  * nursery chunk, or the fresh memory up to the limit. */
+# static void dump_span(const uint64_t *from, const uint64_t *to, const char *kind)
+# {
+#     char line[96];
+#     int length = snprintf(line, sizeof line, "heap %llu %llu %s\n", (unsigned long long)(from - heap_start),
+#                           (unsigned long long)(to - from), kind);
+#     write_all(2, line, (size_t)length);
+# }
+#
+# static void dump_heap(void)
+# {
+#     static const char *const kinds[] = {"blocks", "free", "region", "nursery"};
+#     char line[64];
+#     int length = snprintf(line, sizeof line, "collection %llu %llu\n", (unsigned long long)minor_count,
+#                           (unsigned long long)major_count);
+#     write_all(2, line, (size_t)length);
+#     int kind = -1;
+#     uint64_t *from = heap_start;
+#     for (uint64_t *p = heap_start, n; p < heap_end; p += n) {
+#         int k;
+#         if (nursery_map[(uint64_t)(p - heap_start) >> (CHUNK_SHIFT - 3)]) k = 3, n = CHUNK_WORDS;
+#         else if (p == promo.hp && promo.hl > promo.hp) k = 2, n = (uint64_t)(promo.hl - promo.hp);
+#         else n = block_words(*p), k = *p & FREE_BIT ? 1 : 0;
+#         if (k != kind || k == 3) {               /* a new stretch; each chunk one of its own */
+#             if (kind >= 0) dump_span(from, p, kinds[kind]);
+#             kind = k, from = p;
+#         }
+#     }
+#     if (kind >= 0) dump_span(from, heap_end, kinds[kind]);
+#     dump_span(heap_end, heap_limit_end, "fresh");
+# }
 
 # %% [markdown]
 # The minor collection itself: pin from the globals, the stack and the
@@ -2140,56 +2112,55 @@ static void dump_heap(void)
 # copied, or a block that a word of the stack points into could be moved,
 # and that word left pointing at the block's old place.
 
-# %%
-# %%c runtime/gc.c
-static __attribute__((noinline)) void minor_collection(void)
-{
-    double t0 = now_seconds();
-    uint64_t promoted_before = promoted_bytes;
-    bool dump = minor_count + 1 == dump_at;
-    if (dump) dump_nursery("start");
-    /* Spill the callee-saved registers into this frame, where the stack
-     * scan sees them: L code may keep a pointer only in a register.
-     * (setjmp would not do: glibc scrambles the saved rbp, which LLVM may
-     * use as an ordinary register.) */
-    __builtin_unwind_init();
-    for (int64_t i = 0; i < n_global_roots; i++) pin((uint64_t)global_roots[i]);
-    uint64_t stack_words = scan_thread_stack(true);
-    stack_scanned += stack_words;
-    for (size_t i = 0; i < remembered.len; i++) {
-        uint64_t *block = remembered.items[i];
-        if (*block & CONSERVATIVE_BIT)
-            for (uint64_t f = 1; f <= (*block & FIELDS_MASK); f++) pin(block[f]);
-    }
-    for (size_t i = 0; i < remembered.len; i++) {
-        forward_fields(remembered.items[i]);
-        *remembered.items[i] &= ~REMEMBERED_BIT;
-    }
-    survived_words = 0;
-    for (size_t i = 0; i < pinned.len; i++) {
-        forward_fields(pinned.items[i]);
-        survived_words += block_words(*pinned.items[i]);
-    }
-    old_bytes += 8 * survived_words;
-    while (to_scan.len > 0) forward_fields(to_scan.items[--to_scan.len]);
-    survived_words += (promoted_bytes - promoted_before) / 8;
-    if (dump) dump_nursery("traced");
-    pinned_count += pinned.len;
-    remembered.len = pinned.len = 0;
-    sweep_nursery();
-    uint64_t chunks_before = nursery_chunks;
-    resize_nursery(stack_words);
-    if (tracing) {                         /* the nursery's size, before and after, and what survived */
-        char line[96];
-        int length = snprintf(line, sizeof line, "gc: minor %llu: nursery %llu KB, survived %llu KB, next %llu KB\n",
-                              (unsigned long long)minor_count + 1, (unsigned long long)chunks_before * CHUNK_WORDS / 128,
-                              (unsigned long long)survived_words / 128, (unsigned long long)nursery_chunks * CHUNK_WORDS / 128);
-        write_all(2, line, (size_t)length);
-    }
-    if (dump) dump_nursery("swept");
-    minor_count++;
-    minor_seconds += now_seconds() - t0;
-}
+# %% magic_args="runtime/gc.c" language="c"
+# static __attribute__((noinline)) void minor_collection(void)
+# {
+#     double t0 = now_seconds();
+#     uint64_t promoted_before = promoted_bytes;
+#     bool dump = minor_count + 1 == dump_at;
+#     if (dump) dump_nursery("start");
+#     /* Spill the callee-saved registers into this frame, where the stack
+#      * scan sees them: L code may keep a pointer only in a register.
+#      * (setjmp would not do: glibc scrambles the saved rbp, which LLVM may
+#      * use as an ordinary register.) */
+#     __builtin_unwind_init();
+#     for (int64_t i = 0; i < n_global_roots; i++) pin((uint64_t)global_roots[i]);
+#     uint64_t stack_words = scan_thread_stack(true);
+#     stack_scanned += stack_words;
+#     for (size_t i = 0; i < remembered.len; i++) {
+#         uint64_t *block = remembered.items[i];
+#         if (*block & CONSERVATIVE_BIT)
+#             for (uint64_t f = 1; f <= (*block & FIELDS_MASK); f++) pin(block[f]);
+#     }
+#     for (size_t i = 0; i < remembered.len; i++) {
+#         forward_fields(remembered.items[i]);
+#         *remembered.items[i] &= ~REMEMBERED_BIT;
+#     }
+#     survived_words = 0;
+#     for (size_t i = 0; i < pinned.len; i++) {
+#         forward_fields(pinned.items[i]);
+#         survived_words += block_words(*pinned.items[i]);
+#     }
+#     old_bytes += 8 * survived_words;
+#     while (to_scan.len > 0) forward_fields(to_scan.items[--to_scan.len]);
+#     survived_words += (promoted_bytes - promoted_before) / 8;
+#     if (dump) dump_nursery("traced");
+#     pinned_count += pinned.len;
+#     remembered.len = pinned.len = 0;
+#     sweep_nursery();
+#     uint64_t chunks_before = nursery_chunks;
+#     resize_nursery(stack_words);
+#     if (tracing) {                         /* the nursery's size, before and after, and what survived */
+#         char line[96];
+#         int length = snprintf(line, sizeof line, "gc: minor %llu: nursery %llu KB, survived %llu KB, next %llu KB\n",
+#                               (unsigned long long)minor_count + 1, (unsigned long long)chunks_before * CHUNK_WORDS / 128,
+#                               (unsigned long long)survived_words / 128, (unsigned long long)nursery_chunks * CHUNK_WORDS / 128);
+#         write_all(2, line, (size_t)length);
+#     }
+#     if (dump) dump_nursery("swept");
+#     minor_count++;
+#     minor_seconds += now_seconds() - t0;
+# }
 
 # %% [markdown]
 # A major collection marks from the roots with an explicit stack, and reads
@@ -2203,44 +2174,43 @@ static __attribute__((noinline)) void minor_collection(void)
 # without a layout (`CONSERVATIVE`) has all its fields treated as words of
 # the stack.
 
-# %%
-# %%c runtime/gc.c
-/* -- Major collections ---------------------------------------------- */
-
-/* Mark the block v points into, and push it to have its fields scanned.
- * We do not read its header here: that read is likely to miss the cache,
- * and drain_mark_stack overlaps such misses.  So a stray word that points
- * into free space marks the filler too; scan_block and sweep ignore it. */
-static inline void mark_block(uint64_t *block)
-{
-    uint64_t i = (uint64_t)(block - heap_start), bit = 1ull << (i % 64);
-    if (mark_bits[i / 64] & bit) return;
-    mark_bits[i / 64] |= bit;
-    push(&to_scan, block);
-}
-
-static void mark_value(uint64_t v)
-{
-    uint64_t *block = find_block(v);
-    if (block != NULL) mark_block(block);
-}
-
-/* A field that the layout says may be a pointer holds an L value: the
- * start of a block, if it is in the heap at all.  No search. */
-static inline void mark_field(uint64_t v)
-{
-    if (v - (uintptr_t)heap_start < (uintptr_t)heap_end - (uintptr_t)heap_start) mark_block(as_ptr((int64_t)v));
-}
-
-static void scan_block(const uint64_t *block)
-{
-    uint64_t header = *block;
-    if (header & FREE_BIT) return;
-    if (header & CONSERVATIVE_BIT)
-        for (uint64_t f = 1; f <= (header & FIELDS_MASK); f++) mark_value(block[f]);
-    else
-        for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* -- Major collections ---------------------------------------------- */
+#
+# /* Mark the block v points into, and push it to have its fields scanned.
+#  * We do not read its header here: that read is likely to miss the cache,
+#  * and drain_mark_stack overlaps such misses.  So a stray word that points
+#  * into free space marks the filler too; scan_block and sweep ignore it. */
+# static inline void mark_block(uint64_t *block)
+# {
+#     uint64_t i = (uint64_t)(block - heap_start), bit = 1ull << (i % 64);
+#     if (mark_bits[i / 64] & bit) return;
+#     mark_bits[i / 64] |= bit;
+#     push(&to_scan, block);
+# }
+#
+# static void mark_value(uint64_t v)
+# {
+#     uint64_t *block = find_block(v);
+#     if (block != NULL) mark_block(block);
+# }
+#
+# /* A field that the layout says may be a pointer holds an L value: the
+#  * start of a block, if it is in the heap at all.  No search. */
+# static inline void mark_field(uint64_t v)
+# {
+#     if (v - (uintptr_t)heap_start < (uintptr_t)heap_end - (uintptr_t)heap_start) mark_block(as_ptr((int64_t)v));
+# }
+#
+# static void scan_block(const uint64_t *block)
+# {
+#     uint64_t header = *block;
+#     if (header & FREE_BIT) return;
+#     if (header & CONSERVATIVE_BIT)
+#         for (uint64_t f = 1; f <= (header & FIELDS_MASK); f++) mark_value(block[f]);
+#     else
+#         for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
+# }
 
 # %% [markdown]
 # `drain_mark_stack` scans the pushed blocks with a small prefetch queue.
@@ -2252,31 +2222,30 @@ static void scan_block(const uint64_t *block)
 # of the one being scanned lets up to eight of these waits overlap, instead
 # of taking them one after the other.
 
-# %%
-# %%c runtime/gc.c
-/* Scan pushed blocks until none is left.  A block popped off the stack is
- * prefetched and waits in a small queue while the blocks before it are
- * scanned, so that its header is in the cache when its turn comes; this
- * makes marking nearly twice as fast as waiting for one miss at a time. */
-#define PREFETCH_QUEUE 8
-
-static void drain_mark_stack(void)
-{
-    uint64_t *queue[PREFETCH_QUEUE];
-    unsigned first = 0, count = 0;
-    for (;;) {
-        if (to_scan.len > 0 && count < PREFETCH_QUEUE) {
-            uint64_t *block = to_scan.items[--to_scan.len];
-            __builtin_prefetch(block);
-            queue[(first + count++) % PREFETCH_QUEUE] = block;
-        } else if (count > 0) {
-            scan_block(queue[first]);
-            first = (first + 1) % PREFETCH_QUEUE, count--;
-        } else {
-            return;
-        }
-    }
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* Scan pushed blocks until none is left.  A block popped off the stack is
+#  * prefetched and waits in a small queue while the blocks before it are
+#  * scanned, so that its header is in the cache when its turn comes; this
+#  * makes marking nearly twice as fast as waiting for one miss at a time. */
+# #define PREFETCH_QUEUE 8
+#
+# static void drain_mark_stack(void)
+# {
+#     uint64_t *queue[PREFETCH_QUEUE];
+#     unsigned first = 0, count = 0;
+#     for (;;) {
+#         if (to_scan.len > 0 && count < PREFETCH_QUEUE) {
+#             uint64_t *block = to_scan.items[--to_scan.len];
+#             __builtin_prefetch(block);
+#             queue[(first + count++) % PREFETCH_QUEUE] = block;
+#         } else if (count > 0) {
+#             scan_block(queue[first]);
+#             first = (first + 1) % PREFETCH_QUEUE, count--;
+#         } else {
+#             return;
+#         }
+#     }
+# }
 
 # %% [markdown]
 # The sweep turns the space between live blocks into gaps, walking the mark
@@ -2287,40 +2256,39 @@ static void drain_mark_stack(void)
 # of a single word has no room for a link, and stays a filler only, until a
 # later sweep merges it into a larger one.
 
-# %%
-# %%c runtime/gc.c
-/* Append a gap to its free list; the sweep finds gaps in address order. */
-static uint64_t *small_tail, *big_tail;
-
-static void add_gap(uint64_t *gap, uint64_t words)
-{
-    make_free(gap, words);
-    if (words < 2) return;                 /* no room for a link: filler only */
-    gap[1] = 0;
-    bool big = words >= LARGE_WORDS;
-    uint64_t **tail = big ? &big_tail : &small_tail;
-    if (*tail) (*tail)[1] = (uint64_t)as_int(gap); else *(big ? &big_gaps : &small_gaps) = gap;
-    *tail = gap;
-}
-
-/* The free runs of a chunk that leaves the nursery, for the old generation. */
-static void add_free_to_lists(uint64_t *chunk)
-{
-    for (uint64_t *p = chunk, n; p < chunk + CHUNK_WORDS; p += n) {
-        n = block_words(*p);
-        if ((*p & FREE_BIT) && n >= 2) {
-            uint64_t **list = n >= LARGE_WORDS ? &big_gaps : &small_gaps;
-            p[1] = (uint64_t)as_int(*list);
-            *list = p;
-        }
-    }
-}
-
-static bool is_marked(const uint64_t *p)
-{
-    uint64_t i = (uint64_t)(p - heap_start);
-    return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* Append a gap to its free list; the sweep finds gaps in address order. */
+# static uint64_t *small_tail, *big_tail;
+#
+# static void add_gap(uint64_t *gap, uint64_t words)
+# {
+#     make_free(gap, words);
+#     if (words < 2) return;                 /* no room for a link: filler only */
+#     gap[1] = 0;
+#     bool big = words >= LARGE_WORDS;
+#     uint64_t **tail = big ? &big_tail : &small_tail;
+#     if (*tail) (*tail)[1] = (uint64_t)as_int(gap); else *(big ? &big_gaps : &small_gaps) = gap;
+#     *tail = gap;
+# }
+#
+# /* The free runs of a chunk that leaves the nursery, for the old generation. */
+# static void add_free_to_lists(uint64_t *chunk)
+# {
+#     for (uint64_t *p = chunk, n; p < chunk + CHUNK_WORDS; p += n) {
+#         n = block_words(*p);
+#         if ((*p & FREE_BIT) && n >= 2) {
+#             uint64_t **list = n >= LARGE_WORDS ? &big_gaps : &small_gaps;
+#             p[1] = (uint64_t)as_int(*list);
+#             *list = p;
+#         }
+#     }
+# }
+#
+# static bool is_marked(const uint64_t *p)
+# {
+#     uint64_t i = (uint64_t)(p - heap_start);
+#     return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
+# }
 
 # %% [markdown]
 # `sweep` walks the mark bits of the whole heap.
@@ -2332,44 +2300,43 @@ static bool is_marked(const uint64_t *p)
 # `sweep_chunk`, as in a minor collection. Free space at the very end of
 # the heap is not made a gap: `heap_end` moves back down instead.
 
-# %%
-# %%c runtime/gc.c
-/* The space between the end of one live block and the start of the next
- * becomes one gap, whatever dead blocks and old gaps it held; free space
- * at the very end goes back to heap_end instead.  Walking the mark bits,
- * not the heap, the sweep never touches a dead block: its cost is the
- * live blocks plus a bitmap word per 64 heap words.  It also resets the
- * recorded starts to the live blocks and the new gaps.  A nursery chunk
- * is swept as in a minor collection, its marked blocks kept, and gives
- * no gap.  Returns the number of live words. */
-static uint64_t sweep(void)
-{
-    uint64_t n = (uint64_t)(heap_end - heap_start), live = 0, free_from = 0;
-    small_gaps = big_gaps = small_tail = big_tail = NULL;
-    for (uint64_t w = 0; w < (n + 63) / 64; w++) {
-        uint64_t first = w * 64;
-        if (first % CHUNK_WORDS == 0 && nursery_map[first / CHUNK_WORDS]) {
-            if (first > free_from) add_gap(heap_start + free_from, first - free_from);
-            live += sweep_chunk(nursery_map[first / CHUNK_WORDS] - 1u, true);
-            free_from = first + CHUNK_WORDS;
-            w += CHUNK_WORDS / 64 - 1;
-            continue;
-        }
-        start_bits[w] = mark_bits[w];
-        for (uint64_t bits = mark_bits[w]; bits != 0; bits &= bits - 1) {
-            uint64_t i = first + (uint64_t)__builtin_ctzll(bits), header = heap_start[i];
-            if (header & FREE_BIT) {           /* a filler, marked by a stray word */
-                start_bits[w] &= ~(1ull << (i % 64));
-                continue;
-            }
-            if (i > free_from) add_gap(heap_start + free_from, i - free_from);
-            live += block_words(header);
-            free_from = i + block_words(header);
-        }
-    }
-    heap_end = heap_start + free_from;
-    return live;
-}
+# %% magic_args="runtime/gc.c" language="c"
+# /* The space between the end of one live block and the start of the next
+#  * becomes one gap, whatever dead blocks and old gaps it held; free space
+#  * at the very end goes back to heap_end instead.  Walking the mark bits,
+#  * not the heap, the sweep never touches a dead block: its cost is the
+#  * live blocks plus a bitmap word per 64 heap words.  It also resets the
+#  * recorded starts to the live blocks and the new gaps.  A nursery chunk
+#  * is swept as in a minor collection, its marked blocks kept, and gives
+#  * no gap.  Returns the number of live words. */
+# static uint64_t sweep(void)
+# {
+#     uint64_t n = (uint64_t)(heap_end - heap_start), live = 0, free_from = 0;
+#     small_gaps = big_gaps = small_tail = big_tail = NULL;
+#     for (uint64_t w = 0; w < (n + 63) / 64; w++) {
+#         uint64_t first = w * 64;
+#         if (first % CHUNK_WORDS == 0 && nursery_map[first / CHUNK_WORDS]) {
+#             if (first > free_from) add_gap(heap_start + free_from, first - free_from);
+#             live += sweep_chunk(nursery_map[first / CHUNK_WORDS] - 1u, true);
+#             free_from = first + CHUNK_WORDS;
+#             w += CHUNK_WORDS / 64 - 1;
+#             continue;
+#         }
+#         start_bits[w] = mark_bits[w];
+#         for (uint64_t bits = mark_bits[w]; bits != 0; bits &= bits - 1) {
+#             uint64_t i = first + (uint64_t)__builtin_ctzll(bits), header = heap_start[i];
+#             if (header & FREE_BIT) {           /* a filler, marked by a stray word */
+#                 start_bits[w] &= ~(1ull << (i % 64));
+#                 continue;
+#             }
+#             if (i > free_from) add_gap(heap_start + free_from, i - free_from);
+#             live += block_words(header);
+#             free_from = i + block_words(header);
+#         }
+#     }
+#     heap_end = heap_start + free_from;
+#     return live;
+# }
 
 # %% [markdown]
 # `major_collection` marks and sweeps, then sets the size the old
@@ -2392,45 +2359,44 @@ static uint64_t sweep(void)
 #
 # </div>
 
-# %%
-# %%c runtime/gc.c
-static __attribute__((noinline)) void major_collection(void)
-{
-    double t0 = now_seconds();
-    __builtin_unwind_init();               /* as in minor_collection */
-    close_region();                        /* now the whole heap is parseable */
-    memset(mark_bits, 0, (size_t)(heap_end - heap_start + 63) / 64 * 8);
-    note_block_start(heap_start);          /* a start below every address */
-    for (int64_t i = 0; i < n_global_roots; i++) mark_value((uint64_t)global_roots[i]);
-    uint64_t stack_words = scan_thread_stack(false);
-    drain_mark_stack();
-    /* A collection takes time in proportion to the live data and stack it
-     * traces.  Letting the old generation grow to 2 * live + stack words
-     * before the next one leaves live + stack words to promote meanwhile,
-     * so each collection is paid for by at least that much. */
-    uint64_t live = sweep(), limit = (uint64_t)(heap_limit_end - heap_start);
-    /* Near the limit, each collection would free less than the one before:
-     * rather than thrash, give up once live data fill 15/16 of the limit. */
-    if (live > limit - limit / 16) out_of_memory();
-    old_bytes = live * 8;
-    old_threshold = (2 * live + stack_words) * 8;
-    if (old_threshold < MIN_OLD_BYTES) old_threshold = MIN_OLD_BYTES;
-    rent = 0, major_cost = live + (uint64_t)(heap_end - heap_start) / 8;
-    if (major_cost < MIN_MAJOR_COST) major_cost = MIN_MAJOR_COST;
-    major_count++;
-    major_seconds += now_seconds() - t0;
-}
-
-/* A minor collection, then a major one if it is due (or full). */
-void collect(bool full)
-{
-    close_run();                           /* now the nursery is parseable */
-    minor_collection();
-    rent += kept_blocks;
-    if (full || old_bytes > old_threshold || rent > major_cost || (gc_stress && minor_count % gc_stress == 0))
-        major_collection();
-    if (minor_count == dump_at) dump_heap();
-}
+# %% magic_args="runtime/gc.c" language="c"
+# static __attribute__((noinline)) void major_collection(void)
+# {
+#     double t0 = now_seconds();
+#     __builtin_unwind_init();               /* as in minor_collection */
+#     close_region();                        /* now the whole heap is parseable */
+#     memset(mark_bits, 0, (size_t)(heap_end - heap_start + 63) / 64 * 8);
+#     note_block_start(heap_start);          /* a start below every address */
+#     for (int64_t i = 0; i < n_global_roots; i++) mark_value((uint64_t)global_roots[i]);
+#     uint64_t stack_words = scan_thread_stack(false);
+#     drain_mark_stack();
+#     /* A collection takes time in proportion to the live data and stack it
+#      * traces.  Letting the old generation grow to 2 * live + stack words
+#      * before the next one leaves live + stack words to promote meanwhile,
+#      * so each collection is paid for by at least that much. */
+#     uint64_t live = sweep(), limit = (uint64_t)(heap_limit_end - heap_start);
+#     /* Near the limit, each collection would free less than the one before:
+#      * rather than thrash, give up once live data fill 15/16 of the limit. */
+#     if (live > limit - limit / 16) out_of_memory();
+#     old_bytes = live * 8;
+#     old_threshold = (2 * live + stack_words) * 8;
+#     if (old_threshold < MIN_OLD_BYTES) old_threshold = MIN_OLD_BYTES;
+#     rent = 0, major_cost = live + (uint64_t)(heap_end - heap_start) / 8;
+#     if (major_cost < MIN_MAJOR_COST) major_cost = MIN_MAJOR_COST;
+#     major_count++;
+#     major_seconds += now_seconds() - t0;
+# }
+#
+# /* A minor collection, then a major one if it is due (or full). */
+# void collect(bool full)
+# {
+#     close_run();                           /* now the nursery is parseable */
+#     minor_collection();
+#     rent += kept_blocks;
+#     if (full || old_bytes > old_threshold || rent > major_cost || (gc_stress && minor_count % gc_stress == 0))
+#         major_collection();
+#     if (minor_count == dump_at) dump_heap();
+# }
 
 # %% [markdown]
 # ## Stack overflow
@@ -2479,70 +2445,68 @@ void collect(bool full)
 # functions for `lc_run`, which hands over the messages and tables that
 # the compiler made, then runs the program.
 
-# %%
-# %%c runtime/runtime.h
+# %% magic_args="runtime/runtime.h" language="c"
+#
+# /* ==== stack.c: stack overflow detection ============================== */
+# #define GUARD_BYTES      (1ull << 20)   /* below the stack, without access */
+# #define ALT_STACK_BYTES  (64 * 1024)    /* the signal handler's own stack */
+# void call_sites_init(const char *stack_overflow_message, const char *const *call_site_messages,
+#                      int64_t ncall_sites, uint64_t *call_site_tables);
+# void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes);
+# int64_t site_at(uint64_t a, bool returning);      /* the call site of an address, or -1 */
+# int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites);   /* backtrace.c */
+# void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls above from */
 
-/* ==== stack.c: stack overflow detection ============================== */
-#define GUARD_BYTES      (1ull << 20)   /* below the stack, without access */
-#define ALT_STACK_BYTES  (64 * 1024)    /* the signal handler's own stack */
-void call_sites_init(const char *stack_overflow_message, const char *const *call_site_messages,
-                     int64_t ncall_sites, uint64_t *call_site_tables);
-void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes);
-int64_t site_at(uint64_t a, bool returning);      /* the call site of an address, or -1 */
-int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites);   /* backtrace.c */
-void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls above from */
-
-# %%
-# %%c runtime/stack.c
-/* stack.c -- stack overflow detection.
- *
- * L code runs on a thread whose stack we map ourselves, with a 1 MB
- * guard zone without access below it.  Too deep a recursion runs into the
- * guard zone and gets a SIGSEGV there.  The handler runs on an alternate
- * signal stack (the normal one is exhausted), sees that the faulting
- * address is in the guard zone, and reports a stack overflow like any
- * runtime error.  Any other fault is a bug in the compiler or here.
- */
-#include "runtime.h"
-
-#include <pthread.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <ucontext.h>
-#include <unistd.h>
-
-uintptr_t stack_top;                       /* top of the L thread's stack */
-static char *stack_map;                    /* the guard zone, then the stack */
-static _Alignas(16) char alt_stack[ALT_STACK_BYTES];
-static int64_t (*l_program)(void);
-static const char *stack_overflow_text;    /* where no call site is found */
-
-/* Where: the compiler put a label on each side of every call that is not
- * a tail call, and the labels in a table, one per part of the program:
- *     word 0: the end of the entries, word 1: the next part's table or 0,
- *     then one entry of three words per call: before, after, call site.
- * Between the two labels lies one call instruction and nothing else that
- * calls, so a return address in (before, after] is that call's, and a
- * fault at an address in [before, after) happened while making it.  The
- * handler looks at the faulting instruction, then up the stack from the
- * faulting stack pointer, for the innermost call that is under way: the
- * last call made, where the reference interpreter reports the overflow.
- * lc_run receives the first part's table and one rendered message per
- * call site; it sorts each part's entries, so that the handler can
- * search them by halves. */
-static const char *const *call_site_texts;
-static int64_t n_call_sites;
-static uint64_t *site_tables;
-
-struct site { uint64_t before, after, number; };
-
-static int by_address(const void *a, const void *b)
-{
-    const struct site *x = a, *y = b;
-    return x->before < y->before ? -1 : x->before > y->before;
-}
+# %% magic_args="runtime/stack.c" language="c"
+# /* stack.c -- stack overflow detection.
+#  *
+#  * L code runs on a thread whose stack we map ourselves, with a 1 MB
+#  * guard zone without access below it.  Too deep a recursion runs into the
+#  * guard zone and gets a SIGSEGV there.  The handler runs on an alternate
+#  * signal stack (the normal one is exhausted), sees that the faulting
+#  * address is in the guard zone, and reports a stack overflow like any
+#  * runtime error.  Any other fault is a bug in the compiler or here.
+#  */
+# #include "runtime.h"
+#
+# #include <pthread.h>
+# #include <signal.h>
+# #include <stdlib.h>
+# #include <string.h>
+# #include <sys/mman.h>
+# #include <ucontext.h>
+# #include <unistd.h>
+#
+# uintptr_t stack_top;                       /* top of the L thread's stack */
+# static char *stack_map;                    /* the guard zone, then the stack */
+# static _Alignas(16) char alt_stack[ALT_STACK_BYTES];
+# static int64_t (*l_program)(void);
+# static const char *stack_overflow_text;    /* where no call site is found */
+#
+# /* Where: the compiler put a label on each side of every call that is not
+#  * a tail call, and the labels in a table, one per part of the program:
+#  *     word 0: the end of the entries, word 1: the next part's table or 0,
+#  *     then one entry of three words per call: before, after, call site.
+#  * Between the two labels lies one call instruction and nothing else that
+#  * calls, so a return address in (before, after] is that call's, and a
+#  * fault at an address in [before, after) happened while making it.  The
+#  * handler looks at the faulting instruction, then up the stack from the
+#  * faulting stack pointer, for the innermost call that is under way: the
+#  * last call made, where the reference interpreter reports the overflow.
+#  * lc_run receives the first part's table and one rendered message per
+#  * call site; it sorts each part's entries, so that the handler can
+#  * search them by halves. */
+# static const char *const *call_site_texts;
+# static int64_t n_call_sites;
+# static uint64_t *site_tables;
+#
+# struct site { uint64_t before, after, number; };
+#
+# static int by_address(const void *a, const void *b)
+# {
+#     const struct site *x = a, *y = b;
+#     return x->before < y->before ? -1 : x->before > y->before;
+# }
 
 # %% [markdown]
 # The tables of call sites: a part's entries, sorted once by address when
@@ -2555,35 +2519,34 @@ static int by_address(const void *a, const void *b)
 # they are emitted in the order of the code, so the usual cost is one pass
 # over the table.
 
-# %%
-# %%c runtime/stack.c
-/* The entries of a part's table: none in the empty table that a module
- * has until call_site_table gives it its own. */
-static size_t site_entries(uint64_t *table, struct site **first)
-{
-    *first = (struct site *)(table + 2);
-    uint64_t end = table[0], start = (uint64_t)as_int(table + 2);
-    return end > start ? (size_t)(end - start) / sizeof **first : 0;
-}
-
-static void sort_site_tables(void)
-{
-    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
-        struct site *first;
-        size_t n = site_entries(t, &first);
-        for (size_t i = 1; i < n; i++)
-            if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
-    }
-}
-
-void call_sites_init(const char *stack_overflow_message, const char *const *call_site_messages,
-                     int64_t ncall_sites, uint64_t *call_site_tables)
-{
-    stack_overflow_text = stack_overflow_message;
-    call_site_texts = call_site_messages, site_tables = call_site_tables;
-    n_call_sites = backtrace_init(call_site_messages, ncall_sites);     /* < 0: with names (-g) */
-    sort_site_tables();
-}
+# %% magic_args="runtime/stack.c" language="c"
+# /* The entries of a part's table: none in the empty table that a module
+#  * has until call_site_table gives it its own. */
+# static size_t site_entries(uint64_t *table, struct site **first)
+# {
+#     *first = (struct site *)(table + 2);
+#     uint64_t end = table[0], start = (uint64_t)as_int(table + 2);
+#     return end > start ? (size_t)(end - start) / sizeof **first : 0;
+# }
+#
+# static void sort_site_tables(void)
+# {
+#     for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+#         struct site *first;
+#         size_t n = site_entries(t, &first);
+#         for (size_t i = 1; i < n; i++)
+#             if (first[i].before < first[i - 1].before) { qsort(first, n, sizeof *first, by_address); break; }
+#     }
+# }
+#
+# void call_sites_init(const char *stack_overflow_message, const char *const *call_site_messages,
+#                      int64_t ncall_sites, uint64_t *call_site_tables)
+# {
+#     stack_overflow_text = stack_overflow_message;
+#     call_site_texts = call_site_messages, site_tables = call_site_tables;
+#     n_call_sites = backtrace_init(call_site_messages, ncall_sites);     /* < 0: with names (-g) */
+#     sort_site_tables();
+# }
 
 # %% [markdown]
 # `site_at` searches the tables by halves for the call whose interval holds
@@ -2602,53 +2565,52 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
 # the case of a function that has just made its frame and faults on its
 # first store into it.
 
-# %%
-# %%c runtime/stack.c
-/* The call site whose call returns to address a (returning: a in
- * (before, after]) or is being made at address a (a in [before, after)). */
-int64_t site_at(uint64_t a, bool returning)
-{
-    for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
-        struct site *first;
-        size_t lo = 0, hi = site_entries(t, &first);  /* the first entry that starts after a */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (first[mid].before < a || (!returning && first[mid].before == a)) lo = mid + 1; else hi = mid;
-        }
-        /* Copies of one call site made by LLVM may share a label: look a few back. */
-        for (size_t i = lo; i > 0 && lo - i < 8; i--) {
-            struct site *s = &first[i - 1];
-            if (returning ? a <= s->after : a < s->after) return (int64_t)s->number;
-        }
-    }
-    return -1;
-}
-
-/* The call site under way at a fault: the faulting instruction's, else
- * that of the innermost return address on the stack that has one; *above:
- * where the calls that led to it start (for a backtrace). */
-static int64_t faulting_call_site(void *context, const uint64_t **above)
-{
-    uint64_t pc, sp;
-#if defined(__x86_64__)
-    pc = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
-    sp = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RSP];
-#elif defined(__aarch64__)
-    pc = ((ucontext_t *)context)->uc_mcontext.pc;
-    sp = ((ucontext_t *)context)->uc_mcontext.sp;
-#else
-    return -1;
-#endif
-    int64_t site = site_at(pc, false);
-    /* A function that made its frame (sp moved down) and then faulted at its
-     * first store has sp inside the guard zone: the scan starts above it. */
-    uint64_t start = sp & ~7ull, usable = (uint64_t)(uintptr_t)(stack_map + GUARD_BYTES);
-    uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable));
-    for (; site < 0 && (uintptr_t)p < stack_top; p++)
-        site = site_at(*p, true);
-    *above = p;
-    return site;
-}
+# %% magic_args="runtime/stack.c" language="c"
+# /* The call site whose call returns to address a (returning: a in
+#  * (before, after]) or is being made at address a (a in [before, after)). */
+# int64_t site_at(uint64_t a, bool returning)
+# {
+#     for (uint64_t *t = site_tables; t != NULL; t = as_ptr((int64_t)t[1])) {
+#         struct site *first;
+#         size_t lo = 0, hi = site_entries(t, &first);  /* the first entry that starts after a */
+#         while (lo < hi) {
+#             size_t mid = (lo + hi) / 2;
+#             if (first[mid].before < a || (!returning && first[mid].before == a)) lo = mid + 1; else hi = mid;
+#         }
+#         /* Copies of one call site made by LLVM may share a label: look a few back. */
+#         for (size_t i = lo; i > 0 && lo - i < 8; i--) {
+#             struct site *s = &first[i - 1];
+#             if (returning ? a <= s->after : a < s->after) return (int64_t)s->number;
+#         }
+#     }
+#     return -1;
+# }
+#
+# /* The call site under way at a fault: the faulting instruction's, else
+#  * that of the innermost return address on the stack that has one; *above:
+#  * where the calls that led to it start (for a backtrace). */
+# static int64_t faulting_call_site(void *context, const uint64_t **above)
+# {
+#     uint64_t pc, sp;
+# #if defined(__x86_64__)
+#     pc = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+#     sp = (uint64_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RSP];
+# #elif defined(__aarch64__)
+#     pc = ((ucontext_t *)context)->uc_mcontext.pc;
+#     sp = ((ucontext_t *)context)->uc_mcontext.sp;
+# #else
+#     return -1;
+# #endif
+#     int64_t site = site_at(pc, false);
+#     /* A function that made its frame (sp moved down) and then faulted at its
+#      * first store has sp inside the guard zone: the scan starts above it. */
+#     uint64_t start = sp & ~7ull, usable = (uint64_t)(uintptr_t)(stack_map + GUARD_BYTES);
+#     uint64_t *p = as_ptr((int64_t)(start > usable ? start : usable));
+#     for (; site < 0 && (uintptr_t)p < stack_top; p++)
+#         site = site_at(*p, true);
+#     *above = p;
+#     return site;
+# }
 
 # %% [markdown]
 # The handler: a fault in the guard zone is a stack overflow, reported at
@@ -2663,44 +2625,43 @@ static int64_t faulting_call_site(void *context, const uint64_t **above)
 # what the program printed before the overflow, so that the output stops
 # where the program stopped.
 
-# %%
-# %%c runtime/stack.c
-static void on_fault(int sig, siginfo_t *info, void *context)
-{
-    char *addr = info->si_addr;
-    flush_output();
-    if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
-        const uint64_t *above;
-        int64_t site = faulting_call_site(context, &above);
-        write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
-        backtrace_from(above);          /* with LC_BACKTRACE=1 */
-        _exit(2);
-    }
-    write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
-    _exit(3);
-}
-
-/* The L thread.  An alternate signal stack belongs to one thread, so it
- * is set up here.  It starts with SIGINT and SIGTERM unblocked (see
- * run_on_big_stack), not by a call here: its frame's size decides how
- * deep the L program may recurse, and stays as it was. */
-static void *l_thread(void *unused)
-{
-    (void)unused;
-    stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
-    sigaltstack(&ss, NULL);
-    l_program();
-    flush_output();                     /* while a Ctrl-C still flushes first */
-    ss.ss_flags = SS_DISABLE;
-    sigaltstack(&ss, NULL);
-    return NULL;
-}
-
-static _Noreturn void internal_error(const char *what)
-{
-    write_str(2, what);
-    _exit(3);
-}
+# %% magic_args="runtime/stack.c" language="c"
+# static void on_fault(int sig, siginfo_t *info, void *context)
+# {
+#     char *addr = info->si_addr;
+#     flush_output();
+#     if (addr >= stack_map && addr < stack_map + GUARD_BYTES) {
+#         const uint64_t *above;
+#         int64_t site = faulting_call_site(context, &above);
+#         write_str(2, site >= 0 && site < n_call_sites ? call_site_texts[site] : stack_overflow_text);
+#         backtrace_from(above);          /* with LC_BACKTRACE=1 */
+#         _exit(2);
+#     }
+#     write_str(2, sig == SIGBUS ? "internal error: bus error\n" : "internal error: segmentation fault\n");
+#     _exit(3);
+# }
+#
+# /* The L thread.  An alternate signal stack belongs to one thread, so it
+#  * is set up here.  It starts with SIGINT and SIGTERM unblocked (see
+#  * run_on_big_stack), not by a call here: its frame's size decides how
+#  * deep the L program may recurse, and stays as it was. */
+# static void *l_thread(void *unused)
+# {
+#     (void)unused;
+#     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
+#     sigaltstack(&ss, NULL);
+#     l_program();
+#     flush_output();                     /* while a Ctrl-C still flushes first */
+#     ss.ss_flags = SS_DISABLE;
+#     sigaltstack(&ss, NULL);
+#     return NULL;
+# }
+#
+# static _Noreturn void internal_error(const char *what)
+# {
+#     write_str(2, what);
+#     _exit(3);
+# }
 
 # %% [markdown]
 # `run_on_big_stack` maps the stack with its guard zone, installs the
@@ -2720,50 +2681,49 @@ static _Noreturn void internal_error(const char *what)
 # after the thread ends: the process may be a Python kernel that runs more
 # than one program, and may have handlers of its own.
 
-# %%
-# %%c runtime/stack.c
-/* Run program on a fresh thread with a stack of stack_bytes. */
-void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
-{
-    l_program = program;
-    stack_map = mmap(NULL, GUARD_BYTES + stack_bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (stack_map == MAP_FAILED || mprotect(stack_map, GUARD_BYTES, PROT_NONE) != 0)
-        internal_error("internal error: cannot allocate the stack\n");
-    stack_top = (uintptr_t)(stack_map + GUARD_BYTES + stack_bytes);
-
-    struct sigaction sa, old_segv, old_bus;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &old_segv);
-    sigaction(SIGBUS, &sa, &old_bus);
-
-    sigset_t stops, old_mask;           /* SIGINT, SIGTERM: delivered to the L thread alone (print.c) */
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
-    catch_stop_signals();
-
-    pthread_attr_t attr;
-    pthread_t thread;
-    pthread_attr_init(&attr);
-    pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
-    sigset_t l_mask = old_mask;         /* the L thread's: the caller's, with the two unblocked */
-    sigdelset(&l_mask, SIGINT), sigdelset(&l_mask, SIGTERM);
-    pthread_attr_setsigmask_np(&attr, &l_mask);
-    if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
-        internal_error("internal error: cannot start the program thread\n");
-    pthread_join(thread, NULL);
-    pthread_attr_destroy(&attr);
-
-    release_stop_signals();             /* a signal that came meanwhile: the caller's handler */
-    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-    sigaction(SIGSEGV, &old_segv, NULL);
-    sigaction(SIGBUS, &old_bus, NULL);
-    munmap(stack_map, GUARD_BYTES + stack_bytes);
-}
+# %% magic_args="runtime/stack.c" language="c"
+# /* Run program on a fresh thread with a stack of stack_bytes. */
+# void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
+# {
+#     l_program = program;
+#     stack_map = mmap(NULL, GUARD_BYTES + stack_bytes, PROT_READ | PROT_WRITE,
+#                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+#     if (stack_map == MAP_FAILED || mprotect(stack_map, GUARD_BYTES, PROT_NONE) != 0)
+#         internal_error("internal error: cannot allocate the stack\n");
+#     stack_top = (uintptr_t)(stack_map + GUARD_BYTES + stack_bytes);
+#
+#     struct sigaction sa, old_segv, old_bus;
+#     memset(&sa, 0, sizeof sa);
+#     sa.sa_sigaction = on_fault;
+#     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+#     sigemptyset(&sa.sa_mask);
+#     sigaction(SIGSEGV, &sa, &old_segv);
+#     sigaction(SIGBUS, &sa, &old_bus);
+#
+#     sigset_t stops, old_mask;           /* SIGINT, SIGTERM: delivered to the L thread alone (print.c) */
+#     sigemptyset(&stops);
+#     sigaddset(&stops, SIGINT), sigaddset(&stops, SIGTERM);
+#     pthread_sigmask(SIG_BLOCK, &stops, &old_mask);
+#     catch_stop_signals();
+#
+#     pthread_attr_t attr;
+#     pthread_t thread;
+#     pthread_attr_init(&attr);
+#     pthread_attr_setstack(&attr, stack_map + GUARD_BYTES, stack_bytes);
+#     sigset_t l_mask = old_mask;         /* the L thread's: the caller's, with the two unblocked */
+#     sigdelset(&l_mask, SIGINT), sigdelset(&l_mask, SIGTERM);
+#     pthread_attr_setsigmask_np(&attr, &l_mask);
+#     if (pthread_create(&thread, &attr, l_thread, NULL) != 0)
+#         internal_error("internal error: cannot start the program thread\n");
+#     pthread_join(thread, NULL);
+#     pthread_attr_destroy(&attr);
+#
+#     release_stop_signals();             /* a signal that came meanwhile: the caller's handler */
+#     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+#     sigaction(SIGSEGV, &old_segv, NULL);
+#     sigaction(SIGBUS, &old_bus, NULL);
+#     munmap(stack_map, GUARD_BYTES + stack_bytes);
+# }
 
 # %% [markdown]
 # The L thread's memory, then: one mapping, the guard zone at its low end
@@ -2804,7 +2764,7 @@ stack_picture = MemoryPicture(stack_rows, {
         f"handler, on_fault, runs on a stack of its own, alt_stack, of "
         f"{size_text(SIZES['ALT_STACK_BYTES'])}, and reads the return addresses in the frames from the "
         f"faulting sp up, to find the call site under way.")
-stack_picture
+stack_picture  # noqa: B018  (the cell shows it)
 
 # %% [markdown]
 # When a recursion has used the whole stack, its next call pushes its
@@ -2837,85 +2797,83 @@ stack_picture
 # chosen). Chapter 4b's reference interpreter reads `LC_HEAP_LIMIT` the
 # same way, and a test compares the two readings.
 
-# %%
-# %%c runtime/runtime.h
+# %% magic_args="runtime/runtime.h" language="c"
+#
+# /* ==== main.c: starting the program =================================== */
+# uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
+# void check_settings(void);                                  /* exit 2 on one it cannot read */
+# uint64_t default_heap_limit(void);
 
-/* ==== main.c: starting the program =================================== */
-uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
-void check_settings(void);                                  /* exit 2 on one it cannot read */
-uint64_t default_heap_limit(void);
-
-# %%
-# %%c runtime/main.c
-/* main.c -- the entry point.
- *
- * lc_run may be called several times in one process (the JIT does so,
- * one call at a time), so it sets up all the state afresh each time and
- * releases the memory at the end.
- */
-#include "runtime.h"
-
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-/* A size from the environment: bytes, with an optional K, M or G. */
-uint64_t env_size(const char *name, uint64_t fallback)
-{
-    const char *s = getenv(name);
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9') return fallback;
-    uint64_t v = strtoull(s, &end, 10);
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    }
-    return *end == '\0' ? v : fallback;
-}
-
-/* The variables a user may set, each checked before the program starts:
- * one that is set but cannot be read is a mistake to report, not to
- * ignore (status 2, as a runtime error). */
-static const char *const SIZE_SETTINGS[] = {
-    "LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP"};
-
-static _Noreturn void bad_setting(const char *name, const char *value, const char *syntax)
-{
-    write_str(2, "error: the environment variable "), write_str(2, name);
-    write_str(2, " is '"), write_str(2, value), write_str(2, "', not "), write_str(2, syntax);
-    write_str(2, "\n");
-    _exit(2);
-}
-
-void check_settings(void)
-{
-    for (size_t i = 0; i < sizeof SIZE_SETTINGS / sizeof *SIZE_SETTINGS; i++) {
-        const char *value = getenv(SIZE_SETTINGS[i]);
-        if (value != NULL && *value != '\0' && env_size(SIZE_SETTINGS[i], 1) == 1 && env_size(SIZE_SETTINGS[i], 2) == 2)
-            bad_setting(SIZE_SETTINGS[i], value, "a size (bytes, or a number followed by K, M or G, as in 256M)");
-    }
-    const char *buffer = getenv("LC_BUFFER");
-    if (buffer != NULL && *buffer != '\0' && strcmp(buffer, "line") != 0 && strcmp(buffer, "block") != 0)
-        bad_setting("LC_BUFFER", buffer, "line or block");
-    static const char *const SWITCHES[] = {"LC_GC_STATS", "LC_GC_TRACE"};
-    for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
-        const char *value = getenv(SWITCHES[i]);
-        if (value != NULL && *value != '\0' && strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
-            bad_setting(SWITCHES[i], value, "0 or 1");
-    }
-}
-
-/* The default heap limit: DEFAULT_HEAP_LIMIT, or a quarter of the
- * machine's memory if that is less (but not under LEAST_HEAP_LIMIT).  A
- * program that allocates without end reaches it in seconds, in memory
- * that any machine can spare. */
-uint64_t default_heap_limit(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : DEFAULT_HEAP_LIMIT;
-    return quarter > DEFAULT_HEAP_LIMIT ? DEFAULT_HEAP_LIMIT : quarter < LEAST_HEAP_LIMIT ? LEAST_HEAP_LIMIT : quarter;
-}
+# %% magic_args="runtime/main.c" language="c"
+# /* main.c -- the entry point.
+#  *
+#  * lc_run may be called several times in one process (the JIT does so,
+#  * one call at a time), so it sets up all the state afresh each time and
+#  * releases the memory at the end.
+#  */
+# #include "runtime.h"
+#
+# #include <stdlib.h>
+# #include <string.h>
+# #include <unistd.h>
+#
+# /* A size from the environment: bytes, with an optional K, M or G. */
+# uint64_t env_size(const char *name, uint64_t fallback)
+# {
+#     const char *s = getenv(name);
+#     char *end;
+#     if (s == NULL || *s < '0' || *s > '9') return fallback;
+#     uint64_t v = strtoull(s, &end, 10);
+#     switch (*end) {
+#     case 'k': case 'K': v <<= 10; end++; break;
+#     case 'm': case 'M': v <<= 20; end++; break;
+#     case 'g': case 'G': v <<= 30; end++; break;
+#     }
+#     return *end == '\0' ? v : fallback;
+# }
+#
+# /* The variables a user may set, each checked before the program starts:
+#  * one that is set but cannot be read is a mistake to report, not to
+#  * ignore (status 2, as a runtime error). */
+# static const char *const SIZE_SETTINGS[] = {
+#     "LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP"};
+#
+# static _Noreturn void bad_setting(const char *name, const char *value, const char *syntax)
+# {
+#     write_str(2, "error: the environment variable "), write_str(2, name);
+#     write_str(2, " is '"), write_str(2, value), write_str(2, "', not "), write_str(2, syntax);
+#     write_str(2, "\n");
+#     _exit(2);
+# }
+#
+# void check_settings(void)
+# {
+#     for (size_t i = 0; i < sizeof SIZE_SETTINGS / sizeof *SIZE_SETTINGS; i++) {
+#         const char *value = getenv(SIZE_SETTINGS[i]);
+#         if (value != NULL && *value != '\0' && env_size(SIZE_SETTINGS[i], 1) == 1 && env_size(SIZE_SETTINGS[i], 2) == 2)
+#             bad_setting(SIZE_SETTINGS[i], value, "a size (bytes, or a number followed by K, M or G, as in 256M)");
+#     }
+#     const char *buffer = getenv("LC_BUFFER");
+#     if (buffer != NULL && *buffer != '\0' && strcmp(buffer, "line") != 0 && strcmp(buffer, "block") != 0)
+#         bad_setting("LC_BUFFER", buffer, "line or block");
+#     static const char *const SWITCHES[] = {"LC_GC_STATS", "LC_GC_TRACE"};
+#     for (size_t i = 0; i < sizeof SWITCHES / sizeof *SWITCHES; i++) {
+#         const char *value = getenv(SWITCHES[i]);
+#         if (value != NULL && *value != '\0' && strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+#             bad_setting(SWITCHES[i], value, "0 or 1");
+#     }
+# }
+#
+# /* The default heap limit: DEFAULT_HEAP_LIMIT, or a quarter of the
+#  * machine's memory if that is less (but not under LEAST_HEAP_LIMIT).  A
+#  * program that allocates without end reaches it in seconds, in memory
+#  * that any machine can spare. */
+# uint64_t default_heap_limit(void)
+# {
+#     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+#     uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : DEFAULT_HEAP_LIMIT;
+#     return quarter > DEFAULT_HEAP_LIMIT ? DEFAULT_HEAP_LIMIT : quarter < LEAST_HEAP_LIMIT ? LEAST_HEAP_LIMIT : quarter;
+# }
 
 # %% [markdown]
 # `heap_init` reserves the heap and its side tables, and resets every
@@ -2931,70 +2889,68 @@ uint64_t default_heap_limit(void)
 # tables: a reservation of address space that costs nothing until it is
 # touched.
 
-# %%
-# %%c runtime/runtime.h
-void heap_init(void);                       /* heap.c */
-void heap_free(void);
-void *map_noreserve(uint64_t bytes);
-void gc_init(uint64_t limit);               /* gc.c: the collector's side, for a heap of limit bytes */
-void gc_free(uint64_t limit);
-void gc_roots(int64_t *globals, int64_t nglobals);
+# %% magic_args="runtime/runtime.h" language="c"
+# void heap_init(void);                       /* heap.c */
+# void heap_free(void);
+# void *map_noreserve(uint64_t bytes);
+# void gc_init(uint64_t limit);               /* gc.c: the collector's side, for a heap of limit bytes */
+# void gc_free(uint64_t limit);
+# void gc_roots(int64_t *globals, int64_t nglobals);
 
-# %%
-# %%c runtime/heap.c
-
-void *map_noreserve(uint64_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-/* The limit is at most 32 GB: a filler's size must fit in its header,
- * the nursery map is two bytes per 64 KB.  It is at least the nursery and
- * as much again. */
-void heap_init(void)
-{
-    uint64_t nursery_bytes = (env_size("LC_NURSERY", DEFAULT_NURSERY) + (CHUNK_WORDS * 8 - 1)) & ~(CHUNK_WORDS * 8 - 1);
-    if (nursery_bytes == 0) nursery_bytes = CHUNK_WORDS * 8;
-    if (nursery_bytes > (256ull << 20)) nursery_bytes = 256ull << 20;
-    uint64_t limit = env_size("LC_HEAP_LIMIT", default_heap_limit());
-    if (limit > (32ull << 30)) limit = 32ull << 30;
-    if (limit < 2 * nursery_bytes + (1u << 20)) limit = 2 * nursery_bytes + (1u << 20);
-    limit &= ~(CHUNK_WORDS * 8 - 1);
-    /* Where the system will not reserve that much (strict overcommit),
-     * settle for less rather than fail at once. */
-    while ((heap_start = map_noreserve(limit)) == NULL)
-        if ((limit /= 2) < LEAST_HEAP_LIMIT) out_of_memory();
-    start_bits = map_noreserve(limit / 64 + 8);
-    gc_init(limit);
-    nursery_map = map_noreserve(limit / (CHUNK_WORDS * 8) * 2 + 2);
-    nursery_chunks = room_chunks = base_chunks = nursery_bytes / (CHUNK_WORDS * 8);
-    nursery = malloc(nursery_chunks * sizeof *nursery);
-    old_bits = malloc(nursery_chunks * sizeof *old_bits);
-    if (start_bits == NULL || nursery_map == NULL || nursery == NULL || old_bits == NULL)
-        out_of_memory();
-    heap_end = heap_start;
-    heap_limit_end = heap_start + limit / 8;
-    small_gaps = big_gaps = NULL;
-    promo.hp = promo.hl = NULL;
-    lc_hp = lc_hl = run_start = 0;         /* no run: the first allocation is slow */
-    max_heap_bytes = allocated_bytes = 0;
-    old_bytes = 0, old_threshold = MIN_OLD_BYTES;
-    gc_stress = env_size("LC_GC_STRESS", 0);
-    for (size_t c = 0; c < nursery_chunks; c++) nursery[c] = fresh_chunk(c);
-    next_chunk = 0, cursor = chunk_end = NULL;
-}
-
-void heap_free(void)
-{
-    uint64_t limit = (uint64_t)(heap_limit_end - heap_start) * 8;
-    munmap(heap_start, limit);
-    munmap(start_bits, limit / 64 + 8);
-    munmap(nursery_map, limit / (CHUNK_WORDS * 8) * 2 + 2);
-    free(nursery), free(old_bits);
-    gc_free(limit);
-    lc_hp = lc_hl = run_start = 0;
-}
+# %% magic_args="runtime/heap.c" language="c"
+#
+# void *map_noreserve(uint64_t bytes)
+# {
+#     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+#     return p == MAP_FAILED ? NULL : p;
+# }
+#
+# /* The limit is at most 32 GB: a filler's size must fit in its header,
+#  * the nursery map is two bytes per 64 KB.  It is at least the nursery and
+#  * as much again. */
+# void heap_init(void)
+# {
+#     uint64_t nursery_bytes = (env_size("LC_NURSERY", DEFAULT_NURSERY) + (CHUNK_WORDS * 8 - 1)) & ~(CHUNK_WORDS * 8 - 1);
+#     if (nursery_bytes == 0) nursery_bytes = CHUNK_WORDS * 8;
+#     if (nursery_bytes > (256ull << 20)) nursery_bytes = 256ull << 20;
+#     uint64_t limit = env_size("LC_HEAP_LIMIT", default_heap_limit());
+#     if (limit > (32ull << 30)) limit = 32ull << 30;
+#     if (limit < 2 * nursery_bytes + (1u << 20)) limit = 2 * nursery_bytes + (1u << 20);
+#     limit &= ~(CHUNK_WORDS * 8 - 1);
+#     /* Where the system will not reserve that much (strict overcommit),
+#      * settle for less rather than fail at once. */
+#     while ((heap_start = map_noreserve(limit)) == NULL)
+#         if ((limit /= 2) < LEAST_HEAP_LIMIT) out_of_memory();
+#     start_bits = map_noreserve(limit / 64 + 8);
+#     gc_init(limit);
+#     nursery_map = map_noreserve(limit / (CHUNK_WORDS * 8) * 2 + 2);
+#     nursery_chunks = room_chunks = base_chunks = nursery_bytes / (CHUNK_WORDS * 8);
+#     nursery = malloc(nursery_chunks * sizeof *nursery);
+#     old_bits = malloc(nursery_chunks * sizeof *old_bits);
+#     if (start_bits == NULL || nursery_map == NULL || nursery == NULL || old_bits == NULL)
+#         out_of_memory();
+#     heap_end = heap_start;
+#     heap_limit_end = heap_start + limit / 8;
+#     small_gaps = big_gaps = NULL;
+#     promo.hp = promo.hl = NULL;
+#     lc_hp = lc_hl = run_start = 0;         /* no run: the first allocation is slow */
+#     max_heap_bytes = allocated_bytes = 0;
+#     old_bytes = 0, old_threshold = MIN_OLD_BYTES;
+#     gc_stress = env_size("LC_GC_STRESS", 0);
+#     for (size_t c = 0; c < nursery_chunks; c++) nursery[c] = fresh_chunk(c);
+#     next_chunk = 0, cursor = chunk_end = NULL;
+# }
+#
+# void heap_free(void)
+# {
+#     uint64_t limit = (uint64_t)(heap_limit_end - heap_start) * 8;
+#     munmap(heap_start, limit);
+#     munmap(start_bits, limit / 64 + 8);
+#     munmap(nursery_map, limit / (CHUNK_WORDS * 8) * 2 + 2);
+#     free(nursery), free(old_bits);
+#     gc_free(limit);
+#     lc_hp = lc_hl = run_start = 0;
+# }
 
 # %% [markdown]
 # The collector's side: its bitmap of marks, its counters, its work lists,
@@ -3004,32 +2960,31 @@ void heap_free(void)
 # state, and a program that ended cannot leave memory behind in the
 # Jupyter kernel that ran it.
 
-# %%
-# %%c runtime/gc.c
-
-void gc_init(uint64_t limit)
-{
-    mark_bits = map_noreserve(limit / 64 + 8);
-    if (mark_bits == NULL) out_of_memory();
-    minor_count = major_count = promoted_bytes = 0;
-    pinned_count = stack_scanned = largest_nursery = spare_chunks = 0;
-    trial_from = trial_age = growth_pause = unchanged = survived_before = 0;
-    minor_seconds = major_seconds = 0;
-    kept_blocks = rent = 0, major_cost = MIN_MAJOR_COST;
-    dump_at = env_size("LC_GC_DUMP", 0);
-    const char *trace = getenv("LC_GC_TRACE");
-    tracing = trace != NULL && strcmp(trace, "1") == 0;
-    to_scan.len = remembered.len = pinned.len = 0;
-}
-
-void gc_free(uint64_t limit)
-{
-    munmap(mark_bits, limit / 64 + 8);
-    free(to_scan.items), free(remembered.items), free(pinned.items);
-    to_scan = remembered = pinned = (struct stack){NULL, 0, 0};
-}
-
-void gc_roots(int64_t *globals, int64_t nglobals) { global_roots = globals, n_global_roots = nglobals; }
+# %% magic_args="runtime/gc.c" language="c"
+#
+# void gc_init(uint64_t limit)
+# {
+#     mark_bits = map_noreserve(limit / 64 + 8);
+#     if (mark_bits == NULL) out_of_memory();
+#     minor_count = major_count = promoted_bytes = 0;
+#     pinned_count = stack_scanned = largest_nursery = spare_chunks = 0;
+#     trial_from = trial_age = growth_pause = unchanged = survived_before = 0;
+#     minor_seconds = major_seconds = 0;
+#     kept_blocks = rent = 0, major_cost = MIN_MAJOR_COST;
+#     dump_at = env_size("LC_GC_DUMP", 0);
+#     const char *trace = getenv("LC_GC_TRACE");
+#     tracing = trace != NULL && strcmp(trace, "1") == 0;
+#     to_scan.len = remembered.len = pinned.len = 0;
+# }
+#
+# void gc_free(uint64_t limit)
+# {
+#     munmap(mark_bits, limit / 64 + 8);
+#     free(to_scan.items), free(remembered.items), free(pinned.items);
+#     to_scan = remembered = pinned = (struct stack){NULL, 0, 0};
+# }
+#
+# void gc_roots(int64_t *globals, int64_t nglobals) { global_roots = globals, n_global_roots = nglobals; }
 
 # %% [markdown]
 # `LC_GC_STATS=1` prints what the collector did, and the peak resident
@@ -3046,41 +3001,40 @@ void gc_roots(int64_t *globals, int64_t nglobals) { global_roots = globals, n_gl
 # `LC_GC_STATS=1`: the lines that start with `gc:` in its output are
 # printed here.
 
-# %%
-# %%c runtime/gc.c
-
-/* With LC_GC_STATS=1: what the collector did, on stderr. */
-void statistics(void)
-{
-    const char *wanted = getenv("LC_GC_STATS");
-    if (wanted != NULL && strcmp(wanted, "1") == 0) {
-        char line[320];
-        uint64_t allocated = allocated_bytes + (uint64_t)(lc_hp - run_start);
-        int n = snprintf(line, sizeof line,
-                         "gc: %llu minor and %llu major collections, max heap %.1f MB, allocated %.1f MB "
-                         "(%llu bytes), promoted %.1f MB, gc time %.3f s (minor %.3f s, major %.3f s)\n",
-                         (unsigned long long)minor_count, (unsigned long long)major_count,
-                         (double)max_heap_bytes / (1 << 20), (double)allocated / (1 << 20),
-                         (unsigned long long)allocated,
-                         (double)promoted_bytes / (1 << 20), minor_seconds + major_seconds, minor_seconds,
-                         major_seconds);
-        write_all(2, line, (size_t)n);
-        n = snprintf(line, sizeof line, "gc: %llu blocks pinned, %.1f MB of stack scanned by minor collections, "
-                     "nursery up to %.3g MB\n", (unsigned long long)pinned_count,
-                     (double)stack_scanned * 8 / (1 << 20), (double)(largest_nursery > nursery_chunks ? largest_nursery : nursery_chunks) * CHUNK_WORDS * 8 / (1 << 20));
-        write_all(2, line, (size_t)n);
-        /* The peak resident memory of this process since it started (Linux):
-         * VmHWM counts this program's own memory, not the parent it was
-         * forked from, as getrusage's ru_maxrss would. */
-        FILE *status = fopen("/proc/self/status", "r");
-        if (status != NULL) {
-            while (fgets(line, sizeof line, status) != NULL)
-                if (strncmp(line, "VmHWM:", 6) == 0)
-                    write_str(2, "gc: peak resident memory"), write_str(2, line + 6);
-            fclose(status);
-        }
-    }
-}
+# %% magic_args="runtime/gc.c" language="c"
+#
+# /* With LC_GC_STATS=1: what the collector did, on stderr. */
+# void statistics(void)
+# {
+#     const char *wanted = getenv("LC_GC_STATS");
+#     if (wanted != NULL && strcmp(wanted, "1") == 0) {
+#         char line[320];
+#         uint64_t allocated = allocated_bytes + (uint64_t)(lc_hp - run_start);
+#         int n = snprintf(line, sizeof line,
+#                          "gc: %llu minor and %llu major collections, max heap %.1f MB, allocated %.1f MB "
+#                          "(%llu bytes), promoted %.1f MB, gc time %.3f s (minor %.3f s, major %.3f s)\n",
+#                          (unsigned long long)minor_count, (unsigned long long)major_count,
+#                          (double)max_heap_bytes / (1 << 20), (double)allocated / (1 << 20),
+#                          (unsigned long long)allocated,
+#                          (double)promoted_bytes / (1 << 20), minor_seconds + major_seconds, minor_seconds,
+#                          major_seconds);
+#         write_all(2, line, (size_t)n);
+#         n = snprintf(line, sizeof line, "gc: %llu blocks pinned, %.1f MB of stack scanned by minor collections, "
+#                      "nursery up to %.3g MB\n", (unsigned long long)pinned_count,
+#                      (double)stack_scanned * 8 / (1 << 20), (double)(largest_nursery > nursery_chunks ? largest_nursery : nursery_chunks) * CHUNK_WORDS * 8 / (1 << 20));
+#         write_all(2, line, (size_t)n);
+#         /* The peak resident memory of this process since it started (Linux):
+#          * VmHWM counts this program's own memory, not the parent it was
+#          * forked from, as getrusage's ru_maxrss would. */
+#         FILE *status = fopen("/proc/self/status", "r");
+#         if (status != NULL) {
+#             while (fgets(line, sizeof line, status) != NULL)
+#                 if (strncmp(line, "VmHWM:", 6) == 0)
+#                     write_str(2, "gc: peak resident memory"), write_str(2, line + 6);
+#             fclose(status);
+#         }
+#     }
+# }
 
 # %% [markdown]
 # `lc_run`, called by `main`, puts it all together.
@@ -3095,26 +3049,25 @@ void statistics(void)
 # they carry the file, line and column of the L program, in the words of
 # the reference interpreter.
 
-# %%
-# %%c runtime/main.c
-
-int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
-           const char *stack_overflow_message, const char *out_of_memory_message,
-           const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
-{
-    check_settings();
-    output_init(out_of_memory_message);
-    call_sites_init(stack_overflow_message, call_site_messages, ncall_sites, call_site_tables);
-    gc_roots(globals, nglobals);
-    heap_init();
-    uint64_t stack_bytes = (env_size("LC_STACK_SIZE", DEFAULT_STACK_SIZE) + 4095) & ~4095ull;
-    run_on_big_stack(program, stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
-    flush_output();
-
-    statistics();
-    heap_free();
-    return 0;
-}
+# %% magic_args="runtime/main.c" language="c"
+#
+# int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
+#            const char *stack_overflow_message, const char *out_of_memory_message,
+#            const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)
+# {
+#     check_settings();
+#     output_init(out_of_memory_message);
+#     call_sites_init(stack_overflow_message, call_site_messages, ncall_sites, call_site_tables);
+#     gc_roots(globals, nglobals);
+#     heap_init();
+#     uint64_t stack_bytes = (env_size("LC_STACK_SIZE", DEFAULT_STACK_SIZE) + 4095) & ~4095ull;
+#     run_on_big_stack(program, stack_bytes < (256u << 10) ? 256u << 10 : stack_bytes);
+#     flush_output();
+#
+#     statistics();
+#     heap_free();
+#     return 0;
+# }
 
 # %% [markdown]
 # ## Compiling the runtime
@@ -3822,96 +3775,95 @@ print(backtrace(TAIL, "tail.l"), end="")
 # division by zero, a match that fails and the program above, with golden
 # files, in the JIT and in executables.
 
-# %%
-# %%c runtime/backtrace.c
-/* backtrace.c -- LC_BACKTRACE=1: the calls that led to a runtime error.
- *
- * The compiler's table of call sites (stack.c) says which return address
- * belongs to which call site; each call site has its message, made by the
- * compiler, which starts with its place, FILE:LINE:COL.  Compiled with -g,
- * the program also passes, after the n messages, the names of the
- * functions that hold the calls, and says so with a count of -n.
- */
-#include "runtime.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define BACKTRACE_LINES 50             /* then "..." */
-
-static const char *const *site_texts;  /* the call sites' messages */
-static const char *const *site_names;  /* their functions' names, or NULL */
-static int64_t n_sites;
-
-/* Keep the messages (and names); the number of call sites. */
-int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites)
-{
-    n_sites = ncall_sites < 0 ? -ncall_sites : ncall_sites;
-    site_texts = call_site_messages;
-    site_names = ncall_sites < 0 ? call_site_messages + n_sites : NULL;
-    return n_sites;
-}
-
-static bool wanted(void)
-{
-    const char *s = getenv("LC_BACKTRACE");
-    return s != NULL && *s != '\0' && strcmp(s, "0") != 0;
-}
-
-static bool starts_with(const char *s, const char *prefix)
-{
-    while (*prefix != '\0' && *s == *prefix) s++, prefix++;
-    return *prefix == '\0';
-}
-
-/* "  called from FILE:LINE:COL (in NAME)" for a call site.  (By hand, not
- * with strstr: a new function of the C library would move the code of
- * every executable, whose addresses chapter 12 shows.) */
-static void write_site(int64_t site)
-{
-    char line[512];
-    const char *text = site_texts[site];
-    int place = 0;                     /* the place: up to ": runtime error" */
-    while (text[place] != '\0' && text[place] != '\n' && !starts_with(text + place, ": runtime error")) place++;
-    if (site_names != NULL && site_names[site][0] != '\0')
-        snprintf(line, sizeof line, "  called from %.*s (in %s)\n", place, text, site_names[site]);
-    else
-        snprintf(line, sizeof line, "  called from %.*s\n", place, text);
-    write_str(2, line);
-}
-
-static void write_repeats(int64_t n)
-{
-    char line[80];
-    if (n == 0) return;
-    snprintf(line, sizeof line, "  (the call above, %lld more time%s)\n", (long long)n, n > 1 ? "s" : "");
-    write_str(2, line);
-}
-
-/* The call sites of the return addresses on the L stack above from,
- * innermost first, a run of one call site as one line and a count. */
-void backtrace_from(const uint64_t *from)
-{
-    if (!wanted() || (uintptr_t)from >= stack_top) return;    /* not on the L thread's stack */
-    int64_t previous = -1, repeats = 0, lines = 0;
-    for (const uint64_t *p = from; (uintptr_t)p < stack_top; p++) {
-        int64_t site = site_at(*p, true);
-        if (site < 0 || site >= n_sites) continue;
-        if (site == previous) { repeats++; continue; }
-        write_repeats(repeats);
-        if (lines++ == BACKTRACE_LINES) { write_str(2, "  ...\n"); return; }
-        write_site(site);
-        previous = site, repeats = 0;
-    }
-    write_repeats(repeats);
-}
-
-/* From the caller's frame: lc_fail's, then the program's. */
-void backtrace_here(void)
-{
-    backtrace_from((const uint64_t *)__builtin_frame_address(0));
-}
+# %% magic_args="runtime/backtrace.c" language="c"
+# /* backtrace.c -- LC_BACKTRACE=1: the calls that led to a runtime error.
+#  *
+#  * The compiler's table of call sites (stack.c) says which return address
+#  * belongs to which call site; each call site has its message, made by the
+#  * compiler, which starts with its place, FILE:LINE:COL.  Compiled with -g,
+#  * the program also passes, after the n messages, the names of the
+#  * functions that hold the calls, and says so with a count of -n.
+#  */
+# #include "runtime.h"
+#
+# #include <stdio.h>
+# #include <stdlib.h>
+# #include <string.h>
+#
+# #define BACKTRACE_LINES 50             /* then "..." */
+#
+# static const char *const *site_texts;  /* the call sites' messages */
+# static const char *const *site_names;  /* their functions' names, or NULL */
+# static int64_t n_sites;
+#
+# /* Keep the messages (and names); the number of call sites. */
+# int64_t backtrace_init(const char *const *call_site_messages, int64_t ncall_sites)
+# {
+#     n_sites = ncall_sites < 0 ? -ncall_sites : ncall_sites;
+#     site_texts = call_site_messages;
+#     site_names = ncall_sites < 0 ? call_site_messages + n_sites : NULL;
+#     return n_sites;
+# }
+#
+# static bool wanted(void)
+# {
+#     const char *s = getenv("LC_BACKTRACE");
+#     return s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+# }
+#
+# static bool starts_with(const char *s, const char *prefix)
+# {
+#     while (*prefix != '\0' && *s == *prefix) s++, prefix++;
+#     return *prefix == '\0';
+# }
+#
+# /* "  called from FILE:LINE:COL (in NAME)" for a call site.  (By hand, not
+#  * with strstr: a new function of the C library would move the code of
+#  * every executable, whose addresses chapter 12 shows.) */
+# static void write_site(int64_t site)
+# {
+#     char line[512];
+#     const char *text = site_texts[site];
+#     int place = 0;                     /* the place: up to ": runtime error" */
+#     while (text[place] != '\0' && text[place] != '\n' && !starts_with(text + place, ": runtime error")) place++;
+#     if (site_names != NULL && site_names[site][0] != '\0')
+#         snprintf(line, sizeof line, "  called from %.*s (in %s)\n", place, text, site_names[site]);
+#     else
+#         snprintf(line, sizeof line, "  called from %.*s\n", place, text);
+#     write_str(2, line);
+# }
+#
+# static void write_repeats(int64_t n)
+# {
+#     char line[80];
+#     if (n == 0) return;
+#     snprintf(line, sizeof line, "  (the call above, %lld more time%s)\n", (long long)n, n > 1 ? "s" : "");
+#     write_str(2, line);
+# }
+#
+# /* The call sites of the return addresses on the L stack above from,
+#  * innermost first, a run of one call site as one line and a count. */
+# void backtrace_from(const uint64_t *from)
+# {
+#     if (!wanted() || (uintptr_t)from >= stack_top) return;    /* not on the L thread's stack */
+#     int64_t previous = -1, repeats = 0, lines = 0;
+#     for (const uint64_t *p = from; (uintptr_t)p < stack_top; p++) {
+#         int64_t site = site_at(*p, true);
+#         if (site < 0 || site >= n_sites) continue;
+#         if (site == previous) { repeats++; continue; }
+#         write_repeats(repeats);
+#         if (lines++ == BACKTRACE_LINES) { write_str(2, "  ...\n"); return; }
+#         write_site(site);
+#         previous = site, repeats = 0;
+#     }
+#     write_repeats(repeats);
+# }
+#
+# /* From the caller's frame: lc_fail's, then the program's. */
+# void backtrace_here(void)
+# {
+#     backtrace_from((const uint64_t *)__builtin_frame_address(0));
+# }
 
 # %% [markdown]
 # ## The promises, tested

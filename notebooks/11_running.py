@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     custom_cell_magics: L,c
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -744,7 +745,7 @@ def build(source: Source, exe: str | Path, level: int = 2, parts: int | None = N
 # compiled once and cached; each build is an LLVM compilation and a link):
 
 # %%
-import contextlib
+import contextlib  # noqa: F811  (the cell imports what it uses, as a module would)
 
 with tempfile.TemporaryDirectory() as tmp:
     exe = build(Source("queens.l", open("../examples/queens.l").read()), Path(tmp) / "queens")
@@ -774,6 +775,7 @@ with tempfile.TemporaryDirectory() as tmp:
 import time
 
 import matplotlib.pyplot as plt
+from IPython.display import display
 from matplotlib.patches import Patch
 
 TIMELINE = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(30))\n")
@@ -793,14 +795,14 @@ def timeline(source: Source) -> dict:
     for way, steps in ways.items():
         module = timed(steps, "front end, optimiser", lambda: pipeline.compile_to("llvm", source)[0])
         executable = way.startswith("lc build")
-        objects = timed(steps, "LLVM", lambda: machine_code(module, executable=executable))
+        objects = timed(steps, "LLVM", lambda: machine_code(module, executable=executable))  # noqa: B023  (called in this iteration)
         if not executable:
-            engine, main = timed(steps, "load", lambda: jit(objects))
+            engine, main = timed(steps, "load", lambda: jit(objects))  # noqa: B023  (called in this iteration)
             if way.startswith("lc run"):
                 sys.stdout.flush()
                 assert timed(steps, "run", main) == 0
             else:
-                assert timed(steps, "fork, run", lambda: run_in_child(main, 60)).status == 0
+                assert timed(steps, "fork, run", lambda: run_in_child(main, 60)).status == 0  # noqa: B023  (called in this iteration)
             continue
         with tempfile.TemporaryDirectory() as tmp:
             files = [Path(tmp) / f"part{i}.o" for i in range(len(objects))]
@@ -808,8 +810,8 @@ def timeline(source: Source) -> dict:
                 file.write_bytes(code)
             exe = Path(tmp) / "fib"
             timed(steps, "link", lambda: subprocess.run(
-                [c_compiler(), *map(str, files), str(runtime("object")), "-o", str(exe), "-lpthread"], check=True))
-            assert timed(steps, "exec, run", lambda: subprocess.run([str(exe)], capture_output=True)).returncode == 0
+                [c_compiler(), *map(str, files), str(runtime("object")), "-o", str(exe), "-lpthread"], check=True))  # noqa: B023  (called in this iteration)
+            assert timed(steps, "exec, run", lambda: subprocess.run([str(exe)], capture_output=True)).returncode == 0  # noqa: B023  (called in this iteration)
     return ways
 
 
@@ -819,7 +821,7 @@ colours = {"front end, optimiser": "tab:blue", "LLVM": "tab:orange", "load": "ta
            "fork, run": "tab:red", "link": "tab:purple", "exec, run": "tab:red"}
 longest = max(sum(seconds for _, seconds in steps) for steps in ways.values())
 fig, ax = plt.subplots(figsize=(9, 2.9))
-for y, (way, steps) in enumerate(reversed(ways.items())):
+for y, (_way, steps) in enumerate(reversed(ways.items())):
     x = 0.0
     for what, seconds in steps:
         ax.broken_barh([(x * 1000, seconds * 1000)], (y - 0.35, 0.7), color=colours[what])
@@ -927,13 +929,12 @@ def load_ipython_extension(ipython) -> None:
 # %%
 # %load_ext lcompiler.driver
 
-# %%
-# %%L fib.l
-def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)
-print(fib(30))
-print((1, "two", Cons(3, Nil)))
-data List<a> { Cons(a, List<a>)
-  Nil }
+# %% magic_args="fib.l" language="L"
+# def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)
+# print(fib(30))
+# print((1, "two", Cons(3, Nil)))
+# data List<a> { Cons(a, List<a>)
+#   Nil }
 
 # %% [markdown]
 # An error, and the same kernel carries on. (The recursion is
@@ -942,27 +943,23 @@ data List<a> { Cons(a, List<a>)
 # accumulator — chapter 10 showed it on `length` — and the program then runs
 # forever in constant stack, which is also a correct way to not terminate.)
 
-# %%
-# %%L deep.l
-def down(n) = 2 * down(n + 1) + 1
-print("going down")
-print(down(0))
+# %% magic_args="deep.l" language="L"
+# def down(n) = 2 * down(n + 1) + 1
+# print("going down")
+# print(down(0))
 
-# %%
-# %%L --timeout 1
-def spin(n) = spin(n + 1)
-spin(0)
+# %% magic_args="--timeout 1" language="L"
+# def spin(n) = spin(n + 1)
+# spin(0)
 
-# %%
-# %%L
-print(1 + true)
+# %% language="L"
+# print(1 + true)
 
 # %% [markdown]
 # A mistake in the magic's own line is reported as such, and nothing runs:
 
-# %%
-# %%L --timeout abc
-print("not run")
+# %% magic_args="--timeout abc" language="L"
+# print("not run")
 
 # %%
 _ = run_l("print(\"the kernel is still here\")")
@@ -978,18 +975,15 @@ _ = run_l('print("started")\ndef spin(n) = spin(n + 1)\nspin(0)', timeout=2)
 # The session: a definition in one cell, used in the next; `--fresh` does
 # not see it, and `--reset` forgets it.
 
-# %%
-# %%L --reset
-def x = 20
-data Shape { Circle(Int); Rect(Int, Int) }
+# %% magic_args="--reset" language="L"
+# def x = 20
+# data Shape { Circle(Int); Rect(Int, Int) }
 
-# %%
-# %%L
-x + 22
+# %% language="L"
+# x + 22
 
-# %%
-# %%L --fresh
-print(x)
+# %% magic_args="--fresh" language="L"
+# print(x)
 
 # %% [markdown]
 # ## The REPL
@@ -1599,9 +1593,9 @@ def entry_name(source, optimiser: bool, policy: dict, environment: dict, package
 # and what does not — running it again, or moving the cache:
 
 # %%
-import shutil
+import shutil  # noqa: F811  (the cell imports what it uses, as a module would)
 
-from lcompiler.cache import PACKAGE, entry_name
+from lcompiler.cache import PACKAGE, entry_name  # noqa: F811  (the cell imports what it uses, as a module would)
 
 hello = Source("hello.l", 'print("Hello from native code", 6 * 7)\n')
 usual = {"color": False, "warnings_are_errors": False}
@@ -1634,7 +1628,7 @@ for what, name in names.items():
 import contextlib
 import struct
 import tempfile
-import time
+import time  # noqa: F811  (the cell imports what it uses, as a module would)
 
 ENTRIES_KEPT = 100          # entries the folder keeps, the ones used last
 
@@ -1713,7 +1707,7 @@ def keep(path: Path, entry: bytes, most: int = ENTRIES_KEPT) -> None:
 # cut short, with a byte changed, from another format:
 
 # %%
-from lcompiler.cache import pack, unpack
+from lcompiler.cache import pack, unpack  # noqa: F811  (the cell imports what it uses, as a module would)
 
 entry = pack("hello.l:1:1: warning: …\n", [b"\x7fELF first part", b"\x7fELF second part"])
 for what, data in [("whole", entry), ("cut short", entry[:-3]), ("a byte changed", entry[:-1] + b"!"),
@@ -1858,7 +1852,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 
 # %% tags=["nbval-ignore-output"]
 import statistics
-import time
+import time  # noqa: F811  (the cell imports what it uses, as a module would)
 
 
 def wall(argv: list[str], env: dict) -> float:
@@ -1962,15 +1956,13 @@ repl(iter(["exception Boom(Int)", "def f(n) = if (n > 2) raise(Boom(n)) else n",
            "def g = f(5)", "try { f(6) } catch { Boom(k) -> k * 10 }", "g"]),
      lambda text: print(text, end=""), prompt=False)
 
-# %%
-# %%L --reset
-exception Boom(Int)
-def f(n) = if (n > 2) raise(Boom(n)) else n
-f(1) + raise(Boom(7))
+# %% magic_args="--reset" language="L"
+# exception Boom(Int)
+# def f(n) = if (n > 2) raise(Boom(n)) else n
+# f(1) + raise(Boom(7))
 
-# %%
-# %%L
-f(2) * 7
+# %% language="L"
+# f(2) * 7
 
 # %% [markdown]
 # Every fault of a program as it runs keeps status 2, an uncaught exception
