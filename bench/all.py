@@ -63,6 +63,8 @@ STEPS = [
     ("wrapv.json", "12", "wrapv.py --repeat 5 --json bench/wrapv.json", "wrapv.py --repeat 1 --json {json}"),
     ("align.json", "12", "align.py --repeat 5 --json bench/align.json",
      "align.py --repeat 1 --only takl --json {json}"),
+    ("heap_pointer.json", "10", "heap_pointer.py --repeat 5 --json bench/heap_pointer.json",
+     "heap_pointer.py --repeat 1 --only cpstak --json {json}"),
 ]
 
 

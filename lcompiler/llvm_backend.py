@@ -57,6 +57,12 @@ __all__ = [
     'split_picture',
     'saves_no_registers',
     'SAVING_SLOW_PATH',
+    'LOCAL_HEAP_POINTER',
+    'QUIET_CALLEES',
+    'calls_out',
+    'successors',
+    'keep_heap_pointer',
+    'tell_apart',
     'division',
     'comparison',
     'LOWERING',
@@ -396,6 +402,9 @@ class Backend:
         while work:
             block, t = work.pop()
             self.chain(f, ir.IRBuilder(block), t, values, blocks, work, ret)
+        if LOCAL_HEAP_POINTER:                         # the section on the heap pointer
+            keep_heap_pointer(f, self.rt["lc_hp"], self.module.globals.get("lc_alloc"))
+            tell_apart(f, self.allocator_words(), self.alias_tags())
 
     def chain(self, f: ir.Function, b: ir.IRBuilder, t, values: dict, blocks: dict, work: list, ret):
         """Emit a chain of let_prims and let_conts into b's block, up to and including its jump;
@@ -530,24 +539,30 @@ class Backend:
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
 
     def allocator(self) -> ir.Function:
-        """lc_alloc(words), made once per module: bump lc_hp, or call the runtime's slow path."""
+        """lc_alloc(words, heap), made once per module: bump the heap pointer that heap points
+        to (lc_hp itself, or a function's copy of it), or call the runtime's slow path."""
         if "lc_alloc" in self.module.globals:
             return self.module.globals["lc_alloc"]
-        f = ir.Function(self.module, ir.FunctionType(I64, [I64]), "lc_alloc")
+        f = ir.Function(self.module, ir.FunctionType(I64, [I64, I64.as_pointer()]), "lc_alloc")
         f.linkage = "internal"
         f.attributes.add("alwaysinline")              # inlined at every call, then constants fold
         b = ir.IRBuilder(f.append_basic_block("entry"))
-        words = f.args[0]
-        words.name = "words"
-        hp = b.load(self.rt["lc_hp"], "hp")
+        words, heap = f.args
+        words.name, heap.name = "words", "heap"
+        hp = b.load(heap, "hp")
         new = b.add(hp, b.mul(words, word(WORD)), "new")
         with b.if_then(b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl")), likely=False):
+            b.store(hp, self.rt["lc_hp"])             # the runtime reads lc_hp, and moves it
             if SAVING_SLOW_PATH:
-                b.ret(b.call(self.slow_path(), [words], cconv="preserve_mostcc"))
+                block = b.call(self.slow_path(), [words], cconv="preserve_mostcc")
             else:
-                b.ret(b.call(self.rt["lc_alloc_slow"], [words]))
-        b.store(new, self.rt["lc_hp"])
+                block = b.call(self.rt["lc_alloc_slow"], [words])
+            b.store(b.load(self.rt["lc_hp"]), heap)
+            b.ret(block)
+        b.store(new, heap)
         b.ret(hp)
+        if LOCAL_HEAP_POINTER:                         # the section on the heap pointer
+            tell_apart(f, self.allocator_words() | {heap}, self.alias_tags())
         return f
 
     # cell 59: A slow path that saves every register
@@ -572,7 +587,7 @@ class Backend:
         if first & OLD:                               # too many fields for a layout: old at once
             p = b.call(self.rt["lc_alloc_old"], [word(len(fields) + 1)])
         else:
-            p = b.call(self.allocator(), [word(len(fields) + 1)])
+            p = b.call(self.allocator(), [word(len(fields) + 1), self.rt["lc_hp"]])
         ptr = b.inttoptr(p, I64.as_pointer())
         b.store(word(first), ptr)
         for i, v in enumerate(fields, 1):
@@ -597,7 +612,23 @@ class Backend:
         b.ret_void()
         return f
 
-    # cell 68: A slow path that saves every register
+    # cell 70: The heap pointer in a register
+    def allocator_words(self) -> set:
+        return {self.rt["lc_hp"], self.rt["lc_hl"]}
+
+    def alias_tags(self) -> dict:
+        """The two access tags of LLVM's type-based alias analysis, made once per module:
+        "allocator" for lc_hp and lc_hl, "word" for every other word the code reads or writes."""
+        if getattr(self, "tags", None) is None:
+            m = self.module
+            root = m.add_metadata([ir.MetaDataString(m, "lc")])
+            self.tags = {}
+            for name in ("allocator", "word"):
+                kind = m.add_metadata([ir.MetaDataString(m, name), root, word(0)])
+                self.tags[name] = m.add_metadata([kind, kind, word(0)])
+        return self.tags
+
+    # cell 77: The heap pointer in a register
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -621,7 +652,7 @@ class Backend:
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
-    # cell 70: A slow path that saves every register
+    # cell 79: The heap pointer in a register
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -666,7 +697,7 @@ class Backend:
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
-    # cell 72: A slow path that saves every register
+    # cell 81: The heap pointer in a register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         failure = PRIMITIVES[p.op].fails
         if failure:
@@ -679,7 +710,7 @@ class Backend:
                         b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
-    # cell 76: Arguments in registers: flattening tuples
+    # cell 85: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
                 and only_taken_apart(var))
@@ -701,7 +732,7 @@ class Backend:
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
 
-    # cell 81: Runtime errors, rendered by the compiler
+    # cell 90: Runtime errors, rendered by the compiler
     def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
         text = render(RunError(p.message, p.loc))
         if not args:
@@ -712,7 +743,7 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 85: Exceptions: a flag tested after each call
+    # cell 94: Exceptions: a flag tested after each call
     def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
 
@@ -772,7 +803,7 @@ class Backend:
             b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
         b.unreachable()
 
-    # cell 87: Exceptions: a flag tested after each call
+    # cell 96: Exceptions: a flag tested after each call
     def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
         """Jump to the exception continuation h with an exception already recorded: a handler's
         block; the function's own (set the flag, return: the caller tests it); or uncaught."""
@@ -826,7 +857,7 @@ class Backend:
             b.ret(word(0))
         b.position_at_end(returned)
 
-    # cell 89: Exceptions: a flag tested after each call
+    # cell 98: Exceptions: a flag tested after each call
     def trap_global(self) -> ir.GlobalVariable:
         """lc_trap: the address of the innermost trap record (0: none)."""
         if "lc_trap" not in self.module.globals:
@@ -923,7 +954,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 97: Printing, directed by types
+    # cell 106: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -963,7 +994,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 99: Printing, directed by types
+    # cell 108: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -983,7 +1014,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 101: Where a stack overflow happened: call sites
+    # cell 110: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -1029,7 +1060,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 103: The whole module
+    # cell 112: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1193,7 +1224,82 @@ def saves_no_registers(f: ir.Function) -> None:
 # cell 59
 SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
 
-# cell 72
+
+# --- The heap pointer in a register ------------------------------------
+
+# cell 68
+LOCAL_HEAP_POINTER = True      # each function that allocates bumps a copy of lc_hp (False: lc_hp itself)
+QUIET_CALLEES = ("lc_alloc", "lc_barrier", "llvm.frameaddress.p0", "llvm.stacksave.p0")   # leave lc_hp be
+
+
+def calls_out(ins) -> bool:
+    """Whether ins is a call that may read or move lc_hp: any call but one of QUIET_CALLEES."""
+    return type(ins) is ir.CallInstr and not (type(ins.callee) is ir.Function
+                                               and ins.callee.name in QUIET_CALLEES)
+
+
+def successors(block: ir.Block) -> list:
+    """The blocks that block's terminator may jump to (a branch's operands; a switch's cases
+    and default, which llvmlite keeps apart)."""
+    t = block.terminator
+    if type(t) is ir.SwitchInstr:
+        return [t.default] + [to for _, to in t.cases]
+    return [op for op in t.operands if type(op) is ir.Block]
+
+
+def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
+    """If f allocates (calls allocator, lc_alloc), give it a copy of lc_hp: read on entry and
+    after each call, bumped by f's allocations, written back before a call or a return that an
+    allocation since the last call may reach."""
+    allocates = lambda ins: type(ins) is ir.CallInstr and ins.callee is allocator
+    if not any(allocates(ins) for block in f.blocks for ins in block.instructions):
+        return
+    dirty = {f.entry_basic_block: False}       # block: may the copy differ from lc_hp on entry?
+    work = [f.entry_basic_block]
+    while work:
+        block = work.pop()
+        d = dirty[block]
+        for ins in block.instructions:
+            d = True if allocates(ins) else False if calls_out(ins) else d
+        for to in successors(block):
+            if to not in dirty or d and not dirty[to]:
+                dirty[to] = dirty.get(to, False) or d
+                work.append(to)
+    b = ir.IRBuilder()
+    for block in f.blocks:
+        old, block.instructions = block.instructions, []
+        b.position_at_end(block)
+        if block is f.entry_basic_block:
+            hp = b.alloca(I64, name="hp")
+            b.store(b.load(lc_hp), hp)
+        d = dirty.get(block, True)                 # a block the pass did not reach: assume so
+        for i, ins in enumerate(old):
+            out = calls_out(ins)
+            if d and (out or type(ins) is ir.Ret):
+                b.position_at_end(block)
+                b.store(b.load(hp), lc_hp)            # what a callee, the runtime, a caller reads
+            block.instructions.append(ins)
+            if allocates(ins):
+                ins.replace_usage(lc_hp, hp)          # bump the copy
+                d = True
+            elif out:
+                d = False
+                if type(old[i + 1]) not in (ir.Ret, ir.Unreachable):   # not a tail call
+                    b.position_at_end(block)
+                    b.store(b.load(lc_hp), hp)        # the callee may have moved it
+
+# cell 70
+def tell_apart(f: ir.Function, allocator_words: set, tags: dict):
+    """Tag each load and store of f for LLVM's TBAA: "allocator" if it reads or writes one of
+    allocator_words or a local of f's frame (the copy of lc_hp), "word" otherwise."""
+    for block in f.blocks:
+        for ins in block.instructions:
+            if type(ins) is ir.LoadInstr or type(ins) is ir.StoreInstr:
+                pointer = ins.operands[0] if type(ins) is ir.LoadInstr else ins.operands[1]
+                allocator = pointer in allocator_words or type(pointer) is ir.AllocaInstr
+                ins.set_metadata("tbaa", tags["allocator" if allocator else "word"])
+
+# cell 81
 from lcompiler.primitives import PRIMITIVES
 
 
@@ -1238,7 +1344,7 @@ LOWERING = {
 
 # --- Arguments in registers: flattening tuples -------------------------
 
-# cell 74
+# cell 83
 class Fields(list):
     """The components of a tuple the back end keeps in registers instead of allocating it."""
 
@@ -1260,7 +1366,7 @@ def only_taken_apart(var) -> bool:
 
 # --- Runtime errors, rendered by the compiler --------------------------
 
-# cell 81
+# cell 90
 OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
 
 
@@ -1270,7 +1376,7 @@ def render(error: RunError) -> str:
 
 # --- Exceptions: a flag tested after each call -------------------------
 
-# cell 83
+# cell 92
 import os
 
 EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
@@ -1336,7 +1442,7 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 101
+# cell 110
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -1352,7 +1458,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 105
+# cell 114
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1387,7 +1493,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 107
+# cell 116
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1447,7 +1553,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 109
+# cell 118
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1481,7 +1587,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 118
+# cell 127
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1502,7 +1608,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 134
+# cell 143
 from contextlib import contextmanager
 from pathlib import Path
 

@@ -252,6 +252,31 @@ def test_takl_s_innermost_loop_starts_at_a_multiple_of_32_bytes():
     assert any(lines[labels[label] - 1].split() == [".p2align", "5"] for label in backward)
 
 
+def test_an_allocating_loop_keeps_the_heap_pointer_in_a_register():
+    """Chapter 10's keep_heap_pointer: perm's append_rev loop conses with no load or store of lc_hp
+    (a loop is read from the listing, from a label to a jump back to it, with no call in it (the
+    slow path, which writes lc_hp back, lies outside); with LOCAL_HEAP_POINTER =
+    False, such a loop reads and writes lc_hp: checked below, so that the test can fail)."""
+    program = source(ROOT / "bench" / "programs" / "perm.l")
+
+    def allocating_loops():
+        lines = [line.strip() for line in pipeline.show("asm", program).splitlines()]
+        labels = {line[:-1]: i for i, line in enumerate(lines) if re.match(r"\.LBB\w+:$", line)}
+        for i, line in enumerate(lines):
+            m = re.match(r"j\w+\s+(\.LBB\w+)$", line)
+            loop = lines[labels.get(m.group(1), i):i + 1] if m else []
+            if any(x.startswith("leaq\t24(") for x in loop) and not any(x.startswith("call") for x in loop):
+                yield loop                  # it allocates a Cons (24 bytes), in line: no slow path in it
+
+    loops = list(allocating_loops())
+    assert loops and all(not any("lc_hp" in x for x in loop) for loop in loops)
+    llvm_backend.LOCAL_HEAP_POINTER = False
+    try:
+        assert any(any("lc_hp" in x for x in loop) for loop in allocating_loops())
+    finally:
+        llvm_backend.LOCAL_HEAP_POINTER = True
+
+
 def test_short_lived_allocation_runs_in_bounded_memory():
     r = run("""
         data List<a> { Cons(a, List<a>)
