@@ -2887,7 +2887,7 @@ for group, names in groups.items():
 
 # %% [markdown]
 # On the corpus and the examples, the optimiser makes the programs
-# bigger: about a quarter more CPS nodes, a fifth more LLVM instructions
+# bigger: about a quarter more CPS nodes, a sixth more LLVM instructions
 # (the percentages on that line). What it removes — constants nobody
 # reads, the join points chapter 7 could not avoid, functions used once —
 # is less than what unrolling copies into the small recursive functions
