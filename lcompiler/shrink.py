@@ -1069,43 +1069,7 @@ class Optimiser(Kennedy):
                                     and not makes_closures(lam.body))
         return self.unrollable[lam]
 
-    # cell 106: What runs before anything can call
-    def early_writes(self) -> int:
-        """Writes of constants into static cells, made before anything can call a function,
-        become the cells' initial values."""
-        count = 0
-        for d in list(self.program.definitions):
-            if d.body is None:
-                continue
-            nodes = list(walk(d.body))
-            if any(type(n) is Apply for n in nodes):       # from here on, functions may run
-                break
-            for n in nodes:
-                if type(n) is LetPrim and type(n.prim) is SetField and self.early_write(n):
-                    count += 1
-        return count
-
-    def early_write(self, t: LetPrim) -> bool:
-        p = t.prim
-        cell, (ok, value) = p.target.var, constant(p.value.var)
-        record = known(cell)
-        if not ok or not is_global(cell) or type(record) is not TupleValue:
-            return False
-        for o in occurrences(cell):                 # no other write; no read but in functions
-            if o is not p.target and (type(o.enclosing) is SetField or type(home(o.enclosing)) is not Lambda):
-                return False
-        initial = self.program.define(const(value), "private", name=p.value.var.hint)
-        initial.type = p.value.var.type
-        self.program.definitions.insert(0, self.program.definitions.pop())   # statics refer backwards
-        field = record.fields[p.index]
-        record.fields[p.index] = occur(initial)
-        record.fields[p.index].enclosing = record
-        _forget(field)
-        self.swap(t, const(()))                       # the write goes; its unit result stays
-        self.known_more(cell)
-        return True
-
-    # cell 112: What runs before anything can call
+    # cell 110: Inlining within a budget
     def keeps_frames(self, f: Var, lam: Lambda) -> bool:
         """Does the top-level function f = lam call itself other than in tail position? (Asked once
         a round per function, as its size is.)"""
@@ -1121,7 +1085,7 @@ class Optimiser(Kennedy):
         d = self.owner.get(a)
         return d is not None and d.var is not None and type(d.value) is Lambda and self.keeps_frames(d.var, d.value)
 
-    # cell 114: Loops before copies
+    # cell 112: Loops before copies
     def loopify(self, f: Var, lam: Lambda) -> bool:
         """Make the tail calls of the top-level function f = lam from its own body jumps to a loop
         continuation that holds its body; False if there are none, or lam may not be unrolled."""
@@ -1170,6 +1134,42 @@ class Optimiser(Kennedy):
                 self.changed(n)
         return jump
 
+    # cell 114: What runs before anything can call
+    def early_writes(self) -> int:
+        """Writes of constants into static cells, made before anything can call a function,
+        become the cells' initial values."""
+        count = 0
+        for d in list(self.program.definitions):
+            if d.body is None:
+                continue
+            nodes = list(walk(d.body))
+            if any(type(n) is Apply for n in nodes):       # from here on, functions may run
+                break
+            for n in nodes:
+                if type(n) is LetPrim and type(n.prim) is SetField and self.early_write(n):
+                    count += 1
+        return count
+
+    def early_write(self, t: LetPrim) -> bool:
+        p = t.prim
+        cell, (ok, value) = p.target.var, constant(p.value.var)
+        record = known(cell)
+        if not ok or not is_global(cell) or type(record) is not TupleValue:
+            return False
+        for o in occurrences(cell):                 # no other write; no read but in functions
+            if o is not p.target and (type(o.enclosing) is SetField or type(home(o.enclosing)) is not Lambda):
+                return False
+        initial = self.program.define(const(value), "private", name=p.value.var.hint)
+        initial.type = p.value.var.type
+        self.program.definitions.insert(0, self.program.definitions.pop())   # statics refer backwards
+        field = record.fields[p.index]
+        record.fields[p.index] = occur(initial)
+        record.fields[p.index].enclosing = record
+        _forget(field)
+        self.swap(t, const(()))                       # the write goes; its unit result stays
+        self.known_more(cell)
+        return True
+
     # cell 116: The optimiser
     def run(self, rounds: int = 4) -> Counter:
         with collector_paused():
@@ -1209,9 +1209,9 @@ def cont_over(hint: str, params: list) -> LetCont:
     return t
 
 
-# --- What runs before anything can call --------------------------------
+# --- Inlining within a budget ------------------------------------------
 
-# cell 108
+# cell 106
 def returns_soon(a: Apply, lam: Lambda) -> bool:
     """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
     t = a.cont.var.binder
@@ -1222,7 +1222,7 @@ def returns_soon(a: Apply, lam: Lambda) -> bool:
         h = h.body
     return type(h) is ApplyCont and h.cont.var is lam.cont
 
-# cell 110
+# cell 108
 def makes_closures(body) -> bool:
     """Does body define a function (a Lambda), which a copy of body would copy?"""
     return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))

@@ -2148,8 +2148,8 @@ class Optimiser(Optimiser):
 #   in practice programs shrink; the bound is what is promised and tested.
 #
 # Besides the bounds, three rules keep the inliner from copying where a
-# copy costs more than it saves; they follow the code and the next
-# section, each with what it avoids.
+# copy costs more than it saves; they follow the code, each with what it
+# avoids.
 
 # %%
 #| export
@@ -2206,62 +2206,6 @@ class Optimiser(Optimiser):
             self.unrollable[lam] = (size_up_to(lam.body, UNROLL_BUDGET) <= UNROLL_BUDGET
                                     and not makes_closures(lam.body))
         return self.unrollable[lam]
-
-# %% [markdown]
-# ## What runs before anything can call
-#
-# A top-level definition that is not a function, `def p = 1000003`, runs
-# when the program reaches it; a function that reads `p` might run before
-# that, so chapter 7 guards each such read with a *ready* cell, a static
-# one-field tuple that the definition sets to `true` when it has run —
-# every read costs a load and a test, and `p` is a load too, not a
-# constant. But the definitions at the top of a program run before any
-# function *can* run: until the first top-level item that calls something,
-# nothing calls anything. A write into a static cell made there, of a
-# constant, might as well be the cell's initial value — every later read
-# sees it. So the optimiser looks at that prefix of the program once,
-# before it shrinks: each such write becomes the cell's static initial value
-# (a static constant, defined first), and the write goes. Then the ready
-# tests fold away, and `p`'s definition, left computing a constant, becomes
-# static.
-
-# %%
-#| export
-class Optimiser(Optimiser):
-    def early_writes(self) -> int:
-        """Writes of constants into static cells, made before anything can call a function,
-        become the cells' initial values."""
-        count = 0
-        for d in list(self.program.definitions):
-            if d.body is None:
-                continue
-            nodes = list(walk(d.body))
-            if any(type(n) is Apply for n in nodes):       # from here on, functions may run
-                break
-            for n in nodes:
-                if type(n) is LetPrim and type(n.prim) is SetField and self.early_write(n):
-                    count += 1
-        return count
-
-    def early_write(self, t: LetPrim) -> bool:
-        p = t.prim
-        cell, (ok, value) = p.target.var, constant(p.value.var)
-        record = known(cell)
-        if not ok or not is_global(cell) or type(record) is not TupleValue:
-            return False
-        for o in occurrences(cell):                 # no other write; no read but in functions
-            if o is not p.target and (type(o.enclosing) is SetField or type(home(o.enclosing)) is not Lambda):
-                return False
-        initial = self.program.define(const(value), "private", name=p.value.var.hint)
-        initial.type = p.value.var.type
-        self.program.definitions.insert(0, self.program.definitions.pop())   # statics refer backwards
-        field = record.fields[p.index]
-        record.fields[p.index] = occur(initial)
-        record.fields[p.index].enclosing = record
-        _forget(field)
-        self.swap(t, const(()))                       # the write goes; its unit result stays
-        self.known_more(cell)
-        return True
 
 # %% [markdown]
 # The inliner's first rule: one kind of recursive call is not unrolled,
@@ -2447,6 +2391,62 @@ class Optimiser(Optimiser):
             if type(n) in self.RULES:
                 self.changed(n)
         return jump
+
+# %% [markdown]
+# ## What runs before anything can call
+#
+# A top-level definition that is not a function, `def p = 1000003`, runs
+# when the program reaches it; a function that reads `p` might run before
+# that, so chapter 7 guards each such read with a *ready* cell, a static
+# one-field tuple that the definition sets to `true` when it has run —
+# every read costs a load and a test, and `p` is a load too, not a
+# constant. But the definitions at the top of a program run before any
+# function *can* run: until the first top-level item that calls something,
+# nothing calls anything. A write into a static cell made there, of a
+# constant, might as well be the cell's initial value — every later read
+# sees it. So the optimiser looks at that prefix of the program once,
+# before it shrinks: each such write becomes the cell's static initial value
+# (a static constant, defined first), and the write goes. Then the ready
+# tests fold away, and `p`'s definition, left computing a constant, becomes
+# static.
+
+# %%
+#| export
+class Optimiser(Optimiser):
+    def early_writes(self) -> int:
+        """Writes of constants into static cells, made before anything can call a function,
+        become the cells' initial values."""
+        count = 0
+        for d in list(self.program.definitions):
+            if d.body is None:
+                continue
+            nodes = list(walk(d.body))
+            if any(type(n) is Apply for n in nodes):       # from here on, functions may run
+                break
+            for n in nodes:
+                if type(n) is LetPrim and type(n.prim) is SetField and self.early_write(n):
+                    count += 1
+        return count
+
+    def early_write(self, t: LetPrim) -> bool:
+        p = t.prim
+        cell, (ok, value) = p.target.var, constant(p.value.var)
+        record = known(cell)
+        if not ok or not is_global(cell) or type(record) is not TupleValue:
+            return False
+        for o in occurrences(cell):                 # no other write; no read but in functions
+            if o is not p.target and (type(o.enclosing) is SetField or type(home(o.enclosing)) is not Lambda):
+                return False
+        initial = self.program.define(const(value), "private", name=p.value.var.hint)
+        initial.type = p.value.var.type
+        self.program.definitions.insert(0, self.program.definitions.pop())   # statics refer backwards
+        field = record.fields[p.index]
+        record.fields[p.index] = occur(initial)
+        record.fields[p.index].enclosing = record
+        _forget(field)
+        self.swap(t, const(()))                       # the write goes; its unit result stays
+        self.known_more(cell)
+        return True
 
 # %% [markdown]
 # ## The optimiser
