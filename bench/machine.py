@@ -98,7 +98,11 @@ def describe() -> dict:
         load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
-    return {"cpu": cpu_model(), "caches": caches(), "cores": os.cpu_count(), "os": os_name(),
+    try:
+        cpus = sorted(os.sched_getaffinity(0))          # the cores this process may run on (taskset)
+    except AttributeError:                              # not Linux
+        cpus = None
+    return {"cpu": cpu_model(), "caches": caches(), "cores": os.cpu_count(), "cpus": cpus, "os": os_name(),
             "kernel": platform.release(), "system": platform.platform(), "load": load, "nice": os.nice(0),
             "compilers": compilers(), "date": datetime.datetime.now().isoformat(timespec="seconds")}
 
@@ -108,7 +112,9 @@ def lines(machine: dict) -> list[str]:
     if not machine:
         return ["machine: not recorded"]
     cache = ", ".join(f"{k} {v}" for k, v in machine.get("caches", {}).items()) or "caches unknown"
-    out = [f"machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores; caches of cpu0: {cache}",
+    cpus = machine.get("cpus")
+    pinned = f" (run on cpu {', '.join(map(str, cpus))})" if cpus and len(cpus) < machine.get("cores", 0) else ""
+    out = [f"machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores{pinned}; caches of cpu0: {cache}",
            f"system: {machine.get('os', '?')}, kernel {machine.get('kernel', '?')}; "
            f"load average {machine.get('load')} at the start, niceness {machine.get('nice')}; {machine.get('date', '?')}"]
     tools = machine.get("compilers", {})
