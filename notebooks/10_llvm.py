@@ -80,8 +80,10 @@
 # %% [markdown]
 # ## The mapping
 #
-# The l-lang compiler's [blog](../bibliography.md#the-l-blog) translates its CPS to LLVM with a handful of
-# rules, and the reason they are so few is that CPS and SSA are two notations
+# The l-lang compiler's [blog](../bibliography.md#the-l-blog), in its post
+# "CPS to LLVM SSA conversion in literate programming" (one of the sources
+# this book grew from: *the seed* of this chapter, below), translates its
+# CPS to LLVM with a handful of rules, and the reason they are so few is that CPS and SSA are two notations
 # for the same thing (Kelsey; Appel, *SSA is functional programming*): a
 # continuation bound by `Let_cont` is a basic block, its parameters are the
 # block's φ-nodes, and a jump `Apply_cont k(x)` is a branch that feeds `x` to
@@ -335,8 +337,9 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # call in tail position runs in constant stack — direct, mutual, or through a
 # closure whose code has a different number of parameters from the caller.
 # A C compiler may or may not turn such calls into jumps. LLVM makes the
-# promise for one calling convention, `tailcc`: "a call marked `tail` in tail
-# position with the `tailcc` convention is always a tail call", even when
+# promise for one calling convention, `tailcc`, which, its reference manual
+# says, "ensures that calls in tail position will always be tail call
+# optimized" (a call marked `tail`, followed by `ret`), even when
 # caller and callee have different parameter lists (the callee pops its own
 # arguments). So the L functions that make tail calls are declared
 # `tailcc`, calls to them use `tailcc`, and the calls in tail position carry
@@ -612,10 +615,9 @@ def written(var) -> bool:
 # Those names are numbered in the order the printer meets the variables.
 # `namer` numbers them in that order without printing: the printer meets
 # the nodes in `walk`'s order, and at each node names what it binds, then
-# what it uses, in the order of the node's fields. On a program of 10,000
-# lines, printing it only to number it took a quarter of the back end's
-# time; most of that is the walk and the names themselves, and leaving out
-# the text saves a fifth of it.
+# what it uses, in the order of the node's fields. So the back end gets
+# the printer's names without making a text of the whole program only to
+# throw it away.
 
 # %%
 #| export
@@ -1376,7 +1378,8 @@ for add, load in derived:
 # free address) and `lc_hl` (the end of the run). Allocating `n` words is,
 # in the generated code, *bump the pointer*: load `lc_hp`, add `8n`,
 # compare with `lc_hl`; if it fits, store the new pointer back and the
-# block is ours; if not, call the runtime's `lc_alloc_slow(n)`, which finds
+# block is ours; if not, call the runtime's `lc_alloc_slow(n)` (through a
+# function of the module that the next section explains), which finds
 # the next run or collects garbage. Those instructions live in one function
 # of the module, `lc_alloc`, marked `alwaysinline`: every allocation is a
 # call of it in the code the back end writes (short to read, and quick to
@@ -1442,8 +1445,9 @@ class Backend(Backend):
 # `lc_alloc_slow_saving`, a function of the module with LLVM's
 # `preserve_mostcc` calling convention: it promises its callers to leave
 # every register as it found it but `r11` (and `rax`, its result). LLVM
-# writes that promise into its code — push the nine registers a C call
-# may overwrite, call `lc_alloc_slow`, pop them — so the generated
+# writes that promise into its code — push the seven of the nine
+# registers a C call may overwrite that it must keep (all but `rax` and
+# `r11`), call `lc_alloc_slow`, pop them — so the generated
 # functions keep their values in any register, and the pushes happen only
 # on the slow path. The registers it pushes land on the stack, in the
 # slow path's frame, where the collector's conservative scan of the stack
@@ -1472,9 +1476,10 @@ class Backend(Backend):
         return f
 
 # %% [markdown]
-# The difference, counted in the machine code of `cpstak` (every function
-# of it but the runtime's, `lc show asm`): the `push` instructions, with
-# the direct call and with `lc_alloc_slow_saving`.
+# The difference, counted in the machine code of `cpstak` (`lc show
+# asm`), in the code of its three closures (`f_code_…`), where its work
+# is done: the `push` instructions, with the direct call and with
+# `lc_alloc_slow_saving`.
 
 # %%
 from lcompiler import llvm_backend
@@ -1530,7 +1535,8 @@ class Backend(Backend):
 # *write barrier* of the generational collector. It loads the header of `x`
 # and, if the flags say that `x` is old and not yet remembered, calls the
 # runtime's `lc_remember(x)`. Stores are rare in L — only the cells of the
-# `var`s that a function captures are ever written — and the test is two
+# `var`s that a function captures, and the `ready` flags of chapter 7, are
+# ever written — and the test is two
 # instructions on a header that the store has just brought into the cache.
 #
 # In `barrier` the two instructions are an `and` of the header with the two
@@ -1571,8 +1577,8 @@ class Backend(Backend):
 # fields when the value is its block's address, the other constructor's
 # tag otherwise. The worked example below shows it in `length`: an `icmp
 # eq` with the address of `@nullary.1`, a `select` of 1 (`Nil`, the second
-# constructor) or 0, and the `switch`. For any other type, `header_tag`
-# loads the header, shifts it right by 24 and keeps 16 bits.
+# constructor) or 0, and the `switch`. For any other type, `tag` loads the
+# header and `header_tag` shifts it right by 24 and keeps 16 bits.
 
 # %%
 #| export
@@ -1903,7 +1909,7 @@ class Backend(Backend):
 # pointer, and a raise restores the stack pointer and jumps, in one step
 # whatever the depth; *zero-cost unwinding*, C++'s `invoke` and
 # `landingpad`, which costs nothing until a raise and then walks tables
-# frame by frame (and cannot be used on our `musttail` calls); and a
+# frame by frame; and a
 # *flag*, as Swift's `swifterror` and Koka do: a raise stores the exception
 # in a global and returns normally, and every call that may raise is
 # followed by a test of the global — if it is set, the caller goes to its
@@ -2388,7 +2394,8 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # is left on their `call` line is the noise of this loaded machine, or the
 # callee-saved registers they keep).
 # **Entering a `try`** costs the flag nothing of its own, and costs a trap
-# a `setjmp` and two stores. **A raise** costs the flag a return and a
+# a `setjmp` and a few stores (the trap record's words, and `lc_trap` set
+# before the call and put back after it). **A raise** costs the flag a return and a
 # test per frame it crosses, a nanosecond or two each, so its price grows
 # with the depth; under traps it is one `longjmp` at any depth — and since
 # nothing is tested after the calls, LLVM even turned the raising
@@ -3154,9 +3161,10 @@ flow_graphs([FlowGraph(llvm_function(text, re.search(rf'@"?({name}_\d+)"?\(', te
 # all three are `fastcc`.
 #
 # That is naive code, and LLVM's O2 pipeline makes short work of it. After
-# optimisation, the module has four functions left: `lc_program`, the
+# optimisation, the module has five functions left: the slow path of
+# allocation `lc_alloc_slow_saving` (shown further down), `lc_program`, the
 # initialiser of the `print` statement, the printer of `List<Int>` and
-# `main`. Here are the first three:
+# `main`. Here are `lc_program`, the initialiser and the printer:
 
 # %%
 optimised = optimise(module)
@@ -3192,8 +3200,10 @@ print(llvm_function(text, "lc_alloc_slow_saving"))
 # it tells LLVM to make the fast path the straight line. The suffixes
 # `.i` on the names are LLVM's, one for each level of inlining that a value
 # went through. And the printer of `List<Int>` finds a value's constructor
-# as `tag` does: it shifts the header right by 24, keeps 16 bits (`trunc …
-# to i16`), and switches on the result, 0 for `Cons` and 1 for `Nil`.
+# in its header, as `header_tag` does (not by comparing the value with
+# `Nil`'s address, as `tag` does for a `List`: `Nil`'s constant block has
+# a header too): it loads the header, shifts it right by 24, keeps 16 bits
+# (`trunc … to i16`), and switches on the result, 0 for `Cons` and 1 for `Nil`.
 #
 # The program runs in chapter 11; here, `run_in_child` (of the support
 # module, [appendix B](B_support.ipynb#running-in-a-child)), the runtime of
@@ -3688,8 +3698,9 @@ except RuntimeError as error:
 #    first load stays: between the store of 20 and it lie the stores into
 #    the closure's block — its fields are of the kind "field" too, so they
 #    may be the same memory — and the call of the allocator's slow path,
-#    about which TBAA says nothing, and which may collect. (This is what
-#    the reasoning predicts; it has not been run here.) `!invariant.load`
+#    about which TBAA says nothing, and which may collect.
+#    `tests/test_solutions.py` tags the back end's loads and stores so,
+#    and O2 removes the second load and keeps the first. `!invariant.load`
 #    would not be correct: it says the location holds the same value
 #    wherever it can be read, and two things write these fields after the
 #    block exists — the initialising stores right after the allocation
