@@ -63,7 +63,11 @@
 # - the module's `main` runs the program on the runtime of chapter 10b: it
 #   prints what chapter 4b's reference interpreter prints, and stops with the
 #   same rendered runtime error and exit status 2 where the interpreter does;
-# - every call in tail position is a real tail call (constant stack); with
+# - every chain of calls in tail position runs in constant stack: a jump
+#   back to the start of the function, a real tail call, or, into a
+#   function whose chains of tail calls are short, an ordinary call that
+#   adds at most one frame per function of the program (the section on
+#   tail calls); with
 #   the runtime's collector, which reads the layouts that this chapter
 #   writes into every block, a program that allocates without end in a loop
 #   runs in bounded memory; and with its signal handler, which reads the
@@ -404,7 +408,8 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # keeps the back end uniform — one type for every value, no conversions
 # where functions, closures and constructors meet — but it tells LLVM less
 # than it could use. A pointer made by `inttoptr` comes from nowhere LLVM
-# can see, so its alias analysis cannot tell two blocks apart: a store
+# can see, so its *alias analysis* — its reasoning about which addresses
+# may name the same memory — cannot tell two blocks apart: a store
 # into one (`x[i] := y`, the only store L makes into a block after filling
 # it) makes LLVM read again any field it had read from any block before.
 # Nothing says that the address can be read at all, either, so LLVM will
@@ -2386,8 +2391,9 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 
 # %% [markdown]
 # Reading the table. **A program without `try` pays nothing** under
-# either lowering: its code is byte for byte what it was (the tests check
-# it for every program of the corpus and the examples). In a program that
+# either lowering: its code is what it was before L had exceptions (the
+# tests check, for every program of the corpus and the examples, that its
+# module has no flag, no raise site and no extra root). In a program that
 # catches, the flag puts a load, a compare and a branch after each call of
 # a function that may raise: on `fib`, which does nothing but call, the
 # fraction of its time printed above; trap frames put nothing there (what
@@ -2582,8 +2588,10 @@ class Backend(Backend):
 #    lines: section "Debug information" near the end of the chapter).
 # 2. **After optimisation, each call that belongs to a call site gets a
 #    label on either side**, written as inline assembly (`771:` before,
-#    `772:` after, LLVM's local numeric labels), and the second one adds an
-#    entry *(before, after, call site)* to a section `lc_sites`. Between the
+#    `772:` after: the assembler's local numeric labels, which the
+#    assembly listing below shows renamed `.Ltmp0` and `.Ltmp1`), and the
+#    second one adds an entry *(before, after, call site)* to a section
+#    `lc_sites`. Between the
 #    two labels lies that one call and nothing else that calls (moves of its
 #    arguments and result), so a return address in (before, after] is that
 #    call's. The labels come after optimisation, not before, because an
@@ -2607,9 +2615,9 @@ class Backend(Backend):
 # Statepoints (`gc.statepoint`) record exact return addresses, but a
 # statepoint call cannot be inlined, so they too would have to be made
 # after optimisation, and they bring precise stack maps — a collector
-# design of their own (chapter 10b's design note). A line table (DWARF
-# `.debug_line`) would have to be parsed by the runtime, and the JIT does
-# not load it.
+# design of their own (chapter 10b's design note "why not precise
+# roots"). A line table (DWARF `.debug_line`) would have to be parsed by
+# the runtime, and the JIT does not load it.
 #
 # </div>
 #
@@ -2776,8 +2784,9 @@ class Backend(Backend):
 # type mismatch — is a bug of this compiler, and we want to hear about it
 # here, not as a crash later), then LLVM's standard O2 pipeline through the
 # new pass manager that llvmlite exposes (`create_pass_builder` with
-# `speed_level=2`: inlining, SROA, instruction combining, GVN, loop
-# optimisations, tail-call elimination of self-recursion into loops…), and
+# `speed_level=2`: inlining, SROA (memory in a function's frame turned
+# into values in registers), instruction combining, GVN (a value computed
+# twice computed once), loop optimisations, tail-call elimination of self-recursion into loops…), and
 # verifies again.
 #
 # The back end, like every stage since chapter 4a, builds its objects with
