@@ -3618,8 +3618,8 @@ except RuntimeError as error:
 # <details><summary>Solutions</summary>
 #
 # 1. The cache is a dictionary in the translation of one LLVM basic block,
-#    from the word to the pointer made of it: `field` (and `header_tag`'s
-#    load of a header) asks it before emitting `inttoptr`, and it is
+#    from the word to the pointer made of it: `field` (and the loads of a
+#    header in `tag` and the printers) asks it before emitting `inttoptr`, and it is
 #    emptied whenever the builder moves to a new block — a pointer made in
 #    one block is not usable in a sibling, and one made in a dominating
 #    block would need the dominator tree (exercise 4). Counting in the
@@ -3632,9 +3632,10 @@ except RuntimeError as error:
 #    EarlyCSE and GVN merge two conversions of the same word in the same
 #    block before any other pass sees them. The saving is in the back end's
 #    output and in the first passes' work, and chapter 12's
-#    `compile_speed.py`, which times compilation in alternation with the
-#    unchanged compiler, is the place to see whether it is measurable; the
-#    fraction of instructions removed says to expect it within noise.
+#    `compile_speed.py`, which times each stage of the compiler on
+#    generated programs of growing size, run with the change and without
+#    it, is the place to see whether it is measurable; the fraction of
+#    instructions removed says to expect it within noise.
 # 2. `arity` becomes the number of leaves of the tuple type (a component
 #    that is itself a tuple counts its own leaves), `parameters` binds a
 #    nested `Fields` of `Fields`, `words` flattens recursively (a
