@@ -87,11 +87,12 @@
 # The l-lang compiler's [blog](../bibliography.md#the-l-blog), in its post
 # "CPS to LLVM SSA conversion in literate programming" (one of the sources
 # this book grew from: *the seed* of this chapter, below), translates its
-# CPS to LLVM with a handful of rules, and the reason they are so few is that CPS and SSA are two notations
-# for the same thing (Kelsey; Appel, *SSA is functional programming*): a
-# continuation bound by `Let_cont` is a basic block, its parameters are the
-# block's φ-nodes, and a jump `Apply_cont k(x)` is a branch that feeds `x` to
-# those φ-nodes. Our rules, for chapter 6's terms:
+# CPS to LLVM with a handful of rules, and the reason they are so few is
+# that CPS and SSA are two notations for the same thing (Kelsey; Appel,
+# *SSA is functional programming*): a continuation bound by `Let_cont` is
+# a *basic block* (a straight run of instructions, entered only at its
+# top), its parameters are the block's φ-nodes, and a jump `Apply_cont
+# k(x)` is a branch that feeds `x` to those φ-nodes. Our rules, for chapter 6's terms:
 #
 # | CPS | LLVM |
 # |---|---|
@@ -341,10 +342,12 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # call in tail position runs in constant stack — direct, mutual, or through a
 # closure whose code has a different number of parameters from the caller.
 # A C compiler may or may not turn such calls into jumps. LLVM makes the
-# promise for one calling convention, `tailcc`, which, its reference manual
-# says, "ensures that calls in tail position will always be tail call
-# optimized" (a call marked `tail`, followed by `ret`), even when
-# caller and callee have different parameter lists (the callee pops its own
+# promise for one *calling convention* (the rules by which a call passes
+# its arguments and its result, and which registers it may overwrite),
+# `tailcc`, which, its reference manual says, "ensures that calls in tail
+# position will always be tail call optimized" (a call marked `tail`,
+# followed by `ret`), even when caller and callee have different
+# parameter lists (the callee pops its own
 # arguments). So the L functions that make tail calls are declared
 # `tailcc`, calls to them use `tailcc`, and the calls in tail position carry
 # the `tail` marker. (Which functions can do without, and what they get
