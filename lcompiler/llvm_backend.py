@@ -21,7 +21,11 @@ In the module `lcompiler.llvm_backend`:
 - the module's `main` runs the program on the runtime of chapter 10b: it
   prints what chapter 4b's reference interpreter prints, and stops with the
   same rendered runtime error and exit status 2 where the interpreter does;
-- every call in tail position is a real tail call (constant stack); with
+- every chain of calls in tail position runs in constant stack: a jump
+  back to the start of the function, a real tail call, or, into a
+  function whose chains of tail calls are short, an ordinary call that
+  adds at most one frame per function of the program (the section on
+  tail calls); with
   the runtime's collector, which reads the layouts that this chapter
   writes into every block, a program that allocates without end in a loop
   runs in bounded memory; and with its signal handler, which reads the

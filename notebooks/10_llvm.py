@@ -63,7 +63,11 @@
 # - the module's `main` runs the program on the runtime of chapter 10b: it
 #   prints what chapter 4b's reference interpreter prints, and stops with the
 #   same rendered runtime error and exit status 2 where the interpreter does;
-# - every call in tail position is a real tail call (constant stack); with
+# - every chain of calls in tail position runs in constant stack: a jump
+#   back to the start of the function, a real tail call, or, into a
+#   function whose chains of tail calls are short, an ordinary call that
+#   adds at most one frame per function of the program (the section on
+#   tail calls); with
 #   the runtime's collector, which reads the layouts that this chapter
 #   writes into every block, a program that allocates without end in a loop
 #   runs in bounded memory; and with its signal handler, which reads the
@@ -80,12 +84,15 @@
 # %% [markdown]
 # ## The mapping
 #
-# The l-lang compiler's [blog](../bibliography.md#the-l-blog) translates its CPS to LLVM with a handful of
-# rules, and the reason they are so few is that CPS and SSA are two notations
-# for the same thing (Kelsey; Appel, *SSA is functional programming*): a
-# continuation bound by `Let_cont` is a basic block, its parameters are the
-# block's φ-nodes, and a jump `Apply_cont k(x)` is a branch that feeds `x` to
-# those φ-nodes. Our rules, for chapter 6's terms:
+# The l-lang compiler's [blog](../bibliography.md#the-l-blog), in its post
+# "CPS to LLVM SSA conversion in literate programming" (one of the sources
+# this book grew from: *the seed* of this chapter, below), translates its
+# CPS to LLVM with a handful of rules, and the reason they are so few is
+# that CPS and SSA are two notations for the same thing (Kelsey; Appel,
+# *SSA is functional programming*): a continuation bound by `Let_cont` is
+# a *basic block* (a straight run of instructions, entered only at its
+# top), its parameters are the block's φ-nodes, and a jump `Apply_cont
+# k(x)` is a branch that feeds `x` to those φ-nodes. Our rules, for chapter 6's terms:
 #
 # | CPS | LLVM |
 # |---|---|
@@ -335,9 +342,12 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # call in tail position runs in constant stack — direct, mutual, or through a
 # closure whose code has a different number of parameters from the caller.
 # A C compiler may or may not turn such calls into jumps. LLVM makes the
-# promise for one calling convention, `tailcc`: "a call marked `tail` in tail
-# position with the `tailcc` convention is always a tail call", even when
-# caller and callee have different parameter lists (the callee pops its own
+# promise for one *calling convention* (the rules by which a call passes
+# its arguments and its result, and which registers it may overwrite),
+# `tailcc`, which, its reference manual says, "ensures that calls in tail
+# position will always be tail call optimized" (a call marked `tail`,
+# followed by `ret`), even when caller and callee have different
+# parameter lists (the callee pops its own
 # arguments). So the L functions that make tail calls are declared
 # `tailcc`, calls to them use `tailcc`, and the calls in tail position carry
 # the `tail` marker. (Which functions can do without, and what they get
@@ -401,7 +411,8 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # keeps the back end uniform — one type for every value, no conversions
 # where functions, closures and constructors meet — but it tells LLVM less
 # than it could use. A pointer made by `inttoptr` comes from nowhere LLVM
-# can see, so its alias analysis cannot tell two blocks apart: a store
+# can see, so its *alias analysis* — its reasoning about which addresses
+# may name the same memory — cannot tell two blocks apart: a store
 # into one (`x[i] := y`, the only store L makes into a block after filling
 # it) makes LLVM read again any field it had read from any block before.
 # Nothing says that the address can be read at all, either, so LLVM will
@@ -616,10 +627,9 @@ def written(var) -> bool:
 # Those names are numbered in the order the printer meets the variables.
 # `namer` numbers them in that order without printing: the printer meets
 # the nodes in `walk`'s order, and at each node names what it binds, then
-# what it uses, in the order of the node's fields. On a program of 10,000
-# lines, printing it only to number it took a quarter of the back end's
-# time; most of that is the walk and the names themselves, and leaving out
-# the text saves a fifth of it.
+# what it uses, in the order of the node's fields. So the back end gets
+# the printer's names without making a text of the whole program only to
+# throw it away.
 
 # %%
 #| export
@@ -1383,7 +1393,8 @@ for add, load in derived:
 # free address) and `lc_hl` (the end of the run). Allocating `n` words is,
 # in the generated code, *bump the pointer*: load `lc_hp`, add `8n`,
 # compare with `lc_hl`; if it fits, store the new pointer back and the
-# block is ours; if not, call the runtime's `lc_alloc_slow(n)`, which finds
+# block is ours; if not, call the runtime's `lc_alloc_slow(n)` (through a
+# function of the module that the next section explains), which finds
 # the next run or collects garbage. Those instructions live in one function
 # of the module, `lc_alloc`, marked `alwaysinline`: every allocation is a
 # call of it in the code the back end writes (short to read, and quick to
@@ -1460,8 +1471,9 @@ class Backend(Backend):
 # `lc_alloc_slow_saving`, a function of the module with LLVM's
 # `preserve_mostcc` calling convention: it promises its callers to leave
 # every register as it found it but `r11` (and `rax`, its result). LLVM
-# writes that promise into its code — push the nine registers a C call
-# may overwrite, call `lc_alloc_slow`, pop them — so the generated
+# writes that promise into its code — push the seven of the nine
+# registers a C call may overwrite that it must keep (all but `rax` and
+# `r11`), call `lc_alloc_slow`, pop them — so the generated
 # functions keep their values in any register, and the pushes happen only
 # on the slow path. The registers it pushes land on the stack, in the
 # slow path's frame, where the collector's conservative scan of the stack
@@ -1490,9 +1502,10 @@ class Backend(Backend):
         return f
 
 # %% [markdown]
-# The difference, counted in the machine code of `cpstak` (every function
-# of it but the runtime's, `lc show asm`): the `push` instructions, with
-# the direct call and with `lc_alloc_slow_saving`.
+# The difference, counted in the machine code of `cpstak` (`lc show
+# asm`), in the code of its three closures (`f_code_…`), where its work
+# is done: the `push` instructions, with the direct call and with
+# `lc_alloc_slow_saving`.
 
 # %%
 from lcompiler import llvm_backend
@@ -1548,7 +1561,8 @@ class Backend(Backend):
 # *write barrier* of the generational collector. It loads the header of `x`
 # and, if the flags say that `x` is old and not yet remembered, calls the
 # runtime's `lc_remember(x)`. Stores are rare in L — only the cells of the
-# `var`s that a function captures are ever written — and the test is two
+# `var`s that a function captures, and the `ready` flags of chapter 7, are
+# ever written — and the test is two
 # instructions on a header that the store has just brought into the cache.
 #
 # In `barrier` the two instructions are an `and` of the header with the two
@@ -1844,8 +1858,8 @@ print(f"{'geometric mean':12} {mean['ratio']:.2f} [{mean['ci'][0]:.2f}, {mean['c
 # fields when the value is its block's address, the other constructor's
 # tag otherwise. The worked example below shows it in `length`: an `icmp
 # eq` with the address of `@nullary.1`, a `select` of 1 (`Nil`, the second
-# constructor) or 0, and the `switch`. For any other type, `header_tag`
-# loads the header, shifts it right by 24 and keeps 16 bits.
+# constructor) or 0, and the `switch`. For any other type, `tag` loads the
+# header and `header_tag` shifts it right by 24 and keeps 16 bits.
 
 # %%
 #| export
@@ -2176,7 +2190,7 @@ class Backend(Backend):
 # pointer, and a raise restores the stack pointer and jumps, in one step
 # whatever the depth; *zero-cost unwinding*, C++'s `invoke` and
 # `landingpad`, which costs nothing until a raise and then walks tables
-# frame by frame (and cannot be used on our `musttail` calls); and a
+# frame by frame; and a
 # *flag*, as Swift's `swifterror` and Koka do: a raise stores the exception
 # in a global and returns normally, and every call that may raise is
 # followed by a test of the global — if it is set, the caller goes to its
@@ -2653,15 +2667,17 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 
 # %% [markdown]
 # Reading the table. **A program without `try` pays nothing** under
-# either lowering: its code is byte for byte what it was (the tests check
-# it for every program of the corpus and the examples). In a program that
+# either lowering: its code is what it was before L had exceptions (the
+# tests check, for every program of the corpus and the examples, that its
+# module has no flag, no raise site and no extra root). In a program that
 # catches, the flag puts a load, a compare and a branch after each call of
 # a function that may raise: on `fib`, which does nothing but call, the
 # fraction of its time printed above; trap frames put nothing there (what
 # is left on their `call` line is the noise of this loaded machine, or the
 # callee-saved registers they keep).
 # **Entering a `try`** costs the flag nothing of its own, and costs a trap
-# a `setjmp` and two stores. **A raise** costs the flag a return and a
+# a `setjmp` and a few stores (the trap record's words, and `lc_trap` set
+# before the call and put back after it). **A raise** costs the flag a return and a
 # test per frame it crosses, a nanosecond or two each, so its price grows
 # with the depth; under traps it is one `longjmp` at any depth — and since
 # nothing is tested after the calls, LLVM even turned the raising
@@ -2848,8 +2864,10 @@ class Backend(Backend):
 #    lines: section "Debug information" near the end of the chapter).
 # 2. **After optimisation, each call that belongs to a call site gets a
 #    label on either side**, written as inline assembly (`771:` before,
-#    `772:` after, LLVM's local numeric labels), and the second one adds an
-#    entry *(before, after, call site)* to a section `lc_sites`. Between the
+#    `772:` after: the assembler's local numeric labels, which the
+#    assembly listing below shows renamed `.Ltmp0` and `.Ltmp1`), and the
+#    second one adds an entry *(before, after, call site)* to a section
+#    `lc_sites`. Between the
 #    two labels lies that one call and nothing else that calls (moves of its
 #    arguments and result), so a return address in (before, after] is that
 #    call's. The labels come after optimisation, not before, because an
@@ -2873,9 +2891,9 @@ class Backend(Backend):
 # Statepoints (`gc.statepoint`) record exact return addresses, but a
 # statepoint call cannot be inlined, so they too would have to be made
 # after optimisation, and they bring precise stack maps — a collector
-# design of their own (chapter 10b's design note). A line table (DWARF
-# `.debug_line`) would have to be parsed by the runtime, and the JIT does
-# not load it.
+# design of their own (chapter 10b's design note "why not precise
+# roots"). A line table (DWARF `.debug_line`) would have to be parsed by
+# the runtime, and the JIT does not load it.
 #
 # </div>
 #
@@ -3042,8 +3060,9 @@ class Backend(Backend):
 # type mismatch — is a bug of this compiler, and we want to hear about it
 # here, not as a crash later), then LLVM's standard O2 pipeline through the
 # new pass manager that llvmlite exposes (`create_pass_builder` with
-# `speed_level=2`: inlining, SROA, instruction combining, GVN, loop
-# optimisations, tail-call elimination of self-recursion into loops…), and
+# `speed_level=2`: inlining, SROA (memory in a function's frame turned
+# into values in registers), instruction combining, GVN (a value computed
+# twice computed once), loop optimisations, tail-call elimination of self-recursion into loops…), and
 # verifies again.
 #
 # The back end, like every stage since chapter 4a, builds its objects with
@@ -3429,9 +3448,10 @@ flow_graphs([FlowGraph(llvm_function(text, re.search(rf'@"?({name}_\d+)"?\(', te
 # all three are `fastcc`.
 #
 # That is naive code, and LLVM's O2 pipeline makes short work of it. After
-# optimisation, the module has four functions left: `lc_program`, the
+# optimisation, the module has five functions left: the slow path of
+# allocation `lc_alloc_slow_saving` (shown further down), `lc_program`, the
 # initialiser of the `print` statement, the printer of `List<Int>` and
-# `main`. Here are the first three:
+# `main`. Here are `lc_program`, the initialiser and the printer:
 
 # %%
 optimised = optimise(module)
@@ -3472,8 +3492,10 @@ print(llvm_function(text, "lc_alloc_slow_saving"))
 # it tells LLVM to make the fast path the straight line. The suffixes
 # `.i` on the names are LLVM's, one for each level of inlining that a value
 # went through. And the printer of `List<Int>` finds a value's constructor
-# as `tag` does: it shifts the header right by 24, keeps 16 bits (`trunc …
-# to i16`), and switches on the result, 0 for `Cons` and 1 for `Nil`.
+# in its header, as `header_tag` does (not by comparing the value with
+# `Nil`'s address, as `tag` does for a `List`: `Nil`'s constant block has
+# a header too): it loads the header, shifts it right by 24, keeps 16 bits
+# (`trunc … to i16`), and switches on the result, 0 for `Cons` and 1 for `Nil`.
 #
 # The program runs in chapter 11; here, `run_in_child` (of the support
 # module, [appendix B](B_support.ipynb#running-in-a-child)), the runtime of
@@ -3880,8 +3902,8 @@ except RuntimeError as error:
 # <details><summary>Solutions</summary>
 #
 # 1. The cache is a dictionary in the translation of one LLVM basic block,
-#    from the word to the pointer made of it: `field` (and `header_tag`'s
-#    load of a header) asks it before emitting `inttoptr`, and it is
+#    from the word to the pointer made of it: `field` (and the loads of a
+#    header in `tag` and the printers) asks it before emitting `inttoptr`, and it is
 #    emptied whenever the builder moves to a new block — a pointer made in
 #    one block is not usable in a sibling, and one made in a dominating
 #    block would need the dominator tree (exercise 4). Counting in the
@@ -3894,9 +3916,10 @@ except RuntimeError as error:
 #    EarlyCSE and GVN merge two conversions of the same word in the same
 #    block before any other pass sees them. The saving is in the back end's
 #    output and in the first passes' work, and chapter 12's
-#    `compile_speed.py`, which times compilation in alternation with the
-#    unchanged compiler, is the place to see whether it is measurable; the
-#    fraction of instructions removed says to expect it within noise.
+#    `compile_speed.py`, which times each stage of the compiler on
+#    generated programs of growing size, run with the change and without
+#    it, is the place to see whether it is measurable; the fraction of
+#    instructions removed says to expect it within noise.
 # 2. `arity` becomes the number of leaves of the tuple type (a component
 #    that is itself a tuple counts its own leaves), `parameters` binds a
 #    nested `Fields` of `Fields`, `words` flattens recursively (a
@@ -3970,8 +3993,9 @@ except RuntimeError as error:
 #    first load stays: between the store of 20 and it lie the stores into
 #    the closure's block — its fields are of the kind "field" too, so they
 #    may be the same memory — and the call of the allocator's slow path,
-#    about which TBAA says nothing, and which may collect. (This is what
-#    the reasoning predicts; it has not been run here.) `!invariant.load`
+#    about which TBAA says nothing, and which may collect.
+#    `tests/test_solutions.py` tags the back end's loads and stores so,
+#    and O2 removes the second load and keeps the first. `!invariant.load`
 #    would not be correct: it says the location holds the same value
 #    wherever it can be read, and two things write these fields after the
 #    block exists — the initialising stores right after the allocation
