@@ -622,11 +622,12 @@ class Backend:
 
     def alias_tags(self) -> dict:
         """The two access tags of LLVM's type-based alias analysis, made once per module:
-        "allocator" for lc_hp and lc_hl, "word" for every other word the code reads or writes."""
+        "allocator" for lc_hp and lc_hl, "word" for every other word the code reads or writes
+        (and the root of their types, for finer ones: exercise 5)."""
         if getattr(self, "tags", None) is None:
             m = self.module
             root = m.add_metadata([ir.MetaDataString(m, "lc")])
-            self.tags = {}
+            self.tags = {"root": root}
             for name in ("allocator", "word"):
                 kind = m.add_metadata([ir.MetaDataString(m, name), root, word(0)])
                 self.tags[name] = m.add_metadata([kind, kind, word(0)])
@@ -1294,11 +1295,11 @@ def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
 
 # cell 70
 def tell_apart(f: ir.Function, allocator_words: set, tags: dict):
-    """Tag each load and store of f for LLVM's TBAA: "allocator" if it reads or writes one of
-    allocator_words or a local of f's frame (the copy of lc_hp), "word" otherwise."""
+    """Tag each load and store of f that has no tag yet for LLVM's TBAA: "allocator" if it reads
+    or writes one of allocator_words or a local of f's frame (the copy of lc_hp), "word" otherwise."""
     for block in f.blocks:
         for ins in block.instructions:
-            if type(ins) is ir.LoadInstr or type(ins) is ir.StoreInstr:
+            if (type(ins) is ir.LoadInstr or type(ins) is ir.StoreInstr) and "tbaa" not in ins.metadata:
                 pointer = ins.operands[0] if type(ins) is ir.LoadInstr else ins.operands[1]
                 allocator = pointer in allocator_words or type(pointer) is ir.AllocaInstr
                 ins.set_metadata("tbaa", tags["allocator" if allocator else "word"])

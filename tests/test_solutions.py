@@ -504,12 +504,13 @@ def test_a_use_that_its_definition_does_not_dominate_is_found():
 
 class Tagged(llvm_backend.Backend):
     """The back end with a `!tbaa` tag on the loads and stores of allocation, projection and
-    `x[i] := y`: "header", "cell" (a `var`'s cell, which chapter 7 names `NAME_cell`) or "field"."""
+    `x[i] := y`: "header", "cell" (a `var`'s cell, which chapter 7 names `NAME_cell`) or "field",
+    in place of the back end's "word" (tell_apart tags only what has no tag)."""
 
     def access(self, kind: str):
         if not hasattr(self, "tbaa"):
             m, word = self.module, llvm_backend.word
-            root = m.add_metadata([ir.MetaDataString(m, "lc tbaa")])
+            root = self.alias_tags()["root"]             # the back end's root: its "allocator" stays apart
             self.tbaa = {}
             for k in ("field", "cell", "header"):
                 node = m.add_metadata([ir.MetaDataString(m, k), root, word(0)])
@@ -520,7 +521,7 @@ class Tagged(llvm_backend.Backend):
         return "cell" if "_cell" in self.name(var) else "field"
 
     def alloc(self, b, fields, types, tag=0, code=False):
-        p = b.call(self.allocator(), [llvm_backend.word(len(fields) + 1)])
+        p = b.call(self.allocator(), [llvm_backend.word(len(fields) + 1), self.rt["lc_hp"]])
         ptr = b.inttoptr(p, llvm_backend.I64.as_pointer())
         b.store(llvm_backend.word(llvm_backend.header(types, tag, code=code)), ptr).set_metadata(
             "tbaa", self.access("header"))
