@@ -59,6 +59,7 @@ from test_cps import interpret as cps_interpret, programs as cps_programs, terms
 # --- chapter 4, exercise 1
 
 def test_a_stage_lines_after_tokens(monkeypatch):
+    pipeline.load()                                   # every stage's module imported, its stage registered
     monkeypatch.setattr(pipeline, "STAGES", dict(pipeline.STAGES))      # the registry put back afterwards
     with pytest.raises(ValueError, match=r"^'lines' is not a stage of the pipeline; the stages are tokens, ast, "):
         pipeline.stage("lines")
