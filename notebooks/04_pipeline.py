@@ -34,8 +34,8 @@
 # **Builds:** the module `lcompiler.pipeline`: the list of stages
 # `PIPELINE`, the decorator `stage` with which a chapter registers its
 # stage, the compilation `Unit`, `compile_to`, `show`, and `stages_of`,
-# which runs a program through every stage and checks and runs what each
-# one hands on.
+# which runs a program through the stages and yields what each one hands
+# on, checked by the stage's checker when asked.
 #
 # </div>
 
