@@ -8,7 +8,9 @@ characters become tokens, tokens a tree, the tree a smaller core
 language, the core a program in continuation-passing style, and that, in
 the end, machine code. This short chapter writes the whole chain down
 before any of it is built, on one page, in the order it runs — the way
-MinCaml's `main.ml` shows every pass of its compiler in one expression.
+the `main.ml` of MinCaml (Eijiro Sumii's small compiler of a subset of
+ML, written for teaching) shows every pass of its compiler in one
+expression.
 Each chapter that builds a stage fills in its names on that page — one
 or two, three for chapter 10 — and nothing else can: a stage whose name
 is not on the page is an error.

@@ -20,7 +20,9 @@
 # language, the core a program in continuation-passing style, and that, in
 # the end, machine code. This short chapter writes the whole chain down
 # before any of it is built, on one page, in the order it runs — the way
-# MinCaml's `main.ml` shows every pass of its compiler in one expression.
+# the `main.ml` of MinCaml (Eijiro Sumii's small compiler of a subset of
+# ML, written for teaching) shows every pass of its compiler in one
+# expression.
 # Each chapter that builds a stage fills in its names on that page — one
 # or two, three for chapter 10 — and nothing else can: a stage whose name
 # is not on the page is an error.
@@ -295,8 +297,9 @@ def show(name: str, source: Source, optimise: bool = True) -> str:
 # the examples (all but a few too long or too deep to interpret seven times
 # over, which tests of their own run), so that a new stage is tested the
 # day it is registered.
-# This is the test driver of *Essentials of Compilation*, whose `test_pass`
-# runs the program after every pass.
+# This is the test driver of *Essentials of Compilation* (Jeremy Siek's
+# textbook, which builds a compiler in Python a pass at a time), whose
+# `test_pass` runs the program after every pass.
 #
 # Here is a small program taken through every stage, with the size of what
 # each one hands on (the lines of its text, as `lc show` prints it), and

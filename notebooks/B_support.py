@@ -226,12 +226,17 @@ print("the limit restored after:", sys.getrecursionlimit() == before)
 # [chapter 11](11_running.ipynb) for L) loads machine code into this
 # process; `lc build` ([chapter 11](11_running.ipynb)) writes an executable,
 # and `lc show asm` ([chapter 10](10_llvm.ipynb)) shows its code. They want
-# different machine code. MCJIT may load the code anywhere in the 64-bit
-# address space, so its target machine uses the *large* code model: a direct
-# call is a `movabs` of the callee's address into a register, then a `call`
-# through it. An executable is linked at one place, so `lc build` asks for
-# the *small* code model and position-independent code: a direct call is one
-# `call` instruction. `target_machine(executable)` makes either, and
+# different machine code. MCJIT, the JIT of LLVM that llvmlite offers, may
+# load the code anywhere in the 64-bit address space, far from the C
+# library it calls, so its target machine uses the *large* code model: a
+# direct call is a `movabs` of the callee's address into a register, then
+# a `call` through it. An executable's code is laid out by the linker, its
+# calls within reach of one `call` instruction's 32-bit offset, so `lc
+# build` asks for the *small* code model, with position-independent code
+# (the system may load it at any address, as it does today's
+# executables): a direct call is one `call` instruction — to `f@PLT`
+# below, the linker's stub for a function that may live in a shared
+# library. `target_machine(executable)` makes either, and
 # initialises LLVM's parts for this machine the first time it is called.
 #
 # One trap of llvmlite deserves a warning, because it fails far from its
