@@ -5,10 +5,11 @@
 How the book's compiler shows things to a person: a mistake in a program,
 at its line and column, with the line and a caret under the place; a tree
 of boxes, drawn as a picture that also says in words what it shows; L code
-in colour. Every chapter uses these three small modules and none of them is
-what a chapter is about, so they live here, in the first of the book's three
-appendices — the workshop — instead of in the chapter that happened to need
-them first.
+in colour. Every chapter uses these three small modules (the third through
+the site, which colours its L), and none of them is what a chapter is
+about, so they live here, in the first of the book's three appendices —
+the workshop — instead of in the chapter that happened to need them
+first.
 
 What this appendix promises:
 
@@ -25,6 +26,11 @@ What this appendix promises:
   `raise_errors(found)` raises nothing, the one error found, or a group.
   `RunError` (kind `runtime error`, status 2) is a mistake found while a
   program runs.
+- A `CompileWarning` renders like an error, with `warning`, and is not
+  raised: `report_warnings` hands a compilation's warnings, in the order
+  of the source, to `POLICY["sink"]` (a file, a list, or nowhere), or,
+  with `POLICY["warnings_are_errors"]` (`-Werror`), raises them as errors.
+  With `POLICY["color"]` on, every message is painted in gcc's colours.
 - A `Picture` of trees of `Box`es is SVG text, the same on every run, in
   which the boxes of one level never overlap and a parent is centred over
   its children; Jupyter shows it as a picture, and its `alt`, a description

@@ -2,15 +2,18 @@
 # Do not edit: change the notebook, then run `python tools/literate.py export`.
 """Chapter 4. The compiler on one page
 
-The chapters from here to [chapter 10](10_llvm.ipynb) each build one
-stage of a compiler for L, and each stage hands its output to the next:
+The chapters from here to [chapter 10](10_llvm.ipynb) build the stages
+of a compiler for L, and each stage hands its output to the next:
 characters become tokens, tokens a tree, the tree a smaller core
 language, the core a program in continuation-passing style, and that, in
 the end, machine code. This short chapter writes the whole chain down
 before any of it is built, on one page, in the order it runs — the way
-MinCaml's `main.ml` shows every pass of its compiler in one expression.
-Every later chapter fills in one or two of the names on that page, and
-nothing else can: a stage whose name is not on the page is an error.
+the `main.ml` of MinCaml (Eijiro Sumii's small compiler of a subset of
+ML, written for teaching) shows every pass of its compiler in one
+expression.
+Each chapter that builds a stage fills in its names on that page — one
+or two, three for chapter 10 — and nothing else can: a stage whose name
+is not on the page is an error.
 
 What this chapter promises:
 
@@ -29,8 +32,9 @@ In the module `lcompiler.pipeline`:
   typed fields carry what a stage leaves for a later one. `show(NAME,
   source)` is that output as text: `lc show NAME FILE`.
 - `stages_of(source)` runs a program through the pipeline and yields,
-  after each stage, its output checked by the stage's checker; a test
-  runs every stage's interpreter on it and compares what it prints.
+  after each stage, its output — with `checked=True`, first checked by
+  the stage's checker; a test runs every stage's interpreter on it and
+  compares what it prints.
 - The module imports no other stage of the compiler: each stage's module
   imports this one to register itself, and this one imports the stages'
   modules by name, when it first runs them. So there is no import cycle.

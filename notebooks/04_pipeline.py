@@ -14,15 +14,18 @@
 # %% [markdown]
 # # Chapter 4. The compiler on one page
 #
-# The chapters from here to [chapter 10](10_llvm.ipynb) each build one
-# stage of a compiler for L, and each stage hands its output to the next:
+# The chapters from here to [chapter 10](10_llvm.ipynb) build the stages
+# of a compiler for L, and each stage hands its output to the next:
 # characters become tokens, tokens a tree, the tree a smaller core
 # language, the core a program in continuation-passing style, and that, in
 # the end, machine code. This short chapter writes the whole chain down
 # before any of it is built, on one page, in the order it runs — the way
-# MinCaml's `main.ml` shows every pass of its compiler in one expression.
-# Every later chapter fills in one or two of the names on that page, and
-# nothing else can: a stage whose name is not on the page is an error.
+# the `main.ml` of MinCaml (Eijiro Sumii's small compiler of a subset of
+# ML, written for teaching) shows every pass of its compiler in one
+# expression.
+# Each chapter that builds a stage fills in its names on that page — one
+# or two, three for chapter 10 — and nothing else can: a stage whose name
+# is not on the page is an error.
 #
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
@@ -33,8 +36,8 @@
 # **Builds:** the module `lcompiler.pipeline`: the list of stages
 # `PIPELINE`, the decorator `stage` with which a chapter registers its
 # stage, the compilation `Unit`, `compile_to`, `show`, and `stages_of`,
-# which runs a program through every stage and checks and runs what each
-# one hands on.
+# which runs a program through the stages and yields what each one hands
+# on, checked by the stage's checker when asked.
 #
 # </div>
 
@@ -59,8 +62,9 @@
 #   typed fields carry what a stage leaves for a later one. `show(NAME,
 #   source)` is that output as text: `lc show NAME FILE`.
 # - `stages_of(source)` runs a program through the pipeline and yields,
-#   after each stage, its output checked by the stage's checker; a test
-#   runs every stage's interpreter on it and compares what it prints.
+#   after each stage, its output — with `checked=True`, first checked by
+#   the stage's checker; a test runs every stage's interpreter on it and
+#   compares what it prints.
 # - The module imports no other stage of the compiler: each stage's module
 #   imports this one to register itself, and this one imports the stages'
 #   modules by name, when it first runs them. So there is no import cycle.
@@ -69,8 +73,8 @@
 # ## The page
 #
 # Here is the compiler. Each line is a stage: its name (the name `lc show`
-# takes), the module of the package that registers it — its chapter — and
-# what it hands to the next stage.
+# takes), the module of the package that registers it, the chapter that
+# module comes from, and what it hands to the next stage.
 
 # %%
 #| export
@@ -153,9 +157,11 @@ class Stage:
 # A `Unit` is one compilation. Besides the source and the options, a stage
 # sometimes leaves something for a later one, and each such thing has its
 # own field, named and typed, rather than a key in a dictionary that a
-# misspelling would silently miss. There are two: the type schemes that
-# chapter 5 infers (which `lc show types` prints), and the data declarations
-# that chapter 5b hands over to the back end, which lays out their values.
+# misspelling would silently miss. There are three: the mistakes the lexer
+# went on after, which the parser reports with its own (the section
+# "Running the stages" says how); the type schemes that chapter 5 infers
+# (which `lc show types` prints); and the data declarations that chapter
+# 5b hands over to the back end, which lays out their values.
 
 # %%
 #| export
@@ -236,8 +242,8 @@ def load() -> list[Stage]:
 # stops there — with one exception, so that one run reports every mistake
 # it safely can: the lexer goes on after a lexical mistake and leaves it in
 # the unit's `errors`, and the parser reports it with its own (or
-# `compile_to` does, if it stops at `tokens`). `show` prints the output of
-# one stage.
+# `compile_to` does, if it stops at `tokens`). `show` returns the output of
+# one stage as text.
 
 # %%
 #| export
@@ -276,20 +282,28 @@ def show(name: str, source: Source, optimise: bool = True) -> str:
 # %% [markdown]
 # ## Every stage, checked and run
 #
-# Each language of the compiler has a checker or an interpreter, or both:
-# the core language of chapter 4b has a reference interpreter, the typed
-# core a checker of its typing rules (chapter 5b), the CPS language both
-# (chapter 6), and the LLVM module is verified by LLVM and run by the JIT
-# (chapters 10 and 11). `stages_of(source, checked=True)` checks each
-# stage's output as it goes; a test of the package (`tests/test_pipeline.py`)
-# also runs every interpreter on the output of its stage and compares
-# what it prints with the program's expected output — for every program of
-# the test corpus, so that a new stage is tested the day it is registered.
-# This is the test driver of *Essentials of Compilation*, whose `test_pass`
-# runs the program after every pass.
+# Each language of the compiler from the core language to LLVM has a
+# checker or an interpreter, or both: the core language of chapter 4b has a
+# reference interpreter (which runs the typed and the monomorphic core
+# too), the monomorphic core a checker of its typing rules (chapter 5b),
+# the CPS language both (chapter 6), and the LLVM module is verified by
+# LLVM (chapter 10). The LLVM stages register no interpreter: running LLVM
+# means compiling it to machine code, which [chapter 11](11_running.ipynb)
+# does. The tokens, the syntax tree and the assembly have neither.
+# `stages_of(source, checked=True)` checks each stage's output as it goes;
+# a test of the package (`tests/test_pipeline.py`) also runs every
+# interpreter on the output of its stage and compares what it prints with
+# the program's expected output — for the programs of the test corpus and
+# the examples (all but a few too long or too deep to interpret seven times
+# over, which tests of their own run), so that a new stage is tested the
+# day it is registered.
+# This is the test driver of *Essentials of Compilation* (Jeremy Siek's
+# textbook, which builds a compiler in Python a pass at a time), whose
+# `test_pass` runs the program after every pass.
 #
 # Here is a small program taken through every stage, with the size of what
-# each one hands on, and whether it has a checker and an interpreter. The
+# each one hands on (the lines of its text, as `lc show` prints it), and
+# whether it has a checker and an interpreter. The
 # stages are registered with the package's `lcompiler.pipeline`, the module
 # this chapter's cells are exported to, by the modules of the later
 # chapters; so these cells run the package's functions, not the ones this
@@ -306,14 +320,15 @@ for s, value, unit in pipeline.stages_of(SMALL, checked=True):
           f"  interpreter: {'yes' if s.interpret else 'no'}")
 
 # %% [markdown]
-# The same run, drawn. Each box is a stage, in the order of
+# The same run, drawn. Between the source text at the top and what the
+# last stage hands on at the bottom, each box is a stage, in the order of
 # `pipeline.PIPELINE`, with its chapter, and with a mark for a checker
 # (✓) and for an interpreter (▶) when the stage that `pipeline.STAGES`
 # holds has one; the two optimisations are yellow, since `-O0` leaves them
 # out. Each edge is labelled with the class of the value that goes down
 # it, as the run handed it on. `pipeline_picture` reads all of this from
-# the tables and from the run; only the first box, the source text, is
-# written by hand.
+# the tables and from the run; only the label of the first box, the source
+# text, is written by hand.
 
 # %%
 def value_class(value) -> str:
@@ -401,8 +416,10 @@ for s, value, unit in pipeline.stages_of(SMALL):
 #    `list(stages_of(source, checked=True))` against `compile_to`): would
 #    you turn it on in `lc run`?
 # 3. Why does the optimiser come before closure conversion, and the second
-#    shrinking after it? Look at what `lc show opt` and `lc show closure`
-#    print for the program of exercise 1 of [chapter 8](08_closure.ipynb).
+#    shrinking after it? Look at what `lc show opt`, `lc show closure` and
+#    `lc show -O0 closure` print for the example of exercise 1 of [chapter
+#    8](08_closure.ipynb), made a program: `def g(n) = { let f = { x -> x +
+#    n }; f(1) + f(2) }` and `print(g(10))`.
 #
 # <details><summary>Solutions</summary>
 #
@@ -412,17 +429,25 @@ for s, value, unit in pipeline.stages_of(SMALL):
 #    f"{unit.source.text.count(chr(10))} lines")` that returns its input.
 #    Registered without the line in `PIPELINE`, `stage` raises at once:
 #    `'lines' is not a stage of the pipeline; the stages are …`.
-# 2. Each checker is one walk over its stage's output, as the stage is, so
-#    checking every stage costs a fixed fraction more, which your
+# 2. Each checker walks its stage's output once, so checking every stage
+#    adds a fraction to the time of the compilation, which your
 #    measurement gives for your machine. That is a price worth paying in
 #    the tests, which look for bugs of the compiler, more than in every
 #    `lc run`; the one checker that always runs is chapter 5b's, because it
 #    guards the one promise a user cannot check for themselves — that a
 #    well-typed program does not crash — and chapter 5b measures its cost.
-# 3. The optimiser inlines and contifies known functions: before closure
-#    conversion a call names its function, afterwards it goes through a
-#    closure record, which hides which function it calls. Closure conversion
-#    then creates new redexes (projections of known records), which the
-#    second shrinking removes.
+# 3. With the optimiser, `lc show opt` already prints `v_1 = 23` and the
+#    `print` of it, and `lc show closure` the same: before closure
+#    conversion `f` is a function in the middle of `g`, and each call names
+#    it, so the optimiser copies `f` into its two calls and `g` into its
+#    one, and folds the sum; no closure is ever made. `lc show -O0 closure`
+#    shows what the optimiser would meet after closure conversion: `f_5 =
+#    closure(f_code_6, n_4)`, a record, and calls `call f_5(…)` that go
+#    through it, which hides which code they call. Closure conversion also
+#    makes work of its own for the shrinker — a call of a closure built in
+#    sight can call its code directly, and the small wrappers it makes for
+#    direct functions used as values can move into their one call
+#    ([chapter 9](09_shrink.ipynb#in-the-pipeline)) — which is why a second
+#    shrinking runs after it.
 #
 # </details>

@@ -17,10 +17,11 @@
 # How the book's compiler shows things to a person: a mistake in a program,
 # at its line and column, with the line and a caret under the place; a tree
 # of boxes, drawn as a picture that also says in words what it shows; L code
-# in colour. Every chapter uses these three small modules and none of them is
-# what a chapter is about, so they live here, in the first of the book's three
-# appendices — the workshop — instead of in the chapter that happened to need
-# them first.
+# in colour. Every chapter uses these three small modules (the third through
+# the site, which colours its L), and none of them is what a chapter is
+# about, so they live here, in the first of the book's three appendices —
+# the workshop — instead of in the chapter that happened to need them
+# first.
 
 # %% [markdown]
 # <div class="admonition abstract">
@@ -31,9 +32,10 @@
 #
 # **Builds:** the module `lcompiler.errors` — `Source`, `Span`,
 # `Diagnostic`, `CompileError` with its notes, `Note`, `CompileErrors`,
-# `raise_errors`, `RunError`; the module `lcompiler.drawing` — `Box` and
-# `Picture`; and the module `lcompiler.highlight`, the Pygments lexer
-# `LLexer`.
+# `raise_errors`, `CompileWarning` and `report_warnings`, `POLICY` (the
+# switches `lc`'s options set) and `paint`, `RunError`; the module
+# `lcompiler.drawing` — `Box` and `Picture`; and the module
+# `lcompiler.highlight`, the Pygments lexer `LLexer`.
 #
 # </div>
 #
@@ -87,6 +89,11 @@
 #   `raise_errors(found)` raises nothing, the one error found, or a group.
 #   `RunError` (kind `runtime error`, status 2) is a mistake found while a
 #   program runs.
+# - A `CompileWarning` renders like an error, with `warning`, and is not
+#   raised: `report_warnings` hands a compilation's warnings, in the order
+#   of the source, to `POLICY["sink"]` (a file, a list, or nowhere), or,
+#   with `POLICY["warnings_are_errors"]` (`-Werror`), raises them as errors.
+#   With `POLICY["color"]` on, every message is painted in gcc's colours.
 # - A `Picture` of trees of `Box`es is SVG text, the same on every run, in
 #   which the boxes of one level never overlap and a parent is centred over
 #   its children; Jupyter shows it as a picture, and its `alt`, a description
@@ -167,7 +174,10 @@ class Span:
 
 # %% [markdown]
 # A `Diagnostic` is an exception with a span. It knows how to show itself in
-# the format above, and which exit status `lc` should stop with:
+# the format above, and which exit status `lc` should stop with. The cell
+# also holds `POLICY`, the switches that `lc`'s options set, and `paint`,
+# which colours a piece of a message when colour is on; the sections
+# "Warnings" and "Colour on a terminal" below say what they are for:
 
 # %%
 #| export
@@ -228,8 +238,10 @@ print(CompileError("expected Int, found Bool", Span(tabbed, 16, 20)).render())
 # %% [markdown]
 # ## Notes, and several mistakes at a time
 #
-# Two things make errors easier to act on, and every stage from
-# [chapter 4a](04a_syntax.ipynb) on uses them:
+# Two things make errors easier to act on, and the stages that read the
+# program — the parser of [chapter 4a](04a_syntax.ipynb), the resolver of
+# [chapter 4b](04b_meaning.ipynb), the type checker of [chapter
+# 5](05_types.ipynb) — use them:
 #
 # - **notes**: a second place in the program that explains the first. When
 #   the two branches of an `if` disagree, the error is at one branch and a
@@ -373,8 +385,8 @@ print(CompileErrors([unknown, branch]).render())
 # %% [markdown]
 # Read the two renderings line by line. The first is one error: its own
 # three lines (place, source line, caret), then its note in the same shape,
-# with `note` where the error has `error` and a `~` under every character of
-# the note's span — the five characters of `"pos"`, quotes included. The
+# with `note` where the error has `error` and `^~~~~` under the note's
+# span — the five characters of `"pos"`, quotes included. The
 # second rendering was given the errors in the wrong order, `unknown` first,
 # and prints them in the order of the text: line 1 before line 2. The note
 # travels with its error. Why the order of the text, and how the parser
@@ -387,10 +399,10 @@ print(CompileErrors([unknown, branch]).render())
 # A notebook explains a class the way a person explains it: the data
 # first, then a method, a paragraph, the next method. So the chapters grow
 # their classes over many cells: chapter 4a's `Parser` gets its expressions,
-# then its blocks, then its top-level items; chapter 6's graph its `Build`,
-# `Check` and `Change` methods; chapter 10's `Backend` a method per
-# construct of the CPS language. Python allows it as it is:
-# `class Parser(Parser):` makes a new class under the old name, whose
+# then its blocks, then its top-level items; chapter 6's `Printer`,
+# `Parser` and `Checker` a construct of the CPS language at a time;
+# chapter 10's `Backend` a method per construct of the CPS language.
+# Python allows it as it is: `class Parser(Parser):` makes a new class under the old name, whose
 # parent is the class of the cell before, and everything after sees the
 # new one. The cell above does it to `CompileError`.
 #
@@ -399,8 +411,8 @@ print(CompileErrors([unknown, branch]).render())
 # `Parser` is. There a chain of classes of the same name, each holding a
 # few methods, would be the history of the notebook instead of a program:
 # a method would have to be looked for in every link, and `type(x).__mro__`
-# would name `Parser` six times. So the exporter, `tools/literate.py`,
-# assembles the pieces. Where a cell of the same module says
+# would name `Parser` once for every cell that grew it. So the exporter,
+# `tools/literate.py`, assembles the pieces. Where a cell of the same module says
 # `class X(X):`, its body is moved into the first definition of `X`, under
 # a comment that names the cell and its section, and its docstring becomes
 # a comment; `lcompiler/errors.py` has one `CompileError`, whose body holds
@@ -424,7 +436,8 @@ print(CompileErrors([unknown, branch]).render())
 # `FILE:LINE:COL:` bold, and the caret green, as gcc and clang do. Colour
 # is made of ANSI escape sequences, `ESC [ 1;31 m` … `ESC [ 0 m`, which a
 # terminal obeys and a file keeps as garbage; so `lc` paints only when
-# asked. `lc --color=always` paints, `--color=never` does not, and
+# asked. `lc run --color=always` (and the same option of `lc build`, `lc
+# show` and `lc repl`) paints, `--color=never` does not, and
 # `--color=auto`, the default, paints when standard error is a terminal
 # and the environment variable `NO_COLOR` is unset or empty (the
 # convention of no-color.org). The switch is `POLICY["color"]`, read by
@@ -649,19 +662,21 @@ class Picture:
 # <div class="admonition note">
 # <p class="admonition-title">Design note: why draw by hand</p>
 #
-# Graphviz draws graphs better than eighty lines of Python, but it is a
-# program to install, its SVG changes with its version, and the book must
+# Graphviz draws graphs better than a hundred-odd lines of Python, but it
+# is a program to install, its SVG changes with its version, and the book must
 # build on a machine that has only Python. Matplotlib is installed, but a
 # plot is a poor way to show boxes and arrows. Writing the SVG ourselves costs
-# one page of code, keeps every picture deterministic (the tests compare the
-# stored pictures with fresh ones, text for text) and lets a picture carry
+# those hundred-odd lines (the four cells above), keeps every picture
+# deterministic (the tests compare the stored pictures with fresh ones,
+# text for text) and lets a picture carry
 # its description.
 #
 # </div>
 
 # %% [markdown]
-# A tree, an arrow between two named boxes, and a second panel whose edges
-# point up, to the parent — the ways the chapters use a picture:
+# Two panels, an arrow between two named boxes, and edges that point up,
+# to the parent — in both panels, since `edges` is the whole picture's:
+# the ways the chapters use a picture:
 
 # %%
 sum_tree = Box("+", [Box("3", edge="left"), Box("+", [Box("2"), Box("4")], "blue", "right", name="inner")], "blue")
@@ -674,16 +689,17 @@ Picture([("3 + (2 + 4)", [sum_tree]), ("its instructions, each pointing at the n
         edges="up", arrows=[("inner", "first")])
 
 # %% [markdown]
-# The `alt` of a picture is its description in words: Jupyter shows it as
-# the picture's plain-text form, and the site as the image's `alt` text.
+# The `alt` of a picture is its description in words: Jupyter keeps it as
+# the picture's plain-text form (what a frontend that cannot show SVG
+# shows), and the site uses it as the image's `alt` text.
 # Whoever draws a picture writes it, since only they know what the picture
 # is meant to show; the tests of the site require one on every picture.
 #
 # ## Colours for L
 #
 # The book shows L code in Markdown cells and pages (fenced blocks marked
-# `l`), and the site and Jupyter both colour code with
-# [Pygments](https://pygments.org). A Pygments lexer for L is a small table of
+# `l`), and the site colours code with [Pygments](https://pygments.org), as
+# do nbconvert and many other tools. A Pygments lexer for L is a small table of
 # regular expressions — much like the first half of our own lexer, minus the
 # separations. The package registers it under the name `l` through the
 # `pygments.lexers` entry point (in `pyproject.toml`), so any tool that uses
@@ -730,7 +746,7 @@ class LLexer(RegexLexer):
 # %%
 from pygments.lexers import get_lexer_by_name
 
-type(get_lexer_by_name("l")).__name__
+type(get_lexer_by_name("l")).__name__  # noqa: B018  (the cell shows it)
 
 # %% [markdown]
 # <div class="admonition note">
@@ -742,7 +758,7 @@ type(get_lexer_by_name("l")).__name__
 # comments and blanks included, to be printed in their colours — while our
 # lexer drops comments and blanks, keeping only the separation they make.
 # And a highlighter must colour text that has mistakes in it — this
-# chapter's own error examples — where our lexer reports them. Twelve
+# appendix's own error examples — where our lexer reports them. Twelve
 # regular expressions do the job; the price is that a new keyword must be
 # added in two places — as `exception`, `try` and `catch` were — which
 # `tests/test_syntax.py` checks: every keyword of chapter 4a's lexer is a
@@ -767,12 +783,12 @@ type(get_lexer_by_name("l")).__name__
 # - `tests/test_errors.py` holds the exact messages of the compiler in
 #   golden files (`tests/errors/`) — notes, "did you mean", several errors in
 #   the order of the source — and checks that one error alone is a plain
-#   `CompileError` while a group starts with its first; `tests/test_syntax.py`
-#   checks that every rejected program of the corpus is rejected at the
-#   line and column its first line names, which is `Span`'s arithmetic.
-#   Its golden files `warn_*.l` hold warnings, with the program run (status
-#   0); `tests/test_warnings.py` checks `-Werror` (status 1), the colours of
-#   `--color=always` byte for byte against a golden file, that every kind
+#   `CompileError` while a group starts with its first; `tests/test_corpus.py`
+#   checks that every rejected program of the corpus is rejected, and every
+#   failing one stops, at the line and column its first line names, which
+#   is `Span`'s arithmetic. The golden files `warn_*.l` hold warnings, with
+#   the program run (status 0); `tests/test_warnings.py` checks `-Werror`
+#   (status 1), the colours of `--color=always` byte for byte against a golden file, that every kind
 #   of message has a colour (a painted runtime error, an uncaught exception,
 #   keeps status 2), and, through a pseudo-terminal, that `auto` paints a
 #   terminal unless `NO_COLOR` is set.
@@ -803,20 +819,21 @@ type(get_lexer_by_name("l")).__name__
 #
 # 1. In `Diagnostic.render`, when `line > 1`, add `source.line_text(line -
 #    1)` before the line in error (dimmed with the terminal's `\x1b[2m` and
-#    `\x1b[0m` only when the output is a terminal: golden files must stay
-#    plain text). Every golden file whose error is not on line 1 changes —
-#    which is most of them, and is why a change of format is a change of the
+#    `\x1b[0m` only when colour is on, as `paint` does: golden files must
+#    stay plain text). Every golden file whose error is not on line 1
+#    changes — which is most of them, and is why a change of format is a change of the
 #    contract, made once for every stage.
 # 2. Loop from the span's first line to the line of `span.end - 1`: print
 #    each line, with the caret under the start on the first, `~` from the
 #    first column on the lines in between, and up to the end column on the
-#    last. An unclosed string's span runs to the end of its line only (the
-#    lexer stops it there), so it needs a span that does cross lines to show
-#    the difference: a `match` left without its closing brace, whose span a
-#    note could give from `{` to the end of the file.
-# 3. `_layout` computes a box's horizontal centre from its depth and its
-#    children's centres; swap the roles: place a box's vertical centre from
-#    its children's, and its x from its depth (`depth * (widest label at that
+#    last. An unclosed string does not show the difference: its error points
+#    at the opening quote alone (the token the lexer makes of it ends at the
+#    end of its line). It needs a span that does cross lines: a `match` left
+#    without its closing brace, whose error could span from its `{` to the
+#    end of the file.
+# 3. `_layout` computes a box's horizontal centre from its children's
+#    centres, and its depth gives its height; swap the roles: place a box's
+#    vertical centre from its children's, and its x from its depth (`depth * (widest label at that
 #    depth + GAP)`, so that long labels do not overlap). `_draw` swaps x and
 #    y for rectangles and edges, and an edge leaves the right side of the
 #    parent for the left side of the child. The tests of

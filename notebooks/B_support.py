@@ -120,10 +120,11 @@ for name in lcompiler.support.__all__:
 # they will all live, and walks them again and again as they pile up. On
 # the large programs of [chapter 4a](04a_syntax.ipynb#how-fast-and-how-it-scales)'s
 # measurements it costs a good part of the parsing time (the chapter prints
-# how much), for nothing: tokens, spans and tree nodes never form cycles. So every stage that builds a big
-# structure — the lexer and the parser, the conversion to CPS, the
-# optimiser, closure conversion, the back end, the driver that splits a
-# module — runs with the collector paused. Paused, not turned off: what it
+# how much), for nothing: tokens, spans and tree nodes never form cycles.
+# So every stage that builds a big structure — the lexer and the parser,
+# type inference, monomorphisation, the conversion to CPS, the optimiser,
+# closure conversion, the back end, the driver that splits a module — runs
+# with the collector paused. Paused, not turned off: what it
 # would have found, it finds at its next look after the stage.
 
 # %%
@@ -163,8 +164,9 @@ print("after:", gc.isenabled())
 # The parser of [chapter 4a](04a_syntax.ipynb) is recursive, a method for
 # each rule of the grammar, and so are the later stages that walk the tree:
 # desugaring, type inference, the conversion to CPS. Python's default
-# recursion limit, 1000 frames, would stop them at a nesting depth of about
-# two hundred parentheses. CPython 3.11 runs a call from Python code to
+# recursion limit, 1000 frames, would stop them at a nesting depth of a few
+# hundred parentheses at most, since each level of nesting is several
+# calls of the parser. CPython 3.11 runs a call from Python code to
 # Python code without the C stack — the new frame is a small record on a
 # stack of its own, on the heap — so raising the limit is safe for code
 # that recurses only in Python. `recursion_limit(n)` raises it while a stage
@@ -224,12 +226,17 @@ print("the limit restored after:", sys.getrecursionlimit() == before)
 # [chapter 11](11_running.ipynb) for L) loads machine code into this
 # process; `lc build` ([chapter 11](11_running.ipynb)) writes an executable,
 # and `lc show asm` ([chapter 10](10_llvm.ipynb)) shows its code. They want
-# different machine code. MCJIT may load the code anywhere in the 64-bit
-# address space, so its target machine uses the *large* code model: a direct
-# call is a `movabs` of the callee's address into a register, then a `call`
-# through it. An executable is linked at one place, so `lc build` asks for
-# the *small* code model and position-independent code: a direct call is one
-# `call` instruction. `target_machine(executable)` makes either, and
+# different machine code. MCJIT, the JIT of LLVM that llvmlite offers, may
+# load the code anywhere in the 64-bit address space, far from the C
+# library it calls, so its target machine uses the *large* code model: a
+# direct call is a `movabs` of the callee's address into a register, then
+# a `call` through it. An executable's code is laid out by the linker, its
+# calls within reach of one `call` instruction's 32-bit offset, so `lc
+# build` asks for the *small* code model, with position-independent code
+# (the system may load it at any address, as it does today's
+# executables): a direct call is one `call` instruction — to `f@PLT`
+# below, the linker's stub for a function that may live in a shared
+# library. `target_machine(executable)` makes either, and
 # initialises LLVM's parts for this machine the first time it is called.
 #
 # One trap of llvmlite deserves a warning, because it fails far from its
@@ -244,13 +251,14 @@ print("the limit restored after:", sys.getrecursionlimit() == before)
 # straddle a 64-byte boundary of the code, and on the processor this book
 # was measured on such a loop runs much slower than the same loop placed
 # inside one 64-byte line: `takl`, whose time is a loop of six
-# instructions, ran 1.3 times slower for it ([chapter 12](12_measuring.ipynb)
-# measures it, program by program). Starting innermost loops at a multiple
+# instructions, takes about a quarter less time with the loop inside one
+# line ([chapter 12](12_measuring.ipynb#where-a-loop-starts) measures it,
+# program by program). Starting innermost loops at a multiple
 # of 32 keeps a loop of up to 32 bytes inside one line, wherever the
 # function lands, at the cost of some padding before it. LLVM offers this
 # only as a command-line option of its x86 back end (`llvm.set_option`
-# passes one, for the whole process; other processors do not know the
-# option and ignore it).
+# passes one, for the whole process; the back ends of other processors do
+# not read it).
 
 # %%
 #| export
@@ -302,8 +310,9 @@ for executable in (False, True):
 # what a user expects. For a notebook kernel, the REPL, or a test suite that
 # runs thousands of programs, it is not: they must outlive what they run.
 # So they run it the way a shell runs a program: in a child process.
-# `os.fork` makes a copy of the current process, machine code included, in
-# about a millisecond. The child sends its standard output into a pipe and
+# `os.fork` makes a copy of the current process, machine code included,
+# without copying its memory: the two share its pages until one of them
+# writes to one. The child sends its standard output into a pipe and
 # its standard error into a temporary file, calls `main`, and is gone; the
 # parent reads the pipe while the child runs — handing each piece to the
 # callback `output`, if it is given one, so that a long program shows its
@@ -496,10 +505,11 @@ print(run_in_child(lambda: os.write(1, b"started\n") and time.sleep(10) or 0, ti
 # **A big C stack.** CPython runs Python-to-Python calls without the C
 # stack, but not everything is such a call: C code that calls back into
 # Python, or walks a deep structure itself (`repr` of a deeply nested
-# list), recurses on the C stack, which is 8 MiB on the main thread, and a
-# C stack overflow kills the process. `on_big_stack` runs a function on a
+# list), recurses on the C stack, which is 8 MiB on the main thread (Linux's
+# usual `ulimit -s`), and a C stack overflow kills the process. `on_big_stack` runs a function on a
 # thread of its own, made with a C stack of `THREAD_STACK` bytes, 256 MiB
-# — the stack the compiled code of chapter 10 has — waits for it, and hands
+# — the stack the compiled code has by default ([chapter
+# 10b](10b_runtime.ipynb)) — waits for it, and hands
 # back its result or its exception. Two details make the thread invisible to
 # the caller. The thread runs in a copy of the caller's *context* (Python's
 # `contextvars`), where Jupyter keeps the cell that output belongs to. And
@@ -573,8 +583,8 @@ except ValueError as error:
 # inside a call whose frame claims half a gigabyte. CPython sizes the frame
 # of a call from its code object, which says how many values the call may
 # push on its own evaluation stack; `ROOMY_ENTER` is the small function
-# `enter` with a code object that claims room for `FRAME_ROOM` more (2²⁶
-# values, 512 MiB). Calling it makes CPython ask the system for a block of
+# `enter` with a code object that claims room for `FRAME_ROOM` more (2²⁶ +
+# 64 values, just over 512 MiB). Calling it makes CPython ask the system for a block of
 # its frame stack large enough for that frame — a gigabyte, as it rounds up
 # to a power of two — which the system only reserves: a page costs memory
 # when a frame first touches it. The frame itself never uses its room, and
@@ -650,9 +660,11 @@ with collector_looks_every(1_000_000):
 print("after:", gc.get_threshold())
 
 # %% [markdown]
-# How much each of these saves the interpreter is measured where it is
-# used: [chapter 4b](04b_meaning.ipynb#measured-tail-calls-and-deep-calls)
-# times deep recursions and the heap limit with them.
+# The interpreter that uses them is measured where it is built: the
+# "Measured" sections of [chapter
+# 4b](04b_meaning.ipynb#measured-tail-calls-and-deep-calls) time
+# recursions a million calls deep and a heap that fills up, and say what
+# part `in_frame_room` had in what deep recursion gained.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: a support module, not the first chapter that needed it</p>
@@ -662,8 +674,8 @@ print("after:", gc.get_threshold())
 # compiler of additions, the paused collector and the recursion limit in
 # chapter 4a's parser, the thread in chapter 4b's interpreter. Every later
 # stage then imported the back end's target machine from the module of
-# additions, and the paused collector from the parser — seven modules, at
-# nineteen places. That reads as if the back end were built on the toy, and
+# additions, and the paused collector from the parser, module after
+# module. That reads as if the back end were built on the toy, and
 # makes the toy's module hard to change. l-lang, the original L compiler,
 # has a `support` directory for exactly this: what several passes share,
 # and none of them is about. A stage's chapter still says what it needs and
@@ -709,8 +721,8 @@ print("after:", gc.get_threshold())
 # 2. A file never fills: the child can write as much as it likes to its
 #    standard error while nobody reads it. A second pipe must be read at
 #    the same time as the first — `select` on both read ends, until both
-#    report end of file — or a child that writes 64 KiB of errors (a pipe's
-#    capacity on Linux) blocks for ever.
+#    report end of file — or a child that writes more than 64 KiB of errors
+#    (a pipe's capacity on Linux) blocks for ever.
 # 3. It gets slower, by how much depends on the system: every 16 KiB of
 #    frames, on the way down and again on the way up, CPython asks the
 #    system for a block and gives it back. Chapter 4b measures the whole

@@ -12,6 +12,10 @@ Chapter 7, exercise 2: a join point carries a `var` that only the condition of i
 scrutinee of its `match`) assigned; the precise pre-pass records the names the branches assign.
 Judged on random programs against the reference interpreter, and on the size of the output.
 
+Chapter 4, exercise 1: a stage `lines` after `tokens`, one line on the page and one registration; it
+shows how many lines the program has, hands the tokens on unchanged, and the program still runs;
+registered without its line on the page, it is refused at once.
+
 Chapter 4b, exercise 4: closures that keep only the variables their body uses (`captures`); the
 environments of `tick_read` hold `count` alone, and a closure no longer keeps alive, in Python's
 memory, a list in scope that its body never reads.
@@ -55,6 +59,31 @@ from lcompiler.llvm_backend import FlowGraph, optimise, to_llvm
 
 from test_convert import on_cps, programs, reference
 from test_cps import interpret as cps_interpret, programs as cps_programs, terms as cps_terms
+
+
+# --- chapter 4, exercise 1
+
+def test_a_stage_lines_after_tokens(monkeypatch):
+    pipeline.load()                                   # every stage's module imported, its stage registered
+    monkeypatch.setattr(pipeline, "STAGES", dict(pipeline.STAGES))      # the registry put back afterwards
+    with pytest.raises(ValueError, match=r"^'lines' is not a stage of the pipeline; the stages are tokens, ast, "):
+        pipeline.stage("lines")
+    at = pipeline.names().index("tokens") + 1
+    monkeypatch.setattr(pipeline, "PIPELINE", pipeline.PIPELINE[:at] + [("lines", "syntax", "4a", "the tokens, counted")]
+                        + pipeline.PIPELINE[at:])
+
+    @pipeline.stage("lines", show=lambda tokens, unit: f"{unit.source.text.count(chr(10))} lines")
+    def lines_stage(tokens, unit):
+        return tokens
+
+    source = Source("three.l", "def double(x) = 2 * x\nprint(double(21))\nprint(1)\n")
+    assert pipeline.names()[:3] == ["tokens", "lines", "ast"]
+    assert pipeline.show("lines", source) == "3 lines"
+    out = io.StringIO()
+    for stage, value, unit in pipeline.stages_of(source, upto="shrink", checked=True):
+        if stage.name == "shrink":
+            stage.interpret(value, unit, out)
+    assert out.getvalue() == "42\n1\n"
 
 
 # --- chapter 4b, exercise 4
