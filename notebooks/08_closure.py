@@ -627,7 +627,8 @@ print(f"time per source node, largest / smallest: "
 # %% [markdown]
 # ## Exercises
 #
-# 1. A call of a known closure (`let f = { x -> x + n }; f(1)`) still loads
+# 1. A call of a known closure (`f(1)` in
+#    `def g(n) = { let f = { x -> x + n }; f(1) }`) still loads
 #    the code from the closure. Make it a direct call of the code, passing the
 #    closure as its environment. How many calls does that change in
 #    `examples/closures.l`?
