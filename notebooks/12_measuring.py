@@ -68,7 +68,7 @@
 # |---|---|---|
 # | integer recursion | `fib` | naive doubly recursive Fibonacci, `fib(n)` |
 # | | `tak` | Takeuchi's function `tak(3n, 2n, n)`: three arguments, most calls not in tail position |
-# | | `ack` | Ackermann's function `ack(3, n)`: deep non-tail recursion |
+# | | `ack` | Ackermann's function, `ack(2, n)` and `ack(3, n)`: deep non-tail recursion |
 # | | `change` | the ways to change an amount into coins (Abelson and Sussman's count-change): a tree recursion over a list of coins |
 # | mutual recursion | `states` | a state machine of three mutually recursive functions (all tail calls) over `n` pseudo-random symbols |
 # | mutable loops | `loop` | Collatz sequences of 1 … `n` with `var` and `while` |
@@ -932,8 +932,9 @@ print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 # it allocates the next continuation — `lc_hp` read and written in place,
 # relative to the instruction pointer, the header and the fields stored —
 # and takes one from `x`. When the test fails, it jumps to the code of a
-# continuation: the one it was given, read from field 1 of its closure
-# (`[rdi+0x8]`), or the last one it made, whose code it knows (`rcx`). The
+# continuation: the one it was given, which its closure captured, through
+# the code in that continuation's field 0 (`[rdi+0x8]`, the word after the
+# header), or the last one it made, whose code it knows (`rcx`). The
 # `push rax` and `pop rax` save nothing: they move the stack pointer by one
 # word, to keep it aligned for the one call the function can make, to the
 # slow path, out of line. Earlier versions of this code saved
