@@ -16,7 +16,7 @@
 #
 # How fast is the code this compiler makes, and how fast is the compiler?
 # This chapter has no module of its own: it reads the measurements made by
-# two scripts of `bench/`, explains them with the LLVM and the machine code
+# the scripts of `bench/`, explains them with the LLVM and the machine code
 # in hand, and says where the compiler falls short.
 #
 # A compiler of a functional language is not measured against C alone. A
@@ -30,13 +30,17 @@
 # - `python bench/run.py` builds every version of every benchmark, times the
 #   L executable in alternation with each peer, runs CPython once, records
 #   every run in `bench/results.json` and prints a table of ratios. The
-#   tables and the plot below are computed from that file by this chapter's
+#   tables and the plots below are computed from that file by this chapter's
 #   own cells, so re-running the script and then the notebook updates the
 #   chapter. (`python bench/run.py --small` runs tiny sizes only, to check
 #   that all versions of each benchmark print the same thing; a test does
 #   that.)
 # - `python bench/compile_speed.py` times each stage of the compiler on
 #   generated programs of 1,250 to 10,000 lines.
+# - Three more scripts measure one question each, in the sections that
+#   read them: `bench/wrapv.py` (integers that wrap), `bench/align.py`
+#   (where a loop starts) and `bench/optimiser.py` (chapter 9's optimiser;
+#   this chapter reads its table of closures).
 #
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
@@ -47,8 +51,9 @@
 # peers' compilers, `gcc`, `ocamlopt` and Chez Scheme, where installed.
 #
 # **Builds:** no module. The benchmark scripts of `bench/` and the files
-# they record (`results.json`, `compile_speed.json`), which this chapter's
-# cells read; and an account of where L stands against each peer, and why.
+# they record (`results.json`, `compile_speed.json` and the others named
+# above), which this chapter's cells read; and an account of where L
+# stands against each peer, and why.
 #
 # </div>
 
@@ -63,7 +68,7 @@
 # |---|---|---|
 # | integer recursion | `fib` | naive doubly recursive Fibonacci, `fib(n)` |
 # | | `tak` | Takeuchi's function `tak(3n, 2n, n)`: three arguments, most calls not in tail position |
-# | | `ack` | Ackermann's function `ack(3, n)`: deep non-tail recursion |
+# | | `ack` | Ackermann's function, `ack(2, n)` and `ack(3, n)`: deep non-tail recursion |
 # | | `change` | the ways to change an amount into coins (Abelson and Sussman's count-change): a tree recursion over a list of coins |
 # | mutual recursion | `states` | a state machine of three mutually recursive functions (all tail calls) over `n` pseudo-random symbols |
 # | mutable loops | `loop` | Collatz sequences of 1 … `n` with `var` and `while` |
@@ -242,17 +247,10 @@ for peer, entries in net.items():
 # The machine this book is measured on is a virtual machine with two cores,
 # shared with other work: its speed drifts by tens of percent within
 # minutes. (In the measurement this chapter reads, `bench/run.py` ran on
-# one core, `taskset -c 1`, while for most of its hour the other core ran
-# the measurements of the other chapters, one after the other: every
-# figure of the book was measured in that one session. Then chapter 10b's
-# nursery learned to grow, and the five programs whose collections that
-# changed most at these sizes, `perm`, `binarytrees`, `live`, `rbtree` and
-# `msort`, were measured again a few hours later, with chapter 10b's own
-# measurements, while the other core ran other work, and `cpstree`, whose
-# nursery tries a larger size once, after them; the table's first
-# lines say which rows come from which command, and the widest spreads
-# of this chapter, `binarytrees`' and `live`'s, are from that second
-# session.) Timing all of L,
+# one core, `taskset -c 1`, every benchmark in one command, while the
+# other core ran other work; the other files this chapter reads were
+# measured on the same machine the same morning, and the cells that read
+# them print what each file records of its machine and command.) Timing all of L,
 # then all of C, would put the drift into the ratio. So `bench/run.py`
 # builds every version once, then runs, for each repetition,
 #
@@ -279,7 +277,7 @@ for peer, entries in net.items():
 # ignores the odd run that an interruption spoiled, on either side. The
 # median must be taken of the pairs' ratios, not of each side's times: the
 # median of L's runs over the median of the peer's, which the script
-# computed until this chapter's last measurement, throws the pairing away —
+# computed at first, throws the pairing away —
 # a slow spell that catches three of L's runs and none of the peer's moves
 # it. The JSON file keeps every run, so the ratios could be computed again
 # from it, the right way.
@@ -320,7 +318,13 @@ for peer in PEERS:
 # `best` is the faster of C (`gcc -O2`) and OCaml on that benchmark;
 # `best-O3` and `best-clang` put `gcc -O3` and `clang -O2` in the place
 # of `gcc -O2`. CPython runs once, with a time limit; a `>` marks a run
-# that reached the limit, whose ratio is therefore a lower bound.
+# that reached the limit, whose ratio is therefore a lower bound. A
+# CPython run takes minutes, so this measurement kept CPython's times from
+# earlier runs of the script (`--python keep`, in the command printed
+# above), which it does only where the Python program and its size have
+# not changed: the Python/L column divides a time of an earlier session by
+# one of this session, a drift that matters little beside ratios in the
+# tens.
 
 # %%
 def ratios(b):
@@ -345,13 +349,13 @@ bench_run.print_table(results, list(benchmarks))
 # is faster on the geometric mean — gcc -O2, clang, OCaml, Chez — with
 # every interval below 1. Against the best of gcc -O2 and OCaml on each
 # program it is about level, a little ahead: the geometric mean of
-# L/best is a little under 1, and misses the target of 0.9. Five
-# benchmarks miss the target of 1.1 outright and four are within noise of
-# it. One of the five weighs on the mean more than all the others: on
+# L/best is a little under 1, and misses the target of 0.9. Seven
+# benchmarks miss the target of 1.1 outright and three are within noise of
+# it. One of the seven weighs on the mean more than all the others: on
 # `perm`, L takes three and a half times as long as C, whose version
 # allocates the cells of each round from an arena and frees them in one
 # step, where L's collector copies and marks them (the section on
-# allocation shows L spending about a third of that run in the collector)
+# allocation shows L spending nearly a third of that run in the collector)
 # — while against OCaml, which collects as L does, L takes about a
 # quarter of the time. The sections below take the families one at a
 # time.
@@ -387,8 +391,9 @@ plt.close(fig)
 # The bars show medians only. Against the targets, what counts is the
 # interval: the picture below draws, for each benchmark, L/best's median
 # (a dot) and its 95 % interval (a line), sorted, with the line at 1 and
-# the two targets — 0.9 for the geometric mean (drawn as the diamond at
-# the bottom, with its interval) and 1.1 for each benchmark. A benchmark
+# the two targets — 0.9 for the geometric mean (the dotted line; the mean
+# is the diamond at the top, with its interval) and 1.1 for each benchmark
+# (the dashed line). A benchmark
 # meets the target of 1.1 when its whole line is left of the dashed line
 # (green), misses it when its whole line is right of it (red), and is within
 # noise when its line crosses it (grey) — the chapter's one rule, drawn.
@@ -451,12 +456,12 @@ for family, members in FAMILIES.items():
 
 # %% [markdown]
 # By family, L is ahead of the best of C and OCaml on the recursive
-# integer code (`change` apart), the mutual recursion, the closures, the
-# symbolic trees (`rbtree` apart) and the exceptions; level on the loops
-# (`mandel` behind C) and on the long-lived data; behind on the
+# integer code (`change` apart), the mutual recursion, the closures and
+# the symbolic trees (`rbtree` apart); level on the loops (`mandel` behind
+# C), on the long-lived data and on the exceptions; behind on the
 # continuations (`cpstak`, against OCaml), the interpreter (against
 # OCaml), and the lists — `perm` against C's arena above all, then
-# `takl` and `divrec`. The sections below take most of these apart; what
+# `divrec`, with `takl` and `nqueens` within noise of the target. The sections below take most of these apart; what
 # they do not explain is listed at the end, under the targets.
 
 # %% [markdown]
@@ -469,8 +474,10 @@ for family, members in FAMILIES.items():
 # expressions, a twelfth of whose digits are bad, raising at the first bad
 # one. C has no exceptions: its search returns an error code, its parser
 # uses `setjmp`/`longjmp`, as a C programmer writes each. The peer to beat is
-# OCaml, whose exceptions are among the fastest (a raise is a jump to a
-# handler whose address is kept in a register); chapter 10's section on
+# OCaml, whose exceptions are among the fastest (a raise is four
+# instructions: reset the stack pointer to the innermost handler's frame,
+# whose place the runtime keeps in its state, and jump to the handler's
+# address saved there; no search); chapter 10's section on
 # exceptions tells how L's are compiled. They are two rows of the table
 # above, measured with the others; here they are alone:
 
@@ -479,7 +486,7 @@ EXCEPTION_BENCHMARKS = FAMILIES["exceptions"]
 bench_run.print_table(results, [n for n in EXCEPTION_BENCHMARKS if n in benchmarks])
 
 # %% [markdown]
-# The target set for them when exceptions came (the exceptions issue) was
+# The target set for them when exceptions were added to L was
 # L within 1.5 times OCaml's time on each; by the chapter's rule (the whole
 # interval at or below the threshold):
 
@@ -492,7 +499,9 @@ for name in EXCEPTION_BENCHMARKS:
 
 # %% [markdown]
 # Both meet it with room: L is faster than OCaml on both. Against `gcc
-# -O2` both medians are within 4 % of 1 (the table's first column). The C
+# -O2` both medians are within a hundredth of 1 (the table's first
+# column), though by the rule `raisesearch` is slower, its interval
+# starting just above 1. The C
 # search returns an error code, tested after every call, as the flag of
 # chapter 10 is tested in L; the C parser leaves its recursion with
 # `longjmp`, as OCaml's and L's trap frames would.
@@ -534,10 +543,13 @@ for key, entries in columns_.items():
 # start-up, where LLVM's optimiser and L's untagged 64-bit integers pay off
 # (OCaml tags its integers, `2n + 1`, which costs an instruction here and
 # there; Chez checks at every `+` that both operands are small integers).
-# Against C, L is ahead on `loop`, where the code LLVM chooses for the
-# Collatz loop (`x / 2` on a signed integer, the layout of the loop) beats
-# GCC's; on `fib`, `tak` and `ack`, whose recursion chapter 9 unrolls; on
-# `states`; and on the programs that allocate most. Two of those
+# Against C, L is ahead on `fib` and `tak`, whose recursion chapter 9
+# unrolls; on `states`; and on the programs that allocate most. It is
+# level with C on `ack`, and on `loop` by the rule — although there the
+# code LLVM chooses for the Collatz loop (`x / 2` on a signed integer,
+# the layout of the loop) takes three quarters of GCC's time by the
+# median, and is ahead by the rule in the section on integers that wrap,
+# measured apart; this run's interval reaches past 1. Two of those
 # comparisons are not what they seem, and each needs a word.
 #
 # **L/C on the allocating programs measures `malloc` more than GCC.** On
@@ -571,16 +583,18 @@ for key, entries in columns_.items():
 #   columns), so what L trails there is one particular choice of gcc -O2's,
 #   and on all three, what GCC may assume because an overflow is undefined
 #   in C and defined in L (the section on integers that wrap, below);
-# - `interp`, against OCaml (and C and Chez): the one benchmark that the
-#   optimiser of chapter 9 makes slower than `-O0`, which that chapter
-#   looks into without finding the cause.
+# - `interp`, against OCaml (and C and Chez): a loop of `match`es
+#   through jump tables, whose time chapter 9 shows moving by up to a
+#   fifth with the layout of its machine code alone.
 #
-# It is within noise of C on `live`, although C's `free` hands a replaced
-# node's memory back at once. Against Chez, net of its start-up, L is
-# behind on `msort` and `interp`, within noise on `perm`.
+# And `raisesearch` trails C by a hair: its median is 1.00, but its
+# interval starts just above 1. It is within noise of C on `live`,
+# although C's `free` hands a replaced node's memory back at once.
+# Against Chez, net of its start-up, L is behind on `interp` and `perm`,
+# within noise on `msort`.
 # The sections below take the families in turn, with one more on `deriv`,
-# which trailed until chapter 9 found that a constant it divides by is
-# one.
+# which trailed until chapter 9 found that the number it divides by, a
+# top-level definition, is a constant.
 
 # %% [markdown]
 # ### Doubly recursive integer code
@@ -619,15 +633,15 @@ labels = [line for line in fib_lines if re.match(r"[\w.]+:", line)]
 print(f"{sum(1 for line in fib_lines if line and line not in labels and not line.startswith(';'))} "
       f"instructions in {len(labels) + 1} blocks, "
       f"{sum(' call fastcc i64 @fib' in line for line in fib_lines)} recursive calls, "
-      f"{sum('accumulator.tr' in line and ' phi ' in line for line in fib_lines)} accumulators "
-      f"(loops made of a call), {sum(' store ' in line for line in fib_lines)} stores")
+      f"{sum(line.startswith('%accumulator.tr') and ' phi ' in line and '.lcssa =' not in line for line in fib_lines)}"
+      f" loop(s) made of a call (an accumulator each), {sum(' store ' in line for line in fib_lines)} stores")
 
 # %% [markdown]
-# Chapter 9 unrolled `fib`'s recursion into itself three rounds, along
-# the first call, `fib(n - 1)`, and left every `fib(n - 2)` whose result
-# the code returns after one addition; LLVM's tail-recursion elimination
-# made a loop of each of those, with an accumulator (`%accumulator.tr`)
-# for the additions still to do. Nothing of L's uniform representation is
+# Chapter 9 unrolled `fib`'s recursion into itself three rounds. Of the
+# calls left, one is the function's own last call, `fib(n - 2)`, whose
+# result it returns after one addition; LLVM's tail-recursion elimination
+# made a loop of it, with an accumulator (`%accumulator.tr`) for the
+# additions still to do. The others stay calls. Nothing of L's uniform representation is
 # left: an `Int` is an `i64`, a comparison an `icmp`, and no store marks
 # the call sites (chapter 10 finds them from the return addresses when a
 # stack overflows). Here is the same for the C versions, compiled by
@@ -666,7 +680,8 @@ for name in ("fib", "ack"):
 # same to `ack`: its two tail calls become a loop *before* its body is
 # copied into its one other call, so that every copy is a loop of its own,
 # and L's `ack`, like GCC's, calls itself once in the whole function — in fewer
-# instructions than GCC's — and runs a little ahead of it. `fib` has no tail call
+# instructions than GCC's — and runs level with it (within noise in the
+# table, a hundredth ahead in the section on integers that wrap). `fib` has no tail call
 # to make a loop of. Chapter 9's unrolling leaves a call wherever a copy
 # calls `fib` in a place LLVM cannot make a loop of, so L's `fib` keeps
 # dozens of calls where GCC's keeps one, and around each call the values
@@ -689,11 +704,12 @@ for name in ("fib", "ack"):
 # OCaml does neither — its `fib` is one call per call, on tagged integers
 # — and L is ahead of it on all three. The fourth member of the family,
 # `change`, shows how much of this is the C compiler's choice rather than
-# the language: its tree recursion over a list of coins takes L 1.25 times
-# gcc -O2's time, but three quarters of gcc -O3's and two fifths of
+# the language: its tree recursion over a list of coins takes L 1.21 times
+# gcc -O2's time, but two thirds of gcc -O3's and two fifths of
 # clang's (the table above), three compilers of the same C disagreeing by
 # a factor of three. Chapter 9's table of unrolling rounds shows the same
-# program on L's side: three rounds make `change` slower than two.
+# program on L's side: three rounds do no better on `change` than one or
+# two, and its median is higher after three.
 
 # %% [markdown]
 # ### Integers that wrap
@@ -786,9 +802,9 @@ print(f"{'geometric mean':12} {shown((g['ratio'], *g['ci']))}")
 # cross before. No rule for where code goes is right for every program;
 # this one removes the worst case, a small loop cut in two, for every
 # program. The same luck of placement is why `takl` looked so different
-# on different processors, and why `interp`'s optimised build could be
-# slower than its `-O0` one (chapter 9): the same instructions, laid out
-# differently.
+# on different processors, and why `interp`'s optimised build was slower
+# than its `-O0` one before this change and is not after it (chapter 9):
+# the same instructions, laid out differently.
 
 # %% [markdown]
 # ### Where L trails: allocation
@@ -809,9 +825,9 @@ print(f"geometric mean of L/OCaml: {shown(allocating_mean)}, {versus_1(allocatin
 # %% [markdown]
 # Against OCaml, L is ahead on these as a whole (the interval of the
 # mean lies below 1): most where data survive — `msort`'s lists of 10,000
-# numbers, `binarytrees`' trees — less on `nqueens`, `primes`, `fold` and
-# `cpstree`, and behind on `cpstak`, which does little but allocate
-# closures that die at once and call them. Allocating itself is the same
+# numbers, `binarytrees`' trees — less on `nqueens`, `primes` and
+# `cpstree`; it is level on `fold`, and behind on `cpstak`, which does
+# little but allocate closures that die at once and call them. Allocating itself is the same
 # in both. A `Cons`
 # in L is a bump of a heap pointer — chapter 10's `lc_alloc`, inlined:
 # load the heap pointer, add the size, compare with the limit, store it
@@ -835,10 +851,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # pointer kept in a register (`r15`) rather than loaded from and stored to
 # a global:
 # `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
-# runtime's state, whose first word is the limit). Nor is the collector's
-# work the whole difference: chapter 10b allocates in a nursery that is
-# reused after every minor collection and stays in the processor's
-# cache. How much of each run the collector takes, the runtime says itself:
+# runtime's state, whose first word is the limit). Nor need the
+# collector make the difference: like OCaml's minor heap, chapter 10b's
+# nursery is reused after every minor collection and stays in the
+# processor's cache. How much of each run the collector takes, the runtime says itself:
 # with `LC_GC_STATS` set, an L executable prints, when it ends, how many
 # minor and major collections it made, how much it allocated and promoted,
 # and the time spent collecting (`gc time`, minor and major). The cell
@@ -867,7 +883,7 @@ with tempfile.TemporaryDirectory() as tmp:
               f" {collections[0]:>4} minor, {collections[1]:>3} major collections, promoted {promoted}")
 
 # %% [markdown]
-# The collector's share goes from nothing to about half a run. What
+# The collector's share goes from nothing to about two fifths of a run. What
 # decides it is what survives the nursery, which the counts show (they
 # hardly move from one run to the next; the times do, on a shared
 # machine, and are those of one run): the integer programs (`fib`, `tak`,
@@ -886,7 +902,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # more than a quarter of it survives and a larger one copies much less; on
 # `perm` it grows to 16 and 32 MB, and the lists of a round have more time
 # to die young. Even so L makes hundreds of major collections and spends
-# about a third of the run collecting, where C's arena frees a whole round in one
+# nearly a third of the run collecting, where C's arena frees a whole round in one
 # step. The policy that decides when a major collection runs (chapter
 # 10b's: when the old generation has grown to twice its live data, or the
 # blocks left pinned in the nursery have cost as much as a major
@@ -916,8 +932,9 @@ print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 # it allocates the next continuation — `lc_hp` read and written in place,
 # relative to the instruction pointer, the header and the fields stored —
 # and takes one from `x`. When the test fails, it jumps to the code of a
-# continuation: the one it was given, read from field 1 of its closure
-# (`[rdi+0x8]`), or the last one it made, whose code it knows (`rcx`). The
+# continuation: the one it was given, which its closure captured, through
+# the code in that continuation's field 0 (`[rdi+0x8]`, the word after the
+# header), or the last one it made, whose code it knows (`rcx`). The
 # `push rax` and `pop rax` save nothing: they move the stack pointer by one
 # word, to keep it aligned for the one call the function can make, to the
 # slow path, out of line. Earlier versions of this code saved
@@ -1012,9 +1029,9 @@ for size in sorted(sizes):
 # fewer of its nodes are in the cache. A collector that degraded
 # quadratically would make L's time per key grow in proportion to `n`,
 # eight times over the sizes measured; it does not. L/C stays near 1 —
-# within noise of it at the three smaller sizes, below it at the largest;
-# L/OCaml falls as `n` grows; L/Chez stays below 1, net of start-up
-# too.
+# a tenth and a fifth above it at the two smaller sizes, within noise of
+# it at 250,000 and below it at the largest; L/OCaml falls as `n` grows;
+# L/Chez stays below 1, net of start-up too.
 # What the collector does as
 # the tree grows, its statistics show (run here, live):
 
@@ -1030,7 +1047,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # %% [markdown]
 # This program is the hard case for a generational collector, which bets
-# that most blocks die young: here a quarter to a third of what is
+# that most blocks die young: here a fifth to a third of what is
 # allocated survives the nursery — each new node stays in the tree until
 # an update replaces it, and updates are spread over the whole tree — and
 # is copied into the old generation, where major collections mark the
@@ -1040,8 +1057,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # the time per key grows in C
 # too, for the same reason as in L — the larger the tree, the fewer of the
 # nodes on a path are in the cache — and L's ratio to C stays near 1:
-# linear in total, not quadratic. C frees each replaced node at once, and
-# L keeps level with it all the same; OCaml, whose collector makes the
+# L's time grows as C's does, not quadratically. C frees each replaced
+# node at once; L trails it at the smaller sizes and keeps level with it,
+# or ahead, at the larger ones all the same; OCaml, whose collector makes the
 # same bet as L's, is behind at every size, and further as `n` grows.
 
 # %% [markdown]
@@ -1083,7 +1101,7 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 
 # %% [markdown]
 # In this measurement the first target is missed: the geometric mean of
-# L/best is just under 1, not 0.9. The second is missed on five benchmarks
+# L/best is a little under 1, not 0.9. The second is missed on seven benchmarks
 # and within noise on three (the cell names them). What each miss comes
 # from, as far as this book knows:
 #
@@ -1109,7 +1127,7 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   OCaml's version does better has not been looked at;
 # - `cpstak` (about 1.4) and `divrec` (about 1.15) against OCaml:
 #   closures and cells that die at once — the heap pointer in a register,
-#   next paragraph;
+#   the last paragraph of this section;
 # - within noise: `takl` and `nqueens` against C (`takl`'s 32-byte loops
 #   took 0.76 of the time of 16-byte ones in the section on where a loop
 #   starts, so with LLVM's 16 it would be about 1.4), and `live` against
@@ -1178,8 +1196,9 @@ for target in (5, 2):
 
 # %% [markdown]
 # The compiler grows linearly: the time per line does not grow with the
-# program (it even falls, as the parts of the largest programs are
-# compiled in parallel). The book first set a 10,000-line program at most
+# program (it is a little lower for the larger programs than for the
+# smallest, whose module is compiled in one part, where theirs are
+# compiled in two, in parallel: the table's last column). The book first set a 10,000-line program at most
 # 5 seconds, then at most 2; the last two lines say where it stands: just
 # within the first, and nearly two and a half times the second. That is
 # under three fifths of what `gcc -O2` takes on the same program in C (the
@@ -1216,7 +1235,7 @@ for label, row in (("-O0", without), ("optimised", largest)):
 # %% [markdown]
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
-# carry; and LLVM takes more than five times as long. The optimiser pays
+# carry; and LLVM takes more than six times as long. The optimiser pays
 # for itself several times over.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
@@ -1265,8 +1284,9 @@ for label, row in (("-O0", without), ("optimised", largest)):
 # 3. Run the allocation-heavy benchmarks with nurseries of other sizes
 #    (`LC_NURSERY`, chapter 10b) with `--only` and `--python keep`. Where is
 #    the knee, and how does it compare with this machine's cache sizes
-#    (`lscpu`)? What happens to `live`, whose live data are larger than any
-#    of them?
+#    (`lscpu`)? What happens to `live`, whose tree of 250,000 nodes (five
+#    words each: about 10 MB) is larger than the default nursery and than
+#    the L2 cache?
 # 4. Give every L function LLVM's `preserve_none` calling convention
 #    (the experiment of the allocation section) and measure `cpstak` and
 #    `primes`. Then make the conservative scan of the stack find the
@@ -1324,11 +1344,15 @@ for label, row in (("-O0", without), ("optimised", largest)):
 #    already rare and the nursery no longer fits in a cache. Compare it
 #    with `lscpu`'s cache sizes: the L2 cache is per core, the L3 shared
 #    (on a machine shared with other work, repeat the runs, and look at
-#    the spread). `live` keeps more data alive than any of those
-#    nurseries holds: every minor collection copies out what the nursery
-#    holds, nearly all of it live, so a larger nursery changes little — its
-#    time goes to promoting and to the major heap, which `LC_GC_STATS=1`
-#    shows.
+#    the spread). In `live`, each update's new nodes stay in the tree
+#    until a later update replaces them, anywhere in the tree: about a
+#    third of the nursery survives each collection (chapter 10b), and a
+#    larger nursery keeps nearly as many more of them — why chapter 10b's
+#    trial of a larger nursery fails on `live`. So expect a larger
+#    nursery to change little until it nears the size of the tree itself,
+#    where a replaced node has time to die before it is copied, and where
+#    the nursery is out of every cache but the L3; its time goes to
+#    promoting and to the major heap, which `LC_GC_STATS=1` shows.
 # 4. In chapter 10's `Backend`, where each L function gets its calling
 #    convention (`f.calling_convention = "fastcc" if … else "tailcc"`),
 #    give it `"preserve_none"` instead (LLVM 19 and later), and give
@@ -1337,7 +1361,10 @@ for label, row in (("-O0", without), ("optimised", largest)):
 #    `pytest tests/test_native.py` first, since a call whose convention
 #    does not match its callee's is undefined behaviour. Then `python
 #    bench/run.py --only cpstak --only primes --json /tmp/preserve-none.json`
-#    against a run of the unchanged compiler, in alternation. The second
+#    and the same with the unchanged compiler into another file; the
+#    script cannot alternate two builds of L, so compare their ratios to
+#    the same peer (L/OCaml, say), which the alternation protects from
+#    the machine's drift. The second
 #    part: the stack scan of chapter 10b spills the scanning function's
 #    callee-saved registers into its own frame, so that a pointer held
 #    only in one of them is seen; what it cannot tell is which words of
