@@ -237,7 +237,9 @@ for peer, entries in net.items():
 # for about a second and none of L's medians is under 0.2 s (the cell's
 # line), the head start is small: Chez's start-up is at most a twelfth of
 # its median (the last column), L/Chez rises by a tenth at most net of
-# it, its geometric mean by two hundredths, and no verdict changes. The net ratios are estimates all the same:
+# it, its geometric mean by two hundredths, and two verdicts change: on
+# `primes` and `divrec` L is faster as measured and within noise of Chez
+# net of its start-up. The net ratios are estimates all the same:
 # the least start-up is subtracted from runs that each paid their own.
 # Where the sections below discuss L against Chez, they print both.
 
@@ -343,19 +345,21 @@ def geometric_mean(values):
 table = {name: ratios(b) for name, b in benchmarks.items()}
 means = {k: geometric_mean(r[k] for r in table.values()) for k in ("L/C", "L/OCaml", "L/Chez", "L/best", "Python/L")}
 bench_run.print_table(results, list(benchmarks))
+kept = sorted(b["Python"]["date"] for b in benchmarks.values() if b.get("Python", {}).get("date"))
+print(f"CPython's times: from runs of {kept[0][:16]} to {kept[-1][:16]} (--python keep)")
 
 # %% [markdown]
 # The verdict, in the table's last lines. Against each peer taken alone, L
 # is faster on the geometric mean — gcc -O2, clang, OCaml, Chez — with
 # every interval below 1. Against the best of gcc -O2 and OCaml on each
 # program it is about level, a little ahead: the geometric mean of
-# L/best is a little under 1, and misses the target of 0.9. Seven
-# benchmarks miss the target of 1.1 outright and three are within noise of
-# it. One of the seven weighs on the mean more than all the others: on
+# L/best is a little under 1, and misses the target of 0.9. Six
+# benchmarks miss the target of 1.1 outright and two are within noise of
+# it. One of the six weighs on the mean more than all the others: on
 # `perm`, L takes three and a half times as long as C, whose version
 # allocates the cells of each round from an arena and frees them in one
 # step, where L's collector copies and marks them (the section on
-# allocation shows L spending nearly a third of that run in the collector)
+# allocation shows how much of that run L spends in the collector)
 # — while against OCaml, which collects as L does, L takes about a
 # quarter of the time. The sections below take the families one at a
 # time.
@@ -456,12 +460,12 @@ for family, members in FAMILIES.items():
 
 # %% [markdown]
 # By family, L is ahead of the best of C and OCaml on the recursive
-# integer code (`change` apart), the mutual recursion, the closures and
-# the symbolic trees (`rbtree` apart); level on the loops (`mandel` behind
-# C), on the long-lived data and on the exceptions; behind on the
-# continuations (`cpstak`, against OCaml), the interpreter (against
-# OCaml), and the lists — `perm` against C's arena above all, then
-# `divrec`, with `takl` and `nqueens` within noise of the target. The sections below take most of these apart; what
+# integer code (`change` within noise of the target), the mutual
+# recursion, the closures, the symbolic trees (`rbtree` apart) and the
+# exceptions; level on the loops (`mandel` behind C), on the continuations
+# (`cpstak` behind OCaml, `cpstree` ahead) and on the long-lived data;
+# behind on the interpreter (against OCaml) and the lists — `perm` against
+# C's arena above all, then `divrec`. The sections below take most of these apart; what
 # they do not explain is listed at the end, under the targets.
 
 # %% [markdown]
@@ -499,9 +503,8 @@ for name in EXCEPTION_BENCHMARKS:
 
 # %% [markdown]
 # Both meet it with room: L is faster than OCaml on both. Against `gcc
-# -O2` both medians are within a hundredth of 1 (the table's first
-# column), though by the rule `raisesearch` is slower, its interval
-# starting just above 1. The C
+# -O2` L is a little faster on both, by 3 to 4 % (the table's first
+# column). The C
 # search returns an error code, tested after every call, as the flag of
 # chapter 10 is tested in L; the C parser leaves its recursion with
 # `longjmp`, as OCaml's and L's trap frames would.
@@ -544,13 +547,11 @@ for key, entries in columns_.items():
 # (OCaml tags its integers, `2n + 1`, which costs an instruction here and
 # there; Chez checks at every `+` that both operands are small integers).
 # Against C, L is ahead on `fib` and `tak`, whose recursion chapter 9
-# unrolls; on `states`; and on the programs that allocate most. It is
-# level with C on `ack`, and on `loop` by the rule — although there the
-# code LLVM chooses for the Collatz loop (`x / 2` on a signed integer,
-# the layout of the loop) takes three quarters of GCC's time by the
-# median, and is ahead by the rule in the section on integers that wrap,
-# measured apart; this run's interval reaches past 1. Two of those
-# comparisons are not what they seem, and each needs a word.
+# unrolls; on `states`; on `loop`, where the code LLVM chooses for the
+# Collatz loop (`x / 2` on a signed integer, the layout of the loop) takes
+# three quarters of GCC's time; and on the programs that allocate most. It
+# is level with C on `ack`, within noise. Two of those comparisons are not
+# what they seem, and each needs a word.
 #
 # **L/C on the allocating programs measures `malloc` more than GCC.** On
 # `cpstak`, `cpstree`, `fold`, `primes`, `msort`, `binarytrees` and
@@ -578,20 +579,20 @@ for key, entries in columns_.items():
 #   builds a list as it returns;
 # - list and tree code against C: `takl`, `nqueens`, `rbtree`, and `perm`
 #   with its arena;
-# - integer loops against gcc -O2: `mandel`, `gcd` and `change` — on
-#   `change` gcc -O3 and clang are slower than L (the table's other
-#   columns), so what L trails there is one particular choice of gcc -O2's,
-#   and on all three, what GCC may assume because an overflow is undefined
-#   in C and defined in L (the section on integers that wrap, below);
+# - integer loops against gcc -O2: `mandel` and `gcd`, and `change`,
+#   within noise in this run — on `change` gcc -O3 and clang are slower
+#   than L (the table's other columns), so what L trails there is one
+#   particular choice of gcc -O2's, and on all three, what GCC may assume
+#   because an overflow is undefined in C and defined in L (the section on
+#   integers that wrap, below);
 # - `interp`, against OCaml (and C and Chez): a loop of `match`es
 #   through jump tables, whose time chapter 9 shows moving by up to a
 #   fifth with the layout of its machine code alone.
 #
-# And `raisesearch` trails C by a hair: its median is 1.00, but its
-# interval starts just above 1. It is within noise of C on `live`,
-# although C's `free` hands a replaced node's memory back at once.
-# Against Chez, net of its start-up, L is behind on `interp` and `perm`,
-# within noise on `msort`.
+# L is within noise of C on `live`, although C's `free` hands a replaced
+# node's memory back at once. Against Chez, net of its start-up, L is
+# behind on `msort` and `interp`, within noise on `primes`, `divrec` and
+# `perm`.
 # The sections below take the families in turn, with one more on `deriv`,
 # which trailed until chapter 9 found that the number it divides by, a
 # top-level definition, is a constant.
@@ -704,10 +705,11 @@ for name in ("fib", "ack"):
 # OCaml does neither — its `fib` is one call per call, on tagged integers
 # — and L is ahead of it on all three. The fourth member of the family,
 # `change`, shows how much of this is the C compiler's choice rather than
-# the language: its tree recursion over a list of coins takes L 1.21 times
-# gcc -O2's time, but two thirds of gcc -O3's and two fifths of
-# clang's (the table above), three compilers of the same C disagreeing by
-# a factor of three. Chapter 9's table of unrolling rounds shows the same
+# the language: its tree recursion over a list of coins takes L about as
+# long as gcc -O2 (a median ratio of 1.00, within noise of the target,
+# its interval reaching a quarter above 1), but two thirds of gcc -O3's
+# time and little more than a third of clang's (the table above), three
+# compilers of the same C disagreeing by a factor of three. Chapter 9's table of unrolling rounds shows the same
 # program on L's side: three rounds do no better on `change` than one or
 # two, and its median is higher after three.
 
@@ -736,8 +738,8 @@ for name, r in wrapv["benchmarks"].items():
 # %% [markdown]
 # On `mandel`, L trails gcc -O2 and is ahead of it once C's integers wrap
 # as L's do; on `change`, whose ratio to gcc -O2 moves from one session to
-# the next (within noise of 1 here, a fifth above it in the table of
-# results), L is ahead with `-fwrapv`. What L trailed there was C's
+# the next (within noise of 1 here and in the table of results, a fifth
+# above 1 in an earlier session), L is ahead with `-fwrapv`. What L trailed there was C's
 # freedom to ignore overflow, not GCC's code. (On `change` that freedom
 # is what gcc -O2 alone makes use of: gcc -O3 and clang are slower than
 # L without `-fwrapv`.) On `gcd` the option changes nothing, and L stays a
@@ -825,15 +827,19 @@ print(f"geometric mean of L/OCaml: {shown(allocating_mean)}, {versus_1(allocatin
 # %% [markdown]
 # Against OCaml, L is ahead on these as a whole (the interval of the
 # mean lies below 1): most where data survive — `msort`'s lists of 10,000
-# numbers, `binarytrees`' trees — less on `nqueens`, `primes` and
-# `cpstree`; it is level on `fold`, and behind on `cpstak`, which does
-# little but allocate closures that die at once and call them. Allocating itself is the same
-# in both. A `Cons`
-# in L is a bump of a heap pointer — chapter 10's `lc_alloc`, inlined:
-# load the heap pointer, add the size, compare with the limit, store it
-# back, write the header (with the layout that tells the collector which
-# fields are pointers) and the fields. Here it is in `range`, compiled
-# without chapter 9 (which would have inlined so small a function):
+# numbers, `binarytrees`' trees — less on `nqueens` and `cpstree`, and by
+# a few per cent on `fold` and `primes`; it is behind on `cpstak`, which
+# does little but allocate closures that die at once and call them.
+# Allocating itself is the same in both. A `Cons` in L is a bump of a heap
+# pointer — chapter 10's `lc_alloc`, inlined: add the size to the heap
+# pointer, compare with the limit, write the header (with the layout that
+# tells the collector which fields are pointers) and the fields. Since
+# chapter 10's section on the heap pointer, each function keeps its own
+# copy of the pointer, which LLVM holds in a register, read from the
+# global `lc_hp` when the function starts or a call returns and written
+# back before a call or a return. Here it is in `range`, compiled without
+# chapter 9 (which would have inlined so small a function): one load of
+# `lc_hp` after the recursive call, one store before the return:
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
@@ -848,8 +854,8 @@ with tempfile.TemporaryDirectory() as tmp:
 # `lc_alloc_slow_saving`); every allocation in this small module asks for
 # three words, so LLVM moved the constant into the function and dropped
 # the argument. OCaml's allocation is the same sequence, with the heap
-# pointer kept in a register (`r15`) rather than loaded from and stored to
-# a global:
+# pointer kept in a register (`r15`) for the whole program, not only
+# within a function:
 # `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
 # runtime's state, whose first word is the limit). Nor need the
 # collector make the difference: like OCaml's minor heap, chapter 10b's
@@ -883,7 +889,7 @@ with tempfile.TemporaryDirectory() as tmp:
               f" {collections[0]:>4} minor, {collections[1]:>3} major collections, promoted {promoted}")
 
 # %% [markdown]
-# The collector's share goes from nothing to about two fifths of a run. What
+# The collector's share goes from nothing to about two fifths of a run, more on `perm`. What
 # decides it is what survives the nursery, which the counts show (they
 # hardly move from one run to the next; the times do, on a shared
 # machine, and are those of one run): the integer programs (`fib`, `tak`,
@@ -902,8 +908,12 @@ with tempfile.TemporaryDirectory() as tmp:
 # more than a quarter of it survives and a larger one copies much less; on
 # `perm` it grows to 16 and 32 MB, and the lists of a round have more time
 # to die young. Even so L makes hundreds of major collections and spends
-# nearly a third of the run collecting, where C's arena frees a whole round in one
-# step. The policy that decides when a major collection runs (chapter
+# a third of the run collecting or more, where C's arena frees a whole
+# round in one step. How much more varies between builds of the same
+# source: the collector's scan of the stack is conservative, so a change
+# in what the stack holds at a collection (chapter 10's copy of the heap
+# pointer was one) changes what is pinned, what is promoted, and how the
+# nursery's trials come out. The policy that decides when a major collection runs (chapter
 # 10b's: when the old generation has grown to twice its live data, or the
 # blocks left pinned in the nursery have cost as much as a major
 # collection) is the next thing `perm` says to look at.
@@ -929,22 +939,24 @@ print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 # %% [markdown]
 # It reads the values captured in its closure (`rdi`), then runs `tak`,
 # which chapter 9 inlined into it and LLVM made a loop of: while `y < x`,
-# it allocates the next continuation — `lc_hp` read and written in place,
-# relative to the instruction pointer, the header and the fields stored —
-# and takes one from `x`. When the test fails, it jumps to the code of a
+# it allocates the next continuation — the heap pointer and the limit read
+# once before the loop (`r11` and `r10`, from `lc_hp` and `lc_hl`, relative
+# to the instruction pointer), the pointer bumped in a register, the
+# header and the fields stored — and takes one from `x`. When the test
+# fails, it writes the pointer back to `lc_hp` and jumps to the code of a
 # continuation: the one it was given, which its closure captured, through
 # the code in that continuation's field 0 (`[rdi+0x8]`, the word after the
-# header), or the last one it made, whose code it knows (`rcx`). The
-# `push rax` and `pop rax` save nothing: they move the stack pointer by one
-# word, to keep it aligned for the one call the function can make, to the
-# slow path, out of line. Earlier versions of this code saved
-# callee-saved registers on entry and restored them before the jump that
-# ends them: they held values across that
-# call, and the C convention makes a call overwrite the other registers.
-# Chapter 10 now calls the slow path through `lc_alloc_slow_saving`, whose
+# header), or the last one it made, whose code it knows (`rcx`). Chapter
+# 10 calls the slow path through `lc_alloc_slow_saving`, whose
 # `preserve_mostcc` convention keeps every register, so the values stay
-# where they are and nothing needs saving; and it declares `lc_hp` and
-# `lc_hl` `dso_local`, so that their addresses take no registers either.
+# where they are across the one call the function can make; it declares
+# `lc_hp` and `lc_hl` `dso_local`, so that their addresses take no
+# registers. The one register it saves, `rbx` (with the `sub rsp` that
+# keeps the stack aligned for that call), holds the bumped pointer: with
+# the pointer and the limit in registers too, the loop needs one register
+# more than the C convention lets a function use without saving it — a
+# `push` and a `pop` per call of the closure, against a load and a store
+# per allocation before.
 # And chapter 9 no longer unrolls a recursive function that makes
 # closures; `bench/optimiser.py closures` counts the functions left with
 # and without that rule, and times the two (chapter 9 discusses it):
@@ -958,13 +970,15 @@ for name, r in optimiser["closures"].items():
 
 # %% [markdown]
 
-# One difference is left in the code: the heap pointer. OCaml keeps it in a
-# register for the whole program, L in memory, so each allocation loads
-# it, and stores it back, one allocation after another through the same
-# memory word. LLVM has a calling convention for that too (`ghccc`, which
-# GHC uses to pass its heap pointer from function to function in a
-# register), but every L function, and every call, would have to take
-# the heap pointer and give it back. An experiment that gave every L
+# One difference is left in the code: the heap pointer across calls.
+# OCaml keeps it in a register for the whole program; L keeps it in a
+# register within a function, and passes it from function to function
+# through the global `lc_hp`, a store before each call and a load after.
+# In `cpstak`, whose functions are small and call one another at once,
+# that store and load come with nearly every allocation. LLVM has a calling convention for
+# passing it in a register too (`ghccc`, which GHC uses to pass its heap
+# pointer from function to function), but every L function, and every
+# call, would have to take the heap pointer and give it back. An experiment that gave every L
 # function LLVM's `preserve_none` convention instead (no callee-saved
 # registers at all, as in OCaml) made `cpstak` faster — and `primes` and
 # `msort` markedly slower: values a function no longer needs stay in the
@@ -1029,8 +1043,8 @@ for size in sorted(sizes):
 # fewer of its nodes are in the cache. A collector that degraded
 # quadratically would make L's time per key grow in proportion to `n`,
 # eight times over the sizes measured; it does not. L/C stays near 1 —
-# a tenth and a fifth above it at the two smaller sizes, within noise of
-# it at 250,000 and below it at the largest; L/OCaml falls as `n` grows;
+# below it at the smallest and the largest sizes, within noise of it at
+# the two between; L/OCaml falls as `n` grows;
 # L/Chez stays below 1, net of start-up too.
 # What the collector does as
 # the tree grows, its statistics show (run here, live):
@@ -1058,8 +1072,8 @@ with tempfile.TemporaryDirectory() as tmp:
 # too, for the same reason as in L — the larger the tree, the fewer of the
 # nodes on a path are in the cache — and L's ratio to C stays near 1:
 # L's time grows as C's does, not quadratically. C frees each replaced
-# node at once; L trails it at the smaller sizes and keeps level with it,
-# or ahead, at the larger ones all the same; OCaml, whose collector makes the
+# node at once; L keeps level with it, or ahead, at every size all the
+# same; OCaml, whose collector makes the
 # same bet as L's, is behind at every size, and further as `n` grows.
 
 # %% [markdown]
@@ -1101,12 +1115,12 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 
 # %% [markdown]
 # In this measurement the first target is missed: the geometric mean of
-# L/best is a little under 1, not 0.9. The second is missed on seven benchmarks
-# and within noise on three (the cell names them). What each miss comes
+# L/best is a little under 1, not 0.9. The second is missed on six benchmarks
+# and within noise on two (the cell names them). What each miss comes
 # from, as far as this book knows:
 #
-# - `perm` (about 3.6 against C): C's arena against L's collector, which
-#   spends nearly a third of the run collecting (the section on
+# - `perm` (about 3.5 against C): C's arena against L's collector, which
+#   spends a third of the run collecting, or more (the section on
 #   allocation), even with chapter 10b's nursery that grows while much of
 #   it survives; when to make a major collection is the next thing to look
 #   at;
@@ -1116,30 +1130,34 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   the top of the file says so); the collector's share of L's run, about
 #   a quarter in the section on allocation, is most of the difference, so
 #   the collector, not the code of the walk, is where it would be won;
-# - `mandel` and `change` (about 1.2 against gcc -O2): integer code where
-#   gcc -O2 may assume that a product or a sum does not overflow and L may
-#   not; with `-fwrapv`, which makes C's integers wrap as L's do, L is
-#   faster on both (the section on integers that wrap), and on `change`
-#   gcc -O3 and clang are slower than L without it;
+# - `mandel` (about 1.2 against gcc -O2), and `change`, within noise of
+#   the target in this run: integer code where gcc -O2 may assume that a
+#   product or a sum does not overflow and L may not; with `-fwrapv`, which
+#   makes C's integers wrap as L's do, L is faster on both (the section on
+#   integers that wrap), and on `change` gcc -O3 and clang are slower than
+#   L without it;
 # - `interp` (about 1.4 against OCaml): its time is a loop of `match`es
 #   through jump tables, and chapter 9 shows the time of each build
 #   moving by up to a fifth with the layout of its code alone; what
 #   OCaml's version does better has not been looked at;
-# - `cpstak` (about 1.4) and `divrec` (about 1.15) against OCaml:
-#   closures and cells that die at once — the heap pointer in a register,
-#   the last paragraph of this section;
-# - within noise: `takl` and `nqueens` against C (`takl`'s 32-byte loops
-#   took 0.76 of the time of 16-byte ones in the section on where a loop
-#   starts, so with LLVM's 16 it would be about 1.4), and `live` against
-#   C, whose interval is wide.
+# - `cpstak` (about 1.15; chapter 10's copy of the heap pointer within
+#   each function took about a tenth off its time, as chapter 10
+#   measures) and `divrec` (about 1.15)
+#   against OCaml: closures and cells that die at once — the heap pointer
+#   across calls, the last paragraph of this section;
+# - within noise: `live` against C, whose interval is wide, and `change`
+#   (above). `takl` and `nqueens` meet the target in this run, a little
+#   above 1 (`takl`'s 32-byte loops took 0.76 of the time of 16-byte ones
+#   in the section on where a loop starts: with LLVM's 16 it would miss).
 #
 # Against gcc -O3 the picture is the same; against clang -O2, the C
 # compiler of the LLVM that L also uses, the geometric mean meets the
 # target of 0.9 (the table's last columns). The third target is missed on
-# four programs, and on all four no compiler meets it: on `msort`,
+# five programs. On `divrec` by a hair (29.99, printed 30), where OCaml
+# reaches 34; on the other four no compiler meets it: on `msort`,
 # `live`, `gcd` and `rbtree` CPython is less than thirty times slower than
 # even the fastest of the five (the cell prints the fastest and its
-# ratio). These programs do
+# ratio). These four programs do
 # little but allocate and walk small blocks, or divide integers, and
 # CPython's reference counting frees each dead object at once and hands
 # its memory back, still in the cache, to the next one.
@@ -1149,7 +1167,7 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # start-up taken out. What remains to be won is against the better of C
 # and OCaml on each program. Against OCaml, on code that does little but
 # allocate closures and call them, the two differ in where the heap
-# pointer lives (a register in OCaml, memory in L) and in how the stack is
+# pointer lives across calls (a register in OCaml, memory in L) and in how the stack is
 # scanned — precisely in OCaml, conservatively in L — and the second
 # stands in the way of the convention without callee-saved registers that
 # OCaml uses, as the section on allocation found. Against C, the
@@ -1225,7 +1243,8 @@ print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
 
 # %%
 without_record = json.loads(Path("../bench/compile_speed-O0.json").read_text())
-print(f"{without_record['command']}, {without_record['cores']} cores, medians of {without_record['repeat']} runs")
+print("\n".join(bench_machine.lines(without_record["machine"])))
+print(f"{without_record['command']}, medians of {without_record['repeat']} runs")
 without = without_record["rows"][-1]
 for label, row in (("-O0", without), ("optimised", largest)):
     s = row["seconds"]
