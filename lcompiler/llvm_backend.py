@@ -64,7 +64,6 @@ __all__ = [
     'LOCAL_HEAP_POINTER',
     'QUIET_CALLEES',
     'calls_out',
-    'successors',
     'keep_heap_pointer',
     'tell_apart',
     'division',
@@ -556,14 +555,14 @@ class Backend:
         hp = b.load(heap, "hp")
         new = b.add(hp, b.mul(words, word(WORD)), "new")
         with b.if_then(b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl")), likely=False):
-            b.store(hp, self.rt["lc_hp"])             # the runtime reads lc_hp, and moves it
             if SAVING_SLOW_PATH:
                 block = b.call(self.slow_path(), [words], cconv="preserve_mostcc")
             else:
                 block = b.call(self.rt["lc_alloc_slow"], [words])
-            b.store(b.load(self.rt["lc_hp"]), heap)
+            b.store(b.load(self.rt["lc_hp"]), heap)   # the runtime moved lc_hp
             b.ret(block)
         b.store(new, heap)
+        b.store(new, self.rt["lc_hp"])                # lc_hp itself is always up to date
         b.ret(hp)
         if LOCAL_HEAP_POINTER:                         # the section on the heap pointer
             tell_apart(f, self.allocator_words() | {heap}, self.alias_tags())
@@ -1243,33 +1242,13 @@ def calls_out(ins) -> bool:
                                                and ins.callee.name in QUIET_CALLEES)
 
 
-def successors(block: ir.Block) -> list:
-    """The blocks that block's terminator may jump to (a branch's operands; a switch's cases
-    and default, which llvmlite keeps apart)."""
-    t = block.terminator
-    if type(t) is ir.SwitchInstr:
-        return [t.default] + [to for _, to in t.cases]
-    return [op for op in t.operands if type(op) is ir.Block]
-
-
 def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
-    """If f allocates (calls allocator, lc_alloc), give it a copy of lc_hp: read on entry and
-    after each call, bumped by f's allocations, written back before a call or a return that an
-    allocation since the last call may reach."""
+    """If f allocates (calls allocator, lc_alloc), give it a copy of lc_hp that its allocations
+    bump: read from lc_hp on entry and after each call. (lc_alloc writes every bump through to
+    lc_hp as well, so the copy is only ever a register's cache of it.)"""
     allocates = lambda ins: type(ins) is ir.CallInstr and ins.callee is allocator
     if not any(allocates(ins) for block in f.blocks for ins in block.instructions):
         return
-    dirty = {f.entry_basic_block: False}       # block: may the copy differ from lc_hp on entry?
-    work = [f.entry_basic_block]
-    while work:
-        block = work.pop()
-        d = dirty[block]
-        for ins in block.instructions:
-            d = True if allocates(ins) else False if calls_out(ins) else d
-        for to in successors(block):
-            if to not in dirty or d and not dirty[to]:
-                dirty[to] = dirty.get(to, False) or d
-                work.append(to)
     b = ir.IRBuilder()
     for block in f.blocks:
         old, block.instructions = block.instructions, []
@@ -1277,21 +1256,13 @@ def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
         if block is f.entry_basic_block:
             hp = b.alloca(I64, name="hp")
             b.store(b.load(lc_hp), hp)
-        d = dirty.get(block, True)                 # a block the pass did not reach: assume so
         for i, ins in enumerate(old):
-            out = calls_out(ins)
-            if d and (out or type(ins) is ir.Ret):
-                b.position_at_end(block)
-                b.store(b.load(hp), lc_hp)            # what a callee, the runtime, a caller reads
             block.instructions.append(ins)
             if allocates(ins):
                 ins.replace_usage(lc_hp, hp)          # bump the copy
-                d = True
-            elif out:
-                d = False
-                if type(old[i + 1]) not in (ir.Ret, ir.Unreachable):   # not a tail call
-                    b.position_at_end(block)
-                    b.store(b.load(lc_hp), hp)        # the callee may have moved it
+            elif calls_out(ins) and type(old[i + 1]) not in (ir.Ret, ir.Unreachable):   # not a tail call
+                b.position_at_end(block)
+                b.store(b.load(lc_hp), hp)            # the callee may have moved it
 
 # cell 70
 def tell_apart(f: ir.Function, allocator_words: set, tags: dict):

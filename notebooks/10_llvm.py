@@ -1437,14 +1437,14 @@ class Backend(Backend):
         hp = b.load(heap, "hp")
         new = b.add(hp, b.mul(words, word(WORD)), "new")
         with b.if_then(b.icmp_unsigned(">", new, b.load(self.rt["lc_hl"], "hl")), likely=False):
-            b.store(hp, self.rt["lc_hp"])             # the runtime reads lc_hp, and moves it
             if SAVING_SLOW_PATH:
                 block = b.call(self.slow_path(), [words], cconv="preserve_mostcc")
             else:
                 block = b.call(self.rt["lc_alloc_slow"], [words])
-            b.store(b.load(self.rt["lc_hp"]), heap)
+            b.store(b.load(self.rt["lc_hp"]), heap)   # the runtime moved lc_hp
             b.ret(block)
         b.store(new, heap)
+        b.store(new, self.rt["lc_hp"])                # lc_hp itself is always up to date
         b.ret(hp)
         if LOCAL_HEAP_POINTER:                         # the section on the heap pointer
             tell_apart(f, self.allocator_words() | {heap}, self.alias_tags())
@@ -1613,36 +1613,41 @@ class Backend(Backend):
 #
 # - on entry, the copy is read from `lc_hp`;
 # - every allocation bumps the copy instead (its `lc_alloc` gets the
-#   copy's address as its `heap` argument);
-# - before a call or a return, the copy is written back to `lc_hp`, since
-#   the callee, the runtime or the caller reads it there — if the function
-#   may have allocated since it last read it (a small pass over the
-#   control-flow graph finds where that is so, so that a path that does not
-#   allocate, such as the end of a list, writes nothing); after every call
-#   that returns, the copy is read again, since the callee may have
-#   allocated or collected;
-# - the slow path inside `lc_alloc` writes the copy back before it calls the
-#   runtime and reads `lc_hp` after (above).
+#   copy's address as its `heap` argument), and writes the new value
+#   through to `lc_hp` as well, as before: a store, which nothing waits
+#   for, where the chain was a store and then a load;
+# - after every call that returns, the copy is read again, since the
+#   callee may have allocated or collected; so does the slow path inside
+#   `lc_alloc`, after the runtime has found the next run.
+#
+# So `lc_hp` itself is always up to date, and the copy is a cache of it in
+# a register: nothing needs writing back before a call or a return, and
+# the runtime, a callee or a caller finds the pointer where it always did.
+# A first version of this section wrote the copy back only before calls
+# and returns, which saves the store in a loop; but the store then came
+# after the fields of the block, just before a return that the caller
+# follows with a load of `lc_hp`, and `primes` ran a tenth slower with the
+# optimiser than without it (chapter 9 promises the contrary), a cost of
+# where the store lands in the pipeline of the processor that we measured
+# but did not take apart. The store at the bump has no such case.
 #
 # The copy is an `alloca`, a word of the function's stack frame, and the
 # program is correct as written, with loads and stores of it. LLVM's first
 # optimisations (SROA, *mem2reg*) then replace a local whose address never
 # escapes by SSA values and φ-nodes, which the register allocator keeps in
 # a register: in a loop, the heap pointer becomes a φ-node of the loop's
-# header, and the load and the store of `lc_hp` leave the loop for its
-# calls and its exits. Calls that neither read nor move `lc_hp` are left
-# alone (`QUIET_CALLEES`): the allocator itself, the write barrier, which
-# only remembers a block, and the two intrinsics of the trap records.
-# A tail call writes the copy back before it and is not followed by a read,
-# since nothing follows a tail call but the return; a `setjmp` of a trap
+# header, and the load of `lc_hp` leaves the loop for its calls. Calls that
+# neither read nor move `lc_hp` are not followed by a read
+# (`QUIET_CALLEES`): the allocator itself, the write barrier, which only
+# remembers a block, and the two intrinsics of the trap records. Nor is a
+# tail call, since nothing follows it but the return; a `setjmp` of a trap
 # record is a call like any other, so the handler that it returns to a
-# second time starts from `lc_hp`, where the raise's `lc_throw` (a call)
-# wrote it.
+# second time starts from `lc_hp`, which the raise's callee kept up to
+# date.
 #
-# Nothing else in the runtime reads `lc_hp` while compiled code runs: the
-# signal handlers of chapter 10b only flush the output and leave, and a
-# collection happens only in the slow path, called with the copy written
-# back. `LOCAL_HEAP_POINTER = False` builds the code of the earlier
+# Nothing in the runtime moves `lc_hp` while compiled code runs but the
+# slow path: the signal handlers of chapter 10b only flush the output and
+# leave. `LOCAL_HEAP_POINTER = False` builds the code of the earlier
 # sections, to compare.
 
 # %%
@@ -1657,33 +1662,13 @@ def calls_out(ins) -> bool:
                                                and ins.callee.name in QUIET_CALLEES)
 
 
-def successors(block: ir.Block) -> list:
-    """The blocks that block's terminator may jump to (a branch's operands; a switch's cases
-    and default, which llvmlite keeps apart)."""
-    t = block.terminator
-    if type(t) is ir.SwitchInstr:
-        return [t.default] + [to for _, to in t.cases]
-    return [op for op in t.operands if type(op) is ir.Block]
-
-
 def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
-    """If f allocates (calls allocator, lc_alloc), give it a copy of lc_hp: read on entry and
-    after each call, bumped by f's allocations, written back before a call or a return that an
-    allocation since the last call may reach."""
+    """If f allocates (calls allocator, lc_alloc), give it a copy of lc_hp that its allocations
+    bump: read from lc_hp on entry and after each call. (lc_alloc writes every bump through to
+    lc_hp as well, so the copy is only ever a register's cache of it.)"""
     allocates = lambda ins: type(ins) is ir.CallInstr and ins.callee is allocator
     if not any(allocates(ins) for block in f.blocks for ins in block.instructions):
         return
-    dirty = {f.entry_basic_block: False}       # block: may the copy differ from lc_hp on entry?
-    work = [f.entry_basic_block]
-    while work:
-        block = work.pop()
-        d = dirty[block]
-        for ins in block.instructions:
-            d = True if allocates(ins) else False if calls_out(ins) else d
-        for to in successors(block):
-            if to not in dirty or d and not dirty[to]:
-                dirty[to] = dirty.get(to, False) or d
-                work.append(to)
     b = ir.IRBuilder()
     for block in f.blocks:
         old, block.instructions = block.instructions, []
@@ -1691,21 +1676,13 @@ def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
         if block is f.entry_basic_block:
             hp = b.alloca(I64, name="hp")
             b.store(b.load(lc_hp), hp)
-        d = dirty.get(block, True)                 # a block the pass did not reach: assume so
         for i, ins in enumerate(old):
-            out = calls_out(ins)
-            if d and (out or type(ins) is ir.Ret):
-                b.position_at_end(block)
-                b.store(b.load(hp), lc_hp)            # what a callee, the runtime, a caller reads
             block.instructions.append(ins)
             if allocates(ins):
                 ins.replace_usage(lc_hp, hp)          # bump the copy
-                d = True
-            elif out:
-                d = False
-                if type(old[i + 1]) not in (ir.Ret, ir.Unreachable):   # not a tail call
-                    b.position_at_end(block)
-                    b.store(b.load(lc_hp), hp)        # the callee may have moved it
+            elif calls_out(ins) and type(old[i + 1]) not in (ir.Ret, ir.Unreachable):   # not a tail call
+                b.position_at_end(block)
+                b.store(b.load(lc_hp), hp)            # the callee may have moved it
 
 # %% [markdown]
 # The copy brings a cost of its own. The store that writes it back before a
@@ -1810,12 +1787,12 @@ llvm_backend.LOCAL_HEAP_POINTER = True
 # back, every iteration, and the next iteration's load waits for that
 # store. With it, the pointer lives in a register: a `leaq 24(…)` computes
 # the next one from it, a `movq` at the bottom of the loop carries that to
-# the next iteration, and no load or store of `lc_hp` remains in the loop.
-# Nor a load of `lc_hl`: the tags tell LLVM that the stores of the fields
-# do not change it, so it is read once before the loop and compared from a
-# register (and read again after the slow path, which may change it).
-# `lc_hp` is written where a path leaves the loop for the slow path, or for
-# the return.
+# the next iteration, and no load of `lc_hp` remains in the loop — only the
+# store that writes the new pointer through, which nothing in the loop
+# waits for. Nor a load of `lc_hl`: the tags tell LLVM that the stores of
+# the fields do not change it, so it is read once before the loop and
+# compared from a register (and read again after the slow path, which may
+# change it).
 #
 # What it is worth, program by program: `bench/heap_pointer.py` builds
 # every benchmark of chapter 12 both ways and times the two executables
