@@ -1685,17 +1685,15 @@ def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
                 b.store(b.load(lc_hp), hp)            # the callee may have moved it
 
 # %% [markdown]
-# The copy brings a cost of its own. The store that writes it back before a
-# call is a store into memory that LLVM cannot tell from the fields of the
-# blocks the function has just made: both are addresses LLVM knows nothing
-# about, a global and an `inttoptr` of a word (the design note on
-# [words and pointers](#data-one-word-per-value) says why). So a field
-# written before the call must be read again after it, even when the call
-# is inlined: the code pointer of a closure, stored into the block and read
-# back to call it, is no longer known, and the call is no longer inlined.
-# The seeds' program at `-O0`, [below](#the-seeds-program), was folded to
-# nothing by LLVM before the copy, and would keep three calls through
-# closures with it.
+# One more thing stands between the allocator and its registers. The
+# store of the new pointer into `lc_hp` is a store into memory that LLVM
+# cannot tell from the fields of blocks: both are addresses it knows
+# nothing about, a global and an `inttoptr` of a word (the design note
+# [addresses as integers](#data-one-word-per-value) says why). So after each
+# block's fields are stored, LLVM loads `lc_hl` again — the limit, which
+# nothing but the runtime writes — for the next allocation, in case one of
+# those stores changed it; and a field written before a bump and read
+# after it is read again from memory.
 #
 # LLVM can be told, with its *type-based alias analysis* (TBAA). Each load
 # and store may carry a tag naming the type of what it reads or writes,
@@ -1708,9 +1706,8 @@ def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
 # except the accesses tagged `allocator` (the runtime does, but inside
 # calls, which TBAA does not describe). `tell_apart` tags every load and
 # store of a function after the copy's pass, and those of `lc_alloc` when
-# it is made. A second gain comes with it: a load of `lc_hl` is no longer
-# repeated after every store of a field, so consecutive allocations read
-# it once.
+# it is made; consecutive allocations then read `lc_hl` once, and a loop
+# reads it before it starts.
 
 # %%
 #| export
@@ -3420,7 +3417,7 @@ flow_graphs([FlowGraph(llvm_function(text, re.search(rf'@"?({name}_\d+)"?\(', te
 # `count`, whose parameter is a pair, takes two words (the flattening
 # above), allocates its `Cons` with a call of `lc_alloc` that bumps the
 # function's copy of the heap pointer (`%hp`, read from `lc_hp` in the
-# entry block, written back before the return), and its tail call
+# entry block; `lc_alloc` writes each bump through to `lc_hp`), and its tail call
 # to itself is a jump back to `recur`, where two φ-nodes receive the new
 # arguments. None of the three makes a tail call to another function, so
 # all three are `fastcc`.
@@ -3450,14 +3447,16 @@ print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @
 #
 # Two more things to read in the listing. Each of the five `Cons` is the
 # allocator `lc_alloc` of the section on allocation, inlined, bumping the
-# function's copy of `lc_hp` ([the heap pointer in a
+# copy of `lc_hp` of the function it came from ([the heap pointer in a
 # register](#the-heap-pointer-in-a-register)): `lc_hp` and `lc_hl` are
-# loaded once at the start, each `Cons` adds 24 (three words of 8 bytes:
-# the header and two fields) to the pointer the one before left
-# (`%storemerge…`, a φ-node of the fast and the slow path), compares the
-# sum with `lc_hl`, and only if the block would pass the end of the run
-# writes the pointer back and calls `lc_alloc_slow_saving()`, the slow path
-# that saves the registers — with no argument — then reads `lc_hp` and
+# loaded where the copy starts (once for the three `Cons` of `count(3,
+# Nil)`, again for the two of `count(2, Nil)`), each `Cons` adds 24 (three
+# words of 8 bytes: the header and two fields) to the pointer the one
+# before left (`%hp.1…`, a φ-node of the fast and the slow path), compares
+# the sum with `lc_hl`, and on the fast path stores it to `lc_hp`; only if
+# the block would pass the end of the run does it call
+# `lc_alloc_slow_saving()`, the slow path that saves the registers — with
+# no argument — and then read `lc_hp` and
 # `lc_hl` again. Every allocation of the module asks for three words, so
 # LLVM's interprocedural constant propagation moved the 3 into the
 # function itself, which the listing above leaves out:
