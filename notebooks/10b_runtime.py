@@ -3507,8 +3507,8 @@ plt.close(fig)
 # and system CPU time of executables), and records the machine it ran on
 # in its file; the cell prints it first, with what the default nursery is
 # to that machine's caches. Then the size of the nursery, every size in
-# alternation with the others, on the four allocation-heavy benchmark
-# programs of chapter 12:
+# alternation with the others, on six of chapter 12's benchmark programs
+# (four that allocate much, and `cpstak` and `nqueens`, which keep little):
 
 # %%
 import sys

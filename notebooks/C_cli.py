@@ -33,7 +33,7 @@
 # reference interpreter of [chapter 4b](04b_meaning.ipynb), the type checker
 # of [chapter 5](05_types.ipynb) and the driver of [chapter
 # 11](11_running.ipynb) for `lc run`, `lc build` and `lc repl`; the
-# runtime of [chapter 10](10_llvm.ipynb), for the environment variables it
+# runtime of [chapter 10b](10b_runtime.ipynb), for the environment variables it
 # reads; and [appendix A](A_errors.ipynb)'s errors, which `lc` reports.
 #
 # **Builds:** the module `lcompiler.cli`: `main`, which `lc` runs; its
@@ -641,7 +641,7 @@ def lc(*argv: str) -> int:
 # a file that does not exist, and a command that does not:
 
 # %%
-import contextlib
+import contextlib  # noqa: F811  (a cell's own imports)
 import tempfile
 
 with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
@@ -664,7 +664,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # interpreted), a C compiler that is not there, and `lc build` without `-o`:
 
 # %%
-import os
+import os  # noqa: F811  (a cell's own imports)
 import subprocess
 
 LC = str(Path(sys.executable).parent / "lc")
