@@ -1433,7 +1433,7 @@ header_picture  # noqa: B018  (the cell shows it)
 # one would. A block pinned once stays in its nursery chunk, as an old
 # block, until a major collection finds it dead; and a program that
 # allocates fast but keeps little, like `cpstak`, one of chapter 12's
-# benchmark programs, pins about one block at every minor collection and
+# benchmark programs, pins one or two blocks at every minor collection and
 # promotes almost nothing (its statistics are printed below), so its old
 # generation never doubles. Each such block costs every later minor
 # collection a little: the sweep reads its header, and it cuts a free run
@@ -3488,11 +3488,15 @@ plt.close(fig)
 # %% [markdown]
 # In `perm` most of a 2 MB nursery survives, so it doubles on trial; the
 # trial passes — not much more survives the larger nursery, a smaller
-# share of it — and it doubles again, to 16 MB and then 32. There, two
-# collections that come as a round ends find almost nothing alive, and
-# the nursery halves; a few collections later, in the middle of a round,
-# more than a quarter survives again, and it doubles again, on a trial
-# that passes too — so it goes back and forth between 16 and 32 MB. In `live`,
+# share of it — and it doubles again, to 8 MB and then 16. At 16 MB the
+# trial fails: the collection that ends it keeps more than half as much
+# again as the 8 MB ones did, and the nursery goes back to 8 MB, where it
+# stays for the pause that follows a failed trial, its survivors going
+# round with the rounds of permutations, from nothing to half the
+# nursery; then it tries again, and the same happens. (Where the
+# collections fall in the rounds decides each trial, and small changes to
+# the program's code move them: in an earlier build of this book the same
+# program went back and forth between 16 and 32 MB.) In `live`,
 # building the tree is all survivors: the nursery doubles on trial, and
 # the trial fails — twice the nursery kept nearly twice as many of the
 # tree's nodes — so it goes back to 2 MB. For the updates that follow,
@@ -3544,9 +3548,9 @@ for name, r in speed["nursery"].items():
 # nursery survives, grow it on trial from any start; `binarytrees` pays
 # for the collections made on the way up from 256 or 512 KB. `perm`'s
 # times scatter with no order in the sizes: its nursery goes back and
-# forth between 16 and 32 MB, and where its collections fall in its rounds
-# of permutations decides how much each one copies (the picture above),
-# so that the start decides little but which collections those are.
+# forth between sizes, and where its collections fall in its rounds of
+# permutations decides how much each one copies (the picture above), so
+# that the start decides little but which collections those are.
 # Above 2 MB, `primes` still gains (the lines of ratios say how much), and
 # `cpstak`, `nqueens` and `fold` change by a tenth at most, either way.
 #
