@@ -238,8 +238,8 @@ for peer, entries in net.items():
 # line), the head start is small: Chez's start-up is at most a twelfth of
 # its median (the last column), L/Chez rises by a tenth at most net of
 # it, its geometric mean by two hundredths, and two verdicts change: on
-# `primes` and `divrec` L is faster as measured and within noise of Chez
-# net of its start-up. The net ratios are estimates all the same:
+# `divrec` L is faster as measured and slower net of Chez's start-up, and
+# on `perm` within noise as measured and slower net of it. The net ratios are estimates all the same:
 # the least start-up is subtracted from runs that each paid their own.
 # Where the sections below discuss L against Chez, they print both.
 
@@ -465,7 +465,8 @@ for family, members in FAMILIES.items():
 # exceptions; level on the loops (`mandel` behind C), on the continuations
 # (`cpstak` behind OCaml, `cpstree` ahead) and on the long-lived data;
 # behind on the interpreter (against OCaml) and the lists — `perm` against
-# C's arena above all, then `divrec`. The sections below take most of these apart; what
+# C's arena above all, then `divrec`, with `takl` within noise of the
+# target. The sections below take most of these apart; what
 # they do not explain is listed at the end, under the targets.
 
 # %% [markdown]
@@ -503,7 +504,7 @@ for name in EXCEPTION_BENCHMARKS:
 
 # %% [markdown]
 # Both meet it with room: L is faster than OCaml on both. Against `gcc
-# -O2` L is a little faster on both, by 3 to 4 % (the table's first
+# -O2` L is a little faster on both, by 2 to 3 % (the table's first
 # column). The C
 # search returns an error code, tested after every call, as the flag of
 # chapter 10 is tested in L; the C parser leaves its recursion with
@@ -579,8 +580,8 @@ for key, entries in columns_.items():
 #   builds a list as it returns;
 # - list and tree code against C: `takl`, `nqueens`, `rbtree`, and `perm`
 #   with its arena;
-# - integer loops against gcc -O2: `mandel` and `gcd`, and `change`,
-#   within noise in this run — on `change` gcc -O3 and clang are slower
+# - integer loops against gcc -O2: `mandel`, `gcd` and `change` — on
+#   `change` gcc -O3 and clang are slower
 #   than L (the table's other columns), so what L trails there is one
 #   particular choice of gcc -O2's, and on all three, what GCC may assume
 #   because an overflow is undefined in C and defined in L (the section on
@@ -591,8 +592,7 @@ for key, entries in columns_.items():
 #
 # L is within noise of C on `live`, although C's `free` hands a replaced
 # node's memory back at once. Against Chez, net of its start-up, L is
-# behind on `msort` and `interp`, within noise on `primes`, `divrec` and
-# `perm`.
+# behind on `msort`, `divrec`, `interp` and `perm`.
 # The sections below take the families in turn, with one more on `deriv`,
 # which trailed until chapter 9 found that the number it divides by, a
 # top-level definition, is a constant.
@@ -705,10 +705,10 @@ for name in ("fib", "ack"):
 # OCaml does neither — its `fib` is one call per call, on tagged integers
 # — and L is ahead of it on all three. The fourth member of the family,
 # `change`, shows how much of this is the C compiler's choice rather than
-# the language: its tree recursion over a list of coins takes L about as
-# long as gcc -O2 (a median ratio of 1.00, within noise of the target,
-# its interval reaching a quarter above 1), but two thirds of gcc -O3's
-# time and little more than a third of clang's (the table above), three
+# the language: its tree recursion over a list of coins takes L a tenth
+# longer than gcc -O2 (1.11, within noise of the target), but two thirds
+# of gcc -O3's time and little more than a third of clang's (the table
+# above), three
 # compilers of the same C disagreeing by a factor of three. Chapter 9's table of unrolling rounds shows the same
 # program on L's side: three rounds do no better on `change` than one or
 # two, and its median is higher after three.
@@ -738,8 +738,8 @@ for name, r in wrapv["benchmarks"].items():
 # %% [markdown]
 # On `mandel`, L trails gcc -O2 and is ahead of it once C's integers wrap
 # as L's do; on `change`, whose ratio to gcc -O2 moves from one session to
-# the next (within noise of 1 here and in the table of results, a fifth
-# above 1 in an earlier session), L is ahead with `-fwrapv`. What L trailed there was C's
+# the next (within noise of 1 here, a tenth above it in the table of
+# results), L is ahead with `-fwrapv`. What L trailed there was C's
 # freedom to ignore overflow, not GCC's code. (On `change` that freedom
 # is what gcc -O2 alone makes use of: gcc -O3 and clang are slower than
 # L without `-fwrapv`.) On `gcd` the option changes nothing, and L stays a
@@ -827,8 +827,8 @@ print(f"geometric mean of L/OCaml: {shown(allocating_mean)}, {versus_1(allocatin
 # %% [markdown]
 # Against OCaml, L is ahead on these as a whole (the interval of the
 # mean lies below 1): most where data survive — `msort`'s lists of 10,000
-# numbers, `binarytrees`' trees — less on `nqueens` and `cpstree`, and by
-# a few per cent on `fold` and `primes`; it is behind on `cpstak`, which
+# numbers, `binarytrees`' trees — less on `nqueens`, `primes` and
+# `cpstree`, and by a few per cent on `fold`; it is behind on `cpstak`, which
 # does little but allocate closures that die at once and call them.
 # Allocating itself is the same in both. A `Cons` in L is a bump of a heap
 # pointer — chapter 10's `lc_alloc`, inlined: add the size to the heap
@@ -1043,8 +1043,7 @@ for size in sorted(sizes):
 # fewer of its nodes are in the cache. A collector that degraded
 # quadratically would make L's time per key grow in proportion to `n`,
 # eight times over the sizes measured; it does not. L/C stays near 1 —
-# below it at the smallest and the largest sizes, within noise of it at
-# the two between; L/OCaml falls as `n` grows;
+# within noise of it at every size; L/OCaml falls as `n` grows;
 # L/Chez stays below 1, net of start-up too.
 # What the collector does as
 # the tree grows, its statistics show (run here, live):
@@ -1072,8 +1071,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # too, for the same reason as in L — the larger the tree, the fewer of the
 # nodes on a path are in the cache — and L's ratio to C stays near 1:
 # L's time grows as C's does, not quadratically. C frees each replaced
-# node at once; L keeps level with it, or ahead, at every size all the
-# same; OCaml, whose collector makes the
+# node at once; L keeps level with it at every size all the same; OCaml, whose collector makes the
 # same bet as L's, is behind at every size, and further as `n` grows.
 
 # %% [markdown]
@@ -1124,7 +1122,7 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   allocation), even with chapter 10b's nursery that grows while much of
 #   it survives; when to make a major collection is the next thing to look
 #   at;
-# - `rbtree` (about 1.2 against C): L's tree is persistent, so an
+# - `rbtree` (about 1.3 against C): L's tree is persistent, so an
 #   insertion copies the nodes of its path, where the C version updates
 #   its tree in place and mallocs one node per insertion (the comment at
 #   the top of the file says so); the collector's share of L's run, about
@@ -1140,20 +1138,20 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   through jump tables, and chapter 9 shows the time of each build
 #   moving by up to a fifth with the layout of its code alone; what
 #   OCaml's version does better has not been looked at;
-# - `cpstak` (about 1.15; chapter 10's copy of the heap pointer within
+# - `cpstak` (about 1.2; chapter 10's copy of the heap pointer within
 #   each function took about a tenth off its time, as chapter 10
 #   measures) and `divrec` (about 1.15)
 #   against OCaml: closures and cells that die at once — the heap pointer
 #   across calls, the last paragraph of this section;
-# - within noise: `live` against C, whose interval is wide, and `change`
-#   (above). `takl` and `nqueens` meet the target in this run, a little
-#   above 1 (`takl`'s 32-byte loops took 0.76 of the time of 16-byte ones
-#   in the section on where a loop starts: with LLVM's 16 it would miss).
+# - within noise: `change` (above), and `takl` against C (its 32-byte
+#   loops took 0.76 of the time of 16-byte ones in the section on where a
+#   loop starts: with LLVM's 16 it would miss); `nqueens` meets the target
+#   in this run, a little above 1.
 #
 # Against gcc -O3 the picture is the same; against clang -O2, the C
 # compiler of the LLVM that L also uses, the geometric mean meets the
 # target of 0.9 (the table's last columns). The third target is missed on
-# five programs. On `divrec` by a hair (29.99, printed 30), where OCaml
+# five programs. On `divrec` by a hair (29.8, printed 30), where OCaml
 # reaches 34; on the other four no compiler meets it: on `msort`,
 # `live`, `gcd` and `rbtree` CPython is less than thirty times slower than
 # even the fastest of the five (the cell prints the fastest and its
