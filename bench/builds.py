@@ -46,6 +46,13 @@ class OtherBuild(run.L):
         return f"lc build, {self.description}"
 
 
+def start_record(script, argv, repeat) -> dict:
+    """Print the machine, and return the record a script fills: its command, the machine, no benchmarks yet."""
+    print("\n".join(lines(machine := describe())))
+    return {"command": f"python bench/{script} " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "repeat": repeat, "machine": machine, "benchmarks": {}}
+
+
 def compare(script, doc, other, header, argv=None, extra=None) -> int:
     """Time lc build's executables against other's (an OtherBuild) on every L benchmark, print
     the ratios under header, and write them (key "L/<other.name>") to --json; extra(name, cmds)
@@ -58,9 +65,7 @@ def compare(script, doc, other, header, argv=None, extra=None) -> int:
     names = args.only or [name for name in run.SIZES if (run.PROGRAMS / f"{name}.l").exists()]
     languages = {"L": run.LANGUAGES["L"], other.name: other}
     key = f"L/{other.name}"
-    print("\n".join(lines(machine := describe())))
-    results = {"command": f"python bench/{script} " + " ".join(argv if argv is not None else sys.argv[1:]),
-               "repeat": args.repeat, "machine": machine, "benchmarks": {}}
+    results = start_record(script, argv, args.repeat)
     print(f"{'benchmark':12} {header:>24}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

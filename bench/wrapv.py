@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 import run                                   # bench/run.py: building, alternation, intervals
-from machine import describe, lines
+from builds import start_record             # bench/builds.py: the machine and the command, recorded
 
 PROGRAMS = ("fib", "ack", "loop", "mandel", "gcd", "change")
 
@@ -47,9 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="write the figures to FILE")
     args = ap.parse_args(argv)
     languages = {"L": run.LANGUAGES["L"], "C": run.LANGUAGES["C"], "C-fwrapv": Wrapping("C-fwrapv", "gcc", "-O2")}
-    print("\n".join(lines(machine := describe())))
-    results = {"command": "python bench/wrapv.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-               "repeat": args.repeat, "machine": machine, "benchmarks": {}}
+    results = start_record("wrapv.py", argv, args.repeat)
     print(f"{'benchmark':10} {'L/C':>20} {'L/C-fwrapv':>20}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

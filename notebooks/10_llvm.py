@@ -1403,8 +1403,9 @@ for add, load in derived:
 # argument is the address of the heap pointer to bump: `lc_hp` as `alloc`
 # below writes the call, a copy of `lc_hp` private to the function once the
 # section [The heap pointer in a register](#the-heap-pointer-in-a-register)
-# has passed over it. The slow path writes that pointer back to `lc_hp`
-# before it calls the runtime, and reads the runtime's new one after.
+# has passed over it. Each bump is also stored into `lc_hp` itself, so
+# the runtime always finds the pointer there; after the slow path, the
+# pointer is read again from `lc_hp`, where the runtime left the new one.
 #
 # `lc_hp` and `lc_hl` are declared `dso_local`: defined in the same
 # executable as the code that uses them (the runtime is linked into it).
