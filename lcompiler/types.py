@@ -1100,6 +1100,6 @@ from lcompiler.errors import report_warnings
 @pipeline.stage("types", show=lambda program, unit: typing_text(program, unit.typing),
                 interpret=lambda program, unit, out: Interpreter(out).run(program))
 def types_with_warnings(program: c.Program, unit: pipeline.Unit) -> c.Program:
-    unit.typing = infer_program(program)
+    program = types_stage(program, unit)
     report_warnings(pattern_warnings(program))
     return program

@@ -2700,7 +2700,9 @@ def clause_warnings(checker: Patterns, node, function: bool) -> list:
 
 
 # %% [markdown]
-# The stage `types` is registered again, now with its warnings: after
+# The stage `types` is registered again, now with its warnings: the new
+# registration replaces the first in the pipeline's table, and its body is
+# the first stage's, `types_stage`, followed by the warnings. After
 # inference, `pattern_warnings` looks at the typed program, and
 # `report_warnings` ([appendix A](A_errors.ipynb#warnings)) hands them to
 # where `lc`, the REPL or `%%L` shows them, or raises them as errors under
@@ -2714,7 +2716,7 @@ from lcompiler.errors import report_warnings
 @pipeline.stage("types", show=lambda program, unit: typing_text(program, unit.typing),
                 interpret=lambda program, unit, out: Interpreter(out).run(program))
 def types_with_warnings(program: c.Program, unit: pipeline.Unit) -> c.Program:
-    unit.typing = infer_program(program)
+    program = types_stage(program, unit)
     report_warnings(pattern_warnings(program))
     return program
 

@@ -1,13 +1,9 @@
-"""Exceptions in machine code (issue 25, chapter 10's section on exceptions): the flag lowering.
+"""Exceptions in machine code (chapter 10's section on exceptions): the flag lowering.
 
 The golden corpus `tests/corpus/exceptions/` runs compiled in tests/test_exceptions.py; here, what the
 back end promises beyond it, each against an oracle that is not the back end: the reference
 interpreter (random programs, the collector's roots, reports), the LLVM of programs that catch nothing,
 and the tests in the module (a call of a function that cannot raise is not followed by one).
-
-Until chapter 7 converts `raise` and `try` (issue 25's converter), the `cps` stage refuses programs that
-have them; the tests of such programs skip themselves with that reason, and run as soon as it no longer
-does.
 """
 import re
 import textwrap
@@ -17,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from lcompiler import cps, pipeline
-from lcompiler.errors import CompileError, Source
+from lcompiler.errors import Source
 from lcompiler.llvm_backend import LOWERINGS, catches, to_llvm
 
 import test_native
@@ -25,7 +21,6 @@ from test_convert import programs
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
-NOT_YET = "exceptions are not compiled yet"
 
 
 @pytest.fixture(autouse=True, params=LOWERINGS)
@@ -40,10 +35,8 @@ def source(text: str, name: str = "t.l") -> Source:
 
 
 def compiled(text: str, env: dict | None = None, name: str = "t.l", optimiser: bool = True) -> tuple:
-    """(stdout, stderr, status) of the program run compiled (the JIT, in a child), or a skip."""
+    """(stdout, stderr, status) of the program run compiled (the JIT, in a child)."""
     r = test_native.run(text, name, env, optimiser=optimiser)
-    if r.status == 1 and NOT_YET in r.stderr:
-        pytest.fail(f"{NOT_YET}: the back end refused the program")
     return r.stdout, r.stderr, r.status
 
 
@@ -53,12 +46,7 @@ def reference(text: str, name: str = "t.l") -> tuple:
 
 def closed_program(text: str, optimiser: bool = True) -> cps.Program:
     """The program the back end translates (chapter 9's optimiser on, or off)."""
-    try:
-        return pipeline.compile_to("shrink" if optimiser else "closure", source(text), optimiser)[0]
-    except CompileError as error:
-        if NOT_YET in error.render():
-            pytest.fail(f"{NOT_YET}: the back end refused the program")
-        raise
+    return pipeline.compile_to("shrink" if optimiser else "closure", source(text), optimiser)[0]
 
 
 # --- A program that catches nothing: the code of before ---------------------------------------------
@@ -222,11 +210,6 @@ def test_the_corpus_of_exceptions_runs_compiled_under_trap_frames_too(way, tmp_p
     for path in test_exceptions.EXCEPTIONS:
         monkeypatch.chdir(path.parent)
         got = test_exceptions.WAYS[way](test_exceptions.source(path), tmp_path)
-        if got[2] == 1 and NOT_YET in got[1]:
-            pytest.fail(f"{NOT_YET}: the back end refused the program")
         if got != test_exceptions.expected(path):
             wrong.append(path.stem)
-    if wrong == ["vars_seen_by_handlers"] and way != "jit -O0":
-        pytest.xfail("chapter 9's shrinking after closure conversion forwards a cell's first value to a read"
-                     " in a handler, past a call that writes the cell (with either lowering)")
     assert wrong == []

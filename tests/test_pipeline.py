@@ -6,8 +6,7 @@
   optimiser; after each stage that has a checker, the checker accepts the stage's output, and after each
   stage that has an interpreter, the interpreter prints what the reference interpreter prints and stops
   with the same runtime error. The LLVM stages are verified; what their machine code prints is compared
-  by tests/test_native.py. Until the back end lowers exceptions (issue 25), the llvm stage refuses a
-  program that still raises after the optimiser: its walk ends at shrink, and the test says so.
+  by tests/test_native.py.
 - No import cycle among the modules of lcompiler (imports at the top of a module).
 - `lc show asm` shows the machine code of the executable `lc build` writes (small code model).
 """
