@@ -379,3 +379,45 @@ def test_the_calls_picture_of_chapter_5b_is_the_monomorphisers_copies_and_calls(
         expected |= {(text, name) for (_, text), (name, _) in zip(calls, now)}
     assert paths["calls"] == expected
     assert sorted(r.get("data-text") for r in rects["call"]) == sorted(text for text, _ in expected)
+
+
+# --- appendix A: a span over its source, and the caret under it ---------------------------------
+
+def test_the_span_picture_of_appendix_a_is_the_compilers_mistake_where_the_text_has_it():
+    from lcompiler.drawing import STYLES
+    from lcompiler.errors import CompileError, Source
+    from lcompiler.types import check_types
+
+    sources, svg = stored_picture("A_errors.ipynb", "span_picture(tabbed)")
+    text = ast.literal_eval(re.search(r'tabbed = Source\("tab.l", (".*?")\)', sources).group(1))
+    try:
+        check_types(Source("tab.l", text))
+        raise AssertionError("the compiler finds no mistake in tab.l")
+    except CompileError as found:
+        error = found
+    cells = {kind: [r for r in svg.iter(SVG + "rect") if r.get("class") == kind] for kind in ("source", "shown",
+                                                                                          "caret")}
+    chars = lambda kind: "".join(chr(int(r.get("data-code"))) for r in cells[kind])
+    shaded = lambda kind: [float(r.get("x")) for r in cells[kind] if r.get("fill") == STYLES["red"][0]]
+    # every character once, in the order of its offsets, a line to a row, a column to a cell: the oracle
+    # counts line breaks itself instead of asking Source
+    assert [int(r.get("data-offset")) for r in cells["source"]] == list(range(len(text)))
+    assert chars("source") == text
+    ys, xs = (sorted({float(r.get(a)) for r in cells["source"]}) for a in ("y", "x"))
+    for r in cells["source"]:
+        offset = int(r.get("data-offset"))
+        line, column = text.count("\n", 0, offset), offset - (text.rfind("\n", 0, offset) + 1)
+        assert (ys.index(float(r.get("y"))), xs.index(float(r.get("x")))) == (line, column), offset
+    start, end = error.span.start, error.span.end
+    assert [int(r.get("data-offset")) for r in cells["source"] if r.get("fill") == STYLES["red"][0]] == \
+        list(range(start, end)), "the shaded cells are the span of the error the compiler reports"
+    place = next(t.text for t in svg.iter(SVG + "text") if t.get("class") == "place")
+    line, column = text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start)
+    begins = text.rfind("\n", 0, start) + 1
+    assert place == f"Span({start}, {end}): line {line}, column {start} − {begins} + 1 = {column}"
+    # what render() prints, the line and its caret cell for cell, the caret under the shaded characters
+    header, shown, caret = error.render().split("\n")
+    assert next(t.text for t in svg.iter(SVG + "text") if t.get("class") == "render") == header
+    assert header.startswith(f"tab.l:{line}:{column}: error: ")
+    assert chars("shown") == shown == text.split("\n")[line - 1] and chars("caret") == caret
+    assert shaded("caret") == shaded("source") and len(shaded("caret")) == end - start
