@@ -83,24 +83,92 @@
 #
 # Every stage imports what it needs from this module by name, so the
 # package itself says who shares what. The cell reads the import lines of
-# every module of the package:
+# every module of the package, and the first line of each, which names the
+# notebook it is generated from:
 
 # %%
 import ast
+import re
 from pathlib import Path
 
 import lcompiler
 import lcompiler.support
 
-users: dict = {}
+users: dict = {}       # a name of this module: the modules that import it
+chapter: dict = {}     # a module that imports one: the notebook it comes from, as its first line says
 for path in sorted(Path(lcompiler.__file__).parent.glob("*.py")):
-    for node in ast.walk(ast.parse(path.read_text())):
+    text = path.read_text()
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ImportFrom) and node.module == "lcompiler.support":
             for alias in node.names:
                 users.setdefault(alias.name, []).append(path.stem)
-for name in lcompiler.support.__all__:
-    if name in users:
-        print(f"{name:22} {', '.join(users[name])}")
+            chapter[path.stem] = re.search(r"from notebooks/(\w+)\.ipynb", text).group(1)
+
+# %% [markdown]
+# Drawn as a grid: a row per name that some module imports, in the order
+# of this appendix; a column per module that imports one, in the order of
+# the chapters it comes from; a dot where the module imports the name. Look
+# for the blocks the dots make: the paused collector in nearly every
+# stage, and the recursion limit with its room in the recursive ones; the
+# target machine and the child process at the two ends of the book,
+# chapter 1 and the back end and driver of chapters 10 and 11; and the
+# last three rows, a dot each, in chapter 4b's column. The picture writes its SVG
+# itself, with the sizes and colours of `lcompiler.drawing` ([appendix
+# A](A_errors.ipynb)), as chapter 5's picture of its components does:
+
+# %%
+import html
+from xml.etree import ElementTree
+
+from lcompiler.drawing import CHAR_W, STYLES
+
+
+class Drawing(str):
+    """SVG text that Jupyter shows as a picture, with its description, alt."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
+        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+
+
+def users_picture(users: dict, chapter: dict) -> Drawing:
+    """A row per name of lcompiler.support that a module imports, a column per module that imports one
+    (in the order of the chapters), a dot where the module imports the name."""
+    names = [name for name in lcompiler.support.__all__ if name in users]
+    modules = sorted(chapter, key=lambda m: (chapter[m], m))
+    heading = {m: f"{m} ({chapter[m].split('_')[0].lstrip('0')})" for m in modules}
+    step, x0 = 30, 24 + max(map(len, names)) * CHAR_W
+    top = 24 + max(map(len, heading.values())) * CHAR_W * 0.71        # headings at 45 degrees
+    x = {m: x0 + step * (i + 0.5) for i, m in enumerate(modules)}
+    y = {name: top + step * (i + 0.5) for i, name in enumerate(names)}
+    colour = STYLES["blue"][1]
+    shapes = []
+    for m in modules:
+        shapes.append(f'<text class="module" data-module="{m}" x="{x[m]:.1f}" y="{top - 8:.1f}" '
+                      f'transform="rotate(-45 {x[m]:.1f} {top - 8:.1f})">{html.escape(heading[m])}</text>')
+        shapes.append(f'<path d="M{x[m]:.1f},{top - 4:.1f} L{x[m]:.1f},{top + step * len(names):.1f}" '
+                      f'stroke="#e2e8f0"/>')
+    for name in names:
+        shapes.append(f'<text class="name" data-name="{name}" x="12" y="{y[name] + 4:.1f}">{name}</text>')
+        shapes.append(f'<path d="M{x0 - 6:.1f},{y[name]:.1f} L{x0 + step * len(modules):.1f},{y[name]:.1f}" '
+                      f'stroke="#e2e8f0"/>')
+        shapes += [f'<circle class="uses" data-name="{name}" data-module="{m}" cx="{x[m]:.1f}" cy="{y[name]:.1f}" '
+                   f'r="8" fill="{colour}"/>' for m in users[name]]
+        shapes.append(f'<text x="{x0 + step * len(modules) + 10:.1f}" y="{y[name] + 4:.1f}" fill="#64748b">'
+                      f'{len(users[name])}</text>')
+    right = max(x[m] + len(heading[m]) * CHAR_W * 0.71 for m in modules)     # the last heading's end
+    width, height = round(max(x0 + step * len(modules) + 40, right + 10)), round(top + step * len(names) + 10)
+    alt = (f"A grid of which modules of lcompiler import which names of lcompiler.support: a column per module, "
+           f"in the order of the chapters ({', '.join(heading.values())}), a row per name, a dot where the "
+           f"module imports the name. " + "; ".join(f"{name}: {', '.join(users[name])}" for name in names) + ".")
+    return Drawing("\n".join(
+        [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
+         f"<title>{html.escape(alt)}</title>", f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+         *shapes, "</svg>"]))
+
+
+users_picture(users, chapter)
 
 # %% [markdown]
 # Most names serve several stages. The last three serve only the reference
