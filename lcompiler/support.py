@@ -265,7 +265,7 @@ class Child:
 
 # --- A program on a stack of its own -----------------------------------
 
-# cell 25
+# cell 33
 import contextvars
 import threading
 
@@ -299,7 +299,7 @@ def on_big_stack(run, *args):
         raise outcome["error"]
     return outcome.get("value")
 
-# cell 29
+# cell 37
 import types
 
 FRAME_ROOM = (1 << 26) + 64     # values: a frame of just over 512 MiB, in a block of 1 GiB
@@ -325,7 +325,7 @@ def in_frame_room(run, *args):
             raise
     return run(*args)
 
-# cell 32
+# cell 40
 @contextmanager
 def collector_looks_every(young: int):
     """Let Python's cyclic garbage collector look at new objects once every `young` of them,

@@ -1,6 +1,6 @@
 """lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and the pictures the
-chapters store that claim facts about the compiler (chapters 4, 5, 5b, 7 and 10), read back from the
-notebooks and checked against what they claim."""
+chapters store that claim facts about the compiler (chapters 4, 5, 5b, 7 and 10, appendices A and B), read
+back from the notebooks and checked against what they claim."""
 
 import ast
 import json
@@ -454,3 +454,98 @@ def test_the_users_picture_of_appendix_b_is_the_packages_imports_of_support():
     ys = {n: float(t.get("y")) for t in svg.iter(SVG + "text") if (n := t.get("data-name"))}
     assert all(x == xs[module] and y + 4 == ys[name] for name, module, x, y in dots)
     assert len(set(xs.values())) == len(xs) and len(set(ys.values())) == len(ys)
+
+
+# --- appendix B: a parent and its child, watched ------------------------------------------------
+
+def profiled_run(main, **options):
+    """run_in_child(main, **options), watched another way than the notebook does: with sys.setprofile,
+    which the child inherits; the names of the system's functions each process called from support
+    or main, in order, and the Result."""
+    import os
+    import sys
+    import tempfile
+
+    from lcompiler import support
+
+    watched = {"pipe", "fork", "close", "dup2", "write", "read", "kill", "waitpid", "_exit", "select", "sleep"}
+    parent, log, write, seen = os.getpid(), tempfile.TemporaryFile(), os.write, []
+    places = {support.__file__, main.__code__.co_filename}
+
+    def profile(frame, event, function):
+        if (event == "c_call" and getattr(function, "__module__", None) in ("posix", "select", "time")
+                and function.__name__ in watched and frame.f_code.co_filename in places):
+            if os.getpid() == parent:
+                seen.append(function.__name__)
+            else:
+                write(log.fileno(), f"{function.__name__}\n".encode())
+
+    sys.setprofile(profile)
+    try:
+        result = support.run_in_child(main, **options)
+    finally:
+        sys.setprofile(None)
+    log.seek(0)
+    return seen, log.read().decode().split(), result
+
+
+def test_the_child_picture_of_appendix_b_is_what_run_in_child_does():
+    import os
+    import signal
+    import time
+
+    from lcompiler import support
+
+    _, svg = stored_picture("B_support.ipynb", "child_picture(runs)")
+    twin = (NOTEBOOKS / "B_support.py").read_text()
+    runs = next(n for n in ast.walk(ast.parse(twin)) if isinstance(n, ast.Assign)
+                and getattr(n.targets[0], "id", "") == "runs")
+    calls = [n for n in ast.walk(runs) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "watched_run"]
+    captions = [(float(t.get("y")), t.text) for t in svg.iter(SVG + "text") if t.get("font-weight") == "bold"]
+    assert len(captions) == len(calls) == 2
+    rects = [(float(r.get("y")), r.get("class"), r) for r in svg.iter(SVG + "rect") if r.get("class")]
+    texts = {(float(t.get("x")), float(t.get("y"))): t.text for t in svg.iter(SVG + "text")}
+    label = lambda r: texts[(round(float(r.get("x")) + 7, 1), float(r.get("y")) + 15)]
+    arrows = [(p.get("data-what"), p.get("data-from"), p.get("data-to"),
+               *[tuple(map(float, xy.split(","))) for xy in re.findall(r"[\d.]+,[\d.]+", p.get("d"))])
+              for p in svg.iter(SVG + "path") if p.get("class") == "passes"]
+    name = lambda text: re.match(r"(?:os|select|time)\.(\w+)\(", text).group(1)
+    for k, call in enumerate(calls):
+        main = eval(ast.get_source_segment(twin, call.args[0]), {"os": os, "time": time})
+        options = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+        parent, child, result = profiled_run(main, **options)
+        low, high = captions[k][0], captions[k + 1][0] if k + 1 < len(captions) else float("inf")
+        mine = {kind: [label(r) for y, c, r in sorted(rects, key=lambda e: e[0]) if c == kind and low < y < high]
+                for kind in ("parent", "child", "result", "end")}
+        # the calls drawn are the calls made, in the order each process made them
+        assert [name(text) for text in mine["parent"]] == parent, k
+        assert [name(text) for text in mine["child"]] == child, k
+        code = Path(support.__file__).read_text() + ast.get_source_segment(twin, call.args[0])
+        assert all(text.split("  → ")[0] in code for text in mine["parent"] + mine["child"]), "calls as written"
+        assert mine["result"] == [repr(result)]
+        ends = f"killed by {signal.Signals(-result.status).name}" if result.status < 0 else f"exit status {result.status}"
+        assert mine["end"] == [ends]
+        # what passes: each arrow joins the boxes it names, never goes up (back in time), and says the truth
+        centre = {label(r): float(r.get("y")) + BOX_H / 2 for y, c, r in rects if low < y < high}
+        run = [a for a in arrows if low < a[3][1] < high]
+        assert all(centre[source] == y1 and centre[target] == y2 and y2 >= y1
+                   for _, source, target, (_, y1), (_, y2) in run), k
+        kinds = sorted(what for what, *_ in run)
+        wrote = [(int(m.group(1)), ast.literal_eval(m.group(2))) for text in mine["child"]
+                 if (m := re.fullmatch(r"os\.write\((\d), (b.*)\)", text))]
+        assert kinds == sorted(["fork", "status"] + ["the pipe" if fd == 1 else "the file" for fd, _ in wrote]
+                               + ([signal.Signals(-result.status).name] if result.status < 0 else []))
+        for what, source, target, *_ in run:
+            if what == "fork":
+                assert (source, target) == ("os.fork()", mine["child"][0])
+            elif what == "the pipe":
+                sent = ast.literal_eval(re.fullmatch(r"os\.write\(1, (b.*)\)", source).group(1))
+                assert name(target) == "read" and ast.literal_eval(target.split("  → ")[1]) == sent
+            elif what == "the file":
+                sent = ast.literal_eval(re.fullmatch(r"os\.write\(2, (b.*)\)", source).group(1))
+                assert target == repr(result) and result.stderr.startswith(sent.decode())
+            elif what == "status":
+                assert source == ends and name(target) == "waitpid" and target.endswith(f"→ {result.status}")
+            else:
+                assert source.startswith("os.kill(") and source.endswith(f"signal.{what})") and target == ends
+        assert "".join(sent.decode() for fd, sent in wrote if fd == 1) == result.stdout
