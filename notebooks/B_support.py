@@ -111,10 +111,11 @@ for path in sorted(Path(lcompiler.__file__).parent.glob("*.py")):
 # for the blocks the dots make: the paused collector in nearly every
 # stage, and the recursion limit with its room in the recursive ones; the
 # target machine and the child process at the two ends of the book,
-# chapter 1 and the back end and driver of chapters 10 and 11; and the
-# last three rows, a dot each, in chapter 4b's column. The picture writes its SVG
-# itself, with the sizes and colours of `lcompiler.drawing` ([appendix
-# A](A_errors.ipynb)), as chapter 5's picture of its components does:
+# chapter 1 and the back end, the driver and its cache of chapters 10 and
+# 11; and the last three rows, a dot each, in chapter 4b's column. The
+# picture writes its SVG itself, with the sizes and colours of
+# `lcompiler.drawing` ([appendix A](A_errors.ipynb)), as chapter 5's
+# picture of its components does:
 
 # %%
 import html
@@ -568,8 +569,9 @@ print(run_in_child(lambda: os.write(1, b"started\n") and time.sleep(10) or 0, ti
 # read. The cells below run the first and the last of those children again,
 # and watch the calls to the system that `run_in_child`, `Child` and the
 # child's `main` make: for the length of a run, they are given stand-ins
-# for the modules `os`, `select` and `time` whose functions make a note of
-# each call, as it is written in the code, and of what it sent or got. The
+# for the modules `os`, `select` and `time` whose functions that move bytes
+# or processes (`WATCHED`) make a note of each call, as it is written in
+# the code, and of what it sent or got. The
 # child writes its notes, each before its call, into a file both processes
 # share, since its last call never comes back. The same code runs, in the
 # same order; only the notes are new:
