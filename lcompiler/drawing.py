@@ -40,7 +40,7 @@ __all__ = [
 
 # --- Pictures of the book's data ---------------------------------------
 
-# cell 27
+# cell 30
 from dataclasses import dataclass, field
 from html import escape
 
@@ -64,7 +64,7 @@ class Box:
     edge: str = ""
     name: str | None = None
 
-# cell 29
+# cell 32
 CHAR_W, BOX_H, GAP, LEVEL = 7.2, 22, 14, 46     # pixels: a character, a box, between boxes, between levels
 
 
@@ -99,7 +99,7 @@ def _move(boxes: list, dx: float, places: dict) -> None:
         places[id(box)] = (x + dx, depth)
         stack += box.children
 
-# cell 31
+# cell 34
 def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named: dict) -> float:
     """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
     arrow pointing "down" to the child, "up" to the parent, or "none"; "hidden": no line, the
@@ -130,7 +130,7 @@ def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named
         stack += [(c, (cx, y)) for c in reversed(box.children)]
     return bottom
 
-# cell 33
+# cell 36
 @dataclass
 class Picture:
     """Panels of trees side by side, each with a caption; edges from parent to child

@@ -143,7 +143,7 @@ class Diagnostic(Exception):
 class CompileError(Diagnostic):
     """A mistake found before the program runs: the compiler's one error type."""
 
-    # cell 13: Notes, and several mistakes at a time
+    # cell 16: Notes, and several mistakes at a time
     # A mistake found before the program runs, with notes that point at other places.
 
     def __init__(self, message: str, span: Span, notes: list | tuple = ()):
@@ -156,7 +156,7 @@ class CompileError(Diagnostic):
 
 # --- Notes, and several mistakes at a time -----------------------------
 
-# cell 13
+# cell 16
 class Note(Diagnostic):
     """A remark attached to an error: another place in the program, that explains it."""
 
@@ -185,7 +185,7 @@ def raise_errors(errors: list) -> None:
 
 # --- Warnings ----------------------------------------------------------
 
-# cell 15
+# cell 18
 class CompileWarning(CompileError):
     """A program that is legal but probably wrong: reported, and the compilation goes on."""
 
@@ -207,7 +207,7 @@ def report_warnings(warnings: list, file=None) -> None:
 
 # --- Mistakes while a program runs -------------------------------------
 
-# cell 24
+# cell 27
 class RunError(Diagnostic):
     """An error while an L program runs: printed as 'runtime error', exit status 2."""
 

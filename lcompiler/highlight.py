@@ -38,7 +38,7 @@ __all__ = [
 
 # --- Colours for L -----------------------------------------------------
 
-# cell 38
+# cell 41
 from pygments.lexer import RegexLexer, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
 

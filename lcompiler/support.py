@@ -63,7 +63,7 @@ __all__ = [
 
 # --- The garbage collector, paused -------------------------------------
 
-# cell 7
+# cell 9
 import gc
 import sys
 from contextlib import contextmanager
@@ -83,7 +83,7 @@ def collector_paused():
 
 # --- Room for recursion ------------------------------------------------
 
-# cell 10
+# cell 12
 NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
 
 
@@ -109,7 +109,7 @@ def recursion_limit(limit: int):
 
 # --- LLVM's description of the machine ---------------------------------
 
-# cell 13
+# cell 15
 import llvmlite.binding as llvm
 
 _llvm_ready = False
@@ -133,7 +133,7 @@ def target_machine(executable: bool = False) -> llvm.TargetMachine:
 
 # --- Running in a child ------------------------------------------------
 
-# cell 17
+# cell 19
 import contextlib
 import ctypes
 import os
@@ -192,7 +192,7 @@ def run_in_child(main: Callable[[], int], timeout: float | None = None,
             stderr += f"stopped: the program ran longer than {timeout:g} s\n"
         return Result(child.text(), stderr, child.status)
 
-# cell 19
+# cell 21
 import codecs
 import select
 
@@ -265,7 +265,7 @@ class Child:
 
 # --- A program on a stack of its own -----------------------------------
 
-# cell 23
+# cell 33
 import contextvars
 import threading
 
@@ -299,7 +299,7 @@ def on_big_stack(run, *args):
         raise outcome["error"]
     return outcome.get("value")
 
-# cell 27
+# cell 37
 import types
 
 FRAME_ROOM = (1 << 26) + 64     # values: a frame of just over 512 MiB, in a block of 1 GiB
@@ -325,7 +325,7 @@ def in_frame_room(run, *args):
             raise
     return run(*args)
 
-# cell 30
+# cell 40
 @contextmanager
 def collector_looks_every(young: int):
     """Let Python's cyclic garbage collector look at new objects once every `young` of them,

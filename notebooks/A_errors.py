@@ -236,6 +236,100 @@ tabbed = Source("tab.l", "def f(x) =\n\tx + true\n")
 print(CompileError("expected Int, found Bool", Span(tabbed, 16, 20)).render())
 
 # %% [markdown]
+# A span is two offsets into the text, and everything else — the line,
+# the column, the caret — is computed from them and from the `line_starts`
+# its `Source` numbered once. The picture below draws the second example's
+# program, `tab.l`, a character to a cell, each with its offset under it
+# (`⇥` is the tab, `⏎` a line break, `·` a blank); the mistake is a real
+# one, which the type checker of [chapter 5](05_types.ipynb) finds, at the
+# span the example gave by hand. Look at line 2 first: it starts at offset
+# 11, so the span's start, 16, is column 16 − 11 + 1 = 6, the tab counting
+# as one column. Then at the last two rows, what `render()` prints under
+# its first line: the line itself, and the caret line made of that line's
+# characters turned into blanks, tabs kept, so that its `^~~~` sits under
+# the shaded characters whatever width a terminal gives a tab.
+#
+# A row of characters is not a tree of boxes, so this picture writes its
+# SVG itself, with the sizes and colours of `lcompiler.drawing` (the
+# section "Pictures of the book's data" below), as chapter 5's picture of
+# its components does:
+
+# %%
+import html
+from xml.etree import ElementTree
+
+from lcompiler import drawing, errors          # errors: the package's, which the compiler raises
+from lcompiler.types import check_types       # chapter 5's type checker: it finds the mistake
+
+SHOWN = {"\n": "⏎", "\t": "⇥", " ": "·"}      # the characters a cell cannot show as themselves
+CELL, ROW = 24, 44                            # pixels: a character's cell, a row of cells with its offsets
+
+
+class Drawing(str):
+    """SVG text that Jupyter shows as a picture, with its description, alt."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
+        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+
+
+# %%
+def span_picture(source: Source) -> Drawing:
+    """The source character by character, with offsets, the span of the error the compiler finds in it
+    shaded, and render()'s three lines, the last two cell for cell under the line they show."""
+    try:
+        check_types(source)
+    except errors.CompileError as found:    # not this notebook's CompileError: the package's
+        error = found
+    span, (line, col) = error.span, source.line_col(error.span.start)
+    shapes, y, x0 = [], 20, 170
+
+    def cells(chars, offsets, kind, y, shaded=()):
+        for i, (c, offset) in enumerate(zip(chars, offsets)):
+            fill, stroke = drawing.STYLES["red" if offset in shaded else "plain"]
+            data = f' data-offset="{offset}"' if kind == "source" else ""
+            shapes.append(f'<rect class="{kind}"{data} data-code="{ord(c)}" x="{x0 + i * CELL}" y="{y}" '
+                          f'width="{CELL - 2}" height="{CELL - 2}" fill="{fill}" stroke="{stroke}"/>')
+            shapes.append(f'<text x="{x0 + i * CELL + 11}" y="{y + 15}" text-anchor="middle">'
+                          f'{html.escape(SHOWN.get(c, c))}</text>')
+            if kind == "source":
+                shapes.append(f'<text x="{x0 + i * CELL + 11}" y="{y + 34}" text-anchor="middle" '
+                              f'font-size="9" fill="#64748b">{offset}</text>')
+
+    for n, start in enumerate(source.line_starts, 1):
+        end = source.line_starts[n] if n < len(source.line_starts) else len(source.text)
+        if start == end:
+            continue
+        shapes.append(f'<text x="8" y="{y + 15}">line {n}, from {start}</text>')
+        cells(source.text[start:end], range(start, end), "source", y, range(span.start, span.end))
+        y += ROW
+    shapes.append(f'<text class="place" x="8" y="{y + 15}" fill="{drawing.STYLES["red"][1]}">Span({span.start}, '
+                  f'{span.end}): line {line}, column {span.start} − {source.line_starts[line - 1]} + 1 = {col}'
+                  f'</text>')
+    header, shown, caret = error.render().split("\n")
+    shapes.append(f'<text x="8" y="{y + 49}" font-weight="bold">render():</text>'
+                  f'<text class="render" x="{x0}" y="{y + 49}">{html.escape(header)}</text>')
+    cells(shown, range(len(shown)), "shown", y + 64)
+    cells(caret, range(len(caret)), "caret", y + 64 + CELL, [i for i, c in enumerate(caret) if c in "^~"])
+    height = y + 64 + 2 * CELL + 8
+    width = round(x0 + max((max(map(len, source.text.split("\n"))) + 1) * CELL, len(header) * drawing.CHAR_W) + 10)
+    alt = (f"The file {source.name} drawn a character to a cell, each numbered with its offset; "
+           + "; ".join(f"line {n} starts at offset {s}" for n, s in enumerate(source.line_starts, 1)
+                       if s < len(source.text))
+           + f". The compiler's error '{error.message}' is at Span({span.start}, {span.end}), shaded: "
+           f"{source.text[span.start:span.end]!r}, at line {line}, column {col}. Below, what render() "
+           f"prints: {header}, then the line, and under it the caret line, which copies the line's tabs, "
+           f"so that its {caret.strip()} sits under the shaded characters.")
+    return Drawing("\n".join(
+        [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
+         f"<title>{html.escape(alt)}</title>", f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+         *shapes, "</svg>"]))
+
+
+span_picture(tabbed)
+
+# %% [markdown]
 # ## Notes, and several mistakes at a time
 #
 # Two things make errors easier to act on, and the stages that read the
@@ -798,7 +892,10 @@ type(get_lexer_by_name("l")).__name__  # noqa: B018  (the cell shows it)
 #   description; that arrows between named boxes widen the picture
 #   enough to hold them; and that an arrow drawn solid has no dashes, one
 #   from a box to itself comes back at another height, and `edges="hidden"`
-#   draws no line between a parent and its child.
+#   draws no line between a parent and its child. It also reads back the
+#   picture of `tab.l` above: its cells are the text's characters, at the
+#   line and column it counts itself, and the shaded ones are the span of
+#   the error the compiler reports today, with the caret under them.
 # - `tests/test_syntax.py` asks Pygments for the lexer `l` and colours a
 #   line of L with it; `tests/test_book.py` and `tests/test_site.py` check
 #   that the site colours L where the chapters print it.

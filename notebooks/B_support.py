@@ -83,24 +83,93 @@
 #
 # Every stage imports what it needs from this module by name, so the
 # package itself says who shares what. The cell reads the import lines of
-# every module of the package:
+# every module of the package, and the first line of each, which names the
+# notebook it is generated from:
 
 # %%
 import ast
+import re
 from pathlib import Path
 
 import lcompiler
 import lcompiler.support
 
-users: dict = {}
+users: dict = {}       # a name of this module: the modules that import it
+chapter: dict = {}     # a module that imports one: the notebook it comes from, as its first line says
 for path in sorted(Path(lcompiler.__file__).parent.glob("*.py")):
-    for node in ast.walk(ast.parse(path.read_text())):
+    text = path.read_text()
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ImportFrom) and node.module == "lcompiler.support":
             for alias in node.names:
                 users.setdefault(alias.name, []).append(path.stem)
-for name in lcompiler.support.__all__:
-    if name in users:
-        print(f"{name:22} {', '.join(users[name])}")
+            chapter[path.stem] = re.search(r"from notebooks/(\w+)\.ipynb", text).group(1)
+
+# %% [markdown]
+# Drawn as a grid: a row per name that some module imports, in the order
+# of this appendix; a column per module that imports one, in the order of
+# the chapters it comes from; a dot where the module imports the name. Look
+# for the blocks the dots make: the paused collector in nearly every
+# stage, and the recursion limit with its room in the recursive ones; the
+# target machine and the child process at the two ends of the book,
+# chapter 1 and the back end, the driver and its cache of chapters 10 and
+# 11; and the last three rows, a dot each, in chapter 4b's column. The
+# picture writes its SVG itself, with the sizes and colours of
+# `lcompiler.drawing` ([appendix A](A_errors.ipynb)), as chapter 5's
+# picture of its components does:
+
+# %%
+import html
+from xml.etree import ElementTree
+
+from lcompiler.drawing import BOX_H, CHAR_W, STYLES
+
+
+class Drawing(str):
+    """SVG text that Jupyter shows as a picture, with its description, alt."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
+        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+
+
+def users_picture(users: dict, chapter: dict) -> Drawing:
+    """A row per name of lcompiler.support that a module imports, a column per module that imports one
+    (in the order of the chapters), a dot where the module imports the name."""
+    names = [name for name in lcompiler.support.__all__ if name in users]
+    modules = sorted(chapter, key=lambda m: (chapter[m], m))
+    heading = {m: f"{m} ({chapter[m].split('_')[0].lstrip('0')})" for m in modules}
+    step, x0 = 30, 24 + max(map(len, names)) * CHAR_W
+    top = 24 + max(map(len, heading.values())) * CHAR_W * 0.71        # headings at 45 degrees
+    x = {m: x0 + step * (i + 0.5) for i, m in enumerate(modules)}
+    y = {name: top + step * (i + 0.5) for i, name in enumerate(names)}
+    colour = STYLES["blue"][1]
+    shapes = []
+    for m in modules:
+        shapes.append(f'<text class="module" data-module="{m}" x="{x[m]:.1f}" y="{top - 8:.1f}" '
+                      f'transform="rotate(-45 {x[m]:.1f} {top - 8:.1f})">{html.escape(heading[m])}</text>')
+        shapes.append(f'<path d="M{x[m]:.1f},{top - 4:.1f} L{x[m]:.1f},{top + step * len(names):.1f}" '
+                      f'stroke="#e2e8f0"/>')
+    for name in names:
+        shapes.append(f'<text class="name" data-name="{name}" x="12" y="{y[name] + 4:.1f}">{name}</text>')
+        shapes.append(f'<path d="M{x0 - 6:.1f},{y[name]:.1f} L{x0 + step * len(modules):.1f},{y[name]:.1f}" '
+                      f'stroke="#e2e8f0"/>')
+        shapes += [f'<circle class="uses" data-name="{name}" data-module="{m}" cx="{x[m]:.1f}" cy="{y[name]:.1f}" '
+                   f'r="8" fill="{colour}"/>' for m in users[name]]
+        shapes.append(f'<text x="{x0 + step * len(modules) + 10:.1f}" y="{y[name] + 4:.1f}" fill="#64748b">'
+                      f'{len(users[name])}</text>')
+    right = max(x[m] + len(heading[m]) * CHAR_W * 0.71 for m in modules)     # the last heading's end
+    width, height = round(max(x0 + step * len(modules) + 40, right + 10)), round(top + step * len(names) + 10)
+    alt = (f"A grid of which modules of lcompiler import which names of lcompiler.support: a column per module, "
+           f"in the order of the chapters ({', '.join(heading.values())}), a row per name, a dot where the "
+           f"module imports the name. " + "; ".join(f"{name}: {', '.join(users[name])}" for name in names) + ".")
+    return Drawing("\n".join(
+        [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
+         f"<title>{html.escape(alt)}</title>", f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+         *shapes, "</svg>"]))
+
+
+users_picture(users, chapter)
 
 # %% [markdown]
 # Most names serve several stages. The last three serve only the reference
@@ -490,8 +559,227 @@ print(run_in_child(lambda: os.write(1, b"started\n") and time.sleep(10) or 0, ti
 # %% [markdown]
 # Signal 11 is `SIGSEGV`, what a program that reads memory it may not
 # gets; signal 15 is `SIGTERM`, which `Child.stop` sent when the time was
-# up (a Python child that sleeps ends at once on it, so no `SIGKILL` was
-# needed). The notebook is still here.
+# up (a Python child that sleeps ends at once on it, and the `SIGKILL`
+# that `stop` sends from its `finally` finds it ended). The notebook is
+# still here.
+#
+# ### The two processes, watched
+#
+# What passes between the parent and the child is easier to see than to
+# read. The cells below run the first and the last of those children again,
+# and watch the calls to the system that `run_in_child`, `Child` and the
+# child's `main` make: for the length of a run, they are given stand-ins
+# for the modules `os`, `select` and `time` whose functions that move bytes
+# or processes (`WATCHED`) make a note of each call, as it is written in
+# the code, and of what it sent or got. The
+# child writes its notes, each before its call, into a file both processes
+# share, since its last call never comes back. The same code runs, in the
+# same order; only the notes are new:
+
+# %%
+import json
+import linecache
+from unittest import mock
+
+WATCHED = {"os": ("pipe", "fork", "close", "dup2", "write", "read", "kill", "waitpid", "_exit"),
+           "select": ("select",), "time": ("sleep",)}
+
+
+def what(name: str, args: tuple, value) -> str:
+    """What a watched call sent or got, as the picture shows it: no descriptor numbers, no pids."""
+    if name == "write":
+        return f"{args[1]!r} to {args[0]}"
+    if name == "kill":
+        return signal.Signals(args[1]).name
+    if name == "read":
+        return f"→ {value!r}"
+    if name == "select":
+        return "→ ready" if value[0] else "→ time up"
+    if name == "waitpid":
+        return f"→ {os.waitstatus_to_exitcode(value[1])}"
+    return ""
+
+
+def watched_run(main, **options) -> tuple[list, list, Result]:
+    """run_in_child(main, **options), its calls to the system watched: the parent's and the child's, each a
+    list of [the function's name, the call as written, what it sent or got], and the Result."""
+    parent, notes, write = os.getpid(), tempfile.TemporaryFile(), os.write
+    calls = []
+
+    class Watched:
+        """A module whose watched functions make a note of each call."""
+
+        def __init__(self, module):
+            self.module = module
+
+        def __getattr__(self, name):
+            function = getattr(self.module, name)
+            if name not in WATCHED[self.module.__name__]:
+                return function
+
+            def watched(*args):
+                frame = sys._getframe(1)                     # the call, as written: its place in the caller
+                line, _, start, end = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+                note = [name, linecache.getline(frame.f_code.co_filename, line)[start:end],
+                        what(name, args, None) if name in ("write", "kill") else ""]
+                if os.getpid() != parent:                    # the child: a line in the shared file, first
+                    write(notes.fileno(), (json.dumps(note) + "\n").encode())
+                    return function(*args)
+                value = function(*args)
+                calls.append(note[:2] + [what(name, args, value) if name in ("read", "select", "waitpid")
+                                         else note[2]])
+                return value
+            return watched
+
+    stand_ins = {name: Watched(sys.modules[name]) for name in WATCHED}
+    with contextlib.ExitStack() as watching, notes:
+        for space in {id(g): g for g in (run_in_child.__globals__, main.__globals__)}.values():
+            watching.enter_context(mock.patch.dict(space, stand_ins))
+        result = run_in_child(main, **options)
+        notes.seek(0)
+        return calls, [json.loads(line) for line in notes], result
+
+
+# %% [markdown]
+# The picture draws each run in two lanes: the parent's calls on the left,
+# the child's on the right, each lane in the order its process made them.
+# How the two processes interleave is the system's choice, and differs from
+# run to run; what the picture fixes is what waits for what. A call of the
+# parent that waits for the child — an `os.read` for its bytes, an
+# `os.waitpid` for its end — is drawn below what it waits for, and a red
+# arrow says what passes: the fork; the bytes of the pipe; the bytes of the
+# temporary file, which the parent reads once, into the `Result`; the
+# signal that ends the child; its status.
+
+# %%
+def lanes(parent: list, child: list, result: Result) -> tuple:
+    """Where a run's calls go: the rows of the parent's calls, of the child's (from the row after the fork),
+    and of the child's end; the child's write that each read of the parent got; the kill that ended it."""
+    fork = [name for name, *_ in parent].index("fork")
+    at = [fork + 1 + j for j in range(len(child))]
+    sent = {said: j for j, (name, _, said) in enumerate(child) if name == "write"}
+    got = {i: sent[f"{said[2:]} to 1"] for i, (name, _, said) in enumerate(parent) if name == "read" and said != "→ b''"}
+    signalled = -result.status if result.status < 0 else None
+    end, killer = (None if signalled else at[-1] + 1), None    # a child killed ends where the signal reaches it
+
+    def waits(i: int) -> int:                                  # the row a call needs: below what it waits for
+        name, _, said = parent[i]
+        if i in got:                                           # bytes the child wrote into the pipe
+            return at[got[i]] + 1
+        if name in ("read", "waitpid"):                        # the end of its output, or of the child
+            return end + 1
+        return waits(i + 1) - 1 if name == "select" and said == "→ ready" else 0
+
+    rows = []
+    for i, (name, _, said) in enumerate(parent):
+        rows.append(max(rows[-1] + 1 if rows else 0, waits(i)))
+        if name == "kill" and signalled and said == signal.Signals(signalled).name:
+            end, killer = max(at[-1], rows[-1]) + 1, i
+    return rows, at, end, got, killer
+
+
+# %% [markdown]
+# `child_picture` draws runs with those rows: a box per call, blue for the
+# parent's, yellow for the child's, red for how the child ended, green for
+# the `Result`; a red arrow for each thing that passes; and the same in
+# words, for the site.
+
+# %%
+def child_picture(runs: list) -> Drawing:
+    """Runs of run_in_child, [(caption, the parent's calls, the child's, the Result)], each as two lanes of
+    calls in the order they were made, with arrows for what passes between the processes: the fork, the
+    bytes of the pipe and of the file, the signal that ends the child, and how it ended."""
+    shapes, words, passing, top, row_h, red = [], [], [], 10, BOX_H + 8, STYLES["red"][1]
+    shown = lambda text, said: f"{text}  {said}" if said.startswith("→") else text
+    widest = max(len(shown(t, s)) for _, calls, _, r in runs for _, t, s in calls + [("", repr(r), "")])
+    lane = 12 + widest * CHAR_W + 14 + 110                          # where the child's lane starts
+    right = [lane]
+
+    def box(x, row, text, kind, style):
+        w = len(text) * CHAR_W + 14
+        fill, stroke = STYLES[style]
+        shapes.append(f'<rect class="{kind}" x="{x:.1f}" y="{top + row * row_h}" width="{w:.1f}" height="{BOX_H}" '
+                      f'rx="5" fill="{fill}" stroke="{stroke}"/>')
+        shapes.append(f'<text x="{x + 7:.1f}" y="{top + row * row_h + 15}">{html.escape(text)}</text>')
+        right.append(x + w)
+        return x + w
+
+    def arrow(x1, row1, x2, row2, label, source, target):
+        y1, y2 = top + row1 * row_h + BOX_H / 2, top + row2 * row_h + BOX_H / 2
+        shapes.append(f'<path class="passes" data-what="{label}" data-from="{html.escape(source)}" '
+                      f'data-to="{html.escape(target)}" d="M{x1:.1f},{y1} L{x2:.1f},{y2}" stroke="{red}" '
+                      f'fill="none" marker-end="url(#arrow)"/>')
+        x, anchor = (x1 + 8, "start") if x1 < x2 else (x1 - 8, "end")      # the label by the arrow's start
+        shapes.append(f'<text x="{x:.1f}" y="{y1 - 5}" text-anchor="{anchor}" fill="{red}">{label}</text>')
+        passing.append(f"{label}, from {source} to {target}")
+
+    for caption, parent, child, result in runs:
+        shapes.append(f'<text x="12" y="{top + 15}" font-weight="bold">{html.escape(caption)}</text>')
+        shapes.append(f'<text x="12" y="{top + row_h + 15}" fill="#64748b">the parent</text>')
+        shapes.append(f'<text x="{lane}" y="{top + row_h + 15}" fill="#64748b">the child</text>')
+        top += 2 * row_h                                       # below the caption and the lanes' names
+        rows, at, end, got, killer = lanes(parent, child, result)
+        ends = f"killed by {signal.Signals(-result.status).name}" if killer is not None else f"exit status {result.status}"
+        for i, (name, text, said) in enumerate(parent):
+            edge = box(12, rows[i], shown(text, said), "parent", "blue")
+            if name == "fork":
+                arrow(edge, rows[i], lane, at[0], "fork", text, child[0][1])
+            elif i == killer:
+                arrow(edge, rows[i], lane, end, said, text, ends)
+            elif i in got:
+                arrow(lane, at[got[i]], edge, rows[i], "the pipe", child[got[i]][1], shown(text, said))
+            elif name == "waitpid":
+                arrow(lane, end, edge, rows[i], "status", ends, shown(text, said))
+        row = rows[-1] + 1
+        edge = box(12, row, repr(result), "result", "green")
+        for j, (name, text, said) in enumerate(child):
+            box(lane, at[j], text, "child", "yellow")
+            if name == "write" and said.endswith(" to 2"):
+                arrow(lane, at[j], edge, row, "the file", text, repr(result))
+        box(lane, end, ends, "end", "red")
+        words.append(f"{caption}. The parent calls {', '.join(shown(t, s) for _, t, s in parent)}; the child "
+                     f"{', '.join(t for _, t, _ in child)}, then ends: {ends}. Arrows: {'; '.join(passing)}. "
+                     f"The parent's Result: {result!r}")
+        passing.clear()
+        top += (row + 2) * row_h
+    width, height = round(max(right) + 12), top - row_h + 10
+    alt = ("Two runs of run_in_child, each in two lanes, the parent's calls to the system on the left and the "
+           "child's on the right, in the order each made them; red arrows say what passes between them. "
+           + ". ".join(words) + ".")
+    return Drawing("\n".join(
+        [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
+         f"<title>{html.escape(alt)}</title>",
+         '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+         '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+         f'<rect width="{width}" height="{height}" fill="#ffffff"/>', *shapes, "</svg>"]))
+
+
+# %% [markdown]
+# The first child and the last one of the examples above, watched (the
+# second with half a second to run, so that its line is written well
+# within the time):
+
+# %%
+runs = [("a child that writes to both streams, then ends with status 3",
+         *watched_run(lambda: os.write(1, b"to stdout\n") and os.write(2, b"to stderr\n") and 3)),
+        ("a child that writes a line, then sleeps, stopped after half a second",
+         *watched_run(lambda: os.write(1, b"started\n") and time.sleep(10) or 0, timeout=0.5))]
+child_picture(runs)
+
+# %% [markdown]
+# Read each run from the top. The fork makes the child, which closes the
+# end of the pipe it does not use and puts the pipe and the file in place
+# of its standard output and error: after that, `main` writes to
+# descriptors 1 and 2 as any program does. The parent's `select` returns
+# when there is something to read; an `os.read` that returns `b''` is the
+# end of the output — the child has ended, and its end of the pipe with it
+# — and `os.waitpid` then gets the status. In the second run the parent's
+# second `select` finds the time up, and it sends `SIGTERM`, which ends the
+# child in its `time.sleep`; the `SIGKILL` that follows is the `finally` of
+# `Child.stop`, sent because the status is not known yet, to a child that
+# has already ended: it changes nothing, and the status says `SIGTERM`,
+# −15.
 #
 # ## A program on a stack of its own
 #
@@ -695,6 +983,13 @@ print("after:", gc.get_threshold())
 # They run with the rest: `tests/test_interp.py` stops a running program with
 # an interrupt and runs recursions a million calls deep, and
 # `tests/test_native.py` runs every compiled program in a child.
+# `tests/test_drawing.py` reads this appendix's two pictures back from the
+# notebook: the dots of the grid are the imports of `lcompiler.support`
+# that the package's files hold, read as text; and the calls of the two
+# runs are those that `run_in_child` makes when it is watched another way
+# (with `sys.setprofile`, which the child inherits), written as in the
+# code, with each arrow between the boxes it names, pointing down, and
+# true to what passed: the bytes written and read, the status, the signal.
 #
 # ## Exercises
 #
