@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
 # %% [markdown]
 # ## Reading a program
 #
-# Every command but `add` reads an L file; `-` stands for standard input,
+# `show`, `run` and `build` read an L file; `-` stands for standard input,
 # as for most Unix tools, and the program is then called `<stdin>` in its
 # messages. Reading a file that does not
 # exist, or a directory, or one `lc` may not read, is a `UsageError` (exit
@@ -525,9 +525,10 @@ def build_command(args) -> int:
 # `LC_STACK_SIZE=abc` used to be ignored, and the program ran with the
 # default, which is not what its user asked for. The compiled runtime
 # checks the settings before the program starts (chapter 10b's
-# `check_settings`); `lc run --interp` checks them the same way
-# (`setting_problem`, with the interpreter's reading of a size), so that
-# both say the same thing with the same status, 2.
+# `check_settings`); `lc run --interp` checks the sizes, `LC_BUFFER` and
+# `LC_GC_STATS` the same way (`setting_problem`, with the interpreter's
+# reading of a size), so that both say the same thing with the same
+# status, 2.
 
 # %%
 #| export
@@ -855,6 +856,10 @@ print(done.stdout, end="")
 #   --version` import no stage of the compiler (the modules a child process
 #   imports, as `python -X importtime` lists them), that `VERSION` is
 #   `pyproject.toml`'s, and chapter 11's cache of programs through `lc run`.
+# - `tests/test_drawing.py` reads this appendix's two pictures back from the
+#   stored notebook: the commands and their arguments must be those that
+#   `lc COMMAND --help` writes in its usage line, and the modules those that
+#   a child process running `lc` has loaded, measured again.
 #
 # ## Exercises
 #
