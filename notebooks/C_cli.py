@@ -654,8 +654,8 @@ for argv in (["--version"], ["--help"]):
 # the installed `lc`: that also counts the modules imported by name with
 # `importlib.import_module`, as chapter 4's `pipeline.load` imports the
 # stages, which `-X importtime` does not list. Each panel shows what its
-# command imports beyond the panel on its left (which it all imports too),
-# a module of the package by its name without `lcompiler.`: blue is a
+# command imports beyond the panel on its left, whose modules it imports
+# too; a module of the package is named without `lcompiler.`. Blue is a
 # module that registers a stage of [chapter 4](04_pipeline.ipynb)'s
 # pipeline, grey the others of the package (and `lcompiler` itself),
 # yellow LLVM's binding, `llvmlite`, whose modules are counted in one box.
