@@ -39,13 +39,17 @@ What this appendix promises:
   error: …`), or in how `lc` was called, or in the machine (`lc: error: …`);
   2 for a runtime error (`FILE:LINE:COL: runtime error: …`); 130 when
   interrupted (a program stopped by Ctrl-C ends by `SIGINT`, which a
-  shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
-  for a bug of `lc` itself. No Python traceback reaches the user.
-- `lc --help` lists the commands and the environment variables `lc` and
-  its programs read; `lc --version` names the version. Neither loads a
+  shell shows as 130); and 3 only for a bug of `lc` itself, `lc: internal
+  compiler error: …` in one line (or at its place in the program, when
+  [chapter 5b](05b_mono.ipynb)'s check finds that the compiler made an
+  ill-typed program). No Python traceback reaches the user.
+- `lc --help` lists the commands and the environment variables of `lc`
+  and its programs that a user sets most (the collector's own, such as
+  `LC_NURSERY`, and `LC_BACKTRACE` are left to chapter 10b); `lc
+  --version` names the version. Neither loads a
   stage of the compiler: each command imports what it needs when it runs.
-- `lc(*arguments)` runs the command in a notebook, its error output in
-  order with its output, and returns the exit status.
+- `lc(*arguments)` runs the command in a notebook, what `lc` writes to
+  standard error in order with its output, and returns the exit status.
 """
 
 __all__ = [
@@ -399,7 +403,7 @@ def repl_command(args) -> int:
 
 # --- lc in a notebook --------------------------------------------------
 
-# cell 32
+# cell 36
 import contextlib
 
 

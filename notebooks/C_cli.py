@@ -82,19 +82,23 @@
 #   error: …`), or in how `lc` was called, or in the machine (`lc: error: …`);
 #   2 for a runtime error (`FILE:LINE:COL: runtime error: …`); 130 when
 #   interrupted (a program stopped by Ctrl-C ends by `SIGINT`, which a
-#   shell shows as 130); and 3, `lc: internal compiler error: …` in one line, only
-#   for a bug of `lc` itself. No Python traceback reaches the user.
-# - `lc --help` lists the commands and the environment variables `lc` and
-#   its programs read; `lc --version` names the version. Neither loads a
+#   shell shows as 130); and 3 only for a bug of `lc` itself, `lc: internal
+#   compiler error: …` in one line (or at its place in the program, when
+#   [chapter 5b](05b_mono.ipynb)'s check finds that the compiler made an
+#   ill-typed program). No Python traceback reaches the user.
+# - `lc --help` lists the commands and the environment variables of `lc`
+#   and its programs that a user sets most (the collector's own, such as
+#   `LC_NURSERY`, and `LC_BACKTRACE` are left to chapter 10b); `lc
+#   --version` names the version. Neither loads a
 #   stage of the compiler: each command imports what it needs when it runs.
-# - `lc(*arguments)` runs the command in a notebook, its error output in
-#   order with its output, and returns the exit status.
+# - `lc(*arguments)` runs the command in a notebook, what `lc` writes to
+#   standard error in order with its output, and returns the exit status.
 #
 # ## A registry of commands
 #
 # The command line is a small registry: `COMMANDS` maps each sub-command to
 # its help text, its arguments and the function that runs it, and
-# `ENVIRONMENT` lists the environment variables `lc` reads, for its help. A
+# `ENVIRONMENT` the environment variables that its help describes. A
 # `UsageError` is a mistake in how `lc` was called rather than in a program:
 # a file that cannot be read, say.
 
@@ -193,9 +197,11 @@ def flush_output() -> str | None:
 # called only when the help is shown), then runs
 # the sub-command. Everything that can go wrong becomes a message and an
 # exit status: a `Diagnostic` — a mistake in the L program, or a runtime
-# error — is shown with its place and its own status (1 or 2); a
+# error — is shown with its place and its own status (1 or 2; 3 for
+# chapter 5b's `IllTyped`, a mistake of the compiler found at a place); a
 # `UsageError` or a failure of the system (a full disk, no C compiler) is
-# `lc: error: …` with status 1; an interrupt is 130; and any other
+# `lc: error: …` with status 1, and so are an input nested too deeply for
+# Python's recursion and memory run out; an interrupt is 130; and any other
 # exception is a bug in `lc`, reported in one line as an internal compiler
 # error with status 3, never as a traceback.
 
@@ -267,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
 # %% [markdown]
 # ## Reading a program
 #
-# Every command but `add` reads an L file; `-` stands for standard input,
+# `show`, `run` and `build` read an L file; `-` stands for standard input,
 # as for most Unix tools, and the program is then called `<stdin>` in its
 # messages. Reading a file that does not
 # exist, or a directory, or one `lc` may not read, is a `UsageError` (exit
@@ -458,8 +464,8 @@ def setting_problem() -> str | None:
 # directory and named after the source, as `cc` names its `a.out` but
 # more usefully: `lc build src/hello.l` writes `hello`. What can be checked
 # before compiling, which may take a while, is checked first: that the
-# executable can be written where it is asked for, and that it would not
-# overwrite the source. With `-g` the executable carries debugging
+# place asked for is not a directory, that its directory exists, and that
+# the executable would not overwrite the source. With `-g` the executable carries debugging
 # information for gdb ([chapter 10](10_llvm.ipynb), section "Debug
 # information, for gdb"), made within `debug_information`; `-g -O0` turns
 # LLVM's optimiser off as well as chapter 9's, for stepping that follows
@@ -498,8 +504,9 @@ def build_command(args) -> int:
 # %% [markdown]
 # ### lc repl, and the environment
 #
-# `lc --help` lists the environment variables that `lc` and the programs it
-# compiles read. The runtime's are chapter 10b's, with the defaults that
+# `lc --help` lists the environment variables of `lc` and the programs it
+# compiles that a user sets most (chapter 10b has the others it reads, for
+# the collector and for backtraces). The runtime's are chapter 10b's, with the defaults that
 # the runtime's C is compiled with (chapter 10b's `DEFAULTS`, passed to the
 # C compiler as macros: one place for both), so the help stays true when
 # the runtime changes; a text says `{default}` where the runtime's default
@@ -518,9 +525,10 @@ def build_command(args) -> int:
 # `LC_STACK_SIZE=abc` used to be ignored, and the program ran with the
 # default, which is not what its user asked for. The compiled runtime
 # checks the settings before the program starts (chapter 10b's
-# `check_settings`); `lc run --interp` checks them the same way
-# (`setting_problem`, with the interpreter's reading of a size), so that
-# both say the same thing with the same status, 2.
+# `check_settings`); `lc run --interp` checks the sizes, `LC_BUFFER` and
+# `LC_GC_STATS` the same way (`setting_problem`, with the interpreter's
+# reading of a size), so that both say the same thing with the same
+# status, 2.
 
 # %%
 #| export
@@ -560,6 +568,52 @@ def repl_command(args) -> int:
 
 
 # %% [markdown]
+# ### The commands, drawn
+#
+# With `repl` the registry is complete. Drawn from `COMMANDS` itself, the
+# table that `main` hands to `argparse`: `lc` at the top, a box for each
+# command below it, and under each command a column of its arguments, in
+# the order the command declares them: green for what must be given (an
+# expression, a stage, a file), yellow for an option that takes a value
+# (written after it as `--help` writes it: the value's name, or its
+# choices), grey for a switch. `argparse` adds `-h` to each command, which
+# the registry does not declare.
+
+# %%
+from lcompiler.drawing import Box, Picture
+
+
+def argument_box(names: tuple, options: dict) -> Box:
+    """An argument of the registry as a box, labelled as lc CMD --help writes it in its usage line."""
+    if not names[0].startswith("-"):
+        return Box(options.get("metavar", names[0]), style="green")
+    if options.get("action") in ("store_true", "store_false"):
+        return Box(names[0])
+    choices = options.get("choices")
+    value = options.get("metavar") or ("{" + ",".join(map(str, choices)) + "}" if choices
+                                       else options.get("dest", names[0].lstrip("-")).upper())
+    return Box(f"{names[0]} {value}", style="yellow")
+
+
+def column(boxes: list) -> list:
+    """Boxes hung one under the other: the first, with the rest below it."""
+    for upper, lower in zip(boxes, boxes[1:]):
+        upper.children = [lower]
+    return boxes[:1]
+
+
+def commands_picture() -> Picture:
+    commands = [Box(name, column([argument_box(*a) for a in arguments]), "blue")
+                for name, (_, arguments, _) in COMMANDS.items()]
+    alt = "; ".join(f"lc {name}: " + ", ".join(" ".join(names) for names, _ in arguments)
+                    for name, (_, arguments, _) in COMMANDS.items())
+    return Picture([("the commands of lc, and their arguments", [Box("lc", commands)])], edges="none",
+                   alt=f"A tree: lc, its commands below it, and under each command its arguments. {alt}.")
+
+
+commands_picture()
+
+# %% [markdown]
 # ## How fast lc answers
 #
 # `lc --help` should answer at once; it used to take several times as
@@ -594,6 +648,65 @@ for argv in (["--version"], ["--help"]):
     print(f"lc {' '.join(argv)}: {', '.join(imported(*argv))}")
 
 # %% [markdown]
+# Drawn, with `lc run` as well, on a program run twice: the first time it
+# is compiled, the second time it is found in the cache. Here the modules
+# are read from `sys.modules` when `lc` ends, in a child process that runs
+# the installed `lc`: that also counts the modules imported by name with
+# `importlib.import_module`, as chapter 4's `pipeline.load` imports the
+# stages, which `-X importtime` does not list. Each panel shows what its
+# command imports beyond the panel on its left, whose modules it imports
+# too; a module of the package is named without `lcompiler.`. Blue is a
+# module that registers a stage of [chapter 4](04_pipeline.ipynb)'s
+# pipeline, grey the others of the package (and `lcompiler` itself),
+# yellow LLVM's binding, `llvmlite`, whose modules are counted in one box.
+# Only the run that compiles has blue.
+
+# %%
+import json
+import tempfile
+
+from lcompiler import pipeline
+
+MEASURE = """import atexit, json, runpy, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+sys.argv = ARGV
+runpy.run_path(sys.argv[0], run_name="__main__")"""
+
+
+def modules_of(*argv: str, env: dict | None = None) -> set[str]:
+    """The modules of lcompiler and llvmlite loaded when `lc ARGV` ends, in a child process."""
+    done = subprocess.run([sys.executable, "-c", MEASURE.replace("ARGV", repr([LC, *argv]))],
+                          capture_output=True, text=True, env=env)
+    return {m for m in json.loads(done.stderr.splitlines()[-1]) if m.split(".")[0] in ("lcompiler", "llvmlite")}
+
+
+def modules_picture(runs: list) -> Picture:
+    """A panel per (command, modules): the modules it imports that the command before it does not."""
+    stages, panels, before, words = {f"lcompiler.{m}" for _, m, _, _ in pipeline.PIPELINE}, [], set(), []
+    for command, modules in runs:
+        assert before <= modules, (command, before - modules)
+        new, before = sorted(modules - before), modules
+        llvm = [m for m in new if m.startswith("llvmlite")]
+        boxes = [Box(m.removeprefix("lcompiler."), style="blue" if m in stages else "plain")
+                 for m in new if m.startswith("lcompiler")]
+        boxes += [Box(f"llvmlite: {len(llvm)} modules", style="yellow")] if llvm else []
+        panels.append((command, [column(boxes[i:i + 6])[0] for i in range(0, len(boxes), 6)]))
+        words.append(f"{command} adds {', '.join(b.label for b in boxes)}")
+    return Picture(panels, edges="hidden",
+                   alt="The modules each command of lc imports, beyond those of the command before it: "
+                       + "; ".join(words) + ".")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    Path(tmp, "hello.l").write_text('print("hello")\n')
+    env = {**os.environ, "LC_CACHE": str(Path(tmp, "cache"))}
+    compiling = modules_of("run", str(Path(tmp, "hello.l")), env=env)
+    cached = modules_of("run", str(Path(tmp, "hello.l")), env=env)
+    runs = [("lc --version", modules_of("--version")), ("lc --help", modules_of("--help")),
+            ("lc run, from the cache", cached), ("lc run, compiling", compiling)]
+modules_picture(runs)
+
+# %% [markdown]
 # And how long `lc --help` and `lc --version` take on this machine, the
 # median of twenty runs of each, in alternation, beside Python doing
 # nothing (`python -c pass`), which is the floor: the time depends on the
@@ -619,9 +732,14 @@ for name, seconds in times.items():
 #
 # In a notebook, the error messages `lc` writes to standard error and the
 # output it writes to standard output travel to the page separately, and
-# their order is not guaranteed. `lc(...)` runs the command as a shell
-# would, but sends both to standard output, in the order they happen, and
-# returns the exit status: the chapters use it to show the command at work.
+# their order is not guaranteed. `lc(...)` runs the command in this
+# process, with the arguments a shell would pass, but sends both to
+# standard output, in the order they happen, and returns the exit status:
+# the chapters use it to show the command at work. It cannot redirect what
+# a compiled program writes itself, below Python, nor stop a runtime error
+# from ending the process, the notebook's kernel: so a chapter runs a
+# program that may fail with `lc run --interp`, as below, or in a child
+# process.
 
 # %%
 #| export
@@ -660,8 +778,11 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # runtime error, with 2.
 #
 # The smaller conveniences, as a shell shows them: a program on standard
-# input, a stage misspelt, a setting that cannot be read (compiled and
-# interpreted), a C compiler that is not there, and `lc build` without `-o`:
+# input, and one with a mistake, which the message calls `<stdin>`; a stage
+# misspelt; a size that cannot be read (compiled and interpreted); a C
+# compiler that is not there; `lc build` without `-o`, which writes `hello`
+# beside `hello.l` (the directory's listing, at the end); and a setting
+# that has two values given a third:
 
 # %%
 import os  # noqa: F811  (a cell's own imports)
@@ -705,9 +826,9 @@ print(done.stdout, end="")
 # functions for `lc run`, the dead two still in its `__all__`, and read as
 # the history of the book rather than as a program. Here the command line is
 # written once, as it ends up. The chapters lose little: a command is a few
-# lines around a call of the chapter's own function (`interp.run_source`,
-# `types.check_types`, `driver.run_here`), and the chapters show those
-# functions and the command at work; what they no longer carry is the
+# lines around calls of the chapters' own functions (`types.check_types`,
+# `interp.Interpreter().run`, `cache.run`, `driver.build`), and the chapters
+# show those functions and the command at work; what they no longer carry is the
 # registry, the parser of arguments and the sorting of failures, which are
 # about the command line, not about their stage. `tests/test_cli.py` checks
 # that every command is registered once and that every command function of
@@ -735,6 +856,10 @@ print(done.stdout, end="")
 #   --version` import no stage of the compiler (the modules a child process
 #   imports, as `python -X importtime` lists them), that `VERSION` is
 #   `pyproject.toml`'s, and chapter 11's cache of programs through `lc run`.
+# - `tests/test_drawing.py` reads this appendix's two pictures back from the
+#   stored notebook: the commands and their arguments must be those that
+#   `lc COMMAND --help` writes in its usage line, and the modules those that
+#   a child process running `lc` has loaded, measured again.
 #
 # ## Exercises
 #
@@ -750,18 +875,23 @@ print(done.stdout, end="")
 #
 # <details><summary>Solutions</summary>
 #
-# 1. A command of three lines: `@command("check", "type-check an L
-#    program", arg("file", help="an L source file"))`, then
-#    `types.check_types(read_source(args.file))` and `return 0`. An
+# 1. A registration and a function of three lines: `@command("check",
+#    "type-check an L program", arg("file", help="an L source file"))` on a
+#    `check_command(args)` that imports `types`, calls
+#    `types.check_types(read_source(args.file))` and returns 0. An
 #    ill-typed program raises a `CompileError`, which `main` renders with
 #    status 1, as for `lc run`; `test_lc_writes_the_golden_messages_and_exits_with_status_1`
-#    is the test to copy, with `check` for `run`.
+#    is the test to extend: add `["check"]` to the commands it tries
+#    (`tests/test_solutions.py` runs this command).
 # 2. Split the argument on commas, check every name against
 #    `pipeline.names()` before running anything (one `UsageError` that names
 #    every unknown stage), then print `pipeline.show(name, source)` for each,
 #    under `== name ==`. Each `show` compiles from the start; to compile once,
 #    walk `pipeline.stages_of(source)` and print the stages asked for as
-#    they come.
+#    they come, each with its `stage.show(value, unit)` (before the next
+#    stage runs, since a later stage may change the graph of an earlier one
+#    in place; `tests/test_solutions.py` checks that both ways print the
+#    same).
 # 3. An expression nested deeper than Python's recursion limit, such as a
 #    thousand parentheses: chapter 1's parser is recursive and does not
 #    raise the limit. L's parser (chapter 4a) catches the `RecursionError`

@@ -1,5 +1,5 @@
 """lcompiler.drawing (appendix A): the layout of trees, and what a picture says; and the pictures the
-chapters store that claim facts about the compiler (chapters 4, 5, 5b, 7 and 10, appendices A and B), read
+chapters store that claim facts about the compiler (chapters 4, 5, 5b, 7 and 10, appendices A, B and C), read
 back from the notebooks and checked against what they claim."""
 
 import ast
@@ -549,3 +549,103 @@ def test_the_child_picture_of_appendix_b_is_what_run_in_child_does():
             else:
                 assert source.startswith("os.kill(") and source.endswith(f"signal.{what})") and target == ends
         assert "".join(sent.decode() for fd, sent in wrote if fd == 1) == result.stdout
+
+
+# --- appendix C: the commands of lc, and the modules each command imports ----------------------
+
+def panels_of(svg: ElementTree.Element) -> list[tuple[str, list[tuple[str, str]]]]:
+    """[(caption, [(fill, label) of each box, in the order drawn])] of a picture of trees."""
+    panels, fill = [], None
+    for shape in svg:
+        if shape.tag == SVG + "text" and shape.get("font-weight") == "bold":
+            panels.append((shape.text, []))
+        elif shape.tag == SVG + "rect" and shape.get("rx"):
+            fill = shape.get("fill")
+        elif shape.tag == SVG + "text" and fill is not None:
+            panels[-1][1].append((fill, shape.text))
+            fill = None
+    return panels
+
+
+def test_the_commands_picture_of_appendix_c_is_the_registry_as_argparse_reads_it(capsys):
+    """Each command of lc, and under it its arguments as `lc CMD --help` writes them in its usage line:
+    green the positional ones, yellow the options with a value, grey the switches; in declared order."""
+    from lcompiler import cli
+    from lcompiler.drawing import STYLES
+
+    _, svg = stored_picture("C_cli.ipynb", "commands_picture()")
+    (_, boxes), = panels_of(svg)
+    assert boxes[0] == (STYLES["plain"][0], "lc")
+    drawn = {}
+    for fill, label in boxes[1:]:             # drawn depth first: a command, then its column
+        if fill == STYLES["blue"][0]:
+            drawn[label] = []
+        else:
+            drawn[list(drawn)[-1]].append((fill, label))
+    assert list(drawn) == list(cli.COMMANDS)
+    for name, arguments in drawn.items():
+        assert cli.main([name, "--help"]) == 0
+        usage = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
+        assert usage.startswith(f"usage: lc {name} [-h]"), usage
+        optional = [o for o in re.findall(r"\[([^\]]+)\]", usage) if o != "-h"]
+        positional = re.sub(r"\[[^\]]+\]", "", usage).split()[3:]
+        assert [label for fill, label in arguments if fill == STYLES["green"][0]] == positional, name
+        assert sorted(label for fill, label in arguments if fill != STYLES["green"][0]) == sorted(optional), name
+        for fill, label in arguments:
+            if fill != STYLES["green"][0]:
+                assert fill == STYLES["yellow" if " " in label else "plain"][0], (name, label)
+        declared = [names[0] for names, _ in cli.COMMANDS[name][1]]
+        assert [label.split()[0] for _, label in arguments] == declared, name
+
+
+CHILD = """import json, runpy, sys
+sys.argv = {argv!r}
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)"""
+
+
+def test_the_modules_picture_of_appendix_c_is_what_each_command_imports(tmp_path):
+    """Each panel holds the modules of lcompiler and llvmlite that its command, run by the installed lc
+    in a child, has loaded at its end and the command on its left has not; blue exactly the modules that
+    register a stage of the pipeline, and none before the run that compiles."""
+    import os
+    import subprocess
+    import sys
+
+    from lcompiler import pipeline
+    from lcompiler.drawing import STYLES
+
+    lc = str(Path(sys.executable).parent / "lc")
+    hello = tmp_path / "hello.l"
+    hello.write_text('print("hello")\n')
+    env = {**os.environ, "LC_CACHE": str(tmp_path / "cache")}
+
+    def modules(*argv: str) -> set[str]:
+        done = subprocess.run([sys.executable, "-c", CHILD.format(argv=[lc, *argv])], capture_output=True,
+                              text=True, env=env, timeout=300)
+        return {m for m in json.loads(done.stderr.splitlines()[-1]) if m.split(".")[0] in ("lcompiler", "llvmlite")}
+
+    compiling = modules("run", str(hello))
+    measured = {"lc --version": modules("--version"), "lc --help": modules("--help"),
+                "lc run, from the cache": modules("run", str(hello)), "lc run, compiling": compiling}
+    registering = {s.run.__module__ for s in pipeline.load()}
+    _, svg = stored_picture("C_cli.ipynb", "modules_picture(runs)")
+    panels = panels_of(svg)
+    assert [caption for caption, _ in panels] == list(measured)
+    before = set()
+    for (caption, boxes), now in zip(panels, measured.values()):
+        new, before = now - before, now
+        package = {m for m in new if m.startswith("lcompiler")}
+        llvm = len(new) - len(package)
+        names = [label if label == "lcompiler" else f"lcompiler.{label}" for _, label in boxes
+                 if not label.startswith("llvmlite")]
+        assert sorted(names) == sorted(package), caption
+        assert [label for _, label in boxes if label.startswith("llvmlite")] == \
+            ([f"llvmlite: {llvm} modules"] if llvm else []), caption
+        for fill, label in boxes:
+            blue = not label.startswith("llvmlite") and f"lcompiler.{label}" in registering
+            assert fill == STYLES["blue" if blue else "yellow" if label.startswith("llvmlite") else "plain"][0], label
+        assert any(fill == STYLES["blue"][0] for fill, _ in boxes) == (caption == "lc run, compiling")

@@ -36,6 +36,10 @@ Chapter 8, exercises 1 to 3: known closures called directly (none in `examples/c
 calls of the exercise's example at -O0), the words of flat and linked closures (the seeds' program,
 a function nested five deep), and the closures of the corpus that could live on the stack (three at
 -O0, none optimised) — the counts the chapter prints.
+
+Appendix C, exercises 1 and 2: `lc check`, registered for the test, prints nothing for a well-typed
+program and the golden messages, status 1, for the others; `lc show` of several stages refuses every
+unknown name at once, and compiling once prints what each stage's own `show` prints.
 """
 
 import gc
@@ -708,3 +712,54 @@ def test_closures_that_could_live_on_the_stack():
                 found[path.name, optimised] = (sum(map(stays_on_stack, made)), len(made))
     assert found == {("closure_counter.l", False): (1, 4), ("closures_capture.l", False): (1, 5),
                      ("shadowing.l", False): (1, 1)}
+
+
+# --- appendix C, exercises 1 and 2
+
+ERRORS = Path(__file__).resolve().parent / "errors"
+
+
+def test_lc_check_prints_nothing_for_a_typed_program_and_the_golden_messages_otherwise(monkeypatch, capsys):
+    from lcompiler import cli
+    monkeypatch.setattr(cli, "COMMANDS", dict(cli.COMMANDS))     # the registry put back afterwards
+    monkeypatch.chdir(ERRORS)                                   # the golden messages name the file alone
+
+    @cli.command("check", "type-check an L program", cli.arg("file", help="an L source file"))
+    def check_command(args) -> int:
+        from lcompiler import types
+        types.check_types(cli.read_source(args.file))
+        return 0
+
+    assert cli.main(["check", str(Path(__file__).resolve().parent.parent / "examples" / "lists.l")]) == 0
+    assert capsys.readouterr() == ("", "")
+    for name in ["if_branches", "three_syntax_errors", "not_utf8"]:   # those of the test to extend
+        assert cli.main(["check", f"{name}.l"]) == 1
+        assert capsys.readouterr() == ("", (ERRORS / f"{name}.err").read_text(encoding="utf-8")), name
+
+
+def show_stages(names: str, source: Source, once: bool) -> str:
+    """lc show STAGE,STAGE,… : every name checked first, then each stage under a heading; compiled once for
+    each stage asked for, or once for all of them, walking the stages and printing each as it comes."""
+    asked = names.split(",")
+    if unknown := [name for name in asked if name not in pipeline.names()]:
+        from lcompiler.cli import UsageError
+        raise UsageError(f"unknown stage{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}; "
+                         f"the stages are: {', '.join(pipeline.names())}")
+    if not once:
+        return "\n".join(f"== {name} ==\n{pipeline.show(name, source)}" for name in asked)
+    shown = {}
+    for stage, value, unit in pipeline.stages_of(source, upto=max(asked, key=pipeline.names().index)):
+        if stage.name in asked:
+            shown[stage.name] = stage.show(value, unit)      # now: a later stage may change this value in place
+    return "\n".join(f"== {name} ==\n{shown[name]}" for name in asked)
+
+
+def test_lc_show_of_several_stages_checks_every_name_first_and_compiling_once_prints_the_same():
+    from lcompiler.cli import UsageError
+    source = Source("lists.l", (Path(__file__).resolve().parent.parent / "examples" / "lists.l").read_text())
+    with pytest.raises(UsageError, match=r"^unknown stages 'tyeps', 'cpss'; the stages are: tokens, "):
+        show_stages("core,tyeps,cps,cpss", source, once=True)
+    asked = "core,cps,opt,closure,llvm"
+    each = show_stages(asked, source, once=False)
+    assert each.count("\n== ") == 4 and each.startswith("== core ==\n")
+    assert show_stages(asked, source, once=True) == each
