@@ -316,7 +316,7 @@ def run_command(args) -> int:
 
 
 SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")
-CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1")}
+CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1"), "LC_GC_TRACE": ("0", "1")}
 
 
 def setting_problem() -> str | None:

@@ -438,7 +438,7 @@ def run_command(args) -> int:
 
 
 SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")
-CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1")}
+CHOICES = {"LC_BUFFER": ("line", "block"), "LC_GC_STATS": ("0", "1"), "LC_GC_TRACE": ("0", "1")}
 
 
 def setting_problem() -> str | None:
@@ -525,10 +525,11 @@ def build_command(args) -> int:
 # `LC_STACK_SIZE=abc` used to be ignored, and the program ran with the
 # default, which is not what its user asked for. The compiled runtime
 # checks the settings before the program starts (chapter 10b's
-# `check_settings`); `lc run --interp` checks the sizes, `LC_BUFFER` and
-# `LC_GC_STATS` the same way (`setting_problem`, with the interpreter's
-# reading of a size), so that both say the same thing with the same
-# status, 2.
+# `check_settings`); `lc run --interp` checks the same variables the same
+# way (`setting_problem`, with the interpreter's reading of a size: the
+# sizes, `LC_BUFFER`, and the switches `LC_GC_STATS` and `LC_GC_TRACE`,
+# which the interpreter accepts and ignores), so that both say the same
+# thing with the same status, 2 (a test runs five bad settings both ways).
 
 # %%
 #| export

@@ -75,7 +75,9 @@ def test_lc_build_without_o_names_the_executable_after_the_source(tmp_path):
 @pytest.mark.parametrize("variable, value, syntax", [
     ("LC_STACK_SIZE", "abc", "a size (bytes, or a number followed by K, M or G, as in 256M)"),
     ("LC_HEAP_LIMIT", "12X", "a size (bytes, or a number followed by K, M or G, as in 256M)"),
-    ("LC_BUFFER", "lines", "line or block")])
+    ("LC_BUFFER", "lines", "line or block"),
+    ("LC_GC_STATS", "yes", "0 or 1"),
+    ("LC_GC_TRACE", "x", "0 or 1")])
 @pytest.mark.parametrize("interp", [False, True])
 def test_a_setting_that_cannot_be_read_is_an_error_naming_it(tmp_path, variable, value, syntax, interp):
     (tmp_path / "p.l").write_text('print("not run")\n')
