@@ -29,8 +29,9 @@ What this chapter promises:
   survivors into an old generation, which a mark-and-sweep collects; the
   collector finds pointers in the fields of blocks precisely, by their
   layout, and on the stack conservatively, pinning what the stack points
-  into; a heap that reaches its limit (`LC_HEAP_LIMIT`) is the runtime
-  error "out of memory", with exit status 2.
+  into (the sections on the heap and on the collector, below, explain
+  these words); a heap that reaches its limit (`LC_HEAP_LIMIT`) is the
+  runtime error "out of memory", with exit status 2.
 - A recursion that exhausts the stack (`LC_STACK_SIZE`, 256 MiB by
   default) is the runtime error "stack overflow", reported at the call
   that the reference interpreter names, with exit status 2; no check is

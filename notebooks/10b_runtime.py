@@ -37,9 +37,9 @@
 #
 # **Builds:** the runtime's C, `lcompiler/runtime/` (`lc.h`, the interface
 # that compiled code calls; `runtime.h`, what the runtime's files share;
-# `print.c`, `heap.c`, `gc.c`, `stack.c` and `main.c`), and the module
-# `lcompiler.runtime`: the cell magic `%%c` that runs this chapter's C
-# cells, `DEFAULTS`, `runtime_library`, `c_constants`, and
+# `print.c`, `heap.c`, `gc.c`, `stack.c`, `main.c` and `backtrace.c`), and
+# the module `lcompiler.runtime`: the cell magic `%%c` that runs this
+# chapter's C cells, `DEFAULTS`, `runtime_library`, `c_constants`, and
 # `MemoryPicture`, which draws the pictures of memory in this chapter.
 #
 # </div>
@@ -65,8 +65,9 @@
 #   survivors into an old generation, which a mark-and-sweep collects; the
 #   collector finds pointers in the fields of blocks precisely, by their
 #   layout, and on the stack conservatively, pinning what the stack points
-#   into; a heap that reaches its limit (`LC_HEAP_LIMIT`) is the runtime
-#   error "out of memory", with exit status 2.
+#   into (the sections on the heap and on the collector, below, explain
+#   these words); a heap that reaches its limit (`LC_HEAP_LIMIT`) is the
+#   runtime error "out of memory", with exit status 2.
 # - A recursion that exhausts the stack (`LC_STACK_SIZE`, 256 MiB by
 #   default) is the runtime error "stack overflow", reported at the call
 #   that the reference interpreter names, with exit status 2; no check is
@@ -86,7 +87,8 @@
 # %% [markdown]
 # ## C in the cells of a notebook
 #
-# A cell of this chapter that starts with `%%c runtime/NAME.c` is C. Run
+# A cell of this chapter that starts with `%%c runtime/NAME.c` (or
+# `runtime/NAME.h`) is C. Run
 # in Jupyter, it is checked at once: the *cell magic* `%%c`, which this
 # section defines, adds the cell to the file it names and has the C
 # compiler check the file so far (`-fsyntax-only`, with `-Wall -Wextra
@@ -166,7 +168,8 @@ def runtime_folder() -> Path:
     return Path(str(importlib.resources.files("lcompiler") / "runtime"))
 
 # %% [markdown]
-# The options the C compiler receives:
+# The options that carry them to the C compiler, with the least heap limit
+# that the runtime settles for (`LEAST_HEAP_LIMIT`):
 
 # %%
 print(" ".join(defines()))
@@ -300,7 +303,8 @@ def load_ipython_extension(ipython) -> None:
 #  *     bits 40..58  the layout: bit 40 + i set if field i may be a pointer
 #  *     bit  59      CONSERVATIVE: more than 19 fields, no layout; any field
 #  *                  may be a pointer
-#  *     bit  60      OLD: not in the nursery (promoted, pinned, or static)
+#  *     bit  60      OLD: in the old generation (promoted, pinned where it
+#  *                  stood, allocated old, or static)
 #  *     bit  61      REMEMBERED: in the remembered set (gc.c)
 #  *     bit  62      FREE: not a block but free space (a "filler"), whose
 #  *                  size - 1 is in bits 0..58
@@ -602,8 +606,9 @@ header_picture  # noqa: B018  (the cell shows it)
 #
 # Output is buffered by the runtime itself, not by C's stdio, for one
 # reason: when the stack overflows, or Ctrl-C stops the program, a signal
-# handler must still write out what the program printed before, and only
-# `write` may be called there (the section on stopping, below, says why).
+# handler must still write out what the program printed before, and it may
+# call `write` there but not stdio's `fflush` (the section on stopping,
+# below, says why).
 #
 # The buffer is 64 KB, and `out_bytes` writes it out when the next piece
 # would not fit, or writes a piece larger than the buffer directly. A
@@ -888,8 +893,10 @@ header_picture  # noqa: B018  (the cell shows it)
 # %% [markdown]
 # ## The heap: a nursery and an old generation
 #
-# The contract asks that a program allocating 10^8 short-lived cells run in
-# bounded memory, and the seed's runtime — `malloc` and never `free` — does
+# The promises above ask that a program that allocates without end — 10^8
+# short-lived cells, say — run in bounded memory, and the runtime of chapter
+# 10's seed, [the L blog](../bibliography.md#the-l-blog)'s translation from
+# CPS to LLVM, which allocates with `malloc` and never calls `free`, does
 # not. The first collector of this runtime was a *conservative, non-moving
 # mark-and-sweep*, the design of Boehm, Demers and Weiser: any word anywhere
 # — stack, registers, globals, fields of blocks — that pointed into a block
@@ -945,22 +952,28 @@ header_picture  # noqa: B018  (the cell shows it)
 # find every pointer into the nursery without looking at the old
 # generation — not looking at it is the whole point. An old block points to
 # a young one only if the program stored the young block into it after it
-# became old, and L stores into blocks in one place: `x[i] := y`, on the
-# cells of the `var`s that a function captures. After such a store the
-# compiled code runs the *write barrier* (chapter 10), which adds `x` to the
-# *remembered set* if it is old; a minor collection takes the fields of the
-# remembered blocks as roots, as it takes the stack and the globals.
+# became old, and L stores into blocks in two places only, both `x[i] :=
+# y`: the cells of the `var`s that a function captures, and the `ready`
+# flags of chapter 7, which hold a `Bool`. After a store of a value that may
+# be a pointer the compiled code runs the *write barrier* (chapter 10),
+# which adds `x` to the *remembered set* if it is old and not in it yet; a
+# minor collection takes the fields of the remembered blocks as roots, as it
+# takes the stack and the globals.
 #
 # The heap is one virtual region the size of the heap limit. The nursery is
-# a few *chunks* of it, 64 KB each, 2 MB in all by default (`LC_NURSERY`;
-# the size is measured below), reused from one minor collection to the next;
-# a chunk that pinned blocks fill more than half is given to the old
-# generation and replaced by another. The nursery grows and shrinks, a
-# chunk at a time, between collections (below): `LC_NURSERY` is where it
-# starts and the least it has. The old generation is the rest,
-# filled in *regions*: gaps that the last major collection left, or fresh
-# memory. The flags in each header say where a block stands: `OLD`
-# (promoted, pinned, or made by the compiler), `REMEMBERED`, `FORWARDED` (a
+# a set of *chunks* of it, 64 KB each: 32 of them, 2 MB, by default
+# (`LC_NURSERY`; the size is measured below), reused from one minor
+# collection to the next; a chunk that pinned blocks fill more than half is
+# given to the old generation and replaced by another. Between collections
+# the nursery grows and shrinks by whole chunks: it doubles or halves with
+# what survives, and grows to twice the stack's size when the stack is deep
+# (the section on the collector says when). `LC_NURSERY` is where it starts
+# and the least it has. The old generation is the rest, filled in
+# *regions*: gaps that the last major collection left or that a chunk
+# brought with it when it left the nursery, or fresh memory. The flags in
+# each header say where a block stands: `OLD` (promoted, pinned, allocated
+# old because it has too many fields for a layout, or made by the
+# compiler), `REMEMBERED`, `FORWARDED` (a
 # nursery block already copied, whose header now holds the address of its
 # copy), `FREE` (not a block but free space, a *filler*: the heap can always
 # be walked, block after block), and `CONSERVATIVE` (no layout).
@@ -971,8 +984,9 @@ header_picture  # noqa: B018  (the cell shows it)
 #
 # It is the file `heap.c`, and its state — the bounds of the heap, the
 # nursery's chunks, the region being filled — is shared with the
-# collector, `gc.c`, through `runtime.h`. The pictures at the end of the
-# chapter show the nursery's chunks and the old generation of a real run.
+# collector, `gc.c`, through `runtime.h`. The pictures of the section [The
+# collector at work](#the-collector-at-work), near the end of the chapter,
+# show the nursery's chunks and the old generation of real runs.
 
 # %% magic_args="runtime/heap.c" language="c"
 # /* heap.c -- the heap and allocation.
@@ -999,9 +1013,11 @@ header_picture  # noqa: B018  (the cell shows it)
 #  * next run, in this chunk or the next; when there is none, it collects.
 #  *
 #  * The old generation is filled in *regions*, some free stretch of the
-#  * heap: the next gap (in address order) that the last major collection
-#  * left between live blocks, else fresh memory at heap_end, up to the
-#  * limit.  The collector copies survivors into the current region, promo.
+#  * heap: the next gap on a free list (the gaps that the last major
+#  * collection left between live blocks, in address order, and those of
+#  * the chunks that left the nursery since), else fresh memory at heap_end,
+#  * up to the limit.  The collector copies survivors into the current
+#  * region (promo).
 #  * A large request (over LARGE_WORDS) is carved out of the first gap that
 #  * holds it, or from heap_end; gaps of LARGE_WORDS or more are kept in a
 #  * list of their own, so that this search does not crawl through the
@@ -1040,7 +1056,7 @@ header_picture  # noqa: B018  (the cell shows it)
 # #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
 # #define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
 # #define LARGE_WORDS   1024
-# #define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
+# #define MIN_OLD_BYTES (8ull << 20)              /* the least old generation a major collection waits for */
 #
 # extern uint64_t *heap_start, *heap_end, *heap_limit_end;
 # extern uint64_t *small_gaps, *big_gaps;     /* linked through each gap's word 1 */
@@ -1207,8 +1223,9 @@ header_picture  # noqa: B018  (the cell shows it)
 
 # %% [markdown]
 # The old generation's side. Survivors are copied into a *region*: a gap
-# that the last major collection left, or fresh memory at the end of the
-# heap. Large blocks get a gap of their own, from a list of the big gaps.
+# that the last major collection left (or that a chunk brought when it left
+# the nursery), or fresh memory at the end of the heap. Large blocks get a
+# gap of their own, from a list of the big gaps, or fresh memory.
 # `old_alloc` is the common case, inline in the collector's copy loop.
 #
 # A region is to the old generation what a run is to the nursery: a stretch
@@ -1268,11 +1285,11 @@ header_picture  # noqa: B018  (the cell shows it)
 # it, the rest of the gap staying in its list.
 #
 # This is *first fit*: the first gap that is large enough, not the smallest
-# one. The list it searches holds only the gaps of `LARGE_WORDS` (1,024
-# words) or more, so the many small gaps never slow it down. What remains
-# of the gap after the block becomes a filler, and stays on the list if it
-# has room for the link: a free gap is linked to the next through its word
-# 1, so it needs two words.
+# one. The list it searches holds the gaps of `LARGE_WORDS` (1,024 words)
+# or more, and what is left of them, so the many small gaps never slow it
+# down. What remains of the gap after the block becomes a filler, and stays
+# on the list if it has room for the link: a free gap is linked to the next
+# through its word 1, so it needs two words.
 
 # %% magic_args="runtime/heap.c" language="c"
 # /* A large block from the first big gap that holds it.  The rest of the

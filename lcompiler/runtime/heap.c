@@ -28,9 +28,11 @@
  * next run, in this chunk or the next; when there is none, it collects.
  *
  * The old generation is filled in *regions*, some free stretch of the
- * heap: the next gap (in address order) that the last major collection
- * left between live blocks, else fresh memory at heap_end, up to the
- * limit.  The collector copies survivors into the current region, promo.
+ * heap: the next gap on a free list (the gaps that the last major
+ * collection left between live blocks, in address order, and those of
+ * the chunks that left the nursery since), else fresh memory at heap_end,
+ * up to the limit.  The collector copies survivors into the current
+ * region (promo).
  * A large request (over LARGE_WORDS) is carved out of the first gap that
  * holds it, or from heap_end; gaps of LARGE_WORDS or more are kept in a
  * list of their own, so that this search does not crawl through the

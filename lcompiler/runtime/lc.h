@@ -29,7 +29,8 @@
  *     bits 40..58  the layout: bit 40 + i set if field i may be a pointer
  *     bit  59      CONSERVATIVE: more than 19 fields, no layout; any field
  *                  may be a pointer
- *     bit  60      OLD: not in the nursery (promoted, pinned, or static)
+ *     bit  60      OLD: in the old generation (promoted, pinned where it
+ *                  stood, allocated old, or static)
  *     bit  61      REMEMBERED: in the remembered set (gc.c)
  *     bit  62      FREE: not a block but free space (a "filler"), whose
  *                  size - 1 is in bits 0..58

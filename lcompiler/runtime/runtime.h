@@ -62,7 +62,7 @@ void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
 #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
 #define REGION_WORDS  CHUNK_WORDS               /* regions: 64 KB, up to 128 KB from gaps */
 #define LARGE_WORDS   1024
-#define MIN_OLD_BYTES (8ull << 20)              /* the old generation's size before a major collection */
+#define MIN_OLD_BYTES (8ull << 20)              /* the least old generation a major collection waits for */
 
 extern uint64_t *heap_start, *heap_end, *heap_limit_end;
 extern uint64_t *small_gaps, *big_gaps;     /* linked through each gap's word 1 */
