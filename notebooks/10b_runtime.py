@@ -1445,7 +1445,8 @@ header_picture  # noqa: B018  (the cell shows it)
 # rent starts again from zero. It is the rule for renting skis: rent until what you have paid
 # equals the price, then buy; it never pays more than twice the best choice
 # made knowing the future. When the rule was written, it made `cpstak`,
-# run at ten times chapter 12's size, faster: major collections ran where
+# run at `n = 2,000` (ten times the size chapter 12 used then; it uses
+# 8,000 now), faster: major collections ran where
 # there had been none, and the sweep and the search for runs took a
 # smaller share of the time. Those measurements were not kept with the
 # book, and the runtime has no switch to turn the rule off, so no cell
