@@ -2447,9 +2447,11 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 
 # %% [markdown]
 # What `stack.c` offers the other files: the sizes of the guard zone and
-# of the handler's stack, the top of the L thread's stack, and two
-# functions for `lc_run`, which hands over the messages and tables that
-# the compiler made, then runs the program.
+# of the handler's stack, the top of the L thread's stack, two functions
+# for `lc_run`, which hands over the messages and tables that the compiler
+# made, then runs the program, and `site_at`, the search of the tables,
+# for the backtraces of `backtrace.c` (the section on backtraces, below),
+# whose two functions are declared here too.
 
 # %% magic_args="runtime/runtime.h" language="c"
 #
