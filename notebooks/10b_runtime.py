@@ -3952,9 +3952,10 @@ for path in sorted(runtime_folder().glob("*.c")):
 #
 # 1. `LC_GC_STATS=1` prints what the collector did. Add the number of
 #    blocks that `lc_alloc_old` allocated (blocks of more than 19 fields)
-#    to its first line, and check it with a program of the corpus that
-#    makes such blocks. Which of the runtime's files do you change, and
-#    what must `runtime.h` say?
+#    to its first line, and check it with a program that makes such
+#    blocks (no program of the corpus does; `tests/test_gc.py` has one).
+#    Which of the runtime's files do you change, and what must
+#    `runtime.h` say?
 # 2. The nursery promotes every block that is alive at a minor collection,
 #    even one made just before it, which would have died a moment later.
 #    Give the nursery an *age*: copy a survivor of its first collection into
@@ -3988,10 +3989,11 @@ for path in sorted(runtime_folder().glob("*.c")):
 # 1. The counter lives with the heap's others: defined in `heap.c`
 #    (`uint64_t old_blocks;`), declared in `runtime.h`'s heap section
 #    (`extern uint64_t old_blocks;`), reset in `heap_init` and counted in
-#    `lc_alloc_old`; `statistics`, in `gc.c`, prints it. Programs of the
-#    corpus with wide tuples or constructors (the `WIDE` program of
-#    `tests/test_gc.py` builds 3 such blocks per element) give a count you
-#    can predict from the program: one per wide value built.
+#    `lc_alloc_old`; `statistics`, in `gc.c`, prints it. The `WIDE`
+#    program of `tests/test_gc.py` (with its `$N` replaced by a number)
+#    builds three such blocks per element of its lists — a constructor, a
+#    tuple and a closure, each of more than 19 fields — so the count is
+#    three times `$N`, one per wide value built.
 # 2. The age needs a bit, and one is free: a young block never has
 #    `REMEMBERED` set, since only old blocks are remembered (the write
 #    barrier tests `OLD` first), so that bit can mark a young block that
