@@ -3162,9 +3162,10 @@ print("declared by chapter 10 and not exported:", set(RUNTIME_FUNCTIONS) - set(e
 #
 # The runtime describes its nursery, block by block, when asked
 # (`LC_GC_DUMP=n`: at the n-th minor collection, before it, after its
-# tracing, and after its sweep). Here is a program that inserts 3,000 keys
-# into a persistent search tree — each insertion copies the path from the
-# root to the new leaf, so the old path dies, the new one lives — run with a
+# tracing, and after its sweep). Here is a program that makes 3,000
+# insertions into a persistent search tree of 1,000 keys (each key three
+# times) — each insertion copies the path from the root to the key's
+# node, so the old path dies, the new one lives — run with a
 # nursery of one chunk (`LC_NURSERY=64K`), and its third minor collection.
 
 # %%
