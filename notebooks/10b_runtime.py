@@ -1458,16 +1458,18 @@ header_picture  # noqa: B018  (the cell shows it)
 # keeps a *rent*: the old blocks that each sweep of the nursery met, added
 # up. When the rent exceeds what a major collection would cost — the live
 # words it marks plus an eighth of the heap's words for its sweep, and at
-# least 64 K — a major collection runs, and the rent starts again from
-# zero. It is the rule for renting skis: rent until what you have paid
+# least 64 K words (`MIN_MAJOR_COST`) — a major collection runs, and the
+# rent starts again from zero. It is the rule for renting skis: rent until what you have paid
 # equals the price, then buy; it never pays more than twice the best choice
 # made knowing the future. When the rule was written, it made `cpstak`,
-# run at ten times chapter 12's size, faster: major collections ran where
+# run at `n = 2,000` (ten times the size chapter 12 used then; it uses
+# 8,000 now), faster: major collections ran where
 # there had been none, and the sweep and the search for runs took a
 # smaller share of the time. Those measurements were not kept with the
 # book, and the runtime has no switch to turn the rule off, so no cell
-# here repeats them. What `cpstak` pins at chapter 12's size, and how many
-# collections of each kind it makes, the runtime's statistics say:
+# here repeats them. What `cpstak` pins at the size its file sets (`n =
+# 200`, a fortieth of chapter 12's 8,000), and how many collections of
+# each kind it makes, the runtime's statistics say:
 
 # %%
 from lcompiler import driver                 # chapter 11: an executable, with the runtime linked in
@@ -1491,9 +1493,9 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # so the nursery grows with the stack: to twice the stack's size, up to 64
 # MB, and back to its own size when the stack is shallow again. The other
 # cost of a minor collection is its survivors, and the nursery grows for
-# them too, on trial, when that makes the program faster (below).
+# them too, on trial, when a larger one copies much less (below).
 #
-# Two terms from the literature come up in every cell below. A root is
+# Two terms from the literature come up again and again below. A root is
 # *precise* when the collector knows it holds a pointer (a field whose
 # layout bit says so), and may then move the block and rewrite the field;
 # it is *ambiguous* (or *conservative*) when it may be an `Int` that merely
@@ -1520,9 +1522,9 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # <p class="admonition-title">Design note: a stack of copies, not Cheney's scan pointer</p>
 #
 # Cheney's copying collector needs no list of work: the copies lie one
-# after the other in to-space, and a scan pointer walks through them behind
-# the allocation pointer. Here the copies go into regions of the old
-# generation, which need not be next to each other (a region may be a gap
+# after the other in *to-space* (the empty memory it copies into), and a
+# scan pointer walks through them behind the allocation pointer. Here the
+# copies go into regions of the old generation, which need not be next to each other (a region may be a gap
 # anywhere in the heap), so an explicit stack of copies still to scan,
 # `to_scan`, takes the place of the scan pointer.
 #
@@ -1795,14 +1797,14 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # The third phase sweeps each chunk into free runs around its old blocks,
 # which `old_bits` lists, so the dead blocks are never read. A chunk that
 # pinned blocks fill more than half goes to the old generation, and a
-# fresh chunk replaces it.
+# spare chunk (below) or a fresh one replaces it.
 #
 # `sweep_chunk` returns the words that stay, and that number decides a
 # chunk's fate: with more than half of it pinned, the runs left between the
 # pinned blocks are few and small, so the chunk leaves the nursery, its
-# free runs going onto the old generation's gap lists, and a fresh chunk
-# takes its place. If the heap has no room for a fresh chunk, the full one
-# stays.
+# free runs going onto the old generation's gap lists, and a spare or a
+# fresh chunk takes its place. If there is no spare and the heap has no
+# room for a fresh chunk, the full one stays.
 
 # %% magic_args="runtime/gc.c" language="c"
 # /* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
@@ -1885,9 +1887,10 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # little after the collection that copied it was copied for nothing; a
 # larger nursery gives such blocks time to die first. `perm`, the
 # benchmark that builds every permutation of a list in turn, is the case:
-# at 2 MB, much of what it allocates is still live at the next collection,
-# and the collector takes much of its time (the table of nursery sizes
-# below shows how much). But a larger nursery is not free. It is further from the processor's caches, so the program
+# at 2 MB, much of what it allocates is still live at the next collection
+# (the trace below shows it), and the collector takes a large share of its
+# time even once the nursery has grown (the last lines of the table of
+# nursery sizes, below). But a larger nursery is not free. It is further from the processor's caches, so the program
 # allocates into memory that is not in the cache; and when the survivors
 # are long-lived — a large tree that is updated, as in `live` and `rbtree`
 # — a larger nursery only copies more of them, later. How much survives
@@ -1908,9 +1911,10 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 #   tries half its size, since the program may have moved on to work that
 #   a smaller nursery does as well; it grows back if the larger size would
 #   have passed its trial from there.
-# - When less than a thirty-second of the nursery survived two collections
-#   in a row, it halves (one such collection may only be the end of a
-#   phase of the program, the next one its start).
+# - When the last two collections together kept less than a sixteenth of
+#   the nursery (a thirty-second each, on average), it halves (one such
+#   collection may only be the end of a phase of the program, the next one
+#   its start).
 #
 # Every decision counts words, none reads a clock, so that a program
 # collects the same way at every run (the counts of collections printed
@@ -1923,7 +1927,7 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # one run to the next.)
 #
 # `want` is the largest of these, capped at 1,024 chunks
-# (`MAX_NURSERY_CHUNKS`, 64 MB) and at an eighth of the heap, and never
+# (`MAX_NURSERY_CHUNKS`, 64 MB) and at an eighth of the heap's limit, and never
 # less than `LC_NURSERY`. A chunk that leaves the nursery when it shrinks
 # stays in the array, after the chunks in use, as a *spare*, if no old
 # block lies in it: growing again takes the spares first, and fresh memory
@@ -2050,8 +2054,8 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 
 # %% [markdown]
 # `LC_GC_DUMP` describes the nursery block by block, and the whole heap
-# stretch by stretch: the pictures of the collector at work, at the end of
-# the chapter, are drawn from it.
+# stretch by stretch: the pictures of the section on the collector at
+# work, below, are drawn from it.
 
 # %% magic_args="runtime/gc.c" language="c"
 # /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
@@ -2182,7 +2186,8 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # %% [markdown]
 # A major collection marks from the roots with an explicit stack, and reads
 # each block's header only when it is its turn to be scanned, a few blocks
-# after it was pushed and prefetched: the misses of the cache overlap.
+# after it was taken off the stack and prefetched: the misses of the cache
+# overlap.
 #
 # `mark_value` and `mark_field` are the ambiguous and the precise case
 # again. A word of the stack may point anywhere into a block, so it goes
@@ -2438,8 +2443,9 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # process. The handler cannot run on the stack that just overflowed, so it
 # gets a small stack of its own (`alt_stack`, 64 KB); it must also be
 # careful, since the program was stopped at an arbitrary instruction: it
-# only flushes the output, writes one message and exits. The picture after
-# the code shows the stack, its guard zone and where the handler runs.
+# only flushes the output, writes one message (with `LC_BACKTRACE=1`, the
+# calls under way too: the section on backtraces, below) and exits. The
+# picture after the code shows the stack, its guard zone and where the handler runs.
 #
 # <div class="admonition note">
 #
@@ -2458,9 +2464,11 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 
 # %% [markdown]
 # What `stack.c` offers the other files: the sizes of the guard zone and
-# of the handler's stack, the top of the L thread's stack, and two
-# functions for `lc_run`, which hands over the messages and tables that
-# the compiler made, then runs the program.
+# of the handler's stack, the top of the L thread's stack, two functions
+# for `lc_run`, which hands over the messages and tables that the compiler
+# made, then runs the program, and `site_at`, the search of the tables,
+# for the backtraces of `backtrace.c` (the section on backtraces, below),
+# whose two functions are declared here too.
 
 # %% magic_args="runtime/runtime.h" language="c"
 #
@@ -2810,9 +2818,9 @@ stack_picture  # noqa: B018  (the cell shows it)
 # compares the two readings, the unreadable ones included.) The default
 # heap limit depends on the machine: `DEFAULT_HEAP_LIMIT`, or a quarter of
 # the machine's memory if that is less, but not under `LEAST_HEAP_LIMIT`
-# (the section on sizes, at the end of the chapter, says how it was
-# chosen). Chapter 4b's reference interpreter reads `LC_HEAP_LIMIT` the
-# same way, and a test compares the two readings.
+# (the section on sizes and limits, below, says how it was chosen).
+# Chapter 4b's reference interpreter reads `LC_HEAP_LIMIT` the same way,
+# and a test compares the two readings.
 
 # %% magic_args="runtime/runtime.h" language="c"
 #
@@ -3171,9 +3179,10 @@ print("declared by chapter 10 and not exported:", set(RUNTIME_FUNCTIONS) - set(e
 #
 # The runtime describes its nursery, block by block, when asked
 # (`LC_GC_DUMP=n`: at the n-th minor collection, before it, after its
-# tracing, and after its sweep). Here is a program that inserts 3,000 keys
-# into a persistent search tree — each insertion copies the path from the
-# root to the new leaf, so the old path dies, the new one lives — run with a
+# tracing, and after its sweep). Here is a program that makes 3,000
+# insertions into a persistent search tree of 1,000 keys (each key three
+# times) — each insertion copies the path from the root to the key's
+# node, so the old path dies, the new one lives — run with a
 # nursery of one chunk (`LC_NURSERY=64K`), and its third minor collection.
 
 # %%
@@ -3207,6 +3216,7 @@ traced = {offset: kind for offset, _, kind, _ in dump["traced"]}
 fates = [(offset, words, kind if kind != "young" else {"copied": "copied", "old": "pinned"}.get(traced[offset], "dead"))
          for offset, words, kind, _ in dump["start"]]
 count = lambda what: sum(1 for *_, fate in fates if fate == what)
+count_from = lambda offset, what: sum(1 for o, _, fate in fates if fate == what and o >= offset)
 words = lambda what: sum(n for _, n, fate in fates if fate == what)
 print(f"before: {len(fates)} blocks and fillers, {sum(1 for *_, k, _ in dump['start'] if k == 'young')} young;"
       f" {count('old')} old, pinned by earlier collections")
@@ -3223,8 +3233,8 @@ print(f"after: {sum(1 for *_, k, _ in dump['swept'] if k == 'old')} old blocks, 
 # saved on the stack still points to — and stay, next to the few pinned by
 # the collections before. Drawn to scale, the 64 KB of the chunk before
 # and after the collection, and where the copies went in the old
-# generation (on the right, the end of the chunk, where the blocks the
-# stack held were allocated last):
+# generation (on the right, enlarged, the last 8 KB of the chunk, where
+# most of the blocks that the stack held lie: they were allocated last):
 
 # %%
 import matplotlib.pyplot as plt
@@ -3253,7 +3263,8 @@ display(fig, metadata={"alt": f"The 64 KB nursery chunk drawn to scale before it
                               f"{count('dead')} dead, {count('copied')} copied and {count('pinned')} pinned young "
                               f"blocks among {count('old')} old ones; after it, free runs around the old and pinned "
                               f"blocks; and the copies side by side in the old generation. A second panel enlarges "
-                              f"the last 8 KB of the chunk, where the pinned blocks are."})
+                              f"the last 8 KB of the chunk, where {count_from(7 * 1024, 'pinned')} of the "
+                              f"{count('pinned')} pinned blocks are."})
 plt.close(fig)
 
 # %% [markdown]
@@ -3366,11 +3377,16 @@ for when, heap in heaps.items():
 # on the left to `heap_end`, then the fresh memory up to the limit, not to
 # scale; and, enlarged, the 16 KB of the heap after the major collection
 # where the blocks are the most scattered, and the blocks and the gaps
-# between them can be told apart. The nursery has two chunks here (more
-# than a quarter of one chunk survives this program's collections, and a
-# second one passed its trial): the heap's first chunk, and one that came
-# from the end of the heap as it was when the nursery grew (the heap has
-# grown past it since). A
+# between them can be told apart. Each stretch of blocks is drawn at least
+# half a pixel wide, so that none is lost, and the gaps give up the room:
+# a row of many stretches looks fuller than it is. After the major
+# collection the nursery has two chunks (more than a quarter of one chunk
+# survives this program's collections, and a second one passed its
+# trial): the heap's first chunk, and one that came from the end of the
+# heap as it was when the nursery grew (the heap has grown past it since).
+# At the next collection, having kept its size for 64 collections, the
+# nursery tries one chunk again, and keeps it: three collections later it
+# is the heap's first chunk alone. A
 # gap of 1,024 words (`LARGE_WORDS`) or more is on the list for large
 # blocks and for regions; a smaller one is on the list of small gaps,
 # which the regions of survivors take first.
@@ -3390,8 +3406,13 @@ def heap_spans(heap: list, scale: float) -> list:
     return spans + [Span(fresh, "fresh", "fresh memory …", width=110)]
 
 
+def nursery_at(heap: list) -> str:
+    """Where the nursery's chunks are in a heap, for the description of the picture."""
+    chunks = [o * 8 // 1024 for o, _, kind in heap if kind == "nursery"]
+    return f"{len(chunks)} chunk{'s' if len(chunks) > 1 else ''} at {' and '.join(map(str, chunks))} KB"
+
+
 used = max(o + w for heap in heaps.values() for o, w, kind in heap if kind != "fresh")
-chunk_at = next(o for o, _, kind in heaps["after the major collection"] if kind == "nursery")
 heap_rows = [Row(when, heap_spans(heap, 820 / used)) for when, heap in heaps.items()]
 heap_rows[0].marks = [(0, "heap_start"), (len(heap_rows[0].spans) - 1, f"heap_end, {used * 8 // 1024} KB", "end")]
 starts = [o for o, _, kind in heaps["after the major collection"] if kind == "blocks"]
@@ -3410,8 +3431,9 @@ MemoryPicture(heap_rows + [zoom_row], {
     alt=f"The heap of a program that inserts 300,000 keys into a tree, at the end of its minor collection "
         f"{first_major}, which a major collection followed, and three minor collections later: from heap_start "
         f"to heap_end, {used * 8 // 1024} KB, old blocks scattered among gaps that the sweep made of the dead "
-        f"copies, the nursery's one chunk at {chunk_at * 8 // 1024} KB, then fresh memory up to the limit, not "
-        f"to scale. Three collections later, the survivors have filled small gaps from the start of the heap on. "
+        f"copies, the nursery ({nursery_at(heaps['after the major collection'])}), then fresh memory up to the "
+        f"limit, not to scale. Three collections later, the survivors have filled small gaps from the start of the "
+        f"heap on, and the nursery is {nursery_at(heaps['three minor collections later'])}. "
         f"A third row enlarges the "
         f"16 KB of the heap after the major collection that hold the most stretches of blocks, from "
         f"{zoom_from * 8 // 1024} KB on, where the live blocks and the gaps between them are seen one by one.")
@@ -3457,10 +3479,11 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 #
 # With `LC_GC_TRACE=1` the runtime writes a line per minor collection:
 # the nursery's size, the words that survived it, and the size it gives
-# the nursery for the next one. Two benchmark programs of chapter 12, at
-# small sizes: `perm`, whose lists live for a round of permutations and
-# then die, and `live`, whose tree lives for the whole run while paths
-# of it are replaced. (The trace's counts, like every decision of the
+# the nursery for the next one. Two benchmark programs of chapter 12:
+# `perm`, at a sixteenth of its size there (`n = 150`), whose lists live
+# for a round of permutations and then die, and `live`, at its size there
+# (`n = 250,000`), whose tree lives for the whole run while paths of it
+# are replaced. (The trace's counts, like every decision of the
 # nursery's, are the same at every run.)
 
 # %%
@@ -3506,20 +3529,24 @@ plt.close(fig)
 # In `perm` most of a 2 MB nursery survives, so it doubles on trial; the
 # trial passes — not much more survives the larger nursery, a smaller
 # share of it — and it doubles again, to 8 MB and then 16. At 16 MB the
-# trial fails: the collection that ends it keeps more than half as much
-# again as the 8 MB ones did, and the nursery goes back to 8 MB, where it
+# trial fails: its two collections keep more than half as much again as
+# the two at 8 MB before it, and the nursery goes back to 8 MB, where it
 # stays for the pause that follows a failed trial, its survivors going
-# round with the rounds of permutations, from nothing to half the
-# nursery; then it tries again, and the same happens. (Where the
+# round with the rounds of permutations, from almost nothing to over half
+# the nursery. Having kept its size for 64 collections, it then tries
+# half of it, 4 MB, and is back at 8 MB two collections later (8 MB had
+# kept hardly more than 4 MB does: it would pass its trial from there);
+# it tries 16 MB again, and fails again. (Where the
 # collections fall in the rounds decides each trial, and small changes to
 # the program's code move them: in an earlier build of this book the same
 # program went back and forth between 16 and 32 MB.) In `live`,
 # building the tree is all survivors: the nursery doubles on trial, and
-# the trial fails — twice the nursery kept nearly twice as many of the
-# tree's nodes — so it goes back to 2 MB. For the updates that follow,
-# about a third of it survives each collection, more than a quarter, so
-# it tries again every 64 collections, and fails each time: the tree's
-# paths are long-lived.
+# the trial fails — the two collections at 4 MB kept more than half as
+# many again of the tree's nodes as the two at 2 MB before — so it goes
+# back to 2 MB. For the updates that follow, about a third of it survives
+# each collection, more than a quarter, so it tries again 64 collections
+# after each failed trial, and fails each time: the tree's paths are
+# long-lived.
 #
 # ### Sizes and limits
 #
@@ -3943,9 +3970,10 @@ for path in sorted(runtime_folder().glob("*.c")):
 #
 # 1. `LC_GC_STATS=1` prints what the collector did. Add the number of
 #    blocks that `lc_alloc_old` allocated (blocks of more than 19 fields)
-#    to its first line, and check it with a program of the corpus that
-#    makes such blocks. Which of the runtime's files do you change, and
-#    what must `runtime.h` say?
+#    to its first line, and check it with a program that makes such
+#    blocks (no program of the corpus does; `tests/test_gc.py` has one).
+#    Which of the runtime's files do you change, and what must
+#    `runtime.h` say?
 # 2. The nursery promotes every block that is alive at a minor collection,
 #    even one made just before it, which would have died a moment later.
 #    Give the nursery an *age*: copy a survivor of its first collection into
@@ -3979,10 +4007,11 @@ for path in sorted(runtime_folder().glob("*.c")):
 # 1. The counter lives with the heap's others: defined in `heap.c`
 #    (`uint64_t old_blocks;`), declared in `runtime.h`'s heap section
 #    (`extern uint64_t old_blocks;`), reset in `heap_init` and counted in
-#    `lc_alloc_old`; `statistics`, in `gc.c`, prints it. Programs of the
-#    corpus with wide tuples or constructors (the `WIDE` program of
-#    `tests/test_gc.py` builds 3 such blocks per element) give a count you
-#    can predict from the program: one per wide value built.
+#    `lc_alloc_old`; `statistics`, in `gc.c`, prints it. The `WIDE`
+#    program of `tests/test_gc.py` (with its `$N` replaced by a number)
+#    builds three such blocks per element of its lists — a constructor, a
+#    tuple and a closure, each of more than 19 fields — so the count is
+#    three times `$N`, one per wide value built.
 # 2. The age needs a bit, and one is free: a young block never has
 #    `REMEMBERED` set, since only old blocks are remembered (the write
 #    barrier tests `OLD` first), so that bit can mark a young block that
