@@ -2714,15 +2714,16 @@ for name in ("parse s", "parse s, collector running"):
 print(f"the collector's share of the largest parse: {1 - last['parse s'] / last['parse s, collector running']:.0%}")
 
 # %% [markdown]
-# About 25,000 lines per second — 3.9 to 4.0 µs per token — at every
-# size: the time per line of the largest program is 1.02 times that of the
-# smallest, so lexing and parsing are linear. Lexing is more than half of
-# the work (`parse s` includes it). With the garbage collector left running,
-# the largest program takes 6.49 s instead of 3.90 s: the collector would be
-# two fifths of the parse (40 %), for nothing, since there are no cycles to
-# find; and its time per line grows with the program (1.05 times from the
-# smallest to the largest), as it examines again and again a tree it cannot
-# know to be free of cycles.
+# About 30,000 lines per second — 3.3 to 3.5 µs per token — at every
+# size: the time per line of the largest program is 1.06 times that of the
+# smallest, so lexing and parsing are linear, within the few per cent that
+# separate one run from the next. Lexing is more than half of the work
+# (`parse s` includes it). With the garbage collector left running, the
+# largest program takes 6.00 s instead of 3.38 s: the collector would be
+# more than two fifths of the parse (44 %), for nothing, since there are no
+# cycles to find; and its time per line grows with the program (1.10 times
+# from the smallest to the largest), as it examines again and again a tree
+# it cannot know to be free of cycles.
 #
 # ## Exercises
 #
