@@ -1,4 +1,4 @@
-"""How the collector of chapter 10 behaves: four programs that allocate, built with `lc build`.
+"""How the collector of chapter 10b behaves: five questions, asked of programs that allocate, built with `lc build`.
 
     python bench/gc_speed.py [--json bench/gc_speed.json] [--repeat 3]
 
@@ -7,7 +7,7 @@
    one more costs, once the list is built and whatever collections the build left to the first
    cells -- for S from 0 to 3 * 10^6, must not grow with S (a collector that traced the live
    list at every collection would grow linearly per cell, quadratically in all);
-2. cells: 10^8 short-lived cells, in bounded memory (the contract's test);
+2. cells: 10^8 short-lived cells, in bounded memory (chapter 10b's promise);
 3. list: a list of 10^7 cells, built and summed;
 4. limit: a list that grows until the heap reaches its limit: the time until the runtime error
    (status 2, "out of memory"), for limits of 256 MB, 1 GB (the default) and 4 GB (the default

@@ -2643,7 +2643,7 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # compiler or of this runtime, with exit status 3. The L thread sets up the
 # alternate stack the handler runs on.
 #
-# The exit statuses are those of the contract for `lc`: 2 for a runtime
+# The exit statuses are those `lc` promises (appendix C): 2 for a runtime
 # error in the L program, 3 for a bug of the compiler. `_exit`, not `exit`,
 # because `exit` would run the C library's clean-up functions, which are
 # not safe to call from a signal handler; `flush_output` writes out first
@@ -3448,8 +3448,8 @@ MemoryPicture(heap_rows + [zoom_row], {
 #
 # ### A hundred million cells in two megabytes
 #
-# The contract's test of the collector: a loop that allocates 10^8
-# short-lived cells. This one makes a two-field `Cons` per iteration, a
+# The test of the promise that a program allocating without end runs in
+# bounded memory: a loop that allocates 10^8 short-lived cells. This one makes a two-field `Cons` per iteration, a
 # hundred million times, and keeps only a running sum. It is compiled to an
 # executable (chapter 11) without chapter 9's optimiser, which would see
 # that the `match` takes apart the `Cons` just built, and would build
@@ -3633,9 +3633,8 @@ for r in speed["live"]:
 # collector traced the whole live list at every collection, so that every
 # short-lived cell cost more, the more cells were live.)
 #
-# Third, the other promises of the contract — ten million cells in one
-# list, and a clean runtime error at the heap limit — and the default of
-# that limit. A program that allocates without end stops when the heap
+# Third, a list of ten million cells, and the promise of a clean runtime
+# error at the heap limit, with the default of that limit. A program that allocates without end stops when the heap
 # reaches its limit, with "out of memory", status 2; the question is how
 # long it takes to get there, and how much memory the machine gives up
 # meanwhile:
