@@ -3605,8 +3605,8 @@ for name, r in calls["loops"].items():
           f"{r['after']['python calls per call']:.1f}")
 
 # %% [markdown]
-# Every loop runs at more than twice its former speed, and the last column
-# says why: a turn of the count loop made 21 Python calls and makes 6. Most
+# Every loop runs at about twice its former speed or more (the column
+# `ratio`), and the last column says why: a turn of the count loop made 21 Python calls and makes 6. Most
 # of the difference is the specialised code of the translation above:
 #
 # - a function of several parameters binds them in the environment its
