@@ -4080,7 +4080,7 @@ print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0
 # Over a hundredfold growth of the program, the time per node of every
 # phase grows by the factors printed last — where a quadratic phase would
 # grow a hundredfold. Timings on a shared machine are noisy, though, and a
-# factor near 1.5 could hide an algorithm that is a little worse than
+# factor near 1.4 could hide an algorithm that is a little worse than
 # linear. So count the work instead of timing it: the number of Python
 # function calls each phase makes per node, on generated programs of
 # 3,000 and 30,000 nodes (the same generator, at a size that takes seconds
@@ -4146,8 +4146,8 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
 # A substitution costs under a microsecond (0.6 to 0.8 µs) whether the
 # variable has 10 or 100,000 occurrences: it is one `union` and one splice.
 # In the generated programs it costs more as the program grows, from 0.7 to
-# 1.5 µs; but so does "touch", which only reads the objects a substitution
-# writes, from 0.6 to 1.3 µs. That is the price of reaching objects scattered in a
+# 1.3 µs; but so does "touch", which only reads the objects a substitution
+# writes, from 0.5 to 1.2 µs. That is the price of reaching objects scattered in a
 # larger heap, not work the substitution does.
 #
 # <div class="admonition note">

@@ -1416,9 +1416,9 @@ print(f"time per source node, largest / smallest: "
 
 # %% [markdown]
 # The CPS is 1.93 nodes per source node at every size. The time per node
-# grows a little more than twofold over a hundredfold growth of the
-# program, from 10 µs to 22.5 µs, most of it below 30,000 nodes, and by a
-# tenth (20.5 to 22.5 µs) over the last threefold — far from the
+# grows about twofold over a hundredfold growth of the program, from 9.3
+# µs to 19.9 µs, all of it below 30,000 nodes, and not at all (20.0 to
+# 19.9 µs) over the last threefold — far from the
 # hundredfold of a quadratic pass, and the slow growth that chapter 6
 # measured on its own framework, where a profile showed the same number of
 # calls per node at every size and the cost of reaching objects in a

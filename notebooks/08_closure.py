@@ -618,8 +618,8 @@ print(f"time per source node, largest / smallest: "
       " (1.00 is linear)")
 
 # %% [markdown]
-# Closure conversion costs from 2.8 to 3.8 µs per source node,
-# growing by a third over a hundredfold growth of the program, as chapter
+# Closure conversion costs from 2.8 to 3.4 µs per source node,
+# growing by a quarter over a hundredfold growth of the program, as chapter
 # 6's phases do when the heap outgrows the caches: each function's body is
 # walked a fixed number of times, and the functions nested in it are not
 # walked again once hoisted.
