@@ -14,6 +14,14 @@ checks that it did. Run it on a quiet machine, then re-run the chapters
 that read the files (python tools/literate.py run NN_name) and re-read their
 prose.
 
+Pinning it to one core (taskset -c 1, as this book's sessions do, to keep
+other work off the measured core) suits every step that times programs, but
+not the three that time the compiler itself -- compile_speed.json,
+compile_speed-O0.json and mono_check.json, and optimiser.json's `compile`:
+the compiler makes a big module's machine code in parallel parts, one per
+core it may use (chapter 11), so pinned they measure a one-core compiler.
+Run those commands unpinned (--list prints them).
+
 --check runs every step at the tiny sizes its script offers, writing into a
 temporary folder instead of bench/, to see that every script still works;
 its figures mean nothing and are thrown away.
@@ -61,6 +69,8 @@ STEPS = [
     ("exceptions.json", "10", "exceptions.py --json bench/exceptions.json", "exceptions.py --repeat 1 --json {json}"),
     ("gc_speed.json", "10", "gc_speed.py --repeat 5 --json bench/gc_speed.json", "gc_speed.py --repeat 1 --json {json}"),
     ("wrapv.json", "12", "wrapv.py --repeat 5 --json bench/wrapv.json", "wrapv.py --repeat 1 --json {json}"),
+    ("same_program.json", "12", "same_program.py --repeat 5 --json bench/same_program.json",
+     "same_program.py --repeat 1 --json {json}"),
     ("align.json", "12", "align.py --repeat 5 --json bench/align.json",
      "align.py --repeat 1 --only takl --json {json}"),
     ("heap_pointer.json", "10", "heap_pointer.py --repeat 5 --json bench/heap_pointer.json",
