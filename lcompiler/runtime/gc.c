@@ -28,7 +28,8 @@
  *      pointers to it.
  *   3. sweep the nursery: every chunk becomes free runs around the pinned
  *      blocks.  A chunk that pinned blocks fill more than half is given
- *      to the old generation, and a fresh chunk takes its place.
+ *      to the old generation, and a spare chunk or a fresh one takes
+ *      its place.
  * The old generation's blocks that may point into the nursery are the
  * *remembered set*: compiled code, after it stores into a block whose
  * header says OLD (and not yet REMEMBERED), calls lc_remember (the write
@@ -517,8 +518,8 @@ static void scan_block(const uint64_t *block)
 /* cell 84 */
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
- * scanned, so that its header is in the cache when its turn comes; this
- * makes marking nearly twice as fast as waiting for one miss at a time. */
+ * scanned, so that its header is in the cache when its turn comes, and
+ * up to eight misses overlap instead of following one another. */
 #define PREFETCH_QUEUE 8
 
 static void drain_mark_stack(void)
