@@ -2959,24 +2959,25 @@ for i, threshold in ((0, "1"), (1, f"the target {run['target']}")):
                                                for v, n in counts.items()))
 
 # %% [markdown]
-# No benchmark misses the target, by the rule; one is within noise of it:
-# `interp`, whose median is 1.00 but whose interval reaches past 1.05 —
-# and whose `-O0` build, timed against itself, spreads almost as far (the
-# last column). Where the optimiser does what LLVM cannot (the end of this
-# section says what), the optimised program takes from a third to three
-# quarters of the time: `change`, `mandel`, `tak`, `fib`, `states`, `ack`,
-# `binarytrees`, `fold`; `deriv`, `hof`, `raiseparse`, `gcd`, `nqueens`
-# and `live` gain from a hundredth to a fifth. Four are slower than 1 by
-# the rule, inside the target, by one or two per cent (`cpstak`,
-# `cpstree`, `msort`, `raisesearch`); seven are within noise of 1 (the
-# counts are the table's last lines). `perm` is one of them: in the
-# previous measurement of this table its optimised build took seven
-# tenths of the `-O0` build's time. Its time is decided by the collector
-# more than by its code (chapter 12), and chapter 10's copy of the heap
-# pointer, made since, changed what the conservative scan of the stack
-# finds and so how the nursery grows on this program.
+# Every benchmark meets the target, by the rule — `interp` too, which in
+# earlier measurements was within noise of it, its interval reaching past
+# 1.05 (its `-O0` build, timed against itself, spread almost as far: the
+# last column says how far it spreads now). Where the optimiser does what
+# LLVM cannot (the end of this section says what), the optimised program
+# takes from a third to three quarters of the time: `change`, `mandel`,
+# `tak`, `fib`, `states`, `ack`, `binarytrees`, `fold`; `deriv`, `hof`,
+# `raiseparse`, `rbtree`, `gcd`, `live` and `nqueens` gain from a fifth to
+# less than a hundredth. Five are slower than 1 by the rule, inside the
+# target, by two per cent at most (`cpstak`, `cpstree`, `loop`, `msort`,
+# `raisesearch`); five are within noise of 1 (`divrec`, `interp`, `perm`,
+# `primes`, `takl`; the counts are the table's last lines). `perm` is one
+# of them: in an earlier measurement of this table its optimised build
+# took seven tenths of the `-O0` build's time. Its time is decided by the
+# collector more than by its code (chapter 12), and chapter 10's copy of
+# the heap pointer, made since, changed what the conservative scan of the
+# stack finds and so how the nursery grows on this program.
 #
-# One of those seven is `interp`, which missed the target when this table
+# One of those five is `interp`, which missed the target when this table
 # was measured before chapter 12's change to where loops begin (its
 # section "Where a loop starts"): then its optimised build was slower than
 # its `-O0` build by more than the target allows, the whole interval above
@@ -3170,17 +3171,17 @@ for name, r in MEASURED["closures"].items():
 # the table of rounds (the file keeps the fastest, median and slowest of
 # the 21 runs) — and keeps 6 functions where unrolling made 123; on
 # `cpstree`, whose recursive functions make fewer closures, it keeps 6
-# functions where unrolling made 20, and saves as much time.
+# functions where unrolling made 20, and saves less time, a fourteenth,
+# still faster by the rule.
 
 # %% [markdown]
 # The default build — the optimiser with its three rounds — is in two of
 # these tables: as `optimised` in the first (`bench/optimiser.py run`) and
 # as `UNROLL 3` in the table of rounds (`bench/optimiser.py unroll`). They
-# are two sessions, of two sub-commands, on two commits (the machine lines
-# above), and between them chapter 10 changed how every allocation uses
-# the heap pointer (its section on the heap pointer in a register), so the
-# default build's times differ between them by that change and by the
-# noise of two sessions:
+# are two sessions, of two sub-commands run one after the other on the
+# same compiler (the commits of the machine lines above differ in the
+# book's text, not in its code), so the default build's times differ
+# between them by the noise of two sessions alone:
 
 # %%
 print(f"{'':12} {'run s':>7} {'unroll s':>9} {'ratio':>6}")
@@ -3192,30 +3193,30 @@ for name, r in MEASURED["run"]["benchmarks"].items():
 print(f"from one session to the other: {min(across.values()):.2f} to {max(across.values()):.2f}")
 
 # %% [markdown]
-# Most within a few hundredths of 1; `cpstak` at 1.12, which chapter 10's
-# change made faster; and `perm`, `live` and `rbtree` at 0.75 to 0.86,
-# the three programs whose time is most in the collector and the memory
-# it walks (for `perm`, the paragraph above says what changed). So no time of one table is compared with a
-# time of another: each verdict in this section is taken inside one
+# Most within a few hundredths of 1; but `rbtree` at 0.85, `live` at
+# 1.10 and `perm` at 1.04, three programs whose time is most in the
+# collector and the memory it walks, and `change` at 0.87, whose time
+# moves from one session to the next (chapter 12 meets it again). So no
+# time of one table is compared with a time of another: each verdict in this section is taken inside one
 # session, by the rule, from the ratios that session measured.
 #
 # Unrolling pays where calls are most of the work. Against no unrolling,
 # `fib`, `tak`, `ack`, `change`, `binarytrees` and `deriv` are faster at
 # every round, by the rule; after three rounds `fib` and `tak` take about
 # two fifths of their time without unrolling, `change` under a third,
-# `ack` three fifths, `binarytrees` three quarters, `deriv` four fifths.
+# `ack` three fifths, `binarytrees` two thirds, `deriv` four fifths.
 # More rounds are not always better: `fib` keeps gaining, `tak` stops
 # after the second round and `ack` gains little more, and `change` does
-# no better after two rounds than after one and has its median higher
-# after three (0.30 against 0.27 of its time without unrolling) — the
-# third round copies its body into itself once more and the program grows
-# twelvefold, and the code that grows no longer pays for the calls it
-# saves. `msort` is faster by a few hundredths after one round, and back
+# no better after two or three rounds than after one (0.31 and 0.27
+# against 0.27 of its time without unrolling), although the third round
+# copies its body into itself once more and the program grows twelvefold:
+# the code that grows no longer pays for the calls it saves. `msort` is faster by a few hundredths after one round, and back
 # level after three; everywhere else the rounds are within noise of no
-# unrolling, or a verdict rests on a difference of less than a hundredth
-# (`gcd`, `raisesearch`). Thirteen benchmarks are the same program at
-# every round, and their times differ by at most 1 % (the line under the
-# table of rounds). The price is code: the table of sizes shows programs of a few
+# unrolling, or a verdict rests on a difference of a hundredth or two
+# (`divrec` slower by 1.01, `cpstree` by 1.02 after two rounds). Thirteen
+# benchmarks are the same program at every round, and their times differ
+# by at most 1 %, except `interp` (3 %) and `perm` (6 %), whose times move
+# from one run to the next (the line under the table of rounds). The price is code: the table of sizes shows programs of a few
 # hundred nodes growing to many times that — `fib` twenty-six times,
 # `tak` eighteen, `change` twelve — and `deriv` from 515 nodes to 2,723,
 # more than `SLACK` alone, within its bound of `GROWTH × size + SLACK`.
@@ -3513,11 +3514,10 @@ assert collector[False, UNROLL][1] > on_scanned                           # thre
 # rebuilt where a `fail` or a call needs it), but the lesson is in how it
 # was found and how it stays found. Time is the wrong witness: on a
 # shared machine the same program varies from one measurement to the
-# next within a session (by up to 1 % in the table of unrolling rounds,
-# and on a busier day by more), and by more
-# from one session to another (the section on measurements compares two,
-# a quarter apart on `live`), and a test that times things fails by
-# chance. Allocation is the right
+# next within a session (by up to 6 % in the table of unrolling rounds,
+# on `perm`), and by more from one session to another (the section on
+# measurements compares two, a tenth apart on `live` and more than that
+# on `rbtree`), and a test that times things fails by chance. Allocation is the right
 # one for this kind of regression: the runtime counts the bytes exactly,
 # the count does not depend on the machine, so a test compares the two
 # builds of every program of the corpus, the examples, the benchmarks and
