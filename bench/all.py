@@ -65,6 +65,7 @@ STEPS = [
     ("optimiser.json", "9", "optimiser.py run", "optimiser.py --json {json} run --repeat 1 --only fib"),
     ("optimiser.json", "9", "optimiser.py unroll", "optimiser.py --json {json} unroll --repeat 1 --only fib"),
     ("optimiser.json", "9", "optimiser.py closures", "optimiser.py --json {json} closures --repeat 1 --only fib"),
+    ("optimiser.json", "9", "optimiser.py layout interp", "optimiser.py --json {json} layout interp --repeat 1"),
     ("calls.json", "10", "calls.py --json bench/calls.json", "calls.py --repeat 1 --json {json}"),
     ("exceptions.json", "10", "exceptions.py --json bench/exceptions.json", "exceptions.py --repeat 1 --json {json}"),
     ("gc_speed.json", "10", "gc_speed.py --repeat 5 --json bench/gc_speed.json", "gc_speed.py --repeat 1 --json {json}"),

@@ -3012,7 +3012,7 @@ for name, r in lay["layouts"].items():
 # each node the interpreter visits — but more of those branches go to a
 # target the simulated predictor did not expect. Layout alone moves the
 # ratio further than that: aligning every block makes the `-O0` build a
-# fifth faster and the optimised one barely, so the ratio goes from below
+# sixth faster and the optimised one barely, so the ratio goes from below
 # 1 to well above the target. On this program, where the code lies decides
 # which build wins, by more than the optimiser changes what it executes.
 # (The optimised `eval` has `get` inlined, and its `match (k)` returns one

@@ -589,7 +589,7 @@ for key, entries in columns_.items():
 #   integers that wrap, below);
 # - `interp`, against OCaml (and C and Chez): a loop of `match`es
 #   through jump tables, whose time chapter 9 shows moving by up to a
-#   fifth with the layout of its machine code alone, and where the peers
+#   sixth with the layout of its machine code alone, and where the peers
 #   keep the interpreted program's variables in an array (the section on
 #   the same program, below).
 #
@@ -1181,7 +1181,7 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   L's rebuilds a record, and written as L's is, it leaves L about 1.1
 #   behind (the section on the same program); the rest is a loop of
 #   `match`es through jump tables, whose time chapter 9 shows moving by
-#   up to a fifth with the layout of its code alone;
+#   up to a sixth with the layout of its code alone;
 # - `cpstak` (about 1.2; chapter 10's copy of the heap pointer within
 #   each function took about a tenth off its time, as chapter 10
 #   measures) and `divrec` (about 1.15)
