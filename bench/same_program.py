@@ -24,12 +24,14 @@ from pathlib import Path
 import run                                   # bench/run.py: building, alternation, intervals
 from builds import start_record             # bench/builds.py: the machine and the command, recorded
 
-# benchmark: (its peer in bench/run.py's LANGUAGES, the variant's file extension in bench/programs)
-VARIANTS = {"interp": ("OCaml", ".record.ml")}
+# The benchmarks that have a variant, bench/programs/NAME.record.ml, of their peer's program: so far OCaml's
+# interp, the peer L trails there.
+PEER = "OCaml"
+VARIANTS = ("interp",)
 
 
 class AsL(run.OCaml):
-    """The peer's program written as L's must be: bench/programs/NAME.record.ml, built as the peer is."""
+    """OCaml's program written as L's must be: bench/programs/NAME.record.ml, built as OCaml's is."""
 
     def source(self, bench, size, tmp):
         first, rest = (run.PROGRAMS / (bench + self.ext)).read_text().split("\n", 1)
@@ -47,10 +49,10 @@ def main(argv=None) -> int:
     results = start_record("same_program.py", argv, args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for name, (peer, ext) in VARIANTS.items():
-            variant = f"{peer}-as-L"
+        peer, variant = PEER, f"{PEER}-as-L"
+        for name in VARIANTS:
             languages = {"L": run.LANGUAGES["L"], peer: run.LANGUAGES[peer],
-                         variant: AsL(variant, ext, run.LANGUAGES[peer].prefix, tool="ocamlopt")}
+                         variant: AsL(variant, ".record.ml", run.LANGUAGES[peer].prefix, tool="ocamlopt")}
             size = run.SIZES[name][0]
             cmds = {lang: language.build(language.source(name, size, tmp), tmp) for lang, language in languages.items()}
             outputs = set()
@@ -64,7 +66,7 @@ def main(argv=None) -> int:
                 return 1
             keys = (f"L/{peer}", f"L/{variant}")
             record = {"size": size, "date": datetime.datetime.now().isoformat(timespec="seconds"),
-                      "peer": peer, "variant": f"bench/programs/{name}{ext}",
+                      "peer": peer, "variant": f"bench/programs/{name}.record.ml",
                       "times": times, **{k: run.pair_record(paired[p], times[p]) for k, p in zip(keys, (peer, variant))}}
             results["benchmarks"][name] = record
             print(f"{'benchmark':10} {keys[0]:>20} {keys[1]:>20}")
