@@ -109,13 +109,36 @@ STAGES = {"lcompiler.addlang", "lcompiler.anf", "lcompiler.pipeline", "lcompiler
           "lcompiler.driver", "lcompiler.union_find"}
 
 
+MODULES = "lc-test-import: "
+MEASURE = """import runpy, sys
+class Log:                         # first on the path of finders: told of every module imported
+    def find_spec(self, name, path=None, target=None):
+        print(MARK + name, file=sys.stderr, flush=True)
+sys.meta_path.insert(0, Log())
+sys.argv = ARGV
+runpy.run_path(sys.argv[0], run_name="__main__")"""
+
+
+def lc_measured(*argv: str, **run) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """`lc ARGV`, the installed script, in a child; what it did (its stderr without the measurement) and
+    the modules it imported, each reported as it is imported by a finder put first on sys.meta_path.
+    Unlike `python -X importtime`, this also sees the modules imported by name with
+    importlib.import_module, as pipeline.load imports the stages; unlike reading sys.modules at exit, it
+    also sees them when a runtime error ends the process from C."""
+    code = MEASURE.replace("MARK", repr(MODULES)).replace("ARGV", repr([LC, *argv]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, **run)
+    lines = done.stderr.splitlines(keepends=True)
+    done.stderr = "".join(line for line in lines if not line.startswith(MODULES))
+    modules = {line[len(MODULES):].strip() for line in lines if line.startswith(MODULES)}
+    assert "lcompiler.cli" in modules, done.stderr[-2000:]     # the measurement sees lc's own modules
+    return done, modules
+
+
 def imported(*argv: str) -> set[str]:
-    """The modules that `lc ARGV`, the installed script, imports (python -X importtime, in a child)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", LC, *argv], capture_output=True, text=True,
-                          timeout=300)
+    """The modules that `lc ARGV` has loaded when it ends (lc_measured)."""
+    done, modules = lc_measured(*argv)
     assert done.returncode == 0, done.stderr[-2000:]
-    return {line.split("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
-            and not line.split("|")[2].strip().startswith("imported package")}
+    return modules
 
 
 def test_the_stage_modules_are_known():
@@ -151,15 +174,10 @@ from lcompiler.errors import Source  # noqa: E402
 
 
 def run_(*argv, cache_folder, cwd=None, env=None, input=None) -> tuple[subprocess.CompletedProcess, bool]:
-    """lc ARGV with LC_CACHE=cache_folder: what it did, and whether it compiled (imported the pipeline)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", LC, *argv], capture_output=True, text=True,
-                          cwd=cwd, input=input, timeout=300,
-                          env={**os.environ, "LC_CACHE": str(cache_folder), **(env or {})})
-    lines = done.stderr.splitlines(keepends=True)
-    compiled = any(line.startswith("import time:") and line.split("|")[2].strip() == "lcompiler.pipeline"
-                   for line in lines)
-    done.stderr = "".join(line for line in lines if not line.startswith("import time:"))
-    return done, compiled
+    """lc ARGV with LC_CACHE=cache_folder: what it did, and whether it compiled (loaded the pipeline)."""
+    done, modules = lc_measured(*argv, cwd=cwd, input=input,
+                                env={**os.environ, "LC_CACHE": str(cache_folder), **(env or {})})
+    return done, "lcompiler.pipeline" in modules
 
 
 def seen(done: subprocess.CompletedProcess) -> tuple:
@@ -256,10 +274,13 @@ def test_ctrl_c_stops_a_program_from_the_cache_as_before(tmp_path):
 def test_a_program_from_the_cache_imports_no_stage_of_the_compiler(tmp_path):
     (tmp_path / "p.l").write_text('print("hello")\n')
     run_("run", str(tmp_path / "p.l"), cache_folder=tmp_path / "cache")
-    done = subprocess.run([sys.executable, "-X", "importtime", LC, "run", str(tmp_path / "p.l")],
-                          capture_output=True, text=True, env={**os.environ, "LC_CACHE": str(tmp_path / "cache")})
-    modules = {line.split("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    done, modules = lc_measured("run", str(tmp_path / "p.l"),
+                                env={**os.environ, "LC_CACHE": str(tmp_path / "cache")})
     assert done.stdout == "hello\n" and "lcompiler.cache" in modules and not modules & STAGES
+    compiling, modules = lc_measured("run", "--no-cache", str(tmp_path / "p.l"))
+    assert compiling.stdout == "hello\n" and modules & STAGES == STAGES - {"lcompiler.anf"}   # chapter 3's ANF
+    # is a stage of lc show only (C0 to C5); the stages loaded by name, cps_convert, closure and shrink among
+    # them, are what -X importtime did not see
 
 
 def test_the_entry_name_changes_with_every_file_of_the_compiler(tmp_path):
