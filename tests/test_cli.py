@@ -279,7 +279,7 @@ def test_a_program_from_the_cache_imports_no_stage_of_the_compiler(tmp_path):
     assert done.stdout == "hello\n" and "lcompiler.cache" in modules and not modules & STAGES
     compiling, modules = lc_measured("run", "--no-cache", str(tmp_path / "p.l"))
     assert compiling.stdout == "hello\n" and modules & STAGES == STAGES - {"lcompiler.anf"}   # chapter 3's ANF
-    # is a stage of lc show only (C0 to C5); the stages loaded by name, cps_convert, closure and shrink among
+    # lowerings are not used by lc; the stages loaded by name, cps_convert, closure and shrink among
     # them, are what -X importtime did not see
 
 
