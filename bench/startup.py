@@ -1,13 +1,12 @@
 """The start-up of every language, measured apart from the benchmarks, with the machine.
 
-    python bench/startup.py [--repeat 21] [--json bench/startup.json]
+    python bench/startup.py [--repeat 21] [--json FILE]
 
 An empty program (one that prints 0) in L, C (gcc -O2), OCaml, Chez Scheme and CPython, built
 as bench/run.py builds the benchmarks and timed in the same alternation with L's, by
 bench/run.py's own `measure_startup`. `bench/run.py` records the same measurement in
-results.json (under "startup") when it measures the benchmarks; this script records it alone,
-for a results.json measured before run.py did that. Chapter 12 reads the start-up from
-results.json when it is there, else from this file, and prints the ratios net of start-up.
+results.json (under "startup") when it measures the benchmarks, and chapter 12 reads it
+there; this script measures it alone, to look at start-up without timing every benchmark.
 """
 import argparse
 import json
