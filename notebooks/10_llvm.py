@@ -537,8 +537,10 @@ from lcompiler.types import TCon, show_type
 #   array `lc_globals`, and its term becomes an initialiser function run in
 #   program order. The collector treats `lc_globals` as roots.
 #
-# LLVM names are the names `lc show closure` prints (chapter 6's `Namer`),
-# so the two listings can be read side by side.
+# LLVM names are the names that `lc show shrink` prints (chapter 6's
+# `Namer`) for the CPS the back end is handed — `lc show closure` at
+# `-O0`, where the last shrinking is left out — so the two listings can be
+# read side by side.
 #
 # First, the words. Everything is an `i64`; a heap block's header is
 # computed by the compiler from the types of its fields (`header`), with
@@ -630,7 +632,7 @@ def written(var) -> bool:
 # A `Backend` starts by declaring the runtime's functions and the two words
 # of the allocator, `lc_hp` and `lc_hl`, then the compile unit that the
 # locations of calls hang from (the section on call sites explains them),
-# and names LLVM values as `lc show closure` names CPS variables.
+# and names LLVM values as `lc show shrink` names CPS variables.
 #
 # Those names are numbered in the order the printer meets the variables.
 # `namer` numbers them in that order without printing: the printer meets
@@ -683,7 +685,7 @@ class Backend:
             self.rt[name].storage_class = "dso_local"   # linked into the same executable: see lc_alloc
         self.strings, self.printers, self.call_sites = {}, {}, []
         self.debug_info()
-        self.name = namer(program)               # LLVM names = the names `lc show closure` prints
+        self.name = namer(program)               # LLVM names = the names `lc show shrink` prints
         self.declare()
 
 # %% [markdown]
@@ -3336,8 +3338,8 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # `lc show llvm FILE.l` prints the module as the back end makes it, `lc
 # show llvm-opt FILE.l` as LLVM's O2 pipeline leaves it, and `lc show asm
 # FILE.l` the instructions of the executable that `lc build` writes. (To
-# run a program, chapter 11 does the last two stages part by part, in
-# parallel.)
+# run a program, chapter 11 does the last two stages itself: a small
+# module whole, a big one split into parts, in parallel.)
 #
 # The JIT of chapter 1 and an executable want different machine code.
 # MCJIT may load the code anywhere in the 64-bit address space, so its
@@ -3867,7 +3869,7 @@ else:
 #   runtime. `lc build -g prog.l -o prog` makes an executable to run under
 #   `gdb`, whose backtrace names the L functions and their lines (section
 #   "Debug information" above); without `-g`, gdb knows only the symbols
-#   (`f_12`, as `lc show closure` names them). `LC_BACKTRACE=1` makes a
+#   (`f_12`, as `lc show shrink` names them). `LC_BACKTRACE=1` makes a
 #   runtime error print the calls that led to it (chapter 10b).
 # - **llvmlite's own traps**, as the seed found with the OCaml bindings: a
 #   call whose arguments do not match the callee's type, and a φ-node
