@@ -518,7 +518,8 @@ from lcompiler.types import TCon, show_type
 # field types, which the printers need. It starts by declaring what the code
 # will call in the runtime ([chapter 10b](10b_runtime.ipynb)): the slow
 # path of allocation and the allocation of wide blocks, the write
-# barrier's `lc_remember`, the printing functions, string equality and the
+# barrier's `lc_remember` (the section on allocation says what a write
+# barrier is), the printing functions, string equality and the
 # two functions of a runtime error's report (`lc_fail_begin` starts a
 # report that shows a value, `lc_fail` ends it and stops the program) — and the two
 # words of the allocator that the code reads and bumps inline, `lc_hp` and
@@ -1031,10 +1032,12 @@ class Backend(Backend):
 #    most one frame per function of the program is added, not one per
 #    iteration;
 # 3. **every other function** — every closure's code, each direct function
-#    that tail-calls a closure, and each one on a cycle of tail calls, like
-#    `even` and `odd` calling each other — is `tailcc`, and its tail calls
-#    are `tail call tailcc`: the loops that go through closures or through
-#    mutual recursion run in constant stack.
+#    that tail-calls a closure, each one on a cycle of tail calls, like
+#    `even` and `odd` calling each other, and each one that tail-calls one
+#    of those — is `tailcc`, and its tail calls of closures and of `tailcc`
+#    functions are `tail call tailcc` (one of a `fastcc` function is the
+#    `call` then `ret` of the second kind): the loops that go through
+#    closures or through mutual recursion run in constant stack.
 #
 # `short_tail_chains` finds the functions of the second kind with a
 # depth-first search of the graph of direct tail calls, iterative (a
