@@ -430,9 +430,13 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # analysis (`!tbaa`) to keep headers, fields and cells apart (the back end
 # uses it for one distinction so far, the allocator's two words from
 # everything else, for a reason of [its own](#the-heap-pointer-in-a-register)).
-# What they would gain here has not been measured: chapter 9 has already removed,
-# in the CPS, most of the loads that they would let LLVM remove, and
-# exercise 5 at the end of the chapter tries them on the program below.
+# What they would gain here has not been measured. They would remove
+# loads that a store separates from an earlier load or store of the same
+# field: LLVM already merges two loads with no store or call between
+# them, and chapter 9, which does no common subexpressions, removes loads
+# where it knows the block (it folds `P(20, 1)` of the program below
+# away). Exercise 5 at the end of the chapter tries finer tags on that
+# program.
 #
 # </div>
 #
