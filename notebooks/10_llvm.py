@@ -1226,8 +1226,8 @@ llvm_backend.split_picture(split_backend, "split.l: the functions of the back en
 # marked `no_callee_saved_registers` breaks that promise (an experiment
 # below shows what follows). Deep non-tail recursion, where stale
 # registers pile up, is mostly in `fastcc` functions anyway (a function
-# is `tailcc` only if it is a closure's code, tail-calls a closure, or is
-# on a cycle of tail calls): `primes`'s `sieve` is one.
+# is `tailcc` only if it is a closure's code or its tail calls lead to a
+# closure or round a cycle): `primes`'s `sieve` is one.
 #
 # Does it still pay, with the generational collector of chapter 10b, now
 # that a stale pointer costs a pinned block rather than a whole list kept until
@@ -1269,8 +1269,8 @@ print(f"primes without the attribute: {primes['without']['pinned'] / primes['wit
 # %% [markdown]
 # The range beside each ratio is that of its seven paired runs. On the
 # calls themselves the attribute costs nothing: no program is slower with
-# it in every pair, the medians of the six others than `primes` lie
-# within a tenth of 1, and `fib`, `ack` and `fold`, as well as `primes`,
+# it in every pair, the medians of the six programs other than `primes`
+# lie within a tenth of 1, and `fib`, `ack` and `fold`, as well as `primes`,
 # are faster with it in every pair (the lines under the table). On `primes`, without it, stale
 # pointers in saved registers pin hundreds of times as many blocks, and
 # what those blocks point to is kept with them: the heap is larger and
@@ -2706,7 +2706,7 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # test per frame it crosses, a nanosecond or two each, so its price grows
 # with the depth; under traps it is one `longjmp` at any depth. Here,
 # since nothing is tested after the calls, LLVM did more: it inlined
-# `down` into the loop's function, made its recursion a loop, and deleted
+# `down` where `loop` calls it, made its recursion a loop, and deleted
 # the loop, whose only way out was the raise — so under traps the
 # programs raise at once, with no descent at all, and the traps' lines
 # for depths 20 and 100,000 time the raise alone (`lc show llvm-opt`
