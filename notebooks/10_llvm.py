@@ -3913,8 +3913,9 @@ except RuntimeError as error:
 # 3. The handler reports the innermost call site under way. Write a program
 #    that recurses through two call sites in turn (`f` calls `g` calls `f`,
 #    neither a tail call), and compare where the compiled program and the
-#    interpreter report its overflow. Why can no implementation agree with
-#    the interpreter on every such program?
+#    interpreter report its overflow. Why can no implementation that stops
+#    when its stack's bytes run out agree with the interpreter on every
+#    such program?
 # 4. LLVM's verifier checks that every use of a value is *dominated* by its
 #    definition: every path from the entry to the use passes through it.
 #    Compute the dominators of a `FlowGraph`'s blocks (Cooper, Harvey and
