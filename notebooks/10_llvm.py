@@ -1632,8 +1632,11 @@ class Backend(Backend):
 # cannot add to `lc_hp` before the load has returned what the previous
 # allocation stored, and a load that waits for a store to the same address
 # waits for the store to be forwarded to it, several cycles on the
-# processors of this book's measurements (Agner Fog's microarchitecture
-# manual gives the figures of each). A loop that conses once per iteration
+# AMD processor of this book's measurements and on others (Agner Fog's
+# microarchitecture manual gives the figures of each; the way recent AMD
+# processors mirror a memory operand in a register, which would hide the
+# wait, does not apply to an address relative to the instruction pointer,
+# such as `lc_hp`'s). A loop that conses once per iteration
 # runs no faster than that chain. OCaml's native code has no such chain:
 # it gives its allocation pointer a register of its own (`r15` on x86-64)
 # for the whole program.
