@@ -305,7 +305,7 @@ class Backend:
             self.rt[name].storage_class = "dso_local"   # linked into the same executable: see lc_alloc
         self.strings, self.printers, self.call_sites = {}, {}, []
         self.debug_info()
-        self.name = namer(program)               # LLVM names = the names `lc show closure` prints
+        self.name = namer(program)               # LLVM names = the names `lc show shrink` prints
         self.declare()
 
     # cell 29: The back end, from the top

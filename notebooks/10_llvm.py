@@ -91,19 +91,22 @@
 # that CPS and SSA are two notations for the same thing (Kelsey; Appel,
 # *SSA is functional programming*): a continuation bound by `Let_cont` is
 # a *basic block* (a straight run of instructions, entered only at its
-# top), its parameters are the block's φ-nodes, and a jump `Apply_cont
-# k(x)` is a branch that feeds `x` to those φ-nodes. Our rules, for chapter 6's terms:
+# top), its parameters are the block's φ-nodes (a φ-node, `phi` in LLVM,
+# sits at the top of a block and takes one value or another according to
+# the block that control came from: the section on terms shows one at
+# work), and a jump `Apply_cont k(x)` is a branch that feeds `x` to those
+# φ-nodes. Our rules, for chapter 6's terms, in its printed form:
 #
 # | CPS | LLVM |
 # |---|---|
 # | a top-level `fun ret exn (x1, …, xn) { body }` | `define linkonce_odr tailcc i64 @f(i64 %x1, …, i64 %xn)` (or `fastcc`: see below) |
 # | `v = prim` (`let_prim`) | one or a few instructions defining `%v` |
-# | `cont k(y1, …) = handler` (`let_cont`) | a basic block `k:` starting with one `phi` per parameter |
+# | `cont k(y1, …) { handler }` (`let_cont`) | a basic block `k:` starting with one `phi` per parameter |
 # | `k(a1, …)` (`apply_cont`), `k` a block | `br label %k`, adding `a1, …` to the φ-nodes |
 # | `ret(a)`, `ret` the function's return continuation | `ret i64 %a` |
-# | `call f(a…) -> ret / exn` (the function's own two continuations) | `%r = tail call tailcc i64 @f(…)` then `ret i64 %r` |
-# | `call f(a…) -> k / exn` (any other return continuation) | `%r = call tailcc i64 @f(…)` then `br label %k` with `%r` for its φ |
-# | `case x [0: k0, 1: k1] default kd` | `switch i64 %x, label %kd [i64 0, label %k0 …]` |
+# | `call f(a…) -> ret / exn` (the function's own two continuations) | `%r = tail call tailcc i64 @f(…)` then `ret i64 %r` (`f` a `tailcc` function: the section on tail calls has the other cases) |
+# | `call f(a…) -> k / exn` (any other return continuation) | `%r = call tailcc i64 @f(…)` (or `fastcc`) then `br label %k` with `%r` for its φ |
+# | `case x { 0 -> k0; 1 -> k1; _ -> kd }` | `switch i64 %x, label %kd [i64 0, label %k0 …]` |
 # | `halt(a)` | `ret i64 %a` from the definition's initialiser |
 #
 # A *direct* call names its LLVM function; a *closure* call loads the code
@@ -346,9 +349,9 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # its arguments and its result, and which registers it may overwrite),
 # `tailcc`, which, its reference manual says, "ensures that calls in tail
 # position will always be tail call optimized" (a call marked `tail`,
-# followed by `ret`), even when caller and callee have different
-# parameter lists (the callee pops its own
-# arguments). So the L functions that make tail calls are declared
+# followed by `ret`). On x86-64 a `tailcc` function pops its own
+# arguments, so this holds even when caller and callee have different
+# parameter lists. So the L functions that make tail calls are declared
 # `tailcc`, calls to them use `tailcc`, and the calls in tail position carry
 # the `tail` marker. (Which functions can do without, and what they get
 # instead, is the subject of a section below.) The tests run ten million
@@ -413,8 +416,9 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # than it could use. A pointer made by `inttoptr` comes from nowhere LLVM
 # can see, so its *alias analysis* — its reasoning about which addresses
 # may name the same memory — cannot tell two blocks apart: a store
-# into one (`x[i] := y`, the only store L makes into a block after filling
-# it) makes LLVM read again any field it had read from any block before.
+# into one (`x[i] := y` in the CPS, the only store the code makes into a
+# block after filling it: the cell of a captured `var`, or a `ready` flag
+# of chapter 7) makes LLVM read again any field it had read from any block before.
 # Nothing says that the address can be read at all, either, so LLVM will
 # not move a load above the test that guards it (a `match` reads a field
 # only in the arm that needs it). LLVM has ways to be told more: values of
@@ -426,14 +430,19 @@ flow_graphs([FlowGraph(k_llvm, "k.l: the back end's LLVM"), FlowGraph(k_optimise
 # analysis (`!tbaa`) to keep headers, fields and cells apart (the back end
 # uses it for one distinction so far, the allocator's two words from
 # everything else, for a reason of [its own](#the-heap-pointer-in-a-register)).
-# What they would gain here has not been measured: chapter 9 has already removed,
-# in the CPS, most of the loads that they would let LLVM remove, and
-# exercise 5 at the end of the chapter tries them on the program below.
+# What they would gain here has not been measured. They would remove
+# loads that a store separates from an earlier load or store of the same
+# field: LLVM already merges two loads with no store or call between
+# them, and chapter 9, which does no common subexpressions, removes loads
+# where it knows the block (it folds `P(20, 1)` of the program below
+# away). Exercise 5 at the end of the chapter tries finer tags on that
+# program.
 #
 # </div>
 #
 # What LLVM does not know shows in a small program, compiled without
-# chapter 9's optimiser (which would have removed the second `match`) and
+# chapter 9's optimiser (which would have folded the pair away, both
+# `match`es with it) and
 # then by LLVM's O2 pipeline, which inlines `twice` and the closure into
 # `main`. Printed below are the loads and stores of `main` other than the
 # allocator's. The cell of `total` is written (its header, 1, and 0), then
@@ -513,8 +522,10 @@ from lcompiler.types import TCon, show_type
 # field types, which the printers need. It starts by declaring what the code
 # will call in the runtime ([chapter 10b](10b_runtime.ipynb)): the slow
 # path of allocation and the allocation of wide blocks, the write
-# barrier's `lc_remember`, the printing functions, string equality and the
-# two functions that stop the program with a runtime error — and the two
+# barrier's `lc_remember` (the section on allocation says what a write
+# barrier is), the printing functions, string equality and the
+# two functions of a runtime error's report (`lc_fail_begin` starts a
+# report that shows a value, `lc_fail` ends it and stops the program) — and the two
 # words of the allocator that the code reads and bumps inline, `lc_hp` and
 # `lc_hl`.
 #
@@ -531,8 +542,10 @@ from lcompiler.types import TCon, show_type
 #   array `lc_globals`, and its term becomes an initialiser function run in
 #   program order. The collector treats `lc_globals` as roots.
 #
-# LLVM names are the names `lc show closure` prints (chapter 6's `Namer`),
-# so the two listings can be read side by side.
+# LLVM names are the names that `lc show shrink` prints (chapter 6's
+# `Namer`) for the CPS the back end is handed — `lc show closure` at
+# `-O0`, where the last shrinking is left out — so the two listings can be
+# read side by side.
 #
 # First, the words. Everything is an `i64`; a heap block's header is
 # computed by the compiler from the types of its fields (`header`), with
@@ -575,8 +588,8 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
 
 # %% [markdown]
-# The header of a `Cons` of a `List<Int>`: two fields, tag 0, and bit 41 of
-# the layout for field 1, the rest of the list (the worked example at the
+# The header of a `Cons` of a `List<Int>`: two fields, tag 0, and bit 1 of
+# the layout, bit 41 of the header, for field 1, the rest of the list (the worked example at the
 # end of the chapter finds this number in the code):
 
 # %%
@@ -587,7 +600,9 @@ print(header_of_cons, "=", f"2 | 1 << 41 = {2 | 1 << 41}", "| fields:", header_o
 # %% [markdown]
 # The *linkage* of L functions is `linkonce_odr`. With `internal` linkage
 # ("static" in C) LLVM could drop a function that nothing calls, but it
-# would also inline every function called once, whatever its size, and a
+# would also inline nearly every function called once, large or small
+# (its inliner gives the last call of a local function a bonus many times
+# its usual threshold, since the function can then be deleted), and a
 # chain of such calls grows into one huge function, on which the optimiser
 # takes time that grows faster than its size. `linkonce_odr` functions may
 # still be dropped when unused, and they are inlined on their merits.
@@ -622,7 +637,7 @@ def written(var) -> bool:
 # A `Backend` starts by declaring the runtime's functions and the two words
 # of the allocator, `lc_hp` and `lc_hl`, then the compile unit that the
 # locations of calls hang from (the section on call sites explains them),
-# and names LLVM values as `lc show closure` names CPS variables.
+# and names LLVM values as `lc show shrink` names CPS variables.
 #
 # Those names are numbered in the order the printer meets the variables.
 # `namer` numbers them in that order without printing: the printer meets
@@ -675,7 +690,7 @@ class Backend:
             self.rt[name].storage_class = "dso_local"   # linked into the same executable: see lc_alloc
         self.strings, self.printers, self.call_sites = {}, {}, []
         self.debug_info()
-        self.name = namer(program)               # LLVM names = the names `lc show closure` prints
+        self.name = namer(program)               # LLVM names = the names `lc show shrink` prints
         self.declare()
 
 # %% [markdown]
@@ -999,8 +1014,9 @@ class Backend(Backend):
 #
 # `tailcc` has a price. To pop its own arguments and keep the stack aligned
 # for any caller, a `tailcc` function returns with `ret $8` and its caller
-# re-adjusts the stack after every call — a few instructions and a
-# microcoded return per call, which weigh on programs that do little but
+# re-adjusts the stack after every call (the `subq $8, %rsp` after the
+# `callq` in the machine code of `f_code` further down) — a few
+# instructions per call, which weigh on programs that do little but
 # call, such as `fib` and Ackermann's function. So the back end pays it
 # only where the guarantee needs it:
 #
@@ -1020,10 +1036,12 @@ class Backend(Backend):
 #    most one frame per function of the program is added, not one per
 #    iteration;
 # 3. **every other function** — every closure's code, each direct function
-#    that tail-calls a closure, and each one on a cycle of tail calls, like
-#    `even` and `odd` calling each other — is `tailcc`, and its tail calls
-#    are `tail call tailcc`: the loops that go through closures or through
-#    mutual recursion run in constant stack.
+#    that tail-calls a closure, each one on a cycle of tail calls, like
+#    `even` and `odd` calling each other, and each one that tail-calls one
+#    of those — is `tailcc`, and its tail calls of closures and of `tailcc`
+#    functions are `tail call tailcc` (one of a `fastcc` function is the
+#    `call` then `ret` of the second kind): the loops that go through
+#    closures or through mutual recursion run in constant stack.
 #
 # `short_tail_chains` finds the functions of the second kind with a
 # depth-first search of the graph of direct tail calls, iterative (a
@@ -1151,10 +1169,11 @@ def split_picture(backend, title: str) -> Picture:
 # `fib`, `range` and `map` make no tail call and `sum` only one to itself
 # (its loop), so all four are `fastcc`; `even` and `odd` tail-call each
 # other, a cycle, and `apply` tail-calls a closure, so those three are
-# `tailcc`. Each `{ x -> … }` is two functions after chapter 8: the
-# closure's code, `f_entry_…`, called through the closure and so `tailcc`,
-# which tail-calls a direct function `f_…` holding the body, `fastcc`
-# here since its chains of tail calls are short.
+# `tailcc`. Each `{ x -> … }` here has no free variables, so chapter 8
+# made it two functions: a direct function `f_…` holding the body,
+# `fastcc` here since its chains of tail calls are short, and the code of
+# its static closure, `f_entry_…`, called through the closure and so
+# `tailcc`, which tail-calls `f_…`.
 
 # %%
 from lcompiler import llvm_backend      # the package: this notebook's Backend is not complete yet
@@ -1206,7 +1225,9 @@ llvm_backend.split_picture(split_backend, "split.l: the functions of the back en
 # and `r12`–`r15`, as the calling convention promises. A closure's code
 # marked `no_callee_saved_registers` breaks that promise (an experiment
 # below shows what follows). Deep non-tail recursion, where stale
-# registers pile up, happens in functions of the first kind anyway.
+# registers pile up, is mostly in `fastcc` functions anyway (a function
+# is `tailcc` only if it is a closure's code or its tail calls lead to a
+# closure or round a cycle): `primes`'s `sieve` is one.
 #
 # Does it still pay, with the generational collector of chapter 10b, now
 # that a stale pointer costs a pinned block rather than a whole list kept until
@@ -1228,27 +1249,33 @@ from machine import lines as machine_lines   # noqa: E402  (bench/machine.py: th
 
 calls = json.loads(Path("../bench/calls.json").read_text())
 print("\n".join(machine_lines(calls["fib"]["machine"])))
-print(f"{'benchmark':10} {'with s':>7} {'without s':>9} {'without/with':>13} {'pinned with':>12} {'without':>8}"
-      f" {'heap MB with':>13} {'without':>8}")
+print(f"{'benchmark':10} {'with s':>7} {'without s':>9} {'without/with':>13} {'its range':>14} {'pinned with':>12}"
+      f" {'without':>8} {'heap MB with':>13} {'without':>8}")
 for name, r in calls.items():
-    w, wo = r["with"], r["without"]
-    print(f"{name:10} {w['median']:7.3f} {wo['median']:9.3f} {r['ratio']['median']:13.3f} {w['pinned']:12,}"
+    w, wo, ratio = r["with"], r["without"], r["ratio"]
+    print(f"{name:10} {w['median']:7.3f} {wo['median']:9.3f} {ratio['median']:13.3f}"
+          f" {'[' + format(ratio['min'], '.3f') + ', ' + format(ratio['max'], '.3f') + ']':>14} {w['pinned']:12,}"
           f" {wo['pinned']:8,} {w['max_heap_mb']:13.1f} {wo['max_heap_mb']:8.1f}")
 others = [r["ratio"]["median"] for n, r in calls.items() if n != "primes"]
 primes = calls["primes"]
 print(f"without/with, the six others: from {min(others):.3f} to {max(others):.3f}")
+for verdict, test in (("slower with the attribute in every pair", lambda r: r["max"] < 1),
+                      ("faster with it in every pair", lambda r: r["min"] > 1)):
+    print(f"{verdict}: {', '.join(n for n, r in calls.items() if test(r['ratio'])) or 'none'}")
 print(f"primes without the attribute: {primes['without']['pinned'] / primes['with']['pinned']:,.0f} times the pinned"
       f" blocks, {primes['without']['max_heap_mb'] / primes['with']['max_heap_mb']:.1f} times the heap,"
       f" {primes['ratio']['median']:.2f} times the time")
 
 # %% [markdown]
-# On the calls themselves the attribute costs nothing that can be told
-# from the noise of a shared machine: the ratios of the other six
-# programs lie within a tenth of 1, either way (the line under the
-# table). On `primes`, without it, stale pointers in saved registers pin
-# hundreds of times as many blocks, and what those blocks point to is kept
-# with them: the heap is larger and the program slower, by the factors of
-# the last line. It stays.
+# The range beside each ratio is that of its seven paired runs. On the
+# calls themselves the attribute costs nothing: no program is slower with
+# it in every pair, the medians of the six programs other than `primes`
+# lie within a tenth of 1, and `fib`, `ack` and `fold`, as well as `primes`,
+# are faster with it in every pair (the lines under the table). On `primes`, without it, stale
+# pointers in saved registers pin hundreds of times as many blocks, and
+# what those blocks point to is kept with them: the heap is larger and
+# the program slower, by the factors of the last line. `fold`'s heap is
+# larger without it too, with about as many pinned blocks. It stays.
 
 # %%
 #| export
@@ -1414,8 +1441,12 @@ for add, load in derived:
 # GOT): a load that LLVM then keeps in a register for the whole function,
 # two registers that the rest of the code cannot use. With it, the
 # instructions name them relative to the instruction pointer,
-# `mov rax, [rip + lc_hp]`. (Code compiled for `lc run`, in memory, uses
-# absolute addresses, which are just as direct.)
+# `mov rax, [rip + lc_hp]`. (Code that `lc run` compiles in memory, with
+# the JIT's *large* code model of the section on the command line, cannot
+# do that either: each address is a 64-bit constant put in a register
+# with `movabs`, and LLVM keeps those registers for the function as it
+# keeps the GOT's. `lc build`, and `lc show asm`, are what this section
+# is about.)
 
 # %%
 #| export
@@ -1601,11 +1632,14 @@ class Backend(Backend):
 # cannot add to `lc_hp` before the load has returned what the previous
 # allocation stored, and a load that waits for a store to the same address
 # waits for the store to be forwarded to it, several cycles on the
-# processors of this book's measurements (Agner Fog's microarchitecture
-# manual gives the figures of each). A loop that conses once per iteration
-# runs no faster than that chain. C keeps the end of its arena in a
-# register, and so does OCaml, which gives its allocation pointer a
-# register of its own for the whole program.
+# AMD processor of this book's measurements and on others (Agner Fog's
+# microarchitecture manual gives the figures of each; the way recent AMD
+# processors mirror a memory operand in a register, which would hide the
+# wait, does not apply to an address relative to the instruction pointer,
+# such as `lc_hp`'s). A loop that conses once per iteration
+# runs no faster than that chain. OCaml's native code has no such chain:
+# it gives its allocation pointer a register of its own (`r15` on x86-64)
+# for the whole program.
 #
 # LLVM cannot reserve a register, but it keeps a function's local variables
 # in registers, and that is enough. `keep_heap_pointer` passes over a
@@ -1646,10 +1680,13 @@ class Backend(Backend):
 # second time starts from `lc_hp`, which the raise's callee kept up to
 # date.
 #
-# Nothing in the runtime moves `lc_hp` while compiled code runs but the
-# slow path: the signal handlers of chapter 10b only flush the output and
-# leave. `LOCAL_HEAP_POINTER = False` builds the code of the earlier
-# sections, to compare.
+# Nothing in the runtime moves `lc_hp` but functions the code calls — the
+# slow path, and `lc_alloc_old` (the allocation of wide blocks), which
+# may collect — after which the copy is read again, as after any call;
+# the signal handlers of chapter 10b only flush the output and leave.
+# `LOCAL_HEAP_POINTER = False` builds the code of the earlier sections, to
+# compare: no copy, and none of the alias tags of the next paragraphs,
+# which come with it.
 
 # %%
 #| export
@@ -1793,10 +1830,11 @@ llvm_backend.LOCAL_HEAP_POINTER = True
 # change it).
 #
 # What it is worth, program by program: `bench/heap_pointer.py` builds
-# every benchmark of chapter 12 both ways and times the two executables
-# in alternation, five runs each, and prints the median of the paired
-# ratios (the build with the copy over the build without) with its 95 %
-# bootstrap interval:
+# every benchmark of chapter 12 both ways — as `lc build` does, with the
+# copy and the alias tags, and with `LOCAL_HEAP_POINTER = False`, with
+# neither — and times the two executables in alternation, five runs each,
+# and prints the median of the paired ratios (the build with the copy over
+# the build without) with its 95 % bootstrap interval:
 
 # %%
 heap_pointer = json.loads(Path("../bench/heap_pointer.json").read_text())
@@ -1821,9 +1859,9 @@ for verdict in ("faster", "slower"):
 # `binarytrees`, `perm` and the exception benchmark `raisesearch` — and
 # three slower, `cpstree` and `takl` by 2 % and `change`, whose time moves
 # from one session to the next (chapter 12), by 8 % (the last two lines);
-# the programs that do not allocate (`fib`, `tak`, `ack`, `mandel`, `gcd`)
-# have the same
-# machine code both ways and a ratio of 1, and the rest are within noise.
+# the seven programs that do not allocate (`fib`, `tak`, `ack`, `mandel`,
+# `gcd`, `loop`, `states`) have the same machine code both ways and a
+# ratio of 1, and the rest are within noise.
 # The geometric mean is a hundredth below 1. So the gain is smaller than
 # the chain of the first paragraph suggests: most of these programs' time
 # goes elsewhere — into the collector, into loads that miss the cache, and
@@ -2019,7 +2057,7 @@ class Backend(Backend):
 # ## Arguments in registers: flattening tuples
 #
 # An L function of several parameters, `def ack(m, n) = …`, is a function
-# of *one* tuple (chapter 4: `{ (m, n) -> … }`), and a call `ack(m - 1, 1)`
+# of *one* tuple (chapter 4b: `{ (m, n) -> … }`), and a call `ack(m - 1, 1)`
 # builds that tuple. Translated as it is, every call allocates three words
 # on the heap, and the callee loads its parameters back from them: on a
 # benchmark such as Ackermann's function, which does little but call
@@ -2178,10 +2216,12 @@ class Backend(Backend):
 # whatever the depth; *zero-cost unwinding*, C++'s `invoke` and
 # `landingpad`, which costs nothing until a raise and then walks tables
 # frame by frame; and a
-# *flag*, as Swift's `swifterror` and Koka do: a raise stores the exception
-# in a global and returns normally, and every call that may raise is
-# followed by a test of the global — if it is set, the caller goes to its
-# handler, or returns at once to its own caller, which tests it in turn.
+# *flag*, as Swift (its `swifterror` register) and Koka's C code (a
+# `yielding` flag in the thread's context) do: a raise stores the exception
+# in a known place — here a global — and returns normally, and every call
+# that may raise is followed by a test of that place — if it is set, the
+# caller goes to its handler, or returns at once to its own caller, which
+# tests it in turn.
 #
 # This back end builds two of them, the flag and trap frames, measures
 # both, and chooses the flag (the end of the section says why); trap
@@ -2206,7 +2246,8 @@ class Backend(Backend):
 #   failure and no call names a handler as where it raises to, every
 #   exception ends at `uncaught`, however many frames it would cross: the
 #   raise itself can report, at once. `catches` decides this for the whole
-#   program; when it says no, the back end emits exactly today's code —
+#   program; when it says no, the back end emits exactly the code of
+#   before exceptions —
 #   no flag, no record, no test — and a raise is a call of `lc_fail`
 #   with its message rendered by the compiler, like a division by zero.
 # - **Only a call that may raise is tested.** `raising` finds the direct
@@ -2639,14 +2680,16 @@ measured = json.loads(Path("../bench/exceptions.json").read_text())
 machine = measured["machine"]
 print(f"measured on {machine['cpu']}, {machine['cores']} cores, load {machine['load'][0]},"
       f" {machine['compilers']['llvm']}")
-print(f"{'lowering':8} {'what':22} {'without s':>9} {'with s':>8} {'count':>11} {'ns each':>11} {'with/count ns':>14}")
+print(f"{'lowering':8} {'what':22} {'without s':>9} {'with s':>8} {'count':>11} {'ns each':>11} {'with/count ns':>14}"
+      f" {'runs apart':>11}")
 for kind, rows in measured["lowerings"].items():
     for name, r in rows.items():
+        apart = r["with"]["min"] > r["without"]["max"] or r["with"]["max"] < r["without"]["min"]
         print(f"{kind:8} {name:22} {r['without']['median']:9.3f} {r['with']['median']:8.3f} {r['count']:11,}"
-              f" {r['ns_each']:11.2f} {r['with_ns_each']:14.2f}")
+              f" {r['ns_each']:11.2f} {r['with_ns_each']:14.2f} {'yes' if apart else 'no':>11}")
 flag, traps = measured["lowerings"]["flag"], measured["lowerings"]["traps"]
-print(f"the flag's test after each call of fib: {flag['call']['with']['median'] / flag['call']['without']['median'] - 1:+.0%}"
-      " on its time")
+for kind, rows in (("the flag's test after each call of fib", flag), ("traps, the same calls", traps)):
+    print(f"{kind}: {rows['call']['with']['median'] / rows['call']['without']['median'] - 1:+.0%} on its time")
 for depth in (20, 100000):
     r = flag[f"raise at depth {depth}"]
     print(f"the flag, a raise at depth {depth}, descent included: {r['ns_each'] / depth:.1f} ns per frame")
@@ -2659,17 +2702,25 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # module has no flag, no raise site and no extra root). In a program that
 # catches, the flag puts a load, a compare and a branch after each call of
 # a function that may raise: on `fib`, which does nothing but call, the
-# fraction of its time printed above; trap frames put nothing there (what
-# is left on their `call` line is the noise of this loaded machine, or the
-# callee-saved registers they keep).
+# fraction of its time printed above. Trap frames put no test there, but
+# their `call` line is not noise either (the last column says whether the
+# five runs of the two programs of a line overlap at all): under traps a
+# program that catches loses the attribute of the section on registers,
+# and `fib` saves six callee-saved registers in every call (`lc show asm`
+# shows the six `push`es), the fraction printed for traps.
 # **Entering a `try`** costs the flag nothing of its own, and costs a trap
 # a `setjmp` and a few stores (the trap record's words, and `lc_trap` set
 # before the call and put back after it). **A raise** costs the flag a return and a
 # test per frame it crosses, a nanosecond or two each, so its price grows
-# with the depth; under traps it is one `longjmp` at any depth — and since
-# nothing is tested after the calls, LLVM even turned the raising
-# recursion into a loop. At depth 1, both are a branch: LLVM inlined the
-# raise into the handler's function.
+# with the depth; under traps it is one `longjmp` at any depth. Here,
+# since nothing is tested after the calls, LLVM did more: it inlined
+# `down` where `loop` calls it, made its recursion a loop, and deleted
+# the loop, whose only way out was the raise — so under traps the
+# programs raise at once, with no descent at all, and the traps' lines
+# for depths 20 and 100,000 time the raise alone (`lc show llvm-opt`
+# shows it: the protected call is gone, the block after `setjmp`
+# allocates `Bottom(0)` and calls `lc_throw`). At depth 1, both are a
+# branch: LLVM inlined the raise into the handler's function.
 #
 # **The default is the flag.** Its costs fall on programs that catch and
 # call raising functions in their hot loops; those of the traps fall on
@@ -2681,8 +2732,8 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # which debuggers and the stack-overflow handler of chapter 10b understand.
 # A program that raises deep and often would choose `LC_EXCEPTIONS=traps`.
 #
-# The stack, before and after a raise caught 3 frames up, under trap
-# frames: on the left, `loop` has filled its trap record and called
+# The stack, before and after a raise in `down(0)` caught in `loop`, four
+# frames up, under trap frames: on the left, `loop` has filled its trap record and called
 # `down(3)`; `down(0)` raises: it records the site, stores the exception
 # in `pending` and jumps to the record `lc_trap` points to. On the right,
 # the stack pointer is back in `loop`'s frame, which runs its handler; the
@@ -2692,7 +2743,7 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 
 # %%
 def stack_picture(title: str) -> str:
-    """Two stacks, before and after a raise caught 3 frames up, with trap frames (an SVG)."""
+    """Two stacks, before and after a raise caught four frames up, with trap frames (an SVG)."""
     frames = ["main (lc_run)", "loop: trap record ← lc_trap", "down(3): 1 + down(2)", "down(2): 1 + down(1)",
               "down(1): 1 + down(0)", "down(0): raise(Bottom(0))"]
     w, h, gap = 250, 26, 70
@@ -2742,9 +2793,9 @@ display(SVG(stack_picture(stack_alt)), metadata={"alt": stack_alt})
 # whether the value is inside a tuple or a data value, where a string
 # prints quoted. Fixed text — `Circle(`, `, `, `)` — goes out in one call
 # of `lc_print_str` on a constant string rather than a character at a
-# time (`text`): every data type that is matched gets a printer (a failed
-# match prints the value), so a program with a thousand data types has a
-# thousand printers, and the fewer instructions they take, the sooner LLVM
+# time (`text`): every data type that is printed, or matched by a `match`
+# that can fail, gets a printer (a failed match prints the value), so a
+# program with a thousand such data types has a thousand printers, and the fewer instructions they take, the sooner LLVM
 # is done with them.
 
 # %%
@@ -2859,8 +2910,8 @@ class Backend(Backend):
 #    arguments and result), so a return address in (before, after] is that
 #    call's. The labels come after optimisation, not before, because an
 #    assembly statement is opaque to LLVM: one after each call would stop,
-#    for one, the tail-recursion elimination that turns half of `fib`'s
-#    calls into a loop (shown below). They cost nothing at run
+#    for one, the tail-recursion elimination that turns one of `fib`'s
+#    two recursive calls into a loop (shown below). They cost nothing at run
 #    time: a label is not an instruction.
 # 3. **The signal handler** looks at the faulting instruction — a fault
 #    while making the call, when pushing the return address or an argument,
@@ -3302,8 +3353,8 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # `lc show llvm FILE.l` prints the module as the back end makes it, `lc
 # show llvm-opt FILE.l` as LLVM's O2 pipeline leaves it, and `lc show asm
 # FILE.l` the instructions of the executable that `lc build` writes. (To
-# run a program, chapter 11 does the last two stages part by part, in
-# parallel.)
+# run a program, chapter 11 does the last two stages itself: a small
+# module whole, a big one split into parts, in parallel.)
 #
 # The JIT of chapter 1 and an executable want different machine code.
 # MCJIT may load the code anywhere in the 64-bit address space, so its
@@ -3361,8 +3412,9 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 # and the LLVM the back end makes for its functions (`main`, the printers
 # and the initialisers are left out here; `lc show llvm` shows everything).
 # The program is compiled without chapter 9's optimiser (`-O0`), which
-# would have moved `sum_to` and `count`, each called once, into their
-# caller: here we want to see each function as the back end translates it.
+# would have moved `sum_to`, called once, and `count`, small enough to
+# copy into each of its two calls, into the statement that calls them:
+# here we want to see each function as the back end translates it.
 
 # %%
 EXAMPLE = """data List<a> { Cons(a, List<a>)
@@ -3587,8 +3639,8 @@ print(lc_program(optimise(to_llvm(SEEDS, optimiser=False))))
 # frame of its own, and a breakpoint on a line whose code was folded into
 # another moves to the next line that has code. `lc build -g -O0` turns off
 # both optimisers, chapter 9's and LLVM's, for stepping that follows the
-# source. The CPS nodes that carry a location are the calls and the
-# primitives that can fail; the other instructions take the location of
+# source. The CPS nodes that carry a location are the calls, the raises
+# and the primitives that can fail; the other instructions take the location of
 # the nearest such node before them in their block (or, at the start of
 # a block, of the first one after: `next_place`), so a line with neither
 # (`if (n < 2) n`) has no code of its own. Variables are not
@@ -3832,7 +3884,7 @@ else:
 #   runtime. `lc build -g prog.l -o prog` makes an executable to run under
 #   `gdb`, whose backtrace names the L functions and their lines (section
 #   "Debug information" above); without `-g`, gdb knows only the symbols
-#   (`f_12`, as `lc show closure` names them). `LC_BACKTRACE=1` makes a
+#   (`f_12`, as `lc show shrink` names them). `LC_BACKTRACE=1` makes a
 #   runtime error print the calls that led to it (chapter 10b).
 # - **llvmlite's own traps**, as the seed found with the OCaml bindings: a
 #   call whose arguments do not match the callee's type, and a φ-node
@@ -3869,8 +3921,9 @@ except RuntimeError as error:
 # 3. The handler reports the innermost call site under way. Write a program
 #    that recurses through two call sites in turn (`f` calls `g` calls `f`,
 #    neither a tail call), and compare where the compiled program and the
-#    interpreter report its overflow. Why can no implementation agree with
-#    the interpreter on every such program?
+#    interpreter report its overflow. Why can no implementation that stops
+#    when its stack's bytes run out agree with the interpreter on every
+#    such program?
 # 4. LLVM's verifier checks that every use of a value is *dominated* by its
 #    definition: every path from the entry to the use passes through it.
 #    Compute the dominators of a `FlowGraph`'s blocks (Cooper, Harvey and
