@@ -8,7 +8,7 @@ alternation (user + system CPU seconds, median of the runs); the difference of t
 by the number of times the thing happens is its cost:
 
 - a call, in a program without `try`: fib with a guard that raises (never taken), without any
-  `try` (every raise reports at once: today's code) and with one `try` around the whole run (the
+  `try` (a raise stops the program at once, so no call tests the flag) and with one `try` around the whole run (the
   program catches, so every call of fib is followed by a test of the flag): the cost per call of
   the test;
 - a `try` entered, no raise: a loop calling a function that may raise, inside a `try` or not,
