@@ -815,8 +815,9 @@ class Desugar:
 # <div class="admonition note">
 # <p class="admonition-title">Design note: fresh names that no program can write</p>
 #
-# The desugaring needs names of its own, for the parameter of a function of
-# several clauses. The usual alternatives are to pick them from the
+# The desugaring needs names of its own, for the parameter of a function
+# whose parameter is not a plain variable: several clauses, or one clause
+# with a pattern, as in `{ a, b -> a + b }`. The usual alternatives are to pick them from the
 # programmer's alphabet (`tmp1`, `tmp2`, …) and check the program for a clash,
 # or to rename every variable of the program apart first. Both need a look at
 # the whole program before the desugaring starts, and a rule for what to do on
@@ -1273,8 +1274,8 @@ print(pretty_core(desugar(parse(sugared))))
 # The top level is visible everywhere, in any order, since function
 # definitions exist before anything runs. One order rule remains, from the
 # contract: a non-function definition or a top-level statement that reads a
-# non-function definition *below* it — outside any function body — is a
-# compile error, since it would always read it before it has run. (Inside a
+# non-function definition *below* it, or itself (`def x = x + 1`) — outside
+# any function body — is a compile error, since it would always read it before it has run. (Inside a
 # function, the read may or may not come too early depending on when the
 # function is called; the interpreter checks at run time.)
 #
@@ -1379,8 +1380,11 @@ class Resolver:
 # Declaring: a type and a constructor may have the same name (`data Box {
 # Box(Int) }` is fine); a definition and a constructor cannot clash, since
 # one is written in lower case and the other in upper. A name declared twice
-# is reported at its second declaration, with a note at the first; so is a
-# type that reuses the name of a built-in one. The index of each
+# is reported at its second declaration, with a note at the first. A type
+# named like a built-in one, `data Int { … }`, is reported as declared twice
+# too, without a note, since its first declaration is the language's; a
+# type named `Exn` is told that this is the predefined type of exceptions.
+# The index of each
 # definition is kept, for the order rule.
 
 # %%
@@ -1675,7 +1679,8 @@ print(prnt(shape))
 # Here are both trees of a small program's definition side by side: on the
 # left the syntax tree that chapter 4a's parser builds, on the right its
 # core, once desugared and resolved. Each box is a node, with its fields that are not
-# nodes; each `Var` of the core carries the kind `resolve` gave it. The
+# nodes; each variable the core reads carries the kind `resolve` gave it
+# (`Var both`, the name a `Def` defines, is not read and has none). The
 # fresh name the desugaring invented, and the lambda that binds it, are
 # yellow.
 
@@ -1875,9 +1880,10 @@ print(show_value(("one", Data("Cons", (1, Data("Nil", ())))), True), show_value(
 # nothing catches it — `division by zero`, `assertion failed`, `no clause
 # matches the value …`, exactly the messages a program stopped with before L
 # had exceptions. A raise of the program's own is reported as `uncaught
-# exception`, then the value as `print` shows it. The message is made only
-# if it is read: a program that raises a million exceptions and catches
-# them all never formats one. `Raised` is a `RunError`, so that an uncaught
+# exception`, then the value as `print` shows it. That message is made only
+# if it is read: a program that raises a million exceptions of its own and
+# catches them all never formats one. (A match failure's message, which
+# shows the value, is made when it is raised.) `Raised` is a `RunError`, so that an uncaught
 # exception goes where every runtime error goes: to `lc`, which prints it
 # and stops with status 2.
 
