@@ -2000,7 +2000,8 @@ print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Dat
 # ten million of them would exceed any limit. The standard remedy is a
 # **trampoline**. A function body is translated knowing which of its calls are
 # in *tail position* — the last thing the body does: in a branch of an `if`,
-# the body of a `let`, the second half of `;`, a clause of a `match`. A tail
+# the body of a `let` or a `var`, the second half of `;`, a clause of a
+# `match` (or of a `try`, below). A tail
 # call does not call; it returns a small request, a `TailCall` holding the
 # function and the argument. Whoever made the (non-tail) call that started
 # this runs a loop: apply the function; if the result is a `TailCall`, apply
@@ -2173,8 +2174,8 @@ class Interpreter:
 
 # %% [markdown]
 # The two closures are one loop written twice: `call_known` serves a call
-# that names a function definition, `count(i + 1, n)`, the most common
-# kind. Such a function exists before the program runs and never changes,
+# that names a function definition, such as `length(tail)` in
+# `1 + length(tail)`, the most common kind. Such a function exists before the program runs and never changes,
 # and its environment is empty, so its first application needs neither a
 # look at what the function value is nor a copy of its environment.
 #
@@ -2208,7 +2209,8 @@ print(ticks.call(countdown, 10, None))
 # `tail` says whether `e` is in tail position in its function body: only a
 # call in tail position returns a `TailCall`, and only the parts of an
 # expression that are its last act (the branches of an `if`, the body of a
-# `let`, the second half of `;`, the clauses of a `match`) inherit `tail`.
+# `let` or a `var`, the second half of `;`, the clauses of a `match` or of a
+# `try`) inherit `tail`.
 # A lambda's body is always in tail position in that lambda. Calls,
 # conditionals, functions and tuples have methods of their own, below;
 # anything that is not a value, a function or a choice is handed to
@@ -2402,8 +2404,9 @@ class Interpreter(Interpreter):
 # The constructs with effects: a `var` puts a new `Cell` in the
 # environment (an allocation of two words), `:=` changes what the cell
 # holds (every closure that captured the cell sees the change), `while`
-# loops in Python, and `print` and `assert` do what they say. Each returns
-# the unit value `()`.
+# loops in Python, and `print` and `assert` do what they say. A `var` gives
+# the value of the rest of its block; the other four give the unit value
+# `()`.
 
 # %%
 #| export interp
