@@ -2764,9 +2764,10 @@ except RunError as uncaught:             # a Raised, from the package's module
 # %% [markdown]
 # #### Flambda 2's example, in L
 #
-# OCamlPro's [account of Flambda 2](../bibliography.md#flambda2-snippets) explains exceptions with two small OCaml
+# OCamlPro's [account of Flambda 2](../bibliography.md#flambda2-snippets) explains its CPS with two small OCaml
 # programs: `map`, which is not tail-recursive, and a function `f` whose
-# `let` raises `Failure` in one branch of an `if`. Here they are in L,
+# `let` raises `Failure` in one branch of an `if` — the raise from which
+# it goes on to exceptions. Here they are in L,
 # with `map` applied to a function that raises on the third element:
 
 # %%
@@ -2789,19 +2790,20 @@ print(try { map({ x -> f(x == 3) }, Cons(1, Cons(2, Cons(3, Cons(4, Nil))))) } c
 run_here(seed_program)
 
 # %% [markdown]
-# The last line is the interesting one. `map` calls itself three times
-# before `f(3 == 3)` raises; none of those calls has returned, and each was
-# about to build a `Cons` with what it was waiting for. The raise abandons
-# them all: nothing of the half-built list survives, and the `try` gets the
-# exception. In this interpreter the three calls are three Python frames
-# that a Python exception unwinds. In the double-barrelled CPS of the
-# following chapters they are three *return* continuations — "build a
-# `Cons` and return it" — that are simply never called: every call of `map`
-# passes on, unchanged, the one *exception* continuation it was given, the
-# `try`'s handler, and `raise` jumps to it. That is the point of
-# OCamlPro's account: a
-# function has two ways out, so it takes two continuations, and a `try` is
-# nothing but a local continuation named as the second one.
+# The last line is the interesting one. When `f(3 == 3)` raises, three
+# calls of `map` are in progress — the first, on the whole list, and two
+# that it made of itself; none has returned, and each was waiting for a
+# value to build its `Cons` with. The raise abandons them all: nothing of
+# the half-built list survives, and the `try` gets the exception. In this
+# interpreter the three calls are Python frames that a Python exception
+# unwinds. In the double-barrelled CPS of the following chapters they are
+# three *return* continuations, each of which would have gone on to build a
+# `Cons`, that are simply never called: every call of `map` passes on,
+# unchanged, the one *exception* continuation it was given, the `try`'s
+# handler, and `raise` jumps to it. That is what OCamlPro's account calls
+# double-barrelled CPS: a function has two ways out, so it takes two
+# continuations, and a `try` is nothing but a local continuation passed as
+# the second one.
 
 # %% [markdown]
 # ### Running a program, on a stack of its own
@@ -2831,13 +2833,18 @@ run_here(seed_program)
 # %% [markdown]
 # The output goes through `write`. When the reader of the output goes away
 # early — `lc run --interp fizzbuzz.l | head -1` — writing fails with a
-# `BrokenPipeError`; the compiled code of chapter 10 carries on in that
-# case, its output discarded, and ends as it would have ended, so the
-# interpreter does the same.
+# `BrokenPipeError`; under `lc run`, the compiled code of chapter 10
+# carries on in that case, its output discarded, and ends as it would have
+# ended ([the reference](../language.md#errors-and-exit-statuses) says so),
+# so the interpreter does the same. (`lc run` runs the compiled code in its
+# own Python process, which ignores the signal `SIGPIPE`; an executable
+# made by `lc build`, run from a shell, is stopped by that signal instead,
+# as most Unix programs are.)
 #
 # Deep recursion, and a heap that grows, have one more cost, in time.
 # Python's cyclic garbage collector looks at the youngest objects each time
-# 700 more have been made than freed, and moves those that survive to an
+# 700 more of the objects it tracks (tuples, dictionaries, instances and
+# the like) have been made than freed, and moves those that survive to an
 # older generation, which it walks again, whole, now and then. A recursion
 # a million calls deep keeps every frame and environment alive, and a
 # growing list every cell, so each look frees nothing: the looks added up
@@ -2951,8 +2958,9 @@ print(f"Python: {sys.getsizeof(cons) + sys.getsizeof(cons.fields)} bytes; compil
 
 # %% [markdown]
 # First, the limit, read as chapter 10b's C reads it: `env_size` follows
-# `strtoull` and the shifts of the C function of the same name (a size that
-# does not fit in 64 bits wraps, as it does in C), and `default_heap_limit`
+# `strtoull` and the shifts of the C function of the same name (a number too
+# large for 64 bits gives the largest, as `strtoull` does, and a `K`, `M` or
+# `G` that shifts a size out of 64 bits wraps it, as C's `<<=` does), and `default_heap_limit`
 # is the C function's arithmetic.
 
 # %%
@@ -3008,8 +3016,11 @@ print({text: read_setting(text) for text in ["64M", "8g", "1000", "2X", "x"]})
 
 # %% [markdown]
 # `64M` is 64 MiB, `8g` 8 GiB, `1000` a thousand bytes; `2X` and `x` cannot
-# be read, and leave the fallback. (The runtime of chapter 10b also
-# raises a limit below twice its nursery plus a megabyte, 5 MiB by default,
+# be read, and leave the fallback — in this function; `lc run --interp`, like
+# a compiled program, first refuses such a setting with an error and exit
+# status 2 ([appendix C](C_cli.ipynb#lc-run)). (The runtime of chapter 10b
+# also raises a limit below twice its nursery — the part of its heap where
+# new blocks are made, 2 MiB by default — plus a megabyte, 5 MiB in all,
 # to that: the interpreter has no nursery, and takes a small limit as it
 # is.)
 #
