@@ -2771,7 +2771,7 @@ except RunError as uncaught:             # a Raised, from the package's module
 # with `map` applied to a function that raises on the third element:
 
 # %%
-seed_program = Source("flambda2.l", """\
+flambda2_program = Source("flambda2.l", """\
 exception Failure
 data List<a> { Cons(a, List<a>); Nil }
 
@@ -2787,7 +2787,7 @@ print(f(false))
 print(try { f(true) } catch { Failure -> (-1, -1) })
 print(try { map({ x -> f(x == 3) }, Cons(1, Cons(2, Cons(3, Cons(4, Nil))))) } catch { Failure -> Nil })
 """)
-run_here(seed_program)
+run_here(flambda2_program)
 
 # %% [markdown]
 # The last line is the interesting one. When `f(3 == 3)` raises, three
@@ -3346,12 +3346,15 @@ run_source(sugared)
 
 # %% [markdown]
 # `let_demo(1)` runs first, since it is the first top-level statement, and
-# it can call `let_demo`, which is a function defined below it. The seeds'
-# sample program, where `true` and `false` are rebound to functions, runs
-# and its assertion holds:
+# it can call `let_demo`, which is a function defined below it.
+#
+# [The blog of the original L compiler](../bibliography.md#the-l-blog)
+# shows a piece of that compiler's tests, an assertion in which `true` and
+# `false` are rebound to functions; the book keeps it as `examples/seeds.l`,
+# which later chapters compile. It runs here, and its assertion holds:
 
 # %%
-seeds_program = Source("seeds.l", """\
+blog_program = Source("blog.l", """\
 assert( { let true = { (x,y) -> x }
           let false = { (x,y) -> y }
           let pair = { (first,second) -> boolean -> boolean( first, second) }
@@ -3359,9 +3362,9 @@ assert( { let true = { (x,y) -> x }
           let second = { p -> p( false)}
           let p = pair( 7, 5)
           second( p) * (first( p) + second( p)) } == 60)
-print("the sample program of the seeds: its assertion holds")
+print("the sample program of the L blog: its assertion holds")
 """)
-run_source(seeds_program)
+run_source(blog_program)
 
 # %% [markdown]
 # The block rebinds `true` and `false` with `let`: they are values, not
