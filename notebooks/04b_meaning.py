@@ -3660,8 +3660,9 @@ for name, r in calls["loops"].items():
 # call in progress, building a traceback as it goes. The recursion is
 # `n - count(n - 1)` rather than `1 + count(n - 1)`, for the sake of the
 # comparison that follows: LLVM's optimiser turns the second into a loop
-# (`lc show llvm-opt` has no call left in it), so the compiled code would
-# not nest a single call.
+# and, its argument being a constant, runs the loop itself — `lc show
+# llvm-opt` has no `count` left, only the call that prints `1000000` — so
+# the compiled code would not nest a single call.
 
 # %% tags=["nbval-ignore-output"]
 import subprocess
