@@ -3830,17 +3830,19 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   and compiled with a C compiler, are the oracle, on fixed and random
 #   settings;
 # - `live_words` counts random structures with random sharing as a plain
-#   walk that remembers every value counts them, and a structure with 2⁶⁰
-#   paths in linear time; the words that the interpreter counts as
-#   allocated equal those that the compiled code's collector reports
-#   (`LC_GC_STATS=1`, without chapter 9's optimiser) for lists of numbers,
-#   of tuples and of closures;
+#   walk that remembers every value counts them, and counts a structure
+#   with 2²⁰⁰ paths once per block (600 words), which only a walk that
+#   remembers can finish; the words that the interpreter counts as
+#   allocated equal, to the tenth of a megabyte, those that the compiled
+#   code's collector reports (`LC_GC_STATS=1`, without chapter 9's
+#   optimiser) for lists of numbers, of tuples, of closures, and of pairs of
+#   closures that share a `var`'s cell;
 # - a program that allocates without end stops under `lc run --interp`
 #   with the standard error and exit status of the compiled program, under
-#   `LC_HEAP_LIMIT=64M`; one that allocates many times the limit but keeps
-#   little runs to its end; one that keeps two halves of the limit alive,
-#   one of them only in a local variable of a call in progress, is
-#   stopped;
+#   `LC_HEAP_LIMIT=64M`; one that keeps 0.8 of the limit alive while it
+#   allocates more than two and a half times the limit in all runs to its
+#   end; one that keeps 1.1 times the limit alive in two lists, one of them
+#   only in a local variable of a call in progress, is stopped;
 # - arguments and operands are evaluated left to right;
 # - ill-typed programs stop with the runtime error expected, at its place,
 #   never with a Python exception;
@@ -3851,7 +3853,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # else has one; the operators chapter 4a's parser accepts are the table's
 # symbols; each row's meaning agrees with its lowering, compiled and run
 # natively, on random 64-bit operands and on the edges (the smallest and
-# largest Int, −1, 0, 1); and two primitives that the table does not have —
+# largest Int and their neighbours, and −2 to 2); and two primitives that the table does not have —
 # `max`, without an operator, and `inverse`, of one operand, which fails on
 # 0 — added as rows, with their lowerings, while the test runs, go through
 # every stage: typed, checked, interpreted before and after each pass,
@@ -4019,7 +4021,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    exception on by raising the *same* Python exception (`raise
 #    exception`), which carries its first raise site; a `Finally` core node
 #    whose translation runs `f` in a Python `finally:` keeps it the same way.
-#    (Chapter 6's CPS does it with a jump to the outer handler that has no
+#    (In CPS, chapter 7's conversion does it with a jump to the outer handler that has no
 #    site of its own.)
 # 9. Raise from a few calls deep, many times, in a loop of tail calls:
 #    with `exception Deep`,
