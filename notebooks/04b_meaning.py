@@ -3962,11 +3962,20 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    holds nothing, and `tracemalloc` shows the list's megabytes gone once
 #    `keeper` has returned. The heap's accounts do not change: `live_words`
 #    already follows only `captures`. `tests/test_solutions.py` runs both.
-# 5. A function of several parameters: `add(a, b)` becomes a `Lambda` of a
-#    fresh parameter whose body is a `Match` on a tuple pattern, where the
-#    syntax had a list of two parameters, so it grows the most; `while` and
-#    `if` keep their shape, and `twice`'s curried lambda loses its clauses
-#    and shrinks.
+# 5. Counted definition by definition, syntax then core: `add` 7 and 11
+#    boxes, `length` 15 and 15, `let_demo` 24 and 24, `twice` 12 and 9,
+#    `sum_to` 26 and 24. A function of several parameters makes the most:
+#    `add(a, b)` gains a `Lambda` of the fresh `%2`, a `Match`, the `Var %2`
+#    it matches and the `PTuple (a, b)`, four boxes the syntax did not
+#    have. A function of several clauses, `length`, comes out even: its
+#    `Lambda`, `Match` and `Var %1` take the place of the syntax's
+#    `Function` and two `Clause`s. So does `let_demo`: its `&&` becomes an
+#    `If` and gains a `Lit false`, its `if` gains an `else ()`, its
+#    parameter a `Lambda`, and its `let` becomes a `Match`, while its
+#    `Block`, the box of `p` and the `Var print` go. `twice` and `sum_to`
+#    shrink: a core `Lambda` or `LetVar` holds its name as a field, where
+#    the syntax drew a box for it, and the core has no `Clause` or `Block`
+#    boxes (though a statement with another after it becomes a `Seq`).
 # 6. Which older values point to younger ones: a young value reachable only
 #    through an old one is alive, and a minor look that follows only the
 #    young would miss it. A generational collector keeps a *remembered set*,
@@ -4021,8 +4030,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    exception on by raising the *same* Python exception (`raise
 #    exception`), which carries its first raise site; a `Finally` core node
 #    whose translation runs `f` in a Python `finally:` keeps it the same way.
-#    (In CPS, chapter 7's conversion does it with a jump to the outer handler that has no
-#    site of its own.)
+#    (In CPS, chapter 7's conversion does it with a jump to the outer
+#    handler that records no raise site of its own.)
 # 9. Raise from a few calls deep, many times, in a loop of tail calls:
 #    with `exception Deep`,
 #    `def down(n) = if (n == 0) raise(Deep) else 1 + down(n - 1)` and
