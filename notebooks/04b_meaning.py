@@ -2766,8 +2766,8 @@ except RunError as uncaught:             # a Raised, from the package's module
 #
 # OCamlPro's [account of Flambda 2](../bibliography.md#flambda2-snippets) explains its CPS with two small OCaml
 # programs: `map`, which is not tail-recursive, and a function `f` whose
-# `let` raises `Failure` in one branch of an `if` — the raise from which
-# it goes on to exceptions. Here they are in L,
+# `let` raises `Failure` in one branch of an `if`, the `raise` with which it
+# turns to exceptions. Here they are in L,
 # with `map` applied to a function that raises on the third element:
 
 # %%
@@ -2960,8 +2960,8 @@ print(f"Python: {sys.getsizeof(cons) + sys.getsizeof(cons.fields)} bytes; compil
 # First, the limit, read as chapter 10b's C reads it: `env_size` follows
 # `strtoull` and the shifts of the C function of the same name (a number too
 # large for 64 bits gives the largest, as `strtoull` does, and a `K`, `M` or
-# `G` that shifts a size out of 64 bits wraps it, as C's `<<=` does), and `default_heap_limit`
-# is the C function's arithmetic.
+# `G` that shifts a size out of 64 bits wraps it, as C's `<<=` does), and
+# `default_heap_limit` is the C function's arithmetic.
 
 # %%
 #| export interp
@@ -3853,7 +3853,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # else has one; the operators chapter 4a's parser accepts are the table's
 # symbols; each row's meaning agrees with its lowering, compiled and run
 # natively, on random 64-bit operands and on the edges (the smallest and
-# largest Int and their neighbours, and −2 to 2); and two primitives that the table does not have —
+# largest Int and their neighbours, and −2 to 2); and two primitives that
+# the table does not have —
 # `max`, without an operator, and `inverse`, of one operand, which fails on
 # 0 — added as rows, with their lowerings, while the test runs, go through
 # every stage: typed, checked, interpreted before and after each pass,
