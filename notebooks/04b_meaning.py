@@ -32,8 +32,9 @@
 # A](A_errors.ipynb)'s located errors (`lcompiler.errors`) and pictures
 # (`lcompiler.drawing`), and [appendix B](B_support.ipynb)'s tools for
 # running on a stack of its own. What L means is written down for
-# programmers in [the language reference](../language.md); this chapter
-# turns it into code.
+# programmers in [the language reference](../language.md), the contract
+# that the compiler meets (this chapter calls it "the contract"); this
+# chapter turns it into code.
 #
 # **Builds:** the module `lcompiler.core` (the core language, `desugar`,
 # `resolve`, `pretty_core`); the module `lcompiler.primitives` (the table of
