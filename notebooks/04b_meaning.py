@@ -32,8 +32,9 @@
 # A](A_errors.ipynb)'s located errors (`lcompiler.errors`) and pictures
 # (`lcompiler.drawing`), and [appendix B](B_support.ipynb)'s tools for
 # running on a stack of its own. What L means is written down for
-# programmers in [the language reference](../language.md); this chapter
-# turns it into code.
+# programmers in [the language reference](../language.md), the contract
+# that the compiler meets (this chapter calls it "the contract"); this
+# chapter turns it into code.
 #
 # **Builds:** the module `lcompiler.core` (the core language, `desugar`,
 # `resolve`, `pretty_core`); the module `lcompiler.primitives` (the table of
@@ -815,8 +816,9 @@ class Desugar:
 # <div class="admonition note">
 # <p class="admonition-title">Design note: fresh names that no program can write</p>
 #
-# The desugaring needs names of its own, for the parameter of a function of
-# several clauses. The usual alternatives are to pick them from the
+# The desugaring needs names of its own, for the parameter of a function
+# whose parameter is not a plain variable: several clauses, or one clause
+# with a pattern, as in `{ a, b -> a + b }`. The usual alternatives are to pick them from the
 # programmer's alphabet (`tmp1`, `tmp2`, …) and check the program for a clash,
 # or to rename every variable of the program apart first. Both need a look at
 # the whole program before the desugaring starts, and a rule for what to do on
@@ -1273,8 +1275,8 @@ print(pretty_core(desugar(parse(sugared))))
 # The top level is visible everywhere, in any order, since function
 # definitions exist before anything runs. One order rule remains, from the
 # contract: a non-function definition or a top-level statement that reads a
-# non-function definition *below* it — outside any function body — is a
-# compile error, since it would always read it before it has run. (Inside a
+# non-function definition *below* it, or itself (`def x = x + 1`) — outside
+# any function body — is a compile error, since it would always read it before it has run. (Inside a
 # function, the read may or may not come too early depending on when the
 # function is called; the interpreter checks at run time.)
 #
@@ -1379,8 +1381,11 @@ class Resolver:
 # Declaring: a type and a constructor may have the same name (`data Box {
 # Box(Int) }` is fine); a definition and a constructor cannot clash, since
 # one is written in lower case and the other in upper. A name declared twice
-# is reported at its second declaration, with a note at the first; so is a
-# type that reuses the name of a built-in one. The index of each
+# is reported at its second declaration, with a note at the first. A type
+# named like a built-in one, `data Int { … }`, is reported as declared twice
+# too, without a note, since its first declaration is the language's; a
+# type named `Exn` is told that this is the predefined type of exceptions.
+# The index of each
 # definition is kept, for the order rule.
 
 # %%
@@ -1675,7 +1680,8 @@ print(prnt(shape))
 # Here are both trees of a small program's definition side by side: on the
 # left the syntax tree that chapter 4a's parser builds, on the right its
 # core, once desugared and resolved. Each box is a node, with its fields that are not
-# nodes; each `Var` of the core carries the kind `resolve` gave it. The
+# nodes; each variable the core reads carries the kind `resolve` gave it
+# (`Var both`, the name a `Def` defines, is not read and has none). The
 # fresh name the desugaring invented, and the lambda that binds it, are
 # yellow.
 
@@ -1875,9 +1881,10 @@ print(show_value(("one", Data("Cons", (1, Data("Nil", ())))), True), show_value(
 # nothing catches it — `division by zero`, `assertion failed`, `no clause
 # matches the value …`, exactly the messages a program stopped with before L
 # had exceptions. A raise of the program's own is reported as `uncaught
-# exception`, then the value as `print` shows it. The message is made only
-# if it is read: a program that raises a million exceptions and catches
-# them all never formats one. `Raised` is a `RunError`, so that an uncaught
+# exception`, then the value as `print` shows it. That message is made only
+# if it is read: a program that raises a million exceptions of its own and
+# catches them all never formats one. (A match failure's message, which
+# shows the value, is made when it is raised.) `Raised` is a `RunError`, so that an uncaught
 # exception goes where every runtime error goes: to `lc`, which prints it
 # and stops with status 2.
 
@@ -1994,7 +2001,8 @@ print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Dat
 # ten million of them would exceed any limit. The standard remedy is a
 # **trampoline**. A function body is translated knowing which of its calls are
 # in *tail position* — the last thing the body does: in a branch of an `if`,
-# the body of a `let`, the second half of `;`, a clause of a `match`. A tail
+# the body of a `let` or a `var`, the second half of `;`, a clause of a
+# `match` (or of a `try`, below). A tail
 # call does not call; it returns a small request, a `TailCall` holding the
 # function and the argument. Whoever made the (non-tail) call that started
 # this runs a loop: apply the function; if the result is a `TailCall`, apply
@@ -2167,8 +2175,8 @@ class Interpreter:
 
 # %% [markdown]
 # The two closures are one loop written twice: `call_known` serves a call
-# that names a function definition, `count(i + 1, n)`, the most common
-# kind. Such a function exists before the program runs and never changes,
+# that names a function definition, such as `length(tail)` in
+# `1 + length(tail)`, the most common kind. Such a function exists before the program runs and never changes,
 # and its environment is empty, so its first application needs neither a
 # look at what the function value is nor a copy of its environment.
 #
@@ -2202,7 +2210,8 @@ print(ticks.call(countdown, 10, None))
 # `tail` says whether `e` is in tail position in its function body: only a
 # call in tail position returns a `TailCall`, and only the parts of an
 # expression that are its last act (the branches of an `if`, the body of a
-# `let`, the second half of `;`, the clauses of a `match`) inherit `tail`.
+# `let` or a `var`, the second half of `;`, the clauses of a `match` or of a
+# `try`) inherit `tail`.
 # A lambda's body is always in tail position in that lambda. Calls,
 # conditionals, functions and tuples have methods of their own, below;
 # anything that is not a value, a function or a choice is handed to
@@ -2396,8 +2405,9 @@ class Interpreter(Interpreter):
 # The constructs with effects: a `var` puts a new `Cell` in the
 # environment (an allocation of two words), `:=` changes what the cell
 # holds (every closure that captured the cell sees the change), `while`
-# loops in Python, and `print` and `assert` do what they say. Each returns
-# the unit value `()`.
+# loops in Python, and `print` and `assert` do what they say. A `var` gives
+# the value of the rest of its block; the other four give the unit value
+# `()`.
 
 # %%
 #| export interp
@@ -2755,13 +2765,14 @@ except RunError as uncaught:             # a Raised, from the package's module
 # %% [markdown]
 # #### Flambda 2's example, in L
 #
-# OCamlPro's [account of Flambda 2](../bibliography.md#flambda2-snippets) explains exceptions with two small OCaml
+# OCamlPro's [account of Flambda 2](../bibliography.md#flambda2-snippets) explains its CPS with two small OCaml
 # programs: `map`, which is not tail-recursive, and a function `f` whose
-# `let` raises `Failure` in one branch of an `if`. Here they are in L,
+# `let` raises `Failure` in one branch of an `if`, the `raise` with which it
+# turns to exceptions. Here they are in L,
 # with `map` applied to a function that raises on the third element:
 
 # %%
-seed_program = Source("flambda2.l", """\
+flambda2_program = Source("flambda2.l", """\
 exception Failure
 data List<a> { Cons(a, List<a>); Nil }
 
@@ -2777,22 +2788,23 @@ print(f(false))
 print(try { f(true) } catch { Failure -> (-1, -1) })
 print(try { map({ x -> f(x == 3) }, Cons(1, Cons(2, Cons(3, Cons(4, Nil))))) } catch { Failure -> Nil })
 """)
-run_here(seed_program)
+run_here(flambda2_program)
 
 # %% [markdown]
-# The last line is the interesting one. `map` calls itself three times
-# before `f(3 == 3)` raises; none of those calls has returned, and each was
-# about to build a `Cons` with what it was waiting for. The raise abandons
-# them all: nothing of the half-built list survives, and the `try` gets the
-# exception. In this interpreter the three calls are three Python frames
-# that a Python exception unwinds. In the double-barrelled CPS of the
-# following chapters they are three *return* continuations — "build a
-# `Cons` and return it" — that are simply never called: every call of `map`
-# passes on, unchanged, the one *exception* continuation it was given, the
-# `try`'s handler, and `raise` jumps to it. That is the point of
-# OCamlPro's account: a
-# function has two ways out, so it takes two continuations, and a `try` is
-# nothing but a local continuation named as the second one.
+# The last line is the interesting one. When `f(3 == 3)` raises, three
+# calls of `map` are in progress — the first, on the whole list, and two
+# that it made of itself; none has returned, and each was waiting for a
+# value to build its `Cons` with. The raise abandons them all: nothing of
+# the half-built list survives, and the `try` gets the exception. In this
+# interpreter the three calls are Python frames that a Python exception
+# unwinds. In the double-barrelled CPS of the following chapters they are
+# three *return* continuations, each of which would have gone on to build a
+# `Cons`, that are simply never called: every call of `map` passes on,
+# unchanged, the one *exception* continuation it was given, the `try`'s
+# handler, and `raise` jumps to it. That is what OCamlPro's account calls
+# double-barrelled CPS: a function has two ways out, so it takes two
+# continuations, and a `try` is nothing but a local continuation passed as
+# the second one.
 
 # %% [markdown]
 # ### Running a program, on a stack of its own
@@ -2822,13 +2834,18 @@ run_here(seed_program)
 # %% [markdown]
 # The output goes through `write`. When the reader of the output goes away
 # early — `lc run --interp fizzbuzz.l | head -1` — writing fails with a
-# `BrokenPipeError`; the compiled code of chapter 10 carries on in that
-# case, its output discarded, and ends as it would have ended, so the
-# interpreter does the same.
+# `BrokenPipeError`; under `lc run`, the compiled code of chapter 10
+# carries on in that case, its output discarded, and ends as it would have
+# ended ([the reference](../language.md#errors-and-exit-statuses) says so),
+# so the interpreter does the same. (`lc run` runs the compiled code in its
+# own Python process, which ignores the signal `SIGPIPE`; an executable
+# made by `lc build`, run from a shell, is stopped by that signal instead,
+# as most Unix programs are.)
 #
 # Deep recursion, and a heap that grows, have one more cost, in time.
 # Python's cyclic garbage collector looks at the youngest objects each time
-# 700 more have been made than freed, and moves those that survive to an
+# 700 more of the objects it tracks (tuples, dictionaries, instances and
+# the like) have been made than freed, and moves those that survive to an
 # older generation, which it walks again, whole, now and then. A recursion
 # a million calls deep keeps every frame and environment alive, and a
 # growing list every cell, so each look frees nothing: the looks added up
@@ -2942,9 +2959,10 @@ print(f"Python: {sys.getsizeof(cons) + sys.getsizeof(cons.fields)} bytes; compil
 
 # %% [markdown]
 # First, the limit, read as chapter 10b's C reads it: `env_size` follows
-# `strtoull` and the shifts of the C function of the same name (a size that
-# does not fit in 64 bits wraps, as it does in C), and `default_heap_limit`
-# is the C function's arithmetic.
+# `strtoull` and the shifts of the C function of the same name (a number too
+# large for 64 bits gives the largest, as `strtoull` does, and a `K`, `M` or
+# `G` that shifts a size out of 64 bits wraps it, as C's `<<=` does), and
+# `default_heap_limit` is the C function's arithmetic.
 
 # %%
 #| export interp
@@ -2999,8 +3017,11 @@ print({text: read_setting(text) for text in ["64M", "8g", "1000", "2X", "x"]})
 
 # %% [markdown]
 # `64M` is 64 MiB, `8g` 8 GiB, `1000` a thousand bytes; `2X` and `x` cannot
-# be read, and leave the fallback. (The runtime of chapter 10b also
-# raises a limit below twice its nursery plus a megabyte, 5 MiB by default,
+# be read, and leave the fallback — in this function; `lc run --interp`, like
+# a compiled program, first refuses such a setting with an error and exit
+# status 2 ([appendix C](C_cli.ipynb#lc-run)). (The runtime of chapter 10b
+# also raises a limit below twice its nursery — the part of its heap where
+# new blocks are made, 2 MiB by default — plus a megabyte, 5 MiB in all,
 # to that: the interpreter has no nursery, and takes a small limit as it
 # is.)
 #
@@ -3326,12 +3347,15 @@ run_source(sugared)
 
 # %% [markdown]
 # `let_demo(1)` runs first, since it is the first top-level statement, and
-# it can call `let_demo`, which is a function defined below it. The seeds'
-# sample program, where `true` and `false` are rebound to functions, runs
-# and its assertion holds:
+# it can call `let_demo`, which is a function defined below it.
+#
+# [The blog of the original L compiler](../bibliography.md#the-l-blog)
+# shows a piece of that compiler's tests, an assertion in which `true` and
+# `false` are rebound to functions; the book keeps it as `examples/seeds.l`,
+# which later chapters compile. It runs here, and its assertion holds:
 
 # %%
-seeds_program = Source("seeds.l", """\
+blog_program = Source("blog.l", """\
 assert( { let true = { (x,y) -> x }
           let false = { (x,y) -> y }
           let pair = { (first,second) -> boolean -> boolean( first, second) }
@@ -3339,9 +3363,9 @@ assert( { let true = { (x,y) -> x }
           let second = { p -> p( false)}
           let p = pair( 7, 5)
           second( p) * (first( p) + second( p)) } == 60)
-print("the sample program of the seeds: its assertion holds")
+print("the sample program of the L blog: its assertion holds")
 """)
-run_source(seeds_program)
+run_source(blog_program)
 
 # %% [markdown]
 # The block rebinds `true` and `false` with `let`: they are values, not
@@ -3637,8 +3661,9 @@ for name, r in calls["loops"].items():
 # call in progress, building a traceback as it goes. The recursion is
 # `n - count(n - 1)` rather than `1 + count(n - 1)`, for the sake of the
 # comparison that follows: LLVM's optimiser turns the second into a loop
-# (`lc show llvm-opt` has no call left in it), so the compiled code would
-# not nest a single call.
+# and, its argument being a constant, runs the loop itself — `lc show
+# llvm-opt` has no `count` left, only the call that prints `1000000` — so
+# the compiled code would not nest a single call.
 
 # %% tags=["nbval-ignore-output"]
 import subprocess
@@ -3806,17 +3831,19 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #   and compiled with a C compiler, are the oracle, on fixed and random
 #   settings;
 # - `live_words` counts random structures with random sharing as a plain
-#   walk that remembers every value counts them, and a structure with 2⁶⁰
-#   paths in linear time; the words that the interpreter counts as
-#   allocated equal those that the compiled code's collector reports
-#   (`LC_GC_STATS=1`, without chapter 9's optimiser) for lists of numbers,
-#   of tuples and of closures;
+#   walk that remembers every value counts them, and counts a structure
+#   with 2²⁰⁰ paths once per block (600 words), which only a walk that
+#   remembers can finish; the words that the interpreter counts as
+#   allocated equal, to the tenth of a megabyte, those that the compiled
+#   code's collector reports (`LC_GC_STATS=1`, without chapter 9's
+#   optimiser) for lists of numbers, of tuples, of closures, and of pairs of
+#   closures that share a `var`'s cell;
 # - a program that allocates without end stops under `lc run --interp`
 #   with the standard error and exit status of the compiled program, under
-#   `LC_HEAP_LIMIT=64M`; one that allocates many times the limit but keeps
-#   little runs to its end; one that keeps two halves of the limit alive,
-#   one of them only in a local variable of a call in progress, is
-#   stopped;
+#   `LC_HEAP_LIMIT=64M`; one that keeps 0.8 of the limit alive while it
+#   allocates more than two and a half times the limit in all runs to its
+#   end; one that keeps 1.1 times the limit alive in two lists, one of them
+#   only in a local variable of a call in progress, is stopped;
 # - arguments and operands are evaluated left to right;
 # - ill-typed programs stop with the runtime error expected, at its place,
 #   never with a Python exception;
@@ -3827,7 +3854,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # else has one; the operators chapter 4a's parser accepts are the table's
 # symbols; each row's meaning agrees with its lowering, compiled and run
 # natively, on random 64-bit operands and on the edges (the smallest and
-# largest Int, −1, 0, 1); and two primitives that the table does not have —
+# largest Int and their neighbours, and −2 to 2); and two primitives that
+# the table does not have —
 # `max`, without an operator, and `inverse`, of one operand, which fails on
 # 0 — added as rows, with their lowerings, while the test runs, go through
 # every stage: typed, checked, interpreted before and after each pass,
@@ -3936,11 +3964,20 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    holds nothing, and `tracemalloc` shows the list's megabytes gone once
 #    `keeper` has returned. The heap's accounts do not change: `live_words`
 #    already follows only `captures`. `tests/test_solutions.py` runs both.
-# 5. A function of several parameters: `add(a, b)` becomes a `Lambda` of a
-#    fresh parameter whose body is a `Match` on a tuple pattern, where the
-#    syntax had a list of two parameters, so it grows the most; `while` and
-#    `if` keep their shape, and `twice`'s curried lambda loses its clauses
-#    and shrinks.
+# 5. Counted definition by definition, syntax then core: `add` 7 and 11
+#    boxes, `length` 15 and 15, `let_demo` 24 and 24, `twice` 12 and 9,
+#    `sum_to` 26 and 24. A function of several parameters makes the most:
+#    `add(a, b)` gains a `Lambda` of the fresh `%2`, a `Match`, the `Var %2`
+#    it matches and the `PTuple (a, b)`, four boxes the syntax did not
+#    have. A function of several clauses, `length`, comes out even: its
+#    `Lambda`, `Match` and `Var %1` take the place of the syntax's
+#    `Function` and two `Clause`s. So does `let_demo`: its `&&` becomes an
+#    `If` and gains a `Lit false`, its `if` gains an `else ()`, its
+#    parameter a `Lambda`, and its `let` becomes a `Match`, while its
+#    `Block`, the box of `p` and the `Var print` go. `twice` and `sum_to`
+#    shrink: a core `Lambda` or `LetVar` holds its name as a field, where
+#    the syntax drew a box for it, and the core has no `Clause` or `Block`
+#    boxes (though a statement with another after it becomes a `Seq`).
 # 6. Which older values point to younger ones: a young value reachable only
 #    through an old one is alive, and a minor look that follows only the
 #    young would miss it. A generational collector keeps a *remembered set*,
@@ -3995,8 +4032,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    exception on by raising the *same* Python exception (`raise
 #    exception`), which carries its first raise site; a `Finally` core node
 #    whose translation runs `f` in a Python `finally:` keeps it the same way.
-#    (Chapter 6's CPS does it with a jump to the outer handler that has no
-#    site of its own.)
+#    (In CPS, chapter 7's conversion does it with a jump to the outer
+#    handler that records no raise site of its own.)
 # 9. Raise from a few calls deep, many times, in a loop of tail calls:
 #    with `exception Deep`,
 #    `def down(n) = if (n == 0) raise(Deep) else 1 + down(n - 1)` and
