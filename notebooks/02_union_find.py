@@ -40,8 +40,8 @@
 # what the variables stand for. The CPS language ([chapter 6](06_cps.ipynb)),
 # after Kennedy's *Compiling with continuations, continued*, keeps the
 # occurrences of each variable in one set whose description is the variable
-# itself: finding an occurrence's binder is a `find`, and substituting one
-# variable for another is a `union`.
+# itself: finding the variable an occurrence refers to is a `find`, and
+# substituting one variable for another is a `union`.
 #
 # The chapter follows the literate union-find module of the original L
 # compiler, Matthieu Lemerre's post *A literate union-find data structure* on
@@ -175,8 +175,9 @@ class Partition:
 # ### Why the link lives in the element
 #
 # A textbook union-find keeps an array or a dictionary from elements to
-# parents. Kennedy's CPS representation needs one `find` for every use of a
-# variable, and inference one per type variable it touches, so the parent is
+# parents. Kennedy's CPS representation makes a `find` each time it asks an
+# occurrence for its variable, and inference one per type variable it
+# touches, so the parent is
 # kept *in the element*, as in the original: following a link is reading one field, with no
 # hashing and no table to grow. The price is small and visible: the element
 # type must reserve a field, and an element that belongs to two structures
@@ -305,8 +306,10 @@ class Fast(UnionFind):
 # `p2` in use after that is a mistake whichever of the two survived: the
 # partition they named no longer exists. Hence the rule: **`union` consumes
 # its arguments**; use what it returns, or `find` again. In a language with
-# linear types the compiler would enforce this; in OCaml and Python, `Safe`
-# does, at run time.
+# linear types the compiler would enforce this; in OCaml and Python only a
+# check at run time can. The original's `Safe` checks that a partition is
+# still a root, which misses the argument whose root survived; ours checks
+# that it was not consumed, which catches both.
 #
 # ## Safe: the same interface, every misuse detected
 #
@@ -577,8 +580,9 @@ Picture([(caption, trees) for caption, trees, _ in deep], edges="up",
 #
 # ## Every misuse, caught
 #
-# Each misuse from the table, tried on a fresh structure, with the message
-# `Safe` gives:
+# Each misuse from the table, tried on one small structure (and a second
+# structure for the foreign ones), with the message `Safe` gives; the last
+# line is one more, an object with no `link` at all:
 
 # %%
 def attempt(action) -> str:
@@ -834,9 +838,10 @@ print(f"  and from {min(ratios):.2f} to {max(ratios):.2f} times across the {len(
 # not small, but what the checks buy is large — the misuses above are
 # exactly the bugs that would otherwise surface much later as a wrong type
 # or a wrong variable binding. Chapter 5's type inference
-# uses `Safe`. Chapter 6's CPS language, which makes a `find` for every use
-# of every variable of every program, uses `Fast` — one structure, made in
-# one line, which a reader hunting a bug can make a `Safe` instead.
+# uses `Safe`. Chapter 6's CPS language, which makes a `find` each time it
+# asks an occurrence of any program for its variable, uses `Fast` — one
+# structure, made in one line, which a reader hunting a bug can make a
+# `Safe` instead.
 #
 # ## What the tests check
 #
