@@ -177,9 +177,9 @@ class Partition:
 # A textbook union-find keeps an array or a dictionary from elements to
 # parents. Kennedy's CPS representation makes a `find` each time it asks an
 # occurrence for its variable, and inference one per type variable it
-# touches, so the parent is
-# kept *in the element*, as in the original: following a link is reading one field, with no
-# hashing and no table to grow. The price is small and visible: the element
+# touches, so the parent is kept *in the element*, as in the original:
+# following a link is reading one field, with no hashing and no table to
+# grow. The price is small and visible: the element
 # type must reserve a field, and an element that belongs to two structures
 # needs two fields — the reason the link's name is a parameter.
 #
