@@ -800,14 +800,15 @@ display(fig, metadata={"alt": "A plot of nanoseconds per operation against the n
 plt.close(fig)
 
 # %% [markdown]
-# The time per operation grows with n, while the number of links followed
-# per find, in the first table, did not move. The control column says where
-# the time goes: merely *reading* one random element's link grows many
-# times over the same range, because a thousand elements sit in the
-# processor's caches and a million Python objects do not. A find touches up
-# to three objects at random places — the element, its parent if it has one,
-# the partition handle — so an operation can pay that growth more than once
-# over. The cell below reads the ratios from this run's measurements (they
+# The time per operation is higher at a million elements than at a thousand
+# (neighbouring sizes can swap places in a noisy run), while the number of
+# links followed per find, in the first table, did not move. The control
+# column says where the time goes: merely *reading* one random element's
+# link costs many times more over the same range, because a thousand
+# elements sit in the processor's caches and a million Python objects do
+# not. A find touches up to three objects at random places — the element,
+# its parent if it has one, the partition handle — so an operation can pay
+# that growth more than once over. The cell below reads the ratios from this run's measurements (they
 # change from run to run, and from machine to machine):
 
 # %% tags=["nbval-ignore-output"]
