@@ -23,8 +23,9 @@
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
 #
-# **Needs:** Python only; the pictures use `lcompiler.drawing` from
-# [appendix A](A_errors.ipynb).
+# **Needs:** nothing from earlier chapters; the pictures use
+# `lcompiler.drawing` from [appendix A](A_errors.ipynb), and one plot
+# matplotlib.
 #
 # **Builds:** the module `lcompiler.union_find`: the structures `Safe` and
 # `Fast`, the class `Partition` of their handles, `Element` for examples, and
@@ -39,8 +40,8 @@
 # what the variables stand for. The CPS language ([chapter 6](06_cps.ipynb)),
 # after Kennedy's *Compiling with continuations, continued*, keeps the
 # occurrences of each variable in one set whose description is the variable
-# itself: finding an occurrence's binder is a `find`, and substituting one
-# variable for another is a `union`.
+# itself: finding the variable an occurrence refers to is a `find`, and
+# substituting one variable for another is a `union`.
 #
 # The chapter follows the literate union-find module of the original L
 # compiler, Matthieu Lemerre's post *A literate union-find data structure* on
@@ -174,10 +175,11 @@ class Partition:
 # ### Why the link lives in the element
 #
 # A textbook union-find keeps an array or a dictionary from elements to
-# parents. Kennedy's CPS representation needs one `find` for every use of a
-# variable, and inference one per type variable it touches, so the original keeps
-# the parent *in the element*: following a link is reading one field, with no
-# hashing and no table to grow. The price is small and visible: the element
+# parents. Kennedy's CPS representation makes a `find` each time it asks an
+# occurrence for its variable, and inference one per type variable it
+# touches, so the parent is kept *in the element*, as in the original:
+# following a link is reading one field, with no hashing and no table to
+# grow. The price is small and visible: the element
 # type must reserve a field, and an element that belongs to two structures
 # needs two fields — the reason the link's name is a parameter.
 #
@@ -195,10 +197,10 @@ class Partition:
 # (Tarjan, 1975; Tarjan and van Leeuwen, 1984): constant, in practice, per operation. We draw both tricks at
 # work once the code exists, and measure the bound below.
 #
-# Path compression needs the path. The original walks it with two tail-recursive
-# functions; Python has no tail calls and a recursion limit of about a
-# thousand, so our `find` is two loops: one up to the root, collecting the
-# path in a list, one over the list.
+# Path compression needs the path. The original walks up to the root with a
+# tail-recursive function; Python has no tail calls and a recursion limit of
+# about a thousand, so our `find` is two loops: one up to the root,
+# collecting the path in a list, one over the list.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: the whole path, not one element</p>
@@ -212,9 +214,9 @@ class Partition:
 # compression and for two one-pass rules that only shorten the path, *path
 # splitting* (every element of the path is pointed at its grandparent) and
 # *path halving* (every other element is). Re-linking the first element
-# alone leaves the rest of the path as long as it was. Our version compresses the whole path, so the
-# bound holds, and the measurement below (under one link followed per find)
-# shows its effect; exercise 1 tries halving.
+# alone leaves the rest of the path as long as it was. Our version
+# compresses the whole path, so the bound holds; the measurement below
+# counts the links that finds still follow, and exercise 1 tries halving.
 #
 # </div>
 #
@@ -304,8 +306,10 @@ class Fast(UnionFind):
 # `p2` in use after that is a mistake whichever of the two survived: the
 # partition they named no longer exists. Hence the rule: **`union` consumes
 # its arguments**; use what it returns, or `find` again. In a language with
-# linear types the compiler would enforce this; in OCaml and Python, `Safe`
-# does, at run time.
+# linear types the compiler would enforce this; in OCaml and Python only a
+# check at run time can. The original's `Safe` checks that a partition is
+# still a root, which misses the argument whose root survived; ours checks
+# that it was not consumed, which catches both.
 #
 # ## Safe: the same interface, every misuse detected
 #
@@ -520,8 +524,8 @@ def links(uf: UnionFind, elements: list) -> str:
 # Now the three moments that matter, on a fresh structure: two partitions of
 # two elements each; their `union`, which hangs the root `c` under the root
 # `a` (equal ranks: the first argument keeps the root, and the rank grows);
-# and a `find(d)`, which walks `d → c → a`, and on its way back points `d`
-# straight at the root:
+# and a `find(d)`, which walks `d → c → a`, then points `d` straight at the
+# root:
 
 # %%
 uf = Safe()
@@ -537,8 +541,9 @@ Picture([(caption, trees) for caption, trees, _ in moments], edges="up",
         alt="Three union-find forests. " + " ".join(f"{caption}: {words}." for caption, _, words in moments))
 
 # %% [markdown]
-# The union changed one link (`c`'s) and made one new handle; `d` did not
-# move, and its path grew to two links. The `find` changed one link (`d`'s),
+# The union changed two links and made one new handle: `c` now points at
+# `a`, and `a` at the new handle (`Safe` makes one for every union); `d` did
+# not move, and its path grew to two links. The `find` changed one link (`d`'s),
 # and the next `find(d)` takes one step. Union by rank keeps the trees low;
 # path compression flattens what the unions could not avoid.
 #
@@ -575,8 +580,9 @@ Picture([(caption, trees) for caption, trees, _ in deep], edges="up",
 #
 # ## Every misuse, caught
 #
-# Each misuse from the table, tried on a fresh structure, with the message
-# `Safe` gives:
+# Each misuse from the table, tried on one small structure (and a second
+# structure for the foreign ones), with the message `Safe` gives; the last
+# line is one more, an object with no `link` at all:
 
 # %%
 def attempt(action) -> str:
@@ -642,13 +648,14 @@ for variant in (Fast, Safe):
 #
 # The bound says the cost per operation is essentially constant however large
 # the structure grows. We measure it two ways, for n = 10³ … 10⁶ elements: n
-# singletons, then n random unions (each `find`s two random elements and
-# merges their partitions if they differ), then n random finds.
+# singletons, then n random pairs (for each, `find` on its two elements, and
+# a `union` of their partitions if they differ), then n random finds.
 #
 # First a count that does not depend on the machine: the number of links
-# `find` follows, on average. A subclass counts them by walking the path before
-# the real `find` runs; the random choices are seeded, so the counts are the
-# same on every run.
+# `find` follows, on average and at most. A subclass counts them by walking the
+# path before the real `find` runs; the random choices are seeded, so the
+# counts are the same on every run. The last column is the largest rank of
+# any partition at the end.
 
 # %%
 import random
@@ -677,36 +684,46 @@ def exercise(uf: UnionFind, elements: list, work) -> int:
 
 
 class CountingFast(Fast):
-    """Fast, counting the links that find follows."""
-    links = finds = 0
+    """Fast, counting the links that find follows, in all and on its longest walk."""
+    links = finds = longest = 0
 
     def find(self, element):
         self.finds += 1
-        x = element
+        x, walked = element, 0
         while type(up := getattr(x, self.link)) is not Partition:
-            self.links, x = self.links + 1, up
+            walked, x = walked + 1, up
+        self.links, self.longest = self.links + walked, max(self.longest, walked)
         return super().find(element)
+
+
+def largest_rank(uf: UnionFind, elements: list) -> int:
+    """The largest rank of the partitions, read from the handles the roots point to."""
+    return max(up.rank for e in elements if type(up := getattr(e, uf.link)) is Partition)
 
 
 sizes = [10**3, 10**4, 10**5, 10**6]
 works = {n: workload(n) for n in sizes}
-print(f"{'n':>9} {'finds':>9} {'links followed per find':>24} {'largest rank':>13}")
+print(f"{'n':>9} {'finds':>9} {'links followed per find':>24} {'longest find':>13} {'largest rank':>13}")
 for n in sizes:
     uf, elements = CountingFast(), [Element(i) for i in range(n)]
     exercise(uf, elements, works[n])
-    print(f"{n:>9} {uf.finds:>9} {uf.links / uf.finds:>24.3f} {uf.find(elements[0]).rank:>13}")
+    print(f"{n:>9} {uf.finds:>9} {uf.links / uf.finds:>24.3f} {uf.longest:>13} "
+          f"{largest_rank(uf, elements):>13}")
 
 # %% [markdown]
-# Under one link per find, and flat from a thousand elements to a million:
-# path compression leaves almost every element pointing at its root.
+# Under one link per find on average, flat from a thousand elements to a
+# million, and no find walks more than a handful of links. Union by rank
+# keeps every tree low: a rank of r needs at least 2ʳ elements, so the
+# largest rank stays below log₂ n (about 20 for a million), and it is far
+# below it here. Path compression then shortens whatever path a find walks.
 #
 # Now the time, in nanoseconds per operation, for both variants. Element
 # objects are made before the clock starts, and Python's cyclic garbage
 # collector is paused while it runs (as `timeit` does), so that we time the
 # structure and not the allocator. One more column is a control: the cost of
 # merely reading the `link` of a random element, as many times and in the same
-# random order as the workload touches elements. It isolates what the memory
-# hierarchy costs at each size.
+# random order as the workload's finds start from elements. It isolates what
+# the memory hierarchy costs at each size.
 #
 # These cells are measurements, different on every machine and every run, so
 # they are marked `nbval-ignore-output`: the test suite runs them but does not
@@ -783,15 +800,16 @@ display(fig, metadata={"alt": "A plot of nanoseconds per operation against the n
 plt.close(fig)
 
 # %% [markdown]
-# The time per operation grows with n, while the number of links followed
-# per find, in the first table, did not move. The control column says where
-# the time goes: merely *reading* one random element's link grows many
-# times over the same range, because a thousand elements sit in the
-# processor's caches and a million Python objects do not. An operation
-# touches two or three objects at random places — the element, its parent if
-# it has one, the partition handle — so it should pay that growth two or
-# three times over. The cell below reads the ratios from this run's
-# measurements (they change from run to run, and from machine to machine):
+# The time per operation is higher at a million elements than at a thousand
+# (neighbouring sizes can swap places in a noisy run), while the number of
+# links followed per find, in the first table, did not move. The control
+# column says where the time goes: merely *reading* one random element's
+# link costs many times more over the same range, because a thousand
+# elements sit in the processor's caches and a million Python objects do
+# not. A find touches up to three objects at random places — the element,
+# its parent if it has one, the partition handle — so an operation can pay
+# that growth more than once over. The cell below reads the ratios from this run's measurements (they
+# change from run to run, and from machine to machine):
 
 # %% tags=["nbval-ignore-output"]
 fast, safe, read = timings["Fast"], timings["Safe"], timings[READ]
@@ -800,23 +818,31 @@ print(f"  an operation of Fast costs {fast[-1] / fast[0]:.1f} times as much, one
       f"{read[-1] / read[0]:.1f} times as much;")
 print(f"  Fast grew by {(fast[-1] - fast[0]) / (read[-1] - read[0]):.1f} times what one random read grew;")
 print(f"  Safe takes {safe[0] / fast[0]:.2f} times Fast's time at {sizes[0]:,} elements, "
-      f"{safe[-1] / fast[-1]:.2f} times at {sizes[-1]:,}.")
+      f"{safe[-1] / fast[-1]:.2f} times at {sizes[-1]:,},")
+ratios = [s / f for s, f in zip(safe, fast)]
+print(f"  and from {min(ratios):.2f} to {max(ratios):.2f} times across the {len(sizes)} sizes.")
 
 # %% [markdown]
 # The work per operation is constant, as the bound promises; the memory it
-# runs on does not promise constant time per access. (A C implementation
-# shows the same growth for the same reason, at a smaller scale.)
+# runs on does not promise constant time per access. (An implementation in C
+# meets the same memory hierarchy; its elements would be a few bytes each
+# instead of a Python object, so it would leave the caches at a larger n.)
 #
-# `Safe` costs more than `Fast` (the last line): the extra tests and the new
-# handle per `union` show most on small structures, where both run from the
-# cache, and weigh relatively less on large ones, where both wait on memory.
-# The original's claim that the difference is small holds best where it
-# matters, on large structures; and what the checks buy is large — the
-# misuses above are exactly the bugs that would otherwise surface much later
-# as a wrong type or a wrong variable binding. Chapter 5's type inference
-# uses `Safe`. Chapter 6's CPS language, which makes a `find` for every use
-# of every variable of every program, uses `Fast` — one structure, made in
-# one line, which a reader hunting a bug can make a `Safe` instead.
+# `Safe` costs more than `Fast` (the last two lines): its extra tests and the
+# new handle it makes per `union` are a fixed amount of work per operation,
+# which counts for most where operations are cheapest, on small structures
+# that run from the cache; on large ones both variants wait on memory, and the
+# ratio usually comes down. The two largest sizes are timed in only two
+# rounds each, so their ratios are the noisiest of the table; on a busy
+# machine one of them can even come out below 1. The original calls the
+# difference small, and recommends `Safe` for that reason; in Python it is
+# not small, but what the checks buy is large — the misuses above are
+# exactly the bugs that would otherwise surface much later as a wrong type
+# or a wrong variable binding. Chapter 5's type inference
+# uses `Safe`. Chapter 6's CPS language, which makes a `find` each time it
+# asks an occurrence of any program for its variable, uses `Fast` — one
+# structure, made in one line, which a reader hunting a bug can make a
+# `Safe` instead.
 #
 # ## What the tests check
 #
@@ -824,14 +850,15 @@ print(f"  Safe takes {safe[0] / fast[0]:.2f} times Fast's time at {sizes[0]:,} e
 #
 # - a Hypothesis state machine runs random sequences of `singleton`, `find`,
 #   `union`, `description` and `set_description` against both variants and a
-#   naive model (a list of Python sets), checking after every step that the
+#   naive model (a dictionary of Python sets), checking after every step that the
 #   structure agrees with the model on which elements share a partition and on
 #   every description, and that a partition of rank r has at least 2ʳ
 #   elements;
 # - the same machine, on `Safe`, also tries misuses at random points and
 #   expects the right exception each time;
-# - every misuse of the table above raises its exception in `Safe`, with a
-#   message that says which argument is wrong;
+# - every misuse of the table above raises its exception in `Safe`, and the
+#   message for a wrong or consumed argument of `union` says which argument
+#   it is;
 # - a path of a million links is compressed by one `find`, in both variants.
 #
 # ## Exercises
@@ -878,13 +905,15 @@ print(f"  Safe takes {safe[0] / fast[0]:.2f} times Fast's time at {sizes[0]:,} e
 #    is the very object `union` returns, so nothing can mark it consumed, and
 #    using it after the union goes undetected: here harmlessly, since it
 #    *is* the new partition, but the rule "union consumes its arguments" can
-#    then be broken half the time without a word, and code that breaks it
-#    works until the ranks come out the other way.
+#    then be broken, for one of the two arguments of every union, without a
+#    word, and code that breaks it works until the ranks come out the other
+#    way.
 # 4. Drawn below. `Fast` keeps `pab`'s handle (equal ranks: the first
 #    argument wins), gives it the new description and rank 2. `pcd` is the
 #    loser's old handle: it still says `'c or d'`, rank 1, and its root `c`
 #    now points at `a`, so it describes a partition that no longer exists,
-#    and `Fast` answers `description(pcd)` without complaint.
+#    and `Fast` answers `description(pcd)` without complaint (the cell
+#    prints its answer).
 #
 # </details>
 #
@@ -928,7 +957,7 @@ for n in sizes[:3]:
         uf, elements = rule(), [Element(i) for i in range(n)]
         exercise(uf, elements, works[n])
         print(f"{n:>9} {rule.__name__[8:] or 'Fast':>12} {uf.links / uf.finds:>24.3f} "
-              f"{uf.find(elements[0]).rank:>13}")
+              f"{largest_rank(uf, elements):>13}")
 uf = Halving()
 assert uf.description(uf.find(chain(uf, 10**5)[0])) == "the end"   # a long path, no recursion
 
@@ -968,6 +997,7 @@ pa, pb, pc, pd = (uf.singleton(e, e.name) for e in elements)
 pab, pcd = uf.union(pa, pb, "a or b"), uf.union(pc, pd, "c or d")
 everything = uf.union(pab, pcd, "a, b, c or d")
 uf.find(d)
-print(f"union returned pab: {everything is pab}; pcd is {pcd!r}, c now links to {c.link!r}")
+print(f"union returned pab: {everything is pab}; pcd is {pcd!r}, c now links to {c.link!r}, "
+      f"and description(pcd) answers {uf.description(pcd)!r}")
 Picture([("Fast, after the union and find(d)", forest(uf, elements, moved=[d]))], edges="up",
         alt="A union-find forest left by Fast: " + links(uf, elements) + ".")
