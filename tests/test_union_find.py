@@ -10,7 +10,7 @@ from lcompiler.union_find import (
 
 
 class Machine(RuleBasedStateMachine):
-    """Random sequences of operations, checked step by step against a list of sets."""
+    """Random sequences of operations, checked step by step against a model: numbered groups, each a set of elements."""
 
     variant = Fast
     elements = Bundle("elements")
