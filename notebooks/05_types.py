@@ -2899,8 +2899,11 @@ def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 #    catch { Box(s) -> s + "!" }` — `+` on strings, in a language that has
 #    it — catches an `Exn<String>`; but the block between them may be any
 #    call, and the type of the exceptions a call may raise appears nowhere
-#    in its type, so nothing relates the two `a`s. Making it appear (an
-#    effect system) is the one way out; OCaml and L instead forbid the
+#    in its type, so nothing relates the two `a`s. Whatever `a` the `try`
+#    picks, a `raise` inside the block may have picked another; and a
+#    handler left generic in `a` could use `s` at any type it likes. Making
+#    the exceptions appear in the type (an effect system) is one way out;
+#    OCaml and L instead forbid the
 #    variable, so that every exception has one closed type and `Exn` needs
 #    no parameter.
 # 5. `raise : ∀a. Exn -> a`. Each use instantiates `a` afresh, which is what
