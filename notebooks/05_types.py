@@ -88,8 +88,8 @@
 # variables at some leaves. We represent the constructors uniformly, as a name
 # and a tuple of arguments (`TCon("->", (a, b))`, `TCon("*", (a, b))` for a
 # pair), so that unification needs a single case for all of them. A type
-# variable is an element of a union-find structure, as the seed's author did
-# in l-lang: variables that must be equal are merged into one partition, and
+# variable is an element of a union-find structure, chapter 2's `Safe`:
+# variables that must be equal are merged into one partition, and
 # the *description* of the partition says what they stand for — a type
 # constructor, once inference has learnt it, or "still unknown" (with a
 # *level*, explained below).
@@ -102,8 +102,9 @@
 # environment and to the types it has built so far. That is clear on paper
 # and slow in practice: applying a substitution copies types. Union-find
 # records the same knowledge in place — a variable's partition says what it
-# stands for, and every variable of the partition sees it at once — so a
-# unification costs a few finds, nearly constant each. What it gives up is
+# stands for, and every variable of the partition sees it at once — so
+# unification costs a few finds, nearly constant each, per pair of type
+# nodes it compares, and copies nothing. What it gives up is
 # persistence: an inference cannot be undone by dropping a substitution, which
 # is why `program`, below, restores only the level and the pending
 # requirements after an error, and gives the failed definitions a fresh type.
@@ -206,8 +207,9 @@ def tuple_of(items) -> TCon:
 # value restriction, below), its unknown variables go back to level n: from
 # then on they are part of the enclosing scope, free in its environment, and
 # no later generalisation at level n + 1 may take them. The first edition
-# of this chapter forgot that step, and a well-typed program crashed; the
-# section "A weak type read by a later definition" tells the story.
+# of this chapter forgot that step: an ill-typed program passed the type
+# checker, and its compiled code crashed; the section "A weak type read by
+# a later definition" tells the story.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: levels, not free variables</p>
@@ -220,9 +222,9 @@ def tuple_of(items) -> TCon:
 # type generalised (Rémy 1992; it is how OCaml does it), at the price of one
 # integer per partition kept up to date by `bind` — and by `lower`, for a
 # definition that is not generalised. The measurement near the end of
-# the chapter shows the time per definition staying near where it started
-# while the programs grow sixty-four-fold; exercise 2 asks what the
-# textbook test would do.
+# the chapter grows the programs sixty-four-fold: the time per definition
+# grows by a small factor at most, where quadratic inference would multiply
+# it by sixty-four too; exercise 2 asks what the textbook test would do.
 #
 # </div>
 #
@@ -420,8 +422,9 @@ class Namer:
 # `unify_at` makes the two types equal or raises a `CompileError` at the
 # expression: `expected T1, found T2`, where T1 is what the context requires
 # and T2 the expression's own type, both printed in full with one naming of
-# their variables. The conventions, which the corpus `tests/corpus/types/`
-# checks one by one:
+# their variables. The conventions (the corpus `tests/corpus/types/` checks
+# where each error lands and what it expected and found; the golden files
+# of `tests/errors/` check the notes too):
 #
 # | situation | reported at | expected | a note at |
 # |---|---|---|---|
@@ -430,7 +433,7 @@ class Namer:
 # | an argument of a call | the argument (for several, the one that is wrong) | the parameter's type | the definition of a top-level function |
 # | a branch of `if` | the `else` branch | the `then` branch's type | the `then` branch |
 # | `if` without `else` | the branch | `Unit` | |
-# | clauses of a `match` or a function | the later clause's pattern or body | the scrutinee's type, the first body's type | the scrutinee, the first body |
+# | clauses of a `match` or a function | the later clause's pattern or body | the scrutinee's type, the first body's type | the scrutinee (for a function, its first pattern), the first body |
 # | `x := e` | `e` | the `var`'s type | |
 # | a constructor's argument | the argument | the field's type | the constructor's declaration |
 #
@@ -998,7 +1001,7 @@ Picture([(f"before {call}", partitions(before)), (f"after {call}", partitions(af
 #
 # ```text
 #  Γ ⊢ e1 : τ1   Γ, x : τ1 ⊢ e2 : τ2           Γ(x) = τ   Γ ⊢ e : τ            Γ ⊢ c : Bool   Γ ⊢ e : τ
-# ───────────────────────────────── (Var)     ──────────────────── (Assign)   ───────────────────────── (While)
+# ───────────────────────────────── (LetVar)  ──────────────────── (Assign)   ───────────────────────── (While)
 #  Γ ⊢ var x := e1; e2 : τ2                     Γ ⊢ x := e : Unit               Γ ⊢ while (c) e : Unit
 #
 #  Γ ⊢ e1 : τ1   Γ ⊢ e2 : τ2          Γ ⊢ ei : τi (each i)                  Γ ⊢ c : Bool
@@ -1049,7 +1052,7 @@ type_of("{ var n := 0; n := \"three\"; n }")
 # ### Exceptions: raise and try
 #
 # ```text
-#        Γ ⊢ e : Exn                    Γ ⊢ b : τ    Γ ⊢ pi : Exn ⊣ Γi    Γ, Γi ⊢ ei : τ  (each i)
+#        Γ ⊢ e : Exn                    Γ ⊢ b : τ      ⊢ pi : Exn ⇒ Γi    Γ, Γi ⊢ ei : τ  (each i)
 # ───────────────────── (Raise)      ──────────────────────────────────────────────────────── (Try)
 #  Γ ⊢ raise(e) : τ  (any τ)          Γ ⊢ try { b } catch { p1 -> e1 … pn -> en } : τ
 # ```
@@ -1069,8 +1072,10 @@ type_of("{ var n := 0; n := \"three\"; n }")
 # `exception Box(a)` were allowed, `raise(Box(1))` would raise a `Box` of an
 # `Int`, and a `catch { Box(s) -> s + "!" }` far away could take it for a
 # `Box` of a `String`: the type of the field is forgotten by `Exn`, which
-# has no parameter to remember it. That is OCaml's rule too (an exception's
-# arguments cannot mention a type variable, since `exn` has no parameter).
+# has no parameter to remember it. That is OCaml's rule too, for the same
+# reason: `exception Box of 'a` is an error there, "the type variable 'a is
+# unbound" (its GADT syntax admits a variable only as an *existential* one,
+# which a handler can never take back out at a type of its choosing).
 # A data type can have parameters because its type says what they are, for
 # every value; `Exn` cannot, since one `Exn` holds the exceptions of every
 # part of the program. And since `Exn` has no parameter, chapter 5b has
@@ -1109,28 +1114,31 @@ class Inference(Inference):
 #                 = τ1           otherwise
 # ```
 #
-# The only rule that makes a scheme. A `let` infers its right-hand side one
-# level deeper, then generalises what is left unknown at that level — the
-# variables "not free in Γ" of the rule, found by their levels rather than by
-# a walk over Γ — if the right-hand side is a *syntactic value*: a function,
-# a literal, a variable, or a constructor or tuple of values. Otherwise the
+# The only rule that makes a scheme. When the right-hand side is a
+# *syntactic value* — a function, a literal, a variable, or a constructor or
+# tuple of values — a `let` infers it one level deeper, then generalises
+# what is left unknown at that level: the variables "not free in Γ" of the
+# rule, found by their levels rather than by a walk over Γ. Otherwise the
 # type is used as it is, unknowns included, and the first use that settles
 # them settles them for every use.
 #
-# Why the restriction? Because of mutable state. Imagine L had no
+# Why the restriction (Wright 1995; Standard ML's rule, and with a
+# relaxation OCaml's)? Because of mutable state. Imagine L had no
 # restriction, and this program:
 #
 # ```l
 # def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
 # def swap = make_cell()       // swap : List<_a> -> List<_a>; suppose it were ∀a. List<a> -> List<a>
 # swap(Cons(1, Nil))           // stores a List<Int>
-# swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
+# swap(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
 # ```
 #
 # `make_cell()` returns a closure sharing one `var`. If `swap` were
 # generalised, the second call could use it at `List<String>` and get back
-# the `List<Int>` the first call stored, as a list of strings — and the
-# program would add 1 to a string. The right-hand side `make_cell()` is a
+# the `List<Int>` the first call stored, as a list of strings: `s` would be
+# typed `String` and hold the `Int` 1, and the compiled code, which finds a
+# `String`'s bytes through a pointer, would follow the integer instead. The
+# right-hand side `make_cell()` is a
 # call, not a syntactic value, so the restriction keeps `swap`'s type
 # *weak*: `List<_a> -> List<_a>`, one type not yet known, which the first
 # call fixes at `List<Int>` and the second call then contradicts — a type
@@ -1300,8 +1308,8 @@ type_of("data List<t> { Cons(t, List<t>); Nil }\nCons(1, Cons(true, Nil))")
 # definition is generalised, and the components that use it later see a
 # polymorphic scheme.
 #
-# Tarjan's algorithm finds the components in one depth-first traversal, and
-# emits each component after all the components it depends on: exactly the
+# Tarjan's algorithm (Tarjan 1972) finds the components in one depth-first
+# traversal, and emits each component after all the components it depends on: exactly the
 # order we need. It is written with an explicit stack, since a program of a
 # hundred thousand definitions would exceed Python's recursion limit.
 
@@ -1744,8 +1752,12 @@ def empty = map(id, Nil)
 # notation chapter 4b's table borrows, range over the types that `=` can
 # compare), and would cost nothing at run time, since [chapter 5b](05b_mono.ipynb) copies
 # each polymorphic definition at the ground types it is used at. L chose the
-# simplest rule, as Haskell does for its numeric literals (whose type, left
-# open, defaults to `Integer`).
+# simplest rule. Haskell defaults too, but only a type that nothing else
+# can settle — an ambiguous numeric type, as in `show (2 ^ 10)`, or one the
+# monomorphism restriction keeps from being generalised — which becomes
+# `Integer`; a function such as `f x = x + 1` keeps the condition in its
+# scheme, `Num a => a -> a`. L defaults even a type that could have been
+# generalised, and that is what costs `same` its principal type.
 #
 # </div>
 #
@@ -1774,7 +1786,7 @@ def swap = make_cell()
 types_of(swap)
 types_of(swap + """\
 swap(Cons(1, Nil))
-swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
+swap(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
 """)
 
 # %% [markdown]
@@ -1958,8 +1970,10 @@ class Levelled(Inference):
 # %% [markdown]
 # `components_picture` lays the definitions out on that grid and draws
 # them with the sizes, font and colours of `lcompiler.drawing`: a blue box
-# per definition, a grey arrow per use (an arc, above or below, between two
-# definitions of one row), a dashed frame per component. Each shape says
+# per definition, a grey arrow per use (between two definitions of one
+# row, an arc under the boxes, the deeper one for a use of a definition to
+# the right; a loop on the right for a definition that calls itself), a
+# dashed frame per component. Each shape says
 # what it stands for in its attributes (`data-name`, `data-from`,
 # `data-to`, …), which `tests/test_drawing.py` reads back from the picture
 # stored in this notebook and compares with the program.
@@ -2068,9 +2082,11 @@ components_picture(LEVELLED)
 
 
 # %% [markdown]
-# ### The seeds' sample program, step by step
+# ### The L blog's sample program, step by step
 #
-# The sample program of the seeds rebinds `true` and `false` to functions
+# The sample program of the L compiler's blog (the post "A framework for CPS
+# transformation", one of the [sources](../bibliography.md#the-l-blog) this
+# book grew from), which chapter 4b ran, rebinds `true` and `false` to functions
 # that choose one of two values — *Church booleans*, after Alonzo Church,
 # who encoded data as functions — and builds pairs from them. Here is how inference goes
 # through it, with the type each name gets (the block is the argument of an
@@ -2098,10 +2114,10 @@ components_picture(LEVELLED)
 #    `second(p) * (first(p) + second(p))`, is an `Int`, compared with `60`.
 #
 # Step 7 works *because* `first` and `second` both choose an `Int` from a
-# pair of `Int`s. Had the program built `pair(7, "five")`, `d` would be fixed
-# by whichever selector came first, and the other would be a type error: `p`
-# is not polymorphic. The program passes, and the types recorded on its nodes
-# are what steps 1–7 said:
+# pair of `Int`s. Had the program built `pair(7, "five")`, the first
+# selector applied to `p` would fix `d` for good, and no later use could
+# choose the other field's type: `p` is not polymorphic. The program
+# passes, and the types recorded on its nodes are what steps 1–7 said:
 
 # %%
 seeds = Source("seeds.l", """\
@@ -2253,9 +2269,11 @@ print(subprocess.run([sys.executable, "../bench/infer_speed.py", "--largest", "6
 # The last line compares the time per definition of the largest program
 # with the smallest's. Exactly linear inference would print 1.00; one
 # quadratic in the number of definitions would print about 64, since the
-# largest program has 64 times as many definitions as the smallest. It
-# stays near 1, give or take the noise of a shared machine, which also
-# makes single doublings (the column "ratio") wander around 2. The front
+# largest program has 64 times as many definitions as the smallest. What it
+# prints is a small factor, nowhere near 64 — but not 1.00 exactly: on a
+# shared machine the time per definition moves from run to run, and the
+# single doublings (the column "ratio") wander around 2, sometimes well
+# above it. The front
 # end of chapters 4a and 4b (parsing, desugaring, resolving) takes about as
 # long again as inference.
 #
@@ -2332,8 +2350,12 @@ for n in (3, 6, 9, 12):
 #   inferred (it may be more general: `Nil` is a `List<a>`), and that the
 #   interpreter runs them without a runtime error of any kind: no type
 #   confusion at run time;
-# - the value-restriction program above, `even`/`odd`, the seeds' program and
-#   the doubling types infer as this chapter says;
+# - the value-restriction program above is rejected at its second call,
+#   and `id`, `even`/`odd`, `map`, `empty` and `same` get the schemes this
+#   chapter prints (the L blog's sample program is in the corpus, as
+#   `tests/corpus/run/seed_sample.l`; the doubling types, like every
+#   other output of this chapter, are compared by nbval when the notebook
+#   runs under pytest);
 # - the reader's program and its variants ("A weak type read by a later
 #   definition") are rejected at their second use, and a definition that
 #   reads a weak type is generalised in its own variables only;
@@ -2380,13 +2402,15 @@ for name, run in json.loads(Path("../tests/soundness.json").read_text()).items()
 
 # %% [markdown]
 # As the compiler is: no finding, and OCaml accepts a few programs that L
-# rejects, those where its relaxed value restriction generalises what L's
-# does not (`id(Nil)`). With the first edition's bug put back, OCaml rejects
+# rejects, as it may: its relaxed value restriction generalises what L's
+# does not (`id(Nil)`), and its `=` compares values of any type. With the
+# first edition's bug put back, OCaml rejects
 # programs that L accepts; no compiled program crashes, because those whose
 # recorded types disagree stop at compile time with chapter 5b's internal
 # error; and the reference interpreter, which never looks at a type, meets
-# a value of the wrong kind in a few ("this is not a function"), and in
-# two prints something other than OCaml does.
+# a value of the wrong kind in a few (it stops with a runtime error such
+# as "this is not a function"), and in two prints something other than
+# OCaml does.
 #
 # `tests/test_errors.py` compares the messages of this chapter, notes and
 # "did you mean" included, with golden files (`tests/errors/`): the two
@@ -2840,7 +2864,8 @@ def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 #    program over the time for one of half its size, stays near 2 with the
 #    levels — linear — and climbs towards 4 with the walk — quadratic — and
 #    its last line, the time per definition of the largest program over
-#    the smallest's, grows with the size instead of staying near 1. The
+#    the smallest's, grows with the size instead of staying within a small
+#    factor of 1. The
 #    test counts, rather than times, the types the walk visits: four times
 #    as many for twice the definitions. The levels make the question
 #    "free in Γ?" a comparison of two integers, paid for once at each
@@ -2874,8 +2899,11 @@ def sign(n) = match (n) { 0 -> "zero"; 1 -> "one"; 0 -> "again" }
 #    catch { Box(s) -> s + "!" }` — `+` on strings, in a language that has
 #    it — catches an `Exn<String>`; but the block between them may be any
 #    call, and the type of the exceptions a call may raise appears nowhere
-#    in its type, so nothing relates the two `a`s. Making it appear (an
-#    effect system) is the one way out; OCaml and L instead forbid the
+#    in its type, so nothing relates the two `a`s. Whatever `a` the `try`
+#    picks, a `raise` inside the block may have picked another; and a
+#    handler left generic in `a` could use `s` at any type it likes. Making
+#    the exceptions appear in the type (an effect system) is one way out;
+#    OCaml and L instead forbid the
 #    variable, so that every exception has one closed type and `Exn` needs
 #    no parameter.
 # 5. `raise : ∀a. Exn -> a`. Each use instantiates `a` afresh, which is what

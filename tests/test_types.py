@@ -63,7 +63,7 @@ data List<t> { Cons(t, List<t>); Nil }
 def make_cell() = { var content := Nil; { x -> { let old = content; content := x; old } } }
 def swap = make_cell()
 swap(Cons(1, Nil))
-swap(Cons("one", Nil)).{ Cons(n, _) -> print(n + 1); Nil -> () }
+swap(Cons("one", Nil)).{ Cons(s, _) -> print(s == "one", s); Nil -> () }
 """
     with pytest.raises(CompileError, match=r"expected List<Int>, found List<String> \(the argument of swap\)"):
         check_types(Source("t.l", program))
