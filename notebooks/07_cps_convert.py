@@ -298,9 +298,10 @@ class Scope:
 # a merge carries is decided by a pass before the translation: the names
 # assigned inside each `if`, `match`, `while` and `try`.
 #
-# A function that captures `x` cannot see the store: it may run long after
-# the store has changed, or run when `x` is changed by its caller. So a
-# captured `var` is translated differently, as a heap **cell** — a one-field
+# A function that captures `x` cannot see the store: it may run after `x`
+# has been assigned again, and an assignment it makes to `x` must reach the
+# code around it, which a store local to the function's body cannot do. So
+# a captured `var` is translated differently, as a heap **cell** — a one-field
 # tuple — read with `x[0]` and written with `x[0] := v`, and the function
 # captures the cell. Deciding which `var`s are captured is the same
 # pre-pass: a use of `x` inside a `Lambda` nested in `x`'s `var` is a
@@ -948,8 +949,8 @@ class Converter(Converter):
 # - a top-level statement becomes an `unused` dynamic definition, run for its
 #   effect.
 #
-# All are `private`: an L program is one compilation unit, and nothing is
-# exported. A function may be called before a non-function definition it
+# The named definitions are all `private` (the statements are `unused`):
+# an L program is one compilation unit, and nothing is exported. A function may be called before a non-function definition it
 # reads has run (L's contract makes that a runtime error); for each
 # non-function definition read inside a function, the translation adds a
 # static cell
