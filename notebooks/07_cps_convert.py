@@ -282,7 +282,9 @@ class Scope:
 # ## Mutable variables: continuation parameters or cells
 #
 # `var x := 0; while (x < 10) x := x + 1` assigns `x`. CPS variables are
-# assigned once, like SSA registers, so an assignment cannot change the CPS
+# assigned once, like the registers of LLVM's code (its *static single
+# assignment* form, SSA, which [chapter 10](10_llvm.ipynb) targets), so an
+# assignment cannot change the CPS
 # variable holding `x`; it changes *which* CPS variable holds `x` from then
 # on. That is what the **store** records: a dictionary from each uncaptured
 # `var` in scope to the CPS variable holding its current value. `x := e`
@@ -293,8 +295,10 @@ class Scope:
 # assigned on the way become *continuation parameters*: a join point after an
 # `if` that assigns `x` is `cont join(r, x2)`, and each branch jumps to it with
 # its own value of `x`; a loop is `cont loop(x1) { … loop(x2) }`. This is
-# exactly SSA construction, with continuation parameters as φ-nodes — and
-# [chapter 10](10_llvm.ipynb) will turn them into φ-nodes. Which variables
+# exactly SSA construction. Where paths meet, SSA merges the values that
+# arrive along them with a *φ-node* (one value per incoming path); here a
+# continuation's parameters play that part, and chapter 10 turns them into
+# φ-nodes. Which variables
 # a merge carries is decided by a pass before the translation: the names
 # assigned inside each `if`, `match`, `while` and `try`.
 #
