@@ -97,8 +97,10 @@
 # translator — their static, meta-level continuation, our `Then` — applied
 # while the term is built, so the intermediate steps leave no
 # administrative redex to reduce later; and a continuation is reified,
-# written into the term, only where the term needs one, as the return point
-# of a call (`k_7` in the picture below).
+# written into the term, only where the term needs one, as the return
+# point of a call (`k_7` in the picture below). The other place where this
+# converter writes the rest of the computation into the term, a join
+# point where two branches would each need it, is chapter 3's C5, below.
 #
 # Here is one context, drawn. In `def h(g, x) = g(x) + 1`, the
 # subexpression `g(x)` (blue) has a context (yellow): the rest of the
