@@ -1620,7 +1620,9 @@ for definitions in (30, 300):
 #    two conversions agree. Keeping `done` keeps one rule for every `try`.
 # 7. The conversion need not: the optimiser removes a continuation that no
 #    jump names, as for any dead code. For `def k(x) = try { x + 1 } catch
-#    { _ -> 0 }`, `lc show opt` has no handler. The conversion stays simple
-#    and the case is handled once, where dead code is.
+#    { _ -> 0 }`, made public as `f` was above (a private `k` called once is
+#    inlined into its caller and folded away), the optimised `k` is
+#    `v = x + 1; ret(v)`: no handler. The conversion stays simple and the
+#    case is handled once, where dead code is.
 #
 # </details>
