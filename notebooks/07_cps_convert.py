@@ -1622,7 +1622,7 @@ for definitions in (30, 300):
 #    jump names, as for any dead code. For `def k(x) = try { x + 1 } catch
 #    { _ -> 0 }`, made public as `f` was above (a private `k` called once is
 #    inlined into its caller and folded away), the optimised `k` is
-#    `v = x + 1; ret(v)`: no handler. The conversion stays simple and the
+#    `c = 1; v = x + c; ret(v)`: no handler. The conversion stays simple and the
 #    case is handled once, where dead code is.
 #
 # </details>
