@@ -7,9 +7,11 @@ types of chapter 5 on every node) into the CPS language of chapter 6, in one
 pass (after a small pre-pass that decides where each mutable variable
 lives). It is chapter 3's compiler C5 grown up: the same higher-order style,
 where the translation of an expression is handed "what to do with its
-value", so that no administrative redex is ever built and a continuation
-is bound by `cont` only where two branches would otherwise each get a copy
-of it.
+value", so that no *administrative redex* is built (a continuation made
+only to be applied at once to a value: [chapter 1](01_addlang.ipynb)'s
+useless step), and the rest of the computation is bound by `cont` only
+where a call must return to it or where two branches would otherwise each
+get a copy of it.
 
 What this chapter promises:
 

@@ -19,9 +19,11 @@
 # pass (after a small pre-pass that decides where each mutable variable
 # lives). It is chapter 3's compiler C5 grown up: the same higher-order style,
 # where the translation of an expression is handed "what to do with its
-# value", so that no administrative redex is ever built and a continuation
-# is bound by `cont` only where two branches would otherwise each get a copy
-# of it.
+# value", so that no *administrative redex* is built (a continuation made
+# only to be applied at once to a value: [chapter 1](01_addlang.ipynb)'s
+# useless step), and the rest of the computation is bound by `cont` only
+# where a call must return to it or where two branches would otherwise each
+# get a copy of it.
 #
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
@@ -95,8 +97,10 @@
 # translator — their static, meta-level continuation, our `Then` — applied
 # while the term is built, so the intermediate steps leave no
 # administrative redex to reduce later; and a continuation is reified,
-# written into the term, only where the term needs one, as the return point
-# of a call (`k_7` in the picture below).
+# written into the term, only where the term needs one, as the return
+# point of a call (`k_7` in the picture below). The other place where this
+# converter writes the rest of the computation into the term, a join
+# point where two branches would each need it, is chapter 3's C5, below.
 #
 # Here is one context, drawn. In `def h(g, x) = g(x) + 1`, the
 # subexpression `g(x)` (blue) has a context (yellow): the rest of the
@@ -188,8 +192,11 @@ context_picture("def h(g, x) = g(x) + 1")
 # continuation* of the code it is in (chapter 6's second barrel). It is the
 # function's own `exn` inside a function, and the program's `uncaught` in a
 # top-level definition; every call names it (`-> k / exn`), and so does every
-# operation that can fail (`/`, `%`, an unmatched `match`, `assert`), which
-# raises its predefined exception there. A call is a tail call only when
+# operation that raises a predefined exception when it fails (`/`, `%`, an
+# unmatched `match`, `assert`). (One check fails without raising: a
+# function that reads a definition before it has run stops the program
+# ([the language reference](../language.md#the-order-of-top-level-definitions);
+# "Programs", below), so its `fail` names no exception continuation.) A call is a tail call only when
 # *both* its continuations are the function's own: inside the block of a
 # `try`, the exception continuation is a local handler instead (the section
 # on exceptions, below), and a call there is not a tail call.
@@ -277,7 +284,9 @@ class Scope:
 # ## Mutable variables: continuation parameters or cells
 #
 # `var x := 0; while (x < 10) x := x + 1` assigns `x`. CPS variables are
-# assigned once, like SSA registers, so an assignment cannot change the CPS
+# assigned once, like the registers of LLVM's code (its *static single
+# assignment* form, SSA, which [chapter 10](10_llvm.ipynb) targets), so an
+# assignment cannot change the CPS
 # variable holding `x`; it changes *which* CPS variable holds `x` from then
 # on. That is what the **store** records: a dictionary from each uncaptured
 # `var` in scope to the CPS variable holding its current value. `x := e`
@@ -288,14 +297,17 @@ class Scope:
 # assigned on the way become *continuation parameters*: a join point after an
 # `if` that assigns `x` is `cont join(r, x2)`, and each branch jumps to it with
 # its own value of `x`; a loop is `cont loop(x1) { … loop(x2) }`. This is
-# exactly SSA construction, with continuation parameters as φ-nodes — and
-# [chapter 10](10_llvm.ipynb) will turn them into φ-nodes. Which variables
+# exactly SSA construction. Where paths meet, SSA merges the values that
+# arrive along them with a *φ-node* (one value per incoming path); here a
+# continuation's parameters play that part, and chapter 10 turns them into
+# φ-nodes. Which variables
 # a merge carries is decided by a pass before the translation: the names
 # assigned inside each `if`, `match`, `while` and `try`.
 #
-# A function that captures `x` cannot see the store: it may run long after
-# the store has changed, or run when `x` is changed by its caller. So a
-# captured `var` is translated differently, as a heap **cell** — a one-field
+# A function that captures `x` cannot see the store: it may run after `x`
+# has been assigned again, and an assignment it makes to `x` must reach the
+# code around it, which a store local to the function's body cannot do. So
+# a captured `var` is translated differently, as a heap **cell** — a one-field
 # tuple — read with `x[0]` and written with `x[0] := v`, and the function
 # captures the cell. Deciding which `var`s are captured is the same
 # pre-pass: a use of `x` inside a `Lambda` nested in `x`'s `var` is a
@@ -719,10 +731,9 @@ class Converter(Converter):
 # <p class="admonition-title">Design note: an automaton, not a decision tree</p>
 #
 # The other classic scheme is a *decision tree* (Maranget's "Compiling
-# pattern matching to good decision trees", in the spirit of the original
-# l-lang compiler's pattern compiler): it examines each part of the value at
-# most once, choosing at every node which column to test, and copies the
-# clauses that remain possible into every branch. It never tests anything
+# pattern matching to good decision trees"): it examines each part of the
+# value at most once, choosing at every node which column to test, and
+# copies the clauses that remain possible into every branch. It never tests anything
 # twice, but its size can grow exponentially with the number of columns in
 # the worst case. The automaton is the opposite trade: its size is linear in
 # the size of the patterns — each clause is translated once — while a value
@@ -730,7 +741,14 @@ class Converter(Converter):
 # read the tag). For a compiler whose later chapters count code size, and for
 # L's typical matches (a few clauses, one column), linear size wins; the
 # repeated tests are cheap comparisons on values already in registers.
-# Exercise 1 asks for the other.
+# The original l-lang compiler took a road between the two: it matches
+# column by column, as Philip Wadler's chapter "Efficient compilation of
+# pattern matching" in Simon Peyton Jones's *The Implementation of
+# Functional Programming Languages* (1987) describes, sharing one test
+# among neighbouring clauses with the same constructor; where a column
+# mixes constructors with irrefutable patterns, it splits the clauses into
+# blocks tried one after the other (Wadler's "mixture rule").
+# Exercise 1 asks for the decision tree.
 #
 # </div>
 #
@@ -860,8 +878,8 @@ class Converter(Converter):
 #   value to the `try`'s context.
 # - the block, converted in `Return(done)` with `handler` as its exception
 #   continuation: every call in it is `call f(x) -> … / handler`, and every
-#   operation that can fail (`/`, `%`, a `match`, an `assert`) raises its
-#   predefined exception to `handler` too.
+#   operation that fails with a predefined exception (`/`, `%`, a `match`,
+#   an `assert`) raises it to `handler` too.
 #
 # When the `try` is an operand (its context a `Then`), a join point for its
 # value is bound first, as for an `if`; both `done` and the clauses go to
@@ -937,8 +955,8 @@ class Converter(Converter):
 # - a top-level statement becomes an `unused` dynamic definition, run for its
 #   effect.
 #
-# All are `private`: an L program is one compilation unit, and nothing is
-# exported. A function may be called before a non-function definition it
+# The named definitions are all `private` (the statements are `unused`):
+# an L program is one compilation unit, and nothing is exported. A function may be called before a non-function definition it
 # reads has run (L's contract makes that a runtime error); for each
 # non-function definition read inside a function, the translation adds a
 # static cell
@@ -1136,7 +1154,7 @@ def converted(text: str, alt: str) -> None:
 
 
 converted(CONDITIONALS, "Two L functions beside their CPS. Left, the core tree of f: under def f(x), "
-          "the if, marked as returning to ret_2; its condition x > 0 in grey (a Then context); its "
+          "the if, yellow, marked as returning to ret_2; its condition x > 0 in grey (a Then context); its "
           "branches 1 and 2 in green, each marked as returning to ret_2. The core tree of g: under "
           "def g(x), the +, green, returning to ret_12; below it the if, yellow, in a Then context, whose "
           "branches 1 and 2 are green and return to join_17; and the constant 1, grey. Right, the CPS "
@@ -1191,8 +1209,8 @@ rule("def limit = 10 * 10\ndef below(x) = x < limit\nprint(below(5))")
 # `let f cond = let v = if cond then raise Failure else 0 in (v, v)`. In L:
 
 # %%
-SEED_001 = "exception Failure\ndef f(cond) = { let v = if (cond) raise(Failure) else 0; (v, v) }\n"
-rule(SEED_001)
+FLAMBDA_EXAMPLE = "exception Failure\ndef f(cond) = { let v = if (cond) raise(Failure) else 0; (v, v) }\n"
+rule(FLAMBDA_EXAMPLE)
 
 # %% [markdown]
 # This is the account's "step 1": the `if` is an operand of the `let`, so
@@ -1210,11 +1228,11 @@ rule(SEED_001)
 # %%
 from lcompiler.shrink import optimise
 
-seed_program = to_cps(SEED_001)
-seed_program.definitions[0].visibility = "public"
-optimise(seed_program)
-cps.check(seed_program)
-print(cps.show(seed_program), end="")
+flambda_program = to_cps(FLAMBDA_EXAMPLE)
+flambda_program.definitions[0].visibility = "public"
+optimise(flambda_program)
+cps.check(flambda_program)
+print(cps.show(flambda_program), end="")
 
 # %% [markdown]
 # As in the account, the result reads as `if cond then raise Failure else (0,
@@ -1249,11 +1267,13 @@ rule(WHILE)
 print(run_both(WHILE), end="")
 
 # %% [markdown]
-# ## The seeds' program
+# ## The sample program of the L blog
 #
-# The program of the seeds is in `examples/seeds.l`: one `assert`, whose
-# functions are all `let`-bound inside it. Its CPS is one `unused`
-# definition, with the functions local to it:
+# The sample program of [the blog of the original L
+# compiler](../bibliography.md#the-l-blog), whose assertion must hold, is in
+# `examples/seeds.l`: one `assert`, whose functions are all `let`-bound
+# inside it. Its CPS is one `unused` definition, with the functions local
+# to it:
 
 # %%
 SEEDS = open("../examples/seeds.l").read()
@@ -1415,16 +1435,41 @@ print(f"time per source node, largest / smallest: "
       " (1.00 is linear)")
 
 # %% [markdown]
-# The CPS is 1.93 nodes per source node at every size. The time per node
-# grows about twofold over a hundredfold growth of the program, from 9.3
-# µs to 19.9 µs, all of it below 30,000 nodes, and not at all (20.0 to
-# 19.9 µs) over the last threefold — far from the
-# hundredfold of a quadratic pass, and the slow growth that chapter 6
-# measured on its own framework, where a profile showed the same number of
-# calls per node at every size and the cost of reaching objects in a
-# larger heap growing. Nothing in the conversion visits a node more than a
-# fixed number of times. What is not linear is what it keeps of the names
-# in scope: a name is found by walking the environment, a linked list of
+# The CPS has the same number of nodes per source node at every size (the
+# `CPS/src` column). The time per node, the last column, grows about
+# twofold over the hundredfold growth of the program (the ratio printed
+# last), all of it by 30,000 nodes and none over the last threefold: far
+# from the hundredfold of a quadratic pass, but not flat either. As
+# [chapter 6](06_cps.ipynb) did for its framework, count the work instead
+# of timing it: the Python function calls the conversion makes per source
+# node, on two of the same generated programs, the second ten times the
+# size of the first. A count does not depend on the machine or its load.
+
+# %%
+import cProfile
+import pstats
+import sys
+
+sys.path.insert(0, "../bench")
+import convert_speed                      # the benchmark's generator of programs
+
+for definitions in (30, 300):
+    core_n, _ = types.check_types(convert_speed.program(definitions))
+    nodes_n = convert_speed.source_nodes(core_n)
+    profile = cProfile.Profile()
+    profile.enable()
+    convert(core_n)
+    profile.disable()
+    print(f"{nodes_n:>6} source nodes: {pstats.Stats(profile).total_calls / nodes_n:.2f} calls per node")
+
+# %% [markdown]
+# The count is the same at both sizes: nothing in the conversion visits a
+# node more than a fixed number of times, so the slow growth of the
+# timings is not the algorithm's. Chapter 6 saw the same on its own
+# framework (calls per node constant, time per node growing a little) and
+# put it down to the cost of each lookup once the tables no longer fit in
+# the processor's caches. What is not linear is what the conversion keeps
+# of the names in scope: a name is found by walking the environment, a linked list of
 # them, and the store of uncaptured `var`s is copied or scanned whole by
 # `declare`, `assign`, a join point and a loop; so a block of n `let`s
 # that each read a parameter, or of n `var`s, costs time in n². These
@@ -1575,7 +1620,9 @@ print(f"time per source node, largest / smallest: "
 #    two conversions agree. Keeping `done` keeps one rule for every `try`.
 # 7. The conversion need not: the optimiser removes a continuation that no
 #    jump names, as for any dead code. For `def k(x) = try { x + 1 } catch
-#    { _ -> 0 }`, `lc show opt` has no handler. The conversion stays simple
-#    and the case is handled once, where dead code is.
+#    { _ -> 0 }`, made public as `f` was above (a private `k` called once is
+#    inlined into its caller and folded away), the optimised `k` is
+#    `c = 1; v = x + c; ret(v)`: no handler. The conversion stays simple and the
+#    case is handled once, where dead code is.
 #
 # </details>
