@@ -471,7 +471,9 @@ class Monomorphiser:
 # and when its right-hand side is a syntactic value. Chapter 5's value
 # restriction generalises only values, such as a function or a constructor
 # applied to values. This is what makes copying safe: building a value has
-# no effect, so copying it cannot duplicate an effect. `scheme` returns the
+# no effect, so copying it cannot duplicate an effect. (One exception: a
+# value that reads a definition which has not run yet stops the program;
+# the section on variables below keeps that error as it was.) `scheme` returns the
 # type to instantiate, or `None` for a monomorphic binding.
 
 # %%
@@ -532,7 +534,9 @@ class Monomorphiser(Monomorphiser):
 # empties the worklist. Then it lays out the result: each root at its place,
 # and each polymorphic definition's instances at the place of the
 # definition. An unused polymorphic definition has no instance, and is gone:
-# building it would have no effect.
+# building it would have no effect, since at the top level a value can
+# read only definitions that are already there, the functions and the
+# definitions above it (chapter 4b rejects any other read).
 
 # %%
 #| export
