@@ -88,8 +88,10 @@
 # Chapter 10 represents every L value as one 64-bit word. An `Int` is the
 # word itself, with all 64 bits. A tuple, a closure or a list is the
 # address of a block: a block in the heap, or, for a constructor without
-# fields such as `Nil`, one constant block made once. This is the *uniform representation* of ML
-# implementations. A polymorphic function such as `length` works on lists
+# fields such as `Nil`, one constant block made once. This is the
+# *uniform representation* of ML implementations (Leroy 1992 weighs it
+# against unboxed values; see the
+# [bibliography](../bibliography.md#papers-and-books)). A polymorphic function such as `length` works on lists
 # of anything because every element is one word, and its code never needs
 # to know what the word means.
 #
@@ -114,7 +116,7 @@
 #    type is known.
 # 2. *Monomorphisation.* Make one copy of each polymorphic definition for
 #    each type it is used at. After the copying, every type is known. MLton
-#    and Rust work this way.
+#    (Weeks 2006, in the bibliography) and Rust work this way.
 #
 # We monomorphise. Every type is then known at compile time, and printing is
 # directed by types at no cost at run time. The price is more code, and the
@@ -1660,7 +1662,8 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    small: its size, and the size of the types in it (the last `p0`
 #    takes a tuple nested 2ⁿ − 1 deep), can be exponential in the length
 #    of the program — just as inferring an ML type can take exponential
-#    time on programs written to make it. Real programs are not written
+#    time on programs written to make it (Mairson 1990; Kfoury, Tiuryn and
+#    Urzyczyn 1990, as chapter 5 tells). Real programs are not written
 #    that way, which is what the corpus measurement of "What it costs"
 #    says.
 # 2. The back end looks at a type in five places: `print`, a match that
