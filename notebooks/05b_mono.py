@@ -405,9 +405,9 @@ class Poly:
 # group of definitions that use each other), and inside its component a
 # definition is used at one type only: the very type that is being copied.
 # So a copy asks, inside its own component, only for the copies that go
-# with its own type, and new types only of definitions of earlier
-# components; every chain of requests goes down through the components
-# and stops. (Exercise 1 shows that it can still make many copies.)
+# with its own type; it asks for copies at new types only of definitions
+# of earlier components, and every chain of requests goes down through the
+# components and stops. (Exercise 1 shows that it can still make many copies.)
 #
 # A fresh name must avoid every name of the program: `names_in` collects
 # them all, bound or used. It visits every node, so which fields of a class
