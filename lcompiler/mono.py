@@ -28,7 +28,8 @@ In the module `lcompiler.mono`:
 - A polymorphic binding is a top-level `def`, or a `let`, whose type still
   has generalised type variables (a weak one, `_a`, stands for one type,
   and is treated as the next promise says). Each one is replaced by one
-  copy per type it is used at. We call these copies its *instances*. The first instance keeps the
+  copy per type it is used at (an unused `def` by none, an unused `let`
+  by one, at the type the next promise gives it). We call these copies its *instances*. The first instance keeps the
   name; the others are called `name_1`, `name_2`, …, skipping any such
   name that the program already uses.
 - A type variable that nothing fixes becomes `Unit`. An example is
