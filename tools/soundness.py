@@ -97,16 +97,18 @@ def main(argv=None) -> int:
             kinds.update(set(map(kind, verdict.findings)))
             signature = sorted(set(map(kind, verdict.findings)))
             print(f"program {i}: FINDING: {'; '.join(verdict.findings)}", flush=True)
-            small = text
-            if counts["programs with findings"] <= args.minimise:
+            small, minimised = text, counts["programs with findings"] <= args.minimise
+            if minimised:
                 small = minimise(text, lambda t, signature=signature: sorted(set(map(kind, judge(t, compiled=compiled, timeout=10)
                                                                  .findings))) == signature, args.minimise_budget)
             args.out.mkdir(parents=True, exist_ok=True)
             path = args.out / f"finding-{counts['programs with findings']:04}.l"
             path.write_text(small, encoding="utf-8")
             path.with_suffix(".txt").write_text("\n".join(judge(small, compiled=compiled).findings)
-                                                + "\n\n--- before minimising\n" + text, encoding="utf-8")
-            print(f"  minimised to {len(small.splitlines())} lines: {path}", flush=True)
+                                                + ("\n\n--- before minimising\n" + text if minimised else ""),
+                                                encoding="utf-8")
+            print(f"  {'minimised to' if minimised else 'not minimised (--minimise),'} "
+                  f"{len(small.splitlines())} lines: {path}", flush=True)
         if i % 100 == 0 or i == len(texts):
             print(f"{i} programs, {time.monotonic() - start:.0f} s: "
                   + ", ".join(f"{k} {v}" for k, v in counts.items()), flush=True)
