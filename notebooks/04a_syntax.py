@@ -45,8 +45,11 @@
 # L programs their meaning with a reference interpreter. The language itself is
 # described for readers in [the language reference](../language.md), the
 # exact contract the compiler meets; this chapter implements its
-# [grammar](../language.md#grammar) a group of rules at a time. The design of the lexer follows l-lang, the original L
-# compiler, as its author's [blog](../bibliography.md#the-l-blog) describes it:
+# [grammar](../language.md#grammar) a group of rules at a time. The design
+# of the lexer and the parser follows l-lang, the original L compiler, whose
+# lexer records how strongly each token is separated from its neighbours and
+# whose Pratt parser reads it (the files `src/parser/token.mli` and
+# `src/parser/tdop.mli` of [its code](../bibliography.md#the-l-blog)):
 # separation is what makes L's C-like surface work without semicolons.
 
 # %%
@@ -61,8 +64,9 @@
 # - `parse(source)` returns a `Program`: a list of top-level items whose every
 #   node is a dataclass carrying its span. Or it raises a `CompileError` that
 #   reports every mistake it found — after a mistake it skips to the next
-#   top-level item and goes on — each with a message that says what was
-#   expected; and never any other exception, whatever the input.
+#   top-level item and goes on — each with a message that says what is
+#   wrong there, most often what was expected; and never any other
+#   exception, whatever the input.
 # - `pretty(program)` prints the tree back as L text, and parsing that text
 #   gives the same tree again (spans aside).
 # - `dump(node)` shows the tree's structure, for `lc show ast`.
@@ -71,7 +75,7 @@
 #
 # In L, whether two tokens are separated by nothing, by spaces, by a line break
 # or by a `;` changes what the program means. Four degrees, from weakest to
-# strongest:
+# strongest (l-lang calls them `Stuck`, `Normal`, `Strong` and `Explicit`):
 #
 # | separation | between the tokens | examples |
 # |---|---|---|
@@ -92,8 +96,10 @@
 #   error that says so; `f` then a line `(x)` is two statements.
 # - **Is this `-` a negation or a subtraction?** Where an operand is expected,
 #   `-` is prefix; where an operator is expected it is infix: `a -1` subtracts,
-#   `if (c) -1 else -2` negates. (This one needs no separation at all: the
-#   Pratt parser below knows at every moment which of the two it expects.)
+#   `if (c) -1 else -2` negates. (Once the line-break rule above has said
+#   where the statement ends — `a` then a line `-1` is two statements, the
+#   second a negation — this one needs no separation: the Pratt parser below
+#   knows at every moment which of the two it expects.)
 #
 # One rule makes long expressions comfortable: inside parentheses a line break
 # is just whitespace (as in Python), so an argument list may span lines; inside
@@ -244,7 +250,7 @@ _LEXEME = re.compile("|".join([
 # %% [markdown]
 # A string literal is decoded once, here, so that later stages see its value.
 # A mistake in it — an unknown escape, a NUL — is recorded with the span of
-# that character alone, and decoding goes on.
+# that escape or that character alone, and decoding goes on.
 
 # %%
 #| export
@@ -412,7 +418,8 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
 # same reason, a `def`, `data` or `exception` at the start of a line closes whatever
 # brackets are still open: they can only begin a top-level item, so a
 # bracket open before them was left open by mistake, and without this rule
-# every line break after it would count as mere whitespace.
+# a `(` left open would make every line break after it, to the end of the
+# file, mere whitespace.
 #
 # Here are the tokens of a small function, with their separations before and
 # after (`·` stuck, `_` whitespace, `⏎` newline, `;` explicit):
@@ -463,7 +470,7 @@ print(show_tokens(tokenize(sample)))
 #
 # ## The syntax tree
 #
-# The tree has a dataclass per construct. Every node ends with a `span`
+# The tree has a dataclass per construct. Every node has a `span`
 # field, left out of comparisons (`compare=False`), so two trees that differ
 # only in where their nodes came from are equal — which is what the
 # round-trip test needs. The tree keeps all of L's sugar: `def f(a, b)`,
@@ -697,7 +704,8 @@ class VarDecl:                 # var x := e
 
 
 # %% [markdown]
-# **Types**, which appear only in `data` declarations:
+# **Types**, which appear only in the fields of `data` declarations (and of
+# `exception` declarations, further down):
 
 # %%
 #| export
@@ -883,8 +891,15 @@ def dump(node, indent: int = 0) -> str:
 # one look at the table, and a new operator is a new line in the table
 # (`BINARY`, below). The price is that the precedence levels live in a table
 # rather than in the grammar's shape, which is why this chapter keeps the
-# grammar beside the code. *Precedence climbing*, found independently, is the
-# same algorithm under another name.
+# grammar beside the code. *Precedence climbing* — Theodore Norvell's name
+# for the expression parsers of Martin Richards and of Keith Clarke (1986) —
+# is the same loop for binary operators read from one table; Pratt's lets
+# any token bring its own nud and led, which is how calls, `.` and prefix
+# operators join the loop here. Andy Chu
+# ([2016](https://www.oilshell.org/blog/2016/11/01.html)) calls the two the
+# same algorithm, Norvell
+# ([2016](https://www.engr.mun.ca/~theo/Misc/pratt_parsing.htm)) Pratt's the
+# generalisation.
 #
 # </div>
 #
@@ -1523,8 +1538,8 @@ class Parser(Parser):
 
 # %% [markdown]
 # A clause's body ends at the `}`, or when a statement turns out to be
-# followed by `->`: that statement, which starts a line, was the first pattern
-# of the next clause. The parser has already read it, so it leaves it in
+# followed by `->`: that statement, which starts a line or follows a `;`,
+# was the first pattern of the next clause. The parser has already read it, so it leaves it in
 # `pending` for `clauses` to pick up — a one-item lookahead in the tree instead
 # of backtracking in the tokens. A pattern on the *same* line as the previous
 # `->` is the curried sugar instead: `{ a -> b -> a - b }` is a clause whose
@@ -1533,9 +1548,9 @@ class Parser(Parser):
 # %% [markdown]
 # Statements are the last piece, the rule `statement`: `let` and `var` bind
 # names for the statements after them; everything else is an expression.
-# The pattern of a `let` is parsed with a binding power above that of `:=`,
-# so that `let x := 1` stops before the `:=` and gets the error that says a
-# `=` was expected.
+# The pattern of a `let` is parsed with `expression(ASSIGN_BP)`, the binding
+# power of `:=` itself, so that `let x := 1` stops before the `:=` (5 > 5?
+# no) and gets the error that says a `=` was expected.
 
 # %%
 #| export
@@ -1993,8 +2008,11 @@ class Parser(Parser):
 # <p class="admonition-title">Design note: recursion with a raised limit, not an explicit stack</p>
 #
 # A parser can be written without recursion: an LR parser, the kind that
-# parser generators such as yacc produce, keeps its own stack of states in a
-# list, and a nesting depth is then bounded only by memory. This parser
+# parser generators such as yacc produce, keeps its own stack of states in an
+# array, and a nesting depth is then bounded by how far that array may grow,
+# which can be as far as memory allows (Bison's default limit,
+# [`YYMAXDEPTH`](https://www.gnu.org/software/bison/manual/html_node/Memory-Management.html),
+# is 10,000 entries; a grammar may raise it). This parser
 # recurses instead — a method for each rule or pair of rules of the
 # grammar, and the Pratt loop calling itself for each operand — which is
 # what lets each method cite its rule and say in its error what it
@@ -2011,11 +2029,12 @@ class Parser(Parser):
 # %% [markdown]
 # The parser's recursion limit and its paused collector are what several
 # stages need, so they are in [appendix B](B_support.ipynb#room-for-recursion),
-# with the recursion limit of the other stages, `NESTING_LIMIT`.
+# with `NESTING_LIMIT`, the room the parser and the other recursive stages
+# ask for (twenty thousand frames).
 # `recursion_limit(n)` gives the parser at least `n` more frames than are
 # running when it starts. `parse` puts the pieces together: the tokens
 # (made here, or given), the parser with the collector paused and the
-# recursion limit raised, and the errors of both, the lexer's first.
+# recursion limit raised, and the errors of both, in the order of the source.
 
 # %%
 #| export
@@ -2149,10 +2168,14 @@ Picture([(text, [ast_box(parse_expression(text))]) for text in ("a - b * c - d",
 # Two callees need parentheses even though they bind tightly: a call of
 # `x.f` is `(x.f)()`, since `x.f()` is the method-call form `f(x)`, and a
 # call of a constructor value is `(C)(…)`, since `C(…)` applies the
-# constructor. (The round-trip test found the first of these.)
+# constructor. (The round-trip test on random trees found both, and the
+# `then` branch further down.)
 #
 # Blocks and functions are printed on one line with `;` between statements
-# when that fits in 80 columns, and otherwise one statement per line.
+# when the braces and what they hold, plus the indentation of their line,
+# take at most 80 columns, and otherwise one statement per line. What stands
+# before the `{` on its line is not counted, so a line such as
+# `def a_long_name = { … }` can come out longer than 80.
 
 # %%
 #| export
@@ -2280,13 +2303,16 @@ def pretty_expr(e, indent: int = 0) -> str:
 # `_pretty_control` writes the forms that hold statements or extend as far
 # as they can: `if`, `while`, `:=`, `match`, `try`, blocks and functions. `indent`
 # is the column the form starts at, for the blocks that do not fit on one
-# line. A `then` branch that extends as far as it can must be parenthesised
-# when an `else` follows, or it would take the `else` for itself.
+# line. A `then` branch that extends as far as it can is parenthesised when
+# an `else` follows: an `if` without `else` would take the `else` for
+# itself, and a `while` or a `:=` could end with one. The printer
+# parenthesises all three, even where nothing is at stake: `if (c) x := 1
+# else x := 2` comes back as `if (c) (x := 1) else x := 2`.
 
 # %%
 #| export
 def _pretty_control(e, indent: int) -> str:
-    """An if, while, :=, match, block or function as L text."""
+    """An if, while, :=, match, try, block or function as L text."""
     match e:
         case If(cond, then, orelse):
             head = f"if ({pretty_expr(cond, indent)}) "
@@ -2328,8 +2354,8 @@ print(pretty_expr(parse_expression("if (a) (if (b) c) else -(-x).f(y) * (a - (b 
 
 # %% [markdown]
 # Clauses and blocks are printed as lists of lines, joined by `_braces`:
-# on one line with `; ` between them when that fits in 80 columns, one per
-# line otherwise. A curried clause puts its inner patterns on the first line
+# on one line with `; ` between them when the braces, with the indentation,
+# take at most 80 columns, one per line otherwise. A curried clause puts its inner patterns on the first line
 # of its outer clause.
 
 # %%
@@ -2433,8 +2459,8 @@ print(pretty(program))
 # %% [markdown]
 # Compare it with the text above it. The printer does not copy the layout:
 # it has its own. The constructors of `List` were written on one line and
-# come out one per line, as `pretty` always writes a `data` declaration with
-# braces; the clauses of `length` were written on several lines and come out
+# come out one per line, as `pretty` always writes the constructors of a
+# `data` declaration in braces; the clauses of `length` were written on several lines and come out
 # on one, since they fit in 80 columns. The string's escape is written back as
 # `\n`. What must not change is the tree, which the next cell checks by
 # parsing the printed text and comparing — spans aside, since the two texts
@@ -2469,7 +2495,8 @@ print(parse(Source("again.l", pretty(program))) == program)
 # ## Errors, precisely
 #
 # Every mistake is reported at the token where the program stops making
-# sense, with what the parser expected:
+# sense, with what is wrong there — most often, what the parser expected
+# instead:
 
 # %%
 mistakes = {
@@ -2568,8 +2595,9 @@ for name, text in newcomer.items():
 # ## Highlighting L
 #
 # The book shows L code in Markdown cells and pages, in fenced blocks marked
-# `l`, and the site and Jupyter colour it with
-# [Pygments](https://pygments.org). The lexer Pygments uses is not this
+# `l`, and the site colours it with [Pygments](https://pygments.org), as
+# nbconvert does (Jupyter's own editor colours code with another library,
+# and leaves L plain). The lexer Pygments uses is not this
 # chapter's: a highlighter must hand back every character of the text,
 # comments and blanks included, and colour text with mistakes in it, where
 # this lexer drops the blanks and reports the mistakes. It is a small table
@@ -2655,20 +2683,21 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # `tests/test_syntax.py` and `tests/test_corpus.py` hold this chapter's
 # promises:
 #
-# - every program of the corpus (`tests/corpus/`) and of `examples/` that
-#   must be accepted parses, and printing and parsing it again gives the same
-#   tree; every program that must be rejected is rejected at the line and
-#   column its first line names — its first error, the first in the
+# - every program of the corpus folders `run/`, `fail/` and `types/`
+#   (`tests/corpus/`) and of `examples/` parses, and printing and parsing it
+#   again gives the same tree; every program of `reject/` is rejected at the
+#   line and column its first line names — its first error, the first in the
 #   source (by this chapter for mistakes of syntax, by
-#   [chapter 4b](04b_meaning.ipynb) for mistakes of names);
+#   [chapter 4b](04b_meaning.ipynb) for the others: names, scopes, the
+#   arity of constructors);
 # - random syntax trees generated by Hypothesis print to text that parses
 #   back to the same tree;
 # - random sequences of tokens, and random byte-level mutations of corpus
 #   programs, give either a tree or a `CompileError` with a location — never
-#   another exception, never a hang;
+#   another exception — each within two seconds (Hypothesis's deadline);
 # - the separation of every token is what the rules say, and the parser
 #   decides calls, statement ends, minus signs, precedence, blocks and
-#   clauses as the contract says, on hand-made cases;
+#   clauses as the language reference says, on hand-made cases;
 # - a program nested two thousand parentheses deep parses, one nested a
 #   hundred thousand deep is an error (not a crash), and appendix A's
 #   Pygments lexer is found under the name `l` and colours every keyword
@@ -2682,17 +2711,21 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # `tests/test_errors.py` checks the several errors of one run: a file made
 # of a dozen broken items, each with a different mistake, gets an error for
 # each (and none for the correct items put between them), in the order of
-# the source; and the exact messages of this chapter, notes included, are in
-# its golden files (`tests/errors/`), with those of chapters 4b and 5.
+# the source. Its golden files (`tests/errors/`) hold the exact text of
+# messages of chapters 4a, 4b and 5, notes included — of this chapter, the
+# newcomer's mistakes above, several errors in one file, an unclosed
+# bracket, and the mistakes with exceptions.
 #
 # ## How fast, and how it scales
 #
-# `bench/parse_speed.py` generates programs of 12,500 to 100,000 lines made of
-# every kind of construct, times `tokenize` and `parse` on them (the best of
-# several runs), times `parse` once more with the garbage collector left
-# running, and writes what it measured to `bench/parse_speed.json`. The last
-# run on this book's machine, read from that file (the cell prints the
-# machine):
+# `bench/parse_speed.py` generates programs of about 12,500 to 100,000
+# lines, a unit of two dozen lines repeated with fresh names — `data`
+# declarations, functions of several clauses, blocks with `var` and
+# `while`, `match`, method chains, long argument lists (but no `let` and no
+# exceptions). It times `tokenize` and `parse` on them, and `parse` again
+# with the garbage collector left running, each the best of several runs,
+# and writes what it measured to `bench/parse_speed.json`. The last run,
+# read from that file (the cell prints the machine and the date):
 
 # %%
 import json
