@@ -2789,8 +2789,10 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 # 1. `>>` goes into the lexer's `OPERATORS`, before `>` (the lexer tries them
 #    in order, longest first), and into `BINARY` with its binding power —
 #    below the comparisons, say 35 — which the printer reads too, for its
-#    parentheses; and the desugaring of chapter 4b gets a case (`f >> g` is `{ x -> g(f(x))
-#    }`). Then `List<List<a>>` no longer parses: the lexer makes one `>>` of
+#    parentheses; and the desugaring of chapter 4b gets a case: `f >> g` is
+#    `{ x -> g(f(x)) }`, with `f` and `g` evaluated once, first, as the
+#    operands of every operator are — `{ let a = f; let b = g; { x -> b(a(x))
+#    } }`, with names no one else uses. Then `List<List<a>>` no longer parses: the lexer makes one `>>` of
 #    the two closing brackets. The usual fix is the one C++ made: where the
 #    parser of types expects a `>` and finds a `>>`, it takes the first half
 #    and leaves a `>` for the outer list — splitting the token, which the
@@ -2802,12 +2804,14 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    bracket open, or a `let` cut short, then produce follow-up errors: the
 #    statements after them are read with the wrong nesting, and a missing `)`
 #    makes every later line of the block look like an argument.
-# 3. Record it in a list of warnings instead of raising it, and go on as if
-#    the space were not there: `print (x)` is almost always meant as the call
-#    `print(x)`, since L gives no other meaning to a name followed by a
-#    parenthesised expression on the same line. For `f (x)` the same holds;
-#    the warning is worth keeping for the programmer who meant `f` as a value
-#    followed by a parenthesised statement, which L would have read as one.
+# 3. Instead of raising the error, make it a `CompileWarning` ([appendix
+#    A](A_errors.ipynb#warnings)) that the parser collects and hands to
+#    `report_warnings`, and go on as if the space were not there: `print (x)`
+#    is almost always meant as the call `print(x)`, since L gives no other
+#    meaning to a name followed by a parenthesised expression on the same
+#    line. For `f (x)` the same holds; the warning is still worth giving, for
+#    the programmer who meant two statements, `f` and then `(x)`, and forgot
+#    the `;` between them: L now reads them as one call.
 # 4. Eight methods: six for the levels of the binary operators, from `or`
 #    to `product`, each a loop over the operators of its level calling the
 #    next level down, then `unary` and `postfix`. On the corpus the two
@@ -2819,17 +2823,25 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    difference with `bench/parse_speed.py` on your machine.
 # 5. Give `say` a stack: push a box when `expression(min_bp)` starts, pop it
 #    and label it with what it returns when it ends, and draw the root with
-#    `Picture`. The tree of calls has one call per operand position: each
-#    led's right side is a child call, so it has the shape of the syntax
-#    tree, with the operators at the edges instead of in the boxes.
+#    `Picture`. The tree of calls is not the syntax tree: `expression` is
+#    called for each right operand (and each prefix operand and argument),
+#    while a left operand stays in the loop of the call that read it. So it
+#    is the syntax tree with its left edges drawn together: a box holds an
+#    operator, its left operand, that operand's left operand and so on down,
+#    and its children are their right operands. For `a - b * c - d` the root
+#    box holds both `-` and `a`, and has two children, `b * c` (with its own
+#    child, `c`) and `d`, where the syntax tree nests the first `-` inside
+#    the second.
 # 6. `finally` joins `KEYWORDS`; `Try` gets a field `final` (a `Block`, or
 #    None) and `clauses` may be empty when it is there; `try_` reads
 #    `finally { block }` after the clauses, or instead of them, and reports
 #    a `try` with neither; the printer writes the part when it is there. The
 #    test's generator must make the new trees — a `Try` with clauses, with a
 #    `finally`, with both — and the round trip then fails until the printer
-#    writes each as the parser reads it (a `try` with only `finally` is the
-#    case it catches first).
+#    writes each as the parser reads it: a printer that forgets the new field
+#    fails on every `try` with a `finally`, and one that always writes
+#    `catch` fails on a `try` with only a `finally`, since `catch { }` does
+#    not parse.
 # 7. `raise` goes into `KEYWORDS` and `nud` gets a case that reads a
 #    parenthesised expression after it, as `condition` reads that of `if`.
 #    `raise` alone becomes a syntax error of this chapter ("expected '('
