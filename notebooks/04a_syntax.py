@@ -1989,20 +1989,28 @@ class Parser(Parser):
 # reached, like any other mistake in the input (`program` catches the
 # `RecursionError` with the other errors, and starts again after it).
 #
-# The lexical mistakes come first, then the syntax errors. One of each in
-# the same item are likely one mistake: a string left open swallows the rest
-# of its line, and the parser then misses a bracket. So a syntax error is
-# left out when a lexical error comes before it in the same item.
+# The lexer's mistakes and the parser's are raised together, in the order of
+# the source. A lexical and a syntax error in the same item are likely one
+# mistake: a string left open swallows the rest of its line, and the parser
+# then misses a bracket. So a syntax error is left out when a lexical error
+# comes before it in the same item.
 #
 # `parse` (like `tokenize`) also pauses Python's cyclic garbage collector.
 # Tokens, spans and tree nodes never form reference cycles, so the collector
-# has nothing to find among them; but it does not know that, and as the tree
-# grows it walks all of it again and again. On large programs that costs a
-# good part of the parsing time, and makes the time grow faster than the
-# size: the measurements at the end of the chapter show how much.
+# has nothing to find among them; but it does not know that. It looks at the
+# newest objects each time 700 more have been made than freed, and at all
+# the older ones whenever they have grown by a quarter since it last looked
+# at them all, so as the tree grows it walks it again and again. On large
+# programs that costs a good part of the parsing time: the measurements at
+# the end of the chapter show how much. ("Grown by a quarter" is CPython's
+# guard against worse, in its
+# [`gcmodule.c`](https://github.com/python/cpython/blob/3.11/Modules/gcmodule.c):
+# with it, the collector's time grows in proportion to the tree, not
+# faster.)
 #
-# No other exception can come out of `parse`: the fuzz tests of this chapter
-# feed it random tokens and mangled programs to make sure.
+# `parse` promises no other exception, and the fuzz tests of this chapter
+# (in `tests/test_syntax.py`) check it: they feed it random tokens and
+# mangled programs.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: recursion with a raised limit, not an explicit stack</p>
@@ -2735,28 +2743,31 @@ print(SPEED["command"], "—", SPEED["settings"]["clock"], "clock, best of", SPE
 where = SPEED.get("machine", {})
 print(f"measured {where.get('date', '?')} on {where.get('cpu', 'a machine not recorded')}, "
       f"{where.get('cores', '?')} cores, load average {where.get('load')} at the start")
-print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>8} {'µs/token':>9} {'collecting s':>13}")
+print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>8} {'µs/token':>9} {'collecting s':>13} "
+      f"{'collector µs/line':>18}")
 for row in SPEED["sizes"]:
     lines, tokens, whole, collecting = row["lines"], row["tokens"], row["parse s"], row["parse s, collector running"]
     print(f"{lines:>8} {tokens:>9} {row['lex s']:>7.2f} {whole:>8.2f} {lines / whole:>8.0f} "
-          f"{1e6 * whole / tokens:>9.2f} {collecting:>13.2f}")
+          f"{1e6 * whole / tokens:>9.2f} {collecting:>13.2f} {1e6 * (collecting - whole) / lines:>18.1f}")
 first, last = SPEED["sizes"][0], SPEED["sizes"][-1]
 for name in ("parse s", "parse s, collector running"):
     print(f"{name}: time per line, largest / smallest "
           f"{(last[name] / last['lines']) / (first[name] / first['lines']):.2f} (1.00 is linear)")
+shares = [row["lex s"] / row["parse s"] for row in SPEED["sizes"]]
+print(f"lexing's share of parse s: {min(shares):.0%} to {max(shares):.0%}")
 print(f"the collector's share of the largest parse: {1 - last['parse s'] / last['parse s, collector running']:.0%}")
 
 # %% [markdown]
-# About 30,000 lines per second — 3.3 to 3.5 µs per token — at every
-# size: the time per line of the largest program is 1.06 times that of the
-# smallest, so lexing and parsing are linear, within the few per cent that
-# separate one run from the next. Lexing is more than half of the work
-# (`parse s` includes it). With the garbage collector left running, the
-# largest program takes 6.00 s instead of 3.38 s: the collector would be
-# more than two fifths of the parse (44 %), for nothing, since there are no
-# cycles to find; and its time per line grows with the program (1.10 times
-# from the smallest to the largest), as it examines again and again a tree
-# it cannot know to be free of cycles.
+# The lines per second hardly move from one size to the next, nor do the
+# microseconds per token: the time per line of the largest program is
+# within a few per cent of the smallest's (the first ratio printed), so
+# lexing and parsing are linear. Lexing is more than half of the work (the
+# share printed; `parse s` includes it). With the garbage collector left running, its
+# time is the share printed of the largest parse — more than two fifths —
+# for nothing, since there are no cycles to find. Its own time per line,
+# the last column, is lower on the smallest program and then about the
+# same at every size: linear too, as CPython's quarter rule makes it, but
+# with a large constant, since it walks the growing tree again and again.
 #
 # ## Exercises
 #
