@@ -111,8 +111,10 @@
 #
 # Three other ways to end statements without writing `;` everywhere are
 # common. Go's lexer *inserts* a `;` at the end of a line whose last token
-# could end a statement; JavaScript inserts one when the parser is stuck; Python
-# and Haskell make indentation part of the grammar. Go's rule is the closest to
+# could end a statement; JavaScript inserts one when the parser is stuck;
+# Haskell's layout rule inserts `;` and braces from the columns where lines
+# start. (Python ends a statement at a line break outside brackets, as L
+# does, and uses the columns for its blocks.) Go's rule is the closest to
 # ours, but it is decided by the token before the line break alone, so a line
 # cannot begin with `.` or `else` as it can in L. JavaScript's rule is decided
 # by a parse error, and famously reads `a` then a line `(b)` as a call. The
