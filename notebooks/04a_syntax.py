@@ -160,9 +160,9 @@ class Token:
 # ## Mistakes, several at a time
 #
 # A parser that stops at the first mistake costs its user a compilation per
-# mistake. This one, like every stage from here on, reports every mistake
-# it finds, in the order of the source, where going on cannot invent
-# mistakes that are not there; and an error can carry **notes**, other
+# mistake. This one, like the checks of names (chapter 4b) and of types
+# (chapter 5) after it, reports every mistake it finds, in the order of the
+# source, where going on cannot invent mistakes that are not there; and an error can carry **notes**, other
 # places in the program that explain it (an unclosed bracket is reported
 # where the parser gave up, with a note at the bracket left open). The
 # classes that do it — `CompileError` with its notes, `CompileErrors` for
