@@ -18,8 +18,9 @@ What this stage promises:
 - `parse(source)` returns a `Program`: a list of top-level items whose every
   node is a dataclass carrying its span. Or it raises a `CompileError` that
   reports every mistake it found — after a mistake it skips to the next
-  top-level item and goes on — each with a message that says what was
-  expected; and never any other exception, whatever the input.
+  top-level item and goes on — each with a message that says what is
+  wrong there, most often what was expected; and never any other
+  exception, whatever the input.
 - `pretty(program)` prints the tree back as L text, and parsing that text
   gives the same tree again (spans aside).
 - `dump(node)` shows the tree's structure, for `lc show ast`.
@@ -1332,7 +1333,7 @@ def pretty_expr(e, indent: int = 0) -> str:
 
 # cell 116
 def _pretty_control(e, indent: int) -> str:
-    """An if, while, :=, match, block or function as L text."""
+    """An if, while, :=, match, try, block or function as L text."""
     match e:
         case If(cond, then, orelse):
             head = f"if ({pretty_expr(cond, indent)}) "

@@ -45,8 +45,11 @@
 # L programs their meaning with a reference interpreter. The language itself is
 # described for readers in [the language reference](../language.md), the
 # exact contract the compiler meets; this chapter implements its
-# [grammar](../language.md#grammar) a group of rules at a time. The design of the lexer follows l-lang, the original L
-# compiler, as its author's [blog](../bibliography.md#the-l-blog) describes it:
+# [grammar](../language.md#grammar) a group of rules at a time. The design
+# of the lexer and the parser follows l-lang, the original L compiler, whose
+# lexer records how strongly each token is separated from its neighbours and
+# whose Pratt parser reads it (the files `src/parser/token.mli` and
+# `src/parser/tdop.mli` of [its code](../bibliography.md#the-l-blog)):
 # separation is what makes L's C-like surface work without semicolons.
 
 # %%
@@ -61,8 +64,9 @@
 # - `parse(source)` returns a `Program`: a list of top-level items whose every
 #   node is a dataclass carrying its span. Or it raises a `CompileError` that
 #   reports every mistake it found — after a mistake it skips to the next
-#   top-level item and goes on — each with a message that says what was
-#   expected; and never any other exception, whatever the input.
+#   top-level item and goes on — each with a message that says what is
+#   wrong there, most often what was expected; and never any other
+#   exception, whatever the input.
 # - `pretty(program)` prints the tree back as L text, and parsing that text
 #   gives the same tree again (spans aside).
 # - `dump(node)` shows the tree's structure, for `lc show ast`.
@@ -71,7 +75,7 @@
 #
 # In L, whether two tokens are separated by nothing, by spaces, by a line break
 # or by a `;` changes what the program means. Four degrees, from weakest to
-# strongest:
+# strongest (l-lang calls them `Stuck`, `Normal`, `Strong` and `Explicit`):
 #
 # | separation | between the tokens | examples |
 # |---|---|---|
@@ -92,8 +96,10 @@
 #   error that says so; `f` then a line `(x)` is two statements.
 # - **Is this `-` a negation or a subtraction?** Where an operand is expected,
 #   `-` is prefix; where an operator is expected it is infix: `a -1` subtracts,
-#   `if (c) -1 else -2` negates. (This one needs no separation at all: the
-#   Pratt parser below knows at every moment which of the two it expects.)
+#   `if (c) -1 else -2` negates. (Once the line-break rule above has said
+#   where the statement ends — `a` then a line `-1` is two statements, the
+#   second a negation — this one needs no separation: the Pratt parser below
+#   knows at every moment which of the two it expects.)
 #
 # One rule makes long expressions comfortable: inside parentheses a line break
 # is just whitespace (as in Python), so an argument list may span lines; inside
@@ -105,8 +111,10 @@
 #
 # Three other ways to end statements without writing `;` everywhere are
 # common. Go's lexer *inserts* a `;` at the end of a line whose last token
-# could end a statement; JavaScript inserts one when the parser is stuck; Python
-# and Haskell make indentation part of the grammar. Go's rule is the closest to
+# could end a statement; JavaScript inserts one when the parser is stuck;
+# Haskell's layout rule inserts `;` and braces from the columns where lines
+# start. (Python ends a statement at a line break outside brackets, as L
+# does, and uses the columns for its blocks.) Go's rule is the closest to
 # ours, but it is decided by the token before the line break alone, so a line
 # cannot begin with `.` or `else` as it can in L. JavaScript's rule is decided
 # by a parse error, and famously reads `a` then a line `(b)` as a call. The
@@ -152,9 +160,9 @@ class Token:
 # ## Mistakes, several at a time
 #
 # A parser that stops at the first mistake costs its user a compilation per
-# mistake. This one, like every stage from here on, reports every mistake
-# it finds, in the order of the source, where going on cannot invent
-# mistakes that are not there; and an error can carry **notes**, other
+# mistake. This one, like the checks of names (chapter 4b) and of types
+# (chapter 5) after it, reports every mistake it finds, in the order of the
+# source, where going on cannot invent mistakes that are not there; and an error can carry **notes**, other
 # places in the program that explain it (an unclosed bracket is reported
 # where the parser gave up, with a note at the bracket left open). The
 # classes that do it — `CompileError` with its notes, `CompileErrors` for
@@ -244,7 +252,7 @@ _LEXEME = re.compile("|".join([
 # %% [markdown]
 # A string literal is decoded once, here, so that later stages see its value.
 # A mistake in it — an unknown escape, a NUL — is recorded with the span of
-# that character alone, and decoding goes on.
+# that escape or that character alone, and decoding goes on.
 
 # %%
 #| export
@@ -412,7 +420,8 @@ def _tokenize(source: Source, errors: list) -> list[Token]:
 # same reason, a `def`, `data` or `exception` at the start of a line closes whatever
 # brackets are still open: they can only begin a top-level item, so a
 # bracket open before them was left open by mistake, and without this rule
-# every line break after it would count as mere whitespace.
+# a `(` left open would make every line break after it, to the end of the
+# file, mere whitespace.
 #
 # Here are the tokens of a small function, with their separations before and
 # after (`·` stuck, `_` whitespace, `⏎` newline, `;` explicit):
@@ -463,7 +472,7 @@ print(show_tokens(tokenize(sample)))
 #
 # ## The syntax tree
 #
-# The tree has a dataclass per construct. Every node ends with a `span`
+# The tree has a dataclass per construct. Every node has a `span`
 # field, left out of comparisons (`compare=False`), so two trees that differ
 # only in where their nodes came from are equal — which is what the
 # round-trip test needs. The tree keeps all of L's sugar: `def f(a, b)`,
@@ -697,7 +706,8 @@ class VarDecl:                 # var x := e
 
 
 # %% [markdown]
-# **Types**, which appear only in `data` declarations:
+# **Types**, which appear only in the fields of `data` declarations (and of
+# `exception` declarations, further down):
 
 # %%
 #| export
@@ -883,8 +893,15 @@ def dump(node, indent: int = 0) -> str:
 # one look at the table, and a new operator is a new line in the table
 # (`BINARY`, below). The price is that the precedence levels live in a table
 # rather than in the grammar's shape, which is why this chapter keeps the
-# grammar beside the code. *Precedence climbing*, found independently, is the
-# same algorithm under another name.
+# grammar beside the code. *Precedence climbing* — Theodore Norvell's name
+# for the expression parsers of Martin Richards and of Keith Clarke (1986) —
+# is the same loop for binary operators read from one table; Pratt's lets
+# any token bring its own nud and led, which is how calls, `.` and prefix
+# operators join the loop here. Andy Chu
+# ([2016](https://www.oilshell.org/blog/2016/11/01.html)) calls the two the
+# same algorithm, Norvell
+# ([2016](https://www.engr.mun.ca/~theo/Misc/pratt_parsing.htm)) Pratt's the
+# generalisation.
 #
 # </div>
 #
@@ -1523,8 +1540,8 @@ class Parser(Parser):
 
 # %% [markdown]
 # A clause's body ends at the `}`, or when a statement turns out to be
-# followed by `->`: that statement, which starts a line, was the first pattern
-# of the next clause. The parser has already read it, so it leaves it in
+# followed by `->`: that statement, which starts a line or follows a `;`,
+# was the first pattern of the next clause. The parser has already read it, so it leaves it in
 # `pending` for `clauses` to pick up — a one-item lookahead in the tree instead
 # of backtracking in the tokens. A pattern on the *same* line as the previous
 # `->` is the curried sugar instead: `{ a -> b -> a - b }` is a clause whose
@@ -1533,9 +1550,9 @@ class Parser(Parser):
 # %% [markdown]
 # Statements are the last piece, the rule `statement`: `let` and `var` bind
 # names for the statements after them; everything else is an expression.
-# The pattern of a `let` is parsed with a binding power above that of `:=`,
-# so that `let x := 1` stops before the `:=` and gets the error that says a
-# `=` was expected.
+# The pattern of a `let` is parsed with `expression(ASSIGN_BP)`, the binding
+# power of `:=` itself, so that `let x := 1` stops before the `:=` (5 > 5?
+# no) and gets the error that says a `=` was expected.
 
 # %%
 #| export
@@ -1974,27 +1991,38 @@ class Parser(Parser):
 # reached, like any other mistake in the input (`program` catches the
 # `RecursionError` with the other errors, and starts again after it).
 #
-# The lexical mistakes come first, then the syntax errors. One of each in
-# the same item are likely one mistake: a string left open swallows the rest
-# of its line, and the parser then misses a bracket. So a syntax error is
-# left out when a lexical error comes before it in the same item.
+# The lexer's mistakes and the parser's are raised together, in the order of
+# the source. A lexical and a syntax error in the same item are likely one
+# mistake: a string left open swallows the rest of its line, and the parser
+# then misses a bracket. So a syntax error is left out when a lexical error
+# comes before it in the same item.
 #
 # `parse` (like `tokenize`) also pauses Python's cyclic garbage collector.
 # Tokens, spans and tree nodes never form reference cycles, so the collector
-# has nothing to find among them; but it does not know that, and as the tree
-# grows it walks all of it again and again. On large programs that costs a
-# good part of the parsing time, and makes the time grow faster than the
-# size: the measurements at the end of the chapter show how much.
+# has nothing to find among them; but it does not know that. It looks at the
+# newest objects each time 700 more have been made than freed, and at all
+# the older ones whenever they have grown by a quarter since it last looked
+# at them all, so as the tree grows it walks it again and again. On large
+# programs that costs a good part of the parsing time: the measurements at
+# the end of the chapter show how much. ("Grown by a quarter" is CPython's
+# guard against worse, in its
+# [`gcmodule.c`](https://github.com/python/cpython/blob/3.11/Modules/gcmodule.c):
+# with it, the collector's time grows in proportion to the tree, not
+# faster.)
 #
-# No other exception can come out of `parse`: the fuzz tests of this chapter
-# feed it random tokens and mangled programs to make sure.
+# `parse` promises no other exception, and the fuzz tests of this chapter
+# (in `tests/test_syntax.py`) check it: they feed it random tokens and
+# mangled programs.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: recursion with a raised limit, not an explicit stack</p>
 #
 # A parser can be written without recursion: an LR parser, the kind that
-# parser generators such as yacc produce, keeps its own stack of states in a
-# list, and a nesting depth is then bounded only by memory. This parser
+# parser generators such as yacc produce, keeps its own stack of states in an
+# array, and a nesting depth is then bounded by how far that array may grow,
+# which can be as far as memory allows (Bison's default limit,
+# [`YYMAXDEPTH`](https://www.gnu.org/software/bison/manual/html_node/Memory-Management.html),
+# is 10,000 entries; a grammar may raise it). This parser
 # recurses instead — a method for each rule or pair of rules of the
 # grammar, and the Pratt loop calling itself for each operand — which is
 # what lets each method cite its rule and say in its error what it
@@ -2011,11 +2039,12 @@ class Parser(Parser):
 # %% [markdown]
 # The parser's recursion limit and its paused collector are what several
 # stages need, so they are in [appendix B](B_support.ipynb#room-for-recursion),
-# with the recursion limit of the other stages, `NESTING_LIMIT`.
+# with `NESTING_LIMIT`, the room the parser and the other recursive stages
+# ask for (twenty thousand frames).
 # `recursion_limit(n)` gives the parser at least `n` more frames than are
 # running when it starts. `parse` puts the pieces together: the tokens
 # (made here, or given), the parser with the collector paused and the
-# recursion limit raised, and the errors of both, the lexer's first.
+# recursion limit raised, and the errors of both, in the order of the source.
 
 # %%
 #| export
@@ -2149,10 +2178,14 @@ Picture([(text, [ast_box(parse_expression(text))]) for text in ("a - b * c - d",
 # Two callees need parentheses even though they bind tightly: a call of
 # `x.f` is `(x.f)()`, since `x.f()` is the method-call form `f(x)`, and a
 # call of a constructor value is `(C)(…)`, since `C(…)` applies the
-# constructor. (The round-trip test found the first of these.)
+# constructor. (The round-trip test on random trees found both, and the
+# `then` branch further down.)
 #
 # Blocks and functions are printed on one line with `;` between statements
-# when that fits in 80 columns, and otherwise one statement per line.
+# when the braces and what they hold, plus the indentation of their line,
+# take at most 80 columns, and otherwise one statement per line. What stands
+# before the `{` on its line is not counted, so a line such as
+# `def a_long_name = { … }` can come out longer than 80.
 
 # %%
 #| export
@@ -2280,13 +2313,16 @@ def pretty_expr(e, indent: int = 0) -> str:
 # `_pretty_control` writes the forms that hold statements or extend as far
 # as they can: `if`, `while`, `:=`, `match`, `try`, blocks and functions. `indent`
 # is the column the form starts at, for the blocks that do not fit on one
-# line. A `then` branch that extends as far as it can must be parenthesised
-# when an `else` follows, or it would take the `else` for itself.
+# line. A `then` branch that extends as far as it can is parenthesised when
+# an `else` follows: an `if` without `else` would take the `else` for
+# itself, and a `while` or a `:=` could end with one. The printer
+# parenthesises all three, even where nothing is at stake: `if (c) x := 1
+# else x := 2` comes back as `if (c) (x := 1) else x := 2`.
 
 # %%
 #| export
 def _pretty_control(e, indent: int) -> str:
-    """An if, while, :=, match, block or function as L text."""
+    """An if, while, :=, match, try, block or function as L text."""
     match e:
         case If(cond, then, orelse):
             head = f"if ({pretty_expr(cond, indent)}) "
@@ -2328,8 +2364,8 @@ print(pretty_expr(parse_expression("if (a) (if (b) c) else -(-x).f(y) * (a - (b 
 
 # %% [markdown]
 # Clauses and blocks are printed as lists of lines, joined by `_braces`:
-# on one line with `; ` between them when that fits in 80 columns, one per
-# line otherwise. A curried clause puts its inner patterns on the first line
+# on one line with `; ` between them when the braces, with the indentation,
+# take at most 80 columns, one per line otherwise. A curried clause puts its inner patterns on the first line
 # of its outer clause.
 
 # %%
@@ -2433,8 +2469,8 @@ print(pretty(program))
 # %% [markdown]
 # Compare it with the text above it. The printer does not copy the layout:
 # it has its own. The constructors of `List` were written on one line and
-# come out one per line, as `pretty` always writes a `data` declaration with
-# braces; the clauses of `length` were written on several lines and come out
+# come out one per line, as `pretty` always writes the constructors of a
+# `data` declaration in braces; the clauses of `length` were written on several lines and come out
 # on one, since they fit in 80 columns. The string's escape is written back as
 # `\n`. What must not change is the tree, which the next cell checks by
 # parsing the printed text and comparing — spans aside, since the two texts
@@ -2460,16 +2496,19 @@ print(parse(Source("again.l", pretty(program))) == program)
 # </div>
 
 # %% [markdown]
-# Printed and parsed again, the tree is the same: the round-trip promise.
+# Printed and parsed again, the tree is the same: the round-trip promise,
+# which the tests check on the programs of the corpus and the examples
+# ([What the tests check](#what-the-tests-check) says which) and on random
+# trees generated by Hypothesis.
 #
-# The remaining sections are about the promise of the parser to its users.
-# The tests check it on every program of the test corpus and on random trees
-# generated by Hypothesis.
+# The next section is about the parser's other promise to its users: its
+# errors.
 #
 # ## Errors, precisely
 #
 # Every mistake is reported at the token where the program stops making
-# sense, with what the parser expected:
+# sense, with what is wrong there — most often, what the parser expected
+# instead:
 
 # %%
 mistakes = {
@@ -2568,8 +2607,9 @@ for name, text in newcomer.items():
 # ## Highlighting L
 #
 # The book shows L code in Markdown cells and pages, in fenced blocks marked
-# `l`, and the site and Jupyter colour it with
-# [Pygments](https://pygments.org). The lexer Pygments uses is not this
+# `l`, and the site colours it with [Pygments](https://pygments.org), as
+# nbconvert does (Jupyter's own editor colours code with another library,
+# and leaves L plain). The lexer Pygments uses is not this
 # chapter's: a highlighter must hand back every character of the text,
 # comments and blanks included, and colour text with mistakes in it, where
 # this lexer drops the blanks and reports the mistakes. It is a small table
@@ -2655,20 +2695,21 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # `tests/test_syntax.py` and `tests/test_corpus.py` hold this chapter's
 # promises:
 #
-# - every program of the corpus (`tests/corpus/`) and of `examples/` that
-#   must be accepted parses, and printing and parsing it again gives the same
-#   tree; every program that must be rejected is rejected at the line and
-#   column its first line names — its first error, the first in the
+# - every program of the corpus folders `run/`, `fail/` and `types/`
+#   (`tests/corpus/`) and of `examples/` parses, and printing and parsing it
+#   again gives the same tree; every program of `reject/` is rejected at the
+#   line and column its first line names — its first error, the first in the
 #   source (by this chapter for mistakes of syntax, by
-#   [chapter 4b](04b_meaning.ipynb) for mistakes of names);
+#   [chapter 4b](04b_meaning.ipynb) for the others: names, scopes, the
+#   arity of constructors);
 # - random syntax trees generated by Hypothesis print to text that parses
 #   back to the same tree;
 # - random sequences of tokens, and random byte-level mutations of corpus
 #   programs, give either a tree or a `CompileError` with a location — never
-#   another exception, never a hang;
+#   another exception — each within two seconds (Hypothesis's deadline);
 # - the separation of every token is what the rules say, and the parser
 #   decides calls, statement ends, minus signs, precedence, blocks and
-#   clauses as the contract says, on hand-made cases;
+#   clauses as the language reference says, on hand-made cases;
 # - a program nested two thousand parentheses deep parses, one nested a
 #   hundred thousand deep is an error (not a crash), and appendix A's
 #   Pygments lexer is found under the name `l` and colours every keyword
@@ -2682,17 +2723,21 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # `tests/test_errors.py` checks the several errors of one run: a file made
 # of a dozen broken items, each with a different mistake, gets an error for
 # each (and none for the correct items put between them), in the order of
-# the source; and the exact messages of this chapter, notes included, are in
-# its golden files (`tests/errors/`), with those of chapters 4b and 5.
+# the source. Its golden files (`tests/errors/`) hold the exact text of
+# messages of chapters 4a, 4b and 5, notes included — of this chapter, the
+# newcomer's mistakes above, several errors in one file, an unclosed
+# bracket, and the mistakes with exceptions.
 #
 # ## How fast, and how it scales
 #
-# `bench/parse_speed.py` generates programs of 12,500 to 100,000 lines made of
-# every kind of construct, times `tokenize` and `parse` on them (the best of
-# several runs), times `parse` once more with the garbage collector left
-# running, and writes what it measured to `bench/parse_speed.json`. The last
-# run on this book's machine, read from that file (the cell prints the
-# machine):
+# `bench/parse_speed.py` generates programs of about 12,500 to 100,000
+# lines, a unit of two dozen lines repeated with fresh names — `data`
+# declarations, functions of several clauses, blocks with `var` and
+# `while`, `match`, method chains, long argument lists (but no `let` and no
+# exceptions). It times `tokenize` and `parse` on them, and `parse` again
+# with the garbage collector left running, each the best of several runs,
+# and writes what it measured to `bench/parse_speed.json`. The last run,
+# read from that file (the cell prints the machine and the date):
 
 # %%
 import json
@@ -2702,28 +2747,31 @@ print(SPEED["command"], "—", SPEED["settings"]["clock"], "clock, best of", SPE
 where = SPEED.get("machine", {})
 print(f"measured {where.get('date', '?')} on {where.get('cpu', 'a machine not recorded')}, "
       f"{where.get('cores', '?')} cores, load average {where.get('load')} at the start")
-print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>8} {'µs/token':>9} {'collecting s':>13}")
+print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>8} {'µs/token':>9} {'collecting s':>13} "
+      f"{'collector µs/line':>18}")
 for row in SPEED["sizes"]:
     lines, tokens, whole, collecting = row["lines"], row["tokens"], row["parse s"], row["parse s, collector running"]
     print(f"{lines:>8} {tokens:>9} {row['lex s']:>7.2f} {whole:>8.2f} {lines / whole:>8.0f} "
-          f"{1e6 * whole / tokens:>9.2f} {collecting:>13.2f}")
+          f"{1e6 * whole / tokens:>9.2f} {collecting:>13.2f} {1e6 * (collecting - whole) / lines:>18.1f}")
 first, last = SPEED["sizes"][0], SPEED["sizes"][-1]
 for name in ("parse s", "parse s, collector running"):
     print(f"{name}: time per line, largest / smallest "
           f"{(last[name] / last['lines']) / (first[name] / first['lines']):.2f} (1.00 is linear)")
+shares = [row["lex s"] / row["parse s"] for row in SPEED["sizes"]]
+print(f"lexing's share of parse s: {min(shares):.0%} to {max(shares):.0%}")
 print(f"the collector's share of the largest parse: {1 - last['parse s'] / last['parse s, collector running']:.0%}")
 
 # %% [markdown]
-# About 30,000 lines per second — 3.3 to 3.5 µs per token — at every
-# size: the time per line of the largest program is 1.06 times that of the
-# smallest, so lexing and parsing are linear, within the few per cent that
-# separate one run from the next. Lexing is more than half of the work
-# (`parse s` includes it). With the garbage collector left running, the
-# largest program takes 6.00 s instead of 3.38 s: the collector would be
-# more than two fifths of the parse (44 %), for nothing, since there are no
-# cycles to find; and its time per line grows with the program (1.10 times
-# from the smallest to the largest), as it examines again and again a tree
-# it cannot know to be free of cycles.
+# The lines per second hardly move from one size to the next, nor do the
+# microseconds per token: the time per line of the largest program is
+# within a few per cent of the smallest's (the first ratio printed), so
+# lexing and parsing are linear. Lexing is more than half of the work (the
+# share printed; `parse s` includes it). With the garbage collector left running, its
+# time is the share printed of the largest parse — more than two fifths —
+# for nothing, since there are no cycles to find. Its own time per line,
+# the last column, is lower on the smallest program and then about the
+# same at every size: linear too, as CPython's quarter rule makes it, but
+# with a large constant, since it walks the growing tree again and again.
 #
 # ## Exercises
 #
@@ -2756,8 +2804,10 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 # 1. `>>` goes into the lexer's `OPERATORS`, before `>` (the lexer tries them
 #    in order, longest first), and into `BINARY` with its binding power —
 #    below the comparisons, say 35 — which the printer reads too, for its
-#    parentheses; and the desugaring of chapter 4b gets a case (`f >> g` is `{ x -> g(f(x))
-#    }`). Then `List<List<a>>` no longer parses: the lexer makes one `>>` of
+#    parentheses; and the desugaring of chapter 4b gets a case: `f >> g` is
+#    `{ x -> g(f(x)) }`, with `f` and `g` evaluated once, first, as the
+#    operands of every operator are — `{ let a = f; let b = g; { x -> b(a(x))
+#    } }`, with names no one else uses. Then `List<List<a>>` no longer parses: the lexer makes one `>>` of
 #    the two closing brackets. The usual fix is the one C++ made: where the
 #    parser of types expects a `>` and finds a `>>`, it takes the first half
 #    and leaves a `>` for the outer list — splitting the token, which the
@@ -2769,12 +2819,14 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    bracket open, or a `let` cut short, then produce follow-up errors: the
 #    statements after them are read with the wrong nesting, and a missing `)`
 #    makes every later line of the block look like an argument.
-# 3. Record it in a list of warnings instead of raising it, and go on as if
-#    the space were not there: `print (x)` is almost always meant as the call
-#    `print(x)`, since L gives no other meaning to a name followed by a
-#    parenthesised expression on the same line. For `f (x)` the same holds;
-#    the warning is worth keeping for the programmer who meant `f` as a value
-#    followed by a parenthesised statement, which L would have read as one.
+# 3. Instead of raising the error, make it a `CompileWarning` ([appendix
+#    A](A_errors.ipynb#warnings)) that the parser collects and hands to
+#    `report_warnings`, and go on as if the space were not there: `print (x)`
+#    is almost always meant as the call `print(x)`, since L gives no other
+#    meaning to a name followed by a parenthesised expression on the same
+#    line. For `f (x)` the same holds; the warning is still worth giving, for
+#    the programmer who meant two statements, `f` and then `(x)`, and forgot
+#    the `;` between them: L now reads them as one call.
 # 4. Eight methods: six for the levels of the binary operators, from `or`
 #    to `product`, each a loop over the operators of its level calling the
 #    next level down, then `unary` and `postfix`. On the corpus the two
@@ -2786,17 +2838,25 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    difference with `bench/parse_speed.py` on your machine.
 # 5. Give `say` a stack: push a box when `expression(min_bp)` starts, pop it
 #    and label it with what it returns when it ends, and draw the root with
-#    `Picture`. The tree of calls has one call per operand position: each
-#    led's right side is a child call, so it has the shape of the syntax
-#    tree, with the operators at the edges instead of in the boxes.
+#    `Picture`. The tree of calls is not the syntax tree: `expression` is
+#    called for each right operand (and each prefix operand and argument),
+#    while a left operand stays in the loop of the call that read it. So it
+#    is the syntax tree with its left edges drawn together: a box holds an
+#    operator, its left operand, that operand's left operand and so on down,
+#    and its children are their right operands. For `a - b * c - d` the root
+#    box holds both `-` and `a`, and has two children, `b * c` (with its own
+#    child, `c`) and `d`, where the syntax tree nests the first `-` inside
+#    the second.
 # 6. `finally` joins `KEYWORDS`; `Try` gets a field `final` (a `Block`, or
 #    None) and `clauses` may be empty when it is there; `try_` reads
 #    `finally { block }` after the clauses, or instead of them, and reports
 #    a `try` with neither; the printer writes the part when it is there. The
 #    test's generator must make the new trees — a `Try` with clauses, with a
 #    `finally`, with both — and the round trip then fails until the printer
-#    writes each as the parser reads it (a `try` with only `finally` is the
-#    case it catches first).
+#    writes each as the parser reads it: a printer that forgets the new field
+#    fails on every `try` with a `finally`, and one that always writes
+#    `catch` fails on a `try` with only a `finally`, since `catch { }` does
+#    not parse.
 # 7. `raise` goes into `KEYWORDS` and `nud` gets a case that reads a
 #    parenthesised expression after it, as `condition` reads that of `if`.
 #    `raise` alone becomes a syntax error of this chapter ("expected '('
