@@ -2695,8 +2695,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # `tests/test_syntax.py` and `tests/test_corpus.py` hold this chapter's
 # promises:
 #
-# - every program of the corpus folders `run/`, `fail/` and `types/`
-#   (`tests/corpus/`) and of `examples/` parses, and printing and parsing it
+# - every program of the corpus folders `run/`, `fail/`, `types/` and
+#   `exceptions/` (`tests/corpus/`) and of `examples/` parses, and printing and parsing it
 #   again gives the same tree; every program of `reject/` is rejected at the
 #   line and column its first line names — its first error, the first in the
 #   source (by this chapter for mistakes of syntax, by
