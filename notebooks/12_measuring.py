@@ -762,8 +762,9 @@ for name in ("fib", "ack"):
 # callee-saved register is saved on the stack by every deeper call, where
 # the conservative scan of the stack takes it for a live one and pins what
 # it points to. So a caller keeps what it needs across a call in its own
-# frame; here the values are integers, and the spills are pure cost,
-# though a small one, which chapter 10 measures.) On `tak`, whose outer
+# frame; here the values are integers, which the collector does not
+# care about, and what the attribute costs the calls chapter 10 measures:
+# nothing — `fib` runs a little faster with it than without.) On `tak`, whose outer
 # call is a tail call,
 # chapter 9 makes the same loops, and L takes well under half of C's time.
 # OCaml does neither — its `fib` is one call per call, on tagged integers
@@ -1041,19 +1042,21 @@ print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 # It reads the values captured in its closure (`rdi`), then runs `tak`,
 # which chapter 9 inlined into it and LLVM made a loop of: while `y < x`,
 # it allocates the next continuation — the heap pointer and the limit read
-# once before the loop (`r11` and `r10`, from `lc_hp` and `lc_hl`, relative
-# to the instruction pointer), the pointer bumped in a register, the
-# header and the fields stored — and takes one from `x`. When the test
-# fails, it writes the pointer back to `lc_hp` and jumps to the code of a
-# continuation: the one it was given, which its closure captured, through
+# once before the loop (into `rbx` and `r10`, from `lc_hp` and `lc_hl`,
+# relative to the instruction pointer), the pointer bumped in a register
+# (`r11`) and written through to `lc_hp`, the header and the fields
+# stored — and takes one from `x`. When the test fails, it jumps to the
+# code of a continuation: the one it was given, which its closure captured, through
 # the code in that continuation's field 0 (`[rdi+0x8]`, the word after the
 # header), or the last one it made, whose code it knows (`rcx`). Chapter
 # 10 calls the slow path through `lc_alloc_slow_saving`, whose
-# `preserve_mostcc` convention keeps every register, so the values stay
+# `preserve_mostcc` convention keeps every general-purpose register but
+# `r11` (and `rax`, which brings back the block), so the values stay
 # where they are across the one call the function can make; it declares
 # `lc_hp` and `lc_hl` `dso_local`, so that their addresses take no
 # registers. The one register it saves, `rbx` (with the `sub rsp` that
-# keeps the stack aligned for that call), holds the bumped pointer: with
+# keeps the stack aligned for that call), carries the heap pointer from
+# one turn of the loop to the next: with
 # the pointer and the limit in registers too, the loop needs one register
 # more than the C convention lets a function use without saving it — a
 # `push` and a `pop` per call of the closure, against a load and a store
@@ -1074,14 +1077,16 @@ for name, r in optimiser["closures"].items():
 # One difference is left in the code: the heap pointer across calls.
 # OCaml keeps it in a register for the whole program; L keeps it in a
 # register within a function, and passes it from function to function
-# through the global `lc_hp`, a store before each call and a load after.
+# through the global `lc_hp`: a store at every allocation, and a load
+# after every call.
 # In `cpstak`, whose functions are small and call one another at once,
 # that store and load come with nearly every allocation. LLVM has a calling convention for
 # passing it in a register too (`ghccc`, which GHC uses to pass its heap
 # pointer from function to function), but every L function, and every
 # call, would have to take the heap pointer and give it back. An experiment that gave every L
 # function LLVM's `preserve_none` convention instead (no callee-saved
-# registers at all, as in OCaml) made `cpstak` faster — and `primes` and
+# registers but the stack and frame pointers; OCaml's convention has
+# none) made `cpstak` faster — and `primes` and
 # `msort` markedly slower: values a function no longer needs stay in the
 # stack slots the convention makes callers spill them to, the
 # conservative scan of the stack (chapter 10b) takes them for live
