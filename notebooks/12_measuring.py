@@ -564,15 +564,16 @@ bench_run.print_table(results, [n for n in EXCEPTION_BENCHMARKS if n in benchmar
 
 # %%
 for name in EXCEPTION_BENCHMARKS:
-    median, low, high, *_ = bench_run.ratios(benchmarks[name])["L/OCaml"]
+    r = bench_run.ratios(benchmarks[name])
+    median, low, high, *_ = r["L/OCaml"]
     print(f"{name:12} L/OCaml {median:.2f} [{low:.2f}, {high:.2f}]:"
           f" {bench_run.verdict(low, high, 1.5)} (<= 1.5), {bench_run.verdict(low, high, 1, 'faster', 'slower')}"
-          " than OCaml")
+          f" than OCaml;   L/C {shown(r['L/C'])} {versus_1(r['L/C'])}")
 
 # %% [markdown]
 # Both meet it with room: L is faster than OCaml on both. Against `gcc
-# -O2` L is a little faster on both, by 2 to 3 % (the table's first
-# column). The C
+# -O2` L is a little faster on both, by a few per cent (the last column).
+# The C
 # search returns an error code, tested after every call, as the flag of
 # chapter 10 is tested in L; the C parser leaves its recursion with
 # `longjmp`, as OCaml's and L's trap frames would.
@@ -999,9 +1000,12 @@ with tempfile.TemporaryDirectory() as tmp:
         promoted = re.search(r"promoted ([\d.]+ MB)", stats).group(1)
         print(f"{name:12} {gc_time:6.3f} s of {total:6.3f} s in the collector ({100 * gc_share[name]:3.0f} %):"
               f" {collections[0]:>4} minor, {collections[1]:>3} major collections, promoted {promoted}")
+largest_shares = sorted(gc_share, key=gc_share.get, reverse=True)[:4]
+print("the largest shares: " + ", ".join(f"{name} {100 * gc_share[name]:.0f} %" for name in largest_shares))
 
 # %% [markdown]
-# The collector's share goes from nothing to about two fifths of a run, more on `perm`. What
+# The collector's share goes from nothing to nearly half of a run (the
+# cell's last line names the largest shares). What
 # decides it is what survives the nursery, which the counts show (they
 # hardly move from one run to the next; the times do, on a shared
 # machine, and are those of one run): the integer programs (`fib`, `tak`,
@@ -1093,8 +1097,9 @@ for name, r in optimiser["closures"].items():
 # that store and load come with nearly every allocation. LLVM has a calling convention for
 # passing it in a register too (`ghccc`, which GHC uses to pass its heap
 # pointer from function to function), but every L function, and every
-# call, would have to take the heap pointer and give it back. An experiment that gave every L
-# function LLVM's `preserve_none` convention instead (no callee-saved
+# call, would have to take the heap pointer and give it back. An
+# experiment, whose runs this book did not keep (exercise 4 repeats it),
+# that gave every L function LLVM's `preserve_none` convention instead (no callee-saved
 # registers but the stack and frame pointers; OCaml's convention has
 # none) made `cpstak` faster — and `primes` and
 # `msort` markedly slower: values a function no longer needs stay in the
@@ -1358,10 +1363,14 @@ print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
 # Over three quarters of the time is Python's: the stages of chapters 4 to
 # 10, each linear and each a fraction of a second, the optimiser of
 # chapter 9 the largest of them. LLVM's share is small
-# because of that optimiser, which hands LLVM a smaller program with less
-# left to inline and fold (chapter 9 counts the instructions). The same
+# because of that optimiser, which hands LLVM, on these generated
+# programs, a smaller program with less left to inline and fold (on the
+# corpus of small programs it does the opposite: chapter 9 counts the
+# nodes and the instructions). The same
 # command with `--O0` measures the compiler without it, as `lc -O0`
-# compiles; the figures are in `bench/compile_speed-O0.json`:
+# compiles; the figures are in `bench/compile_speed-O0.json`, and the
+# two stages that come after the optimiser, closure conversion and the
+# back end, say how large a program each build hands on:
 
 # %%
 without_record = json.loads(Path("../bench/compile_speed-O0.json").read_text())
@@ -1371,12 +1380,14 @@ without = without_record["rows"][-1]
 for label, row in (("-O0", without), ("optimised", largest)):
     s = row["seconds"]
     print(f"{label:>10}: {row['lines']} lines, {sum(s.values()):5.2f} s in all: "
-          f"{sum(s.values()) - s['machine code']:5.2f} s in Python, {s['machine code']:5.2f} s in LLVM")
+          f"{sum(s.values()) - s['machine code']:5.2f} s in Python, {s['machine code']:5.2f} s in LLVM;"
+          f" closure conversion {s['closure']:4.2f} s, back end {s['llvm']:4.2f} s")
 
 # %% [markdown]
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
-# carry; and LLVM takes more than six times as long. The optimiser pays
+# carry (the last two figures of each line); and LLVM takes more than six
+# times as long. The optimiser pays
 # for itself several times over.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
