@@ -31,6 +31,16 @@ a line: neither knows where the program was), and under a 4 GiB address-space li
 that a mutant that allocates without end stops soon; such a mutant is classified as "out of memory"
 rather than compared, since where each way stops depends on how much it keeps alive. Long runs compete
 with other work: run them with `nice -n 10`.
+
+With --json FILE, the run is also recorded, as tools/random_programs.py records its runs: one record
+appended to the list "runs" of the JSON object in FILE (created if absent, written atomically) with the
+command line as typed (without --json and --out), the date and time it started (UTC), the seconds the
+whole run took, the compiler's commit ("+dirty" if lcompiler/ has changes), the machine (bench/machine.py's
+describe()), the ways each mutant may run, the counts of each class and the findings (the minimised
+files). summary(record) is the last line the script prints; chapter 11 prints it from
+bench/random_runs.json:
+
+    python tools/mutants.py -n 10000 --seed 5 --json bench/random_runs.json
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from random_programs import TIMEOUT, TOKEN, lc_in_child, minimise  # noqa: E402
+from random_programs import TIMEOUT, TOKEN, append_record, lc_in_child, minimise, start_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "tests" / "corpus").glob("*/*.l")) + sorted((ROOT / "examples").glob("*.l"))
@@ -161,6 +171,16 @@ def classify(compiled, interpreted=None, unoptimised=None) -> str:
     return "ran" if o.status == 0 else "runtime error"
 
 
+WAYS = ["jit", "jit -O0", "interpreter"]     # lc run; lc run -O0 and lc run --interp if the first ran
+
+
+def summary(record: dict) -> str:
+    """The last line of a run: what the record holds, as the script printed it."""
+    findings = record["findings"]
+    return (f"done: {record['mutants']} mutants; " + ", ".join(f"{k} {v}" for k, v in sorted(record["counts"].items()))
+            + (f"; {len(findings)} kinds of finding saved in {Path(findings[0]).parent}" if findings else ""))
+
+
 def run(data: bytes, work: Path, timeout: float, interpreter_timeout: float) -> str:
     path = work / "mutant.l"
     path.write_bytes(data)
@@ -180,12 +200,15 @@ def main() -> int:
     parser.add_argument("--interpreter-timeout", type=float, default=120, help="seconds for the interpreter")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "lc-mutant-findings")
     parser.add_argument("--minimise-budget", type=float, default=300, help="seconds per finding")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="append a record of the run to the list \"runs\" in FILE (e.g. bench/random_runs.json)")
     args = parser.parse_args()
 
     os.environ["LC_HEAP_LIMIT"] = "256M"
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
     texts = [p.read_bytes() for p in SOURCES]
-    counts, findings, seen = Counter(), 0, set()
+    counts, findings, seen, saved_files = Counter(), 0, set(), []
+    record = start_record(sys.argv) if args.json else {}
     start = time.monotonic()
     print(f"{args.n} mutants of {len(SOURCES)} programs (seed {args.seed})", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -210,14 +233,18 @@ def main() -> int:
                     saved.with_suffix(".txt").write_text(f"{kind}\nmutant {i} (seed {args.seed}) of "
                                                          f"{SOURCES[origin].relative_to(ROOT)}\n\n{text}",
                                                          encoding="utf-8")
+                    saved_files.append(str(saved))
                     print(f"  minimised to {len(small)} characters: {saved}", flush=True)
             else:
                 counts[kind] += 1
             if i % 500 == 0 or i == args.n:
                 print(f"{i} mutants, {time.monotonic() - start:.0f} s: "
                       + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
-    print(f"done: {args.n} mutants; " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-          + (f"; {findings} kinds of finding saved in {args.out}" if findings else ""))
+    record.update(mutants=args.n, ways=WAYS, counts=dict(sorted(counts.items())), findings=saved_files)
+    record["seconds"] = round(time.monotonic() - start, 1)
+    if args.json:
+        append_record(args.json, record)
+    print(summary(record), flush=True)
     return 1 if counts["findings"] else 0
 
 

@@ -19,14 +19,26 @@ With --exceptions the programs also raise (directly, or from a recursion of rand
 with handlers that do and do not match, and go a fifth way by default: the JIT with exceptions lowered to
 trap frames (`LC_EXCEPTIONS=traps`, chapter 10) instead of the flag.
 
+With --json FILE, the run is also recorded: at the end, one record is appended to the list "runs" of
+the JSON object in FILE (created if absent; written to a temporary file, then renamed): the command
+line as typed (without --json and --out), the date and time it started (UTC), the seconds the whole run
+took, the compiler's commit (`git rev-parse --short HEAD`, "+dirty" if lcompiler/ has changes), the
+machine (bench/machine.py's describe()), the ways, the counts and the findings (the minimised files).
+summary(record) is the last line the script prints; chapter 11 prints it from bench/random_runs.json:
+
+    python tools/random_programs.py -n 1000 --seed 5 --json bench/random_runs.json
+
 Long runs compete with other work: run them with `nice -n 10`.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -38,6 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from lcompiler import cli, support  # noqa: E402
 
@@ -189,6 +202,61 @@ def save(folder: Path, number: int, kind: str, text: str, signature, outcomes: d
     return path
 
 
+# --- the record of a run (--json) ----------------------------------------------------------------
+
+def command_line(argv: list[str]) -> str:
+    """The command as typed, without --json FILE and --out DIR (where things were written, not what ran)."""
+    kept, skip = [], False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+        elif arg in ("--json", "--out"):
+            skip = True
+        elif not arg.startswith(("--json=", "--out=")):
+            kept.append(arg)
+    return shlex.join(["python", argv[0], *kept])
+
+
+def compiler_commit() -> str:
+    """The commit of the repository, with "+dirty" if lcompiler/ differs from it."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "?"
+    return commit + ("+dirty" if git("status", "--porcelain", "--", "lcompiler") else "")
+
+
+def start_record(argv: list[str]) -> dict:
+    """The fields of a run's record known at its start (the machine as it is then: its load average)."""
+    from machine import describe
+    return {"command": command_line(argv),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": compiler_commit(), "machine": describe()}
+
+
+def append_record(path: Path, record: dict) -> None:
+    """Append record to the list "runs" of the JSON object in path, atomically (a temporary file renamed)."""
+    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"runs": []}
+    data.setdefault("runs", []).append(record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def summary(record: dict) -> str:
+    """The last line of a run: what the record holds, as the script printed it."""
+    ways = record["ways"]
+    return (f"done: {record['programs']} programs run {len(ways)} ways ({', '.join(ways)}); "
+            + ", ".join(f"{k} {v}" for k, v in record["counts"].items())
+            + (f"; findings saved in {Path(record['findings'][0]).parent}" if record["findings"] else ""))
+
+
 # --- the run ------------------------------------------------------------------------------------
 
 def generate(count: int, seed: int, runaway: int, exceptions: bool = False):
@@ -220,6 +288,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "lc-random-findings")
     parser.add_argument("--minimise-budget", type=float, default=600, help="seconds per finding")
     parser.add_argument("--exceptions", action="store_true", help="programs that raise and catch exceptions")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="append a record of the run to the list \"runs\" in FILE (e.g. bench/random_runs.json)")
     parser.add_argument("--ways", nargs="+", choices=list(WAYS),
                         help="the ways to run each program (default: all; without --exceptions, all but "
                              + ", ".join(sorted(EXCEPTIONS_ONLY)) + ")")
@@ -229,11 +299,13 @@ def main() -> int:
     for name in [name for name in WAYS if name not in args.ways]:
         del WAYS[name]
 
+    record = start_record(sys.argv) if args.json else {}
     start = time.monotonic()
     texts = generate(args.n, args.seed, args.runaway, args.exceptions)
     print(f"{len(texts)} programs generated (seed {args.seed}) in {time.monotonic() - start:.0f} s; "
           f"ways: {', '.join(WAYS)}", flush=True)
     counts = {"agree, status 0": 0, "agree, runtime error": 0, "agree, stack overflow": 0, "findings": 0}
+    findings = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for i, text in enumerate(texts, 1):
@@ -246,6 +318,7 @@ def main() -> int:
                                  args.minimise_budget)
                 saved = save(args.out, counts["findings"], "random", small, signature,
                              run_all(small, work, args.timeout), text)
+                findings.append(str(saved))
                 print(f"  minimised to {len(small.splitlines())} lines: {saved}", flush=True)
             else:
                 o = next(iter(outcomes.values()))
@@ -255,9 +328,11 @@ def main() -> int:
             if i % 50 == 0 or i == len(texts):
                 print(f"{i} programs, {time.monotonic() - start:.0f} s: "
                       + ", ".join(f"{k} {v}" for k, v in counts.items()), flush=True)
-    print(f"done: {len(texts)} programs run {len(WAYS)} ways ({', '.join(WAYS)}); "
-          + ", ".join(f"{k} {v}" for k, v in counts.items()) + (f"; findings saved in {args.out}"
-                                                                   if counts["findings"] else ""))
+    record.update(programs=len(texts), ways=list(WAYS), counts=counts, findings=findings)
+    record["seconds"] = round(time.monotonic() - start, 1)
+    if args.json:
+        append_record(args.json, record)
+    print(summary(record), flush=True)
     return 1 if counts["findings"] else 0
 
 
