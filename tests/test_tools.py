@@ -76,3 +76,17 @@ def test_a_summary_names_the_folder_of_the_findings():
 def test_the_command_line_leaves_out_where_things_were_written():
     argv = ["tools/random_programs.py", "-n", "3", "--json", "x.json", "--out=/tmp/o", "--seed", "5"]
     assert random_programs.command_line(argv) == "python tools/random_programs.py -n 3 --seed 5"
+
+
+def test_a_mutant_warned_of_that_then_runs_is_no_finding():
+    """A match that misses a case compiles with a warning, then runs: a mutant like that is classified
+    as what it did, not as 'status 0 with something on stderr'; a stderr that is not only warnings is."""
+    warning = "mutant.l:1:1: warning: the clauses of this function do not cover 1\n{0->()->2}\n^~~~~~~~~~\n"
+    error = "mutant.l:2:3: runtime error: division by zero\nprint(1 / 0)\n  ^~~\n"
+    outcome = random_programs.Outcome
+    assert mutants.classify(outcome("", warning, 0)) == "ran"
+    assert mutants.classify(outcome("", warning + error, 2)) == "runtime error"
+    assert mutants.classify(outcome("1\n", warning, 0), outcome("1\n", warning, 0), outcome("1\n", warning, 0)) == "ran"
+    assert mutants.classify(outcome("1\n", warning, 0), outcome("2\n", warning, 0)).startswith("finding: interpreted")
+    assert mutants.classify(outcome("", warning + "more\n", 0)).startswith("finding: status 0")
+    assert mutants.classify(outcome("", "", 0)) == "ran"

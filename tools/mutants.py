@@ -9,7 +9,8 @@ mutant is run with `lc run` (compiled, through the JIT) and classified:
 
 - rejected: exit status 1, nothing on stdout, and stderr made only of located errors —
   `FILE:LINE:COL: error: …` (or `note`), the source line, a caret;
-- ran: exit status 0, nothing on stderr;
+- ran: exit status 0, nothing on stderr but the compiler's warnings, each located, before the
+  program runs (a match that misses a case is legal L, and warned of: chapter 5);
 - runtime error: exit status 2, stderr ending in one `FILE:LINE:COL: runtime error: …`;
 - timeout: still running after --timeout seconds (a mutant may loop for ever: allowed);
 
@@ -67,7 +68,7 @@ VOCABULARY = ["def", "data", "let", "var", "if", "else", "match", "while", "prin
               "x", "f", "Cons", "Nil", "_", "0", "1", "-1", "9223372036854775807", '"s"', "()", "(", ")", "{", "}",
               ",", ";", "\n", ".", "->", ":=", "=", "==", "!=", "<", ">", "+", "-", "*", "/", "%", "&&", "||", "!"]
 
-LOCATED = re.compile(r"^mutant\.l:\d+:\d+: (error|note|runtime error): .+$")
+LOCATED = re.compile(r"^mutant\.l:\d+:\d+: (error|note|runtime error|warning): .+$")
 CARET = re.compile(r"^[ \t]*\^~*$")
 
 
@@ -124,9 +125,25 @@ def blocks_ok(stderr: str, kinds: tuple) -> bool:
     return True
 
 
+def unwarned(stderr: str) -> str | None:
+    """stderr without the compiler's warnings that begin it (chapter 5's warnings of a match that
+    misses a case, or of a clause that never matches: written before the program runs, with status 0
+    or 2 after them); None if something that is not a whole located warning is among them."""
+    lines = stderr.split("\n")
+    while lines and (m := LOCATED.match(lines[0])) and m.group(1) == "warning":
+        if len(lines) < 3 or not CARET.match(lines[2]):
+            return None
+        lines = lines[3:]
+    return "\n".join(lines)
+
+
 def classify(compiled, interpreted=None, unoptimised=None) -> str:
     """The class of an outcome: one of OK_CLASSES, or a finding's description."""
     o = compiled
+    if o.status in (0, 2) and unwarned(o.stderr) not in (None, o.stderr):    # warned, then ran:
+        o, interpreted, unoptimised = (None if x is None else x if unwarned(x.stderr) is None   # judged
+                                       else type(x)(x.stdout, unwarned(x.stderr), x.status)    # as what
+                                       for x in (o, interpreted, unoptimised))                  # ran
     if o.status == TIMEOUT:
         return "timeout"
     if "Traceback" in o.stderr:
