@@ -1900,8 +1900,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # The last line is for bugs of this compiler, and only for them: a missing C
 # compiler or a folder that does not exist is not one, and neither is a
 # reader that goes away before the output is written (`lc run prog.l |
-# head -1`): the program runs on to its end with its output discarded, as a
-# compiled program does, and `lc` ends quietly. `lc`'s `main` sorts
+# head -1`): the program runs on to its end with its output discarded,
+# and `lc` ends quietly. (An executable of `lc build` is stopped there by
+# the system's SIGPIPE signal instead, as a C program is: the language
+# reference says both.) `lc`'s `main` sorts
 # the exceptions into these kinds, and `lc build` checks where it will
 # write before it starts compiling ([appendix C](C_cli.ipynb) has both);
 # this chapter's part is the driver's `ToolchainError`. Here are the
