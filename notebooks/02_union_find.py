@@ -756,9 +756,9 @@ def ns_per_random_read(n: int) -> float:
 
     def touch():
         for i, j in pairs:
-            elements[i].link, elements[j].link
+            _ = elements[i].link, elements[j].link       # the two reads a pair of finds starts with
         for i in finds:
-            elements[i].link
+            _ = elements[i].link
         return 2 * len(pairs) + len(finds)
 
     ns, reads = timed(touch)
@@ -781,6 +781,7 @@ for i, n in enumerate(sizes):
 
 # %% tags=["nbval-ignore-output"]
 import matplotlib.pyplot as plt
+from IPython.display import display
 
 fig, ax = plt.subplots(figsize=(6, 3.2))
 for name, values in timings.items():
@@ -984,8 +985,8 @@ for variant in (Safe, ReusingSafe):
     uf = variant()
     pa, pb = uf.singleton(Element("a"), "a"), uf.singleton(Element("b"), "b")
     uf.union(pa, pb, "a or b")
-    print(f"{variant.__name__:>12}: pa after the union: {attempt(lambda: uf.description(pa))}; "
-          f"pb: {attempt(lambda: uf.description(pb))}")
+    print(f"{variant.__name__:>12}: pa after the union: {attempt(lambda uf=uf, pa=pa: uf.description(pa))}; "
+          f"pb: {attempt(lambda uf=uf, pb=pb: uf.description(pb))}")
 
 # %% [markdown]
 # Exercise 4: the three moments again, on `Fast`.
