@@ -653,8 +653,9 @@ class Resolver:
         for index, item, name, what, span in self.declarations():
             key = (what == "the type", name)
             if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String", EXN):
-                if key in first and first[key] is None or what == "the type" and name == EXN:
-                    predefined = "a predefined exception" if name != EXN else "the predefined type of exceptions"
+                if key in first and first[key] is None or what == "the type" and key not in first:
+                    predefined = ("the predefined type of exceptions" if name == EXN else
+                                  "a built-in type" if what == "the type" else "a predefined exception")
                     message = f"{name} is {predefined}: choose another name"
                     self.errors.append(CompileError(message, span))
                     continue

@@ -1382,9 +1382,9 @@ class Resolver:
 # Box(Int) }` is fine); a definition and a constructor cannot clash, since
 # one is written in lower case and the other in upper. A name declared twice
 # is reported at its second declaration, with a note at the first. A type
-# named like a built-in one, `data Int { … }`, is reported as declared twice
-# too, without a note, since its first declaration is the language's; a
-# type named `Exn` is told that this is the predefined type of exceptions.
+# named like a built-in one, `data Int { … }`, is told that the name is
+# taken by the language (there is no first declaration to point at), and a
+# type named `Exn` that this is the predefined type of exceptions.
 # The index of each
 # definition is kept, for the order rule.
 
@@ -1396,8 +1396,9 @@ class Resolver(Resolver):
         for index, item, name, what, span in self.declarations():
             key = (what == "the type", name)
             if key in first or what == "the type" and name in ("Int", "Bool", "Unit", "String", EXN):
-                if key in first and first[key] is None or what == "the type" and name == EXN:
-                    predefined = "a predefined exception" if name != EXN else "the predefined type of exceptions"
+                if key in first and first[key] is None or what == "the type" and key not in first:
+                    predefined = ("the predefined type of exceptions" if name == EXN else
+                                  "a built-in type" if what == "the type" else "a predefined exception")
                     message = f"{name} is {predefined}: choose another name"
                     self.errors.append(CompileError(message, span))
                     continue

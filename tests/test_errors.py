@@ -82,6 +82,8 @@ def test_the_golden_files_cover_what_the_issue_asks():
     unclosed = (ERRORS / "unclosed_brace_before_def.err").read_text()
     assert "'def' begins a top-level item" in unclosed and "1:12: note: the '{' is opened here" in unclosed
     assert (ERRORS / "misspelt_names_in_one_expression.err").read_text().count(": error: unknown variable") == 3
+    declared = (ERRORS / "declared_twice.err").read_text()
+    assert "the type Shape is declared twice" in declared and "Int is a built-in type: choose another name" in declared
     for name, count in [("three_type_errors", 3), ("three_syntax_errors", 3), ("three_name_errors", 4)]:
         assert (ERRORS / f"{name}.err").read_text().count(": error: ") == count, name
 
