@@ -72,6 +72,8 @@ STEPS = [
     ("calls.json", "10", "calls.py --json bench/calls.json", "calls.py --repeat 1 --json {json}"),
     ("exceptions.json", "10", "exceptions.py --json bench/exceptions.json", "exceptions.py --repeat 1 --json {json}"),
     ("gc_speed.json", "10", "gc_speed.py --repeat 5 --json bench/gc_speed.json", "gc_speed.py --repeat 1 --json {json}"),
+    ("gc_share.json", "12", "gc_share.py --repeat 3 --json bench/gc_share.json",
+     "gc_share.py --repeat 1 --only msort --json {json}"),
     ("wrapv.json", "12", "wrapv.py --repeat 5 --json bench/wrapv.json", "wrapv.py --repeat 1 --json {json}"),
     ("same_program.json", "12", "same_program.py --repeat 5 --json bench/same_program.json",
      "same_program.py --repeat 1 --json {json}"),

@@ -1,4 +1,4 @@
-"""The records that tools/random_programs.py and tools/mutants.py write with --json.
+"""The records that tools/random_programs.py and tools/mutants.py write with --json, and bench/gc_share.py's.
 
 Chapter 11 prints the long runs of the two scripts from bench/random_runs.json, through each script's
 summary(record): these tests run each script briefly, as a reader would, and check that the record it
@@ -90,3 +90,27 @@ def test_a_mutant_warned_of_that_then_runs_is_no_finding():
     assert mutants.classify(outcome("1\n", warning, 0), outcome("2\n", warning, 0)).startswith("finding: interpreted")
     assert mutants.classify(outcome("", warning + "more\n", 0)).startswith("finding: status 0")
     assert mutants.classify(outcome("", "", 0)) == "ran"
+
+
+def test_gc_share_records_what_the_runtime_says_of_a_run(tmp_path):
+    """bench/gc_share.py (chapter 12's collector shares) reads every figure of the runtime's LC_GC_STATS
+    lines, from a real run of a program that collects, and keeps the run of median time."""
+    import gc_share
+    program = tmp_path / "lists.l"
+    program.write_text("data List { Cons(Int, List); Nil }\n"
+                       "def range(a, b) = if (a > b) Nil else Cons(a, range(a + 1, b))\n"
+                       "def length(l) = match (l) { Nil -> 0; Cons(_, t) -> 1 + length(t) }\n"
+                       "def loop(i, s) = if (i == 0) s else loop(i - 1, s + length(range(1, 10000)))\n"
+                       "print(loop(300, 0))\n")
+    exe = tmp_path / "lists"
+    lc = Path(sys.executable).parent / "lc"
+    subprocess.run([str(lc), "build", str(program), "-o", str(exe)], check=True, timeout=120)
+    runs = [gc_share.run_once([str(exe)]) for _ in range(3)]
+    for r in runs:
+        assert r["minor"] > 0 and r["allocated_mb"] > 40 and r["nursery_mb"] >= 1 and r["seconds"] > 0, r
+        assert 0 <= r["gc_seconds"] == pytest.approx(r["minor_seconds"] + r["major_seconds"], abs=0.002)
+    median = gc_share.median_run(runs)
+    assert median["seconds"] == sorted(r["seconds"] for r in runs)[1]
+    assert median["share"] == pytest.approx(median["gc_seconds"] / median["seconds"], abs=1e-4)
+    with pytest.raises(RuntimeError):
+        gc_share.parse("3000000\n")
