@@ -1340,7 +1340,8 @@ plt.close(fig)
 # C5 is the plan of [chapter 7](07_cps_convert.ipynb), where L is converted to
 # the CPS language of [chapter 6](06_cps.ipynb), after Kennedy's *Compiling
 # with continuations, continued*. Each of C5's three continuations has a
-# counterpart there, a *context* of chapter 7's converter:
+# counterpart there, a *context* of chapter 7's converter (which has two
+# kinds: a `Return` holds either of the two names):
 #
 # | C5 | chapter 7's context | what it is in the CPS term |
 # |---|---|---|
@@ -1386,8 +1387,8 @@ plt.close(fig)
 #
 # ## Exercises
 #
-# 1. C5 binds every `Cont.Let` continuation to a join point, even one whose
-#    term only returns the value it names, `let x = [·] in return x` — the
+# 1. C5 binds every `Cont.Let` continuation of a conditional to a join
+#    point, even one whose term only returns the value it names, `let x = [·] in return x` — the
 #    continuation of the last conditional of `if0_chain(n)`. Recognise it:
 #    it behaves as `Cont.Return()`. Which join points does that save, and
 #    what does it give back?
