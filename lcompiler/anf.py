@@ -5,8 +5,9 @@
 Six small compilers, each a little better than the one before, lower a tiny
 expression language to *A-normal form*: a form in which every intermediate
 result has a name and the order of evaluation is written down. The last of
-them, C5, makes no useless copies of code, keeps every tail call a tail call,
-and is the plan of the conversion from L to CPS in chapter 7.
+them, C5, makes no useless copies of code, leaves in tail position what was
+in tail position (so that, once the language has calls, a tail call stays
+one), and is the plan of the conversion from L to CPS in chapter 7.
 
 What this chapter promises:
 
@@ -18,11 +19,16 @@ In the module `lcompiler.anf`:
   verifies that every name of an A-normal term is bound before it is used,
   once.
 - Six compilers `C0` … `C5` from `S`, each better than the one before;
-  every one of them keeps the value of every program (`evaluate_a` of its
-  output is `evaluate_s` of its input), and from `C2` on its output is in
-  A-normal form.
+  every one of them keeps the value of every program whose `let`s bind
+  distinct names (`evaluate_s` of C0's, C1's and C2's output, whose
+  language is still `S`, and `evaluate_a` of C3's, C4's and C5's, is
+  `evaluate_s` of the input; where a program binds a name again, the
+  flattening that starts with C2 can let the inner binding capture a use
+  of the outer one, as C2's section shows), and from `C2` on its output
+  is in A-normal form.
 - `C5` uses each part of the program once in its output — the output's
-  size is linear in the input's — and keeps every tail call a tail call:
+  size is linear in the input's — and leaves in *tail position* (where a
+  value becomes the program's result) whatever was there in the source:
   it makes a join point only where two branches would otherwise both copy
   the rest of the program.
 """
@@ -353,7 +359,7 @@ class Compiler:
 
     def lower_all(self, *subterms) -> list:
         """Lower the sub-terms left to right, as Python evaluates arguments,
-        or right to left, as OCaml does (see C1)."""
+        or right to left, as OCaml's compilers do (see C1)."""
         if self.right_to_left:
             return [self.lower_(s) for s in reversed(subterms)][::-1]
         return [self.lower_(s) for s in subterms]
@@ -488,7 +494,7 @@ class C2(Compiler):
 
 # --- C3: a type that makes flatness a promise --------------------------
 
-# cell 43
+# cell 45
 class C3(Compiler):
     """C2 with A-normal form as its target type: (A1.exp -> A1.t) -> A1.t."""
 
@@ -522,9 +528,9 @@ class C3(Compiler):
         return lowered
 
 
-# --- The duplication problem -------------------------------------------
+# --- C4: a join point for every If0 ------------------------------------
 
-# cell 49
+# cell 52
 class C4(C3):
     """Join points: if0 never duplicates its continuation. Targets A2."""
 
@@ -543,7 +549,7 @@ class C4(C3):
 
 # --- C5: continuations you can look at ---------------------------------
 
-# cell 54
+# cell 57
 class Cont:
     """C5's defunctionalised continuations."""
 
@@ -577,7 +583,7 @@ def is_copyable(k) -> bool:
     """May k be used in two places without copying a term?"""
     return not isinstance(k, Cont.Let)
 
-# cell 56
+# cell 59
 class C5(Compiler):
     """Defunctionalised continuations: a join point only where one is needed."""
 
@@ -619,7 +625,7 @@ class C5(Compiler):
 
 # --- Measuring the duplication -----------------------------------------
 
-# cell 67
+# cell 72
 def if0_chain(n: int):
     """let x1 = if0 0 then 1 else 2 in … let xn = if0 x(n-1) then 1 else 2 in xn"""
     body = S.Var(f"x{n}")

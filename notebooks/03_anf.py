@@ -17,15 +17,17 @@
 # Six small compilers, each a little better than the one before, lower a tiny
 # expression language to *A-normal form*: a form in which every intermediate
 # result has a name and the order of evaluation is written down. The last of
-# them, C5, makes no useless copies of code, keeps every tail call a tail call,
-# and is the plan of the conversion from L to CPS in chapter 7.
+# them, C5, makes no useless copies of code, leaves in tail position what was
+# in tail position (so that, once the language has calls, a tail call stays
+# one), and is the plan of the conversion from L to CPS in chapter 7.
 
 # %% [markdown]
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
 #
 # **Needs:** the idea of [chapter 1](01_addlang.ipynb), compiling with a
-# continuation; its code only for the pictures (`lcompiler.drawing`).
+# continuation, and none of its code; the pictures use `lcompiler.drawing`
+# from [appendix A](A_errors.ipynb), and one plot matplotlib.
 #
 # **Builds:** the module `lcompiler.anf`: the languages `S`, `A1` and `A2`,
 # their evaluators, a scope checker, and the compilers `C0` … `C5`.
@@ -39,9 +41,12 @@
 # OCaml. We keep its names — the
 # languages `S`, `A1`, `A2`, the compilers `C0` to `C5`, the constructors
 # `Let`, `If0`, `LetJoin`, `Join` — so the two can be read side by side, and we
-# check that each of our compilers prints what the gist prints. (The papers
-# on A-normal form and join points are in the
-# [bibliography](../bibliography.md#papers-and-books) too.)
+# check that our compilers print, up to the numbering of fresh names, the six
+# listings the gist prints. A-normal form was defined by Flanagan, Sabry,
+# Duba and Felleisen in "The essence of compiling with continuations"
+# (1993); Maurer, Downen, Ariola and Peyton Jones's "Compiling without
+# continuations" (2017) adds join points to such a language, as A2 does
+# here; both are in the [bibliography](../bibliography.md#papers-and-books).
 #
 # [Chapter 1](01_addlang.ipynb) compiled expressions with a continuation, but
 # its language had no branches, so each continuation was used exactly once. Here the language has
@@ -62,11 +67,16 @@
 #   verifies that every name of an A-normal term is bound before it is used,
 #   once.
 # - Six compilers `C0` … `C5` from `S`, each better than the one before;
-#   every one of them keeps the value of every program (`evaluate_a` of its
-#   output is `evaluate_s` of its input), and from `C2` on its output is in
-#   A-normal form.
+#   every one of them keeps the value of every program whose `let`s bind
+#   distinct names (`evaluate_s` of C0's, C1's and C2's output, whose
+#   language is still `S`, and `evaluate_a` of C3's, C4's and C5's, is
+#   `evaluate_s` of the input; where a program binds a name again, the
+#   flattening that starts with C2 can let the inner binding capture a use
+#   of the outer one, as C2's section shows), and from `C2` on its output
+#   is in A-normal form.
 # - `C5` uses each part of the program once in its output — the output's
-#   size is linear in the input's — and keeps every tail call a tail call:
+#   size is linear in the input's — and leaves in *tail position* (where a
+#   value becomes the program's result) whatever was there in the source:
 #   it makes a join point only where two branches would otherwise both copy
 #   the rest of the program.
 #
@@ -224,8 +234,9 @@ class A2(A1):
 # The dataclasses are not frozen: freezing makes each construction slower
 # (every field is then set through `object.__setattr__`), and one
 # measurement below builds millions of terms. No code in
-# this book changes a term after building it, and the tests would notice if
-# one did, since every compiler is checked against the evaluators.
+# this book changes a term after building it, and a change that altered a
+# program's meaning would show in the tests, which check every compiler
+# against the evaluators.
 #
 # </div>
 #
@@ -464,8 +475,9 @@ def check_scopes(t, variables=frozenset()) -> None:
 # recursive `lower` that visits the source tree and calls one *helper* per
 # constructor, `var`, `int`, `bop`, `let_` and `if0`, on the results of
 # lowering the sub-trees. Each step changes only the helpers (and what a
-# "lowered term" is); `lower` itself never changes. C0's helpers rebuild the
-# same tree, so C0 is the identity.
+# "lowered term" is, and, from C2 on, how a compilation starts); the
+# recursion itself never changes. C0's helpers rebuild the same tree, so C0
+# is the identity.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: OCaml modules as Python classes</p>
@@ -517,16 +529,19 @@ class Compiler:
 
     def lower_all(self, *subterms) -> list:
         """Lower the sub-terms left to right, as Python evaluates arguments,
-        or right to left, as OCaml does (see C1)."""
+        or right to left, as OCaml's compilers do (see C1)."""
         if self.right_to_left:
             return [self.lower_(s) for s in reversed(subterms)][::-1]
         return [self.lower_(s) for s in subterms]
 
 
 # %% [markdown]
-# `lower` is the one recursive function; `lower_all` lowers the sub-terms
-# of a node in one of two orders, which matters for the names (below). C0's
-# helpers rebuild the tree they are given:
+# `lower_` is the gist's recursive `lower`, the one recursive function here;
+# the class method `lower` makes a compilation, with its own counter, and
+# starts it on a whole program (`start`, which C2 and later compilers
+# change). `lower_all` lowers the sub-terms of a node in one of two orders,
+# which matters for the names (below). C0's helpers rebuild the tree they
+# are given:
 
 # %%
 #| export
@@ -556,8 +571,8 @@ C0.lower(P1) == P1, C0.lower(P2) == P2
 # ## C1: name every intermediate result
 #
 # The first real step: a `Bop` or an `If0` must not have a compound operand,
-# so give each operand a fresh name with a `Let`. C1 changes only the helpers
-# that take several terms:
+# so give each operand a fresh name with a `Let`. C1 changes only the two
+# helpers whose operands must become names:
 #
 # - `bop(t1, t2)` becomes `let %a = t1 in let %b = t2 in %a ⊕ %b`;
 # - `if0(t1, t2, t3)` becomes `let %a = t1 in if0 %a then t2 else t3`.
@@ -581,8 +596,9 @@ print(show(C1.lower(P1)))
 
 # %% [markdown]
 # Every operand of `⊕` is now a variable, but the `Let`s have landed at all
-# levels: the right-hand side of `let x = …` is itself a `Let`, whose
-# right-hand side is another. That is not a straight line of instructions.
+# levels: the right-hand side of `let x = …` is itself a `Let`, and inside
+# it the right-hand side of `let %4 = …` is another. That is not a straight
+# line of instructions.
 # (Even a variable is copied into a fresh one, `let %5 = x`: C1 names
 # everything, whether it needs a name or not.)
 #
@@ -593,8 +609,9 @@ print(show(C1.lower(P1)))
 # Nothing is wrong. A helper asks for its fresh names when it runs, which is
 # after `lower` has lowered its operands, so the names go to the operations in
 # the order their operands are finished. In `bop (lower s1) (lower s2)`,
-# OCaml evaluates the *arguments of a function call from right to left*, so
-# the gist lowers `s2` before `s1`: the body `x ⊕ 4` of the `let` is finished
+# OCaml's compilers evaluate the *arguments of a function call from right
+# to left* (the language leaves the order unspecified), so the gist lowers
+# `s2` before `s1`: the body `x ⊕ 4` of the `let` is finished
 # first and gets `%1` and `%2`, then the inner `2 ⊕ 3` gets `%3` and `%4`, and
 # the outer `1 ⊕ (…)` `%5` and `%6`. Python evaluates arguments left to right:
 # the inner `2 ⊕ 3` is finished first (`%1`, `%2`), then the outer operation
@@ -753,15 +770,42 @@ same_up_to_renaming(C2.lower(P1), GIST_LISTINGS["C2", "P1"]), C2.lower(P1, right
 # finished the operations: the inner `2 ⊕ 3` first. That is why `%3` is bound
 # before `%1`.
 #
+# ### Flattening moves scopes
+#
+# The straight line has a price that the gist does not mention. In
+# `let z = (let y = 2 in y) in z ⊕ y`, the inner `let y` covers only its own
+# body, `y`; in C2's flat output it covers everything after it, `z ⊕ y`
+# included. When the program has bound `y` before, the `y` of `z ⊕ y` then
+# reads the wrong one:
+
+# %%
+rebinds = S.Let("y", S.Int(1),
+                S.Let("z", S.Let("y", S.Int(2), S.Var("y")), S.Bop(S.Var("z"), S.Var("y"))))
+print(show(rebinds))
+print(show(C2.lower(rebinds)))
+print("value of the source:", evaluate_s(rebinds), "| of C1's output:", evaluate_s(C1.lower(rebinds)),
+      "| of C2's output:", evaluate_s(C2.lower(rebinds)))
+
+# %% [markdown]
+# C1 is right here, because its nested `Let`s keep the scopes of the
+# source. C2 flattens, and is wrong; every compiler after it flattens too,
+# and is wrong on this program as well (C5's section shows it). The cure is
+# not in the lowering but before it: give every binding a name of its own.
+# A renaming pass can do that, or, as [chapter 7](07_cps_convert.ipynb)'s
+# conversion does, an environment that maps each source name to a fresh
+# variable, so that the two `y`s become two variables. This chapter's
+# compilers assume that the source's `let`s bind distinct names, and its
+# tests generate only such programs.
+#
 # ## C3: a type that makes flatness a promise
 #
 # C2's output is flat, but its type, `S`, does not say so: nothing stops a
 # helper from building a nested `Let`. C3 is C2 with A1 as its target, where
 # `Bop` and `If0` take names and a `Let` binds only an expression; a mistake
 # that nests would not even type-check in OCaml. (In Python the dataclasses
-# do not enforce their field types, but `check_scopes` and the evaluator reject
-# anything that is not A1.) The program now ends with `Return`, the initial
-# continuation.
+# do not enforce their field types, but `check_scopes` and the evaluator
+# raise an exception on a term that nests.) The program now ends with
+# `Return`, the initial continuation.
 
 # %%
 #| export
@@ -816,26 +860,32 @@ same_up_to_renaming(C3.lower(P2), GIST_LISTINGS["C3", "P2"])
 # The whole rest of the program — `let %2 = x … if0 %4 …` — appears twice,
 # once in each branch of the first `If0`. The reason is in `if0`: it calls the
 # continuation `k` once per branch, `t2(k)` and `t3(k)`, and each call builds
-# the rest of the program anew. Two things go wrong. The code is copied, and
-# a chain of n such conditionals is copied 2ⁿ times (we measure it below).
+# the rest of the program anew. Two things go wrong. The code is copied:
+# after a chain of n such conditionals, what follows the last one is built
+# 2ⁿ times (we measure it below).
 # And the copies bind the same names (`x`, `%2`, `%3` and `%4` twice each), so
 # a name no longer identifies one place in the program.
 #
-# The flaw came with the continuation. C1 calls no continuation: it lowers
+# The flaw came with the continuation. (The gist says that it was already
+# in C1, unnoticed; it was not.) C1 calls no continuation: it lowers
 # every sub-tree once and only nests the `Let`s, so its output for P2 holds
 # each part of P2 once. C2, the first compiler to pass the rest of the
 # program down as a continuation, is the first to copy it. Their sizes on
-# P2, beside the source's (C2's `Bop` still has two `Var`s below it, where
-# C3's names its operands directly, hence C2's few more constructors):
+# P2, beside the source's. (C2 and C3 build the same shape; C2's `Bop` and
+# `If0` hold their operands in `Var` nodes, where C3's hold bare names, and
+# C3 ends each path with a `Return` node that C2 does not have: hence the
+# difference between the two.)
 
 # %%
 for name, compiler in (("P2", C0), ("C1", C1), ("C2", C2), ("C3", C3)):
     print(f"{name}: {size(compiler.lower(P2)):>2} constructors")
-#
+
+# %% [markdown]
 # ## C4: a join point for every If0
 #
-# The cure is the one every compiler uses: put the rest of the program in one
-# place, give it a name, and make both branches *jump* there with their value.
+# The usual cure, in compilers as in this gist: put the rest of the program
+# in one place, give it a name, and make both branches *jump* there with
+# their value.
 # That named place is a **join point** (a basic block with a parameter, in the
 # vocabulary of [chapter 10](10_llvm.ipynb)). C4 targets A2 and changes only `if0`: it builds
 # the rest of the program once, `k(Var x0)`, with a fresh parameter `x0`
@@ -890,7 +940,9 @@ evaluate_a(C4.lower(P2)), evaluate_s(P2)
 #
 # C4 cannot tell a cheap continuation from an expensive one because a
 # continuation is a Python function, and a function can only be called, not
-# inspected. C5 *defunctionalises* the continuations: it lists every kind of
+# inspected. C5 *defunctionalises* the continuations (Reynolds's word, from
+# "Definitional interpreters for higher-order programming languages", 1972,
+# in the bibliography): it lists every kind of
 # continuation the compiler ever creates, and makes each a data constructor
 # that can be inspected, with one function, `apply` (the gist's `$`), to use
 # it. There are only three:
@@ -997,18 +1049,34 @@ print(show(C5.lower(P2)))
 # `let x = [·] in …`, the whole rest of the program. The second conditional's
 # continuation is `Return`, so its branches are `Return (Int 4)` and
 # `Return (Int 5)` again: in tail position, with no join point. And nothing is
-# copied:
+# copied: every name is bound once, and C5's output is the smallest of the
+# three.
 
 # %%
 check_scopes(C5.lower(P2))
-evaluate_a(C5.lower(P2)), size(C3.lower(P2)), size(C4.lower(P2)), size(C5.lower(P2))
+print("value:", evaluate_a(C5.lower(P2)), "| size on P2:",
+      ", ".join(f"{c.__name__} {size(c.lower(P2))}" for c in (C3, C4, C5)))
+
+# %% [markdown]
+# C5 still flattens as C2 did, so it still needs a source whose `let`s bind
+# distinct names. On the program of C2's section, which binds `y` twice,
+# C3, C4 and C5 go wrong as C2 did, and `check_scopes` says why:
+
+# %%
+print("value of the source:", evaluate_s(rebinds), "| of C3's, C4's and C5's outputs:",
+      *(evaluate_a(c.lower(rebinds)) for c in (C3, C4, C5)))
+try:
+    check_scopes(C5.lower(rebinds))
+except ScopeError as error:
+    print("check_scopes:", error)
 
 # %% [markdown]
 # ### C3 and C5, drawn
 #
 # The two outputs for P2 as trees make the difference visible. `term_tree`
-# draws a term of A1 or A2 with one box per binding or branch (expressions
-# are written inside the boxes): a `Let` has its body below it, an `If0` its
+# draws a term of A1 or A2 with one box per constructor of a term — `Let`,
+# `If0`, `Return`, `LetJoin`, `Join` — and writes the expressions inside
+# the boxes: a `Let` has its body below it, an `If0` its
 # two branches, a `LetJoin` the join point's code and then its body. A box
 # that occurs twice in the same tree — the same sub-term, built twice — is
 # red; a join point is yellow, a jump green, with a dashed arrow to the join
@@ -1088,11 +1156,12 @@ Picture(panels, arrows=arrows,
 # point `%5`, and the two branches of the first `if0` are jumps to it; the
 # second `if0` still ends in two `return`s.
 #
-# Two small things about C5 beyond the gist. `bop` and `let_` now build
-# `Cont.Let` values where C3 built lambdas: the same continuations, but
-# inspectable. And when `k` is copyable, calling it twice is safe because
-# applying `Cont.Return` or `Cont.Join` makes one node; the *rest of the
-# program* is never rebuilt, so no name is bound twice.
+# Two things to notice in C5's code (they are in the gist's C5 too). `bop`
+# and `let_` now build `Cont.Let` values where C3 built lambdas: the same
+# continuations, but inspectable. And when `k` is copyable, handing it to
+# both branches is safe because applying `Cont.Return` or `Cont.Join` makes
+# one node; the *rest of the program* is never rebuilt, so no name is bound
+# twice.
 #
 # ### Join points in a flow graph
 #
@@ -1230,28 +1299,33 @@ for name in ("C4", "C5"):
 import matplotlib.pyplot as plt
 
 ns = range(1, 21)
+top = max(chain_sizes["C4"]) * 1.3
+leaves = next(n for n in ns if chain_sizes["C3"][n - 1] > top)    # the first n whose C3 point is off the chart
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2))
 for name in ("C3", "C4", "C5"):
     left.plot(ns, chain_sizes[name], marker=".", label=name)
     right.plot(ns, chain_sizes[name], marker=".", label=name)
 left.set_yscale("log")
 left.set_title("output size (log scale)")
-right.set_ylim(0, max(chain_sizes["C4"]) * 1.3)
-right.set_title("output size (linear scale, C3 off the chart)")
+right.set_ylim(0, top)
+right.set_title(f"output size (linear scale; C3 leaves it at n = {leaves})")
 for ax in (left, right):
     ax.set_xlabel("conditionals in the chain, n")
+    ax.set_xticks([1, 5, 10, 15, 20])
     ax.legend()
 plt.tight_layout()
+step = chain_sizes["C5"][1] - chain_sizes["C5"][0]
 display(fig, metadata={"alt": "Two plots of output size against the number n of conditionals in the "
                               "chain, 1 to 20. On a logarithmic scale C3 is a straight line, doubling "
-                              "with each conditional, far above C4 and C5; on a linear scale C4 and C5 "
-                              "are one straight line, ten constructors more per conditional."})
+                              "with each conditional, far above C4 and C5. On a linear scale C3 leaves "
+                              f"the chart at n = {leaves}, and C4 and C5 are one straight line, {step} "
+                              "constructors more per conditional."})
 plt.close(fig)
 
 # %% [markdown]
 # On the logarithmic scale C3 is a straight line: its size doubles with each
 # conditional (each one copies everything after it into both of its
-# branches; the last lines of the table print the factor). C4 and C5 grow by
+# branches; the lines below the table print the factor). C4 and C5 grow by
 # the same number of constructors per conditional, printed there too: a
 # straight line on the linear scale (C4's line is hidden under C5's). On
 # this chain C5's output is exactly as large as C4's, because every
@@ -1264,20 +1338,24 @@ plt.close(fig)
 # ## From C5 to CPS
 #
 # C5 is the plan of [chapter 7](07_cps_convert.ipynb), where L is converted to
-# a CPS language after Kennedy's *Compiling with continuations, continued*. Each of C5's three
-# continuations has a counterpart there:
+# the CPS language of [chapter 6](06_cps.ipynb), after Kennedy's *Compiling
+# with continuations, continued*. Each of C5's three continuations has a
+# counterpart there, a *context* of chapter 7's converter (which has two
+# kinds: a `Return` holds either of the two names):
 #
-# | C5 | in the CPS language ([chapter 6](06_cps.ipynb)) |
-# |---|---|
-# | `Cont.Return()` | the function's *return continuation*: the continuation variable every function receives, to which `Apply_cont` sends its result. Using it twice is free: it is a name. |
-# | `Cont.Join(j)` | a *continuation variable* bound by `Let_cont`: again a name, free to use twice. A `Join (j, e)` is an `Apply_cont (j, e)`. |
-# | `Cont.Let(x, t)` | a *meta-continuation*: a Python function, in the converter, that builds the rest of the program around a value. It cannot be used twice; before two branches can both need it, the converter binds it with `Let_cont` to a fresh continuation variable, and the branches `Apply_cont` to that. That is C5's `LetJoin`. |
+# | C5 | chapter 7's context | what it is in the CPS term |
+# |---|---|---|
+# | `Cont.Return()` | `Return(ret)` | the function's *return continuation* `ret`, the continuation variable every function receives; an `ApplyCont` to it returns the function's result. Using it twice is free: it is a name. |
+# | `Cont.Join(j)` | `Return(k)` | a *continuation variable* `k` bound by a `LetCont`: again a name, free to use twice. A `Join (j, e)` is an `ApplyCont` to `k`. |
+# | `Cont.Let(x, t)` | `Then(fn)` | no node of its own: `fn` is a *meta-continuation*, a Python function in the converter that builds the rest of the term around a value. It cannot be used twice; before two branches can both need it, the converter binds it with a `LetCont` to a fresh continuation variable, and the branches jump to that with `ApplyCont`. That is C5's `LetJoin`. |
 #
-# A `Case` or an `if` in tail position is then converted with the return
-# continuation itself, so calls in its branches remain tail calls: `Apply`
-# with the function's own return continuation. Administrative redexes do not
-# appear, because a value is handed to a meta-continuation directly, as in
-# chapter 1, rather than first bound and then passed on.
+# An `if` or a `match` in tail position is then converted with the return
+# continuation itself, so a call in one of its branches stays a tail call:
+# an `Apply` whose continuations are the function's own. And no
+# *administrative redex* appears — no continuation that the conversion makes
+# only to apply it at once to a value, [chapter 1](01_addlang.ipynb)'s
+# useless step — because a value is handed to a meta-continuation directly,
+# as in chapter 1, rather than first bound and then passed on.
 #
 # ## What the tests check
 #
@@ -1285,13 +1363,14 @@ plt.close(fig)
 #
 # - each of the gist's six listings equals our output up to renaming, and
 #   exactly when the compiler follows OCaml's right-to-left order;
-# - for random well-scoped S programs (generated by Hypothesis), the output of
-#   every compiler C1 … C5 evaluates to the value of the source;
+# - for random well-scoped S programs whose `let`s bind distinct names
+#   (generated by Hypothesis), the output of every compiler C0 … C5
+#   evaluates to the value of the source;
 # - C1's output is at most five times the size of its input — it names,
 #   and copies nothing — while C2's doubles along a chain of conditionals:
 #   the copies came with the continuation;
-# - C4's and C5's outputs pass `check_scopes`: every name bound once, every use
-#   in scope, joins only to join points;
+# - on the same programs, C4's and C5's outputs pass `check_scopes`: every
+#   name bound once, every use in scope, joins only to join points;
 # - C5's output is never more than four times the size of its input. Count
 #   what each source constructor adds to the output: a variable or a literal,
 #   its expression and the node that applying its continuation makes (a
@@ -1308,12 +1387,12 @@ plt.close(fig)
 #
 # ## Exercises
 #
-# 1. C5 binds every `Cont.Let` continuation to a join point, even one whose
-#    term only returns the value it names, `let x = [·] in return x` — the
+# 1. C5 binds every `Cont.Let` continuation of a conditional to a join
+#    point, even one whose term only returns the value it names, `let x = [·] in return x` — the
 #    continuation of the last conditional of `if0_chain(n)`. Recognise it:
 #    it behaves as `Cont.Return()`. Which join points does that save, and
 #    what does it give back?
-# 2. C1 and C3 copy a variable into a fresh one (`let %1 = x`). Change C5 so
+# 2. C1 to C5 copy a variable into a fresh one (`let %1 = x`). Change C5 so
 #    that an operand of `⊕` that is already a variable is used directly.
 #    What happens to the sizes in the measurement above? When is it wrong?
 # 3. Add a `Call (f, x)` expression to S and A2. In which of C4's outputs on
@@ -1335,12 +1414,14 @@ plt.close(fig)
 #    chain do not change at all: it has no `⊕`. Its copies `let %n = x`
 #    come from `if0`, which names its test even when the test is already a
 #    variable — exercise 4's business. On P1 and P2 the output shrinks by two
-#    constructors per operand that is a variable. It is wrong as soon as the
-#    source binds a name twice: in `y ⊕ (let y = 5 in y)` the right operand's
-#    `let y` comes first in the flat output, and the `Bop` would read the new
-#    `y`. C1's copy is what protects the left operand's value; the direct
-#    version is right for programs that bind each name once, as a renaming
-#    pass before lowering can guarantee.
+#    constructors per operand that is a variable. It is wrong when the right
+#    operand binds again the name of a left operand that is a variable: in
+#    `y ⊕ (let y = 5 in y)` the right operand's `let y` comes first in the
+#    flat output, and the `Bop` reads the new `y`. C5 gets that program
+#    right, since its copy `let %1 = y` reads `y` before the right operand
+#    binds it again; the copy is what protects the left operand's value.
+#    On programs whose `let`s bind distinct names, which C2 to C5 already
+#    need (C2's section), the direct version is right too.
 # 3. In every branch of an `If0` that is itself in tail position. C4 gives
 #    each `If0` a join point, even when its continuation is `Return`; a call
 #    `f x` in a branch then becomes `Join (j, Call (f, x))`: call, then jump
@@ -1415,8 +1496,8 @@ for s in tests:
 for name, s in (("P1", P1), ("P2", P2), ("if0_chain(5)", if0_chain(5))):
     print(f"{name}: C5 {size(C5.lower(s))}, C5Direct {size(C5Direct.lower(s))} constructors")
 shadowing = S.Let("y", S.Int(1), S.Bop(S.Var("y"), S.Let("y", S.Int(5), S.Var("y"))))
-print("y ⊕ (let y = 5 in y), with y = 1:", evaluate_s(shadowing), "but C5Direct gives",
-      evaluate_a(C5Direct.lower(shadowing)))
+print("y ⊕ (let y = 5 in y), with y = 1:", evaluate_s(shadowing), "| C5 gives", evaluate_a(C5.lower(shadowing)),
+      "| C5Direct gives", evaluate_a(C5Direct.lower(shadowing)))
 
 # %% [markdown]
 # Exercise 4:
