@@ -169,3 +169,17 @@ def test_show_uses_the_gist_constructor_syntax():
     assert show(P1) == 'Let ("x", Bop (Int 1, Bop (Int 2, Int 3)), Bop (Var "x", Int 4))'
     long = show(C3.lower(P2))
     assert long.count("\n") > 5 and all(len(line) <= 78 for line in long.splitlines())
+
+
+def test_flattening_needs_distinct_names_as_chapter_3_says():
+    """The condition the chapter states: from C2 on, an inner let rebinding an outer name captures a later
+    use of it, while C1's nested lets keep the source's scopes; check_scopes sees the rebinding."""
+    rebinds = S.Let("y", S.Int(1), S.Let("z", S.Let("y", S.Int(2), S.Var("y")), S.Bop(S.Var("z"), S.Var("y"))))
+    value = evaluate_s(rebinds)
+    assert evaluate_s(C1.lower(rebinds)) == value
+    assert evaluate_s(C2.lower(rebinds)) != value
+    for name in ("C3", "C4", "C5"):
+        lowered = COMPILERS[name].lower(rebinds)
+        assert evaluate_a(lowered) != value, name
+        with pytest.raises(ScopeError):
+            check_scopes(lowered)
