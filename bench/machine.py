@@ -8,7 +8,7 @@
 
 describe() reads the CPU model and the cache sizes (from /sys/devices/system/cpu/cpu0/cache,
 else from lscpu), the core count, the operating system and kernel, the load average when the
-measurement started, the niceness, and the versions of the compilers the benchmarks compare
+measurement started, the niceness, the date and time (with the offset from UTC), and the versions of the compilers the benchmarks compare
 (gcc, clang, ocamlopt, Chez Scheme, CPython, and the LLVM that llvmlite bundles). A tool that is
 not installed is recorded as missing, not guessed. Every script of bench/ calls it, so that a
 chapter that prints a figure can also print where it was measured.
@@ -104,7 +104,7 @@ def describe() -> dict:
         cpus = None
     return {"cpu": cpu_model(), "caches": caches(), "cores": os.cpu_count(), "cpus": cpus, "os": os_name(),
             "kernel": platform.release(), "system": platform.platform(), "load": load, "nice": os.nice(0),
-            "compilers": compilers(), "date": datetime.datetime.now().isoformat(timespec="seconds")}
+            "compilers": compilers(), "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
 def lines(machine: dict) -> list[str]:
