@@ -407,8 +407,10 @@
 # Continuation variables are a separate class from ordinary variables, with
 # their own occurrence class: the two never mix, and the checker enforces
 # it. Names are unique by construction — a variable is an object, and two
-# objects are never confused — so no pass ever renames anything
-# ("alpha-conversion"). The `hint` of a variable is only for printing.
+# objects are never confused — so no pass renames a variable to keep it
+# from capturing another ("alpha-conversion"); only a pass that copies a
+# term (chapter 9, to inline a function at several calls) makes the copy
+# variables of its own. The `hint` of a variable is only for printing.
 
 # %%
 #| export
@@ -771,7 +773,8 @@ for cls in (LetPrim, LetCont, ApplyCont, Apply, Case, Halt, Lambda, Op, Fail, De
 # object whose *identity* counts — uplinks point at it, and passes change
 # it in place — while a dataclass brings an `__init__` that `_new` makes
 # unnecessary and an `__eq__` that compares fields, so that two different
-# bindings `x = 1` would compare equal. And a class pattern in `match` tests
+# constants `1`, in two places of a term, would compare equal (and, without
+# a `__hash__`, no node could be a key of a dictionary). And a class pattern in `match` tests
 # `isinstance`: `case TupleValue()` would also match a `MakeClosure`, its
 # subclass. The code here tests `type(p) is …` where the difference matters
 # (`Printer.prim` below tests `TupleValue` and `MakeClosure` separately), and
