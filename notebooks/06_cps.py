@@ -37,8 +37,10 @@
 # links each use of a variable to the variable; the idea of
 # [chapter 3](03_anf.ipynb), that every intermediate value gets a name; a
 # few helpers of [chapter 4a](04a_syntax.ipynb) (string quoting, the guards
-# on Python's recursion and garbage collector) and of
-# [chapter 4b](04b_meaning.ipynb) (the table of primitives, runtime errors).
+# on Python's recursion and garbage collector, which live in [appendix
+# B](B_support.ipynb)) and of [chapter 4b](04b_meaning.ipynb) (the table of
+# primitives; runtime errors, which live with the compile errors and
+# source locations in [appendix A](A_errors.ipynb)).
 #
 # **Builds:** the module `lcompiler.cps`: the CPS language, and the
 # framework that every later pass uses on it — [chapter 7](07_cps_convert.ipynb)
@@ -71,16 +73,20 @@
 #   printing as `show(p)`; **Check** every invariant (`check`);
 #   **Interpret** them (`run`), the reference semantics for every later
 #   pass; and draw them (`diagram`).
-# - Everything is linear in the size of the term but one step: the
+# - Everything is linear in the size of the term but two steps: the
 #   interpreter, preparing a term to run, asks `free_variables` of every
-#   function, so the body of a function nested d deep is walked d times.
+#   function, so the body of a function nested d deep is walked d times;
+#   and `diagram`, made for terms of a page, compares every arrow it draws
+#   with every box.
 #   The operations that walk a whole term —
 #   Traverse, Check, Change, Print — keep their own stack rather than
 #   Python's, so a term of a million nodes is as easy as one of ten. Two
 #   recurse on nesting only, raising Python's recursion limit for deeply
 #   nested terms: Parse, on the bodies of `fun` and `cont`, and the
 #   interpreter's step that prepares a term to run. `bench/cps_speed.py`
-#   measures it all, at the end of the chapter.
+#   times building, checking, printing, parsing, walking, running and
+#   substituting on terms of up to a million nodes, at the end of the
+#   chapter.
 
 # %% [markdown]
 # ## Why continuations, and why second-class ones
@@ -135,8 +141,9 @@
 #
 # 1. **A continuation is a block of code, not a closure.** Since it never
 #    escapes the function that binds it, it needs no heap allocation: it is a
-#    label. `cont` is a basic block, a jump to it is a branch, and a function
-#    body is a control-flow graph — the graph Flambda2's post draws for this
+#    label. `cont` is a *basic block* (a run of instructions entered only
+#    at its top and left only by its last), a jump to it is a branch, and a
+#    function body is a control-flow graph — the graph Flambda2's post draws for this
 #    very `map`, boxes nested by scope. [Chapter 10](10_llvm.ipynb) compiles
 #    it exactly so.
 # 2. **Calls use the machine stack.** The return continuation of a call is a
@@ -149,14 +156,17 @@
 # 3. **Control flow is explicit, and rewriting it is local.** Inlining a
 #    continuation, deleting an unused one, turning a tail-recursive function
 #    into a loop: each is a rewrite of one term, done in place by the Change
-#    functions below. An SSA compiler such as LLVM also rewrites its graph in
+#    functions below. An SSA compiler such as LLVM (*static single
+#    assignment*: every variable is assigned once, as here; [chapter
+#    10](10_llvm.ipynb) meets it in full) also rewrites its graph in
 #    place (its use-lists play the part of our rings of occurrences); what
-#    CPS adds, in Kennedy's argument, is *scope*. A variable is visible
+#    CPS adds is *scope*. A variable is visible
 #    exactly in the term under its binding, so whether a rewrite keeps the
 #    program valid is decided by looking at the terms it touches, where an
 #    SSA rewrite must keep right, across the whole function, each
 #    definition's *dominance* over its uses (it comes first on every path
-#    to them) and the φ-nodes.
+#    to them) and the *φ-nodes*, the instructions at the top of a block
+#    that choose a value by the block that control came from.
 #
 # The language is also in *administrative normal form*: every operand is a
 # variable, including constants (`one = 1` before `x + one`). Every value
@@ -182,16 +192,18 @@
 #   any other call names its function's own, so an exception leaves the
 #   function;
 # - the top level raises to one continuation of the program, `uncaught`,
-#   which reports and stops with status 2.
+#   which reports and stops with exit status 2.
 #
 # Why give every function the second continuation, even in a program that
 # never raises? Because a function is compiled once, for every caller: the
 # same `map` is called inside a `try` by one caller and outside by another,
 # so where it raises to is a parameter, as where it returns to is. Keeping
-# the parameter in every function costs nothing at run time — an
-# exception continuation that nobody jumps to needs no code ([chapter
-# 10](10_llvm.ipynb)) — and makes every pass handle both from the start
-# instead of special-casing functions that may raise.
+# the parameter in every function costs nothing at run time where nothing
+# is caught: the compiled function receives nothing for it, and a program
+# that catches no exception compiles to the code it would have without
+# them; in a program that does catch, a call that may raise is followed by
+# one test ([chapter 10](10_llvm.ipynb)). And it makes every pass handle
+# both from the start instead of special-casing functions that may raise.
 #
 # The operations that can fail — `/` and `%` by zero, a `match` without a
 # matching clause, `assert` — raise predefined exceptions (`DivisionByZero`,
@@ -245,8 +257,8 @@
 # values; with one parameter they would travel in a tuple, allocated on the
 # heap and unpacked by the back end's optimiser if it can. A loop (`while`
 # with its loop variables) is a continuation with one parameter per variable.
-# And a continuation parameter becomes an LLVM `phi` node, of which a block
-# has as many as it likes.
+# And a continuation parameter becomes an LLVM φ-node (a `phi` instruction),
+# of which a block has as many as it likes.
 #
 # </div>
 #
@@ -399,8 +411,10 @@
 # Continuation variables are a separate class from ordinary variables, with
 # their own occurrence class: the two never mix, and the checker enforces
 # it. Names are unique by construction — a variable is an object, and two
-# objects are never confused — so no pass ever renames anything
-# ("alpha-conversion"). The `hint` of a variable is only for printing.
+# objects are never confused — so no pass renames a variable to keep it
+# from capturing another ("alpha-conversion"); only a pass that copies a
+# term (chapter 9, to inline a function at several calls) makes the copy
+# variables of its own. The `hint` of a variable is only for printing.
 
 # %%
 #| export
@@ -640,7 +654,8 @@ class Halt(Term):
 # The primitives, and among them the values. `MakeClosure` is a
 # `TupleValue` (a closure *is* a tuple, whose field 0 is code), so every
 # pass that handles tuples handles closures; `loc`, on `Op`, `Fail` and
-# `Apply`, is the L source location that a runtime error reports.
+# `Apply` (and, on the terms above, on an `ApplyCont` that raises), is the
+# L source location that a runtime error reports.
 
 # %%
 #| export
@@ -762,7 +777,8 @@ for cls in (LetPrim, LetCont, ApplyCont, Apply, Case, Halt, Lambda, Op, Fail, De
 # object whose *identity* counts — uplinks point at it, and passes change
 # it in place — while a dataclass brings an `__init__` that `_new` makes
 # unnecessary and an `__eq__` that compares fields, so that two different
-# bindings `x = 1` would compare equal. And a class pattern in `match` tests
+# constants `1`, in two places of a term, would compare equal (and, without
+# a `__hash__`, no node could be a key of a dictionary). And a class pattern in `match` tests
 # `isinstance`: `case TupleValue()` would also match a `MakeClosure`, its
 # subclass. The code here tests `type(p) is …` where the difference matters
 # (`Printer.prim` below tests `TupleValue` and `MakeClosure` separately), and
@@ -806,7 +822,10 @@ for cls in (LetPrim, LetCont, ApplyCont, Apply, Case, Halt, Lambda, Op, Fail, De
 #              lambda k: apply_cont(k, two)))
 # ```
 #
-# builds the seed's loop `let k(x) = k(2 + x) in k(2)`. The nesting of that
+# builds the loop `let k(x) = k(2 + x) in k(2)`. It is the example the
+# seed's post on LLVM turns into a block with a φ-node, `let k(x) =
+# k(2+x); k(11)`, except that it enters the loop with 2, so that one
+# constant serves twice; the chapter calls it *the seed's loop*. The nesting of that
 # Python code follows the nesting of the term, which is what we want for
 # handlers and lambdas but not for a long run of `LetPrim`s: a straight-line
 # block of ten thousand instructions would nest ten thousand Python calls.
@@ -858,7 +877,9 @@ def _new(cls, **fields):
 
 
 # %% [markdown]
-# Those are the only functions that touch links. `_new` makes a node
+# In this chapter, those are the only functions that touch links (chapter
+# 9's shrinker calls them too: the table of the interface, at the end,
+# says where). `_new` makes a node
 # without an `__init__` (the classes have none: each Build function fills
 # exactly the fields its node has); `_attach` puts a child in a field and
 # points the child's uplink back; `_own` points the uplinks of a node's
@@ -2875,7 +2896,11 @@ def check(root, closed: bool = False) -> None:
 # would walk the program thousands of times, a quadratic cost. And, as the
 # graph compaction below shows, a term may rightly be invalid *between* two
 # steps of one rewrite. So the Change functions keep only the links right,
-# at constant cost each, and `check` is a separate, linear function that the
+# at a cost that depends only on what they touch — constant for
+# `substitute`, `take`, `redirect` and `swap_prim`; the size of what is
+# thrown away for `delete`, `replace` and `delete_binding`; and for `move`,
+# also the path from `dest` up to the root, which it climbs to refuse
+# moving a term into itself — and `check` is a separate, linear function that the
 # tests (and a curious reader) run after a pass, or after each step while
 # debugging one.
 #
@@ -2923,8 +2948,9 @@ for program, closed in ((parse_term(ARITY), False), (parse(NESTED), False), (par
 # loop or a chain of tail calls never grows Python's stack.
 #
 # - An **activation** of a function is a dictionary from variables to values.
-#   A continuation bound by `cont` is a pair (compiled handler, activation):
-#   jumping to it stores the arguments in the activation and runs the
+#   A continuation bound by `cont` is its compiled handler, its parameters
+#   and the activation it was made in: jumping to it stores the arguments
+#   in that activation and runs the
 #   handler. That is exactly why continuations need no heap in compiled code:
 #   they only ever run in the activation that made them.
 # - A **function value** copies the values of its free variables when it is
@@ -3338,8 +3364,8 @@ class Interpreter(Interpreter):
 
 # %% [markdown]
 # A call makes the callee's activation: the values it captured, its
-# parameters, and its return continuation bound to the caller's
-# continuation. Whether the call is a tail call is decided once, when it is
+# parameters, and its two continuations bound to the two the call names.
+# Whether the call is a tail call is decided once, when it is
 # translated.
 
 # %%
@@ -3371,7 +3397,8 @@ class Interpreter(Interpreter):
 # %% [markdown]
 # A call's return continuation is a `Continuation` of the caller's
 # activation, stored under the callee's return-continuation variable; so
-# `ret(x)` in the callee is an ordinary jump that lands in the caller. The
+# `ret(x)` in the callee is an ordinary jump that lands in the caller, and
+# `exn(e)` the same for its exception continuation. The
 # activation's depth is stored under the key `None`.
 #
 # Running a program: every static value is made first — functions first, so
@@ -3470,8 +3497,9 @@ print(evaluate(term))
 # visible in the inner ones), and arrows are the jumps. `diagram` draws the
 # same picture of any printed term, as an SVG image: a box per function
 # (blue), per continuation handler (yellow) and per dynamic definition
-# (grey); an arrow from every jump, call return point and `case` arm to the
-# continuation it targets — red when the jump is inside the box it
+# (grey); an arrow from every jump, `case` arm, and continuation that a
+# call (or an operation that can fail) names, to that continuation when a
+# `cont` of the picture binds it — red when the jump is inside the box it
 # targets, so that it goes back to the start of code it is part of (a
 # loop), green otherwise. It works from the printed text, so it shows
 # exactly what `show` shows.
@@ -3717,9 +3745,11 @@ picture(map_program.definitions[0],
 # `Apply (map f r {k_after_map})`; Flambda2 passes the exception
 # continuation too, as the snippet goes on to explain, and so does ours: `/ exn_3` on both calls says that an exception raised in `f`
 # or in the recursive `map` leaves this `map` through its own `exn_3` —
-# there is no `try` here. This `map` never raises, and nothing in it pays
-# for the second continuation: it is a name, and chapter 10 makes no code
-# for an exception continuation that nothing jumps to.
+# there is no `try` here. In this program, which catches nothing, nothing
+# in `map` pays for the second continuation: it is a name, and chapter 10
+# compiles a program that catches nothing as if exceptions did not exist.
+# In a program that catches, the two calls would each be followed by a
+# test, since `f` is a function unknown to `map` and may raise.
 
 # %%
 MAP_L = """data List<t> {
@@ -3807,8 +3837,9 @@ picture(catch_program.definitions[1],
 # %% [markdown]
 # ### The seed's loop
 #
-# `let k(x) = k(2 + x) in k(2)` is the seed's example of why a continuation
-# is in scope in its own handler. Built earlier with `let_prim`/`let_cont`
+# In `let k(x) = k(2 + x) in k(2)` a continuation is in scope in its own
+# handler, and that makes a loop: the reason the seed's interface gives for
+# binding it there ("this allows loops"). Built earlier with `let_prim`/`let_cont`
 # as `loop`, and with `Seq` as `loop2` — the two print the same:
 
 # %%
@@ -3998,7 +4029,9 @@ for argument in ("false", "true"):
 # %% [markdown]
 # ## The interface, in one table
 #
-# What the later chapters use, and nothing else:
+# What the later chapters use: the classes themselves (`Var`, `ContVar`,
+# `Occ`, the terms, values and primitives, `Definition`, `Program`), which
+# they test with `type(t) is …`, and these functions:
 #
 # | | |
 # |---|---|
@@ -4006,9 +4039,10 @@ for argument in ("false", "true"):
 # | **Traverse** | `children`, `walk`, `subterms`, `all_occurrences`, `binders`, `fold`, `size`, `free_variables`, `occurrences(var)`, `var.count`, `occ.var`, `enclosing_lambda`, `is_global`, `has_effect` |
 # | **Change** | `substitute`, `replace`, `take`, `move`, `delete_binding`, `redirect`, `swap_prim`, `delete` |
 # | **Check** | `check(root, closed=False)` → `CheckError` |
-# | **Print / Parse** | `show(root)`, `Printer` (its `name` numbers variables as `show` does), `parse(text, source=None)`, `parse_term(text)` |
+# | **Print / Parse** | `show(root)`, `Printer` (its `name` numbers variables as `show` does), `Namer`, `parse(text, source=None)`, `parse_term(text)` |
 # | **Draw** | `diagram(root, marks=…, title=…)`, `beside([(caption, svg), …], title)` |
-# | **Interpret** | `run(program, out)`, `evaluate(term)` |
+# | **Interpret** | `run(program, out)`, `evaluate(term)`; a runtime error is a `RunError`, or a `Stop` for a parsed text |
+# | **Underneath** | `occur`, `_new`, `_attach`, `_own`, `_slot`, `_forget`: the link-keeping helpers of Build and Change. Chapter 9's shrinker calls them itself, where it copies a function's body to inline it and where it changes the term while keeping a count of every variable's uses; chapter 8 calls `_attach` once, to give a function its new body |
 #
 # ## The promises, tested
 #
@@ -4074,7 +4108,7 @@ print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0
 # depth (the deepest nesting of handlers and functions in it), how
 # many times each phase was timed (the table keeps the minimum), then the
 # microseconds each phase spends per node. Down a column, a linear phase
-# keeps the same figure; across a row, the last lines name the dearest
+# keeps the same figure. The last lines of the output name the dearest
 # phase per node and the cheapest, a bare `walk`.
 #
 # Over a hundredfold growth of the program, the time per node of every
@@ -4083,8 +4117,8 @@ print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0
 # factor near 1.4 could hide an algorithm that is a little worse than
 # linear. So count the work instead of timing it: the number of Python
 # function calls each phase makes per node, on generated programs of
-# 3,000 and 30,000 nodes (the same generator, at a size that takes seconds
-# here). A count does not depend on the machine or its load:
+# about 3,000 and 30,000 nodes (the same generator, at sizes that take
+# seconds here). A count does not depend on the machine or its load:
 
 # %%
 import cProfile
@@ -4108,6 +4142,7 @@ def calls(action) -> tuple:
 
 
 print(f"{'nodes':>6} " + " ".join(f"{p:>6}" for p in ("build", "check", "show", "parse", "walk", "run")))
+per_node = []
 for n in (3_000, 30_000):
     plan, globals_, _ = cps_speed.Planner(n, 6 + n).program()
     counts = [calls(lambda: cps_speed.build(plan, globals_))]  # noqa: B023  (called in this iteration)
@@ -4116,7 +4151,10 @@ for n in (3_000, 30_000):
     counts += [calls(lambda: exported.parse(counts[-1][1])), calls(lambda: exported.size(program_n)),  # noqa: B023  (called in this iteration)
                calls(lambda: exported.run(program_n, io.StringIO()))]  # noqa: B023  (called in this iteration)
     nodes = exported.size(program_n)
-    print(f"{nodes:>6} " + " ".join(f"{c / nodes:>6.2f}" for c, _ in counts))
+    per_node.append([c / nodes for c, _ in counts])
+    print(f"{nodes:>6} " + " ".join(f"{c:>6.2f}" for c in per_node[-1]))
+print("calls per node, larger program / smaller:",
+      ", ".join(f"{p} {b / a:.3f}" for p, a, b in zip(("build", "check", "show", "parse", "walk", "run"), *per_node)))
 
 # %% [markdown]
 # The columns are Python function calls per node: the parser makes about 61,
@@ -4124,12 +4162,14 @@ for n in (3_000, 30_000):
 # of the first.
 #
 # Every phase makes the same number of calls per node at both sizes, to
-# within 1 % — except the interpreter, which runs only the path the
-# program takes, and makes 5 % fewer on the larger one. On these programs
-# the algorithms are linear; what grows a little in the timings is the
-# cost of each dictionary and set lookup once those tables hold a million
-# entries and no longer fit in the processor's caches — the effect
-# [chapter 2](02_union_find.ipynb) measured on union-find.
+# within 1 % (the last line) — except the interpreter, which runs only the
+# path the program takes, and makes 5 % fewer on the larger one. On these
+# programs the algorithms are linear. What grows a little in the timings
+# is the cost of reaching each object — a node, an occurrence, an entry of
+# a dictionary or a set — once a million of them are scattered over a heap
+# far larger than the processor's caches: the effect
+# [chapter 2](02_union_find.ipynb) measured on union-find, and the one the
+# benchmark's `touch` column, below, measures on its own.
 #
 # Substitution is constant time in the number of occurrences: the last
 # table of the benchmark substitutes variables used 10 to 100,000 times,
@@ -4160,7 +4200,8 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
 # `main`. A continuation variable is only visible in the function that
 # binds it, so the call's return continuation says it directly: the call
 # is a tail call when that continuation is the return continuation of the
-# `fun` that binds it, which is one field read.
+# `fun` that binds it and the call's exception continuation is that
+# `fun`'s too: a few field reads, whatever the length of the chain.
 #
 # </div>
 
@@ -4222,16 +4263,20 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
 #    each arm, how many fields its constructor has — the `Case` carries
 #    each arm's arity, or the scrutinee's type does — and checks the
 #    arm's parameters against it (rule 6, arity, for a `case` as for a
-#    jump); a `default` arm takes no field. `show` and `parse` keep the
+#    jump); a `default` arm takes no field (the seed's takes the value
+#    itself). `show` and `parse` keep the
 #    arms' text, `0 -> empty_7; 1 -> nonempty_9`, but the `case` prints its
 #    scrutinee rather than a `tag`, and `parse` reads the arity from the
-#    arms' handlers. The interpreter and the back end read the fields at
-#    the jump (the back end: loads, then a φ-node per field in the arm).
+#    arms' handlers. The interpreter reads the fields when it jumps; the
+#    back end loads them at the top of the arm's block, which only the
+#    `switch` enters, so they need no φ-node.
 #    Chapter 7 no longer emits `t = tag l` and the projections `l[0]`,
 #    `l[1]` of a constructor's fields: a pattern's variables are the arm's
 #    parameters. The price: a `case` on an `Int` or `Bool` (no fields)
-#    and one on a constructor become two forms, and a pass that wants one
-#    field (chapter 9's known-constructor rule) must find it at the arm.
+#    and one on a constructor become two forms, and chapter 9's rules on
+#    known injections change with it: `known_case`, jumping to the arm of
+#    an injection it knows, must pass the arm its fields, and `project`
+#    no longer meets the projections of a matched value.
 # 4. `AllChecker`, below, records each violation in `fail` and goes on;
 #    `check_all` returns the list. On `BROKEN`, which has three
 #    violations in three places (a free variable of a nested function,
