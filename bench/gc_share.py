@@ -20,7 +20,6 @@ import datetime
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
