@@ -9,7 +9,7 @@ language, the core a program in continuation-passing style, and that, in
 the end, machine code. This short chapter writes the whole chain down
 before any of it is built, on one page, in the order it runs — the way
 the `main.ml` of MinCaml (Eijiro Sumii's small compiler of a subset of
-ML, written for teaching) shows every pass of its compiler in one
+OCaml, written for teaching) shows every pass of its compiler in one
 expression.
 Each chapter that builds a stage fills in its names on that page — one
 or two, three for chapter 10 — and nothing else can: a stage whose name
@@ -26,7 +26,8 @@ In the module `lcompiler.pipeline`:
   may give it a *checker* (a function that raises if its output breaks
   the invariants of its language) and an *interpreter* (a function that
   runs its output, printing what the program prints). A NAME that is not
-  in `PIPELINE` is an error, with the names it might have meant.
+  in `PIPELINE` is an error, which names the nearest stage, if one is
+  near, and lists them all.
 - `compile_to(NAME, source)` runs the stages from the source up to NAME
   and returns NAME's output and the `Unit` of the compilation, whose
   typed fields carry what a stage leaves for a later one. `show(NAME,

@@ -21,7 +21,7 @@
 # the end, machine code. This short chapter writes the whole chain down
 # before any of it is built, on one page, in the order it runs — the way
 # the `main.ml` of MinCaml (Eijiro Sumii's small compiler of a subset of
-# ML, written for teaching) shows every pass of its compiler in one
+# OCaml, written for teaching) shows every pass of its compiler in one
 # expression.
 # Each chapter that builds a stage fills in its names on that page — one
 # or two, three for chapter 10 — and nothing else can: a stage whose name
@@ -30,8 +30,11 @@
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
 #
-# **Needs:** nothing but a `Source`, a named text, and the drawings, from
-# [appendix A](A_errors.ipynb).
+# **Needs:** from [appendix A](A_errors.ipynb), a `Source` (a text with
+# its name), `raise_errors` (which raises the mistakes found, one or
+# several) and the drawings. The cells that run a program through the
+# stages, near the end, use the stages that the later chapters register:
+# the whole package.
 #
 # **Builds:** the module `lcompiler.pipeline`: the list of stages
 # `PIPELINE`, the decorator `stage` with which a chapter registers its
@@ -56,7 +59,8 @@
 #   may give it a *checker* (a function that raises if its output breaks
 #   the invariants of its language) and an *interpreter* (a function that
 #   runs its output, printing what the program prints). A NAME that is not
-#   in `PIPELINE` is an error, with the names it might have meant.
+#   in `PIPELINE` is an error, which names the nearest stage, if one is
+#   near, and lists them all.
 # - `compile_to(NAME, source)` runs the stages from the source up to NAME
 #   and returns NAME's output and the `Unit` of the compilation, whose
 #   typed fields carry what a stage leaves for a later one. `show(NAME,
@@ -107,8 +111,10 @@ def names() -> list[str]:
 
 
 # %% [markdown]
-# Drawn, with the two optimisations in yellow: `-O0` leaves them out, and
-# the program goes straight from one side of each to the other.
+# Drawn, with the two optimisations in yellow: `-O0` (the option of `lc
+# run`, `lc build` and `lc show` that turns chapter 9's optimiser off)
+# leaves them out, and the program goes straight from one side of each to
+# the other.
 
 # %%
 from lcompiler.drawing import Box, Picture
@@ -128,9 +134,13 @@ Picture([("the compiler, from source to machine code", [Box("source text", [chai
 # checker and an interpreter.)
 # Two things in that order are worth a remark. The optimiser of chapter 9
 # runs *before* closure conversion (chapter 8) although it is taught after
-# it: it needs to see which function a closure calls, which closure
-# conversion hides. And the types of chapter 5 are checked once more, in
-# stage `mono`, after monomorphisation: a hole in the inference becomes a
+# it. A *closure* is a function value together with the variables it uses
+# from around it, and closure conversion turns each one into a record of
+# its code and those values; a call through such a record no longer says
+# which function it calls, and the optimiser needs to see that. And the
+# types of chapter 5 are checked once more, in stage `mono`, after
+# monomorphisation (chapter 5b makes a copy of each polymorphic function
+# for each type it is used at): a hole in the inference becomes a
 # compile-time error there, not a crash at run time.
 
 # %% [markdown]
@@ -159,8 +169,9 @@ class Stage:
 # own field, named and typed, rather than a key in a dictionary that a
 # misspelling would silently miss. There are three: the mistakes the lexer
 # went on after, which the parser reports with its own (the section
-# "Running the stages" says how); the type schemes that chapter 5 infers
-# (which `lc show types` prints); and the data declarations that chapter
+# "Running the stages" says how); the type of each definition that
+# chapter 5 infers, its *type scheme* (which `lc show types` prints); and
+# the data declarations that chapter
 # 5b hands over to the back end, which lays out their values.
 
 # %%
@@ -181,7 +192,8 @@ class Unit:
 # `stage` is a decorator: a chapter writes `@stage("types", show=…)` above
 # the function that runs its stage. The name must be one of the page's;
 # anything else — a new stage nobody added to the page, a misspelling — is
-# an error at once, when the module is imported, with a suggestion. Running
+# an error at once, when the module is imported, with a suggestion when a
+# name on the page is near. Running
 # a chapter's cell again registers its stage again, which replaces it.
 
 # %%
@@ -292,11 +304,13 @@ def show(name: str, source: Source, optimise: bool = True) -> str:
 # does. The tokens, the syntax tree and the assembly have neither.
 # `stages_of(source, checked=True)` checks each stage's output as it goes;
 # a test of the package (`tests/test_pipeline.py`) also runs every
-# interpreter on the output of its stage and compares what it prints with
-# the program's expected output — for the programs of the test corpus and
-# the examples (all but a few too long or too deep to interpret seven times
-# over, which tests of their own run), so that a new stage is tested the
-# day it is registered.
+# interpreter on the output of its stage and compares what it prints, and
+# the runtime error it stops with, with those of chapter 4b's reference
+# interpreter — for the programs of the test corpus, of the corpus of
+# exceptions and the examples, with the optimiser and without (all but a
+# few programs too long or too deep to interpret seven times over, which
+# tests of their own run), so that a new stage is tested the day it is
+# registered.
 # This is the test driver of *Essentials of Compilation* (Jeremy Siek's
 # textbook, which builds a compiler in Python a pass at a time), whose
 # `test_pass` runs the program after every pass.
@@ -320,6 +334,9 @@ for s, value, unit in pipeline.stages_of(SMALL, checked=True):
           f"  interpreter: {'yes' if s.interpret else 'no'}")
 
 # %% [markdown]
+# The line counted for `types` is not the program again: `lc show types`
+# prints each definition with its type, and this program has one, `double`.
+#
 # The same run, drawn. Between the source text at the top and what the
 # last stage hands on at the bottom, each box is a stage, in the order of
 # `pipeline.PIPELINE`, with its chapter, and with a mark for a checker
@@ -332,7 +349,8 @@ for s, value, unit in pipeline.stages_of(SMALL, checked=True):
 
 # %%
 def value_class(value) -> str:
-    """The class of a value a stage hands on, with its package: core.Program, llvmlite.ir.Module…"""
+    """The class of a value a stage hands on, with the module it comes from (lcompiler's prefix left
+    out): core.Program, llvmlite.ir.Module…"""
     kind = type(value)
     name = kind.__qualname__
     if kind.__module__ != "builtins":
@@ -388,11 +406,12 @@ for s, value, unit in pipeline.stages_of(SMALL):
 # <div class="admonition note">
 # <p class="admonition-title">Design note: a list on one page, filled in by the chapters</p>
 #
-# MinCaml writes its compiler as one expression, `Emit.f (RegAlloc.f
+# MinCaml writes its compiler as one expression, `Emit.f outchan (RegAlloc.f
 # (Simm.f (Virtual.f (Closure.f (… (Typing.f …))))))`: a reader sees every
-# pass and its order at once, and a pass cannot be forgotten or put in the
-# wrong place. Its price is that the file that holds the expression must
-# import every pass, so it can only be written once they all exist. An
+# pass and its order at once, and a pass left out or put in the wrong
+# place is there to see. Its price is that the file that holds the
+# expression names every pass's module, so it compiles only once they all
+# exist. An
 # earlier version of this book went the other way: each chapter registered
 # its stage with `@stage(name, before=…)`, so each stage's code stayed in
 # its chapter, but the order existed nowhere but in the order the modules
@@ -426,16 +445,24 @@ for s, value, unit in pipeline.stages_of(SMALL):
 # 1. One line in `PIPELINE`, `("lines", "syntax", "4a", "the tokens,
 #    counted")`, between `tokens` and `ast`, and in chapter 4a a function
 #    registered with `@stage("lines", show=lambda tokens, unit:
-#    f"{unit.source.text.count(chr(10))} lines")` that returns its input.
+#    f"{unit.source.text.count(chr(10))} lines")` that returns its input
+#    (it counts the newlines, so a last line without one is not counted:
+#    `len(unit.source.text.splitlines())` counts it too).
 #    Registered without the line in `PIPELINE`, `stage` raises at once:
 #    `'lines' is not a stage of the pipeline; the stages are …`.
 # 2. Each checker walks its stage's output once, so checking every stage
 #    adds a fraction to the time of the compilation, which your
 #    measurement gives for your machine. That is a price worth paying in
 #    the tests, which look for bugs of the compiler, more than in every
-#    `lc run`; the one checker that always runs is chapter 5b's, because it
-#    guards the one promise a user cannot check for themselves — that a
+#    `lc run`. Two checkers run on every compilation all the same, asked
+#    or not. Chapter 5b's runs inside the stage `mono`, because it guards
+#    the one promise a user cannot check for themselves — that a
 #    well-typed program does not crash — and chapter 5b measures its cost.
+#    LLVM's verifier (the checker of the stages `llvm` and `llvm-opt`)
+#    runs inside chapter 10's `optimise`, before LLVM's optimiser and
+#    after it: a module that breaks LLVM's rules is a bug of this
+#    compiler, better reported there than as a crash later. So with
+#    `checked=True` those two stages verify their module twice.
 # 3. With the optimiser, `lc show opt` already prints `v_1 = 23` and the
 #    `print` of it, and `lc show closure` the same: before closure
 #    conversion `f` is a function in the middle of `g`, and each call names
