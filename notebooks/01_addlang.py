@@ -116,8 +116,9 @@ import llvmlite.binding as llvm
 #
 # An expression is a variable, an integer literal, or the sum of two
 # expressions. The Idris original writes it as a data type with three
-# constructors in a namespace `Exp`, because the target language will reuse
-# the names `Var`, `Lit` and `Add`. We keep the names and the namespaces: a
+# constructors in a namespace `Exp`, which keeps them apart from the target's
+# constructors of the same names, `Var`, `Lit` and `Add`. We keep the names
+# and give each type a namespace of its own: a
 # class used as a namespace holds one small frozen dataclass per constructor,
 # so `Exp.Add(Exp.Lit(3), Exp.Var("x"))` reads like the post's
 # ``Add (Lit 3) (Var "x")``.
@@ -344,8 +345,10 @@ compile2(prog0, 1)
 # besides `Halt`, which returns a value from a function, so the same
 # compiler can produce functions as well as whole programs. (In the book's
 # later chapters the chain grows into the CPS language of
-# [chapter 6](06_cps.ipynb): `Add` becomes a `Let_prim`, the lambda a
-# continuation, `Halt` the same `Halt`.)
+# [chapter 6](06_cps.ipynb): `Add(v, w, lambda z: rest)` becomes
+# `LetPrim(z, v + w, rest)` — compute, name the result `z`, continue with
+# `rest` — with the name written into the term instead of a lambda's
+# parameter, and `Halt` becomes a `Halt` that stops with a value.)
 
 # %%
 #| export
@@ -425,8 +428,8 @@ type(llvm0).__qualname__, llvm0.left, llvm0.right
 # only to read `t` in the rest of the program amounts to applying a
 # continuation, `lambda t: rest`, at once to the value 3.) Chapter 7 calls
 # such useless steps *administrative redexes*, and avoids them with exactly
-# this technique. Second, the continuation `k` is called exactly once in every case
-# — this language has no `if`. When a language has branches, the rest of the
+# this technique. Second, the continuation `k` is called exactly once in
+# every case — this language has no `if`. When a language has branches, the rest of the
 # program is needed on two paths, and calling `k` twice would copy it;
 # [chapter 3](03_anf.ipynb) is about what to do then (*join points*).
 #
