@@ -2,10 +2,11 @@
 # Do not edit: change the notebook, then run `python tools/literate.py export`.
 """Chapter 1. Compiling with continuations, in the small
 
-A language with nothing but whole numbers and `+`, compiled to LLVM by a
-`compile` function that is told, instead of asked, what to do with each
-result; then the LLVM text is verified, JIT-compiled and run, and agrees with
-an interpreter.
+A language with nothing but whole numbers, variables and `+`, compiled to
+LLVM by a `compile` function that is told, instead of asked, what to do with
+each result; then the LLVM text is verified, compiled to machine code in
+memory and run at once (*just-in-time*, or JIT, compilation), and agrees
+with an interpreter.
 
 What this chapter promises:
 
@@ -14,14 +15,18 @@ In the module `lcompiler.addlang`:
 - `compile(e, k)` turns an expression into a program in continuation form
   that computes `e` and goes on with `k` of its value, with no instruction
   for a literal or a variable and one `Add` per `+`;
-- `llvm_module(program)` is LLVM text that LLVM's verifier accepts, and
-  `jit_run(text)` compiles it to machine code and runs it in a child
-  process, whatever the code does;
+- for the program of an expression without variables that ends with
+  `Halt`, `llvm_module(program)` is LLVM text that LLVM's verifier
+  accepts, and `jit_run(text)` compiles it to machine code and runs it in
+  a child process, so that neither its `exit` nor a crash ends the
+  caller's process;
 - for every expression, its value (`value_of`), the output of the
   interpreter `evaluate` and the output of the native code are the same,
   on 64-bit integers that wrap around;
 - `parse(text)` reads an expression, or raises a `CompileError` at the
-  place of the mistake — never another exception.
+  place of the mistake — never another exception, except Python's
+  `RecursionError` for an expression nested more deeply than Python's
+  recursion limit allows, which `lc add` reports as an error.
 """
 
 __all__ = [
@@ -215,7 +220,7 @@ from lcompiler.support import Result, run_in_child, target_machine
 
 def load(text: str) -> llvm.ModuleRef:
     """Parse and verify LLVM assembly (raises RuntimeError if it is not valid)."""
-    target_machine()
+    target_machine()                     # LLVM is initialised by the first call
     module = llvm.parse_assembly(text)
     module.verify()
     return module
@@ -227,14 +232,14 @@ def jit(text: str) -> llvm.ExecutionEngine:
     engine.finalize_object()
     return engine
 
-# cell 43
+# cell 45
 def jit_run(text: str, entry: str = "main") -> Result:
     """JIT-compile an LLVM module and run its entry function in a child process."""
     engine = jit(text)
     main = ctypes.CFUNCTYPE(ctypes.c_int)(engine.get_function_address(entry))
     return run_in_child(main)
 
-# cell 46
+# cell 48
 def run_i64_function(text: str, name: str, *args: int) -> int:
     """Call an i64 function of an LLVM module with i64 arguments, in this process."""
     engine = jit(text)
@@ -244,7 +249,7 @@ def run_i64_function(text: str, name: str, *args: int) -> int:
 
 # --- An interpreter, from the same program -----------------------------
 
-# cell 49
+# cell 51
 def evaluate(program) -> tuple[str, int | None]:
     """Run a program: (what it printed, the value it returned or None if it halted)."""
 
@@ -272,7 +277,7 @@ def evaluate(program) -> tuple[str, int | None]:
 
 # --- Functions: the caller chooses the ending --------------------------
 
-# cell 54
+# cell 56
 def free_variables(e) -> list:
     """The variables of an expression, in order of first appearance."""
     match e:
@@ -307,7 +312,7 @@ def llvm_function(name: str, params: list[str], e) -> str:
 
 # --- Reading expressions, and reporting mistakes -----------------------
 
-# cell 59
+# cell 61
 import re
 
 from lcompiler.errors import CompileError, Source, Span
@@ -331,7 +336,7 @@ def scan(text: str, name: str = "<expression>") -> list[tuple[str, str, Span]]:
     tokens.append(("end", "", Span(source, len(text.rstrip()), len(text.rstrip()) + 1)))
     return tokens
 
-# cell 62
+# cell 64
 def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
     """An expression from text, and the span of each variable's first use."""
     tokens = scan(text, name)

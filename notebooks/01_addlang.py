@@ -14,10 +14,11 @@
 # %% [markdown]
 # # Chapter 1. Compiling with continuations, in the small
 #
-# A language with nothing but whole numbers and `+`, compiled to LLVM by a
-# `compile` function that is told, instead of asked, what to do with each
-# result; then the LLVM text is verified, JIT-compiled and run, and agrees with
-# an interpreter.
+# A language with nothing but whole numbers, variables and `+`, compiled to
+# LLVM by a `compile` function that is told, instead of asked, what to do with
+# each result; then the LLVM text is verified, compiled to machine code in
+# memory and run at once (*just-in-time*, or JIT, compilation), and agrees
+# with an interpreter.
 
 # %% [markdown]
 # <div class="admonition abstract">
@@ -37,26 +38,35 @@
 #
 # This chapter re-tells, in Python, a short literate Idris post by
 # Christopher Schwaab, *Writing an LLVM compiler using continuation passing*
-# (one of the sources this book grew from; see the
-# [bibliography](../bibliography.md#the-seeds)). Its language is tiny on purpose: the
-# one idea it carries, that a compiler can take a **continuation** — "what to
-# do next with the value you compute" — instead of returning a result, is the
-# idea the whole book is built on, as it is the idea of Appel's *Compiling
-# with Continuations*. The A-normal form of [chapter 3](03_anf.ipynb) and the
-# conversion of L to CPS in [chapter 7](07_cps_convert.ipynb) are this
-# chapter's `compile`, grown up.
+# (one of the sources this book grew from; see its entry in the
+# [bibliography](../bibliography.md#llvm-compiler-in-idris)). Its language
+# is tiny on purpose: the one idea it carries, that a compiler can take a
+# **continuation** — "what to do next with the value you compute" — instead
+# of returning a result, is the idea the whole book is built on, as it is
+# the idea of Appel's *Compiling with Continuations*. A program written that
+# way is in *continuation-passing style*, CPS for short. The A-normal form
+# of [chapter 3](03_anf.ipynb) and the conversion of L to CPS in
+# [chapter 7](07_cps_convert.ipynb) are this chapter's `compile`, grown up.
+#
+# The target is LLVM, the compiler toolkit behind Clang and Rust's compiler.
+# It reads a program written in its own assembly-like text, *LLVM IR*,
+# checks it, optimises it and turns it into machine code for the processor at
+# hand; a compiler that produces LLVM IR need not write any of that itself.
 #
 # What this chapter builds, in the order it builds it:
 #
 # | name | what it is |
 # |---|---|
 # | `Exp.Var`, `Exp.Lit`, `Exp.Add` | the source language: variables, literals, additions |
+# | `value_of(e)` | what an expression means: its value, a 64-bit integer that wraps around |
 # | `Value.Var`, `Value.Lit` | what an instruction operates on: a register or an immediate |
-# | `Llvm.Add`, `Llvm.Print`, `Llvm.Halt`, `Llvm.Ret` | a program, with the rest of the program inside each instruction |
+# | `Llvm.Add`, `Llvm.Print`, `Llvm.Halt`, `Llvm.Ret` | a program: each instruction holds the rest of the program, until `Halt` or `Ret` ends it |
 # | `compile(e, k)` | source → program; `k` receives the value of `e` |
 # | `pretty(p)`, `llvm_module(p)` | program → LLVM assembly text |
-# | `jit_run(text)` | LLVM text → verified, JIT-compiled, run in a child process; its output |
+# | `jit_run(text)`, `run_i64_function(text, name, …)` | LLVM text → verified, JIT-compiled and run: a whole program in a child process (what it printed, how it ended), or one function in this process (its result) |
 # | `evaluate(p)` | the same program run by an interpreter |
+# | `llvm_function(name, params, e)` | an expression → an LLVM function of its variables |
+# | `parse(text)` | text → expression, or an error at the place of the mistake |
 #
 # and the promise it keeps, checked at the end and in `tests/test_addlang.py`:
 # for every expression, the tree's value, the interpreter's output and the
@@ -80,14 +90,18 @@
 # - `compile(e, k)` turns an expression into a program in continuation form
 #   that computes `e` and goes on with `k` of its value, with no instruction
 #   for a literal or a variable and one `Add` per `+`;
-# - `llvm_module(program)` is LLVM text that LLVM's verifier accepts, and
-#   `jit_run(text)` compiles it to machine code and runs it in a child
-#   process, whatever the code does;
+# - for the program of an expression without variables that ends with
+#   `Halt`, `llvm_module(program)` is LLVM text that LLVM's verifier
+#   accepts, and `jit_run(text)` compiles it to machine code and runs it in
+#   a child process, so that neither its `exit` nor a crash ends the
+#   caller's process;
 # - for every expression, its value (`value_of`), the output of the
 #   interpreter `evaluate` and the output of the native code are the same,
 #   on 64-bit integers that wrap around;
 # - `parse(text)` reads an expression, or raises a `CompileError` at the
-#   place of the mistake — never another exception.
+#   place of the mistake — never another exception, except Python's
+#   `RecursionError` for an expression nested more deeply than Python's
+#   recursion limit allows, which `lc add` reports as an error.
 
 # %%
 #| export
@@ -102,8 +116,9 @@ import llvmlite.binding as llvm
 #
 # An expression is a variable, an integer literal, or the sum of two
 # expressions. The Idris original writes it as a data type with three
-# constructors in a namespace `Exp`, because the target language will reuse
-# the names `Var`, `Lit` and `Add`. We keep the names and the namespaces: a
+# constructors in a namespace `Exp`, which keeps them apart from the target's
+# constructors of the same names, `Var`, `Lit` and `Add`. We keep the names
+# and give each type a namespace of its own: a
 # class used as a namespace holds one small frozen dataclass per constructor,
 # so `Exp.Add(Exp.Lit(3), Exp.Var("x"))` reads like the post's
 # ``Add (Lit 3) (Var "x")``.
@@ -190,6 +205,9 @@ value_of(prog0), value_of(Exp.Add(Exp.Lit(2**63 - 1), Exp.Lit(1)))
 # value is small on purpose: a register such as `%1`, or an immediate such as
 # `2`. Never a nested expression — that is the whole difference between the
 # source and the target, and the work of the compiler is to bridge it.
+# (LLVM's registers are not the processor's few: a function may use as many
+# as it likes, each assigned exactly once, and LLVM maps them onto the
+# machine's registers when it makes machine code.)
 
 # %%
 #| export
@@ -259,7 +277,10 @@ compile1(Exp.Add(Exp.Lit(2), Exp.Lit(3)))
 # This is not just incomplete, it is wrong. Written out as LLVM, the two
 # `ret` instructions make a perfectly valid function — it passes LLVM's
 # verifier — that returns 2 and never gets to the 3, let alone the addition.
-# We will run it as soon as we have a JIT, below.
+# LLVM's code is made of *basic blocks*, straight runs of instructions each
+# ending with one that leaves the block (a `ret`, a jump, or `unreachable`);
+# LLVM reads the second `ret` as a second block, which nothing jumps to. We
+# will run the function as soon as we have a JIT, below.
 
 # %%
 naive = "define i64 @f() {\n  ret i64 2\n  ret i64 3\n}\n"
@@ -295,9 +316,9 @@ compile2(prog0, 1)
 # the shape: every case must receive the counter, pass it to the first
 # recursive call, take the new one back, pass *that* one on, and return the
 # last. Forget one hand-over and two instructions get the same name, which
-# LLVM (whose registers are assigned exactly once) rejects. The information
-# flows up the tree (where the result is, what the counter is now) when the
-# program being built flows down it.
+# LLVM (whose registers are assigned exactly once) rejects. Every call sends
+# information both ways: the counter goes down into it, and the counter and
+# the place of the result come back up.
 #
 # ## Programs that continue
 #
@@ -319,12 +340,15 @@ compile2(prog0, 1)
 # `Add(v, w, program)` reads: add `v` and `w`, call the sum `z`, and go on
 # with `program(z)`. A program is no longer a list but a chain in which each
 # link holds the next; the name of a result exists exactly where the rest of
-# the program can see it, and nowhere else. We add a fourth ending to the
-# post's three: `Ret`, which returns a value from a function, so the same
+# the program can see it, and nowhere else. We add a fourth constructor to
+# the post's three (`Add`, `Print`, `Halt`): `Ret`, a second way to end
+# besides `Halt`, which returns a value from a function, so the same
 # compiler can produce functions as well as whole programs. (In the book's
 # later chapters the chain grows into the CPS language of
-# [chapter 6](06_cps.ipynb): `Add` becomes a `Let_prim`, the lambda a
-# continuation, `Halt` the same `Halt`.)
+# [chapter 6](06_cps.ipynb): `Add(v, w, lambda z: rest)` becomes
+# `LetPrim(z, v + w, rest)` — compute, name the result `z`, continue with
+# `rest` — with the name written into the term instead of a lambda's
+# parameter, and `Halt` becomes a `Halt` that stops with a value.)
 
 # %%
 #| export
@@ -400,10 +424,12 @@ type(llvm0).__qualname__, llvm0.left, llvm0.right
 #
 # Two remarks that will matter later in the book. First, `compile` never
 # produces a useless step: a literal is handed to its continuation directly
-# instead of being moved into a register first. Chapter 7 calls such useless
-# steps *administrative redexes*, and avoids them with exactly this
-# technique. Second, the continuation `k` is called exactly once in every case
-# — this language has no `if`. When a language has branches, the rest of the
+# instead of being moved into a register first. (Moving 3 into a register `t`
+# only to read `t` in the rest of the program amounts to applying a
+# continuation, `lambda t: rest`, at once to the value 3.) Chapter 7 calls
+# such useless steps *administrative redexes*, and avoids them with exactly
+# this technique. Second, the continuation `k` is called exactly once in
+# every case — this language has no `if`. When a language has branches, the rest of the
 # program is needed on two paths, and calling `k` twice would copy it;
 # [chapter 3](03_anf.ipynb) is about what to do then (*join points*).
 #
@@ -496,15 +522,17 @@ Picture([("llvm0, named as the printer will name it", [llvm0_chain])],
 # enough: walk the chain, and each time an `Add` wants a name, give it the next
 # number.
 #
-# Three details of LLVM's text format shape the printer, and all three
-# differ from the original post:
+# Three details of LLVM's text format shape the printer, and the printer
+# handles all three differently from the original post:
 #
 # - Numbered registers (`%1`, `%2`, …) must be numbered in order, and *every*
 #   unnamed value takes a number, including the entry block of a function
 #   (`%0` when the function has no numbered parameters) and the `i32` that
-#   `printf` returns. So numbering starts at 1, and the printer names
-#   `printf`'s result too, even though nobody reads it; otherwise an `Add`
-#   after a `Print` would be misnumbered.
+#   `printf` returns. So numbering starts at 1, as in the post; and the
+#   printer names `printf`'s result too, even though nobody reads it, where
+#   the post left it unnamed. Unnamed, it takes the next number all the same,
+#   and an `Add` after a `Print` would be misnumbered (the post's program
+#   has no such `Add`).
 # - Since LLVM 15 pointers are untyped: `ptr`, not `i8*`. The post's
 #   `getelementptr` on the format string is no longer needed; `@int_format`
 #   is already a `ptr`.
@@ -551,10 +579,14 @@ def pretty(program, first: int = 1) -> str:
 print(pretty(llvm0))
 
 # %% [markdown]
-# The loop replaces the post's recursive `prettyLlvm`: Python has no tail
-# calls, and a long program would otherwise exhaust Python's stack.
+# The loop replaces the post's recursive `prettyLlvm`: Python does not turn
+# a function's last call into a jump, so a recursive printer would hold one
+# Python frame per instruction, and a program of a few thousand instructions
+# would pass Python's recursion limit (1,000 frames by default) even when
+# its expression is shallow.
 #
-# A complete module needs the format string for `printf`, declarations of the
+# A complete *module* — LLVM's unit of compilation, one file of LLVM IR —
+# needs the format string for `printf`, declarations of the
 # two C functions we call, and a `main` around the instructions:
 
 # %%
@@ -582,18 +614,22 @@ print(llvm_module(llvm0))
 # ## Running it
 #
 # [llvmlite](https://llvmlite.readthedocs.io) gives Python the parts of LLVM
-# we need: `parse_assembly` reads the text into a module, `verify` checks that
-# it is well formed (types agree, registers are defined before use, every
-# block ends with a terminator), and an MCJIT execution engine compiles it to
-# machine code in memory and tells us the address of `main`, which `ctypes`
-# can call. LLVM compiles for a *target machine* — this processor, this
-# operating system, and a way of laying code out in memory — which
-# `target_machine()` makes. One trap of llvmlite deserves a warning, because
-# it fails far from its cause: an execution engine takes *ownership* of the
-# target machine it is given and frees it when the engine is
-# garbage-collected. Sharing one target machine between engines works once,
-# and the next engine crashes the process. So `target_machine()` makes a new
-# one each time; it is cheap.
+# we need: `parse_assembly` reads the text into a module, and already rejects
+# text whose types disagree, that uses a register nobody defines, or whose
+# block does not end with an instruction that leaves it; `verify` then checks
+# the rules that need the whole function, such as that every register is
+# defined before it is used. An MCJIT execution engine (MCJIT is one of
+# LLVM's JIT compilers) compiles the module to machine code in memory and
+# tells us the address of `main`, which `ctypes` can call. LLVM compiles for
+# a *target machine* — this processor, this operating system, and a way of
+# laying code out in memory — which `target_machine()` makes. One trap of
+# llvmlite deserves a warning, because it fails far from its cause: an
+# execution engine takes *ownership* of the target machine it is given and
+# frees it when the engine is garbage-collected. One target machine can
+# serve several engines while the first one lives; once that one has been
+# collected, the next engine made with it crashes the process. So
+# `target_machine()` makes a new one each time; that costs little next to
+# the compilation itself.
 
 # %%
 #| export
@@ -602,7 +638,7 @@ from lcompiler.support import Result, run_in_child, target_machine
 
 def load(text: str) -> llvm.ModuleRef:
     """Parse and verify LLVM assembly (raises RuntimeError if it is not valid)."""
-    target_machine()
+    target_machine()                     # LLVM is initialised by the first call
     module = llvm.parse_assembly(text)
     module.verify()
     return module
@@ -616,14 +652,29 @@ def jit(text: str) -> llvm.ExecutionEngine:
 
 
 # %% [markdown]
+# Two functions that `load` refuses: the first returns an `i32` from a
+# function declared to return an `i64`, which the parser rejects; the second
+# reads `%2` before the instruction that defines it, which only the verifier
+# notices.
+
+# %%
+for bad in ["define i64 @f() {\n  ret i32 2\n}\n",
+            "define i64 @f() {\n  %1 = add i64 %2, 1\n  %2 = add i64 1, 2\n  ret i64 %1\n}\n"]:
+    try:
+        load(bad)
+    except RuntimeError as error:
+        print(error)
+
+# %% [markdown]
 # One thing stops us calling `main` directly. The program ends with
 # `exit(0)`, and `exit` ends the *process* — in a notebook, the Jupyter
 # kernel. So we run it the way a shell runs a program: in a child process.
 # `os.fork` makes a copy of the current process, machine code included,
 # cheaply: the copy shares the parent's memory until one of them writes to
-# it. The child sends its standard output to a file, calls
-# `main`, and is gone; the parent reads what the child wrote and how it
-# ended. Whatever the compiled code does, the notebook survives.
+# it. The child sends its standard output into a pipe that the parent
+# reads and its standard error into a temporary file, calls `main`, and is
+# gone; the parent collects what the child wrote and how it ended. If the
+# compiled code exits, or even crashes, the notebook survives.
 # `run_in_child(main)` does that, and returns what happened as a `Result`:
 # what the child wrote on its standard output and error, and its exit
 # status. The later chapters run L programs the same way, so it lives with
@@ -667,8 +718,9 @@ run_i64_function(naive, "f")
 # The post ends with its nicest trick. The program `llvm0` does not contain
 # register names; it contains functions waiting for them. The printer passed
 # strings (`"%1"`). An interpreter can pass *the numbers themselves*: then
-# `Value.Var` holds the value computed so far, `Add(v, w, program)` computes
-# the sum and continues with `program(sum)`, and `Print` writes a line.
+# a `Value.Var` holds the sum that the `Add` which named it computed,
+# `Add(v, w, program)` computes the sum and continues with `program(sum)`,
+# and `Print` writes a line.
 # Compiling once gives a program that can be printed or run.
 
 # %%
@@ -783,9 +835,9 @@ env = {"x": 10, "y": 20}
 #
 # To use the compiler from a shell we need to read `3 + (2 + 4)` from text,
 # and to say clearly what is wrong when the text is not an expression. Every
-# error this book's compiler reports looks the same, the way C compilers
-# report them: the file, the line and the column, the message, then the line
-# itself with a caret under the place:
+# mistake that this book's compiler finds in its input is reported the same
+# way, the way C compilers report them: the file, the line and the column,
+# the message, then the line itself with a caret under the place:
 #
 # ```text
 # <expression>:1:5: error: expected a number, a variable or '('
@@ -800,13 +852,15 @@ env = {"x": 10, "y": 20}
 # in its input, which renders itself in that format. Their code is in
 # [appendix A](A_errors.ipynb#where-a-mistake-is-sources-and-spans).
 #
-# The grammar of the command line's expressions is one rule, `exp ::= atom
-# ('+' atom)*` with `atom ::= number | variable | '(' exp ')'`, where `+` is
-# left-associative. A scanner finds the tokens with a regular expression; a
-# recursive-descent parser follows the grammar. Each token carries its span,
-# and so does each error. Since `compile` has no state of its own, the parser
-# records the spans of variables in a dictionary on the side, only to report
-# an unbound variable precisely.
+# The grammar of the command line's expressions has two rules, `exp ::= atom
+# ('+' atom)*` and `atom ::= number | variable | '(' exp ')'`, where `+` is
+# left-associative: `1 + 2 + 3` is `(1 + 2) + 3`. A number is a run of
+# digits (no leading zero, at most 2⁶³ − 1), a variable a lower-case letter
+# or `_` followed by letters, digits and `_`. A scanner finds the tokens with
+# a regular expression; a recursive-descent parser follows the grammar. Each
+# token carries its span, and so does each error. Since an `Exp` has no room
+# for a position, the parser records the span of each variable's first use
+# in a dictionary on the side, only to report an unbound variable precisely.
 
 # %%
 #| export
@@ -903,25 +957,30 @@ for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
         print(error.render(), end="\n\n")
 
 # %% [markdown]
-# The recursion in `exp` and `atom` follows the nesting of parentheses; an
-# expression nested a thousand parentheses deep exhausts Python's stack,
-# a limit the command line reports instead of crashing on (below). L's parser
-# in [chapter 4a](04a_syntax.ipynb) has the same concern at a larger scale.
+# The recursion in `exp` and `atom` follows the nesting of parentheses,
+# two Python frames per parenthesis; an expression nested a thousand
+# parentheses deep passes Python's recursion limit, and `parse` raises
+# `RecursionError`, which the command line reports instead of crashing on
+# (below). L's parser in [chapter 4a](04a_syntax.ipynb) has the same concern
+# at a larger scale.
 #
 # ## The chapter from the shell: lc add
 #
 # The package installs a command, `lc`, and `lc add EXPR` runs this
 # chapter's compiler on an expression: it parses it, compiles it, and runs
 # it natively; `--llvm` prints the LLVM module instead, and `--interp` runs
-# the interpreter instead of the native code. Errors in the expression are
-# reported in the format above and exit with status 1; and whatever goes
-# wrong, no Python traceback reaches the user. The command is a few lines
-# around the functions of this chapter; it lives with the rest of the
-# command line in [appendix C](C_cli.ipynb#lc-add).
+# the interpreter instead of the native code. A whole program has no values
+# to give its variables, so `lc add` accepts only *closed* expressions, those
+# without variables. Errors in the expression are reported in the format
+# above and exit with status 1; and whatever goes wrong, no Python traceback
+# reaches the user. The command is a few lines around the functions of this
+# chapter; it lives with the rest of the command line in
+# [appendix C](C_cli.ipynb#lc-add).
 #
 # In the notebook we call `lc`'s `main` with the arguments a shell would
-# pass (the error goes to standard error, shown in red in Jupyter, with the
-# exit status returned):
+# pass. What it prints goes to standard output, an error to standard error
+# (shown in red in Jupyter), and `main` returns the exit status, which
+# Jupyter shows as the cell's value:
 
 # %%
 from lcompiler.cli import main
@@ -929,7 +988,10 @@ from lcompiler.cli import main
 main(["add", "3 + (2 + 4)"])
 
 # %%
-main(["add", "--llvm", "1 + 2 + x"])
+main(["add", "--llvm", "1 + 2"])
+
+# %%
+main(["add", "1 + 2 + x"])
 
 # %% [markdown]
 # And the expression nested a thousand parentheses deep, which the parser's
@@ -945,8 +1007,11 @@ main(["add", "(" * 1000 + "1" + ")" * 1000])
 # interpreter `evaluate` on the compiled program, and the machine code that
 # LLVM makes from the printed program. They must agree, on everything,
 # including overflow. Here they are side by side on a few expressions chosen
-# to catch mistakes — a lone literal (no instruction at all), deep nesting on
-# either side, wrap-around in both directions:
+# to catch mistakes — a lone literal (no instruction at all), nesting on
+# either side, and wrap-around in both directions: past the largest number
+# in the fifth and sixth lines (where (2⁶³ − 1) + (2⁶³ − 1) wraps to −2),
+# and past the smallest in the last, where each parenthesis wraps to
+# −2⁶³ + 1 and their sum, −2⁶⁴ + 2, wraps to 2:
 
 # %%
 def three_ways(text: str) -> tuple[int, str, str]:
@@ -958,19 +1023,22 @@ def three_ways(text: str) -> tuple[int, str, str]:
 
 
 cases = ["7", "3 + (2 + 4)", "((1 + 2) + 3) + 4", "1 + (2 + (3 + 4))",
-         "9223372036854775807 + 1", "(9223372036854775807 + 9223372036854775807) + 2"]
+         "9223372036854775807 + 1", "(9223372036854775807 + 9223372036854775807) + 2",
+         "(9223372036854775807 + 2) + (9223372036854775807 + 2)"]
 for text in cases:
     tree, interp, native = three_ways(text)
     assert str(tree) == interp == native, (text, tree, interp, native)
-    print(f"{text:50} {native}")
+    print(f"{text:55} {native}")
 
 # %% [markdown]
-# The property-based test in `tests/test_addlang.py` makes the same comparison
-# on random expressions generated by
-# [Hypothesis](https://hypothesis.readthedocs.io), for whole programs (run in
-# a child process) and for functions of random variables (called in process),
-# and checks that every malformed expression is reported as an error, never as
-# a traceback.
+# The property-based tests in `tests/test_addlang.py` make the same
+# comparison on random expressions generated by
+# [Hypothesis](https://hypothesis.readthedocs.io): for whole programs (run in
+# a child process), for functions of the variables `x`, `y` and `z` given
+# random values (called in this process), and for programs that print
+# between two additions. They also check, on random short texts, that
+# `parse` either reads each one or reports an error whose caret is under
+# the column it names, never another exception.
 #
 # ## What to take from this chapter
 #
@@ -979,8 +1047,9 @@ for text in cases:
 #   it, and produces no useless moves.
 # - The same compiled program can be printed (names are strings) or run
 #   (names are numbers): the representation does not fix what a variable is.
-# - LLVM checks our output (`verify`), compiles it, and runs it; running
-#   machine code that calls `exit` belongs in a child process.
+# - LLVM checks our output (`parse_assembly`, `verify`), compiles it, and
+#   runs it; running machine code that calls `exit` belongs in a child
+#   process.
 #
 # ## Exercises
 #
@@ -1003,9 +1072,15 @@ for text in cases:
 # 1. `Exp.Mul` and `Llvm.Mul` are new classes; `value_of`, `compile`,
 #    `pretty` and `evaluate` each get one case, a copy of the case for `Add`
 #    with `*` and `mul` (LLVM's `mul` wraps around as `add` does, so
-#    `wrap64` still gives the meaning). `llvm_module`, `jit_run`,
-#    `free_variables` and `rename` need nothing, or a case that only
-#    recurses: none of them knows what an operator does.
+#    `wrap64` still gives the meaning); so does the notebook's `chain`.
+#    `free_variables` and `rename` each need a case that only recurses
+#    (they raise on a node they do not know), and neither knows what the
+#    operator does. `llvm_value`, `llvm_module`, `llvm_function`, `jit`,
+#    `jit_run` and `run_i64_function` need nothing: they see values, or
+#    the text that `pretty` makes. To type `*` in `lc add`, the scanner's
+#    operators get `*`, and the parser a level of precedence, so that
+#    `1 + 2 * 3` is 7: `exp ::= term ('+' term)*`, `term ::= atom ('*'
+#    atom)*`, with a function `term` between `exp` and `atom`.
 # 2. The value of `e1` itself, bound to `x` for the compilation of `e2`.
 #    With an environment from variables to values as a new argument of
 #    `compile`, `Let(x, e1, e2)` compiles to `compile(e1, lambda v1:
@@ -1021,8 +1096,9 @@ for text in cases:
 #    already does in one place.
 # 4. In the case `if0`, both branches must go on with the rest of the
 #    program: `compile(e2, k)` and `compile(e3, k)` each call `k`, and each
-#    call builds the whole rest of the program again, once per branch — the
-#    program doubles with each `if` in a row (chapter 3 measures it). The cure, a *join
+#    call builds the whole rest of the program again, once per branch — so
+#    the program doubles with each `if0` in a chain of them, each in the
+#    rest of the one before (chapter 3 measures it). The cure, a *join
 #    point* that both branches jump to, is chapter 3's subject.
 # 5. `Picture([("x_y", [chain(compile(x_y, Llvm.Ret), register_names())])],
 #    alt="…")`, drawn below. An expression with n `+` gives n + 1 boxes: one
