@@ -73,7 +73,8 @@
 #   that the reference interpreter names, with exit status 2; no check is
 #   compiled into the program for it.
 # - `DEFAULTS` is the one place of the runtime's defaults: the C compiler
-#   receives them as macros, and `lc --help` prints them.
+#   receives them as macros, and `lc --help` prints those of the stack and
+#   of the heap limit from it.
 # - The program's output is written at every line when its standard output
 #   is a terminal (or `LC_BUFFER=line`), in blocks of 64 KiB into a file or
 #   a pipe, and all of it is written however the program ends: normally,
@@ -122,7 +123,8 @@
 #
 # First, the defaults. The sizes that a user may set in the environment
 # have defaults, and two programs need them: the runtime, which uses them,
-# and `lc --help`, which prints them. They live here, and the C compiler
+# and `lc --help`, which prints those a user sets most (the stack's and the
+# heap limit's; not the nursery's). They live here, and the C compiler
 # receives them as macros (`-DDEFAULT_STACK_SIZE=268435456ull`): the
 # runtime's C names them but never defines them, and refuses to compile
 # without them.
@@ -268,7 +270,8 @@ def load_ipython_extension(ipython) -> None:
 # that compiled code calls. Chapter 10 declares the same functions in
 # LLVM (`RUNTIME_FUNCTIONS`) and writes the same headers into the blocks
 # it allocates; a test compiles the runtime and checks that the two sides
-# agree, name by name and bit by bit (the section on compiling, below).
+# agree, name by name and bit by bit (the sections on compiling the
+# runtime and on its promises, below).
 #
 # Every L value is one 64-bit word, and a heap block is a header word
 # followed by its fields ([chapter 10](10_llvm.ipynb#data-one-word-per-value)).
