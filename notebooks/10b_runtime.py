@@ -613,10 +613,10 @@ header_picture  # noqa: B018  (the cell shows it)
 # call `write` there but not stdio's `fflush` (the section on stopping,
 # below, says why).
 #
-# The buffer is 64 KB, and `out_bytes` writes it out when the next piece
+# The buffer is 64 KiB, and `out_bytes` writes it out when the next piece
 # would not fit, or writes a piece larger than the buffer directly. A
 # program that prints a line per iteration of a long loop into a file or a
-# pipe thus makes one system call per 64 KB, not one per line. On a
+# pipe thus makes one system call per 64 KiB, not one per line. On a
 # terminal, where a person watches, each line is written as soon as it is
 # complete, as C's stdio does: `output_init` asks `isatty(1)` at the start
 # of the run, and `LC_BUFFER=line` or `block` overrides it (the REPL and
@@ -817,8 +817,10 @@ header_picture  # noqa: B018  (the cell shows it)
 # the handler had never been there: killed by `SIGINT`, which a shell
 # reports as status 130 (128 + 2), or by `SIGTERM`, 143. Ending by the
 # signal itself, rather than with `_exit(130)`, matters to the program's
-# caller: a shell script that runs `lc run` in a loop stops at Ctrl-C only
-# if it sees that its child was killed by `SIGINT`.
+# caller: a bash script that runs `lc run` in a loop stops at Ctrl-C only
+# if it sees that its child was killed by `SIGINT` (a child that exits
+# normally is taken to have handled the Ctrl-C itself, and the loop goes
+# on).
 #
 # A handler runs in the middle of whatever the program was doing, and may
 # call only the functions that POSIX lists as *async-signal-safe*:
@@ -835,8 +837,9 @@ header_picture  # noqa: B018  (the cell shows it)
 # that thread: `run_on_big_stack` blocks both signals in the thread that
 # starts it, and starts the L thread with them unblocked, so the kernel
 # delivers them there. A signal that the process ignores when the program starts stays
-# ignored: a shell starts a background job (`lc run loop.l &`) with `SIGINT`
-# ignored, so that a Ctrl-C meant for the foreground does not stop it.
+# ignored: a shell without job control, such as one that runs a script,
+# starts a background command (`lc run loop.l &`) with `SIGINT` ignored, so
+# that a Ctrl-C meant for the foreground does not stop it.
 #
 # <div class="admonition note">
 #
