@@ -904,7 +904,9 @@ header_picture  # noqa: B018  (the cell shows it)
 # 10's seed, [the L blog](../bibliography.md#the-l-blog)'s translation from
 # CPS to LLVM, which allocates with `malloc` and never calls `free`, does
 # not. The first collector of this runtime was a *conservative, non-moving
-# mark-and-sweep*, the design of Boehm, Demers and Weiser: any word anywhere
+# mark-and-sweep*, the design of Boehm and Weiser (their paper, and the
+# others this chapter names, are in the
+# [bibliography](../bibliography.md#papers-and-books)): any word anywhere
 # — stack, registers, globals, fields of blocks — that pointed into a block
 # kept it alive, and free space was reused in place, between live blocks. It
 # allocated by bumping a pointer through at least 16 MB of heap between two
@@ -939,6 +941,15 @@ header_picture  # noqa: B018  (the cell shows it)
 #   every other survivor is copied. The stack holds the few blocks that the
 #   running functions work on, so few blocks are pinned: the figures are
 #   below.
+#
+# Two terms from the literature name the two kinds of root, and come up
+# again and again below. A root is *precise* when the collector knows it
+# holds a pointer (a field whose layout bit says so), and may then move the
+# block and rewrite the field; it is *ambiguous* (or *conservative*) when it
+# may be an `Int` that merely looks like an address (a word of the stack),
+# and then the block must stay where it is. Bartlett's idea is to treat the
+# two kinds differently in one collection: pin for the ambiguous, copy for
+# the precise.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: why not precise roots</p>
@@ -1497,17 +1508,11 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # When the stack is deep — a recursion that builds a list on its way back,
 # like `range` in `primes` — that scan, not the survivors, becomes its cost,
 # so the nursery grows with the stack: to twice the stack's size, up to 64
-# MB, and back to its own size when the stack is shallow again. The other
+# MB. When the stack is shallow again, the size is the survivors' to
+# decide: a nursery that few blocks survive halves, one collection after
+# another, back to `LC_NURSERY` (the rules are below). The other
 # cost of a minor collection is its survivors, and the nursery grows for
 # them too, on trial, when a larger one copies much less (below).
-#
-# Two terms from the literature come up again and again below. A root is
-# *precise* when the collector knows it holds a pointer (a field whose
-# layout bit says so), and may then move the block and rewrite the field;
-# it is *ambiguous* (or *conservative*) when it may be an `Int` that merely
-# looks like an address (a word of the stack), and then the block must stay
-# where it is. Bartlett's idea is to treat the two kinds differently in one
-# collection: pin for the ambiguous, copy for the precise.
 #
 # <div class="admonition note">
 #
@@ -1886,8 +1891,9 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # reasons.
 #
 # The stack: a minor collection scans all of it, so when it is deep the
-# nursery is twice its size (the section's introduction above says why),
-# and back to `LC_NURSERY` when it is shallow again.
+# nursery is at least twice its size (the section's introduction above
+# says why). When it is shallow again, the stack asks for nothing, and the
+# rules for the survivors below bring the nursery back down.
 #
 # The survivors: a minor collection copies what survives it, and the old
 # generation then holds it until a major collection. A block that dies a
