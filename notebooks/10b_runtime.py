@@ -1438,8 +1438,11 @@ header_picture  # noqa: B018  (the cell shows it)
 # A minor collection runs when the nursery has no run left for a request,
 # in three phases:
 #
-# 1. *pin*: every word of the stack (registers included: the collector
-#    first spills them into its own frame), of the globals array, and of the
+# 1. *pin*: every word of the stack (registers included: a value that L
+#    code keeps in a register across the call that led to the collection
+#    is either on the stack by then, saved by its caller or by chapter 10's
+#    `lc_alloc_slow_saving`, or in a callee-saved register, which the
+#    collector first spills into its own frame), of the globals array, and of the
 #    remembered blocks without a layout, that points into a young block —
 #    anywhere into it: LLVM may keep the address of a field rather than of
 #    the block — marks it `OLD` where it stands;
@@ -1459,7 +1462,7 @@ header_picture  # noqa: B018  (the cell shows it)
 # A major collection runs after a minor one when the old generation has
 # doubled since the last: mark from the roots, sweep the old generation into
 # gaps, and the old blocks in the nursery into runs. To find the block
-# around an address that a root points into, both keep a bitmap of known
+# around an address that a root points into, both use one bitmap of known
 # block starts and walk from the nearest one below, block by block, as the
 # comments explain.
 #
@@ -1643,8 +1646,10 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 #
 # The collector keeps its lists of work in these arrays rather than
 # recursing, because the structures it follows can be as deep as they are
-# long: a list of a million cells is a chain of a million blocks, and
-# following it by recursion in C would overflow the C stack. Doubling the
+# long: a list of ten million cells is a chain of ten million blocks, and
+# following it by recursion in C would take a C frame per block, on the
+# stack of the L thread, where the collector runs and which the program's
+# own recursion may already have all but filled. Doubling the
 # array when it is full makes a push cost a constant on average.
 
 # %% magic_args="runtime/gc.c" language="c"
@@ -1755,8 +1760,11 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 #
 # A word that only looks like a pointer (an `Int` that happens to fall
 # inside the nursery) pins a block that may well be dead: the block
-# survives one collection more. That wastes a little memory, and is never
-# wrong; it is the whole price of a conservative stack. `forward` handles
+# becomes old where it stands, and stays until a major collection finds it
+# dead. That wastes a little memory, and is never wrong. It is one price of
+# a conservative stack; the other is that the blocks the stack really
+# points to cannot move either, and stay in the nursery's chunks as old
+# blocks (the rent, above). `forward` handles
 # the precise case, in three steps that read in order: a block already
 # copied has its new address in its header, and the field is made to point
 # there; a pinned block stays, and so does the field; any other block is
@@ -1968,8 +1976,8 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 #  * larger than LC_NURSERY that has kept its size for TRIAL_PAUSE
 #  * collections tries half its size, judged the same way: it keeps the
 #  * smaller size unless the larger one would have passed its trial from
-#  * there.  When less than a thirty-second survived two collections in a
-#  * row, the nursery halves.
+#  * there.  When the last two collections together kept less than a
+#  * sixteenth of it, the nursery halves.
 #  * Never less than LC_NURSERY, never more than 64 MB or an eighth of the
 #  * heap limit.  Every decision depends on words counted, none on time, so
 #  * that a program collects the same way at every run.
@@ -2387,8 +2395,13 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # data it marks, and frees at most that fixed amount: a program with a
 # large live heap would mark it again and again for little gain. Letting
 # the old generation reach twice the live data (plus the stack) before the
-# next collection makes each collection free at least as much as it had to
-# mark, so the collector's time stays in proportion to the allocation. Near
+# next collection means that between two major collections the program
+# promotes at least as many words as the first of them marked, and the
+# second can mark at most about twice that: each collection is paid for by
+# the promotions before it, and the collector's time stays in proportion
+# to the allocation. (It does not mean that each collection frees much: a
+# program whose old blocks all stay live frees nothing, and pays for its
+# marking all the same.) Near
 # the limit, this promise can no longer be kept, and the runtime reports
 # that it is out of memory rather than collect ever more often.
 #
