@@ -2845,8 +2845,6 @@ stack_picture  # noqa: B018  (the cell shows it)
 # heap limit depends on the machine: `DEFAULT_HEAP_LIMIT`, or a quarter of
 # the machine's memory if that is less, but not under `LEAST_HEAP_LIMIT`
 # (the section on sizes and limits, below, says how it was chosen).
-# Chapter 4b's reference interpreter reads `LC_HEAP_LIMIT` the same way,
-# and a test compares the two readings.
 
 # %% magic_args="runtime/runtime.h" language="c"
 #
@@ -2932,9 +2930,11 @@ stack_picture  # noqa: B018  (the cell shows it)
 # `heap_free` gives it all back. Both are in `heap.c`, and hand the
 # collector's own state to `gc_init` and `gc_free` in `gc.c`.
 #
-# `heap_init` also clamps the sizes to what the representation allows: the
-# heap at most 32 GB (the comment says why), and the nursery rounded up to
-# whole 64 KB chunks. When the system refuses to reserve the whole limit,
+# `heap_init` also clamps the sizes: the heap limit to at most 32 GB (a
+# bound kept from the runtime's first header, as the comment says, and
+# which chapter 4b's interpreter mirrors) and at least twice the nursery
+# and a megabyte more, and the nursery to whole 64 KB chunks, at most
+# 256 MB. When the system refuses to reserve the whole limit,
 # the limit is halved until it accepts, down to `LEAST_HEAP_LIMIT`.
 # `map_noreserve` is the one way this runtime takes memory for its heap and
 # tables: a reservation of address space that costs nothing until it is
@@ -2956,9 +2956,10 @@ stack_picture  # noqa: B018  (the cell shows it)
 #     return p == MAP_FAILED ? NULL : p;
 # }
 #
-# /* The limit is at most 32 GB: a filler's size must fit in its header,
-#  * the nursery map is two bytes per 64 KB.  It is at least the nursery and
-#  * as much again. */
+# /* The limit is at most 32 GB: the first header of this runtime counted
+#  * words in 32 bits, and a gap as large as the heap had to fit (a filler's
+#  * size has 59 bits now; chapter 4b's interpreter keeps the same bound).
+#  * It is at least twice the nursery, and a megabyte more. */
 # void heap_init(void)
 # {
 #     uint64_t nursery_bytes = (env_size("LC_NURSERY", DEFAULT_NURSERY) + (CHUNK_WORDS * 8 - 1)) & ~(CHUNK_WORDS * 8 - 1);
