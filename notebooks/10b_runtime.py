@@ -3407,13 +3407,15 @@ for when, heap in heaps.items():
 # between them can be told apart. Each stretch of blocks is drawn at least
 # half a pixel wide, so that none is lost, and the gaps give up the room:
 # a row of many stretches looks fuller than it is. After the major
-# collection the nursery has two chunks (more than a quarter of one chunk
-# survives this program's collections, and a second one passed its
-# trial): the heap's first chunk, and one that came from the end of the
-# heap as it was when the nursery grew (the heap has grown past it since).
-# At the next collection, having kept its size for 64 collections, the
-# nursery tries one chunk again, and keeps it: three collections later it
-# is the heap's first chunk alone. A
+# collection the nursery has two chunks (most of this program's
+# collections keep less than a quarter of one chunk, but one of its first
+# kept more, and the second chunk passed its trial; 64 collections later
+# the nursery tried one chunk, and went back to two): the heap's first
+# chunk, and one that came from the end of the heap as it was when the
+# nursery last grew (the heap has grown past it since). At the next
+# collection, having kept its size for 64 collections again, the nursery
+# tries one chunk again, and this time keeps it: three collections later
+# it is the heap's first chunk alone. A
 # gap of 1,024 words (`LARGE_WORDS`) or more is on the list for large
 # blocks and for regions; a smaller one is on the list of small gaps,
 # which the regions of survivors take first.
@@ -3611,11 +3613,12 @@ for name, r in speed["nursery"].items():
 
 # %% [markdown]
 # `LC_NURSERY` is where the nursery starts, and the least it has; the
-# last lines say how far it grew from 2 MB. Below 1 MB the minor
-# collections come too often, and each one promotes blocks that would
-# have died with a little more time: at 256 KB `primes` is much slower,
-# `fold` a sixth slower, `cpstak` a tenth, and `nqueens`, which allocates
-# little that lives, does not care. `binarytrees` and `perm`, where much of the
+# last lines say how far it grew from 2 MB. Below 2 MB the minor
+# collections come more often, and each one promotes blocks that would
+# have died with a little more time: at 1 MB `primes` and `fold` are
+# already an eighth to a sixth slower, at 256 KB `primes` is much slower
+# and `cpstak` an eighth, and `nqueens`, which allocates little that
+# lives, does not care. `binarytrees` and `perm`, where much of the
 # nursery survives, grow it on trial from any start; `binarytrees` pays
 # for the collections made on the way up from 256 or 512 KB. `perm`'s
 # times scatter with no order in the sizes: its nursery goes back and
@@ -3655,8 +3658,8 @@ for r in speed["live"]:
           f" {r['nursery_mb']:11.1f}")
 
 # %% [markdown]
-# It does not grow with S — here it even falls a little, from 0.81 to
-# 0.64 ns, as the nursery grows to 4 MB: the minor collections never look
+# It does not grow with S — here it even falls, by a fifth, from 0.81 to
+# 0.64 ns, while the nursery grows to 4 MB: the minor collections never look
 # at the live list, and the major ones, a few, are paid for by the growth
 # of the list itself. (The first
 # collector traced the whole live list at every collection, so that every
@@ -3684,7 +3687,7 @@ for r in speed["limit"]:
 # default is now **1 GB**, or a quarter of the machine's memory if that is
 # less: the list of ten million cells fits in it four times over, and a
 # runaway program fails in the time of the line for 1G above. `LC_HEAP_LIMIT` sets another
-# (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MB
+# (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MiB
 # by default (`LC_STACK_SIZE`, above).
 
 # %% [markdown]
