@@ -3830,10 +3830,12 @@ print(backtrace(TAIL, "tail.l", "-g", "-O0"), end="")
 # tail recursion is one frame, however many times it went round.
 #
 # **Optimisation leaves frames out too.** The program above was compiled
-# with `-O0`, without either optimiser. Optimised (the default), LLVM
-# inlines functions into their callers and turns some recursions into
-# loops, and a call that was inlined has no return address: the same
-# program shows one call fewer, and no name without `-g`:
+# with `-g -O0`, and with `-g`, `-O0` turns off both optimisers, chapter
+# 9's and LLVM's. Optimised (the default), the optimisers inline functions
+# into their callers and turn some recursions into loops, and a call that
+# was inlined has no return address: the same program, built with neither
+# option, shows one call fewer, and no name, since the names come with
+# `-g`:
 
 # %%
 print(backtrace(TAIL, "tail.l"), end="")
@@ -3841,10 +3843,11 @@ print(backtrace(TAIL, "tail.l"), end="")
 # %% [markdown]
 # The walk is conservative, like the collector's scan of the stack: a
 # word of a frame that happens to equal a return address would add a
-# line. Our frames hold L values, integers and pointers into the heap,
-# and neither lands right after a call instruction of the code; an old
-# return address left in a slot that a frame reserves but has not yet
-# written could. The table needs no frame pointer in the program's
+# line. Our frames hold L values, integers and pointers into the heap: a
+# pointer into the heap never lands right after a call instruction of the
+# code, and an integer does only by a rare coincidence; an old return
+# address left in a slot that a frame reserves but has not yet written is
+# likelier to. The table needs no frame pointer in the program's
 # functions, so the machine code is the same with or without backtraces.
 #
 # `backtrace_here` is called by `lc_fail` after the message, and
