@@ -4015,13 +4015,14 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    the nursery again (to the runs of the other chunks), and promote it at
 #    its second. Measure `primes` and `fold` with `bench/gc_speed.py`: does
 #    copying twice cost less than promoting too early?
-# 3. A minor collection scans the whole stack, though the frames below the
-#    deepest point the stack has returned to since the last collection
+# 3. A minor collection scans the whole stack, from the stack pointer up
+#    to `stack_top`, though the older frames, those above the highest
+#    point the stack pointer has come back to since the last collection,
 #    cannot have changed, and point only to old blocks. Find that point
-#    without a check in the generated code: replace a return address on the
-#    stack, at a collection, by that of a function of the runtime that
+#    without a check in the generated code: at a collection, replace a
+#    return address on the stack by that of a function of the runtime that
 #    records the return and jumps to the saved address (a *stack
-#    barrier*), and scan only the frames above it.
+#    barrier*), and scan only the frames below it.
 # 4. Change a default in `DEFAULTS` — the nursery to 4 MB, say — and follow
 #    it: which files of the package change when the book is exported, which
 #    cached runtime is used by the next `lc run`, and what does `lc --help`
@@ -4057,14 +4058,25 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    once more costs a copy and keeps the nursery fuller; it pays when
 #    many blocks die between their first and their second collection.
 #    Measure before believing either way.
-# 3. At a collection, save the return address of the frame at the top of
-#    the already-scanned part and write in its place the address of a
-#    small assembly function (`lc_stack_barrier`) that records "the stack
-#    returned below this point", then jumps to the saved address. At the
-#    next collection, the frames above the recorded point are new; those
-#    below it are unchanged since the last scan, and point only to blocks
-#    that are now old, so the scan can stop there. The call-site handler
-#    must then recognise the barrier's address as a return address too.
+# 3. At a collection, after the scan, take the return address of the
+#    newest L frame, the one nearest the stack pointer, keep it aside, and
+#    write in its place the address of a small assembly function,
+#    `lc_stack_barrier`. A return through it notes that the stack was
+#    popped past that frame, then jumps to the address kept aside. At the
+#    next collection, if the barrier was not reached, the frames from it up
+#    to `stack_top` are those of the last scan, unchanged, and point only
+#    to blocks that are now old (pinned or promoted): the scan stops at the
+#    barrier, which is then put back and set anew. If it was reached, scan
+#    the whole stack, as now (or let the barrier, when reached, move itself
+#    one frame up, so that it always marks the highest point). Two things
+#    are needed that this runtime does not have. The exact place of a
+#    return address: the scan's guess, a word that equals one, is not
+#    enough once the collector writes there, since a word that only looks
+#    like a return address may be an `Int` of the program; frame pointers
+#    (LLVM's `"frame-pointer"="all"`) give it, a frame's return address
+#    lying just above its saved frame pointer. And every walk of return
+#    addresses — the overflow handler's, the backtraces' — must read the
+#    address kept aside where it meets the barrier's.
 # 4. Only `lcompiler/runtime.py` changes (`DEFAULTS`): the C files are
 #    the same, but `runtime_library` hashes the options with the files,
 #    so the next `lc run` compiles a new library, into a new folder of
