@@ -278,7 +278,8 @@ def load_ipython_extension(ipython) -> None:
 # The header says how many fields the block has, its constructor's tag,
 # which fields may hold pointers (its *layout*, which the collector needs,
 # since a word alone cannot say whether it is an `Int` or an address), and
-# five flags that the collector sets and reads.
+# five flags, which the collector reads (the file below says what each
+# means).
 
 # %% magic_args="runtime/lc.h" language="c"
 # /* lc.h -- what compiled L code and the runtime agree on: the layout of a
