@@ -3370,7 +3370,12 @@ MemoryPicture(chunk_rows, {"free": ("#ffffff", "a free run"), "pinned": ("#f5851
 # paths that later insertions replace, until a major collection sweeps
 # them into gaps. The number of major collections only grows, so the first
 # minor collection that a major one follows is found by halves, in a few
-# runs:
+# runs. One more run, with `LC_GC_TRACE=1`, which writes a line per minor
+# collection (the nursery's size before and after it, and what survived),
+# says where the nursery changed size on the way; the runs without it
+# confirm each change, since writing the trace changes a little what the
+# stack holds, and so what the collector pins (the section on the
+# nursery's size, below, shows how much):
 
 # %%
 LONG = TREE.replace("build(3000, Leaf)", "build(300000, Leaf)")
@@ -3392,6 +3397,12 @@ with tempfile.TemporaryDirectory() as tmp:
         low, high = (low, middle) if heap_at(middle)[0] >= 1 else (middle + 1, high)
     first_major = low
     heaps = {"after the major collection": heap_at(low)[1], "three minor collections later": heap_at(low + 3)[1]}
+    traced = subprocess.run([str(exe)], capture_output=True, text=True,      # where the nursery's size changes
+                            env={**os.environ, "LC_NURSERY": "64K", "LC_GC_TRACE": "1"}).stderr
+    changes = [(int(n), int(size), int(kept), int(after)) for n, size, kept, after
+               in re.findall(r"minor (\d+): nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", traced)
+               if size != after and int(n) <= first_major + 3]
+    chunks = {n: sum(1 for *_, kind in heap_at(n)[1] if kind == "nursery") for c, *_ in changes for n in (c - 1, c)}
 print(re.sub(r", gc time.*", "", stats.splitlines()[0]))
 print(f"the first major collection follows minor collection {first_major}")
 for when, heap in heaps.items():
@@ -3399,6 +3410,10 @@ for when, heap in heaps.items():
     print(f"{when}: {sum(1 for *_, kind in heap if kind == 'blocks')} stretches of old blocks, {len(free)} of free "
           f"space, {sum(1 for w in free if w >= 1024)} of them of 1,024 words or more (the list of big gaps), "
           f"{'a region' if any(kind == 'region' for *_, kind in heap) else 'no region'} being filled")
+print("with LC_GC_TRACE=1, the nursery changes size after minor collections " + ", ".join(
+    f"{n} ({size} to {after} KB, {kept} KB survived)" for n, size, kept, after in changes))
+print("without it, its chunks after those collections and the ones before: " + ", ".join(
+    f"{n}: {k}" for n, k in sorted(chunks.items())))
 
 # %% [markdown]
 # Drawn, the whole heap at the scale of its used part, from `heap_start`
@@ -3408,15 +3423,15 @@ for when, heap in heaps.items():
 # between them can be told apart. Each stretch of blocks is drawn at least
 # half a pixel wide, so that none is lost, and the gaps give up the room:
 # a row of many stretches looks fuller than it is. After the major
-# collection the nursery has two chunks (most of this program's
-# collections keep less than a quarter of one chunk, but one of its first
-# kept more, and the second chunk passed its trial; 64 collections later
-# the nursery tried one chunk, and went back to two): the heap's first
-# chunk, and one that came from the end of the heap as it was when the
-# nursery last grew (the heap has grown past it since). At the next
-# collection, having kept its size for 64 collections again, the nursery
-# tries one chunk again, and this time keeps it: three collections later
-# it is the heap's first chunk alone. A
+# collection the nursery has two chunks (the last two lines above: its
+# seventh collection kept more than a quarter of its one chunk, and the
+# second chunk passed its trial; 66 collections later, having kept its
+# size for 64, the nursery tried one chunk, and went back to two): the
+# heap's first chunk, and one that came from the end of the heap as it
+# was when the nursery last grew (the heap has grown past it since). At
+# the next collection, 64 collections later again, the nursery tries one
+# chunk, and this time keeps it: three collections later it is the
+# heap's first chunk alone. A
 # gap of 1,024 words (`LARGE_WORDS`) or more is on the list for large
 # blocks and for regions; a smaller one is on the list of small gaps,
 # which the regions of survivors take first.
@@ -3514,24 +3529,44 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 # for a round of permutations and then die, and `live`, at its size there
 # (`n = 250,000`), whose tree lives for the whole run while paths of it
 # are replaced. (The trace's counts, like every decision of the
-# nursery's, are the same at every run.)
+# nursery's, are the same at every run. They are not quite those of the
+# run without the trace: writing the trace leaves other words in the
+# stack's memory than the program would, and some of them, in slots of
+# frames that are reserved but not yet written when the next collection
+# comes, are read by its conservative scan, which pins accordingly. The
+# last two lines of the output compare the statistics of the two runs.)
 
 # %%
-def nursery_trace(name: str, size: int) -> list[tuple[int, int, int]]:
-    """(nursery KB, survived KB, next KB) for each minor collection of a benchmark at this size."""
+COUNTS = r"gc: (\d+) minor and (\d+) major .*\ngc: (\d+) blocks pinned"
+
+
+def nursery_trace(name: str, size: int) -> tuple[list, dict]:
+    """(nursery KB, survived KB, next KB) for each minor collection of a benchmark at this size, and the
+    counts of the statistics (minor and major collections, blocks pinned) with the trace and without it."""
     text = f"def n = {size}\n" + Path(f"../bench/programs/{name}.l").read_text().split("\n", 1)[1]
+    counts = {}
     with tempfile.TemporaryDirectory() as tmp:
         exe = driver.build(Source(f"{name}.l", text), Path(tmp) / name)
-        err = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_TRACE": "1"}).stderr
-    return [tuple(map(int, m)) for m in re.findall(r"nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", err)]
+        for trace in ("1", "0"):
+            err = subprocess.run([str(exe)], capture_output=True, text=True,
+                                 env={**os.environ, "LC_GC_STATS": "1", "LC_GC_TRACE": trace}).stderr
+            counts[trace] = tuple(map(int, re.search(COUNTS, err).groups()))
+            if trace == "1":
+                lines = [tuple(map(int, m)) for m in re.findall(r"nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", err)]
+    return lines, counts
 
 
-traces = {"perm": nursery_trace("perm", 150), "live": nursery_trace("live", 250000)}
+traces, counts = {}, {}
+for name, size in (("perm", 150), ("live", 250000)):
+    traces[name], counts[name] = nursery_trace(name, size)
 for name, trace in traces.items():
     grown = sum(1 for size, _, after in trace if after > size)
     undone = sum(1 for i in range(len(trace) - 2) if trace[i][2] > trace[i][0] and trace[i + 2][2] == trace[i][0])
     print(f"{name}: {len(trace)} minor collections; the nursery between {min(s for s, _, _ in trace) // 1024} and "
           f"{max(s for s, _, _ in trace) // 1024} MB; doubled {grown} times, undone by the trial {undone} times")
+for name, by in counts.items():
+    print(f"{name}: " + "; ".join(f"{'with' if trace == '1' else 'without'} the trace, {minor} minor and {major} major"
+                                  f" collections, {pinned} blocks pinned" for trace, (minor, major, pinned) in by.items()))
 
 # %%
 import matplotlib.pyplot as plt
