@@ -1461,7 +1461,9 @@ header_picture  # noqa: B018  (the cell shows it)
 #    the dead blocks either.
 #
 # A major collection runs after a minor one when the old generation has
-# doubled since the last: mark from the roots, sweep the old generation into
+# doubled since the last (it may grow to twice the live data and the stack
+# that the last one found, and to 8 MB at least, `MIN_OLD_BYTES`): mark
+# from the roots, sweep the old generation into
 # gaps, and the old blocks in the nursery into runs. To find the block
 # around an address that a root points into, both use one bitmap of known
 # block starts and walk from the nearest one below, block by block, as the
@@ -1505,8 +1507,9 @@ minor, pinned = int(cpstak_stats[0].split()[1]), int(cpstak_stats[1].split()[1])
 print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 
 # %% [markdown]
-# No major collection at this size: neither has the old generation
-# doubled nor has the rent reached the price of a major collection.
+# No major collection at this size: the old generation, a tenth of a
+# megabyte promoted, is far from the 8 MB that the first major collection
+# waits for, and the rent has not reached the price of one.
 #
 # A minor collection scans the whole stack, as OCaml 4's does on x86-64.
 # When the stack is deep — a recursion that builds a list on its way back,
