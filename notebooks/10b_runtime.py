@@ -2405,7 +2405,8 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # the promotions before it, and the collector's time stays in proportion
 # to the allocation. (It does not mean that each collection frees much: a
 # program whose old blocks all stay live frees nothing, and pays for its
-# marking all the same.) Near
+# marking all the same. And a major collection that the rent calls for,
+# above, is paid for by the rent instead.) Near
 # the limit, this promise can no longer be kept, and the runtime reports
 # that it is out of memory rather than collect ever more often.
 #
