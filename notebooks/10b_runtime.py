@@ -1645,8 +1645,9 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # extern uintptr_t stack_top;                 /* stack.c: the top of the L thread's stack */
 
 # %% [markdown]
-# The stacks grow by doubling; `now_seconds` times the collections for the
-# statistics.
+# The collector's lists of work (`struct stack`: the copies, or the marked
+# blocks, still to scan; the remembered blocks; the pinned ones) grow by
+# doubling; `now_seconds` times the collections for the statistics.
 #
 # The collector keeps its lists of work in these arrays rather than
 # recursing, because the structures it follows can be as deep as they are
