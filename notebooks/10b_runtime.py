@@ -4063,7 +4063,7 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    without a check in the generated code: at a collection, replace a
 #    return address on the stack by that of a function of the runtime that
 #    records the return and jumps to the saved address (a *stack
-#    barrier*), and scan only the frames below it.
+#    barrier*), and scan only the frames below the barrier.
 # 4. Change a default in `DEFAULTS` — the nursery to 4 MB, say — and follow
 #    it: which files of the package change when the book is exported, which
 #    cached runtime is used by the next `lc run`, and what does `lc --help`
