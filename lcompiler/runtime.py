@@ -37,7 +37,8 @@ What this chapter promises:
   that the reference interpreter names, with exit status 2; no check is
   compiled into the program for it.
 - `DEFAULTS` is the one place of the runtime's defaults: the C compiler
-  receives them as macros, and `lc --help` prints them.
+  receives them as macros, and `lc --help` prints those of the stack and
+  of the heap limit from it.
 - The program's output is written at every line when its standard output
   is a terminal (or `LC_BUFFER=line`), in blocks of 64 KiB into a file or
   a pipe, and all of it is written however the program ends: normally,

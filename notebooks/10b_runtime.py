@@ -73,7 +73,8 @@
 #   that the reference interpreter names, with exit status 2; no check is
 #   compiled into the program for it.
 # - `DEFAULTS` is the one place of the runtime's defaults: the C compiler
-#   receives them as macros, and `lc --help` prints them.
+#   receives them as macros, and `lc --help` prints those of the stack and
+#   of the heap limit from it.
 # - The program's output is written at every line when its standard output
 #   is a terminal (or `LC_BUFFER=line`), in blocks of 64 KiB into a file or
 #   a pipe, and all of it is written however the program ends: normally,
@@ -122,7 +123,8 @@
 #
 # First, the defaults. The sizes that a user may set in the environment
 # have defaults, and two programs need them: the runtime, which uses them,
-# and `lc --help`, which prints them. They live here, and the C compiler
+# and `lc --help`, which prints those a user sets most (the stack's and the
+# heap limit's; not the nursery's). They live here, and the C compiler
 # receives them as macros (`-DDEFAULT_STACK_SIZE=268435456ull`): the
 # runtime's C names them but never defines them, and refuses to compile
 # without them.
@@ -268,14 +270,16 @@ def load_ipython_extension(ipython) -> None:
 # that compiled code calls. Chapter 10 declares the same functions in
 # LLVM (`RUNTIME_FUNCTIONS`) and writes the same headers into the blocks
 # it allocates; a test compiles the runtime and checks that the two sides
-# agree, name by name and bit by bit (the section on compiling, below).
+# agree, name by name and bit by bit (the sections on compiling the
+# runtime and on its promises, below).
 #
 # Every L value is one 64-bit word, and a heap block is a header word
 # followed by its fields ([chapter 10](10_llvm.ipynb#data-one-word-per-value)).
 # The header says how many fields the block has, its constructor's tag,
 # which fields may hold pointers (its *layout*, which the collector needs,
 # since a word alone cannot say whether it is an `Int` or an address), and
-# five flags that the collector sets and reads.
+# five flags, which the collector reads (the file below says what each
+# means).
 
 # %% magic_args="runtime/lc.h" language="c"
 # /* lc.h -- what compiled L code and the runtime agree on: the layout of a
@@ -610,10 +614,10 @@ header_picture  # noqa: B018  (the cell shows it)
 # call `write` there but not stdio's `fflush` (the section on stopping,
 # below, says why).
 #
-# The buffer is 64 KB, and `out_bytes` writes it out when the next piece
+# The buffer is 64 KiB, and `out_bytes` writes it out when the next piece
 # would not fit, or writes a piece larger than the buffer directly. A
 # program that prints a line per iteration of a long loop into a file or a
-# pipe thus makes one system call per 64 KB, not one per line. On a
+# pipe thus makes one system call per 64 KiB, not one per line. On a
 # terminal, where a person watches, each line is written as soon as it is
 # complete, as C's stdio does: `output_init` asks `isatty(1)` at the start
 # of the run, and `LC_BUFFER=line` or `block` overrides it (the REPL and
@@ -814,8 +818,10 @@ header_picture  # noqa: B018  (the cell shows it)
 # the handler had never been there: killed by `SIGINT`, which a shell
 # reports as status 130 (128 + 2), or by `SIGTERM`, 143. Ending by the
 # signal itself, rather than with `_exit(130)`, matters to the program's
-# caller: a shell script that runs `lc run` in a loop stops at Ctrl-C only
-# if it sees that its child was killed by `SIGINT`.
+# caller: a bash script that runs `lc run` in a loop stops at Ctrl-C only
+# if it sees that its child was killed by `SIGINT` (a child that exits
+# normally is taken to have handled the Ctrl-C itself, and the loop goes
+# on).
 #
 # A handler runs in the middle of whatever the program was doing, and may
 # call only the functions that POSIX lists as *async-signal-safe*:
@@ -832,8 +838,9 @@ header_picture  # noqa: B018  (the cell shows it)
 # that thread: `run_on_big_stack` blocks both signals in the thread that
 # starts it, and starts the L thread with them unblocked, so the kernel
 # delivers them there. A signal that the process ignores when the program starts stays
-# ignored: a shell starts a background job (`lc run loop.l &`) with `SIGINT`
-# ignored, so that a Ctrl-C meant for the foreground does not stop it.
+# ignored: a shell without job control, such as one that runs a script,
+# starts a background command (`lc run loop.l &`) with `SIGINT` ignored, so
+# that a Ctrl-C meant for the foreground does not stop it.
 #
 # <div class="admonition note">
 #
@@ -898,7 +905,9 @@ header_picture  # noqa: B018  (the cell shows it)
 # 10's seed, [the L blog](../bibliography.md#the-l-blog)'s translation from
 # CPS to LLVM, which allocates with `malloc` and never calls `free`, does
 # not. The first collector of this runtime was a *conservative, non-moving
-# mark-and-sweep*, the design of Boehm, Demers and Weiser: any word anywhere
+# mark-and-sweep*, the design of Boehm and Weiser (their paper, and the
+# others this chapter names, are in the
+# [bibliography](../bibliography.md#papers-and-books)): any word anywhere
 # — stack, registers, globals, fields of blocks — that pointed into a block
 # kept it alive, and free space was reused in place, between live blocks. It
 # allocated by bumping a pointer through at least 16 MB of heap between two
@@ -933,6 +942,15 @@ header_picture  # noqa: B018  (the cell shows it)
 #   every other survivor is copied. The stack holds the few blocks that the
 #   running functions work on, so few blocks are pinned: the figures are
 #   below.
+#
+# Two terms from the literature name the two kinds of root, and come up
+# again and again below. A root is *precise* when the collector knows it
+# holds a pointer (a field whose layout bit says so), and may then move the
+# block and rewrite the field; it is *ambiguous* (or *conservative*) when it
+# may be an `Int` that merely looks like an address (a word of the stack),
+# and then the block must stay where it is. Bartlett's idea is to treat the
+# two kinds differently in one collection: pin for the ambiguous, copy for
+# the precise.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: why not precise roots</p>
@@ -1421,8 +1439,11 @@ header_picture  # noqa: B018  (the cell shows it)
 # A minor collection runs when the nursery has no run left for a request,
 # in three phases:
 #
-# 1. *pin*: every word of the stack (registers included: the collector
-#    first spills them into its own frame), of the globals array, and of the
+# 1. *pin*: every word of the stack (registers included: a value that L
+#    code keeps in a register across the call that led to the collection
+#    is either on the stack by then, saved by its caller or by chapter 10's
+#    `lc_alloc_slow_saving`, or in a callee-saved register, which the
+#    collector first spills into its own frame), of the globals array, and of the
 #    remembered blocks without a layout, that points into a young block —
 #    anywhere into it: LLVM may keep the address of a field rather than of
 #    the block — marks it `OLD` where it stands;
@@ -1440,9 +1461,11 @@ header_picture  # noqa: B018  (the cell shows it)
 #    the dead blocks either.
 #
 # A major collection runs after a minor one when the old generation has
-# doubled since the last: mark from the roots, sweep the old generation into
+# doubled since the last (it may grow to twice the live data and the stack
+# that the last one found, and to 8 MB at least, `MIN_OLD_BYTES`): mark
+# from the roots, sweep the old generation into
 # gaps, and the old blocks in the nursery into runs. To find the block
-# around an address that a root points into, both keep a bitmap of known
+# around an address that a root points into, both use one bitmap of known
 # block starts and walk from the nearest one below, block by block, as the
 # comments explain.
 #
@@ -1484,24 +1507,19 @@ minor, pinned = int(cpstak_stats[0].split()[1]), int(cpstak_stats[1].split()[1])
 print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 
 # %% [markdown]
-# No major collection at this size: neither has the old generation
-# doubled nor has the rent reached the price of a major collection.
+# No major collection at this size: the old generation, a tenth of a
+# megabyte promoted, is far from the 8 MB that the first major collection
+# waits for, and the rent has not reached the price of one.
 #
 # A minor collection scans the whole stack, as OCaml 4's does on x86-64.
 # When the stack is deep — a recursion that builds a list on its way back,
 # like `range` in `primes` — that scan, not the survivors, becomes its cost,
 # so the nursery grows with the stack: to twice the stack's size, up to 64
-# MB, and back to its own size when the stack is shallow again. The other
+# MB. When the stack is shallow again, the size is the survivors' to
+# decide: a nursery that few blocks survive halves, one collection after
+# another, back to `LC_NURSERY` (the rules are below). The other
 # cost of a minor collection is its survivors, and the nursery grows for
 # them too, on trial, when a larger one copies much less (below).
-#
-# Two terms from the literature come up again and again below. A root is
-# *precise* when the collector knows it holds a pointer (a field whose
-# layout bit says so), and may then move the block and rewrite the field;
-# it is *ambiguous* (or *conservative*) when it may be an `Int` that merely
-# looks like an address (a word of the stack), and then the block must stay
-# where it is. Bartlett's idea is to treat the two kinds differently in one
-# collection: pin for the ambiguous, copy for the precise.
 #
 # <div class="admonition note">
 #
@@ -1627,13 +1645,16 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # extern uintptr_t stack_top;                 /* stack.c: the top of the L thread's stack */
 
 # %% [markdown]
-# The stacks grow by doubling; `now_seconds` times the collections for the
-# statistics.
+# The collector's lists of work (`struct stack`: the copies, or the marked
+# blocks, still to scan; the remembered blocks; the pinned ones) grow by
+# doubling; `now_seconds` times the collections for the statistics.
 #
 # The collector keeps its lists of work in these arrays rather than
 # recursing, because the structures it follows can be as deep as they are
-# long: a list of a million cells is a chain of a million blocks, and
-# following it by recursion in C would overflow the C stack. Doubling the
+# long: a list of ten million cells is a chain of ten million blocks, and
+# following it by recursion in C would take a C frame per block, on the
+# stack of the L thread, where the collector runs and which the program's
+# own recursion may already have all but filled. Doubling the
 # array when it is full makes a push cost a constant on average.
 
 # %% magic_args="runtime/gc.c" language="c"
@@ -1744,8 +1765,11 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 #
 # A word that only looks like a pointer (an `Int` that happens to fall
 # inside the nursery) pins a block that may well be dead: the block
-# survives one collection more. That wastes a little memory, and is never
-# wrong; it is the whole price of a conservative stack. `forward` handles
+# becomes old where it stands, and stays until a major collection finds it
+# dead. That wastes a little memory, and is never wrong. It is one price of
+# a conservative stack; the other is that the blocks the stack really
+# points to cannot move either, and stay in the nursery's chunks as old
+# blocks (the rent, above). `forward` handles
 # the precise case, in three steps that read in order: a block already
 # copied has its new address in its header, and the field is made to point
 # there; a pinned block stays, and so does the field; any other block is
@@ -1880,8 +1904,9 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # reasons.
 #
 # The stack: a minor collection scans all of it, so when it is deep the
-# nursery is twice its size (the section's introduction above says why),
-# and back to `LC_NURSERY` when it is shallow again.
+# nursery is at least twice its size (the section's introduction above
+# says why). When it is shallow again, the stack asks for nothing, and the
+# rules for the survivors below bring the nursery back down.
 #
 # The survivors: a minor collection copies what survives it, and the old
 # generation then holds it until a major collection. A block that dies a
@@ -1956,8 +1981,8 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 #  * larger than LC_NURSERY that has kept its size for TRIAL_PAUSE
 #  * collections tries half its size, judged the same way: it keeps the
 #  * smaller size unless the larger one would have passed its trial from
-#  * there.  When less than a thirty-second survived two collections in a
-#  * row, the nursery halves.
+#  * there.  When the last two collections together kept less than a
+#  * sixteenth of it, the nursery halves.
 #  * Never less than LC_NURSERY, never more than 64 MB or an eighth of the
 #  * heap limit.  Every decision depends on words counted, none on time, so
 #  * that a program collects the same way at every run.
@@ -2375,8 +2400,14 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # data it marks, and frees at most that fixed amount: a program with a
 # large live heap would mark it again and again for little gain. Letting
 # the old generation reach twice the live data (plus the stack) before the
-# next collection makes each collection free at least as much as it had to
-# mark, so the collector's time stays in proportion to the allocation. Near
+# next collection means that between two major collections the program
+# promotes at least as many words as the first of them marked, and the
+# second can mark at most about twice that: each collection is paid for by
+# the promotions before it, and the collector's time stays in proportion
+# to the allocation. (It does not mean that each collection frees much: a
+# program whose old blocks all stay live frees nothing, and pays for its
+# marking all the same. And a major collection that the rent calls for,
+# above, is paid for by the rent instead.) Near
 # the limit, this promise can no longer be kept, and the runtime reports
 # that it is out of memory rather than collect ever more often.
 #
@@ -2820,8 +2851,6 @@ stack_picture  # noqa: B018  (the cell shows it)
 # heap limit depends on the machine: `DEFAULT_HEAP_LIMIT`, or a quarter of
 # the machine's memory if that is less, but not under `LEAST_HEAP_LIMIT`
 # (the section on sizes and limits, below, says how it was chosen).
-# Chapter 4b's reference interpreter reads `LC_HEAP_LIMIT` the same way,
-# and a test compares the two readings.
 
 # %% magic_args="runtime/runtime.h" language="c"
 #
@@ -2907,9 +2936,11 @@ stack_picture  # noqa: B018  (the cell shows it)
 # `heap_free` gives it all back. Both are in `heap.c`, and hand the
 # collector's own state to `gc_init` and `gc_free` in `gc.c`.
 #
-# `heap_init` also clamps the sizes to what the representation allows: the
-# heap at most 32 GB (the comment says why), and the nursery rounded up to
-# whole 64 KB chunks. When the system refuses to reserve the whole limit,
+# `heap_init` also clamps the sizes: the heap limit to at most 32 GB (a
+# bound kept from the runtime's first header, as the comment says, and
+# which chapter 4b's interpreter mirrors) and at least twice the nursery
+# and a megabyte more, and the nursery to whole 64 KB chunks, at most
+# 256 MB. When the system refuses to reserve the whole limit,
 # the limit is halved until it accepts, down to `LEAST_HEAP_LIMIT`.
 # `map_noreserve` is the one way this runtime takes memory for its heap and
 # tables: a reservation of address space that costs nothing until it is
@@ -2931,9 +2962,10 @@ stack_picture  # noqa: B018  (the cell shows it)
 #     return p == MAP_FAILED ? NULL : p;
 # }
 #
-# /* The limit is at most 32 GB: a filler's size must fit in its header,
-#  * the nursery map is two bytes per 64 KB.  It is at least the nursery and
-#  * as much again. */
+# /* The limit is at most 32 GB: the first header of this runtime counted
+#  * words in 32 bits, and a gap as large as the heap had to fit (a filler's
+#  * size has 59 bits now; chapter 4b's interpreter keeps the same bound).
+#  * It is at least twice the nursery, and a megabyte more. */
 # void heap_init(void)
 # {
 #     uint64_t nursery_bytes = (env_size("LC_NURSERY", DEFAULT_NURSERY) + (CHUNK_WORDS * 8 - 1)) & ~(CHUNK_WORDS * 8 - 1);
@@ -3343,7 +3375,12 @@ MemoryPicture(chunk_rows, {"free": ("#ffffff", "a free run"), "pinned": ("#f5851
 # paths that later insertions replace, until a major collection sweeps
 # them into gaps. The number of major collections only grows, so the first
 # minor collection that a major one follows is found by halves, in a few
-# runs:
+# runs. One more run, with `LC_GC_TRACE=1`, which writes a line per minor
+# collection (the nursery's size before and after it, and what survived),
+# says where the nursery changed size on the way; the runs without it
+# confirm each change, since writing the trace changes a little what the
+# stack holds, and so what the collector pins (the section on the
+# nursery's size, below, shows how much):
 
 # %%
 LONG = TREE.replace("build(3000, Leaf)", "build(300000, Leaf)")
@@ -3365,6 +3402,12 @@ with tempfile.TemporaryDirectory() as tmp:
         low, high = (low, middle) if heap_at(middle)[0] >= 1 else (middle + 1, high)
     first_major = low
     heaps = {"after the major collection": heap_at(low)[1], "three minor collections later": heap_at(low + 3)[1]}
+    traced = subprocess.run([str(exe)], capture_output=True, text=True,      # where the nursery's size changes
+                            env={**os.environ, "LC_NURSERY": "64K", "LC_GC_TRACE": "1"}).stderr
+    changes = [(int(n), int(size), int(kept), int(after)) for n, size, kept, after
+               in re.findall(r"minor (\d+): nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", traced)
+               if size != after and int(n) <= first_major + 3]
+    chunks = {n: sum(1 for *_, kind in heap_at(n)[1] if kind == "nursery") for c, *_ in changes for n in (c - 1, c)}
 print(re.sub(r", gc time.*", "", stats.splitlines()[0]))
 print(f"the first major collection follows minor collection {first_major}")
 for when, heap in heaps.items():
@@ -3372,6 +3415,10 @@ for when, heap in heaps.items():
     print(f"{when}: {sum(1 for *_, kind in heap if kind == 'blocks')} stretches of old blocks, {len(free)} of free "
           f"space, {sum(1 for w in free if w >= 1024)} of them of 1,024 words or more (the list of big gaps), "
           f"{'a region' if any(kind == 'region' for *_, kind in heap) else 'no region'} being filled")
+print("with LC_GC_TRACE=1, the nursery changes size after minor collections " + ", ".join(
+    f"{n} ({size} to {after} KB, {kept} KB survived)" for n, size, kept, after in changes))
+print("without it, its chunks after those collections and the ones before: " + ", ".join(
+    f"{n}: {k}" for n, k in sorted(chunks.items())))
 
 # %% [markdown]
 # Drawn, the whole heap at the scale of its used part, from `heap_start`
@@ -3381,13 +3428,15 @@ for when, heap in heaps.items():
 # between them can be told apart. Each stretch of blocks is drawn at least
 # half a pixel wide, so that none is lost, and the gaps give up the room:
 # a row of many stretches looks fuller than it is. After the major
-# collection the nursery has two chunks (more than a quarter of one chunk
-# survives this program's collections, and a second one passed its
-# trial): the heap's first chunk, and one that came from the end of the
-# heap as it was when the nursery grew (the heap has grown past it since).
-# At the next collection, having kept its size for 64 collections, the
-# nursery tries one chunk again, and keeps it: three collections later it
-# is the heap's first chunk alone. A
+# collection the nursery has two chunks (the last two lines above: its
+# seventh collection kept more than a quarter of its one chunk, and the
+# second chunk passed its trial; 66 collections later, having kept its
+# size for 64, the nursery tried one chunk, and went back to two): the
+# heap's first chunk, and one that came from the end of the heap as it
+# was when the nursery last grew (the heap has grown past it since). At
+# the next collection, 64 collections later again, the nursery tries one
+# chunk, and this time keeps it: three collections later it is the
+# heap's first chunk alone. A
 # gap of 1,024 words (`LARGE_WORDS`) or more is on the list for large
 # blocks and for regions; a smaller one is on the list of small gaps,
 # which the regions of survivors take first.
@@ -3485,24 +3534,44 @@ print(done.stdout, done.stderr, f"exit status {done.returncode}", sep="")
 # for a round of permutations and then die, and `live`, at its size there
 # (`n = 250,000`), whose tree lives for the whole run while paths of it
 # are replaced. (The trace's counts, like every decision of the
-# nursery's, are the same at every run.)
+# nursery's, are the same at every run. They are not quite those of the
+# run without the trace: writing the trace leaves other words in the
+# stack's memory than the program would, and some of them, in slots of
+# frames that are reserved but not yet written when the next collection
+# comes, are read by its conservative scan, which pins accordingly. The
+# last two lines of the output compare the statistics of the two runs.)
 
 # %%
-def nursery_trace(name: str, size: int) -> list[tuple[int, int, int]]:
-    """(nursery KB, survived KB, next KB) for each minor collection of a benchmark at this size."""
+COUNTS = r"gc: (\d+) minor and (\d+) major .*\ngc: (\d+) blocks pinned"
+
+
+def nursery_trace(name: str, size: int) -> tuple[list, dict]:
+    """(nursery KB, survived KB, next KB) for each minor collection of a benchmark at this size, and the
+    counts of the statistics (minor and major collections, blocks pinned) with the trace and without it."""
     text = f"def n = {size}\n" + Path(f"../bench/programs/{name}.l").read_text().split("\n", 1)[1]
+    counts = {}
     with tempfile.TemporaryDirectory() as tmp:
         exe = driver.build(Source(f"{name}.l", text), Path(tmp) / name)
-        err = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_TRACE": "1"}).stderr
-    return [tuple(map(int, m)) for m in re.findall(r"nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", err)]
+        for trace in ("1", "0"):
+            err = subprocess.run([str(exe)], capture_output=True, text=True,
+                                 env={**os.environ, "LC_GC_STATS": "1", "LC_GC_TRACE": trace}).stderr
+            counts[trace] = tuple(map(int, re.search(COUNTS, err).groups()))
+            if trace == "1":
+                lines = [tuple(map(int, m)) for m in re.findall(r"nursery (\d+) KB, survived (\d+) KB, next (\d+) KB", err)]
+    return lines, counts
 
 
-traces = {"perm": nursery_trace("perm", 150), "live": nursery_trace("live", 250000)}
+traces, counts = {}, {}
+for name, size in (("perm", 150), ("live", 250000)):
+    traces[name], counts[name] = nursery_trace(name, size)
 for name, trace in traces.items():
     grown = sum(1 for size, _, after in trace if after > size)
     undone = sum(1 for i in range(len(trace) - 2) if trace[i][2] > trace[i][0] and trace[i + 2][2] == trace[i][0])
     print(f"{name}: {len(trace)} minor collections; the nursery between {min(s for s, _, _ in trace) // 1024} and "
           f"{max(s for s, _, _ in trace) // 1024} MB; doubled {grown} times, undone by the trial {undone} times")
+for name, by in counts.items():
+    print(f"{name}: " + "; ".join(f"{'with' if trace == '1' else 'without'} the trace, {minor} minor and {major} major"
+                                  f" collections, {pinned} blocks pinned" for trace, (minor, major, pinned) in by.items()))
 
 # %%
 import matplotlib.pyplot as plt
@@ -3585,11 +3654,12 @@ for name, r in speed["nursery"].items():
 
 # %% [markdown]
 # `LC_NURSERY` is where the nursery starts, and the least it has; the
-# last lines say how far it grew from 2 MB. Below 1 MB the minor
-# collections come too often, and each one promotes blocks that would
-# have died with a little more time: at 256 KB `primes` is much slower,
-# `fold` a sixth slower, `cpstak` a tenth, and `nqueens`, which allocates
-# little that lives, does not care. `binarytrees` and `perm`, where much of the
+# last lines say how far it grew from 2 MB. Below 2 MB the minor
+# collections come more often, and each one promotes blocks that would
+# have died with a little more time: at 1 MB `primes` and `fold` are
+# already an eighth to a sixth slower, at 256 KB `primes` is much slower
+# and `cpstak` an eighth, and `nqueens`, which allocates little that
+# lives, does not care. `binarytrees` and `perm`, where much of the
 # nursery survives, grow it on trial from any start; `binarytrees` pays
 # for the collections made on the way up from 256 or 512 KB. `perm`'s
 # times scatter with no order in the sizes: its nursery goes back and
@@ -3629,8 +3699,8 @@ for r in speed["live"]:
           f" {r['nursery_mb']:11.1f}")
 
 # %% [markdown]
-# It does not grow with S — here it even falls a little, from 0.81 to
-# 0.64 ns, as the nursery grows to 4 MB: the minor collections never look
+# It does not grow with S — here it even falls, by a fifth, from 0.81 to
+# 0.64 ns, while the nursery grows to 4 MB: the minor collections never look
 # at the live list, and the major ones, a few, are paid for by the growth
 # of the list itself. (The first
 # collector traced the whole live list at every collection, so that every
@@ -3658,7 +3728,7 @@ for r in speed["limit"]:
 # default is now **1 GB**, or a quarter of the machine's memory if that is
 # less: the list of ten million cells fits in it four times over, and a
 # runaway program fails in the time of the line for 1G above. `LC_HEAP_LIMIT` sets another
-# (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MB
+# (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MiB
 # by default (`LC_STACK_SIZE`, above).
 
 # %% [markdown]
@@ -3801,10 +3871,12 @@ print(backtrace(TAIL, "tail.l", "-g", "-O0"), end="")
 # tail recursion is one frame, however many times it went round.
 #
 # **Optimisation leaves frames out too.** The program above was compiled
-# with `-O0`, without either optimiser. Optimised (the default), LLVM
-# inlines functions into their callers and turns some recursions into
-# loops, and a call that was inlined has no return address: the same
-# program shows one call fewer, and no name without `-g`:
+# with `-g -O0`, and with `-g`, `-O0` turns off both optimisers, chapter
+# 9's and LLVM's. Optimised (the default), the optimisers inline functions
+# into their callers and turn some recursions into loops, and a call that
+# was inlined has no return address: the same program, built with neither
+# option, shows one call fewer, and no name, since the names come with
+# `-g`:
 
 # %%
 print(backtrace(TAIL, "tail.l"), end="")
@@ -3812,10 +3884,11 @@ print(backtrace(TAIL, "tail.l"), end="")
 # %% [markdown]
 # The walk is conservative, like the collector's scan of the stack: a
 # word of a frame that happens to equal a return address would add a
-# line. Our frames hold L values, integers and pointers into the heap,
-# and neither lands right after a call instruction of the code; an old
-# return address left in a slot that a frame reserves but has not yet
-# written could. The table needs no frame pointer in the program's
+# line. Our frames hold L values, integers and pointers into the heap: a
+# pointer into the heap never lands right after a call instruction of the
+# code, and an integer does only by a rare coincidence; an old return
+# address left in a slot that a frame reserves but has not yet written is
+# likelier to. The table needs no frame pointer in the program's
 # functions, so the machine code is the same with or without backtraces.
 #
 # `backtrace_here` is called by `lc_fail` after the message, and
@@ -3983,13 +4056,14 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    the nursery again (to the runs of the other chunks), and promote it at
 #    its second. Measure `primes` and `fold` with `bench/gc_speed.py`: does
 #    copying twice cost less than promoting too early?
-# 3. A minor collection scans the whole stack, though the frames below the
-#    deepest point the stack has returned to since the last collection
+# 3. A minor collection scans the whole stack, from the stack pointer up
+#    to `stack_top`, though the older frames, those above the highest
+#    point the stack pointer has come back to since the last collection,
 #    cannot have changed, and point only to old blocks. Find that point
-#    without a check in the generated code: replace a return address on the
-#    stack, at a collection, by that of a function of the runtime that
+#    without a check in the generated code: at a collection, replace a
+#    return address on the stack by that of a function of the runtime that
 #    records the return and jumps to the saved address (a *stack
-#    barrier*), and scan only the frames above it.
+#    barrier*), and scan only the frames below the barrier.
 # 4. Change a default in `DEFAULTS` — the nursery to 4 MB, say — and follow
 #    it: which files of the package change when the book is exported, which
 #    cached runtime is used by the next `lc run`, and what does `lc --help`
@@ -4025,14 +4099,25 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    once more costs a copy and keeps the nursery fuller; it pays when
 #    many blocks die between their first and their second collection.
 #    Measure before believing either way.
-# 3. At a collection, save the return address of the frame at the top of
-#    the already-scanned part and write in its place the address of a
-#    small assembly function (`lc_stack_barrier`) that records "the stack
-#    returned below this point", then jumps to the saved address. At the
-#    next collection, the frames above the recorded point are new; those
-#    below it are unchanged since the last scan, and point only to blocks
-#    that are now old, so the scan can stop there. The call-site handler
-#    must then recognise the barrier's address as a return address too.
+# 3. At a collection, after the scan, take the return address of the
+#    newest L frame, the one nearest the stack pointer, keep it aside, and
+#    write in its place the address of a small assembly function,
+#    `lc_stack_barrier`. A return through it notes that the stack was
+#    popped past that frame, then jumps to the address kept aside. At the
+#    next collection, if the barrier was not reached, the frames from it up
+#    to `stack_top` are those of the last scan, unchanged, and point only
+#    to blocks that are now old (pinned or promoted): the scan stops at the
+#    barrier, which is then put back and set anew. If it was reached, scan
+#    the whole stack, as now (or let the barrier, when reached, move itself
+#    one frame up, so that it always marks the highest point). Two things
+#    are needed that this runtime does not have. The exact place of a
+#    return address: the scan's guess, a word that equals one, is not
+#    enough once the collector writes there, since a word that only looks
+#    like a return address may be an `Int` of the program; frame pointers
+#    (LLVM's `"frame-pointer"="all"`) give it, a frame's return address
+#    lying just above its saved frame pointer. And every walk of return
+#    addresses — the overflow handler's, the backtraces' — must read the
+#    address kept aside where it meets the barrier's.
 # 4. Only `lcompiler/runtime.py` changes (`DEFAULTS`): the C files are
 #    the same, but `runtime_library` hashes the options with the files,
 #    so the next `lc run` compiles a new library, into a new folder of

@@ -274,8 +274,8 @@ static void sweep_nursery(void)
  * larger than LC_NURSERY that has kept its size for TRIAL_PAUSE
  * collections tries half its size, judged the same way: it keeps the
  * smaller size unless the larger one would have passed its trial from
- * there.  When less than a thirty-second survived two collections in a
- * row, the nursery halves.
+ * there.  When the last two collections together kept less than a
+ * sixteenth of it, the nursery halves.
  * Never less than LC_NURSERY, never more than 64 MB or an eighth of the
  * heap limit.  Every decision depends on words counted, none on time, so
  * that a program collects the same way at every run.

@@ -247,9 +247,10 @@ void *map_noreserve(uint64_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* The limit is at most 32 GB: a filler's size must fit in its header,
- * the nursery map is two bytes per 64 KB.  It is at least the nursery and
- * as much again. */
+/* The limit is at most 32 GB: the first header of this runtime counted
+ * words in 32 bits, and a gap as large as the heap had to fit (a filler's
+ * size has 59 bits now; chapter 4b's interpreter keeps the same bound).
+ * It is at least twice the nursery, and a megabyte more. */
 void heap_init(void)
 {
     uint64_t nursery_bytes = (env_size("LC_NURSERY", DEFAULT_NURSERY) + (CHUNK_WORDS * 8 - 1)) & ~(CHUNK_WORDS * 8 - 1);
