@@ -1,4 +1,4 @@
-"""Chapter 10's collector: a nursery that is copied, pinning, the write barrier, blocks without a layout.
+"""Chapter 10b's collector: a nursery that is copied, pinning, the write barrier, blocks without a layout.
 
 A collector bug shows up as a wrong output or a crash far from its cause, so these programs
 check their own results (or are compared with the reference interpreter), and they run with a
