@@ -543,18 +543,19 @@ print(CompileErrors([unknown, branch]).render())
 # is: `lc` paints `error:` and `runtime error:` red, `warning:` magenta
 # and the place `FILE:LINE:COL:` bold, as gcc and clang both do, `note:`
 # cyan, as gcc does, and the caret green, as clang does (gcc paints it in
-# the colour of its message). Colour
-# is made of ANSI escape sequences, `ESC [ 1;31 m` … `ESC [ 0 m`, which a
-# terminal obeys and a file keeps as garbage; so `lc` paints only when
-# asked. `lc run --color=always` (and the same option of `lc build`, `lc
-# show` and `lc repl`) paints, `--color=never` does not, and
-# `--color=auto`, the default, paints when standard error is a terminal
-# and the environment variable `NO_COLOR` is unset or empty (the
-# convention of no-color.org). The switch is `POLICY["color"]`, read by
-# `paint` each time a message is rendered; everything else — the golden
-# files of the tests (the messages they expect, word for word, in
-# `tests/errors/`), the notebooks, `%%L` — renders without colour. The escape sequences of
-# one warning, made visible with `repr`:
+# the colour of its message). Colour is made of ANSI escape sequences,
+# `ESC [ 1;31 m` … `ESC [ 0 m`, which a terminal obeys and a file keeps as
+# garbage; so `lc` paints only when asked. `lc run --color=always` (and
+# the same option of `lc build`, `lc show` and `lc repl`) paints,
+# `--color=never` does not, and `--color=auto`, the default, paints when
+# standard error is a terminal and the environment variable `NO_COLOR` is
+# unset or empty (the convention of no-color.org). The switch is
+# `POLICY["color"]`, read by `paint` each time a message is rendered;
+# everything else — the notebooks, `%%L`, and the golden files of the
+# tests (the messages they expect, word for word, in `tests/errors/`),
+# but for the one `.ansi` file that holds what `--color=always` writes —
+# renders without colour. The escape sequences of one warning, made
+# visible with `repr`:
 
 # %%
 painted = Source("paint.l", "def f(n) = match (n) { _ -> 1; 0 -> 2 }\n")
@@ -948,10 +949,11 @@ print(type(lexer).__name__, "with", len(lexer.tokens["root"]), "rules")
 #
 # 1. In `Diagnostic.render`, when `line > 1`, add `source.line_text(line -
 #    1)` before the line in error (dimmed with the terminal's `\x1b[2m` and
-#    `\x1b[0m` only when colour is on, as `paint` does: golden files must
-#    stay plain text). Every golden file whose error is not on line 1
-#    changes — which is most of them, and is why a change of format is a change of the
-#    contract, made once for every stage.
+#    `\x1b[0m` only when colour is on, as `paint` does: the `.err` golden
+#    files must stay plain text). Every golden file with a message (an
+#    error, a note or a warning) below line 1 changes — which is most of
+#    them, and is why a change of format is a change of the contract, made
+#    once for every stage.
 # 2. Loop from the span's first line to the line of `span.end - 1`: print
 #    each line, with the caret under the start on the first, `~` from the
 #    first column on the lines in between, and up to the end column on the
