@@ -23,8 +23,9 @@ What this appendix promises:
   interpreter instead; `lc build FILE -o EXE` writes an executable (without
   `-o`, in the working directory, named after the source: `hello.l` gives
   `hello`); `lc repl` reads definitions and expressions one at a time,
-  with line editing, a history and the commands `:help`, `:type`, `:load`,
-  `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+  with the commands `:help`, `:type`, `:load`, `:reset` and `:quit`, and
+  on a terminal with line editing and a history. `-O0` leaves out chapter
+  9's optimiser.
   `lc run` runs a program it has compiled before, unchanged, without
   compiling it again ([chapter
   11](11_running.ipynb#running-again-without-compiling-a-cache-of-programs));

@@ -5,8 +5,10 @@
 How the book's compiler shows things to a person: a mistake in a program,
 at its line and column, with the line and a caret under the place; a tree
 of boxes, drawn as a picture that also says in words what it shows; L code
-in colour. Every chapter uses these three small modules (the third through
-the site, which colours its L), and none of them is what a chapter is
+in colour. The chapters use these three small modules throughout: the
+errors in chapter 1's parser of additions and in every chapter from 4
+on, which read L; the pictures in all but chapters 9, 10b and 12; the
+colours wherever the site shows L. None of them is what a chapter is
 about, so they live here, in the first of the book's three appendices —
 the workshop — instead of in the chapter that happened to need them
 first.
@@ -30,7 +32,8 @@ What this appendix promises:
   raised: `report_warnings` hands a compilation's warnings, in the order
   of the source, to `POLICY["sink"]` (a file, a list, or nowhere), or,
   with `POLICY["warnings_are_errors"]` (`-Werror`), raises them as errors.
-  With `POLICY["color"]` on, every message is painted in gcc's colours.
+  With `POLICY["color"]` on, every message is painted, in the colours
+  of gcc and clang.
 - A `Picture` of trees of `Box`es is SVG text, the same on every run, in
   which the boxes of one level never overlap and a parent is centred over
   its children; Jupyter shows it as a picture, and its `alt`, a description
@@ -107,7 +110,7 @@ POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: s
           "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
           "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
 COLOURS = {"error": "1;31", "runtime error": "1;31", "warning": "1;35", "note": "1;36",   # as gcc's
-           "place": "1", "caret": "1;32"}
+           "place": "1", "caret": "1;32"}                                                  # as clang's
 
 
 def paint(what: str, text: str) -> str:

@@ -21,7 +21,8 @@ What this appendix promises:
   raised: `report_warnings` hands a compilation's warnings, in the order
   of the source, to `POLICY["sink"]` (a file, a list, or nowhere), or,
   with `POLICY["warnings_are_errors"]` (`-Werror`), raises them as errors.
-  With `POLICY["color"]` on, every message is painted in gcc's colours.
+  With `POLICY["color"]` on, every message is painted, in the colours
+  of gcc and clang.
 - A `Picture` of trees of `Box`es is SVG text, the same on every run, in
   which the boxes of one level never overlap and a parent is centred over
   its children; Jupyter shows it as a picture, and its `alt`, a description

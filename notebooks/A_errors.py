@@ -17,8 +17,10 @@
 # How the book's compiler shows things to a person: a mistake in a program,
 # at its line and column, with the line and a caret under the place; a tree
 # of boxes, drawn as a picture that also says in words what it shows; L code
-# in colour. Every chapter uses these three small modules (the third through
-# the site, which colours its L), and none of them is what a chapter is
+# in colour. The chapters use these three small modules throughout: the
+# errors in chapter 1's parser of additions and in every chapter from 4
+# on, which read L; the pictures in all but chapters 9, 10b and 12; the
+# colours wherever the site shows L. None of them is what a chapter is
 # about, so they live here, in the first of the book's three appendices —
 # the workshop — instead of in the chapter that happened to need them
 # first.
@@ -27,13 +29,15 @@
 # <div class="admonition abstract">
 # <p class="admonition-title">Needs / Builds</p>
 #
-# **Needs:** Python, and [Pygments](https://pygments.org) for the colours;
-# nothing from the chapters: they all stand on this appendix.
+# **Needs:** Python, and [Pygments](https://pygments.org) for the colours.
+# The three modules need nothing from the chapters, which all stand on
+# them; only one picture below borrows the type checker of [chapter
+# 5](05_types.ipynb), to find a real mistake in a program.
 #
 # **Builds:** the module `lcompiler.errors` — `Source`, `Span`,
 # `Diagnostic`, `CompileError` with its notes, `Note`, `CompileErrors`,
 # `raise_errors`, `CompileWarning` and `report_warnings`, `POLICY` (the
-# switches `lc`'s options set) and `paint`, `RunError`; the module
+# switches `lc`'s options set), `COLOURS` and `paint`, `RunError`; the module
 # `lcompiler.drawing` — `Box` and `Picture`; and the module
 # `lcompiler.highlight`, the Pygments lexer `LLexer`.
 #
@@ -93,7 +97,8 @@
 #   raised: `report_warnings` hands a compilation's warnings, in the order
 #   of the source, to `POLICY["sink"]` (a file, a list, or nowhere), or,
 #   with `POLICY["warnings_are_errors"]` (`-Werror`), raises them as errors.
-#   With `POLICY["color"]` on, every message is painted in gcc's colours.
+#   With `POLICY["color"]` on, every message is painted, in the colours
+#   of gcc and clang.
 # - A `Picture` of trees of `Box`es is SVG text, the same on every run, in
 #   which the boxes of one level never overlap and a parent is centred over
 #   its children; Jupyter shows it as a picture, and its `alt`, a description
@@ -106,7 +111,8 @@
 #
 # Every error this book's compiler reports looks the same, the way C
 # compilers report them: the file, the line and the column, the message,
-# then the line itself with a caret under the place:
+# then the line itself with a caret under the place. Here is what chapter
+# 1's little parser of additions says of `3 + + 4`:
 #
 # ```text
 # <expression>:1:5: error: expected a number, a variable or '('
@@ -114,11 +120,11 @@
 #     ^
 # ```
 #
-# That format is the contract of every stage, from chapter 1's little
-# parser of additions to the type checker of chapter 5 and the runtime
-# errors of the native code. Its pieces are a `Source` (a name and its
-# text), a `Span` (a stretch of a source), and `Diagnostic`, an exception
-# that knows where the mistake is and how to show it.
+# That format is the contract of every stage, from that parser to the
+# type checker of chapter 5 and the runtime errors of the native code.
+# Its pieces are a `Source` (a name and its text), a `Span` (a stretch of
+# a source), and `Diagnostic`, an exception that knows where the mistake
+# is and how to show it.
 
 # %%
 #| export
@@ -185,7 +191,7 @@ POLICY = {"color": False,                  # lc's --color and NO_COLOR decide: s
           "warnings_are_errors": False,    # lc's -Werror: see "Warnings"
           "sink": None}                    # where the warnings go: a file (lc: stderr), a list, or nowhere
 COLOURS = {"error": "1;31", "runtime error": "1;31", "warning": "1;35", "note": "1;36",   # as gcc's
-           "place": "1", "caret": "1;32"}
+           "place": "1", "caret": "1;32"}                                                  # as clang's
 
 
 def paint(what: str, text: str) -> str:
@@ -250,13 +256,14 @@ print(CompileError("expected Int, found Bool", Span(tabbed, 16, 20)).render())
 # the shaded characters whatever width a terminal gives a tab.
 #
 # A row of characters is not a tree of boxes, so this picture writes its
-# SVG itself, with the sizes and colours of `lcompiler.drawing` (the
-# section "Pictures of the book's data" below), as chapter 5's picture of
-# its components does:
+# SVG itself, with the colours and the width of a character of
+# `lcompiler.drawing` (the section "Pictures of the book's data" below), as
+# chapter 5's picture of its components does. Like a `Picture`, it is shown
+# with its description in words (the section says why):
 
 # %%
 import html
-from xml.etree import ElementTree
+from dataclasses import dataclass
 
 from lcompiler import drawing, errors          # errors: the package's, which the compiler raises
 from lcompiler.types import check_types       # chapter 5's type checker: it finds the mistake
@@ -265,12 +272,15 @@ SHOWN = {"\n": "⏎", "\t": "⇥", " ": "·"}      # the characters a cell canno
 CELL, ROW = 24, 44                            # pixels: a character's cell, a row of cells with its offsets
 
 
-class Drawing(str):
-    """SVG text that Jupyter shows as a picture, with its description, alt."""
+@dataclass
+class Drawing:
+    """SVG text that Jupyter shows as a picture, with alt, its description in words, as its plain-text
+    form and in its metadata, as a Picture is shown."""
+    svg: str
+    alt: str
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
-        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+        return {"image/svg+xml": self.svg, "text/plain": self.alt}, {"alt": self.alt}
 
 
 # %%
@@ -324,7 +334,7 @@ def span_picture(source: Source) -> Drawing:
         [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
          f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
          f"<title>{html.escape(alt)}</title>", f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-         *shapes, "</svg>"]))
+         *shapes, "</svg>"]), alt)
 
 
 span_picture(tabbed)
@@ -411,8 +421,9 @@ def raise_errors(errors: list) -> None:
 # `CompileWarning` renders like an error, with `warning` for `error`, and
 # is not raised: `report_warnings` hands the warnings of a compilation, in
 # the order of the source, to `POLICY["sink"]`, and the compilation goes on.
-# The sink is where the warnings go: `lc` makes it its standard error, the
-# REPL and `%%L` a list, whose warnings they show with the entry's output;
+# The sink is where the warnings go: `lc` makes it its standard error; the
+# REPL and the `%%L` cell magic of [chapter 11](11_running.ipynb) make it a
+# list, whose warnings they show with the entry's output;
 # by default, for a program that calls the compiler as a library — the
 # notebooks, the tests — it is `None`, and the warnings are dropped
 # (`pattern_warnings`, in chapter 5, computes them for whoever wants them).
@@ -444,7 +455,10 @@ def report_warnings(warnings: list, file=None) -> None:
 
 
 # %% [markdown]
-# A warning, and the same with `-Werror`:
+# A warning, made by hand with the message and the span chapter 5 gives
+# it, and the same with `-Werror`. (Chapter 5 finds two more in this line:
+# `false` binds a new variable too, and its clause can never match, since
+# the variable `true` before it matches every value.)
 
 # %%
 import sys
@@ -526,18 +540,22 @@ print(CompileErrors([unknown, branch]).render())
 # ## Colour on a terminal
 #
 # On a terminal, colour helps the eye find the word that says what a line
-# is: `lc` paints `error:` and `runtime error:` red, `warning:` magenta, `note:` cyan, the place
-# `FILE:LINE:COL:` bold, and the caret green, as gcc and clang do. Colour
-# is made of ANSI escape sequences, `ESC [ 1;31 m` … `ESC [ 0 m`, which a
-# terminal obeys and a file keeps as garbage; so `lc` paints only when
-# asked. `lc run --color=always` (and the same option of `lc build`, `lc
-# show` and `lc repl`) paints, `--color=never` does not, and
-# `--color=auto`, the default, paints when standard error is a terminal
-# and the environment variable `NO_COLOR` is unset or empty (the
-# convention of no-color.org). The switch is `POLICY["color"]`, read by
-# `paint` each time a message is rendered; everything else — golden files,
-# the notebooks, `%%L` — renders without colour. The escape sequences of
-# one warning, made visible with `repr`:
+# is: `lc` paints `error:` and `runtime error:` red, `warning:` magenta
+# and the place `FILE:LINE:COL:` bold, as gcc and clang both do, `note:`
+# cyan, as gcc does, and the caret green, as clang does (gcc paints it in
+# the colour of its message). Colour is made of ANSI escape sequences,
+# `ESC [ 1;31 m` … `ESC [ 0 m`, which a terminal obeys and a file keeps as
+# garbage; so `lc` paints only when asked. `lc run --color=always` (and
+# the same option of `lc build`, `lc show` and `lc repl`) paints,
+# `--color=never` does not, and `--color=auto`, the default, paints when
+# standard error is a terminal and the environment variable `NO_COLOR` is
+# unset or empty (the convention of no-color.org). The switch is
+# `POLICY["color"]`, read by `paint` each time a message is rendered;
+# everything else — the notebooks, `%%L`, and the golden files of the
+# tests (the messages they expect, word for word, in `tests/errors/`),
+# but for the one `.ansi` file that holds what `--color=always` writes —
+# renders without colour. The escape sequences of one warning, made
+# visible with `repr`:
 
 # %%
 painted = Source("paint.l", "def f(n) = match (n) { _ -> 1; 0 -> 2 }\n")
@@ -610,13 +628,19 @@ class Box:
 
 
 # %% [markdown]
-# A picture lays its trees out the classic way: a leaf takes the width of its
-# label; a parent is centred over its children, whose subtrees sit side by
-# side in bands that never overlap — a parent wider than its children makes
-# its band wider, not its neighbours' boxes hidden. Every position is
-# computed from the data, with no randomness, so the picture is the same on
-# every run and the tests can compare it like any other output
-# (`tests/test_drawing.py` checks the layout on random trees).
+# A picture lays its trees out the simplest way that keeps the promises: a
+# leaf takes the width of its box, made to fit its label; a parent is
+# centred over its children, whose subtrees sit side by side in bands that
+# never overlap — a parent wider than its children makes its band wider,
+# not its neighbours' boxes hidden. (A tidier layout, Reingold and
+# Tilford's of 1981
+# ([bibliography](../bibliography.md#papers-and-books)), moves two
+# neighbouring subtrees as close together as their outlines allow, level
+# by level; a band leaves empty the room beside a narrow top, and needs no
+# outlines.) Every position is computed from the data, with no
+# randomness, so the picture is the same on every run and the tests can
+# compare it like any other output (`tests/test_drawing.py` checks the
+# layout on random trees).
 
 # %%
 #| export drawing
@@ -758,7 +782,8 @@ class Picture:
 #
 # Graphviz draws graphs better than a hundred-odd lines of Python, but it
 # is a program to install, its SVG changes with its version, and the book must
-# build on a machine that has only Python. Matplotlib is installed, but a
+# build on a machine that has only Python's packages and the C compiler
+# the runtime needs. Matplotlib is installed, but a
 # plot is a poor way to show boxes and arrows. Writing the SVG ourselves costs
 # those hundred-odd lines (the four cells above), keeps every picture
 # deterministic (the tests compare the stored pictures with fresh ones,
@@ -768,18 +793,24 @@ class Picture:
 # </div>
 
 # %% [markdown]
-# Two panels, an arrow between two named boxes, and edges that point up,
-# to the parent — in both panels, since `edges` is the whole picture's:
-# the ways the chapters use a picture:
+# Two panels, an arrow between two named boxes, labels on edges, and
+# edges that point up, to the parent — in both panels, since `edges` is
+# the whole picture's: the ways the chapters use a picture. An edge's label
+# is written to the right of the edge's middle, where it has room on a
+# chain of boxes, as here; under a narrow parent, the labels of two
+# children would run into each other.
 
 # %%
-sum_tree = Box("+", [Box("3", edge="left"), Box("+", [Box("2"), Box("4")], "blue", "right", name="inner")], "blue")
-chain_up = Box("Halt()", [Box("Print(%2)", [Box("%2 = add 3, %1", [Box("%1 = add 2, 4", name="first")])])], "red")
+sum_tree = Box("+", [Box("3"), Box("+", [Box("2"), Box("4")], "blue", name="inner")], "blue")
+chain_up = Box("Halt()", [Box("Print(%2)", [Box("%2 = add 3, %1", [Box("%1 = add 2, 4", name="first", edge="%1")],
+                                                edge="%2")])], "red")
 Picture([("3 + (2 + 4)", [sum_tree]), ("its instructions, each pointing at the next", [chain_up])],
-        alt="Two panels. The tree of 3 + (2 + 4): a + whose left child is 3 and whose right child is a + of 2 "
-            "and 4. Beside it, the instructions that compute it, from the last, Halt, up to the first, "
-            "%1 = add 2, 4, each edge pointing up to the instruction that follows it; a dashed arrow goes "
-            "from the inner + of the tree to the first instruction, which computes it.",
+        alt="Two panels. The tree of 3 + (2 + 4), each edge pointing up from a child to its parent: a + whose "
+            "left child is 3 and whose right child is a + of 2 and 4. Beside it, the instructions that compute "
+            "it, from the last, Halt, up to the first, %1 = add 2, 4, each edge pointing up to the instruction "
+            "that follows it; the edge that leaves %1 = add 2, 4 is labelled %1, the one that leaves "
+            "%2 = add 3, %1 is labelled %2: the value each hands on. A dashed arrow goes from the inner + of "
+            "the tree to the first instruction, which computes it.",
         edges="up", arrows=[("inner", "first")])
 
 # %% [markdown]
@@ -835,12 +866,14 @@ class LLexer(RegexLexer):
 
 # %% [markdown]
 # Pygments finds a lexer by name through the entry point, so asking for `l`
-# checks that the package is installed and registers ours:
+# checks that the package is installed and registers ours; the lexer's
+# table has a rule a line:
 
 # %%
 from pygments.lexers import get_lexer_by_name
 
-type(get_lexer_by_name("l")).__name__  # noqa: B018  (the cell shows it)
+lexer = get_lexer_by_name("l")
+print(type(lexer).__name__, "with", len(lexer.tokens["root"]), "rules")
 
 # %% [markdown]
 # <div class="admonition note">
@@ -852,8 +885,8 @@ type(get_lexer_by_name("l")).__name__  # noqa: B018  (the cell shows it)
 # comments and blanks included, to be printed in their colours — while our
 # lexer drops comments and blanks, keeping only the separation they make.
 # And a highlighter must colour text that has mistakes in it — this
-# appendix's own error examples — where our lexer reports them. Twelve
-# regular expressions do the job; the price is that a new keyword must be
+# appendix's own error examples — where our lexer reports them. The
+# twelve regular expressions of its table do the job; the price is that a new keyword must be
 # added in two places — as `exception`, `try` and `catch` were — which
 # `tests/test_syntax.py` checks: every keyword of chapter 4a's lexer is a
 # keyword here.
@@ -916,10 +949,11 @@ type(get_lexer_by_name("l")).__name__  # noqa: B018  (the cell shows it)
 #
 # 1. In `Diagnostic.render`, when `line > 1`, add `source.line_text(line -
 #    1)` before the line in error (dimmed with the terminal's `\x1b[2m` and
-#    `\x1b[0m` only when colour is on, as `paint` does: golden files must
-#    stay plain text). Every golden file whose error is not on line 1
-#    changes — which is most of them, and is why a change of format is a change of the
-#    contract, made once for every stage.
+#    `\x1b[0m` only when colour is on, as `paint` does: the `.err` golden
+#    files must stay plain text). Every golden file with a message (an
+#    error, a note or a warning) below line 1 changes — which is most of
+#    them, and is why a change of format is a change of the contract, made
+#    once for every stage.
 # 2. Loop from the span's first line to the line of `span.end - 1`: print
 #    each line, with the caret under the start on the first, `~` from the
 #    first column on the lines in between, and up to the end column on the
@@ -928,12 +962,19 @@ type(get_lexer_by_name("l")).__name__  # noqa: B018  (the cell shows it)
 #    end of its line). It needs a span that does cross lines: a `match` left
 #    without its closing brace, whose error could span from its `{` to the
 #    end of the file.
-# 3. `_layout` computes a box's horizontal centre from its children's
-#    centres, and its depth gives its height; swap the roles: place a box's
-#    vertical centre from its children's, and its x from its depth (`depth * (widest label at that
-#    depth + GAP)`, so that long labels do not overlap). `_draw` swaps x and
+# 3. `_layout` places siblings side by side, each subtree in a band as wide
+#    as it needs, and `_draw` turns a box's depth into its y. Swap the
+#    roles. In `_layout`, siblings are stacked down the page: a leaf's band
+#    is the height of a box, `BOX_H`, instead of the width of its label,
+#    and a parent's y is the middle of its children's (the room kept for a
+#    parent wider than its children is no longer needed: every box has the
+#    same height). A box's x comes from its depth, but the levels are no
+#    longer equally deep: the x of depth d is the sum, over the depths
+#    before it, of the widest box at that depth plus a gap, which needs a
+#    first walk that finds the widest box of each depth. `_draw` swaps x and
 #    y for rectangles and edges, and an edge leaves the right side of the
-#    parent for the left side of the child. The tests of
+#    parent for the left side of the child; `Picture.svg` computes the
+#    picture's width and height from the new extents. The tests of
 #    `tests/test_drawing.py` carry over with the axes swapped.
 # 4. Add a rule before the one for names, matching a `.` followed by a name,
 #    with `bygroups(Operator, Name.Function)` from `pygments.lexer`; the

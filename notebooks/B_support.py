@@ -107,7 +107,8 @@ for path in sorted(Path(lcompiler.__file__).parent.glob("*.py")):
 # %% [markdown]
 # Drawn as a grid: a row per name that some module imports, in the order
 # of this appendix; a column per module that imports one, in the order of
-# the chapters it comes from; a dot where the module imports the name. Look
+# the chapters it comes from; a dot where the module imports the name; and
+# at the end of a row, how many modules import the name. Look
 # for the blocks the dots make: the paused collector in nearly every
 # stage, and the recursion limit with its room in the recursive ones; the
 # target machine and the child process at the two ends of the book,
@@ -119,17 +120,20 @@ for path in sorted(Path(lcompiler.__file__).parent.glob("*.py")):
 
 # %%
 import html
-from xml.etree import ElementTree
+from dataclasses import dataclass
 
 from lcompiler.drawing import BOX_H, CHAR_W, STYLES
 
 
-class Drawing(str):
-    """SVG text that Jupyter shows as a picture, with its description, alt."""
+@dataclass
+class Drawing:
+    """SVG text that Jupyter shows as a picture, with alt, its description in words, as its plain-text
+    form and in its metadata, as a Picture of appendix A is shown."""
+    svg: str
+    alt: str
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
-        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+        return {"image/svg+xml": self.svg, "text/plain": self.alt}, {"alt": self.alt}
 
 
 def users_picture(users: dict, chapter: dict) -> Drawing:
@@ -166,7 +170,7 @@ def users_picture(users: dict, chapter: dict) -> Drawing:
         [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
          f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
          f"<title>{html.escape(alt)}</title>", f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-         *shapes, "</svg>"]))
+         *shapes, "</svg>"]), alt)
 
 
 users_picture(users, chapter)
@@ -182,7 +186,8 @@ users_picture(users, chapter)
 # Python frees most objects as soon as the last reference to them goes.
 # What reference counting cannot free — cycles, objects that refer to each
 # other — a second collector finds, by walking the objects that might be in
-# a cycle; it looks at the youngest each time 700 more objects have been
+# a cycle (containers: lists, dicts, instances of classes, not numbers or
+# strings); it looks at the youngest each time 700 more of them have been
 # made than freed, and at older ones, whole, now and then. A stage of the
 # compiler makes hundreds of thousands of small objects and frees none until
 # it ends: tokens, spans, tree nodes, CPS terms. The collector does not know
@@ -190,10 +195,11 @@ users_picture(users, chapter)
 # the large programs of [chapter 4a](04a_syntax.ipynb#how-fast-and-how-it-scales)'s
 # measurements it costs a good part of the parsing time (the chapter prints
 # how much), for nothing: tokens, spans and tree nodes never form cycles.
-# So every stage that builds a big structure — the lexer and the parser,
-# type inference, monomorphisation, the conversion to CPS, the optimiser,
-# closure conversion, the back end, the driver that splits a module — runs
-# with the collector paused. Paused, not turned off: what it
+# So every stage that builds or walks a big structure — the lexer and the
+# parser, desugaring and name resolution, type inference,
+# monomorphisation, the conversion to CPS, the optimiser, closure
+# conversion, the back end, the driver that splits a module, and chapter
+# 6's reader and checker of CPS text — runs with the collector paused. Paused, not turned off: what it
 # would have found, it finds at its next look after the stage.
 
 # %%
@@ -245,7 +251,8 @@ print("after:", gc.isenabled())
 # --interp`). `NESTING_LIMIT`, twenty thousand frames, is thousands of
 # levels of nesting; chapter 4a shows what happens past it — a located
 # error, not a crash — and [chapter 7](07_cps_convert.ipynb) asks for fifty
-# times as much, for its higher-order translation.
+# times as much, for its higher-order translation, as does the
+# monomorphiser of [chapter 5b](05b_mono.ipynb).
 
 # %%
 #| export
@@ -316,7 +323,8 @@ print("the limit restored after:", sys.getrecursionlimit() == before)
 #
 # One setting is the book's own, for both: where an innermost loop starts.
 # LLVM places the first instruction of a loop at an address that is a
-# multiple of 16, as gcc -O2 does. A loop of a few instructions can then
+# multiple of 16, as gcc -O2 does where that takes at most ten bytes of
+# padding. A loop of a few instructions can then
 # straddle a 64-byte boundary of the code, and on the processor this book
 # was measured on such a loop runs much slower than the same loop placed
 # inside one 64-byte line: `takl`, whose time is a loop of six
@@ -752,7 +760,7 @@ def child_picture(runs: list) -> Drawing:
          f"<title>{html.escape(alt)}</title>",
          '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
          '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
-         f'<rect width="{width}" height="{height}" fill="#ffffff"/>', *shapes, "</svg>"]))
+         f'<rect width="{width}" height="{height}" fill="#ffffff"/>', *shapes, "</svg>"]), alt)
 
 
 # %% [markdown]
@@ -974,12 +982,15 @@ print("after:", gc.get_threshold())
 #
 # ## What the tests check
 #
-# `tests/test_support.py` holds this appendix's promises: the collector and
-# the recursion limit are as they were after a pause or a raise, an
-# exception inside included; `run_in_child` returns what a child wrote on
-# each stream and its status, for a status, a crash and a time limit;
-# `on_big_stack` hands back results and exceptions; and no other module of
-# the package defines a name of this module — each imports it from here.
+# `tests/test_support.py` holds this appendix's promises: the collector, its
+# thresholds and the recursion limit are as they were after a pause or a
+# raise, an exception inside included; `run_in_child` returns what a
+# child wrote on each stream (what C still buffered included) and its
+# status, for a status, a crash and a time limit, and kills a child that
+# ignores `SIGTERM` after the grace period; `on_big_stack` hands back
+# results and exceptions; the JIT and an executable get the code models
+# they need; and no other module of the package defines a name of this
+# module — each imports it from here.
 # They run with the rest: `tests/test_interp.py` stops a running program with
 # an interrupt and runs recursions a million calls deep, and
 # `tests/test_native.py` runs every compiled program in a child.
@@ -1012,7 +1023,9 @@ print("after:", gc.get_threshold())
 #    (5.3 and later). `signal.alarm` works everywhere, but only in the main
 #    thread, with whole seconds, and it interrupts whatever else the process
 #    is doing; polling works everywhere at the cost of waking up 200 times a
-#    second, which is nothing next to compiling the program.
+#    second, which is nothing next to compiling the program. On macOS,
+#    `select.kqueue` with a `KQ_FILTER_PROC` event for `KQ_NOTE_EXIT` waits
+#    for the child's end without polling, as `pidfd_open` does on Linux.
 # 2. A file never fills: the child can write as much as it likes to its
 #    standard error while nobody reads it. A second pipe must be read at
 #    the same time as the first — `select` on both read ends, until both

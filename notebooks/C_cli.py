@@ -66,8 +66,9 @@
 #   interpreter instead; `lc build FILE -o EXE` writes an executable (without
 #   `-o`, in the working directory, named after the source: `hello.l` gives
 #   `hello`); `lc repl` reads definitions and expressions one at a time,
-#   with line editing, a history and the commands `:help`, `:type`, `:load`,
-#   `:reset`, `:quit` on a terminal. `-O0` leaves out chapter 9's optimiser.
+#   with the commands `:help`, `:type`, `:load`, `:reset` and `:quit`, and
+#   on a terminal with line editing and a history. `-O0` leaves out chapter
+#   9's optimiser.
 #   `lc run` runs a program it has compiled before, unchanged, without
 #   compiling it again ([chapter
 #   11](11_running.ipynb#running-again-without-compiling-a-cache-of-programs));
@@ -842,12 +843,16 @@ print(done.stdout, end="")
 # - `tests/test_errors.py` runs `lc` as a user would, on the mistakes of a
 #   user and of the machine: an executable that cannot be written, inputs
 #   that cannot be read, no C compiler, an output that cannot be written, a
-#   reader that goes away, a bad option; each gets a clear message and exit
-#   status 1, never a traceback, never 3. It checks `--version`, `--help`
-#   with its environment variables, and the golden messages through `lc`.
+#   bad option; each gets a clear message and exit status 1, never a
+#   traceback, never 3. A reader of the output that goes away (`lc run p.l
+#   | head -1`) is no one's mistake: `lc` stops, or carries on, quietly. It
+#   checks `--version`, `--help` with its environment variables, and the
+#   golden messages through `lc`.
 # - `tests/test_corpus.py` runs `lc run` and `lc show` on the corpus, with
 #   exit statuses 0, 1 and 2 where the programs say; `tests/test_native.py`
-#   runs `lc run`, `lc build` and `lc repl` against the interpreter;
+#   checks `lc run` against `lc run --interp`, the executable of `lc build`
+#   against `lc run`, `lc show`'s LLVM before and after LLVM's optimiser,
+#   and `lc repl` on its standard input;
 #   `tests/test_addlang.py` runs `lc add`, natively and interpreted, and on
 #   mistakes — an unbound variable, reported at its place; an expression
 #   nested five thousand parentheses deep — which must be errors with status
@@ -855,8 +860,12 @@ print(done.stdout, end="")
 # - `tests/test_cli.py` checks the registry: each command once, and no
 #   function of the module that no command runs; that `lc --help` and `lc
 #   --version` import no stage of the compiler (the modules a child process
-#   imports, as `python -X importtime` lists them), that `VERSION` is
-#   `pyproject.toml`'s, and chapter 11's cache of programs through `lc run`.
+#   imports, each reported by a finder put first on `sys.meta_path`, which
+#   also sees the modules imported by name), that `VERSION` is
+#   `pyproject.toml`'s; the smaller conveniences shown above (standard
+#   input, `lc build` without `-o`, five settings that cannot be read, both
+#   ways, a C compiler that is not there, a misspelt stage); and chapter
+#   11's cache of programs through `lc run`.
 # - `tests/test_drawing.py` reads this appendix's two pictures back from the
 #   stored notebook: the commands and their arguments must be those that
 #   `lc COMMAND --help` writes in its usage line, and the modules those that
@@ -888,8 +897,8 @@ print(done.stdout, end="")
 #    `pipeline.names()` before running anything (one `UsageError` that names
 #    every unknown stage), then print `pipeline.show(name, source)` for each,
 #    under `== name ==`. Each `show` compiles from the start; to compile once,
-#    walk `pipeline.stages_of(source)` and print the stages asked for as
-#    they come, each with its `stage.show(value, unit)` (before the next
+#    walk `pipeline.stages_of(source, upto=...)`, up to the last of the
+#    stages asked for, and print those as they come, each with its `stage.show(value, unit)` (before the next
 #    stage runs, since a later stage may change the graph of an earlier one
 #    in place; `tests/test_solutions.py` checks that both ways print the
 #    same).
