@@ -820,12 +820,15 @@ from xml.etree import ElementTree
 from lcompiler.drawing import BOX_H, CHAR_W, GAP, STYLES
 
 
-class SVGText(str):
-    """An SVG text that Jupyter shows as a picture, with its description (as in chapter 5)."""
+@dataclass
+class SVGText:
+    """An SVG text that Jupyter shows as a picture, with its description (its title) as its plain-text
+    form and in its metadata. (Not a subclass of str: IPython prints a str as its text, whatever else it offers.)"""
+    svg: str
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        alt = ElementTree.fromstring(self).findtext("{http://www.w3.org/2000/svg}title")
-        return {"image/svg+xml": str(self), "text/plain": alt}, {"alt": alt}
+        alt = ElementTree.fromstring(self.svg).findtext("{http://www.w3.org/2000/svg}title")
+        return {"image/svg+xml": self.svg, "text/plain": alt}, {"alt": alt}
 
 
 def calls_of(program: c.Program, names: set) -> list:
