@@ -909,12 +909,13 @@ class Desugar(Desugar):
 
     @staticmethod
     def _operator(left, right, span: Span) -> Span:
-        """The span of a binary operator: the text between its operands, trimmed."""
+        """The span of a binary operator: the text between its operands, trimmed of blanks and of the
+        parentheses around an operand (an operand's span leaves out its parentheses: `1 / (1 - 1)`)."""
         text = span.source.text
         start, end = left.span.end, right.span.start
-        while start < end and text[start] in " \t\r\n":
+        while start < end and text[start] in " \t\r\n)":
             start += 1
-        while end > start and text[end - 1] in " \t\r\n":
+        while end > start and text[end - 1] in " \t\r\n(":
             end -= 1
         return Span(span.source, start, end) if start < end else span
 
