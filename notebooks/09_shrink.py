@@ -181,10 +181,12 @@ print(cps.show(program), end="")
 # shrinking starts again, copies again (18, 19, 21, 22), and the last
 # third is arithmetic and cleaning: `fold` computes `7 + 5`, `5 * 12` and
 # `60 == 60` (30–32), `known_case` follows the `case` on the now known
-# `true` (33), and the assertion's failing branch and every constant
-# computed on the way die (34–41). The picture of the program before, with
-# its functions (blue), its continuations (yellow) and its jumps (arrows),
-# and after:
+# `true` (33), the branch taken, `ok`, moves to the jump that now goes to
+# it (34), and the assertion's failing branch and every constant computed
+# on the way die (35–41). The picture of the program before, with its
+# functions (blue), its continuations (yellow) and, as arrows, the places
+# that go to a continuation — a jump, an arm of the `case`, a call
+# returning there — and after:
 
 # %%
 from IPython.display import SVG, display
@@ -213,7 +215,7 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | rule | before | after | when |
 # |---|---|---|---|
 # | `dead_value` | `let x = p in t` | `t` | `x` unused, `p` pure |
-# | `dead_continuation` | `letcont k x̄ = h in t` | `t` | `k` unused outside `h` |
+# | `dead_continuation` | `letcont k x̄ = h in t` | `t` | `k` unused, or used once or twice and only inside `h` |
 # | `inline_continuation_once` (β) | `letcont k x̄ = h in C[k ȳ]` | `C[h[ȳ/x̄]]` | `k` used once, by a jump |
 # | … on a raise | `letcont k e = h in C[k y raise@ℓ]` | `C[h'[y/e]]`, `h'`: `h` with each `x e` raise`@ℓ` | `k` used once, by a raise; `x` an exception continuation |
 # | `inline_function_once` (β) | `let f = λk x̄. b in C[f k' ȳ]` | `C[b[k'/k, ȳ/x̄]]` | `f` used once, by a call |
@@ -226,9 +228,10 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | `known_call` | `let f = closure(c, ȳ) in C[f k z̄]` | `C[direct c k (f, z̄)]` | after closure conversion |
 # | `dead_parameter` | `letcont k (x̄, y, z̄) = h in t` | drop `y` and its argument in every jump | `y` unused, `k` only jumped to |
 # | `unbox` | `letcont k (…, x, …) = h in t` | `x` becomes `x₀ … xₙ₋₁`; `let x = (x₀ … xₙ₋₁)` before a `fail` or call that needs `x` whole | `x` only projected, or passed to `fail` or a call; every jump passes a known n-tuple |
-# | `dead_definition` | `private g = …` | (gone) | `g` unused (a dynamic one stays, `unused`, for its effects) |
+# | `dead_definition` | `private g = …` | (gone) | `g` unused (a dynamic one stays, `unused`, for its effects), or a function used only by itself |
 # | `inline_global_once` | `private f = λk x̄. b` … `f k' ȳ` | `b[k'/k, ȳ/x̄]` at the call | one call, body ≤ `MOVE_LIMIT` |
-# | `static_definition` | `private g = do { x = c; halt x }` | `private g = c` | |
+# | `static_definition` | `g = do { x = c; halt x }` | `g = c` | |
+| … an alias | `g = do { halt h }` | (gone), `t[h/g]` | `h` static |
 #
 # A primitive is *pure* when computing it does nothing but produce its
 # value: everything but `print`, `x[i] := y`, `fail`, and an operation
@@ -341,9 +344,12 @@ def written(v: Var) -> bool:
 # %% [markdown]
 # Constant folding computes as L does, with the `meaning` of the
 # operation's row in chapter 4b's table of primitives — the arithmetic the
-# interpreters use: `+ - *` wrap around at 64 bits, `/` and `%` truncate
-# towards zero as in C. An operation that would fail on its constants — a
-# division by a known zero — is not folded: it must stay where it is, so
+# interpreters use: `+ - *` and negation wrap around at 64 bits, `/` and `%`
+# truncate towards zero as in C, and the one quotient that overflows, the
+# smallest `Int` divided by −1, is the smallest `Int` again, with remainder
+# 0 (the language reference says so; C leaves it undefined). An
+# operation that would fail on its constants — a division by a known
+# zero — is not folded: it must stay where it is, so
 # that the program stops there, at that location, as it would have; nor is
 # an operation that its row says is not pure, whose result is not all it
 # does.
@@ -389,8 +395,9 @@ for op_, args in (("+", [2**63 - 1, 1]), ("*", [3, -7]), ("/", [-7, 2]), ("%", [
 # that asking about a huge one costs no more than the limit), whether a
 # node in a continuation's scope is inside its handler or its body, and
 # which top-level definition or function a node belongs to. The last two
-# climb the uplinks of chapter 6, so they cost the depth of the node; the
-# rules that use them say why that is affordable. One more is about
+# climb the uplinks of chapter 6, so they cost the distance climbed, up
+# to the depth of the node; the rules that use them say what that costs
+# them. One more is about
 # projections from injections: a `case` on a constructor is reduced in
 # one step and the branch for the other constructor in another, so
 # between the two a projection in the dead branch may take apart a value
@@ -1026,8 +1033,10 @@ unused = do {
 # The body is now where the call was, and ends with the jump `k_1(y_5)`:
 # `k_1` is a continuation used once, by a jump — the next rule. The
 # function's exception continuation `exn_3` was substituted by the call's,
-# `uncaught`, as its return continuation `ret_2` was by `k_6`: whatever the
-# body would have raised goes where the call would have sent it.
+# `uncaught`, as its return continuation `ret_2` was by `k_6` (printed
+# `k_1` after: the printer numbers the variables afresh each time):
+# whatever the body would have raised goes where the call would have sent
+# it.
 #
 # ### A continuation used once
 #
@@ -1036,10 +1045,15 @@ unused = do {
 # must be a *jump*: a continuation used once as the return point of a call,
 # its exception continuation, or an arm of a `case`, is a place to come
 # back to, and stays. Before moving, the rule checks that the jump is not
-# inside the handler itself (a loop that nothing enters): that climbs the
-# uplinks from the jump to the `cont`, through the code between them —
-# which is code the rule then moves, or deletes if the check finds the dead
-# loop.
+# inside the handler itself (a loop that nothing enters, which
+# `dead_continuation`, below, deletes): that climbs the uplinks from the
+# jump to the `cont`, through every node that encloses the jump below it.
+# That is not a constant cost: a jump at the end of a long body, below a
+# `cont` that is asked about again and again, pays for the climb each
+# time. This rule, `dead_continuation` and `unreachable` (below) are the
+# places where the shrinker's cost depends on the shape of the program
+# and not only on its size; the measurements below find no such cost on
+# the programs they time.
 #
 # The one jump may be a *raise* (`h(e) raise @…`): a `try` whose block
 # raises in one place, directly, with no call between. A raise is a jump
@@ -1095,7 +1109,9 @@ unused = do {
 # %% [markdown]
 # And a raise: `done_9` is raised to `handler_1`, which catches `Done`
 # and passes anything else on to `uncaught`. Moved to the raise, the
-# handler tests a value whose tag the next rule knows; its pass-on,
+# handler tests a value built in sight: `project` makes its tag the
+# constant 3, and `known_case` (below) then jumps to the arm for `Done`.
+# Its pass-on,
 # `uncaught(e_2)`, became a raise at the site the raise had (`@2:3`), so
 # that if it ever ran, the message would name the same place as before.
 
@@ -1126,8 +1142,10 @@ unused = do {
 # A continuation nobody jumps to is deleted with its handler — and so is a
 # loop whose only jumps come from its own handler (nothing enters it).
 # Asking "are all its uses inside the handler?" climbs from each use to the
-# `cont`; the rule asks only for a continuation with at most two uses,
-# which is what a loop with no entry has.
+# `cont`, so the rule asks it only of a continuation with one or two uses:
+# a loop with no entry and one or two jumps back. A dead loop with more
+# jumps back stays, code that never runs (exercise 2 finds it without the
+# climbs).
 
 # %%
 #| export
@@ -1247,13 +1265,16 @@ unused = do {
 # %% [markdown]
 # ### The end of the road
 #
-# `fail` stops the program, so nothing after it runs. What chapter 7
-# puts there — a jump to the join point after a `match`, with a unit
-# value standing for the result the failed match did not produce — keeps
-# that join point alive with a second use, and keeps it from being inlined.
+# `fail` never comes back: it stops the program, or raises its exception
+# to a handler (chapter 7), so nothing after it runs. What chapter 7 puts
+# there — a jump to the join point after a `match`, passing the `fail`'s
+# own variable as the result the failed match did not produce, or after
+# an `assert` a jump to what follows it — keeps that join point alive with
+# a second use, and keeps it from being inlined.
 # The rule replaces whatever follows a `fail` by the shortest term that
-# can end a body: a return from the enclosing function (with the unit,
-# which nobody will read), or `halt` at top level. Finding the enclosing
+# can end a body: a return of that variable from the enclosing function
+# (a value nobody will read, since the return never runs), or `halt` at
+# top level. Finding the enclosing
 # function climbs the uplinks; a program has few `fail`s, one per `match`
 # that can fail and per `assert`.
 
