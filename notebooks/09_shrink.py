@@ -232,7 +232,7 @@ side_by_side(before, program, "The seeds' program before the optimiser, six func
 # | `dead_definition` | `private g = …` | (gone) | `g` unused (a dynamic one stays, `unused`, for its effects), or a function used only by itself |
 # | `inline_global_once` | `private f = λk x̄. b` … `f k' ȳ` | `b[k'/k, ȳ/x̄]` at the call | one call, body ≤ `MOVE_LIMIT` |
 # | `static_definition` | `g = do { x = c; halt x }` | `g = c` | |
-| … an alias | `g = do { halt h }` | (gone), `t[h/g]` | `h` static |
+# | … an alias | `g = do { halt h }` | (gone), `t[h/g]` | `h` static |
 #
 # A primitive is *pure* when computing it does nothing but produce its
 # value: everything but `print`, `x[i] := y`, `fail`, and an operation
@@ -3365,8 +3365,9 @@ print("above 1, highest point (rounds):",
 # line under the picture): five by a few hundredths, and two squares well
 # above it, `change` and `binarytrees` with no unrolling. Those two are
 # not measurements of that build against `-O0`: they are placed through
-# the default, whose time moved from one session to the other (the table of the two sessions: 0.87 for
-# `change`, 0.94 for `binarytrees`). The raw medians say less: without
+# the default, whose time moved from one session to the other (the
+# table of the two sessions: 0.87 for `change`, 0.94 for `binarytrees`).
+# The raw medians, one from each session, are closer to 1: without
 # unrolling, `change` took 1.661 s in one session, its `-O0` build 1.663 s
 # in the other; `binarytrees` 0.509 s against 0.490 s. So the picture
 # cannot say whether a setting other than the default is slower than
