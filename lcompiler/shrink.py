@@ -47,8 +47,9 @@ In the module `lcompiler.shrink`:
 - **Exceptions** need no rule of their own: a handler is a continuation.
   A raise to a handler used once takes the handler's place (its passes-on
   then raise at the same site), so a `try` whose handler meets its
-  exception becomes an `if` or a loop exit; a `try` whose block cannot
-  raise loses its handler; inlining sends a function's raises to the
+  exception becomes an `if` or a loop exit; a `try` whose block no
+  longer names its handler — its raises moved and its operations that
+  could fail folded away — loses it; inlining sends a function's raises to the
   handler of its call; a loop that raises out of a `try` is contified.
 - Every step keeps the program's meaning (its output, its runtime error
   with its location, its exit status) and chapter 6's `check`.
