@@ -146,12 +146,10 @@
 import importlib.util
 import json
 import math
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from lcompiler import driver
@@ -976,53 +974,50 @@ with tempfile.TemporaryDirectory() as tmp:
 # processor's cache. How much of each run the collector takes, the runtime says itself:
 # with `LC_GC_STATS` set, an L executable prints, when it ends, how many
 # minor and major collections it made, how much it allocated and promoted,
-# and the time spent collecting (`gc time`, minor and major). The cell
-# below builds every benchmark at the size of the measurement, runs it
-# once that way, and prints the collector's time over the run's wall-clock
-# time. It measures live, on whatever else the machine is doing, so its
-# figures are those of one run, not medians, and the book's tests do not
-# compare them:
+# and the time spent collecting (`gc time`, minor and major). The
+# file `bench/gc_share.json` holds those figures for every benchmark at the
+# size of the measurement: `python bench/gc_share.py` builds each as `lc build`
+# does, runs each three times that way (the programs in turn, as the
+# measurement alternates L with its peers), and keeps the run of median
+# wall-clock time. The cell prints the collector's time over that run's
+# time, and the counts:
 
-# %% tags=["nbval-ignore-output"]
-print(f"this machine now: {bench_machine.lines(bench_machine.describe())[0]}")
-gc_share = {}
-with tempfile.TemporaryDirectory() as tmp:
-    for name, b in benchmarks.items():
-        text = f"def n = {b['size']}\n" + Path(f"../bench/programs/{name}.l").read_text().split("\n", 1)[1]
-        exe = driver.build(Source(f"{name}.l", text), Path(tmp) / name)
-        start = time.perf_counter()
-        done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
-        total = time.perf_counter() - start
-        stats = done.stderr.strip().splitlines()[0]
-        gc_time = float(re.search(r"gc time ([\d.]+) s", stats).group(1))
-        gc_share[name] = gc_time / total
-        collections = re.search(r"(\d+) minor and (\d+) major", stats).groups()
-        promoted = re.search(r"promoted ([\d.]+ MB)", stats).group(1)
-        print(f"{name:12} {gc_time:6.3f} s of {total:6.3f} s in the collector ({100 * gc_share[name]:3.0f} %):"
-              f" {collections[0]:>4} minor, {collections[1]:>3} major collections, promoted {promoted}")
+# %%
+gc_record = json.loads(Path("../bench/gc_share.json").read_text())
+print("\n".join(bench_machine.lines(gc_record["machine"])), "|", gc_record["command"])
+gc_share = {name: r["share"] for name, r in gc_record["benchmarks"].items()}
+for name, r in gc_record["benchmarks"].items():
+    print(f"{name:12} {r['gc_seconds']:6.3f} s of {r['seconds']:6.3f} s in the collector ({100 * r['share']:3.0f} %):"
+          f" {r['minor']:>5} minor, {r['major']:>3} major collections, promoted {r['promoted_mb']:6.0f} MB,"
+          f" nursery up to {r['nursery_mb']:g} MB")
 largest_shares = sorted(gc_share, key=gc_share.get, reverse=True)[:4]
 print("the largest shares: " + ", ".join(f"{name} {100 * gc_share[name]:.0f} %" for name in largest_shares))
 
 # %% [markdown]
+# These runs were made on the machine the cell prints, which is not the
+# one of the table above (`results.json`'s); the shares are of its runs.
 # The collector's share goes from nothing to nearly half of a run (the
 # cell's last line names the largest shares). What
 # decides it is what survives the nursery, which the counts show (they
 # hardly move from one run to the next; the times do, on a shared
-# machine, and are those of one run): the integer programs (`fib`, `tak`,
-# `ack`, `change`, `states`, and the loops) never collect; `cpstak` and
+# machine). The integer programs (`fib`, `tak`, `ack`, `states`, `loop`,
+# `mandel`, `gcd`, `change`) never collect, and `takl`, `hof`, `nqueens`
+# and `raisesearch` collect a few times and promote nothing. `cpstak` and
 # `cpstree`, whose continuations die at once, collect thousands of times
 # but promote a few megabytes in all, so that each collection has next to
-# nothing to copy; `msort`, `binarytrees`, `live` and `rbtree`, whose lists
-# and trees survive, promote hundreds of megabytes and make major
-# collections, and spend a large part of their run in the collector. On
-# those, the collector is where L's time would be won; on the first kind,
-# what separates L from OCaml is elsewhere. And `perm` is the collector's
-# worst case: each round makes 40,320 lists that share their tails and
-# keeps them all until the round ends, so that in a nursery of 2 MB most
-# of what a collection finds is still live, is promoted, and dies in the
-# old generation soon after. Chapter 10b's nursery grows, on trial, while
-# more than a quarter of it survives and a larger one copies much less; on
-# `perm` it grows to 16 and 32 MB, and the lists of a round have more time
+# nothing to copy; so do `deriv`, `divrec`, `interp` and `raiseparse`,
+# on a smaller scale. `fold`, `primes`, `msort`, `binarytrees`, `live` and
+# `rbtree`, whose lists and trees survive, promote hundreds of megabytes,
+# make major collections, and spend a fifth of their run or more in the
+# collector. On those, the collector is where L's time would be won; on
+# the others, what separates L from OCaml is elsewhere. And `perm` is the
+# collector's worst case: each round makes 40,320 lists that share their
+# tails and keeps them all until the round ends, so that in a nursery of
+# 2 MB most of what a collection finds is still live, is promoted, and
+# dies in the old generation soon after. Chapter 10b's nursery grows, on
+# trial, while more than a quarter of it survives and a larger one copies
+# much less; on `perm` it grows to the size its line prints, and the lists
+# of a round have more time
 # to die young. Even so L makes hundreds of major collections and spends
 # a third of the run collecting or more, where C's arena frees a whole
 # round in one step. How much more varies between builds of the same
@@ -1168,21 +1163,20 @@ for size in sorted(sizes):
 # falls as `n` grows;
 # L/Chez stays below 1, net of start-up too.
 # What the collector does as
-# the tree grows, its statistics show (run here, live):
+# the tree grows, its statistics show (from the same file, which runs `live`
+# at the four sizes too):
 
-# %% tags=["nbval-ignore-output"]
-with tempfile.TemporaryDirectory() as tmp:
-    text = Path("../bench/programs/live.l").read_text()
-    for size in sorted(sizes)[:3]:
-        sized = f"def n = {size}\n" + text.split("\n", 1)[1]
-        exe = driver.build(Source("live.l", sized), Path(tmp) / f"live{size}")
-        start = time.perf_counter()
-        done = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "LC_GC_STATS": "1"})
-        print(f"n = {size:7}: {time.perf_counter() - start:5.2f} s, {done.stderr.strip().splitlines()[0]}")
+# %%
+live_runs = {int(size): r for size, r in gc_record["scaling"]["live"].items()}
+live_runs[gc_record["benchmarks"]["live"]["size"]] = gc_record["benchmarks"]["live"]
+for size, r in sorted(live_runs.items()):
+    print(f"n = {size:7}: {r['seconds']:5.2f} s, {r['minor']:4} minor and {r['major']:2} major collections,"
+          f" allocated {r['allocated_mb']:6.0f} MB, promoted {r['promoted_mb']:5.0f} MB"
+          f" ({100 * r['promoted_mb'] / r['allocated_mb']:2.0f} % of it), {100 * r['share']:2.0f} % of the time collecting")
 
 # %% [markdown]
 # This program is the hard case for a generational collector, which bets
-# that most blocks die young: here a fifth to a third of what is
+# that most blocks die young: here from a fifth to more than a third of what is
 # allocated survives the nursery — each new node stays in the tree until
 # an update replaces it, and updates are spread over the whole tree — and
 # is copied into the old generation, where major collections mark the
@@ -1249,7 +1243,7 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #   insertion copies the nodes of its path, where the C version updates
 #   its tree in place and mallocs one node per insertion (the comment at
 #   the top of the file says so); the collector's share of L's run, about
-#   a quarter in the section on allocation, is most of the difference, so
+#   a fifth in the section on allocation, is most of the difference, so
 #   the collector, not the code of the walk, is where it would be won;
 # - `mandel` (about 1.2 against gcc -O2), and `change`, within noise of
 #   the target in this run: integer code where gcc -O2 may assume that a
