@@ -152,7 +152,7 @@ class Exp:
 
 # %%
 prog0 = Exp.Add(Exp.Lit(3), Exp.Add(Exp.Lit(2), Exp.Lit(4)))
-prog0
+print(repr(prog0))
 
 # %% [markdown]
 # What does an expression mean? Its value, of course — but we must say what
@@ -947,7 +947,7 @@ def parse(text: str, name: str = "<expression>") -> tuple[object, dict]:
 
 
 # %%
-parse("3 + (2 + 4)")[0] == prog0
+print(parse("3 + (2 + 4)")[0] == prog0)
 
 # %%
 for bad in ["3 + + 4", "(1 + 2", "1 + 99999999999999999999", "1 2", "1 + @"]:
