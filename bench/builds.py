@@ -53,16 +53,22 @@ def start_record(script, argv, repeat) -> dict:
             "repeat": repeat, "machine": machine, "benchmarks": {}}
 
 
+def arguments(doc, repeat, argv=None):
+    """The options of a script that runs every L benchmark (--repeat, --only, --json), parsed, and the
+    names of the benchmarks it runs: every program of bench/programs, in run.py's order, or --only's."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--only", action="append", metavar="NAME", help="only these benchmarks")
+    ap.add_argument("--json", metavar="FILE", help="write the figures to FILE")
+    args = ap.parse_args(argv)
+    return args, args.only or [name for name in run.SIZES if (run.PROGRAMS / f"{name}.l").exists()]
+
+
 def compare(script, doc, other, header, argv=None, extra=None) -> int:
     """Time lc build's executables against other's (an OtherBuild) on every L benchmark, print
     the ratios under header, and write them (key "L/<other.name>") to --json; extra(name, cmds)
     may add to a program's record."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", action="append", metavar="NAME", help="only these benchmarks")
-    ap.add_argument("--json", metavar="FILE", help="write the figures to FILE")
-    args = ap.parse_args(argv)
-    names = args.only or [name for name in run.SIZES if (run.PROGRAMS / f"{name}.l").exists()]
+    args, names = arguments(doc, 5, argv)
     languages = {"L": run.LANGUAGES["L"], other.name: other}
     key = f"L/{other.name}"
     results = start_record(script, argv, args.repeat)

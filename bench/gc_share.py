@@ -15,7 +15,6 @@ times do, on a shared machine, which is why the median is kept and the runs
 are alternated between programs (the first program's runs, the second's, ...,
 then again), as bench/run.py alternates L with its peers.
 """
-import argparse
 import datetime
 import json
 import os
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import run                                   # bench/run.py: sizes, building L
+from builds import arguments                 # bench/builds.py: the options every such script takes
 from machine import describe, lines
 
 STATS = re.compile(r"gc: (\d+) minor and (\d+) major collections, max heap ([\d.]+) MB, allocated ([\d.]+) MB"
@@ -67,12 +67,7 @@ def median_run(runs: list[dict]) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", action="append", metavar="NAME", help="only these benchmarks")
-    ap.add_argument("--json", metavar="FILE", help="write the figures to FILE")
-    args = ap.parse_args(argv)
-    names = args.only or [name for name in run.SIZES if (run.PROGRAMS / f"{name}.l").exists()]
+    args, names = arguments(__doc__, 3, argv)
     jobs = [(name, run.SIZES[name][0], False) for name in names]
     jobs += [(name, size, True) for name in names for size in run.SCALING.get(name, ())]
     print("\n".join(lines(machine := describe())))
