@@ -225,11 +225,13 @@ class Child:
                 self.output(text)
 
     def follow(self, timeout: float | None) -> None:
-        """Follow the child to its end; stop it after timeout seconds."""
+        """Follow the child to its end; stop it after timeout seconds, counted from now
+        whether it still writes or has closed its output and still runs."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self.read(timeout):
             self.stop()
         else:
-            self.reap(timeout)
+            self.reap(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def stop(self) -> None:
         """SIGTERM, then, after GRACE seconds, SIGKILL; the output meanwhile is read."""

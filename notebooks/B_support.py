@@ -474,8 +474,10 @@ def run_in_child(main: Callable[[], int], timeout: float | None = None,
 # past its time limit is asked to stop first, with `SIGTERM`, and given
 # `GRACE` seconds to write out what it holds — the runtime of chapter 10b
 # flushes its output on `SIGTERM` — before `SIGKILL`, which cannot be
-# caught, ends it for sure. An interrupt of the caller (Ctrl-C, or the
-# notebook's stop button) stops the child the same way.
+# caught, ends it for sure. A child that has closed its output and runs on
+# has nothing left to write: it gets `SIGKILL` when the limit comes, which
+# counts from the start either way. An interrupt of the caller (Ctrl-C, or
+# the notebook's stop button) stops the child as a late one is stopped.
 
 # %%
 #| export
@@ -511,11 +513,13 @@ class Child:
                 self.output(text)
 
     def follow(self, timeout: float | None) -> None:
-        """Follow the child to its end; stop it after timeout seconds."""
+        """Follow the child to its end; stop it after timeout seconds, counted from now
+        whether it still writes or has closed its output and still runs."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self.read(timeout):
             self.stop()
         else:
-            self.reap(timeout)
+            self.reap(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def stop(self) -> None:
         """SIGTERM, then, after GRACE seconds, SIGKILL; the output meanwhile is read."""

@@ -113,6 +113,20 @@ def test_a_child_that_runs_too_long_is_killed_and_says_why():
     assert r == Result("", "stopped: the program ran longer than 0.3 s\n", -signal.SIGTERM)
 
 
+def test_the_time_limit_counts_from_the_start_even_after_the_child_closes_its_output():
+    def quiet() -> int:
+        os.write(1, b"started\n")
+        time.sleep(1.5)
+        os.closerange(1, 4096)          # every copy of the pipe's end: the output closes; the child runs on
+        time.sleep(30)
+        return 0
+    start = time.monotonic()
+    r = run_in_child(quiet, timeout=2.0)
+    # stopped at 2 s, not 1.5 s of reading and then 2 s more of waiting
+    assert 2.0 <= time.monotonic() - start < 3.2
+    assert r == Result("started\n", "stopped: the program ran longer than 2 s\n", -signal.SIGKILL)
+
+
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period():
     def stubborn() -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
