@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import literate  # noqa: E402
 import site_check  # noqa: E402
 import site_hooks  # noqa: E402
+import book_stats  # noqa: E402
 
 NOTEBOOKS = literate.notebook_paths()
 CHAPTERS = [f"notebooks/{p.stem}" for p in NOTEBOOKS]
@@ -202,6 +203,19 @@ def test_book_stats_prints_its_usage_and_refuses_an_unknown_notebook():
     assert done.returncode == 2 and "no such notebook: notebooks/no_such_chapter.ipynb" in done.stderr
     done = run("01_addlang")
     assert done.returncode == 0 and done.stdout.splitlines()[1].startswith("01_addlang ")
+
+
+@pytest.mark.parametrize("notebook", sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9A-Z]*.ipynb")))
+def test_every_exercise_has_a_folded_solution(notebook):
+    asked, answered = book_stats.exercises(book_stats.markdown_of(ROOT / "notebooks" / f"{notebook}.ipynb"))
+    assert asked, "a chapter without exercises"
+    assert asked == list(range(1, len(asked) + 1)) and answered == asked
+
+
+def test_the_count_of_solutions_can_fail():
+    text = "## Exercises\n\n1. One?\n2. Two?\n\n<details><summary>Solutions</summary>\n\n1. One.\n\n</details>\n"
+    assert book_stats.exercises(text) == ([1, 2], [1])
+    assert book_stats.exercises("no exercises") == ([], [])
 
 
 # --- the glossary ----------------------------------------------------------------------------
