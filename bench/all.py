@@ -16,8 +16,9 @@ prose.
 
 Pinning it to one core (taskset -c 1, as this book's sessions do, to keep
 other work off the measured core) suits every step that times programs, but
-not the three that time the compiler itself -- compile_speed.json,
-compile_speed-O0.json and mono_check.json, and optimiser.json's `compile`:
+not the four that time the compiler itself -- compile_speed.json,
+compile_scaling.json, compile_speed-O0.json and mono_check.json, and
+optimiser.json's `compile`:
 the compiler makes a big module's machine code in parallel parts, one per
 core it may use (chapter 11), so pinned they measure a one-core compiler.
 Run those commands unpinned (--list prints them).
@@ -49,6 +50,9 @@ STEPS = [
      "run.py --small --only fib --only interp --json {json}"),
     ("compile_speed.json", "11, 12", "compile_speed.py --repeat 3 --gcc --json bench/compile_speed.json",
      "compile_speed.py --lines 100 200 --repeat 1 --gcc --json {json}"),
+    ("compile_scaling.json", "12",
+     "compile_speed.py --lines 12500 25000 50000 100000 --repeat 3 --parts 2 --json bench/compile_scaling.json",
+     "compile_speed.py --lines 100 400 --repeat 1 --parts 2 --json {json}"),
     ("compile_speed-O0.json", "12", "compile_speed.py --lines 10000 --repeat 3 --O0 --json bench/compile_speed-O0.json",
      "compile_speed.py --lines 100 --repeat 1 --O0 --json {json}"),
     ("interp_speed.json", "4b", "interp_speed.py calls", "interp_speed.py calls --repeat 1 --json {json}"),

@@ -12,7 +12,8 @@ back end (CPS to llvmlite's IR) — and machine code: the module printed as LLVM
 parts when it is big), then verified, optimised at O2 and compiled to object
 files, the parts in parallel (chapter 11's `machine_code`). Prints seconds per
 stage, the total, microseconds per line (linear growth keeps that column
-flat), and the number of parts; `--parts 1` compiles every module whole.
+flat), the number of parts, and the number of nodes of the program in CPS;
+`--parts 1` compiles every module whole.
 With `--gcc`, also times `gcc -O2 -c` on the same programs written in C.
 """
 import argparse
@@ -24,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lcompiler import driver, pipeline
+from lcompiler import cps, driver, pipeline
 from lcompiler.errors import Source
 from lcompiler.support import collector_paused, target_machine
 
@@ -82,10 +83,11 @@ def program(lines: int) -> str:
     return text + f"print(step{blocks}(1, 5))\n"
 
 
-def stages(text: str, parts: int | None, optimiser: bool = True) -> tuple[dict, int]:
-    """Seconds per stage of compiling text to object files, and the number of parts: the stages
-    of the pipeline up to `llvm`, as `lc` runs them, then machine code."""
-    times, clock = {}, time.perf_counter
+def stages(text: str, parts: int | None, optimiser: bool = True) -> tuple[dict, int, int]:
+    """Seconds per stage of compiling text to object files, the number of parts, and the number of
+    nodes of the program in CPS (chapter 6's `size`, counted outside the timings): the stages of
+    the pipeline up to `llvm`, as `lc` runs them, then machine code."""
+    times, clock, nodes = {}, time.perf_counter, 0
     source = Source("generated.l", text)
     unit, value = pipeline.Unit(source, optimiser), source
     with collector_paused():
@@ -94,13 +96,15 @@ def stages(text: str, parts: int | None, optimiser: bool = True) -> tuple[dict, 
                 start = clock()
                 value = s.run(value, unit)
                 times[s.name] = clock() - start
+            if s.name == "cps":
+                nodes = cps.size(value)
             if s.name == "llvm":
                 break
     parts = parts or driver.parts_for(value)
     start = clock()
     driver.machine_code(value, 2, True, parts)
     times["machine code"] = clock() - start
-    return times, parts
+    return times, parts, nodes
 
 
 def main(argv=None) -> int:
@@ -120,20 +124,20 @@ def main(argv=None) -> int:
         text = program(lines)
         real_lines = text.count("\n")
         runs = [stages(text, args.parts, not args.O0) for _ in range(args.repeat)]
-        median = {k: statistics.median(r[k] for r, _ in runs) for k in runs[0][0]}
-        rows.append((real_lines, median, runs[0][1]))
+        median = {k: statistics.median(r[k] for r, _, _ in runs) for k in runs[0][0]}
+        rows.append((real_lines, median, runs[0][1], runs[0][2]))
     names = list(rows[0][1])
-    print("lines  " + "  ".join(f"{n:>12}" for n in names) + "      total  µs/line  parts")
-    for lines, m, parts in rows:
+    print("lines  " + "  ".join(f"{n:>12}" for n in names) + "      total  µs/line  parts  CPS nodes")
+    for lines, m, parts, nodes in rows:
         total = sum(m.values())
         print(f"{lines:5}  " + "  ".join(f"{m[n]:12.3f}" for n in names)
-              + f"  {total:9.2f}  {1e6 * total / lines:7.0f}  {parts:5}")
+              + f"  {total:9.2f}  {1e6 * total / lines:7.0f}  {parts:5}  {nodes:9}")
     first, last = rows[0], rows[-1]
     ratio = (sum(last[1].values()) / last[0]) / (sum(first[1].values()) / first[0])
     print(f"time per line, largest / smallest program: {ratio:.2f} (1.00 is linear)")
     command = "python bench/compile_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
     record = {"command": command.strip(), "repeat": args.repeat, "optimiser": not args.O0, "cores": driver.cores(),
-              "rows": [{"lines": lines, "parts": parts, "seconds": m} for lines, m, parts in rows]}
+              "rows": [{"lines": lines, "parts": parts, "nodes": nodes, "seconds": m} for lines, m, parts, nodes in rows]}
     if args.gcc:
         print("\nthe same programs in C, gcc -O2 -c (seconds):")
         record["gcc"] = []
