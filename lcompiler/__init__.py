@@ -20,6 +20,7 @@ Each module and the notebook it comes from:
 - `lcompiler.shrink`: notebooks/09_shrink.ipynb
 - `lcompiler.llvm_backend`: notebooks/10_llvm.ipynb
 - `lcompiler.runtime`: notebooks/10b_runtime.ipynb
+- `lcompiler.defaults`: notebooks/10b_runtime.ipynb
 - `lcompiler.driver`: notebooks/11_running.ipynb
 - `lcompiler.cache`: notebooks/11_running.ipynb
 - `lcompiler.errors`: notebooks/A_errors.ipynb

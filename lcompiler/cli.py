@@ -370,8 +370,8 @@ def build_command(args) -> int:
 # cell 26
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
-    from lcompiler import runtime
-    size = runtime.DEFAULTS[variable]
+    from lcompiler.defaults import DEFAULTS
+    size = DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
 

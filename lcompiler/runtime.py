@@ -15,7 +15,7 @@ writes the Python cells of every chapter to `lcompiler/*.py`.
 What this chapter promises:
 
 - The C files of `lcompiler/runtime/` compile with `cc -Wall -Wextra
-  -Werror` (with the defaults of `lcompiler.runtime.DEFAULTS` as macros),
+  -Werror` (with the defaults of `lcompiler.defaults.DEFAULTS` as macros),
   and `runtime_library(kind)` compiles them, once per version, into the
   shared library that the JIT of chapter 11 loads or the object file
   that `lc build` links into executables.
@@ -51,8 +51,6 @@ What this chapter promises:
 """
 
 __all__ = [
-    'DEFAULTS',
-    'LEAST_HEAP_LIMIT',
     'defines',
     'c_compiler',
     'runtime_folder',
@@ -74,7 +72,7 @@ __all__ = [
 
 # --- C in the cells of a notebook --------------------------------------
 
-# cell 6
+# cell 8
 import hashlib
 import importlib.resources
 import os
@@ -84,12 +82,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-DEFAULTS = {                     # a variable of the environment: its default, in bytes
-    "LC_NURSERY": 2 << 20,       # the nursery (below)
-    "LC_STACK_SIZE": 256 << 20,  # the stack of the thread that runs L code
-    "LC_HEAP_LIMIT": 1 << 30,    # the heap, or a quarter of the machine's memory if that is less
-}
-LEAST_HEAP_LIMIT = 64 << 20      # the least heap limit the runtime settles for
+from lcompiler.defaults import DEFAULTS, LEAST_HEAP_LIMIT  # noqa: F811  (the module imports the cell above)
 
 
 def defines() -> list[str]:
@@ -113,7 +106,7 @@ def runtime_folder() -> Path:
     """The folder of the runtime's C files in the package, lcompiler/runtime."""
     return Path(str(importlib.resources.files("lcompiler") / "runtime"))
 
-# cell 10
+# cell 12
 NOT_YET = re.compile(r"used but never defined|defined but not used|declared 'static' but never defined"
                      r"|-Wundefined-internal|-Wunused-function")
 CHECKING = ["-fsyntax-only", "-std=c11", "-Wall", "-Wextra", "-Werror"]
@@ -178,7 +171,7 @@ def load_ipython_extension(ipython) -> None:
 
 # --- Pictures of memory ------------------------------------------------
 
-# cell 17
+# cell 19
 from dataclasses import dataclass, field
 from html import escape
 
@@ -264,7 +257,7 @@ class MemoryPicture:
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
 
-# cell 19
+# cell 21
 def c_constants(names: list[str]) -> dict[str, int]:
     """The values of integer constants of the runtime's headers (macros or expressions), computed
     by the C compiler: {"OLD_BIT": 1152921504606846976, …}."""
@@ -283,7 +276,7 @@ def c_constants(names: list[str]) -> dict[str, int]:
 
 # --- Compiling the runtime ---------------------------------------------
 
-# cell 119
+# cell 121
 CFLAGS = ["-std=c11", "-O2", "-pthread", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
 
 

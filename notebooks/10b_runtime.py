@@ -51,7 +51,7 @@
 # ## What this chapter promises
 #
 # - The C files of `lcompiler/runtime/` compile with `cc -Wall -Wextra
-#   -Werror` (with the defaults of `lcompiler.runtime.DEFAULTS` as macros),
+#   -Werror` (with the defaults of `lcompiler.defaults.DEFAULTS` as macros),
 #   and `runtime_library(kind)` compiles them, once per version, into the
 #   shared library that the JIT of chapter 11 loads or the object file
 #   that `lc build` links into executables.
@@ -124,10 +124,28 @@
 # First, the defaults. The sizes that a user may set in the environment
 # have defaults, and two programs need them: the runtime, which uses them,
 # and `lc --help`, which prints those a user sets most (the stack's and the
-# heap limit's; not the nursery's). They live here, and the C compiler
-# receives them as macros (`-DDEFAULT_STACK_SIZE=268435456ull`): the
-# runtime's C names them but never defines them, and refuses to compile
-# without them.
+# heap limit's; not the nursery's). They live here, in a module of their
+# own, `lcompiler.defaults`, so that `lc --help` reads them without
+# loading the rest of this chapter's module and what it imports (appendix
+# C). The C compiler receives them as macros
+# (`-DDEFAULT_STACK_SIZE=268435456ull`): the runtime's C names them but
+# never defines them, and refuses to compile without them.
+
+# %%
+#| export defaults
+"""The defaults of the sizes a user may set in the environment, for the runtime of chapter 10b and
+for lc --help."""
+
+DEFAULTS = {                     # a variable of the environment: its default, in bytes
+    "LC_NURSERY": 2 << 20,       # the nursery (below)
+    "LC_STACK_SIZE": 256 << 20,  # the stack of the thread that runs L code
+    "LC_HEAP_LIMIT": 1 << 30,    # the heap, or a quarter of the machine's memory if that is less
+}
+LEAST_HEAP_LIMIT = 64 << 20      # the least heap limit the runtime settles for
+
+# %% [markdown]
+# The runtime's module takes them from there, and passes them on to the C
+# compiler:
 
 # %%
 #| export
@@ -140,12 +158,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-DEFAULTS = {                     # a variable of the environment: its default, in bytes
-    "LC_NURSERY": 2 << 20,       # the nursery (below)
-    "LC_STACK_SIZE": 256 << 20,  # the stack of the thread that runs L code
-    "LC_HEAP_LIMIT": 1 << 30,    # the heap, or a quarter of the machine's memory if that is less
-}
-LEAST_HEAP_LIMIT = 64 << 20      # the least heap limit the runtime settles for
+from lcompiler.defaults import DEFAULTS, LEAST_HEAP_LIMIT  # noqa: F811  (the module imports the cell above)
 
 
 def defines() -> list[str]:
@@ -583,10 +596,10 @@ header_picture  # noqa: B018  (the cell shows it)
 # #include "lc.h"
 #
 # /* The defaults of the sizes a user may set, in bytes, are Python's
-#  * (lcompiler.runtime.DEFAULTS): runtime_library passes them as macros. */
+#  * (lcompiler.defaults.DEFAULTS): runtime_library passes them as macros. */
 # #if !defined(DEFAULT_NURSERY) || !defined(DEFAULT_STACK_SIZE) || !defined(DEFAULT_HEAP_LIMIT) \
 #     || !defined(LEAST_HEAP_LIMIT)
-# #error "compile the runtime with the defaults of lcompiler.runtime.DEFAULTS: -DDEFAULT_NURSERY=... (see defines())"
+# #error "compile the runtime with the defaults of lcompiler.defaults.DEFAULTS: -DDEFAULT_NURSERY=... (see defines())"
 # #endif
 #
 # /* Compiled code holds addresses as int64_t; the runtime as word pointers. */

@@ -511,8 +511,8 @@ def build_command(args) -> int:
 # the runtime's C is compiled with (chapter 10b's `DEFAULTS`, passed to the
 # C compiler as macros: one place for both), so the help stays true when
 # the runtime changes; a text says `{default}` where the runtime's default
-# goes, and `environment_help` asks the runtime for it when the help is
-# shown. The heap's also depends on the machine, as chapter
+# goes, and `environment_help` reads it from `lcompiler.defaults`, the
+# small module chapter 10b keeps them in, when the help is shown. The heap's also depends on the machine, as chapter
 # 10b explains, and the help says how.
 # `lc repl` runs [chapter 11](11_running.ipynb)'s REPL: on a terminal,
 # `driver.terminal_repl`, with the prompt, line editing and a history
@@ -536,8 +536,8 @@ def build_command(args) -> int:
 #| export
 def runtime_default(variable: str) -> str:
     """The default the runtime of chapter 10b gives a variable, as K, M or G: 268435456 is 256M."""
-    from lcompiler import runtime
-    size = runtime.DEFAULTS[variable]
+    from lcompiler.defaults import DEFAULTS
+    size = DEFAULTS[variable]
     unit = next(u for u, shift in (("G", 30), ("M", 20), ("K", 10), ("", 0)) if size % (1 << shift) == 0)
     return f"{size >> {'G': 30, 'M': 20, 'K': 10, '': 0}[unit]}{unit}"
 
@@ -624,8 +624,9 @@ commands_picture()
 # modules were imported at the top of the module, and each imports the
 # stages it runs, down to LLVM's binding. Now a command imports what it
 # needs in its own body, when it runs: `lc --help` and `lc --version` load
-# `argparse` and this module, and `lc --help` chapter 10b's `runtime` for
-# the defaults it prints; `lc run` on a program found in chapter 11's cache
+# `argparse` and this module, and `lc --help` chapter 10b's `defaults` for
+# the defaults it prints (which are not in chapter 10b's `runtime`, whose
+# imports cost more than all the rest of `lc --help`); `lc run` on a program found in chapter 11's cache
 # loads the runtime and LLVM's binding, and still no stage. Two more things
 # cost time for nothing: `importlib.metadata`, to read the version of the
 # installed package, which the constant `VERSION` replaces (a test checks

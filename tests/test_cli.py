@@ -145,11 +145,12 @@ def test_the_stage_modules_are_known():
     """STAGES names every module of the package but those lc needs to answer --help."""
     modules = {f"lcompiler.{p.stem}" for p in Path(cli.__file__).parent.glob("*.py") if p.stem != "__init__"}
     assert STAGES < modules
-    assert modules - STAGES == {"lcompiler.cli", "lcompiler.runtime", "lcompiler.errors", "lcompiler.support",
+    assert modules - STAGES == {"lcompiler.cli", "lcompiler.runtime", "lcompiler.defaults", "lcompiler.errors",
+                                "lcompiler.support",
                                 "lcompiler.drawing", "lcompiler.highlight", "lcompiler.cache"} & modules
 
 
-@pytest.mark.parametrize("option, allowed", [("--help", {"lcompiler", "lcompiler.cli", "lcompiler.runtime"}),
+@pytest.mark.parametrize("option, allowed", [("--help", {"lcompiler", "lcompiler.cli", "lcompiler.defaults"}),
                                              ("--version", {"lcompiler", "lcompiler.cli"})])
 def test_lc_help_and_version_import_none_of_the_compiler(option, allowed):
     modules = imported(option)

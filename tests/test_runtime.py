@@ -57,7 +57,7 @@ def test_a_warning_fails_the_compilation(compiler, tmp_path):
 
 def test_the_c_needs_the_defaults(tmp_path):
     done = compile_c(COMPILERS[0], RUNTIME / "heap.c", tmp_path / "heap.o", defines=[])
-    assert done.returncode != 0 and "lcompiler.runtime.DEFAULTS" in done.stderr
+    assert done.returncode != 0 and "lcompiler.defaults.DEFAULTS" in done.stderr
 
 
 def test_the_c_files_are_package_data():

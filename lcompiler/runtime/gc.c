@@ -3,7 +3,7 @@
 
 /* --- The garbage collector ------------------------------------------- */
 
-/* cell 60 */
+/* cell 62 */
 /* gc.c -- the garbage collector.
  *
  * Generational, with a nursery that is copied and an old generation that
@@ -76,7 +76,7 @@ static uint64_t pinned_count, stack_scanned;    /* blocks pinned, stack words sc
 static uint64_t largest_nursery;                /* chunks: the most the nursery had */
 static double minor_seconds, major_seconds;
 
-/* cell 64 */
+/* cell 66 */
 static void grow_stack(struct stack *s)
 {
     s->cap = s->cap ? 2 * s->cap : 1024;
@@ -97,7 +97,7 @@ static double now_seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* cell 66 */
+/* cell 68 */
 /* The block (or filler) that contains address v, or NULL if v is outside
  * the heap.  When v points at a recorded start -- the usual case, as L
  * values point at headers -- there is no walk, and no header to read. */
@@ -125,7 +125,7 @@ void lc_remember(int64_t block) { remember(as_ptr(block)); }
 static void pin(uint64_t v);
 static void mark_value(uint64_t v);
 
-/* cell 68 */
+/* cell 70 */
 /* Scan the stack from this function's frame up to the top: pin (in a
  * minor collection) or mark what its words point to, and return its size
  * in words.  Not inlined, so that its frame lies below that of the
@@ -145,7 +145,7 @@ static __attribute__((noinline)) uint64_t scan_thread_stack(bool minor)
     return (stack_top - sp) / 8;
 }
 
-/* cell 70 */
+/* cell 72 */
 /* -- Minor collections ---------------------------------------------- */
 
 /* Phase 1: a word that may be a pointer pins the young block it points into. */
@@ -187,7 +187,7 @@ static void forward_fields(uint64_t *block)
     for (uint64_t m = layout(*block); m != 0; m &= m - 1) forward(block + 1 + __builtin_ctzll(m));
 }
 
-/* cell 72 */
+/* cell 74 */
 /* Phase 3, for nursery chunk k: free runs around its old blocks (pinned
  * now or before), which its row of old_bits lists -- so the sweep does not
  * walk the young blocks, dead or copied; in a major collection, the old
@@ -255,7 +255,7 @@ static void sweep_nursery(void)
     cursor = chunk_end = NULL;
 }
 
-/* cell 74 */
+/* cell 76 */
 /* How big the nursery should be.  A minor collection costs at least the
  * stack it scans: when the stack is deep, the nursery is twice its size,
  * so that scanning costs at most half a word per word allocated.
@@ -326,7 +326,7 @@ static uint64_t size_by_survivors(void)
     return want;
 }
 
-/* cell 76 */
+/* cell 78 */
 static bool holds_old_blocks(size_t k)
 {
     for (uint64_t w = 0; w < CHUNK_WORDS / 64; w++)
@@ -366,7 +366,7 @@ static void resize_nursery(uint64_t stack_words)
     }
 }
 
-/* cell 78 */
+/* cell 80 */
 /* LC_GC_DUMP = n: describe the nursery, block by block, on stderr, at the
  * start of the nth minor collection, after its tracing, and at its end:
  * the data of the pictures in chapter 10b.  A line per block: the stage,
@@ -427,7 +427,7 @@ static void dump_heap(void)
     dump_span(heap_end, heap_limit_end, "fresh");
 }
 
-/* cell 80 */
+/* cell 82 */
 static __attribute__((noinline)) void minor_collection(void)
 {
     double t0 = now_seconds();
@@ -477,7 +477,7 @@ static __attribute__((noinline)) void minor_collection(void)
     minor_seconds += now_seconds() - t0;
 }
 
-/* cell 82 */
+/* cell 84 */
 /* -- Major collections ---------------------------------------------- */
 
 /* Mark the block v points into, and push it to have its fields scanned.
@@ -515,7 +515,7 @@ static void scan_block(const uint64_t *block)
         for (uint64_t m = layout(header); m != 0; m &= m - 1) mark_field(block[1 + __builtin_ctzll(m)]);
 }
 
-/* cell 84 */
+/* cell 86 */
 /* Scan pushed blocks until none is left.  A block popped off the stack is
  * prefetched and waits in a small queue while the blocks before it are
  * scanned, so that its header is in the cache when its turn comes, and
@@ -540,7 +540,7 @@ static void drain_mark_stack(void)
     }
 }
 
-/* cell 86 */
+/* cell 88 */
 /* Append a gap to its free list; the sweep finds gaps in address order. */
 static uint64_t *small_tail, *big_tail;
 
@@ -574,7 +574,7 @@ static bool is_marked(const uint64_t *p)
     return (mark_bits[i / 64] >> (i % 64) & 1) && !(*p & FREE_BIT);
 }
 
-/* cell 88 */
+/* cell 90 */
 /* The space between the end of one live block and the start of the next
  * becomes one gap, whatever dead blocks and old gaps it held; free space
  * at the very end goes back to heap_end instead.  Walking the mark bits,
@@ -612,7 +612,7 @@ static uint64_t sweep(void)
     return live;
 }
 
-/* cell 90 */
+/* cell 92 */
 static __attribute__((noinline)) void major_collection(void)
 {
     double t0 = now_seconds();
@@ -653,7 +653,7 @@ void collect(bool full)
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 113 */
+/* cell 115 */
 void gc_init(uint64_t limit)
 {
     mark_bits = map_noreserve(limit / 64 + 8);
@@ -678,7 +678,7 @@ void gc_free(uint64_t limit)
 
 void gc_roots(int64_t *globals, int64_t nglobals) { global_roots = globals, n_global_roots = nglobals; }
 
-/* cell 115 */
+/* cell 117 */
 /* With LC_GC_STATS=1: what the collector did, on stderr. */
 void statistics(void)
 {

@@ -3,7 +3,7 @@
 
 /* --- The heap: a nursery and an old generation ----------------------- */
 
-/* cell 37 */
+/* cell 39 */
 /* heap.c -- the heap and allocation.
  *
  * The heap lives in one virtual region the size of the heap limit,
@@ -47,7 +47,7 @@
 
 int64_t lc_hp, lc_hl;
 
-/* cell 40 */
+/* cell 42 */
 uint64_t *heap_start, *heap_end, *heap_limit_end;
 uint64_t *small_gaps, *big_gaps;
 uint64_t *start_bits;
@@ -63,7 +63,7 @@ uint64_t gc_stress;
 uint64_t old_bytes, old_threshold;
 uint64_t max_heap_bytes, allocated_bytes;
 
-/* cell 44 */
+/* cell 46 */
 static void set_heap_end(uint64_t *end)
 {
     uint64_t bytes = (uint64_t)(end - heap_start) * 8;
@@ -71,7 +71,7 @@ static void set_heap_end(uint64_t *end)
     if (bytes > max_heap_bytes) max_heap_bytes = bytes;
 }
 
-/* cell 46 */
+/* cell 48 */
 /* -- The nursery ---------------------------------------------------- */
 
 /* Leave the current run: count what was used of it, and cover the rest
@@ -121,7 +121,7 @@ int64_t lc_alloc_slow(int64_t words)
     return p;
 }
 
-/* cell 48 */
+/* cell 50 */
 /* -- The old generation --------------------------------------------- */
 
 /* Take gaps off *list until one holds `words`, as the new region.  The
@@ -163,7 +163,7 @@ static uint64_t *grow(uint64_t words)
     return p;
 }
 
-/* cell 50 */
+/* cell 52 */
 /* A large block from the first big gap that holds it.  The rest of the
  * gap stays in the list, in the same place. */
 static uint64_t *take_gap_block(uint64_t words)
@@ -183,7 +183,7 @@ static uint64_t *take_gap_block(uint64_t words)
     return NULL;
 }
 
-/* cell 52 */
+/* cell 54 */
 /* `words` words in the old generation, or NULL if the heap is at its
  * limit.  The block's start is recorded. */
 uint64_t *old_alloc_slow(uint64_t words)
@@ -208,7 +208,7 @@ uint64_t *old_alloc_slow(uint64_t words)
     return p;
 }
 
-/* cell 56 */
+/* cell 58 */
 /* Nursery chunk k from fresh memory, aligned on 64 KB, free: one run. */
 uint64_t *fresh_chunk(size_t k)
 {
@@ -240,7 +240,7 @@ int64_t lc_alloc_old(int64_t words)
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 111 */
+/* cell 113 */
 void *map_noreserve(uint64_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -3,7 +3,7 @@
 
 /* --- The interface: what compiled code calls ------------------------- */
 
-/* cell 14 */
+/* cell 16 */
 /* lc.h -- what compiled L code and the runtime agree on: the layout of a
  * heap block, the two words of the inline allocator, and the functions
  * that compiled code calls (chapter 10's RUNTIME_FUNCTIONS declares the
@@ -53,7 +53,7 @@
 
 /* --- The functions compiled code calls ------------------------------- */
 
-/* cell 23 */
+/* cell 25 */
 /* The two words of the inline allocator: compiled code allocates by
  * bumping lc_hp towards lc_hl, the ends of the current run of free space
  * in the nursery (heap.c), and calls lc_alloc_slow when a block does not

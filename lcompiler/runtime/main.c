@@ -3,7 +3,7 @@
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 108 */
+/* cell 110 */
 /* main.c -- the entry point.
  *
  * lc_run may be called several times in one process (the JIT does so,
@@ -74,7 +74,7 @@ uint64_t default_heap_limit(void)
     return quarter > DEFAULT_HEAP_LIMIT ? DEFAULT_HEAP_LIMIT : quarter < LEAST_HEAP_LIMIT ? LEAST_HEAP_LIMIT : quarter;
 }
 
-/* cell 117 */
+/* cell 119 */
 int lc_run(int64_t (*program)(void), int64_t *globals, int64_t nglobals,
            const char *stack_overflow_message, const char *out_of_memory_message,
            const char *const *call_site_messages, int64_t ncall_sites, uint64_t *call_site_tables)

@@ -3,7 +3,7 @@
 
 /* --- Output and printing --------------------------------------------- */
 
-/* cell 28 */
+/* cell 30 */
 /* print.c -- output, printing and runtime errors.
  *
  * Program output goes into our own buffer, written to fd 1 with write(2)
@@ -66,7 +66,7 @@ static void out_bytes(const char *s, size_t n)
     if (stopping) stop(stopping);
 }
 
-/* cell 30 */
+/* cell 32 */
 void lc_print_int(int64_t v)
 {
     char digits[24], *p = digits + sizeof digits;
@@ -100,7 +100,7 @@ int64_t lc_str_eq(int64_t a, int64_t b) { return strcmp((const char *)a, (const 
 
 /* --- Runtime errors -------------------------------------------------- */
 
-/* cell 33 */
+/* cell 35 */
 /* The compiler renders the messages; we deliver them: program output
  * first (flushed to stdout), then the message on stderr, then exit
  * status 2.  We call _exit, not exit: lc_run may run in a child forked
@@ -142,7 +142,7 @@ _Noreturn void out_of_memory(void)
 
 /* --- Stopping: Ctrl-C and SIGTERM ------------------------------------ */
 
-/* cell 35 */
+/* cell 37 */
 /* Stopping on SIGINT (Ctrl-C) and SIGTERM: the output first, then the
  * default action, by the same signal.  Only async-signal-safe calls. */
 static struct sigaction old_int, old_term;

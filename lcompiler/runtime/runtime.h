@@ -3,7 +3,7 @@
 
 /* --- The functions compiled code calls ------------------------------- */
 
-/* cell 25 */
+/* cell 27 */
 /* runtime.h -- what the runtime's files share, and no compiled code sees:
  * each section of chapter 10b adds what its file offers the others. */
 #pragma once
@@ -14,10 +14,10 @@
 #include "lc.h"
 
 /* The defaults of the sizes a user may set, in bytes, are Python's
- * (lcompiler.runtime.DEFAULTS): runtime_library passes them as macros. */
+ * (lcompiler.defaults.DEFAULTS): runtime_library passes them as macros. */
 #if !defined(DEFAULT_NURSERY) || !defined(DEFAULT_STACK_SIZE) || !defined(DEFAULT_HEAP_LIMIT) \
     || !defined(LEAST_HEAP_LIMIT)
-#error "compile the runtime with the defaults of lcompiler.runtime.DEFAULTS: -DDEFAULT_NURSERY=... (see defines())"
+#error "compile the runtime with the defaults of lcompiler.defaults.DEFAULTS: -DDEFAULT_NURSERY=... (see defines())"
 #endif
 
 /* Compiled code holds addresses as int64_t; the runtime as word pointers. */
@@ -38,7 +38,7 @@ static inline uint64_t layout(uint64_t header) { return header >> LAYOUT_SHIFT &
 
 /* --- Output and printing --------------------------------------------- */
 
-/* cell 27 */
+/* cell 29 */
 /* ==== print.c: output, printing, runtime errors ====================== */
 void write_all(int fd, const char *s, size_t n);    /* write(2) until done */
 void write_str(int fd, const char *s);
@@ -48,7 +48,7 @@ void release_stop_signals(void);                   /* the handlers as they were 
 
 /* --- Runtime errors -------------------------------------------------- */
 
-/* cell 32 */
+/* cell 34 */
 void output_init(const char *out_of_memory_message);   /* at the start of a run */
 _Noreturn void out_of_memory(void);                    /* the runtime error */
 void backtrace_here(void);                             /* LC_BACKTRACE=1: backtrace.c */
@@ -56,7 +56,7 @@ void statistics(void);                                 /* LC_GC_STATS=1: gc.c */
 
 /* --- The heap: a nursery and an old generation ----------------------- */
 
-/* cell 39 */
+/* cell 41 */
 /* ==== heap.c: the heap and allocation ================================ */
 #define CHUNK_SHIFT   16                        /* nursery chunks: 64 KB */
 #define CHUNK_WORDS   ((uint64_t)1 << (CHUNK_SHIFT - 3))
@@ -79,7 +79,7 @@ extern uint64_t gc_stress;                  /* LC_GC_STRESS = n: collect at ever
 extern uint64_t old_bytes, old_threshold;   /* about the old generation's size; when to collect it */
 extern uint64_t max_heap_bytes, allocated_bytes;    /* for the statistics */
 
-/* cell 42 */
+/* cell 44 */
 static inline void note_block_start(const uint64_t *p)
 {
     uint64_t i = (uint64_t)(p - heap_start);
@@ -102,7 +102,7 @@ static inline void make_free(uint64_t *p, uint64_t words)
 void collect(bool full);                    /* gc.c: a minor collection, and a major one if due */
 void remember(uint64_t *block);             /* gc.c: the write barrier's slow path */
 
-/* cell 54 */
+/* cell 56 */
 void close_run(void);                       /* leave the nursery's current run */
 void close_region(void);                    /* leave the old generation's current region */
 uint64_t *fresh_chunk(size_t k);            /* nursery chunk k from fresh memory, or NULL */
@@ -122,13 +122,13 @@ static inline uint64_t *old_alloc(uint64_t words)
 
 /* --- The garbage collector ------------------------------------------- */
 
-/* cell 62 */
+/* cell 64 */
 /* ==== gc.c: the garbage collector ==================================== */
 extern uintptr_t stack_top;                 /* stack.c: the top of the L thread's stack */
 
 /* --- Stack overflow -------------------------------------------------- */
 
-/* cell 93 */
+/* cell 95 */
 /* ==== stack.c: stack overflow detection ============================== */
 #define GUARD_BYTES      (1ull << 20)   /* below the stack, without access */
 #define ALT_STACK_BYTES  (64 * 1024)    /* the signal handler's own stack */
@@ -141,13 +141,13 @@ void backtrace_from(const uint64_t *from);        /* LC_BACKTRACE=1: the calls a
 
 /* --- Starting the program -------------------------------------------- */
 
-/* cell 107 */
+/* cell 109 */
 /* ==== main.c: starting the program =================================== */
 uint64_t env_size(const char *name, uint64_t fallback);     /* a size from the environment */
 void check_settings(void);                                  /* exit 2 on one it cannot read */
 uint64_t default_heap_limit(void);
 
-/* cell 110 */
+/* cell 112 */
 void heap_init(void);                       /* heap.c */
 void heap_free(void);
 void *map_noreserve(uint64_t bytes);

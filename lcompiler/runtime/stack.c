@@ -3,7 +3,7 @@
 
 /* --- Stack overflow -------------------------------------------------- */
 
-/* cell 94 */
+/* cell 96 */
 /* stack.c -- stack overflow detection.
  *
  * L code runs on a thread whose stack we map ourselves, with a 1 MB
@@ -54,7 +54,7 @@ static int by_address(const void *a, const void *b)
     return x->before < y->before ? -1 : x->before > y->before;
 }
 
-/* cell 96 */
+/* cell 98 */
 /* The entries of a part's table: none in the empty table that a module
  * has until call_site_table gives it its own. */
 static size_t site_entries(uint64_t *table, struct site **first)
@@ -83,7 +83,7 @@ void call_sites_init(const char *stack_overflow_message, const char *const *call
     sort_site_tables();
 }
 
-/* cell 98 */
+/* cell 100 */
 /* The call site whose call returns to address a (returning: a in
  * (before, after]) or is being made at address a (a in [before, after)). */
 int64_t site_at(uint64_t a, bool returning)
@@ -130,7 +130,7 @@ static int64_t faulting_call_site(void *context, const uint64_t **above)
     return site;
 }
 
-/* cell 100 */
+/* cell 102 */
 static void on_fault(int sig, siginfo_t *info, void *context)
 {
     char *addr = info->si_addr;
@@ -168,7 +168,7 @@ static _Noreturn void internal_error(const char *what)
     _exit(3);
 }
 
-/* cell 102 */
+/* cell 104 */
 /* Run program on a fresh thread with a stack of stack_bytes. */
 void run_on_big_stack(int64_t (*program)(void), size_t stack_bytes)
 {
