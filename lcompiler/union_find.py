@@ -202,6 +202,7 @@ class Safe(UnionFind):
                                     "use the partition that union returned, or find it again")
         return p
 
+    # cell 16: Safe: the same interface, every misuse detected
     def singleton(self, element, description) -> Partition:
         link = getattr(element, self.link, _MISSING)
         if link is not None:
@@ -237,6 +238,7 @@ class Safe(UnionFind):
             setattr(up, name, root)
         return handle
 
+    # cell 18: Safe: the same interface, every misuse detected
     def union(self, p1: Partition, p2: Partition, description) -> Partition:
         if not (type(p1) is Partition and p1.owner is self and not p1.consumed):
             self._live(p1, "the first argument of union")

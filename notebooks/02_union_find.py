@@ -400,6 +400,21 @@ class Safe(UnionFind):
                                     "use the partition that union returned, or find it again")
         return p
 
+
+# %% [markdown]
+# Those three say what is wrong once a check has failed: `_link_of` reads an
+# element's link and reports an object that has none, `_root_handle`
+# follows a path to its handle and reports one that ends at an element
+# with no link, and `_live` says why something is not a live partition of
+# this structure. `singleton` refuses an element that
+# already has a link, saying whether it belongs to this structure or to
+# another; `find` returns a root's handle at once, and leaves everything
+# else to `_find_path`, which reports a missing link or a foreign handle
+# and otherwise compresses the path as `Fast` does:
+
+# %%
+#| export
+class Safe(Safe):
     def singleton(self, element, description) -> Partition:
         link = getattr(element, self.link, _MISSING)
         if link is not None:
@@ -435,6 +450,17 @@ class Safe(UnionFind):
             setattr(up, name, root)
         return handle
 
+
+# %% [markdown]
+# `union` checks both arguments and refuses to merge a partition with
+# itself, then links the loser's root under the winner's by rank, as
+# `Fast` does, but gives the merged partition a new handle and marks both
+# old ones consumed; `description` and `set_description` accept only a
+# live partition of this structure:
+
+# %%
+#| export
+class Safe(Safe):
     def union(self, p1: Partition, p2: Partition, description) -> Partition:
         if not (type(p1) is Partition and p1.owner is self and not p1.consumed):
             self._live(p1, "the first argument of union")
