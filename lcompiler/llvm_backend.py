@@ -913,6 +913,7 @@ class Backend:
         b.store(b.ptrtoint(buffer, I64), self.trap_global())
         return previous
 
+    # cell 100: Exceptions: a flag tested after each call
     def thrower(self) -> ir.Function:
         """lc_throw(), made once per module: jump to the innermost trap record, or report."""
         if "lc_throw" in self.module.globals:
@@ -958,7 +959,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 106: Printing, directed by types
+    # cell 108: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -998,7 +999,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 108: Printing, directed by types
+    # cell 110: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -1018,7 +1019,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 110: Where a stack overflow happened: call sites
+    # cell 112: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -1064,7 +1065,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 112: The whole module
+    # cell 114: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1418,7 +1419,7 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 110
+# cell 112
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -1434,7 +1435,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 114
+# cell 116
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1469,7 +1470,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 116
+# cell 118
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1529,7 +1530,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 118
+# cell 120
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1563,7 +1564,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 127
+# cell 129
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1584,7 +1585,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 143
+# cell 145
 from contextlib import contextmanager
 from pathlib import Path
 

@@ -2536,6 +2536,20 @@ class Backend(Backend):
         b.store(b.ptrtoint(buffer, I64), self.trap_global())
         return previous
 
+
+# %% [markdown]
+# A raise under this lowering calls `lc_throw`. With a trap record in
+# `lc_trap`, it jumps there: the `setjmp` of `push_trap` returns a second
+# time, now with a value other than 0, and its `trapped` block puts back
+# the previous record, takes the exception from `pending` and goes to the
+# handler. With none, the raise is uncaught, and `lc_uncaught` reports it
+# from the site recorded at the raise: the message's beginning, then, for
+# an exception with a value, the value (printed by the function the site
+# names) and the message's end.
+
+# %%
+#| export
+class Backend(Backend):
     def thrower(self) -> ir.Function:
         """lc_throw(), made once per module: jump to the innermost trap record, or report."""
         if "lc_throw" in self.module.globals:
