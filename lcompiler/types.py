@@ -901,7 +901,7 @@ def show_types(source: Source) -> str:
 
 # --- Warnings for pattern matching -------------------------------------
 
-# cell 119
+# cell 121
 WILD = None                 # a variable or _: matches anything
 
 
@@ -971,7 +971,7 @@ class Patterns:
                 keys.append(h[0])
         return keys
 
-    # cell 121: Warnings for pattern matching
+    # cell 123: Warnings for pattern matching
     def useful(self, rows: list, q: list) -> bool:
         """Is the pattern row Q useful with respect to the matrix ROWS: does a value match Q and no row?"""
         if not q:
@@ -985,7 +985,7 @@ class Patterns:
                        for k in keys)
         return self.useful(self.default(rows), q[1:])
 
-    # cell 123: Warnings for pattern matching
+    # cell 125: Warnings for pattern matching
     def missing(self, rows: list, n: int) -> list | None:
         """N patterns (as text) that describe values matched by no row of ROWS; None if there are none."""
         if n == 0:
@@ -1032,7 +1032,7 @@ class Patterns:
             return "()"
         return key[1] + (f"({', '.join(args)})" if args else "")
 
-# cell 125
+# cell 127
 from lcompiler.errors import CompileWarning
 
 
@@ -1093,7 +1093,7 @@ def clause_warnings(checker: Patterns, node, function: bool) -> list:
             warnings.append(CompileWarning(f"{what} cover {missed[0]}", span))
     return warnings
 
-# cell 127
+# cell 129
 from lcompiler.errors import report_warnings
 
 

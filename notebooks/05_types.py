@@ -2000,6 +2000,13 @@ class SVGText:
         return {"image/svg+xml": self.svg, "text/plain": alt}, {"alt": alt}
 
 
+# %% [markdown]
+# `SVGText` is how the picture reaches the page: Jupyter draws its SVG,
+# and its plain-text form, and the site's alternative text for the image,
+# are its title, a sentence that says what the picture shows. The picture
+# itself:
+
+# %%
 def components_picture(text: str) -> SVGText:
     """The definitions of text as boxes, their uses as arrows, its components as frames, in the
     order inference takes them, with the levels of their unknowns."""
