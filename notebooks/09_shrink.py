@@ -441,6 +441,20 @@ def in_handler(node, t: LetCont) -> bool:
     return prev is t.handler
 
 
+# %% [markdown]
+# Two questions about exceptions come next. `exceptional(k)` says whether
+# `k` is an exception continuation: the program's `uncaught`, a
+# function's `exn`, or a handler, which is a local continuation that
+# something raises to, or one that passes its one parameter on, unchanged,
+# to an exception continuation, as a handler does with an exception that
+# none of its clauses catches. `passes_on(t)` lists those jumps of a
+# handler `t`; when the
+# shrinker moves a handler to the one raise that reaches it (below), they
+# become raises themselves, so that the site of the exception is
+# recorded where it goes on:
+
+# %%
+#| export
 def exceptional(k, seen: frozenset = frozenset()) -> bool:
     """Is k an exception continuation: the program's `uncaught`, a function's `exn`, or a handler
     (a local continuation that something raises to, or that passes its one parameter on to one)?"""
@@ -463,6 +477,13 @@ def passes_on(t: LetCont, seen: frozenset = frozenset()) -> list:
             and o.enclosing.args[0] is o and exceptional(o.enclosing.cont.var, seen)]
 
 
+# %% [markdown]
+# And the last questions of the list above: the definition or the
+# function around a node, climbing its uplinks, and whether a projection
+# may be folded:
+
+# %%
+#| export
 def top(node):
     """The top-level Definition around node."""
     while type(node) is not Definition:
