@@ -224,6 +224,7 @@ class Child:
             if self.output is not None:
                 self.output(text)
 
+    # cell 23: Running in a child
     def follow(self, timeout: float | None) -> None:
         """Follow the child to its end; stop it after timeout seconds, counted from now
         whether it still writes or has closed its output and still runs."""
@@ -267,7 +268,7 @@ class Child:
 
 # --- A program on a stack of its own -----------------------------------
 
-# cell 33
+# cell 35
 import contextvars
 import threading
 
@@ -301,7 +302,7 @@ def on_big_stack(run, *args):
         raise outcome["error"]
     return outcome.get("value")
 
-# cell 37
+# cell 39
 import types
 
 FRAME_ROOM = (1 << 26) + 64     # values: a frame of just over 512 MiB, in a block of 1 GiB
@@ -327,7 +328,7 @@ def in_frame_room(run, *args):
             raise
     return run(*args)
 
-# cell 40
+# cell 42
 @contextmanager
 def collector_looks_every(young: int):
     """Let Python's cyclic garbage collector look at new objects once every `young` of them,

@@ -470,14 +470,9 @@ def run_in_child(main: Callable[[], int], timeout: float | None = None,
 
 # %% [markdown]
 # `Child` follows the child: it reads the pipe as the child writes into it,
-# hands each piece on, and waits for the child to end. A child that runs
-# past its time limit is asked to stop first, with `SIGTERM`, and given
-# `GRACE` seconds to write out what it holds — the runtime of chapter 10b
-# flushes its output on `SIGTERM` — before `SIGKILL`, which cannot be
-# caught, ends it for sure. A child that has closed its output and runs on
-# has nothing left to write: it gets `SIGKILL` when the limit comes, which
-# counts from the start either way. An interrupt of the caller (Ctrl-C, or
-# the notebook's stop button) stops the child as a late one is stopped.
+# for at most a given time, decodes what comes as UTF-8 (a character cut
+# between two reads is completed by the next, and bytes that are not UTF-8
+# become `�`), and hands each piece on:
 
 # %%
 #| export
@@ -512,6 +507,20 @@ class Child:
             if self.output is not None:
                 self.output(text)
 
+
+# %% [markdown]
+# Then it waits for the child to end. A child that runs past its time
+# limit is asked to stop first, with `SIGTERM`, and given `GRACE` seconds
+# to write out what it holds — the runtime of chapter 10b flushes its
+# output on `SIGTERM` — before `SIGKILL`, which cannot be caught, ends it
+# for sure. A child that has closed its output and runs on has nothing
+# left to write: it gets `SIGKILL` when the limit comes, which counts from
+# the start either way. An interrupt of the caller (Ctrl-C, or the
+# notebook's stop button) stops the child as a late one is stopped.
+
+# %%
+#| export
+class Child(Child):
     def follow(self, timeout: float | None) -> None:
         """Follow the child to its end; stop it after timeout seconds, counted from now
         whether it still writes or has closed its output and still runs."""
