@@ -1615,7 +1615,7 @@ def next_place(t):
         t = t.body
     return getattr(t, "loc", None)
 
-
+# cell 147
 class DebugInfo:
     """The DWARF of one module, for `lc build -g`: the compile unit, a subprogram per function, a
     location per located node, and the list `!lc.sites` of the call sites' lines and columns."""

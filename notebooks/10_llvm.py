@@ -3692,6 +3692,20 @@ def next_place(t):
     return getattr(t, "loc", None)
 
 
+# %% [markdown]
+# `DebugInfo` writes the metadata itself, with llvmlite's
+# `add_debug_info`: per module, the file and the compile unit (which
+# records whether the code is optimised); per function, a subprogram at
+# the line of its first located node (`first_line`); per place, a
+# `DILocation`, which `place` attaches to the instructions the builder
+# emits next. A call site gets its real line and column (`locate`), and
+# the named metadata `!lc.sites` pairs each site's number with them: in
+# this mode a location's line is the source's, no longer the site's number
+# plus one, and the table of call sites (below) finds the sites again by
+# their line and column.
+
+# %%
+#| export
 class DebugInfo:
     """The DWARF of one module, for `lc build -g`: the compile unit, a subprogram per function, a
     location per located node, and the list `!lc.sites` of the call sites' lines and columns."""
