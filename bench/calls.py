@@ -54,6 +54,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--json", metavar="FILE", help="write the figures to FILE")
     args = ap.parse_args(argv)
+    from machine import describe        # bench/machine.py
+    described = describe()              # as the measurement starts
     results = {}
     print(f"{'benchmark':10} {'with s':>7} {'without s':>9} {'without/with':>12}   {'pinned with/without':>20} {'heap MB with/without':>21}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,8 +79,6 @@ def main(argv=None) -> int:
                   f"{statistics.median(ratios):12.3f}   {gc['with'][0]:>9} / {gc['without'][0]:<9} "
                   f"{gc['with'][1]:>9.1f} / {gc['without'][1]:<9.1f}")
     if args.json:
-        from machine import describe    # bench/machine.py
-        described = describe()
         for record in results.values():  # in each entry: chapter 10 reads every top-level key as a benchmark
             record["machine"] = described
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")

@@ -117,6 +117,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None,
                     help="also record the medians in this file (chapter 12 reads bench/compile_speed.json)")
     args = ap.parse_args(argv)
+    from machine import describe        # bench/machine.py
+    described = describe()              # as the measurement starts
     target_machine()                             # initialise LLVM outside the timings
     sys.setrecursionlimit(100_000)
     rows = []
@@ -147,8 +149,7 @@ def main(argv=None) -> int:
             record["gcc"].append({"lines": text.count("\n"), "seconds": seconds})
             print(f"{text.count(chr(10)):5} lines of C  {seconds:6.2f}")
     if args.json is not None:
-        from machine import describe    # bench/machine.py
-        record["machine"] = describe()
+        record["machine"] = described
         args.json.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 

@@ -76,6 +76,8 @@ def main() -> None:
                          help="where to write the figures (chapters 7 and 8 read bench/convert_speed.json); "
                               "'' for nowhere")
     args = options.parse_args()
+    from machine import describe        # bench/machine.py
+    described = describe()              # as the measurement starts
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     per_definition = source_nodes(check_types(program(1))[0]) - source_nodes(check_types(program(0))[0])
     targets = [args.largest // 100, args.largest * 3 // 100, args.largest // 10, args.largest * 3 // 10,
@@ -107,10 +109,9 @@ def main() -> None:
     print(f"time per source node, largest / smallest: conversion {ratio['convert s']:.2f}, "
           f"closure conversion {ratio['closure s']:.2f} (1.00 is linear)")
     if args.json:
-        from machine import describe    # bench/machine.py
         Path(args.json).write_text(json.dumps(
             {"command": " ".join(["python bench/convert_speed.py"] + sys.argv[1:]), "settings": {"repeat": args.repeat, "clock": args.clock},
-             "sizes": rows, "machine": describe()}, indent=1) + "\n")
+             "sizes": rows, "machine": described}, indent=1) + "\n")
         print("written to", args.json)
 
 

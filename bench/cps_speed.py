@@ -568,6 +568,8 @@ def main() -> None:
     options.add_argument("--json", default=str(Path(__file__).with_name("cps_speed.json")),
                          help="where to write the figures (chapter 6 reads bench/cps_speed.json); '' for nowhere")
     args = options.parse_args()
+    from machine import describe        # bench/machine.py
+    described = describe()              # as the measurement starts
     global CLOCK
     CLOCK = time.perf_counter if args.clock == "wall" else time.process_time
     sizes = [1000, 3000, 10_000, 30_000, 100_000] if args.quick else \
@@ -628,11 +630,10 @@ def main() -> None:
     print(f"time per substitution, most occurrences / fewest: {per_op[-1] / per_op[0]:.2f} "
           "(1.00 is constant time)")
     if args.json:
-        from machine import describe    # bench/machine.py
         settings = {k: getattr(args, k) for k in ("repeat", "stat", "k", "batches", "seed", "clock", "chain")}
         Path(args.json).write_text(json.dumps(
             {"command": " ".join(["python bench/cps_speed.py"] + sys.argv[1:]), "settings": settings, "phases": phases,
-             "sizes": rows, "occurrences": occurrence_rows, "machine": describe()}, indent=1) + "\n")
+             "sizes": rows, "occurrences": occurrence_rows, "machine": described}, indent=1) + "\n")
         print("written to", args.json)
 
 

@@ -90,6 +90,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", metavar="FILE", help="write the figures to FILE")
     args = ap.parse_args(argv)
+    from machine import describe        # bench/machine.py
+    described = describe()              # as the measurement starts
     results = {lowering: {} for lowering in LOWERINGS}
     print(f"{'lowering':8} {'what':22} {'without s':>9} {'with s':>8} {'count':>11} {'ns each':>10} {'with/count ns':>13}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,8 +118,6 @@ def main(argv=None) -> int:
                     "count": count, "ns_each": each}
                 print(f"{lowering:8} {name:22} {a:9.3f} {b:8.3f} {count:11} {each:10.2f} {b / count * 1e9:13.2f}")
     if args.json:
-        from machine import describe    # bench/machine.py
-        described = describe()
         Path(args.json).write_text(json.dumps({"machine": described, "lowerings": results}, indent=2) + "\n")
     return 0
 

@@ -112,6 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", metavar="FILE", help="write the figures to FILE")
     args = ap.parse_args(argv)
+    from machine import describe        # bench/machine.py
+    described = describe()              # as the measurement starts
     results = {"live": [], "limit": []}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -162,8 +164,7 @@ def main(argv=None) -> int:
                                       for n in NURSERIES}
             print(f"{name:10}" + "".join(f"{statistics.median(times[n]):7.3f} ({ratios[n]:.2f})" for n in NURSERIES))
     if args.json:
-        from machine import describe    # bench/machine.py
-        results["machine"] = describe()
+        results["machine"] = described
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
 

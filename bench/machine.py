@@ -7,11 +7,13 @@
     python bench/machine.py                   # print this machine's description
 
 describe() reads the CPU model and the cache sizes (from /sys/devices/system/cpu/cpu0/cache,
-else from lscpu), the core count, the operating system and kernel, the load average when the
-measurement started, the niceness, the date and time (with the offset from UTC), and the versions of the compilers the benchmarks compare
+else from lscpu), the core count, the operating system and kernel, the load average, the
+niceness, the date and time of the reading (with the offset from UTC), and the versions of the
+compilers the benchmarks compare
 (gcc, clang, ocamlopt, Chez Scheme, CPython, and the LLVM that llvmlite bundles). A tool that is
 not installed is recorded as missing, not guessed. Every script of bench/ calls it, so that a
-chapter that prints a figure can also print where it was measured.
+chapter that prints a figure can also print where it was measured; each calls it as it starts,
+before its first measurement, so that the load average is the one the measurement started under.
 """
 import datetime
 import os
@@ -116,7 +118,7 @@ def lines(machine: dict) -> list[str]:
     pinned = f" (run on cpu {', '.join(map(str, cpus))})" if cpus and len(cpus) < machine.get("cores", 0) else ""
     out = [f"machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores{pinned}; caches of cpu0: {cache}",
            f"system: {machine.get('os', '?')}, kernel {machine.get('kernel', '?')}; "
-           f"load average {machine.get('load')} at the start, niceness {machine.get('nice')}; {machine.get('date', '?')}"]
+           f"niceness {machine.get('nice')}; load average {machine.get('load')} at {machine.get('date', '?')}"]
     tools = machine.get("compilers", {})
     if tools:
         out.append("compilers: " + "; ".join(f"{v}" for v in tools.values() if not v.endswith("missing")))

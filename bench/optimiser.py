@@ -122,7 +122,7 @@ def save(key: str, value, args) -> None:
         else:
             value = rows
     data[key] = value
-    data.setdefault("machines", {})[key] = machine(args)
+    data.setdefault("machines", {})[key] = getattr(args, "described", None) or machine(args)
     RESULTS.write_text(json.dumps(data, indent=1) + "\n")
 
 
@@ -446,6 +446,8 @@ def main(argv=None) -> int:
     if args.command == "build-with":
         args.size = int(args.size)
     RESULTS = args.json
+    if args.command != "build-with":
+        args.described = machine(args)     # as the measurement starts
     sys.setrecursionlimit(100_000)
     {"shrinkers": shrinkers, "compile": compile_, "run": run, "unroll": unroll,
      "closures": closures, "layout": layout, "build-with": build_with}[args.command](args)

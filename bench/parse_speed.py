@@ -90,6 +90,8 @@ def main() -> None:
                          help="where to write the figures (chapter 4a reads bench/parse_speed.json); "
                               "'' for nowhere")
     args = options.parse_args()
+    from machine import describe        # bench/machine.py
+    described = describe()              # as the measurement starts
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     sizes = [args.lines // 8, args.lines // 4, args.lines // 2, args.lines]
     print(f"{'lines':>8} {'tokens':>9} {'lex s':>7} {'parse s':>8} {'lines/s':>9} {'parse ratio':>12} "
@@ -113,10 +115,9 @@ def main() -> None:
     print(f"time per line, largest program / smallest: {per_line[-1] / per_line[0]:.2f} "
           "(1.00 is perfectly linear)")
     if args.json:
-        from machine import describe    # bench/machine.py
         Path(args.json).write_text(json.dumps(
             {"command": " ".join(["python bench/parse_speed.py"] + sys.argv[1:]),
-             "settings": {"repeat": args.repeat, "clock": args.clock}, "sizes": rows, "machine": describe()},
+             "settings": {"repeat": args.repeat, "clock": args.clock}, "sizes": rows, "machine": described},
             indent=1) + "\n")
         print("written to", args.json)
 
