@@ -34,7 +34,7 @@
 # <p class="admonition-title">Needs / Builds</p>
 #
 # **Needs:** [chapter 10](10_llvm.ipynb), the LLVM module and its
-# optimisation; [chapter 10b](10b_runtime.ipynb), the C runtime; the pipeline of stages of [chapter 4a](04a_syntax.ipynb)
+# optimisation; [chapter 10b](10b_runtime.ipynb), the C runtime; the pipeline of stages of [chapter 4](04_pipeline.ipynb)
 # (`lcompiler.pipeline`), with the optimiser of [chapter 9](09_shrink.ipynb)
 # or without; [chapter 5](05_types.ipynb)'s type schemes, which the REPL
 # prints; from the workshop, [appendix B](B_support.ipynb)'s target
@@ -44,7 +44,8 @@
 # **Builds:** the module `lcompiler.driver` — `split`, `machine_code`,
 # `jit`, `run_here`, `run_source`, `build`, `run_l` and the `%%L` magic,
 # `Repl` and `repl` — which the commands `lc run` (now native), `lc build`
-# and `lc repl` run. [Chapter 12](12_measuring.ipynb) measures what they
+# and `lc repl` run; and the module `lcompiler.cache`, which keeps what
+# `lc run` compiles. [Chapter 12](12_measuring.ipynb) measures what they
 # produce.
 #
 # </div>
