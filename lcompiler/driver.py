@@ -546,8 +546,8 @@ class Repl:
 
     # cell 58: The REPL
     def run(self, entry: Entry, program: str, hold: bool = False):
-        """Compile and run the program (the session, then the entry at `entry_at`), its output
-        shown as it comes: (result, typing)."""
+        """Compile and run the program (the session, then the entry's text), its output shown as
+        it comes: (result, typing); None for typing if the program does not type."""
         source, warnings, sink = Source(entry.name, program), [], POLICY["sink"]
         POLICY["sink"] = warnings              # the warnings of the whole session, shown: the entry's
         try:

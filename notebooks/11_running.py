@@ -93,14 +93,20 @@
 # times every stage of the compiler on generated programs of 1,250 to
 # 10,000 lines and records the medians in `bench/compile_speed.json`; its
 # "machine code" is this section's work (O2 and code generation, on the
-# parts the module was split into, in parallel):
+# parts the module was split into, in parallel). The cell prints the
+# machine the file records, then the table:
 
 # %%
 import json
+import sys
 from pathlib import Path
 
+sys.path.insert(0, "../bench")
+from machine import lines as machine_lines  # noqa: E402  (bench/machine.py: the machine, in a few lines)
+
 speed = json.loads(Path("../bench/compile_speed.json").read_text())
-print(f"{speed['command']}: {speed['cores']} cores")
+print("\n".join(machine_lines(speed["machine"])[:2]))
+print(f"$ {speed['command']}")
 print(f"{'lines':>6} {'parts':>6} {'machine code s':>15} {'all stages s':>13} {'share':>6}")
 for row in speed["rows"]:
     total, machine = sum(row["seconds"].values()), row["seconds"]["machine code"]
@@ -126,7 +132,9 @@ for row in speed["rows"]:
 #
 # - **homed** — the program's functions, `main`, `lc_program`, the globals
 #   that are written (`lc_globals`, a static cell) or that the runtime finds
-#   by name (`lc_call_sites`): defined in exactly one part, chosen in module
+#   by name (`lc_call_sites`), and the one block of each constructor without
+#   fields (`nullary.1`: the compiled code tells `Nil` from a `Cons` by that
+#   block's address, chapter 10): defined in exactly one part, chosen in module
 #   order so that the parts have about the same number of instructions. A
 #   part that uses a name homed elsewhere gets a *declaration*, and the name
 #   becomes *exported*: its linkage goes from `linkonce_odr` or `internal`
@@ -134,7 +142,7 @@ for row in speed["rows"]:
 #   inlining it everywhere there;
 # - **copied** — private and internal things whose identity does not
 #   matter: the printers, `lc_alloc`, string constants, static closures and
-#   constructor values (no L program can tell two copies apart; L has no
+#   constructor values with fields (no L program can tell two copies apart; L has no
 #   physical equality): each part that uses one, directly or through
 #   another copy, gets its own copy;
 # - **declared** — what the runtime defines (`lc_print_int`, `lc_hp`, …):
@@ -1129,8 +1137,8 @@ class Shown:
 #| export
 class Repl(Repl):
     def run(self, entry: Entry, program: str, hold: bool = False):
-        """Compile and run the program (the session, then the entry at `entry_at`), its output
-        shown as it comes: (result, typing)."""
+        """Compile and run the program (the session, then the entry's text), its output shown as
+        it comes: (result, typing); None for typing if the program does not type."""
         source, warnings, sink = Source(entry.name, program), [], POLICY["sink"]
         POLICY["sink"] = warnings              # the warnings of the whole session, shown: the entry's
         try:
@@ -1460,8 +1468,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # makes the runtime write each line as it prints it, as on a terminal),
 # then the signal is sent; the process ends at once, killed by `SIGINT`,
 # which `subprocess` reports as `-2` and a shell as 130. `lc repl` and
-# `lc run -` (the program on standard input) appear in appendix C, and
-# `tests/test_terminal.py` drives them through a pseudo-terminal.
+# `lc run -` (the program on standard input) appear in appendix C;
+# `tests/test_terminal.py` drives `lc repl`, and Ctrl-C typed into `lc run`,
+# through a pseudo-terminal, and `tests/test_cli.py` gives `lc run -` its
+# program through a pipe.
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
@@ -1477,9 +1487,10 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # `lc run` compiles its program every time, though a program is mostly run
 # unchanged, again and again, while its author looks at what it prints or
-# edits another file. Compiling is much of the time `lc run` takes: for a
-# program of a line, loading the compiler's modules (the end of this
-# section times it); for a big one, the stages and LLVM (chapter 12 measures them). So `lc run`
+# edits another file. Compiling is much of the time `lc run` takes:
+# loading the compiler's modules, then the stages and LLVM (the end of this
+# section times `lc run` with and without compiling; chapter 12 measures
+# the stages on big programs). So `lc run`
 # keeps what it compiles: the object files that `machine_code` makes for
 # the JIT, in a folder, under a name that is a hash of everything they
 # depend on. Running the same program again finds them, loads them and
@@ -1510,7 +1521,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # An entry holds the object files, and the warnings that compiling the
 # program wrote, as they were written: a program run from the cache says
 # them again, so that what `lc run` shows does not depend on whether it
-# compiled. It starts with a line naming the format and the SHA-256 of the
+# compiled. It starts with a line naming the format, then the SHA-256 of the
 # rest, which is checked when it is read: a truncated entry, a corrupt one,
 # one from another version of the format, is a miss, and the program is
 # compiled again and the entry written anew. An entry is written into a
@@ -1519,8 +1530,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # the `ENTRIES_KEPT` entries used last (a hit touches its entry), so that it does
 # not grow without end; a temporary file that an `lc` killed while writing
 # left behind is removed after an hour. A cache that cannot be written — a full disk, a
-# read-only home — is a cache that keeps nothing; the program runs all the
-# same.
+# folder `lc` may not write into — is a cache that keeps nothing; the program
+# runs all the same. (When the cache's folder cannot even be made — a
+# read-only home — chapter 10b's cache moves to a private folder under
+# `/tmp`, and the programs go there with it.)
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: which cache, where, and how to turn it off</p>
@@ -1952,7 +1965,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # raised is forgotten, as any entry that fails is, and the session goes on
 # with everything defined before. A line is counted from the entry (or
 # the cell), or, when the `raise` is in a function an earlier entry
-# defined, from that entry: `f`'s is the session's line 2.
+# defined, from the session's first line: `f`'s `raise` is on the
+# session's line 2, the line of the second entry.
 
 # %%
 repl(iter(["exception Boom(Int)", "def f(n) = if (n > 2) raise(Boom(n)) else n", "f(3)", "2 * raise(Boom(4))",
@@ -1977,7 +1991,9 @@ repl(iter(["exception Boom(Int)", "def f(n) = if (n > 2) raise(Boom(n)) else n",
 
 # %% [markdown]
 # `lc --version` says which `lc` this is, and `lc --help` ends with the
-# environment variables that `lc` and the programs it compiles read. The
+# environment variables of `lc` and its programs that a user sets most
+# (the collector's own, such as `LC_NURSERY`, and `LC_BACKTRACE` are
+# chapter 10b's, and `LC_EXCEPTIONS` chapter 10's). The
 # defaults are the runtime's own, `DEFAULTS` of chapter 10b, which the C
 # compiler receives when it compiles the runtime (`268435456` bytes of
 # stack is `256M`), so the help stays true when the runtime changes. The
@@ -2030,7 +2046,7 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # ### Random programs and mutants, by the thousand
 #
 # The tests keep small samples: a few dozen random programs per run, a few
-# thousand mutated texts for the parser alone. Two scripts take the same
+# thousand mutated and random texts for the parser alone. Two scripts take the same
 # ideas further, for runs too long for a test suite:
 #
 # - `tools/random_programs.py` generates N random well-typed programs with
@@ -2053,8 +2069,11 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #   to four bytes inserted, deleted or replaced, or tokens deleted, doubled,
 #   swapped or replaced — and classifies what `lc run` does with each against
 #   the contract: rejected with located errors and status 1, run with status
-#   0, stopped by a located runtime error with status 2, or still running
-#   after ten seconds (a mutant may loop for ever). A mutant that runs is run
+#   0, stopped by a located runtime error with status 2, still running
+#   after ten seconds (a mutant may loop for ever), or stopped by the heap
+#   limit the script sets ("out of memory": a mutant that allocates without
+#   end, not compared, since where each way stops depends on what it keeps
+#   alive). A mutant that runs to its end or to a runtime error is run
 #   again without the optimiser (`lc run -O0`) and by the interpreter, which
 #   must both agree. Anything else is a finding.
 #
@@ -2065,12 +2084,14 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # command, when it started, the seconds it took, the commit of the
 # compiler, the machine, and the counts its last line prints, which each
 # script's `summary(record)` writes, for the script and for the cell below.
-# The runs of this book are in `bench/random_runs.json`, made one after
-# the other on the compiler as this book now has it — the optimiser of
-# chapter 9, the generational runtime of chapter 10b, chapter 10's heap
-# pointer in a register, exceptions through every stage — on a machine
-# with two cores, each run pinned to one of them (the command line says
-# which, and how niced):
+# The runs of this book are in `bench/random_runs.json`, made on one
+# afternoon on compilers that all have what this book describes — the
+# optimiser of chapter 9, the generational runtime of chapter 10b, chapter
+# 10's heap pointer in a register, exceptions through every stage — though
+# not all at the same commit (each run names its own: the later commits
+# changed error messages and prose, not how the compiler translates a
+# program), on a machine with two cores, each run pinned to one
+# of them (the command line says which, and how niced):
 
 # %%
 import json
@@ -2172,7 +2193,7 @@ for run in runs:
 # inside the runtime's stack-overflow handler. LLVM had given `down` a frame
 # whose first store faults in the guard zone *after* the stack pointer has
 # moved into it, and the handler read the stack from there. It now starts
-# its scan above the guard zone (chapter 10), and the program is one of
+# its scan above the guard zone ([chapter 10b](10b_runtime.ipynb#stack-overflow)), and the program is one of
 # `tests/test_native.py`'s located overflows. The random programs have one
 # runaway recursion, always the same, `def runaway(n) = 2 * runaway(n + 1)
 # + 1`, with one recursive call; a generator that also wrote recursions of
@@ -2235,17 +2256,35 @@ for run in runs:
 #    "stack overflow" at the same recursive call, with status 2, under
 #    `lc run`, `lc run --interp`, `lc run -O0` and as an executable of
 #    `lc build`: no finding there.
-# 5. `part_boxes` of the two texts of `split`, with the boxes filtered to
-#    the names that one part declares from the other and their homes. The
-#    cell of the section "A split, drawn" that splits this program prints
-#    the functions among them: one, `prev66_2197`, called across the cut. No
+# 5. Keep, of each part's text, only the lines that define or declare a
+#    name some part declares from another, and draw those with
+#    `part_boxes` (`module` is the 1,250-line program of the section "A
+#    split, drawn"):
+#
+#    ```python
+#    halves = split(module, 2)
+#    crossing = set()
+#    for text in halves:                  # the names a part declares, of another part's
+#        for m in map(DEFINES.match, text.splitlines()):
+#            if m and ((m.group(1) or "").startswith("declare") or m.group(4)) \
+#                    and not declared(module.globals[m.group(2)]):
+#                crossing.add(m.group(2))
+#    shown = ["\n".join(line for line in text.splitlines()
+#                       if (m := DEFINES.match(line)) and m.group(2) in crossing) for text in halves]
+#    panels, arrows, words = part_boxes(module, shown)
+#    Picture(panels, edges="none", arrows=arrows, alt=f"generated.l, what crosses the cut. {words}.")
+#    ```
+#
+#    Two names cross: `lc_globals`, the program's global slots, and one
+#    function, `prev66_2197` (the one the section's cell prints), both
+#    homed in part 1 and declared in part 2. No
 #    order does better on this program: its blocks make one chain
 #    (`step{i}` calls `prev{i}`, which calls `step{i-1}`), so any cut into
 #    two runs crosses it somewhere, and the depth-first order the driver
 #    uses, which keeps a function with what it calls first, crosses it
 #    once. Where the call graph is not a chain, fewer calls cross when the
-#    definitions that call each other most are in the same run: ordering
-#    by the call graph's strongly connected components, largest first,
-#    would keep mutual recursions whole.
+#    definitions that call each other most are in the same run: taking
+#    the call graph's strongly connected components as units would keep
+#    mutual recursions whole.
 #
 # </details>
