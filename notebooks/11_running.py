@@ -138,8 +138,9 @@ for row in speed["rows"]:
 #   order so that the parts have about the same number of instructions. A
 #   part that uses a name homed elsewhere gets a *declaration*, and the name
 #   becomes *exported*: its linkage goes from `linkonce_odr` or `internal`
-#   to external, or its home part would be free to delete it after
-#   inlining it everywhere there;
+#   (chapter 10's linkages: a definition that LLVM may drop once nothing in
+#   its module uses it) to external, or its home part would be free to
+#   delete it after inlining it everywhere there;
 # - **copied** — private and internal things whose identity does not
 #   matter: the printers, `lc_alloc`, string constants, static closures and
 #   constructor values with fields (no L program can tell two copies apart; L has no
@@ -1564,7 +1565,8 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # The code is a module of its own, `lcompiler.cache`, which imports no stage
 # of the compiler: a hit loads llvmlite's binding, the runtime and the
-# object files, and nothing else; a miss imports this chapter's `driver`
+# object files (with the small modules `errors` and `support` of the
+# appendices), and no stage; a miss imports this chapter's `driver`
 # and compiles with `compile_source`. First the name of an entry: the hash
 # of the compiler, then of everything else.
 
