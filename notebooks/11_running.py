@@ -868,7 +868,9 @@ for way, steps in ways.items():
 # their types after what it prints, and a cell that ends with an expression
 # shows its value with its type, unless its type is `Unit` (a cell that ends
 # with `print(…)` shows only what it prints). A cell whose program fails is
-# forgotten, except for the definitions before the failing expression.
+# forgotten, but for one case: when the cell ends with an expression and
+# only that expression fails, the definitions before it are kept (the
+# cell is run as two, as the REPL below runs an entry).
 # `%%L --fresh` runs the cell as a program of its own, as `run_l` does, and
 # `%%L --reset` starts a new session with it. The line may also give a name
 # for the cell's source (`%%L fib.l`, used in error messages) and a time
