@@ -283,8 +283,8 @@ def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
 # parts, and the module's metadata.
 #
 # What a function uses is read off its instructions' operands (a global,
-# or a constant expression such as `ptrtoint (ptr @f to i64)`, whose text
-# names it), in the order its text would name them; a global variable's
+# or a constant expression such as `ptrtoint ([1 x i64]* @"nullary.1" to i64)`,
+# whose text names it), in the order its text would name them; a global variable's
 # initializer is printed to find them. Printing is what costs here —
 # llvmlite prints a module in Python, instruction by instruction — so it
 # is put off: `plan` decides everything without printing a function, and
