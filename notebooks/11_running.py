@@ -778,8 +778,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # endless loop ends the child, not the host. `lc build` asks LLVM for
 # position-independent code instead, links it with the runtime using the
 # C compiler, and then the executable runs with no Python at all. The cell
-# below times each step for `fib(30)`, one way after the other, and draws
-# them: the widths change from run to run (this cell's figures are not
+# below times each step for `fib(30)`, one way after the other, once, and
+# draws them, then prints the times and the machine they were taken on:
+# the widths change from run to run (this cell's figures are not
 # compared by the tests), the order of the steps does not. For a program
 # this small, the two compiling steps are most of every line; the link is
 # what a build adds, the fork what a child adds, and loading the code is
@@ -790,6 +791,7 @@ import time
 
 import matplotlib.pyplot as plt
 from IPython.display import display
+from machine import describe  # noqa: E402  (bench/machine.py, on the path since the first cell)
 from matplotlib.patches import Patch
 
 TIMELINE = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(30))\n")
@@ -830,6 +832,7 @@ def timeline(source: Source) -> dict:
 
 
 pipeline.compile_to("llvm", TIMELINE)                # once before timing: Python's first-call costs
+machine = describe()                                 # its load average: at the start
 ways = timeline(TIMELINE)
 colours = {"front end, optimiser": "tab:blue", "LLVM": "tab:orange", "load": "tab:green", "run": "tab:red",
            "fork, run": "tab:red", "link": "tab:purple", "exec, run": "tab:red"}
@@ -853,6 +856,7 @@ plt.close(fig)
 for way, steps in ways.items():
     print(f"{way:32} " + "  ".join(f"{what} {seconds * 1000:.0f}" for what, seconds in steps)
           + f"  = {sum(s for _, s in steps) * 1000:.0f} ms")
+print("\n".join(machine_lines(machine)[:2]))
 
 # %% [markdown]
 # ## L in a notebook: run_l and the %%L magic
@@ -1867,14 +1871,18 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # holds one entry per program that was compiled and run: the first hello,
 # the edited one (written twice), and the program with a warning.
 #
-# How long `lc run` takes, compiling and not, on this machine: the median of
-# ten runs of each, in alternation, of the book's `hello.l` and of its
-# biggest example (the times depend on the machine and its load, so the
-# cell's output is not checked; chapter 12 runs the book's benchmarks).
+# How long `lc run` takes, compiling and not, on the machine the cell
+# prints first: the median of ten runs of each, in alternation, with the
+# fastest and the slowest of the ten in brackets, of the book's `hello.l`
+# and of its biggest example (the times depend on the machine and its
+# load, so the cell's output is not checked; chapter 12 runs the book's
+# benchmarks).
 
 # %% tags=["nbval-ignore-output"]
 import statistics
 import time  # noqa: F811  (the cell imports what it uses, as a module would)
+
+from machine import describe  # noqa: E402, F811  (the cell imports what it uses, as a module would)
 
 
 def wall(argv: list[str], env: dict) -> float:
@@ -1883,6 +1891,7 @@ def wall(argv: list[str], env: dict) -> float:
     return time.perf_counter() - start
 
 
+print("\n".join(machine_lines(describe())[:2]))
 with tempfile.TemporaryDirectory() as tmp:
     cache = {"LC_CACHE": tmp}
     biggest = max(Path("../examples").glob("*.l"), key=lambda p: p.stat().st_size)
@@ -1893,7 +1902,8 @@ with tempfile.TemporaryDirectory() as tmp:
             times["compiling"].append(wall(["run", "--no-cache", str(program)], cache))
             times["from the cache"].append(wall(["run", str(program)], cache))
         print(f"lc run {program.name} ({len(program.read_text().splitlines())} lines): "
-              + ", ".join(f"{how} {statistics.median(t):.3f} s" for how, t in times.items()))
+              + ", ".join(f"{how} {statistics.median(t):.3f} s [{min(t):.3f}, {max(t):.3f}]"
+                          for how, t in times.items()))
 
 # %% [markdown]
 # `tests/test_cli.py` checks the promises of this section through `lc`,
