@@ -36,8 +36,11 @@
 # **Needs:** [chapter 10](10_llvm.ipynb), the LLVM module and its
 # optimisation; [chapter 10b](10b_runtime.ipynb), the C runtime; the pipeline of stages of [chapter 4](04_pipeline.ipynb)
 # (`lcompiler.pipeline`), with the optimiser of [chapter 9](09_shrink.ipynb)
-# or without; [chapter 5](05_types.ipynb)'s type schemes, which the REPL
-# prints; from the workshop, [appendix B](B_support.ipynb)'s target
+# or without; [chapter 4a](04a_syntax.ipynb)'s parser and printer, with
+# which the REPL cuts an entry into items and echoes a `data` declaration;
+# [chapter 4b](04b_meaning.ipynb)'s reference interpreter, whose behaviour
+# the compiled programs must match; [chapter 5](05_types.ipynb)'s type
+# schemes, which the REPL prints; from the workshop, [appendix B](B_support.ipynb)'s target
 # machine and child processes, and [appendix C](C_cli.ipynb)'s command
 # `lc`.
 #
@@ -2248,12 +2251,19 @@ for run in runs:
 #    so the slots keep their values between entries, and a definition
 #    entered again must get a new name — the REPL's `definitions` would
 #    then map each name to its latest version.
-# 2. Run the whole cell once, as one entry: the definitions and `def it =
-#    { last }` in one program, kept only if it runs. The price is the
-#    output: the session must then know how much of the output the kept
-#    definitions print, to skip it in later entries, and the expression's
-#    own output is mixed in after it — which is why `enter` runs the two
-#    parts apart, and the definitions' output is counted on its own.
+# 2. Keep the two runs, and move the commitment: `define` runs the session
+#    with the cell's definitions, which tells how much they print, but no
+#    longer sets `self.definitions` and `self.printed`; `evaluate` runs
+#    the session, those definitions and `def it = { last }`, and sets both
+#    only if that run succeeds. Nothing more is compiled or run. The cost
+#    is in what the cell shows: the definitions' types are known after the
+#    first run, so they either wait until the second has ended (after the
+#    value, an order unlike the REPL's) or are shown at once and followed,
+#    on a failure, by a line saying that they were dropped. Running the
+#    cell as one program instead would not do: the session must know how
+#    much of its output the kept definitions print, to skip it at later
+#    entries, and one run mixes the expression's output in after theirs —
+#    which is why `enter` runs the two parts apart.
 # 3. `machine_code`, `compile_source` and `build` already take the level
 #    (`lc build -g -O0` passes 0, for the debugger); pass it from `lc`'s
 #    `build_command` to `build`, and from `run_command` through the cache's
