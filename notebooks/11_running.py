@@ -2244,13 +2244,18 @@ for run in runs:
 #
 # <details><summary>Solutions</summary>
 #
-# 1. Each entry's module defines its definitions' global slots; a later
-#    entry must *declare* them (`external global`) instead of defining them
-#    again, as a part of a split module declares what another part homes.
-#    MCJIT resolves the declarations against the modules it already holds,
-#    so the slots keep their values between entries, and a definition
-#    entered again must get a new name — the REPL's `definitions` would
-#    then map each name to its latest version.
+# 1. A definition's value lives in a slot of the module's one array
+#    `lc_globals` (chapter 10), which `main` hands to the runtime as the
+#    collector's roots. Each entry's module would get an array of its own
+#    (`lc_globals.3` for entry 3), and a later entry *declares* the earlier
+#    entries' arrays (`external global`) and reads their slots, as a part
+#    of a split module declares what another part homes; MCJIT resolves
+#    the declarations against the modules it already holds. For the slots
+#    to keep their values, the entries must run in one process that lives
+#    as long as the session — today each runs in a new forked child, whose
+#    memory goes with it — and the runtime must take every entry's array
+#    as roots, not one. A name defined again gets a slot in the new entry's
+#    array, and the REPL's `definitions` maps each name to its latest slot.
 # 2. Keep the two runs, and move the commitment: `define` runs the session
 #    with the cell's definitions, which tells how much they print, but no
 #    longer sets `self.definitions` and `self.printed`; `evaluate` runs
