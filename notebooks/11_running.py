@@ -1923,7 +1923,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # %% [markdown]
 # ## When something goes wrong
 #
-# `lc` meets three kinds of trouble, and says which it is:
+# `lc` meets three kinds of trouble — in the program (found before it runs,
+# or as it runs: two rows below), in how `lc` was called or the machine,
+# and in `lc` itself — and says which it is:
 #
 # | where the fault is | what `lc` writes | exit status |
 # |---|---|---|
