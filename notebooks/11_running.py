@@ -1446,7 +1446,9 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # %% [markdown]
 # ## The commands
 #
-# `lc run` now compiles natively (`run_here`); the reference interpreter
+# `lc run` now compiles natively and runs the machine code in its own
+# process, as `run_here` does, through the cache of compiled programs of
+# the next section (`lcompiler.cache`'s `run`); the reference interpreter
 # stays one flag away, `lc run --interp`, for comparison and for debugging
 # the compiler. `lc build` writes an executable (`build`). `lc repl` starts
 # a session on the terminal (`repl`), with a prompt when its input is a
