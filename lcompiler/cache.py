@@ -12,8 +12,12 @@ that run it:
   program behaves the same either way;
 - `lc run FILE.l` compiles to native code and runs it; the output, the
   runtime errors and the exit status are the reference interpreter's
-  (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
-- `lc build FILE.l -o EXE` writes an executable that behaves the same;
+  (`lc run --interp FILE.l` still runs chapter 4b's interpreter), but
+  for the difference the language reference states: a recursion deeper
+  than the interpreter's 2²⁰ calls, which compiled code may run to its end;
+- `lc build FILE.l -o EXE` writes an executable that behaves the same
+  (but when the reader of its output goes away early: the section on
+  what goes wrong);
 - `lc run` keeps the machine code it compiles: a program run again
   unchanged is not compiled again, and behaves exactly as when it was
   (`lc run --no-cache` compiles it all the same);

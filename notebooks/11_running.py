@@ -34,17 +34,21 @@
 # <p class="admonition-title">Needs / Builds</p>
 #
 # **Needs:** [chapter 10](10_llvm.ipynb), the LLVM module and its
-# optimisation; [chapter 10b](10b_runtime.ipynb), the C runtime; the pipeline of stages of [chapter 4a](04a_syntax.ipynb)
+# optimisation; [chapter 10b](10b_runtime.ipynb), the C runtime; the pipeline of stages of [chapter 4](04_pipeline.ipynb)
 # (`lcompiler.pipeline`), with the optimiser of [chapter 9](09_shrink.ipynb)
-# or without; [chapter 5](05_types.ipynb)'s type schemes, which the REPL
-# prints; from the workshop, [appendix B](B_support.ipynb)'s target
+# or without; [chapter 4a](04a_syntax.ipynb)'s parser and printer, with
+# which the REPL cuts an entry into items and echoes a `data` declaration;
+# [chapter 4b](04b_meaning.ipynb)'s reference interpreter, whose behaviour
+# the compiled programs must match; [chapter 5](05_types.ipynb)'s type
+# schemes, which the REPL prints; from the workshop, [appendix B](B_support.ipynb)'s target
 # machine and child processes, and [appendix C](C_cli.ipynb)'s command
 # `lc`.
 #
 # **Builds:** the module `lcompiler.driver` — `split`, `machine_code`,
 # `jit`, `run_here`, `run_source`, `build`, `run_l` and the `%%L` magic,
 # `Repl` and `repl` — which the commands `lc run` (now native), `lc build`
-# and `lc repl` run. [Chapter 12](12_measuring.ipynb) measures what they
+# and `lc repl` run; and the module `lcompiler.cache`, which keeps what
+# `lc run` compiles. [Chapter 12](12_measuring.ipynb) measures what they
 # produce.
 #
 # </div>
@@ -59,8 +63,12 @@
 #   program behaves the same either way;
 # - `lc run FILE.l` compiles to native code and runs it; the output, the
 #   runtime errors and the exit status are the reference interpreter's
-#   (`lc run --interp FILE.l` still runs chapter 4b's interpreter);
-# - `lc build FILE.l -o EXE` writes an executable that behaves the same;
+#   (`lc run --interp FILE.l` still runs chapter 4b's interpreter), but
+#   for the difference the language reference states: a recursion deeper
+#   than the interpreter's 2²⁰ calls, which compiled code may run to its end;
+# - `lc build FILE.l -o EXE` writes an executable that behaves the same
+#   (but when the reader of its output goes away early: the section on
+#   what goes wrong);
 # - `lc run` keeps the machine code it compiles: a program run again
 #   unchanged is not compiled again, and behaves exactly as when it was
 #   (`lc run --no-cache` compiles it all the same);
@@ -92,14 +100,20 @@
 # times every stage of the compiler on generated programs of 1,250 to
 # 10,000 lines and records the medians in `bench/compile_speed.json`; its
 # "machine code" is this section's work (O2 and code generation, on the
-# parts the module was split into, in parallel):
+# parts the module was split into, in parallel). The cell prints the
+# machine the file records, then the table:
 
 # %%
 import json
+import sys
 from pathlib import Path
 
+sys.path.insert(0, "../bench")
+from machine import lines as machine_lines  # noqa: E402  (bench/machine.py: the machine, in a few lines)
+
 speed = json.loads(Path("../bench/compile_speed.json").read_text())
-print(f"{speed['command']}: {speed['cores']} cores")
+print("\n".join(machine_lines(speed["machine"])[:2]))
+print(f"$ {speed['command']}")
 print(f"{'lines':>6} {'parts':>6} {'machine code s':>15} {'all stages s':>13} {'share':>6}")
 for row in speed["rows"]:
     total, machine = sum(row["seconds"].values()), row["seconds"]["machine code"]
@@ -125,15 +139,18 @@ for row in speed["rows"]:
 #
 # - **homed** — the program's functions, `main`, `lc_program`, the globals
 #   that are written (`lc_globals`, a static cell) or that the runtime finds
-#   by name (`lc_call_sites`): defined in exactly one part, chosen in module
+#   by name (`lc_call_sites`), and the one block of each constructor without
+#   fields (`nullary.1`: the compiled code tells `Nil` from a `Cons` by that
+#   block's address, chapter 10): defined in exactly one part, chosen in module
 #   order so that the parts have about the same number of instructions. A
 #   part that uses a name homed elsewhere gets a *declaration*, and the name
 #   becomes *exported*: its linkage goes from `linkonce_odr` or `internal`
-#   to external, or its home part would be free to delete it after
-#   inlining it everywhere there;
+#   (chapter 10's linkages: a definition that LLVM may drop once nothing in
+#   its module uses it) to external, or its home part would be free to
+#   delete it after inlining it everywhere there;
 # - **copied** — private and internal things whose identity does not
 #   matter: the printers, `lc_alloc`, string constants, static closures and
-#   constructor values (no L program can tell two copies apart; L has no
+#   constructor values with fields (no L program can tell two copies apart; L has no
 #   physical equality): each part that uses one, directly or through
 #   another copy, gets its own copy;
 # - **declared** — what the runtime defines (`lc_print_int`, `lc_hp`, …):
@@ -269,8 +286,8 @@ def contents(home: dict, uses: dict, parts: int) -> tuple[list, set]:
 # parts, and the module's metadata.
 #
 # What a function uses is read off its instructions' operands (a global,
-# or a constant expression such as `ptrtoint (ptr @f to i64)`, whose text
-# names it), in the order its text would name them; a global variable's
+# or a constant expression such as `ptrtoint ([1 x i64]* @"nullary.1" to i64)`,
+# whose text names it), in the order its text would name them; a global variable's
 # initializer is printed to find them. Printing is what costs here —
 # llvmlite prints a module in Python, instruction by instruction — so it
 # is put off: `plan` decides everything without printing a function, and
@@ -764,8 +781,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # endless loop ends the child, not the host. `lc build` asks LLVM for
 # position-independent code instead, links it with the runtime using the
 # C compiler, and then the executable runs with no Python at all. The cell
-# below times each step for `fib(30)`, one way after the other, and draws
-# them: the widths change from run to run (this cell's figures are not
+# below times each step for `fib(30)`, one way after the other, once, and
+# draws them, then prints the times and the machine they were taken on:
+# the widths change from run to run (this cell's figures are not
 # compared by the tests), the order of the steps does not. For a program
 # this small, the two compiling steps are most of every line; the link is
 # what a build adds, the fork what a child adds, and loading the code is
@@ -776,6 +794,7 @@ import time
 
 import matplotlib.pyplot as plt
 from IPython.display import display
+from machine import describe  # noqa: E402  (bench/machine.py, on the path since the first cell)
 from matplotlib.patches import Patch
 
 TIMELINE = Source("fib.l", "def fib(n) = if (n < 2) n else fib(n - 1) + fib(n - 2)\nprint(fib(30))\n")
@@ -816,6 +835,7 @@ def timeline(source: Source) -> dict:
 
 
 pipeline.compile_to("llvm", TIMELINE)                # once before timing: Python's first-call costs
+machine = describe()                                 # its load average: at the start
 ways = timeline(TIMELINE)
 colours = {"front end, optimiser": "tab:blue", "LLVM": "tab:orange", "load": "tab:green", "run": "tab:red",
            "fork, run": "tab:red", "link": "tab:purple", "exec, run": "tab:red"}
@@ -839,6 +859,7 @@ plt.close(fig)
 for way, steps in ways.items():
     print(f"{way:32} " + "  ".join(f"{what} {seconds * 1000:.0f}" for what, seconds in steps)
           + f"  = {sum(s for _, s in steps) * 1000:.0f} ms")
+print("\n".join(machine_lines(machine)[:2]))
 
 # %% [markdown]
 # ## L in a notebook: run_l and the %%L magic
@@ -858,7 +879,9 @@ for way, steps in ways.items():
 # their types after what it prints, and a cell that ends with an expression
 # shows its value with its type, unless its type is `Unit` (a cell that ends
 # with `print(…)` shows only what it prints). A cell whose program fails is
-# forgotten, except for the definitions before the failing expression.
+# forgotten, but for one case: when the cell ends with an expression and
+# only that expression fails, the definitions before it are kept (the
+# cell is run as two, as the REPL below runs an entry).
 # `%%L --fresh` runs the cell as a program of its own, as `run_l` does, and
 # `%%L --reset` starts a new session with it. The line may also give a name
 # for the cell's source (`%%L fib.l`, used in error messages) and a time
@@ -1128,8 +1151,8 @@ class Shown:
 #| export
 class Repl(Repl):
     def run(self, entry: Entry, program: str, hold: bool = False):
-        """Compile and run the program (the session, then the entry at `entry_at`), its output
-        shown as it comes: (result, typing)."""
+        """Compile and run the program (the session, then the entry's text), its output shown as
+        it comes: (result, typing); None for typing if the program does not type."""
         source, warnings, sink = Source(entry.name, program), [], POLICY["sink"]
         POLICY["sink"] = warnings              # the warnings of the whole session, shown: the entry's
         try:
@@ -1423,7 +1446,9 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # %% [markdown]
 # ## The commands
 #
-# `lc run` now compiles natively (`run_here`); the reference interpreter
+# `lc run` now compiles natively and runs the machine code in its own
+# process, as `run_here` does, through the cache of compiled programs of
+# the next section (`lcompiler.cache`'s `run`); the reference interpreter
 # stays one flag away, `lc run --interp`, for comparison and for debugging
 # the compiler. `lc build` writes an executable (`build`). `lc repl` starts
 # a session on the terminal (`repl`), with a prompt when its input is a
@@ -1459,8 +1484,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # makes the runtime write each line as it prints it, as on a terminal),
 # then the signal is sent; the process ends at once, killed by `SIGINT`,
 # which `subprocess` reports as `-2` and a shell as 130. `lc repl` and
-# `lc run -` (the program on standard input) appear in appendix C, and
-# `tests/test_terminal.py` drives them through a pseudo-terminal.
+# `lc run -` (the program on standard input) appear in appendix C;
+# `tests/test_terminal.py` drives `lc repl`, and Ctrl-C typed into `lc run`,
+# through a pseudo-terminal, and `tests/test_cli.py` gives `lc run -` its
+# program through a pipe.
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
@@ -1476,9 +1503,10 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # `lc run` compiles its program every time, though a program is mostly run
 # unchanged, again and again, while its author looks at what it prints or
-# edits another file. Compiling is much of the time `lc run` takes: for a
-# program of a line, loading the compiler's modules (the end of this
-# section times it); for a big one, the stages and LLVM (chapter 12 measures them). So `lc run`
+# edits another file. Compiling is much of the time `lc run` takes:
+# loading the compiler's modules, then the stages and LLVM (the end of this
+# section times `lc run` with and without compiling; chapter 12 measures
+# the stages on big programs). So `lc run`
 # keeps what it compiles: the object files that `machine_code` makes for
 # the JIT, in a folder, under a name that is a hash of everything they
 # depend on. Running the same program again finds them, loads them and
@@ -1509,7 +1537,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # An entry holds the object files, and the warnings that compiling the
 # program wrote, as they were written: a program run from the cache says
 # them again, so that what `lc run` shows does not depend on whether it
-# compiled. It starts with a line naming the format and the SHA-256 of the
+# compiled. It starts with a line naming the format, then the SHA-256 of the
 # rest, which is checked when it is read: a truncated entry, a corrupt one,
 # one from another version of the format, is a miss, and the program is
 # compiled again and the entry written anew. An entry is written into a
@@ -1518,8 +1546,10 @@ with tempfile.TemporaryDirectory() as tmp:
 # the `ENTRIES_KEPT` entries used last (a hit touches its entry), so that it does
 # not grow without end; a temporary file that an `lc` killed while writing
 # left behind is removed after an hour. A cache that cannot be written — a full disk, a
-# read-only home — is a cache that keeps nothing; the program runs all the
-# same.
+# folder `lc` may not write into — is a cache that keeps nothing; the program
+# runs all the same. (When the cache's folder cannot even be made — a
+# read-only home — chapter 10b's cache moves to a private folder under
+# `/tmp`, and the programs go there with it.)
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: which cache, where, and how to turn it off</p>
@@ -1550,7 +1580,8 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # The code is a module of its own, `lcompiler.cache`, which imports no stage
 # of the compiler: a hit loads llvmlite's binding, the runtime and the
-# object files, and nothing else; a miss imports this chapter's `driver`
+# object files (with the small modules `errors` and `support` of the
+# appendices), and no stage; a miss imports this chapter's `driver`
 # and compiles with `compile_source`. First the name of an entry: the hash
 # of the compiler, then of everything else.
 
@@ -1845,14 +1876,18 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # holds one entry per program that was compiled and run: the first hello,
 # the edited one (written twice), and the program with a warning.
 #
-# How long `lc run` takes, compiling and not, on this machine: the median of
-# ten runs of each, in alternation, of the book's `hello.l` and of its
-# biggest example (the times depend on the machine and its load, so the
-# cell's output is not checked; chapter 12 runs the book's benchmarks).
+# How long `lc run` takes, compiling and not, on the machine the cell
+# prints first: the median of ten runs of each, in alternation, with the
+# fastest and the slowest of the ten in brackets, of the book's `hello.l`
+# and of its biggest example (the times depend on the machine and its
+# load, so the cell's output is not checked; chapter 12 runs the book's
+# benchmarks).
 
 # %% tags=["nbval-ignore-output"]
 import statistics
 import time  # noqa: F811  (the cell imports what it uses, as a module would)
+
+from machine import describe  # noqa: E402, F811  (the cell imports what it uses, as a module would)
 
 
 def wall(argv: list[str], env: dict) -> float:
@@ -1861,6 +1896,7 @@ def wall(argv: list[str], env: dict) -> float:
     return time.perf_counter() - start
 
 
+print("\n".join(machine_lines(describe())[:2]))
 with tempfile.TemporaryDirectory() as tmp:
     cache = {"LC_CACHE": tmp}
     biggest = max(Path("../examples").glob("*.l"), key=lambda p: p.stat().st_size)
@@ -1871,7 +1907,8 @@ with tempfile.TemporaryDirectory() as tmp:
             times["compiling"].append(wall(["run", "--no-cache", str(program)], cache))
             times["from the cache"].append(wall(["run", str(program)], cache))
         print(f"lc run {program.name} ({len(program.read_text().splitlines())} lines): "
-              + ", ".join(f"{how} {statistics.median(t):.3f} s" for how, t in times.items()))
+              + ", ".join(f"{how} {statistics.median(t):.3f} s [{min(t):.3f}, {max(t):.3f}]"
+                          for how, t in times.items()))
 
 # %% [markdown]
 # `tests/test_cli.py` checks the promises of this section through `lc`,
@@ -1888,7 +1925,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # %% [markdown]
 # ## When something goes wrong
 #
-# `lc` meets three kinds of trouble, and says which it is:
+# `lc` meets three kinds of trouble — in the program (found before it runs,
+# or as it runs: two rows below), in how `lc` was called or the machine,
+# and in `lc` itself — and says which it is:
 #
 # | where the fault is | what `lc` writes | exit status |
 # |---|---|---|
@@ -1951,7 +1990,8 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # raised is forgotten, as any entry that fails is, and the session goes on
 # with everything defined before. A line is counted from the entry (or
 # the cell), or, when the `raise` is in a function an earlier entry
-# defined, from that entry: `f`'s is the session's line 2.
+# defined, from the session's first line: `f`'s `raise` is on the
+# session's line 2, the line of the second entry.
 
 # %%
 repl(iter(["exception Boom(Int)", "def f(n) = if (n > 2) raise(Boom(n)) else n", "f(3)", "2 * raise(Boom(4))",
@@ -1976,7 +2016,9 @@ repl(iter(["exception Boom(Int)", "def f(n) = if (n > 2) raise(Boom(n)) else n",
 
 # %% [markdown]
 # `lc --version` says which `lc` this is, and `lc --help` ends with the
-# environment variables that `lc` and the programs it compiles read. The
+# environment variables of `lc` and its programs that a user sets most
+# (the collector's own, such as `LC_NURSERY`, and `LC_BACKTRACE` are
+# chapter 10b's, and `LC_EXCEPTIONS` chapter 10's). The
 # defaults are the runtime's own, `DEFAULTS` of chapter 10b, which the C
 # compiler receives when it compiles the runtime (`268435456` bytes of
 # stack is `256M`), so the help stays true when the runtime changes. The
@@ -2029,7 +2071,7 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # ### Random programs and mutants, by the thousand
 #
 # The tests keep small samples: a few dozen random programs per run, a few
-# thousand mutated texts for the parser alone. Two scripts take the same
+# thousand mutated and random texts for the parser alone. Two scripts take the same
 # ideas further, for runs too long for a test suite:
 #
 # - `tools/random_programs.py` generates N random well-typed programs with
@@ -2052,8 +2094,11 @@ print(done.stdout[done.stdout.index("environment variables"):])
 #   to four bytes inserted, deleted or replaced, or tokens deleted, doubled,
 #   swapped or replaced — and classifies what `lc run` does with each against
 #   the contract: rejected with located errors and status 1, run with status
-#   0, stopped by a located runtime error with status 2, or still running
-#   after ten seconds (a mutant may loop for ever). A mutant that runs is run
+#   0, stopped by a located runtime error with status 2, still running
+#   after ten seconds (a mutant may loop for ever), or stopped by the heap
+#   limit the script sets ("out of memory": a mutant that allocates without
+#   end, not compared, since where each way stops depends on what it keeps
+#   alive). A mutant that runs to its end or to a runtime error is run
 #   again without the optimiser (`lc run -O0`) and by the interpreter, which
 #   must both agree. Anything else is a finding.
 #
@@ -2064,12 +2109,14 @@ print(done.stdout[done.stdout.index("environment variables"):])
 # command, when it started, the seconds it took, the commit of the
 # compiler, the machine, and the counts its last line prints, which each
 # script's `summary(record)` writes, for the script and for the cell below.
-# The runs of this book are in `bench/random_runs.json`, made one after
-# the other on the compiler as this book now has it — the optimiser of
-# chapter 9, the generational runtime of chapter 10b, chapter 10's heap
-# pointer in a register, exceptions through every stage — on a machine
-# with two cores, each run pinned to one of them (the command line says
-# which, and how niced):
+# The runs of this book are in `bench/random_runs.json`, made on one
+# afternoon on compilers that all have what this book describes — the
+# optimiser of chapter 9, the generational runtime of chapter 10b, chapter
+# 10's heap pointer in a register, exceptions through every stage — though
+# not all at the same commit (each run names its own: the later commits
+# changed error messages and prose, not how the compiler translates a
+# program), on a machine with two cores, each run pinned to one
+# of them (the command line says which, and how niced):
 
 # %%
 import json
@@ -2171,7 +2218,7 @@ for run in runs:
 # inside the runtime's stack-overflow handler. LLVM had given `down` a frame
 # whose first store faults in the guard zone *after* the stack pointer has
 # moved into it, and the handler read the stack from there. It now starts
-# its scan above the guard zone (chapter 10), and the program is one of
+# its scan above the guard zone ([chapter 10b](10b_runtime.ipynb#stack-overflow)), and the program is one of
 # `tests/test_native.py`'s located overflows. The random programs have one
 # runaway recursion, always the same, `def runaway(n) = 2 * runaway(n + 1)
 # + 1`, with one recursive call; a generator that also wrote recursions of
@@ -2201,19 +2248,31 @@ for run in runs:
 #
 # <details><summary>Solutions</summary>
 #
-# 1. Each entry's module defines its definitions' global slots; a later
-#    entry must *declare* them (`external global`) instead of defining them
-#    again, as a part of a split module declares what another part homes.
-#    MCJIT resolves the declarations against the modules it already holds,
-#    so the slots keep their values between entries, and a definition
-#    entered again must get a new name — the REPL's `definitions` would
-#    then map each name to its latest version.
-# 2. Run the whole cell once, as one entry: the definitions and `def it =
-#    { last }` in one program, kept only if it runs. The price is the
-#    output: the session must then know how much of the output the kept
-#    definitions print, to skip it in later entries, and the expression's
-#    own output is mixed in after it — which is why `enter` runs the two
-#    parts apart, and the definitions' output is counted on its own.
+# 1. A definition's value lives in a slot of the module's one array
+#    `lc_globals` (chapter 10), which `main` hands to the runtime as the
+#    collector's roots. Each entry's module would get an array of its own
+#    (`lc_globals.3` for entry 3), and a later entry *declares* the earlier
+#    entries' arrays (`external global`) and reads their slots, as a part
+#    of a split module declares what another part homes; MCJIT resolves
+#    the declarations against the modules it already holds. For the slots
+#    to keep their values, the entries must run in one process that lives
+#    as long as the session — today each runs in a new forked child, whose
+#    memory goes with it — and the runtime must take every entry's array
+#    as roots, not one. A name defined again gets a slot in the new entry's
+#    array, and the REPL's `definitions` maps each name to its latest slot.
+# 2. Keep the two runs, and move the commitment: `define` runs the session
+#    with the cell's definitions, which tells how much they print, but no
+#    longer sets `self.definitions` and `self.printed`; `evaluate` runs
+#    the session, those definitions and `def it = { last }`, and sets both
+#    only if that run succeeds. Nothing more is compiled or run. The cost
+#    is in what the cell shows: the definitions' types are known after the
+#    first run, so they either wait until the second has ended (after the
+#    value, an order unlike the REPL's) or are shown at once and followed,
+#    on a failure, by a line saying that they were dropped. Running the
+#    cell as one program instead would not do: the session must know how
+#    much of its output the kept definitions print, to skip it at later
+#    entries, and one run mixes the expression's output in after theirs —
+#    which is why `enter` runs the two parts apart.
 # 3. `machine_code`, `compile_source` and `build` already take the level
 #    (`lc build -g -O0` passes 0, for the debugger); pass it from `lc`'s
 #    `build_command` to `build`, and from `run_command` through the cache's
@@ -2234,17 +2293,35 @@ for run in runs:
 #    "stack overflow" at the same recursive call, with status 2, under
 #    `lc run`, `lc run --interp`, `lc run -O0` and as an executable of
 #    `lc build`: no finding there.
-# 5. `part_boxes` of the two texts of `split`, with the boxes filtered to
-#    the names that one part declares from the other and their homes. The
-#    cell of the section "A split, drawn" that splits this program prints
-#    the functions among them: one, `prev66_2197`, called across the cut. No
+# 5. Keep, of each part's text, only the lines that define or declare a
+#    name some part declares from another, and draw those with
+#    `part_boxes` (`module` is the 1,250-line program of the section "A
+#    split, drawn"):
+#
+#    ```python
+#    halves = split(module, 2)
+#    crossing = set()
+#    for text in halves:                  # the names a part declares, of another part's
+#        for m in map(DEFINES.match, text.splitlines()):
+#            if m and ((m.group(1) or "").startswith("declare") or m.group(4)) \
+#                    and not declared(module.globals[m.group(2)]):
+#                crossing.add(m.group(2))
+#    shown = ["\n".join(line for line in text.splitlines()
+#                       if (m := DEFINES.match(line)) and m.group(2) in crossing) for text in halves]
+#    panels, arrows, words = part_boxes(module, shown)
+#    Picture(panels, edges="none", arrows=arrows, alt=f"generated.l, what crosses the cut. {words}.")
+#    ```
+#
+#    Two names cross: `lc_globals`, the program's global slots, and one
+#    function, `prev66_2197` (the one the section's cell prints), both
+#    homed in part 1 and declared in part 2. No
 #    order does better on this program: its blocks make one chain
 #    (`step{i}` calls `prev{i}`, which calls `step{i-1}`), so any cut into
 #    two runs crosses it somewhere, and the depth-first order the driver
 #    uses, which keeps a function with what it calls first, crosses it
 #    once. Where the call graph is not a chain, fewer calls cross when the
-#    definitions that call each other most are in the same run: ordering
-#    by the call graph's strongly connected components, largest first,
-#    would keep mutual recursions whole.
+#    definitions that call each other most are in the same run: taking
+#    the call graph's strongly connected components as units would keep
+#    mutual recursions whole.
 #
 # </details>

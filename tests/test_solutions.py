@@ -40,6 +40,10 @@ a function nested five deep), and the closures of the corpus that could live on 
 Appendix C, exercises 1 and 2: `lc check`, registered for the test, prints nothing for a well-typed
 program and the golden messages, status 1, for the others; `lc show` of several stages refuses every
 unknown name at once, and compiling once prints what each stage's own `show` prints.
+
+Chapter 11, exercise 5: of the 1,250-line program of bench/compile_speed.py split in two, the names
+one part declares of the other are the global slots `lc_globals` and one function, a `prev…`, both
+defined in part 1.
 """
 
 import gc
@@ -763,3 +767,30 @@ def test_lc_show_of_several_stages_checks_every_name_first_and_compiling_once_pr
     each = show_stages(asked, source, once=False)
     assert each.count("\n== ") == 4 and each.startswith("== core ==\n")
     assert show_stages(asked, source, once=True) == each
+
+
+# --- chapter 11, exercise 5
+
+DEFINES = re.compile(r'^(define [^@]*|declare [^@]*)?@"([^"]*)"( = (external )?)?')   # the chapter's
+
+
+def test_what_crosses_the_cut_of_the_generated_program_split_in_two():
+    import importlib.util
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("compile_speed", root / "bench" / "compile_speed.py")
+    compile_speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compile_speed)
+    module, _ = pipeline.compile_to("llvm", Source("generated.l", compile_speed.program(1250)))
+    halves = driver.split(module, 2)
+    crossing = set()
+    for text in halves:
+        for m in map(DEFINES.match, text.splitlines()):
+            if m and ((m.group(1) or "").startswith("declare") or m.group(4)) \
+                    and not driver.declared(module.globals[m.group(2)]):
+                crossing.add(m.group(2))
+    functions = sorted(crossing - {"lc_globals"})
+    assert "lc_globals" in crossing and len(functions) == 1 and functions[0].startswith("prev")
+    shown = ["\n".join(line for line in text.splitlines()
+                       if (m := DEFINES.match(line)) and m.group(2) in crossing) for text in halves]
+    assert all(f'@"{name}"' in shown[0] and "declare" not in shown[0] for name in crossing)
+    assert all(f'@"{name}"' in shown[1] for name in crossing) and 'define' not in shown[1]
