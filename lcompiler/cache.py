@@ -54,7 +54,7 @@ __all__ = [
 
 # --- Running again without compiling: a cache of programs --------------
 
-# cell 74
+# cell 78
 import hashlib
 import os
 from pathlib import Path
@@ -83,7 +83,7 @@ def entry_name(source, optimiser: bool, policy: dict, environment: dict, package
                         policy["color"], policy["warnings_are_errors"], settings)).encode())
     return digest.hexdigest()
 
-# cell 78
+# cell 82
 import contextlib
 import struct
 import tempfile
@@ -161,7 +161,7 @@ def keep(path: Path, entry: bytes, most: int = ENTRIES_KEPT) -> None:
         with contextlib.suppress(OSError):
             other.unlink()
 
-# cell 82
+# cell 86
 import sys
 
 

@@ -732,7 +732,7 @@ def unfinished(text: str) -> bool:
         return error.span.start >= len(text.rstrip())
     return False
 
-
+# cell 64
 def session_loop(read, write, timeout: float | None = None) -> None:
     """Read lines with read(prompt) until it raises EOFError on an empty entry; write what the
     session shows."""
@@ -766,7 +766,7 @@ def session_loop(read, write, timeout: float | None = None) -> None:
             write("\nInterrupted.\n")
         entry = ""
 
-
+# cell 66
 def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> None:
     """Read entries from an iterator of lines (a file, a pipe, a list); write what the session shows."""
     lines = iter(lines)
@@ -782,7 +782,7 @@ def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> Non
         return line
     session_loop(read, write, timeout)
 
-# cell 64
+# cell 68
 def history_file() -> Path:
     state = os.environ.get("XDG_STATE_HOME")
     return Path(state) / "lc_history" if state else Path.home() / ".lc_history"

@@ -1338,6 +1338,15 @@ class Repl(Repl):
         return True
 
 
+# %% [markdown]
+# The loop itself gathers lines into an entry until the entry is complete:
+# a line that starts with `:` is a command at once; otherwise `unfinished`
+# asks the parser whether the text so far is a program cut short (its
+# error falls at the very end), and if so the loop asks for another line,
+# with the prompt `...`. An empty line on its own is skipped.
+
+# %%
+#| export
 def session_loop(read, write, timeout: float | None = None) -> None:
     """Read lines with read(prompt) until it raises EOFError on an empty entry; write what the
     session shows."""
@@ -1372,6 +1381,13 @@ def session_loop(read, write, timeout: float | None = None) -> None:
         entry = ""
 
 
+# %% [markdown]
+# `repl` is the loop fed from any iterator of lines — a file, a pipe, a
+# list in a test — with the prompts written (or not) and the end of the
+# lines taken for Ctrl-D:
+
+# %%
+#| export
 def repl(lines, write, prompt: bool = True, timeout: float | None = None) -> None:
     """Read entries from an iterator of lines (a file, a pipe, a list); write what the session shows."""
     lines = iter(lines)
