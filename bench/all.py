@@ -1,6 +1,6 @@
 """Re-measure every JSON file a chapter reads, in one session on one machine.
 
-    python bench/all.py                 # hours: every script of bench/, in sequence, as the chapters cite it
+    python bench/all.py --pin 1         # hours: every script of bench/, in sequence, as the chapters cite it
     python bench/all.py --only results.json --only calls.json
     python bench/all.py --check         # minutes: every script at tiny sizes, into a temporary folder
     python bench/all.py --list          # print the commands, run nothing
@@ -21,7 +21,9 @@ compile_scaling.json, compile_speed-O0.json and mono_check.json, and
 optimiser.json's `compile`:
 the compiler makes a big module's machine code in parallel parts, one per
 core it may use (chapter 11), so pinned they measure a one-core compiler.
-Run those commands unpinned (--list prints them).
+`--pin CORE` does exactly that: it runs every other step under
+`taskset -c CORE` and these unpinned (--list marks which is which). They
+come first, so that the machine is left alone while they run on every core.
 
 --check runs every step at the tiny sizes its script offers, writing into a
 temporary folder instead of bench/, to see that every script still works;
@@ -88,6 +90,14 @@ STEPS = [
 ]
 
 
+# The steps that time the compiler itself, which --pin leaves unpinned (the docstring says why).
+UNPINNED = {"compile_speed.py", "mono_check.py", "optimiser.py compile"}
+
+
+def unpinned(full: str) -> bool:
+    return any(full.startswith(prefix) for prefix in UNPINNED)
+
+
 def has_machine(path: Path) -> bool:
     """Whether the file records the machine: at its top, per command (optimiser.json), or in every
     entry (calls.json, whose top-level keys chapter 10 reads as benchmarks)."""
@@ -105,19 +115,24 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", choices=sorted({s[0] for s in STEPS}), metavar="FILE",
                     help="re-measure only this file (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the commands, run nothing")
+    ap.add_argument("--pin", type=int, metavar="CORE",
+                    help="run the steps that time programs on this core only (taskset -c CORE)")
     args = ap.parse_args(argv)
-    steps = [s for s in STEPS if not args.only or s[0] in args.only]
+    # The compiler-timing steps first, then the rest, each group in STEPS's order (sorted is stable).
+    steps = sorted((s for s in STEPS if not args.only or s[0] in args.only), key=lambda s: not unpinned(s[2]))
     failed = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, chapters, full, tiny in steps:
             path = Path(tmp) / name if args.check else BENCH / name
             command = (tiny.format(json=path) if args.check else full).split()
-            shown = " ".join(["python", f"bench/{command[0]}", *command[1:]])
-            print(f"== {name} (chapter {chapters}): {shown}", flush=True)
+            pin = [] if args.pin is None or unpinned(full) else ["taskset", "-c", str(args.pin)]
+            shown = " ".join([*pin, "python", f"bench/{command[0]}", *command[1:]])
+            print(f"== {name} (chapter {chapters}): {shown}"
+                  + (" [unpinned: times the compiler]" if unpinned(full) else ""), flush=True)
             if args.list:
                 continue
             start = time.perf_counter()
-            done = subprocess.run([sys.executable, str(BENCH / command[0]), *command[1:]], cwd=BENCH.parent)
+            done = subprocess.run([*pin, sys.executable, str(BENCH / command[0]), *command[1:]], cwd=BENCH.parent)
             seconds = time.perf_counter() - start
             if done.returncode != 0:
                 failed.append(f"{name}: exit status {done.returncode}")
