@@ -24,6 +24,9 @@ core it may use (chapter 11), so pinned they measure a one-core compiler.
 `--pin CORE` does exactly that: it runs every other step under
 `taskset -c CORE` and these unpinned (--list marks which is which). They
 come first, so that the machine is left alone while they run on every core.
+`--group compiler` runs only them and `--group programs` only the others:
+the programs' steps, pinned, leave the other core free for light work, while
+the compiler's need the whole machine quiet.
 
 --check runs every step at the tiny sizes its script offers, writing into a
 temporary folder instead of bench/, to see that every script still works;
@@ -117,7 +120,11 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="print the commands, run nothing")
     ap.add_argument("--pin", type=int, metavar="CORE",
                     help="run the steps that time programs on this core only (taskset -c CORE)")
+    ap.add_argument("--group", choices=("compiler", "programs"),
+                    help="only the steps that time the compiler, or only the others")
     args = ap.parse_args(argv)
+    if args.group:
+        STEPS[:] = [s for s in STEPS if unpinned(s[2]) == (args.group == "compiler")]
     # The compiler-timing steps first, then the rest, each group in STEPS's order (sorted is stable).
     steps = sorted((s for s in STEPS if not args.only or s[0] in args.only), key=lambda s: not unpinned(s[2]))
     failed = []
