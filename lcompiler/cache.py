@@ -182,7 +182,7 @@ class Recorder:
 
 def run(source, optimiser: bool = True, cached: bool = True) -> int:
     """lc run: the program's machine code from the cache, or compiled (and kept); then run in this
-    process, as driver.run_here runs it (a runtime error exits the process with status 2)."""
+    process (a runtime error exits the process with status 2)."""
     from lcompiler.errors import POLICY
     place = folder() if cached and not isinstance(POLICY["sink"], list) else None
     path = place / f"{entry_name(source, optimiser, POLICY, os.environ)}.lcp" if place else None

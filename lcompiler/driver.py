@@ -64,7 +64,6 @@ __all__ = [
     'c_compiler',
     'jit',
     'compile_source',
-    'run_here',
     'run_source',
     'build',
     'run_l',
@@ -359,14 +358,6 @@ def compile_source(source: Source, level: int = 2, executable: bool = False,
     the pipeline's stages up to `llvm` (with chapter 9's optimiser, or without), then LLVM."""
     module, _ = pipeline.compile_to("llvm", source, optimiser)
     return machine_code(module, level, executable, parts)
-
-
-def run_here(source: Source, optimiser: bool = True) -> int:
-    """Compile and run in this process; a runtime error exits the process with status 2."""
-    engine, main = jit(compile_source(source, optimiser=optimiser))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return main()
 
 
 # --- In a child process: nothing reaches the host ----------------------

@@ -45,7 +45,7 @@
 # `lc`.
 #
 # **Builds:** the module `lcompiler.driver` — `split`, `machine_code`,
-# `jit`, `run_here`, `run_source`, `build`, `run_l` and the `%%L` magic,
+# `jit`, `run_source`, `build`, `run_l` and the `%%L` magic,
 # `Repl` and `repl` — which the commands `lc run` (now native), `lc build`
 # and `lc repl` run; and the module `lcompiler.cache`, which keeps what
 # `lc run` compiles. [Chapter 12](12_measuring.ipynb) measures what they
@@ -593,7 +593,9 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # straight to the terminal, and when the program stops with a runtime error
 # the runtime exits the process with status 2 — which is `lc run`'s exit
 # status. Python's own buffered output is flushed first, so nothing comes out
-# of order.
+# of order. (`lc run` does it through the cache of compiled programs, at the
+# end of this chapter, whose `call_main` is these steps again: loading, then
+# flushing, then calling `main`.)
 #
 # Ctrl-C, too, reaches the program directly. While `main` runs, Python
 # cannot act on it: its handler of `SIGINT` only sets a flag, looked at
@@ -661,14 +663,6 @@ def compile_source(source: Source, level: int = 2, executable: bool = False,
     the pipeline's stages up to `llvm` (with chapter 9's optimiser, or without), then LLVM."""
     module, _ = pipeline.compile_to("llvm", source, optimiser)
     return machine_code(module, level, executable, parts)
-
-
-def run_here(source: Source, optimiser: bool = True) -> int:
-    """Compile and run in this process; a runtime error exits the process with status 2."""
-    engine, main = jit(compile_source(source, optimiser=optimiser))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    return main()
 
 # %% [markdown]
 # ## In a child process: nothing reaches the host
@@ -1463,7 +1457,7 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # ## The commands
 #
 # `lc run` now compiles natively and runs the machine code in its own
-# process, as `run_here` does, through the cache of compiled programs of
+# process, through the cache of compiled programs of
 # the next section (`lcompiler.cache`'s `run`); the reference interpreter
 # stays one flag away, `lc run --interp`, for comparison and for debugging
 # the compiler. `lc build` writes an executable (`build`). `lc repl` starts
@@ -1763,12 +1757,12 @@ for what, data in [("whole", entry), ("cut short", entry[:-3]), ("a byte changed
 
 # %% [markdown]
 # Then `run`, which `lc run` calls. It looks for the program's entry; on a
-# miss it compiles the program with `compile_source`, as `run_here` does,
+# miss it compiles the program with `compile_source`,
 # while a `Recorder` in `POLICY`'s place of the warnings writes them to
 # standard error as ever and keeps a copy; then it keeps the entry. On a
 # hit it writes the warnings kept. Either way `call_main` loads the object
-# files with the runtime library and calls `main`, as `jit` and `run_here`
-# do: the same few lines, here so that a hit needs nothing of `driver`,
+# files with the runtime library and calls `main`, as `jit` does: the same
+# few lines, here so that a hit needs nothing of `driver`,
 # whose module imports the whole compiler.
 
 # %%
@@ -1793,7 +1787,7 @@ class Recorder:
 
 def run(source, optimiser: bool = True, cached: bool = True) -> int:
     """lc run: the program's machine code from the cache, or compiled (and kept); then run in this
-    process, as driver.run_here runs it (a runtime error exits the process with status 2)."""
+    process (a runtime error exits the process with status 2)."""
     from lcompiler.errors import POLICY
     place = folder() if cached and not isinstance(POLICY["sink"], list) else None
     path = place / f"{entry_name(source, optimiser, POLICY, os.environ)}.lcp" if place else None

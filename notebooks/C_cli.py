@@ -408,8 +408,9 @@ def show_command(args) -> int:
 # the reference interpreter instead — after the type checker, as in chapter
 # 5. The package holds that last version only; the chapters tell the story,
 # and show the command at work with `--interp`. The native path runs the
-# program in this process (`cache.run`, which does what `driver.run_here`
-# does, but takes the machine code from [chapter 11's cache of
+# program in this process (`cache.run`, which compiles it with
+# `driver.compile_source` and loads the machine code as `driver.jit` does,
+# but takes it from [chapter 11's cache of
 # programs](11_running.ipynb#running-again-without-compiling-a-cache-of-programs)
 # when the program was compiled before, unless `--no-cache`): its output
 # and its runtime errors are written by the program itself, and a runtime
