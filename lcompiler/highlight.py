@@ -39,7 +39,7 @@ __all__ = [
 
 # --- Colours for L -----------------------------------------------------
 
-# cell 41
+# cell 43
 from pygments.lexer import RegexLexer, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text
 

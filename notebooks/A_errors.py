@@ -680,8 +680,48 @@ def _move(boxes: list, dx: float, places: dict) -> None:
 
 
 # %% [markdown]
+# An edge's label goes beside its edge, at the edge's middle, on the outer
+# side: left of an edge that goes down to the left, right of one that goes
+# down to the right or straight down. So the labels of a parent's first and
+# last children lean away from each other, and on a chain of boxes every
+# label is on the right. When that place covers something drawn before it
+# — a box, or another label — the label tries a quarter of the way from the
+# child's end, then the other side, then a quarter from the parent's end;
+# if all six places are taken, it keeps the first (the tests check that
+# no picture of the book comes to that). Each label is measured as
+# monospace text, `CHAR_W` per character. A label that sticks out left of
+# the first box makes the picture wider, by moving everything right.
+
+# %%
+#| export drawing
+def _overlap(a: tuple, b: tuple) -> bool:
+    """Whether two rectangles (left, top, right, bottom) cover a common area (touching is not)."""
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+def _label_place(edge: tuple, text: str, taken: list) -> tuple:
+    """Where the label of the edge (px, py, cx, cy) -- from the parent's bottom to the child's top --
+    goes: (x, baseline y, anchor) of its first place that overlaps nothing in taken (rectangles of
+    boxes and of labels), or of the first place if none is free; the outer side of the edge first.
+    Adds its rectangle to taken."""
+    px, py, cx, cy = edge
+    width = len(text) * CHAR_W
+    outer = -1 if cx < px - 0.5 else 1             # the side away from the parent's other children
+    places = [(px + t * (cx - px) + side * 6, py + t * (cy - py) + 4, "start" if side > 0 else "end")
+              for t, side in ((0.5, outer), (0.75, outer), (0.5, -outer), (0.75, -outer), (0.25, outer),
+                              (0.25, -outer))]
+
+    def covers(place):
+        left = place[0] if place[2] == "start" else place[0] - width
+        return (left, place[1] - 10, left + width, place[1] + 2)
+    chosen = next((p for p in places if not any(_overlap(covers(p), r) for r in taken)), places[0])
+    taken.append(covers(chosen))
+    return chosen
+
+
+# %% [markdown]
 # `_draw` turns laid-out trees into SVG shapes: a rectangle and a label per
-# box, a line per edge, under the boxes.
+# box, a line per edge, under the boxes, and the edge's label in its place.
 
 # %%
 #| export drawing
@@ -689,9 +729,17 @@ def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named
     """SVG shapes for laid-out trees: a rectangle and a label per box, a line per edge (its
     arrow pointing "down" to the child, "up" to the parent, or "none"; "hidden": no line, the
     tree only lays the boxes out), the edge's label
-    beside it. Records in named where the boxes with a name are; returns the lowest y."""
+    beside it. Records in named where the boxes with a name are; returns the lowest y, and the x where
+    the leftmost edge label starts (inf if there is none)."""
     bottom = 0
-    stack = [(r, None) for r in roots]
+    stack, every = [(r, None) for r in roots], list(roots)
+    taken = []                                       # the boxes' rectangles, then the labels' too
+    while every:
+        box = every.pop()
+        cx, depth = places[id(box)]
+        taken.append((cx - _width(box) / 2, top + depth * LEVEL, cx + _width(box) / 2, top + depth * LEVEL + BOX_H))
+        every += box.children
+    boxes = len(taken)
     while stack:
         box, parent = stack.pop()
         cx, depth = places[id(box)]
@@ -710,10 +758,12 @@ def _draw(roots: list, places: dict, top: float, edges: str, shapes: list, named
             marker = '' if edges == "none" else ' marker-end="url(#arrow)"'
             shapes.insert(0, f'<path d="{line}" stroke="#475569" fill="none"{marker}/>')   # under the boxes
             if box.edge:
-                shapes.append(f'<text x="{(px + cx) / 2 + 6:.1f}" y="{(py + BOX_H + y) / 2 + 4:.1f}" '
-                              f'fill="#7c3aed">{escape(box.edge)}</text>')
+                x, baseline, anchor = _label_place((px, py + BOX_H, cx, y), box.edge, taken)
+                shapes.append(f'<text x="{x:.1f}" y="{baseline:.1f}"'
+                              + ('' if anchor == "start" else f' text-anchor="{anchor}"')
+                              + f' fill="#7c3aed">{escape(box.edge)}</text>')
         stack += [(c, (cx, y)) for c in reversed(box.children)]
-    return bottom
+    return bottom, min((r[0] for r in taken[boxes:]), default=float("inf"))
 
 
 # %% [markdown]
@@ -742,7 +792,7 @@ class Picture:
     def svg(self) -> str:
         places, shapes, x0 = {}, [], 10
         named = {}
-        height = 0
+        height, leftmost = 0, float("inf")
         for caption, roots in self.panels:
             x, top = x0, 34 if caption else 10
             for root in roots:
@@ -751,7 +801,8 @@ class Picture:
             if caption:
                 shapes.append(f'<text x="{(x0 + right) / 2:.1f}" y="18" text-anchor="middle" '
                               f'font-weight="bold">{escape(caption)}</text>')
-            height = max(height, _draw(roots, places, top, self.edges, shapes, named))
+            bottom, labels_left = _draw(roots, places, top, self.edges, shapes, named)
+            height, leftmost = max(height, bottom), min(leftmost, labels_left)
             x0 = right + 4 * GAP
         widest = 0
         for source, target, *style in self.arrows:
@@ -764,6 +815,10 @@ class Picture:
                           f'fill="none" marker-end="url(#arrow)"/>')
             widest = max(widest, bend)
         width, height = max(x0 - 4 * GAP, widest) + 10, height + 10
+        shift = max(0.0, 2 - leftmost)                  # room for a label left of the first box
+        if shift:
+            width += shift
+            shapes = [f'<g transform="translate({shift:.1f},0)">', *shapes, '</g>']
         return "\n".join(
             [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
              f'viewBox="0 0 {width:.0f} {height}" font-family="monospace" font-size="12" fill="#0f172a">',
@@ -785,7 +840,7 @@ class Picture:
 # build on a machine that has only Python's packages and the C compiler
 # the runtime needs. Matplotlib is installed, but a
 # plot is a poor way to show boxes and arrows. Writing the SVG ourselves costs
-# those hundred-odd lines (the four cells above), keeps every picture
+# those hundred-odd lines (the five cells above), keeps every picture
 # deterministic (the tests compare the stored pictures with fresh ones,
 # text for text) and lets a picture carry
 # its description.
@@ -795,10 +850,8 @@ class Picture:
 # %% [markdown]
 # Two panels, an arrow between two named boxes, labels on edges, and
 # edges that point up, to the parent — in both panels, since `edges` is
-# the whole picture's: the ways the chapters use a picture. An edge's label
-# is written to the right of the edge's middle, where it has room on a
-# chain of boxes, as here; under a narrow parent, the labels of two
-# children would run into each other.
+# the whole picture's: the ways the chapters use a picture. The edges of
+# the chain go straight up, so each label is right of its edge's middle.
 
 # %%
 sum_tree = Box("+", [Box("3"), Box("+", [Box("2"), Box("4")], "blue", name="inner")], "blue")

@@ -73,6 +73,50 @@ def test_arrows_between_named_boxes_widen_the_picture():
     assert width(arrowed) > width(plain) and 'stroke-dasharray="5,3"' in arrowed
 
 
+def edge_labels_and_boxes(svg: str) -> tuple[list, list]:
+    """The rectangles an SVG's edge labels (purple text) and boxes cover, measured as _draw measures them."""
+    from lcompiler.drawing import CHAR_W
+    labels, boxes_ = [], []
+    for tag in ElementTree.fromstring(svg).iter():
+        if tag.tag.endswith("}text") and tag.get("fill") == "#7c3aed":
+            x, y, w = float(tag.get("x")), float(tag.get("y")), len(tag.text) * CHAR_W
+            left = x - w if tag.get("text-anchor") == "end" else x
+            labels.append((left, y - 10, left + w, y + 2, tag.text))
+        elif tag.tag.endswith("}rect") and tag.get("rx") == "5":
+            x, y = float(tag.get("x")), float(tag.get("y"))
+            boxes_.append((x, y, x + float(tag.get("width")), y + float(tag.get("height")), "box"))
+    return labels, boxes_
+
+
+def crossings(svg: str) -> list[str]:
+    """The edge labels that cover a box or another edge label."""
+    from lcompiler.drawing import _overlap
+    labels, boxes_ = edge_labels_and_boxes(svg)
+    return [f"{a[4]!r} on {b[4]!r}" for i, a in enumerate(labels) for b in labels[i + 1:] + boxes_ if _overlap(a, b)]
+
+
+def test_the_labels_of_two_edges_under_a_narrow_parent_do_not_run_into_each_other():
+    tree = Box("m", [Box("a", edge="patterns"), Box("b", edge="body")])
+    svg = Picture([("", [tree])], alt="").svg()
+    assert len(edge_labels_and_boxes(svg)[0]) == 2 and crossings(svg) == []
+    crowded = Box("m", [Box("a", edge="patterns"), Box("b", edge="body"), Box("c", edge="receiver")])
+    assert crossings(Picture([("", [crowded])], alt="").svg()), "three long labels over 35 px: no room left"
+    assert svg.count('text-anchor="end"') == 1, "the left child's label is left of its edge"
+    chain = Picture([("", [Box("a", [Box("b", edge="x")])])], alt="").svg()
+    assert 'text-anchor="end"' not in chain, "on a chain a label is right of the edge"
+
+
+def test_no_edge_label_in_the_book_covers_a_box_or_another_label():
+    found = {}
+    for notebook in sorted(Path(__file__).resolve().parent.parent.glob("notebooks/*.ipynb")):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                svg = "".join(output.get("data", {}).get("image/svg+xml", ""))
+                if 'fill="#7c3aed"' in svg and crossings(svg):
+                    found.setdefault(notebook.name, []).extend(crossings(svg))
+    assert found == {}
+
+
 # --- The pictures the chapters store, read back and checked against what they claim --------
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
