@@ -1239,7 +1239,7 @@ def optimise(program: Program, after=None, **options) -> Counter:
 
 # --- In the pipeline ---------------------------------------------------
 
-# cell 143
+# cell 145
 from lcompiler import cps, pipeline
 
 
