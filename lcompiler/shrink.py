@@ -321,7 +321,7 @@ def copy_term(root, renaming: dict):
 
 # --- The machinery of a shrinker ---------------------------------------
 
-# cell 32
+# cell 33
 class Shrinker:
     """The shrinking reductions over one program, changed in place."""
 
@@ -360,7 +360,7 @@ class Shrinker:
             elif type(n) is Halt and type(n.enclosing) is Definition:
                 self.changed(n.enclosing)
 
-    # cell 34: The machinery of a shrinker
+    # cell 35: The machinery of a shrinker
     def discard(self, node) -> None:
         """node is thrown away: forget its occurrences, mark its nodes dead."""
         for n in walk(node):
@@ -425,7 +425,7 @@ class Shrinker:
         """Take the dead definitions out of the program's list (once in a while: it is a list)."""
         self.program.definitions = [d for d in self.program.definitions if d not in self.dead]
 
-    # cell 36: The machinery of a shrinker
+    # cell 37: The machinery of a shrinker
     RULES = {}                                  # node class -> its rules, in the order tried
 
     def visit(self, node, do: bool = True):
@@ -440,7 +440,7 @@ class Shrinker:
                 return rule.__name__
         return None
 
-    # cell 40: Dead values
+    # cell 41: Dead values
     def dead_value(self, t: LetPrim, do: bool) -> bool:
         if self.uses(t.var) != 0 or not pure(t.prim):
             return False
@@ -448,7 +448,7 @@ class Shrinker:
             self.unbind(t)
         return True
 
-    # cell 43: Constant folding
+    # cell 44: Constant folding
     def fold(self, t: LetPrim, do: bool) -> bool:
         p = t.prim
         if type(p) is not Op:
@@ -466,7 +466,7 @@ class Shrinker:
             self.swap(t, const(result))
         return True
 
-    # cell 48: Projections and tags from known values
+    # cell 49: Projections and tags from known values
     def project(self, t: LetPrim, do: bool) -> bool:
         p = t.prim
         if type(p) is Proj:
@@ -487,7 +487,7 @@ class Shrinker:
             return True
         return False
 
-    # cell 52: A function used once
+    # cell 53: A function used once
     def inline_function_once(self, t: LetPrim, do: bool) -> bool:
         lam = t.prim
         if type(lam) is not Lambda or self.uses(t.var) != 1:
@@ -517,7 +517,7 @@ class Shrinker:
         self.substitute(lam.exn, a.exn.var)     # what the body raises goes where the call's would
         self.put(a, take(lam.body))
 
-    # cell 57: A continuation used once
+    # cell 58: A continuation used once
     def inline_continuation_once(self, t: LetCont, do: bool) -> bool:
         if self.uses(t.cont) != 1:
             return False
@@ -535,7 +535,7 @@ class Shrinker:
             self.unbind(t)
         return True
 
-    # cell 62: Dead continuations
+    # cell 63: Dead continuations
     def dead_continuation(self, t: LetCont, do: bool) -> bool:
         n = self.uses(t.cont)
         if n and (n > 2 or not all(in_handler(o.enclosing, t) for o in occurrences(t.cont))):
@@ -544,7 +544,7 @@ class Shrinker:
             self.unbind(t)
         return True
 
-    # cell 65: η-reduction
+    # cell 66: η-reduction
     def eta(self, t: LetCont, do: bool) -> bool:
         h = t.handler
         if type(h) is not ApplyCont or h.raises or h.cont.var is t.cont or [o.var for o in h.args] != t.params:
@@ -554,7 +554,7 @@ class Shrinker:
             self.unbind(t)
         return True
 
-    # cell 68: A case on a known value
+    # cell 69: A case on a known value
     def known_case(self, c: Case, do: bool) -> bool:
         ok, v = constant(c.scrutinee.var)
         targets = {k.var for _, k in c.arms} | ({c.default.var} if c.default else set())
@@ -571,7 +571,7 @@ class Shrinker:
             self.put(c, apply_cont(target), made=True)
         return True
 
-    # cell 71: The end of the road
+    # cell 72: The end of the road
     def unreachable(self, t: LetPrim, do: bool) -> bool:
         if type(t.prim) is not Fail:
             return False
@@ -585,7 +585,7 @@ class Shrinker:
             self.put(rest, apply_cont(f.cont, t.var) if type(f) is Lambda else halt(t.var), made=True)
         return True
 
-    # cell 74: A known closure, called directly
+    # cell 75: A known closure, called directly
     def known_call(self, a: Apply, do: bool) -> bool:
         record = known(a.func.var)
         if a.kind != "closure" or type(record) is not MakeClosure:
@@ -596,7 +596,7 @@ class Shrinker:
                               kind="direct", loc=a.loc), made=True)
         return True
 
-    # cell 77: Continuation parameters: unused, or boxed
+    # cell 78: Continuation parameters: unused, or boxed
     def jumps(self, k: ContVar):
         """The jumps k(…), when every use of k is one; else None."""
         found = []
@@ -625,7 +625,7 @@ class Shrinker:
                 self.rejump(a, args)
         return True
 
-    # cell 80: Continuation parameters: unused, or boxed
+    # cell 81: Continuation parameters: unused, or boxed
     def unbox(self, t: LetCont, do: bool) -> bool:
         jumps = self.jumps(t.cont)
         if not jumps:
@@ -689,7 +689,7 @@ class Shrinker:
         self.changed(parent)
         self.near_top(parent)
 
-    # cell 84: Top-level definitions
+    # cell 85: Top-level definitions
     def dead_definition(self, d: Definition, do: bool) -> bool:
         v = d.var
         if v is None or d.visibility == "public":
@@ -740,7 +740,7 @@ class Shrinker:
 
 # --- A function used once ----------------------------------------------
 
-# cell 54
+# cell 55
 def relocate(ret: ContVar, loc) -> None:
     """The calls that return to ret (tail calls of its function) take the location loc."""
     if loc is not None:
@@ -751,7 +751,7 @@ def relocate(ret: ContVar, loc) -> None:
 
 # --- Continuation parameters: unused, or boxed -------------------------
 
-# cell 80
+# cell 81
 def spreadable(x: Var, n: int) -> bool:
     """Can the parameter x, an n-tuple, become its n fields? Every use must be a projection, or an
     argument of `fail` or of a call, which take a tuple rebuilt from the fields at no cost."""
@@ -766,7 +766,7 @@ def spreadable(x: Var, n: int) -> bool:
 
 # --- The order of the rules --------------------------------------------
 
-# cell 87
+# cell 88
 Shrinker.RULES = {
     LetPrim: (Shrinker.dead_value, Shrinker.inline_function_once, Shrinker.fold, Shrinker.project,
               Shrinker.unreachable),
@@ -780,7 +780,7 @@ Shrinker.RULES = {
 
 # --- Two shrinkers -----------------------------------------------------
 
-# cell 89
+# cell 90
 class Census(Shrinker):
     """The census algorithm (the first of Appel and Jim's): count, sweep the program once reducing
     what the census allows, count again, sweep again, until a sweep changes nothing."""
@@ -811,7 +811,7 @@ class Census(Shrinker):
                 if sum(self.stats.values()) == before:
                     return self.stats
 
-# cell 91
+# cell 92
 class Kennedy(Shrinker):
     """One sweep in program order, then a work list of the nodes a rewrite may have made redexes."""
 
@@ -874,7 +874,7 @@ def shrink_census(program: Program, after=None) -> Counter:
     """The same reductions, with Appel and Jim's census and repeated sweeps."""
     return Census(program, after).run()
 
-# cell 93
+# cell 94
 def redexes(program: Program) -> Counter:
     """The shrinking redexes left in a program, by rule (nothing is changed)."""
     s = Shrinker(program)
@@ -889,7 +889,7 @@ def redexes(program: Program) -> Counter:
 
 # --- Contification -----------------------------------------------------
 
-# cell 102
+# cell 103
 BUDGET = 40            # the largest function body (nodes) copied into a call
 DEPTH = 3              # how deep copies of copies of function bodies go
 UNROLL = 3             # in how many rounds a recursive function is copied into itself …
@@ -928,7 +928,7 @@ class Optimiser(Kennedy):
                     funcs.append((n.var, n.prim))
         return funcs, calls
 
-    # cell 104: Contification
+    # cell 105: Contification
     def return_point(self, f: Var, lam: Lambda):
         """(k, calls) when every use of f is a call, every call from inside f is a tail call, and every
         other call returns to the same continuation k; else None."""
@@ -971,7 +971,7 @@ class Optimiser(Kennedy):
                 return site
         return scope
 
-    # cell 106: Contification
+    # cell 107: Contification
     def contify(self, f: Var, lam: Lambda) -> bool:
         if lam.body is None or f.binder in self.dead or lam in self.dead:
             return False
@@ -1016,7 +1016,7 @@ class Optimiser(Kennedy):
             self.after("contify", t)
         return True
 
-    # cell 108: Inlining within a budget
+    # cell 109: Inlining within a budget
     def inline(self, a: Apply) -> bool:
         if a in self.dead or a.enclosing is None:
             return False
@@ -1070,7 +1070,7 @@ class Optimiser(Kennedy):
                                     and not makes_closures(lam.body))
         return self.unrollable[lam]
 
-    # cell 114: Inlining within a budget
+    # cell 115: Inlining within a budget
     def keeps_frames(self, f: Var, lam: Lambda) -> bool:
         """Does the top-level function f = lam call itself other than in tail position? (Asked once
         a round per function, as its size is.)"""
@@ -1086,7 +1086,7 @@ class Optimiser(Kennedy):
         d = self.owner.get(a)
         return d is not None and d.var is not None and type(d.value) is Lambda and self.keeps_frames(d.var, d.value)
 
-    # cell 116: Loops before copies
+    # cell 117: Loops before copies
     def loopify(self, f: Var, lam: Lambda) -> bool:
         """Make the tail calls of the top-level function f = lam from its own body jumps to a loop
         continuation that holds its body; False if there are none, or lam may not be unrolled."""
@@ -1135,7 +1135,7 @@ class Optimiser(Kennedy):
                 self.changed(n)
         return jump
 
-    # cell 118: What runs before anything can call
+    # cell 119: What runs before anything can call
     def early_writes(self) -> int:
         """Writes of constants into static cells, made before anything can call a function,
         become the cells' initial values."""
@@ -1171,7 +1171,7 @@ class Optimiser(Kennedy):
         self.known_more(cell)
         return True
 
-    # cell 120: The optimiser
+    # cell 121: The optimiser
     def run(self, rounds: int = 4) -> Counter:
         with collector_paused():
             self.stats["early_write"] += self.early_writes()
@@ -1198,7 +1198,7 @@ class Optimiser(Kennedy):
                     break
         return self.stats
 
-# cell 106
+# cell 107
 def cont_over(hint: str, params: list) -> LetCont:
     """A `cont` not yet placed: a fresh continuation variable, and params (variables that exist
     already, bound from now on by the `cont`) as its parameters."""
@@ -1212,7 +1212,7 @@ def cont_over(hint: str, params: list) -> LetCont:
 
 # --- Inlining within a budget ------------------------------------------
 
-# cell 110
+# cell 111
 def returns_soon(a: Apply, lam: Lambda) -> bool:
     """Is a a call whose result lam returns after straight-line operations (no call, no branch)?"""
     t = a.cont.var.binder
@@ -1223,7 +1223,7 @@ def returns_soon(a: Apply, lam: Lambda) -> bool:
         h = h.body
     return type(h) is ApplyCont and h.cont.var is lam.cont
 
-# cell 112
+# cell 113
 def makes_closures(body) -> bool:
     """Does body define a function (a Lambda), which a copy of body would copy?"""
     return any(type(n) is LetPrim and type(n.prim) is Lambda for n in walk(body))
@@ -1231,7 +1231,7 @@ def makes_closures(body) -> bool:
 
 # --- The optimiser -----------------------------------------------------
 
-# cell 120
+# cell 121
 def optimise(program: Program, after=None, **options) -> Counter:
     """Shrink, contify, inline and shrink again, in place; return how many rewrites of each kind."""
     return Optimiser(program, after, **options).run()
@@ -1239,7 +1239,7 @@ def optimise(program: Program, after=None, **options) -> Counter:
 
 # --- In the pipeline ---------------------------------------------------
 
-# cell 145
+# cell 146
 from lcompiler import cps, pipeline
 
 
