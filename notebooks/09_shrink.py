@@ -3703,10 +3703,9 @@ assert collector[False, UNROLL][1] > on_scanned                           # thre
 #    return to the same continuation, as Fluet and Weeks do with the
 #    dominator tree of the call graph.
 # 6. `cpstree` once ran a few per cent slower optimised, in a table of
-#    runs of a tenth of a second; in the table above, with runs several
-#    times longer, it is slower by two hundredths by the chapter's rule,
-#    and its control, the same executable against itself, reaches as far.
-#    Count the
+#    runs of a tenth of a second. In the run table above, with runs
+#    several times longer, read its ratio and its interval beside those of
+#    its control, the same `-O0` executable timed against itself. Count the
 #    instructions each build executes (`valgrind --tool=cachegrind`, at a
 #    small size), compare its LLVM IR with and without the optimiser
 #    (`lc show llvm`, `lc show -O0 llvm`), and find out whether what is
