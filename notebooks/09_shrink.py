@@ -3320,23 +3320,26 @@ print(f"from one session to the other: {min(across.values()):.2f} to {max(across
 # `fib`, `tak`, `ack`, `change`, `binarytrees` and `deriv` are faster at
 # every round, by the rule; after three rounds `fib` takes a little under
 # half of its time without unrolling, `tak` about two fifths, `change`
-# under a third,
-# `ack` three fifths, `binarytrees` two thirds, `deriv` four fifths.
-# More rounds are not always better: `fib` keeps gaining, `tak` stops
-# after the second round and `ack` gains little more, and `change` does
-# no better after two or three rounds than after one (0.31 and 0.27
-# against 0.27 of its time without unrolling), although the third round
-# copies its body into itself once more and the program grows twelvefold:
-# the code that grows no longer pays for the calls it saves. `msort` is faster by a few hundredths after one round, and back
-# level after three; everywhere else the rounds are within noise of no
-# unrolling, or a verdict rests on a difference of a hundredth or two
-# (`divrec` slower by 1.01, `cpstree` by 1.02 after two rounds). Thirteen
-# benchmarks are the same program at every round, and their times differ
-# by at most 1 %, except `interp` (3 %) and `perm` (6 %), whose times move
-# from one run to the next (the line under the table of rounds). The price is code: the table of sizes shows programs of a few
-# hundred nodes growing to many times that — `fib` twenty-six times,
-# `tak` eighteen, `change` twelve — and `deriv` from 515 nodes to 2,723,
-# more than `SLACK` alone, within its bound of `GROWTH × size + SLACK`.
+# under a third, `ack` three fifths, `binarytrees` two thirds, `deriv`
+# four fifths. More rounds are not always better: `fib` keeps gaining,
+# `tak` stops after the second round and `ack` gains little more, and
+# `change` does no better after two or three rounds than after one (0.31
+# and 0.27 against 0.27 of its time without unrolling), although its
+# third round copies its body into itself once more and leaves twelve
+# times the nodes of its `-O0` program, where the second left twice: the
+# code that grows no longer pays for the calls it saves. `msort` is
+# faster by a few hundredths after one round, and back level after three;
+# everywhere else the rounds are within noise of no unrolling, or a
+# verdict rests on a difference of a hundredth or two (`divrec` slower by
+# 1.01, `cpstree` by 1.02 after two rounds). Thirteen benchmarks are the
+# same program at every round, and their times differ by at most 1 %,
+# except `interp` (3 %) and `perm` (6 %), whose times move from one run to
+# the next (the line under the table of rounds).
+#
+# The price is code: the table of sizes shows programs of a few hundred
+# nodes growing to many times that — `fib` twenty-six times, `tak`
+# eighteen, `change` twelve — and `deriv` from 515 nodes to 2,723, more
+# than `SLACK` alone, within its bound of `GROWTH × size + SLACK`.
 # Three rounds is where gcc stops as well — at `-O2` it inlines a
 # recursive function into itself eight levels deep, and `objdump -d` of
 # chapter 12's `fib` and `ack` in C shows that nest of loops, with one
@@ -3528,7 +3531,8 @@ assert collector[False, UNROLL][1] > on_scanned                           # thre
 # `states`' mutually recursive functions one loop, fold `deriv`'s constant
 # divisor (chapter 12's "a constant that was not one"). `cpstree`, which
 # earlier measurements, on runs of a tenth of a second, put a few per cent
-# slower optimised, is slower by two hundredths in the first table, by the
+# slower optimised, is in this measurement slower by two hundredths in the
+# first table, by the
 # rule, inside the target — and its control, the `-O0` build timed against
 # itself, reaches as far (its interval ends at 1.03 too).
 #
