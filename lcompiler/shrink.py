@@ -44,13 +44,14 @@ In the module `lcompiler.shrink`:
   tail calls have become a loop — *loopification*), shrinking after
   each.
   The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
-- **Exceptions** need no rule of their own: a handler is a continuation.
-  A raise to a handler used once takes the handler's place (its passes-on
-  then raise at the same site), so a `try` whose handler meets its
-  exception becomes an `if` or a loop exit; a `try` whose block no
-  longer names its handler — its raises moved and its operations that
-  could fail folded away — loses it; inlining sends a function's raises to the
-  handler of its call; a loop that raises out of a `try` is contified.
+- **Exceptions** need no rule of their own, only care inside the rules
+  there are: a handler is a continuation. A raise to a handler used
+  once takes the handler's place (its passes-on then raise at the same
+  site), so a `try` whose handler meets its exception becomes an `if` or
+  a loop exit; a `try` whose block no longer names its handler — its
+  raises moved and its operations that could fail folded away — loses
+  it; inlining sends a function's raises to the handler of its call; a
+  loop that raises out of a `try` is contified.
 - Every step keeps the program's meaning (its output, its runtime error
   with its location, its exit status) and chapter 6's `check`.
 - The optimised program never allocates more bytes than the same program

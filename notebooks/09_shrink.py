@@ -83,13 +83,14 @@
 #   tail calls have become a loop — *loopification*), shrinking after
 #   each.
 #   The program grows to at most `GROWTH` times its size plus `SLACK` nodes.
-# - **Exceptions** need no rule of their own: a handler is a continuation.
-#   A raise to a handler used once takes the handler's place (its passes-on
-#   then raise at the same site), so a `try` whose handler meets its
-#   exception becomes an `if` or a loop exit; a `try` whose block no
-#   longer names its handler — its raises moved and its operations that
-#   could fail folded away — loses it; inlining sends a function's raises to the
-#   handler of its call; a loop that raises out of a `try` is contified.
+# - **Exceptions** need no rule of their own, only care inside the rules
+#   there are: a handler is a continuation. A raise to a handler used
+#   once takes the handler's place (its passes-on then raise at the same
+#   site), so a `try` whose handler meets its exception becomes an `if` or
+#   a loop exit; a `try` whose block no longer names its handler — its
+#   raises moved and its operations that could fail folded away — loses
+#   it; inlining sends a function's raises to the handler of its call; a
+#   loop that raises out of a `try` is contified.
 # - Every step keeps the program's meaning (its output, its runtime error
 #   with its location, its exit status) and chapter 6's `check`.
 # - The optimised program never allocates more bytes than the same program
@@ -2702,9 +2703,11 @@ for rounds in range(UNROLL + 1):
 # tests the exception's tag against each clause and passes anything else
 # on — and its block `b` into code that raises to it: `raise(e)` becomes
 # `h(e) raise @…`, a call in `b` names `h` as its second continuation.
-# Nothing in this chapter was written for exceptions, and yet the rules
-# above are what makes them cheap, because a handler is just a
-# continuation:
+# No rule of this chapter is for exceptions alone: what was written for
+# them is care inside rules that exist anyway — the raise case of
+# `inline_continuation_once`, the handler's scope in contification, the
+# raises that `dead_parameter` and `unbox` leave alone. And the rules are
+# what makes exceptions cheap, because a handler is just a continuation:
 #
 # | what | rule | before | after |
 # |---|---|---|---|
