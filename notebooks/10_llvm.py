@@ -3418,9 +3418,10 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # MCJIT may load the code anywhere in the 64-bit address space, so its
 # target machine uses the *large* code model: a direct call is a `movabs`
 # of the callee's address into a register, then a `call` through it. An
-# executable is linked at one place, so `lc build` asks for the *small*
-# code model and position-independent code: a direct call is one `call`
-# instruction. `target_machine(executable)` makes either — the JIT and
+# executable is linked in one piece: wherever the system loads it, its code
+# and data lie within 2 GB of one another, so `lc build` asks for the
+# *small* code model and position-independent code, and a direct call is
+# one `call` instruction, relative to the instruction pointer. `target_machine(executable)` makes either — the JIT and
 # `lc build` share it, so it lives in the workshop's support module, with
 # its code in [appendix B](B_support.ipynb#llvms-description-of-the-machine);
 # `asm` shows the executable's, labels of the call-site table included,
