@@ -4012,6 +4012,19 @@ except RuntimeError as error:
 #    `!invariant.load` on the first kind be correct, given that the
 #    program writes a block's fields once, right after allocating it, and
 #    that the collector rewrites the fields that point to blocks it moves?
+# 6. Before running anything, say which kind each function of this program
+#    gets — `fastcc`, `fastcc` with a loop, or `tailcc` — compiled as the
+#    program of the section on the split is (without chapter 9), and why;
+#    then check with `llvm_backend.split` or `split_picture`:
+#
+#    ```text
+#    def twice(f, x) = f(f(x))
+#    def down(n) = if (n == 0) 0 else down(n - 1)
+#    def ping(n) = if (n == 0) 0 else pong(n - 1)
+#    def pong(n) = ping(n)
+#    def wrap(n) = twice({ x -> x + 1 }, n)
+#    print(wrap(1), down(10), ping(5))
+#    ```
 #
 # <details><summary>Solutions</summary>
 #
@@ -4120,6 +4133,20 @@ except RuntimeError as error:
 #    precise tool is `llvm.invariant.start` after the initialising stores,
 #    and it would hold only for fields that are not pointers to blocks the
 #    collector may move, such as the `Int` fields of `P`.
+# 6. `twice` is `tailcc`: its outer call `f(…)` is a tail call of a
+#    closure, whose target is known only at run time (the inner `f(x)`
+#    returns to `twice`, and does not count). `down` is `fastcc` with a
+#    loop: its one tail call is to itself, a jump back to `recur`. `ping`
+#    and `pong` are `tailcc`: they tail-call each other, a cycle. `wrap`
+#    is `tailcc` too, though it calls no closure itself: it tail-calls
+#    `twice`, whose chains of tail calls are not short — the closure that
+#    `twice` calls could tail-call `wrap` again, and a `fastcc` `wrap`
+#    would leave a frame on the stack at every turn of that loop. The
+#    closure `{ x -> x + 1 }` is two functions, as in the section: `f_…`,
+#    `fastcc`, which makes no tail call, and its code `f_entry_…`,
+#    `tailcc`, which tail-calls it. The initialiser of the `print` is
+#    `tailcc`, as every initialiser. `split` says exactly this, and
+#    `tests/test_solutions.py` checks it.
 #
 # </details>
 #
