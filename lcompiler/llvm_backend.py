@@ -747,7 +747,7 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 96: Exceptions: a flag tested after each call
+    # cell 96: Exceptions: a flag tested after each call that may raise
     def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
 
@@ -807,7 +807,7 @@ class Backend:
             b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
         b.unreachable()
 
-    # cell 98: Exceptions: a flag tested after each call
+    # cell 98: Exceptions: a flag tested after each call that may raise
     def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
         """Jump to the exception continuation h with an exception already recorded: a handler's
         block; the function's own (set the flag, return: the caller tests it); or uncaught."""
@@ -861,7 +861,7 @@ class Backend:
             b.ret(word(0))
         b.position_at_end(returned)
 
-    # cell 100: Exceptions: a flag tested after each call
+    # cell 100: Exceptions: a flag tested after each call that may raise
     def trap_global(self) -> ir.GlobalVariable:
         """lc_trap: the address of the innermost trap record (0: none)."""
         if "lc_trap" not in self.module.globals:
@@ -913,7 +913,7 @@ class Backend:
         b.store(b.ptrtoint(buffer, I64), self.trap_global())
         return previous
 
-    # cell 102: Exceptions: a flag tested after each call
+    # cell 102: Exceptions: a flag tested after each call that may raise
     def thrower(self) -> ir.Function:
         """lc_throw(), made once per module: jump to the innermost trap record, or report."""
         if "lc_throw" in self.module.globals:
@@ -1351,7 +1351,7 @@ def render(error: RunError) -> str:
     return error.render() + "\n"
 
 
-# --- Exceptions: a flag tested after each call -------------------------
+# --- Exceptions: a flag tested after each call that may raise ----------
 
 # cell 94
 import os

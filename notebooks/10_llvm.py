@@ -322,12 +322,11 @@ class FlowGraph(FlowGraph):
         return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
 
 # %% [markdown]
-# The seed's loop, before and after O2:
-#
-# On the left, the back end's two blocks: `entry`, which jumps to `k_2`,
-# and `k_2`, whose arrow goes back to itself, the loop of the seed. On the
-# right, what is left after O2: the same two blocks, `k_2` renamed `k_2.i`
-# by the inlining, and empty but for its branch to itself.
+# The seed's loop, before and after O2. On the left, the back end's two
+# blocks: `entry`, which jumps to `k_2`, and `k_2`, whose arrow goes back
+# to itself, the loop of the seed. On the right, what is left after O2:
+# the same two blocks, `k_2` renamed `k_2.i` by the inlining, and empty
+# but for its branch to itself.
 
 # %%
 def flow_graphs(graphs: list, title: str) -> None:
@@ -2244,7 +2243,7 @@ class Backend(Backend):
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
 # %% [markdown]
-# ## Exceptions: a flag tested after each call
+# ## Exceptions: a flag tested after each call that may raise
 #
 # A raise in CPS is a jump to a continuation, and three kinds of
 # continuation can be its target. A *handler* bound in the same function
@@ -2284,7 +2283,7 @@ class Backend(Backend):
 # | `call f(…) -> ret / exn`, a tail call | as before: the callee's flag is the caller's |
 # | `q = a / b @l:c / h`, `fail "…" @l:c / h` | the test of before, its failure raising `DivisionByZero` (`MatchFailure`, `AssertionFailed`) to `h` by the rules above |
 #
-# Three details make it cheap where nothing is caught:
+# Three details keep it cheap, and free where nothing is caught:
 #
 # - **A program that catches nothing compiles as before.** If no raise, no
 #   failure and no call names a handler as where it raises to, every
