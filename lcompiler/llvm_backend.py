@@ -959,7 +959,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 110: Printing, directed by types
+    # cell 112: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -999,7 +999,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 112: Printing, directed by types
+    # cell 114: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -1019,7 +1019,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 114: Where a stack overflow happened: call sites
+    # cell 116: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -1065,7 +1065,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 116: The whole module
+    # cell 118: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1419,7 +1419,7 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 114
+# cell 116
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -1435,7 +1435,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 118
+# cell 120
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1470,7 +1470,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 120
+# cell 122
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1530,7 +1530,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 122
+# cell 124
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1564,7 +1564,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 131
+# cell 133
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1585,7 +1585,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 147
+# cell 149
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -1615,7 +1615,7 @@ def next_place(t):
         t = t.body
     return getattr(t, "loc", None)
 
-# cell 149
+# cell 151
 class DebugInfo:
     """The DWARF of one module, for `lc build -g`: the compile unit, a subprogram per function, a
     location per located node, and the list `!lc.sites` of the call sites' lines and columns."""

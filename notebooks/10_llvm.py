@@ -2751,6 +2751,21 @@ for depth in (20, 100000):
 print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag['try']['ns_each']:.2f} ns")
 
 # %% [markdown]
+# And the machine code of the `call` line's program that catches
+# (`bench/exceptions.py`'s): the `push` instructions in `fib` under each
+# lowering, which the reading below explains.
+
+# %%
+from exceptions import PAIRS as EXCEPTION_PAIRS   # bench/exceptions.py: its programs  # noqa: E402
+
+FIB_TRY = Source("fib_try.l", EXCEPTION_PAIRS["call"][2])
+for chosen in LOWERINGS:
+    os.environ["LC_EXCEPTIONS"] = chosen
+    fib_code = re.search(r"\nfib_\d+:\n(.*?)\.Lfunc_end", pipeline.show("asm", FIB_TRY), re.S).group(1)
+    print(f"{chosen}: {fib_code.count('pushq')} pushes in fib")
+del os.environ["LC_EXCEPTIONS"]
+
+# %% [markdown]
 # Reading the table. **A program without `try` pays nothing** under
 # either lowering: its code is what it was before L had exceptions (the
 # tests check, for every program of the corpus and the examples, that its
@@ -2762,8 +2777,8 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # column says whether the five runs of the two programs of a line overlap
 # at all): under traps a
 # program that catches loses the attribute of the section on registers,
-# and `fib` saves six callee-saved registers in every call (`lc show asm`
-# shows the six `push`es), the fraction printed for traps.
+# and `fib` saves six callee-saved registers in every call (the six
+# `push`es counted just above), the fraction printed for traps.
 # **Entering a `try`** costs the flag nothing of its own, and costs a trap
 # a `setjmp` and a few stores (the trap record's words, and `lc_trap` set
 # before the call and put back after it). **A raise** costs the flag a return and a
