@@ -1267,9 +1267,9 @@ llvm_backend.split_picture(split_backend, "split.l: the functions of the back en
 # is `tailcc` only if it is a closure's code or its tail calls lead to a
 # closure or round a cycle): `primes`'s `sieve` is one.
 #
-# Does it still pay, with the generational collector of chapter 10b, now
-# that a stale pointer costs a pinned block rather than a whole list kept until
-# the next full collection? And what does it cost the calls? The script
+# Does it still pay with the generational collector of chapter 10b, where
+# a stale pointer pins one young block (and keeps alive what that block
+# points to)? And what does it cost the calls? The script
 # `bench/calls.py` builds seven of the benchmark programs that chapter 12
 # measures (its `bench/programs/`), each with and without the attribute,
 # and runs the two in alternation (`python bench/calls.py --json
@@ -2111,7 +2111,8 @@ class Backend(Backend):
 # because the argument has the same type. So the back end adopts one
 # calling convention for every function: **a parameter whose type is a
 # tuple of n components is passed as n words**, in n LLVM parameters (which
-# LLVM puts in registers). At a call, a tuple argument is passed as its
+# LLVM passes in registers, the first six of a call's words on x86-64, the
+# rest on the stack). At a call, a tuple argument is passed as its
 # components; inside the function, a projection `x[i]` of such a parameter
 # is just the i-th of those words.
 #
