@@ -233,14 +233,14 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     block made by the compiler. A block of more than LAYOUT_FIELDS fields has no layout: it is
     CONSERVATIVE, and old from the start."""
     if tag >> TAG_BITS or len(types) >> TAG_SHIFT:
-        raise ValueError("a data type of more than 65,536 constructors, or a block of more than 2^24 fields:"
+        raise ValueError("a data type of more than 65,536 constructors, or a block of 2^24 fields or more:"
                          " the header of a block has no room for it")
     if len(types) > LAYOUT_FIELDS:
         return len(types) | tag << TAG_SHIFT | CONSERVATIVE | OLD
     pointers = sum(1 << LAYOUT_SHIFT + i for i, t in enumerate(types) if may_point(t) and not (code and i == 0))
     return len(types) | tag << TAG_SHIFT | pointers | (OLD if old else 0)
 
-# cell 24
+# cell 26
 LINKAGE = "linkonce_odr"            # not internal: see above
 
 RUNTIME_FUNCTIONS = {                        # name: (result, parameters), all in the C runtime
@@ -263,7 +263,7 @@ def written(var) -> bool:
     """Is var the target of a `x[i] := y` somewhere?"""
     return any(type(o.enclosing) is cps.SetField and o is o.enclosing.target for o in cps.occurrences(var))
 
-# cell 26
+# cell 28
 def namer(program: cps.Program) -> cps.Namer:
     """The names `lc show` gives the variables of program (chapter 6's `Namer`), without the text."""
     name = cps.Namer()
@@ -288,7 +288,7 @@ def namer(program: cps.Program) -> cps.Namer:
                     name(v.var)
     return name
 
-# cell 27
+# cell 29
 class Backend:
     """Translate one closure-converted CPS program (chapter 8) into one LLVM module."""
 
@@ -308,7 +308,7 @@ class Backend:
         self.name = namer(program)               # LLVM names = the names `lc show shrink` prints
         self.declare()
 
-    # cell 29: The back end, from the top
+    # cell 31: The back end, from the top
     def declare(self):
         self.functions, self.statics, self.slots = {}, {}, {}
         fast = short_tail_chains(self.program)
@@ -343,7 +343,7 @@ class Backend:
             if d.value is not None and type(d.value) is not cps.Lambda:
                 self.statics[d.var] = self.static(d.var, d.value)
 
-    # cell 31: The back end, from the top
+    # cell 33: The back end, from the top
     def static(self, var, p) -> ir.Constant:
         """The word of a static value: a literal, or the address of a block made by the compiler."""
         if type(p) is cps.Const:
@@ -386,7 +386,7 @@ class Backend:
     def slot(self, b: ir.IRBuilder, var) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.slots[var])])
 
-    # cell 33: Terms: blocks, φ-nodes, calls
+    # cell 35: Terms: blocks, φ-nodes, calls
     def body(self, f: ir.Function, term, values: dict, ret, params: list = (), me=None):
         """Translate term into the blocks of f; ret is f's return continuation (None: a definition).
 
@@ -449,7 +449,7 @@ class Backend:
             return b.load(self.slot(b, v), self.name(v))
         return self.constant_of(v)
 
-    # cell 35: Terms: blocks, φ-nodes, calls
+    # cell 37: Terms: blocks, φ-nodes, calls
     def recur(self, f: ir.Function, start, args: list, blocks: dict, me) -> tuple:
         """The block `recur` after start, with a phi per argument of f, jumped to by the calls of
         f to itself (me) in tail position: (the block, the phis, which stand for the arguments)."""
@@ -461,7 +461,7 @@ class Backend:
         blocks[me] = (recur, phis)
         return recur, list(phis)
 
-    # cell 37: Terms: blocks, φ-nodes, calls
+    # cell 39: Terms: blocks, φ-nodes, calls
     def goto(self, b: ir.IRBuilder, k, args: list, blocks: dict):
         block, phis = blocks[k]
         for phi, a in zip(phis, args):
@@ -486,7 +486,7 @@ class Backend:
         else:
             raise TypeError(f"not a term: {t!r}")
 
-    # cell 39: Terms: blocks, φ-nodes, calls
+    # cell 41: Terms: blocks, φ-nodes, calls
     def call(self, b: ir.IRBuilder, t: cps.Apply, values: dict, blocks: dict, ret):
         args = [w for o in t.args for w in self.words(b, o, values)]
         tail = t.cont.var is ret and t.exn.var is ret.binder.exn   # both continuations the function's own
@@ -516,7 +516,7 @@ class Backend:
         else:
             self.goto(b, t.cont.var, [result], blocks)
 
-    # cell 41: Terms: blocks, φ-nodes, calls
+    # cell 43: Terms: blocks, φ-nodes, calls
     def case(self, b: ir.IRBuilder, t: cps.Case, values: dict, blocks: dict):
         x = self.value(b, t.scrutinee, values)
         if sorted(n for n, _ in t.arms) == [0, 1] and t.default is None:
@@ -536,7 +536,7 @@ class Backend:
         for n, k in t.arms:
             switch.add_case(word(n), blocks[k.var][0])
 
-    # cell 57: Primitives, and allocation inline
+    # cell 59: Primitives, and allocation inline
     def field(self, b: ir.IRBuilder, block: ir.Value, i: int) -> ir.Value:
         """The address of field i of a heap block (word i + 1: word 0 is the header)."""
         return b.gep(b.inttoptr(block, I64.as_pointer()), [word(i + 1)])
@@ -568,7 +568,7 @@ class Backend:
             tell_apart(f, self.allocator_words() | {heap}, self.alias_tags())
         return f
 
-    # cell 59: A slow path that saves every register
+    # cell 61: A slow path that saves every register
     def slow_path(self) -> ir.Function:
         """lc_alloc_slow_saving(words), made once per module: lc_alloc_slow, called with every
         register but r11 kept (LLVM's preserve_mostcc), so that its callers need not save any."""
@@ -583,7 +583,7 @@ class Backend:
         b.ret(b.call(self.rt["lc_alloc_slow"], [f.args[0]]))
         return f
 
-    # cell 64: A slow path that saves every register
+    # cell 66: A slow path that saves every register
     def alloc(self, b: ir.IRBuilder, fields: list, types: list, tag: int = 0, code: bool = False) -> ir.Value:
         """A new heap block with its header and fields, of these types (code: field 0 is code)."""
         first = header(types, tag, code=code)
@@ -597,7 +597,7 @@ class Backend:
             b.store(v, b.gep(ptr, [word(i)]))
         return p
 
-    # cell 66: A slow path that saves every register
+    # cell 68: A slow path that saves every register
     def barrier(self) -> ir.Function:
         """lc_barrier(block), made once per module, called after a store of a pointer into a
         block: if the block is old and not yet remembered, remember it (the write barrier)."""
@@ -615,7 +615,7 @@ class Backend:
         b.ret_void()
         return f
 
-    # cell 70: The heap pointer in a register
+    # cell 72: The heap pointer in a register
     def allocator_words(self) -> set:
         return {self.rt["lc_hp"], self.rt["lc_hl"]}
 
@@ -632,7 +632,7 @@ class Backend:
                 self.tags[name] = m.add_metadata([kind, kind, word(0)])
         return self.tags
 
-    # cell 77: The heap pointer in a register
+    # cell 79: The heap pointer in a register
     def header_tag(self, b: ir.IRBuilder, h: ir.Value) -> ir.Value:
         return b.and_(b.lshr(h, word(TAG_SHIFT)), word((1 << TAG_BITS) - 1))
 
@@ -656,7 +656,7 @@ class Backend:
             return b.select(is_empty, word(empty), word(1 - empty))
         return self.header_tag(b, b.load(b.inttoptr(x, I64.as_pointer())))
 
-    # cell 79: The heap pointer in a register
+    # cell 81: The heap pointer in a register
     def prim(self, b: ir.IRBuilder, p, values: dict) -> ir.Value:
         t = type(p)
         get = lambda o: self.value(b, o, values)
@@ -701,7 +701,7 @@ class Backend:
             return word(0)
         raise TypeError(f"not a primitive the back end knows: {p!r}")
 
-    # cell 81: The heap pointer in a register
+    # cell 83: The heap pointer in a register
     def op(self, b: ir.IRBuilder, p: cps.Op, args: list) -> ir.Value:
         failure = PRIMITIVES[p.op].fails
         if failure:
@@ -714,7 +714,7 @@ class Backend:
                         b.call(self.rt["lc_fail"], [self.cstring(b, render(RunError(failure.message, p.loc)))])
         return LOWERING[p.op](self, b, p, args)
 
-    # cell 85: Arguments in registers: flattening tuples
+    # cell 87: Arguments in registers: flattening tuples
     def virtual(self, var, prim) -> bool:
         return (type(prim) is cps.TupleValue and len(prim.fields) == arity(var) > 1
                 and only_taken_apart(var))
@@ -736,7 +736,7 @@ class Backend:
         block = self.value(b, o, values)
         return [b.load(self.field(b, block, i)) for i in range(n)]
 
-    # cell 90: Runtime errors, rendered by the compiler
+    # cell 92: Runtime errors, rendered by the compiler
     def fail(self, b: ir.IRBuilder, p: cps.Fail, args: list):
         text = render(RunError(p.message, p.loc))
         if not args:
@@ -747,7 +747,7 @@ class Backend:
         b.call(self.printer(p.args[0].var.type), [args[0], word(1)])
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
-    # cell 94: Exceptions: a flag tested after each call
+    # cell 96: Exceptions: a flag tested after each call that may raise
     def exception_slot(self, b: ir.IRBuilder, name: str) -> ir.Value:
         return b.gep(self.globals, [ir.Constant(I32, 0), ir.Constant(I32, self.exception_slots[name])])
 
@@ -807,7 +807,7 @@ class Backend:
             b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
         b.unreachable()
 
-    # cell 96: Exceptions: a flag tested after each call
+    # cell 98: Exceptions: a flag tested after each call that may raise
     def pass_on(self, b: ir.IRBuilder, h, exception, blocks: dict, ret):
         """Jump to the exception continuation h with an exception already recorded: a handler's
         block; the function's own (set the flag, return: the caller tests it); or uncaught."""
@@ -861,7 +861,7 @@ class Backend:
             b.ret(word(0))
         b.position_at_end(returned)
 
-    # cell 98: Exceptions: a flag tested after each call
+    # cell 100: Exceptions: a flag tested after each call that may raise
     def trap_global(self) -> ir.GlobalVariable:
         """lc_trap: the address of the innermost trap record (0: none)."""
         if "lc_trap" not in self.module.globals:
@@ -913,7 +913,7 @@ class Backend:
         b.store(b.ptrtoint(buffer, I64), self.trap_global())
         return previous
 
-    # cell 100: Exceptions: a flag tested after each call
+    # cell 102: Exceptions: a flag tested after each call that may raise
     def thrower(self) -> ir.Function:
         """lc_throw(), made once per module: jump to the innermost trap record, or report."""
         if "lc_throw" in self.module.globals:
@@ -959,7 +959,7 @@ class Backend:
         b.unreachable()
         return f
 
-    # cell 108: Printing, directed by types
+    # cell 112: Printing, directed by types
     def printer(self, t) -> ir.Function:
         key = show_type(t)
         if key in self.printers:
@@ -999,7 +999,7 @@ class Backend:
         else:
             b.call(self.rt["lc_print_str"], [self.const(chars)])
 
-    # cell 110: Printing, directed by types
+    # cell 114: Printing, directed by types
     def print_data(self, f: ir.Function, b: ir.IRBuilder, v: ir.Value, t):
         params, constructors = self.datas[t.name]
         subst = dict(zip(params, t.args))
@@ -1019,7 +1019,7 @@ class Backend:
             b.branch(done)
         b.position_at_end(done)
 
-    # cell 112: Where a stack overflow happened: call sites
+    # cell 116: Where a stack overflow happened: call sites
     def debug_info(self):
         """The compile unit that the locations of calls hang from. It emits no debugging
         information (emissionKind: NoDebug): the locations are for `call_site_table` only
@@ -1065,7 +1065,7 @@ class Backend:
         scope = self.scopes[call.parent.parent]
         call.set_metadata("dbg", self.module.add_debug_info("DILocation", {"line": line, "column": 0, "scope": scope}))
 
-    # cell 114: The whole module
+    # cell 118: The whole module
     def compile(self) -> ir.Module:
         for d in self.program.definitions:
             if type(d.value) is cps.Lambda:
@@ -1119,7 +1119,7 @@ class Backend:
 
 # --- Tail calls: three kinds, three translations -----------------------
 
-# cell 43
+# cell 45
 def tail_calls(var, lam: cps.Lambda):
     """The calls in tail position (to lam's own return continuation) in lam, bound to var."""
     for node in cps.walk(lam.body):
@@ -1163,7 +1163,7 @@ def short_tail_chains(program: cps.Program) -> set:
 
 # --- The split, drawn --------------------------------------------------
 
-# cell 45
+# cell 47
 from lcompiler.drawing import Box, Picture
 
 UNKNOWN = "a closure's code"       # the target of a call through a closure, in `split`
@@ -1218,7 +1218,7 @@ def split_picture(backend, title: str) -> Picture:
 
 # --- Registers and the conservative collector --------------------------
 
-# cell 51
+# cell 53
 def saves_no_registers(f: ir.Function) -> None:
     """Mark f "no_callee_saved_registers" (llvmlite checks named attributes only: add it raw)."""
     set.add(f.attributes, '"no_callee_saved_registers"')
@@ -1226,13 +1226,13 @@ def saves_no_registers(f: ir.Function) -> None:
 
 # --- A slow path that saves every register -----------------------------
 
-# cell 59
+# cell 61
 SAVING_SLOW_PATH = True        # call lc_alloc_slow through lc_alloc_slow_saving (preserve_mostcc)
 
 
 # --- The heap pointer in a register ------------------------------------
 
-# cell 68
+# cell 70
 LOCAL_HEAP_POINTER = True      # each function that allocates bumps a copy of lc_hp (False: lc_hp itself)
 QUIET_CALLEES = ("lc_alloc", "lc_barrier", "llvm.frameaddress.p0", "llvm.stacksave.p0")   # leave lc_hp be
 
@@ -1265,7 +1265,7 @@ def keep_heap_pointer(f: ir.Function, lc_hp: ir.GlobalVariable, allocator):
                 b.position_at_end(block)
                 b.store(b.load(lc_hp), hp)            # the callee may have moved it
 
-# cell 70
+# cell 72
 def tell_apart(f: ir.Function, allocator_words: set, tags: dict):
     """Tag each load and store of f that has no tag yet for LLVM's TBAA: "allocator" if it reads
     or writes one of allocator_words or a local of f's frame (the copy of lc_hp), "word" otherwise."""
@@ -1276,7 +1276,7 @@ def tell_apart(f: ir.Function, allocator_words: set, tags: dict):
                 allocator = pointer in allocator_words or type(pointer) is ir.AllocaInstr
                 ins.set_metadata("tbaa", tags["allocator" if allocator else "word"])
 
-# cell 81
+# cell 83
 from lcompiler.primitives import PRIMITIVES
 
 
@@ -1321,7 +1321,7 @@ LOWERING = {
 
 # --- Arguments in registers: flattening tuples -------------------------
 
-# cell 83
+# cell 85
 class Fields(list):
     """The components of a tuple the back end keeps in registers instead of allocating it."""
 
@@ -1343,7 +1343,7 @@ def only_taken_apart(var) -> bool:
 
 # --- Runtime errors, rendered by the compiler --------------------------
 
-# cell 90
+# cell 92
 OVERFLOW = "stack overflow: the program nested calls too deeply"     # the reference interpreter's words
 
 
@@ -1351,9 +1351,9 @@ def render(error: RunError) -> str:
     return error.render() + "\n"
 
 
-# --- Exceptions: a flag tested after each call -------------------------
+# --- Exceptions: a flag tested after each call that may raise ----------
 
-# cell 92
+# cell 94
 import os
 
 EXCEPTION_SLOTS = ("pending", "site value")    # two words at the end of lc_globals: roots
@@ -1419,7 +1419,7 @@ def raising(program: cps.Program) -> set:
 
 # --- Where a stack overflow happened: call sites -----------------------
 
-# cell 112
+# cell 116
 from types import SimpleNamespace
 
 SITE_TABLE = "lc_sites.{}"         # the symbol of the table of call sites of part k of a program
@@ -1435,7 +1435,7 @@ def l_name(function: str) -> str:
 
 # --- From source to module, verified and optimised ---------------------
 
-# cell 116
+# cell 120
 import llvmlite.binding as llvm
 
 from lcompiler import addlang, pipeline
@@ -1470,7 +1470,7 @@ def optimise(module, level: int = 2) -> llvm.ModuleRef:
 
 # --- Labels, and the table of call sites -------------------------------
 
-# cell 118
+# cell 122
 import re
 
 SITE_SECTION = 'lc_sites,"aw",@progbits'
@@ -1530,7 +1530,7 @@ def call_sites(text: str) -> dict:
         sites[node] = None if at is None else own[at]
     return sites
 
-# cell 120
+# cell 124
 def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
     """An optimised module made ready for machine code: a label on each side of every call that
     belongs to a call site, and the table of those labels for the runtime (part k of parts:
@@ -1564,7 +1564,7 @@ def call_site_table(module, part: int = 0, parts: int = 1) -> llvm.ModuleRef:
 
 # --- Showing LLVM from the command line --------------------------------
 
-# cell 129
+# cell 133
 @pipeline.stage("llvm", show=lambda module, unit: str(module).rstrip("\n"),
                 check=lambda module, unit: verified(module))
 def llvm_stage(program, unit: pipeline.Unit) -> ir.Module:
@@ -1585,7 +1585,7 @@ def asm_stage(module: llvm.ModuleRef, unit: pipeline.Unit) -> str:
 
 # --- Debug information, for gdb ----------------------------------------
 
-# cell 145
+# cell 149
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -1615,7 +1615,7 @@ def next_place(t):
         t = t.body
     return getattr(t, "loc", None)
 
-# cell 147
+# cell 151
 class DebugInfo:
     """The DWARF of one module, for `lc build -g`: the compile unit, a subprogram per function, a
     location per located node, and the list `!lc.sites` of the call sites' lines and columns."""

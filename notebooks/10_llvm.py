@@ -149,9 +149,10 @@
 # k(11)
 # ```
 #
-# Chapter 9's optimiser turns the function `k`, called from one place and
-# returning to it, into a continuation: the seed's term again, but for the
-# dead `v = 3`. Here it is at each stage of its way to machine code: the CPS
+# Chapter 9's optimiser turns the function `k`, whose calls all return to
+# the same place (its call to itself is a tail call), into a continuation
+# — it *contifies* it — and gives the seed's term again, but for the dead
+# `v = 3`. Here it is at each stage of its way to machine code: the CPS
 # handed to the back end (`lc show shrink k.l`), the LLVM the back end makes
 # of it (`lc show llvm`), the same after LLVM's O2 pipeline (`lc show
 # llvm-opt`), and the x86 assembly LLVM makes of that (`lc show asm`), each
@@ -321,12 +322,11 @@ class FlowGraph(FlowGraph):
         return {"image/svg+xml": self.svg(), "text/plain": self.alt}, {"alt": self.alt}
 
 # %% [markdown]
-# The seed's loop, before and after O2:
-#
-# On the left, the back end's two blocks: `entry`, which jumps to `k_2`,
-# and `k_2`, whose arrow goes back to itself, the loop of the seed. On the
-# right, what is left after O2: the same two blocks, `k_2` renamed `k_2.i`
-# by the inlining, and empty but for its branch to itself.
+# The seed's loop, before and after O2. On the left, the back end's two
+# blocks: `entry`, which jumps to `k_2`, and `k_2`, whose arrow goes back
+# to itself, the loop of the seed. On the right, what is left after O2:
+# the same two blocks, `k_2` renamed `k_2.i` by the inlining, and empty
+# but for its branch to itself.
 
 # %%
 def flow_graphs(graphs: list, title: str) -> None:
@@ -542,10 +542,13 @@ from lcompiler.types import TCon, show_type
 #   array `lc_globals`, and its term becomes an initialiser function run in
 #   program order. The collector treats `lc_globals` as roots.
 #
-# LLVM names are the names that `lc show shrink` prints (chapter 6's
+# LLVM names come from the names that `lc show shrink` prints (chapter 6's
 # `Namer`) for the CPS the back end is handed — `lc show closure` at
 # `-O0`, where the last shrinking is left out — so the two listings can be
-# read side by side.
+# read side by side: a function, a parameter, a continuation's block and
+# its φ-nodes carry their CPS names (`k_2`, `%x_3`). The result of a
+# primitive does not: llvmlite numbers it as it is made (`%.3` for `v_5`
+# in the seed's loop above), and a constant is no instruction at all.
 #
 # First, the words. Everything is an `i64`; a heap block's header is
 # computed by the compiler from the types of its fields (`header`), with
@@ -580,7 +583,7 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
     block made by the compiler. A block of more than LAYOUT_FIELDS fields has no layout: it is
     CONSERVATIVE, and old from the start."""
     if tag >> TAG_BITS or len(types) >> TAG_SHIFT:
-        raise ValueError("a data type of more than 65,536 constructors, or a block of more than 2^24 fields:"
+        raise ValueError("a data type of more than 65,536 constructors, or a block of 2^24 fields or more:"
                          " the header of a block has no room for it")
     if len(types) > LAYOUT_FIELDS:
         return len(types) | tag << TAG_SHIFT | CONSERVATIVE | OLD
@@ -589,13 +592,42 @@ def header(types: list, tag: int = 0, old: bool = False, code: bool = False) -> 
 
 # %% [markdown]
 # The header of a `Cons` of a `List<Int>`: two fields, tag 0, and bit 1 of
-# the layout, bit 41 of the header, for field 1, the rest of the list (the worked example at the
-# end of the chapter finds this number in the code):
+# the layout, bit 41 of the header, for field 1, the rest of the list (the worked example
+# near the end of the chapter finds this number in the code):
 
 # %%
 header_of_cons = header([TCon("Int"), TCon("List", (TCon("Int"),))])
 print(header_of_cons, "=", f"2 | 1 << 41 = {2 | 1 << 41}", "| fields:", header_of_cons & 0xFFFFFF,
       "| layout:", bin(header_of_cons >> LAYOUT_SHIFT))
+
+# %% [markdown]
+# The same word drawn, its four parts from bit 63 on the left to bit 0 on
+# the right, each with its bits and its value in this header:
+
+# %%
+def header_picture(h: int, title: str) -> None:
+    """The four parts of a header word h, as boxes as wide as their bits, with their values (an SVG)."""
+    parts = [("flags", 59, 64, f"{h >> 59:05b}"), ("layout", LAYOUT_SHIFT, 59, bin(h >> LAYOUT_SHIFT & (1 << 19) - 1)),
+             ("tag", TAG_SHIFT, LAYOUT_SHIFT, str(h >> TAG_SHIFT & (1 << TAG_BITS) - 1)),
+             ("number of fields", 0, TAG_SHIFT, str(h & (1 << TAG_SHIFT) - 1))]
+    bit, x = 9, 10
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{64 * bit + 20}" height="92" font-family="monospace"'
+           f' font-size="12" fill="#0f172a"><title>{_escape(title)}</title>',
+           f'<rect width="{64 * bit + 20}" height="92" fill="#ffffff"/>']
+    said = []
+    for name, low, high, value in parts:
+        w = (high - low) * bit
+        out += [f'<rect x="{x}" y="22" width="{w}" height="40" fill="#fef9c3" stroke="#ca8a04"/>',
+                f'<text x="{x + w / 2}" y="38" text-anchor="middle" font-weight="bold">{name}</text>',
+                f'<text x="{x + w / 2}" y="55" text-anchor="middle">{value}</text>',
+                f'<text x="{x}" y="15">{high - 1}</text>', f'<text x="{x + w}" y="78" text-anchor="end">{low}</text>']
+        said.append(f"{name}, bits {low} to {high - 1}, {value}")
+        x += w
+    alt = f"{title}: " + "; ".join(said)
+    display(SVG("\n".join(out + ["</svg>"])), metadata={"alt": alt})
+
+
+header_picture(header_of_cons, f"The header of a Cons of a List<Int>, {header_of_cons}, from bit 63 to bit 0")
 
 # %% [markdown]
 # The *linkage* of L functions is `linkonce_odr`. With `internal` linkage
@@ -637,7 +669,8 @@ def written(var) -> bool:
 # A `Backend` starts by declaring the runtime's functions and the two words
 # of the allocator, `lc_hp` and `lc_hl`, then the compile unit that the
 # locations of calls hang from (the section on call sites explains them),
-# and names LLVM values as `lc show shrink` names CPS variables.
+# and names LLVM values as `lc show shrink` names CPS variables (those that
+# llvmlite lets it name: see above).
 #
 # Those names are numbered in the order the printer meets the variables.
 # `namer` numbers them in that order without printing: the printer meets
@@ -1201,8 +1234,13 @@ llvm_backend.split_picture(split_backend, "split.l: the functions of the back en
 # the garbage collector of the runtime ([chapter 10b](10b_runtime.ipynb)),
 # which finds the heap blocks that the stack refers to by scanning the
 # stack *conservatively*:
-# every word on it that looks like a pointer keeps a block alive (and, in
-# the nursery, pins it where it is). Normally a function saves, in its own
+# every word on it that looks like a pointer keeps a block alive. That
+# collector is *generational*: new blocks are made in a small region, the
+# *nursery*, and a *minor collection* copies the few that survive out of
+# it. A young block that a word of the stack points into is not copied —
+# the word may be an `Int` that only looks like an address, and cannot be
+# updated — but *pinned*: it stays where it is, and becomes old there.
+# Normally a function saves, in its own
 # stack frame, the *callee-saved* registers it wants to use, holding
 # whatever its caller had left in them — often a value the caller no
 # longer needs. `primes`, one of the benchmark programs of chapter 12
@@ -1229,9 +1267,9 @@ llvm_backend.split_picture(split_backend, "split.l: the functions of the back en
 # is `tailcc` only if it is a closure's code or its tail calls lead to a
 # closure or round a cycle): `primes`'s `sieve` is one.
 #
-# Does it still pay, with the generational collector of chapter 10b, now
-# that a stale pointer costs a pinned block rather than a whole list kept until
-# the next full collection? And what does it cost the calls? The script
+# Does it still pay with the generational collector of chapter 10b, where
+# a stale pointer pins one young block (and keeps alive what that block
+# points to)? And what does it cost the calls? The script
 # `bench/calls.py` builds seven of the benchmark programs that chapter 12
 # measures (its `bench/programs/`), each with and without the attribute,
 # and runs the two in alternation (`python bench/calls.py --json
@@ -1257,25 +1295,26 @@ for name, r in calls.items():
           f" {'[' + format(ratio['min'], '.3f') + ', ' + format(ratio['max'], '.3f') + ']':>14} {w['pinned']:12,}"
           f" {wo['pinned']:8,} {w['max_heap_mb']:13.1f} {wo['max_heap_mb']:8.1f}")
 others = [r["ratio"]["median"] for n, r in calls.items() if n != "primes"]
-primes = calls["primes"]
 print(f"without/with, the six others: from {min(others):.3f} to {max(others):.3f}")
 for verdict, test in (("slower with the attribute in every pair", lambda r: r["max"] < 1),
                       ("faster with it in every pair", lambda r: r["min"] > 1)):
     print(f"{verdict}: {', '.join(n for n, r in calls.items() if test(r['ratio'])) or 'none'}")
-print(f"primes without the attribute: {primes['without']['pinned'] / primes['with']['pinned']:,.0f} times the pinned"
-      f" blocks, {primes['without']['max_heap_mb'] / primes['with']['max_heap_mb']:.1f} times the heap,"
-      f" {primes['ratio']['median']:.2f} times the time")
+for name in ("primes", "fold"):
+    w, wo = calls[name]["with"], calls[name]["without"]
+    print(f"{name} without the attribute: {wo['pinned'] / w['pinned']:,.1f} times the pinned blocks,"
+          f" {wo['max_heap_mb'] / w['max_heap_mb']:.1f} times the heap, {calls[name]['ratio']['median']:.2f} times the time")
 
 # %% [markdown]
-# The range beside each ratio is that of its seven paired runs. On the
-# calls themselves the attribute costs nothing: no program is slower with
-# it in every pair, the medians of the six programs other than `primes`
-# lie within a tenth of 1, and `fib`, `ack` and `fold`, as well as `primes`,
-# are faster with it in every pair (the lines under the table). On `primes`, without it, stale
-# pointers in saved registers pin hundreds of times as many blocks, and
-# what those blocks point to is kept with them: the heap is larger and
-# the program slower, by the factors of the last line. `fold`'s heap is
-# larger without it too, with about as many pinned blocks. It stays.
+# The range beside each ratio is that of its seven paired runs, and the
+# lines under the table read the table. In this measurement the attribute
+# costs the calls nothing: no program is slower with it in every pair,
+# the medians of the six programs other than `primes` stay near 1 (the
+# first line under the table), and the programs of the third line are
+# faster with it in every pair. On `primes`, without it, stale pointers
+# in saved registers pin hundreds of times as many blocks, and what those
+# blocks point to is kept with them: the heap is larger and the program
+# slower, by the factors of the next line. `fold`'s heap is larger without
+# it too, with about as many pinned blocks (the last line). It stays.
 
 # %%
 #| export
@@ -1631,13 +1670,12 @@ class Backend(Backend):
 # loop that allocates, that is a chain through memory. The next allocation
 # cannot add to `lc_hp` before the load has returned what the previous
 # allocation stored, and a load that waits for a store to the same address
-# waits for the store to be forwarded to it, several cycles on the
-# AMD processor of this book's measurements and on others (Agner Fog's
-# microarchitecture manual gives the figures of each; the way recent AMD
-# processors mirror a memory operand in a register, which would hide the
-# wait, does not apply to an address relative to the instruction pointer,
-# such as `lc_hp`'s). A loop that conses once per iteration
-# runs no faster than that chain. OCaml's native code has no such chain:
+# waits for the store to be forwarded to it: several cycles on the
+# AMD processor of this book's measurements and on others. (Agner Fog's
+# microarchitecture manual gives the figures for each processor, and the
+# conditions under which recent AMD processors can hide the wait by
+# mirroring a memory operand in a register.) A loop that conses once per
+# iteration runs no faster than that chain. OCaml's native code has no such chain:
 # it gives its allocation pointer a register of its own (`r15` on x86-64)
 # for the whole program.
 #
@@ -1661,10 +1699,11 @@ class Backend(Backend):
 # A first version of this section wrote the copy back only before calls
 # and returns, which saves the store in a loop; but the store then came
 # after the fields of the block, just before a return that the caller
-# follows with a load of `lc_hp`, and `primes` ran a tenth slower with the
-# optimiser than without it (chapter 9 promises the contrary), a cost of
-# where the store lands in the pipeline of the processor that we measured
-# but did not take apart. The store at the bump has no such case.
+# follows with a load of `lc_hp`, and `primes` ran slower with chapter 9's
+# optimiser than without it, in the measurements of that version (which
+# were not kept): a cost of where the store lands in the pipeline of the
+# processor, which we measured but did not take apart. The store at the
+# bump has no such case.
 #
 # The copy is an `alloca`, a word of the function's stack frame, and the
 # program is correct as written, with loads and stores of it. LLVM's first
@@ -1850,19 +1889,23 @@ for name, r in ordered:
     low, high = r["L/L-global"]["ci"]
     by_rule.setdefault("faster" if high < 1 else "slower" if low > 1 else "within noise", []).append(name)
 for verdict in ("faster", "slower"):
-    print(f"{verdict} with the copy: {', '.join(by_rule.get(verdict, [])) or 'none'}")
+    names = by_rule.get(verdict, [])
+    moved = [abs(1 - heap_pointer["benchmarks"][n]["L/L-global"]["ratio"]) for n in names]
+    by = f", by {min(moved):.0%} to {max(moved):.0%} by the median" if names else ""
+    print(f"{verdict} with the copy ({len(names)}): {', '.join(names) or 'none'}{by}")
 
 # %% [markdown]
 # By chapter 12's rule (a program is faster or slower only when its whole
-# interval says so), the copy makes six programs faster, by 2 to 11 %
-# by the median — among them the continuation-passing `cpstak`,
-# `binarytrees`, `perm` and the exception benchmark `raisesearch` — and
-# three slower, `cpstree` and `takl` by 2 % and `change`, whose time moves
-# from one session to the next (chapter 12), by 8 % (the last two lines);
-# the seven programs that do not allocate (`fib`, `tak`, `ack`, `mandel`,
-# `gcd`, `loop`, `states`) have the same machine code both ways and a
-# ratio of 1, and the rest are within noise.
-# The geometric mean is a hundredth below 1. So the gain is smaller than
+# interval says so), the copy makes the programs of the next-to-last line
+# faster and those of the last line slower, by the percentages printed
+# there; in this measurement the faster ones include the
+# continuation-passing `cpstak`, `binarytrees`, `perm` and the exception
+# benchmark `raisesearch`, and the slower ones `change`, a program whose
+# time moves from one session to the next (chapter 12). The seven programs
+# that do not allocate (`fib`, `tak`, `ack`, `mandel`, `gcd`, `loop`,
+# `states`) have the same machine code both ways, so their ratios show
+# only the noise of the measurement; the rest are within noise.
+# The geometric mean is close to 1. So the gain is smaller than
 # the chain of the first paragraph suggests: most of these programs' time
 # goes elsewhere — into the collector, into loads that miss the cache, and
 # into the calls, before each of which the copy is gone, to be read again
@@ -2068,7 +2111,8 @@ class Backend(Backend):
 # because the argument has the same type. So the back end adopts one
 # calling convention for every function: **a parameter whose type is a
 # tuple of n components is passed as n words**, in n LLVM parameters (which
-# LLVM puts in registers). At a call, a tuple argument is passed as its
+# LLVM passes in registers, the first six of a call's words on x86-64, the
+# rest on the stack). At a call, a tuple argument is passed as its
 # components; inside the function, a projection `x[i]` of such a parameter
 # is just the i-th of those words.
 #
@@ -2200,7 +2244,7 @@ class Backend(Backend):
         b.call(self.rt["lc_fail"], [self.cstring(b, "\n" + rest)])
 
 # %% [markdown]
-# ## Exceptions: a flag tested after each call
+# ## Exceptions: a flag tested after each call that may raise
 #
 # A raise in CPS is a jump to a continuation, and three kinds of
 # continuation can be its target. A *handler* bound in the same function
@@ -2240,7 +2284,7 @@ class Backend(Backend):
 # | `call f(…) -> ret / exn`, a tail call | as before: the callee's flag is the caller's |
 # | `q = a / b @l:c / h`, `fail "…" @l:c / h` | the test of before, its failure raising `DivisionByZero` (`MatchFailure`, `AssertionFailed`) to `h` by the rules above |
 #
-# Three details make it cheap where nothing is caught:
+# Three details keep it cheap, and free where nothing is caught:
 #
 # - **A program that catches nothing compiles as before.** If no raise, no
 #   failure and no call names a handler as where it raises to, every
@@ -2691,9 +2735,7 @@ print(defined(catching_module, "init"))
 
 # %%
 measured = json.loads(Path("../bench/exceptions.json").read_text())
-machine = measured["machine"]
-print(f"measured on {machine['cpu']}, {machine['cores']} cores, load {machine['load'][0]},"
-      f" {machine['compilers']['llvm']}")
+print("\n".join(machine_lines(measured["machine"])))
 print(f"{'lowering':8} {'what':22} {'without s':>9} {'with s':>8} {'count':>11} {'ns each':>11} {'with/count ns':>14}"
       f" {'runs apart':>11}")
 for kind, rows in measured["lowerings"].items():
@@ -2710,6 +2752,21 @@ for depth in (20, 100000):
 print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag['try']['ns_each']:.2f} ns")
 
 # %% [markdown]
+# And the machine code of the `call` line's program that catches
+# (`bench/exceptions.py`'s): the `push` instructions in `fib` under each
+# lowering, which the reading below explains.
+
+# %%
+from exceptions import PAIRS as EXCEPTION_PAIRS   # bench/exceptions.py: its programs  # noqa: E402
+
+FIB_TRY = Source("fib_try.l", EXCEPTION_PAIRS["call"][2])
+for chosen in LOWERINGS:
+    os.environ["LC_EXCEPTIONS"] = chosen
+    fib_code = re.search(r"\nfib_\d+:\n(.*?)\.Lfunc_end", pipeline.show("asm", FIB_TRY), re.S).group(1)
+    print(f"{chosen}: {fib_code.count('pushq')} pushes in fib")
+del os.environ["LC_EXCEPTIONS"]
+
+# %% [markdown]
 # Reading the table. **A program without `try` pays nothing** under
 # either lowering: its code is what it was before L had exceptions (the
 # tests check, for every program of the corpus and the examples, that its
@@ -2717,16 +2774,18 @@ print(f"traps, a try entered: {traps['try']['ns_each']:.2f} ns; the flag: {flag[
 # catches, the flag puts a load, a compare and a branch after each call of
 # a function that may raise: on `fib`, which does nothing but call, the
 # fraction of its time printed above. Trap frames put no test there, but
-# their `call` line is not noise either (the last column says whether the
-# five runs of the two programs of a line overlap at all): under traps a
+# in this measurement their `call` line is not noise either (the last
+# column says whether the five runs of the two programs of a line overlap
+# at all): under traps a
 # program that catches loses the attribute of the section on registers,
-# and `fib` saves six callee-saved registers in every call (`lc show asm`
-# shows the six `push`es), the fraction printed for traps.
+# and `fib` saves six callee-saved registers in every call (the six
+# `push`es counted just above), the fraction printed for traps.
 # **Entering a `try`** costs the flag nothing of its own, and costs a trap
 # a `setjmp` and a few stores (the trap record's words, and `lc_trap` set
 # before the call and put back after it). **A raise** costs the flag a return and a
-# test per frame it crosses, a nanosecond or two each, so its price grows
-# with the depth; under traps it is one `longjmp` at any depth. Here,
+# test per frame it crosses (the nanoseconds per frame printed above), so
+# its price grows with the depth; under traps it is one `longjmp` at any
+# depth. Here,
 # since nothing is tested after the calls, LLVM did more: it inlined
 # `down` where `loop` calls it, made its recursion a loop, and deleted
 # the loop, whose only way out was the raise — so under traps the
@@ -3374,9 +3433,10 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # MCJIT may load the code anywhere in the 64-bit address space, so its
 # target machine uses the *large* code model: a direct call is a `movabs`
 # of the callee's address into a register, then a `call` through it. An
-# executable is linked at one place, so `lc build` asks for the *small*
-# code model and position-independent code: a direct call is one `call`
-# instruction. `target_machine(executable)` makes either — the JIT and
+# executable is linked in one piece: wherever the system loads it, its code
+# and data lie within 2 GB of one another, so `lc build` asks for the
+# *small* code model and position-independent code, and a direct call is
+# one `call` instruction, relative to the instruction pointer. `target_machine(executable)` makes either — the JIT and
 # `lc build` share it, so it lives in the workshop's support module, with
 # its code in [appendix B](B_support.ipynb#llvms-description-of-the-machine);
 # `asm` shows the executable's, labels of the call-site table included,
@@ -3394,11 +3454,8 @@ for title, module in (("labels after optimisation", text), ("labels before optim
 # receives the result of the stage before it, and the `unit` that carries
 # the source and what earlier stages left for it (here the `data`
 # declarations, which the printers need). The checker of the two LLVM
-# stages is LLVM's verifier. The back end runs with Python's cyclic
-# garbage collector paused (`collector_paused`, from the support module),
-# as the lexer and the parser do: a pass that makes many small Python
-# objects and frees none until it ends would only make that collector walk
-# them again and again.
+# stages is LLVM's verifier, and the back end runs with Python's cycle
+# collector paused, for the reason given with `to_llvm` above.
 
 # %%
 #| export
@@ -3501,14 +3558,16 @@ flow_graphs([FlowGraph(llvm_function(text, re.search(rf'@"?({name}_\d+)"?\(', te
 # all three are `fastcc`.
 #
 # That is naive code, and LLVM's O2 pipeline makes short work of it. After
-# optimisation, the module has five functions left: the slow path of
-# allocation `lc_alloc_slow_saving` (shown further down), `lc_program`, the
-# initialiser of the `print` statement, the printer of `List<Int>` and
-# `main`. Here are `lc_program`, the initialiser and the printer:
+# optimisation, the module defines five functions (the first line below):
+# the slow path of allocation `lc_alloc_slow_saving` (shown further down),
+# `lc_program`, the initialiser of the `print` statement, the printer of
+# `List<Int>` and `main`. Here are `lc_program`, the initialiser and the
+# printer:
 
 # %%
 optimised = optimise(module)
 text = str(optimised)
+print("defined after O2:", ", ".join(f.name for f in optimised.functions if not f.is_declaration), "\n")
 print(text[text.index("define noundef i64 @lc_program"):text.index("define i32 @main")])
 
 # %% [markdown]
@@ -3968,6 +4027,19 @@ except RuntimeError as error:
 #    `!invariant.load` on the first kind be correct, given that the
 #    program writes a block's fields once, right after allocating it, and
 #    that the collector rewrites the fields that point to blocks it moves?
+# 6. Before running anything, say which kind each function of this program
+#    gets — `fastcc`, `fastcc` with a loop, or `tailcc` — compiled as the
+#    program of the section on the split is (without chapter 9), and why;
+#    then check with `llvm_backend.split` or `split_picture`:
+#
+#    ```text
+#    def twice(f, x) = f(f(x))
+#    def down(n) = if (n == 0) 0 else down(n - 1)
+#    def ping(n) = if (n == 0) 0 else pong(n - 1)
+#    def pong(n) = ping(n)
+#    def wrap(n) = twice({ x -> x + 1 }, n)
+#    print(wrap(1), down(10), ping(5))
+#    ```
 #
 # <details><summary>Solutions</summary>
 #
@@ -3979,9 +4051,10 @@ except RuntimeError as error:
 #    block would need the dominator tree (exercise 4). Counting in the
 #    output of `lc show llvm` (no O2) the `inttoptr`s whose word was already
 #    converted earlier in the same basic block, over `examples/` and
-#    `bench/programs/`, finds a few in most programs and none in those
-#    that never read a block (`ack`, `fib`, `tak`): the IR shrinks by a few
-#    per cent at most, which is the most the compile time can gain. After
+#    `bench/programs/`, finds some in most programs (the most, 125, in
+#    `rbtree`'s 3,363 lines) and none in those that never read a block
+#    (`ack`, `fib`, `tak`): the IR shrinks by a few per cent at most, which
+#    is about the most the compile time can gain. After
 #    O2 nothing changes at all: `inttoptr` has no effect, so LLVM's
 #    EarlyCSE and GVN merge two conversions of the same word in the same
 #    block before any other pass sees them. The saving is in the back end's
@@ -4075,6 +4148,20 @@ except RuntimeError as error:
 #    precise tool is `llvm.invariant.start` after the initialising stores,
 #    and it would hold only for fields that are not pointers to blocks the
 #    collector may move, such as the `Int` fields of `P`.
+# 6. `twice` is `tailcc`: its outer call `f(…)` is a tail call of a
+#    closure, whose target is known only at run time (the inner `f(x)`
+#    returns to `twice`, and does not count). `down` is `fastcc` with a
+#    loop: its one tail call is to itself, a jump back to `recur`. `ping`
+#    and `pong` are `tailcc`: they tail-call each other, a cycle. `wrap`
+#    is `tailcc` too, though it calls no closure itself: it tail-calls
+#    `twice`, whose chains of tail calls are not short — the closure that
+#    `twice` calls could tail-call `wrap` again, and a `fastcc` `wrap`
+#    would leave a frame on the stack at every turn of that loop. The
+#    closure `{ x -> x + 1 }` is two functions, as in the section: `f_…`,
+#    `fastcc`, which makes no tail call, and its code `f_entry_…`,
+#    `tailcc`, which tail-calls it. The initialiser of the `print` is
+#    `tailcc`, as every initialiser. `split` says exactly this, and
+#    `tests/test_solutions.py` checks it.
 #
 # </details>
 #

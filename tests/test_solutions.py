@@ -32,6 +32,9 @@ Chapter 10, exercise 5: `!tbaa` tags on the back end's loads and stores (field, 
 the program `ALIAS`: O2 then removes the second load of `P`'s field, across the store into the
 cell, and keeps the first, across the closure's allocation and stores.
 
+Chapter 10, exercise 6: the kinds that the back end gives the functions of the exercise's program
+(`split`): `twice`, `ping`, `pong` and `wrap` tailcc, `down` fastcc with a loop.
+
 Chapter 8, exercises 1 to 3: known closures called directly (none in `examples/closures.l`, both
 calls of the exercise's example at -O0), the words of flat and linked closures (the seeds' program,
 a function nested five deep), and the closures of the corpus that could live on the stack (three at
@@ -794,3 +797,26 @@ def test_what_crosses_the_cut_of_the_generated_program_split_in_two():
                        if (m := DEFINES.match(line)) and m.group(2) in crossing) for text in halves]
     assert all(f'@"{name}"' in shown[0] and "declare" not in shown[0] for name in crossing)
     assert all(f'@"{name}"' in shown[1] for name in crossing) and 'define' not in shown[1]
+
+
+# --- chapter 10, exercise 6
+
+KINDS = """def twice(f, x) = f(f(x))
+def down(n) = if (n == 0) 0 else down(n - 1)
+def ping(n) = if (n == 0) 0 else pong(n - 1)
+def pong(n) = ping(n)
+def wrap(n) = twice({ x -> x + 1 }, n)
+print(wrap(1), down(10), ping(5))
+"""
+
+
+def test_the_kinds_of_the_functions_of_exercise_6():
+    chapter = (Path(__file__).resolve().parent.parent / "notebooks" / "10_llvm.py").read_text()
+    assert all(f"#    {line}\n" in chapter for line in KINDS.splitlines())      # the exercise's program
+    closed, unit = pipeline.compile_to("shrink", Source("kinds.l", KINDS), False)
+    backend = llvm_backend.Backend(closed, unit.datas, "kinds.l")
+    backend.compile()
+    kinds = {re.sub(r"_\d+$", "", name): (kind, loop) for name, kind, loop in llvm_backend.split(backend)[0]}
+    assert kinds == {"twice": ("tailcc", False), "down": ("fastcc", True), "ping": ("tailcc", False),
+                     "pong": ("tailcc", False), "wrap": ("tailcc", False), "f": ("fastcc", False),
+                     "f_entry": ("tailcc", False), "init.statement.5": ("initialiser", False)}
