@@ -1672,7 +1672,7 @@ class Backend(Backend):
 # allocation stored, and a load that waits for a store to the same address
 # waits for the store to be forwarded to it: several cycles on the
 # AMD processor of this book's measurements and on others. (Agner Fog's
-# microarchitecture manual gives the figures for each processor, and the
+# microarchitecture manual ([bibliography](../bibliography.md#papers-and-books)) gives the figures for each processor, and the
 # conditions under which recent AMD processors can hide the wait by
 # mirroring a memory operand in a register.) A loop that conses once per
 # iteration runs no faster than that chain. OCaml's native code has no such chain:
@@ -4014,7 +4014,8 @@ except RuntimeError as error:
 # 4. LLVM's verifier checks that every use of a value is *dominated* by its
 #    definition: every path from the entry to the use passes through it.
 #    Compute the dominators of a `FlowGraph`'s blocks (Cooper, Harvey and
-#    Kennedy's "A simple, fast dominance algorithm" fits in a page), and
+#    Kennedy's "A simple, fast dominance algorithm",
+#    [bibliography](../bibliography.md#papers-and-books), fits in a page), and
 #    check the rule yourself on the functions of the worked example, before
 #    and after O2.
 # 5. In the program `ALIAS` of the design note on addresses as integers,
