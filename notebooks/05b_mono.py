@@ -118,6 +118,13 @@
 #    each type it is used at. After the copying, every type is known. MLton
 #    (Weeks 2006, in the bibliography) and Rust work this way.
 #
+# (A third way is to have no `print` that works at every type. OCaml has
+# none: its `Printf.printf` takes a format whose `%d` or `%s` names the type
+# of each argument, so the code never has to find it out, and a match that
+# fails raises `Match_failure` with a place in the source, not the value.
+# L's `print` and its error messages are part of its contract, so this way
+# is closed to us.)
+#
 # We monomorphise. Every type is then known at compile time, and printing is
 # directed by types at no cost at run time. The price is more code, and the
 # section "What it costs" measures it on the whole corpus.
@@ -129,7 +136,7 @@
 # on every call of a polymorphic function that needs a description, a
 # lookup at every `print` of a type variable, and, wherever such a function
 # is passed as a value, a closure that carries its description with it.
-# Monomorphisation costs nothing at run time. It gives up two
+# Monomorphisation adds no work at run time, only code. It gives up two
 # things instead. First, separate compilation: the pass must see the whole
 # program, which `lc` always does. Second, in theory, size: a function used
 # at k types is copied k times, and a chain of such functions multiplies
@@ -963,6 +970,10 @@ calls_picture(SHOW)
 # | `raise` | Γ ⊢ e : Exn ⟹ Γ ⊢ raise(e) : τ, for any τ |
 # | `try` | Γ ⊢ e : τ, each pattern pi : Exn binding Γi, Γ, Γi ⊢ ei : τ ⟹ Γ ⊢ try { e } catch { pi -> ei } : τ |
 #
+# In the constructor's rule, σi[a… := τ…] is the field's declared type σi
+# with the declaration's parameters a… replaced by the type's arguments τ…:
+# the fields of `Cons` in a `List<Int>` are `Int` and `List<Int>`.
+#
 # There are no type schemes in these rules. After monomorphisation every
 # binding has exactly one type, so the rules are those of the simply typed
 # core language, and a rule fails only if the compiler made a mistake.
@@ -987,9 +998,9 @@ class IllTyped(Diagnostic):
 # %% [markdown]
 # A constructor's field types are written in the `data` declaration, in
 # L's syntax, over the declaration's parameters: `Cons(a, List<a>)`.
-# `field_type` turns one into a type at given type arguments. The field
-# types of `Cons` in a `List<Int>` are `Int` and `List<Int>`. Chapter 10's
-# printers need the same function.
+# `field_type` turns one into a type at given type arguments: the
+# σi[a… := τ…] of the constructor's rule. Chapter 10's printers need the
+# same function.
 
 # %%
 #| export
@@ -1468,7 +1479,7 @@ print(f"bindings used at one type or two: {copies[1] + copies[2]} of {copies.tot
 # %% [markdown]
 # Most programs have no polymorphic binding at all, and most polymorphic
 # bindings are used at one type or two. The corpus grows by about five per cent in core
-# nodes, and the copies cost nothing at run time. That measurement is what
+# nodes (the line `nodes` above), and the copies add no work at run time. That measurement is what
 # the choice rests on.
 
 # %% [markdown]
@@ -1604,8 +1615,9 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 # type fixed by nothing, non-function definitions read too early, match
 # failures inside copies, names that could collide, shadowing. It runs the
 # same checks on random programs. It also checks that `check` fails, at
-# the right place, on programs broken in each of the ways the rules
-# forbid. Last, with chapter 5's first edition put back, it checks that the
+# the right place and with the right message, on one program broken by
+# hand in one place at a time: a literal, a variable, a call, a primitive,
+# a branch, a pattern, a definition, a type variable left behind. Last, with chapter 5's first edition put back, it checks that the
 # checker finds the leak above, and that the pipeline stops the reader's
 # program of chapter 5 and the leak at compile time with the checker's error (status 3),
 # while with chapter 5 as it is the leak is a type error. The programs of
@@ -1620,9 +1632,12 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 # ## Exercises
 #
 # 1. `def twice(f) = { x -> f(f(x)) }` used as `twice(twice)(g)` asks for
-#    `twice` at two types, one built from the other: `lc show mono` gives
-#    `twice`, at `((Int -> Int) -> Int -> Int) -> …` when `g` is an
-#    `Int -> Int`, and `twice_1`, at `(Int -> Int) -> Int -> Int`. Write a
+#    `twice` at two types, one built from the other. When `g` is an
+#    `Int -> Int`, `lc show mono` shows two copies and the call
+#    `twice(twice_1)(g)`: the outer `twice` is at
+#    `((Int -> Int) -> Int -> Int) -> …`, `twice_1` at
+#    `(Int -> Int) -> Int -> Int` (`lc show mono` prints no types; the
+#    monomorphiser's `bindings` have them, as `instances_picture` shows). Write a
 #    chain of such definitions where the number of instances grows
 #    exponentially with the length of the program, and measure it with
 #    `measure`. What does Hindley–Milner's lack of polymorphic recursion
@@ -1685,8 +1700,10 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    instances of a binding by their code with every instance name read
 #    as its binding's name: `length` on a `List<Int>` and on a
 #    `List<String>` then have the same key, and `zip` of
-#    `clauses_fn_no_match_tuple.l`, whose match fails and prints a tuple
-#    of two different types, keeps its two instances. The cell below
+#    `tests/corpus/fail/clauses_fn_no_match_tuple.l` keeps its two
+#    instances, since its match can fail and print the pair it met, a
+#    `(List<Int>, List<Int>)` in one instance and a
+#    `(List<Int>, List<Unit>)` in the other. The cell below
 #    counts, over the corpus and the examples, the top-level instances of
 #    bindings used at two types or more, and how many keys they have. Two
 #    cautions. Reading every instance of a callee as the same is right only
@@ -1709,25 +1726,27 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    (x is an `Int` in Γ); `n` declared a `String` breaks its definition
 #    and its use in `Cons(n, Nil)`; and the type variable left on `"s"`
 #    is reported, then compared with `String`. The broken pattern gives one,
-#    because the checker binds `x` at the type it wants.
+#    because the checker binds `x` at the type it wants; so does the
+#    literal `0` of `x > 0` changed whole into `true`, value and type,
+#    which only the `>` over it breaks.
 # 4. Without `--no-compiled` each program L accepts is also compiled, and
-#    the stage `mono` runs this chapter's checker. Run with
-#    `nice python tools/soundness.py --bug --no-compiled --programs 300`
-#    and then `nice python tools/soundness.py --bug --programs 150`
-#    (random seed 1, this machine: AMD EPYC, 2 cores), OCaml finds programs that
-#    the buggy L accepts and OCaml rejects (a weak type read at two types
-#    through a definition), and the checker stops every one of those that
-#    the second run met, with status 3 — and stops more: programs that
-#    OCaml *accepts*. None is seen by OCaml alone, since a weak binding read
-#    at two types is one copy read at two types, which the checker always
-#    sees. The longer run that chapter 5 records in `tests/soundness.json`
-#    says the same; the last cell below reads it. `leak.l` shows why the checker sees more. OCaml accepts it, and
-#    is right to: its value restriction is the relaxed one, and `xs =
-#    id(Nil)` gets `'a list`, generalised, since `'a` occurs only where no
-#    value of it can be stored, and the program prints `nil`, then `3`.
-#    L's first edition accepts it too, but with *wrong types*: it
-#    generalised `xs`'s
-#    unknown inside `f` while `xs` itself stayed one copy. OCaml judges
+#    the stage `mono` runs this chapter's checker on it. (Each run prints
+#    its counts; `--programs 300` makes it shorter than the default.) The
+#    first run finds programs that the buggy L accepts and OCaml rejects:
+#    a weak type read at two types through a definition. The second,
+#    which compiles, stops every such program it meets with the checker's
+#    internal error (status 3), and stops more: programs that OCaml
+#    *accepts*. None is seen by OCaml alone, since a weak binding read
+#    at two types is one copy read at two types, which the checker sees.
+#    The run that chapter 5 records in `tests/soundness.json` shows it; the
+#    last cell below reads it, and checks that every program with a
+#    finding is one that the compiled run stopped. `leak.l` shows why the
+#    checker sees more. OCaml accepts it, and is right to: its value
+#    restriction is the relaxed one, and `xs = id(Nil)` gets `'a list`,
+#    generalised, since `'a` occurs only where no value of it can be
+#    stored, and the program prints `nil`, then `3`. L's first edition
+#    accepts it too, but with *wrong types*: it generalised `xs`'s unknown
+#    inside `f` while `xs` itself stayed one copy. OCaml judges
 #    whether the program can be typed; the checker judges the types this
 #    compiler recorded, its proof, and a wrong proof of a true statement is
 #    still a bug, one that the next program, with a cell in place of
