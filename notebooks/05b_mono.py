@@ -853,6 +853,48 @@ def calls_of(program: c.Program, names: set) -> list:
 
 
 # %% [markdown]
+# A `Sketch` collects the shapes of such a picture. `box` draws a rounded
+# box with a centred label, in one of the styles of `lcompiler.drawing`,
+# and returns its width; `arrow` draws a curve from the middle of a box's
+# right side, at `(x1, y1)`, to the middle of another's side, at `(x2, y2)`
+# (both `y`s are the tops of the boxes); `svg` puts the arrows under the
+# boxes and gives the picture its description as its title. Each shape
+# carries its `data-` attributes.
+
+# %%
+@dataclass
+class Sketch:
+    shapes: list = field(default_factory=list)
+    arrows: list = field(default_factory=list)
+
+    def box(self, kind: str, x: float, y: float, label: str, style: str, **data) -> float:
+        w = len(label) * CHAR_W + 14
+        fill, stroke = STYLES[style]
+        self.shapes.append(f'<rect class="{kind}"{attributes(data)} x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
+                           f'height="{BOX_H}" rx="5" fill="{fill}" stroke="{stroke}"/>')
+        self.shapes.append(f'<text x="{x + w / 2:.1f}" y="{y + 15:.1f}" text-anchor="middle">{escape(label)}</text>')
+        return w
+
+    def arrow(self, kind: str, x1: float, y1: float, x2: float, y2: float, look: str, **data) -> None:
+        middle, y1, y2 = (x1 + x2) / 2, y1 + BOX_H / 2, y2 + BOX_H / 2
+        self.arrows.append(f'<path class="{kind}"{attributes(data)} d="M{x1:.1f},{y1:.1f} C{middle:.1f},{y1:.1f} '
+                           f'{middle:.1f},{y2:.1f} {x2:.1f},{y2:.1f}" {look} fill="none" marker-end="url(#arrow)"/>')
+
+    def svg(self, width: float, height: float, alt: str) -> SVGText:
+        return SVGText("\n".join(
+            [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+             f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="monospace" font-size="12" fill="#0f172a">',
+             f'<title>{escape(alt)}</title>',
+             '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+             '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
+             f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>', *self.arrows, *self.shapes, '</svg>']))
+
+
+def attributes(data: dict) -> str:
+    return "".join(f' data-{key}="{escape(value)}"' for key, value in data.items())
+
+
+# %% [markdown]
 # `calls_picture` runs the monomorphiser on the typed program, and lays out
 # its polymorphic top-level definitions, their instances and the calls
 # `calls_of` finds, in three columns, a box per row:
@@ -869,62 +911,39 @@ def calls_picture(source: Source) -> SVGText:
     copies = [(poly, inst) for poly in polys for inst in poly.instances.values()]
     calls = calls_of(mono, {inst.name for _, inst in copies})
     row = lambda i: 34 + i * (BOX_H + 16)
-    shapes, arrows = [], []
-
-    def box(kind: str, x: float, y: float, label: str, style: str, **data) -> float:
-        w = len(label) * CHAR_W + 14
-        fill, stroke = STYLES[style]
-        attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items())
-        shapes.append(f'<rect class="{kind}"{attributes} x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
-                      f'height="{BOX_H}" rx="5" fill="{fill}" stroke="{stroke}"/>')
-        shapes.append(f'<text x="{x + w / 2:.1f}" y="{y + 15:.1f}" text-anchor="middle">{escape(label)}</text>')
-        return w
-
-    def arrow(kind: str, x1: float, y1: float, x2: float, y2: float, look: str, **data) -> None:
-        middle = (x1 + x2) / 2
-        attributes = "".join(f' data-{key}="{escape(value)}"' for key, value in data.items())
-        arrows.append(f'<path class="{kind}"{attributes} d="M{x1:.1f},{y1 + BOX_H / 2:.1f} C{middle:.1f},'
-                      f'{y1 + BOX_H / 2:.1f} {middle:.1f},{y2 + BOX_H / 2:.1f} {x2:.1f},{y2 + BOX_H / 2:.1f}" '
-                      f'{look} fill="none" marker-end="url(#arrow)"/>')
-
+    sketch = Sketch()
     labels = {poly.name: f"{poly.name} : {show_type(poly.scheme)}" for poly in polys}
     middle_x = 10 + max(len(label) * CHAR_W + 14 for label in labels.values()) + 6 * GAP
     where, right_x = {}, middle_x                       # where[copy] = (its left, right, top)
     for i, (_, inst) in enumerate(copies):
-        w = box("copy", middle_x, row(i), f"{inst.name} : {show_type(inst.type)}", "green",
-                name=inst.name, type=show_type(inst.type))
+        w = sketch.box("copy", middle_x, row(i), f"{inst.name} : {show_type(inst.type)}", "green",
+                       name=inst.name, type=show_type(inst.type))
         where[inst.name] = (middle_x, middle_x + w, row(i))
         right_x = max(right_x, middle_x + w + 6 * GAP)
     for poly in polys:
         tops = [where[inst.name][2] for inst in poly.instances.values()]
         y = (min(tops) + max(tops)) / 2
-        w = box("definition", 10, y, labels[poly.name], "blue", name=poly.name, type=show_type(poly.scheme))
+        w = sketch.box("definition", 10, y, labels[poly.name], "blue", name=poly.name, type=show_type(poly.scheme))
         for inst in poly.instances.values():
             left, _, top = where[inst.name]
-            arrow("copied", 10 + w, y, left - 1, top, 'stroke="#475569"', **{"from": poly.name, "to": inst.name})
+            sketch.arrow("copied", 10 + w, y, left - 1, top, 'stroke="#475569"', **{"from": poly.name, "to": inst.name})
     widest = right_x
     for j, call in enumerate(calls):
         text = source.text[call.span.start:call.span.end]
-        w = box("call", right_x, row(j), text, "plain", text=text)
+        w = sketch.box("call", right_x, row(j), text, "plain", text=text)
         _, right, top = where[call.fn.name]
-        arrow("calls", right_x, row(j), right + 1, top, 'stroke="#dc2626" stroke-dasharray="5,3"',
-              **{"from": text, "to": call.fn.name})
+        sketch.arrow("calls", right_x, row(j), right + 1, top, 'stroke="#dc2626" stroke-dasharray="5,3"',
+                     **{"from": text, "to": call.fn.name})
         widest = max(widest, right_x + w)
     captions = [(10, "polymorphic definitions"), (middle_x, "their copies"), (right_x, f"the calls in {source.name}")]
-    shapes += [f'<text x="{x:.1f}" y="18" font-weight="bold">{escape(words)}</text>' for x, words in captions]
+    sketch.shapes += [f'<text x="{x:.1f}" y="18" font-weight="bold">{escape(words)}</text>' for x, words in captions]
     width, height = max(widest, right_x + len(captions[-1][1]) * CHAR_W) + 10, row(max(len(copies), len(calls))) - 6
     alt = (f"Three columns: the polymorphic definitions of {source.name}, their copies, and the calls of the "
            "copies. " + " ".join(f"{poly.name}, of type {show_type(poly.scheme)}, is copied to "
                                   + ", ".join(f"{i.name} at {show_type(i.type)}" for i in poly.instances.values())
                                   + "." for poly in polys)
            + " " + " ".join(f"{source.text[call.span.start:call.span.end]} calls {call.fn.name}." for call in calls))
-    return SVGText("\n".join(
-        [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-         f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="monospace" font-size="12" fill="#0f172a">',
-         f'<title>{escape(alt)}</title>',
-         '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
-         '<path d="M0,0 L8,4 L0,8 z" fill="context-stroke"/></marker></defs>',
-         f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>', *arrows, *shapes, '</svg>']))
+    return sketch.svg(width, height, alt)
 
 
 calls_picture(SHOW)
@@ -1648,8 +1667,9 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    every type that only `print` and the match failures look at is erased.
 #    Measure the corpus again.
 # 3. `check` reports the first broken rule. Make it collect every broken
-#    rule in the program instead. Which of the test suite's broken programs
-#    give more than one error, and why?
+#    rule in the program instead. `tests/test_mono.py` breaks its program
+#    `BROKEN` in eight ways, one at a time. Which of them give more than
+#    one error, and why?
 # 4. Run `python tools/soundness.py --bug --no-compiled` (`--bug` puts
 #    chapter 5's first edition back, as `levels_not_lowered` does above), then without
 #    `--no-compiled`. Which findings does only OCaml see, which does only
@@ -1756,7 +1776,8 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 #    copied: it has no parameter, so the clause's pattern `_` has the type
 #    `Exn` in both copies, and `data_declarations` lists `Exn` once.
 #    `measure` reports `protect` with two instances, and the program's one
-#    `data Exn` item is the same after the pass as before.
+#    `data Exn` item is the same after the pass as before; the last cell
+#    below shows both.
 #
 # </details>
 #
@@ -1842,3 +1863,34 @@ print(f"  accepted by L and rejected by OCaml {figures['accepted by L only']}, o
       f"{figures['compiled: crash (killed by a signal)']}; programs with findings {found}")
 print("every program with a finding is one that the compiled run stopped:", found == stopped,
       f"({stopped - figures['accepted by L only']} of them programs that OCaml accepts)")
+
+# %% [markdown]
+# Exercise 5's program: the instances of `protect`, the `try`s before and
+# after the pass, and the program's `data` items, the same objects after the
+# pass as before:
+
+# %%
+PROTECT = Source("protect.l", """def protect(f, x, d) = try { f(x) } catch { _ -> d }
+print(protect({ n -> n + 1 }, 1, 0), protect({ s -> s }, "a", "b"))
+""")
+
+
+def count(program: c.Program, cls) -> int:
+    """How many nodes of class cls a core program holds."""
+    n, todo = 0, list(program.items)
+    while todo:
+        x = todo.pop()
+        if type(x) is list or type(x) is tuple:
+            todo.extend(x)
+        elif type(x) in NODE_CLASSES or type(x) is c.Def:
+            n += type(x) is cls
+            todo.extend(getattr(x, name) for name in field_names(type(x)) if name not in ("span", "type", "op_span"))
+    return n
+
+
+typed, _ = check_types(PROTECT)
+result, stats = measure(typed)
+datas = [item for item in typed.items if isinstance(item, s.Data)]
+print("instances:", stats.instances, "| try before and after:", count(typed, c.Try), count(result, c.Try))
+print("data items:", [d.name for d in datas], "| the same objects after the pass:",
+      all(any(d is item for item in result.items) for d in datas), "| data_declarations:", list(data_declarations(result)))
