@@ -202,7 +202,8 @@ print(pipeline.show("mono", SHOW))
 # inference left open. Most are *generic*, those a polymorphic definition
 # is generic in; a weak one (`generic=False`, printed `_a`) stands for one
 # type that nothing in the program fixed. A *substitution* maps the numbers of
-# those variables to types. `substitute` applies one. A variable that the
+# those variables to *ground* types, types without any variable left in
+# them. `substitute` applies one. A variable that the
 # substitution does not map becomes `Unit` by default, as promised above.
 # A caller can also ask for it to stay as it is (`default=None`), which the
 # pass does to find out which variables are still open. The constants
@@ -401,14 +402,16 @@ class Poly:
 # %% [markdown]
 # ## The monomorphiser
 #
-# The pass is a copy driven by a worklist. Copying starts at the
+# The pass is a copy driven by a *worklist*, a queue of the copies still
+# to make. Copying starts at the
 # monomorphic *roots*, which are the top-level statements and the
 # monomorphic definitions, with an empty substitution. Each use of a
 # polymorphic binding asks for the instance at the type of the use. Each
 # pair of a binding and an instance is copied once, under the substitution
 # extended with the instance's key, and the copy may ask for more
-# instances. The worklist ends because Hindley–Milner has no polymorphic
-# recursion. Chapter 5 types the definitions one component at a time (a
+# instances. The worklist ends because Hindley–Milner has no *polymorphic
+# recursion*: no definition uses itself at a type other than its own.
+# Chapter 5 types the definitions one component at a time (a
 # group of definitions that use each other), and inside its component a
 # definition is used at one type only: the very type that is being copied.
 # So a copy asks, inside its own component, only for the copies that go
