@@ -403,9 +403,9 @@ class Poly:
 # ## The monomorphiser
 #
 # The pass is a copy driven by a *worklist*, a queue of the copies still
-# to make. Copying starts at the
-# monomorphic *roots*, which are the top-level statements and the
-# monomorphic definitions, with an empty substitution. Each use of a
+# to make. Copying starts at the monomorphic *roots*, which are the
+# top-level statements and the monomorphic definitions, with an empty
+# substitution. Each use of a
 # polymorphic binding asks for the instance at the type of the use. Each
 # pair of a binding and an instance is copied once, under the substitution
 # extended with the instance's key, and the copy may ask for more
@@ -1500,9 +1500,9 @@ print(f"bindings used at one type or two: {copies[1] + copies[2]} of {copies.tot
 
 # %% [markdown]
 # Most programs have no polymorphic binding at all, and most polymorphic
-# bindings are used at one type or two. The corpus grows by about five per cent in core
-# nodes (the line `nodes` above), and the copies add no work at run time. That measurement is what
-# the choice rests on.
+# bindings are used at one type or two. The corpus grows by about five
+# per cent in core nodes (the line `nodes` above), and the copies add no
+# work at run time. That measurement is what the choice rests on.
 
 # %% [markdown]
 # ## The pipeline's stage
@@ -1639,7 +1639,8 @@ print(f"the checker: {100 * seconds['check'] / seconds['compile']:.1f} % of the 
 # same checks on random programs. It also checks that `check` fails, at
 # the right place and with the right message, on one program broken by
 # hand in one place at a time: a literal, a variable, a call, a primitive,
-# a branch, a pattern, a definition, a type variable left behind. Last, with chapter 5's first edition put back, it checks that the
+# a branch, a pattern, a definition, a type variable left behind. Last,
+# with chapter 5's first edition put back, it checks that the
 # checker finds the leak above, and that the pipeline stops the reader's
 # program of chapter 5 and the leak at compile time with the checker's error (status 3),
 # while with chapter 5 as it is the leak is a type error. The programs of
