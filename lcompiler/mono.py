@@ -397,7 +397,7 @@ def monomorphise(program: c.Program) -> c.Program:
 
 # --- Checking the result -----------------------------------------------
 
-# cell 64
+# cell 66
 from lcompiler.errors import Diagnostic
 
 INT, BOOL, STRING = TCon("Int"), TCon("Bool"), TCon("String")
@@ -408,7 +408,7 @@ class IllTyped(Diagnostic):
     kind = "internal compiler error: ill-typed after monomorphisation"
     status = 3
 
-# cell 66
+# cell 68
 def field_type(t, subst: dict):
     """A constructor's field type, written in L, at the type arguments subst: a resolved type."""
     if isinstance(t, s.TVar):
@@ -421,7 +421,7 @@ def field_type(t, subst: dict):
         return TCon("->", (field_type(t.arg, subst), field_type(t.result, subst)))
     raise TypeError(f"not a field type: {t!r}")
 
-# cell 68
+# cell 70
 class Checker:
     """The typing rules of the core language, checked on a monomorphic program's recorded types."""
 
@@ -454,7 +454,7 @@ class Checker:
             self.fail(node, f"{name} has the type {show_type(t)}, not a {data}")
         return [field_type(f, dict(zip(parameters, t.args))) for f in written]
 
-    # cell 70: Checking the result
+    # cell 72: Checking the result
     def expr(self, e, env: dict) -> None:
         """Check e under env (variable -> type)."""
         if getattr(e, "span", None) is not None:
@@ -486,7 +486,7 @@ class Checker:
                 elif not isinstance(item, s.Data):
                     self.expr(item, {})
 
-    # cell 72: Checking the result
+    # cell 74: Checking the result
     def value(self, e, t, env: dict) -> None:
         match e:
             case c.Lit(value=v):
@@ -506,7 +506,7 @@ class Checker:
                 for i in items:
                     self.expr(i, env)
 
-    # cell 74: Checking the result
+    # cell 76: Checking the result
     def function(self, e, t, env: dict) -> None:
         match e:
             case c.Lambda(param=x, body=body):
@@ -519,7 +519,7 @@ class Checker:
                 self.expr(fn, env)
                 self.expr(arg, env)
 
-    # cell 76: Checking the result
+    # cell 78: Checking the result
     def operation(self, e, t, env: dict) -> None:
         match e:
             case c.Prim(op=op, args=args):
@@ -545,7 +545,7 @@ class Checker:
                 self.same(cond.type, BOOL, cond, "an assertion")
                 self.expr(cond, env)
 
-    # cell 78: Checking the result
+    # cell 80: Checking the result
     def binding(self, e, t, env: dict) -> None:
         match e:
             case c.Let(name=x, value=v, body=body) | c.LetVar(name=x, value=v, body=body):
@@ -567,7 +567,7 @@ class Checker:
                 self.expr(first, env)
                 self.expr(second, env)
 
-    # cell 80: Checking the result
+    # cell 82: Checking the result
     def match(self, e: c.Match, t, env: dict) -> None:
         self.expr(e.scrutinee, env)
         for p, body in e.clauses:
@@ -595,7 +595,7 @@ class Checker:
                 for q, u in zip(args or [], self.fields(name, t, p)):
                     self.pattern(q, u, env)
 
-    # cell 82: Checking the result
+    # cell 84: Checking the result
     def exceptions(self, e, t, env: dict) -> None:
         match e:
             case c.Raise(arg=arg):
@@ -610,7 +610,7 @@ class Checker:
                     self.same(clause.type, t, clause, "a clause of a catch")
                     self.expr(clause, inner)
 
-# cell 76
+# cell 78
 from lcompiler.primitives import COMPARABLE, PRIMITIVES
 from lcompiler.types import BASE_TYPES
 
@@ -630,10 +630,10 @@ def fits(notation: tuple, found: list) -> bool:
             return False
     return True
 
-# cell 82
+# cell 84
 from lcompiler.types import EXN
 
-# cell 84
+# cell 86
 def check(program: c.Program) -> None:
     """Verify the typing rules on the types a monomorphic program records; IllTyped at the first
     node that breaks one."""
@@ -642,7 +642,7 @@ def check(program: c.Program) -> None:
 
 # --- What it costs -----------------------------------------------------
 
-# cell 92
+# cell 94
 @dataclass
 class Statistics:
     definitions: tuple       # top-level definitions (before, after)
@@ -667,7 +667,7 @@ def census(program: c.Program) -> tuple:
             todo.extend(getattr(x, f.name) for f in fields(x) if f.name not in ("span", "type", "op_span"))
     return tuple(counts)
 
-# cell 93
+# cell 95
 def measure(program: c.Program) -> tuple:
     """monomorphise(program), and its Statistics."""
     mono = Monomorphiser(program)
@@ -683,7 +683,7 @@ def measure(program: c.Program) -> tuple:
 
 # --- The pipeline's stage ----------------------------------------------
 
-# cell 100
+# cell 102
 def data_declarations(core_program: c.Program) -> dict:
     """Each data type's parameters and constructors (name, field types), from the core program."""
     datas = {}
@@ -693,7 +693,7 @@ def data_declarations(core_program: c.Program) -> dict:
                                 [(k.name, [f.type for f in k.fields or []]) for k in item.constructors])
     return datas
 
-# cell 103
+# cell 105
 from lcompiler import pipeline
 from lcompiler.core import pretty_core
 from lcompiler.interp import Interpreter
