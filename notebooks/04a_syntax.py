@@ -458,17 +458,17 @@ print(fact(5)); print(-1)""")
 print(show_tokens(tokenize(sample)))
 
 # %% [markdown]
-# Beyond the calls, notice the two ends of the text: the first token has a
-# line break *before* it (`⏎_  def`), and the last `)` has one *after* it
-# (`·⏎`), although the text has no final newline — the start and the end of
-# the file separate as a line break does, so the first and last statements
-# need no special case. `eof` is a token of its own, so the parser always has
+# `fact(` is stuck (`··` on the `(` of line 3), so it will be a call, and so
+# will `print(` and `fact(` on line 5; the `;` never appears as a token but
+# makes the separation after `)` explicit (`·;`); the line break ending the
+# comment separates `)` from the `}` on the line after it (`·⏎`, then `⏎⏎`).
+#
+# Notice too the two ends of the text: the first token has a line break
+# *before* it (`⏎_  def`), and the last `)` has one *after* it (`·⏎`),
+# although the text has no final newline — the start and the end of the
+# file separate as a line break does, so the first and last statements need
+# no special case. `eof` is a token of its own, so the parser always has
 # something to look at.
-
-# %% [markdown]
-# `fact(` is stuck, so it will be a call; the `;` never appears as a token but
-# makes the separation after `)` explicit; the line break ending the comment
-# separates `}` from the line before it.
 #
 # ## The syntax tree
 #
@@ -889,8 +889,8 @@ def dump(node, indent: int = 0) -> str:
 # The grammar above could be parsed by recursive descent as written: a
 # function per rule, `or` calling `and` calling `equality` … down to `nud`.
 # That is eight nested calls to read the literal `1`, and adding an operator
-# level means adding a function. Pratt's loop reads `1` with one call and
-# one look at the table, and a new operator is a new line in the table
+# level means adding a function. Pratt's loop reads `1` with two calls,
+# `expression` and `nud`, and one look at the table, and a new operator is a new line in the table
 # (`BINARY`, below). The price is that the precedence levels live in a table
 # rather than in the grammar's shape, which is why this chapter keeps the
 # grammar beside the code. *Precedence climbing* — Theodore Norvell's name
@@ -1612,7 +1612,7 @@ print(dump(parse_expression("""{
 # class keeps each piece an ordinary class body, and the exporter
 # (`tools/literate.py`) assembles the pieces so that the module reads as
 # final code, not as the notebook's history: one `Parser`, with no chain of
-# fourteen classes of the same name behind it. The rule that makes both
+# classes of the same name behind it, one per cell. The rule that makes both
 # readings run the same code — a reopening adds or replaces whole methods,
 # and never calls `super()` to reach an earlier piece — is [appendix
 # A](A_errors.ipynb)'s design note on classes reopened over cells.
@@ -2000,9 +2000,10 @@ class Parser(Parser):
 # `parse` (like `tokenize`) also pauses Python's cyclic garbage collector.
 # Tokens, spans and tree nodes never form reference cycles, so the collector
 # has nothing to find among them; but it does not know that. It looks at the
-# newest objects each time 700 more have been made than freed, and at all
-# the older ones whenever they have grown by a quarter since it last looked
-# at them all, so as the tree grows it walks it again and again. On large
+# newest objects each time 700 more have been made than freed, at older
+# ones less often, and at all of them only once the objects that survived
+# its earlier looks have grown by a quarter since it last looked at them
+# all; so as the tree grows it walks it again and again. On large
 # programs that costs a good part of the parsing time: the measurements at
 # the end of the chapter show how much. ("Grown by a quarter" is CPython's
 # guard against worse, in its
@@ -2222,8 +2223,9 @@ def _string(s: str) -> str:
 # %% [markdown]
 # These are the binding powers of the parser's table, now read backwards:
 # not how tightly an operator grabs its operands, but how tightly a finished
-# expression holds together. An `if` without `else` holds together least
-# (0) — it extends as far as it can — and a call or a name most (100).
+# expression holds together. An `if` (with or without `else`), a `while`
+# and a `:=` hold together least (0) — they extend as far as they can — and
+# a call or a name most (100).
 # `_operand` puts parentheses around an expression whose power is not above
 # what its place needs: `a + b` (50) as an operand of `*` (60) gets them,
 # `a * b` as an operand of `+` does not. For an operator of power `bp`,
@@ -2763,15 +2765,14 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 
 # %% [markdown]
 # The lines per second hardly move from one size to the next, nor do the
-# microseconds per token: the time per line of the largest program is
-# within a few per cent of the smallest's (the first ratio printed), so
-# lexing and parsing are linear. Lexing is more than half of the work (the
-# share printed; `parse s` includes it). With the garbage collector left running, its
-# time is the share printed of the largest parse — more than two fifths —
-# for nothing, since there are no cycles to find. Its own time per line,
-# the last column, is lower on the smallest program and then about the
-# same at every size: linear too, as CPython's quarter rule makes it, but
-# with a large constant, since it walks the growing tree again and again.
+# microseconds per token: the time per line of the largest program over
+# that of the smallest, the first ratio printed, is close to 1.00, so
+# lexing and parsing are linear. Lexing is a large part of the work (its
+# share is printed; `parse s` includes it). With the garbage collector left
+# running, its time is the last share printed of the largest parse, for
+# nothing, since there are no cycles to find. Its own time per line, the last column, does not grow with the
+# size: linear too, as CPython's quarter rule makes it, but with a large
+# constant, since it walks the growing tree again and again.
 #
 # ## Exercises
 #
@@ -2847,10 +2848,13 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    box holds both `-` and `a`, and has two children, `b * c` (with its own
 #    child, `c`) and `d`, where the syntax tree nests the first `-` inside
 #    the second.
-# 6. `finally` joins `KEYWORDS`; `Try` gets a field `final` (a `Block`, or
-#    None) and `clauses` may be empty when it is there; `try_` reads
-#    `finally { block }` after the clauses, or instead of them, and reports
-#    a `try` with neither; the printer writes the part when it is there. The
+# 6. `finally` joins `KEYWORDS` (and appendix A's highlighter, whose test
+#    checks every keyword); `Try` gets a field `final` (a `Block`, or None)
+#    and `clauses` may be empty when it is there; `try_` reads
+#    `finally { block }` after the clauses, or instead of them — on a new
+#    line too, as `catch` may be — and reports a `try` with neither; `nud`
+#    says "finally without a try before it", as it does for `catch`; the
+#    printer writes the part when it is there. The
 #    test's generator must make the new trees — a `Try` with clauses, with a
 #    `finally`, with both — and the round trip then fails until the printer
 #    writes each as the parser reads it: a printer that forgets the new field
