@@ -40,7 +40,8 @@
 #
 # </div>
 #
-# This is the first of two halves of chapter 4. The second,
+# [Chapter 4](04_pipeline.ipynb) wrote the compiler's stages down on one
+# page; this chapter and the next build the first of them. The next,
 # [4b](04b_meaning.ipynb), removes the syntactic sugar, checks names, and gives
 # L programs their meaning with a reference interpreter. The language itself is
 # described for readers in [the language reference](../language.md), the
@@ -861,7 +862,10 @@ def dump(node, indent: int = 0) -> str:
 # L adds one twist: an infix operator's led only applies when the operator is
 # *not* at the start of a line (`before` is `STUCK` or `WHITESPACE`), and a
 # call's `(` only when it is stuck. That is the whole of "separation decides
-# where statements end", inside the Pratt loop.
+# where statements end", inside the Pratt loop. (l-lang's `tdop.mli` gets
+# the same effect another way: an operator after a line break gets a
+# negative binding power, so that no loop lets it in. Here the loop tests
+# the separation itself, next to the binding power.)
 #
 # In the grammar of [the language reference](../language.md#statements-and-expressions),
 # the operators take one rule per level, from `or` down to `postfix`, and the
