@@ -2050,8 +2050,9 @@ class Parser(Parser):
 # %% [markdown]
 # The parser's recursion limit and its paused collector are what several
 # stages need, so they are in [appendix B](B_support.ipynb#room-for-recursion),
-# with `NESTING_LIMIT`, the room the parser and the other recursive stages
-# ask for (twenty thousand frames).
+# with `NESTING_LIMIT`, the room the parser asks for (twenty thousand
+# frames), as do most of the later recursive stages; the conversion to CPS
+# and the monomorphiser ask for fifty times as much.
 # `recursion_limit(n)` gives the parser at least `n` more frames than are
 # running when it starts. `parse` puts the pieces together: the tokens
 # (made here, or given), the parser with the collector paused and the
