@@ -894,7 +894,8 @@ def dump(node, indent: int = 0) -> str:
 # function per rule, `or` calling `and` calling `equality` … down to `nud`.
 # That is eight nested calls to read the literal `1`, and adding an operator
 # level means adding a function. Pratt's loop reads `1` with two calls,
-# `expression` and `nud`, and one look at the table, and a new operator is a new line in the table
+# `expression` and `nud`, and one look at the table, and a new operator is
+# a new line in the table
 # (`BINARY`, below). The price is that the precedence levels live in a table
 # rather than in the grammar's shape, which is why this chapter keeps the
 # grammar beside the code. *Precedence climbing* — Theodore Norvell's name
@@ -2783,9 +2784,10 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 # lexing and parsing are linear. Lexing is a large part of the work (its
 # share is printed; `parse s` includes it). With the garbage collector left
 # running, its time is the last share printed of the largest parse, for
-# nothing, since there are no cycles to find. Its own time per line, the last column, does not grow with the
-# size: linear too, as CPython's quarter rule makes it, but with a large
-# constant, since it walks the growing tree again and again.
+# nothing, since there are no cycles to find. Its own time per line, the
+# last column, does not keep growing as the programs double: linear too, as
+# CPython's quarter rule makes it, but with a large constant, since it
+# walks the growing tree again and again.
 #
 # ## Exercises
 #
