@@ -284,7 +284,7 @@ def show_tokens(tokens: list[Token]) -> str:
 
 # --- The syntax tree ---------------------------------------------------
 
-# cell 25
+# cell 24
 def _span():
     return field(default=None, compare=False, repr=False)
 
@@ -329,7 +329,7 @@ class Tuple:                   # (e1, …, en), n ≥ 2
     items: list
     span: Span = _span()
 
-# cell 27
+# cell 26
 @dataclass(slots=True)
 class Call:                    # f(e1, …, en), f{ … }
     fn: object
@@ -366,7 +366,7 @@ class Binary:                  # e1 op e2, including && and ||
     right: object
     span: Span = _span()
 
-# cell 29
+# cell 28
 @dataclass(slots=True)
 class If:                      # if (c) e1 else e2; orelse None without else
     cond: object
@@ -395,7 +395,7 @@ class Assign:                  # x := e
     value: object
     span: Span = _span()
 
-# cell 31
+# cell 30
 @dataclass(slots=True)
 class Block:                   # { s1 … sn }
     statements: list
@@ -416,7 +416,7 @@ class Clause:
     body: "list | Clause"
     span: Span = _span()
 
-# cell 33
+# cell 32
 @dataclass(slots=True)
 class PVar:
     name: str
@@ -457,7 +457,7 @@ class PCon:                    # C, or C(p1, …, pn)
     span: Span = _span()
     type: object = field(default=None, compare=False, repr=False)   # set by chapter 5
 
-# cell 35
+# cell 34
 @dataclass(slots=True)
 class Let:                     # let p = e
     pattern: object
@@ -471,7 +471,7 @@ class VarDecl:                 # var x := e
     value: object
     span: Span = _span()
 
-# cell 37
+# cell 36
 @dataclass(slots=True)
 class TName:                   # Int, List<a>
     name: str
@@ -497,7 +497,7 @@ class TFun:                    # a -> b
     result: object
     span: Span = _span()
 
-# cell 39
+# cell 38
 @dataclass(slots=True)
 class Field:                   # [name :] type
     name: str | None
@@ -534,7 +534,7 @@ class Program:
     items: list
     span: Span = _span()
 
-# cell 41
+# cell 40
 def dump(node, indent: int = 0) -> str:
     """The structure of a syntax tree, one node per line, with positions."""
     pad = "  " * indent
@@ -571,7 +571,7 @@ def dump(node, indent: int = 0) -> str:
 
 # --- Top-down operator precedence --------------------------------------
 
-# cell 43
+# cell 42
 BINARY = {"||": 10, "&&": 20, "==": 30, "!=": 30, "<": 40, "<=": 40, ">": 40, ">=": 40,
           "+": 50, "-": 50, "*": 60, "/": 60, "%": 60}
 PREFIX_BP = 70
@@ -581,7 +581,7 @@ ASSIGN_BP = 5          # x := e is looser than every operator, and right-associa
 
 # --- The parser --------------------------------------------------------
 
-# cell 45
+# cell 44
 def _describe(t: Token) -> str:
     if t.kind == "eof":
         return "the end of the file"
@@ -632,7 +632,7 @@ class Parser:
         """The span from the start of a token to the end of the last token consumed."""
         return start.span.to(self.tokens[max(self.pos - 1, 0)].span)
 
-    # cell 47: Expressions
+    # cell 46: Expressions
     def nud(self):
         """The grammar's rules nud and unary: what a token means at the start of an expression."""
         t = self.advance()
@@ -683,7 +683,7 @@ class Parser:
             self.error(f"'{kind}' cannot be used here: it starts a statement, not an expression", t)
         self.error(f"expected an expression, found {_describe(t)}", t)
 
-    # cell 49: Expressions
+    # cell 48: Expressions
     def say(self, event: str, left=None, verb: str = "left =") -> None:
         """One line of the trace, indented by depth; the expression so far on the right."""
         line = "│ " * self.depth + event
@@ -710,7 +710,7 @@ class Parser:
             return f"next {t.kind!r} ({power} > {min_bp}? no)"
         return f"next {t.text!r}, not an operator"
 
-    # cell 51: Expressions
+    # cell 50: Expressions
     def expression(self, min_bp: int = 0):
         """The grammar's rules expression, or, and, equality, comparison, sum, product and
         postfix: the Pratt loop."""
@@ -754,7 +754,7 @@ class Parser:
         self.depth -= 1
         return left
 
-    # cell 55: Expressions
+    # cell 54: Expressions
     def arguments(self, open_: Token) -> list:
         """e1, …, en up to the ')' matching open_ (already consumed): the inside of the rules
         call, constructor_use and parenthesised."""
@@ -794,7 +794,7 @@ class Parser:
         return Dot(receiver, Var(name.text, name.span), args,
                    receiver.span.to(self.tokens[self.pos - 1].span))
 
-    # cell 57: Expressions
+    # cell 56: Expressions
     def constructor(self, t: Token):
         """The grammar's rule constructor_use: C, C(e1, …, en) or C{…}."""
         if self.at("(") and self.peek().before == Sep.STUCK:
@@ -832,7 +832,7 @@ class Parser:
             orelse = self.expression()
         return If(cond, then, orelse, self.span_from(t))
 
-    # cell 66: Blocks, functions and clauses
+    # cell 65: Blocks, functions and clauses
     def braces(self, open_: Token):
         """The grammar's rules braces and block: a block or a function; open_ is the '{',
         already consumed."""
@@ -882,7 +882,7 @@ class Parser:
                       "so write the value alone", before.span)] if before.text == "return" else []
         self.error(f"expected a new line or ';' before {_describe(t)}", t, notes)
 
-    # cell 68: Blocks, functions and clauses
+    # cell 67: Blocks, functions and clauses
     def clause_block(self, what: str) -> list:
         """The '{' clauses '}' of match."""
         open_ = self.expect("{", f" after the condition of '{what}'")
@@ -934,7 +934,7 @@ class Parser:
             body.append(s)
         return Clause(patterns, body, first.span.to(body[-1].span))
 
-    # cell 71: Blocks, functions and clauses
+    # cell 70: Blocks, functions and clauses
     def statement(self):
         """The grammar's rule statement."""
         t = self.peek()
@@ -952,7 +952,7 @@ class Parser:
             return VarDecl(Var(name.text, name.span), value, t.span.to(value.span))
         return self.expression()
 
-    # cell 76: Top-level items and data declarations
+    # cell 75: Top-level items and data declarations
     def program(self) -> Program:
         """The items of the program; the mistakes found, with where their items start, in self.errors."""
         items, self.errors = [], []
@@ -990,7 +990,7 @@ class Parser:
             self.error(f"unexpected '{self.peek().kind}' at the top level (a function needs braces: {{ p -> … }})")
         return s
 
-    # cell 78: Top-level items and data declarations
+    # cell 77: Top-level items and data declarations
     def definition(self) -> Def:
         """The grammar's rule definition."""
         t = self.advance()
@@ -1005,7 +1005,7 @@ class Parser:
         value = self.expression()
         return Def(Var(name.text, name.span), params, value, t.span.to(value.span))
 
-    # cell 80: Top-level items and data declarations
+    # cell 79: Top-level items and data declarations
     def data(self) -> Data:
         """The grammar's rules data and constructor."""
         t = self.advance()
@@ -1060,7 +1060,7 @@ class Parser:
         self.expect(")", " to close the fields", open_)
         return out
 
-    # cell 82: Top-level items and data declarations
+    # cell 81: Top-level items and data declarations
     def type_(self):
         """The grammar's rule type."""
         arg = self.type_atom()
@@ -1097,7 +1097,7 @@ class Parser:
             return items[0] if len(items) == 1 else TTuple(items, self.span_from(t))
         self.error(f"expected a type, found {_describe(t)}", t)
 
-    # cell 87: Exceptions: exception, raise, try and catch
+    # cell 86: Exceptions: exception, raise, try and catch
     def try_(self, t: Token):
         """The grammar's rule try; t is the 'try', already consumed."""
         open_ = self.expect("{", " after 'try'")
@@ -1126,7 +1126,7 @@ class Parser:
                            f"exception {name.text}", name)
         return ExceptionDecl(name.text, fields_, self.span_from(name))   # at its name, as a constructor
 
-    # cell 92: After a mistake: on to the next item
+    # cell 91: After a mistake: on to the next item
     def first_on_its_line(self, t: Token) -> bool:
         text = t.span.source.text
         return text[text.rfind("\n", 0, t.span.start) + 1:t.span.start].strip() == ""
@@ -1147,7 +1147,7 @@ class Parser:
 
 # --- Expressions -------------------------------------------------------
 
-# cell 49
+# cell 48
 def grouped(e) -> str:
     """An expression as L text with every operation in parentheses: how it is grouped."""
     match e:
@@ -1174,7 +1174,7 @@ def grouped(e) -> str:
 
 # --- Blocks, functions and clauses -------------------------------------
 
-# cell 62
+# cell 61
 def to_pattern(e):
     """The pattern an expression denotes, or a CompileError if it denotes none."""
     match e:
@@ -1200,7 +1200,7 @@ def to_pattern(e):
 
 # --- Exceptions: exception, raise, try and catch -----------------------
 
-# cell 87
+# cell 86
 @dataclass(slots=True)
 class Try:                     # try { block } catch { clauses }
     body: Block
@@ -1217,7 +1217,7 @@ class ExceptionDecl:           # exception Name, or exception Name(fields); its 
 
 # --- After a mistake: on to the next item ------------------------------
 
-# cell 92
+# cell 91
 import bisect
 
 BRACKETS = {"(": 1, "{": 1, ")": -1, "}": -1}
@@ -1227,7 +1227,7 @@ STARTERS = {"name", "Name", "int", "string", "_", "(", "{", "-", "!", "if", "mat
 
 # --- The entry point, and the promise of no other exception ------------
 
-# cell 95
+# cell 94
 def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ()) -> Program:
     """The syntax tree of a whole L program, or a CompileError with every mistake found. Given its
     tokens (the pipeline's `tokens` stage makes them), with the lexical mistakes found making them,
@@ -1245,7 +1245,7 @@ def parse(source: Source, tokens: list[Token] | None = None, lexical: list = ())
 
 # --- Printing L back ---------------------------------------------------
 
-# cell 107
+# cell 106
 def _bp(e) -> int:
     """How tightly an expression holds together, for placing parentheses."""
     match e:
@@ -1269,7 +1269,7 @@ def _operand(e, min_bp: int) -> str:
 def _string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
-# cell 112
+# cell 111
 def pretty_pattern(p) -> str:
     """A pattern as L text."""
     match p:
@@ -1289,7 +1289,7 @@ def pretty_pattern(p) -> str:
             return f"{name}(" + ", ".join(map(pretty_pattern, args)) + ")"
     raise TypeError(f"not a pattern: {p!r}")
 
-# cell 114
+# cell 113
 def _args(args: list) -> str:
     if len(args) == 1 and isinstance(args[0], (Block, Function)):
         return pretty_expr(args[0])               # f{ … }
@@ -1331,7 +1331,7 @@ def pretty_expr(e, indent: int = 0) -> str:
             return f"{_operand(left, bp - 1)} {op} {_operand(right, bp)}"
     return _pretty_control(e, indent)
 
-# cell 116
+# cell 115
 def _pretty_control(e, indent: int) -> str:
     """An if, while, :=, match, try, block or function as L text."""
     match e:
@@ -1358,7 +1358,7 @@ def _pretty_control(e, indent: int) -> str:
             return "try " + pretty_expr(body, indent) + " catch " + _clauses(clauses, indent)
     raise TypeError(f"not an expression: {e!r}")
 
-# cell 121
+# cell 120
 def _clause(c: Clause, indent: int) -> list[str]:
     """A clause as statements: its first line holds the patterns and arrows."""
     head = ", ".join(map(pretty_pattern, c.patterns)) + " -> "
@@ -1389,7 +1389,7 @@ def pretty_statement(s, indent: int = 0) -> str:
             return f"var {name.name} := " + pretty_expr(value, indent)
     return pretty_expr(s, indent)
 
-# cell 123
+# cell 122
 def pretty_type(t) -> str:
     match t:
         case TVar(name):
@@ -1432,7 +1432,7 @@ def pretty(node) -> str:
 
 # --- This chapter's two stages -----------------------------------------
 
-# cell 138
+# cell 137
 from lcompiler import pipeline
 
 

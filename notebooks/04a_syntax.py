@@ -40,7 +40,8 @@
 #
 # </div>
 #
-# This is the first of two halves of chapter 4. The second,
+# [Chapter 4](04_pipeline.ipynb) wrote the compiler's stages down on one
+# page; this chapter and the next build the first of them. The next,
 # [4b](04b_meaning.ipynb), removes the syntactic sugar, checks names, and gives
 # L programs their meaning with a reference interpreter. The language itself is
 # described for readers in [the language reference](../language.md), the
@@ -458,17 +459,17 @@ print(fact(5)); print(-1)""")
 print(show_tokens(tokenize(sample)))
 
 # %% [markdown]
-# Beyond the calls, notice the two ends of the text: the first token has a
-# line break *before* it (`⏎_  def`), and the last `)` has one *after* it
-# (`·⏎`), although the text has no final newline — the start and the end of
-# the file separate as a line break does, so the first and last statements
-# need no special case. `eof` is a token of its own, so the parser always has
+# `fact(` is stuck (`··` on the `(` of line 3), so it will be a call, and so
+# will `print(` and `fact(` on line 5; the `;` never appears as a token but
+# makes the separation after `)` explicit (`·;`); the line break ending the
+# comment separates `)` from the `}` on the line after it (`·⏎`, then `⏎⏎`).
+#
+# Notice too the two ends of the text: the first token has a line break
+# *before* it (`⏎_  def`), and the last `)` has one *after* it (`·⏎`),
+# although the text has no final newline — the start and the end of the
+# file separate as a line break does, so the first and last statements need
+# no special case. `eof` is a token of its own, so the parser always has
 # something to look at.
-
-# %% [markdown]
-# `fact(` is stuck, so it will be a call; the `;` never appears as a token but
-# makes the separation after `)` explicit; the line break ending the comment
-# separates `}` from the line before it.
 #
 # ## The syntax tree
 #
@@ -861,7 +862,10 @@ def dump(node, indent: int = 0) -> str:
 # L adds one twist: an infix operator's led only applies when the operator is
 # *not* at the start of a line (`before` is `STUCK` or `WHITESPACE`), and a
 # call's `(` only when it is stuck. That is the whole of "separation decides
-# where statements end", inside the Pratt loop.
+# where statements end", inside the Pratt loop. (l-lang's `tdop.mli` gets
+# the same effect another way: an operator after a line break gets a
+# negative binding power, so that no loop lets it in. Here the loop tests
+# the separation itself, next to the binding power.)
 #
 # In the grammar of [the language reference](../language.md#statements-and-expressions),
 # the operators take one rule per level, from `or` down to `postfix`, and the
@@ -889,8 +893,9 @@ def dump(node, indent: int = 0) -> str:
 # The grammar above could be parsed by recursive descent as written: a
 # function per rule, `or` calling `and` calling `equality` … down to `nud`.
 # That is eight nested calls to read the literal `1`, and adding an operator
-# level means adding a function. Pratt's loop reads `1` with one call and
-# one look at the table, and a new operator is a new line in the table
+# level means adding a function. Pratt's loop reads `1` with two calls,
+# `expression` and `nud`, and one look at the table, and a new operator is
+# a new line in the table
 # (`BINARY`, below). The price is that the precedence levels live in a table
 # rather than in the grammar's shape, which is why this chapter keeps the
 # grammar beside the code. *Precedence climbing* — Theodore Norvell's name
@@ -1005,6 +1010,12 @@ class Parser:
 # nuds too — the rule `unary` — whose operand is an expression of binding
 # power 70. Every token that cannot start an expression gets an error that
 # says why, rather than a bare "unexpected token".
+#
+# The cell adds `nud` to the class of the cell before by *reopening* it:
+# `class Parser(Parser):` makes a subclass of the `Parser` defined so far,
+# under the same name, so that each piece of the parser runs as soon as it
+# is written. The package keeps one class, not the chain; [a design note
+# further down](#blocks-functions-and-clauses) says how and why.
 
 # %%
 #| export
@@ -1594,12 +1605,12 @@ print(dump(parse_expression("""{
 # `n -> m -> n * m`.
 
 # %% [markdown]
-# Reopening `Parser` in a later cell — `class Parser(Parser):`, a subclass of
-# the class of the cell before, under the same name — lets the chapter
-# present the parser a piece at a time, each piece run and tested as soon as
-# it is written. The package does not keep that chain: the exporter puts
-# every piece into one class body, so `lcompiler.syntax.Parser` is one class
-# whose methods are marked with the cells they come from.
+# Reopening `Parser` cell after cell, as this chapter has done since `nud`,
+# lets the chapter present the parser a piece at a time, each piece run and
+# tested as soon as it is written. The package does not keep that chain:
+# the exporter puts every piece into one class body, so
+# `lcompiler.syntax.Parser` is one class whose methods are marked with the
+# cells they come from.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: a class reopened over cells, one class in the package</p>
@@ -1612,7 +1623,7 @@ print(dump(parse_expression("""{
 # class keeps each piece an ordinary class body, and the exporter
 # (`tools/literate.py`) assembles the pieces so that the module reads as
 # final code, not as the notebook's history: one `Parser`, with no chain of
-# fourteen classes of the same name behind it. The rule that makes both
+# classes of the same name behind it, one per cell. The rule that makes both
 # readings run the same code — a reopening adds or replaces whole methods,
 # and never calls `super()` to reach an earlier piece — is [appendix
 # A](A_errors.ipynb)'s design note on classes reopened over cells.
@@ -2000,9 +2011,10 @@ class Parser(Parser):
 # `parse` (like `tokenize`) also pauses Python's cyclic garbage collector.
 # Tokens, spans and tree nodes never form reference cycles, so the collector
 # has nothing to find among them; but it does not know that. It looks at the
-# newest objects each time 700 more have been made than freed, and at all
-# the older ones whenever they have grown by a quarter since it last looked
-# at them all, so as the tree grows it walks it again and again. On large
+# newest objects each time 700 more have been made than freed, at older
+# ones less often, and at all of them only once the objects that survived
+# its earlier looks have grown by a quarter since it last looked at them
+# all; so as the tree grows it walks it again and again. On large
 # programs that costs a good part of the parsing time: the measurements at
 # the end of the chapter show how much. ("Grown by a quarter" is CPython's
 # guard against worse, in its
@@ -2039,8 +2051,9 @@ class Parser(Parser):
 # %% [markdown]
 # The parser's recursion limit and its paused collector are what several
 # stages need, so they are in [appendix B](B_support.ipynb#room-for-recursion),
-# with `NESTING_LIMIT`, the room the parser and the other recursive stages
-# ask for (twenty thousand frames).
+# with `NESTING_LIMIT`, the room the parser asks for (twenty thousand
+# frames), as do most of the later recursive stages; the conversion to CPS
+# and the monomorphiser ask for fifty times as much.
 # `recursion_limit(n)` gives the parser at least `n` more frames than are
 # running when it starts. `parse` puts the pieces together: the tokens
 # (made here, or given), the parser with the collector paused and the
@@ -2222,8 +2235,9 @@ def _string(s: str) -> str:
 # %% [markdown]
 # These are the binding powers of the parser's table, now read backwards:
 # not how tightly an operator grabs its operands, but how tightly a finished
-# expression holds together. An `if` without `else` holds together least
-# (0) — it extends as far as it can — and a call or a name most (100).
+# expression holds together. An `if` (with or without `else`), a `while`
+# and a `:=` hold together least (0) — they extend as far as they can — and
+# a call or a name most (100).
 # `_operand` puts parentheses around an expression whose power is not above
 # what its place needs: `a + b` (50) as an operand of `*` (60) gets them,
 # `a * b` as an operand of `+` does not. For an operator of power `bp`,
@@ -2499,7 +2513,9 @@ print(parse(Source("again.l", pretty(program))) == program)
 # Printed and parsed again, the tree is the same: the round-trip promise,
 # which the tests check on the programs of the corpus and the examples
 # ([What the tests check](#what-the-tests-check) says which) and on random
-# trees generated by Hypothesis.
+# trees generated by Hypothesis (a Python library that makes random
+# inputs for a test from a description of their shape, and shrinks a
+# failing one to a small example).
 #
 # The next section is about the parser's other promise to its users: its
 # errors.
@@ -2763,15 +2779,15 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 
 # %% [markdown]
 # The lines per second hardly move from one size to the next, nor do the
-# microseconds per token: the time per line of the largest program is
-# within a few per cent of the smallest's (the first ratio printed), so
-# lexing and parsing are linear. Lexing is more than half of the work (the
-# share printed; `parse s` includes it). With the garbage collector left running, its
-# time is the share printed of the largest parse — more than two fifths —
-# for nothing, since there are no cycles to find. Its own time per line,
-# the last column, is lower on the smallest program and then about the
-# same at every size: linear too, as CPython's quarter rule makes it, but
-# with a large constant, since it walks the growing tree again and again.
+# microseconds per token: the time per line of the largest program over
+# that of the smallest, the first ratio printed, is close to 1.00, so
+# lexing and parsing are linear. Lexing is a large part of the work (its
+# share is printed; `parse s` includes it). With the garbage collector left
+# running, its time is the last share printed of the largest parse, for
+# nothing, since there are no cycles to find. Its own time per line, the
+# last column, does not keep growing as the programs double: linear too, as
+# CPython's quarter rule makes it, but with a large constant, since it
+# walks the growing tree again and again.
 #
 # ## Exercises
 #
@@ -2847,10 +2863,13 @@ print(f"the collector's share of the largest parse: {1 - last['parse s'] / last[
 #    box holds both `-` and `a`, and has two children, `b * c` (with its own
 #    child, `c`) and `d`, where the syntax tree nests the first `-` inside
 #    the second.
-# 6. `finally` joins `KEYWORDS`; `Try` gets a field `final` (a `Block`, or
-#    None) and `clauses` may be empty when it is there; `try_` reads
-#    `finally { block }` after the clauses, or instead of them, and reports
-#    a `try` with neither; the printer writes the part when it is there. The
+# 6. `finally` joins `KEYWORDS` (and appendix A's highlighter, whose test
+#    checks every keyword); `Try` gets a field `final` (a `Block`, or None)
+#    and `clauses` may be empty when it is there; `try_` reads
+#    `finally { block }` after the clauses, or instead of them — on a new
+#    line too, as `catch` may be — and reports a `try` with neither; `nud`
+#    says "finally without a try before it", as it does for `catch`; the
+#    printer writes the part when it is there. The
 #    test's generator must make the new trees — a `Try` with clauses, with a
 #    `finally`, with both — and the round trip then fails until the printer
 #    writes each as the parser reads it: a printer that forgets the new field
