@@ -2864,10 +2864,11 @@ run_here(flambda2_program)
 # done):
 #
 # - `on_big_stack(run, …)` runs the program on a thread of its own, with a
-#   C stack of 256 MiB (Python's own threads get 8 MiB), as the compiled
-#   code has, and hands back its result or its exception. The thread is
-#   invisible to the caller: it runs in the caller's context, where Jupyter
-#   keeps the cell that output belongs to, and an interrupt — Ctrl-C, or the
+#   C stack of 256 MiB (the main thread's is 8 MiB, Linux's usual
+#   `ulimit -s`), as the compiled code has, and hands back its result or
+#   its exception. The thread is invisible to the caller: it runs in a copy
+#   of the caller's context (Python's `contextvars`), where Jupyter keeps
+#   the cell that output belongs to, and an interrupt — Ctrl-C, or the
 #   stop button of a notebook — which reaches only the main thread, is
 #   passed on to the program's, so that an L program that loops for ever
 #   can still be stopped;
@@ -2892,7 +2893,8 @@ run_here(flambda2_program)
 # Deep recursion, and a heap that grows, have one more cost, in time.
 # Python's cyclic garbage collector looks at the youngest objects each time
 # 700 more of the objects it tracks (tuples, dictionaries, instances and
-# the like) have been made than freed, and moves those that survive to an
+# the like) have been made than freed — 700 is Python 3.11's threshold,
+# `gc.get_threshold()[0]` — and moves those that survive to an
 # older generation, which it walks again, whole, now and then. A recursion
 # a million calls deep keeps every frame and environment alive, and a
 # growing list every cell, so each look frees nothing: the looks added up
@@ -3993,11 +3995,19 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    String. The compiled code needs more: a lowering in chapter 10, which
 #    `tests/test_primitives.py` asks of every row: here a call of a
 #    runtime function, yet to be written, that allocates the new string.
-# 2. With slots numbered by `resolve`, a variable becomes an index, a `let`
-#    a store into a list made once per call, and a closure copies only the
-#    slots it captures. The loops get faster by what the copies of the
-#    dictionary cost; `bench/interp_speed.py` measures it, alternating the
-#    two versions so that the machine's load falls on both alike.
+# 2. The copies are `f.env.copy()` in `calling` (every call),
+#    `{**env, name: …}` in `Let` and `LetVar`, and `env.copy()` for a
+#    clause of `match` or `try` that binds. With slots numbered by
+#    `resolve` — in each function body, its parameter, then the names its
+#    lambda captures, then every `let`, `var` and pattern variable, each
+#    its own index — a variable becomes an index, a call makes one list of
+#    the body's size, and a `let` is a store into that list: no copy at
+#    all, since no two names of a body share a slot. Making a closure
+#    copies only the slots it captures, which a call of it puts at the
+#    start of its new list (a `var`'s slot holds its `Cell`, so two
+#    closures still share it). The loops get faster by what the copies
+#    cost; `bench/interp_speed.py calls` measures it, alternating the two
+#    versions so that the machine's load falls on both alike.
 # 3. In `calling`, when `known` names a top-level function, count the call
 #    in a dictionary of the interpreter (`self.calls[known] += 1`), and do
 #    the same in `application`'s `tail_call_known` for a tail call that
