@@ -101,6 +101,8 @@
 #     | while (e1) e2                        While
 #     | e1; e2                               Seq
 #     | print(e1, …, en) | assert(e)         Print, Assert
+#     | raise(e)                             Raise: e is an exception
+#     | try { e } catch { p1 -> e1 … }       Try
 # ```
 #
 # and a program is a list of `def x = e`, `data` declarations, and
@@ -123,6 +125,7 @@
 # | `if (c) e` | `if (c) e else ()` |
 # | `{ s1 … sn }` | nested `Let`, `LetVar`, `Seq`; a block ending in `let` or `var` ends with `()` (a final assignment needs none: its value is `()`) |
 # | `let p = e` with p not a variable | `match (e) { p -> … }`, failing at the `let` |
+# | `exception E(T1, …)` | a constructor `E(T1, …)` of the one data type `Exn`, after the three predefined exceptions |
 #
 # The fresh names the desugaring invents, `%1`, `%2`, …, cannot be written in
 # L, so they never clash with the programmer's; they are numbered from 1 for
@@ -2259,10 +2262,11 @@ print(ticks.call(countdown, 10, None), "after", len(depths), "turns of the loop;
 # expression that are its last act (the branches of an `if`, the body of a
 # `let` or a `var`, the second half of `;`, the clauses of a `match` or of a
 # `try`) inherit `tail`.
-# A lambda's body is always in tail position in that lambda. Calls,
-# conditionals, functions and tuples have methods of their own, below;
-# anything that is not a value, a function or a choice is handed to
-# `compile_effects`.
+# A lambda's body is always in tail position in that lambda. Variables,
+# primitives, calls, conditionals, matches, functions, constructors and
+# tuples have methods of their own, below; `let` and `;` are translated in
+# place; the constructs with effects (`var`, `:=`, `while`, `print`,
+# `assert`, `raise`, `try`) are handed to `compile_effects`.
 #
 # A constructor or a tuple is also an *allocation*: the compiled code would
 # take words of its heap for it, and the interpreter counts them (`room`
@@ -2929,7 +2933,7 @@ class Interpreter(Interpreter):
 # ### A heap of bounded size
 #
 # Memory is the other resource a program can exhaust. The compiled code has
-# a heap of bounded size: chapter 10b's runtime reads its limit from the
+# a heap of bounded size: [chapter 10b](10b_runtime.ipynb)'s runtime reads its limit from the
 # variable `LC_HEAP_LIMIT` when the program starts (bytes, or with `K`, `M`
 # or `G`; by default 1 GB, or a quarter of the machine's memory if that is
 # less), and when the live data fill fifteen sixteenths of it, the program
