@@ -96,7 +96,8 @@ class Data:
 
 @dataclass(slots=True, eq=False)
 class Closure:
-    """A function value: its parameter, its compiled body, and the locals it was created with."""
+    """A function value: its parameter, its body translated into a Python function (below), and the
+    locals it was created with."""
     param: str
     body: object
     env: dict
@@ -197,7 +198,7 @@ def compile_pattern(p):
 
 # --- Tail calls: a trampoline ------------------------------------------
 
-# cell 112
+# cell 114
 import operator
 
 from lcompiler.support import (
@@ -212,7 +213,7 @@ class TailCall:
     """What a call in tail position returns instead of calling: the function and its argument."""
     __slots__ = ("fn", "arg")
 
-# cell 114
+# cell 116
 class Interpreter:
     """Translates a core program into Python closures, then runs it."""
 
@@ -282,7 +283,7 @@ class Interpreter:
                 f, a = result.fn, result.arg
         return call
 
-    # cell 118: Tail calls: a trampoline
+    # cell 121: Tail calls: a trampoline
     def compile(self, e, tail: bool = False):
         match e:
             case Lit(value):
@@ -354,7 +355,7 @@ class Interpreter:
             return value
         return tuple_
 
-    # cell 120: Tail calls: a trampoline
+    # cell 123: Tail calls: a trampoline
     def application(self, fn, arg, span: Span, tail: bool):
         tail_call = self.tail_call
         arg = self.make_tuple(arg.items, counted=False) if type(arg) is Tuple else self.compile(arg)
@@ -378,7 +379,7 @@ class Interpreter:
             return tail_call
         return any_tail_call
 
-    # cell 122: Tail calls: a trampoline
+    # cell 125: Tail calls: a trampoline
     def function(self, e: Lambda):
         param, body, interp = e.param, e.body, self
         captures = tuple(sorted(free_variables(e)))
@@ -421,7 +422,7 @@ class Interpreter:
                 return closure(parameters)
         return closure(self.compile(body, tail=True))
 
-    # cell 124: Tail calls: a trampoline
+    # cell 127: Tail calls: a trampoline
     def compile_effects(self, e, tail: bool):
         match e:
             case LetVar(name, value, body):
@@ -470,7 +471,7 @@ class Interpreter:
                 return self.try_(body, clauses, tail)
         raise TypeError(f"not a core expression: {e!r}")
 
-    # cell 126: Tail calls: a trampoline
+    # cell 129: Tail calls: a trampoline
     def variable(self, name: str, span: Span, kind: str):
         if kind == "local":
             return lambda env: env[name]
@@ -505,7 +506,7 @@ class Interpreter:
             raise Raised(PREDEFINED["MatchFailure"], span, f"no clause matches the value {show_value(v, True)}")
         return run_match
 
-    # cell 128: Tail calls: a trampoline
+    # cell 131: Tail calls: a trampoline
     def primitive(self, op: str, args: list, span: Span):
         row = PRIMITIVES[op]
         f, wraps, failure = row.operation, row.wraps, row.fails
@@ -578,7 +579,7 @@ class Interpreter:
             return wrap(n) if wraps and not MIN_INT <= n <= MAX_INT else n
         return binary
 
-    # cell 130: Tail calls: a trampoline
+    # cell 133: Tail calls: a trampoline
     def conditional(self, cond, then, orelse):
         match cond:
             case Prim(op, [Var(x, kind="local"), Var(kind="local") | Lit() as right], span, _, op_span) \
@@ -596,7 +597,7 @@ class Interpreter:
         cond = self.compile(cond)
         return lambda env: then(env) if cond(env) else orelse(env)
 
-    # cell 132: Exceptions: raise and try
+    # cell 135: Exceptions: raise and try
     def raise_(self, arg, span: Span):
         arg = self.compile(arg)
 
@@ -626,14 +627,14 @@ class Interpreter:
             raise exception                 # no clause wants it: on, with its first raise site
         return try_catch
 
-    # cell 142: Running a program, on a stack of its own
+    # cell 145: Running a program, on a stack of its own
     def write(self, text: str) -> None:
         try:
             self.out.write(text)
         except BrokenPipeError:
             self.out = Discard()
 
-    # cell 160: A heap of bounded size
+    # cell 163: A heap of bounded size
     def allocated(self) -> int:
         """The words allocated so far, as chapter 10 lays values out."""
         return self.counted + self.granted - self.room
@@ -659,7 +660,7 @@ class Interpreter:
         self.counted += self.granted - self.room
         self.granted = self.room = limit - live
 
-    # cell 162: A heap of bounded size
+    # cell 165: A heap of bounded size
     def run(self, program: Program) -> None:
         """Run a resolved core program: function definitions first, then everything in order."""
         self.functions = {item.name.name: item.value.param for item in program.items
@@ -676,7 +677,7 @@ class Interpreter:
         self.program_span, self.counted, self.room = program.span, 0, self.granted
         on_big_stack(in_frame_room, self.execute, code)
 
-    # cell 164: A heap of bounded size
+    # cell 167: A heap of bounded size
     def execute(self, code: list) -> None:
         limit, out_of_memory = sys.getrecursionlimit(), False
         sys.setrecursionlimit(self.stack_limit)
@@ -701,7 +702,7 @@ class Interpreter:
         if out_of_memory:
             raise RunError("out of memory", self.call_site or program_span(code))
 
-# cell 126
+# cell 129
 def binds(p) -> bool:
     """Does the pattern bind a variable?"""
     match p:
@@ -711,10 +712,10 @@ def binds(p) -> bool:
             return any(binds(i) for i in items or [])
     return False
 
-# cell 128
+# cell 131
 from lcompiler.primitives import MAX_INT, MIN_INT, PRIMITIVES, wrap
 
-# cell 130
+# cell 133
 def comparison(op: str) -> bool:
     """Is the primitive op a comparison: two operands, a Bool, no failure?"""
     row = PRIMITIVES[op]
@@ -723,7 +724,7 @@ def comparison(op: str) -> bool:
 
 # --- Running a program, on a stack of its own --------------------------
 
-# cell 142
+# cell 145
 class Discard:
     """Where the output goes once its reader has gone."""
 
@@ -736,7 +737,7 @@ class Discard:
 
 # --- A heap of bounded size --------------------------------------------
 
-# cell 146
+# cell 149
 import os
 
 HEAP_LIMIT_MESSAGE = "out of memory: the heap reached its limit (set LC_HEAP_LIMIT to change it)"
@@ -771,7 +772,7 @@ def read_heap_limit() -> int:
     """The heap limit in bytes: LC_HEAP_LIMIT, or the default; at most 32 GB, as compiled."""
     return min(env_size("LC_HEAP_LIMIT", default_heap_limit()), 32 << 30)
 
-# cell 150
+# cell 153
 class HeapLimitError(RunError):
     """The program's live data filled the heap: reported at the program, not at a line, as the
     compiled code reports it."""
@@ -779,7 +780,7 @@ class HeapLimitError(RunError):
     def render(self) -> str:
         return f"{self.span.source.name}: {self.kind}: {self.message}"
 
-# cell 152
+# cell 155
 def pattern_variables(p) -> set:
     match p:
         case PVar(name):
@@ -817,7 +818,7 @@ def free_variables(e) -> set:
             return free_variables(body).union(*[free_variables(b) - pattern_variables(p) for p, b in clauses])
     raise TypeError(f"not a core expression: {e!r}")
 
-# cell 156
+# cell 159
 def one_holder() -> int:
     """sys.getrefcount of a value that one tuple holds, popped from a list as live_words pops it."""
     holder, todo = (object(),), []
@@ -863,7 +864,7 @@ def live_words(roots) -> int:
                 push_all(v.values())
     return words
 
-# cell 164
+# cell 167
 def program_span(code: list) -> Span | None:
     """Where the program starts: its first item."""
     return code[0][0].span if code else None
@@ -871,7 +872,7 @@ def program_span(code: list) -> Span | None:
 
 # --- Running programs --------------------------------------------------
 
-# cell 166
+# cell 169
 from lcompiler import pipeline
 from lcompiler.core import desugar, pretty_core, resolve
 from lcompiler.errors import CompileError, Source  # noqa: F811  (the module's own import)

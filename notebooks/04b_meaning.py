@@ -101,6 +101,8 @@
 #     | while (e1) e2                        While
 #     | e1; e2                               Seq
 #     | print(e1, …, en) | assert(e)         Print, Assert
+#     | raise(e)                             Raise: e is an exception
+#     | try { e } catch { p1 -> e1 … }       Try
 # ```
 #
 # and a program is a list of `def x = e`, `data` declarations, and
@@ -123,6 +125,7 @@
 # | `if (c) e` | `if (c) e else ()` |
 # | `{ s1 … sn }` | nested `Let`, `LetVar`, `Seq`; a block ending in `let` or `var` ends with `()` (a final assignment needs none: its value is `()`) |
 # | `let p = e` with p not a variable | `match (e) { p -> … }`, failing at the `let` |
+# | `exception E(T1, …)` | a constructor `E(T1, …)` of the one data type `Exn`, after the three predefined exceptions |
 #
 # The fresh names the desugaring invents, `%1`, `%2`, …, cannot be written in
 # L, so they never clash with the programmer's; they are numbered from 1 for
@@ -550,9 +553,10 @@ class Primitive:
 # `operator` — written in C, so that applying one costs the interpreter no
 # Python call — with their results wrapped; the comparisons are
 # `operator`'s too, and `==` and `!=` compare any two values of one
-# comparable type. `neg` and `not` are written `-` and `!`, like the binary
-# `-` and nothing else: a symbol and a number of operands name a
-# primitive, which `by_symbol` finds.
+# comparable type. `neg` and `not` are written `-` and `!`. `neg` shares
+# its symbol with the binary `-`, the only two rows that share one, so a
+# symbol alone does not name a primitive: a symbol and a number of
+# operands do, and `by_symbol` finds the row from the two.
 
 # %%
 #| export primitives
@@ -781,8 +785,10 @@ print(s.pretty_expr(to_syntax(Let("x", one_plus_two, Seq(Print([Var("x")]), Var(
 # difference that a function taking one argument — and every L function
 # takes one, once desugared — could not see. So `print` and `assert` are
 # built-in *forms*, recognised here, by name, where they are called, and
-# this implementation reserves the two names: a program cannot bind them
-# (`resolve` says so), and using them as values is an error. The other
+# this implementation reserves their names, and that of `raise`, the form
+# of the section on exceptions: a program cannot bind them (the desugaring
+# refuses them as a parameter, a `let` or a `var`, `resolve` as a
+# definition or in a pattern), and using them as values is an error. The other
 # road, a variadic `print` function, would put functions of several
 # arguments back into a core that has just got rid of them.
 #
@@ -1790,7 +1796,8 @@ class Data:
 
 @dataclass(slots=True, eq=False)
 class Closure:
-    """A function value: its parameter, its compiled body, and the locals it was created with."""
+    """A function value: its parameter, its body translated into a Python function (below), and the
+    locals it was created with."""
     param: str
     body: object
     env: dict
@@ -1915,9 +1922,12 @@ print(failure.render())
 #
 # The interpreter does not walk the tree each time an expression runs.
 # Instead it first translates every core expression, once, into a Python
-# function of an environment — a *closure* — that computes the expression's
-# value: `compile(Prim("+", [a, b]))` is, roughly, `lambda env: a_code(env) +
-# b_code(env)`. Running the program is then calling functions.
+# function of an environment that computes the expression's value:
+# `compile(Prim("+", [a, b]))` is, roughly, `lambda env: a_code(env) +
+# b_code(env)`, where `a_code` and `b_code` are the translations of `a` and
+# `b`. Running the program is then calling functions. (These functions are
+# closures in Python's sense, holding the translations of their parts; an
+# L function value, the `Closure` above, holds one of them as its `body`.)
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: translate once, then run</p>
@@ -2011,6 +2021,36 @@ print(cons_x(Data("Cons", (1, Data("Nil", ()))), bindings), bindings, cons_x(Dat
 # *that* function to *that* argument, and so on, until a real value comes
 # back. A chain of ten million tail calls is ten million turns of one loop,
 # at constant depth.
+#
+# The picture sets the two kinds of call side by side, on two small
+# programs: `count(2)` with `def count(n) = if (n == 0) 0 else 1 +
+# count(n - 1)`, whose recursive call is not in tail position, and
+# `loop(2, 0)` with `def loop(i, acc) = if (i == 0) acc else loop(i - 1,
+# acc + i)`, whose recursive call is.
+
+# %%
+Picture([("count: not a tail call, so calls nest",
+          [Box("count(2): computes 1 + count(1)", [
+              Box("count(1): computes 1 + count(0)", [
+                  Box("count(0) returns 0", edge="calls")], edge="calls")])]),
+         ("loop: tail calls, one loop at one depth",
+          [Box("the loop of the call loop(2, 0)", [
+              Box("loop(2, 0) returns TailCall(loop, (1, 2))", edge="turn 1"),
+              Box("loop(1, 2) returns TailCall(loop, (0, 3))", edge="turn 2"),
+              Box("loop(0, 3) returns 3", edge="turn 3")], "green")])],
+        alt="Two panels. Left, a non-tail recursion: count(2) computes 1 + count(1), which calls "
+            "count(1), which calls count(0); each call is drawn below the one that made it, three "
+            "levels deep, and count(0) returns 0. Right, a tail recursion: the loop of the call "
+            "loop(2, 0) has three turns side by side at one level: loop(2, 0) returns "
+            "TailCall(loop, (1, 2)), loop(1, 2) returns TailCall(loop, (0, 3)), and loop(0, 3) "
+            "returns 3.")
+
+# %% [markdown]
+# On the left every call waits, inside the one that made it, for the
+# value it will add 1 to: three levels, and a million for `count(1000000)`.
+# On the right each turn has finished before the next begins, so the
+# turns sit side by side under the one loop that runs them: a million
+# turns are still one level.
 #
 # Non-tail calls, like the one in `1 + length(tail)`, do grow the stack, as
 # they must: each is a few nested Python calls (the code of the call, then
@@ -2189,13 +2229,14 @@ class Interpreter:
 # exception that nothing catches ends the program, and the count with it.
 #
 # A closure whose body asks for the same closure again, ten times, then
-# returns: the loop goes round eleven times, at one depth.
+# returns, noting at each turn how many calls are in progress:
 
 # %%
-ticks = Interpreter()
+ticks, depths = Interpreter(), []
 
 
 def countdown_body(env):
+    depths.append(ticks.depth)
     if env["n"] == 0:
         return "done"
     ticks.tail_call.fn, ticks.tail_call.arg = countdown, env["n"] - 1
@@ -2203,7 +2244,14 @@ def countdown_body(env):
 
 
 countdown = Closure("n", countdown_body, {})
-print(ticks.call(countdown, 10, None))
+print(ticks.call(countdown, 10, None), "after", len(depths), "turns of the loop; calls in progress at each:",
+      sorted(set(depths)), "; after it:", ticks.depth)
+
+# %% [markdown]
+# The loop went round eleven times — the first call and ten tail calls —
+# and the count of calls in progress stayed at one throughout: ten tail
+# calls cost no depth, and the one real call gave its depth back when it
+# returned.
 
 # %% [markdown]
 # Now the translation, one case per construct. `compile(e, tail)` returns a
@@ -2214,10 +2262,11 @@ print(ticks.call(countdown, 10, None))
 # expression that are its last act (the branches of an `if`, the body of a
 # `let` or a `var`, the second half of `;`, the clauses of a `match` or of a
 # `try`) inherit `tail`.
-# A lambda's body is always in tail position in that lambda. Calls,
-# conditionals, functions and tuples have methods of their own, below;
-# anything that is not a value, a function or a choice is handed to
-# `compile_effects`.
+# A lambda's body is always in tail position in that lambda. Variables,
+# primitives, calls, conditionals, matches, functions, constructors and
+# tuples have methods of their own, below; `let` and `;` are translated in
+# place; the constructs with effects (`var`, `:=`, `while`, `print`,
+# `assert`, `raise`, `try`) are handed to `compile_effects`.
 #
 # A constructor or a tuple is also an *allocation*: the compiled code would
 # take words of its heap for it, and the interpreter counts them (`room`
@@ -2819,10 +2868,11 @@ run_here(flambda2_program)
 # done):
 #
 # - `on_big_stack(run, …)` runs the program on a thread of its own, with a
-#   C stack of 256 MiB (Python's own threads get 8 MiB), as the compiled
-#   code has, and hands back its result or its exception. The thread is
-#   invisible to the caller: it runs in the caller's context, where Jupyter
-#   keeps the cell that output belongs to, and an interrupt — Ctrl-C, or the
+#   C stack of 256 MiB (the main thread's is 8 MiB, Linux's usual
+#   `ulimit -s`), as the compiled code has, and hands back its result or
+#   its exception. The thread is invisible to the caller: it runs in a copy
+#   of the caller's context (Python's `contextvars`), where Jupyter keeps
+#   the cell that output belongs to, and an interrupt — Ctrl-C, or the
 #   stop button of a notebook — which reaches only the main thread, is
 #   passed on to the program's, so that an L program that loops for ever
 #   can still be stopped;
@@ -2847,7 +2897,8 @@ run_here(flambda2_program)
 # Deep recursion, and a heap that grows, have one more cost, in time.
 # Python's cyclic garbage collector looks at the youngest objects each time
 # 700 more of the objects it tracks (tuples, dictionaries, instances and
-# the like) have been made than freed, and moves those that survive to an
+# the like) have been made than freed — 700 is Python 3.11's threshold,
+# `gc.get_threshold()[0]` — and moves those that survive to an
 # older generation, which it walks again, whole, now and then. A recursion
 # a million calls deep keeps every frame and environment alive, and a
 # growing list every cell, so each look frees nothing: the looks added up
@@ -2882,7 +2933,7 @@ class Interpreter(Interpreter):
 # ### A heap of bounded size
 #
 # Memory is the other resource a program can exhaust. The compiled code has
-# a heap of bounded size: chapter 10b's runtime reads its limit from the
+# a heap of bounded size: [chapter 10b](10b_runtime.ipynb)'s runtime reads its limit from the
 # variable `LC_HEAP_LIMIT` when the program starts (bytes, or with `K`, `M`
 # or `G`; by default 1 GB, or a quarter of the machine's memory if that is
 # less), and when the live data fill fifteen sixteenths of it, the program
@@ -3624,16 +3675,21 @@ def measured_on(record: dict) -> str:
 
 calls = MEASURED["calls"]
 print(measured_on(calls), f"({calls['command']})")
-print(f"{'loop':32} {'L calls':>9} {'calls/s before':>15} {'after':>10} {'ratio':>6} {'Python calls per L call':>24}")
+print(f"{'loop':32} {'L calls':>9} {'calls/s before':>15} {'after':>10} {'ratio (min-max)':>18} "
+      f"{'Python calls per L call':>24}")
 for name, r in calls["loops"].items():
     print(f"{name:32} {r['calls']:>9,} {r['before']['calls per second']:>15,.0f} {r['after']['calls per second']:>10,.0f}"
-          f" {r['after/before']['median']:>6.2f} {r['before']['python calls per call']:>12.1f} -> "
+          f" {r['after/before']['median']:>6.2f} ({r['after/before']['min']:.2f}-{r['after/before']['max']:.2f})"
+          f" {r['before']['python calls per call']:>12.1f} -> "
           f"{r['after']['python calls per call']:.1f}")
 
 # %% [markdown]
 # Every loop runs at about twice its former speed or more (the column
-# `ratio`), and the last column says why: a turn of the count loop made 21 Python calls and makes 6. Most
-# of the difference is the specialised code of the translation above:
+# `ratio`: the median of the ratios of runs made in pairs, before then
+# after, with the smallest and the largest of them), and the last column
+# says why: a turn of the count loop, `tail calls`, made 21 Python calls
+# and makes 6. Most of the difference is the specialised code of the
+# translation above:
 #
 # - a function of several parameters binds them in the environment its
 #   call made, where the desugared `match` made a second environment and
@@ -3649,7 +3705,7 @@ for name, r in calls["loops"].items():
 #   argument tuple of a call, `count(i + 1, n)`, built at once rather than
 #   through a list.
 #
-# The non-tail recursion gained the most for one more reason, which no
+# The non-tail recursion had one more reason to gain, which no
 # count of calls shows: its frames now sit in the block of memory that
 # `in_frame_room` reserves, where CPython used to ask the system for a new
 # block of 16 KiB, and give it back, each time the recursion crossed from
@@ -3757,13 +3813,14 @@ for limit, record in heap["limits"].items():
 # %% [markdown]
 # Both ways stop `grow.l` with the same message and exit status, at either
 # limit; the interpreter of before, which had no limit, had taken gigabytes
-# after a minute and was still growing. Under 64 MiB the interpreter stops
-# in seconds. Under the default it takes about a minute and five gigabytes:
-# it has to make, one by one, the tens of millions of `Cons` that fill the
-# heap, each several times larger in Python's memory than in the compiled
-# code's (the cell after the design note on the heap printed how much), at
-# the interpreter's usual pace, dozens of times slower than the compiled
-# code's.
+# after a minute and was still growing. Under the default limit (1 GB, or
+# a quarter of the machine's memory if that is less) both
+# take many times what they take under 64 MiB, and the interpreter much
+# the longer: it has to make, one by one, the tens of millions of `Cons`
+# that fill a heap of a gigabyte, each several times larger in Python's
+# memory than in the compiled code's (the cell after the design note on
+# the heap printed how much), at the interpreter's usual pace, which the
+# lines `interpreted/compiled` compare with the compiled code's.
 #
 # ## Running programs from the shell
 #
@@ -3806,9 +3863,12 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # `tests/test_corpus.py` runs the corpus `tests/corpus/` through this
 # chapter: every program of `run/` prints exactly its `.out` file; every
 # program of `fail/` prints its `.out` and then stops with a runtime error at
-# the line and column its first line names, with exit status 2 from `lc`;
-# every program of `reject/` is rejected with exit status 1 at its line and
-# column; every example of `examples/` prints what `tests/examples/` says.
+# the line and column its first line names; every program of `reject/` is
+# a compile error at its line and column; every program of `types/`, whose
+# mistakes are for chapter 5's type checker, passes this front end; every
+# example of `examples/` prints what `tests/examples/` says. `lc` itself
+# runs the first program of `run/`, of `fail/` and of `reject/`, and must
+# end them with the exit statuses 0, 2 and 1 and the messages expected.
 # The corpus was written by hand from the language's contract, with its
 # expected outputs worked out independently of this interpreter.
 # `tests/test_interp.py` adds:
@@ -3939,11 +3999,19 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    String. The compiled code needs more: a lowering in chapter 10, which
 #    `tests/test_primitives.py` asks of every row: here a call of a
 #    runtime function, yet to be written, that allocates the new string.
-# 2. With slots numbered by `resolve`, a variable becomes an index, a `let`
-#    a store into a list made once per call, and a closure copies only the
-#    slots it captures. The loops get faster by what the copies of the
-#    dictionary cost; `bench/interp_speed.py` measures it, alternating the
-#    two versions so that the machine's load falls on both alike.
+# 2. The copies are `f.env.copy()` in `calling` (every call),
+#    `{**env, name: …}` in `Let` and `LetVar`, and `env.copy()` for a
+#    clause of `match` or `try` that binds. With slots numbered by
+#    `resolve` — in each function body, its parameter, then the names its
+#    lambda captures, then every `let`, `var` and pattern variable, each
+#    its own index — a variable becomes an index, a call makes one list of
+#    the body's size, and a `let` is a store into that list: no copy at
+#    all, since no two names of a body share a slot. Making a closure
+#    copies only the slots it captures, which a call of it puts at the
+#    start of its new list (a `var`'s slot holds its `Cell`, so two
+#    closures still share it). The loops get faster by what the copies
+#    cost; `bench/interp_speed.py calls` measures it, alternating the two
+#    versions so that the machine's load falls on both alike.
 # 3. In `calling`, when `known` names a top-level function, count the call
 #    in a dictionary of the interpreter (`self.calls[known] += 1`), and do
 #    the same in `application`'s `tail_call_known` for a tail call that
@@ -4045,6 +4113,7 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 #    `depth` grows by 51 each time and passes `DEPTH_LIMIT` (2²⁰) after
 #    about 20,600 turns, a stack
 #    overflow reported at a call that is not deep at all.
-#    `tests/test_exceptions.py` runs this with a limit of 200 calls.
+#    `tests/test_exceptions.py` runs it, for 1,000 turns, under a limit of
+#    200 calls: without the line it stops with a stack overflow.
 #
 # </details>
