@@ -28,7 +28,6 @@ per-pair ratios. Each command writes its figures, with the machine and both comm
 own key of bench/interp_speed.json, which chapter 4b reads.
 """
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -137,21 +136,12 @@ def python_calls_per_call(tree: Path, name: str) -> float:
     return (counted[1] - counted[0]) / (calls(large) - calls(small))
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
 def header(argv, commit: str) -> dict:
+    from machine import describe        # bench/machine.py
     return {
-        "machine": {"cores": os.cpu_count(), "cpu": cpu_model(), "system": platform.platform(),
-                    "python": platform.python_version(),
-                    "date": datetime.datetime.now().isoformat(timespec="seconds"), "nice": os.nice(0)},
+        # bench/machine.py's record of the machine (CPU, caches, OS, load, compilers), as the measurement
+        # starts, and the Python that runs both interpreters
+        "machine": {**describe(), "python": platform.python_version()},
         "command": " ".join(["python", "bench/interp_speed.py", *argv]),
         "before": {"commit": commit, "subject": git("log", "-1", "--format=%s", commit)},
         "after": {"commit": git("rev-parse", "HEAD"),
