@@ -1495,9 +1495,15 @@ header_picture  # noqa: B018  (the cell shows it)
 # up. When the rent exceeds what a major collection would cost — the live
 # words it marks plus an eighth of the heap's words for its sweep, and at
 # least 64 K words (`MIN_MAJOR_COST`) — a major collection runs, and the
-# rent starts again from zero. It is the rule for renting skis: rent until what you have paid
-# equals the price, then buy; it never pays more than twice the best choice
-# made knowing the future. When the rule was written, it made `cpstak`,
+# rent starts again from zero (each block met counts as one word: both
+# sides of the comparison are estimates, in the same unit). It is the rule
+# for renting skis: rent until what you have paid equals the price, then
+# buy. For skis, where buying ends the renting, that rule never pays more
+# than twice the best choice made knowing the future (the *ski-rental*
+# problem of online algorithms, from Karlin, Manasse, Rudolph and Sleator's
+# "Competitive snoopy caching", 1988). Here a major collection frees only
+# the pinned blocks that are dead, and the live ones go on costing rent, so
+# the collector borrows the rule, not its proof. When the rule was written, it made `cpstak`,
 # run at `n = 2,000` (ten times the size chapter 12 used then; it uses
 # 8,000 now), faster: major collections ran where
 # there had been none, and the sweep and the search for runs took a
@@ -3710,11 +3716,15 @@ print(f"{'S':>10} {'ns per cell':>12} {'minor':>6} {'major':>6} {'heap MB':>8} {
 for r in speed["live"]:
     print(f"{r['size']:>10,} {r['ns_per_cell']:12.2f} {r['minor']:6} {r['major']:6} {r['max_heap_mb']:8.1f}"
           f" {r['nursery_mb']:11.1f}")
+first, last = speed["live"][0], speed["live"][-1]
+print(f"from S = {first['size']:,} to S = {last['size']:,}: {first['ns_per_cell']:.2f} to {last['ns_per_cell']:.2f} ns"
+      f" per short-lived cell ({last['ns_per_cell'] / first['ns_per_cell'] - 1:+.0%}), the nursery"
+      f" {first['nursery_mb']:.0f} to {last['nursery_mb']:.0f} MB")
 
 # %% [markdown]
-# It does not grow with S — here it even falls, by a fifth, from 0.81 to
-# 0.64 ns, while the nursery grows to 4 MB: the minor collections never look
-# at the live list, and the major ones, a few, are paid for by the growth
+# It does not grow with S (the last line says how it changes from the
+# smallest S to the largest, and how the nursery grew meanwhile): the
+# minor collections never look at the live list, and the major ones, a few, are paid for by the growth
 # of the list itself. (The first
 # collector traced the whole live list at every collection, so that every
 # short-lived cell cost more, the more cells were live.)
@@ -3733,14 +3743,17 @@ for name, title in (("cells", "10^8 short-lived cells"), ("list", "a list of 10^
 for r in speed["limit"]:
     print(f"until the limit of {r['limit']}: {r['cpu']:.2f} s, peak resident memory {r['rss_mb']:.0f} MB,"
           f" status {r['status']}")
+print(f"the default limit, {DEFAULTS['LC_HEAP_LIMIT'] >> 30} GB, holds the heap of the list of 10^7 cells"
+      f" {(DEFAULTS['LC_HEAP_LIMIT'] >> 20) / speed['list']['max_heap_mb']:.1f} times")
 
 # %% [markdown]
-# The limit was 4 GB: a program that allocates without end took some nine
-# seconds to fail (the last line), and took 4 GB of memory from the machine while it did — a
+# The limit was 4 GB: a program that allocates without end took the time
+# of the line for 4G to fail, and took 4 GB of memory from the machine while it did — a
 # laptop with 8 GB would swap, one with 4 GB would not survive it. The
 # default is now **1 GB**, or a quarter of the machine's memory if that is
-# less: the list of ten million cells fits in it four times over, and a
-# runaway program fails in the time of the line for 1G above. `LC_HEAP_LIMIT` sets another
+# less: the list of ten million cells fits in it (the last line says how
+# many times over), and a
+# runaway program fails in the time of the line for 1G. `LC_HEAP_LIMIT` sets another
 # (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MiB
 # by default (`LC_STACK_SIZE`, above).
 
@@ -3778,13 +3791,12 @@ with tempfile.TemporaryDirectory() as tmp:
 # `LC_BUFFER=line`, a system call per line, which is what the REPL and the
 # `%%L` cells pay for seeing each line at once.
 #
-# On the machine printed above the table, "new/old" is 0.93 on the
-# numbers and the lines of text — the new runtime no slower there, within
-# the noise of two builds — and 1.14 on the tuples, a seventh: that is the
-# most the checks cost a program that does nothing but print, and a
-# program that computes anything between its prints pays a smaller share. Writing
-# at every line costs many times the whole run of a program that does
-# nothing but print — a price worth paying only where a person reads the
+# The last line of the cell below gives the largest "new/old", on the
+# machine printed above the table: the most the checks cost a program
+# that does nothing but print (a ratio below 1 is the noise of two
+# builds, not a gain); a program that computes anything between its
+# prints pays a smaller share. Writing at every line ("line/old") costs
+# many times the whole run of a program that does nothing but print — a price worth paying only where a person reads the
 # lines as they come, which is why it is not the default into a pipe.
 
 # %% tags=["nbval-ignore-output"]
@@ -3797,6 +3809,10 @@ from output_speed import table  # noqa: E402
 output_speed = json.loads(Path("../bench/output_speed.json").read_text())
 print("\n".join(machine_lines(output_speed["machine"])))
 print(table(output_speed))
+programs = output_speed["programs"]
+dearest = max(programs, key=lambda name: programs[name]["new/old"])
+print(f"new/old at most {programs[dearest]['new/old']:.2f} ({dearest}); line/old from"
+      f" {min(r['line/old'] for r in programs.values()):.0f} to {max(r['line/old'] for r in programs.values()):.0f}")
 
 # %% [markdown]
 # ## Backtraces
@@ -4131,7 +4147,8 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    lying just above its saved frame pointer. And every walk of return
 #    addresses — the overflow handler's, the backtraces' — must read the
 #    address kept aside where it meets the barrier's.
-# 4. Only `lcompiler/runtime.py` changes (`DEFAULTS`): the C files are
+# 4. Only `lcompiler/defaults.py` changes (`DEFAULTS` is exported there,
+#    a module of its own): the C files are
 #    the same, but `runtime_library` hashes the options with the files,
 #    so the next `lc run` compiles a new library, into a new folder of
 #    the cache, with `-DDEFAULT_NURSERY=4194304ull`. `lc --help` does not
