@@ -38,9 +38,11 @@
 # **Builds:** the runtime's C, `lcompiler/runtime/` (`lc.h`, the interface
 # that compiled code calls; `runtime.h`, what the runtime's files share;
 # `print.c`, `heap.c`, `gc.c`, `stack.c`, `main.c` and `backtrace.c`), and
-# the module `lcompiler.runtime`: the cell magic `%%c` that runs this
-# chapter's C cells, `DEFAULTS`, `runtime_library`, `c_constants`, and
-# `MemoryPicture`, which draws the pictures of memory in this chapter.
+# two modules: `lcompiler.defaults`, whose `DEFAULTS` holds the defaults
+# of the sizes a user may set, and `lcompiler.runtime`: the cell magic
+# `%%c` that runs this chapter's C cells, `runtime_library`,
+# `c_constants`, and `MemoryPicture`, which draws the pictures of memory
+# in this chapter.
 #
 # </div>
 
@@ -349,8 +351,9 @@ def load_ipython_extension(ipython) -> None:
 # constructor; the layout, 19 bits from bit 40, is `0b10`: field 1, the
 # rest of the list, may be a pointer, and field 0, the `Int`, may not.
 # None of the five flags is set: a block that the program allocates starts
-# young. Drawn, with the flags that the collector sets later in its life
-# (the picture's code follows in the next section):
+# young. Drawn, with the flags that a collection and the write barrier
+# set later in its life, and the filler that covers its words once it is
+# dead (the picture's code follows in the next section):
 
 # %% [markdown]
 # ### Pictures of memory
@@ -3871,6 +3874,8 @@ print(backtrace(TAIL, "tail.l", "-g", "-O0"), end="")
 #
 # ```
 #  stack_top ─┬─────────────────────────────┐
+#             │ the L thread's start, then  │  no call site of L: skipped
+#             │   lc_program's frame        │
 #             │ init.statement's frame      │
 #             │ return address → 10:7       │  called from tail.l:10:7
 #             │ descend's frame             │
@@ -4146,7 +4151,12 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    (LLVM's `"frame-pointer"="all"`) give it, a frame's return address
 #    lying just above its saved frame pointer. And every walk of return
 #    addresses — the overflow handler's, the backtraces' — must read the
-#    address kept aside where it meets the barrier's.
+#    address kept aside where it meets the barrier's. OCaml 4 does a
+#    cheaper form of this on POWER (not on x86-64): its frame tables give
+#    the place of each frame's return address, a minor collection sets the
+#    address's low bit in every frame it scans (the processor ignores that
+#    bit when it returns there), and the next one stops at the first frame
+#    already marked (`Already_scanned` in its `roots_nat.c`).
 # 4. Only `lcompiler/defaults.py` changes (`DEFAULTS` is exported there,
 #    a module of its own): the C files are
 #    the same, but `runtime_library` hashes the options with the files,
