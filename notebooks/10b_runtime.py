@@ -1462,7 +1462,11 @@ header_picture  # noqa: B018  (the cell shows it)
 #    collector first spills into its own frame), of the globals array, and of the
 #    remembered blocks without a layout, that points into a young block —
 #    anywhere into it: LLVM may keep the address of a field rather than of
-#    the block — marks it `OLD` where it stands;
+#    the block — marks it `OLD` where it stands (a pointer *outside* its
+#    block would not be safe: [chapter 10](10_llvm.ipynb)'s design note on
+#    LLVM's optimisations and a conservative stack says why the code this
+#    back end writes is not expected to lead LLVM to one, and which tests
+#    would catch it);
 # 2. *copy*: every young block that a precise root points to — a field of a
 #    remembered block or of a pinned block — is copied into the old
 #    generation, its old header replaced by the address of the copy
@@ -1706,15 +1710,22 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # nearest recorded start below it, then block by block. `lc_remember` is the
 # slow path of the write barrier.
 #
-# An example: a word of the stack points three words into a block whose
-# start was never recorded (the inline allocator records nothing).
-# `find_block` masks off the bits above the address in its word of
-# `start_bits`, and takes the highest bit left (`__builtin_clzll` counts
-# the zero bits above it in the 64-bit word),
-# moving to lower words if there is none. From that start it steps forward,
-# reading each header for the block's size, until the next step would pass
-# the address; it records the starts it passes, so a later search nearby is
-# shorter. `lc_remember` sets the `REMEMBERED` bit, which the compiled code
+# An example, counting in words from `heap_start`. A run of the nursery
+# starts at word 960 (the start of every run is recorded: it was a
+# filler), and the program has allocated `Cons` blocks of three words
+# there, at 960, 963, 966 and so on, none of them recorded (the inline
+# allocator records nothing). A word of the stack holds the address of
+# word 1,000: field 0 of the block at 999. `find_block` reads word 15 of
+# `start_bits` (heap words 960 to 1,023), keeps its bits 0 to 40 (word
+# 1,000 is bit 40), and takes the highest bit left, bit 0: word 960
+# (`__builtin_clzll` counts the zero bits above it, 63; had no bit been
+# left, it would have read the lower words of the bitmap until one was
+# set). From 960 it steps forward, reading each header for the block's
+# size, three words at a time, until the next step would pass word 1,000:
+# it stops at 999, the block, having recorded the thirteen starts from 963
+# to 999 on its way, so that a later search nearby is shorter.
+#
+# `lc_remember` sets the `REMEMBERED` bit, which the compiled code
 # tests before it calls, so that a block is added to the remembered set
 # once between two collections, however often the program stores into it.
 
@@ -3678,10 +3689,10 @@ for name, r in speed["nursery"].items():
 # `LC_NURSERY` is where the nursery starts, and the least it has; the
 # last lines say how far it grew from 2 MB. Below 2 MB the minor
 # collections come more often, and each one promotes blocks that would
-# have died with a little more time: at 1 MB `primes` and `fold` are
-# already an eighth to a sixth slower, at 256 KB `primes` is much slower
-# and `cpstak` an eighth, and `nqueens`, which allocates little that
-# lives, does not care. `binarytrees` and `perm`, where much of the
+# have died with a little more time: the lines "at most … with a smaller
+# nursery" say what that costs each program, and the columns of the table
+# from which size on (for `primes` and `fold`, already at 1 MB);
+# `nqueens`, which allocates little that lives, does not care. `binarytrees` and `perm`, where much of the
 # nursery survives, grow it on trial from any start; `binarytrees` pays
 # for the collections made on the way up from 256 or 512 KB. `perm`'s
 # times scatter with no order in the sizes: its nursery goes back and
