@@ -3674,7 +3674,8 @@ for level, size in speed["machine"]["caches"].items():
     if level in ("L2", "L3") and size.endswith("K"):
         print(f"the default nursery, {nursery_kb}K, is {nursery_kb / int(size[:-1]):.3g} times the {level} of cpu0")
 sizes = list(next(iter(speed["nursery"].values())))
-print(f"{'benchmark':10}" + "".join(f"{n:>14}" for n in sizes) + "   (CPU seconds, and relative to 2M)")
+print(f"{'benchmark':10}" + "".join(f"{n:>14}" for n in sizes) + "   (median CPU seconds, and the median of the"
+      " ratios to 2M, run beside it)")
 for name, r in speed["nursery"].items():
     print(f"{name:10}" + "".join(f"{r[n]['median']:7.3f} ({r[n]['ratio']:.2f})" for n in sizes))
 smaller, larger = sizes[:sizes.index("2M")], sizes[sizes.index("2M") + 1:]
