@@ -38,9 +38,11 @@
 # **Builds:** the runtime's C, `lcompiler/runtime/` (`lc.h`, the interface
 # that compiled code calls; `runtime.h`, what the runtime's files share;
 # `print.c`, `heap.c`, `gc.c`, `stack.c`, `main.c` and `backtrace.c`), and
-# the module `lcompiler.runtime`: the cell magic `%%c` that runs this
-# chapter's C cells, `DEFAULTS`, `runtime_library`, `c_constants`, and
-# `MemoryPicture`, which draws the pictures of memory in this chapter.
+# two modules: `lcompiler.defaults`, whose `DEFAULTS` holds the defaults
+# of the sizes a user may set, and `lcompiler.runtime`: the cell magic
+# `%%c` that runs this chapter's C cells, `runtime_library`,
+# `c_constants`, and `MemoryPicture`, which draws the pictures of memory
+# in this chapter.
 #
 # </div>
 
@@ -349,8 +351,9 @@ def load_ipython_extension(ipython) -> None:
 # constructor; the layout, 19 bits from bit 40, is `0b10`: field 1, the
 # rest of the list, may be a pointer, and field 0, the `Int`, may not.
 # None of the five flags is set: a block that the program allocates starts
-# young. Drawn, with the flags that the collector sets later in its life
-# (the picture's code follows in the next section):
+# young. Drawn, with the flags that a collection and the write barrier
+# set later in its life, and the filler that covers its words once it is
+# dead (the picture's code follows in the next section):
 
 # %% [markdown]
 # ### Pictures of memory
@@ -1459,7 +1462,11 @@ header_picture  # noqa: B018  (the cell shows it)
 #    collector first spills into its own frame), of the globals array, and of the
 #    remembered blocks without a layout, that points into a young block —
 #    anywhere into it: LLVM may keep the address of a field rather than of
-#    the block — marks it `OLD` where it stands;
+#    the block — marks it `OLD` where it stands (a pointer *outside* its
+#    block would not be safe: [chapter 10](10_llvm.ipynb)'s design note on
+#    LLVM's optimisations and a conservative stack says why the code this
+#    back end writes is not expected to lead LLVM to one, and which tests
+#    would catch it);
 # 2. *copy*: every young block that a precise root points to — a field of a
 #    remembered block or of a pinned block — is copied into the old
 #    generation, its old header replaced by the address of the copy
@@ -1495,9 +1502,15 @@ header_picture  # noqa: B018  (the cell shows it)
 # up. When the rent exceeds what a major collection would cost — the live
 # words it marks plus an eighth of the heap's words for its sweep, and at
 # least 64 K words (`MIN_MAJOR_COST`) — a major collection runs, and the
-# rent starts again from zero. It is the rule for renting skis: rent until what you have paid
-# equals the price, then buy; it never pays more than twice the best choice
-# made knowing the future. When the rule was written, it made `cpstak`,
+# rent starts again from zero (each block met counts as one word: both
+# sides of the comparison are estimates, in the same unit). It is the rule
+# for renting skis: rent until what you have paid equals the price, then
+# buy. For skis, where buying ends the renting, that rule never pays more
+# than twice the best choice made knowing the future (the *ski-rental*
+# problem of online algorithms, from Karlin, Manasse, Rudolph and Sleator's
+# "Competitive snoopy caching", 1988). Here a major collection frees only
+# the pinned blocks that are dead, and the live ones go on costing rent, so
+# the collector borrows the rule, not its proof. When the rule was written, it made `cpstak`,
 # run at `n = 2,000` (ten times the size chapter 12 used then; it uses
 # 8,000 now), faster: major collections ran where
 # there had been none, and the sweep and the search for runs took a
@@ -1697,15 +1710,22 @@ print(f"{pinned / minor:.2f} blocks pinned per minor collection")
 # nearest recorded start below it, then block by block. `lc_remember` is the
 # slow path of the write barrier.
 #
-# An example: a word of the stack points three words into a block whose
-# start was never recorded (the inline allocator records nothing).
-# `find_block` masks off the bits above the address in its word of
-# `start_bits`, and takes the highest bit left (`__builtin_clzll` counts
-# the zero bits above it in the 64-bit word),
-# moving to lower words if there is none. From that start it steps forward,
-# reading each header for the block's size, until the next step would pass
-# the address; it records the starts it passes, so a later search nearby is
-# shorter. `lc_remember` sets the `REMEMBERED` bit, which the compiled code
+# An example, counting in words from `heap_start`. A run of the nursery
+# starts at word 960 (the start of every run is recorded: it was a
+# filler), and the program has allocated `Cons` blocks of three words
+# there, at 960, 963, 966 and so on, none of them recorded (the inline
+# allocator records nothing). A word of the stack holds the address of
+# word 1,000: field 0 of the block at 999. `find_block` reads word 15 of
+# `start_bits` (heap words 960 to 1,023), keeps its bits 0 to 40 (word
+# 1,000 is bit 40), and takes the highest bit left, bit 0: word 960
+# (`__builtin_clzll` counts the zero bits above it, 63; had no bit been
+# left, it would have read the lower words of the bitmap until one was
+# set). From 960 it steps forward, reading each header for the block's
+# size, three words at a time, until the next step would pass word 1,000:
+# it stops at 999, the block, having recorded the thirteen starts from 963
+# to 999 on its way, so that a later search nearby is shorter.
+#
+# `lc_remember` sets the `REMEMBERED` bit, which the compiled code
 # tests before it calls, so that a block is added to the remembered set
 # once between two collections, however often the program stores into it.
 
@@ -3654,7 +3674,8 @@ for level, size in speed["machine"]["caches"].items():
     if level in ("L2", "L3") and size.endswith("K"):
         print(f"the default nursery, {nursery_kb}K, is {nursery_kb / int(size[:-1]):.3g} times the {level} of cpu0")
 sizes = list(next(iter(speed["nursery"].values())))
-print(f"{'benchmark':10}" + "".join(f"{n:>14}" for n in sizes) + "   (CPU seconds, and relative to 2M)")
+print(f"{'benchmark':10}" + "".join(f"{n:>14}" for n in sizes) + "   (median CPU seconds, and the median of the"
+      " ratios to 2M, run beside it)")
 for name, r in speed["nursery"].items():
     print(f"{name:10}" + "".join(f"{r[n]['median']:7.3f} ({r[n]['ratio']:.2f})" for n in sizes))
 smaller, larger = sizes[:sizes.index("2M")], sizes[sizes.index("2M") + 1:]
@@ -3669,10 +3690,10 @@ for name, r in speed["nursery"].items():
 # `LC_NURSERY` is where the nursery starts, and the least it has; the
 # last lines say how far it grew from 2 MB. Below 2 MB the minor
 # collections come more often, and each one promotes blocks that would
-# have died with a little more time: at 1 MB `primes` and `fold` are
-# already an eighth to a sixth slower, at 256 KB `primes` is much slower
-# and `cpstak` an eighth, and `nqueens`, which allocates little that
-# lives, does not care. `binarytrees` and `perm`, where much of the
+# have died with a little more time: the lines "at most … with a smaller
+# nursery" say what that costs each program, and the columns of the table
+# from which size on (for `primes` and `fold`, already at 1 MB);
+# `nqueens`, which allocates little that lives, does not care. `binarytrees` and `perm`, where much of the
 # nursery survives, grow it on trial from any start; `binarytrees` pays
 # for the collections made on the way up from 256 or 512 KB. `perm`'s
 # times scatter with no order in the sizes: its nursery goes back and
@@ -3710,11 +3731,15 @@ print(f"{'S':>10} {'ns per cell':>12} {'minor':>6} {'major':>6} {'heap MB':>8} {
 for r in speed["live"]:
     print(f"{r['size']:>10,} {r['ns_per_cell']:12.2f} {r['minor']:6} {r['major']:6} {r['max_heap_mb']:8.1f}"
           f" {r['nursery_mb']:11.1f}")
+first, last = speed["live"][0], speed["live"][-1]
+print(f"from S = {first['size']:,} to S = {last['size']:,}: {first['ns_per_cell']:.2f} to {last['ns_per_cell']:.2f} ns"
+      f" per short-lived cell ({last['ns_per_cell'] / first['ns_per_cell'] - 1:+.0%}), the nursery"
+      f" {first['nursery_mb']:.0f} to {last['nursery_mb']:.0f} MB")
 
 # %% [markdown]
-# It does not grow with S — here it even falls, by a fifth, from 0.81 to
-# 0.64 ns, while the nursery grows to 4 MB: the minor collections never look
-# at the live list, and the major ones, a few, are paid for by the growth
+# It does not grow with S (the last line says how it changes from the
+# smallest S to the largest, and how the nursery grew meanwhile): the
+# minor collections never look at the live list, and the major ones, a few, are paid for by the growth
 # of the list itself. (The first
 # collector traced the whole live list at every collection, so that every
 # short-lived cell cost more, the more cells were live.)
@@ -3733,14 +3758,17 @@ for name, title in (("cells", "10^8 short-lived cells"), ("list", "a list of 10^
 for r in speed["limit"]:
     print(f"until the limit of {r['limit']}: {r['cpu']:.2f} s, peak resident memory {r['rss_mb']:.0f} MB,"
           f" status {r['status']}")
+print(f"the default limit, {DEFAULTS['LC_HEAP_LIMIT'] >> 30} GB, holds the heap of the list of 10^7 cells"
+      f" {(DEFAULTS['LC_HEAP_LIMIT'] >> 20) / speed['list']['max_heap_mb']:.1f} times")
 
 # %% [markdown]
-# The limit was 4 GB: a program that allocates without end took some nine
-# seconds to fail (the last line), and took 4 GB of memory from the machine while it did — a
+# The limit was 4 GB: a program that allocates without end took the time
+# of the line for 4G to fail, and took 4 GB of memory from the machine while it did — a
 # laptop with 8 GB would swap, one with 4 GB would not survive it. The
 # default is now **1 GB**, or a quarter of the machine's memory if that is
-# less: the list of ten million cells fits in it four times over, and a
-# runaway program fails in the time of the line for 1G above. `LC_HEAP_LIMIT` sets another
+# less: the list of ten million cells fits in it (the last line says how
+# many times over), and a
+# runaway program fails in the time of the line for 1G. `LC_HEAP_LIMIT` sets another
 # (`LC_HEAP_LIMIT=8G`; at most 32 GB). The stack has its own limit, 256 MiB
 # by default (`LC_STACK_SIZE`, above).
 
@@ -3778,13 +3806,12 @@ with tempfile.TemporaryDirectory() as tmp:
 # `LC_BUFFER=line`, a system call per line, which is what the REPL and the
 # `%%L` cells pay for seeing each line at once.
 #
-# On the machine printed above the table, "new/old" is 0.93 on the
-# numbers and the lines of text — the new runtime no slower there, within
-# the noise of two builds — and 1.14 on the tuples, a seventh: that is the
-# most the checks cost a program that does nothing but print, and a
-# program that computes anything between its prints pays a smaller share. Writing
-# at every line costs many times the whole run of a program that does
-# nothing but print — a price worth paying only where a person reads the
+# The last line of the cell below gives the largest "new/old", on the
+# machine printed above the table: the most the checks cost a program
+# that does nothing but print (a ratio below 1 is the noise of two
+# builds, not a gain); a program that computes anything between its
+# prints pays a smaller share. Writing at every line ("line/old") costs
+# many times the whole run of a program that does nothing but print — a price worth paying only where a person reads the
 # lines as they come, which is why it is not the default into a pipe.
 
 # %% tags=["nbval-ignore-output"]
@@ -3797,6 +3824,10 @@ from output_speed import table  # noqa: E402
 output_speed = json.loads(Path("../bench/output_speed.json").read_text())
 print("\n".join(machine_lines(output_speed["machine"])))
 print(table(output_speed))
+programs = output_speed["programs"]
+dearest = max(programs, key=lambda name: programs[name]["new/old"])
+print(f"new/old at most {programs[dearest]['new/old']:.2f} ({dearest}); line/old from"
+      f" {min(r['line/old'] for r in programs.values()):.0f} to {max(r['line/old'] for r in programs.values()):.0f}")
 
 # %% [markdown]
 # ## Backtraces
@@ -3855,6 +3886,8 @@ print(backtrace(TAIL, "tail.l", "-g", "-O0"), end="")
 #
 # ```
 #  stack_top ─┬─────────────────────────────┐
+#             │ the L thread's start, then  │  no call site of L: skipped
+#             │   lc_program's frame        │
 #             │ init.statement's frame      │
 #             │ return address → 10:7       │  called from tail.l:10:7
 #             │ descend's frame             │
@@ -4130,8 +4163,14 @@ for path in sorted(runtime_folder().glob("*.c")):
 #    (LLVM's `"frame-pointer"="all"`) give it, a frame's return address
 #    lying just above its saved frame pointer. And every walk of return
 #    addresses — the overflow handler's, the backtraces' — must read the
-#    address kept aside where it meets the barrier's.
-# 4. Only `lcompiler/runtime.py` changes (`DEFAULTS`): the C files are
+#    address kept aside where it meets the barrier's. OCaml 4 does a
+#    cheaper form of this on POWER (not on x86-64): its frame tables give
+#    the place of each frame's return address, a minor collection sets the
+#    address's low bit in every frame it scans (the processor ignores that
+#    bit when it returns there), and the next one stops at the first frame
+#    already marked (`Already_scanned` in its `roots_nat.c`).
+# 4. Only `lcompiler/defaults.py` changes (`DEFAULTS` is exported there,
+#    a module of its own): the C files are
 #    the same, but `runtime_library` hashes the options with the files,
 #    so the next `lc run` compiles a new library, into a new folder of
 #    the cache, with `-DDEFAULT_NURSERY=4194304ull`. `lc --help` does not
