@@ -20,6 +20,8 @@
 Each program runs --repeat times; the medians are printed, with the peak resident memory of the
 process and the collector's own statistics (LC_GC_STATS=1). Times are user + system CPU seconds
 of the program, which the other processes of a shared machine disturb less than wall time.
+For the nursery sizes, the file keeps each size's ratios to 2M, run by run, and the 95 %
+bootstrap interval of their median (bench/run.py's `interval`), for the chapter to print beside it.
 """
 import argparse
 import json
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from lcompiler import driver
 from lcompiler.errors import Source
+from run import interval as run_interval      # bench/run.py: the bootstrap interval of a median ratio
 
 LIST = "data List<a> { Cons(a, List<a>); Nil }\n"
 
@@ -158,8 +161,11 @@ def main(argv=None) -> int:
                     times[n].append(r["cpu"])
                     largest[n].append(r["nursery_mb"])
                     gc[n].append(r["gc_s"])
-            ratios = {n: statistics.median(a / b for a, b in zip(times[n], times["2M"])) for n in NURSERIES}
+            paired = {n: [a / b for a, b in zip(times[n], times["2M"])] for n in NURSERIES}
+            ratios = {n: statistics.median(paired[n]) for n in NURSERIES}
+            # the 95 % bootstrap interval of each median ratio, as bench/run.py computes it for the benchmarks
             results["nursery"][name] = {n: {"median": statistics.median(times[n]), "ratio": ratios[n],
+                                            "ratios": paired[n], "interval": list(run_interval(paired[n])),
                                             "largest_mb": max(largest[n]), "gc_s": statistics.median(gc[n])}
                                       for n in NURSERIES}
             print(f"{name:10}" + "".join(f"{statistics.median(times[n]):7.3f} ({ratios[n]:.2f})" for n in NURSERIES))
