@@ -2,10 +2,11 @@
 # Do not edit: change the notebook, then run `python tools/literate.py export`.
 """Chapter 2. Union-find, Safe and Fast
 
-A structure that keeps elements in disjoint sets, merges two sets in
-near-constant time, tells which set an element is in, and attaches a
-description to each set. Two variants share one interface: `Safe`, which
-detects every misuse and says which, and `Fast`, which checks nothing.
+A structure that keeps elements in disjoint sets, merges two sets, tells
+which set an element is in — each in nearly constant time, averaged over a
+run — and attaches a description to each set. Two variants share one
+interface: `Safe`, which detects every misuse and says which, and `Fast`,
+which checks nothing.
 
 What this chapter promises:
 
@@ -22,10 +23,12 @@ In the module `lcompiler.union_find`:
   partition — and raises an exception that names it (a subclass of
   `UnionFindError`); `Fast` checks nothing. Chapter 5's inference uses
   `Safe`, chapter 6's CPS language `Fast`.
-- Both link by rank and compress paths, so that a sequence of m
-  operations on n elements costs O(m α(n)) — nearly constant per
-  operation — and `find` never recurses on the Python stack, however long
-  the path.
+- Both link by rank and compress paths (two tricks explained below), so
+  that a sequence of m operations on n elements costs O(m α(n)), where α,
+  the inverse of Ackermann's function, is at most 4 in practice: nearly
+  constant per operation on average, though one `find` can take up to
+  log₂ n steps. And `find` never recurses on the Python stack, however
+  long the path.
 """
 
 __all__ = [

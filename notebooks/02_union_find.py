@@ -14,10 +14,11 @@
 # %% [markdown]
 # # Chapter 2. Union-find, Safe and Fast
 #
-# A structure that keeps elements in disjoint sets, merges two sets in
-# near-constant time, tells which set an element is in, and attaches a
-# description to each set. Two variants share one interface: `Safe`, which
-# detects every misuse and says which, and `Fast`, which checks nothing.
+# A structure that keeps elements in disjoint sets, merges two sets, tells
+# which set an element is in — each in nearly constant time, averaged over a
+# run — and attaches a description to each set. Two variants share one
+# interface: `Safe`, which detects every misuse and says which, and `Fast`,
+# which checks nothing.
 
 # %% [markdown]
 # <div class="admonition abstract">
@@ -71,10 +72,12 @@
 #   partition — and raises an exception that names it (a subclass of
 #   `UnionFindError`); `Fast` checks nothing. Chapter 5's inference uses
 #   `Safe`, chapter 6's CPS language `Fast`.
-# - Both link by rank and compress paths, so that a sequence of m
-#   operations on n elements costs O(m α(n)) — nearly constant per
-#   operation — and `find` never recurses on the Python stack, however long
-#   the path.
+# - Both link by rank and compress paths (two tricks explained below), so
+#   that a sequence of m operations on n elements costs O(m α(n)), where α,
+#   the inverse of Ackermann's function, is at most 4 in practice: nearly
+#   constant per operation on average, though one `find` can take up to
+#   log₂ n steps. And `find` never recurses on the Python stack, however
+#   long the path.
 #
 # ## The interface
 #
@@ -408,9 +411,10 @@ class Safe(UnionFind):
 # with no link, and `_live` says why something is not a live partition of
 # this structure. `singleton` refuses an element that
 # already has a link, saying whether it belongs to this structure or to
-# another; `find` returns a root's handle at once, and leaves everything
-# else to `_find_path`, which reports a missing link or a foreign handle
-# and otherwise compresses the path as `Fast` does:
+# another; `find` returns a root's handle at once, once it has checked that
+# the handle is this structure's, and leaves everything else to
+# `_find_path`, which reports a missing link or a foreign handle and
+# otherwise compresses the path as `Fast` does:
 
 # %%
 #| export
@@ -530,7 +534,7 @@ from lcompiler.drawing import Box, Picture
 def forest(uf: UnionFind, elements: list, moved=()) -> list[Box]:
     """The partitions of the elements as trees of boxes, read from their links;
     the elements in moved are drawn green."""
-    boxes = {id(e): Box(str(e.name), style="green" if e in moved else "blue") for e in elements}
+    boxes = {id(e): Box(str(e.name), style="green" if e in moved else "blue", name=str(e.name)) for e in elements}
     roots = []
     for e in elements:
         up = getattr(e, uf.link)
@@ -619,14 +623,20 @@ def attempt(action) -> str:
     return "no error!"
 
 
-uf, other = Safe(), Safe()
-x, y, z, stranger = Element("x"), Element("y"), Element("z"), Element("stranger")
-px, py = uf.singleton(x, "x"), uf.singleton(y, "y")
-pxy = uf.union(px, py, "x or y")
-other.singleton(z, "z")
-misuses = {
+def situation(variant):
+    """Two structures: x and y joined in uf, z alone in other, stranger in neither."""
+    uf, other = variant(), variant()
+    x, y, z, stranger = Element("x"), Element("y"), Element("z"), Element("stranger")
+    px, py = uf.singleton(x, "x"), uf.singleton(y, "y")
+    pxy = uf.union(px, py, "x or y")
+    other.singleton(z, "z")
+    return uf, other, x, y, z, stranger, px, py, pxy
+
+
+uf, other, x, y, z, stranger, px, py, pxy = situation(Safe)
+misuses = {                                     # each reads the names above when it runs
     "add x twice": lambda: uf.singleton(x, "again"),
-    "add z, which belongs to another structure": lambda: uf.singleton(z, "z"),
+    "add z, which belongs to another structure": lambda: uf.singleton(z, "z in uf"),
     "find an element never added": lambda: uf.find(stranger),
     "find an element of another structure": lambda: uf.find(z),
     "union with a partition of another structure": lambda: uf.union(pxy, other.find(z), "?"),
@@ -639,9 +649,35 @@ for what, action in misuses.items():
     print(f"{what}:\n    {attempt(action)}")
 
 # %% [markdown]
-# The same misuses on `Fast` raise nothing, or an `AttributeError` from deep
-# inside, or silently corrupt the structure — that is the contract of `Fast`.
-# The original's advice is to prefer `Safe`, since the difference in speed is
+# The same misuses on `Fast`, each on a fresh copy of the situation (a
+# misuse can damage it), with what it returns and where `x`, `y` and `z`
+# link afterwards:
+
+# %%
+uf, other, x, y, z, *_ = situation(Fast)
+before = links(uf, [x, y, z])
+print(f"before any misuse: {before}")
+for what, action in misuses.items():
+    uf, other, x, y, z, stranger, px, py, pxy = situation(Fast)
+    try:
+        result = f"returns {action()!r}"
+    except AttributeError as error:
+        result = f"AttributeError: {error}"
+    after = links(uf, [x, y, z])
+    print(f"{what}:\n    {result}; " + ("links unchanged" if after == before else f"links now: {after}"))
+
+# %% [markdown]
+# Three misuses stop with an `AttributeError` from deep inside, which names
+# neither the misuse nor the argument. The other six return as if nothing
+# were wrong: `find(z)` answers with a partition of the other structure; the
+# consumed `px` answers right, by luck (it won its union, so in `Fast` it
+# *is* the merged partition; exercise 3 comes back to this); and four change
+# links on the way: `x`, added again, becomes the root of a new partition
+# and takes `y` with it; `z`, added to `uf`, or hung under `x` by a union
+# with `other`'s partition, silently leaves `other`; and the union of a
+# partition with itself points `x` at itself, so the next `find` of `x` or
+# `y` never returns. That is the contract of `Fast`: correct calls only. The
+# original's advice is to prefer `Safe`, since the difference in speed is
 # small. We check that claim below.
 #
 # ## Deep paths, without recursion
@@ -740,8 +776,8 @@ for n in sizes:
 # Under one link per find on average, flat from a thousand elements to a
 # million, and no find walks more than a handful of links. Union by rank
 # keeps every tree low: a rank of r needs at least 2ʳ elements, so the
-# largest rank stays below log₂ n (about 20 for a million), and it is far
-# below it here. Path compression then shortens whatever path a find walks.
+# largest rank is at most log₂ n (under 20 for a million), and it is far
+# below that here. Path compression then shortens whatever path a find walks.
 #
 # Now the time, in nanoseconds per operation, for both variants. Element
 # objects are made before the clock starts, and Python's cyclic garbage
@@ -833,10 +869,12 @@ plt.close(fig)
 # column says where the time goes: merely *reading* one random element's
 # link costs many times more over the same range, because a thousand
 # elements sit in the processor's caches and a million Python objects do
-# not. A find touches up to three objects at random places — the element,
-# its parent if it has one, the partition handle — so an operation can pay
-# that growth more than once over. The cell below reads the ratios from this run's measurements (they
-# change from run to run, and from machine to machine):
+# not. A find touches at least two objects at random places — the element
+# and the partition handle — and one more for each link it follows (under
+# one on average, the first table says), so an operation can pay that
+# growth more than once over. The cell below reads the ratios from this
+# run's measurements (they change from run to run, and from machine to
+# machine):
 
 # %% tags=["nbval-ignore-output"]
 fast, safe, read = timings["Fast"], timings["Safe"], timings[READ]
@@ -850,18 +888,18 @@ ratios = [s / f for s, f in zip(safe, fast)]
 print(f"  and from {min(ratios):.2f} to {max(ratios):.2f} times across the {len(sizes)} sizes.")
 
 # %% [markdown]
-# The work per operation is constant, as the bound promises; the memory it
-# runs on does not promise constant time per access. (An implementation in C
+# The work per operation — the links its finds follow — stays flat, as the
+# bound promises; the memory it runs on does not promise constant time per
+# access. (An implementation in C
 # meets the same memory hierarchy; its elements would be a few bytes each
 # instead of a Python object, so it would leave the caches at a larger n.)
 #
 # `Safe` costs more than `Fast` (the last two lines): its extra tests and the
 # new handle it makes per `union` are a fixed amount of work per operation,
-# which counts for most where operations are cheapest, on small structures
-# that run from the cache; on large ones both variants wait on memory, and the
-# ratio usually comes down. The two largest sizes are timed in only two
-# rounds each, so their ratios are the noisiest of the table; on a busy
-# machine one of them can even come out below 1. The original calls the
+# which weighs most where operations are cheapest, on small structures
+# that run from the cache; on large ones both variants also wait on memory,
+# which dilutes it. The two largest sizes are timed in only two rounds
+# each, so their ratios are the noisiest of the table. The original calls the
 # difference small, and recommends `Safe` for that reason; in Python it is
 # not small, but what the checks buy is large — the misuses above are
 # exactly the bugs that would otherwise surface much later as a wrong type
@@ -916,11 +954,15 @@ print(f"  and from {min(ratios):.2f} to {max(ratios):.2f} times across the {len(
 #    root, and the re-linking needs no test; here it must not point an
 #    element at a handle. In exchange halving needs no second pass and no
 #    list. The count of links followed rises a little (the cell below prints
-#    both) and stays nearly flat as n grows: halving reaches the same bound as full
-#    compression (Tarjan and van Leeuwen). So the original's reason is a
-#    real but small cost per step, not a difference in the guarantee;
-#    either choice is sound, and only a measurement could say which is
-#    faster here.
+#    both) and stays nearly flat as n grows: halving reaches the same bound
+#    as full compression (Tarjan and van Leeuwen). So the original's reason
+#    is a real but small cost per step, not a difference in the guarantee;
+#    either choice is sound. Is it worth it? Only a measurement can say, and
+#    the second cell below makes one: both variants on the workload of the
+#    timing above, in alternation. Halving can come out ahead even though
+#    its finds follow a few more links: on a path of one link, compression
+#    builds a list and rewrites a link that already points at the root,
+#    where halving returns at once. The cell prints how this run came out.
 # 2. `NoRank.union`, below. The links followed per find grow with n: path
 #    compression alone still flattens what the finds walk, but a union can
 #    now hang a tall tree under a short one, and the guarantee falls from α
@@ -940,7 +982,9 @@ print(f"  and from {min(ratios):.2f} to {max(ratios):.2f} times across the {len(
 #    loser's old handle: it still says `'c or d'`, rank 1, and its root `c`
 #    now points at `a`, so it describes a partition that no longer exists,
 #    and `Fast` answers `description(pcd)` without complaint (the cell
-#    prints its answer).
+#    prints its answer). No link leads to `pcd` any more; only the names
+#    `pcd` in the reader's program do (in the picture, the red box, with a
+#    dashed arrow to the root it still records).
 #
 # </details>
 #
@@ -989,6 +1033,18 @@ uf = Halving()
 assert uf.description(uf.find(chain(uf, 10**5)[0])) == "the end"   # a long path, no recursion
 
 # %% [markdown]
+# And the time (a measurement: different on every run, so not compared by
+# the tests), in rounds of the two in alternation, as many as the timing
+# above makes, and the best of each:
+
+# %% tags=["nbval-ignore-output"]
+for n in sizes[:3]:
+    rounds = [(ns_per_op(Fast, n), ns_per_op(Halving, n)) for _ in range(max(2, 3 * 10**5 // (4 * n)))]
+    compression, halving = (min(column) for column in zip(*rounds))
+    print(f"{n:>9,} elements: compression {compression:.0f} ns per operation, "
+          f"halving {halving:.0f} ({halving / compression:.2f} times compression's time)")
+
+# %% [markdown]
 # Exercise 3: the winner's handle, reused, can no longer be caught.
 
 # %%
@@ -1015,7 +1071,8 @@ for variant in (Safe, ReusingSafe):
           f"pb: {attempt(lambda uf=uf, pb=pb: uf.description(pb))}")
 
 # %% [markdown]
-# Exercise 4: the three moments again, on `Fast`.
+# Exercise 4: the three moments again, on `Fast`, with the stale handle
+# `pcd` drawn beside the forest.
 
 # %%
 uf = Fast()
@@ -1026,5 +1083,9 @@ everything = uf.union(pab, pcd, "a, b, c or d")
 uf.find(d)
 print(f"union returned pab: {everything is pab}; pcd is {pcd!r}, c now links to {c.link!r}, "
       f"and description(pcd) answers {uf.description(pcd)!r}")
-Picture([("Fast, after the union and find(d)", forest(uf, elements, moved=[d]))], edges="up",
-        alt="A union-find forest left by Fast: " + links(uf, elements) + ".")
+stale = Box(f"pcd: {pcd.desc!r}, rank {pcd.rank}", style="red", name="pcd")
+Picture([("Fast, after the union and find(d)", forest(uf, [a, b, d, c], moved=[d]) + [stale])], edges="up",
+        arrows=[("pcd", pcd.root.name)],
+        alt="A union-find forest left by Fast: " + links(uf, elements)
+            + f"; and the stale handle pcd, {pcd.desc!r}, rank {pcd.rank}, whose root is still {pcd.root.name}, "
+              "though no link leads to it.")
