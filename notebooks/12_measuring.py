@@ -176,74 +176,6 @@ for (date, command, repeat), names in runs.items():
 for lang, compiler in results["compilers"].items():
     print(f"  {lang:7} {compiler['version']:46} built with: {compiler['build']}")
 
-# %% [markdown]
-# What starting costs. `bench/run.py` times an empty program (one that
-# prints 0) in every language, in the same alternation as the benchmarks
-# (next section), before them, and records it in `bench/results.json`.
-# The cell takes each language's *least* start-up, since on a busy
-# machine the median carries the load of the moment, and subtracts it
-# from every run of L and of Chez before pairing them (the rest as in the
-# next section), which gives L/Chez *net of start-up*:
-
-# %%
-startup_record, where = results["startup"], "bench/results.json, measured with the benchmarks"
-startup = {lang: r["min"] for lang, r in startup_record["languages"].items()}
-print(f"start-up ({where}): an empty program, {startup_record['repeat']} runs of each, alternated with L's")
-for lang, r in startup_record["languages"].items():
-    print(f"  {lang:7} least {r['min'] * 1000:6.1f} ms, median {r['median'] * 1000:6.1f} ms")
-
-
-def net_entry(b, peer):
-    """L/peer with the least start-up of each taken out of every run: (median, low, high, paired ratios)."""
-    pair = b["pairs"][peer]
-    paired = [(l_run - startup["L"]) / (p_run - startup[peer]) for l_run, p_run in zip(pair["L"], pair[peer])]
-    return (statistics.median(paired), *bench_run.interval(paired), paired)
-
-
-def shown(e):
-    return f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
-
-
-def versus_1(e):
-    return bench_run.verdict(e[1], e[2], 1, "faster", "slower")
-
-
-quick = [n for n, b in benchmarks.items() if b["languages"]["L"]["median"] < 0.2]
-print(f"L's median under 0.2 s on {len(quick)} of the {len(benchmarks)} benchmarks: {', '.join(quick) or 'none'}")
-measured = {name: bench_run.ratios(b) for name, b in benchmarks.items()}
-net = {peer: {name: net_entry(b, peer) for name, b in benchmarks.items() if peer in b["pairs"]}
-       for peer in ("C", "OCaml", "Chez")}
-print(f"{'L/Chez':12} {'as measured':>18} {'':13} {'net of start-up':>18} {'':13} Chez's start-up in its median")
-for name, e in net["Chez"].items():
-    m = measured[name]["L/Chez"]
-    share = startup["Chez"] / benchmarks[name]["languages"]["Chez"]["median"]
-    print(f"{name:12} {shown(m):>18} {versus_1(m):13} {shown(e):>18} {versus_1(e):13} {100 * share:3.0f} %")
-print("geometric means, as measured -> net of start-up:")
-for peer, entries in net.items():
-    mean_net = (bench_run.geometric_mean(e[0] for e in entries.values()),
-                *bench_run.mean_interval([e[3] for e in entries.values()]))
-    print(f"  L/{peer:5} {shown(bench_run.mean_entry(measured, f'L/{peer}'))} -> {shown(mean_net)}")
-shares = {name: startup["Chez"] / benchmarks[name]["languages"]["Chez"]["median"] for name in net["Chez"]}
-rises = {name: e[0] / measured[name]["L/Chez"][0] for name, e in net["Chez"].items()}
-changed = [name for name, e in net["Chez"].items() if versus_1(e) != versus_1(measured[name]["L/Chez"])]
-print(f"Chez's start-up: at most {100 * max(shares.values()):.0f} % of its median ({max(shares, key=shares.get)});"
-      f" L/Chez net of it: at most {max(rises.values()):.2f} times as measured ({max(rises, key=rises.get)});"
-      f" verdicts that change: {', '.join(changed) or 'none'}")
-
-# %% [markdown]
-# Chez Scheme and CPython pay tens of milliseconds before the first line
-# of the program runs; the executables of L, C and OCaml, one or two.
-# Against Chez, so, L starts each benchmark with a head start. How large
-# a head start depends on how long the benchmarks run: the sizes of
-# `bench/run.py` are chosen so that each benchmark's fastest version runs
-# for about a second (the table of results below), and the cell's line
-# on L's medians says how many of them are under 0.2 s, where 60 ms would
-# weigh. Its last line says how much the start-up weighs in this
-# measurement: its largest share of a Chez median, the most that taking
-# it out raises L/Chez, and the verdicts against 1 that change. The net
-# ratios are estimates all the same:
-# the least start-up is subtracted from runs that each paid their own.
-# Where the sections below discuss L against Chez, they print both.
 
 # %% [markdown]
 # ## Timing in alternation
@@ -314,6 +246,77 @@ for peer in PEERS:
 # is on one side of it; an interval that contains the threshold is *within
 # noise*. Every verdict below, against 1 or against a target, applies it.
 
+# %% [markdown]
+# ## What starting costs
+#
+# A Chez run includes loading Chez's boot files, before the program's
+# first line. `bench/run.py` times an empty program (one that prints 0)
+# in every language, in the same alternation as the benchmarks, before
+# them, and records it in `bench/results.json`. The cell takes each
+# language's *least* start-up, since on a busy machine the median carries
+# the load of the moment, and subtracts it from every run of L and of
+# Chez before pairing them as above, which gives L/Chez *net of
+# start-up*, with its interval and its verdict by the rule:
+
+# %%
+startup_record, where = results["startup"], "bench/results.json, measured with the benchmarks"
+startup = {lang: r["min"] for lang, r in startup_record["languages"].items()}
+print(f"start-up ({where}): an empty program, {startup_record['repeat']} runs of each, alternated with L's")
+for lang, r in startup_record["languages"].items():
+    print(f"  {lang:7} least {r['min'] * 1000:6.1f} ms, median {r['median'] * 1000:6.1f} ms")
+
+
+def net_entry(b, peer):
+    """L/peer with the least start-up of each taken out of every run: (median, low, high, paired ratios)."""
+    pair = b["pairs"][peer]
+    paired = [(l_run - startup["L"]) / (p_run - startup[peer]) for l_run, p_run in zip(pair["L"], pair[peer])]
+    return (statistics.median(paired), *bench_run.interval(paired), paired)
+
+
+def shown(e):
+    return f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
+
+
+def versus_1(e):
+    return bench_run.verdict(e[1], e[2], 1, "faster", "slower")
+
+
+quick = [n for n, b in benchmarks.items() if b["languages"]["L"]["median"] < 0.2]
+print(f"L's median under 0.2 s on {len(quick)} of the {len(benchmarks)} benchmarks: {', '.join(quick) or 'none'}")
+measured = {name: bench_run.ratios(b) for name, b in benchmarks.items()}
+net = {peer: {name: net_entry(b, peer) for name, b in benchmarks.items() if peer in b["pairs"]}
+       for peer in ("C", "OCaml", "Chez")}
+print(f"{'L/Chez':12} {'as measured':>18} {'':13} {'net of start-up':>18} {'':13} Chez's start-up in its median")
+for name, e in net["Chez"].items():
+    m = measured[name]["L/Chez"]
+    share = startup["Chez"] / benchmarks[name]["languages"]["Chez"]["median"]
+    print(f"{name:12} {shown(m):>18} {versus_1(m):13} {shown(e):>18} {versus_1(e):13} {100 * share:3.0f} %")
+print("geometric means, as measured -> net of start-up:")
+for peer, entries in net.items():
+    mean_net = (bench_run.geometric_mean(e[0] for e in entries.values()),
+                *bench_run.mean_interval([e[3] for e in entries.values()]))
+    print(f"  L/{peer:5} {shown(bench_run.mean_entry(measured, f'L/{peer}'))} -> {shown(mean_net)}")
+shares = {name: startup["Chez"] / benchmarks[name]["languages"]["Chez"]["median"] for name in net["Chez"]}
+rises = {name: e[0] / measured[name]["L/Chez"][0] for name, e in net["Chez"].items()}
+changed = [name for name, e in net["Chez"].items() if versus_1(e) != versus_1(measured[name]["L/Chez"])]
+print(f"Chez's start-up: at most {100 * max(shares.values()):.0f} % of its median ({max(shares, key=shares.get)});"
+      f" L/Chez net of it: at most {max(rises.values()):.2f} times as measured ({max(rises, key=rises.get)});"
+      f" verdicts that change: {', '.join(changed) or 'none'}")
+
+# %% [markdown]
+# Chez Scheme and CPython pay tens of milliseconds before the first line
+# of the program runs; the executables of L, C and OCaml, one or two.
+# Against Chez, so, L starts each benchmark with a head start. How large
+# a head start depends on how long the benchmarks run: the sizes of
+# `bench/run.py` are chosen so that each benchmark's fastest version runs
+# for about a second (the table of results below), and the cell's line
+# on L's medians says how many of them are under 0.2 s, where 60 ms would
+# weigh. Its last line says how much the start-up weighs in this
+# measurement: its largest share of a Chez median, the most that taking
+# it out raises L/Chez, and the verdicts against 1 that change. The net
+# ratios are estimates all the same:
+# the least start-up is subtracted from runs that each paid their own.
+# Where the sections below discuss L against Chez, they print both.
 # %% [markdown]
 # ## The results
 #
@@ -602,7 +605,7 @@ for name in EXCEPTION_BENCHMARKS:
 #
 # The cell below lists, for each peer, the benchmarks on which L is faster,
 # within noise and slower, by the chapter's one rule (the interval against
-# 1), and against Chez also net of start-up (the second section's cell):
+# 1), and against Chez also net of start-up (the section on what starting costs):
 
 # %%
 def by_verdict(entries):
@@ -1391,16 +1394,16 @@ without = without_record["rows"][-1]
 for label, row in (("-O0", without), ("optimised", largest)):
     s = row["seconds"]
     print(f"{label:>10}: {row['lines']} lines, {sum(s.values()):5.2f} s in all: "
-          f"{sum(s.values()) - s['machine code']:5.2f} s in Python, {s['machine code']:5.2f} s in LLVM;"
+          f"{sum(s.values()) - s['machine code']:5.2f} s before machine code, {s['machine code']:5.2f} s in it;"
           f" closure conversion {s['closure']:4.2f} s, back end {s['llvm']:4.2f} s")
-print(f"LLVM without the optimiser / with it: {without['seconds']['machine code'] / largest['seconds']['machine code']:.1f};"
+print(f"machine code without the optimiser / with it: {without['seconds']['machine code'] / largest['seconds']['machine code']:.1f};"
       f" the optimiser itself: {largest['seconds']['opt']:.2f} s")
 
 # %% [markdown]
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
-# carry (the last two figures of each line); and LLVM takes several
-# times as long (the last line). The optimiser pays for itself several
+# carry (the last two figures of each line); and machine code, LLVM's
+# part, takes several times as long (the last line). The optimiser pays for itself several
 # times over: what it costs (the last line too) is a fraction of what it
 # saves LLVM.
 #
@@ -1478,6 +1481,29 @@ print(f"from {rows[0]['lines']:,} to {rows[-1]['lines']:,} lines ({rows[-1]['nod
 # caches less well.
 
 # %% [markdown]
+# The same table drawn: for each program, a bar of its microseconds per
+# line, cut into the stages. A compiler that is linear draws bars of one
+# height; a stage that were quadratic would make its slice of the bar
+# eight times as thick from the first bar to the last.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.4))
+bottom = [0.0] * len(rows)
+for i, name in enumerate(rows[0]["seconds"]):
+    heights = [1e6 * r["seconds"][name] / r["lines"] for r in rows]
+    ax.bar([f"{r['lines']:,}" for r in rows], heights, 0.6, bottom=bottom, label=name, color=plt.cm.tab20(i))
+    bottom = [b + h for b, h in zip(bottom, heights)]
+ax.set_xlabel("lines of the generated program")
+ax.set_ylabel("microseconds per line")
+ax.legend(ncol=2, fontsize=8, loc="center left", bbox_to_anchor=(1, 0.5))
+plt.tight_layout()
+display(fig, metadata={"alt": "Stacked bars of the compiler's microseconds per line, one bar per program size, "
+                              "cut into its stages: " + "; ".join(
+                                  f"{r['lines']:,} lines, {1e6 * sum(r['seconds'].values()) / r['lines']:.0f} in all"
+                                  for r in rows)})
+plt.close(fig)
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. Make the JIT use the small code model for the calls between L
@@ -1552,7 +1578,8 @@ print(f"from {rows[0]['lines']:,} to {rows[-1]['lines']:,} lines ({rows[-1]['nod
 #    (on a machine shared with other work, repeat the runs, and look at
 #    the spread). In `live`, each update's new nodes stay in the tree
 #    until a later update replaces them, anywhere in the tree: about a
-#    third of the nursery survives each collection (chapter 10b), and a
+#    third of what it allocates survives the nursery (the collector's
+#    statistics in the section on a large structure), and a
 #    larger nursery keeps nearly as many more of them — why chapter 10b's
 #    trial of a larger nursery fails on `live`. So expect a larger
 #    nursery to change little until it nears the size of the tree itself,
