@@ -528,16 +528,14 @@ print("L/best moved most: " + ", ".join(f"{n} {here[n]['L/best'][0]:.2f} -> {the
                                       for n in moved[:5]))
 
 # %% [markdown]
-# Single ratios move a lot: L/best on `states` doubles, on `cpstree` it
-# rises by about half (with a wide interval), on `perm` by about a third,
-# on `tak` by a quarter, and on `loop` it falls by a fifth (the cell's last
-# line); on `tak`, `interp` and `raisesearch` the faster peer is not the
-# same on the two machines. The conclusions of this chapter do not move.
-# On both machines L is faster than gcc -O2, OCaml and Chez, each taken
-# alone, on the geometric mean, every interval below 1. The geometric
-# mean of L/best is a little under 1 on the first, 0.95 [0.93, 0.95], and
-# within noise of 1 on the second, 0.99 [0.93, 1.02]; both miss the target
-# of 0.9. No benchmark goes from meeting the target of 1.1 to
+# Single ratios move a lot: the cell's last line names the five that
+# moved most, by up to a factor of two, and on `tak`, `interp` and
+# `raisesearch` the faster peer is not the same on the two machines. The
+# conclusions of this chapter do not move. On both machines L is faster
+# than gcc -O2, OCaml and Chez, each taken alone, on the geometric mean,
+# every interval below 1 (the `geo. mean` lines). The geometric mean of
+# L/best is a little under 1 on the first and within noise of 1 on the
+# second; both miss the target of 0.9. No benchmark goes from meeting the target of 1.1 to
 # missing it, or back: the same five miss it on both — `divrec`,
 # `mandel`, `interp`, `rbtree` and `perm`, which the sections below take
 # apart — and the verdicts that differ all go to or from *within noise*,
@@ -793,7 +791,7 @@ for name in ("fib", "ack"):
 # — and L is ahead of it on all three. The fourth member of the family,
 # `change`, shows how much of this is the C compiler's choice rather than
 # the language: its tree recursion over a list of coins takes L a little
-# longer than gcc -O2 by the median (1.08, within noise of the target),
+# longer than gcc -O2 by the median (within noise of the target),
 # but under three fifths of gcc -O3's time and about a third of clang's
 # (the table above), three compilers of the same C disagreeing by a
 # factor of three. Chapter 9's table of unrolling rounds shows the same
@@ -1403,9 +1401,9 @@ print(f"machine code without the optimiser / with it: {without['seconds']['machi
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
 # carry (the last two figures of each line); and machine code, LLVM's
-# part, takes several times as long (the last line). The optimiser pays for itself several
-# times over: what it costs (the last line too) is a fraction of what it
-# saves LLVM.
+# part, takes several times as long (the last line). The optimiser pays
+# for itself several times over: what it costs (the last line too) is a
+# fraction of what it saves LLVM.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
 # LLVM's inliner treats a function called once as free to inline, whatever
