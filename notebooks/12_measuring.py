@@ -176,81 +176,19 @@ for (date, command, repeat), names in runs.items():
 for lang, compiler in results["compilers"].items():
     print(f"  {lang:7} {compiler['version']:46} built with: {compiler['build']}")
 
-# %% [markdown]
-# What starting costs. `bench/run.py` times an empty program (one that
-# prints 0) in every language, in the same alternation as the benchmarks
-# (next section), before them, and records it in `bench/results.json`.
-# The cell takes each language's *least* start-up, since on a busy
-# machine the median carries the load of the moment, and subtracts it
-# from every run of L and of Chez before pairing them (the rest as in the
-# next section), which gives L/Chez *net of start-up*:
-
-# %%
-startup_record, where = results["startup"], "bench/results.json, measured with the benchmarks"
-startup = {lang: r["min"] for lang, r in startup_record["languages"].items()}
-print(f"start-up ({where}): an empty program, {startup_record['repeat']} runs of each, alternated with L's")
-for lang, r in startup_record["languages"].items():
-    print(f"  {lang:7} least {r['min'] * 1000:6.1f} ms, median {r['median'] * 1000:6.1f} ms")
-
-
-def net_entry(b, peer):
-    """L/peer with the least start-up of each taken out of every run: (median, low, high, paired ratios)."""
-    pair = b["pairs"][peer]
-    paired = [(l_run - startup["L"]) / (p_run - startup[peer]) for l_run, p_run in zip(pair["L"], pair[peer])]
-    return (statistics.median(paired), *bench_run.interval(paired), paired)
-
-
-def shown(e):
-    return f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
-
-
-def versus_1(e):
-    return bench_run.verdict(e[1], e[2], 1, "faster", "slower")
-
-
-quick = [n for n, b in benchmarks.items() if b["languages"]["L"]["median"] < 0.2]
-print(f"L's median under 0.2 s on {len(quick)} of the {len(benchmarks)} benchmarks: {', '.join(quick) or 'none'}")
-measured = {name: bench_run.ratios(b) for name, b in benchmarks.items()}
-net = {peer: {name: net_entry(b, peer) for name, b in benchmarks.items() if peer in b["pairs"]}
-       for peer in ("C", "OCaml", "Chez")}
-print(f"{'L/Chez':12} {'as measured':>18} {'':13} {'net of start-up':>18} {'':13} Chez's start-up in its median")
-for name, e in net["Chez"].items():
-    m = measured[name]["L/Chez"]
-    share = startup["Chez"] / benchmarks[name]["languages"]["Chez"]["median"]
-    print(f"{name:12} {shown(m):>18} {versus_1(m):13} {shown(e):>18} {versus_1(e):13} {100 * share:3.0f} %")
-print("geometric means, as measured -> net of start-up:")
-for peer, entries in net.items():
-    mean_net = (bench_run.geometric_mean(e[0] for e in entries.values()),
-                *bench_run.mean_interval([e[3] for e in entries.values()]))
-    print(f"  L/{peer:5} {shown(bench_run.mean_entry(measured, f'L/{peer}'))} -> {shown(mean_net)}")
-
-# %% [markdown]
-# Chez Scheme and CPython pay tens of milliseconds before the first line
-# of the program runs; the executables of L, C and OCaml, one or two.
-# Against Chez, so, L starts each benchmark with a head start. At the
-# sizes of this measurement, where every benchmark's fastest version runs
-# for between about half a second and two seconds (the table of results
-# below) and none of L's medians is under 0.2 s (the cell's line), the
-# head start is small: Chez's start-up is at most a fourteenth
-# of its median (the last column), L/Chez rises by a tenth at most net of
-# it, its geometric mean by a hundredth, and no verdict changes (`fold`,
-# `divrec` and `perm` are within noise of 1 either way). The net ratios
-# are estimates all the same:
-# the least start-up is subtracted from runs that each paid their own.
-# Where the sections below discuss L against Chez, they print both.
 
 # %% [markdown]
 # ## Timing in alternation
 #
 # The machine this book is measured on is a virtual machine with two cores,
 # shared with other work: its speed drifts by tens of percent within
-# minutes. (In the measurement this chapter reads, `bench/run.py` ran on
-# one core, `taskset -c 1`, every benchmark in one command, while the
-# other core ran other work; the other files this chapter reads were
-# measured on the same machine in the twenty minutes before it, all but
-# the one of the section on another machine, and the cells that read
-# them print what each file records of its machine, its start and its
-# command.) Timing all of L,
+# minutes. (`bench/run.py` ran on one core, pinned with `taskset`, every
+# benchmark in one command, while the other core ran other work: the
+# machine line at the top of the chapter says which core, the load, and
+# when. Each of the other files this chapter reads was written by its own
+# script, and the cell that reads it prints what the file records of its
+# machine, its start and its command, so a reader can see which figures
+# were measured together.) Timing all of L,
 # then all of C, would put the drift into the ratio. So `bench/run.py`
 # builds every version once, then runs, for each repetition,
 #
@@ -308,6 +246,77 @@ for peer in PEERS:
 # is on one side of it; an interval that contains the threshold is *within
 # noise*. Every verdict below, against 1 or against a target, applies it.
 
+# %% [markdown]
+# ## What starting costs
+#
+# A Chez run includes loading Chez's boot files, before the program's
+# first line. `bench/run.py` times an empty program (one that prints 0)
+# in every language, in the same alternation as the benchmarks, before
+# them, and records it in `bench/results.json`. The cell takes each
+# language's *least* start-up, since on a busy machine the median carries
+# the load of the moment, and subtracts it from every run of L and of
+# Chez before pairing them as above, which gives L/Chez *net of
+# start-up*, with its interval and its verdict by the rule:
+
+# %%
+startup_record, where = results["startup"], "bench/results.json, measured with the benchmarks"
+startup = {lang: r["min"] for lang, r in startup_record["languages"].items()}
+print(f"start-up ({where}): an empty program, {startup_record['repeat']} runs of each, alternated with L's")
+for lang, r in startup_record["languages"].items():
+    print(f"  {lang:7} least {r['min'] * 1000:6.1f} ms, median {r['median'] * 1000:6.1f} ms")
+
+
+def net_entry(b, peer):
+    """L/peer with the least start-up of each taken out of every run: (median, low, high, paired ratios)."""
+    pair = b["pairs"][peer]
+    paired = [(l_run - startup["L"]) / (p_run - startup[peer]) for l_run, p_run in zip(pair["L"], pair[peer])]
+    return (statistics.median(paired), *bench_run.interval(paired), paired)
+
+
+def shown(e):
+    return f"{e[0]:.2f} [{e[1]:.2f}, {e[2]:.2f}]"
+
+
+def versus_1(e):
+    return bench_run.verdict(e[1], e[2], 1, "faster", "slower")
+
+
+quick = [n for n, b in benchmarks.items() if b["languages"]["L"]["median"] < 0.2]
+print(f"L's median under 0.2 s on {len(quick)} of the {len(benchmarks)} benchmarks: {', '.join(quick) or 'none'}")
+measured = {name: bench_run.ratios(b) for name, b in benchmarks.items()}
+net = {peer: {name: net_entry(b, peer) for name, b in benchmarks.items() if peer in b["pairs"]}
+       for peer in ("C", "OCaml", "Chez")}
+print(f"{'L/Chez':12} {'as measured':>18} {'':13} {'net of start-up':>18} {'':13} Chez's start-up in its median")
+for name, e in net["Chez"].items():
+    m = measured[name]["L/Chez"]
+    share = startup["Chez"] / benchmarks[name]["languages"]["Chez"]["median"]
+    print(f"{name:12} {shown(m):>18} {versus_1(m):13} {shown(e):>18} {versus_1(e):13} {100 * share:3.0f} %")
+print("geometric means, as measured -> net of start-up:")
+for peer, entries in net.items():
+    mean_net = (bench_run.geometric_mean(e[0] for e in entries.values()),
+                *bench_run.mean_interval([e[3] for e in entries.values()]))
+    print(f"  L/{peer:5} {shown(bench_run.mean_entry(measured, f'L/{peer}'))} -> {shown(mean_net)}")
+shares = {name: startup["Chez"] / benchmarks[name]["languages"]["Chez"]["median"] for name in net["Chez"]}
+rises = {name: e[0] / measured[name]["L/Chez"][0] for name, e in net["Chez"].items()}
+changed = [name for name, e in net["Chez"].items() if versus_1(e) != versus_1(measured[name]["L/Chez"])]
+print(f"Chez's start-up: at most {100 * max(shares.values()):.0f} % of its median ({max(shares, key=shares.get)});"
+      f" L/Chez net of it: at most {max(rises.values()):.2f} times as measured ({max(rises, key=rises.get)});"
+      f" verdicts that change: {', '.join(changed) or 'none'}")
+
+# %% [markdown]
+# Chez Scheme and CPython pay tens of milliseconds before the first line
+# of the program runs; the executables of L, C and OCaml, one or two.
+# Against Chez, so, L starts each benchmark with a head start. How large
+# a head start depends on how long the benchmarks run: the sizes of
+# `bench/run.py` are chosen so that each benchmark's fastest version runs
+# for about a second (the table of results below), and the cell's line
+# on L's medians says how many of them are under 0.2 s, where 60 ms would
+# weigh. Its last line says how much the start-up weighs in this
+# measurement: its largest share of a Chez median, the most that taking
+# it out raises L/Chez, and the verdicts against 1 that change. The net
+# ratios are estimates all the same:
+# the least start-up is subtracted from runs that each paid their own.
+# Where the sections below discuss L against Chez, they print both.
 # %% [markdown]
 # ## The results
 #
@@ -519,16 +528,14 @@ print("L/best moved most: " + ", ".join(f"{n} {here[n]['L/best'][0]:.2f} -> {the
                                       for n in moved[:5]))
 
 # %% [markdown]
-# Single ratios move a lot: L/best on `states` doubles, on `cpstree` it
-# rises by about half (with a wide interval), on `perm` by about a third,
-# on `tak` by a quarter, and on `loop` it falls by a fifth (the cell's last
-# line); on `tak`, `interp` and `raisesearch` the faster peer is not the
-# same on the two machines. The conclusions of this chapter do not move.
-# On both machines L is faster than gcc -O2, OCaml and Chez, each taken
-# alone, on the geometric mean, every interval below 1. The geometric
-# mean of L/best is a little under 1 on the first, 0.95 [0.93, 0.95], and
-# within noise of 1 on the second, 0.99 [0.93, 1.02]; both miss the target
-# of 0.9. No benchmark goes from meeting the target of 1.1 to
+# Single ratios move a lot: the cell's last line names the five that
+# moved most, by up to a factor of two, and on `tak`, `interp` and
+# `raisesearch` the faster peer is not the same on the two machines. The
+# conclusions of this chapter do not move. On both machines L is faster
+# than gcc -O2, OCaml and Chez, each taken alone, on the geometric mean,
+# every interval below 1 (the `geo. mean` lines). The geometric mean of
+# L/best is a little under 1 on the first and within noise of 1 on the
+# second; both miss the target of 0.9. No benchmark goes from meeting the target of 1.1 to
 # missing it, or back: the same five miss it on both — `divrec`,
 # `mandel`, `interp`, `rbtree` and `perm`, which the sections below take
 # apart — and the verdicts that differ all go to or from *within noise*,
@@ -544,10 +551,13 @@ print("L/best moved most: " + ", ".join(f"{n} {here[n]['L/best'][0]:.2f} -> {the
 # expressions, a twelfth of whose digits are bad, raising at the first bad
 # one. C has no exceptions: its search returns an error code, its parser
 # uses `setjmp`/`longjmp`, as a C programmer writes each. The peer to beat is
-# OCaml, whose exceptions are among the fastest (a raise is four
-# instructions: reset the stack pointer to the innermost handler's frame,
-# whose place the runtime keeps in its state, and jump to the handler's
-# address saved there; no search); chapter 10's section on
+# OCaml, whose exceptions are among the fastest: a `try` pushes the
+# handler's address and the place of the enclosing handler on the stack
+# (a *trap frame*), and a raise (`raise_notrace`, in the amd64 assembly
+# that `ocamlopt -S` writes) is four instructions — `mov rsp, [r14+16]` (the stack pointer of the innermost
+# trap frame, which the runtime keeps in its state, `r14`), `pop
+# [r14+16]` (the enclosing frame becomes the innermost), `pop r11`, `jmp
+# r11` — with no search, however deep the handler. Chapter 10's section on
 # exceptions tells how L's are compiled. They are two rows of the table
 # above, measured with the others; here they are alone:
 
@@ -569,12 +579,15 @@ for name in EXCEPTION_BENCHMARKS:
           f" than OCaml;   L/C {shown(r['L/C'])} {versus_1(r['L/C'])}")
 
 # %% [markdown]
-# Both meet it with room: L is faster than OCaml on both. Against `gcc
-# -O2` L is a little faster on both, by a few per cent (the last column).
-# The C
-# search returns an error code, tested after every call, as the flag of
-# chapter 10 is tested in L; the C parser leaves its recursion with
-# `longjmp`, as OCaml's and L's trap frames would.
+# In this measurement both meet it with room, and L is faster than OCaml
+# on both (the cell's lines); against `gcc -O2`, the last column says how
+# far apart L and C are. The two C programs are the two ways L itself can
+# compile a raise (chapter 10's section on exceptions). The C search
+# returns an error code, tested after every call, as L's flag is tested
+# after every call that may raise — the way L compiles exceptions by
+# default; the C parser leaves its recursion with `longjmp`, in one step
+# whatever the depth, as OCaml's trap frames do, and L's with
+# `LC_EXCEPTIONS=traps`.
 
 # %% [markdown]
 # ## Reading the results
@@ -590,7 +603,7 @@ for name in EXCEPTION_BENCHMARKS:
 #
 # The cell below lists, for each peer, the benchmarks on which L is faster,
 # within noise and slower, by the chapter's one rule (the interval against
-# 1), and against Chez also net of start-up (the second section's cell):
+# 1), and against Chez also net of start-up (the section on what starting costs):
 
 # %%
 def by_verdict(entries):
@@ -655,8 +668,8 @@ for key, entries in columns_.items():
 #   `gcd` a division of the least integer by −1 (the section on integers
 #   that wrap, below);
 # - `interp`, against OCaml (and C and Chez): a loop of `match`es
-#   through jump tables, whose time chapter 9 shows moving by up to a
-#   sixth with the layout of its machine code alone, and where the peers
+#   through jump tables, whose time chapter 9 shows moving with the
+#   layout of its machine code alone, and where the peers
 #   keep the interpreted program's variables in an array (the section on
 #   the same program, below).
 #
@@ -761,24 +774,24 @@ for name in ("fib", "ack"):
 # is ahead of GCC's all the same, which says that counting calls is not the
 # whole story. (Chapter 10 gives the attribute
 # `"no_callee_saved_registers"` to its `fastcc` functions — the functions
-# called only directly, by name, from which every chain of tail calls
-# ends, `fib` among them — and to the initialisers of the top-level
-# definitions, both only ever called directly; not to the other `tailcc`
-# functions, among them the code of every closure, called through a
-# pointer. The reason: a dead pointer left in a
+# called only directly, by name, whose tail calls reach no closure and go
+# round no cycle, `fib` among them — and to the initialisers of the
+# top-level definitions, both only ever called directly; not to the
+# `tailcc` functions, among them the code of every closure, called
+# through a pointer. The reason: a dead pointer left in a
 # callee-saved register is saved on the stack by every deeper call, where
 # the conservative scan of the stack takes it for a live one and pins what
 # it points to. So a caller keeps what it needs across a call in its own
 # frame; here the values are integers, which the collector does not
-# care about, and what the attribute costs the calls chapter 10 measures:
-# nothing — `fib` runs a little faster with it than without.) On `tak`, whose outer
+# care about, and chapter 10 measures what the attribute costs the calls,
+# `fib`'s among them.) On `tak`, whose outer
 # call is a tail call,
 # chapter 9 makes the same loops, and L takes well under half of C's time.
 # OCaml does neither — its `fib` is one call per call, on tagged integers
 # — and L is ahead of it on all three. The fourth member of the family,
 # `change`, shows how much of this is the C compiler's choice rather than
 # the language: its tree recursion over a list of coins takes L a little
-# longer than gcc -O2 by the median (1.08, within noise of the target),
+# longer than gcc -O2 by the median (within noise of the target),
 # but under three fifths of gcc -O3's time and about a third of clang's
 # (the table above), three compilers of the same C disagreeing by a
 # factor of three. Chapter 9's table of unrolling rounds shows the same
@@ -802,16 +815,18 @@ for name in ("fib", "ack"):
 # %%
 wrapv = json.loads(Path("../bench/wrapv.json").read_text())
 print("\n".join(bench_machine.lines(wrapv["machine"])), "|", wrapv["command"])
-print(f"{'benchmark':10} {'L/C (gcc -O2)':>30} {'L/C (gcc -O2 -fwrapv)':>30}")
+print(f"{'benchmark':10} {'L/C (gcc -O2)':>30} {'L/C (gcc -O2 -fwrapv)':>30}   L/C in the table of results")
 for name, r in wrapv["benchmarks"].items():
     cells = [(r[k]["ratio"], *r[k]["ci"]) for k in ("L/C", "L/C-fwrapv")]
-    print(f"{name:10} " + " ".join(f"{shown(e)} {versus_1(e):12}" for e in cells))
+    in_table = table[name]["interval"]["L/C"]
+    print(f"{name:10} " + " ".join(f"{shown(e)} {versus_1(e):12}" for e in cells)
+          + f"   {shown(in_table)} {versus_1(in_table)}")
 
 # %% [markdown]
 # On `mandel`, L trails gcc -O2 and is ahead of it once C's integers wrap
 # as L's do; on `change`, whose ratio to gcc -O2 moves from one session to
-# the next (1.03 here, 1.08 in the table of results, within noise of 1
-# in both), L is ahead with `-fwrapv`. What L trailed there was C's
+# the next (compare the first column with the last, the same ratio in the
+# table of results), L is ahead with `-fwrapv`. What L trailed there was C's
 # freedom to ignore overflow, not GCC's code. (On `change` that freedom
 # is what gcc -O2 alone makes use of: gcc -O3 and clang are slower than
 # L without `-fwrapv`.) On `gcd` the option changes nothing, and L stays a
@@ -994,9 +1009,9 @@ largest_shares = sorted(gc_share, key=gc_share.get, reverse=True)[:4]
 print("the largest shares: " + ", ".join(f"{name} {100 * gc_share[name]:.0f} %" for name in largest_shares))
 
 # %% [markdown]
-# These runs were made on the machine the cell prints, which is not the
-# one of the table above (`results.json`'s); the shares are of its runs.
-# The collector's share goes from nothing to nearly half of a run (the
+# These runs were made on the machine the cell prints, which may not be
+# the one of the table above (compare the machine lines); the shares are
+# of its runs. The collector's share goes from nothing to nearly half of a run (the
 # cell's last line names the largest shares). What
 # decides it is what survives the nursery, which the counts show (they
 # hardly move from one run to the next; the times do, on a shared
@@ -1082,7 +1097,6 @@ for name, r in optimiser["closures"].items():
           f"  not unrolled, as now: {r['rule']['functions']:3} functions, {r['rule']['median']:.3f} s")
 
 # %% [markdown]
-
 # One difference is left in the code: the heap pointer across calls.
 # OCaml keeps it in a register for the whole program; L keeps it in a
 # register within a function, and passes it from function to function
@@ -1152,15 +1166,18 @@ for size in sorted(sizes):
     entries["Chez net"] = net_entry(record, "Chez")
     pairs = "  ".join(f"L/{p} {shown(e)}" for p, e in entries.items())
     print(f"n = {size:7}: {per_key}   |   {pairs}")
+live_c = {size: bench_run.ratios(record)["L/C"] for size, record in sizes.items()}
+print(f"L/C from {min(e[0] for e in live_c.values()):.2f} to {max(e[0] for e in live_c.values()):.2f};"
+      " by the rule: " + ", ".join(f"{versus_1(e)} at {size}" for size, e in sorted(live_c.items())))
 
 # %% [markdown]
 # The time per key grows with `n` in every language, C included: an update
 # walks a path from the root to a random key, and the larger the tree, the
 # fewer of its nodes are in the cache. A collector that degraded
 # quadratically would make L's time per key grow in proportion to `n`,
-# eight times over the sizes measured; it does not. L/C stays near 1 —
-# from 0.94 to 1.11, within noise of it at two of the four sizes; L/OCaml
-# falls as `n` grows;
+# eight times over the sizes measured; it does not. In this measurement
+# L/C stays near 1 (the cell's last line gives its range, and its verdict
+# at each size); L/OCaml falls as `n` grows;
 # L/Chez stays below 1, net of start-up too.
 # What the collector does as
 # the tree grows, its statistics show (from the same file, which runs `live`
@@ -1188,7 +1205,7 @@ for size, r in sorted(live_runs.items()):
 # nodes on a path are in the cache — and L's ratio to C stays near 1:
 # L's time grows as C's does, not quadratically. C frees each replaced
 # node at once; L stays within about a tenth of it at every size all the
-# same (1.11 at most); OCaml, whose collector makes the
+# same (the range printed above); OCaml, whose collector makes the
 # same bet as L's, is behind at every size, and further as `n` grows.
 
 # %% [markdown]
@@ -1209,9 +1226,9 @@ print(f"geometric mean of L/best: {mean[0]:.2f} [{mean[1]:.2f}, {mean[2]:.2f}], 
       f"{bench_run.verdict(mean[1], mean[2], bench_run.TARGET_MEAN)}")
 each = {name: bench_run.verdict(r["L/best"][1], r["L/best"][2], bench_run.TARGET_EACH) for name, r in rows.items()}
 for v in ("missed", "within noise"):
-    names = [f"{n} ({rows[n]['L/best'][0]:.2f})" for n, x in each.items() if x == v]
+    names = [f"{n} ({rows[n]['L/best'][0]:.2f} against {rows[n]['L/best peer']})" for n, x in each.items() if x == v]
     print(f"L/best above {bench_run.TARGET_EACH}, {v}: {', '.join(names) or 'none'}")
-slow = [f"{n} ({r['Python/L']:.0f})" for n, r in table.items() if r["Python/L"] < 30]
+slow = [f"{n} ({r['Python/L']:.1f})" for n, r in table.items() if r["Python/L"] < 30]
 print(f"Python/L below 30: {', '.join(slow) if slow else 'none'}: {'missed' if slow else 'met'}")
 for name, r in table.items():
     if r["Python/L"] < 30:
@@ -1219,7 +1236,7 @@ for name, r in table.items():
         fastest = min(b["languages"], key=lambda lang: b["languages"][lang]["median"])
         python = b["Python"].get("median") or b["Python"]["timeout"]
         print(f"  {name:12} the fastest by median time, {fastest}: Python/{fastest}"
-              f" {python / b['languages'][fastest]['median']:.0f}")
+              f" {python / b['languages'][fastest]['median']:.1f}")
 print("geometric means of L against each peer, and of L/Chez net of start-up:")
 for key in ("L/C", "L/OCaml", "L/Chez"):
     e = bench_run.mean_entry(rows, key)
@@ -1230,55 +1247,53 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 
 # %% [markdown]
 # In this measurement the first target is missed: the geometric mean of
-# L/best is a little under 1, not 0.9. The second is missed on six benchmarks
-# and within noise on two (the cell names them). What each miss comes
-# from, as far as this book knows:
+# L/best is a little under 1, not 0.9. The second is missed on six
+# benchmarks and within noise on two; the cell names them, each with its
+# ratio and the peer it is measured against. What each miss comes from,
+# as far as this book knows:
 #
-# - `perm` (about 3.5 against C): C's arena against L's collector, which
-#   spends a third of the run collecting, or more (the section on
-#   allocation), even with chapter 10b's nursery that grows while much of
-#   it survives; when to make a major collection is the next thing to look
-#   at;
-# - `rbtree` (about 1.4 against C): L's tree is persistent, so an
-#   insertion copies the nodes of its path, where the C version updates
-#   its tree in place and mallocs one node per insertion (the comment at
-#   the top of the file says so); the collector's share of L's run, about
-#   a fifth in the section on allocation, is most of the difference, so
-#   the collector, not the code of the walk, is where it would be won;
-# - `mandel` (about 1.2 against gcc -O2), and `change`, within noise of
-#   the target in this run: integer code where gcc -O2 may assume that a
-#   product or a sum does not overflow and L may not; with `-fwrapv`, which
-#   makes C's integers wrap as L's do, L is faster on both (the section on
-#   integers that wrap), and on `change` gcc -O3 and clang are slower than
-#   L without it;
-# - `interp` (1.34 against OCaml): most of it is the program, not
-#   the compiler — OCaml's interpreter updates an array in place where
-#   L's rebuilds a record, and written as L's is, it leaves L about 1.1
-#   behind (the section on the same program); the rest is a loop of
-#   `match`es through jump tables, whose time chapter 9 shows moving by
-#   up to a sixth with the layout of its code alone;
-# - `cpstak` (about 1.2; chapter 10's copy of the heap pointer within
-#   each function brought its time down to 0.93 of what it was, as
-#   chapter 10 measures) and `divrec` (about 1.15)
-#   against OCaml: closures and cells that die at once — the heap pointer
-#   across calls, the last paragraph of this section;
-# - within noise: `change` (above), and `live` against C (about 1.1: the
-#   section on a large structure shows its ratio to C moving between 0.94
-#   and 1.11 with the size); `takl` and `nqueens` meet the target in this
-#   run, a little above 1 (`takl`'s 32-byte loops took 0.77 of the time of
-#   16-byte ones in the section on where a loop starts: with LLVM's 16 it
-#   would miss).
+# - `perm`, against C: C's arena against L's collector, which spends a
+#   third of the run collecting, or more (the section on allocation), even
+#   with chapter 10b's nursery that grows while much of it survives; when
+#   to make a major collection is the next thing to look at;
+# - `rbtree`, against C: L's tree is persistent, so an insertion copies
+#   the nodes of its path, where the C version updates its tree in place
+#   and mallocs one node per insertion (the comment at the top of the file
+#   says so); the collector's share of L's run (the section on allocation
+#   prints it) is most of the difference, so the collector, not the code
+#   of the walk, is where it would be won;
+# - `mandel`, against gcc -O2, and `change`, within noise of the target
+#   in this run: integer code where gcc -O2 may assume that a product or a
+#   sum does not overflow and L may not; with `-fwrapv`, which makes C's
+#   integers wrap as L's do, L is faster on both (the section on integers
+#   that wrap), and on `change` gcc -O3 and clang are slower than L
+#   without it;
+# - `interp`, against OCaml: most of it is the program, not the compiler —
+#   OCaml's interpreter updates an array in place where L's rebuilds a
+#   record, and written as L's is, it leaves L much nearer (the section on
+#   the same program); the rest is a loop of `match`es through jump
+#   tables, whose time chapter 9 shows moving with the layout of its code
+#   alone;
+# - `cpstak` and `divrec`, against OCaml: closures and cells that die at
+#   once, and the heap pointer across calls (the last paragraph of the
+#   section on allocation); chapter 10 measures how much its copy of the
+#   heap pointer within each function already won on `cpstak`;
+# - within noise: `change` (above), and `live` against C (the section on
+#   a large structure shows its ratio to C moving around 1 with the size).
+#   `takl` and `nqueens` meet the target in this run, a little above 1;
+#   `takl` would not with LLVM's own 16-byte loops (the section on where a
+#   loop starts prints what the 32-byte ones win on it).
 #
 # Against gcc -O3 the geometric mean misses too, and three more
 # benchmarks miss the target of 1.1 — `takl`, `nqueens` and `deriv`, on
 # which gcc -O3 is faster than gcc -O2; against clang -O2, a C compiler
 # built on LLVM (its version 14, where L's llvmlite bundles 22), the
-# geometric mean meets the target of 0.9 (the table's last columns). The third target is missed on
-# five programs. On `divrec` by a hair (29.8, printed 30), where OCaml
-# reaches 34; on the other four no compiler meets it: on `msort`,
-# `live`, `gcd` and `rbtree` CPython is less than thirty times slower than
-# even the fastest of the five (the cell prints the fastest and its
-# ratio). These four programs do
+# geometric mean meets the target of 0.9 (the table's last lines). The
+# third target is missed on five programs. On `divrec` by a hair, where
+# the fastest, OCaml, meets it; on the other four no compiler meets it:
+# on `msort`, `live`, `gcd` and `rbtree` CPython is less than thirty times
+# slower than even the fastest of the five (the cell prints the fastest
+# and its ratio). These four programs do
 # little but allocate and walk small blocks, or divide integers, and
 # CPython's reference counting frees each dead object at once and hands
 # its memory back, still in the cache, to the next one.
@@ -1305,8 +1320,9 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # data type, a `switch`, a struct of a function pointer and an environment
 # for the closure). It records its medians in `bench/compile_speed.json`,
 # which this cell reads (seconds; the front end is the stages `tokens` to
-# `types`, "machine code" is LLVM's O2 and code generation on the parts of
-# the module, in parallel):
+# `types`, "machine code" is the printing of the module's parts as LLVM
+# text by llvmlite, then LLVM's O2 and code generation on them, the parts
+# in parallel):
 
 # %%
 speed = json.loads(Path("../bench/compile_speed.json").read_text())
@@ -1331,17 +1347,18 @@ for row in speed["gcc"]:
 largest_total = sum(speed["rows"][-1]["seconds"].values())
 for target in (5, 2):
     print(f"{speed['rows'][-1]['lines']} lines in {largest_total:.2f} s, in {speed['rows'][-1]['parts']} part(s):"
-          f" {'met' if largest_total <= target else 'missed'} (at most {target} s)")
+          f" {'met' if largest_total <= target else 'missed'} (at most {target} s: {largest_total / target:.2f} of it)")
+print(f"L's compiler over gcc -O2 on the largest program: {largest_total / speed['gcc'][-1]['seconds']:.2f}")
 
 # %% [markdown]
 # The compiler grows linearly: the time per line does not grow with the
 # program (it is a little lower for the larger programs than for the
 # smallest, whose module is compiled in one part, where theirs are
-# compiled in two, in parallel: the table's last column). The book first set a 10,000-line program at most
-# 5 seconds, then at most 2; the last two lines say where it stands: just
-# within the first, and nearly two and a half times the second. That is
-# under three fifths of what `gcc -O2` takes on the same program in C (the
-# C version of the 10,000-line program is the 14,004-line one).
+# compiled in two, in parallel: the table's last column). The book first
+# set a 10,000-line program at most 5 seconds, then at most 2; the
+# cell's last lines say where it stands against each, and against what
+# `gcc -O2` takes on the same program in C (the C version of the
+# 10,000-line program is the 14,004-line one).
 #
 # Where the time goes, stage by stage, for the largest program:
 
@@ -1354,9 +1371,10 @@ for name, seconds in sorted(largest["seconds"].items(), key=lambda kv: -kv[1]):
 print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
 
 # %% [markdown]
-# Over three quarters of the time is Python's: the stages of chapters 4 to
-# 10, each linear and each a fraction of a second, the optimiser of
-# chapter 9 the largest of them. LLVM's share is small
+# The stages before `machine code`, all in Python, take most of the time
+# (the last line: over three quarters in this measurement): the stages of
+# chapters 4 to 10, each linear and each a second or less, the optimiser
+# of chapter 9 the largest of them. LLVM's share is small
 # because of that optimiser, which hands LLVM, on these generated
 # programs, a smaller program with less left to inline and fold (on the
 # corpus of small programs it does the opposite: chapter 9 counts the
@@ -1374,15 +1392,18 @@ without = without_record["rows"][-1]
 for label, row in (("-O0", without), ("optimised", largest)):
     s = row["seconds"]
     print(f"{label:>10}: {row['lines']} lines, {sum(s.values()):5.2f} s in all: "
-          f"{sum(s.values()) - s['machine code']:5.2f} s in Python, {s['machine code']:5.2f} s in LLVM;"
+          f"{sum(s.values()) - s['machine code']:5.2f} s before machine code, {s['machine code']:5.2f} s in it;"
           f" closure conversion {s['closure']:4.2f} s, back end {s['llvm']:4.2f} s")
+print(f"machine code without the optimiser / with it: {without['seconds']['machine code'] / largest['seconds']['machine code']:.1f};"
+      f" the optimiser itself: {largest['seconds']['opt']:.2f} s")
 
 # %% [markdown]
 # Without chapter 9 the Python stages take less time, but not by all of
 # the optimiser's, since every stage after it has a larger program to
-# carry (the last two figures of each line); and LLVM takes more than six
-# times as long. The optimiser pays
-# for itself several times over.
+# carry (the last two figures of each line); and machine code, LLVM's
+# part, takes several times as long (the last line). The optimiser pays
+# for itself several times over: what it costs (the last line too) is a
+# fraction of what it saves LLVM.
 #
 # It was neither linear nor this fast at first. With `internal` linkage,
 # LLVM's inliner treats a function called once as free to inline, whatever
@@ -1408,8 +1429,8 @@ for label, row in (("-O0", without), ("optimised", largest)):
 # too. Since then the exceptions and the warnings came, and the front end
 # was made faster again (chapter 4a's parser and tokens, chapter 5's
 # pattern warnings, chapter 10's names for the back end, each measured
-# the same way), which brings it to the figure above. Going further — 2
-# seconds is nearly two and a half times less — would take fewer objects per node in the
+# the same way), which brings it to the figure above. Going further, to
+# 2 seconds, would take fewer objects per node in the
 # Python stages (the lexer and the type checker build a Python object for
 # every token and every type variable), or fewer stages: four walks of the
 # whole program, from tokens to types, could be two. On a machine with
@@ -1450,10 +1471,35 @@ print(f"from {rows[0]['lines']:,} to {rows[-1]['lines']:,} lines ({rows[-1]['nod
 # by a fifth. The rows between wobble with the machine (the load average
 # above; each figure is the median of three runs only), which is why the
 # growth is read from the ends. The stage that grows most here is the one
-# named on the last line. Profiled (cProfile), the back end of chapter 10
-# makes exactly as many more calls as the program has more lines; what
-# grows a little is the price of each call, on a program whose millions of
-# Python objects use the processor's caches less well.
+# named on the last line (`machine code` is mostly LLVM's own work, in
+# C++, after llvmlite prints the parts; the others are Python). Profiled with cProfile when this section was
+# written, the back end of chapter 10 made exactly as many more calls as
+# the program had more lines; what grew a little was the price of each
+# call, on a program whose millions of Python objects use the processor's
+# caches less well.
+
+# %% [markdown]
+# The same table drawn: for each program, a bar of its microseconds per
+# line, cut into the stages. A compiler that is linear draws bars of one
+# height; a stage that were quadratic would make its slice of the bar
+# eight times as thick from the first bar to the last.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.4))
+bottom = [0.0] * len(rows)
+for i, name in enumerate(rows[0]["seconds"]):
+    heights = [1e6 * r["seconds"][name] / r["lines"] for r in rows]
+    ax.bar([f"{r['lines']:,}" for r in rows], heights, 0.6, bottom=bottom, label=name, color=plt.cm.tab20(i))
+    bottom = [b + h for b, h in zip(bottom, heights)]
+ax.set_xlabel("lines of the generated program")
+ax.set_ylabel("microseconds per line")
+ax.legend(ncol=2, fontsize=8, loc="center left", bbox_to_anchor=(1, 0.5))
+plt.tight_layout()
+display(fig, metadata={"alt": "Stacked bars of the compiler's microseconds per line, one bar per program size, "
+                              "cut into its stages: " + "; ".join(
+                                  f"{r['lines']:,} lines, {1e6 * sum(r['seconds'].values()) / r['lines']:.0f} in all"
+                                  for r in rows)})
+plt.close(fig)
 
 # %% [markdown]
 # ## Exercises
@@ -1530,7 +1576,8 @@ print(f"from {rows[0]['lines']:,} to {rows[-1]['lines']:,} lines ({rows[-1]['nod
 #    (on a machine shared with other work, repeat the runs, and look at
 #    the spread). In `live`, each update's new nodes stay in the tree
 #    until a later update replaces them, anywhere in the tree: about a
-#    third of the nursery survives each collection (chapter 10b), and a
+#    third of what it allocates survives the nursery (the collector's
+#    statistics in the section on a large structure), and a
 #    larger nursery keeps nearly as many more of them — why chapter 10b's
 #    trial of a larger nursery fails on `live`. So expect a larger
 #    nursery to change little until it nears the size of the tree itself,
