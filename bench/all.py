@@ -123,10 +123,10 @@ def main(argv=None) -> int:
     ap.add_argument("--group", choices=("compiler", "programs"),
                     help="only the steps that time the compiler, or only the others")
     args = ap.parse_args(argv)
-    if args.group:
-        STEPS[:] = [s for s in STEPS if unpinned(s[2]) == (args.group == "compiler")]
+    chosen = [s for s in STEPS if (not args.only or s[0] in args.only)
+              and (args.group is None or unpinned(s[2]) == (args.group == "compiler"))]
     # The compiler-timing steps first, then the rest, each group in STEPS's order (sorted is stable).
-    steps = sorted((s for s in STEPS if not args.only or s[0] in args.only), key=lambda s: not unpinned(s[2]))
+    steps = sorted(chosen, key=lambda s: not unpinned(s[2]))
     failed = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, chapters, full, tiny in steps:
