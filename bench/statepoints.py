@@ -1,7 +1,8 @@
-"""A precise stack, on the compiler's side: every call that may collect becomes an LLVM statepoint.
+"""A precise stack: every call that may collect an LLVM statepoint, and a minor collection that moves
+what the stack maps point to, against chapter 10b's conservative scan.
 
     python bench/statepoints.py [--repeat 5] [--only NAME ...] [--json bench/statepoints.json]
-    python bench/statepoints.py --check [NAME ...] [FILE.l ...]   # small sizes: the same outputs?
+    python bench/statepoints.py --check [--stress] [NAME ...] [FILE.l ...]   # small sizes: the same outputs?
 
 The runtime of chapter 10b scans the stack conservatively: any word that may
 point into the nursery pins the block it points into. The alternative is a
@@ -13,8 +14,11 @@ the block and write the new address back. LLVM makes stack maps from
 which the code must use from then on. LLVM then keeps those values in stack
 slots across the call and describes the slots in a section `.llvm_stackmaps`.
 
-This script is the compiler's half of that design, built beside chapter 10's
-back end without changing it:
+This script builds L's programs that way, beside chapters 10 and 10b without
+changing them (it replaces the back end's class and the runtime's folder in
+the process that compiles).
+
+The compiler's half:
 
 * In CPS the values live after a call are the free variables of its return
   continuation (and of its handler). Every continuation that has a block
@@ -31,27 +35,36 @@ back end without changing it:
   `lc_alloc` keeps only the bump (it returns 0 when the nursery is full) and
   each allocation site calls the slow path itself, with the values live
   after the allocation -- its fields and what the rest of the term uses --
-  merged with φ-nodes after it.
+  merged with φ-nodes after it. The slow path stores the address of its
+  return address in `lc_sp_ra`, where the runtime's walk starts.
 * Chapter 10 gives `fastcc` functions `no_callee_saved_registers`. LLVM lowers
   a statepoint as a call of the function it wraps, but takes the registers
   the call preserves from its calling convention alone, so a caller would
   keep values in registers the callee clobbers (it did: wrong output). This
   build gives the attribute up, which is part of what a precise stack costs.
+* Each part's stack maps get a label, `lc_stackmaps_K`, for the runtime.
+
+The runtime's half (PRECISE_C, added to a copy of gc.c): a minor collection
+started from the slow path walks the L frames from `lc_sp_ra` -- a return
+address names a call site, whose record lists the slots that hold heap
+values and the frame's size, above which lies the caller's return address
+-- and forwards each slot's block as it forwards a field: copied, the slot
+rewritten. Nothing on the stack is pinned. The walk checks that no L return
+address lies above where it stopped. Major collections still mark from a
+conservative scan, which finds everything the maps list and more.
+
+`--check` is the test of the live sets: a value a statepoint should have
+listed and did not keeps its old address after the block moved, and the
+program reads a dead copy. With `--stress` (the smallest nursery) the
+programs collect often; the timed comparison checks the outputs at full size.
 
 Flagged, not done: an argument list that materialises a flattened tuple
 after another argument was read uses that argument's value from before the
-allocation; a moving collector would need it relocated too. The flag
+allocation (a moving collection there would leave it stale). The flag
 lowering of exceptions is used (a trap's landing cannot receive relocated
-values); `lc_alloc_old`'s calls and the initialisers' are not statepoints.
-
-The runtime is unchanged: it still scans the stack conservatively, which
-finds the slots LLVM spilled the gc-live values to, pins their blocks, and so
-never moves them -- each relocation gives back the same address. That is what
-lets these executables run, and be timed against `lc build`'s: the measure is
-what a precise stack costs the mutator (spills and reloads, calls LLVM can no
-longer inline, the lost freedom to keep a value in a register), and how big
-its stack maps are. What it would save the collector is measured apart
-(chapter 10b's pinned blocks and scanned stack).
+values); `lc_alloc_old`'s calls and the initialisers' are not statepoints
+(a collection from `lc_alloc_old` falls back to the conservative scan).
+The stack maps' sizes include the runtime's 16-byte end marker.
 """
 import itertools
 import re
@@ -133,6 +146,24 @@ def install():
             for i, v in enumerate(fields, 1):
                 b.store(renamed.get(id(v), v), b.gep(ptr, [word(i)]))
             return block
+
+        def slow_path(self):
+            """lc_alloc_slow_saving(words), which tells the runtime where the L stack starts: the
+            address of its own return address (lc_sp_ra), for as long as lc_alloc_slow runs."""
+            if "lc_alloc_slow_saving" in self.module.globals:
+                return self.module.globals["lc_alloc_slow_saving"]
+            f = ir.Function(self.module, ir.FunctionType(I64, [I64]), "lc_alloc_slow_saving")
+            f.linkage, f.calling_convention = "internal", "preserve_mostcc"
+            f.attributes.add("noinline")
+            f.attributes.add("cold")
+            b = ir.IRBuilder(f.append_basic_block("entry"))
+            start = ir.GlobalVariable(self.module, I64, "lc_sp_ra")     # the runtime's
+            slot = b.call(self.intrinsic("llvm.addressofreturnaddress.p0", llvm_backend.I8P, []), [])
+            b.store(b.ptrtoint(slot, I64), start)
+            block = b.call(self.rt["lc_alloc_slow"], [f.args[0]])
+            b.store(word(0), start)
+            b.ret(block)
+            return f
 
         def declare(self):
             super().declare()
@@ -285,8 +316,12 @@ def install():
 
     original_object_code = driver.object_code
 
-    def object_code(text, *args, **kwargs):
-        return original_object_code(statepoints(text), *args, **kwargs)
+    def object_code(text, level, executable, part=0, parts=1):
+        # a label at the start of this part's stack maps, for the runtime (PRECISE_C)
+        label = "\n".join(['.pushsection .llvm_stackmaps,"a",@progbits', f".globl lc_stackmaps_{part}",
+                           f"lc_stackmaps_{part}:", ".popsection"])
+        return original_object_code(statepoints(text) + f"\nmodule asm {llvm_backend.asm_string(label)}\n",
+                                    level, executable, part, parts)
 
     def call_site_table(module, part=0, parts=1):
         """Chapter 10's call_site_table, but for the one condition: a statepoint is a call site
@@ -319,10 +354,156 @@ def install():
                                + '\n@"lc_sites.end" = internal global i64 0, section "lc_sites"\n'
                                + f"module asm {lb.asm_string(head)}\n")
 
+    from lcompiler import runtime as c_runtime
+    folder = patched_runtime(Path(tempfile.mkdtemp(prefix="lc-statepoints-")))
+    c_runtime.runtime_folder = lambda: folder
     llvm_backend.Backend = StatepointBackend
     llvm_backend.QUIET_CALLEES += (LIVE, RELOC)   # no reload of the heap pointer between marker and call
     driver.object_code = object_code
     llvm_backend.call_site_table = call_site_table
+
+
+# --- the runtime's half: a minor collection that moves what the stack maps point to -----
+
+PRECISE_C = r"""
+/* --- A precise stack (bench/statepoints.py) ------------------------------
+ * The slow path of allocation stores in lc_sp_ra the address of the word
+ * that holds its return address into L code.  From there the collector
+ * walks the L frames: each return address names a call site of a stack
+ * map, which lists the slots (offsets from the stack pointer of the frame
+ * at the call) that hold heap values, and the frame's size, above which
+ * lies the return address into the caller.  A minor collection moves the
+ * young blocks those slots point to, and writes the new addresses back;
+ * nothing on the stack pins anything. */
+uint64_t lc_sp_ra;
+#define PART(k) extern const unsigned char lc_stackmaps_##k[] __attribute__((weak));
+PART(0) PART(1) PART(2) PART(3) PART(4) PART(5) PART(6) PART(7)
+__attribute__((section(".llvm_stackmaps"), used)) static const uint64_t lc_stackmaps_end[2];
+
+struct sp_site { uint64_t ra, frame; uint32_t first, count; };
+static struct sp_site *sp_sites;
+static size_t sp_nsites, sp_room, sp_noffsets, sp_offroom;
+static int32_t *sp_offsets;
+static uint64_t sp_frames, sp_slots, sp_walks;
+
+static uint64_t rd(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    memcpy(&v, p, (size_t)bytes);
+    return v;
+}
+
+static void sp_fail(const char *what)
+{
+    fprintf(stderr, "precise stack: %s\n", what);
+    abort();
+}
+
+static const unsigned char *align8(const unsigned char *p, const unsigned char *base)
+{
+    return base + ((size_t)(p - base) + 7) / 8 * 8;
+}
+
+static void sp_parse(const unsigned char *p)
+{
+    if (p == NULL || p[0] != 3) return;
+    uint64_t nf = rd(p + 4, 4), nc = rd(p + 8, 4);
+    const unsigned char *f = p + 16, *r = f + 24 * nf + 8 * nc;
+    for (uint64_t i = 0; i < nf; i++) {
+        uint64_t address = rd(f + 24 * i, 8), size = rd(f + 24 * i + 8, 8), count = rd(f + 24 * i + 16, 8);
+        for (uint64_t j = 0; j < count; j++) {
+            uint64_t offset = rd(r + 8, 4), n = rd(r + 14, 2);
+            if (sp_nsites == sp_room) {
+                sp_room = sp_room ? 2 * sp_room : 256;
+                sp_sites = realloc(sp_sites, sp_room * sizeof *sp_sites);
+            }
+            struct sp_site *s = &sp_sites[sp_nsites++];
+            s->ra = address + offset, s->frame = size, s->first = (uint32_t)sp_noffsets;
+            const unsigned char *loc = r + 16;
+            for (uint64_t k = 3; k < n; k += 2) {          /* after 3 constants: (base, derived) pairs */
+                const unsigned char *l = loc + 12 * k;
+                if (l[0] == 3) {                           /* Indirect: [register + offset] */
+                    if (rd(l + 4, 2) != 7) sp_fail("a slot not addressed from rsp");
+                    if (sp_noffsets == sp_offroom) {
+                        sp_offroom = sp_offroom ? 2 * sp_offroom : 1024;
+                        sp_offsets = realloc(sp_offsets, sp_offroom * sizeof *sp_offsets);
+                    }
+                    sp_offsets[sp_noffsets++] = (int32_t)rd(l + 8, 4);
+                } else if (l[0] == 1 || l[0] == 2) {
+                    sp_fail("a heap value in a register, or an address");
+                }                                          /* 4, 5: a constant, no pointer */
+            }
+            s->count = (uint32_t)(sp_noffsets - s->first);
+            const unsigned char *q = align8(loc + 12 * n, p);
+            r = align8(q + 4 + 4 * rd(q + 2, 2), p);
+        }
+    }
+}
+
+static int sp_by_ra(const void *a, const void *b)
+{
+    const struct sp_site *x = a, *y = b;
+    return x->ra < y->ra ? -1 : x->ra > y->ra;
+}
+
+static struct sp_site *sp_find(uint64_t ra)
+{
+    struct sp_site key = {ra, 0, 0, 0};
+    return sp_nsites ? bsearch(&key, sp_sites, sp_nsites, sizeof key, sp_by_ra) : NULL;
+}
+
+static void sp_report(void)
+{
+    if (getenv("LC_SP_STATS"))
+        fprintf(stderr, "precise stack: %zu call sites; %llu walks, %llu frames, %llu slots\n", sp_nsites,
+                (unsigned long long)sp_walks, (unsigned long long)sp_frames, (unsigned long long)sp_slots);
+}
+
+static uint64_t precise_stack(void)
+{
+    if (sp_sites == NULL) {
+        const unsigned char *parts[] = {lc_stackmaps_0, lc_stackmaps_1, lc_stackmaps_2, lc_stackmaps_3,
+                                        lc_stackmaps_4, lc_stackmaps_5, lc_stackmaps_6, lc_stackmaps_7};
+        for (int k = 0; k < 8; k++) sp_parse(parts[k]);
+        if (sp_nsites == 0) sp_fail("no stack maps");
+        qsort(sp_sites, sp_nsites, sizeof *sp_sites, sp_by_ra);
+        atexit(sp_report);
+    }
+    sp_walks++;
+    uint64_t *slot = (uint64_t *)lc_sp_ra;
+    struct sp_site *s;
+    while ((s = sp_find(*slot)) != NULL) {
+        char *sp = (char *)(slot + 1);
+        for (uint32_t i = 0; i < s->count; i++) forward((uint64_t *)(sp + sp_offsets[s->first + i]));
+        sp_frames++, sp_slots += s->count;
+        slot = (uint64_t *)(sp + s->frame);
+    }
+    /* The walk ends at a return address into code without stack maps (lc_program, the runtime).
+     * No word above it may be one of L's return addresses: else a frame size was wrong. */
+    for (const uint64_t *p = slot + 1; p < (const uint64_t *)stack_top; p++)
+        if (sp_find(*p) != NULL) sp_fail("the walk lost its way: an L return address above its end");
+    return (stack_top - (uintptr_t)lc_sp_ra) / 8;
+}
+
+"""
+
+
+def patched_runtime(folder: Path) -> Path:
+    """A copy of chapter 10b's runtime in folder, whose minor collections walk the stack maps instead of
+    pinning what the stack points to (while the slow path has set lc_sp_ra, which it always does)."""
+    from lcompiler import runtime as c_runtime
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in c_runtime.runtime_sources():
+        text = source.read_text()
+        if source.name == "gc.c":
+            scan = "    uint64_t stack_words = scan_thread_stack(true);\n"
+            collection = "static __attribute__((noinline)) void minor_collection(void)\n"
+            if scan not in text or collection not in text:
+                raise RuntimeError("chapter 10b's minor_collection changed: bench/statepoints.py must follow")
+            text = text.replace(scan, "    uint64_t stack_words = lc_sp_ra ? precise_stack() : scan_thread_stack(true);\n")
+            text = text.replace(collection, PRECISE_C + collection)
+        (folder / source.name).write_text(text)
+    return folder
 
 
 # --- the text: markers into statepoints ----------------------------------
@@ -432,8 +613,12 @@ def sizes(name, cmds) -> dict:
     return {"sections": {lang: section_sizes(cmd[0]) for lang, cmd in cmds.items()}}
 
 
-def check(names: list, files: list) -> int:
-    """Build each benchmark (at its small size) and each file both ways; their outputs must agree."""
+def check(names: list, files: list, stress: bool = False) -> int:
+    """Build each benchmark (at its small size) and each file both ways; their outputs must agree.
+    With stress, both run with the smallest nursery (one chunk of 64 KB), so that the statepoint
+    build collects, and moves what its stack maps point to, many times in every program that allocates."""
+    import os
+    env = dict(os.environ, LC_NURSERY="65536", LC_SP_STATS="1") if stress else None
     import run
     from lcompiler import driver
     from lcompiler.errors import Source
@@ -447,13 +632,18 @@ def check(names: list, files: list) -> int:
             for p in programs:
                 exe = tmp / f"{p.stem}.{way.replace(' ', '-')}"
                 driver.build(Source(str(p), p.read_text()), exe)
-                done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-                outputs[p, way] = (done.returncode, done.stdout, done.stderr)
+                try:
+                    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=env)
+                except subprocess.TimeoutExpired:           # a dead copy's address can loop for ever
+                    done = subprocess.CompletedProcess(exe, None, "", "did not stop within 60 s")
+                walks = re.findall(r"^precise stack: .*$", done.stderr, re.M)
+                outputs[p, way] = (done.returncode, done.stdout, re.sub(r"^precise stack: .*\n", "", done.stderr,
+                                                                      flags=re.M))
                 if way == "statepoints":
                     same = outputs[p, way] == outputs[p, "lc build"]
                     stack_map = section_sizes(exe).get(".llvm_stackmaps", 0)
                     print(f"{p.stem:14} {'same output' if same else 'DIFFERENT OUTPUT'}, "
-                          f"{stack_map:,} bytes of stack maps", flush=True)
+                          f"{stack_map:,} bytes of stack maps" + (f"; {walks[0][15:]}" if walks else ""), flush=True)
         return 0 if all(outputs[p, "statepoints"] == outputs[p, "lc build"] for p in programs) else 1
 
 
@@ -461,9 +651,9 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--check" in argv:
         import run
-        rest = [a for a in argv if a != "--check"]
+        rest = [a for a in argv if a not in ("--check", "--stress")]
         names = [a for a in rest if not a.endswith(".l")] or [n for n in run.SIZES if (run.PROGRAMS / f"{n}.l").exists()]
-        return check(names, [a for a in rest if a.endswith(".l")])
+        return check(names, [a for a in rest if a.endswith(".l")], "--stress" in argv)
     from builds import OtherBuild, compare
     other = OtherBuild("L-statepoints", SETUP.format(bench=str(Path(__file__).resolve().parent)),
                        "every call that may collect a statepoint")
