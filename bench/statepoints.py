@@ -107,6 +107,7 @@ def install():
                 b.ret(word(0))
             b.store(new, heap)
             b.store(new, self.rt["lc_hp"])
+            b.assume(b.icmp_unsigned("!=", hp, word(0)))   # so that the caller's test of 0 folds away
             b.ret(hp)
             if llvm_backend.LOCAL_HEAP_POINTER:
                 llvm_backend.tell_apart(f, self.allocator_words() | {heap}, self.alias_tags())
@@ -609,8 +610,20 @@ def section_sizes(exe: str) -> dict:
 
 
 def sizes(name, cmds) -> dict:
-    """bench/builds.py's extra record of a benchmark: the sections of both executables."""
-    return {"sections": {lang: section_sizes(cmd[0]) for lang, cmd in cmds.items()}}
+    """bench/builds.py's extra record of a benchmark: the sections of both executables, and the
+    collector's statistics of one more run of each (LC_GC_STATS: pinned blocks, promoted MB, ...)."""
+    import os
+
+    import gc_share                          # bench/gc_share.py: the runtime's statistics, parsed
+    record = {"sections": {lang: section_sizes(cmd[0]) for lang, cmd in cmds.items()}, "gc": {}}
+    for lang, cmd in cmds.items():
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, LC_GC_STATS="1", LC_SP_STATS="1"))
+        record["gc"][lang] = gc_share.parse(done.stderr)
+        walks = re.search(r"precise stack: (\d+) call sites; (\d+) walks, (\d+) frames, (\d+) slots", done.stderr)
+        if walks:
+            record["gc"][lang].update(zip(("call_sites", "walks", "frames", "slots"), map(int, walks.groups())))
+    return record
 
 
 def check(names: list, files: list, stress: bool = False) -> int:
