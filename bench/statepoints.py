@@ -58,9 +58,13 @@ listed and did not keeps its old address after the block moved, and the
 program reads a dead copy. With `--stress` (the smallest nursery) the
 programs collect often; the timed comparison checks the outputs at full size.
 
-Flagged, not done: an argument list that materialises a flattened tuple
-after another argument was read uses that argument's value from before the
-allocation (a moving collection there would leave it stale). The flag
+A flattened tuple (chapter 10's Fields) that must be allocated in the
+middle of a term -- an argument of a jump, a field of a block -- is bound to
+its block from then on, so that later allocations relocate it; and a value
+the term read before an allocation moved it is looked up again (`latest`)
+where the term stores or passes it. The operands of other primitives are
+not: a pointer compared by address after a nested tuple was allocated in
+the same primitive would be stale (no primitive of L's does that). The flag
 lowering of exceptions is used (a trap's landing cannot receive relocated
 values); `lc_alloc_old`'s calls and the initialisers' are not statepoints
 (a collection from `lc_alloc_old` falls back to the conservative scan).
@@ -140,13 +144,43 @@ def install():
                 phi.add_incoming(self.get(key), fast)
                 phi.add_incoming(r, slow)
                 merged.append(phi)
-            renamed = {id(self.get(key)): m for key, m in zip(keys, merged)}
-            self.scope.update(self.rebound(self.scope, keys, merged))    # in place: chain holds it
+            self.relocated(keys, merged)
             ptr = b.inttoptr(block, I64.as_pointer())
             b.store(word(first), ptr)
             for i, v in enumerate(fields, 1):
-                b.store(renamed.get(id(v), v), b.gep(ptr, [word(i)]))
+                b.store(self.resolve(v), b.gep(ptr, [word(i)]))
             return block
+
+        def relocated(self, keys, new):
+            """The values of keys moved to new: in the scope (in place: chain holds it), and in
+            `latest`, for the values of this chain read before the move and used after it."""
+            for key, value in zip(keys, new):
+                self.latest[id(self.get(key))] = value
+            self.scope.update(self.rebound(self.scope, keys, new))
+
+        def resolve(self, value):
+            while id(value) in self.latest:
+                value = self.latest[id(value)]
+            return value
+
+        def value(self, b, o, values):
+            whole = type(values.get(o.var)) is Fields
+            result = super().value(b, o, values)
+            if whole:                 # a flattened tuple, allocated: the block from now on, relocated too
+                values[o.var] = result
+            return result
+
+        def jump(self, b, t, values, blocks, ret):
+            if type(t) is not cps.ApplyCont:
+                return super().jump(b, t, values, blocks, ret)
+            args = [self.value(b, o, values) for o in t.args]
+            args = [self.resolve(a) for a in args]      # read before an allocation of a later one
+            if t.cont.var is ret:
+                b.ret(args[0])
+            elif t.raises or t.cont.var not in blocks:
+                self.raise_to(b, t, args[0], t.cont.var, blocks, ret)
+            else:
+                self.goto(b, t.cont.var, args, blocks)
 
         def slow_path(self):
             """lc_alloc_slow_saving(words), which tells the runtime where the L stack starts: the
@@ -230,7 +264,7 @@ def install():
             work = [(start, term, values)]
             while work:
                 block, t, scope = work.pop()
-                self.scope = scope
+                self.scope, self.latest = scope, {}
                 self.chain(f, ir.IRBuilder(block), t, scope, blocks, work, ret)
             if llvm_backend.LOCAL_HEAP_POINTER:
                 llvm_backend.keep_heap_pointer(f, self.rt["lc_hp"], self.module.globals.get("lc_alloc"))
