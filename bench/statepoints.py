@@ -37,11 +37,16 @@ The compiler's half:
   after the allocation -- its fields and what the rest of the term uses --
   merged with φ-nodes after it. The slow path stores the address of its
   return address in `lc_sp_ra`, where the runtime's walk starts.
+* A call of a function from which no collection can start (it allocates
+  nothing and calls, in tail position or not, only such functions: a least
+  fixed point over the module, `quiet_functions`) stays a plain call: `fib`,
+  `tak`, `ack` get no stack map at all, and LLVM may still inline them.
 * Chapter 10 gives `fastcc` functions `no_callee_saved_registers`. LLVM lowers
   a statepoint as a call of the function it wraps, but takes the registers
   the call preserves from its calling convention alone, so a caller would
   keep values in registers the callee clobbers (it did: wrong output). This
-  build gives the attribute up, which is part of what a precise stack costs.
+  build gives the attribute up on the functions that may collect, which is
+  part of what a precise stack costs.
 * Each part's stack maps get a label, `lc_stackmaps_K`, for the runtime.
 
 The runtime's half (PRECISE_C, added to a copy of gc.c): a minor collection
@@ -203,14 +208,22 @@ def install():
         def declare(self):
             super().declare()
             self.lowering, self.traps = "flag", False     # a trap's landing cannot take relocated values
-            for f in self.functions.values():
-                # LLVM lowers a statepoint as a call of the function it wraps, but takes the registers
-                # that call preserves from the calling convention alone: a callee that saves none
-                # (chapter 10's fastcc functions) would clobber the values its caller keeps in them.
-                set.discard(f.attributes, '"no_callee_saved_registers"')
             self.live_marker = ir.Function(self.module, ir.FunctionType(VOID, [], var_arg=True), LIVE)
             self.reloc_marker = ir.Function(self.module, ir.FunctionType(I64, [I64]), RELOC)
             self.extras, self.scope = {}, {}
+
+        def compile(self):
+            module = super().compile()
+            QUIET.clear()
+            QUIET.update(f.name for f in quiet_functions(module))
+            for f in self.functions.values():
+                if f.name not in QUIET:
+                    # LLVM lowers a statepoint as a call of the function it wraps, but takes the
+                    # registers that call preserves from the calling convention alone: a callee that
+                    # saves none (chapter 10's fastcc functions) would clobber what its caller keeps
+                    # in them. A function that never collects is called without a statepoint.
+                    set.discard(f.attributes, '"no_callee_saved_registers"')
+            return module
 
         # --- the heap values a continuation's body uses, as keys into a scope ---
         def keys(self, term, params, scope) -> list:
@@ -591,6 +604,19 @@ def statepoints(text: str) -> str:
         if not call:
             raise ValueError(f"a live marker not before a call: {lines[i + 1]!r}")
         indent, result, cc, callee = call.groups()
+        if callee.lstrip("@").strip('"') in QUIET:   # no collection can start in it: a plain call,
+            out.append(lines[i + 1])                 # and each "relocated" value is the value itself
+            i += 2
+            left = len(values)
+            while left:
+                reloc = MARK_RELOC.match(lines[i])
+                if reloc is None:
+                    out.append(lines[i])
+                else:
+                    out.append(f"{reloc.group(1)}{reloc.group(2)} = add i64 {values[int(reloc.group(3))]}, 0")
+                    left -= 1
+                i += 1
+            continue
         args, rest = split_arguments(lines[i + 1][call.end():])
         n = next(ids)
         token = f'%"sp.{n}"'
@@ -617,6 +643,33 @@ def statepoints(text: str) -> str:
                 left -= 1
             i += 1
     return "\n".join(out) + DECLARATIONS
+
+
+QUIET = set()          # the module's functions that never collect: their calls need no statepoint
+COLLECTING = ("lc_alloc", "lc_alloc_old", "lc_alloc_slow", "lc_alloc_slow_saving")
+
+
+def quiet_functions(module) -> set:
+    """The functions of a module (llvmlite.ir) from which no collection can start: they call neither
+    the allocator nor, in tail position or not, a function that may, nor a closure (unknown)."""
+    from llvmlite import ir
+    defined = [f for f in module.functions if f.blocks]
+    calls = {f: [ins for block in f.blocks for ins in block.instructions if isinstance(ins, ir.CallInstr)]
+             for f in defined}
+    collecting = set()
+    changed = True
+    while changed:                      # until no function is found to collect: a least fixed point
+        changed = False
+        for f in defined:
+            if f in collecting:
+                continue
+            for call in calls[f]:
+                callee = call.callee
+                if not isinstance(callee, ir.Function) or callee.name in COLLECTING or callee in collecting:
+                    collecting.add(f)
+                    changed = True
+                    break
+    return {f for f in defined if f not in collecting}
 
 
 # --- measuring ---------------------------------------------------------
