@@ -99,6 +99,17 @@ def install():
     from lcompiler import cps, driver, llvm_backend
     from lcompiler.llvm_backend import I64, VOID, Fields, may_point, word
 
+    class Work(list):
+        """Chapter 10's chain appends (block, term) for each continuation it gives a block; here each
+        goes on with the scope of the continuation's body as well (StatepointBackend.continuation)."""
+
+        def __init__(self, backend):
+            super().__init__()
+            self.backend = backend
+
+        def append(self, item):
+            super().append((*item, self.backend.continuation(*item)))
+
     class StatepointBackend(llvm_backend.Backend):
         def allocator(self):
             """lc_alloc(words, heap) without its slow path: 0 when the nursery is full (its caller
@@ -170,22 +181,13 @@ def install():
 
         def value(self, b, o, values):
             whole = type(values.get(o.var)) is Fields
+            if whole:                 # allocated here: live after it is what the term around o uses
+                node = o.enclosing
+                self.term = node if isinstance(node, cps.Term) else node.enclosing
             result = super().value(b, o, values)
             if whole:                 # a flattened tuple, allocated: the block from now on, relocated too
                 values[o.var] = result
             return result
-
-        def jump(self, b, t, values, blocks, ret):
-            if type(t) is not cps.ApplyCont:
-                return super().jump(b, t, values, blocks, ret)
-            args = [self.value(b, o, values) for o in t.args]
-            args = [self.resolve(a) for a in args]      # read before an allocation of a later one
-            if t.cont.var is ret:
-                b.ret(args[0])
-            elif t.raises or t.cont.var not in blocks:
-                self.raise_to(b, t, args[0], t.cont.var, blocks, ret)
-            else:
-                self.goto(b, t.cont.var, args, blocks)
 
         def slow_path(self):
             """lc_alloc_slow_saving(words), which tells the runtime where the L stack starts: the
@@ -274,7 +276,8 @@ def install():
                 start, args = self.recur(f, start, args, blocks, me)
             self.parameters(params, args, values)
             self.here = (blocks, ret)
-            work = [(start, term, values)]
+            work = Work(self)
+            list.append(work, (start, term, values))
             while work:
                 block, t, scope = work.pop()
                 self.scope, self.latest = scope, {}
@@ -283,42 +286,25 @@ def install():
                 llvm_backend.keep_heap_pointer(f, self.rt["lc_hp"], self.module.globals.get("lc_alloc"))
                 llvm_backend.tell_apart(f, self.allocator_words(), self.alias_tags())
 
-        def chain(self, f, b, t, values, blocks, work, ret):
-            while True:
-                if type(t) is cps.LetPrim and self.virtual(t.var, t.prim):
-                    values[t.var] = Fields([self.value(b, o, values) for o in t.prim.fields])
-                    t = t.body
-                elif type(t) is cps.LetPrim:
-                    if self.debug is not None:
-                        self.debug.place(b, t)
-                    self.term = t                      # what is live at an allocation in it
-                    v = self.prim(b, t.prim, values)
-                    values[t.var] = v
-                    if t.var.count and not isinstance(v, ir.Constant) and not v.name:
-                        v.name = self.name(t.var)
-                    t = t.body
-                elif type(t) is cps.LetCont:
-                    if t.cont.count:
-                        handler = f.append_basic_block(self.name(t.cont))
-                        hb = ir.IRBuilder(handler)
-                        phis = [hb.phi(I64, self.name(x)) for x in t.params]
-                        keys = self.keys(t.handler, t.params, values)
-                        extra = [hb.phi(I64, f"{self.name(var)}.live") for var, _ in keys]
-                        scope = self.rebound(values, keys, extra)
-                        scope.update(zip(t.params, phis))
-                        blocks[t.cont] = (handler, phis + extra)
-                        self.extras[t.cont] = keys
-                        work.append((handler, t.handler, scope))
-                    t = t.body
-                else:
-                    if self.debug is not None:
-                        self.debug.place(b, t)
-                    self.term = t
-                    self.jump(b, t, values, blocks, ret)
-                    return
+        def continuation(self, handler, term) -> dict:
+            """The scope of a continuation's body, when chapter 10's chain has made its block: the
+            heap values the body uses arrive as extra phi-nodes, after the parameters'."""
+            t = term.enclosing                              # the LetCont whose handler term is
+            blocks, _ = self.here
+            _, phis = blocks[t.cont]
+            keys = self.keys(t.handler, t.params, self.scope)
+            extra = [ir.IRBuilder(handler).phi(I64, f"{self.name(var)}.live") for var, _ in keys]
+            blocks[t.cont] = (handler, phis + extra)
+            self.extras[t.cont] = keys
+            return self.rebound(self.scope, keys, extra)     # (the parameters are in it already)
+
+        def prim(self, b, p, values):
+            self.term = p.enclosing                         # the LetPrim: what is live at an allocation in it
+            return super().prim(b, p, values)
 
         def goto(self, b, k, args, blocks):
-            super().goto(b, k, list(args) + [self.get(key) for key in self.extras.get(k, ())], blocks)
+            args = [self.resolve(a) for a in args]      # an argument read before a later one was allocated
+            super().goto(b, k, args + [self.get(key) for key in self.extras.get(k, ())], blocks)
 
         def case(self, b, t, values, blocks):
             super().case(b, t, values, blocks)
