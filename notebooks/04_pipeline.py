@@ -87,6 +87,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from lcompiler.errors import Source, raise_errors
+from lcompiler.support import collector_paused
 
 # name        module           chapter  what it hands to the next stage
 PIPELINE = [
@@ -255,7 +256,11 @@ def load() -> list[Stage]:
 # it safely can: the lexer goes on after a lexical mistake and leaves it in
 # the unit's `errors`, and the parser reports it with its own (or
 # `compile_to` does, if it stops at `tokens`). `show` returns the output of
-# one stage as text.
+# one stage as text. `compile_to` runs the stages with Python's cycle
+# collector paused, from the first to the last ([appendix
+# B](B_support.ipynb#the-garbage-collector-paused) says why a compiler's
+# many small objects make it worth pausing); `stages_of`, which hands each
+# output to its caller between two stages, leaves that to the caller.
 
 # %%
 #| export
@@ -280,8 +285,9 @@ def stages_of(source: Source, upto: str | None = None, optimise: bool = True,
 def compile_to(name: str | None, source: Source, optimise: bool = True) -> tuple[Any, Unit]:
     """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
     result = source, None
-    for _, value, unit in stages_of(source, name, optimise):
-        result = value, unit
+    with collector_paused():            # over all the stages, not each: appendix B says why
+        for _, value, unit in stages_of(source, name, optimise):
+            result = value, unit
     return result
 
 
