@@ -33,10 +33,11 @@ temporary folder instead of bench/, to see that every script still works;
 its figures mean nothing and are thrown away.
 
 Chapter 5 quotes what `python bench/infer_speed.py` prints, which writes no
-file; it is not a step here. Nor is bench/results-machine2.json, which chapter
-12 reads beside results.json: the same suite measured on a second machine
-(`python bench/run.py --repeat 3 --python skip --json FILE` there), kept as
-a record of that machine, not re-measured on this one.
+file; it is not a step here. Nor is bench/results-machine1.json, which chapter
+12 reads beside results.json: the same suite measured on another machine
+(`python bench/run.py --repeat 5 --python keep` there, the results.json of
+the measuring session before), kept as a record of that machine, not
+re-measured on this one.
 """
 import argparse
 import json

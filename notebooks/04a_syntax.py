@@ -2778,10 +2778,11 @@ print(f"lexing's share of parse s: {min(shares):.0%} to {max(shares):.0%}")
 print(f"the collector's share of the largest parse: {1 - last['parse s'] / last['parse s, collector running']:.0%}")
 
 # %% [markdown]
-# The lines per second hardly move from one size to the next, nor do the
-# microseconds per token: the time per line of the largest program over
-# that of the smallest, the first ratio printed, is close to 1.00, so
-# lexing and parsing are linear. Lexing is a large part of the work (its
+# The lines per second move little from one size to the next, and so do
+# the microseconds per token: the time per line of the largest program
+# over that of the smallest, the first ratio printed, stays within a few
+# tenths of 1.00 over eight times the program, where a step that were
+# quadratic would make it eight, so lexing and parsing are linear. Lexing is a large part of the work (its
 # share is printed; `parse s` includes it). With the garbage collector left
 # running, its time is the last share printed of the largest parse, for
 # nothing, since there are no cycles to find. Its own time per line, the

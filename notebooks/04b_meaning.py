@@ -3662,15 +3662,20 @@ print(out.getvalue().strip(), f"in {elapsed:.1f} s of CPU time, {elapsed / 1e6 *
 # %%
 import json
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, "../bench")
+from machine import lines as machine_lines  # noqa: E402  (bench/machine.py: the machine, in a few lines)
 
 MEASURED = json.loads(Path("../bench/interp_speed.json").read_text())
 
 
 def measured_on(record: dict) -> str:
     m = record["machine"]
-    return (f"{m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['date'][:10]}; "
-            f"before = {record['before']['commit'][:10]}, after = {record['after']['commit'][:10]}")
+    return "\n".join([*machine_lines(m)[:2],
+                      f"Python {m['python']}; before = {record['before']['commit'][:10]}, "
+                      f"after = {record['after']['commit'][:10]}"])
 
 
 calls = MEASURED["calls"]

@@ -4114,7 +4114,7 @@ print(f"growth of the time per node over the {large['nodes'] / small['nodes']:.0
 # Over a hundredfold growth of the program, the time per node of every
 # phase grows by the factors printed last — where a quadratic phase would
 # grow a hundredfold. Timings on a shared machine are noisy, though, and a
-# factor near 1.4 could hide an algorithm that is a little worse than
+# factor up to 1.7 could hide an algorithm that is a little worse than
 # linear. So count the work instead of timing it: the number of Python
 # function calls each phase makes per node, on generated programs of
 # about 3,000 and 30,000 nodes (the same generator, at sizes that take
@@ -4183,12 +4183,13 @@ print(f"subst in the programs above: {small['subst']:.2f} µs at {small['nodes']
       f"{large['subst']:.2f} µs at {large['nodes']}; touch: {small['touch']:.2f} and {large['touch']:.2f} µs")
 
 # %% [markdown]
-# A substitution costs under a microsecond (0.6 to 0.8 µs) whether the
-# variable has 10 or 100,000 occurrences: it is one `union` and one splice.
-# In the generated programs it costs more as the program grows, from 0.7 to
-# 1.3 µs; but so does "touch", which only reads the objects a substitution
-# writes, from 0.5 to 1.2 µs. That is the price of reaching objects scattered in a
-# larger heap, not work the substitution does.
+# A substitution costs under a microsecond whether the variable has 10 or
+# 100,000 occurrences (the first column): it is one `union` and one
+# splice. In the generated programs it costs more as the program grows,
+# about twice as much at a million nodes as at ten thousand; but so does
+# "touch", which only reads the objects a substitution writes, by about as
+# much (the cell's last line). That is the price of reaching objects
+# scattered in a larger heap, not work the substitution does.
 #
 # <div class="admonition note">
 # <p class="admonition-title">Design note: the tail call that was quadratic</p>

@@ -1436,9 +1436,9 @@ print(f"time per source node, largest / smallest: "
 
 # %% [markdown]
 # The CPS has the same number of nodes per source node at every size (the
-# `CPS/src` column). The time per node, the last column, grows about
-# twofold over the hundredfold growth of the program (the ratio printed
-# last), all of it by 30,000 nodes and none over the last threefold: far
+# `CPS/src` column). The time per node, the last column, grows by about
+# three fifths over the hundredfold growth of the program (the ratio
+# printed last), all of it by 30,000 nodes and none over the last threefold: far
 # from the hundredfold of a quadratic pass, but not flat either. As
 # [chapter 6](06_cps.ipynb) did for its framework, count the work instead
 # of timing it: the Python function calls the conversion makes per source

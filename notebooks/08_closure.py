@@ -627,10 +627,10 @@ print(f"time per source node, largest / smallest: "
       " (1.00 is linear)")
 
 # %% [markdown]
-# The time per source node, the last column, grows by about a quarter over
-# the hundredfold growth of the program (the ratio printed last). The
-# timings are the best of a few runs on a machine that was not idle (the
-# load average printed, for two cores), and a timing cannot say by itself
+# The time per source node, the last column, grows by about two fifths
+# over the hundredfold growth of the program (the ratio printed last). The
+# timings are the best of a few runs on a shared machine (the load
+# average printed, for two cores), and a timing cannot say by itself
 # whether the growth is the algorithm's. As [chapter 7](07_cps_convert.ipynb) did for its
 # conversion, count the work instead: the Python function calls closure
 # conversion makes per source node, on two of the benchmark's programs, the

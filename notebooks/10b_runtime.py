@@ -3678,6 +3678,9 @@ print(f"{'benchmark':10}" + "".join(f"{n:>14}" for n in sizes) + "   (median CPU
       " ratios to 2M, run beside it)")
 for name, r in speed["nursery"].items():
     print(f"{name:10}" + "".join(f"{r[n]['median']:7.3f} ({r[n]['ratio']:.2f})" for n in sizes))
+print("the 95 % bootstrap intervals of those ratios (bench/run.py's `interval`, over the paired runs):")
+for name, r in speed["nursery"].items():
+    print(f"{name:10}" + "".join(f"{'[%.2f, %.2f]' % tuple(r[n]['interval']):>14}" for n in sizes))
 smaller, larger = sizes[:sizes.index("2M")], sizes[sizes.index("2M") + 1:]
 for name, r in speed["nursery"].items():
     print(f"{name}: at most {max(r[n]['ratio'] for n in smaller):.2f} times the time with a smaller nursery,"
@@ -3691,27 +3694,31 @@ for name, r in speed["nursery"].items():
 # last lines say how far it grew from 2 MB. Below 2 MB the minor
 # collections come more often, and each one promotes blocks that would
 # have died with a little more time: the lines "at most … with a smaller
-# nursery" say what that costs each program, and the columns of the table
-# from which size on (for `primes` and `fold`, already at 1 MB);
-# `nqueens`, which allocates little that lives, does not care. `binarytrees` and `perm`, where much of the
-# nursery survives, grow it on trial from any start; `binarytrees` pays
-# for the collections made on the way up from 256 or 512 KB. `perm`'s
+# nursery" say what that costs each program by the median, and the
+# intervals from which size on it is more than noise (for `fold` already
+# at 1 MB, for `primes` from 512 KB down); `nqueens`, which allocates
+# little that lives, does not care. `binarytrees` and `perm`, where much
+# of the nursery survives, grow it on trial from any start;
+# `binarytrees`' medians say that it pays for the collections made on the
+# way up from 256 or 512 KB, but its intervals are wide, within noise. `perm`'s
 # times scatter with no order in the sizes: its nursery goes back and
 # forth between sizes, and where its collections fall in its rounds of
 # permutations decides how much each one copies (the picture above), so
 # that the start decides little but which collections those are.
-# Above 2 MB, `primes` still gains (the lines of ratios say how much), and
-# `cpstak`, `nqueens` and `fold` change by a tenth at most, either way.
+# Above 2 MB, no program gains more than a few hundredths but `perm`,
+# whose times scatter, and `cpstak`, which keeps almost nothing, is slower
+# by the rule at 8 MB.
 #
 # The default is 2 MB, the size of OCaml's default minor heap (256 K
 # words of 8 bytes). The reason for a small nursery is the cache: a
 # nursery emptied at every minor collection is reused while its memory is
 # still in the processor's cache. Which cache it fits in depends on the
-# machine: on the one printed above, 2 MB is twice the second-level cache
-# of a core and a small part of the third level. The measurements say
-# that, on that machine, a larger start would pay on `primes`, and that
-# the programs that need a larger nursery (`fold`, `binarytrees` and
-# `perm`, the last lines) get one by growing; the
+# machine: the cell's first lines say how 2 MB compares with the second
+# and third levels of the one printed above. The measurements say
+# that, on that machine, no larger start would pay on these programs
+# (`perm`'s scattered times aside), and that the programs that need a
+# larger nursery (`fold`, `binarytrees` and `perm`, the last lines) get
+# one by growing; the
 # default stays OCaml's, a size that keeps the nursery in some level of
 # cache on most machines.
 #
