@@ -1308,9 +1308,9 @@ for name in ("primes", "fold"):
 # The range beside each ratio is that of its seven paired runs, and the
 # lines under the table read the table. In this measurement the attribute
 # costs the calls nothing: no program is slower with it in every pair,
-# the medians of the six programs other than `primes` stay near 1 (the
-# first line under the table), and the programs of the third line are
-# faster with it in every pair. On `primes`, without it, stale pointers
+# the medians of the six programs other than `primes` lie in the range of
+# the first line under the table (the highest is `ack`'s), and the
+# programs of the third line are faster with it in every pair. On `primes`, without it, stale pointers
 # in saved registers pin hundreds of times as many blocks, and what those
 # blocks point to is kept with them: the heap is larger and the program
 # slower, by the factors of the next line. `fold`'s heap is larger without
@@ -1898,10 +1898,10 @@ for verdict in ("faster", "slower"):
 # By chapter 12's rule (a program is faster or slower only when its whole
 # interval says so), the copy makes the programs of the next-to-last line
 # faster and those of the last line slower, by the percentages printed
-# there; in this measurement the faster ones include the
-# continuation-passing `cpstak`, `binarytrees`, `perm` and the exception
-# benchmark `raisesearch`, and the slower ones `change`, a program whose
-# time moves from one session to the next (chapter 12). The seven programs
+# there; in this measurement the one faster is the exception benchmark
+# `raisesearch`, and the slower ones are `binarytrees`, `perm` and
+# `change`, a program whose time moves from one session to the next
+# (chapter 12). The seven programs
 # that do not allocate (`fib`, `tak`, `ack`, `mandel`, `gcd`, `loop`,
 # `states`) have the same machine code both ways, so their ratios show
 # only the noise of the measurement; the rest are within noise.
@@ -1909,7 +1909,7 @@ for verdict in ("faster", "slower"):
 # the chain of the first paragraph suggests: most of these programs' time
 # goes elsewhere — into the collector, into loads that miss the cache, and
 # into the calls, before each of which the copy is gone, to be read again
-# after. And on some programs the copy costs a little: more values live in
+# after. And on some programs the copy costs (the last line): more values live in
 # registers across a loop, and one more register to save in a closure's
 # code (chapter 12 shows one). It stays for the loops, where the chain was
 # the whole cost.

@@ -3696,7 +3696,8 @@ for name, r in speed["nursery"].items():
 # have died with a little more time: the lines "at most … with a smaller
 # nursery" say what that costs each program by the median, and the
 # intervals from which size on it is more than noise (for `fold` already
-# at 1 MB, for `primes` from 512 KB down); `nqueens`, which allocates
+# at 1 MB, for `primes` from 512 KB down, and only just at 1 MB, where its
+# interval starts at 1.00); `nqueens`, which allocates
 # little that lives, does not care. `binarytrees` and `perm`, where much
 # of the nursery survives, grow it on trial from any start;
 # `binarytrees`' medians say that it pays for the collections made on the

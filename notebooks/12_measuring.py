@@ -316,8 +316,8 @@ print(f"Chez's start-up: at most {100 * max(shares.values()):.0f} % of its media
 # a head start depends on how long the benchmarks run: the sizes of
 # `bench/run.py` are chosen so that each benchmark's fastest version runs
 # for about a second (the table of results below), and the cell's line
-# on L's medians says how many of them are under 0.2 s, where 60 ms would
-# weigh. Its last line says how much the start-up weighs in this
+# on L's medians says how many of them are under 0.2 s, where Chez's
+# start-up would weigh. Its last line says how much the start-up weighs in this
 # measurement: its largest share of a Chez median, the most that taking
 # it out raises L/Chez, and the verdicts against 1 that change. The net
 # ratios are estimates all the same:
@@ -334,9 +334,10 @@ print(f"Chez's start-up: at most {100 * max(shares.values()):.0f} % of its media
 # `best-O3` and `best-clang` put `gcc -O3` and `clang -O2` in the place
 # of `gcc -O2`. CPython runs once per benchmark, in the same session,
 # with a time limit of 60 seconds; a `>` marks a run that reached the
-# limit, whose ratio is therefore a lower bound. With L's runs under two
-# seconds, a run that reaches the limit still decides the target of
-# CPython at least 30 times slower. (The script can also keep CPython's
+# limit, whose ratio is therefore a lower bound. Where L's run takes under
+# two seconds, a run that reaches the limit still decides the target of
+# CPython at least 30 times slower; where it takes longer, the table's
+# last line calls that target undecided. (The script can also keep CPython's
 # times from an earlier session, `--python keep`, where the Python
 # program and its size have not changed; the other machine's file below
 # was measured so.)
@@ -544,8 +545,8 @@ print("L/best moved most: " + ", ".join(f"{n} {here[n]['L/best'][0]:.2f} -> {the
 # moved most, `states` by more than a factor of two, and on `tak` the
 # faster peer is not the same on the two machines. The conclusions of
 # this chapter do not move. On both machines L is faster than gcc -O2,
-# clang, OCaml and Chez, each taken alone, on the geometric mean, every
-# interval below 1 (the `geo. mean` lines). The geometric mean of L/best
+# OCaml and Chez, each taken alone, on the geometric mean, every interval
+# below 1 (the `geo. mean` lines). The geometric mean of L/best
 # is a little under 1 on both; both miss the target of 0.9. No benchmark
 # goes from meeting the target of 1.1 to missing it, or back: the same
 # four miss it on both — `divrec`, `mandel`, `interp` and `perm`, which
@@ -999,8 +1000,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # `sub r15, 24; cmp r15, [r14]; jb collect` (`r14` points to the
 # runtime's state, whose first word is the limit). Nor need the
 # collector make the difference: like OCaml's minor heap, chapter 10b's
-# nursery is reused after every minor collection and stays in the
-# processor's cache. How much of each run the collector takes, the runtime says itself:
+# nursery is reused after every minor collection and, at its default
+# size, stays in the processor's cache (in the third level of this
+# machine's, whose second level is smaller). How much of each run the collector takes, the runtime says itself:
 # with `LC_GC_STATS` set, an L executable prints, when it ends, how many
 # minor and major collections it made, how much it allocated and promoted,
 # and the time spent collecting (`gc time`, minor and major). The
@@ -1031,11 +1033,11 @@ print("the largest shares: " + ", ".join(f"{name} {100 * gc_share[name]:.0f} %" 
 # hardly move from one run to the next; the times do, on a shared
 # machine). The integer programs (`fib`, `tak`, `ack`, `states`, `loop`,
 # `mandel`, `gcd`, `change`) never collect, and `takl`, `hof`, `nqueens`
-# and `raisesearch` collect a few times and promote nothing. `cpstak` and
+# and `raisesearch` collect a few dozen times at most and promote nothing. `cpstak` and
 # `cpstree`, whose continuations die at once, collect thousands of times
 # but promote a few megabytes in all, so that each collection has next to
-# nothing to copy; so do `deriv`, `divrec`, `interp` and `raiseparse`,
-# on a smaller scale. `fold`, `primes`, `msort`, `binarytrees`, `live` and
+# nothing to copy; so do `divrec` and `raiseparse`, and `deriv` and
+# `interp` on a smaller scale. `fold`, `primes`, `msort`, `binarytrees`, `live` and
 # `rbtree`, whose lists and trees survive, promote hundreds of megabytes,
 # make major collections, and spend a fifth of their run or more in the
 # collector. On those, the collector is where L's time would be won; on
@@ -1092,8 +1094,8 @@ print(f"{len(code)} instructions, {len(saved)} callee-saved registers saved")
 # `r11` (and `rax`, which brings back the block), so the values stay
 # where they are across the one call the function can make; it declares
 # `lc_hp` and `lc_hl` `dso_local`, so that their addresses take no
-# registers. The one register it saves, `rbx` (with the `sub rsp` that
-# keeps the stack aligned for that call), carries the heap pointer from
+# registers. The one register it saves, `rbx` (the `sub rsp` beside it
+# reserves 16 bytes the printed code never uses), carries the heap pointer from
 # one turn of the loop to the next: with
 # the pointer and the limit in registers too, the loop needs one register
 # more than the C convention lets a function use without saving it — a
@@ -1185,7 +1187,8 @@ print(f"L/C from {min(e[0] for e in live_c.values()):.2f} to {max(e[0] for e in 
       " by the rule: " + ", ".join(f"{versus_1(e)} at {size}" for size, e in sorted(live_c.items())))
 
 # %% [markdown]
-# The time per key grows with `n` in every language, C included: an update
+# The time per key grows with `n` in every language, C included (Chez's
+# apart at the smallest size, where its start-up weighs most): an update
 # walks a path from the root to a random key, and the larger the tree, the
 # fewer of its nodes are in the cache. A collector that degraded
 # quadratically would make L's time per key grow in proportion to `n`,
@@ -1310,8 +1313,8 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 #
 # Against gcc -O3 the geometric mean misses too, and one more benchmark
 # misses the target of 1.1, `takl`, with more of them within noise of it
-# (`nqueens` and `deriv` among them), on which gcc -O3 is faster than gcc
-# -O2; against clang -O2, a C compiler built on LLVM (its version 14,
+# (`nqueens` and `deriv` among them), on which L's ratio to gcc -O3 is
+# higher than to gcc -O2; against clang -O2, a C compiler built on LLVM (its version 14,
 # where L's llvmlite bundles 22), the geometric mean is within noise of
 # the target of 0.9 (the table's last lines). The third target is missed
 # on six programs. On `states` by a hair, with L itself the fastest of
@@ -1324,7 +1327,7 @@ print(f"  {'L/Chez, net':8} {shown(chez_net)} {versus_1(chez_net)}")
 # once and hands its memory back, still in the cache, to the next one. On
 # `tak` and `perm` the target is undecided: CPython ran into its time
 # limit of 60 s, and L's runs there take more than 2 s, so the limit is
-# less than thirty times L's time (the cell's second line).
+# less than thirty times L's time (the cell's line on what is undecided).
 #
 # Against each peer taken one at a time, L is ahead: the interval of every
 # geometric mean lies below 1, and against Chez it still does with Chez's
@@ -1402,8 +1405,8 @@ print(f"{'in Python':>13} {python:5.2f} s  {100 * python / total:3.0f} %")
 # The stages before `machine code`, all in Python, take most of the time
 # (the last line: over three quarters in this measurement): the stages of
 # chapters 4 to 10, each linear and each a second and a half or less, the
-# optimiser of chapter 9 the largest of them. LLVM's share is small
-# because of that optimiser, which hands LLVM, on these generated
+# optimiser of chapter 9 the largest of them. LLVM's share, about a fifth
+# (the first line), is no larger because of that optimiser, which hands LLVM, on these generated
 # programs, a smaller program with less left to inline and fold (on the
 # corpus of small programs it does the opposite: chapter 9 counts the
 # nodes and the instructions). The same
@@ -1457,8 +1460,8 @@ print(f"machine code without the optimiser / with it: {without['seconds']['machi
 # too. Since then the exceptions and the warnings came, and the front end
 # was made faster again (chapter 4a's parser and tokens, chapter 5's
 # pattern warnings, chapter 10's names for the back end, each measured
-# the same way), which brings it to the figure above. Going further, to
-# 2 seconds, would take fewer objects per node in the
+# the same way), which brings it to the figure above. Getting under 5
+# seconds again, and to 2, would take fewer objects per node in the
 # Python stages (the lexer and the type checker build a Python object for
 # every token and every type variable), or fewer stages: four walks of the
 # whole program, from tokens to types, could be two. On a machine with
@@ -1495,8 +1498,8 @@ print(f"from {rows[0]['lines']:,} to {rows[-1]['lines']:,} lines ({rows[-1]['nod
 # %% [markdown]
 # Eight times the program, eight times the time, within a tenth in all
 # and within about a fifth for every stage, past a million nodes: a
-# stage that were quadratic somewhere would have grown eightfold here, not
-# by a fifth. The rows between wobble with the machine (the load average
+# stage that were quadratic somewhere would have grown eightfold here;
+# none grew at all, beyond a hundredth. The rows between wobble with the machine (the load average
 # above; each figure is the median of three runs only), which is why the
 # growth is read from the ends. The stage that grows most here is the one
 # named on the last line (`machine code` is mostly LLVM's own work, in
