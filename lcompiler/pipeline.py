@@ -64,7 +64,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from lcompiler.errors import Source, raise_errors
-from lcompiler.support import collector_paused
 
 # name        module           chapter  what it hands to the next stage
 PIPELINE = [
@@ -166,6 +165,7 @@ def stages_of(source: Source, upto: str | None = None, optimise: bool = True,
 
 def compile_to(name: str | None, source: Source, optimise: bool = True) -> tuple[Any, Unit]:
     """Run the stages from the source up to NAME (all, if None): (NAME's output, the unit)."""
+    from lcompiler.support import collector_paused   # here: the pipeline imports no stage at load time
     result = source, None
     with collector_paused():            # over all the stages, not each: appendix B says why
         for _, value, unit in stages_of(source, name, optimise):
