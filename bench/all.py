@@ -91,6 +91,11 @@ STEPS = [
      "align.py --repeat 1 --only takl --json {json}"),
     ("heap_pointer.json", "10", "heap_pointer.py --repeat 5 --json bench/heap_pointer.json",
      "heap_pointer.py --repeat 1 --only cpstak --json {json}"),
+    # the timing writes the file afresh; the compile times are added to it, so they come after
+    ("statepoints.json", "10b", "statepoints.py --repeat 5 --json bench/statepoints.json",
+     "statepoints.py --repeat 1 --only cpstak --json {json}"),
+    ("statepoints.json", "10b", "statepoints.py --compile-time --repeat 3 --json bench/statepoints.json",
+     "statepoints.py --compile-time --repeat 1 --only cpstak --json {json}"),
 ]
 
 

@@ -3,6 +3,7 @@ what the stack maps point to, against chapter 10b's conservative scan.
 
     python bench/statepoints.py [--repeat 5] [--only NAME ...] [--json bench/statepoints.json]
     python bench/statepoints.py --check [--stress] [NAME ...] [FILE.l ...]   # small sizes: the same outputs?
+    python bench/statepoints.py --compile-time [--repeat 3] [--json bench/statepoints.json]
 
 The runtime of chapter 10b scans the stack conservatively: any word that may
 point into the nursery pins the block it points into. The alternative is a
@@ -667,19 +668,36 @@ statepoints.install()
 """
 
 
-def section_sizes(exe: str) -> dict:
-    """The sizes in bytes of an executable's sections .text and .llvm_stackmaps (ELF, 64-bit, little-endian)."""
+def sections(exe: str) -> dict:
+    """An executable's sections (ELF, 64-bit, little-endian): {name: (address, contents, entry size)}."""
     data = Path(exe).read_bytes()
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     names = headers[shstrndx][4]
-    sizes = {}
-    for name, _, _, _, _, size in headers:
+    found = {}
+    for name, _, _, address, offset, size, _, _, _, entry in headers:
         label = data[names + name:data.index(b"\0", names + name)].decode()
-        if label in (".text", ".llvm_stackmaps"):
-            sizes[label] = size
-    return sizes
+        found[label] = (address, data[offset:offset + size], entry)
+    return found
+
+
+def section_sizes(exe: str) -> dict:
+    """The sizes in bytes of an executable's sections .text and .llvm_stackmaps."""
+    return {name: len(s[1]) for name, s in sections(exe).items() if name in (".text", ".llvm_stackmaps")}
+
+
+def symbols(exe: str) -> dict:
+    """The functions of an executable's symbol table: {address: name}."""
+    found = sections(exe)
+    _, table, entry = found[".symtab"]
+    strings = found[".strtab"][1]
+    named = {}
+    for at in range(0, len(table), entry):
+        name, info, _, _, value, _ = struct.unpack_from("<IBBHQQ", table, at)
+        if info & 0xF == 2:                           # STT_FUNC
+            named[value] = strings[name:strings.index(b"\0", name)].decode()
+    return named
 
 
 def sizes(name, cmds) -> dict:
@@ -733,8 +751,66 @@ def check(names: list, files: list, stress: bool = False) -> int:
         return 0 if all(outputs[p, "statepoints"] == outputs[p, "lc build"] for p in programs) else 1
 
 
+# One child process per build and round: it builds every benchmark twice and times the second
+# build (the first pays for LLVM's start), printing {name: seconds} as JSON.
+TIME_BUILDS = """\
+import json, sys, tempfile, time
+from pathlib import Path
+from lcompiler import driver
+from lcompiler.errors import Source
+{setup}
+times = {{}}
+with tempfile.TemporaryDirectory() as tmp:
+    for src in sys.argv[1:]:
+        source = Source(src, open(src).read())
+        for _ in range(2):
+            start = time.perf_counter()
+            driver.build(source, Path(tmp) / "a.out")
+            times[Path(src).stem] = time.perf_counter() - start
+print(json.dumps(times))
+"""
+
+
+def compile_time(argv) -> int:
+    """Time lc build and the statepoint build of every benchmark (at run.py's sizes), in alternation:
+    each round one child process per build; the median over the rounds, and their paired ratio. With
+    --json FILE, add the figures to FILE (bench/statepoints.json, written by the timing) as "compile"."""
+    import json
+    import statistics
+
+    import run
+    from builds import arguments
+    args, names = arguments(__doc__, 3, [a for a in argv if a != "--compile-time"])
+    setups = {"lc build": "", "statepoints": SETUP.format(bench=str(Path(__file__).resolve().parent))}
+    rounds = {way: [] for way in setups}
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = [str(run.LANGUAGES["L"].source(n, run.SIZES[n][1], Path(tmp))) for n in names]
+        for _ in range(args.repeat):
+            for way, setup in setups.items():
+                done = subprocess.run([sys.executable, "-c", TIME_BUILDS.format(setup=setup), *sources],
+                                      capture_output=True, text=True, check=True)
+                rounds[way].append(json.loads(done.stdout))
+    record = {}
+    for name in names:
+        times = {way: [r[name] for r in rs] for way, rs in rounds.items()}
+        record[name] = {way: statistics.median(t) for way, t in times.items()}
+        record[name]["ratio"] = statistics.median(a / b for a, b in zip(times["lc build"], times["statepoints"]))
+        print(f"{name:14} lc build {record[name]['lc build']:.3f} s, statepoints {record[name]['statepoints']:.3f} s,"
+              f" ratio {record[name]['ratio']:.2f}", flush=True)
+    total = {way: sum(r[way] for r in record.values()) for way in setups}
+    print(f"{'all':14} lc build {total['lc build']:.2f} s, statepoints {total['statepoints']:.2f} s")
+    if args.json:
+        results = json.loads(Path(args.json).read_text())
+        results["compile"] = {"command": "python bench/statepoints.py " + " ".join(argv),
+                              "repeat": args.repeat, "benchmarks": record, "total": total}
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--compile-time" in argv:
+        return compile_time(argv)
     if "--check" in argv:
         import run
         rest = [a for a in argv if a not in ("--check", "--stress")]
