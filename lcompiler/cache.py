@@ -48,6 +48,8 @@ __all__ = [
     'keep',
     'Recorder',
     'run',
+    'can_replace',
+    'replace_process',
     'call_main',
 ]
 
@@ -73,14 +75,16 @@ def compiler_digest(package: Path = PACKAGE) -> bytes:
     return digest.digest()
 
 
-def entry_name(source, optimiser: bool, policy: dict, environment: dict, package: Path = PACKAGE) -> str:
-    """The name of a program's entry: a hash of what its machine code depends on."""
+def entry_name(source, optimiser: bool, policy: dict, environment: dict, package: Path = PACKAGE,
+               kind: str = "objects") -> str:
+    """The name of a program's entry: a hash of what its machine code depends on, and of its kind
+    ("objects" for the JIT, "executable" for the command lc)."""
     import llvmlite
     settings = sorted((name, value) for name, value in environment.items()
                       if (name.startswith("LC_") and name != "LC_CACHE") or name == "CC")
     digest = hashlib.sha256(FORMAT + compiler_digest(package))
     digest.update(repr((llvmlite.__version__, os.uname().machine, source.name, source.text, optimiser,
-                        policy["color"], policy["warnings_are_errors"], settings)).encode())
+                        policy["color"], policy["warnings_are_errors"], settings, kind)).encode())
     return digest.hexdigest()
 
 # cell 82
@@ -180,12 +184,15 @@ class Recorder:
             self.sink.flush()
 
 
-def run(source, optimiser: bool = True, cached: bool = True) -> int:
+def run(source, optimiser: bool = True, cached: bool = True, replace: bool = False) -> int:
     """lc run: the program's machine code from the cache, or compiled (and kept); then run in this
-    process (a runtime error exits the process with status 2)."""
+    process, through the JIT (a runtime error exits the process with status 2) -- or, with replace (the
+    command lc, whose process is its own), as an executable that takes the process's place."""
     from lcompiler.errors import POLICY
+    replace = replace and can_replace()
+    kind = "executable" if replace else "objects"
     place = folder() if cached and not isinstance(POLICY["sink"], list) else None
-    path = place / f"{entry_name(source, optimiser, POLICY, os.environ)}.lcp" if place else None
+    path = place / f"{entry_name(source, optimiser, POLICY, os.environ, kind=kind)}.lcp" if place else None
     found = kept(path) if path else None
     if found is None:
         from lcompiler import driver
@@ -193,16 +200,39 @@ def run(source, optimiser: bool = True, cached: bool = True) -> int:
         if path:
             POLICY["sink"] = recorder = Recorder(sink)
         try:
-            objects = driver.compile_source(source, optimiser=optimiser)
+            if replace:
+                with tempfile.TemporaryDirectory() as tmp:
+                    code = [driver.build(source, Path(tmp, "program"), optimiser=optimiser).read_bytes()]
+            else:
+                code = driver.compile_source(source, optimiser=optimiser)
         finally:
             POLICY["sink"] = sink
         if path:
-            keep(path, pack("".join(recorder.parts), objects))
+            keep(path, pack("".join(recorder.parts), code))
     else:
-        warnings, objects = found
+        warnings, code = found
         if warnings and POLICY["sink"] is not None:
             POLICY["sink"].write(warnings)
-    return call_main(objects)
+    if replace:
+        replace_process(code[0], source.name)
+    return call_main(code)
+
+
+def can_replace() -> bool:
+    """Whether this system can run an executable held in memory in this process's place (Linux)."""
+    return hasattr(os, "memfd_create") and os.execve in os.supports_fd
+
+
+def replace_process(executable: bytes, name: str):
+    """Run an executable in this process's place, from a file in memory: it never returns. The
+    executable inherits the process: its id, its files, its environment, its signals ignored."""
+    fd = os.memfd_create(name)                # closed on exec; gone when the program ends
+    written = memoryview(executable)
+    while written:
+        written = written[os.write(fd, written):]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(fd, [name], os.environ)
 
 
 _runtime_loaded = False

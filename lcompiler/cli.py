@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
+    args.own_process = argv is None    # lc, the command: its process is its own (lc run replaces it)
     from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
@@ -313,7 +314,7 @@ def run_command(args) -> int:
         interp.Interpreter().run(program)
         return 0
     from lcompiler import cache
-    return cache.run(source, optimiser=args.level > 0, cached=args.cached)
+    return cache.run(source, optimiser=args.level > 0, cached=args.cached, replace=args.own_process)
 
 
 SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")

@@ -21,12 +21,15 @@
 # four ways:
 #
 # - **in this process**, through llvmlite's JIT: LLVM compiles the module to
-#   machine code in memory, and Python calls its `main` — what `lc run` does;
+#   machine code in memory, and Python calls its `main` — what `lc run`
+#   does when Python calls it, in a notebook or a test;
 # - **in a child process** of this one, for a host that must survive
 #   whatever the program does: a notebook kernel, the REPL, the tests;
 # - **as a native executable**: LLVM writes an object file, the system's C
 #   compiler links it with the runtime, and the result runs without Python
-#   (`lc build FILE.l -o EXE`);
+#   (`lc build FILE.l -o EXE`) — or in the place of the process that made
+#   it, which is what the command `lc run` does, keeping the executable for
+#   the next time;
 # - **one line at a time**, in `lc repl`, and one cell at a time with the
 #   `%%L` cell magic in a notebook.
 #
@@ -589,13 +592,17 @@ def machine_code(module: ir.Module, level: int = 2, executable: bool = False,
 # (The library is loaded once per process: after changing the runtime's C in
 # chapter 10b, restart the kernel, or the old functions stay in use.)
 #
-# Running in this process is what `lc run` wants: the program's output goes
-# straight to the terminal, and when the program stops with a runtime error
-# the runtime exits the process with status 2 — which is `lc run`'s exit
-# status. Python's own buffered output is flushed first, so nothing comes out
-# of order. (`lc run` does it through the cache of compiled programs, at the
-# end of this chapter, whose `call_main` is these steps again: loading, then
-# flushing, then calling `main`.)
+# Running in this process is what `lc run` wants when Python calls it
+# (`lc("run", …)` in a notebook): the program's output goes straight to
+# the process's standard output, and when the program stops with a runtime
+# error the runtime exits the process with status 2 — which is `lc run`'s
+# exit status. Python's own buffered output is flushed first, so nothing
+# comes out of order. (It does it through the cache of compiled programs,
+# at the end of this chapter, whose `call_main` is these steps again:
+# loading, then flushing, then calling `main`. The command `lc run`, whose
+# process is its own, does better: an executable takes the place of the
+# process, which then needs neither LLVM nor the compiler — the same
+# section says how.)
 #
 # Ctrl-C, too, reaches the program directly. While `main` runs, Python
 # cannot act on it: its handler of `SIGINT` only sets a flag, looked at
@@ -769,12 +776,15 @@ with tempfile.TemporaryDirectory() as tmp:
 #
 # Each way starts with the same two steps — the stages of the pipeline, in
 # Python, then LLVM's optimisation and code generation — and differs in
-# what it does with the machine code. `lc run` loads it into this process
-# and calls `main`. `run_l`, `%%L` and the REPL (later in this chapter)
-# load it the same way and call `main` in a forked child, so a crash or an
-# endless loop ends the child, not the host. `lc build` asks LLVM for
-# position-independent code instead, links it with the runtime using the
-# C compiler, and then the executable runs with no Python at all. The cell
+# what it does with the machine code. `lc run` called from Python loads
+# it into this process and calls `main`. `run_l`, `%%L` and the REPL
+# (later in this chapter) load it the same way and call `main` in a forked
+# child, so a crash or an endless loop ends the child, not the host. `lc
+# build` asks LLVM for position-independent code instead, links it with
+# the runtime using the C compiler, and then the executable runs with no
+# Python at all; the command `lc run` does the same, and the executable
+# takes its process's place (its last step here is a child, as the
+# notebook must survive it). The cell
 # below times each step for `fib(30)`, one way after the other, once, and
 # draws them, then prints the times and the machine they were taken on:
 # the widths change from run to run (this cell's figures are not
@@ -804,10 +814,11 @@ def timed(steps: list, what: str, run):
 
 def timeline(source: Source) -> dict:
     """Each way of running source, with its steps (what, seconds), measured now, one after the other."""
-    ways = {"lc run: JIT, in this process": [], "run_l, %%L, REPL: a child": [], "lc build; then the executable": []}
+    ways = {"lc run from Python: JIT, in this process": [], "run_l, %%L, REPL: a child": [],
+            "lc build, the command lc run: an executable": []}
     for way, steps in ways.items():
         module = timed(steps, "front end, optimiser", lambda: pipeline.compile_to("llvm", source)[0])
-        executable = way.startswith("lc build")
+        executable = "executable" in way
         objects = timed(steps, "LLVM", lambda: machine_code(module, executable=executable))  # noqa: B023  (called in this iteration)
         if not executable:
             engine, main = timed(steps, "load", lambda: jit(objects))  # noqa: B023  (called in this iteration)
@@ -851,7 +862,7 @@ display(fig, metadata={"alt": "Three time lines, one per way of running fib(30):
     f"{way}: " + ", ".join(f"{what} {seconds * 1000:.0f} ms" for what, seconds in steps) for way, steps in ways.items())})
 plt.close(fig)
 for way, steps in ways.items():
-    print(f"{way:32} " + "  ".join(f"{what} {seconds * 1000:.0f}" for what, seconds in steps)
+    print(f"{way:44} " + "  ".join(f"{what} {seconds * 1000:.0f}" for what, seconds in steps)
           + f"  = {sum(s for _, s in steps) * 1000:.0f} ms")
 print("\n".join(machine_lines(machine)[:2]))
 
@@ -1457,8 +1468,9 @@ repl(iter(session), lambda text: print(text, end=""), prompt=False)
 # ## The commands
 #
 # `lc run` now compiles natively and runs the machine code in its own
-# process, through the cache of compiled programs of
-# the next section (`lcompiler.cache`'s `run`); the reference interpreter
+# process — as an executable that takes the process's place — through the
+# cache of compiled programs of the next section (`lcompiler.cache`'s
+# `run`); the reference interpreter
 # stays one flag away, `lc run --interp`, for comparison and for debugging
 # the compiler. `lc build` writes an executable (`build`). `lc repl` starts
 # a session on the terminal (`repl`), with a prompt when its input is a
@@ -1517,10 +1529,12 @@ with tempfile.TemporaryDirectory() as tmp:
 # loading the compiler's modules, then the stages and LLVM (the end of this
 # section times `lc run` with and without compiling; chapter 12 measures
 # the stages on big programs). So `lc run`
-# keeps what it compiles: the object files that `machine_code` makes for
-# the JIT, in a folder, under a name that is a hash of everything they
-# depend on. Running the same program again finds them, loads them and
-# calls `main`, without compiling — without even loading the compiler.
+# keeps what it compiles, in a folder, under a name that is a hash of
+# everything it depends on: the command `lc run` keeps the executable that
+# `build` links, and `lc run` called from Python the object files that
+# `machine_code` makes for the JIT. Running the same program again finds
+# the entry and runs it without compiling — without even loading the
+# compiler, and, for the command, without loading LLVM.
 #
 # The contract: a program is run from the cache only if nothing it was
 # compiled from has changed, and then it behaves exactly as if it had been
@@ -1536,6 +1550,7 @@ with tempfile.TemporaryDirectory() as tmp:
 #   a new compiler, and every program is compiled again;
 # - the options: `-O`, and those that shape the warnings, `-Werror` and
 #   the colour;
+# - the kind of entry: an executable, or object files for the JIT;
 # - the environment: `CC`, and every variable whose name starts with `LC_`
 #   (but `LC_CACHE`, which says where the cache is). Most of them are read
 #   by the runtime when the program runs, not by the compiler, so this is
@@ -1544,7 +1559,7 @@ with tempfile.TemporaryDirectory() as tmp:
 #   variable steer the compiler (chapter 10's `LC_EXCEPTIONS` does), to add
 #   it to a list here.
 #
-# An entry holds the object files, and the warnings that compiling the
+# An entry holds the executable or the object files, and the warnings that compiling the
 # program wrote, as they were written: a program run from the cache says
 # them again, so that what `lc run` shows does not depend on whether it
 # compiled. It starts with a line naming the format, then the SHA-256 of the
@@ -1564,15 +1579,27 @@ with tempfile.TemporaryDirectory() as tmp:
 # <div class="admonition note">
 # <p class="admonition-title">Design note: which cache, where, and how to turn it off</p>
 #
-# **What is kept.** The object files for the JIT, not an executable. A
-# miss then costs what `lc run` cost before — an executable would need the
-# C compiler to link it, every time a program changes — and a hit runs the
-# program exactly as before: in `lc`'s own process, through the same
-# runtime library, so that the output, the runtime errors, the exit status
-# and Ctrl-C are what the rest of this chapter says they are. Running an
-# executable instead would have to carry the signals and the exit status
-# from a child process back to `lc`'s, which is its own source of
-# differences.
+# **What is kept.** For the command, an executable, run in the command's
+# own place: `os.execve` replaces the program the process runs — Python,
+# running `lc` — by the executable, read from a file in memory
+# (`os.memfd_create`), so that nothing is written to disk to run it. The
+# process stays the same: its id, its open files, its environment, the
+# signals its parent left ignored (Python ignores `SIGPIPE`, so the
+# program goes on quietly when the reader of its output goes away, as it
+# did under the JIT); and its exit status and the signal that ends it are
+# the program's own, with nothing to carry back from a child. A hit then
+# loads neither the compiler nor llvmlite's binding, the LLVM library that
+# a JIT needs, whose loading was most of what a hit cost when the cache
+# kept object files for the command too (the timings at the end of this
+# section print it beside the rest); a miss pays the C compiler's link
+# instead of loading the object files into the JIT. From Python —
+# `lc("run", …)` in a notebook, a test — `lc run` must not replace the
+# process it was called in, a notebook's kernel, and keeps and loads
+# object files, as this chapter's JIT does. `main` tells the two apart by
+# how it was called ([appendix C](C_cli.ipynb)): with no arguments, it is
+# the command, whose arguments are the process's own. On a system without
+# `memfd_create` (other than Linux), the command does as Python's call
+# does.
 #
 # **Where.** [Chapter 10b](10b_runtime.ipynb) already keeps the compiled
 # runtime under `$LC_CACHE` (by default `~/.cache/lcompiler`); the programs
@@ -1589,11 +1616,12 @@ with tempfile.TemporaryDirectory() as tmp:
 # </div>
 #
 # The code is a module of its own, `lcompiler.cache`, which imports no stage
-# of the compiler: a hit loads llvmlite's binding, the runtime and the
-# object files (with the small modules `errors` and `support` of the
-# appendices), and no stage; a miss imports this chapter's `driver`
-# and compiles with `compile_source`. First the name of an entry: the hash
-# of the compiler, then of everything else.
+# of the compiler: a hit of the command reads the executable and runs it;
+# a hit from Python loads llvmlite's binding, the runtime and the object
+# files (with the small modules `errors` and `support` of the appendices),
+# and no stage; a miss imports this chapter's `driver` and compiles, with
+# `build` or `compile_source`. First the name of an entry: the hash of the
+# compiler, then of everything else.
 
 # %%
 #| export cache
@@ -1617,14 +1645,16 @@ def compiler_digest(package: Path = PACKAGE) -> bytes:
     return digest.digest()
 
 
-def entry_name(source, optimiser: bool, policy: dict, environment: dict, package: Path = PACKAGE) -> str:
-    """The name of a program's entry: a hash of what its machine code depends on."""
+def entry_name(source, optimiser: bool, policy: dict, environment: dict, package: Path = PACKAGE,
+               kind: str = "objects") -> str:
+    """The name of a program's entry: a hash of what its machine code depends on, and of its kind
+    ("objects" for the JIT, "executable" for the command lc)."""
     import llvmlite
     settings = sorted((name, value) for name, value in environment.items()
                       if (name.startswith("LC_") and name != "LC_CACHE") or name == "CC")
     digest = hashlib.sha256(FORMAT + compiler_digest(package))
     digest.update(repr((llvmlite.__version__, os.uname().machine, source.name, source.text, optimiser,
-                        policy["color"], policy["warnings_are_errors"], settings)).encode())
+                        policy["color"], policy["warnings_are_errors"], settings, kind)).encode())
     return digest.hexdigest()
 
 # %% [markdown]
@@ -1756,14 +1786,17 @@ for what, data in [("whole", entry), ("cut short", entry[:-3]), ("a byte changed
     print(f"{what:15} {unpack(data)}")
 
 # %% [markdown]
-# Then `run`, which `lc run` calls. It looks for the program's entry; on a
-# miss it compiles the program with `compile_source`,
-# while a `Recorder` in `POLICY`'s place of the warnings writes them to
-# standard error as ever and keeps a copy; then it keeps the entry. On a
-# hit it writes the warnings kept. Either way `call_main` loads the object
-# files with the runtime library and calls `main`, as `jit` does: the same
-# few lines, here so that a hit needs nothing of `driver`,
-# whose module imports the whole compiler.
+# Then `run`, which `lc run` calls, with `replace` when it is the command.
+# It looks for the program's entry; on a miss it compiles the program —
+# with `build`, into a temporary folder whose executable it reads, or with
+# `compile_source` — while a `Recorder` in `POLICY`'s place of the
+# warnings writes them to standard error as ever and keeps a copy; then it
+# keeps the entry. On a hit it writes the warnings kept. Then
+# `replace_process` writes the executable into a file in memory and runs
+# it in the process's place, never to return; or `call_main` loads the
+# object files with the runtime library and calls `main`, as `jit` does:
+# the same few lines, here so that a hit needs nothing of `driver`, whose
+# module imports the whole compiler.
 
 # %%
 #| export cache
@@ -1785,12 +1818,15 @@ class Recorder:
             self.sink.flush()
 
 
-def run(source, optimiser: bool = True, cached: bool = True) -> int:
+def run(source, optimiser: bool = True, cached: bool = True, replace: bool = False) -> int:
     """lc run: the program's machine code from the cache, or compiled (and kept); then run in this
-    process (a runtime error exits the process with status 2)."""
+    process, through the JIT (a runtime error exits the process with status 2) -- or, with replace (the
+    command lc, whose process is its own), as an executable that takes the process's place."""
     from lcompiler.errors import POLICY
+    replace = replace and can_replace()
+    kind = "executable" if replace else "objects"
     place = folder() if cached and not isinstance(POLICY["sink"], list) else None
-    path = place / f"{entry_name(source, optimiser, POLICY, os.environ)}.lcp" if place else None
+    path = place / f"{entry_name(source, optimiser, POLICY, os.environ, kind=kind)}.lcp" if place else None
     found = kept(path) if path else None
     if found is None:
         from lcompiler import driver
@@ -1798,16 +1834,39 @@ def run(source, optimiser: bool = True, cached: bool = True) -> int:
         if path:
             POLICY["sink"] = recorder = Recorder(sink)
         try:
-            objects = driver.compile_source(source, optimiser=optimiser)
+            if replace:
+                with tempfile.TemporaryDirectory() as tmp:
+                    code = [driver.build(source, Path(tmp, "program"), optimiser=optimiser).read_bytes()]
+            else:
+                code = driver.compile_source(source, optimiser=optimiser)
         finally:
             POLICY["sink"] = sink
         if path:
-            keep(path, pack("".join(recorder.parts), objects))
+            keep(path, pack("".join(recorder.parts), code))
     else:
-        warnings, objects = found
+        warnings, code = found
         if warnings and POLICY["sink"] is not None:
             POLICY["sink"].write(warnings)
-    return call_main(objects)
+    if replace:
+        replace_process(code[0], source.name)
+    return call_main(code)
+
+
+def can_replace() -> bool:
+    """Whether this system can run an executable held in memory in this process's place (Linux)."""
+    return hasattr(os, "memfd_create") and os.execve in os.supports_fd
+
+
+def replace_process(executable: bytes, name: str):
+    """Run an executable in this process's place, from a file in memory: it never returns. The
+    executable inherits the process: its id, its files, its environment, its signals ignored."""
+    fd = os.memfd_create(name)                # closed on exec; gone when the program ends
+    written = memoryview(executable)
+    while written:
+        written = written[os.write(fd, written):]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(fd, [name], os.environ)
 
 
 _runtime_loaded = False
@@ -1889,9 +1948,12 @@ with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
 # How long `lc run` takes, compiling and not, on the machine the cell
 # prints first: the median of ten runs of each, in alternation, with the
 # fastest and the slowest of the ten in brackets, of the book's `hello.l`
-# and of its biggest example (the times depend on the machine and its
-# load, so the cell's output is not checked; chapter 12 runs the book's
-# benchmarks).
+# and of its biggest example; then, timed the same way, Python starting
+# and doing nothing, the floor of any `lc`, and Python starting and
+# loading llvmlite's binding, which a hit of the command no longer does
+# (the times depend on the machine and its load, so the cell's output is
+# not checked; chapter 12 runs the book's benchmarks). The aim is a hit
+# under 0.2 s.
 
 # %% tags=["nbval-ignore-output"]
 import statistics
@@ -1919,8 +1981,21 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"lc run {program.name} ({len(program.read_text().splitlines())} lines): "
               + ", ".join(f"{how} {statistics.median(t):.3f} s [{min(t):.3f}, {max(t):.3f}]"
                           for how, t in times.items()))
+floors = {"python -c pass": [sys.executable, "-c", "pass"],
+          "loading llvmlite.binding": [sys.executable, "-c", "import llvmlite.binding"]}
+times = {what: [] for what in floors}
+for _ in range(10):
+    for what, argv in floors.items():
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True)
+        times[what].append(time.perf_counter() - start)
+print("Python: " + ", ".join(f"{what} {statistics.median(t):.3f} s [{min(t):.3f}, {max(t):.3f}]"
+                             for what, t in times.items()))
 
 # %% [markdown]
+# On the machine printed above, a hit of the command is under that aim,
+# and loading llvmlite's binding alone takes longer than a whole hit.
+#
 # `tests/test_cli.py` checks the promises of this section through `lc`,
 # with a cache of its own: a program run again is not compiled (the
 # pipeline is not imported) and prints, says and returns the same — a
@@ -1929,7 +2004,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # environment each make it compiled again, with the new result; an entry
 # cut short or changed is compiled again; `--no-cache` keeps nothing; and
 # `lc --help`, `lc --version` and a hit import none of the compiler's
-# stages. The entry's name is checked to change with each file of a copy of
+# stages, and a hit of the command not llvmlite's binding either. The entry's name is checked to change with each file of a copy of
 # the package, and `keep` to keep the entries used last.
 
 # %% [markdown]

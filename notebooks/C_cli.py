@@ -204,7 +204,11 @@ def flush_output() -> str | None:
 # `lc: error: …` with status 1, and so are an input nested too deeply for
 # Python's recursion and memory run out; an interrupt is 130; and any other
 # exception is a bug in `lc`, reported in one line as an internal compiler
-# error with status 3, never as a traceback.
+# error with status 3, never as a traceback. Called with no arguments,
+# `main` is the command `lc` itself, whose arguments are the process's and
+# whose process is its own: `args.own_process` tells `lc run` that it may
+# hand the process to the program (chapter 11's cache); called with a list,
+# from Python (`lc(…)` below, a test), it must not.
 
 # %%
 #| export
@@ -233,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
+    args.own_process = argv is None    # lc, the command: its process is its own (lc run replaces it)
     from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
@@ -436,7 +441,7 @@ def run_command(args) -> int:
         interp.Interpreter().run(program)
         return 0
     from lcompiler import cache
-    return cache.run(source, optimiser=args.level > 0, cached=args.cached)
+    return cache.run(source, optimiser=args.level > 0, cached=args.cached, replace=args.own_process)
 
 
 SIZES = ("LC_STACK_SIZE", "LC_HEAP_LIMIT", "LC_NURSERY", "LC_GC_STRESS", "LC_GC_DUMP")
@@ -654,7 +659,8 @@ for argv in (["--version"], ["--help"]):
 # %% [markdown]
 # Drawn, with `lc run` as well, on a program run twice: the first time it
 # is compiled, the second time it is found in the cache. Here the modules
-# are read from `sys.modules` when `lc` ends, in a child process that runs
+# are read from `sys.modules` when `lc` ends, or when `lc run` hands its
+# process to the program, in a child process that runs
 # the installed `lc`: that also counts the modules imported by name with
 # `importlib.import_module`, as chapter 4's `pipeline.load` imports the
 # stages, which `-X importtime` does not list. Each panel shows what its
@@ -663,7 +669,11 @@ for argv in (["--version"], ["--help"]):
 # module that registers a stage of [chapter 4](04_pipeline.ipynb)'s
 # pipeline, grey the others of the package (and `lcompiler` itself),
 # yellow LLVM's binding, `llvmlite`, whose modules are counted in one box.
-# Only the run that compiles has blue.
+# Only the run that compiles has blue. The run from the cache loads two
+# modules of llvmlite, the package and its version, which the name of an
+# entry includes; not its binding, LLVM itself: it hands its process to
+# the executable it kept ([chapter
+# 11](11_running.ipynb#running-again-without-compiling-a-cache-of-programs)).
 
 # %%
 import json
@@ -671,8 +681,16 @@ import tempfile
 
 from lcompiler import pipeline
 
-MEASURE = """import atexit, json, runpy, sys
-atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+MEASURE = """import atexit, json, os, runpy, sys
+def report():
+    print(json.dumps(sorted(sys.modules)), file=sys.stderr, flush=True)
+def execve(*arguments, execve=os.execve):      # lc run hands its process to the program: report first
+    atexit.unregister(report)
+    report()
+    execve(*arguments)
+atexit.register(report)
+os.supports_fd.add(execve)                     # as os.execve is: it takes a file descriptor
+os.execve = execve
 sys.argv = ARGV
 runpy.run_path(sys.argv[0], run_name="__main__")"""
 

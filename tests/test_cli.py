@@ -278,6 +278,7 @@ def test_a_program_from_the_cache_imports_no_stage_of_the_compiler(tmp_path):
     done, modules = lc_measured("run", str(tmp_path / "p.l"),
                                 env={**os.environ, "LC_CACHE": str(tmp_path / "cache")})
     assert done.stdout == "hello\n" and "lcompiler.cache" in modules and not modules & STAGES
+    assert not {m for m in modules if m.startswith("llvmlite.binding")}    # the command runs an executable
     compiling, modules = lc_measured("run", "--no-cache", str(tmp_path / "p.l"))
     assert compiling.stdout == "hello\n" and modules & STAGES == STAGES - {"lcompiler.anf"}   # chapter 3's ANF
     # lowerings are not used by lc; the stages loaded by name, cps_convert, closure and shrink among
