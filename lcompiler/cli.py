@@ -87,6 +87,7 @@ __all__ = [
 
 # cell 5
 import argparse
+import gc
 import os
 import sys
 import textwrap
@@ -168,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
     args.own_process = argv is None    # lc, the command: its process is its own (lc run replaces it)
+    if args.own_process and args.command != "repl":
+        gc.disable()                   # for good: the process ends when the command does (appendix B)
     from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)

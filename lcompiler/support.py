@@ -83,7 +83,7 @@ def collector_paused():
 
 # --- Room for recursion ------------------------------------------------
 
-# cell 12
+# cell 14
 NESTING_LIMIT = 20_000     # Python frames for the recursive stages: a nesting depth of thousands
 
 
@@ -109,7 +109,7 @@ def recursion_limit(limit: int):
 
 # --- LLVM's description of the machine ---------------------------------
 
-# cell 15
+# cell 17
 import llvmlite.binding as llvm
 
 _llvm_ready = False
@@ -133,7 +133,7 @@ def target_machine(executable: bool = False) -> llvm.TargetMachine:
 
 # --- Running in a child ------------------------------------------------
 
-# cell 19
+# cell 21
 import contextlib
 import ctypes
 import os
@@ -192,7 +192,7 @@ def run_in_child(main: Callable[[], int], timeout: float | None = None,
             stderr += f"stopped: the program ran longer than {timeout:g} s\n"
         return Result(child.text(), stderr, child.status)
 
-# cell 21
+# cell 23
 import codecs
 import select
 
@@ -224,7 +224,7 @@ class Child:
             if self.output is not None:
                 self.output(text)
 
-    # cell 23: Running in a child
+    # cell 25: Running in a child
     def follow(self, timeout: float | None) -> None:
         """Follow the child to its end; stop it after timeout seconds, counted from now
         whether it still writes or has closed its output and still runs."""
@@ -268,7 +268,7 @@ class Child:
 
 # --- A program on a stack of its own -----------------------------------
 
-# cell 35
+# cell 37
 import contextvars
 import threading
 
@@ -302,7 +302,7 @@ def on_big_stack(run, *args):
         raise outcome["error"]
     return outcome.get("value")
 
-# cell 39
+# cell 41
 import types
 
 FRAME_ROOM = (1 << 26) + 64     # values: a frame of just over 512 MiB, in a block of 1 GiB
@@ -328,7 +328,7 @@ def in_frame_room(run, *args):
             raise
     return run(*args)
 
-# cell 42
+# cell 44
 @contextmanager
 def collector_looks_every(young: int):
     """Let Python's cyclic garbage collector look at new objects once every `young` of them,

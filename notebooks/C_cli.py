@@ -106,6 +106,7 @@
 # %%
 #| export
 import argparse
+import gc
 import os
 import sys
 import textwrap
@@ -208,7 +209,12 @@ def flush_output() -> str | None:
 # `main` is the command `lc` itself, whose arguments are the process's and
 # whose process is its own: `args.own_process` tells `lc run` that it may
 # hand the process to the program (chapter 11's cache); called with a list,
-# from Python (`lc(…)` below, a test), it must not.
+# from Python (`lc(…)` below, a test), it must not. The command also turns
+# Python's cycle collector off for good, but for `lc repl`: its process
+# ends when the command does, and the collector's first look after
+# compiling would walk every object the compiler made, for memory no one
+# reuses ([appendix B](B_support.ipynb#the-garbage-collector-paused)
+# measures that look).
 
 # %%
 #| export
@@ -238,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
     args.own_process = argv is None    # lc, the command: its process is its own (lc run replaces it)
+    if args.own_process and args.command != "repl":
+        gc.disable()                   # for good: the process ends when the command does (appendix B)
     from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),
                   warnings_are_errors=getattr(args, "werror", False), sink=sys.stderr)
