@@ -49,6 +49,7 @@ __all__ = [
     'Recorder',
     'run',
     'can_replace',
+    'MFD_EXEC',
     'replace_process',
     'call_main',
 ]
@@ -214,7 +215,10 @@ def run(source, optimiser: bool = True, cached: bool = True, replace: bool = Fal
         if warnings and POLICY["sink"] is not None:
             POLICY["sink"].write(warnings)
     if replace:
-        replace_process(code[0], source.name)
+        try:
+            replace_process(code[0], source.name)
+        except OSError:                       # a system that will not run it (vm.memfd_noexec): the JIT
+            return run(source, optimiser, cached)
     return call_main(code)
 
 
@@ -223,16 +227,26 @@ def can_replace() -> bool:
     return hasattr(os, "memfd_create") and os.execve in os.supports_fd
 
 
+MFD_EXEC = 0x10                               # linux/memfd.h: a file in memory that may be run
+
+
 def replace_process(executable: bytes, name: str):
-    """Run an executable in this process's place, from a file in memory: it never returns. The
-    executable inherits the process: its id, its files, its environment, its signals ignored."""
-    fd = os.memfd_create(name)                # closed on exec; gone when the program ends
+    """Run an executable in this process's place, from a file in memory: it never returns (but by an
+    OSError). The executable inherits the process: its id, its files, its environment, its signals
+    ignored."""
+    try:                                      # closed on exec; gone when the program ends
+        fd = os.memfd_create(name, os.MFD_CLOEXEC | MFD_EXEC)
+    except OSError:                           # a kernel older than MFD_EXEC (6.3): every such file may run
+        fd = os.memfd_create(name)
     written = memoryview(executable)
     while written:
         written = written[os.write(fd, written):]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(fd, [name], os.environ)
+    try:
+        os.execve(fd, [name], os.environ)
+    finally:                                  # reached only when the system refused
+        os.close(fd)
 
 
 _runtime_loaded = False

@@ -1598,8 +1598,8 @@ with tempfile.TemporaryDirectory() as tmp:
 # object files, as this chapter's JIT does. `main` tells the two apart by
 # how it was called ([appendix C](C_cli.ipynb)): with no arguments, it is
 # the command, whose arguments are the process's own. On a system without
-# `memfd_create` (other than Linux), the command does as Python's call
-# does.
+# `memfd_create` (other than Linux), or one set to refuse running a file
+# in memory, the command does as Python's call does.
 #
 # **Where.** [Chapter 10b](10b_runtime.ipynb) already keeps the compiled
 # runtime under `$LC_CACHE` (by default `~/.cache/lcompiler`); the programs
@@ -1793,7 +1793,9 @@ for what, data in [("whole", entry), ("cut short", entry[:-3]), ("a byte changed
 # warnings writes them to standard error as ever and keeps a copy; then it
 # keeps the entry. On a hit it writes the warnings kept. Then
 # `replace_process` writes the executable into a file in memory and runs
-# it in the process's place, never to return; or `call_main` loads the
+# it in the process's place, never to return — unless the system refuses
+# to run a file in memory (Linux's `vm.memfd_noexec` can forbid it), and
+# then `run` does as Python's call does; or `call_main` loads the
 # object files with the runtime library and calls `main`, as `jit` does:
 # the same few lines, here so that a hit needs nothing of `driver`, whose
 # module imports the whole compiler.
@@ -1848,7 +1850,10 @@ def run(source, optimiser: bool = True, cached: bool = True, replace: bool = Fal
         if warnings and POLICY["sink"] is not None:
             POLICY["sink"].write(warnings)
     if replace:
-        replace_process(code[0], source.name)
+        try:
+            replace_process(code[0], source.name)
+        except OSError:                       # a system that will not run it (vm.memfd_noexec): the JIT
+            return run(source, optimiser, cached)
     return call_main(code)
 
 
@@ -1857,16 +1862,26 @@ def can_replace() -> bool:
     return hasattr(os, "memfd_create") and os.execve in os.supports_fd
 
 
+MFD_EXEC = 0x10                               # linux/memfd.h: a file in memory that may be run
+
+
 def replace_process(executable: bytes, name: str):
-    """Run an executable in this process's place, from a file in memory: it never returns. The
-    executable inherits the process: its id, its files, its environment, its signals ignored."""
-    fd = os.memfd_create(name)                # closed on exec; gone when the program ends
+    """Run an executable in this process's place, from a file in memory: it never returns (but by an
+    OSError). The executable inherits the process: its id, its files, its environment, its signals
+    ignored."""
+    try:                                      # closed on exec; gone when the program ends
+        fd = os.memfd_create(name, os.MFD_CLOEXEC | MFD_EXEC)
+    except OSError:                           # a kernel older than MFD_EXEC (6.3): every such file may run
+        fd = os.memfd_create(name)
     written = memoryview(executable)
     while written:
         written = written[os.write(fd, written):]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(fd, [name], os.environ)
+    try:
+        os.execve(fd, [name], os.environ)
+    finally:                                  # reached only when the system refused
+        os.close(fd)
 
 
 _runtime_loaded = False
@@ -2004,7 +2019,9 @@ print("Python: " + ", ".join(f"{what} {statistics.median(t):.3f} s [{min(t):.3f}
 # environment each make it compiled again, with the new result; an entry
 # cut short or changed is compiled again; `--no-cache` keeps nothing; and
 # `lc --help`, `lc --version` and a hit import none of the compiler's
-# stages, and a hit of the command not llvmlite's binding either. The entry's name is checked to change with each file of a copy of
+# stages, and a hit of the command not llvmlite's binding either; a
+# command whose executable the system will not run runs the program
+# through the JIT, with the same output and status. The entry's name is checked to change with each file of a copy of
 # the package, and `keep` to keep the entries used last.
 
 # %% [markdown]

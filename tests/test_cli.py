@@ -285,6 +285,25 @@ def test_a_program_from_the_cache_imports_no_stage_of_the_compiler(tmp_path):
     # them, are what -X importtime did not see
 
 
+REFUSED = """import os, runpy, sys
+def execve(*arguments):                  # a system that will not run a file in memory (vm.memfd_noexec=2)
+    raise PermissionError(13, "Permission denied")
+os.supports_fd.add(execve)
+os.execve = execve
+sys.argv = ARGV
+runpy.run_path(sys.argv[0], run_name="__main__")"""
+
+
+def test_a_command_whose_executable_the_system_will_not_run_runs_it_through_the_jit(tmp_path):
+    (tmp_path / "p.l").write_text('print("one")\nprint(1 / (1 - 1))\n')
+    env = {**os.environ, "LC_CACHE": str(tmp_path / "cache")}
+    expected = seen(subprocess.run([LC, "run", "p.l"], capture_output=True, text=True, cwd=tmp_path, env=env))
+    for _ in range(2):                                   # compiled, then from the cache
+        done = subprocess.run([sys.executable, "-c", REFUSED.replace("ARGV", repr([LC, "run", "p.l"]))],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert seen(done) == expected == ("one\n", expected[1], 2) and "runtime error" in expected[1]
+
+
 def test_the_entry_name_changes_with_every_file_of_the_compiler(tmp_path):
     import shutil
     package = Path(shutil.copytree(cache.PACKAGE, tmp_path / "lcompiler", ignore=shutil.ignore_patterns("__pycache__")))
