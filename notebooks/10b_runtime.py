@@ -3900,12 +3900,23 @@ def stack_maps(section: bytes) -> list:
 from builds import OtherBuild          # bench/builds.py: L built by a child process set up another way
 import statepoints                     # bench/statepoints.py
 
+LISTS = Path("../examples/lists.l").resolve()
+
+
+def disassembly(executable) -> str:
+    """An executable's machine code, as objdump prints it (Intel syntax, without the bytes)."""
+    return subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-M", "intel", str(executable)],
+                          capture_output=True, text=True, check=True).stdout
+
+
 with tempfile.TemporaryDirectory() as tmp:
     sp_build = OtherBuild("L-statepoints", statepoints.SETUP.format(bench=str(Path("../bench").resolve())),
                           "every call that may collect a statepoint")
-    exe, = sp_build.build(Path("../examples/lists.l").resolve(), Path(tmp))
+    exe, = sp_build.build(LISTS, Path(tmp))
     elf = statepoints.sections(exe)
     names = statepoints.symbols(exe)
+    dumps = {"lc build": disassembly(driver.build(Source("lists.l", LISTS.read_text()), Path(tmp, "lists"))),
+             "statepoints": disassembly(exe)}
 text_address, text, _ = elf[".text"]
 frame_maps = stack_maps(elf[".llvm_stackmaps"][1])
 
@@ -3960,6 +3971,43 @@ frame_picture = MemoryPicture(frame_rows, {
             f"{row.caption}, " + (" and ".join(f"sp+{o}" for o in s.slots) or "no slot") + " listed"
             for row, s in zip(frame_rows, map_frame.sites)) + ".", scale=10)
 frame_picture  # noqa: B018  (the cell shows it)
+
+# %% [markdown]
+# What the maps cost the code is plain in `map`'s machine code, `lc
+# build`'s on the left and the statepoint build's on the right (objdump's
+# disassembly, without the addresses and objdump's comments):
+
+# %%
+import itertools
+
+
+def function_code(dump: str, name: str) -> list[str]:
+    """The instructions of one function of a disassembly, without their addresses."""
+    start = dump.index(f"<{name}>:\n") + len(name) + 4
+    lines = dump[start:dump.index("\n\n", start)].splitlines()
+    return [re.sub(r"\s+#.*$", "", line.split(":", 1)[1].strip()) for line in lines]    # no comments
+
+
+map_name = names[map_frame.address]
+left, right = (function_code(dump, map_name) for dump in dumps.values())
+print(f"{'lc build':44} statepoints")
+for a, b in itertools.zip_longest(left, right, fillvalue=""):
+    print(f"{a:44} {b}")
+
+# %% [markdown]
+# In `lc build`'s code, `rest` and `f` wait in registers across the call of
+# `f` (`rbx` and `r14`): the closure's code preserves them, as the usual
+# convention asks. `map` itself has chapter 10's
+# `no_callee_saved_registers`: it uses those registers without saving them
+# first, and its callers — `map` among them — keep what they need across a
+# call of it in a stack slot, as the `Int` that `f` returned waits in one
+# across the recursive call. In the statepoint build, `rest` and `f` go to
+# the two slots the map lists before the call of `f`, and come back from
+# them after it, since the collector may have moved them; having given up
+# `no_callee_saved_registers`, `map` saves `rbx` at its entry (`push rbx`)
+# and restores it at its end, and the `Int` waits in `rbx` across the
+# recursive call. And the slow path of the allocation stores the list the
+# recursive call returned into its slot, and loads it back after the call.
 
 # %% [markdown]
 # Whether the maps are right is tested against `lc build`, whose

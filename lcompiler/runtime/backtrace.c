@@ -3,7 +3,7 @@
 
 /* --- Backtraces ------------------------------------------------------ */
 
-/* cell 166 */
+/* cell 169 */
 /* backtrace.c -- LC_BACKTRACE=1: the calls that led to a runtime error.
  *
  * The compiler's table of call sites (stack.c) says which return address
