@@ -3942,13 +3942,13 @@ for m in frame_maps:
 # Take `map` (there are two: chapter 5b made a copy per type it is used
 # at). Its code is `Cons(f(x), map(rest, f))`, and it has three call
 # sites. At the call of `f`, a closure, `rest` and `f` are live, for the
-# recursive call after it; both are heap values, and the map lists two
-# slots. At the recursive call, only `f(x)` is live — an `Int` here, which
-# the collector must not touch: the map lists nothing. At the slow path of
+# recursive call after it; both are heap values, and the stack map lists
+# two slots. At the recursive call, only `f(x)` is live — an `Int` here, which
+# the collector must not touch: the stack map lists nothing. At the slow path of
 # the allocation of the `Cons`, the list the recursive call returned is
 # live, in one slot. The picture is `map`'s frame at each of the three,
 # from the stack pointer at the call up to the return address into its
-# caller; the words the map does not list hold whatever LLVM put there —
+# caller; the words the stack map does not list hold whatever LLVM put there —
 # an `Int` kept across the call, a value no longer live, padding — and the
 # collector does not read them.
 
@@ -3973,7 +3973,7 @@ frame_picture = MemoryPicture(frame_rows, {
 frame_picture  # noqa: B018  (the cell shows it)
 
 # %% [markdown]
-# What the maps cost the code is plain in `map`'s machine code, `lc
+# What the stack maps cost the code is plain in `map`'s machine code, `lc
 # build`'s on the left and the statepoint build's on the right (objdump's
 # disassembly, without the addresses and objdump's comments):
 
@@ -4002,7 +4002,7 @@ for a, b in itertools.zip_longest(left, right, fillvalue=""):
 # first, and its callers — `map` among them — keep what they need across a
 # call of it in a stack slot, as the `Int` that `f` returned waits in one
 # across the recursive call. In the statepoint build, `rest` and `f` go to
-# the two slots the map lists before the call of `f`, and come back from
+# the two slots the stack map lists before the call of `f`, and come back from
 # them after it, since the collector may have moved them; having given up
 # `no_callee_saved_registers`, `map` saves `rbx` at its entry (`push rbx`)
 # and restores it at its end, and the `Int` waits in `rbx` across the
