@@ -1584,9 +1584,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # running `lc` — by the executable, read from a file in memory
 # (`os.memfd_create`), so that nothing is written to disk to run it. The
 # process stays the same: its id, its open files, its environment, the
-# signals its parent left ignored (Python ignores `SIGPIPE`, so the
-# program goes on quietly when the reader of its output goes away, as it
-# did under the JIT); and its exit status and the signal that ends it are
+# signals it ignores (Python ignores `SIGPIPE`, and so the program goes
+# on quietly when the reader of its output goes away, as it did under the
+# JIT); and its exit status and the signal that ends it are
 # the program's own, with nothing to carry back from a child. A hit then
 # loads neither the compiler nor llvmlite's binding, the LLVM library that
 # a JIT needs, whose loading was most of what a hit cost when the cache
