@@ -772,7 +772,8 @@ print(json.dumps(times))
 
 
 def compile_time(argv) -> int:
-    """Time lc build and the statepoint build of every benchmark (at run.py's sizes), in alternation:
+    """Time lc build and the statepoint build of every benchmark (at run.py's small size: the size is
+    the constant n, the program the same), in alternation:
     each round one child process per build; the median over the rounds, and their paired ratio. With
     --json FILE, add the figures to FILE (bench/statepoints.json, written by the timing) as "compile"."""
     import json

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
     args.own_process = argv is None    # lc, the command: its process is its own (lc run replaces it)
-    if args.own_process and args.command != "repl":
+    if args.own_process and args.command != "repl" and not getattr(args, "interp", False):
         gc.disable()                   # for good: the process ends when the command does (appendix B)
     from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),

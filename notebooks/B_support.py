@@ -278,7 +278,8 @@ del module
 # handing its process to the program, as `lc run` does (chapter 11) — would
 # pay it for memory that no one reuses, as the last thing it does; so
 # `lc`'s `main` ([appendix C](C_cli.ipynb)) turns the collector off for good
-# when it is the command, for every sub-command but the REPL's.
+# when it is the command and only compiles: not for the REPL, nor for a
+# program run by the interpreter (`--interp`), which go on in Python.
 #
 # ## Room for recursion
 #

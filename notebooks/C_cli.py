@@ -210,11 +210,13 @@ def flush_output() -> str | None:
 # whose process is its own: `args.own_process` tells `lc run` that it may
 # hand the process to the program (chapter 11's cache); called with a list,
 # from Python (`lc(…)` below, a test), it must not. The command also turns
-# Python's cycle collector off for good, but for `lc repl`: its process
-# ends when the command does, and the collector's first look after
+# Python's cycle collector off for good when all it does is compile: its
+# process ends when the command does, and the collector's first look after
 # compiling would walk every object the compiler made, for memory no one
 # reuses ([appendix B](B_support.ipynb#the-garbage-collector-paused)
-# measures that look).
+# measures that look). It leaves the collector on where Python goes on to
+# run L: `lc repl`, and the interpreter of `--interp`, whose heap of
+# bounded size (chapter 4b) counts on it.
 
 # %%
 #| export
@@ -244,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit:          # --help, --version, or a mistake in the arguments
         return exit.code
     args.own_process = argv is None    # lc, the command: its process is its own (lc run replaces it)
-    if args.own_process and args.command != "repl":
+    if args.own_process and args.command != "repl" and not getattr(args, "interp", False):
         gc.disable()                   # for good: the process ends when the command does (appendix B)
     from lcompiler.errors import POLICY, Diagnostic    # not before: lc --help needs none of the compiler
     POLICY.update(color=colour_wanted(getattr(args, "color", "auto")),

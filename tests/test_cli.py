@@ -287,6 +287,7 @@ def test_a_program_from_the_cache_imports_no_stage_of_the_compiler(tmp_path):
 
 REFUSED = """import os, runpy, sys
 def execve(*arguments):                  # a system that will not run a file in memory (vm.memfd_noexec=2)
+    open("execve-refused", "a").write("refused\\n")
     raise PermissionError(13, "Permission denied")
 os.supports_fd.add(execve)
 os.execve = execve
@@ -302,6 +303,24 @@ def test_a_command_whose_executable_the_system_will_not_run_runs_it_through_the_
         done = subprocess.run([sys.executable, "-c", REFUSED.replace("ARGV", repr([LC, "run", "p.l"]))],
                               capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
         assert seen(done) == expected == ("one\n", expected[1], 2) and "runtime error" in expected[1]
+    assert (tmp_path / "execve-refused").read_text() == "refused\n" * 2     # it did try, each time
+
+
+COLLECTOR = """import atexit, gc, runpy, sys
+atexit.register(lambda: print("collector on:", gc.isenabled(), file=sys.stderr))
+sys.argv = ARGV
+runpy.run_path(sys.argv[0], run_name="__main__")"""
+
+
+@pytest.mark.parametrize("argv, stdin, on", [(["build", "p.l", "-o", "p"], None, False),
+                                              (["run", "--interp", "p.l"], None, True),
+                                              (["repl"], "1 + 1\n", True)])
+def test_the_command_turns_the_collector_off_only_where_it_only_compiles(tmp_path, argv, stdin, on):
+    (tmp_path / "p.l").write_text('print(1)\n')
+    done = subprocess.run([sys.executable, "-c", COLLECTOR.replace("ARGV", repr([LC, *argv]))], input=stdin,
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "LC_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0 and f"collector on: {on}" in done.stderr, done.stderr[-2000:]
 
 
 def test_the_entry_name_changes_with_every_file_of_the_compiler(tmp_path):
