@@ -217,8 +217,12 @@ def run(source, optimiser: bool = True, cached: bool = True, replace: bool = Fal
     if replace:
         try:
             replace_process(code[0], source.name)
-        except OSError:                       # a system that will not run it (vm.memfd_noexec): the JIT
-            return run(source, optimiser, cached)
+        except OSError:                       # a system that will not run it (vm.memfd_noexec): the JIT,
+            sink, POLICY["sink"] = POLICY["sink"], None       # without saying the warnings again
+            try:
+                return run(source, optimiser, cached)
+            finally:
+                POLICY["sink"] = sink
     return call_main(code)
 
 

@@ -296,13 +296,14 @@ runpy.run_path(sys.argv[0], run_name="__main__")"""
 
 
 def test_a_command_whose_executable_the_system_will_not_run_runs_it_through_the_jit(tmp_path):
-    (tmp_path / "p.l").write_text('print("one")\nprint(1 / (1 - 1))\n')
+    (tmp_path / "p.l").write_text('def f(x) = x.{ 0 -> "one" }\nprint(f(0))\nprint(1 / (1 - 1))\n')
     env = {**os.environ, "LC_CACHE": str(tmp_path / "cache")}
     expected = seen(subprocess.run([LC, "run", "p.l"], capture_output=True, text=True, cwd=tmp_path, env=env))
     for _ in range(2):                                   # compiled, then from the cache
         done = subprocess.run([sys.executable, "-c", REFUSED.replace("ARGV", repr([LC, "run", "p.l"]))],
                               capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
         assert seen(done) == expected == ("one\n", expected[1], 2) and "runtime error" in expected[1]
+        assert expected[1].count("warning: this match does not cover") == 1            # said once
     assert (tmp_path / "execve-refused").read_text() == "refused\n" * 2     # it did try, each time
 
 
